@@ -1,0 +1,207 @@
+// Package event defines what a session tells its caller while it works. It is a leaf: frontends
+// (CLI renderers, the TUI, library callers) switch on these types and nothing else.
+//
+// Every event carries an Origin: which agent produced it (empty for the main thread) and the
+// tool_use id of the Agent call that started that agent, so a UI can nest subagent output.
+package event
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/keel-dev/keel/internal/message"
+)
+
+// Event is one thing that happened in a session.
+type Event interface{ Origin() Origin }
+
+// Origin says which agent an event belongs to.
+type Origin struct {
+	AgentID         string `json:"agent_id,omitempty"`
+	AgentName       string `json:"agent_name,omitempty"`
+	ParentToolUseID string `json:"parent_tool_use_id,omitempty"`
+}
+
+// Origin returns itself, so embedding it makes a type an Event.
+func (o Origin) Origin() Origin { return o }
+
+// Init opens a session's event stream.
+type Init struct {
+	Origin
+	SessionID      string
+	Model          string
+	Cwd            string
+	Tools          []string
+	PermissionMode string
+	MCPServers     []MCPServerStatus
+	Agents         []string
+	Skills         []string
+}
+
+// MCPServerStatus is one configured MCP server as the session sees it.
+type MCPServerStatus struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+}
+
+// TextDelta is streamed assistant text.
+type TextDelta struct {
+	Origin
+	Text string
+}
+
+// ThinkingDelta is streamed thinking text.
+type ThinkingDelta struct {
+	Origin
+	Thinking string
+}
+
+// AssistantMessage is a complete assistant message, after its stream ended.
+type AssistantMessage struct {
+	Origin
+	UUID       string
+	Message    message.Message
+	StopReason message.StopReason
+	Usage      message.Usage
+	Model      string
+	RequestID  string
+}
+
+// UserMessage is a user message appended to the history: the prompt, or tool results.
+type UserMessage struct {
+	Origin
+	UUID    string
+	Message message.Message
+}
+
+// ToolStart says a tool call is about to run (after permission was granted).
+type ToolStart struct {
+	Origin
+	ID    string
+	Name  string
+	Input json.RawMessage
+}
+
+// ToolProgress is a progress note from a running tool.
+type ToolProgress struct {
+	Origin
+	ID      string
+	Name    string
+	Message string
+}
+
+// ToolEnd says a tool call finished.
+type ToolEnd struct {
+	Origin
+	ID       string
+	Name     string
+	Result   []message.Block
+	IsError  bool
+	Duration time.Duration
+}
+
+// PermissionDenied records a tool call the permission check refused.
+type PermissionDenied struct {
+	Origin
+	ToolUseID string
+	ToolName  string
+	Input     json.RawMessage
+	Reason    string
+}
+
+// Retry says a model request failed and is being tried again; any partial text shown for the
+// failed attempt is void.
+type Retry struct {
+	Origin
+	Attempt int
+	Delay   time.Duration
+	Err     string
+}
+
+// CacheBreak says a request's prefix changed where the cache was expected to hit.
+type CacheBreak struct {
+	Origin
+	Segment string
+	Reason  string
+}
+
+// Compacted says the history was summarised and the conversation continues from the summary.
+type Compacted struct {
+	Origin
+	Trigger      string // "auto" or "manual"
+	TokensBefore int64
+}
+
+// Todos is the agent's todo list after a TodoWrite.
+type Todos struct {
+	Origin
+	Items []Todo
+}
+
+// Todo is one item of the todo list (TodoWrite's shape).
+type Todo struct {
+	Content    string `json:"content"`
+	Status     string `json:"status"`
+	ActiveForm string `json:"activeForm"`
+}
+
+// TaskStarted says a background task began.
+type TaskStarted struct {
+	Origin
+	TaskID       string
+	ToolUseID    string
+	Description  string
+	SubagentType string
+	TaskType     string
+	Prompt       string
+}
+
+// TaskUpdated reports a background task's status change or progress.
+type TaskUpdated struct {
+	Origin
+	TaskID string
+	Status string
+}
+
+// TaskNotification says a background task ended and its result is queued for the parent.
+type TaskNotification struct {
+	Origin
+	TaskID    string
+	ToolUseID string
+	Status    string
+	Summary   string
+	Result    string
+}
+
+// Notice is something the user should read that is not part of the conversation: a warning
+// about configuration, a torn transcript tail skipped on resume, a hook's output.
+type Notice struct {
+	Origin
+	Level string // "info", "warn", "error"
+	Text  string
+}
+
+// Result closes a Send: how the turn ended and what it cost.
+type Result struct {
+	Origin
+	Subtype     string // "success", "error_max_turns", "error_during_execution"
+	IsError     bool
+	Text        string
+	SessionID   string
+	NumTurns    int
+	Duration    time.Duration
+	APIDuration time.Duration
+	CostUSD     float64
+	Usage       message.Usage
+	StopReason  message.StopReason
+	Denials     []PermissionDenied
+	Cache       CacheStats
+}
+
+// CacheStats totals prompt-cache behaviour over a Send.
+type CacheStats struct {
+	Hits           int            `json:"hits"`
+	Misses         int            `json:"misses"`
+	Breaks         int            `json:"breaks"`
+	BreaksByReason map[string]int `json:"breaks_by_reason,omitempty"`
+}

@@ -1,0 +1,110 @@
+// Package provider defines how keel talks to a model: a Provider streams one Request and yields
+// typed stream events. Adapters live below (anthropic, openai); scripted is the offline model
+// server used by the demo and the tests. Retries and cache-breakpoint placement live here so
+// every adapter gets the same behaviour.
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"time"
+
+	"github.com/keel-dev/keel/internal/message"
+)
+
+// Provider streams one model request. The sequence ends after a Done event, or with a non-nil
+// error. Implementations do not retry; wrap them with [Retrying].
+type Provider interface {
+	Stream(ctx context.Context, req *Request) iter.Seq2[Event, error]
+}
+
+// Request is everything one model call sends. It is assembled fresh for every call by the loop;
+// its encoding must be a pure function of its fields so equal requests are equal bytes.
+type Request struct {
+	Model     string
+	MaxTokens int64
+	System    []SystemBlock
+	Tools     []ToolSpec
+	Messages  []message.Message
+	Thinking  *Thinking
+	// Source names who asks ("main", "agent:Explore", "compact", …); it picks the cache TTL and
+	// labels logs and cache diagnostics. It is not sent.
+	Source string
+	// Metadata the API accepts verbatim (e.g. user_id); kept in sorted-key order when encoded.
+	Metadata map[string]string
+}
+
+// SystemBlock is one text block of the system prompt.
+type SystemBlock struct {
+	Text         string
+	CacheControl *message.CacheControl
+}
+
+// ToolSpec is a tool as the model sees it.
+type ToolSpec struct {
+	Name         string
+	Description  string
+	InputSchema  json.RawMessage
+	CacheControl *message.CacheControl
+	// DeferLoading asks a provider that supports it to list the tool by name only until it is
+	// searched for (MCP tool search).
+	DeferLoading bool
+}
+
+// Thinking turns on extended thinking with a token budget.
+type Thinking struct {
+	BudgetTokens int64
+}
+
+// Event is one typed event of a response stream.
+type Event interface{ providerEvent() }
+
+// TextDelta is streamed assistant text for the content block at Index.
+type TextDelta struct {
+	Index int
+	Text  string
+}
+
+// ThinkingDelta is streamed thinking text.
+type ThinkingDelta struct {
+	Index    int
+	Thinking string
+}
+
+// ToolUseStart opens a tool_use block; its input arrives as InputDelta events.
+type ToolUseStart struct {
+	Index int
+	ID    string
+	Name  string
+}
+
+// InputDelta is a fragment of a tool_use block's JSON input.
+type InputDelta struct {
+	Index       int
+	PartialJSON string
+}
+
+// Retrying says the attempt failed and the response so far must be thrown away: a consumer
+// that accumulated deltas resets before the next attempt's events arrive.
+type Retrying struct {
+	Attempt int // the attempt that failed, from 1
+	Delay   time.Duration
+	Err     error
+}
+
+// Done ends a successful stream with the whole assistant message, assembled from the deltas.
+type Done struct {
+	Message    message.Message
+	StopReason message.StopReason
+	Usage      message.Usage
+	Model      string
+	RequestID  string
+}
+
+func (TextDelta) providerEvent()     {}
+func (ThinkingDelta) providerEvent() {}
+func (ToolUseStart) providerEvent()  {}
+func (InputDelta) providerEvent()    {}
+func (Retrying) providerEvent()      {}
+func (Done) providerEvent()          {}
