@@ -1,0 +1,109 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Call is one tool_use of the model's turn.
+type Call struct {
+	ID    string
+	Name  string
+	Input json.RawMessage
+}
+
+// Gate wraps every call: permission checks and PreToolUse hooks before, PostToolUse hooks
+// after. The session implements it; a nil Gate lets every call run.
+type Gate interface {
+	// Before decides whether the call runs. It may rewrite call.Input (a hook's updatedInput).
+	// When it returns false the call does not run and the returned Result answers it.
+	Before(ctx context.Context, env *Env, t Tool, call *Call) (Result, bool)
+	// After sees the result and may amend it (a PostToolUse hook's additional context).
+	After(ctx context.Context, env *Env, t Tool, call Call, res *Result)
+}
+
+// Observer is told when each call starts and ends, for events and the transcript.
+type Observer interface {
+	ToolStarted(call Call)
+	ToolEnded(call Call, res Result, dur time.Duration)
+}
+
+// Runner runs the tool calls of one model turn.
+type Runner struct {
+	Pool      *Pool
+	Validator *Validator
+	Gate      Gate
+	Observer  Observer
+}
+
+// InterruptedText is the result of a call that was cut off or never started because the user
+// interrupted; it keeps the history valid (every tool_use has its tool_result).
+const InterruptedText = "Interrupted by user: the tool call did not complete."
+
+// Run runs calls as one batch and returns their results in the model's order. Consecutive
+// concurrency-safe calls run in parallel; any other call runs alone, in order. newEnv builds
+// the environment of each call.
+func (r *Runner) Run(ctx context.Context, calls []Call, newEnv func(Call) *Env) []Result {
+	results := make([]Result, len(calls))
+	for start := 0; start < len(calls); {
+		end := start + 1
+		if r.safe(calls[start]) {
+			for end < len(calls) && r.safe(calls[end]) {
+				end++
+			}
+		}
+		var wg sync.WaitGroup
+		for i := start; i < end; i++ {
+			wg.Go(func() { results[i] = r.one(ctx, calls[i], newEnv(calls[i])) })
+		}
+		wg.Wait()
+		start = end
+	}
+	return results
+}
+
+func (r *Runner) safe(c Call) bool {
+	t, ok := r.Pool.Lookup(c.Name)
+	if !ok || !json.Valid(c.Input) {
+		return true // answered with an error at once; harmless in parallel
+	}
+	return t.ConcurrencySafe(c.Input)
+}
+
+func (r *Runner) one(ctx context.Context, c Call, env *Env) (res Result) {
+	if ctx.Err() != nil {
+		return Errorf("%s", InterruptedText)
+	}
+	started := time.Now()
+	if r.Observer != nil {
+		r.Observer.ToolStarted(c)
+		defer func() { r.Observer.ToolEnded(c, res, time.Since(started)) }()
+	}
+	t, ok := r.Pool.Lookup(c.Name)
+	if !ok {
+		return Errorf("No such tool: %s. Available tools: %s", c.Name, strings.Join(r.Pool.Names(), ", "))
+	}
+	if err := r.Validator.Validate(t, c.Input); err != nil {
+		return Errorf("InputValidationError: %v", err)
+	}
+	if r.Gate != nil {
+		if res, run := r.Gate.Before(ctx, env, t, &c); !run {
+			return res
+		}
+		if err := r.Validator.Validate(t, c.Input); err != nil {
+			return Errorf("InputValidationError (after a hook rewrote the input): %v", err)
+		}
+	}
+	res = t.Call(ctx, env, c.Input)
+	if ctx.Err() != nil && !res.IsError {
+		res.Content = append(res.Content, Errorf("%s", InterruptedText).Content...)
+		res.IsError = true
+	}
+	if r.Gate != nil {
+		r.Gate.After(ctx, env, t, c, &res)
+	}
+	return res
+}

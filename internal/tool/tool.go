@@ -1,0 +1,92 @@
+// Package tool is the contract every tool implements — built-ins, MCP tools, the Agent tool —
+// plus what the loop needs around it: input validation against the tool's JSON schema, the
+// cache-stable pool order, and the batch runner.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/keel-dev/keel/internal/message"
+)
+
+// Tool is one capability the model can call.
+//
+// Implementations must be safe for concurrent calls: the batch runner calls concurrency-safe
+// tools in parallel, and several agents share one tool value.
+type Tool interface {
+	// Name is the name the model calls; for MCP tools the fully qualified mcp__server__tool.
+	Name() string
+	// Description is the text the model reads. It is part of every request prefix, so it must
+	// not change during a session.
+	Description() string
+	// InputSchema is the JSON schema of the input object, serialised deterministically.
+	InputSchema() json.RawMessage
+	// ReadOnly reports whether this call only reads (permission checks and plan mode use it).
+	ReadOnly(input json.RawMessage) bool
+	// ConcurrencySafe reports whether this call may run in parallel with other safe calls.
+	ConcurrencySafe(input json.RawMessage) bool
+	// Call runs the tool. Failures the model should see are returned as a Result with IsError
+	// set (see [Errorf]), never as a panic or a Go error.
+	Call(ctx context.Context, env *Env, input json.RawMessage) Result
+}
+
+// Env is what a tool call may use from the agent running it. The loop builds one per call from
+// its current State; tools must not keep it after Call returns.
+type Env struct {
+	// State is the agent's state as of the start of the batch.
+	State State
+	// ToolUseID is the id of the tool_use block being answered.
+	ToolUseID string
+	// SessionID and AgentID identify who calls (AgentID is empty on the main thread).
+	SessionID string
+	AgentID   string
+	// Files is the agent's file-read state; Read records into it, Write and Edit check it.
+	Files *FileState
+	// Progress reports a short progress note to the UI; never nil.
+	Progress func(msg string)
+	// Logger is the agent's logger; never nil.
+	Logger *slog.Logger
+}
+
+// State is the part of an agent's context that tools may change, through a [Modifier]
+// returned in their Result. The loop applies modifiers after the batch, in the model's order.
+type State struct {
+	// Cwd is the directory relative paths resolve against.
+	Cwd string
+	// AdditionalDirs are extra working directories (--add-dir).
+	AdditionalDirs []string
+}
+
+// Modifier changes the agent's State after the batch that produced it.
+type Modifier func(*State)
+
+// Result is what a call returns to the model, plus what the loop and UI may use from it.
+type Result struct {
+	// Content goes into the tool_result block.
+	Content []message.Block
+	IsError bool
+	// Modifier, if set, is applied after the batch.
+	Modifier Modifier
+	// Output is a structured form of the result for hooks (tool_response) and UIs; optional.
+	Output any
+	// Effects lists changes a rewind cannot undo (commands run, remote calls), for the UI.
+	Effects []string
+}
+
+// Text returns a successful result of one text block.
+func Text(s string) Result {
+	return Result{Content: []message.Block{message.Text(s)}}
+}
+
+// Errorf returns an error result the model reads, formatted like fmt.Errorf.
+func Errorf(format string, args ...any) Result {
+	return Result{Content: []message.Block{message.Text(fmt.Sprintf(format, args...))}, IsError: true}
+}
+
+// ResultText joins the text blocks of a result.
+func (r Result) ResultText() string {
+	return message.Message{Content: r.Content}.TextOf()
+}
