@@ -13,7 +13,7 @@ import (
 )
 
 // Event is one thing that happened in a session.
-type Event interface{ Origin() Origin }
+type Event interface{ From() Origin }
 
 // Origin says which agent an event belongs to.
 type Origin struct {
@@ -22,8 +22,8 @@ type Origin struct {
 	ParentToolUseID string `json:"parent_tool_use_id,omitempty"`
 }
 
-// Origin returns itself, so embedding it makes a type an Event.
-func (o Origin) Origin() Origin { return o }
+// From returns the origin itself, so embedding an Origin makes a type an Event.
+func (o Origin) From() Origin { return o }
 
 // Init opens a session's event stream.
 type Init struct {

@@ -1,0 +1,16 @@
+# keel's make targets. `make test` is the one command that runs the whole suite on a fresh
+# machine: it installs what the tests need, then runs go vet and the race-enabled tests.
+
+.PHONY: test build bench demo
+
+test:
+	./scripts/test.sh
+
+build:
+	go build -o bin/keel ./cmd/keel
+
+bench:
+	go test -run '^$$' -bench . -benchmem ./...
+
+demo:
+	go run ./cmd/keel demo

@@ -1,0 +1,65 @@
+package keel_test
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestDependencyRules enforces the dependency rules of STYLE.md on the real import graph.
+func TestDependencyRules(t *testing.T) {
+	const mod = "github.com/keel-dev/keel"
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	type pkg struct{ imports, deps []string }
+	pkgs := map[string]pkg{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), "|", 3)
+		pkgs[parts[0]] = pkg{strings.Fields(parts[1]), strings.Fields(parts[2])}
+	}
+	rel := func(p string) string { return strings.TrimPrefix(strings.TrimPrefix(p, mod), "/") }
+	hasPrefix := func(p string, prefixes ...string) bool {
+		for _, x := range prefixes {
+			if p == x || strings.HasPrefix(p, x+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	terminalUI := []string{"charm.land", "github.com/charmbracelet", "github.com/spf13/cobra"}
+	for path, p := range pkgs {
+		name := rel(path)
+		for _, imp := range p.imports {
+			internal := strings.HasPrefix(imp, mod)
+			iname := rel(imp)
+			if (name == "internal/message" || name == "internal/event") && internal && iname != "internal/message" {
+				t.Errorf("%s imports %s: message and event are leaves", name, iname)
+			}
+			if iname == "internal/session" && internal && !(name == "" || hasPrefix(name, "internal/cli", "internal/daemon")) {
+				t.Errorf("%s imports internal/session: only cli, daemon and the root package may", name)
+			}
+			if strings.HasPrefix(imp, "github.com/nats-io/") && !hasPrefix(name, "internal/coord/natscoord") {
+				t.Errorf("%s imports %s: only natscoord and natstest may import NATS", name, imp)
+			}
+			if internal && strings.HasSuffix(iname, "test") && strings.Contains(iname, "/") {
+				t.Errorf("%s imports %s outside a _test.go file: *test packages are for tests only", name, iname)
+			}
+		}
+		if name == "" || hasPrefix(name, "internal/loop", "internal/provider", "internal/tool", "internal/coord") {
+			for _, d := range p.deps {
+				if hasPrefix(d, terminalUI...) {
+					t.Errorf("%s depends on %s: embedding keel must not pull in a terminal UI", name, d)
+				}
+			}
+		}
+	}
+	if len(pkgs) < 5 {
+		t.Fatalf("go list found only %d packages; the test is not looking at the module", len(pkgs))
+	}
+}

@@ -1,0 +1,213 @@
+// Package loop is the query loop every agent runs: assemble a request, stream the response,
+// run the tool batch, absorb observations, repeat. The main thread, subagents, fork children
+// and teammates all run this same loop with their own Agent value.
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+// Observer is consulted at every request boundary. What it returns is added to the next
+// request (as text blocks of the user message that opens it), never to one already sent. MCP
+// generation changes, finished background agents and mailbox messages arrive this way.
+type Observer interface {
+	Observe(ctx context.Context) []message.Block
+}
+
+// Sink receives what the loop produces. The session implements it: events go to the caller,
+// messages to the transcript.
+type Sink interface {
+	Emit(e event.Event)
+	// Append persists a message that joined the history and returns its entry id.
+	Append(ctx context.Context, m message.Message) (uuid string, err error)
+	// EndTurn marks the end of a model turn (the transcript is synced there).
+	EndTurn(ctx context.Context) error
+}
+
+// CacheWatcher is told about every request before it is sent and about the usage after, so it
+// can explain prompt-cache misses.
+type CacheWatcher interface {
+	BeforeSend(req *provider.Request) []event.CacheBreak
+	AfterResponse(req *provider.Request, u message.Usage) []event.CacheBreak
+}
+
+// StopChecker runs when the model ends its turn without tool calls. A non-empty reason keeps
+// the loop going with that reason as the next user message (a Stop hook's exit 2).
+type StopChecker interface {
+	CheckStop(ctx context.Context, last message.Message, active bool) (reason string)
+}
+
+// Agent is one agent's configuration and mutable state for the loop.
+type Agent struct {
+	Origin    event.Origin
+	Provider  provider.Provider
+	Model     string
+	MaxTokens int64
+	Thinking  *provider.Thinking
+	// System is the rendered system prompt; it is sent as is on every request.
+	System []provider.SystemBlock
+	// Pool returns the tools for the next request; asked once per request boundary, after the
+	// observers, so a new MCP generation reaches the very next request.
+	Pool      func(ctx context.Context) *tool.Pool
+	Gate      tool.Gate
+	Validator *tool.Validator
+	Files     *tool.FileState
+	State     tool.State
+	SessionID string
+	// MaxTurns caps model requests in one Run; 0 means no cap.
+	MaxTurns int
+	// Source names the query source (cache TTL, logs).
+	Source    string
+	Observers []Observer
+	// Prepare is applied to every assembled request before it is sent (cache breakpoints).
+	Prepare func(*provider.Request)
+	Watch   CacheWatcher
+	Stop    StopChecker
+	Sink    Sink
+	Logger  *slog.Logger
+	// AfterTurn, if set, is called with the request of every completed turn: the cache-safe
+	// parameters forks and post-turn helpers start from.
+	AfterTurn func(req *provider.Request, reply message.Message)
+}
+
+// Outcome is how a Run ended.
+type Outcome struct {
+	Messages    []message.Message
+	Turns       int
+	Usage       message.Usage
+	APIDuration time.Duration
+	StopReason  message.StopReason
+	// Subtype follows the result subtypes of stream-json: success, error_max_turns,
+	// error_during_execution.
+	Subtype string
+	Text    string
+}
+
+// ErrInterrupted is the cause of a context cancelled by the user.
+var ErrInterrupted = errors.New("interrupted by user")
+
+// maxContinuations bounds how often a reply cut at max_tokens is continued.
+const maxContinuations = 3
+
+// continuePrompt asks the model to go on after its output hit max_tokens.
+const continuePrompt = "Your previous reply hit the output token limit. Continue exactly where it stopped, without repeating anything."
+
+// Run continues the conversation in history (which must end with a user message) until the
+// model is done, a limit is reached or ctx is cancelled. The returned Outcome holds the whole
+// history, valid to send again even after an interrupt.
+func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, error) {
+	if a.Logger == nil {
+		a.Logger = slog.New(slog.DiscardHandler)
+	}
+	out := &Outcome{Messages: history, Subtype: "success"}
+	continuations, stopActive := 0, false
+	for {
+		if a.MaxTurns > 0 && out.Turns >= a.MaxTurns {
+			out.Subtype = "error_max_turns"
+			return out, nil
+		}
+		if err := a.absorb(ctx, out); err != nil {
+			return a.fail(out, err)
+		}
+		req := a.assemble(ctx, out.Messages)
+		reply, err := a.stream(ctx, req, out)
+		if err != nil {
+			return a.fail(out, err)
+		}
+		out.Turns++
+		reply, invalid := sanitizeToolInputs(reply)
+		if err := a.appendMessage(ctx, out, reply); err != nil {
+			return a.fail(out, err)
+		}
+		if a.AfterTurn != nil {
+			a.AfterTurn(req, reply)
+		}
+		calls := toolCalls(reply)
+		if len(calls) > 0 {
+			results := a.runBatch(ctx, calls, invalid)
+			if err := a.appendMessage(ctx, out, results); err != nil {
+				return a.fail(out, err)
+			}
+			if err := a.endTurn(ctx); err != nil {
+				return a.fail(out, err)
+			}
+			if ctx.Err() != nil {
+				return a.fail(out, context.Cause(ctx))
+			}
+			continue
+		}
+		if err := a.endTurn(ctx); err != nil {
+			return a.fail(out, err)
+		}
+		if out.StopReason == message.StopMaxTokens && continuations < maxContinuations {
+			continuations++
+			if err := a.appendMessage(ctx, out, message.User(message.Text(continuePrompt))); err != nil {
+				return a.fail(out, err)
+			}
+			continue
+		}
+		if a.Stop != nil {
+			if reason := a.Stop.CheckStop(ctx, reply, stopActive); reason != "" {
+				stopActive = true
+				if err := a.appendMessage(ctx, out, message.User(message.Text(reason))); err != nil {
+					return a.fail(out, err)
+				}
+				continue
+			}
+		}
+		out.Text = reply.TextOf()
+		return out, nil
+	}
+}
+
+func (a *Agent) fail(out *Outcome, err error) (*Outcome, error) {
+	out.Subtype = "error_during_execution"
+	return out, err
+}
+
+// absorb asks every observer for news and adds it to the user message that will open the next
+// request. The history always ends with a user message here.
+func (a *Agent) absorb(ctx context.Context, out *Outcome) error {
+	var news []message.Block
+	for _, o := range a.Observers {
+		news = append(news, o.Observe(ctx)...)
+	}
+	if len(news) == 0 {
+		return nil
+	}
+	return a.appendMessage(ctx, out, message.User(news...))
+}
+
+func (a *Agent) endTurn(ctx context.Context) error {
+	if a.Sink == nil {
+		return nil
+	}
+	// The sync at the end of a turn must happen even when the turn was interrupted.
+	return a.Sink.EndTurn(context.WithoutCancel(ctx))
+}
+
+// appendMessage adds m to the history, merging consecutive user messages so the API's
+// alternation holds, and persists it.
+func (a *Agent) appendMessage(ctx context.Context, out *Outcome, m message.Message) error {
+	out.Messages = append(out.Messages, m)
+	if a.Sink == nil {
+		return nil
+	}
+	uuid, err := a.Sink.Append(context.WithoutCancel(ctx), m)
+	if err != nil {
+		return fmt.Errorf("record message: %w", err)
+	}
+	if m.Role == message.RoleUser {
+		a.Sink.Emit(event.UserMessage{Origin: a.Origin, UUID: uuid, Message: m})
+	}
+	return nil
+}

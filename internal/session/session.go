@@ -1,0 +1,243 @@
+// Package session is the composition root of one conversation: it owns the history, the
+// transcript, settings, the permission context, the tool pool and the stores, and runs the
+// main agent's loop for each prompt. The CLI, the TUI and the root package are its clients.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/keel-dev/keel/internal/cost"
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/loop"
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+// Options configure a session. The zero value is usable except for Provider.
+type Options struct {
+	// Cwd is the working directory; empty means the process's.
+	Cwd string
+	// Home is keel's directory (KEEL_HOME); empty means no persistence.
+	Home string
+	// Provider is the model; required.
+	Provider provider.Provider
+	// Model is the model id sent with every request.
+	Model     string
+	MaxTokens int64
+	// MaxTurns caps model requests per Send; 0 means no cap.
+	MaxTurns int
+	// SystemPrompt replaces the default system prompt; AppendSystemPrompt is added to it.
+	SystemPrompt       string
+	AppendSystemPrompt string
+	// PermissionMode is one of default, acceptEdits, plan, dontAsk, bypassPermissions.
+	PermissionMode string
+	// Tools are added after the built-ins, in the order given.
+	Tools []tool.Tool
+	// SessionID fixes the session's id; empty means a new random one.
+	SessionID string
+	// Version is keel's version, recorded in transcripts.
+	Version string
+	Logger  *slog.Logger
+}
+
+// Session is one conversation. Send may not be called concurrently; other methods may.
+type Session struct {
+	id     string
+	opts   Options
+	logger *slog.Logger
+
+	files     *tool.FileState
+	validator *tool.Validator
+	builtins  []tool.Tool
+	system    []provider.SystemBlock
+
+	// mu guards history, state, busy and totals.
+	mu      sync.Mutex
+	history []message.Message
+	state   tool.State
+	busy    bool
+	totals  message.Usage
+}
+
+// ErrBusy is returned when Send is called while another Send runs.
+var ErrBusy = errors.New("session is busy with another prompt")
+
+// New opens a session.
+func New(ctx context.Context, opts Options) (*Session, error) {
+	if opts.Provider == nil {
+		return nil, errors.New("session: no model provider configured")
+	}
+	cwd, err := resolveCwd(opts.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	opts.Cwd = cwd
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	id := opts.SessionID
+	if id == "" {
+		id = uuid.NewString()
+	}
+	if opts.PermissionMode == "" {
+		opts.PermissionMode = "default"
+	}
+	s := &Session{
+		id:        id,
+		opts:      opts,
+		logger:    logger.With("session", id),
+		files:     tool.NewFileState(),
+		validator: tool.NewValidator(),
+		state:     tool.State{Cwd: cwd},
+	}
+	s.builtins = s.buildTools()
+	s.system = s.renderSystemPrompt()
+	return s, nil
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.id }
+
+// Cwd returns the session's current working directory.
+func (s *Session) Cwd() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state.Cwd
+}
+
+// History returns a copy of the conversation so far.
+func (s *Session) History() []message.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]message.Message(nil), s.history...)
+}
+
+// ToolNames returns the names of the tools the main agent offers, in request order.
+func (s *Session) ToolNames() []string { return s.pool().Names() }
+
+func (s *Session) pool() *tool.Pool {
+	return tool.Assemble(append(append([]tool.Tool(nil), s.builtins...), s.opts.Tools...), nil)
+}
+
+// Send adds prompt to the conversation and runs the main agent until it is done. Events
+// stream as they happen; the last one is an [event.Result]. Stopping the iteration early
+// interrupts the run.
+func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[event.Event, error] {
+	return func(yield func(event.Event, error) bool) {
+		if !s.acquire() {
+			yield(nil, ErrBusy)
+			return
+		}
+		defer s.release()
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(loop.ErrInterrupted)
+
+		events := make(chan event.Event, 64)
+		done := make(chan error, 1)
+		go func() {
+			defer close(events)
+			done <- s.run(ctx, prompt, chanSink{s: s, ch: events})
+		}()
+		stopped := false
+		for e := range events {
+			if !stopped && !yield(e, nil) {
+				stopped = true
+				cancel(loop.ErrInterrupted)
+			}
+		}
+		if err := <-done; err != nil && !stopped {
+			yield(nil, err)
+		}
+	}
+}
+
+func (s *Session) acquire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.busy {
+		return false
+	}
+	s.busy = true
+	return true
+}
+
+func (s *Session) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.busy = false
+}
+
+// run is one Send: the prompt joins the history, the loop runs, the result is reported.
+func (s *Session) run(ctx context.Context, prompt string, sink chanSink) error {
+	started := time.Now()
+	pool := s.pool()
+	sink.Emit(event.Init{SessionID: s.id, Model: s.opts.Model, Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.opts.PermissionMode})
+
+	user := message.User(message.Text(prompt))
+	history := append(s.History(), user)
+	uuid, err := sink.Append(ctx, user)
+	if err != nil {
+		return err
+	}
+	sink.Emit(event.UserMessage{UUID: uuid, Message: user})
+
+	s.mu.Lock()
+	state := s.state
+	s.mu.Unlock()
+	agent := &loop.Agent{
+		Provider:  s.opts.Provider,
+		Model:     s.opts.Model,
+		MaxTokens: s.opts.MaxTokens,
+		System:    s.system,
+		Pool:      func(context.Context) *tool.Pool { return pool },
+		Validator: s.validator,
+		Files:     s.files,
+		State:     state,
+		SessionID: s.id,
+		MaxTurns:  s.opts.MaxTurns,
+		Source:    "main",
+		Sink:      sink,
+		Logger:    s.logger,
+	}
+	out, runErr := agent.Run(ctx, history)
+
+	s.mu.Lock()
+	s.history = out.Messages
+	s.state = agent.State
+	s.totals = s.totals.Add(out.Usage)
+	s.mu.Unlock()
+
+	res := event.Result{
+		Subtype:     out.Subtype,
+		IsError:     out.Subtype != "success",
+		Text:        out.Text,
+		SessionID:   s.id,
+		NumTurns:    out.Turns,
+		Duration:    time.Since(started),
+		APIDuration: out.APIDuration,
+		CostUSD:     cost.USD(s.opts.Model, out.Usage),
+		Usage:       out.Usage,
+		StopReason:  out.StopReason,
+	}
+	if runErr != nil {
+		res.Text = runErr.Error()
+	}
+	sink.Emit(res)
+	if runErr != nil {
+		return fmt.Errorf("run prompt: %w", runErr)
+	}
+	return nil
+}
+
+// Close ends the session and releases what it holds.
+func (s *Session) Close() error { return nil }
