@@ -47,8 +47,12 @@ func parseTree(data []byte) (*node, error) {
 		err := json.Unmarshal(data, &v)
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			off := int(se.Offset) - 1
-			return nil, &posError{off: max(off, 0), msg: "invalid JSON: " + se.Error()}
+			// Offset is just past the offending byte, or the length at an unexpected end.
+			off := int(se.Offset)
+			if off < len(data) {
+				off = max(off-1, 0)
+			}
+			return nil, &posError{off: off, msg: "invalid JSON: " + se.Error()}
 		}
 		if err == nil {
 			err = errors.New("invalid JSON")
