@@ -286,13 +286,13 @@ func TestLoadErr(t *testing.T) {
 		states[fs.Path] = fs.State
 	}
 	want := map[string]FileState{
-		l.managed:                  FileMissing,
-		opts.SettingsArgs[0]:       FileBad,
-		f["local"]:                 FileMissing,
-		f["claudeLocal"]:           FileMissing,
-		f["project"]:               FileLoaded,
-		f["claudeProj"]:            FileMissing,
-		f["user"]:                  FileLoaded,
+		l.managed:            FileMissing,
+		opts.SettingsArgs[0]: FileBad,
+		f["local"]:           FileMissing,
+		f["claudeLocal"]:     FileMissing,
+		f["project"]:         FileLoaded,
+		f["claudeProj"]:      FileMissing,
+		f["user"]:            FileLoaded,
 	}
 	if diff := cmp.Diff(want, states); diff != "" {
 		t.Errorf("file states mismatch (-want +got):\n%s", diff)
