@@ -1,0 +1,63 @@
+//go:build unix
+
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// outputLimit caps each of a hook's stdout and stderr.
+const outputLimit = 1 << 20
+
+// waitDelay bounds how long Wait waits for output pipes after the hook is killed; only a
+// descendant that left the process group can hold them that long.
+const waitDelay = 2 * time.Second
+
+// runCommand runs command with sh -c in its own process group, killing the whole group when
+// the timeout passes or ctx is cancelled, so a hook's children die with it.
+func runCommand(ctx context.Context, command, dir string, env []string, stdin []byte, timeout time.Duration) Result {
+	res := Result{Command: command, ExitCode: -1}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(tctx, "sh", "-c", command)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdin = bytes.NewReader(stdin)
+	stdout, stderr := &cappedBuffer{limit: outputLimit}, &cappedBuffer{limit: outputLimit}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = waitDelay
+	start := time.Now()
+	err := cmd.Run()
+	res.Duration = time.Since(start)
+	res.Stdout, res.Stderr = stdout.String(), stderr.String()
+	var exitErr *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		res.Err = fmt.Errorf("hook cancelled: %w", context.Cause(ctx))
+	case tctx.Err() != nil:
+		res.TimedOut = true
+		res.Err = fmt.Errorf("hook timed out after %v and was killed", timeout)
+	case errors.Is(err, exec.ErrWaitDelay):
+		// It exited, but something it started kept its output open.
+		res.ExitCode = cmd.ProcessState.ExitCode()
+		res.Warning = "a process started by the hook kept running after it exited"
+	case errors.As(err, &exitErr):
+		res.ExitCode = exitErr.ExitCode()
+	case err != nil:
+		res.Err = fmt.Errorf("run hook: %w", err)
+	default:
+		res.ExitCode = 0
+	}
+	if errors.Is(err, exec.ErrWaitDelay) && res.Err != nil {
+		res.Err = fmt.Errorf("%w (%w)", res.Err, exec.ErrWaitDelay)
+	}
+	return res
+}

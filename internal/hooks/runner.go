@@ -1,0 +1,327 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/keel-dev/keel/internal/settings"
+)
+
+// DefaultTimeout applies to a hook without its own timeout.
+const DefaultTimeout = 60 * time.Second
+
+// Config configures a [Runner].
+type Config struct {
+	// Hooks are the merged settings' hook groups ([settings.Settings.Hooks]).
+	Hooks []settings.HookGroup
+	// DisableAll turns every hook off (the disableAllHooks setting).
+	DisableAll bool
+	// ProjectDir is where hooks run, and the value of KEEL_PROJECT_DIR and CLAUDE_PROJECT_DIR.
+	ProjectDir string
+	// Trusted says the workspace is trusted; until it is, hooks from project-provided settings
+	// (project and local scopes) are skipped with a notice.
+	Trusted bool
+	// Environ is the hooks' environment ("KEY=value"); nil inherits keel's own.
+	Environ []string
+	// DefaultTimeout replaces [DefaultTimeout] when non-zero.
+	DefaultTimeout time.Duration
+	// OnAsync receives the result of each async hook when it finishes; may be nil. It is
+	// called from the hook's goroutine.
+	OnAsync func(Event, Result)
+	// Logger may be nil.
+	Logger *slog.Logger
+}
+
+// Runner fires hook events. It is safe for concurrent use.
+type Runner struct {
+	cfg    Config
+	groups []group
+	async  sync.WaitGroup
+
+	// mu guards onceDone.
+	mu       sync.Mutex
+	onceDone map[string]bool
+}
+
+type group struct {
+	event   Event
+	matcher matcher
+	hooks   []settings.HookCommand
+	from    settings.Origin
+}
+
+// New compiles cfg's hook groups. The problems are warnings for groups that can never run:
+// events keel does not fire, matchers that do not compile, hook types other than "command".
+func New(cfg Config) (*Runner, []settings.Problem) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.DefaultTimeout == 0 {
+		cfg.DefaultTimeout = DefaultTimeout
+	}
+	r := &Runner{cfg: cfg, onceDone: map[string]bool{}}
+	var problems []settings.Problem
+	warn := func(o settings.Origin, format string, args ...any) {
+		problems = append(problems, settings.Problem{Severity: settings.SeverityWarning,
+			Path: o.Path, Line: o.Line, Col: o.Col, Msg: fmt.Sprintf(format, args...)})
+	}
+	for _, g := range cfg.Hooks {
+		ev := Event(g.Event)
+		if _, ok := eventTable[ev]; !ok {
+			warn(g.From, "hooks.%s: keel does not fire this event, so its hooks never run (events: %s)", g.Event, eventList())
+			continue
+		}
+		m, err := compileMatcher(g.Matcher)
+		if err != nil {
+			warn(g.From, "hooks.%s: matcher %q is not a valid regular expression (%v); its hooks never run", g.Event, g.Matcher, err)
+			continue
+		}
+		cg := group{event: ev, matcher: m, from: g.From}
+		for _, h := range g.Hooks {
+			if h.Type != "command" {
+				warn(h.From, "hooks.%s: hook type %q is not supported (only \"command\"); skipped", g.Event, h.Type)
+				continue
+			}
+			cg.hooks = append(cg.hooks, h)
+		}
+		r.groups = append(r.groups, cg)
+	}
+	return r, problems
+}
+
+func eventList() string {
+	var names []string
+	for _, e := range Events() {
+		names = append(names, string(e))
+	}
+	return strings.Join(names, ", ")
+}
+
+// Result is what one hook did.
+type Result struct {
+	Command  string
+	From     settings.Origin
+	ExitCode int // -1 when the hook did not exit on its own
+	Stdout   string
+	Stderr   string
+	Duration time.Duration
+	TimedOut bool
+	// Err is set when the hook could not start, timed out or was cancelled: a non-blocking
+	// error for the user.
+	Err error
+	// Warning is a non-blocking problem with the hook's answer (unparsable JSON, exit 1, …).
+	Warning string
+
+	Decision          Decision
+	Reason            string
+	UpdatedInput      json.RawMessage
+	AdditionalContext string
+	StopSession       bool // "continue": false
+	StopReason        string
+	SuppressOutput    bool
+	SystemMessage     string
+}
+
+// Outcome is the folded answer of one event's hooks.
+type Outcome struct {
+	Event Event
+	// Decision is the most restrictive of the hooks' decisions.
+	Decision Decision
+	// Reason joins the reasons of the hooks that gave Decision: for a block, what goes back to
+	// the model (exit-2 stderr or the JSON reason).
+	Reason string
+	// UpdatedInput is the first replacement tool input, in settings order; nil if none or if
+	// the call is blocked.
+	UpdatedInput      json.RawMessage
+	AdditionalContext []string
+	// StopSession: a hook said "continue": false; the session stops with StopReason.
+	StopSession    bool
+	StopReason     string
+	SystemMessages []string
+	// Results holds every hook that ran, in settings order, for the UI.
+	Results []Result
+	// Notices are for the user: hooks skipped (untrusted workspace), async hooks started.
+	Notices []string
+}
+
+type planned struct {
+	cmd  settings.HookCommand
+	from settings.Origin
+}
+
+// Run fires ev: every matching hook runs in parallel, and Run returns when all have finished or
+// timed out (async hooks excepted: they finish later, see [Config.OnAsync] and [Runner.Wait]).
+func (r *Runner) Run(ctx context.Context, ev Event, in Input) Outcome {
+	spec, ok := eventTable[ev]
+	if !ok {
+		panic(fmt.Sprintf("hooks: Run with unknown event %q", ev)) // a programmer error
+	}
+	out := Outcome{Event: ev}
+	if r.cfg.DisableAll {
+		return out
+	}
+	plan := r.plan(ev, spec, in, &out)
+	if len(plan) == 0 {
+		return out
+	}
+	stdin, err := in.encode(ev)
+	if err != nil {
+		out.Notices = append(out.Notices, err.Error())
+		return out
+	}
+	var sync_, async []planned
+	for _, p := range plan {
+		if p.cmd.Async {
+			async = append(async, p)
+		} else {
+			sync_ = append(sync_, p)
+		}
+	}
+	for _, p := range async {
+		out.Notices = append(out.Notices, fmt.Sprintf("async hook %q started", p.cmd.Command))
+		r.async.Go(func() {
+			res := r.exec(context.WithoutCancel(ctx), p, stdin)
+			res.interpret(ev)
+			r.cfg.Logger.Info("async hook finished", "event", ev, "command", p.cmd.Command, "exit", res.ExitCode, "dur", res.Duration)
+			if r.cfg.OnAsync != nil {
+				r.cfg.OnAsync(ev, res)
+			}
+		})
+	}
+	out.Results = make([]Result, len(sync_))
+	var wg sync.WaitGroup
+	for i, p := range sync_ {
+		wg.Go(func() {
+			res := r.exec(ctx, p, stdin)
+			res.interpret(ev)
+			out.Results[i] = res // by index: order never depends on completion
+		})
+	}
+	wg.Wait()
+	out.fold()
+	return out
+}
+
+// plan picks the hooks ev runs: matching groups, trusted sources, once-hooks not yet run, and
+// each distinct command once.
+func (r *Runner) plan(ev Event, spec eventSpec, in Input, out *Outcome) []planned {
+	var plan []planned
+	seen := map[string]bool{}
+	for _, g := range r.groups {
+		if g.event != ev || (spec.matchOn != nil && !g.matcher.match(spec.matchOn(in))) {
+			continue
+		}
+		for _, h := range g.hooks {
+			if seen[h.Command] {
+				continue
+			}
+			seen[h.Command] = true
+			if g.from.Scope.ProjectProvided() && !r.cfg.Trusted {
+				out.Notices = append(out.Notices, fmt.Sprintf(
+					"%s hook %q from %s:%d not run: the workspace is not trusted (run `keel trust`, or pass --trust)",
+					ev, h.Command, h.From.Path, h.From.Line))
+				continue
+			}
+			if h.Once && !r.claimOnce(ev, h) {
+				continue
+			}
+			plan = append(plan, planned{cmd: h, from: h.From})
+		}
+	}
+	return plan
+}
+
+func (r *Runner) claimOnce(ev Event, h settings.HookCommand) bool {
+	key := fmt.Sprintf("%s\x00%s\x00%s:%d", ev, h.Command, h.From.Path, h.From.Line)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.onceDone[key] {
+		return false
+	}
+	r.onceDone[key] = true
+	return true
+}
+
+// Wait blocks until every async hook started so far has finished.
+func (r *Runner) Wait() { r.async.Wait() }
+
+func (r *Runner) exec(ctx context.Context, p planned, stdin []byte) Result {
+	timeout := r.cfg.DefaultTimeout
+	if p.cmd.Timeout > 0 {
+		timeout = time.Duration(p.cmd.Timeout * float64(time.Second))
+	}
+	env := r.cfg.Environ
+	if env == nil {
+		env = os.Environ()
+	}
+	env = append(env[:len(env):len(env)],
+		"KEEL_PROJECT_DIR="+r.cfg.ProjectDir, "CLAUDE_PROJECT_DIR="+r.cfg.ProjectDir)
+	res := runCommand(ctx, p.cmd.Command, r.cfg.ProjectDir, env, stdin, timeout)
+	res.From = p.from
+	return res
+}
+
+// fold combines the results into the outcome.
+func (o *Outcome) fold() {
+	for _, r := range o.Results {
+		o.Decision = max(o.Decision, r.Decision)
+	}
+	var reasons []string
+	for _, r := range o.Results {
+		if r.Decision == o.Decision && o.Decision != DecisionNone && r.Reason != "" {
+			reasons = append(reasons, r.Reason)
+		}
+		if r.UpdatedInput != nil && o.Decision != DecisionBlock {
+			if o.UpdatedInput == nil {
+				o.UpdatedInput = r.UpdatedInput
+			} else {
+				o.Notices = append(o.Notices, fmt.Sprintf("hook %q also changed the tool input; the first change (settings order) is used", r.Command))
+			}
+		}
+		if r.AdditionalContext != "" {
+			o.AdditionalContext = append(o.AdditionalContext, r.AdditionalContext)
+		}
+		if r.StopSession && !o.StopSession {
+			o.StopSession, o.StopReason = true, r.StopReason
+		}
+		if r.SystemMessage != "" {
+			o.SystemMessages = append(o.SystemMessages, r.SystemMessage)
+		}
+	}
+	o.Reason = strings.Join(reasons, "\n")
+}
+
+// cappedBuffer keeps the first limit bytes written and counts the rest, so a hook that prints
+// without end cannot exhaust memory.
+type cappedBuffer struct {
+	buf     strings.Builder
+	limit   int
+	dropped int
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	room := c.limit - c.buf.Len()
+	if room < len(p) {
+		c.dropped += len(p) - max(room, 0)
+		p = p[:max(room, 0)]
+	}
+	c.buf.Write(p)
+	return n, nil
+}
+
+func (c *cappedBuffer) String() string {
+	if c.dropped > 0 {
+		return c.buf.String() + fmt.Sprintf("\n[%d more bytes of hook output dropped]", c.dropped)
+	}
+	return c.buf.String()
+}
+
+var _ io.Writer = (*cappedBuffer)(nil)

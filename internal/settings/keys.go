@@ -1,0 +1,236 @@
+package settings
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+)
+
+// PermissionModes are the values of permissions.defaultMode. "bubble" is not among them: only
+// a parent session gives it to a child.
+var PermissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"}
+
+// Settings is the merged result of every source, each value with its origin. Lists hold the
+// union of all sources, highest priority first; a scalar holds the highest source's value.
+//
+// Adding a key: a field here and one row in keyTable below.
+type Settings struct {
+	Permissions                Permissions
+	Hooks                      []HookGroup // every source's matcher groups, highest first
+	DisableAllHooks            Value[bool]
+	Env                        map[string]Value[string]
+	Model                      Value[string]
+	EnableAllProjectMcpServers Value[bool]
+	EnabledMcpjsonServers      []Value[string]
+	DisabledMcpjsonServers     []Value[string]
+	AllowedMcpServers          []Value[MCPServerRule] // managed only
+	DeniedMcpServers           []Value[MCPServerRule] // managed only
+	ForkSubagents              Value[bool]
+	// CacheTTL1h lists query-source patterns ("main", "sdk", "agent:*") whose requests ask for
+	// the one-hour prompt-cache lifetime; see [Settings.CacheTTL1hFor].
+	CacheTTL1h []Value[string]
+	// AutoCompactThreshold is the percentage (1–100) of the context window at which the
+	// conversation is compacted.
+	AutoCompactThreshold Value[float64]
+
+	// Unknown holds keys keel does not know, by dotted key, highest source winning. They are
+	// kept (and warned about) because real files carry many keys for other tools.
+	Unknown map[string]Value[json.RawMessage]
+	// Files says what happened to each source, in precedence order.
+	Files []FileStatus
+	// Problems lists everything wrong in any source, in precedence order.
+	Problems []Problem
+}
+
+// Permissions is the permissions key. Rules are carried as strings; the permission package
+// parses them, resolving path rules against the directory of From.Path.
+type Permissions struct {
+	Allow                 []Value[string]
+	Ask                   []Value[string]
+	Deny                  []Value[string]
+	DefaultMode           Value[string]
+	AdditionalDirectories []Value[string]
+}
+
+// keyTable is every key keel reads. Order is the order of `keel config` output.
+var keyTable = []keyDef{
+	object("permissions",
+		list("allow", func(s *Settings) *[]Value[string] { return &s.Permissions.Allow }, decNonEmpty),
+		list("ask", func(s *Settings) *[]Value[string] { return &s.Permissions.Ask }, decNonEmpty),
+		list("deny", func(s *Settings) *[]Value[string] { return &s.Permissions.Deny }, decNonEmpty),
+		scalar("defaultMode", func(s *Settings) *Value[string] { return &s.Permissions.DefaultMode }, decOneOf(PermissionModes...)),
+		list("additionalDirectories", func(s *Settings) *[]Value[string] { return &s.Permissions.AdditionalDirectories }, decNonEmpty),
+	),
+	hooksKey(),
+	scalar("disableAllHooks", func(s *Settings) *Value[bool] { return &s.DisableAllHooks }, decBool),
+	envKey(),
+	scalar("model", func(s *Settings) *Value[string] { return &s.Model }, decNonEmpty),
+	scalar("enableAllProjectMcpServers", func(s *Settings) *Value[bool] { return &s.EnableAllProjectMcpServers }, decBool),
+	list("enabledMcpjsonServers", func(s *Settings) *[]Value[string] { return &s.EnabledMcpjsonServers }, decNonEmpty),
+	list("disabledMcpjsonServers", func(s *Settings) *[]Value[string] { return &s.DisabledMcpjsonServers }, decNonEmpty),
+	managedOnly(list("allowedMcpServers", func(s *Settings) *[]Value[MCPServerRule] { return &s.AllowedMcpServers }, decMCPServerRule)),
+	managedOnly(list("deniedMcpServers", func(s *Settings) *[]Value[MCPServerRule] { return &s.DeniedMcpServers }, decMCPServerRule)),
+	scalar("forkSubagents", func(s *Settings) *Value[bool] { return &s.ForkSubagents }, decBool),
+	list("cacheTTL1h", func(s *Settings) *[]Value[string] { return &s.CacheTTL1h }, decPattern),
+	scalar("autoCompactThreshold", func(s *Settings) *Value[float64] { return &s.AutoCompactThreshold }, decNumberIn(1, 100, "a percentage of the context window")),
+}
+
+// keyDef reads one key. Sources are applied highest first, so apply only fills what is unset
+// (scalars) or not yet present (lists).
+type keyDef struct {
+	name        string
+	managedOnly bool
+	apply       func(s *Settings, f *fileCtx, key string, n *node)
+	show        func(s *Settings, key string) []shown
+}
+
+// shown is one merged value for `keel config`.
+type shown struct {
+	key   string
+	list  bool
+	value any
+	from  Origin
+}
+
+func managedOnly(k keyDef) keyDef {
+	k.managedOnly = true
+	return k
+}
+
+func scalar[T any](name string, field func(*Settings) *Value[T], dec decoder[T]) keyDef {
+	return keyDef{
+		name: name,
+		apply: func(s *Settings, f *fileCtx, key string, n *node) {
+			v, ok := dec(f, key, n)
+			if dst := field(s); ok && !dst.IsSet() {
+				*dst = Value[T]{V: v, From: f.origin(n)}
+			}
+		},
+		show: func(s *Settings, key string) []shown {
+			if v := field(s); v.IsSet() {
+				return []shown{{key: key, value: v.V, from: v.From}}
+			}
+			return nil
+		},
+	}
+}
+
+// list merges arrays as a union; a value in several sources keeps the highest one's origin.
+func list[T any](name string, field func(*Settings) *[]Value[T], dec decoder[T]) keyDef {
+	return keyDef{
+		name: name,
+		apply: func(s *Settings, f *fileCtx, key string, n *node) {
+			if n.kind != kindArray {
+				wrongType(f, key, n, "an array")
+				return
+			}
+			dst := field(s)
+			for _, e := range n.elems {
+				v, ok := dec(f, key+"[]", e)
+				if !ok {
+					continue
+				}
+				id, _ := json.Marshal(v)
+				if !slices.ContainsFunc(*dst, func(have Value[T]) bool {
+					h, _ := json.Marshal(have.V)
+					return string(h) == string(id)
+				}) {
+					*dst = append(*dst, Value[T]{V: v, From: f.origin(e)})
+				}
+			}
+		},
+		show: func(s *Settings, key string) []shown {
+			var out []shown
+			for _, v := range *field(s) {
+				out = append(out, shown{key: key, list: true, value: v.V, from: v.From})
+			}
+			return out
+		},
+	}
+}
+
+// object reads a nested object whose keys are sub.
+func object(name string, sub ...keyDef) keyDef {
+	return keyDef{
+		name: name,
+		apply: func(s *Settings, f *fileCtx, key string, n *node) {
+			if n.kind != kindObject {
+				wrongType(f, key, n, "an object")
+				return
+			}
+			applyMembers(s, f, key+".", n, sub)
+		},
+		show: func(s *Settings, key string) []shown {
+			var out []shown
+			for _, k := range sub {
+				out = append(out, k.show(s, key+"."+k.name)...)
+			}
+			return out
+		},
+	}
+}
+
+// envKey merges env maps key by key.
+func envKey() keyDef {
+	return keyDef{
+		name: "env",
+		apply: func(s *Settings, f *fileCtx, key string, n *node) {
+			if n.kind != kindObject {
+				wrongType(f, key, n, "an object of strings")
+				return
+			}
+			if s.Env == nil {
+				s.Env = map[string]Value[string]{}
+			}
+			for _, m := range n.members {
+				var v string
+				switch m.val.kind {
+				case kindString:
+					v, _ = decString(f, key, m.val)
+				case kindNumber, kindBool:
+					v = string(m.val.raw)
+					f.warnf(m.val.off, "%s.%s is %s; using it as the string %q", key, m.key, m.val.kind, v)
+				default:
+					wrongType(f, key+"."+m.key, m.val, "a string")
+					continue
+				}
+				if _, ok := s.Env[m.key]; !ok {
+					s.Env[m.key] = Value[string]{V: v, From: f.origin(m.val)}
+				}
+			}
+		},
+		show: func(s *Settings, key string) []shown {
+			var out []shown
+			for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+				out = append(out, shown{key: key + "." + k, value: s.Env[k].V, from: s.Env[k].From})
+			}
+			return out
+		},
+	}
+}
+
+// applyMembers applies each member of n with its keyDef, keeping and warning about unknown keys.
+func applyMembers(s *Settings, f *fileCtx, prefix string, n *node, defs []keyDef) {
+	for _, m := range n.members {
+		key := prefix + m.key
+		i := slices.IndexFunc(defs, func(d keyDef) bool { return d.name == m.key })
+		if i < 0 {
+			if m.key != "$schema" {
+				f.warnf(m.off, "unknown key %s (kept, not used by keel)", key)
+			}
+			if s.Unknown == nil {
+				s.Unknown = map[string]Value[json.RawMessage]{}
+			}
+			if _, ok := s.Unknown[key]; !ok {
+				s.Unknown[key] = Value[json.RawMessage]{V: m.val.raw, From: f.origin(m.val)}
+			}
+			continue
+		}
+		d := defs[i]
+		if d.managedOnly && f.src.Scope != ScopeManaged {
+			f.warnf(m.off, "%s is only honoured in managed settings; ignored here", key)
+			continue
+		}
+		d.apply(s, f, key, m.val)
+	}
+}

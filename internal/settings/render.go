@@ -1,0 +1,123 @@
+package settings
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// items lists every merged value in table order, then unknown keys sorted.
+func (s *Settings) items() (known, unknown []shown) {
+	for _, k := range keyTable {
+		known = append(known, k.show(s, k.name)...)
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Unknown)) {
+		v := s.Unknown[k]
+		unknown = append(unknown, shown{key: k, value: v.V, from: v.From})
+	}
+	return known, unknown
+}
+
+// RenderText writes the sources, the merged settings with the origin of each value, and the
+// problems, for `keel config`.
+func (s *Settings) RenderText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "# sources, highest priority first")
+	for _, f := range s.Files {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Scope, f.Path, f.State)
+	}
+	known, unknown := s.items()
+	fmt.Fprintln(tw, "\n# settings")
+	writeItems(tw, known)
+	if len(unknown) > 0 {
+		fmt.Fprintln(tw, "\n# keys keel does not use (kept)")
+		writeItems(tw, unknown)
+	}
+	if len(s.Problems) > 0 {
+		fmt.Fprintln(tw, "\n# problems")
+		for _, p := range s.Problems {
+			fmt.Fprintf(tw, "%s: %s\n", p.Severity, p.Error())
+		}
+	}
+	return tw.Flush()
+}
+
+func writeItems(w io.Writer, items []shown) {
+	for _, it := range items {
+		v, err := json.Marshal(it.value)
+		if err != nil {
+			v = []byte(fmt.Sprintf("%v", it.value))
+		}
+		key := it.key
+		if it.list {
+			key += "[]"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", key, v, it.from)
+	}
+}
+
+// jsonValue is one value with its origin in the JSON rendering.
+type jsonValue struct {
+	Value any `json:"value"`
+	Origin
+}
+
+type jsonProblem struct {
+	Severity Severity `json:"severity"`
+	Path     string   `json:"file"`
+	Line     int      `json:"line,omitempty"`
+	Col      int      `json:"column,omitempty"`
+	Msg      string   `json:"message"`
+}
+
+// RenderJSON writes the same as [Settings.RenderText] as one JSON object: "sources",
+// "settings" (the settings' own shape, each leaf a {"value", "scope", "file", "line"} object and
+// each list a list of them), "unknown" (by dotted key) and "problems".
+func (s *Settings) RenderJSON(w io.Writer) error {
+	known, unknown := s.items()
+	tree := map[string]any{}
+	for _, it := range known {
+		parts := strings.Split(it.key, ".")
+		m := tree
+		for _, p := range parts[:len(parts)-1] {
+			next, ok := m[p].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[p] = next
+			}
+			m = next
+		}
+		leaf := parts[len(parts)-1]
+		v := jsonValue{Value: it.value, Origin: it.from}
+		if it.list {
+			l, _ := m[leaf].([]jsonValue)
+			m[leaf] = append(l, v)
+		} else {
+			m[leaf] = v
+		}
+	}
+	unk := map[string]jsonValue{}
+	for _, it := range unknown {
+		unk[it.key] = jsonValue{Value: it.value, Origin: it.from}
+	}
+	problems := []jsonProblem{}
+	for _, p := range s.Problems {
+		problems = append(problems, jsonProblem{p.Severity, p.Path, p.Line, p.Col, p.Msg})
+	}
+	files := s.Files
+	if files == nil {
+		files = []FileStatus{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{
+		"sources":  files,
+		"settings": tree,
+		"unknown":  unk,
+		"problems": problems,
+	})
+}

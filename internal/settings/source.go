@@ -1,0 +1,128 @@
+package settings
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Scope is the kind of place a setting came from.
+type Scope string
+
+// The scopes, highest priority first. See [Sources] for the exact files.
+const (
+	ScopeManaged Scope = "managed" // system policy; nothing overrides it
+	ScopeCLI     Scope = "cli"     // command-line flags and --settings
+	ScopeLocal   Scope = "local"   // .keel/settings.local.json, .claude/settings.local.json
+	ScopeProject Scope = "project" // .keel/settings.json, .claude/settings.json
+	ScopeUser    Scope = "user"    // $KEEL_HOME/settings.json
+)
+
+// ProjectProvided reports whether files of this scope live in the workspace, so that what they
+// configure to run (hooks) must wait until the workspace is trusted: a cloned repository must
+// not run commands just because it was opened.
+func (s Scope) ProjectProvided() bool { return s == ScopeLocal || s == ScopeProject }
+
+// DefaultManagedPath is where administrators put the managed policy file.
+const DefaultManagedPath = "/etc/keel/managed-settings.json"
+
+// Source is one place settings are read from.
+type Source struct {
+	Scope Scope
+	// Path is the file to read, or a label for settings that are not in a file ("--model",
+	// "--settings").
+	Path string
+	// Inline, when non-nil, is the JSON document itself (--settings '{...}'); Path is a label.
+	Inline []byte
+	// Optional sources that do not exist are skipped silently; a missing --settings file is an
+	// error.
+	Optional bool
+	// flag marks a source made from a command-line flag: its positions mean nothing.
+	flag bool
+}
+
+// Sources states the settings precedence: the sources Load reads, highest priority first.
+// It is the only place the order is decided.
+//
+// Within a level keel's own file beats Claude Code's (.keel/settings.local.json over
+// .claude/settings.local.json, .keel/settings.json over .claude/settings.json), because a
+// project that has both wrote the .keel file for keel. Levels are not interleaved: a
+// .claude/settings.local.json still beats .keel/settings.json, as local beats project in
+// Claude Code. Flags beat --settings, and a later --settings beats an earlier one.
+func Sources(opts Options) []Source {
+	var out []Source
+	managed := opts.ManagedPath
+	if managed == "" {
+		managed = DefaultManagedPath
+	}
+	out = append(out, Source{Scope: ScopeManaged, Path: managed, Optional: true})
+	out = append(out, opts.Flags.sources()...)
+	for i := len(opts.SettingsArgs) - 1; i >= 0; i-- {
+		arg := strings.TrimSpace(opts.SettingsArgs[i])
+		if strings.HasPrefix(arg, "{") {
+			out = append(out, Source{Scope: ScopeCLI, Path: "--settings", Inline: []byte(arg)})
+		} else {
+			out = append(out, Source{Scope: ScopeCLI, Path: arg})
+		}
+	}
+	if opts.ProjectDir != "" {
+		p := opts.ProjectDir
+		out = append(out,
+			Source{Scope: ScopeLocal, Path: filepath.Join(p, ".keel", "settings.local.json"), Optional: true},
+			Source{Scope: ScopeLocal, Path: filepath.Join(p, ".claude", "settings.local.json"), Optional: true},
+			Source{Scope: ScopeProject, Path: filepath.Join(p, ".keel", "settings.json"), Optional: true},
+			Source{Scope: ScopeProject, Path: filepath.Join(p, ".claude", "settings.json"), Optional: true},
+		)
+	}
+	if opts.Env.Home != "" {
+		out = append(out, Source{Scope: ScopeUser, Path: filepath.Join(opts.Env.Home, "settings.json"), Optional: true})
+	}
+	return out
+}
+
+// Origin is where one value came from.
+type Origin struct {
+	Scope Scope  `json:"scope"`
+	Path  string `json:"file"`
+	Line  int    `json:"line,omitempty"`
+	Col   int    `json:"column,omitempty"`
+}
+
+// String renders the origin as "scope path:line".
+func (o Origin) String() string {
+	if o.Line == 0 {
+		return fmt.Sprintf("%s %s", o.Scope, o.Path)
+	}
+	return fmt.Sprintf("%s %s:%d", o.Scope, o.Path, o.Line)
+}
+
+// Severity says whether a problem dropped something.
+type Severity string
+
+// Severities.
+const (
+	// SeverityWarning: the value was kept or an unknown key ignored; nothing was lost.
+	SeverityWarning Severity = "warning"
+	// SeverityError: a value (or, for malformed JSON, the whole file) was not loaded.
+	SeverityError Severity = "error"
+)
+
+// Problem is one thing wrong in a settings file, with its position.
+type Problem struct {
+	Severity Severity
+	Path     string
+	Line     int // 0 when the problem is the file as a whole
+	Col      int
+	Msg      string
+}
+
+// Error renders "path:line:col: msg", the form editors jump to.
+func (p Problem) Error() string {
+	switch {
+	case p.Line == 0:
+		return fmt.Sprintf("%s: %s", p.Path, p.Msg)
+	case p.Col == 0:
+		return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, p.Msg)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", p.Path, p.Line, p.Col, p.Msg)
+}
