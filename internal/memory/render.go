@@ -66,9 +66,8 @@ func (r Report) WriteText(w io.Writer) error {
 		if f.Truncated {
 			tw.Write([]byte(" (truncated)"))
 		}
-		tw.Write([]byte("\t"))
 		if len(f.Chain) > 0 {
-			fmt.Fprintf(tw, "via %s", strings.Join(f.Chain, " → "))
+			fmt.Fprintf(tw, "\tvia %s", strings.Join(f.Chain, " → "))
 		}
 		tw.Write([]byte("\n"))
 	}
