@@ -218,3 +218,19 @@ func TestGoldenPrompt(t *testing.T) {
 	}
 	golden(t, "prompt.golden", a.Bytes)
 }
+
+// TestMCPOrderDoesNotLeak checks the MCP section does not depend on the order servers
+// connected in (a map or a connection race upstream must not reach the request bytes).
+func TestMCPOrderDoesNotLeak(t *testing.T) {
+	servers := []MCPServer{{Name: "b", Instructions: "B"}, {Name: "a", Instructions: "A"}, {Name: "c", Instructions: "C"}}
+	render := func(s []MCPServer) string {
+		return string(New(Options{MCP: func() []MCPServer { return s }}).Render().Bytes)
+	}
+	want := render(servers)
+	for _, perm := range [][]int{{0, 2, 1}, {1, 0, 2}, {2, 1, 0}} {
+		got := render([]MCPServer{servers[perm[0]], servers[perm[1]], servers[perm[2]]})
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("order %v mismatch (-want +got):\n%s", perm, diff)
+		}
+	}
+}
