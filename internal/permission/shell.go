@@ -153,9 +153,13 @@ func (a *shellAnalysis) callExpr(src string, c *syntax.CallExpr, depth int) {
 	if len(c.Args) == 0 {
 		return
 	}
-	cmd := simpleCmd{words: make([]shellWord, len(c.Args))}
-	for i, w := range c.Args {
-		cmd.words[i] = wordOf(src, w)
+	var cmd simpleCmd
+	for _, w := range c.Args {
+		cmd.words = append(cmd.words, wordsOf(src, w)...)
+	}
+	if len(cmd.words) == 0 {
+		a.addOpaque("command expands to nothing")
+		return
 	}
 	if name := cmd.name(); !commandNameRE.MatchString(name) {
 		a.addOpaque("command name %s is not a plain word", cmd.words[0].value)
@@ -164,13 +168,20 @@ func (a *shellAnalysis) callExpr(src string, c *syntax.CallExpr, depth int) {
 	a.unwrap(cmd, depth)
 }
 
-func wordOf(src string, w *syntax.Word) shellWord {
+// wordsOf expands a static word the way bash would build argv from it
+// (quote removal, brace expansion; no globbing, so "*.go" stays one word)
+// and keeps a dynamic word as its source text.
+func wordsOf(src string, w *syntax.Word) []shellWord {
 	if staticWord(w) {
-		if v, err := expand.Literal(nil, w); err == nil {
-			return shellWord{value: v, static: true}
+		if fields, err := expand.Fields(nil, w); err == nil {
+			out := make([]shellWord, len(fields))
+			for i, f := range fields {
+				out[i] = shellWord{value: f, static: true}
+			}
+			return out
 		}
 	}
-	return shellWord{value: src[w.Pos().Offset():w.End().Offset()]}
+	return []shellWord{{value: src[w.Pos().Offset():w.End().Offset()]}}
 }
 
 func staticWord(w *syntax.Word) bool {

@@ -45,7 +45,7 @@ func suggest(p *prepared, dirs []string) []Rule {
 	return rules
 }
 
-var globEscaper = strings.NewReplacer(`\\`, `\\\\`, "*", `\\*`, "?", `\\?`, "[", `\\[`, "]", `\\]`, "{", `\\{`, "}", `\\}`)
+var globEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`, "{", `\{`, "}", `\}`)
 
 func suggestBash(c simpleCmd) string {
 	for _, w := range c.words {
