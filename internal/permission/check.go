@@ -301,6 +301,10 @@ func modeDecision(mode Mode, pol Policy, p *prepared) Decision {
 		}
 		return allow("bypassPermissions mode")
 	}
+	switch {
+	case p.tool == PlanExitTool && mode == ModePlan:
+		return allow("leaving plan mode is how a plan gets approved")
+	}
 	switch p.kind {
 	case KindSafe:
 		return allow(p.req.Tool + " changes only session state")

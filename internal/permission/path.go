@@ -113,7 +113,8 @@ func (p *pathPattern) match(abs, dir, home string) bool {
 // check and the write see the same file.
 func ResolvePath(p, cwd string) string {
 	if !filepath.IsAbs(p) {
-		p = filepath.Join(cwd, p)
+		// Not Join, which would apply ".." before symlinks are resolved.
+		p = cwd + string(filepath.Separator) + p
 	}
 	return resolve(p, 0)
 }
