@@ -51,9 +51,8 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("permission mode %q is not one of %s", s, strings.Join(names, ", "))
 }
 
-// strictness orders the modes for [Intersect]. Plan and dontAsk restrict
-// different things, which is why intersected policies keep both layers
-// rather than picking one mode.
+// effective is the mode whose semantics apply: bubble changes where asks
+// go, not what is decided, so it decides like default.
 func (m Mode) effective() Mode {
 	if m == ModeBubble || m == "" {
 		return ModeDefault
