@@ -14,4 +14,5 @@ require (
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/text v0.14.0 // indirect
+	mvdan.cc/sh/v3 v3.14.1 // indirect
 )

@@ -1,0 +1,490 @@
+package permission
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Policy is what a [Checker] enforces. It is a plain value: copy it, show
+// it, build a child's from it with [Intersect].
+type Policy struct {
+	Mode  Mode
+	Rules []Rule
+	// Dirs are the working directories: the session's cwd first, then the
+	// --add-dir and additionalDirectories ones. Relative path rules without
+	// a source directory are anchored at Dirs[0].
+	Dirs []string
+	// Ceilings are policies this one may never exceed, set by [Intersect]:
+	// each is evaluated on its own and the strictest answer wins.
+	Ceilings []Policy
+}
+
+// Intersect builds a child's policy under its parent's: the child never gets
+// more than the parent allows (the parent's policy becomes a ceiling, so
+// anything the parent would ask or deny is asked or denied), and a
+// restrictive child stays restricted (its own mode and rules still apply).
+// A bubble child takes the parent's mode; a child without directories takes
+// the parent's.
+func Intersect(parent, child Policy) Policy {
+	out := child
+	if out.Mode == ModeBubble {
+		out.Mode = parent.Mode
+	}
+	if len(out.Dirs) == 0 {
+		out.Dirs = parent.Dirs
+	}
+	top := parent
+	top.Ceilings = nil
+	out.Ceilings = slices.Concat(child.Ceilings, parent.Ceilings, []Policy{top})
+	return out
+}
+
+// Decision is the outcome of a check.
+type Decision struct {
+	Behavior Behavior
+	// Reason is shown to the user and, on a deny, to the model.
+	Reason string
+	// Rule is the rule that decided, with its source; nil when the mode or
+	// an answer did.
+	Rule *Rule
+	// Suggestions are allow rules that would let the call through; set
+	// when the call was (or would be) asked.
+	Suggestions []Rule
+	// Asked is set when an [Asker] answered.
+	Asked bool
+}
+
+// Config builds a [Checker].
+type Config struct {
+	Policy Policy
+	// Asker answers what the policy leaves open; nil means [Headless].
+	Asker Asker
+	// Agent names the agent that owns this checker, for asks.
+	Agent AgentInfo
+	// Home anchors ~/ path rules; with it empty they match nothing.
+	Home   string
+	Logger *slog.Logger
+}
+
+// Checker decides tool calls for one agent. It is safe for concurrent use:
+// a tool batch checks several calls at once, and "always allow" answers add
+// rules under its lock.
+type Checker struct {
+	asker   Asker
+	agent   AgentInfo
+	home    string
+	logger  *slog.Logger
+	denials *Denials
+
+	// mu guards policy.
+	mu     sync.Mutex
+	policy Policy
+}
+
+// New builds a checker. The policy is copied.
+func New(cfg Config) *Checker {
+	c := &Checker{asker: cfg.Asker, agent: cfg.Agent, home: cfg.Home, logger: cfg.Logger, denials: &Denials{}}
+	if c.asker == nil {
+		c.asker = Headless{}
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c.policy = clonePolicy(cfg.Policy)
+	return c
+}
+
+func clonePolicy(p Policy) Policy {
+	p.Rules = slices.Clone(p.Rules)
+	p.Dirs = slices.Clone(p.Dirs)
+	p.Ceilings = slices.Clone(p.Ceilings)
+	for i := range p.Ceilings {
+		p.Ceilings[i] = clonePolicy(p.Ceilings[i])
+	}
+	return p
+}
+
+// Policy returns a copy of the current policy, rules added by answers
+// included.
+func (c *Checker) Policy() Policy {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return clonePolicy(c.policy)
+}
+
+// Denials returns this checker's denial counter.
+func (c *Checker) Denials() *Denials { return c.denials }
+
+// Child builds the checker of a subagent or teammate: its policy is
+// [Intersect] of this checker's and child, its denial counter is fresh, and
+// its asks go to asker, or to this checker's asker when asker is nil or the
+// child is in bubble mode.
+func (c *Checker) Child(child Policy, agent AgentInfo, asker Asker) *Checker {
+	if asker == nil || child.Mode == ModeBubble {
+		asker = c.asker
+	}
+	return New(Config{
+		Policy: Intersect(c.Policy(), child),
+		Asker:  asker,
+		Agent:  agent,
+		Home:   c.home,
+		Logger: c.logger,
+	})
+}
+
+// Check decides a call, asking the [Asker] when the policy says ask. The
+// result is Allow or Deny.
+func (c *Checker) Check(ctx context.Context, req Request) Decision {
+	d := c.Evaluate(req)
+	if d.Behavior == Ask {
+		d = c.ask(ctx, req, d)
+	}
+	c.denials.Record(d.Behavior)
+	c.logger.Debug("permission decided", "tool", req.Tool, "behavior", d.Behavior.String(), "reason", d.Reason)
+	return d
+}
+
+func (c *Checker) ask(ctx context.Context, req Request, d Decision) Decision {
+	ans, err := c.asker.Ask(ctx, AskRequest{
+		Request: req, Reason: d.Reason, Rule: d.Rule, Suggestions: d.Suggestions, Agent: c.agent,
+	})
+	if err != nil {
+		return Decision{Behavior: Deny, Reason: fmt.Sprintf("asking for permission: %v", err), Suggestions: d.Suggestions}
+	}
+	if ans.Behavior != Allow {
+		reason := ans.Reason
+		if reason == "" {
+			reason = "the user denied this call"
+		}
+		return Decision{Behavior: Deny, Reason: reason, Suggestions: d.Suggestions, Asked: true}
+	}
+	c.addRules(ans.Updates)
+	return Decision{Behavior: Allow, Reason: "allowed when asked", Asked: true}
+}
+
+// addRules applies "always" answers to this policy and its ceilings: the
+// person answering outranks the static ceiling for what they approved.
+func (c *Checker) addRules(rules []Rule) {
+	if len(rules) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.policy.Rules = append(c.policy.Rules, rules...)
+	for i := range c.policy.Ceilings {
+		c.policy.Ceilings[i].Rules = append(c.policy.Ceilings[i].Rules, rules...)
+	}
+}
+
+// AddRules adds rules for the rest of the session (for example after the
+// user edits settings).
+func (c *Checker) AddRules(rules ...Rule) { c.addRules(rules) }
+
+// Evaluate decides a call from the policy alone, without asking: the
+// result may be Ask. Hooks and UIs use it to preview a decision.
+func (c *Checker) Evaluate(req Request) Decision {
+	pol := c.Policy()
+	p := c.prepare(req, pol)
+	d := c.evaluateLayer(pol, p)
+	for _, ceil := range pol.Ceilings {
+		if cd := c.evaluateLayer(ceil, p); cd.Behavior > d.Behavior {
+			cd.Reason = "parent's policy: " + cd.Reason
+			d = cd
+		}
+	}
+	if d.Behavior == Ask && d.Rule == nil {
+		d.Suggestions = suggest(p, pol.Dirs)
+	}
+	return d
+}
+
+// prepared is a request with its paths resolved and its command parsed,
+// shared by every layer.
+type prepared struct {
+	req   Request
+	tool  string
+	kind  Kind
+	paths []preparedPath
+	shell shellAnalysis
+	host  string
+	home  string
+}
+
+type preparedPath struct {
+	clean    string // absolute and lexically cleaned, as written
+	resolved string // what the kernel would open
+}
+
+func (c *Checker) prepare(req Request, pol Policy) *prepared {
+	p := &prepared{req: req, tool: canonicalTool(req.Tool), kind: req.kind(), home: c.home}
+	cwd := req.Cwd
+	if cwd == "" && len(pol.Dirs) > 0 {
+		cwd = pol.Dirs[0]
+	}
+	switch p.kind {
+	case KindRead, KindEdit:
+		paths := req.Paths
+		if len(paths) == 0 {
+			paths = []string{cwd}
+		}
+		for _, path := range paths {
+			abs := path
+			if !filepath.IsAbs(abs) {
+				abs = filepath.Join(cwd, abs)
+			}
+			p.paths = append(p.paths, preparedPath{clean: filepath.Clean(abs), resolved: ResolvePath(path, cwd)})
+		}
+	case KindShell:
+		p.shell = analyzeShell(req.Command)
+	case KindFetch:
+		if u, err := url.Parse(req.URL); err == nil {
+			p.host = strings.ToLower(u.Hostname())
+		}
+	}
+	return p
+}
+
+func (p *prepared) readOnly() bool {
+	switch p.kind {
+	case KindRead:
+		return true
+	case KindEdit:
+		return false
+	case KindShell:
+		return p.req.ReadOnly && len(p.shell.opaque) == 0
+	}
+	return p.req.ReadOnly
+}
+
+func (c *Checker) evaluateLayer(pol Policy, p *prepared) Decision {
+	mode := pol.Mode.effective()
+	var cwd string
+	if len(pol.Dirs) > 0 {
+		cwd = pol.Dirs[0]
+	}
+	if r := firstMatch(pol.Rules, Deny, p, cwd); r != nil {
+		return Decision{Behavior: Deny, Reason: fmt.Sprintf("denied by rule %q from %s", r.String(), r.Source), Rule: r}
+	}
+	if mode == ModePlan && !p.readOnly() && p.tool != PlanExitTool && p.kind != KindSafe {
+		return Decision{Behavior: Deny, Reason: fmt.Sprintf("plan mode: %s is not read-only, and only read-only tools may run until the plan is approved", p.req.Tool)}
+	}
+	d := Decision{}
+	if r := firstMatch(pol.Rules, Ask, p, cwd); r != nil {
+		d = Decision{Behavior: Ask, Reason: fmt.Sprintf("rule %q from %s asks", r.String(), r.Source), Rule: r}
+	} else if r := allowMatch(pol.Rules, p, cwd, pol.Dirs); r != nil {
+		return Decision{Behavior: Allow, Reason: fmt.Sprintf("allowed by rule %q from %s", r.String(), r.Source), Rule: r}
+	} else {
+		d = modeDecision(mode, pol, p)
+	}
+	if d.Behavior == Ask && mode == ModeDontAsk {
+		d.Behavior = Deny
+		d.Reason = "dontAsk mode denies what is not pre-approved: " + d.Reason
+	}
+	return d
+}
+
+func modeDecision(mode Mode, pol Policy, p *prepared) Decision {
+	allow := func(reason string) Decision { return Decision{Behavior: Allow, Reason: reason} }
+	ask := func(format string, args ...any) Decision {
+		return Decision{Behavior: Ask, Reason: fmt.Sprintf(format, args...)}
+	}
+	if mode == ModeBypassPermissions {
+		if p.kind == KindShell && len(p.shell.opaque) > 0 && hasBashRules(pol.Rules) {
+			return ask("the command uses %s, so its deny and ask rules cannot be checked", p.shell.opaque[0])
+		}
+		return allow("bypassPermissions mode")
+	}
+	switch {
+	case p.tool == PlanExitTool && mode == ModePlan:
+		return allow("leaving plan mode is how a plan gets approved")
+	}
+	switch p.kind {
+	case KindSafe:
+		return allow(p.req.Tool + " changes only session state")
+	case KindRead:
+		if out := outside(p, pol.Dirs); out != "" {
+			return ask("%s is outside the working directories", out)
+		}
+		return allow("reading inside the working directories")
+	case KindEdit:
+		if out := outside(p, pol.Dirs); out != "" {
+			return ask("%s is outside the working directories", out)
+		}
+		if mode == ModeAcceptEdits {
+			return allow("acceptEdits mode allows edits inside the working directories")
+		}
+		return ask("editing files needs approval in %s mode", mode)
+	case KindShell:
+		if len(p.shell.opaque) > 0 {
+			return ask("the command uses %s, which no allow rule can cover", p.shell.opaque[0])
+		}
+		if p.req.ReadOnly {
+			return allow("read-only command")
+		}
+		return ask("shell commands need approval unless an allow rule covers each part")
+	case KindFetch:
+		return ask("fetching from %s needs approval", p.host)
+	}
+	if p.req.ReadOnly {
+		return allow(p.req.Tool + " is read-only")
+	}
+	return ask("%s needs approval in %s mode", p.req.Tool, mode)
+}
+
+// outside returns the first path that is not inside a working directory.
+func outside(p *prepared, dirs []string) string {
+	resolved := make([]string, len(dirs))
+	for i, d := range dirs {
+		resolved[i] = ResolvePath(d, "/")
+	}
+	for _, path := range p.paths {
+		if !slices.ContainsFunc(resolved, func(d string) bool { return within(path.resolved, d) }) {
+			return path.resolved
+		}
+	}
+	return ""
+}
+
+func hasBashRules(rules []Rule) bool {
+	return slices.ContainsFunc(rules, func(r Rule) bool {
+		return r.bash != nil && r.Behavior != Allow
+	})
+}
+
+// firstMatch finds a deny or ask rule covering any part of the call: any
+// path (as written or resolved), any sub-command or wrapped command.
+func firstMatch(rules []Rule, b Behavior, p *prepared, cwd string) *Rule {
+	for i := range rules {
+		r := &rules[i]
+		if r.Behavior != b || !r.toolMatches(p.tool, p.kind) {
+			continue
+		}
+		if r.Specifier == "" || r.matchesAny(p, cwd) {
+			return r
+		}
+	}
+	return nil
+}
+
+func (r *Rule) root(cwd string) string {
+	if r.Source.Dir != "" {
+		return r.Source.Dir
+	}
+	return cwd
+}
+
+func (r *Rule) matchesAny(p *prepared, cwd string) bool {
+	switch {
+	case r.path != nil:
+		root := r.root(cwd)
+		rroot := ResolvePath(root, "/")
+		for _, path := range p.paths {
+			if r.path.match(path.clean, root, p.home) || r.path.match(path.resolved, rroot, resolveHome(p.home)) {
+				return true
+			}
+		}
+		return false
+	case r.bash != nil:
+		for _, cmds := range [][]simpleCmd{p.shell.cmds, p.shell.wrapped} {
+			if slices.ContainsFunc(cmds, r.bash.match) {
+				return true
+			}
+		}
+		return false
+	}
+	return r.matchesOther(p)
+}
+
+func (r *Rule) matchesOther(p *prepared) bool {
+	switch {
+	case r.domain != "":
+		if d, ok := strings.CutPrefix(r.domain, "*."); ok {
+			return strings.HasSuffix(p.host, "."+d)
+		}
+		return p.host == r.domain
+	case r.path != nil || r.bash != nil:
+		return false
+	}
+	return p.req.Argument == r.Specifier
+}
+
+func resolveHome(home string) string {
+	if home == "" {
+		return ""
+	}
+	return ResolvePath(home, "/")
+}
+
+// allowMatch finds allow rules covering every part of the call: every
+// resolved path, or every sub-command of a command line with nothing
+// opaque in it. It returns the first rule used.
+func allowMatch(rules []Rule, p *prepared, cwd string, dirs []string) *Rule {
+	var used *Rule
+	covers := func(pred func(r *Rule) bool) *Rule {
+		for i := range rules {
+			r := &rules[i]
+			if r.Behavior == Allow && r.toolMatches(p.tool, p.kind) && pred(r) {
+				return r
+			}
+		}
+		return nil
+	}
+	if r := covers(func(r *Rule) bool { return r.Specifier == "" }); r != nil {
+		return r
+	}
+	switch p.kind {
+	case KindShell:
+		if len(p.shell.opaque) > 0 {
+			return nil
+		}
+		for _, cmd := range p.shell.cmds {
+			if cdInside(cmd, p.req.Cwd, cwd, dirs) {
+				continue
+			}
+			r := covers(func(r *Rule) bool { return r.bash != nil && r.bash.match(cmd) })
+			if r == nil {
+				return nil
+			}
+			if used == nil {
+				used = r
+			}
+		}
+		return used
+	case KindRead, KindEdit:
+		for _, path := range p.paths {
+			r := covers(func(r *Rule) bool {
+				return r.path != nil && r.path.match(path.resolved, ResolvePath(r.root(cwd), "/"), resolveHome(p.home))
+			})
+			if r == nil {
+				return nil
+			}
+			if used == nil {
+				used = r
+			}
+		}
+		return used
+	}
+	return covers(func(r *Rule) bool { return r.matchesOther(p) })
+}
+
+// cdInside lets `cd DIR` through when DIR is a working directory or below
+// one, as Claude Code does, so `cd sub && go test ./...` needs only the
+// go test rule.
+func cdInside(cmd simpleCmd, reqCwd, cwd string, dirs []string) bool {
+	if cmd.name() != "cd" || len(cmd.words) != 2 || !cmd.words[1].static {
+		return false
+	}
+	base := reqCwd
+	if base == "" {
+		base = cwd
+	}
+	target := ResolvePath(cmd.words[1].value, base)
+	return slices.ContainsFunc(dirs, func(d string) bool { return within(target, ResolvePath(d, "/")) })
+}

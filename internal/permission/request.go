@@ -1,0 +1,82 @@
+package permission
+
+// Kind says which family of rules and mode semantics apply to a tool.
+type Kind int
+
+// The kinds. The zero value means "derive it from the tool name".
+const (
+	KindUnknown Kind = iota
+	// KindRead tools read files; Read(...) rules apply, and an Edit(...)
+	// allow rule also allows reading the same paths.
+	KindRead
+	// KindEdit tools change files; Edit(...) rules apply.
+	KindEdit
+	// KindShell is Bash: Bash(...) rules apply to every sub-command.
+	KindShell
+	// KindFetch is WebFetch: WebFetch(domain:...) rules apply to the URL.
+	KindFetch
+	// KindSafe tools change only session state (the todo list, starting a
+	// subagent whose own calls are checked) and are allowed unless a rule
+	// says otherwise.
+	KindSafe
+	// KindOther is everything else, MCP tools included: allowed when
+	// read-only, asked otherwise.
+	KindOther
+)
+
+// PlanExitTool is the tool a model calls to leave plan mode; plan mode lets
+// it through so the plan can be approved.
+const PlanExitTool = "ExitPlanMode"
+
+// kinds maps built-in tool names to their kind. MultiEdit and NotebookRead
+// are Claude Code names keel may not ship; rules naming them still work.
+var kinds = map[string]Kind{
+	"Write": KindEdit, "Edit": KindEdit, "MultiEdit": KindEdit, "NotebookEdit": KindEdit,
+	"Read": KindRead, "Glob": KindRead, "Grep": KindRead, "LS": KindRead, "NotebookRead": KindRead,
+	"Bash":      KindShell,
+	"WebFetch":  KindFetch,
+	"TodoWrite": KindSafe, "Agent": KindSafe, "ToolSearch": KindSafe,
+}
+
+// Request describes one tool call for a permission decision. The tool fills
+// in what it knows; the engine never looks at the raw input.
+type Request struct {
+	// Tool is the name the model used: "Bash", "Edit", or an MCP tool's
+	// fully qualified "mcp__server__tool". "Task" is read as "Agent".
+	Tool string
+	// Kind overrides the kind derived from Tool; leave it zero for
+	// built-ins.
+	Kind Kind
+	// ReadOnly is the tool's own claim that this call changes nothing.
+	ReadOnly bool
+	// Paths are the files a file tool touches, absolute or relative to Cwd.
+	// A read tool with no paths (Glob without a path) is taken to touch Cwd.
+	Paths []string
+	// Command is the Bash command line.
+	Command string
+	// URL is the WebFetch address.
+	URL string
+	// Argument is what other specifiers match exactly: the subagent type for
+	// Agent(Explore), a skill name, or a custom tool's key.
+	Argument string
+	// Cwd is the directory relative paths are resolved against; empty means
+	// the checker's first working directory.
+	Cwd string
+}
+
+func canonicalTool(name string) string {
+	if name == "Task" {
+		return "Agent"
+	}
+	return name
+}
+
+func (r Request) kind() Kind {
+	if r.Kind != KindUnknown {
+		return r.Kind
+	}
+	if k, ok := kinds[canonicalTool(r.Tool)]; ok {
+		return k
+	}
+	return KindOther
+}
