@@ -76,8 +76,10 @@ func msgs(stream bool, tools []any, messages ...any) map[string]any {
 	return body
 }
 
-func user(content any) map[string]any      { return map[string]any{"role": "user", "content": content} }
-func assistant(content any) map[string]any { return map[string]any{"role": "assistant", "content": content} }
+func user(content any) map[string]any { return map[string]any{"role": "user", "content": content} }
+func assistant(content any) map[string]any {
+	return map[string]any{"role": "assistant", "content": content}
+}
 
 func tool(name string) map[string]any {
 	return map[string]any{"name": name, "description": name + " tool", "input_schema": map[string]any{"type": "object"}}
