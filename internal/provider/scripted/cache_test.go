@@ -272,3 +272,42 @@ func TestFaultedRequestsLeaveTheCacheAlone(t *testing.T) {
 		t.Errorf("retry after 529 mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// A tool-using session with keel's breakpoints (last tool, system, latest message) reads from
+// the cache everything it shares with earlier turns.
+func TestSessionReadsSharedPrefix(t *testing.T) {
+	s := start(t, &Scenario{Rules: []Rule{{Reply: []Block{ToolUse("Read", map[string]string{"file_path": "a.go"})}}}}, Options{})
+	tools := []any{tool("Read"), tool("Edit")}
+	tools[1].(map[string]any)["cache_control"] = map[string]any{"type": "ephemeral"}
+	system := []any{map[string]any{"type": "text", "text": strings.Repeat("You are keel. ", 400), "cache_control": map[string]any{"type": "ephemeral"}}}
+	history := []any{user([]any{map[string]any{"type": "text", "text": "fix it"}})}
+	for turn := 1; turn <= 5; turn++ {
+		// Only the latest message carries the message breakpoint.
+		msgs := make([]any, len(history))
+		copy(msgs, history)
+		last := history[len(history)-1].(map[string]any)
+		blocks := last["content"].([]any)
+		marked := append([]any(nil), blocks[:len(blocks)-1]...)
+		lb := map[string]any{}
+		for k, v := range blocks[len(blocks)-1].(map[string]any) {
+			lb[k] = v
+		}
+		lb["cache_control"] = map[string]any{"type": "ephemeral"}
+		msgs[len(msgs)-1] = map[string]any{"role": "user", "content": append(marked, lb)}
+		resp, body := post(t, s, "/v1/messages", map[string]any{
+			"model": "m", "max_tokens": 100, "tools": tools, "system": system, "messages": msgs, "stream": true})
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: %d %s", turn, resp.StatusCode, body)
+		}
+		id := "toolu_scripted_000" + itoa(turn) + "_0"
+		history = append(history,
+			assistant([]any{map[string]any{"type": "tool_use", "id": id, "name": "Read", "input": map[string]any{"file_path": "a.go"}}}),
+			user([]any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": strings.Repeat("package a\n", 20)}}))
+	}
+	for _, r := range s.Requests()[1:] {
+		c := r.Cache
+		if c.SharedPrefixTokens == 0 || float64(c.CacheReadTokens) < 0.99*float64(c.SharedPrefixTokens) {
+			t.Errorf("request %d read %d of %d shared tokens", r.N, c.CacheReadTokens, c.SharedPrefixTokens)
+		}
+	}
+}
