@@ -1,0 +1,148 @@
+// Package scripted is keel's scripted model: a real HTTP server on 127.0.0.1 that speaks the
+// Anthropic Messages API and OpenAI chat completions and answers from a scenario file. `keel
+// demo` and keel's tests run against it, and users can run it to test their own agents
+// offline.
+//
+// # Endpoints
+//
+//   - POST /v1/messages: streaming (SSE, the real event sequence: message_start, per block
+//     content_block_start / content_block_delta / content_block_stop with a ping after the
+//     first start, message_delta with stop_reason and usage, message_stop) and non-streaming
+//     JSON. Text arrives in several text_delta events, thinking as thinking_delta events and
+//     a signature_delta, tool input as input_json_delta fragments (the first one empty).
+//     Any x-api-key (or Authorization) is accepted but one must be sent, and so must
+//     anthropic-version. Errors have the API's shape
+//     {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}.
+//   - POST /v1/messages/count_tokens: {"input_tokens": N}; not recorded, not numbered.
+//   - POST /v1/chat/completions: streaming (chunks with role, content, reasoning_content and
+//     tool_calls deltas by index, a finish_reason chunk, with stream_options.include_usage a
+//     usage chunk with no choices, then [DONE]) and non-streaming. Thinking blocks become
+//     reasoning_content; ids are chatcmpl-scripted-NNNN and call_scripted_NNNN_K.
+//
+// Both APIs are driven by the same rules: a request is reduced to a common view (model,
+// system prompt, tool names, last user message, tool results in it) before matching.
+//
+// # Scenario format
+//
+// A scenario is one YAML document with three optional keys: rules, fallback and cache.
+//
+//	rules:              # tried in order; the first that matches and has uses left answers
+//	  - name: NAME      # label in the request log (default "rule N")
+//	    when:           # all given conditions must hold; no when = every request
+//	      user_text: S    # S occurs in the text of the last user message
+//	      contains: S     # S occurs anywhere in the last user message, tool results included
+//	      tool_result: T  # the last user message holds a result for a tool_use of tool T
+//	      has_tool: T     # T is in the request's tool list
+//	      lacks_tool: T   # T is not
+//	      system: S       # S occurs in the system prompt
+//	      model: S        # S occurs in the model name
+//	      request: N      # the request is the N-th model request the server received (from 1)
+//	    times: N        # fire at most N times (default unlimited)
+//	    reply:          # content blocks, in order; each has exactly one key
+//	      - text: S
+//	      - thinking: S
+//	      - tool_use: {name: T, input: {any: YAML map, sent as a JSON object in key order}}
+//	    stop_reason: R  # end_turn|tool_use|max_tokens|stop_sequence|pause_turn|refusal
+//	                    # (default tool_use if the reply has a tool_use block, else end_turn)
+//	    fault:          # optional failure
+//	      status: 529       # answer this HTTP status with an API-shaped error body instead
+//	      retry_after: 2    # retry-after header (seconds) of a status answer
+//	      retry_after_ms: 50  # retry-after-ms header
+//	      message: S        # error message (default per status)
+//	      drop_after: 3     # close the TCP connection after 3 stream events
+//	      delay: 20ms       # wait before every stream event
+//	fallback:           # answers when no rule matches; keys reply, stop_reason, fault
+//	  reply: [{text: ...}]  # default: one short text block (DefaultFallbackText)
+//	cache:
+//	  min_tokens: 1024  # minimum cacheable prefix
+//	  lookback: 20      # positions searched per breakpoint, its own included
+//
+// A rule needs a reply or a fault with a status. "529 twice, then succeed" is a rule
+// {fault: {status: 529}, times: 2} before the rule with the reply: a retried request is
+// matched again, and request numbers count retries. Malformed files fail with
+// "file:line: message" naming the valid keys or values. Scenarios can also be built in Go
+// ([Scenario], [Rule], [Text], [ToolUse]).
+//
+// An example (testdata/example.yaml):
+//
+//	# A session that reads a file, edits it, runs the tests and finishes.
+//	cache:
+//	  min_tokens: 1024   # shortest cacheable prefix (default 1024)
+//	  lookback: 20       # block positions searched per breakpoint (default 20)
+//	fallback:
+//	  reply:
+//	    - text: I have nothing scripted for that.
+//	rules:
+//	  - name: overloaded-once
+//	    when: {request: 1}
+//	    fault: {status: 529, retry_after_ms: 10}
+//	  - name: read
+//	    when: {user_text: fix the failing test}
+//	    reply:
+//	      - thinking: The test is in calc_test.go; read the code first.
+//	      - text: Let me look at the code.
+//	      - tool_use:
+//	          name: Read
+//	          input: {file_path: calc.go}
+//	  - name: edit
+//	    when: {tool_result: Read}
+//	    reply:
+//	      - tool_use:
+//	          name: Edit
+//	          input:
+//	            file_path: calc.go
+//	            old_string: "return a - b"
+//	            new_string: "return a + b"
+//	  - name: test
+//	    when: {tool_result: Edit}
+//	    reply:
+//	      - tool_use:
+//	          name: Bash
+//	          input: {command: go test ./..., description: Run the tests}
+//	  - name: done
+//	    when: {tool_result: Bash, contains: ok}
+//	    times: 1
+//	    reply:
+//	      - text: The test passes now.
+//	  - name: essay
+//	    when: {user_text: write an essay}
+//	    stop_reason: max_tokens
+//	    reply:
+//	      - text: It was a dark and stormy
+//	  - name: flaky-stream
+//	    when: {user_text: flaky, has_tool: Write, lacks_tool: Agent, system: keel}
+//	    times: 1
+//	    fault: {drop_after: 5, delay: 5ms}
+//	    reply:
+//	      - text: This stream is cut after five events.
+//
+// Ids are deterministic: msg_scripted_NNNN for request N, toolu_scripted_NNNN_K for its K-th
+// tool_use block (from 0), req_scripted_NNNN in the request-id header.
+//
+// # Token counting and the prompt cache
+//
+// Tokens are approximated, deterministically: the prompt is cut into blocks (each tool
+// definition, each system block, each message content block; for chat completions each tool
+// and each message), a block counts ceil(bytes/4) of its canonical JSON (keys sorted,
+// cache_control removed), and output counts the same way over text, thinking and tool input.
+//
+// Cache accounting follows Anthropic's documented rules. The prefix runs tools → system →
+// messages. Up to 4 blocks may carry cache_control (more → 400 invalid_request_error, as the
+// API answers), a top-level cache_control marks the last block, and a 1h breakpoint may not
+// follow a 5m one. An entry is written only at a breakpoint whose prefix reaches min_tokens,
+// lives 5 minutes or 1 hour (by the injectable clock, [Options.Now]) and is refreshed by every
+// hit. Each breakpoint looks for an entry at its own position and the lookback−1 positions
+// before it; the longest hit is read. Tokens between the hit and the last written breakpoint
+// are cache_creation (split by TTL into cache_creation.ephemeral_5m/1h_input_tokens), the
+// rest is input_tokens. Entries are keyed by model. Chat completions use automatic prefix
+// caching: every block boundary at or past min_tokens is cached for 5 minutes and the longest
+// live prefix is reported as prompt_tokens_details.cached_tokens. A request answered with an
+// error status neither reads nor writes the cache.
+//
+// # Request log
+//
+// [Server.Requests] lists every model request (body, attempt, rule, fault, status, cache
+// account incl. SharedPrefixTokens, the tokens of the longest block prefix shared with any
+// earlier request to the same model), and [Server.WaitRequests] waits for the n-th without
+// sleeping.
+package scripted

@@ -1,0 +1,291 @@
+package scripted
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// view is the API-independent picture of a request that rules match against.
+type view struct {
+	model    string
+	system   string
+	tools    []string
+	userText string   // text blocks of the last user message, joined by newlines
+	userAll  string   // the last user message with tool-result contents
+	results  []string // tool names of the tool results in the last user message
+}
+
+// cacheBlock is one unit of the prompt prefix: a tool definition, a system block or a message
+// content block (a chat-completions message is one block). Tokens come from its canonical
+// JSON, which excludes cache_control so moving a breakpoint never changes a prefix.
+type cacheBlock struct {
+	tag    string // section and position: "tool", "system", "msg 3 user"
+	canon  []byte
+	tokens int
+	bp     *breakpoint
+}
+
+type breakpoint struct {
+	ttl time.Duration
+}
+
+// parsed is a request turned into its view and its cache blocks.
+type parsed struct {
+	view   view
+	blocks []cacheBlock
+	stream bool
+	// includeUsage is stream_options.include_usage of a chat-completions request.
+	includeUsage bool
+}
+
+// requestError is a 400 invalid_request_error.
+type requestError struct{ msg string }
+
+func (e *requestError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &requestError{msg: fmt.Sprintf(format, args...)}
+}
+
+// tokensOf is the documented token approximation: one token per started 4 bytes of canonical
+// JSON.
+func tokensOf(b []byte) int { return (len(b) + 3) / 4 }
+
+// canonical decodes a JSON value, removes its cache_control and re-encodes it with sorted keys,
+// returning the decoded object and the cache_control it held.
+func canonical(raw json.RawMessage) (map[string]any, []byte, *cacheControl, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		return nil, nil, nil, err
+	}
+	var cc *cacheControl
+	if v, ok := obj["cache_control"]; ok {
+		b, _ := json.Marshal(v)
+		cc = &cacheControl{}
+		if err := json.Unmarshal(b, cc); err != nil {
+			return nil, nil, nil, fmt.Errorf("cache_control: %w", err)
+		}
+		delete(obj, "cache_control")
+	}
+	canon, err := json.Marshal(obj)
+	return obj, canon, cc, err
+}
+
+type cacheControl struct {
+	Type string `json:"type"`
+	TTL  string `json:"ttl"`
+}
+
+func (c *cacheControl) breakpoint() (*breakpoint, error) {
+	if c == nil {
+		return nil, nil
+	}
+	if c.Type != "ephemeral" {
+		return nil, badRequest("cache_control.type: Input should be 'ephemeral'")
+	}
+	switch c.TTL {
+	case "", "5m":
+		return &breakpoint{ttl: 5 * time.Minute}, nil
+	case "1h":
+		return &breakpoint{ttl: time.Hour}, nil
+	}
+	return nil, badRequest("cache_control.ttl: Input should be '5m' or '1h'")
+}
+
+type anthropicRequest struct {
+	Model        string            `json:"model"`
+	MaxTokens    *int              `json:"max_tokens"`
+	Stream       bool              `json:"stream"`
+	System       json.RawMessage   `json:"system"`
+	Tools        []json.RawMessage `json:"tools"`
+	Messages     []anthropicMsg    `json:"messages"`
+	CacheControl *cacheControl     `json:"cache_control"`
+}
+
+type anthropicMsg struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// parseAnthropic checks a Messages API body the way the real API does for the features the
+// scripted model understands, and builds its view and cache blocks. countOnly skips the
+// max_tokens requirement of count_tokens.
+func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
+	var req anthropicRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, badRequest("invalid JSON body: %v", err)
+	}
+	if req.Model == "" {
+		return nil, badRequest("model: Field required")
+	}
+	if req.MaxTokens == nil && !countOnly {
+		return nil, badRequest("max_tokens: Field required")
+	}
+	if len(req.Messages) == 0 {
+		return nil, badRequest("messages: at least one message is required")
+	}
+	p := &parsed{stream: req.Stream}
+	p.view.model = req.Model
+	add := func(tag string, raw json.RawMessage) (map[string]any, error) {
+		obj, canon, cc, err := canonical(raw)
+		if err != nil {
+			return nil, badRequest("%s: %v", tag, err)
+		}
+		bp, err := cc.breakpoint()
+		if err != nil {
+			return nil, err
+		}
+		p.blocks = append(p.blocks, cacheBlock{tag: tag, canon: canon, tokens: tokensOf(canon), bp: bp})
+		return obj, nil
+	}
+	for i, t := range req.Tools {
+		obj, err := add(fmt.Sprintf("tools.%d", i), t)
+		if err != nil {
+			return nil, err
+		}
+		name, _ := obj["name"].(string)
+		p.view.tools = append(p.view.tools, name)
+	}
+	sys, err := contentBlocks(req.System)
+	if err != nil {
+		return nil, badRequest("system: %v", err)
+	}
+	var sysText []string
+	for i, b := range sys {
+		obj, err := add(fmt.Sprintf("system.%d", i), b)
+		if err != nil {
+			return nil, err
+		}
+		s, _ := obj["text"].(string)
+		sysText = append(sysText, s)
+	}
+	p.view.system = strings.Join(sysText, "\n")
+
+	toolNames := map[string]string{} // tool_use id → tool name, from assistant messages
+	for i, m := range req.Messages {
+		if m.Role != "user" && m.Role != "assistant" {
+			return nil, badRequest("messages.%d.role: Input should be 'user' or 'assistant'", i)
+		}
+		blocks, err := contentBlocks(m.Content)
+		if err != nil {
+			return nil, badRequest("messages.%d.content: %v", i, err)
+		}
+		last := i == len(req.Messages)-1 && m.Role == "user"
+		var texts, all []string
+		for j, b := range blocks {
+			obj, err := add(fmt.Sprintf("messages.%d.content.%d", i, j), b)
+			if err != nil {
+				return nil, err
+			}
+			typ, _ := obj["type"].(string)
+			switch typ {
+			case "tool_use":
+				id, _ := obj["id"].(string)
+				name, _ := obj["name"].(string)
+				toolNames[id] = name
+			case "text":
+				s, _ := obj["text"].(string)
+				texts = append(texts, s)
+				all = append(all, s)
+			case "tool_result":
+				id, _ := obj["tool_use_id"].(string)
+				p.view.results = appendIf(p.view.results, last, toolNames[id])
+				all = append(all, resultText(obj["content"]))
+			}
+		}
+		if last {
+			p.view.userText = strings.Join(texts, "\n")
+			p.view.userAll = strings.Join(all, "\n")
+		}
+	}
+	if req.CacheControl != nil { // automatic caching: a breakpoint on the last block
+		bp, err := req.CacheControl.breakpoint()
+		if err != nil {
+			return nil, err
+		}
+		if p.blocks[len(p.blocks)-1].bp == nil {
+			p.blocks[len(p.blocks)-1].bp = bp
+		}
+	}
+	if err := checkBreakpoints(p.blocks); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func appendIf(list []string, ok bool, s string) []string {
+	if ok {
+		return append(list, s)
+	}
+	return list
+}
+
+// contentBlocks turns a string or an array of blocks into blocks; a string becomes one text
+// block, as the API treats it.
+func contentBlocks(raw json.RawMessage) ([]json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		b, _ := json.Marshal(map[string]string{"type": "text", "text": s})
+		return []json.RawMessage{b}, nil
+	}
+	var blocks []json.RawMessage
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return nil, fmt.Errorf("must be a string or a list of content blocks")
+	}
+	return blocks, nil
+}
+
+// resultText flattens a tool_result content (a string or text blocks) for matching.
+func resultText(v any) string {
+	switch c := v.(type) {
+	case string:
+		return c
+	case []any:
+		var parts []string
+		for _, e := range c {
+			if m, ok := e.(map[string]any); ok {
+				if s, ok := m["text"].(string); ok {
+					parts = append(parts, s)
+				}
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
+	return ""
+}
+
+// maxBreakpoints is the Messages API's limit on cache_control blocks per request.
+const maxBreakpoints = 4
+
+// checkBreakpoints enforces the API's breakpoint rules: at most four, and a 1 h entry never
+// after a 5 m one.
+func checkBreakpoints(blocks []cacheBlock) error {
+	n := 0
+	var prev *breakpoint
+	for _, b := range blocks {
+		if b.bp == nil {
+			continue
+		}
+		n++
+		if prev != nil && b.bp.ttl > prev.ttl {
+			return badRequest("%s: a cache_control block with ttl='1h' must not come after one with ttl='5m'", b.tag)
+		}
+		prev = b.bp
+	}
+	if n > maxBreakpoints {
+		return badRequest("A maximum of %d blocks with cache_control may be provided. Found %d.", maxBreakpoints, n)
+	}
+	return nil
+}
