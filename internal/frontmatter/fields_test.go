@@ -53,9 +53,9 @@ func TestFieldsFallsBack(t *testing.T) {
 			errLine: 3,
 		},
 		{
-			name: "not a mapping",
-			in:   "---\n- a\n- b\n---\n",
-			want: nil,
+			name:    "not a mapping",
+			in:      "---\n- a\n- b\n---\n",
+			want:    nil,
 			errLine: 2,
 		},
 	}
