@@ -53,7 +53,7 @@ func ParseJSON(path string, data []byte) ([]*Definition, []Diagnostic) {
 	var defs []*Definition
 	var diags []Diagnostic
 	bad := func(err error) ([]*Definition, []Diagnostic) {
-		return nil, append(diags, Diagnostic{Path: path, Line: dec.line(), Severity: SeverityError, Message: fmt.Sprintf("invalid JSON: %v", err)})
+		return nil, []Diagnostic{dec.syntaxError(path, err)}
 	}
 	if err := dec.expectDelim('{'); err != nil {
 		return bad(err)
@@ -96,7 +96,7 @@ func parseJSONFile(path string, data []byte) (*Definition, []Diagnostic) {
 		}
 	}
 	if err != nil {
-		return nil, []Diagnostic{{Path: path, Line: dec.line(), Severity: SeverityError, Message: fmt.Sprintf("invalid JSON: %v", err)}}
+		return nil, []Diagnostic{dec.syntaxError(path, err)}
 	}
 	return decodeJSONAgent(path, line, fields)
 }
@@ -136,10 +136,21 @@ func newJSONReader(data []byte) *jsonReader {
 	return &jsonReader{Decoder: dec, data: data}
 }
 
-// line is the line of the decoder's current offset.
-func (r *jsonReader) line() int {
-	off := min(int(r.InputOffset()), len(r.data))
-	return 1 + bytes.Count(r.data[:off], []byte("\n"))
+// syntaxError reports err at the line where decoding stopped: a syntax error's offset, the end
+// of the input for a truncated document, else the decoder's position.
+func (r *jsonReader) syntaxError(path string, err error) Diagnostic {
+	off := int(r.InputOffset())
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		off = int(se.Offset)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		off = len(r.data)
+		err = errors.New("unexpected end of input")
+	}
+	off = min(max(off, 0), len(r.data))
+	line := 1 + bytes.Count(r.data[:off], []byte("\n"))
+	return Diagnostic{Path: path, Line: line, Severity: SeverityError, Message: fmt.Sprintf("invalid JSON: %v", err)}
 }
 
 // nextLine is the line of the next token: the current offset after skipping white space and
