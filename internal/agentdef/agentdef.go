@@ -9,6 +9,15 @@
 // unknown keys are kept, and model names pass through; a value that would change what an agent
 // may do (a permission mode, a turn limit, a memory scope) is rejected with the file, the line
 // and the valid values. One bad file never hides the others.
+//
+// Precedence, lowest first (a later definition of a name overrides an earlier one): built-in,
+// plugin (named "<plugin>:<agent>"), user, project, the --agents flag, managed policy. Within
+// the user source the folders are read in the order ~/.config/opencode/agent(s), ~/.codex,
+// ~/.gemini/agents, ~/.claude/agents, $KEEL_HOME/agents; within the project source
+// .opencode/agent(s), .codex, .gemini/agents, .claude/agents (recursively), .keel/agents. So
+// keel's own folder always wins, and .claude wins over the other harnesses because its format
+// is keel's and maps without loss, while the others lose fields in translation. A built-in
+// overridden by a file keeps nothing of the built-in (not even one-shot).
 package agentdef
 
 import (

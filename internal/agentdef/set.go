@@ -8,7 +8,8 @@ import (
 
 // Set is the merged result of loading every source: for each name, the definition from the
 // highest-precedence source is active and the others are kept to show what it overrides. A Set
-// is not modified after it is built, so it may be shared between goroutines.
+// is not modified after it is built, so it may be shared between goroutines; the definitions
+// it returns are shared too and must not be modified.
 type Set struct {
 	defs   []*Definition          // every definition, lowest precedence first
 	active map[string]*Definition // name → winner
