@@ -2,9 +2,9 @@ module github.com/keel-dev/keel
 
 go 1.26.0
 
-require github.com/google/go-cmp v0.7.0
-
 require (
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
-	golang.org/x/text v0.14.0 // indirect
+	github.com/google/go-cmp v0.7.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 )
+
+require golang.org/x/text v0.14.0 // indirect
