@@ -15,9 +15,9 @@ import (
 
 type bashInput struct {
 	Command         string `json:"command"`
-	Timeout         int    `json:"timeout"`
-	Description     string `json:"description"`
-	RunInBackground bool   `json:"run_in_background"`
+	Timeout         int    `json:"timeout,omitempty"`
+	Description     string `json:"description,omitempty"`
+	RunInBackground bool   `json:"run_in_background,omitempty"`
 }
 
 const bashSchema = `{"type":"object","properties":{
@@ -103,7 +103,7 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs)
 
 type bashOutputInput struct {
 	BashID string `json:"bash_id"`
-	Filter string `json:"filter"`
+	Filter string `json:"filter,omitempty"`
 }
 
 const bashOutputSchema = `{"type":"object","properties":{

@@ -16,7 +16,7 @@ type editInput struct {
 	FilePath   string `json:"file_path"`
 	OldString  string `json:"old_string"`
 	NewString  string `json:"new_string"`
-	ReplaceAll bool   `json:"replace_all"`
+	ReplaceAll bool   `json:"replace_all,omitempty"`
 }
 
 const editSchema = `{"type":"object","properties":{

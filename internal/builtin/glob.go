@@ -19,7 +19,7 @@ const maxGlobResults = 100
 
 type globInput struct {
 	Pattern string `json:"pattern"`
-	Path    string `json:"path"`
+	Path    string `json:"path,omitempty"`
 }
 
 const globSchema = `{"type":"object","properties":{

@@ -20,17 +20,17 @@ const (
 
 type grepInput struct {
 	Pattern    string `json:"pattern"`
-	Path       string `json:"path"`
-	Glob       string `json:"glob"`
-	Type       string `json:"type"`
-	OutputMode string `json:"output_mode"`
-	IgnoreCase bool   `json:"-i"`
-	LineNums   *bool  `json:"-n"`
-	After      int    `json:"-A"`
-	Before     int    `json:"-B"`
-	Context    int    `json:"-C"`
-	Multiline  bool   `json:"multiline"`
-	HeadLimit  int    `json:"head_limit"`
+	Path       string `json:"path,omitempty"`
+	Glob       string `json:"glob,omitempty"`
+	Type       string `json:"type,omitempty"`
+	OutputMode string `json:"output_mode,omitempty"`
+	IgnoreCase bool   `json:"-i,omitempty"`
+	LineNums   *bool  `json:"-n,omitempty"`
+	After      int    `json:"-A,omitempty"`
+	Before     int    `json:"-B,omitempty"`
+	Context    int    `json:"-C,omitempty"`
+	Multiline  bool   `json:"multiline,omitempty"`
+	HeadLimit  int    `json:"head_limit,omitempty"`
 }
 
 const grepSchema = `{"type":"object","properties":{

@@ -109,9 +109,9 @@ func (t rgText) String() string {
 }
 
 type rgMessage struct {
-	Type string `json:"type"`
+	Type string `json:"type,omitempty"`
 	Data struct {
-		Path       rgText `json:"path"`
+		Path       rgText `json:"path,omitempty"`
 		Lines      rgText `json:"lines"`
 		LineNumber int    `json:"line_number"`
 	} `json:"data"`

@@ -31,8 +31,8 @@ const (
 
 type readInput struct {
 	FilePath string `json:"file_path"`
-	Offset   int    `json:"offset"`
-	Limit    int    `json:"limit"`
+	Offset   int    `json:"offset,omitempty"`
+	Limit    int    `json:"limit,omitempty"`
 }
 
 const readSchema = `{"type":"object","properties":{
