@@ -159,7 +159,7 @@ func editMissing(env *tool.Env, t target, in editInput) tool.Result {
 	if info, err := os.Stat(t.real); err == nil {
 		recordWrite(env, t, content, info)
 	}
-	return tool.Text(fmt.Sprintf("Created %s (%d lines).", t.abs, lineCount(in.NewString)))
+	return tool.Text(fmt.Sprintf("Created %s (%s).", t.abs, lines(lineCount(in.NewString))))
 }
 
 // snippet returns the numbered lines of text around the span [at, at+size).

@@ -68,7 +68,7 @@ func runWrite(ctx context.Context, env *tool.Env, in writeInput) tool.Result {
 		recordWrite(env, t, content, info)
 	}
 	return tool.Result{
-		Content: tool.Text(fmt.Sprintf("%s %s (%d lines).", verb, t.abs, lineCount(in.Content))).Content,
+		Content: tool.Text(fmt.Sprintf("%s %s (%s).", verb, t.abs, lines(lineCount(in.Content)))).Content,
 		Output:  map[string]any{"type": strings.ToLower(verb), "filePath": t.abs},
 	}
 }
@@ -92,4 +92,11 @@ func lineCount(s string) int {
 		return 0
 	}
 	return strings.Count(strings.TrimSuffix(s, "\n"), "\n") + 1
+}
+
+func lines(n int) string {
+	if n == 1 {
+		return "1 line"
+	}
+	return fmt.Sprintf("%d lines", n)
 }
