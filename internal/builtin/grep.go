@@ -242,9 +242,9 @@ func formatGrep(files []grepFile, q grepQuery, lineNums bool, headLimit int) str
 	var b strings.Builder
 	switch q.mode {
 	case "files_with_matches":
-		fmt.Fprintf(&b, "Found %d files\n", len(files))
+		fmt.Fprintf(&b, "Found %s\n", plural(len(files), "file"))
 	case "count":
-		fmt.Fprintf(&b, "Found %d matches in %d files\n", total, len(files))
+		fmt.Fprintf(&b, "Found %s in %s\n", plural(total, "match"), plural(len(files), "file"))
 	}
 	shown := len(out)
 	if headLimit > 0 && headLimit < shown {
@@ -276,3 +276,13 @@ func truncateLine(s string) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "ch") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -32,7 +33,9 @@ func rgArgs(q grepQuery) []string {
 	if len(q.typeGlobs) > 0 {
 		args = append(args, "--type", "keel")
 	}
-	if q.glob != "" {
+	if strings.HasPrefix(q.glob, "!") {
+		// An exclusion prunes rg's walk. A positive glob is applied to rg's results instead:
+		// rg lets it override .gitignore and matches it against the absolute paths it prints.
 		args = append(args, "--glob", q.glob)
 	}
 	switch q.mode {
@@ -67,6 +70,10 @@ func searchRipgrep(ctx context.Context, rg string, q grepQuery) ([]grepFile, err
 		files, perr = parseRgJSON(stdout)
 	}
 	werr := cmd.Wait()
+	if q.glob != "" && !strings.HasPrefix(q.glob, "!") {
+		keep := fileFilter(grepQuery{root: q.root, glob: q.glob})
+		files = slices.DeleteFunc(files, func(f grepFile) bool { return !keep(f.path) })
+	}
 	if perr != nil {
 		return nil, fmt.Errorf("read ripgrep output: %w", perr)
 	}

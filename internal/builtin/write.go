@@ -94,9 +94,4 @@ func lineCount(s string) int {
 	return strings.Count(strings.TrimSuffix(s, "\n"), "\n") + 1
 }
 
-func lines(n int) string {
-	if n == 1 {
-		return "1 line"
-	}
-	return fmt.Sprintf("%d lines", n)
-}
+func lines(n int) string { return plural(n, "line") }

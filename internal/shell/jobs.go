@@ -165,6 +165,30 @@ func (j *Jobs) Wait(ctx context.Context, id string) error {
 	}
 }
 
+// WaitOutput blocks until the job's unread output contains s, the job ends, or ctx is done
+// (a caller waiting for a server's "listening" line, for one).
+func (j *Jobs) WaitOutput(ctx context.Context, id, s string) error {
+	jb, err := j.get(id)
+	if err != nil {
+		return err
+	}
+	for {
+		jb.mu.Lock()
+		has, wrote := strings.Contains(string(jb.unread), s), jb.wrote
+		jb.mu.Unlock()
+		if has {
+			return nil
+		}
+		select {
+		case <-wrote:
+		case <-jb.ended:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
 // Kill stops the job's whole process group and waits for its shell to exit. Killing a job
 // that already ended is not an error; its status stays what it was.
 func (j *Jobs) Kill(id string) (Snapshot, error) {

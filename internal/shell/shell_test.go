@@ -167,25 +167,10 @@ func TestRunReapsLeftoverChildren(t *testing.T) {
 	}
 }
 
-// waitOutput blocks until the job's unread output contains s.
 func waitOutput(t *testing.T, jobs *Jobs, id, s string) {
 	t.Helper()
-	jb, err := jobs.get(id)
-	if err != nil {
+	if err := jobs.WaitOutput(t.Context(), id, s); err != nil {
 		t.Fatal(err)
-	}
-	for {
-		jb.mu.Lock()
-		has, wrote := strings.Contains(string(jb.unread), s), jb.wrote
-		jb.mu.Unlock()
-		if has {
-			return
-		}
-		select {
-		case <-wrote:
-		case <-t.Context().Done():
-			t.Fatal("test ended waiting for output")
-		}
 	}
 }
 
