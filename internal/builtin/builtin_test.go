@@ -41,8 +41,8 @@ func TestToolsOrderAndSize(t *testing.T) {
 
 func TestReadOnlyAndConcurrency(t *testing.T) {
 	tests := []struct {
-		name             string
-		readOnly, safe   bool
+		name           string
+		readOnly, safe bool
 	}{
 		{"Bash", false, false}, {"Glob", true, true}, {"Grep", true, true}, {"Read", true, true},
 		{"Edit", false, false}, {"Write", false, false}, {"TodoWrite", true, false},

@@ -12,12 +12,12 @@ import (
 func TestEdit(t *testing.T) {
 	const code = "package main\n\nfunc a() {\n\treturn 1\n}\n\nfunc b() {\n\treturn 1\n}\n"
 	tests := []struct {
-		name    string
-		file    string // initial content; "" with noFile means absent
-		noFile  bool
-		read    bool // Read the file before editing
-		in      editInput
-		want    string // file content afterwards
+		name   string
+		file   string // initial content; "" with noFile means absent
+		noFile bool
+		read   bool // Read the file before editing
+		in     editInput
+		want   string // file content afterwards
 	}{
 		{"unique", code, false, true, editInput{OldString: "func a() {\n\treturn 1", NewString: "func a() {\n\treturn 2"},
 			strings.Replace(code, "return 1", "return 2", 1)},

@@ -62,13 +62,15 @@ func runGlob(ctx context.Context, env *tool.Env, in globInput) tool.Result {
 		mtime time.Time
 	}
 	var hits []hit
-	err := walkFiles(ctx, root, func(p string, info fs.FileInfo) {
+	err := walkFiles(ctx, root, func(p string, d fs.DirEntry) {
 		rel, err := filepath.Rel(root, p)
 		if err != nil {
 			return
 		}
 		if ok, _ := doublestar.Match(pattern, filepath.ToSlash(rel)); ok {
-			hits = append(hits, hit{p, info.ModTime()})
+			if info, err := d.Info(); err == nil {
+				hits = append(hits, hit{p, info.ModTime()})
+			}
 		}
 	})
 	if err != nil {

@@ -43,7 +43,7 @@ func searchBuiltin(ctx context.Context, q grepQuery) ([]grepFile, error) {
 	if info, err := os.Stat(q.root); err == nil && !info.IsDir() {
 		rootIsFile = true
 	}
-	err := walkFiles(ctx, q.root, func(p string, _ fs.FileInfo) {
+	err := walkFiles(ctx, q.root, func(p string, _ fs.DirEntry) {
 		if rootIsFile || keep(p) {
 			paths <- p
 		}

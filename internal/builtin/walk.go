@@ -5,25 +5,24 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 )
 
 // walkFiles calls fn for every regular file below root (or root itself if it is a file) that
 // .gitignore files do not exclude. It skips .git directories and symlinks (as ripgrep does by
 // default) and includes hidden files. Directories are read in name order; fn runs on the
 // calling goroutine.
-func walkFiles(ctx context.Context, root string, fn func(path string, info fs.FileInfo)) error {
+func walkFiles(ctx context.Context, root string, fn func(path string, d fs.DirEntry)) error {
 	info, err := os.Lstat(root)
 	if err != nil {
 		return err
 	}
 	if !info.IsDir() {
 		if info.Mode().IsRegular() {
-			fn(root, info)
+			fn(root, fs.FileInfoToDirEntry(info))
 		} else if info.Mode()&fs.ModeSymlink != 0 {
 			// A path the model named explicitly is followed, links met while walking are not.
 			if fi, err := os.Stat(root); err == nil && fi.Mode().IsRegular() {
-				fn(root, fi)
+				fn(root, fs.FileInfoToDirEntry(fi))
 			} else if err == nil && fi.IsDir() {
 				return walkDir(ctx, root, parentIgnores(root).with(root), fn)
 			}
@@ -33,15 +32,14 @@ func walkFiles(ctx context.Context, root string, fn func(path string, info fs.Fi
 	return walkDir(ctx, root, parentIgnores(root).with(root), fn)
 }
 
-func walkDir(ctx context.Context, dir string, ign ignoreStack, fn func(string, fs.FileInfo)) error {
+func walkDir(ctx context.Context, dir string, ign ignoreStack, fn func(string, fs.DirEntry)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := os.ReadDir(dir) // sorted by name
 	if err != nil {
 		return nil // unreadable directories are skipped, like ripgrep does
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
 		switch {
@@ -58,11 +56,7 @@ func walkDir(ctx context.Context, dir string, ign ignoreStack, fn func(string, f
 			if ign.ignored(p, false) {
 				continue
 			}
-			info, err := e.Info()
-			if err != nil {
-				continue
-			}
-			fn(p, info)
+			fn(p, e)
 		}
 	}
 	return nil
