@@ -1,0 +1,188 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/keel-dev/keel/internal/shell"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+type bashInput struct {
+	Command         string `json:"command"`
+	Timeout         int    `json:"timeout,omitempty"`
+	Description     string `json:"description,omitempty"`
+	RunInBackground bool   `json:"run_in_background,omitempty"`
+}
+
+const bashSchema = `{"type":"object","properties":{
+"command":{"type":"string","description":"The command to run"},
+"timeout":{"type":"integer","minimum":1,"maximum":600000,"description":"Timeout in ms (default 120000)"},
+"description":{"type":"string","description":"What it does, in 5-10 words"},
+"run_in_background":{"type":"boolean","description":"Run in the background; read output with BashOutput"}},
+"required":["command"],"additionalProperties":false}`
+
+// Bash returns the Bash tool. Foreground commands run in the agent's cwd with a timeout, and a
+// `cd` persists to later calls through a [tool.Modifier]; background ones go to jobs.
+func Bash(jobs *shell.Jobs) tool.Tool {
+	return tool.New(tool.Spec[bashInput]{
+		Name:        "Bash",
+		Description: description("Bash"),
+		Schema:      []byte(bashSchema),
+		Run: func(ctx context.Context, env *tool.Env, in bashInput) tool.Result {
+			return runBash(ctx, env, in, jobs)
+		},
+	})
+}
+
+func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs) tool.Result {
+	if strings.TrimSpace(in.Command) == "" {
+		return tool.Errorf("command is empty.")
+	}
+	dir := env.State.Cwd
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		return tool.Errorf("The working directory %s no longer exists.", dir)
+	}
+	effects := []string{"ran: " + in.Command}
+	if in.RunInBackground {
+		id, err := jobs.Start(shell.Command{Script: in.Command, Dir: dir})
+		if err != nil {
+			return tool.Errorf("Cannot start the command: %v", err)
+		}
+		return tool.Result{
+			Content: tool.Text(fmt.Sprintf("Started background shell %s. Read its output with BashOutput (bash_id %q); stop it with KillShell.", id, id)).Content,
+			Output:  map[string]any{"backgroundTaskId": id},
+			Effects: effects,
+		}
+	}
+	timeout := shell.DefaultTimeout
+	if in.Timeout > 0 {
+		timeout = min(time.Duration(in.Timeout)*time.Millisecond, shell.MaxTimeout)
+	}
+	res, err := shell.Run(ctx, shell.Command{Script: in.Command, Dir: dir, Timeout: timeout})
+	if err != nil {
+		return tool.Errorf("Cannot run the command: %v", err)
+	}
+	out := strings.TrimRight(res.Output, "\n")
+	var notes []string
+	isErr := false
+	switch {
+	case res.TimedOut:
+		isErr = true
+		notes = append(notes, fmt.Sprintf("[Timed out after %s; the command and its child processes were killed.]", timeout))
+	case res.Interrupted:
+		isErr = true
+		notes = append(notes, "[Interrupted; the command and its child processes were killed.]")
+	case res.ExitCode != 0:
+		isErr = true
+		notes = append(notes, fmt.Sprintf("[Exit code %d]", res.ExitCode))
+	}
+	var mod tool.Modifier
+	if res.Cwd != "" && res.Cwd != realPath(dir) {
+		cwd := res.Cwd
+		mod = func(s *tool.State) { s.Cwd = cwd }
+		notes = append(notes, "[Working directory is now "+cwd+"]")
+	}
+	if out == "" && len(notes) == 0 {
+		out = "(no output)"
+	}
+	text := strings.Join(append([]string{out}, notes...), "\n")
+	return tool.Result{
+		Content:  tool.Text(strings.TrimPrefix(text, "\n")).Content,
+		IsError:  isErr,
+		Modifier: mod,
+		Output:   map[string]any{"stdout": res.Output, "stderr": "", "exitCode": res.ExitCode, "interrupted": res.TimedOut || res.Interrupted},
+		Effects:  effects,
+	}
+}
+
+type bashOutputInput struct {
+	BashID string `json:"bash_id"`
+	Filter string `json:"filter,omitempty"`
+}
+
+const bashOutputSchema = `{"type":"object","properties":{
+"bash_id":{"type":"string","description":"Id of the background shell"},
+"filter":{"type":"string","description":"Regex: return only matching lines (others are dropped)"}},
+"required":["bash_id"],"additionalProperties":false}`
+
+// BashOutput returns the BashOutput tool: the new output of a background shell and its status.
+func BashOutput(jobs *shell.Jobs) tool.Tool {
+	return tool.New(tool.Spec[bashOutputInput]{
+		Name:        "BashOutput",
+		Description: description("BashOutput"),
+		Schema:      []byte(bashOutputSchema),
+		IsReadOnly:  tool.Always[bashOutputInput],
+		Run: func(ctx context.Context, env *tool.Env, in bashOutputInput) tool.Result {
+			var filter *regexp.Regexp
+			if in.Filter != "" {
+				re, err := regexp.Compile(in.Filter)
+				if err != nil {
+					return tool.Errorf("Invalid filter: %v", err)
+				}
+				filter = re
+			}
+			s, err := jobs.Read(in.BashID, filter)
+			if err != nil {
+				return noJob(jobs, in.BashID, err)
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "Status: %s", s.Status)
+			if s.Status != shell.StatusRunning {
+				fmt.Fprintf(&b, " (exit code %d)", s.ExitCode)
+			}
+			if s.Dropped > 0 {
+				fmt.Fprintf(&b, "\n[%d earlier bytes were dropped: read more often]", s.Dropped)
+			}
+			out := strings.TrimRight(s.Output, "\n")
+			if out == "" {
+				out = "(no new output)"
+			}
+			b.WriteString("\n" + out)
+			return tool.Text(b.String())
+		},
+	})
+}
+
+type killShellInput struct {
+	ShellID string `json:"shell_id"`
+}
+
+const killShellSchema = `{"type":"object","properties":{
+"shell_id":{"type":"string","description":"Id of the background shell"}},
+"required":["shell_id"],"additionalProperties":false}`
+
+// KillShell returns the KillShell tool, which stops a background shell and its processes.
+func KillShell(jobs *shell.Jobs) tool.Tool {
+	return tool.New(tool.Spec[killShellInput]{
+		Name:        "KillShell",
+		Description: description("KillShell"),
+		Schema:      []byte(killShellSchema),
+		Run: func(ctx context.Context, env *tool.Env, in killShellInput) tool.Result {
+			s, err := jobs.Kill(in.ShellID)
+			if err != nil {
+				return noJob(jobs, in.ShellID, err)
+			}
+			if s.Status != shell.StatusKilled {
+				return tool.Text(fmt.Sprintf("Background shell %s had already ended (%s, exit code %d).", s.ID, s.Status, s.ExitCode))
+			}
+			return tool.Result{Content: tool.Text(fmt.Sprintf("Killed background shell %s.", s.ID)).Content, Effects: []string{"killed: " + s.Command}}
+		},
+	})
+}
+
+func noJob(jobs *shell.Jobs, id string, err error) tool.Result {
+	if errors.Is(err, shell.ErrNoJob) {
+		ids := jobs.IDs()
+		if len(ids) == 0 {
+			return tool.Errorf("No background shell %q; none were started.", id)
+		}
+		return tool.Errorf("No background shell %q. Known: %s.", id, strings.Join(ids, ", "))
+	}
+	return tool.Errorf("%v", err)
+}

@@ -1,0 +1,78 @@
+// Package builtin holds keel's built-in tools — Bash, Glob, Grep, Read, Edit, Write,
+// TodoWrite, BashOutput, KillShell — with Claude Code's names and input fields, because Claude
+// models are trained on them and users' hooks and permission rules match on them.
+//
+// Tools do not check permissions (the batch runner's [tool.Gate] does). They do keep their own
+// invariants: Write and Edit refuse to overwrite a file that was not read in this session or
+// changed since, refuse to write through a symlink that leads out of the working directories,
+// and leave the file intact on every error.
+package builtin
+
+import (
+	"embed"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/shell"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+//go:embed *.md
+var descriptions embed.FS
+
+// description returns the embedded description of a tool, without its trailing newline.
+func description(name string) string {
+	data, err := descriptions.ReadFile(name + ".md")
+	if err != nil {
+		panic("builtin: missing description " + name + ".md")
+	}
+	return strings.TrimRight(string(data), "\n")
+}
+
+// GrepEngine picks how Grep searches.
+type GrepEngine int
+
+// The Grep engines. Both give the same answer; ripgrep is faster on large trees.
+const (
+	// GrepAuto uses ripgrep when it is on PATH, the built-in walker otherwise.
+	GrepAuto GrepEngine = iota
+	// GrepRipgrep always uses ripgrep (an error result when it is missing).
+	GrepRipgrep
+	// GrepBuiltin always uses the built-in parallel walker.
+	GrepBuiltin
+)
+
+// Options configures the built-in tools. The zero value works; a session passes its own Jobs
+// and Todos so it can close the jobs and observe the list.
+type Options struct {
+	// Jobs holds the background shells of Bash's run_in_background; nil makes a private one.
+	Jobs *shell.Jobs
+	// Todos holds the TodoWrite list; nil makes a private one.
+	Todos *Todos
+	// Grep picks the Grep engine.
+	Grep GrepEngine
+	// RipgrepPath is the rg binary; empty looks it up on PATH.
+	RipgrepPath string
+}
+
+// Tools returns the built-in tools in their fixed order: Bash, Glob, Grep, Read, Edit, Write,
+// TodoWrite, BashOutput, KillShell. The order is part of every request's cache prefix, so it
+// never changes at run time; new tools go at the end.
+func Tools(opts Options) []tool.Tool {
+	if opts.Jobs == nil {
+		opts.Jobs = shell.NewJobs()
+	}
+	if opts.Todos == nil {
+		opts.Todos = NewTodos(nil)
+	}
+	return []tool.Tool{
+		Bash(opts.Jobs),
+		Glob(),
+		Grep(opts.Grep, opts.RipgrepPath),
+		Read(),
+		Edit(),
+		Write(),
+		TodoWrite(opts.Todos),
+		BashOutput(opts.Jobs),
+		KillShell(opts.Jobs),
+	}
+}

@@ -1,0 +1,180 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+type editInput struct {
+	FilePath   string `json:"file_path"`
+	OldString  string `json:"old_string"`
+	NewString  string `json:"new_string"`
+	ReplaceAll bool   `json:"replace_all,omitempty"`
+}
+
+const editSchema = `{"type":"object","properties":{
+"file_path":{"type":"string","description":"Absolute path, or relative to the working directory"},
+"old_string":{"type":"string","description":"Exact text to replace"},
+"new_string":{"type":"string","description":"Replacement text (must differ)"},
+"replace_all":{"type":"boolean","default":false,"description":"Replace every occurrence"}},
+"required":["file_path","old_string","new_string"],"additionalProperties":false}`
+
+const utf8BOM = "\xef\xbb\xbf"
+
+// snippetContext is how many lines around a change Edit shows.
+const snippetContext = 3
+
+// Edit returns the Edit tool: an exact string replacement in a file the agent has read. It
+// keeps CRLF line endings, a UTF-8 byte-order mark and the file mode.
+func Edit() tool.Tool {
+	return tool.New(tool.Spec[editInput]{
+		Name:        "Edit",
+		Description: description("Edit"),
+		Schema:      []byte(editSchema),
+		Run:         runEdit,
+	})
+}
+
+func runEdit(ctx context.Context, env *tool.Env, in editInput) tool.Result {
+	if in.FilePath == "" {
+		return tool.Errorf("file_path is empty.")
+	}
+	if in.OldString == in.NewString {
+		return tool.Errorf("old_string and new_string are the same; there is nothing to change.")
+	}
+	t := resolve(env.State, in.FilePath)
+	if res, ok := checkWritable(env.State, t); !ok {
+		return res
+	}
+	data, err := os.ReadFile(t.real)
+	if err != nil {
+		if notExist(err) {
+			return editMissing(env, t, in)
+		}
+		if info, serr := os.Stat(t.real); serr == nil && info.IsDir() {
+			return tool.Errorf("%s is a directory.", t.abs)
+		}
+		return tool.Errorf("Cannot read %s: %v", t.abs, err)
+	}
+	if res, ok := checkFresh(env, t, data); !ok {
+		return res
+	}
+	bom := bytes.HasPrefix(data, []byte(utf8BOM))
+	body := data
+	if bom {
+		body = data[len(utf8BOM):]
+	}
+	if !utf8.Valid(body) {
+		kind := "not valid UTF-8 (it may be Latin-1 or another legacy encoding)"
+		if bytes.HasPrefix(body, []byte("\xff\xfe")) || bytes.HasPrefix(body, []byte("\xfe\xff")) {
+			kind = "UTF-16 encoded"
+		}
+		return tool.Errorf("%s is %s. Edit only changes UTF-8 text, so the file was left unchanged; change it with Bash (e.g. iconv, sed) instead.", t.abs, kind)
+	}
+	text := string(body)
+	crlf := usesCRLF(text)
+	old, repl := in.OldString, in.NewString
+	if crlf {
+		text = strings.ReplaceAll(text, "\r\n", "\n")
+		old = strings.ReplaceAll(old, "\r\n", "\n")
+		repl = strings.ReplaceAll(repl, "\r\n", "\n")
+	}
+	if old == "" {
+		if text != "" {
+			return tool.Errorf("old_string is empty, but %s is not. Give the exact text to replace, or use Write to replace the whole file.", t.abs)
+		}
+		return applyEdit(env, t, text, 0, 1, repl, crlf, bom)
+	}
+	n := strings.Count(text, old)
+	switch {
+	case n == 0:
+		return tool.Errorf("old_string was not found in %s. It must match the file exactly, including whitespace and indentation; Read the file again to check.", t.abs)
+	case n > 1 && !in.ReplaceAll:
+		return tool.Errorf("old_string occurs %d times in %s. Include more surrounding lines to pick one, or set replace_all to change every occurrence.", n, t.abs)
+	}
+	at := strings.Index(text, old)
+	if in.ReplaceAll {
+		text = strings.ReplaceAll(text, old, repl)
+	} else {
+		text = text[:at] + repl + text[at+len(old):]
+	}
+	return applyEdit(env, t, text, at, n, repl, crlf, bom)
+}
+
+// usesCRLF reports whether most line endings of text are CRLF.
+func usesCRLF(text string) bool {
+	crlf := strings.Count(text, "\r\n")
+	return crlf > 0 && crlf*2 >= strings.Count(text, "\n")
+}
+
+// applyEdit writes the new text (LF-normalised; at is where the first replacement starts) back
+// in the file's own encoding and shows the lines around the change.
+func applyEdit(env *tool.Env, t target, text string, at, n int, repl string, crlf, bom bool) tool.Result {
+	out := text
+	if crlf {
+		out = strings.ReplaceAll(out, "\n", "\r\n")
+	}
+	if bom {
+		out = utf8BOM + out
+	}
+	content := []byte(out)
+	if err := overwrite(t.real, content); err != nil {
+		return tool.Errorf("Cannot write %s: %v", t.abs, err)
+	}
+	if info, err := os.Stat(t.real); err == nil {
+		recordWrite(env, t, content, info)
+	}
+	times := "1 replacement"
+	if n > 1 {
+		times = fmt.Sprintf("%d replacements; the first shown", n)
+	}
+	return tool.Text(fmt.Sprintf("Edited %s (%s):\n%s", t.abs, times, snippet(text, at, len(repl))))
+}
+
+// editMissing handles an Edit of a file that does not exist: an empty old_string creates it;
+// otherwise the error says whether it was deleted since it was read.
+func editMissing(env *tool.Env, t target, in editInput) tool.Result {
+	if in.OldString != "" {
+		if env.Files != nil {
+			if _, read := env.Files.Lookup(t.real); read {
+				return tool.Errorf("%s was deleted since it was read; it no longer exists. Nothing was changed.", t.abs)
+			}
+		}
+		return tool.Errorf("File does not exist: %s. To create it, use Write (or Edit with an empty old_string).", t.abs)
+	}
+	if err := os.MkdirAll(filepath.Dir(t.real), 0o755); err != nil {
+		return tool.Errorf("Cannot create the directory of %s: %v", t.abs, err)
+	}
+	content := []byte(in.NewString)
+	if err := os.WriteFile(t.real, content, 0o644); err != nil {
+		return tool.Errorf("Cannot write %s: %v", t.abs, err)
+	}
+	if info, err := os.Stat(t.real); err == nil {
+		recordWrite(env, t, content, info)
+	}
+	return tool.Text(fmt.Sprintf("Created %s (%s).", t.abs, lines(lineCount(in.NewString))))
+}
+
+// snippet returns the numbered lines of text around the span [at, at+size).
+func snippet(text string, at, size int) string {
+	lines := strings.Split(text, "\n")
+	first := strings.Count(text[:at], "\n") // 0-based line of the change
+	last := first + strings.Count(text[at:at+size], "\n")
+	from := max(first-snippetContext, 0)
+	to := min(last+snippetContext, len(lines)-1)
+	if to == len(lines)-1 && lines[to] == "" && to > from {
+		to-- // the empty string after a final newline is not a line
+	}
+	var b strings.Builder
+	for i := from; i <= to; i++ {
+		b.WriteString(formatLine(i+1, lines[i]))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}

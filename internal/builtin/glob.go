@@ -1,0 +1,97 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+// maxGlobResults caps the paths Glob returns.
+const maxGlobResults = 100
+
+type globInput struct {
+	Pattern string `json:"pattern"`
+	Path    string `json:"path,omitempty"`
+}
+
+const globSchema = `{"type":"object","properties":{
+"pattern":{"type":"string","description":"Glob pattern, e.g. **/*.go or src/**/*.{ts,tsx}"},
+"path":{"type":"string","description":"Directory to search in; default the working directory"}},
+"required":["pattern"],"additionalProperties":false}`
+
+// Glob returns the Glob tool: files matching a doublestar pattern, .gitignore respected,
+// newest first. Read-only and concurrency-safe.
+func Glob() tool.Tool {
+	return tool.New(tool.Spec[globInput]{
+		Name:              "Glob",
+		Description:       description("Glob"),
+		Schema:            []byte(globSchema),
+		IsReadOnly:        tool.Always[globInput],
+		IsConcurrencySafe: tool.Always[globInput],
+		Run:               runGlob,
+	})
+}
+
+func runGlob(ctx context.Context, env *tool.Env, in globInput) tool.Result {
+	pattern := filepath.ToSlash(in.Pattern)
+	root := env.State.Cwd
+	if in.Path != "" {
+		root = absPath(env.State, in.Path)
+	}
+	if filepath.IsAbs(in.Pattern) {
+		// An absolute pattern carries its own base: /src/**/*.go searches /src.
+		base, rest := doublestar.SplitPattern(pattern)
+		root, pattern = filepath.FromSlash(base), rest
+	}
+	if !doublestar.ValidatePattern(pattern) {
+		return tool.Errorf("Invalid glob pattern %q.", in.Pattern)
+	}
+	if info, err := os.Stat(root); err != nil || !info.IsDir() {
+		return tool.Errorf("%s is not a directory.", root)
+	}
+	type hit struct {
+		path  string
+		mtime time.Time
+	}
+	var hits []hit
+	err := walkFiles(ctx, root, func(p string, d fs.DirEntry) {
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return
+		}
+		if ok, _ := doublestar.Match(pattern, filepath.ToSlash(rel)); ok {
+			if info, err := d.Info(); err == nil {
+				hits = append(hits, hit{p, info.ModTime()})
+			}
+		}
+	})
+	if err != nil {
+		return tool.Errorf("Glob in %s: %v", root, err)
+	}
+	if len(hits) == 0 {
+		return tool.Text("No files found.")
+	}
+	slices.SortFunc(hits, func(a, b hit) int {
+		if c := b.mtime.Compare(a.mtime); c != 0 {
+			return c
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	var b strings.Builder
+	for _, h := range hits[:min(len(hits), maxGlobResults)] {
+		b.WriteString(h.path)
+		b.WriteByte('\n')
+	}
+	if left := len(hits) - maxGlobResults; left > 0 {
+		fmt.Fprintf(&b, "[%d more files not shown (%d matched). Use a narrower pattern or path.]\n", left, len(hits))
+	}
+	return tool.Text(strings.TrimSuffix(b.String(), "\n"))
+}

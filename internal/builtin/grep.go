@@ -1,0 +1,288 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+// Grep output limits.
+const (
+	maxGrepOutput    = 30000
+	maxGrepLineChars = 1000
+)
+
+type grepInput struct {
+	Pattern    string `json:"pattern"`
+	Path       string `json:"path,omitempty"`
+	Glob       string `json:"glob,omitempty"`
+	Type       string `json:"type,omitempty"`
+	OutputMode string `json:"output_mode,omitempty"`
+	IgnoreCase bool   `json:"-i,omitempty"`
+	LineNums   *bool  `json:"-n,omitempty"`
+	After      int    `json:"-A,omitempty"`
+	Before     int    `json:"-B,omitempty"`
+	Context    int    `json:"-C,omitempty"`
+	Multiline  bool   `json:"multiline,omitempty"`
+	HeadLimit  int    `json:"head_limit,omitempty"`
+}
+
+const grepSchema = `{"type":"object","properties":{
+"pattern":{"type":"string","description":"Regular expression (RE2 syntax)"},
+"path":{"type":"string","description":"File or directory to search; default the working directory"},
+"glob":{"type":"string","description":"Only files matching this glob, e.g. *.js or src/**/*.{ts,tsx}"},
+"type":{"type":"string","description":"Only files of this type: go, py, js, ts, rust, java, c, cpp, md, json, yaml, ..."},
+"output_mode":{"type":"string","enum":["content","files_with_matches","count"],"description":"Default files_with_matches"},
+"-i":{"type":"boolean","description":"Case insensitive"},
+"-n":{"type":"boolean","description":"Line numbers in content mode (default true)"},
+"-A":{"type":"integer","minimum":0,"description":"Lines after each match (content mode)"},
+"-B":{"type":"integer","minimum":0,"description":"Lines before each match (content mode)"},
+"-C":{"type":"integer","minimum":0,"description":"Lines before and after each match (content mode)"},
+"multiline":{"type":"boolean","description":"Let patterns span lines; . matches newline"},
+"head_limit":{"type":"integer","minimum":0,"description":"Show only the first N lines or entries"}},
+"required":["pattern"],"additionalProperties":false}`
+
+// fileTypes maps Grep's type names to file-name globs. Both engines use this table (ripgrep
+// gets it through --type-add), so they agree on what a type is.
+var fileTypes = map[string][]string{
+	"c":      {"*.c", "*.h"},
+	"cpp":    {"*.cpp", "*.cc", "*.cxx", "*.c++", "*.hpp", "*.hh", "*.hxx", "*.h", "*.inl"},
+	"cs":     {"*.cs"},
+	"css":    {"*.css", "*.scss", "*.sass", "*.less"},
+	"go":     {"*.go"},
+	"html":   {"*.html", "*.htm"},
+	"java":   {"*.java"},
+	"js":     {"*.js", "*.jsx", "*.mjs", "*.cjs", "*.vue"},
+	"json":   {"*.json", "*.jsonl"},
+	"kotlin": {"*.kt", "*.kts"},
+	"md":     {"*.md", "*.markdown", "*.mdx"},
+	"php":    {"*.php"},
+	"proto":  {"*.proto"},
+	"py":     {"*.py", "*.pyi"},
+	"rb":     {"*.rb", "*.gemspec", "Gemfile", "Rakefile"},
+	"rust":   {"*.rs"},
+	"sh":     {"*.sh", "*.bash", "*.zsh"},
+	"sql":    {"*.sql"},
+	"swift":  {"*.swift"},
+	"toml":   {"*.toml"},
+	"ts":     {"*.ts", "*.tsx", "*.mts", "*.cts"},
+	"txt":    {"*.txt"},
+	"xml":    {"*.xml"},
+	"yaml":   {"*.yaml", "*.yml"},
+}
+
+var typeAliases = map[string]string{
+	"python": "py", "javascript": "js", "typescript": "ts", "rs": "rust", "markdown": "md",
+	"yml": "yaml", "golang": "go", "ruby": "rb", "csharp": "cs", "bash": "sh", "kt": "kotlin",
+}
+
+// grepQuery is a validated Grep call, the same for both engines.
+type grepQuery struct {
+	pattern    string
+	re         *regexp.Regexp
+	root       string
+	glob       string
+	typeGlobs  []string
+	ignoreCase bool
+	multiline  bool
+	before     int
+	after      int
+	mode       string
+}
+
+// grepFile is what one file contributed: its matching (and context) lines in content mode,
+// its match count in every mode.
+type grepFile struct {
+	path    string
+	lines   []grepLine
+	matches int
+}
+
+type grepLine struct {
+	num   int
+	text  string
+	match bool
+}
+
+// Grep returns the Grep tool. engine picks ripgrep or the built-in walker; rgPath names the
+// rg binary ("" looks it up on PATH). Read-only and concurrency-safe.
+func Grep(engine GrepEngine, rgPath string) tool.Tool {
+	return tool.New(tool.Spec[grepInput]{
+		Name:              "Grep",
+		Description:       description("Grep"),
+		Schema:            []byte(grepSchema),
+		IsReadOnly:        tool.Always[grepInput],
+		IsConcurrencySafe: tool.Always[grepInput],
+		Run: func(ctx context.Context, env *tool.Env, in grepInput) tool.Result {
+			return runGrep(ctx, env, in, engine, rgPath)
+		},
+	})
+}
+
+func runGrep(ctx context.Context, env *tool.Env, in grepInput, engine GrepEngine, rgPath string) tool.Result {
+	q, res, ok := newGrepQuery(env.State, in)
+	if !ok {
+		return res
+	}
+	var files []grepFile
+	var err error
+	rg := rgPath
+	if engine != GrepBuiltin && rg == "" {
+		rg, _ = exec.LookPath("rg")
+	}
+	switch {
+	case engine == GrepRipgrep && rg == "":
+		return tool.Errorf("Grep is set to use ripgrep, but rg is not on PATH.")
+	case engine != GrepBuiltin && rg != "":
+		files, err = searchRipgrep(ctx, rg, q)
+	default:
+		files, err = searchBuiltin(ctx, q)
+	}
+	if err != nil {
+		return tool.Errorf("Grep: %v", err)
+	}
+	slices.SortFunc(files, func(a, b grepFile) int { return strings.Compare(a.path, b.path) })
+	return tool.Text(formatGrep(files, q, in.LineNums == nil || *in.LineNums, in.HeadLimit))
+}
+
+func newGrepQuery(st tool.State, in grepInput) (grepQuery, tool.Result, bool) {
+	q := grepQuery{pattern: in.Pattern, glob: in.Glob, ignoreCase: in.IgnoreCase, multiline: in.Multiline, mode: in.OutputMode}
+	if q.mode == "" {
+		q.mode = "files_with_matches"
+	}
+	q.root = st.Cwd
+	if in.Path != "" {
+		q.root = absPath(st, in.Path)
+	}
+	if _, err := os.Stat(q.root); err != nil {
+		return q, tool.Errorf("Path does not exist: %s.", q.root), false
+	}
+	if in.Type != "" {
+		name := strings.ToLower(in.Type)
+		if a, ok := typeAliases[name]; ok {
+			name = a
+		}
+		globs, ok := fileTypes[name]
+		if !ok {
+			names := slices.Sorted(func(yield func(string) bool) {
+				for k := range fileTypes {
+					if !yield(k) {
+						return
+					}
+				}
+			})
+			return q, tool.Errorf("Unknown type %q. Known types: %s. Or use glob.", in.Type, strings.Join(names, ", ")), false
+		}
+		q.typeGlobs = globs
+	}
+	flags := "m"
+	if q.ignoreCase {
+		flags += "i"
+	}
+	if q.multiline {
+		flags += "s"
+	}
+	re, err := regexp.Compile("(?" + flags + ")" + in.Pattern)
+	if err != nil {
+		return q, tool.Errorf("Invalid regular expression: %v", err), false
+	}
+	q.re = re
+	if q.mode == "content" {
+		q.before, q.after = in.Before, in.After
+		if in.Context > 0 {
+			q.before, q.after = max(q.before, in.Context), max(q.after, in.Context)
+		}
+	}
+	return q, tool.Result{}, true
+}
+
+// formatGrep renders the results of either engine the same way. Files come sorted by path.
+func formatGrep(files []grepFile, q grepQuery, lineNums bool, headLimit int) string {
+	if len(files) == 0 {
+		return "No matches found."
+	}
+	var out []string
+	total := 0
+	for _, f := range files {
+		total += f.matches
+		switch q.mode {
+		case "files_with_matches":
+			out = append(out, f.path)
+		case "count":
+			out = append(out, fmt.Sprintf("%s:%d", f.path, f.matches))
+		default:
+			if len(out) > 0 && (q.before > 0 || q.after > 0) {
+				out = append(out, "--")
+			}
+			prev := 0
+			for _, l := range f.lines {
+				if prev > 0 && l.num > prev+1 && (q.before > 0 || q.after > 0) {
+					out = append(out, "--")
+				}
+				prev = l.num
+				sep := "-"
+				if l.match {
+					sep = ":"
+				}
+				text := truncateLine(strings.TrimSuffix(l.text, "\r"))
+				if lineNums {
+					out = append(out, fmt.Sprintf("%s%s%d%s%s", f.path, sep, l.num, sep, text))
+				} else {
+					out = append(out, f.path+sep+text)
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	switch q.mode {
+	case "files_with_matches":
+		fmt.Fprintf(&b, "Found %s\n", plural(len(files), "file"))
+	case "count":
+		fmt.Fprintf(&b, "Found %s in %s\n", plural(total, "match"), plural(len(files), "file"))
+	}
+	shown := len(out)
+	if headLimit > 0 && headLimit < shown {
+		shown = headLimit
+	}
+	for i, line := range out[:shown] {
+		if b.Len()+len(line) > maxGrepOutput {
+			fmt.Fprintf(&b, "[Output cut at %d chars after %d of %d lines. Narrow the search (path, glob, type) or use head_limit.]\n", maxGrepOutput, i, len(out))
+			return strings.TrimSuffix(b.String(), "\n")
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	if shown < len(out) {
+		fmt.Fprintf(&b, "[Showing %d of %d lines (head_limit).]\n", shown, len(out))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func truncateLine(s string) string {
+	if len(s) <= maxGrepLineChars {
+		return s
+	}
+	cut := maxGrepLineChars
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… [line truncated: %d bytes]", len(s))
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "ch") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,83 @@
+package builtin
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRead(t *testing.T) {
+	dir := t.TempDir()
+	var long strings.Builder
+	for i := 1; i <= 2500; i++ {
+		long.WriteString("line " + strings.Repeat("x", i%7) + "\n")
+	}
+	writeFiles(t, dir, map[string]string{
+		"a.txt":      "alpha\nbeta\r\ngamma",
+		"empty.txt":  "",
+		"long.txt":   long.String(),
+		"wide.txt":   strings.Repeat("é", 2100) + "\nshort\n",
+		"big.txt":    strings.Repeat("0123456789abcdef\n", 20000),
+		"bin.dat":    "ELF\x00\x01\x02binary",
+		"latin1.txt": "caf\xe9\n",
+		"sub/b.txt":  "in sub\n",
+		"nb.ipynb": `{"cells":[{"cell_type":"markdown","source":["# Title\n","text"]},
+{"cell_type":"code","source":"print(1)","outputs":[{"output_type":"stream","text":["1\n"]},
+{"output_type":"display_data","data":{"text/plain":"<Figure>","image/png":"iVBORw0KGgo="}}]},
+{"cell_type":"code","source":"1/0","outputs":[{"output_type":"error","ename":"ZeroDivisionError","evalue":"division by zero"}]}]}`,
+		"pic.png":  "\x89PNG\r\n\x1a\n" + strings.Repeat("\x00", 32),
+		"pic.webp": "RIFF\x10\x00\x00\x00WEBPVP8 ",
+	})
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		in   readInput
+	}{
+		{"text", readInput{FilePath: "a.txt"}},
+		{"relative dotdot", readInput{FilePath: "sub/../a.txt"}},
+		{"offset limit", readInput{FilePath: "a.txt", Offset: 2, Limit: 1}},
+		{"default limit", readInput{FilePath: "long.txt", Offset: 1990}},
+		{"past end", readInput{FilePath: "a.txt", Offset: 10}},
+		{"empty", readInput{FilePath: "empty.txt"}},
+		{"long line", readInput{FilePath: "wide.txt"}},
+		{"too big", readInput{FilePath: "big.txt"}},
+		{"big in parts", readInput{FilePath: "big.txt", Offset: 19999, Limit: 5}},
+		{"binary", readInput{FilePath: "bin.dat"}},
+		{"latin1", readInput{FilePath: "latin1.txt"}},
+		{"notebook", readInput{FilePath: "nb.ipynb"}},
+		{"png", readInput{FilePath: "pic.png"}},
+		{"webp", readInput{FilePath: "pic.webp"}},
+		{"missing", readInput{FilePath: "nope.txt"}},
+		{"directory", readInput{FilePath: "sub"}},
+		{"dangling symlink", readInput{FilePath: "dangling"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newEnv(t, dir)
+			res := call(t, Read(), env, tt.in)
+			golden(t, "read/"+strings.ReplaceAll(tt.name, " ", "_"), render(res, env.State.Cwd))
+		})
+	}
+}
+
+func TestReadRecordsState(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"real/f.txt": "one\ntwo\n"})
+	if err := os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	env := newEnv(t, dir)
+	if res := call(t, Read(), env, readInput{FilePath: "link/f.txt", Limit: 1}); res.IsError {
+		t.Fatal(res.ResultText())
+	}
+	rec, ok := env.Files.Lookup(filepath.Join(env.State.Cwd, "real", "f.txt"))
+	if !ok {
+		t.Fatal("read not recorded under the resolved path")
+	}
+	if rec.Hash != hashOf([]byte("one\ntwo\n")) || rec.Size != 8 || !rec.Partial || rec.ModTime.IsZero() {
+		t.Errorf("record = %+v", rec)
+	}
+}

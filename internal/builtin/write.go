@@ -1,0 +1,97 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+type writeInput struct {
+	FilePath string `json:"file_path"`
+	Content  string `json:"content"`
+}
+
+const writeSchema = `{"type":"object","properties":{
+"file_path":{"type":"string","description":"Absolute path, or relative to the working directory"},
+"content":{"type":"string","description":"The whole new content of the file"}},
+"required":["file_path","content"],"additionalProperties":false}`
+
+// Write returns the Write tool: it creates a file (and its parent directories) or replaces one
+// the agent has read and that has not changed since. It keeps the mode of a replaced file.
+func Write() tool.Tool {
+	return tool.New(tool.Spec[writeInput]{
+		Name:        "Write",
+		Description: description("Write"),
+		Schema:      []byte(writeSchema),
+		Run:         runWrite,
+	})
+}
+
+func runWrite(ctx context.Context, env *tool.Env, in writeInput) tool.Result {
+	if in.FilePath == "" {
+		return tool.Errorf("file_path is empty.")
+	}
+	t := resolve(env.State, in.FilePath)
+	if res, ok := checkWritable(env.State, t); !ok {
+		return res
+	}
+	content := []byte(in.Content)
+	old, err := os.ReadFile(t.real)
+	verb := "Updated"
+	switch {
+	case err == nil:
+		if res, ok := checkFresh(env, t, old); !ok {
+			return res
+		}
+		if err := overwrite(t.real, content); err != nil {
+			return tool.Errorf("Cannot write %s: %v", t.abs, err)
+		}
+	case notExist(err):
+		verb = "Created"
+		if err := os.MkdirAll(filepath.Dir(t.real), 0o755); err != nil {
+			return tool.Errorf("Cannot create the directory of %s: %v", t.abs, err)
+		}
+		if err := os.WriteFile(t.real, content, 0o644); err != nil {
+			return tool.Errorf("Cannot write %s: %v", t.abs, err)
+		}
+	default:
+		if info, serr := os.Stat(t.real); serr == nil && info.IsDir() {
+			return tool.Errorf("%s is a directory.", t.abs)
+		}
+		return tool.Errorf("Cannot read %s before writing it: %v", t.abs, err)
+	}
+	if info, err := os.Stat(t.real); err == nil {
+		recordWrite(env, t, content, info)
+	}
+	return tool.Result{
+		Content: tool.Text(fmt.Sprintf("%s %s (%s).", verb, t.abs, lines(lineCount(in.Content)))).Content,
+		Output:  map[string]any{"type": strings.ToLower(verb), "filePath": t.abs},
+	}
+}
+
+// overwrite replaces the content of an existing file in place, so its mode, owner and hard
+// links stay as they were.
+func overwrite(path string, content []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(content); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func lineCount(s string) int {
+	if s == "" {
+		return 0
+	}
+	return strings.Count(strings.TrimSuffix(s, "\n"), "\n") + 1
+}
+
+func lines(n int) string { return plural(n, "line") }

@@ -1,0 +1,62 @@
+//go:build unix
+
+package shell
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+)
+
+// proc is a started shell in its own process group.
+type proc struct {
+	cmd *exec.Cmd
+	// done is closed when the shell has exited; err is its Wait error.
+	done chan struct{}
+	err  error
+	// drained is closed when the output pipe reached EOF: every process holding it is gone.
+	drained  chan struct{}
+	killOnce sync.Once
+}
+
+// start starts script in dir, its output (stdout and stderr on one pipe, so they interleave
+// as written) copied into out.
+func start(script, dir string, env []string, out io.Writer, cwdFile string) (*proc, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("create output pipe: %w", err)
+	}
+	cmd := exec.Command(shellPath(), "-c", wrap(script, cwdFile))
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdin = nil
+	cmd.Stdout = w
+	cmd.Stderr = w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("start shell in %s: %w", dir, err)
+	}
+	w.Close() // the children hold their copies; EOF comes when the last one exits
+	p := &proc{cmd: cmd, done: make(chan struct{}), drained: make(chan struct{})}
+	go func() {
+		defer close(p.drained)
+		defer r.Close()
+		io.Copy(out, r)
+	}()
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// kill sends SIGKILL to the whole process group. The group id stays reserved while any member
+// lives, so this cannot hit an unrelated group.
+func (p *proc) kill() {
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}

@@ -1,0 +1,135 @@
+// Package shell runs shell commands for the Bash tool: one process group per command, so a
+// timeout or an interrupt kills everything the command started; stdout and stderr interleaved
+// into one capped buffer; the final working directory reported so a `cd` can persist; and
+// background jobs kept in a [Jobs] registry.
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Default limits of a foreground command.
+const (
+	DefaultTimeout = 2 * time.Minute
+	MaxTimeout     = 10 * time.Minute
+	// DefaultOutputLimit is how many bytes of output are kept (head and tail).
+	DefaultOutputLimit = 30000
+)
+
+// Command describes one command to run.
+type Command struct {
+	// Script is the shell source, run with `bash -c` (or `sh -c` when bash is absent).
+	Script string
+	// Dir is the working directory; it must exist.
+	Dir string
+	// Env is the environment; nil inherits this process's.
+	Env []string
+	// Timeout bounds the run; zero means DefaultTimeout.
+	Timeout time.Duration
+	// OutputLimit caps the kept output in bytes; zero means DefaultOutputLimit.
+	OutputLimit int
+}
+
+// Result is how a command ended.
+type Result struct {
+	// Output is stdout and stderr interleaved as written, cut in the middle when over the limit.
+	Output string
+	// Truncated is how many bytes were cut from the middle of Output.
+	Truncated int64
+	// ExitCode is the shell's exit status; -1 when it was killed.
+	ExitCode int
+	// TimedOut is set when the timeout killed the command.
+	TimedOut bool
+	// Interrupted is set when ctx was cancelled before the command ended.
+	Interrupted bool
+	// Cwd is the shell's working directory when it exited, symlinks resolved; empty when the
+	// shell did not get to report it (killed, or the script replaced its EXIT trap).
+	Cwd string
+}
+
+// Run runs c and waits for it and every process it started in its process group. An error is
+// returned only when the command could not be started; a failing command is a Result.
+func Run(ctx context.Context, c Command) (Result, error) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	limit := c.OutputLimit
+	if limit <= 0 {
+		limit = DefaultOutputLimit
+	}
+	cwdFile, err := os.CreateTemp("", "keel-cwd-*")
+	if err != nil {
+		return Result{}, fmt.Errorf("create cwd file: %w", err)
+	}
+	cwdPath := cwdFile.Name()
+	cwdFile.Close()
+	defer os.Remove(cwdPath)
+
+	buf := newCappedBuffer(limit)
+	p, err := start(c.Script, c.Dir, c.Env, buf, cwdPath)
+	if err != nil {
+		return Result{}, err
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var res Result
+	select {
+	case <-p.done:
+	case <-timer.C:
+		res.TimedOut = true
+		p.kill()
+	case <-ctx.Done():
+		res.Interrupted = true
+		p.kill()
+	}
+	<-p.done
+	// The shell is gone; whatever it left running in its group would hold the output pipe
+	// open and outlive the call, so it goes too (use run_in_background to keep a process).
+	p.kill()
+	<-p.drained
+	res.Output, res.Truncated = buf.String()
+	res.ExitCode = exitCode(p.err)
+	if res.TimedOut || res.Interrupted {
+		res.ExitCode = -1
+	} else if data, err := os.ReadFile(cwdPath); err == nil {
+		res.Cwd = strings.TrimRight(string(data), "\n")
+	}
+	return res, nil
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// shellPath returns bash if it is on PATH, else sh.
+func shellPath() string {
+	if p, err := exec.LookPath("bash"); err == nil {
+		return p
+	}
+	return "/bin/sh"
+}
+
+// wrap makes the shell write its final directory to cwdFile when it exits, however it exits
+// (an EXIT trap runs after `exit 3` and after the last command alike).
+func wrap(script, cwdFile string) string {
+	return "trap 'pwd -P > " + quote(cwdFile) + "' EXIT\n" + script + "\n"
+}
+
+// quote quotes s for a POSIX shell.
+func quote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
