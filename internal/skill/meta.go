@@ -63,7 +63,7 @@ func splitFile(path string, data []byte) parsed {
 			line = first + se.GetToken().Position.Line - 1
 		}
 		p.problems = append(p.problems, Problem{Path: path, Line: line,
-			Msg: "frontmatter is not valid YAML (" + firstLine(err.Error()) + "); read its top-level key: value lines instead"})
+			Msg: "frontmatter is not valid YAML (" + yamlMessage(err) + "); read its top-level key: value lines instead"})
 		values = recoverLines(yamlText)
 	}
 	if values == nil {
@@ -160,6 +160,18 @@ func unquote(s string) string {
 		return s[1 : len(s)-1]
 	}
 	return s
+}
+
+// yamlMessage is the parser's first line without its "[line:col]" prefix, which counts from
+// the frontmatter, not the file.
+func yamlMessage(err error) string {
+	msg := firstLine(err.Error())
+	if strings.HasPrefix(msg, "[") {
+		if _, rest, ok := strings.Cut(msg, "] "); ok {
+			return rest
+		}
+	}
+	return msg
 }
 
 func firstLine(s string) string {
