@@ -202,4 +202,3 @@ func blankCodeSpans(line string) string {
 	}
 	return string(b)
 }
-

@@ -36,9 +36,7 @@ func (c *Catalog) Listing() string {
 	}
 	var listed []*Skill
 	for _, s := range c.sorted() {
-		// A command without a written description would show its first body line, which is
-		// body text, not a description: it stays out, as in Claude Code.
-		if s.ModelInvocable() && (s.Kind == KindSkill || s.hasDescription) {
+		if s.ModelInvocable() {
 			listed = append(listed, s)
 		}
 	}

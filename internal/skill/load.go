@@ -1,8 +1,8 @@
 package skill
 
 import (
-	"context"
 	"cmp"
+	"context"
 	"io/fs"
 	"log/slog"
 	"os"

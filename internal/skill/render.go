@@ -101,5 +101,6 @@ func RenderJSON(w io.Writer, skills []Skill, problems []Problem) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(doc)
 }

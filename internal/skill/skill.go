@@ -104,9 +104,12 @@ type Skill struct {
 	prompt *PromptInfo
 }
 
-// ModelInvocable reports whether the model may load the entry through the Skill tool.
+// ModelInvocable reports whether the model may load the entry through the Skill tool, which
+// is also whether the listing shows it. MCP prompts are user-only (servers come and go, the
+// listing is memoized); so is a command without a written description: its stand-in
+// description is its first body line, and the listing carries no body text (as in Claude Code).
 func (s Skill) ModelInvocable() bool {
-	return !s.DisableModelInvocation && s.Kind != KindMCPPrompt
+	return !s.DisableModelInvocation && s.Kind != KindMCPPrompt && (s.Kind == KindSkill || s.hasDescription)
 }
 
 // Problem is something wrong with one file. Skipped problems dropped the entry; the others

@@ -165,6 +165,7 @@ func TestSkillToolRefusals(t *testing.T) {
 	tl := c.Tool(ToolOptions{})
 	tests := []struct{ input, want string }{
 		{`{"skill": "deploy"}`, "skill deploy can only be invoked by the user (/deploy)"},
+		{`{"skill": "undescribed"}`, "skill undescribed can only be invoked by the user (/undescribed)"},
 		{`{"skill": "pfd"}`, "unknown skill or command pfd; did you mean pdf?"},
 		{`{"skill": "zzzzzzzz"}`, "unknown skill or command zzzzzzzz"},
 		{`{"skill": "research"}`, "skill research: fork skills need a subagent runner, and none is configured"},
