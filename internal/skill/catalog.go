@@ -113,8 +113,12 @@ func (c *Catalog) Invoke(ctx context.Context, name, args string, by Invoker, cwd
 	if cwd == "" {
 		cwd = c.opts.Cwd
 	}
+	body = strings.TrimLeft(body, "\n")
 	e := &expander{opts: c.opts, cwd: cwd, allowed: s.AllowedTools}
-	text := e.expand(ctx, Substitute(strings.TrimLeft(body, "\n"), args, s.Dir))
+	if by == ByModel {
+		e.onlyRefs = authorRefs(body, s.Dir)
+	}
+	text := e.expand(ctx, Substitute(body, args, s.Dir))
 	if s.Dir != "" {
 		text = "Base directory for this skill: " + s.Dir + "\n" +
 			"Files it mentions by relative path are in that directory.\n\n" + text

@@ -42,7 +42,10 @@ type expander struct {
 	allowed []string
 	runs    []ShellRun
 	files   []string // resolved paths, in order of first mention
-	display []string // the path as written, parallel to files
+	// onlyRefs, when not nil, limits @path mentions to those the body's author wrote: a model
+	// passing "@~/.ssh/id_rsa" as arguments must not read files around the Read permission.
+	onlyRefs map[string]bool
+	display  []string // the path as written, parallel to files
 }
 
 // expand processes text line by line. Fenced code blocks are left alone: shell and @ there
@@ -141,6 +144,9 @@ func capBytes(b []byte, n int) []byte {
 func (e *expander) collectFiles(line string) {
 	for _, m := range fileRef.FindAllStringSubmatch(blankCodeSpans(line), -1) {
 		raw := strings.TrimRight(m[2], ".,;:!?")
+		if e.onlyRefs != nil && !e.onlyRefs[raw] {
+			continue
+		}
 		path, ok := e.resolve(raw)
 		if !ok || slices.Contains(e.files, path) {
 			continue
@@ -185,6 +191,17 @@ func (e *expander) attachments() string {
 		b.WriteString("</file>")
 	}
 	return b.String()
+}
+
+// authorRefs lists the @path mentions of a body before any arguments are substituted.
+func authorRefs(body, skillDir string) map[string]bool {
+	refs := map[string]bool{}
+	for line := range strings.SplitSeq(Substitute(body, "", skillDir), "\n") {
+		for _, m := range fileRef.FindAllStringSubmatch(blankCodeSpans(line), -1) {
+			refs[strings.TrimRight(m[2], ".,;:!?")] = true
+		}
+	}
+	return refs
 }
 
 // blankCodeSpans replaces the inside of `code spans` with spaces, keeping offsets.

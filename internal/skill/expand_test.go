@@ -135,3 +135,24 @@ func TestSkillDirectory(t *testing.T) {
 		t.Errorf("file beside SKILL.md not at the announced directory: %v", err)
 	}
 }
+
+// TestFileReferencesFromModelArguments checks that the model cannot read files by passing
+// @paths as a skill's arguments, while the author's own @paths still load.
+func TestFileReferencesFromModelArguments(t *testing.T) {
+	l := newLayout(t)
+	write(t, l.cwd, "guide.md", "the guide")
+	write(t, l.home, ".ssh/id_rsa", "PRIVATE KEY")
+	write(t, l.root, ".keel/skills/s/SKILL.md", skillFile("s", "d", "See @guide.md about $ARGUMENTS"))
+	c, _ := l.load(t)
+	inv, err := c.Invoke(t.Context(), "s", "@~/.ssh/id_rsa", ByModel, l.cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(inv.Text, "PRIVATE KEY") || !strings.Contains(inv.Text, "<file path=\"guide.md\">\nthe guide") {
+		t.Errorf("text = %q", inv.Text)
+	}
+	inv, err = c.Invoke(t.Context(), "s", "@~/.ssh/id_rsa", ByUser, l.cwd)
+	if err != nil || !strings.Contains(inv.Text, "PRIVATE KEY") {
+		t.Errorf("a user's own @path was not inlined: %q, %v", inv.Text, err)
+	}
+}
