@@ -1,10 +1,9 @@
 package skill
 
 import (
+	"context"
 	"fmt"
 	"strings"
-
-	"context"
 )
 
 // mcpPrompts lists the MCP prompts as user-only entries. They are never in the model's
@@ -15,7 +14,6 @@ func (c *Catalog) mcpPrompts() []Skill {
 	}
 	var out []Skill
 	for _, p := range c.opts.Prompts.Prompts() {
-		p := p
 		var hint []string
 		for _, a := range p.Arguments {
 			if a.Required {
