@@ -121,6 +121,7 @@ type Problem struct {
 	Skipped bool
 }
 
+// Error formats the problem as path:line: message.
 func (p Problem) Error() string {
 	if p.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, p.Msg)
