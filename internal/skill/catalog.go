@@ -1,0 +1,197 @@
+package skill
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Catalog is the loaded set of skills and commands, plus the MCP prompts its PromptSource
+// lists at the time of each call. It is read-only after [Load] and safe for concurrent use.
+type Catalog struct {
+	opts   Options
+	byName map[string]*Skill
+}
+
+// Invoker says who invoked an entry; the rules differ (see [Catalog.Invoke]).
+type Invoker int
+
+// Invokers.
+const (
+	ByUser Invoker = iota
+	ByModel
+)
+
+// Invocation is an entry expanded for one use.
+type Invocation struct {
+	Skill Skill
+	Args  string
+	// Text is the prompt: for an inline skill, what joins the current loop (as the user's
+	// message for /name, as the Skill tool's result for the model); for a fork skill, the
+	// subagent's task.
+	Text string
+	// Fork is set for context: fork; run Text through a [ForkRunner] (see [RunFork]).
+	Fork bool
+	// Shell lists the "!" commands met, run or denied.
+	Shell []ShellRun
+}
+
+// All returns every entry, file-based ones and the MCP prompts listed now, in name order.
+func (c *Catalog) All() []Skill {
+	var out []Skill
+	for _, s := range c.sorted() {
+		out = append(out, *s)
+	}
+	out = append(out, c.mcpPrompts()...)
+	slices.SortStableFunc(out, func(a, b Skill) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Lookup finds an entry by name; a leading "/" is ignored.
+func (c *Catalog) Lookup(name string) (Skill, bool) {
+	name = strings.TrimPrefix(strings.TrimSpace(name), "/")
+	if s, ok := c.byName[name]; ok {
+		return *s, true
+	}
+	if strings.HasPrefix(name, "mcp__") {
+		for _, s := range c.mcpPrompts() {
+			if s.Name == name {
+				return s, true
+			}
+		}
+	}
+	return Skill{}, false
+}
+
+// Expand reads a user's input line. A line that is not "/name args" (no slash, or a path
+// such as /usr/bin) gives ok false and the line goes to the model unchanged. An unknown
+// /name is an error listing close matches.
+func (c *Catalog) Expand(ctx context.Context, line string) (inv Invocation, ok bool, err error) {
+	trimmed := strings.TrimSpace(line)
+	rest, isCmd := strings.CutPrefix(trimmed, "/")
+	if !isCmd {
+		return Invocation{}, false, nil
+	}
+	name, args, _ := strings.Cut(rest, " ")
+	if name == "" || strings.ContainsAny(name, "/\\\t\n") {
+		return Invocation{}, false, nil
+	}
+	inv, err = c.Invoke(ctx, name, strings.TrimSpace(args), ByUser, c.opts.Cwd)
+	return inv, true, err
+}
+
+// Invoke expands the entry name with args for one use. cwd is where shell commands run and
+// @paths resolve. The model may not invoke an entry with disable-model-invocation (nor an MCP
+// prompt); the user may not invoke one with user-invocable: false.
+func (c *Catalog) Invoke(ctx context.Context, name, args string, by Invoker, cwd string) (Invocation, error) {
+	s, ok := c.Lookup(name)
+	if !ok {
+		return Invocation{}, c.unknown(name, by)
+	}
+	switch {
+	case by == ByModel && !s.ModelInvocable():
+		return Invocation{}, fmt.Errorf("skill %s can only be invoked by the user (/%s)", s.Name, s.Name)
+	case by == ByUser && !s.UserInvocable:
+		return Invocation{}, fmt.Errorf("/%s is not user-invocable (user-invocable: false); the model loads it when relevant", s.Name)
+	}
+	inv := Invocation{Skill: s, Args: args, Fork: s.Context == ContextFork}
+	if s.Kind == KindMCPPrompt {
+		text, err := c.getPrompt(ctx, s, args)
+		if err != nil {
+			return Invocation{}, err
+		}
+		inv.Text = text
+		return inv, nil
+	}
+	body, err := s.read()
+	if err != nil {
+		return Invocation{}, fmt.Errorf("read skill %s: %w", s.Name, err)
+	}
+	if cwd == "" {
+		cwd = c.opts.Cwd
+	}
+	body = strings.TrimLeft(body, "\n")
+	e := &expander{opts: c.opts, cwd: cwd, allowed: s.AllowedTools}
+	if by == ByModel {
+		e.onlyRefs = authorRefs(body, s.Dir)
+	}
+	text := e.expand(ctx, Substitute(body, args, s.Dir))
+	if s.Dir != "" {
+		text = "Base directory for this skill: " + s.Dir + "\n" +
+			"Files it mentions by relative path are in that directory.\n\n" + text
+	}
+	inv.Text = strings.TrimRight(text, "\n")
+	inv.Shell = e.runs
+	return inv, nil
+}
+
+// RunFork runs a fork invocation through runner: as the skill's agent (or [DefaultAgent]),
+// with its allowed tools and model.
+func RunFork(ctx context.Context, runner ForkRunner, inv Invocation) (string, error) {
+	if runner == nil {
+		return "", errors.New("fork skills need a subagent runner, and none is configured")
+	}
+	agent := cmp.Or(inv.Skill.Agent, DefaultAgent)
+	model := inv.Skill.Model
+	if model == "inherit" {
+		model = ""
+	}
+	return runner.RunFork(ctx, agent, inv.Text, inv.Skill.AllowedTools, model)
+}
+
+// unknown builds the error for a name nobody defined, naming up to five close matches the
+// invoker may use.
+func (c *Catalog) unknown(name string, by Invoker) error {
+	type cand struct {
+		name string
+		d    int
+	}
+	var cands []cand
+	for _, s := range c.All() {
+		if by == ByModel && !s.ModelInvocable() || by == ByUser && !s.UserInvocable {
+			continue
+		}
+		d := distance(strings.ToLower(name), strings.ToLower(s.Name))
+		if d <= max(2, len(name)/3) || strings.Contains(s.Name, name) || strings.Contains(name, s.Name) {
+			cands = append(cands, cand{s.Name, d})
+		}
+	}
+	slices.SortFunc(cands, func(a, b cand) int { return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(a.name, b.name)) })
+	prefix := "/"
+	if by == ByModel {
+		prefix = ""
+	}
+	msg := fmt.Sprintf("unknown skill or command %s%s", prefix, name)
+	if len(cands) == 0 {
+		return errors.New(msg)
+	}
+	var names []string
+	for _, c := range cands[:min(5, len(cands))] {
+		names = append(names, prefix+c.name)
+	}
+	return fmt.Errorf("%s; did you mean %s?", msg, strings.Join(names, ", "))
+}
+
+// distance is the Levenshtein distance between a and b, in bytes.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,221 @@
+package skill
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ShellRun records one "!" command found in a body.
+type ShellRun struct {
+	Command string
+	// Output is what replaced the command in the text.
+	Output string
+	// Denied is set when AllowShell refused the command; it did not run.
+	Denied bool
+}
+
+// Limits on what expansion may pull into a prompt.
+const (
+	maxShellOutput = 16 << 10
+	maxFileBytes   = 256 << 10
+)
+
+var (
+	inlineShell = regexp.MustCompile("(^|[\\s(>])!`([^`\n]+)`")
+	fileRef     = regexp.MustCompile(`(^|[\s(])@([^\s()\[\]<>"'` + "`" + `]+)`)
+)
+
+// expander turns a substituted body into the prompt text: it runs the shell commands the
+// caller allows and appends the files the body mentions with @path.
+type expander struct {
+	opts    Options
+	cwd     string
+	allowed []string
+	runs    []ShellRun
+	files   []string // resolved paths, in order of first mention
+	// onlyRefs, when not nil, limits @path mentions to those the body's author wrote: a model
+	// passing "@~/.ssh/id_rsa" as arguments must not read files around the Read permission.
+	onlyRefs map[string]bool
+	display  []string // the path as written, parallel to files
+}
+
+// expand processes text line by line. Fenced code blocks are left alone: shell and @ there
+// are examples, not instructions.
+//
+// Two shell forms run: the inline form !`cmd` (Claude Code's), and a line whose first
+// character is "!" followed by the command ("![" starts an image and is not a command).
+func (e *expander) expand(ctx context.Context, text string) string {
+	lines := strings.Split(text, "\n")
+	fence := ""
+	for i, line := range lines {
+		trimmed := strings.TrimLeft(line, " \t")
+		if fence != "" {
+			if strings.HasPrefix(trimmed, fence) {
+				fence = ""
+			}
+			continue
+		}
+		if f := fenceOf(trimmed); f != "" {
+			fence = f
+			continue
+		}
+		e.collectFiles(line)
+		if cmd, ok := lineCommand(line); ok {
+			lines[i] = e.shell(ctx, cmd)
+			continue
+		}
+		lines[i] = inlineShell.ReplaceAllStringFunc(line, func(m string) string {
+			sub := inlineShell.FindStringSubmatch(m)
+			return sub[1] + e.shell(ctx, sub[2])
+		})
+	}
+	out := strings.Join(lines, "\n")
+	return out + e.attachments()
+}
+
+func fenceOf(trimmed string) string {
+	for _, f := range []string{"```", "~~~"} {
+		if strings.HasPrefix(trimmed, f) {
+			return f
+		}
+	}
+	return ""
+}
+
+func lineCommand(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, "!")
+	if !ok || strings.HasPrefix(rest, "[") || strings.HasPrefix(rest, "`") {
+		return "", false
+	}
+	cmd := strings.TrimSpace(rest)
+	return cmd, cmd != ""
+}
+
+// shell runs one command if allowed and returns what replaces it in the text.
+func (e *expander) shell(ctx context.Context, cmd string) string {
+	var err error
+	if e.opts.AllowShell == nil {
+		err = errors.New("shell commands in skills are not enabled")
+	} else {
+		err = e.opts.AllowShell(ctx, cmd, e.allowed)
+	}
+	if err != nil {
+		out := fmt.Sprintf("[shell command not run: %s: %v]", cmd, err)
+		e.runs = append(e.runs, ShellRun{Command: cmd, Output: out, Denied: true})
+		return out
+	}
+	timeout := e.opts.ShellTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, "sh", "-c", cmd)
+	c.Dir = e.cwd
+	c.WaitDelay = time.Second
+	raw, runErr := c.CombinedOutput()
+	out := strings.TrimRight(string(capBytes(raw, maxShellOutput)), "\n")
+	if runErr != nil {
+		out += fmt.Sprintf("\n[%s: %v]", cmd, runErr)
+		out = strings.TrimLeft(out, "\n")
+	}
+	e.runs = append(e.runs, ShellRun{Command: cmd, Output: out})
+	return out
+}
+
+func capBytes(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	return append(b[:n:n], []byte("\n[output truncated]")...)
+}
+
+// collectFiles records the @path mentions of a line (outside code spans) that name readable
+// text files. Other mentions (@handles, missing files) stay plain text.
+func (e *expander) collectFiles(line string) {
+	for _, m := range fileRef.FindAllStringSubmatch(blankCodeSpans(line), -1) {
+		raw := strings.TrimRight(m[2], ".,;:!?")
+		if e.onlyRefs != nil && !e.onlyRefs[raw] {
+			continue
+		}
+		path, ok := e.resolve(raw)
+		if !ok || slices.Contains(e.files, path) {
+			continue
+		}
+		e.files = append(e.files, path)
+		e.display = append(e.display, raw)
+	}
+}
+
+func (e *expander) resolve(raw string) (string, bool) {
+	var path string
+	switch {
+	case strings.HasPrefix(raw, "~/"):
+		if e.opts.Home == "" {
+			return "", false
+		}
+		path = filepath.Join(e.opts.Home, raw[2:])
+	case filepath.IsAbs(raw):
+		path = raw
+	default:
+		path = filepath.Join(e.cwd, raw)
+	}
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > maxFileBytes {
+		return "", false
+	}
+	return filepath.Clean(path), true
+}
+
+// attachments renders the mentioned files after the text, each once.
+func (e *expander) attachments() string {
+	var b strings.Builder
+	for i, path := range e.files {
+		data, err := os.ReadFile(path)
+		if err != nil || bytes.IndexByte(data, 0) >= 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n\n<file path=%q>\n%s", e.display[i], data)
+		if len(data) > 0 && data[len(data)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+		b.WriteString("</file>")
+	}
+	return b.String()
+}
+
+// authorRefs lists the @path mentions of a body before any arguments are substituted.
+func authorRefs(body, skillDir string) map[string]bool {
+	refs := map[string]bool{}
+	for line := range strings.SplitSeq(Substitute(body, "", skillDir), "\n") {
+		for _, m := range fileRef.FindAllStringSubmatch(blankCodeSpans(line), -1) {
+			refs[strings.TrimRight(m[2], ".,;:!?")] = true
+		}
+	}
+	return refs
+}
+
+// blankCodeSpans replaces the inside of `code spans` with spaces, keeping offsets.
+func blankCodeSpans(line string) string {
+	b := []byte(line)
+	in := false
+	for i, c := range b {
+		if c == '`' {
+			in = !in
+			continue
+		}
+		if in {
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}
