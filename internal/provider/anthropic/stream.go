@@ -1,0 +1,199 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/provider"
+)
+
+// wireEvent is one SSE data payload of a streaming Messages response. keel decodes it into its
+// own type rather than the SDK's union so that usage fields can be told absent from zero.
+type wireEvent struct {
+	Type    string `json:"type"`
+	Index   int    `json:"index"`
+	Message *struct {
+		ID    string    `json:"id"`
+		Model string    `json:"model"`
+		Usage wireUsage `json:"usage"`
+	} `json:"message"`
+	ContentBlock *struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		Thinking  string          `json:"thinking"`
+		Signature string          `json:"signature"`
+		Data      string          `json:"data"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+	} `json:"content_block"`
+	Delta *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *wireUsage `json:"usage"`
+}
+
+// wireUsage has pointers because message_delta repeats only some counts: a count it leaves out
+// keeps the value from message_start, a count it gives replaces it (they are cumulative).
+type wireUsage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+}
+
+func (w wireUsage) mergeInto(u *message.Usage) {
+	set := func(dst *int64, src *int64) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	set(&u.InputTokens, w.InputTokens)
+	set(&u.OutputTokens, w.OutputTokens)
+	set(&u.CacheCreationInputTokens, w.CacheCreationInputTokens)
+	set(&u.CacheReadInputTokens, w.CacheReadInputTokens)
+}
+
+// assembler builds the assistant message from stream events and says which provider events
+// each one yields.
+type assembler struct {
+	logger    *slog.Logger
+	blocks    map[int]*message.Block
+	inputs    map[int]*bytes.Buffer // accumulated input_json_delta per tool_use block
+	usage     message.Usage
+	stop      message.StopReason
+	model     string
+	requestID string
+	stopped   bool
+}
+
+func newAssembler(logger *slog.Logger) *assembler {
+	return &assembler{logger: logger, blocks: map[int]*message.Block{}, inputs: map[int]*bytes.Buffer{}}
+}
+
+func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
+	switch ev.Type {
+	case "message_start":
+		if ev.Message != nil {
+			a.model = ev.Message.Model
+			ev.Message.Usage.mergeInto(&a.usage)
+		}
+	case "content_block_start":
+		cb := ev.ContentBlock
+		if cb == nil {
+			return nil, fmt.Errorf("anthropic stream: content_block_start %d without content_block", ev.Index)
+		}
+		switch cb.Type {
+		case message.TypeText:
+			a.blocks[ev.Index] = &message.Block{Type: cb.Type, Text: cb.Text}
+			if cb.Text != "" {
+				return []provider.Event{provider.TextDelta{Index: ev.Index, Text: cb.Text}}, nil
+			}
+		case message.TypeThinking:
+			a.blocks[ev.Index] = &message.Block{Type: cb.Type, Thinking: cb.Thinking, Signature: cb.Signature}
+			if cb.Thinking != "" {
+				return []provider.Event{provider.ThinkingDelta{Index: ev.Index, Thinking: cb.Thinking}}, nil
+			}
+		case message.TypeRedactedThinking:
+			a.blocks[ev.Index] = &message.Block{Type: cb.Type, Data: cb.Data}
+		case message.TypeToolUse:
+			b := &message.Block{Type: cb.Type, ID: cb.ID, Name: cb.Name}
+			if len(cb.Input) > 0 && !bytes.Equal(cb.Input, []byte("{}")) {
+				b.Input = slices.Clone(cb.Input)
+			}
+			a.blocks[ev.Index] = b
+			a.inputs[ev.Index] = &bytes.Buffer{}
+			return []provider.Event{provider.ToolUseStart{Index: ev.Index, ID: cb.ID, Name: cb.Name}}, nil
+		default:
+			// Server-side tool blocks and future types have no place in message.Block yet.
+			a.logger.Warn("anthropic stream: skipping unknown content block", "type", cb.Type, "index", ev.Index)
+		}
+	case "content_block_delta":
+		d := ev.Delta
+		b := a.blocks[ev.Index]
+		if d == nil || b == nil {
+			return nil, nil
+		}
+		switch d.Type {
+		case "text_delta":
+			b.Text += d.Text
+			return []provider.Event{provider.TextDelta{Index: ev.Index, Text: d.Text}}, nil
+		case "thinking_delta":
+			b.Thinking += d.Thinking
+			return []provider.Event{provider.ThinkingDelta{Index: ev.Index, Thinking: d.Thinking}}, nil
+		case "signature_delta":
+			b.Signature += d.Signature
+		case "input_json_delta":
+			if buf := a.inputs[ev.Index]; buf != nil {
+				buf.WriteString(d.PartialJSON)
+			}
+			return []provider.Event{provider.InputDelta{Index: ev.Index, PartialJSON: d.PartialJSON}}, nil
+		}
+	case "content_block_stop":
+		if buf := a.inputs[ev.Index]; buf != nil {
+			a.blocks[ev.Index].Input = a.toolInput(a.blocks[ev.Index], buf.Bytes())
+		}
+	case "message_delta":
+		if ev.Delta != nil && ev.Delta.StopReason != "" {
+			a.stop = message.StopReason(ev.Delta.StopReason)
+		}
+		if ev.Usage != nil {
+			ev.Usage.mergeInto(&a.usage)
+		}
+	case "message_stop":
+		a.stopped = true
+	}
+	return nil, nil
+}
+
+// toolInput is the compact JSON input of a finished tool_use block. Input that is not valid
+// JSON (a reply cut off by max_tokens) becomes {} so the history stays sendable; the tool's
+// schema check then reports what is missing.
+func (a *assembler) toolInput(b *message.Block, streamed []byte) json.RawMessage {
+	in := streamed
+	if len(bytes.TrimSpace(in)) == 0 {
+		in = b.Input
+	}
+	if len(in) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, in); err != nil {
+		a.logger.Warn("anthropic stream: tool_use input is not valid JSON; using {}",
+			"tool", b.Name, "id", b.ID, "err", err)
+		return json.RawMessage(`{}`)
+	}
+	return out.Bytes()
+}
+
+func (a *assembler) done() provider.Done {
+	idx := make([]int, 0, len(a.blocks))
+	for i := range a.blocks {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	content := make([]message.Block, 0, len(idx))
+	for _, i := range idx {
+		b := a.blocks[i]
+		if b.Type == message.TypeToolUse && b.Input == nil {
+			b.Input = json.RawMessage(`{}`)
+		}
+		content = append(content, *b)
+	}
+	return provider.Done{
+		Message:    message.Message{Role: message.RoleAssistant, Content: content},
+		StopReason: a.stop,
+		Usage:      a.usage,
+		Model:      a.model,
+		RequestID:  a.requestID,
+	}
+}
