@@ -1,0 +1,197 @@
+// Package openai is keel's adapter for OpenAI-compatible chat completions (OpenAI, Ollama,
+// vLLM, llama.cpp) over the official openai-go client. keel's requests and history are shaped
+// like the Anthropic Messages API; this package converts them (see [EncodeRequest]) and turns
+// the streamed chunks back into keel's provider events. The SDK's own retries are off: retries
+// belong to [provider.WithRetries].
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net/http"
+	"time"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/keel-dev/keel/internal/provider"
+)
+
+// DefaultBaseURL is OpenAI's API.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// The environment variables [FromEnv] reads.
+const (
+	EnvAPIKey  = "OPENAI_API_KEY"
+	EnvBaseURL = "OPENAI_BASE_URL"
+	EnvModel   = "OPENAI_MODEL"
+)
+
+// placeholderKey is sent to servers that need no key (Ollama, llama.cpp), because some client
+// paths and proxies reject an empty bearer token.
+const placeholderKey = "keel-no-key"
+
+// Options configure a [Provider].
+type Options struct {
+	// APIKey is required for OpenAI itself; a local server (BaseURL set) may go without.
+	APIKey string
+	// BaseURL is the server's API root, e.g. http://127.0.0.1:11434/v1; empty means OpenAI.
+	BaseURL string
+	// Model is used when a request names none.
+	Model string
+	// HTTPClient defaults to the SDK's client.
+	HTTPClient *http.Client
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// Now is the clock for retry-after dates; nil is time.Now.
+	Now func() time.Time
+}
+
+// LogValue keeps the key out of logs.
+func (o Options) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Bool("api_key_set", o.APIKey != ""),
+		slog.String("base_url", o.BaseURL),
+		slog.String("model", o.Model))
+}
+
+// FromEnv reads OPENAI_API_KEY, OPENAI_BASE_URL and OPENAI_MODEL through getenv (the CLI passes
+// os.Getenv once; a --base-url flag then overrides BaseURL).
+func FromEnv(getenv func(string) string) Options {
+	return Options{APIKey: getenv(EnvAPIKey), BaseURL: getenv(EnvBaseURL), Model: getenv(EnvModel)}
+}
+
+// Provider streams chat completions. It is safe for concurrent use.
+type Provider struct {
+	client sdk.Client
+	model  string
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+var _ provider.Provider = (*Provider)(nil)
+
+// New returns a Provider. Talking to OpenAI itself needs a key; a custom base URL does not.
+func New(opts Options) (*Provider, error) {
+	base := opts.BaseURL
+	key := opts.APIKey
+	if base == "" {
+		base = DefaultBaseURL
+		if key == "" {
+			return nil, fmt.Errorf("no OpenAI API key: set %s, or point --base-url (%s) at a local server", EnvAPIKey, EnvBaseURL)
+		}
+	}
+	if key == "" {
+		key = placeholderKey
+	}
+	ropts := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithAPIKey(key),
+		option.WithMaxRetries(0), // retries are provider.WithRetries's job
+	}
+	if opts.HTTPClient != nil {
+		ropts = append(ropts, option.WithHTTPClient(opts.HTTPClient))
+	}
+	p := &Provider{client: sdk.NewClient(ropts...), model: opts.Model, logger: opts.Logger, now: opts.Now}
+	if p.logger == nil {
+		p.logger = slog.New(slog.DiscardHandler)
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	return p, nil
+}
+
+// Stream sends req and yields its events as they arrive, then one [provider.Done]. It makes
+// exactly one HTTP attempt.
+func (p *Provider) Stream(ctx context.Context, req *provider.Request) iter.Seq2[provider.Event, error] {
+	return func(yield func(provider.Event, error) bool) {
+		body, err := EncodeRequest(req, p.model)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		var raw *http.Response
+		err = p.client.Post(ctx, "chat/completions", nil, &raw,
+			option.WithRequestBody("application/json", body),
+			option.WithHeader("accept", "text/event-stream"))
+		if err != nil {
+			yield(nil, p.requestError(err))
+			return
+		}
+		dec := ssestream.NewDecoder(raw)
+		if dec == nil {
+			yield(nil, fmt.Errorf("openai stream: empty response"))
+			return
+		}
+		defer dec.Close()
+		a := newAssembler(p.logger)
+		a.requestID = raw.Header.Get("x-request-id")
+		complete := false
+		for dec.Next() {
+			data := dec.Event().Data
+			if isDone(data) {
+				complete = true
+				break
+			}
+			out, err := a.add(data)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, e := range out {
+				if !yield(e, nil) {
+					return
+				}
+			}
+		}
+		if err := dec.Err(); err != nil {
+			yield(nil, fmt.Errorf("openai stream: %w", err))
+			return
+		}
+		if !complete {
+			yield(nil, fmt.Errorf("openai stream: %w", provider.ErrStreamIncomplete))
+			return
+		}
+		yield(a.done(), nil)
+	}
+}
+
+func (p *Provider) requestError(err error) error {
+	apiErr, ok := errors.AsType[*sdk.Error](err)
+	if !ok {
+		return fmt.Errorf("openai request: %w", err)
+	}
+	se := &provider.StatusError{
+		Provider:   "openai",
+		StatusCode: apiErr.StatusCode,
+		Type:       apiErr.Type,
+		Message:    apiErr.Message,
+	}
+	if apiErr.Response != nil {
+		h := apiErr.Response.Header
+		se.RequestID = h.Get("x-request-id")
+		se.After, _ = provider.ParseRetryAfter(h, p.now())
+		switch h.Get("x-should-retry") {
+		case "true":
+			se.ShouldRetry = new(true)
+		case "false":
+			se.ShouldRetry = new(false)
+		}
+	}
+	switch se.StatusCode {
+	case http.StatusUnauthorized:
+		se.Hint = "check " + EnvAPIKey
+	case http.StatusForbidden:
+		se.Hint = "the key is not allowed to do this; check " + EnvAPIKey + " and its permissions"
+	case http.StatusNotFound:
+		se.Hint = "check the model name (--model, " + EnvModel + ") and the base URL (--base-url, " + EnvBaseURL + ")"
+	case http.StatusBadRequest:
+		se.Hint = "the request was rejected; the server's message above says why"
+	}
+	return se
+}
