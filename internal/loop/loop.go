@@ -34,10 +34,17 @@ type Sink interface {
 }
 
 // CacheWatcher is told about every request before it is sent and about the usage after, so it
-// can explain prompt-cache misses.
+// can explain prompt-cache misses. sections names the request's system blocks.
 type CacheWatcher interface {
-	BeforeSend(req *provider.Request) []event.CacheBreak
-	AfterResponse(req *provider.Request, u message.Usage) []event.CacheBreak
+	BeforeSend(req *provider.Request, sections []string) []event.CacheBreak
+	AfterResponse(u message.Usage) []event.CacheBreak
+}
+
+// System is a rendered system prompt: the blocks sent and a name for each, so cache
+// diagnostics can say which section changed.
+type System struct {
+	Blocks []provider.SystemBlock
+	Names  []string
 }
 
 // StopChecker runs when the model ends its turn without tool calls. A non-empty reason keeps
@@ -53,8 +60,9 @@ type Agent struct {
 	Model     string
 	MaxTokens int64
 	Thinking  *provider.Thinking
-	// System is the rendered system prompt; it is sent as is on every request.
-	System []provider.SystemBlock
+	// System renders the system prompt for the next request. Its sections are memoized, so
+	// it returns the same bytes every time unless a declared uncached section changed.
+	System func(ctx context.Context) System
 	// Pool returns the tools for the next request; asked once per request boundary, after the
 	// observers, so a new MCP generation reaches the very next request.
 	Pool      func(ctx context.Context) *tool.Pool
@@ -76,7 +84,7 @@ type Agent struct {
 	Logger  *slog.Logger
 	// AfterTurn, if set, is called with the request of every completed turn: the cache-safe
 	// parameters forks and post-turn helpers start from.
-	AfterTurn func(req *provider.Request, reply message.Message)
+	AfterTurn func(req *provider.Request, sys System, reply message.Message)
 }
 
 // Outcome is how a Run ended.
@@ -118,8 +126,8 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 		if err := a.absorb(ctx, out); err != nil {
 			return a.fail(out, err)
 		}
-		req := a.assemble(ctx, out.Messages)
-		reply, err := a.stream(ctx, req, out)
+		req, sys := a.assemble(ctx, out.Messages)
+		reply, err := a.stream(ctx, req, sys, out)
 		if err != nil {
 			return a.fail(out, err)
 		}
@@ -129,7 +137,7 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 			return a.fail(out, err)
 		}
 		if a.AfterTurn != nil {
-			a.AfterTurn(req, reply)
+			a.AfterTurn(req, sys, reply)
 		}
 		calls := toolCalls(reply)
 		if len(calls) > 0 {

@@ -18,15 +18,19 @@ const DefaultMaxTokens = 32000
 
 // assemble builds the next request from the agent's fixed parts and the history. It is a pure
 // function of its inputs: the same history gives the same request, byte for byte.
-func (a *Agent) assemble(ctx context.Context, history []message.Message) *provider.Request {
+func (a *Agent) assemble(ctx context.Context, history []message.Message) (*provider.Request, System) {
 	maxTokens := a.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = DefaultMaxTokens
 	}
+	var sys System
+	if a.System != nil {
+		sys = a.System(ctx)
+	}
 	req := &provider.Request{
 		Model:     a.Model,
 		MaxTokens: maxTokens,
-		System:    a.System,
+		System:    sys.Blocks,
 		Tools:     Specs(a.pool(ctx)),
 		Messages:  Merge(history),
 		Thinking:  a.Thinking,
@@ -35,7 +39,7 @@ func (a *Agent) assemble(ctx context.Context, history []message.Message) *provid
 	if a.Prepare != nil {
 		a.Prepare(req)
 	}
-	return req
+	return req, sys
 }
 
 func (a *Agent) pool(ctx context.Context) *tool.Pool {
@@ -73,9 +77,9 @@ func Merge(history []message.Message) []message.Message {
 
 // stream sends req and assembles the reply, emitting deltas as they arrive. A retried attempt
 // discards what the failed one streamed; an interrupted stream leaves nothing behind.
-func (a *Agent) stream(ctx context.Context, req *provider.Request, out *Outcome) (message.Message, error) {
+func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, out *Outcome) (message.Message, error) {
 	if a.Watch != nil {
-		a.emitBreaks(a.Watch.BeforeSend(req))
+		a.emitBreaks(a.Watch.BeforeSend(req, sys.Names))
 	}
 	started := time.Now()
 	defer func() { out.APIDuration += time.Since(started) }()
@@ -98,7 +102,7 @@ func (a *Agent) stream(ctx context.Context, req *provider.Request, out *Outcome)
 			out.Usage = out.Usage.Add(ev.Usage)
 			out.StopReason = ev.StopReason
 			if a.Watch != nil {
-				a.emitBreaks(a.Watch.AfterResponse(req, ev.Usage))
+				a.emitBreaks(a.Watch.AfterResponse(ev.Usage))
 			}
 			a.emit(event.AssistantMessage{Origin: a.Origin, Message: ev.Message, StopReason: ev.StopReason,
 				Usage: ev.Usage, Model: ev.Model, RequestID: ev.RequestID})

@@ -14,11 +14,19 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/keel-dev/keel/internal/builtin"
+	"github.com/keel-dev/keel/internal/cachewatch"
 	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
+	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/shell"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -47,6 +55,20 @@ type Options struct {
 	// Version is keel's version, recorded in transcripts.
 	Version string
 	Logger  *slog.Logger
+
+	// SettingsFlags are command-line flags that act as a settings source.
+	SettingsFlags settings.Flags
+	// SettingsArgs are --settings values (a file or a JSON object), in order.
+	SettingsArgs []string
+	// ManagedSettingsPath and ManagedMemoryPath override the system-wide files (tests).
+	ManagedSettingsPath string
+	ManagedMemoryPath   string
+	// Trust runs project-provided hooks and MCP servers without a recorded trust (--trust).
+	Trust bool
+	// Asker answers permission questions; nil denies with a message naming the rule to add.
+	Asker permission.Asker
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
@@ -55,10 +77,22 @@ type Session struct {
 	opts   Options
 	logger *slog.Logger
 
+	projectDir string
+	settings   *settings.Settings
+	hooks      *hooks.Runner
+	memory     *memory.Set
+	prompt     *prompt.Builder
+	ttl        provider.TTLPolicy
+	checker    *permission.Checker
+	watch      *cachewatch.Watcher
+	// notices are configuration problems found while opening, reported with the first Send.
+	notices []event.Notice
+
 	files     *tool.FileState
 	validator *tool.Validator
 	builtins  []tool.Tool
-	system    []provider.SystemBlock
+	jobs      *shell.Jobs
+	todos     *builtin.Todos
 
 	// mu guards history, state, busy and totals.
 	mu      sync.Mutex
@@ -66,6 +100,10 @@ type Session struct {
 	state   tool.State
 	busy    bool
 	totals  message.Usage
+	// cacheTotals are the watcher's totals at the end of the last Send.
+	cacheTotals cachewatch.Totals
+	// sink receives the events of the Send in progress; nil between Sends.
+	sink *chanSink
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -89,21 +127,32 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	if id == "" {
 		id = uuid.NewString()
 	}
-	if opts.PermissionMode == "" {
-		opts.PermissionMode = "default"
-	}
 	s := &Session{
-		id:        id,
-		opts:      opts,
-		logger:    logger.With("session", id),
-		files:     tool.NewFileState(),
-		validator: tool.NewValidator(),
-		state:     tool.State{Cwd: cwd},
+		id:         id,
+		opts:       opts,
+		logger:     logger.With("session", id),
+		projectDir: projectRoot(cwd),
+		files:      tool.NewFileState(),
+		validator:  tool.NewValidator(),
+		state:      tool.State{Cwd: cwd},
+		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
+	s.loadSettings()
+	policy, warnings := s.permissionPolicy()
+	for _, w := range warnings {
+		s.notices = append(s.notices, event.Notice{Level: "warn", Text: w})
+	}
+	s.checker = permission.New(permission.Config{Policy: policy, Asker: opts.Asker, Home: userHome(), Logger: s.logger})
+	s.state.AdditionalDirs = policy.Dirs[1:]
+	s.buildHooks()
+	s.buildCachePolicy()
+	s.buildPrompt(ctx)
 	s.builtins = s.buildTools()
-	s.system = s.renderSystemPrompt()
 	return s, nil
 }
+
+// PermissionMode returns the main agent's permission mode.
+func (s *Session) PermissionMode() string { return string(s.checker.Policy().Mode) }
 
 // ID returns the session id.
 func (s *Session) ID() string { return s.id }
@@ -144,9 +193,18 @@ func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[event.Event
 
 		events := make(chan event.Event, 64)
 		done := make(chan error, 1)
+		sink := &chanSink{s: s, ch: events}
+		s.mu.Lock()
+		s.sink = sink
+		s.mu.Unlock()
 		go func() {
 			defer close(events)
-			done <- s.run(ctx, prompt, chanSink{s: s, ch: events})
+			defer func() {
+				s.mu.Lock()
+				s.sink = nil
+				s.mu.Unlock()
+			}()
+			done <- s.run(ctx, prompt, sink)
 		}()
 		stopped := false
 		for e := range events {
@@ -178,12 +236,19 @@ func (s *Session) release() {
 }
 
 // run is one Send: the prompt joins the history, the loop runs, the result is reported.
-func (s *Session) run(ctx context.Context, prompt string, sink chanSink) error {
+func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error {
 	started := time.Now()
 	pool := s.pool()
-	sink.Emit(event.Init{SessionID: s.id, Model: s.opts.Model, Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.opts.PermissionMode})
-
-	user := message.User(message.Text(prompt))
+	sink.Emit(event.Init{SessionID: s.id, Model: s.opts.Model, Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode()})
+	for _, n := range s.takeNotices() {
+		sink.Emit(n)
+	}
+	blocks, err := s.submitPrompt(ctx, prompt, sink)
+	if err != nil {
+		sink.Emit(event.Result{Subtype: "error_during_execution", IsError: true, Text: err.Error(), SessionID: s.id, Duration: time.Since(started)})
+		return nil
+	}
+	user := message.User(blocks...)
 	history := append(s.History(), user)
 	uuid, err := sink.Append(ctx, user)
 	if err != nil {
@@ -194,12 +259,17 @@ func (s *Session) run(ctx context.Context, prompt string, sink chanSink) error {
 	s.mu.Lock()
 	state := s.state
 	s.mu.Unlock()
+	g := &gate{s: s, checker: s.checker, emit: sink.Emit}
 	agent := &loop.Agent{
 		Provider:  s.opts.Provider,
 		Model:     s.opts.Model,
 		MaxTokens: s.opts.MaxTokens,
-		System:    s.system,
+		System:    s.systemPrompt,
 		Pool:      func(context.Context) *tool.Pool { return pool },
+		Gate:      g,
+		Prepare:   func(r *provider.Request) { provider.PlaceBreakpoints(r, s.ttl) },
+		Watch:     watcher{s.watch},
+		Stop:      stopHook{s},
 		Validator: s.validator,
 		Files:     s.files,
 		State:     state,
@@ -216,6 +286,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink chanSink) error {
 	s.state = agent.State
 	s.totals = s.totals.Add(out.Usage)
 	s.mu.Unlock()
+	cacheBefore := s.cacheTotals
+	s.cacheTotals = s.watch.Totals()
 
 	res := event.Result{
 		Subtype:     out.Subtype,
@@ -228,6 +300,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink chanSink) error {
 		CostUSD:     cost.USD(s.opts.Model, out.Usage),
 		Usage:       out.Usage,
 		StopReason:  out.StopReason,
+		Denials:     g.takeDenials(),
+		Cache:       cacheStats(subTotals(s.cacheTotals, cacheBefore)),
 	}
 	if runErr != nil {
 		res.Text = runErr.Error()
@@ -240,4 +314,17 @@ func (s *Session) run(ctx context.Context, prompt string, sink chanSink) error {
 }
 
 // Close ends the session and releases what it holds.
-func (s *Session) Close() error { return nil }
+func (s *Session) Close() error {
+	s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "exit"}))
+	s.hooks.Wait()
+	s.jobs.Close()
+	return nil
+}
+
+func (s *Session) takeNotices() []event.Notice {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.notices
+	s.notices = nil
+	return n
+}

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/builtin"
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/shell"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -27,18 +29,19 @@ func resolveCwd(dir string) (string, error) {
 	return abs, nil
 }
 
-// buildTools returns the built-in tools in their fixed order.
-func (s *Session) buildTools() []tool.Tool { return nil }
+// buildTools returns the built-in tools in their fixed order (part of every request prefix).
+func (s *Session) buildTools() []tool.Tool {
+	s.jobs = shell.NewJobs()
+	s.todos = builtin.NewTodos(func(items []event.Todo) { s.emit(event.Todos{Items: items}) })
+	return builtin.Tools(builtin.Options{Jobs: s.jobs, Todos: s.todos})
+}
 
-// renderSystemPrompt renders the main agent's system prompt once; it is reused verbatim on
-// every request of the session.
-func (s *Session) renderSystemPrompt() []provider.SystemBlock {
-	text := s.opts.SystemPrompt
-	if text == "" {
-		text = "You are keel, a coding agent."
+// emit sends e to the caller of the Send in progress, if any.
+func (s *Session) emit(e event.Event) {
+	s.mu.Lock()
+	sink := s.sink
+	s.mu.Unlock()
+	if sink != nil {
+		sink.Emit(e)
 	}
-	if s.opts.AppendSystemPrompt != "" {
-		text += "\n\n" + s.opts.AppendSystemPrompt
-	}
-	return []provider.SystemBlock{{Text: text}}
 }

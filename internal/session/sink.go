@@ -15,10 +15,10 @@ type chanSink struct {
 	ch chan<- event.Event
 }
 
-func (k chanSink) Emit(e event.Event) { k.ch <- e }
+func (k *chanSink) Emit(e event.Event) { k.ch <- e }
 
-func (k chanSink) Append(ctx context.Context, m message.Message) (string, error) {
+func (k *chanSink) Append(ctx context.Context, m message.Message) (string, error) {
 	return uuid.NewString(), nil
 }
 
-func (k chanSink) EndTurn(ctx context.Context) error { return nil }
+func (k *chanSink) EndTurn(ctx context.Context) error { return nil }

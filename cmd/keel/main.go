@@ -1,0 +1,13 @@
+// Command keel is the keel coding agent's command line. All of it lives in internal/cli; this
+// file only hands over the process's arguments and streams.
+package main
+
+import (
+	"os"
+
+	"github.com/keel-dev/keel/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv))
+}

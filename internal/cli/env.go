@@ -1,0 +1,24 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Env is what keel reads from the environment for itself, read once in [loadEnv]. Provider
+// credentials are read by the connect package through the same getenv.
+type Env struct {
+	Home string // KEEL_HOME, default ~/.keel
+}
+
+func loadEnv(getenv func(string) string) Env {
+	home := getenv("KEEL_HOME")
+	if home == "" {
+		if dir := getenv("HOME"); dir != "" {
+			home = filepath.Join(dir, ".keel")
+		} else if dir, err := os.UserHomeDir(); err == nil {
+			home = filepath.Join(dir, ".keel")
+		}
+	}
+	return Env{Home: home}
+}

@@ -1,0 +1,112 @@
+// Package cli is keel's command line: the cobra tree, one file per command. Exit codes are
+// decided here and nowhere else.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is keel's version, set at build time with -ldflags "-X …cli.Version=…".
+var Version = "0.1.0-dev"
+
+// Streams are the process's standard streams.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// usageError marks a mistake in how keel was called.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// exitCodeError carries a specific exit code (a run that ended in error).
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e exitCodeError) Error() string { return e.err.Error() }
+
+// Main runs keel with args and returns the process exit code. getenv is the environment; it
+// is read here and passed down, never consulted deeper in the tree.
+func Main(args []string, std Streams, getenv func(string) string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app := &app{std: std, env: loadEnv(getenv), getenv: getenv}
+	root := app.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(std.In)
+	root.SetOut(std.Out)
+	root.SetErr(std.Err)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ec exitCodeError
+	if errors.As(err, &ec) {
+		if ec.err != nil && ec.err.Error() != "" {
+			fmt.Fprintln(std.Err, "keel: "+firstLine(ec.err.Error()))
+		}
+		return ec.code
+	}
+	fmt.Fprintln(std.Err, "keel: "+firstLine(err.Error()))
+	var ue usageError
+	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown ") || strings.Contains(err.Error(), "flag") {
+		return exitUsage
+	}
+	return exitError
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// app holds what every command shares.
+type app struct {
+	std    Streams
+	env    Env
+	getenv func(string) string
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	f := &runFlags{}
+	root := &cobra.Command{
+		Use:   "keel [prompt]",
+		Short: "keel is a coding agent for the terminal and a Go library",
+		Long: `keel sends your conversation to a model, runs the tools it asks for, and feeds the
+results back until the work is done. Run "keel -p PROMPT" for one headless run, or
+"keel demo" to watch a whole session offline against the built-in scripted model.`,
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runRoot(cmd.Context(), f, args)
+		},
+	}
+	root.SetVersionTemplate("{{.Version}} (keel)\n")
+	f.register(root)
+	root.AddCommand(a.demoCommand(), a.scriptedCommand())
+	return root
+}

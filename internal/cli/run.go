@@ -1,0 +1,229 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/provider/connect"
+	"github.com/keel-dev/keel/internal/render"
+	"github.com/keel-dev/keel/internal/session"
+)
+
+// runFlags are the flags of a headless or interactive run.
+type runFlags struct {
+	print              bool
+	outputFormat       string
+	inputFormat        string
+	model              string
+	maxTurns           int
+	systemPrompt       string
+	appendSystemPrompt string
+	verbose            bool
+	permissionMode     string
+	providerName       string
+	baseURL            string
+	cwd                string
+}
+
+// permissionModes are the values --permission-mode accepts.
+var permissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"}
+
+func (f *runFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.BoolVarP(&f.print, "print", "p", false, "run the prompt headless and print the result")
+	fl.StringVar(&f.outputFormat, "output-format", "text", "output of -p: text, json or stream-json")
+	fl.StringVar(&f.inputFormat, "input-format", "text", "input of -p: text or stream-json (one user message per line on stdin)")
+	fl.StringVar(&f.model, "model", "", "model id (default $ANTHROPIC_MODEL or "+connect.DefaultModel+")")
+	fl.IntVar(&f.maxTurns, "max-turns", 0, "stop after this many model turns (0: no limit)")
+	fl.StringVar(&f.systemPrompt, "system-prompt", "", "replace the system prompt")
+	fl.StringVar(&f.appendSystemPrompt, "append-system-prompt", "", "append to the system prompt")
+	fl.BoolVar(&f.verbose, "verbose", false, "show the whole conversation (text output) and every event")
+	fl.StringVar(&f.permissionMode, "permission-mode", "default", "permission mode: "+strings.Join(permissionModes, ", "))
+	fl.StringVar(&f.providerName, "provider", "", "model API: anthropic or openai (OpenAI-compatible servers such as Ollama, vLLM, llama.cpp)")
+	fl.StringVar(&f.baseURL, "base-url", "", "base URL of the model API")
+	fl.StringVar(&f.cwd, "cwd", "", "working directory (default: the current directory)")
+}
+
+func (f *runFlags) validate() error {
+	if !contains(permissionModes, f.permissionMode) {
+		return usageError{fmt.Errorf("--permission-mode %q is not one of %s", f.permissionMode, strings.Join(permissionModes, ", "))}
+	}
+	if !contains(render.Formats, f.outputFormat) {
+		return usageError{fmt.Errorf("--output-format %q is not one of %s", f.outputFormat, strings.Join(render.Formats, ", "))}
+	}
+	if f.inputFormat != "text" && f.inputFormat != "stream-json" {
+		return usageError{fmt.Errorf("--input-format %q is not one of text, stream-json", f.inputFormat)}
+	}
+	if f.maxTurns < 0 {
+		return usageError{fmt.Errorf("--max-turns must be 0 or more, not %d", f.maxTurns)}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *app) runRoot(ctx context.Context, f *runFlags, args []string) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
+	if !f.print {
+		return usageError{errors.New("the interactive terminal UI is not available yet; run headless with keel -p PROMPT")}
+	}
+	prompts, err := a.prompts(f, args)
+	if err != nil {
+		return err
+	}
+	prov, model, err := connect.Open(connect.Config{Provider: f.providerName, Model: f.model, BaseURL: f.baseURL}, a.getenv)
+	if err != nil {
+		return err
+	}
+	sess, err := session.New(ctx, session.Options{
+		Cwd:                f.cwd,
+		Home:               a.env.Home,
+		Provider:           prov,
+		Model:              model,
+		MaxTurns:           f.maxTurns,
+		SystemPrompt:       f.systemPrompt,
+		AppendSystemPrompt: f.appendSystemPrompt,
+		PermissionMode:     f.permissionMode,
+		Version:            Version,
+	})
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	r, err := render.New(f.outputFormat, a.std.Out, f.verbose)
+	if err != nil {
+		return usageError{err}
+	}
+	return a.headless(ctx, sess, prompts, r)
+}
+
+// headless runs each prompt in turn and reports the last result through the exit code.
+func (a *app) headless(ctx context.Context, sess *session.Session, prompts func() (string, bool, error), r render.Renderer) error {
+	var last *event.Result
+	for {
+		prompt, ok, err := prompts()
+		if err != nil {
+			return usageError{err}
+		}
+		if !ok {
+			break
+		}
+		for e, err := range sess.Send(ctx, prompt) {
+			if err != nil {
+				if last != nil && last.IsError {
+					break // the result line already carries it
+				}
+				_ = r.Finish()
+				return err
+			}
+			if res, ok := e.(event.Result); ok && res.Origin.AgentID == "" {
+				last = &res
+			}
+			if err := r.Render(e); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+		}
+	}
+	if err := r.Finish(); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	if last != nil && last.IsError {
+		return exitCodeError{code: exitError, err: fmt.Errorf("%s: %s", last.Subtype, last.Text)}
+	}
+	return nil
+}
+
+// prompts returns an iterator over the prompts of this run: the argument, stdin as one
+// prompt, or one per stream-json line.
+func (a *app) prompts(f *runFlags, args []string) (func() (string, bool, error), error) {
+	if f.inputFormat == "stream-json" {
+		br := bufio.NewReader(a.std.In)
+		return func() (string, bool, error) { return nextStreamJSONPrompt(br) }, nil
+	}
+	prompt := strings.Join(args, " ")
+	if prompt == "" && a.std.In != nil {
+		b, err := io.ReadAll(a.std.In)
+		if err != nil {
+			return nil, fmt.Errorf("read prompt from stdin: %w", err)
+		}
+		prompt = strings.TrimSpace(string(b))
+	}
+	if prompt == "" {
+		return nil, usageError{errors.New("no prompt: give one as an argument or on stdin")}
+	}
+	done := false
+	return func() (string, bool, error) {
+		if done {
+			return "", false, nil
+		}
+		done = true
+		return prompt, true, nil
+	}, nil
+}
+
+// nextStreamJSONPrompt reads the next user message line: {"type":"user","message":{"role":"user","content":…}}.
+func nextStreamJSONPrompt(br *bufio.Reader) (string, bool, error) {
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(strings.TrimSpace(string(line))) > 0 {
+			var in struct {
+				Type    string `json:"type"`
+				Message struct {
+					Content json.RawMessage `json:"content"`
+				} `json:"message"`
+			}
+			if jerr := json.Unmarshal(line, &in); jerr != nil {
+				return "", false, fmt.Errorf("stdin: line is not JSON: %v", jerr)
+			}
+			if in.Type != "user" {
+				continue
+			}
+			text, terr := contentText(in.Message.Content)
+			return text, true, terr
+		}
+		if err == io.EOF {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("read stdin: %w", err)
+		}
+	}
+}
+
+func contentText(raw json.RawMessage) (string, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return "", fmt.Errorf("stdin: message content is neither a string nor blocks")
+	}
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n"), nil
+}

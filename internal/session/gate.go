@@ -1,0 +1,146 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/hooks"
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+// gate is the session's tool.Gate: PreToolUse hooks, then the permission check, before a
+// call; PostToolUse hooks after. One gate serves one agent.
+type gate struct {
+	s       *Session
+	checker *permission.Checker
+	origin  event.Origin
+	emit    func(event.Event)
+
+	// mu guards denials.
+	mu      sync.Mutex
+	denials []event.PermissionDenied
+}
+
+var _ tool.Gate = (*gate)(nil)
+
+func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *tool.Call) (tool.Result, bool) {
+	out := g.s.hooks.Run(ctx, hooks.PreToolUse, g.s.hookInput(env.State.Cwd, hooks.Input{
+		ToolName: call.Name, ToolInput: call.Input, ToolUseID: call.ID, AgentID: env.AgentID,
+	}))
+	g.notify(out)
+	if out.Decision == hooks.DecisionBlock {
+		reason := out.Reason
+		if reason == "" {
+			reason = "blocked by a PreToolUse hook"
+		}
+		g.deny(call, reason)
+		return tool.Errorf("%s", reason), false
+	}
+	if out.UpdatedInput != nil {
+		call.Input = out.UpdatedInput
+	}
+	req := permissionRequest(t, call.Input, env.State.Cwd)
+	var d permission.Decision
+	switch out.Decision {
+	case hooks.DecisionAllow:
+		// A hook's allow skips the question, never a deny rule.
+		if d = g.checker.Evaluate(req); d.Behavior == permission.Ask {
+			d.Behavior = permission.Allow
+		}
+	case hooks.DecisionAsk:
+		d = g.checker.Check(ctx, req)
+	default:
+		d = g.checker.Check(ctx, req)
+	}
+	if d.Behavior != permission.Allow {
+		g.deny(call, d.Reason)
+		return tool.Errorf("Permission to use %s was denied. %s", call.Name, d.Reason), false
+	}
+	return tool.Result{}, true
+}
+
+func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.Call, res *tool.Result) {
+	response, _ := json.Marshal(resultForHook(*res))
+	out := g.s.hooks.Run(ctx, hooks.PostToolUse, g.s.hookInput(env.State.Cwd, hooks.Input{
+		ToolName: call.Name, ToolInput: call.Input, ToolResponse: response, ToolUseID: call.ID, AgentID: env.AgentID,
+	}))
+	g.notify(out)
+	extra := out.AdditionalContext
+	if out.Decision == hooks.DecisionBlock && out.Reason != "" {
+		extra = append(extra, out.Reason)
+	}
+	for _, c := range extra {
+		res.Content = append(res.Content, message.Text(c))
+	}
+}
+
+func (g *gate) deny(call *tool.Call, reason string) {
+	d := event.PermissionDenied{Origin: g.origin, ToolUseID: call.ID, ToolName: call.Name, Input: call.Input, Reason: reason}
+	g.mu.Lock()
+	g.denials = append(g.denials, d)
+	g.mu.Unlock()
+	g.emit(d)
+}
+
+// takeDenials returns and clears the denials recorded so far.
+func (g *gate) takeDenials() []event.PermissionDenied {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	d := g.denials
+	g.denials = nil
+	return d
+}
+
+func (g *gate) notify(out hooks.Outcome) {
+	for _, n := range out.Notices {
+		g.emit(event.Notice{Origin: g.origin, Level: "info", Text: n})
+	}
+	for _, m := range out.SystemMessages {
+		g.emit(event.Notice{Origin: g.origin, Level: "info", Text: m})
+	}
+}
+
+// resultForHook is the tool_response a PostToolUse hook reads: the tool's structured output
+// when it has one, else its text.
+func resultForHook(r tool.Result) any {
+	if r.Output != nil {
+		return r.Output
+	}
+	return map[string]any{"content": r.ResultText(), "is_error": r.IsError}
+}
+
+// permissionRequest describes a call for the permission engine from the fields built-in tools
+// share with Claude Code's; other tools are judged by name and read-only claim.
+func permissionRequest(t tool.Tool, input json.RawMessage, cwd string) permission.Request {
+	var in struct {
+		FilePath     string `json:"file_path"`
+		NotebookPath string `json:"notebook_path"`
+		Path         string `json:"path"`
+		Command      string `json:"command"`
+		URL          string `json:"url"`
+		SubagentType string `json:"subagent_type"`
+		Skill        string `json:"skill"`
+	}
+	_ = json.Unmarshal(input, &in)
+	req := permission.Request{Tool: t.Name(), ReadOnly: t.ReadOnly(input), Cwd: cwd, Command: in.Command, URL: in.URL}
+	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
+		if p != "" {
+			req.Paths = append(req.Paths, p)
+		}
+	}
+	switch {
+	case in.SubagentType != "":
+		req.Argument = in.SubagentType
+	case in.Skill != "":
+		req.Argument = in.Skill
+	}
+	if strings.HasPrefix(t.Name(), tool.MCPPrefix) {
+		req.Kind = permission.KindOther
+	}
+	return req
+}

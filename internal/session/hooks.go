@@ -1,0 +1,76 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/keel-dev/keel/internal/cachewatch"
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/hooks"
+	"github.com/keel-dev/keel/internal/message"
+)
+
+// hookInput fills the fields every hook event carries.
+func (s *Session) hookInput(cwd string, in hooks.Input) hooks.Input {
+	in.SessionID = s.id
+	in.TranscriptPath = s.TranscriptPath()
+	in.Cwd = cwd
+	in.PermissionMode = s.PermissionMode()
+	return in
+}
+
+// TranscriptPath is where the session's transcript really is; empty when nothing is saved.
+func (s *Session) TranscriptPath() string { return "" }
+
+// submitPrompt runs the UserPromptSubmit hooks; a block refuses the prompt, and additional
+// context joins it.
+func (s *Session) submitPrompt(ctx context.Context, prompt string, sink *chanSink) ([]message.Block, error) {
+	out := s.hooks.Run(ctx, hooks.UserPromptSubmit, s.hookInput(s.Cwd(), hooks.Input{Prompt: prompt}))
+	for _, n := range out.Notices {
+		sink.Emit(event.Notice{Level: "info", Text: n})
+	}
+	if out.Decision == hooks.DecisionBlock {
+		return nil, fmt.Errorf("prompt blocked by a UserPromptSubmit hook: %s", out.Reason)
+	}
+	blocks := []message.Block{message.Text(prompt)}
+	for _, c := range out.AdditionalContext {
+		blocks = append(blocks, message.Text(c))
+	}
+	return blocks, nil
+}
+
+// stopHook runs the Stop hooks when the main agent ends its turn: exit 2 keeps it going with
+// the hook's reason.
+type stopHook struct{ s *Session }
+
+func (h stopHook) CheckStop(ctx context.Context, last message.Message, active bool) string {
+	out := h.s.hooks.Run(ctx, hooks.Stop, h.s.hookInput(h.s.Cwd(), hooks.Input{StopHookActive: active}))
+	if out.Decision != hooks.DecisionBlock {
+		return ""
+	}
+	if out.Reason == "" {
+		return "A Stop hook asked you to continue."
+	}
+	return out.Reason
+}
+
+// subTotals is what the watcher counted between two snapshots.
+func subTotals(now, before cachewatch.Totals) cachewatch.Totals {
+	d := cachewatch.Totals{Hits: now.Hits - before.Hits, Misses: now.Misses - before.Misses, Breaks: now.Breaks - before.Breaks,
+		ReadTokens: now.ReadTokens - before.ReadTokens, WriteTokens: now.WriteTokens - before.WriteTokens}
+	for k, v := range now.ByKind {
+		if n := v - before.ByKind[k]; n > 0 {
+			if d.ByKind == nil {
+				d.ByKind = map[string]int{}
+			}
+			d.ByKind[k] = n
+		}
+	}
+	return d
+}
+
+func userHome() string {
+	h, _ := os.UserHomeDir()
+	return h
+}

@@ -1,0 +1,133 @@
+// Package keel is an embeddable coding agent: create a [Session] with [New], send it a prompt,
+// and range over the events it streams while the model reads, edits and runs commands.
+//
+//	sess, err := keel.New(ctx, keel.Options{Model: "claude-sonnet-4-5"})
+//	if err != nil { … }
+//	defer sess.Close()
+//	for ev, err := range sess.Send(ctx, "fix the failing test") {
+//		if err != nil { … }
+//		switch ev := ev.(type) {
+//		case keel.TextDelta:
+//			fmt.Print(ev.Text)
+//		case keel.Result:
+//			fmt.Println("\ncost:", ev.CostUSD)
+//		}
+//	}
+//
+// The same loop runs the main agent and every subagent; events carry an Origin naming the
+// agent they come from.
+package keel
+
+import (
+	"context"
+	"iter"
+	"log/slog"
+
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/provider/connect"
+	"github.com/keel-dev/keel/internal/session"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+// Options configure a session. The zero value works: it talks to the Anthropic API with the
+// key in ANTHROPIC_API_KEY, in the process's working directory.
+type Options struct {
+	// Cwd is the working directory; empty means the process's.
+	Cwd string
+	// Home is keel's data directory; empty means $KEEL_HOME or ~/.keel.
+	Home string
+	// Provider is "anthropic" (the default) or "openai" for any OpenAI-compatible server.
+	Provider string
+	// Model is the model id; empty means $ANTHROPIC_MODEL or keel's default.
+	Model string
+	// APIKey and BaseURL override the provider's environment variables.
+	APIKey  string
+	BaseURL string
+	// MaxTurns caps model requests per Send; 0 means no cap.
+	MaxTurns int
+	// SystemPrompt replaces keel's system prompt; AppendSystemPrompt adds to it.
+	SystemPrompt       string
+	AppendSystemPrompt string
+	// PermissionMode is default, acceptEdits, plan, dontAsk or bypassPermissions.
+	PermissionMode string
+	// Tools are custom tools, offered after the built-ins (see [NewTool]).
+	Tools []Tool
+	// Logger receives keel's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Session is one conversation with an agent.
+type Session struct {
+	s *session.Session
+}
+
+// New starts a session.
+func New(ctx context.Context, opts Options) (*Session, error) {
+	prov, model, err := connect.Open(connect.Config{
+		Provider: opts.Provider,
+		Model:    opts.Model,
+		APIKey:   opts.APIKey,
+		BaseURL:  opts.BaseURL,
+		Logger:   opts.Logger,
+	}, connect.OSEnv)
+	if err != nil {
+		return nil, err
+	}
+	s, err := session.New(ctx, session.Options{
+		Cwd:                opts.Cwd,
+		Home:               opts.Home,
+		Provider:           prov,
+		Model:              model,
+		MaxTurns:           opts.MaxTurns,
+		SystemPrompt:       opts.SystemPrompt,
+		AppendSystemPrompt: opts.AppendSystemPrompt,
+		PermissionMode:     opts.PermissionMode,
+		Tools:              opts.Tools,
+		Logger:             opts.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Session{s: s}, nil
+}
+
+// ID returns the session id (the transcript's name).
+func (s *Session) ID() string { return s.s.ID() }
+
+// Send adds prompt to the conversation and runs the agent until it is done. The last event is
+// a [Result]. Breaking out of the loop interrupts the run; the history stays valid.
+func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[Event, error] {
+	return s.s.Send(ctx, prompt)
+}
+
+// Close ends the session, flushing its transcript.
+func (s *Session) Close() error { return s.s.Close() }
+
+// Tool is a capability the model can call. Build one with [NewTool].
+type Tool = tool.Tool
+
+// Event is anything a session reports; switch on the concrete types below.
+type Event = event.Event
+
+// The event types a session emits.
+type (
+	Origin           = event.Origin
+	Init             = event.Init
+	TextDelta        = event.TextDelta
+	ThinkingDelta    = event.ThinkingDelta
+	AssistantMessage = event.AssistantMessage
+	UserMessage      = event.UserMessage
+	ToolStart        = event.ToolStart
+	ToolProgress     = event.ToolProgress
+	ToolEnd          = event.ToolEnd
+	PermissionDenied = event.PermissionDenied
+	Retry            = event.Retry
+	CacheBreak       = event.CacheBreak
+	Compacted        = event.Compacted
+	Todos            = event.Todos
+	TaskStarted      = event.TaskStarted
+	TaskUpdated      = event.TaskUpdated
+	TaskNotification = event.TaskNotification
+	Notice           = event.Notice
+	Result           = event.Result
+)
