@@ -24,6 +24,8 @@ import (
 	"log/slog"
 
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/tool"
@@ -52,6 +54,9 @@ type Options struct {
 	PermissionMode string
 	// Tools are custom tools, offered after the built-ins (see [NewTool]).
 	Tools []Tool
+	// Ask answers permission questions (a terminal prompt, a web UI). Nil denies them, with a
+	// reason naming the rule that would allow the call.
+	Ask func(ctx context.Context, req PermissionRequest) PermissionAnswer
 	// Logger receives keel's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -84,6 +89,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		PermissionMode:     opts.PermissionMode,
 		Tools:              opts.Tools,
 		Logger:             opts.Logger,
+		Asker:              asker(opts.Ask),
 	})
 	if err != nil {
 		return nil, err
@@ -102,6 +108,38 @@ func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[Event, erro
 
 // Close ends the session, flushing its transcript.
 func (s *Session) Close() error { return s.s.Close() }
+
+// PermissionMode returns the current permission mode.
+func (s *Session) PermissionMode() string { return s.s.PermissionMode() }
+
+// SetPermissionMode switches the permission mode (default, acceptEdits, plan, dontAsk,
+// bypassPermissions) for the calls that follow.
+func (s *Session) SetPermissionMode(mode string) error { return s.s.SetPermissionMode(mode) }
+
+// Model returns the model the next request uses.
+func (s *Session) Model() string { return s.s.Model() }
+
+// SetModel switches the model for the next prompt; the prompt cache starts over.
+func (s *Session) SetModel(model string) { s.s.SetModel(model) }
+
+// Usage returns the tokens used so far and their cost in US dollars.
+func (s *Session) Usage() (Usage, float64) { return s.s.Usage() }
+
+// Cwd returns the agent's current working directory.
+func (s *Session) Cwd() string { return s.s.Cwd() }
+
+// ToolNames lists the tools the agent offers the model, in request order.
+func (s *Session) ToolNames() []string { return s.s.ToolNames() }
+
+func asker(f func(context.Context, PermissionRequest) PermissionAnswer) permission.Asker {
+	if f == nil {
+		return nil
+	}
+	return askerFunc(f)
+}
+
+// Usage is token accounting, as the provider reports it.
+type Usage = message.Usage
 
 // Tool is a capability the model can call. Build one with [NewTool].
 type Tool = tool.Tool

@@ -119,6 +119,14 @@ func (c *Checker) Policy() Policy {
 	return clonePolicy(c.policy)
 }
 
+// SetMode switches the mode for the calls checked from now on (Shift+Tab in the terminal UI,
+// a plan being approved). Ceilings are untouched: a child stays within its parent.
+func (c *Checker) SetMode(m Mode) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.policy.Mode = m
+}
+
 // Denials returns this checker's denial counter.
 func (c *Checker) Denials() *Denials { return c.denials }
 

@@ -100,6 +100,7 @@ type Session struct {
 	state   tool.State
 	busy    bool
 	totals  message.Usage
+	costUSD float64
 	// cacheTotals are the watcher's totals at the end of the last Send.
 	cacheTotals cachewatch.Totals
 	// sink receives the events of the Send in progress; nil between Sends.
@@ -262,7 +263,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	g := &gate{s: s, checker: s.checker, emit: sink.Emit}
 	agent := &loop.Agent{
 		Provider:  s.opts.Provider,
-		Model:     s.opts.Model,
+		Model:     s.Model(),
 		MaxTokens: s.opts.MaxTokens,
 		System:    s.systemPrompt,
 		Pool:      func(context.Context) *tool.Pool { return pool },
@@ -285,6 +286,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	s.history = out.Messages
 	s.state = agent.State
 	s.totals = s.totals.Add(out.Usage)
+	runCost := cost.USD(s.opts.Model, out.Usage)
+	s.costUSD += runCost
 	s.mu.Unlock()
 	cacheBefore := s.cacheTotals
 	s.cacheTotals = s.watch.Totals()
@@ -297,7 +300,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		NumTurns:    out.Turns,
 		Duration:    time.Since(started),
 		APIDuration: out.APIDuration,
-		CostUSD:     cost.USD(s.opts.Model, out.Usage),
+		CostUSD:     runCost,
 		Usage:       out.Usage,
 		StopReason:  out.StopReason,
 		Denials:     g.takeDenials(),
@@ -327,4 +330,36 @@ func (s *Session) takeNotices() []event.Notice {
 	n := s.notices
 	s.notices = nil
 	return n
+}
+
+// SetPermissionMode switches the main agent's mode for the next calls.
+func (s *Session) SetPermissionMode(mode string) error {
+	m, err := permission.ParseMode(mode)
+	if err != nil {
+		return err
+	}
+	s.checker.SetMode(m)
+	return nil
+}
+
+// Model returns the model the next request uses.
+func (s *Session) Model() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opts.Model
+}
+
+// SetModel switches the model for the next Send. The model is part of the prompt-cache key,
+// so the cache starts over; the watcher reports it as such.
+func (s *Session) SetModel(model string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.Model = model
+}
+
+// Usage returns the tokens used by every Send so far and their cost.
+func (s *Session) Usage() (message.Usage, float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.totals, s.costUSD
 }

@@ -1,0 +1,53 @@
+package keel
+
+import (
+	"context"
+
+	"github.com/keel-dev/keel/internal/permission"
+)
+
+// PermissionRequest is a question the agent asks before a tool call the rules leave open.
+type PermissionRequest struct {
+	// Tool is the tool's name ("Bash", "Edit", "mcp__server__tool").
+	Tool string
+	// Command, Paths and URL describe the call, as far as the tool says.
+	Command string
+	Paths   []string
+	URL     string
+	// Reason says why approval is needed.
+	Reason string
+	// Suggestions are rules that, allowed always, would let this call through.
+	Suggestions []string
+	// Agent and AgentColor name the agent asking (empty for the main agent).
+	Agent      string
+	AgentColor string
+}
+
+// PermissionAnswer answers a PermissionRequest.
+type PermissionAnswer struct {
+	// Allow lets the call run; Always also allows the suggested rules for the rest of the
+	// session (the caller persists them if it wants to).
+	Allow, Always bool
+	// Reason goes back to the model when the call is denied.
+	Reason string
+}
+
+// askerFunc adapts Options.Ask to the permission engine.
+type askerFunc func(ctx context.Context, req PermissionRequest) PermissionAnswer
+
+func (f askerFunc) Ask(ctx context.Context, r permission.AskRequest) (permission.Answer, error) {
+	req := PermissionRequest{Tool: r.Request.Tool, Command: r.Request.Command, Paths: r.Request.Paths, URL: r.Request.URL,
+		Reason: r.Reason, Agent: r.Agent.Name, AgentColor: r.Agent.Color}
+	for _, s := range r.Suggestions {
+		req.Suggestions = append(req.Suggestions, s.String())
+	}
+	a := f(ctx, req)
+	switch {
+	case a.Allow && a.Always:
+		return permission.AllowAlways(r.Suggestions...), nil
+	case a.Allow:
+		return permission.AllowOnce(), nil
+	}
+	return permission.DenyAnswer(a.Reason), nil
+}
+
