@@ -108,5 +108,6 @@ results back until the work is done. Run "keel -p PROMPT" for one headless run, 
 	root.SetVersionTemplate("{{.Version}} (keel)\n")
 	f.register(root)
 	root.AddCommand(a.demoCommand(), a.scriptedCommand())
+	root.AddCommand(a.infoCommands()...)
 	return root
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/render"
 	"github.com/keel-dev/keel/internal/session"
+	"github.com/keel-dev/keel/internal/settings"
 )
 
 // runFlags are the flags of a headless or interactive run.
@@ -31,6 +32,12 @@ type runFlags struct {
 	providerName       string
 	baseURL            string
 	cwd                string
+	allowedTools       []string
+	disallowedTools    []string
+	addDirs            []string
+	skipPermissions    bool
+	settings           []string
+	trust              bool
 }
 
 // permissionModes are the values --permission-mode accepts.
@@ -46,14 +53,54 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.systemPrompt, "system-prompt", "", "replace the system prompt")
 	fl.StringVar(&f.appendSystemPrompt, "append-system-prompt", "", "append to the system prompt")
 	fl.BoolVar(&f.verbose, "verbose", false, "show the whole conversation (text output) and every event")
-	fl.StringVar(&f.permissionMode, "permission-mode", "default", "permission mode: "+strings.Join(permissionModes, ", "))
+	fl.StringVar(&f.permissionMode, "permission-mode", "", "permission mode: "+strings.Join(permissionModes, ", ")+" (default: settings, else default)")
 	fl.StringVar(&f.providerName, "provider", "", "model API: anthropic or openai (OpenAI-compatible servers such as Ollama, vLLM, llama.cpp)")
 	fl.StringVar(&f.baseURL, "base-url", "", "base URL of the model API")
 	fl.StringVar(&f.cwd, "cwd", "", "working directory (default: the current directory)")
+	fl.StringArrayVar(&f.allowedTools, "allowedTools", nil, `tools and rules to allow without asking, e.g. "Bash(go test:*) Edit"`)
+	fl.StringArrayVar(&f.disallowedTools, "disallowedTools", nil, "tools and rules to deny")
+	fl.StringArrayVar(&f.addDirs, "add-dir", nil, "additional working directory the agent may use")
+	fl.BoolVar(&f.skipPermissions, "dangerously-skip-permissions", false, "allow every tool call except deny rules (bypassPermissions mode)")
+	fl.StringArrayVar(&f.settings, "settings", nil, "extra settings: a JSON file or a JSON object (repeatable)")
+	fl.BoolVar(&f.trust, "trust", false, "trust this workspace for this run: run its hooks and MCP servers")
+	for _, alias := range [][2]string{{"allowed-tools", "allowedTools"}, {"disallowed-tools", "disallowedTools"}} {
+		fl.StringArrayVar(aliasTarget(f, alias[1]), alias[0], nil, "same as --"+alias[1])
+		_ = fl.MarkHidden(alias[0])
+	}
+}
+
+func aliasTarget(f *runFlags, name string) *[]string {
+	if name == "allowedTools" {
+		return &f.allowedTools
+	}
+	return &f.disallowedTools
+}
+
+// sessionOptions turns the flags into the options every run mode shares.
+func (a *app) sessionOptions(f *runFlags) session.Options {
+	mode := f.permissionMode
+	if f.skipPermissions {
+		mode = "bypassPermissions"
+	}
+	return session.Options{
+		Cwd:                f.cwd,
+		Home:               a.env.Home,
+		MaxTurns:           f.maxTurns,
+		SystemPrompt:       f.systemPrompt,
+		AppendSystemPrompt: f.appendSystemPrompt,
+		PermissionMode:     mode,
+		Version:            Version,
+		SettingsFlags: settings.Flags{
+			Model: f.model, PermissionMode: mode,
+			AllowedTools: splitToolList(f.allowedTools), DisallowedTools: splitToolList(f.disallowedTools), AddDirs: f.addDirs,
+		},
+		SettingsArgs: f.settings,
+		Trust:        f.trust,
+	}
 }
 
 func (f *runFlags) validate() error {
-	if !contains(permissionModes, f.permissionMode) {
+	if f.permissionMode != "" && !contains(permissionModes, f.permissionMode) {
 		return usageError{fmt.Errorf("--permission-mode %q is not one of %s", f.permissionMode, strings.Join(permissionModes, ", "))}
 	}
 	if !contains(render.Formats, f.outputFormat) {
@@ -92,17 +139,9 @@ func (a *app) runRoot(ctx context.Context, f *runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	sess, err := session.New(ctx, session.Options{
-		Cwd:                f.cwd,
-		Home:               a.env.Home,
-		Provider:           prov,
-		Model:              model,
-		MaxTurns:           f.maxTurns,
-		SystemPrompt:       f.systemPrompt,
-		AppendSystemPrompt: f.appendSystemPrompt,
-		PermissionMode:     f.permissionMode,
-		Version:            Version,
-	})
+	opts := a.sessionOptions(f)
+	opts.Provider, opts.Model = prov, model
+	sess, err := session.New(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -226,4 +265,31 @@ func contentText(raw json.RawMessage) (string, error) {
 		}
 	}
 	return strings.Join(parts, "\n"), nil
+}
+
+// splitToolList splits --allowedTools values the way Claude Code does: by commas and spaces,
+// except inside parentheses, so "Bash(git log:*) Edit" is two rules.
+func splitToolList(values []string) []string {
+	var out []string
+	for _, v := range values {
+		depth, start := 0, 0
+		flush := func(end int) {
+			if part := strings.TrimSpace(v[start:end]); part != "" {
+				out = append(out, part)
+			}
+		}
+		for i, r := range v {
+			switch {
+			case r == '(':
+				depth++
+			case r == ')' && depth > 0:
+				depth--
+			case (r == ',' || r == ' ') && depth == 0:
+				flush(i)
+				start = i + 1
+			}
+		}
+		flush(len(v))
+	}
+	return out
 }

@@ -3,8 +3,6 @@ package render
 import (
 	"encoding/json"
 	"io"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -64,7 +62,7 @@ type apiMessage struct {
 }
 
 func (r *streamJSON) Render(e event.Event) error {
-	var line map[string]any
+	var line obj
 	parent := func() any {
 		if p := e.From().ParentToolUseID; p != "" {
 			return p
@@ -78,31 +76,27 @@ func (r *streamJSON) Render(e event.Event) error {
 		if servers == nil {
 			servers = []event.MCPServerStatus{}
 		}
-		line = map[string]any{"type": "system", "subtype": "init", "cwd": e.Cwd, "session_id": e.SessionID,
-			"tools": nonNil(e.Tools), "mcp_servers": servers, "model": e.Model, "permissionMode": e.PermissionMode,
-			"agents": nonNil(e.Agents), "skills": nonNil(e.Skills), "slash_commands": nonNil(e.Skills)}
+		line = obj{{"type", "system"}, {"subtype", "init"}, {"cwd", e.Cwd}, {"session_id", e.SessionID}, {"tools", nonNil(e.Tools)}, {"mcp_servers", servers}, {"model", e.Model}, {"permissionMode", e.PermissionMode}, {"agents", nonNil(e.Agents)}, {"skills", nonNil(e.Skills)}, {"slash_commands", nonNil(e.Skills)}}
 	case event.AssistantMessage:
 		u := usageOf(e.Usage)
-		line = map[string]any{"type": "assistant", "message": apiMessage{ID: e.RequestID, Type: "message", Role: message.RoleAssistant,
-			Model: e.Model, Content: e.Message.Content, StopReason: e.StopReason, Usage: &u}, "parent_tool_use_id": parent()}
+		line = obj{{"type", "assistant"}, {"message", apiMessage{ID: e.RequestID, Type: "message", Role: message.RoleAssistant,
+			Model: e.Model, Content: e.Message.Content, StopReason: e.StopReason, Usage: &u}}, {"parent_tool_use_id", parent()}}
 	case event.UserMessage:
-		line = map[string]any{"type": "user", "message": apiMessage{Role: message.RoleUser, Content: e.Message.Content}, "parent_tool_use_id": parent()}
+		line = obj{{"type", "user"}, {"message", apiMessage{Role: message.RoleUser, Content: e.Message.Content}}, {"parent_tool_use_id", parent()}}
 	case event.TaskStarted:
-		line = map[string]any{"type": "system", "subtype": "task_started", "task_id": e.TaskID, "tool_use_id": e.ToolUseID,
-			"description": e.Description, "subagent_type": e.SubagentType, "task_type": e.TaskType, "prompt": e.Prompt}
+		line = obj{{"type", "system"}, {"subtype", "task_started"}, {"task_id", e.TaskID}, {"tool_use_id", e.ToolUseID}, {"description", e.Description}, {"subagent_type", e.SubagentType}, {"task_type", e.TaskType}, {"prompt", e.Prompt}}
 	case event.TaskUpdated:
-		line = map[string]any{"type": "system", "subtype": "task_updated", "task_id": e.TaskID, "patch": map[string]any{"status": e.Status}}
+		line = obj{{"type", "system"}, {"subtype", "task_updated"}, {"task_id", e.TaskID}, {"patch", obj{{"status", e.Status}}}}
 	case event.TaskNotification:
-		line = map[string]any{"type": "system", "subtype": "task_notification", "task_id": e.TaskID, "tool_use_id": e.ToolUseID,
-			"status": e.Status, "summary": e.Summary}
+		line = obj{{"type", "system"}, {"subtype", "task_notification"}, {"task_id", e.TaskID}, {"tool_use_id", e.ToolUseID}, {"status", e.Status}, {"summary", e.Summary}}
 	case event.CacheBreak:
-		line = map[string]any{"type": "system", "subtype": "cache_break", "segment": e.Segment, "reason": e.Reason, "parent_tool_use_id": parent()}
+		line = obj{{"type", "system"}, {"subtype", "cache_break"}, {"segment", e.Segment}, {"reason", e.Reason}, {"parent_tool_use_id", parent()}}
 	case event.Compacted:
-		line = map[string]any{"type": "system", "subtype": "compact_boundary", "compact_metadata": map[string]any{"trigger": e.Trigger, "pre_tokens": e.TokensBefore}}
+		line = obj{{"type", "system"}, {"subtype", "compact_boundary"}, {"compact_metadata", obj{{"trigger", e.Trigger}, {"pre_tokens", e.TokensBefore}}}}
 	case event.Retry:
-		line = map[string]any{"type": "system", "subtype": "api_retry", "attempt": e.Attempt, "retry_delay_ms": e.Delay.Milliseconds(), "error": e.Err}
+		line = obj{{"type", "system"}, {"subtype", "api_retry"}, {"attempt", e.Attempt}, {"retry_delay_ms", e.Delay.Milliseconds()}, {"error", e.Err}}
 	case event.Notice:
-		line = map[string]any{"type": "system", "subtype": "notice", "level": e.Level, "text": e.Text}
+		line = obj{{"type", "system"}, {"subtype", "notice"}, {"level", e.Level}, {"text", e.Text}}
 	case event.Result:
 		if e.Origin.AgentID != "" {
 			return nil
@@ -112,35 +106,58 @@ func (r *streamJSON) Render(e event.Event) error {
 		return nil
 	}
 	if r.sessionID != "" {
-		line["session_id"] = r.sessionID
+		line = append(line, kv{"session_id", r.sessionID})
 	}
-	line["uuid"] = uuid.NewString()
+	line = append(line, kv{"uuid", uuid.NewString()})
 	return writeLine(r.w, line)
 }
 
 func (r *streamJSON) Finish() error { return nil }
 
 // ResultLine is the result object of json and stream-json output.
-func ResultLine(e event.Result) map[string]any {
-	denials := make([]map[string]any, 0, len(e.Denials))
+func ResultLine(e event.Result) obj {
+	denials := make([]obj, 0, len(e.Denials))
 	for _, d := range e.Denials {
-		denials = append(denials, map[string]any{"tool_name": d.ToolName, "tool_use_id": d.ToolUseID, "tool_input": d.Input, "reason": d.Reason})
+		denials = append(denials, obj{{"tool_name", d.ToolName}, {"tool_use_id", d.ToolUseID}, {"tool_input", d.Input}, {"reason", d.Reason}})
 	}
-	cache := map[string]any{"hits": e.Cache.Hits, "misses": e.Cache.Misses, "breaks": e.Cache.Breaks}
+	cache := obj{{"hits", e.Cache.Hits}, {"misses", e.Cache.Misses}, {"breaks", e.Cache.Breaks}}
 	if len(e.Cache.BreaksByReason) > 0 {
-		reasons := map[string]int{}
-		for _, k := range slices.Sorted(maps.Keys(e.Cache.BreaksByReason)) {
-			reasons[k] = e.Cache.BreaksByReason[k]
+		cache = append(cache, kv{"breaks_by_reason", e.Cache.BreaksByReason}) // maps encode sorted
+	}
+	return obj{
+		{"type", "result"}, {"subtype", e.Subtype}, {"is_error", e.IsError},
+		{"duration_ms", e.Duration / time.Millisecond}, {"duration_api_ms", e.APIDuration / time.Millisecond},
+		{"num_turns", e.NumTurns}, {"result", e.Text}, {"stop_reason", e.StopReason}, {"session_id", e.SessionID},
+		{"total_cost_usd", e.CostUSD}, {"usage", usageOf(e.Usage)},
+		{"permission_denials", denials}, {"cache", cache},
+	}
+}
+
+// kv is one member of an obj.
+type kv struct {
+	k string
+	v any
+}
+
+// obj is a JSON object that keeps its members in order, so lines read like Claude Code's
+// ("type" first) and encode the same way every time.
+type obj []kv
+
+// MarshalJSON writes the members in order.
+func (o obj) MarshalJSON() ([]byte, error) {
+	buf := []byte{'{'}
+	for i, m := range o {
+		if i > 0 {
+			buf = append(buf, ',')
 		}
-		cache["breaks_by_reason"] = reasons
+		k, _ := json.Marshal(m.k)
+		v, err := json.Marshal(m.v)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(append(append(buf, k...), ':'), v...)
 	}
-	return map[string]any{
-		"type": "result", "subtype": e.Subtype, "is_error": e.IsError, "result": e.Text,
-		"session_id": e.SessionID, "num_turns": e.NumTurns,
-		"duration_ms": e.Duration / time.Millisecond, "duration_api_ms": e.APIDuration / time.Millisecond,
-		"total_cost_usd": e.CostUSD, "usage": usageOf(e.Usage), "stop_reason": e.StopReason,
-		"permission_denials": denials, "cache": cache,
-	}
+	return append(buf, '}'), nil
 }
 
 func writeLine(w io.Writer, v any) error {

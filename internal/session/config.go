@@ -20,8 +20,8 @@ import (
 	"github.com/keel-dev/keel/internal/trust"
 )
 
-// projectRoot is the nearest directory at or above dir holding .git, else dir itself.
-func projectRoot(dir string) string {
+// ProjectRoot is the nearest directory at or above dir holding .git, else dir itself.
+func ProjectRoot(dir string) string {
 	for d := dir; ; {
 		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
 			return d
@@ -64,7 +64,7 @@ func (s *Session) permissionPolicy() (permission.Policy, []string) {
 	pol := permission.Policy{Mode: m, Dirs: []string{s.opts.Cwd}}
 	for _, d := range s.settings.Permissions.AdditionalDirectories {
 		dir := d.V
-		if !filepath.IsAbs(dir) && d.From.Path != "" {
+		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(s.ruleDir(d.From), dir)
 		}
 		pol.Dirs = append(pol.Dirs, filepath.Clean(dir))
@@ -89,7 +89,7 @@ func (s *Session) permissionPolicy() (permission.Policy, []string) {
 // ruleDir is the directory a settings file's relative path rules are anchored at: the project
 // directory for files in .keel/ or .claude/, else the file's own directory.
 func (s *Session) ruleDir(o settings.Origin) string {
-	if o.Path == "" {
+	if !filepath.IsAbs(o.Path) { // flags and inline --settings
 		return s.opts.Cwd
 	}
 	dir := filepath.Dir(o.Path)

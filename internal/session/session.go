@@ -132,7 +132,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		id:         id,
 		opts:       opts,
 		logger:     logger.With("session", id),
-		projectDir: projectRoot(cwd),
+		projectDir: ProjectRoot(cwd),
 		files:      tool.NewFileState(),
 		validator:  tool.NewValidator(),
 		state:      tool.State{Cwd: cwd},

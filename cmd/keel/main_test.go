@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/keel-dev/keel/internal/cli"
+	"github.com/keel-dev/keel/internal/provider/scripted"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"keel": func() { os.Exit(cli.Main(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv)) },
+	})
+}
+
+// TestScripts runs the CLI scenarios in testdata/script. Each script gets its own KEEL_HOME
+// and HOME; `model SCENARIO.yaml` starts a scripted model on loopback for the commands after it.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("KEEL_HOME", filepath.Join(env.WorkDir, ".keel-home"))
+			env.Setenv("HOME", filepath.Join(env.WorkDir, ".home"))
+			env.Setenv("ANTHROPIC_API_KEY", "")
+			env.Setenv("ANTHROPIC_BASE_URL", "")
+			env.Setenv("OPENAI_API_KEY", "")
+			env.Setenv("OPENAI_BASE_URL", "")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"model": startModel,
+		},
+	})
+}
+
+// startModel serves a scenario file and points the Anthropic and OpenAI variables at it.
+func startModel(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: model SCENARIO.yaml")
+	}
+	sc, err := scripted.LoadScenario(ts.MkAbs(args[0]))
+	ts.Check(err)
+	srv, err := scripted.Start(context.Background(), "", sc, scripted.Options{})
+	ts.Check(err)
+	ts.Defer(func() { srv.Close() })
+	ts.Setenv("ANTHROPIC_BASE_URL", srv.URL())
+	ts.Setenv("ANTHROPIC_API_KEY", "test-key")
+	ts.Setenv("OPENAI_BASE_URL", srv.URL()+"/v1")
+	ts.Setenv("MODEL_URL", srv.URL())
+}
