@@ -50,4 +50,3 @@ func (f askerFunc) Ask(ctx context.Context, r permission.AskRequest) (permission
 	}
 	return permission.DenyAnswer(a.Reason), nil
 }
-
