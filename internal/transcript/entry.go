@@ -121,22 +121,22 @@ type Entry struct {
 
 // wireEntry fixes the field order on disk: the header fields first.
 type wireEntry struct {
-	Type          Type             `json:"type"`
-	UUID          string           `json:"uuid"`
-	ParentUUID    *string          `json:"parentUuid"`
-	SessionID     string           `json:"sessionId"`
-	Timestamp     time.Time        `json:"timestamp"`
-	CWD           string           `json:"cwd,omitempty"`
-	GitBranch     string           `json:"gitBranch,omitempty"`
-	Version       string           `json:"version,omitempty"`
-	SchemaVersion int              `json:"schemaVersion,omitempty"`
-	Message       *message.Message `json:"message,omitempty"`
-	Subtype       string           `json:"subtype,omitempty"`
-	Text          string           `json:"text,omitempty"`
-	Summary       string           `json:"summary,omitempty"`
+	Type          Type                     `json:"type"`
+	UUID          string                   `json:"uuid"`
+	ParentUUID    *string                  `json:"parentUuid"`
+	SessionID     string                   `json:"sessionId"`
+	Timestamp     time.Time                `json:"timestamp"`
+	CWD           string                   `json:"cwd,omitempty"`
+	GitBranch     string                   `json:"gitBranch,omitempty"`
+	Version       string                   `json:"version,omitempty"`
+	SchemaVersion int                      `json:"schemaVersion,omitempty"`
+	Message       *message.Message         `json:"message,omitempty"`
+	Subtype       string                   `json:"subtype,omitempty"`
+	Text          string                   `json:"text,omitempty"`
+	Summary       string                   `json:"summary,omitempty"`
 	Metadata      map[Type]json.RawMessage `json:"metadata,omitempty"`
-	LeafUUID      *string          `json:"leafUuid,omitempty"`
-	Value         json.RawMessage  `json:"value,omitempty"`
+	LeafUUID      *string                  `json:"leafUuid,omitempty"`
+	Value         json.RawMessage          `json:"value,omitempty"`
 }
 
 func strPtr(s string) *string {

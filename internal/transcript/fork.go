@@ -37,7 +37,19 @@ func copyState(ctx context.Context, w *Writer, st *State, id string) error {
 			return err
 		}
 	}
+	u := 0
+	writeUnknown := func(upTo int) error {
+		for ; u < len(st.Unknown) && st.unknownAt[u] <= upTo; u++ {
+			if err := w.appendRaw(ctx, st.Unknown[u]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for i := range st.Chain {
+		if err := writeUnknown(i); err != nil {
+			return err
+		}
 		e := &st.Chain[i]
 		e.SessionID = id
 		if i == 0 {
@@ -49,10 +61,8 @@ func copyState(ctx context.Context, w *Writer, st *State, id string) error {
 		}
 		*e = written
 	}
-	for _, line := range st.Unknown {
-		if err := w.appendRaw(ctx, line); err != nil {
-			return err
-		}
+	if err := writeUnknown(len(st.Chain)); err != nil {
+		return err
 	}
 	st.SessionID = id
 	st.TornTail, st.BadLines = 0, 0

@@ -37,6 +37,10 @@ type State struct {
 	Dangling string
 	// Scanned is how many bytes replay read, for tests and diagnostics.
 	Scanned int64
+
+	// unknownAt[i] is how many Chain entries precede Unknown[i] in the file, so Fork can keep
+	// the order (a newer keel may hang chain entries under an unknown one).
+	unknownAt []int
 }
 
 // Boundary returns the compaction boundary the chain starts from, if any.
@@ -84,6 +88,12 @@ func (s *State) metaString(t Type) string {
 	var v string
 	_ = json.Unmarshal(s.Metadata[t], &v) // a value of another shape reads as unset
 	return v
+}
+
+// rawLine is a line kept by replay until it is decoded.
+type rawLine struct {
+	line    []byte
+	unknown bool
 }
 
 // Load replays the transcript at path without locking or changing it; a torn tail is reported
@@ -153,7 +163,7 @@ func replay(ctx context.Context, r io.ReaderAt, end int64) (*State, error) {
 		leafKnown bool
 		chainDone bool
 		wanted    string
-		raw       [][]byte // chain lines, newest first
+		raw       []rawLine // chain and unknown lines, newest first
 	)
 	err := scanBackward(ctx, r, end, func(line []byte, off int64) error {
 		st.Scanned = end - off
@@ -192,17 +202,18 @@ func replay(ctx context.Context, r io.ReaderAt, end int64) (*State, error) {
 			}
 		case kindChain, kindUnknown:
 			unknown := kindOf(h.Type) == kindUnknown
-			if unknown {
-				st.Unknown = append(st.Unknown, slices.Clone(line))
-			}
 			if !leafKnown && !unknown {
 				leafKnown, wanted = true, h.UUID
 				st.Leaf = wanted
 			}
-			if !leafKnown || chainDone || h.UUID == "" || h.UUID != wanted {
+			onChain := leafKnown && !chainDone && h.UUID != "" && h.UUID == wanted
+			if !onChain {
+				if unknown {
+					raw = append(raw, rawLine{line: slices.Clone(line), unknown: true})
+				}
 				return nil
 			}
-			raw = append(raw, slices.Clone(line))
+			raw = append(raw, rawLine{line: slices.Clone(line), unknown: unknown})
 			wanted = h.Parent
 			if h.Type == TypeSummary {
 				return errStop
@@ -218,10 +229,15 @@ func replay(ctx context.Context, r io.ReaderAt, end int64) (*State, error) {
 		st.Dangling = wanted
 	}
 	slices.Reverse(raw)
-	slices.Reverse(st.Unknown)
 	st.Chain = make([]Entry, 0, len(raw))
-	for i, line := range raw {
-		raw[i] = nil // let the raw bytes go as they are decoded
+	for i, r := range raw {
+		raw[i] = rawLine{} // let the raw bytes go as they are decoded
+		line := r.line
+		if r.unknown {
+			st.Unknown = append(st.Unknown, line)
+			st.unknownAt = append(st.unknownAt, len(st.Chain))
+			continue
+		}
 		var e Entry
 		if err := json.Unmarshal(line, &e); err != nil {
 			st.BadLines++ // a damaged line on the chain: skip it, keep the rest
