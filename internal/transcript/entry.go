@@ -174,17 +174,24 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads an entry in any field order.
 func (e *Entry) UnmarshalJSON(b []byte) error {
+	d, err := decodeEntry(b)
+	*e = d
+	return err
+}
+
+// decodeEntry decodes a line. Replay calls it directly rather than json.Unmarshal(line, &e),
+// which would validate the line twice (once for Entry, once for wireEntry).
+func decodeEntry(b []byte) (Entry, error) {
 	var w wireEntry
 	if err := json.Unmarshal(b, &w); err != nil {
-		return err
+		return Entry{}, err
 	}
-	*e = Entry{
+	return Entry{
 		Type: w.Type, UUID: w.UUID, ParentUUID: derefStr(w.ParentUUID), SessionID: w.SessionID,
 		Timestamp: w.Timestamp, CWD: w.CWD, GitBranch: w.GitBranch, Version: w.Version,
 		SchemaVersion: w.SchemaVersion, Message: w.Message, Subtype: w.Subtype, Text: w.Text,
 		Summary: w.Summary, Metadata: w.Metadata, LeafUUID: derefStr(w.LeafUUID), Value: w.Value,
-	}
-	return nil
+	}, nil
 }
 
 // encodeLine returns the entry as one line, newline included.

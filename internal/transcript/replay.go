@@ -238,8 +238,8 @@ func replay(ctx context.Context, r io.ReaderAt, end int64) (*State, error) {
 			st.unknownAt = append(st.unknownAt, len(st.Chain))
 			continue
 		}
-		var e Entry
-		if err := json.Unmarshal(line, &e); err != nil {
+		e, err := decodeEntry(line)
+		if err != nil {
 			st.BadLines++ // a damaged line on the chain: skip it, keep the rest
 			continue
 		}

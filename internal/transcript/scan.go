@@ -10,7 +10,7 @@ import (
 )
 
 // chunkSize is how much the backward scanner reads at a time.
-const chunkSize = 1 << 20
+const chunkSize = 256 << 10
 
 // errStop ends a scan early without an error.
 var errStop = errors.New("stop scan")
