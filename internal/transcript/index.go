@@ -1,0 +1,129 @@
+package transcript
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+)
+
+// indexVersion is the version of the listing index format.
+const indexVersion = 1
+
+// firstPromptMax caps the first prompt kept in the index, in bytes.
+const firstPromptMax = 200
+
+// indexFile is the listing summary of one transcript, kept beside it as <id>.index.json and
+// rewritten on every Sync. It is a cache: Size says how much of the transcript it covers, and
+// a reader catches up by scanning only the bytes after Size (or rebuilds it if the transcript
+// is shorter).
+type indexFile struct {
+	Version     int    `json:"version"`
+	Size        int64  `json:"size"`
+	FirstPrompt string `json:"firstPrompt,omitempty"`
+	Title       string `json:"title,omitempty"`
+	// Messages counts the user and assistant entries in the file, all branches included.
+	Messages int `json:"messages"`
+}
+
+func indexPath(transcript string) string {
+	return strings.TrimSuffix(transcript, ".jsonl") + ".index.json"
+}
+
+// add accounts for e, written so that the file is now size bytes long.
+func (ix *indexFile) add(e Entry, size int64) {
+	ix.Size = size
+	switch e.Type {
+	case TypeUser, TypeAssistant:
+		ix.Messages++
+		if e.Type == TypeUser && ix.FirstPrompt == "" && e.Message != nil {
+			ix.FirstPrompt = clip(e.Message.TextOf(), firstPromptMax)
+		}
+	case TypeCustomTitle:
+		var t string
+		if json.Unmarshal(e.Value, &t) == nil {
+			ix.Title = t
+		}
+	}
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func readIndex(transcript string) (indexFile, bool) {
+	var ix indexFile
+	b, err := os.ReadFile(indexPath(transcript))
+	if err != nil || json.Unmarshal(b, &ix) != nil || ix.Version != indexVersion {
+		return indexFile{}, false
+	}
+	return ix, true
+}
+
+// writeIndex replaces the index by rename. It is not synced: after a crash a stale or missing
+// index only costs a rescan.
+func writeIndex(transcript string, ix indexFile) error {
+	ix.Version = indexVersion
+	b, err := json.Marshal(ix)
+	if err != nil {
+		return err
+	}
+	path := indexPath(transcript)
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-index-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// refreshIndex returns the index of r[0:size], reading only what the stored index does not
+// cover. Lines are classified by their headers; only user entries (until the first prompt is
+// found) and titles are decoded.
+func refreshIndex(transcript string, r io.ReaderAt, size int64) (indexFile, error) {
+	ix, ok := readIndex(transcript)
+	if !ok || ix.Size > size {
+		ix = indexFile{}
+	}
+	if ix.Size == size {
+		return ix, nil
+	}
+	lr := newLineReader(io.NewSectionReader(r, ix.Size, size-ix.Size), ix.Size)
+	for {
+		line, _, err := lr.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return ix, nil
+			}
+			return ix, fmt.Errorf("index %s: %w", transcript, err)
+		}
+		h, herr := parseHeader(line)
+		if herr != nil {
+			ix.Size = lr.off
+			continue
+		}
+		e := Entry{Type: h.Type}
+		if (h.Type == TypeUser && ix.FirstPrompt == "") || h.Type == TypeCustomTitle {
+			_ = json.Unmarshal(line, &e) // undecodable: counted, not described
+		}
+		ix.add(e, lr.off)
+	}
+}
