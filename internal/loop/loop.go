@@ -127,12 +127,11 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 			return a.fail(out, err)
 		}
 		req, sys := a.assemble(ctx, out.Messages)
-		reply, err := a.stream(ctx, req, sys, out)
+		reply, invalid, err := a.stream(ctx, req, sys, out)
 		if err != nil {
 			return a.fail(out, err)
 		}
 		out.Turns++
-		reply, invalid := sanitizeToolInputs(reply)
 		if err := a.appendMessage(ctx, out, reply); err != nil {
 			return a.fail(out, err)
 		}

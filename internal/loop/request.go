@@ -77,7 +77,7 @@ func Merge(history []message.Message) []message.Message {
 
 // stream sends req and assembles the reply, emitting deltas as they arrive. A retried attempt
 // discards what the failed one streamed; an interrupted stream leaves nothing behind.
-func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, out *Outcome) (message.Message, error) {
+func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, out *Outcome) (message.Message, map[string]string, error) {
 	if a.Watch != nil {
 		a.emitBreaks(a.Watch.BeforeSend(req, sys.Names))
 	}
@@ -86,9 +86,9 @@ func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, o
 	for ev, err := range a.Provider.Stream(ctx, req) {
 		if err != nil {
 			if ctx.Err() != nil {
-				return message.Message{}, context.Cause(ctx)
+				return message.Message{}, nil, context.Cause(ctx)
 			}
-			return message.Message{}, fmt.Errorf("model request: %w", err)
+			return message.Message{}, nil, fmt.Errorf("model request: %w", err)
 		}
 		switch ev := ev.(type) {
 		case provider.TextDelta:
@@ -99,20 +99,21 @@ func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, o
 			a.Logger.Warn("model request retrying", "attempt", ev.Attempt, "delay", ev.Delay, "err", ev.Err)
 			a.emit(event.Retry{Origin: a.Origin, Attempt: ev.Attempt, Delay: ev.Delay, Err: ev.Err.Error()})
 		case provider.Done:
+			reply, invalid := sanitizeToolInputs(ev.Message)
 			out.Usage = out.Usage.Add(ev.Usage)
 			out.StopReason = ev.StopReason
 			if a.Watch != nil {
 				a.emitBreaks(a.Watch.AfterResponse(ev.Usage))
 			}
-			a.emit(event.AssistantMessage{Origin: a.Origin, Message: ev.Message, StopReason: ev.StopReason,
+			a.emit(event.AssistantMessage{Origin: a.Origin, Message: reply, StopReason: ev.StopReason,
 				Usage: ev.Usage, Model: ev.Model, RequestID: ev.RequestID})
-			return ev.Message, nil
+			return reply, invalid, nil
 		}
 	}
 	if ctx.Err() != nil {
-		return message.Message{}, context.Cause(ctx)
+		return message.Message{}, nil, context.Cause(ctx)
 	}
-	return message.Message{}, fmt.Errorf("model request: stream ended without a message")
+	return message.Message{}, nil, fmt.Errorf("model request: stream ended without a message")
 }
 
 func (a *Agent) emit(e event.Event) {

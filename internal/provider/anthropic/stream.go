@@ -168,9 +168,10 @@ func (a *assembler) toolInput(b *message.Block, streamed []byte) json.RawMessage
 	}
 	var out bytes.Buffer
 	if err := json.Compact(&out, in); err != nil {
-		a.logger.Warn("anthropic stream: tool_use input is not valid JSON; using {}",
-			"tool", b.Name, "id", b.ID, "err", err)
-		return json.RawMessage(`{}`)
+		// Passed on as is: the loop answers the call with an error naming the bad input and
+		// keeps {} in the history so it stays sendable.
+		a.logger.Warn("anthropic stream: tool_use input is not valid JSON", "tool", b.Name, "id", b.ID, "err", err)
+		return json.RawMessage(bytes.Clone(in))
 	}
 	return out.Bytes()
 }
