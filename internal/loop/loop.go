@@ -53,6 +53,15 @@ type StopChecker interface {
 	CheckStop(ctx context.Context, last message.Message, active bool) (reason string)
 }
 
+// Compactor summarises a history that grew too close to the context window. The loop asks
+// before every request, with the input size the last response reported.
+type Compactor interface {
+	ShouldCompact(lastInputTokens int64) bool
+	// Compact returns the history to continue from (the summary); it records and announces
+	// the boundary itself.
+	Compact(ctx context.Context, history []message.Message, trigger string) ([]message.Message, error)
+}
+
 // Agent is one agent's configuration and mutable state for the loop.
 type Agent struct {
 	Origin    event.Origin
@@ -80,6 +89,7 @@ type Agent struct {
 	Prepare func(*provider.Request)
 	Watch   CacheWatcher
 	Stop    StopChecker
+	Compact Compactor
 	Sink    Sink
 	Logger  *slog.Logger
 	// AfterTurn, if set, is called with the request of every completed turn: the cache-safe
@@ -98,6 +108,8 @@ type Outcome struct {
 	// error_during_execution.
 	Subtype string
 	Text    string
+
+	lastUsage message.Usage
 }
 
 // ErrInterrupted is the cause of a context cancelled by the user.
@@ -118,6 +130,7 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 	}
 	out := &Outcome{Messages: history, Subtype: "success"}
 	continuations, stopActive := 0, false
+	var lastInput int64
 	for {
 		if a.MaxTurns > 0 && out.Turns >= a.MaxTurns {
 			out.Subtype = "error_max_turns"
@@ -126,12 +139,21 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 		if err := a.absorb(ctx, out); err != nil {
 			return a.fail(out, err)
 		}
+		if a.Compact != nil && a.Compact.ShouldCompact(lastInput) {
+			compacted, err := a.Compact.Compact(ctx, out.Messages, "auto")
+			if err != nil {
+				return a.fail(out, fmt.Errorf("compact history: %w", err))
+			}
+			out.Messages = compacted
+			lastInput = 0
+		}
 		req, sys := a.assemble(ctx, out.Messages)
 		reply, invalid, err := a.stream(ctx, req, sys, out)
 		if err != nil {
 			return a.fail(out, err)
 		}
 		out.Turns++
+		lastInput = out.lastUsage.TotalInput()
 		if err := a.appendMessage(ctx, out, reply); err != nil {
 			return a.fail(out, err)
 		}
