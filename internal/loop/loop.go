@@ -5,6 +5,7 @@ package loop
 
 import (
 	"context"
+	"sync"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -92,9 +93,25 @@ type Agent struct {
 	Compact Compactor
 	Sink    Sink
 	Logger  *slog.Logger
-	// AfterTurn, if set, is called with the request of every completed turn: the cache-safe
-	// parameters forks and post-turn helpers start from.
+	// AfterTurn, if set, is called with the request of every completed turn.
 	AfterTurn func(req *provider.Request, sys System, reply message.Message)
+
+	// mu guards saved.
+	mu    sync.Mutex
+	saved *CacheSafe
+}
+
+// CacheSafe is what the last completed turn sent, kept so a fork child or a post-turn helper
+// can send a request whose prefix is the parent's byte for byte: the rendered system prompt,
+// the exact tool list, the model and thinking settings, and the messages including the reply.
+type CacheSafe struct {
+	System   System
+	Tools    []provider.ToolSpec
+	Model    string
+	Thinking *provider.Thinking
+	// Messages are the request's messages (merged as sent, without cache markers) followed by
+	// the model's reply.
+	Messages []message.Message
 }
 
 // Outcome is how a Run ended.
@@ -157,6 +174,7 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 		if err := a.appendMessage(ctx, out, reply); err != nil {
 			return a.fail(out, err)
 		}
+		a.saveCacheSafe(req, sys, reply)
 		if a.AfterTurn != nil {
 			a.AfterTurn(req, sys, reply)
 		}
@@ -239,4 +257,31 @@ func (a *Agent) appendMessage(ctx context.Context, out *Outcome, m message.Messa
 		a.Sink.Emit(event.UserMessage{Origin: a.Origin, UUID: uuid, Message: m})
 	}
 	return nil
+}
+
+func (a *Agent) saveCacheSafe(req *provider.Request, sys System, reply message.Message) {
+	msgs := make([]message.Message, 0, len(req.Messages)+1)
+	for _, m := range req.Messages {
+		c := m.Clone()
+		for i := range c.Content {
+			c.Content[i].CacheControl = nil
+		}
+		msgs = append(msgs, c)
+	}
+	tools := make([]provider.ToolSpec, len(req.Tools))
+	for i, t := range req.Tools {
+		t.CacheControl = nil
+		tools[i] = t
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.saved = &CacheSafe{System: sys, Tools: tools, Model: req.Model, Thinking: req.Thinking, Messages: append(msgs, reply)}
+}
+
+// LastCacheSafe returns the cache-safe parameters of the newest completed turn, or nil before
+// the first. It may be called from the agent's tools while the loop runs.
+func (a *Agent) LastCacheSafe() *CacheSafe {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.saved
 }

@@ -121,6 +121,8 @@ type Session struct {
 	costUSD float64
 	// cacheTotals are the watcher's totals at the end of the last Send.
 	cacheTotals cachewatch.Totals
+	// cacheSafe is what the main agent's newest turn sent (for forks and helpers).
+	cacheSafe *loop.CacheSafe
 	// sink receives the events of the Send in progress; nil between Sends.
 	sink *chanSink
 }
@@ -318,6 +320,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 
 	s.mu.Lock()
 	s.history = out.Messages
+	s.cacheSafe = agent.LastCacheSafe()
 	if sink.replaced {
 		s.uuids = sink.uuids
 	} else {
@@ -404,4 +407,11 @@ func (s *Session) Usage() (message.Usage, float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.totals, s.costUSD
+}
+
+// CacheSafe returns what the main agent's newest completed turn sent, or nil.
+func (s *Session) CacheSafe() *loop.CacheSafe {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cacheSafe
 }
