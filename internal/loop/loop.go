@@ -5,10 +5,10 @@ package loop
 
 import (
 	"context"
-	"sync"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/keel-dev/keel/internal/event"

@@ -60,7 +60,9 @@ func TestTwentyTurnsKeepTheirPrefix(t *testing.T) {
 	for i := range 3 {
 		os.WriteFile(filepath.Join(cwd, fmt.Sprintf("f%d.txt", i)), []byte(fmt.Sprintf("file %d\n", i)), 0o644)
 	}
-	read := func(name string) scripted.Block { return scripted.ToolUse("Read", map[string]string{"file_path": name}) }
+	read := func(name string) scripted.Block {
+		return scripted.ToolUse("Read", map[string]string{"file_path": name})
+	}
 	var rules []scripted.Rule
 	for turn := 1; turn <= 19; turn++ {
 		blocks := []scripted.Block{scripted.Text(fmt.Sprintf("step %d", turn)), read("f0.txt")}

@@ -85,6 +85,7 @@ func TestInterruptMidStreamKeepsHistoryValid(t *testing.T) {
 	}}
 	h := newHarness(t, sc, Options{})
 	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
 	var sawText bool
 	for e, err := range h.sess.Send(ctx, "slow please") {
 		if err != nil {
@@ -125,6 +126,7 @@ func TestInterruptDuringToolClosesEveryToolUse(t *testing.T) {
 	}}
 	h := newHarness(t, sc, Options{Tools: []tool.Tool{blocker}})
 	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
 	go func() { <-started; cancel() }()
 	for range h.sess.Send(ctx, "go") {
 	}
