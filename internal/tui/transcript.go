@@ -57,11 +57,9 @@ type markdown struct {
 
 func (m *markdown) render(text string, width int) string {
 	if m.r == nil || m.width != width {
-		style := "dark"
-		if m.noColor {
-			style = "notty"
-		}
-		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle(style), glamour.WithWordWrap(max(width-2, 20)))
+		// One style for both: with NO_COLOR the program's colour profile drops the colours
+		// and keeps the layout (glamour's "notty" style would show raw Markdown).
+		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle("dark"), glamour.WithWordWrap(max(width-2, 20)))
 		if err != nil {
 			return text
 		}
@@ -71,7 +69,18 @@ func (m *markdown) render(text string, width int) string {
 	if err != nil {
 		return text
 	}
-	return strings.Trim(out, "\n")
+	// glamour pads every line to the wrap width and frames the text with blank lines.
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	for len(lines) > 0 && strings.TrimSpace(ansi.Strip(lines[0])) == "" {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && strings.TrimSpace(ansi.Strip(lines[len(lines)-1])) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // renderItem draws one item; cached unless the width or expanded state changed.

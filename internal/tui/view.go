@@ -115,9 +115,10 @@ func (m *Model) complMenu() string {
 	var lines []string
 	for i := first; i < len(c.items) && i < first+complShown; i++ {
 		it := c.items[i]
-		l := fmt.Sprintf("  %-16s %s", it.value, m.st.dim.Render(it.desc))
+		val := fmt.Sprintf("%-16s", it.value)
+		l := "  " + val + " " + m.st.dim.Render(it.desc)
 		if i == c.sel {
-			l = m.st.sel.Render("❯ ") + fmt.Sprintf("%-16s %s", m.st.sel.Render(it.value), m.st.dim.Render(it.desc))
+			l = m.st.sel.Render("❯ "+val) + " " + m.st.dim.Render(it.desc)
 		}
 		lines = append(lines, ansi.Truncate(l, m.width, "…"))
 	}
@@ -229,15 +230,19 @@ func (m *Model) statusLine() string {
 	default:
 		modeText = m.st.warn.Render(mode)
 	}
-	left := m.b.Model() + " · " + modeText + m.st.dim.Render(" (shift+tab)")
+	left := m.b.Model() + " · " + modeText
 	u := m.usage
 	share := 0
 	if in := u.TotalInput(); in > 0 {
 		share = int(u.CacheReadInputTokens * 100 / in)
 	}
-	right := fmt.Sprintf("ctx %d%% · %s tok · $%.4f · cache %d%%", m.ctxUsed*100/contextWindow,
+	right := fmt.Sprintf("ctx %d%% · %s tok · $%.2f · cache %d%%", m.ctxUsed*100/contextWindow,
 		fmtTokens(u.TotalInput()+u.OutputTokens), m.cost, share)
 	gap := m.width - lipgloss.Width(left) - lipgloss.Width(right)
+	if hint := m.st.dim.Render(" (shift+tab)"); gap > lipgloss.Width(hint) {
+		left += hint
+		gap -= lipgloss.Width(hint)
+	}
 	if gap < 1 {
 		return ansi.Truncate(left+" · "+right, m.width, "…")
 	}
