@@ -202,7 +202,9 @@ type driver struct {
 	msgs chan tea.Msg
 }
 
-func newDriver(t *testing.T, m *Model) *driver { return &driver{t: t, m: m, msgs: make(chan tea.Msg, 64)} }
+func newDriver(t *testing.T, m *Model) *driver {
+	return &driver{t: t, m: m, msgs: make(chan tea.Msg, 64)}
+}
 
 func (d *driver) run(c tea.Cmd) {
 	if c == nil {

@@ -51,7 +51,9 @@ func (m *Model) openResume() tea.Cmd {
 	m.picker = &picker{title: "Resume a session", items: items, choose: func(i int) tea.Cmd {
 		id := list[i].ID
 		r := m.b.(Resumer)
-		return func() tea.Msg { return cmdDoneMsg{what: "resumed session " + id, err: r.Resume(context.Background(), id)} }
+		return func() tea.Msg {
+			return cmdDoneMsg{what: "resumed session " + id, err: r.Resume(context.Background(), id)}
+		}
 	}}
 	return nil
 }
