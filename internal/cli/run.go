@@ -156,7 +156,7 @@ func (a *app) runRoot(ctx context.Context, f *runFlags, args []string) error {
 		return err
 	}
 	if !f.print {
-		return usageError{errors.New("the interactive terminal UI is not available yet; run headless with keel -p PROMPT")}
+		return a.runInteractive(ctx, f, args)
 	}
 	prompts, err := a.prompts(f, args)
 	if err != nil {
