@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"iter"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/charmbracelet/x/term"
 
@@ -11,14 +13,15 @@ import (
 	"github.com/keel-dev/keel/internal/tui"
 )
 
-// The TUI drives the public API, as any library user would.
-var _ tui.Backend = (*keel.Session)(nil)
-
 // runInteractive starts a session in the working directory and hands it to the terminal UI;
 // the arguments, if any, are the first prompt. When stdin or stdout is not a terminal it
 // falls back to a line-oriented loop: one prompt per input line, plain text out.
 func (a *app) runInteractive(ctx context.Context, f *runFlags, args []string) error {
 	prompt := strings.Join(args, " ")
+	mode := f.permissionMode
+	if f.skipPermissions {
+		mode = "bypassPermissions"
+	}
 	opts := keel.Options{
 		Cwd:                f.cwd,
 		Home:               a.env.Home,
@@ -28,7 +31,18 @@ func (a *app) runInteractive(ctx context.Context, f *runFlags, args []string) er
 		MaxTurns:           f.maxTurns,
 		SystemPrompt:       f.systemPrompt,
 		AppendSystemPrompt: f.appendSystemPrompt,
-		PermissionMode:     f.permissionMode,
+		PermissionMode:     mode,
+		AllowedTools:       splitToolList(f.allowedTools),
+		DisallowedTools:    splitToolList(f.disallowedTools),
+		AddDirs:            f.addDirs,
+		Settings:           f.settings,
+		Trust:              f.trust,
+		Resume:             f.resume,
+		Continue:           f.continueLast,
+		ForkSession:        f.forkSession,
+		SessionID:          f.sessionID,
+		NoPersistence:      f.noPersistence,
+		Getenv:             a.getenv,
 	}
 	if !isTerminal(a.std.In) || !isTerminal(a.std.Out) {
 		pa := tui.NewPlainAsker(a.std.In, a.std.Out)
@@ -46,15 +60,85 @@ func (a *app) runInteractive(ctx context.Context, f *runFlags, args []string) er
 	if err != nil {
 		return err
 	}
-	defer sess.Close()
+	b := &backend{opts: opts, cur: sess}
+	defer b.close()
 	return tui.Run(ctx, tui.Config{
-		Backend: sess,
+		Backend: b,
 		Asker:   asker,
 		Prompt:  prompt,
 		NoColor: a.getenv("NO_COLOR") != "",
 		Version: Version,
 	})
 }
+
+// backend adapts a *keel.Session to the UI, and lets /resume switch to another stored session.
+type backend struct {
+	opts keel.Options
+	// mu guards cur.
+	mu  sync.Mutex
+	cur *keel.Session
+}
+
+var (
+	_ tui.Backend       = (*backend)(nil)
+	_ tui.SessionLister = (*backend)(nil)
+	_ tui.Resumer       = (*backend)(nil)
+	_ tui.Rewinder      = (*backend)(nil)
+	_ tui.Compactor     = (*backend)(nil)
+	_ tui.Clearer       = (*backend)(nil)
+)
+
+func (b *backend) s() *keel.Session {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cur
+}
+
+func (b *backend) Send(ctx context.Context, prompt string) iter.Seq2[keel.Event, error] {
+	return b.s().Send(ctx, prompt)
+}
+func (b *backend) ID() string                          { return b.s().ID() }
+func (b *backend) Model() string                       { return b.s().Model() }
+func (b *backend) SetModel(m string)                   { b.s().SetModel(m) }
+func (b *backend) PermissionMode() string              { return b.s().PermissionMode() }
+func (b *backend) SetPermissionMode(mode string) error { return b.s().SetPermissionMode(mode) }
+func (b *backend) Usage() (keel.Usage, float64)        { return b.s().Usage() }
+func (b *backend) Cwd() string                         { return b.s().Cwd() }
+func (b *backend) Compact(ctx context.Context, instructions string) error {
+	return b.s().Compact(ctx, instructions)
+}
+func (b *backend) Clear(ctx context.Context) error { return b.s().Clear(ctx) }
+
+func (b *backend) Rewind(ctx context.Context, toUUID string, code, conversation bool) error {
+	_, err := b.s().Rewind(ctx, toUUID, code, conversation)
+	return err
+}
+
+func (b *backend) ListSessions() ([]tui.SessionInfo, error) {
+	list, err := keel.ListSessions(b.opts.Home, b.s().Cwd())
+	out := make([]tui.SessionInfo, 0, len(list))
+	for _, s := range list {
+		out = append(out, tui.SessionInfo{ID: s.ID, Title: s.Title, FirstPrompt: s.FirstPrompt, Modified: s.Updated, Size: s.Size})
+	}
+	return out, err
+}
+
+// Resume closes the current session and opens the stored one.
+func (b *backend) Resume(ctx context.Context, id string) error {
+	opts := b.opts
+	opts.Resume, opts.Continue, opts.SessionID = id, false, ""
+	next, err := keel.New(ctx, opts)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	prev := b.cur
+	b.cur = next
+	b.mu.Unlock()
+	return prev.Close()
+}
+
+func (b *backend) close() { b.s().Close() }
 
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)

@@ -75,7 +75,12 @@ func startKeel(t testing.TB, srv *scripted.Server, dir string, w, h int, args ..
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	tm := &term{t: t, sock: filepath.Join(sockDir, "s"), target: "keel"}
-	home := t.TempDir()
+	// One home per working directory, beside it in the test's temporary tree, so a second
+	// keel in the same directory finds the first one's sessions.
+	home := dir + "-home"
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	env := []string{
 		"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=test", "ANTHROPIC_MODEL=claude-scripted",
 		"KEEL_HOME=" + home, "HOME=" + home, "TERM=xterm-256color",
@@ -200,7 +205,6 @@ func TestE2EInterruptWithEsc(t *testing.T) {
 }
 
 func TestE2EResumeFromPicker(t *testing.T) {
-	t.Skip("needs the session-listing and resume API (keel.Session implementing tui.SessionLister and tui.Resumer), not in the root API yet")
 	srv := startScripted(t, e2eRules...)
 	dir := t.TempDir()
 	tm := startKeel(t, srv, dir, 100, 30)
