@@ -55,6 +55,12 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 	case hooks.DecisionAsk:
 		d = g.checker.Check(ctx, req)
 	default:
+		// A running inline skill's allowed-tools pass without asking; deny rules still win.
+		if rules := g.s.grants.Rules(env.AgentID); len(rules) > 0 {
+			if d = g.s.evaluateWith(rules, req); d.Behavior == permission.Allow {
+				break
+			}
+		}
 		d = g.checker.Check(ctx, req)
 	}
 	if d.Behavior != permission.Allow {

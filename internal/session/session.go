@@ -28,6 +28,7 @@ import (
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/shell"
+	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
@@ -109,6 +110,10 @@ type Session struct {
 	builtins  []tool.Tool
 	jobs      *shell.Jobs
 	todos     *builtin.Todos
+	skills    *skill.Catalog
+	grants    *skill.Grants
+	// forkRunner runs fork-context skills as subagents; nil until agents are wired.
+	forkRunner skill.ForkRunner
 
 	// mu guards history, state, busy and totals.
 	mu      sync.Mutex
@@ -167,6 +172,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.state.AdditionalDirs = policy.Dirs[1:]
 	s.buildHooks()
 	s.buildCachePolicy()
+	s.loadSkills()
 	s.builtins = s.buildTools()
 	st, err := s.openTranscript(ctx)
 	if err != nil {
@@ -266,7 +272,8 @@ func (s *Session) release() {
 func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error {
 	started := time.Now()
 	pool := s.pool()
-	sink.Emit(event.Init{SessionID: s.id, Model: s.opts.Model, Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode()})
+	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode(),
+		Skills: s.skillNames()})
 	for _, n := range s.takeNotices() {
 		sink.Emit(n)
 	}
@@ -277,6 +284,13 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		}
 		sink.Emit(res)
 		return nil
+	}
+	defer s.grants.End("")
+	if text, ok, err := s.expandCommand(ctx, prompt); err != nil {
+		sink.Emit(event.Result{Subtype: "error_during_execution", IsError: true, Text: err.Error(), SessionID: s.id, Duration: time.Since(started)})
+		return nil
+	} else if ok {
+		prompt = text
 	}
 	blocks, err := s.submitPrompt(ctx, prompt, sink)
 	if err != nil {
@@ -414,4 +428,15 @@ func (s *Session) CacheSafe() *loop.CacheSafe {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cacheSafe
+}
+
+// skillNames lists the skills and commands a user can invoke with /name.
+func (s *Session) skillNames() []string {
+	var names []string
+	for _, sk := range s.skills.All() {
+		if sk.UserInvocable {
+			names = append(names, sk.Name)
+		}
+	}
+	return names
 }
