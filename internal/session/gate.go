@@ -45,6 +45,7 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		call.Input = out.UpdatedInput
 	}
 	req := permissionRequest(t, call.Input, env.State.Cwd)
+	req.ToolUseID = call.ID
 	var d permission.Decision
 	switch out.Decision {
 	case hooks.DecisionAllow:
@@ -150,7 +151,7 @@ func permissionRequest(t tool.Tool, input json.RawMessage, cwd string) permissio
 		Skill        string `json:"skill"`
 	}
 	_ = json.Unmarshal(input, &in)
-	req := permission.Request{Tool: t.Name(), ReadOnly: t.ReadOnly(input), Cwd: cwd, Command: in.Command, URL: in.URL}
+	req := permission.Request{Tool: t.Name(), ReadOnly: t.ReadOnly(input), Cwd: cwd, Command: in.Command, URL: in.URL, Input: input}
 	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
 		if p != "" {
 			req.Paths = append(req.Paths, p)
