@@ -68,6 +68,7 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		g.deny(call, d.Reason)
 		return tool.Errorf("Permission to use %s was denied. %s", call.Name, d.Reason), false
 	}
+	g.s.noteTouched(req.Paths)
 	if !req.ReadOnly && isFileEdit(call.Name) {
 		for _, p := range req.Paths {
 			g.s.trackEdit(permission.ResolvePath(p, env.State.Cwd))

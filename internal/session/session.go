@@ -119,7 +119,9 @@ type Session struct {
 	mu      sync.Mutex
 	history []message.Message
 	// uuids are the transcript entry ids of history, index for index.
-	uuids   []string
+	uuids []string
+	// touched are paths tools used since the last request, for path-scoped rules.
+	touched []string
 	state   tool.State
 	busy    bool
 	totals  message.Usage
@@ -320,6 +322,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Prepare:   func(r *provider.Request) { provider.PlaceBreakpoints(r, s.ttl) },
 		Watch:     watcher{s.watch},
 		Stop:      stopHook{s},
+		Observers: []loop.Observer{rulesObserver{s}},
 		Compact:   &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(pool)},
 		Validator: s.validator,
 		Files:     s.files,

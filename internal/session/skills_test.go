@@ -72,3 +72,24 @@ func TestSlashCommandExpandsIntoThePrompt(t *testing.T) {
 		t.Errorf("unknown command result = %+v, want an error naming it", res)
 	}
 }
+
+func TestPathScopedRuleArrivesWhenAMatchingFileIsTouched(t *testing.T) {
+	cwd := t.TempDir()
+	os.MkdirAll(filepath.Join(cwd, ".git"), 0o755)
+	os.MkdirAll(filepath.Join(cwd, ".keel", "rules"), 0o755)
+	os.WriteFile(filepath.Join(cwd, ".keel", "rules", "go.md"), []byte("---\npaths: [\"**/*.go\"]\n---\nGO-RULE: wrap errors with context.\n"), 0o644)
+	os.WriteFile(filepath.Join(cwd, "main.go"), []byte("package main\n"), 0o644)
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{When: scripted.Match{UserText: "look"}, Times: 1, Reply: []scripted.Block{scripted.ToolUse("Read", map[string]string{"file_path": "main.go"})}},
+		{Reply: []scripted.Block{scripted.Text("seen")}},
+	}}
+	h := newHarness(t, sc, Options{Cwd: cwd})
+	h.send(t, "look at main.go")
+	reqs := h.srv.Requests()
+	if strings.Contains(string(reqs[0].Body), "GO-RULE") {
+		t.Error("the path-scoped rule was in the first request, before any Go file was touched")
+	}
+	if !strings.Contains(string(reqs[1].Body), "GO-RULE: wrap errors with context.") {
+		t.Error("the rule did not arrive in the request after main.go was read")
+	}
+}
