@@ -99,3 +99,35 @@ func (s *Session) command(ctx context.Context, line string) error {
 	}
 	return nil
 }
+
+// SkillInfo is a skill or custom command the session can run.
+type SkillInfo struct {
+	Name, Description, Source string
+	// UserInvocable entries can be run as /name; ModelInvocable ones by the model.
+	UserInvocable, ModelInvocable bool
+}
+
+// Skills lists the skills and custom commands loaded for this session.
+func (s *Session) Skills() []SkillInfo {
+	var out []SkillInfo
+	for _, sk := range s.s.Skills() {
+		out = append(out, SkillInfo{Name: sk.Name, Description: sk.Description, Source: string(sk.Source),
+			UserInvocable: sk.UserInvocable, ModelInvocable: sk.ModelInvocable()})
+	}
+	return out
+}
+
+// MemoryFile is one instructions file (KEEL.md, CLAUDE.md, AGENTS.md, rules) in the prompt.
+type MemoryFile struct {
+	Path, Kind string
+	Size       int64
+}
+
+// MemoryFiles lists the memory files in the system prompt, in load order.
+func (s *Session) MemoryFiles() []MemoryFile {
+	var out []MemoryFile
+	for _, f := range s.s.MemoryFiles() {
+		out = append(out, MemoryFile{Path: f.Path, Kind: string(f.Kind), Size: f.Size})
+	}
+	return out
+}

@@ -86,7 +86,27 @@ var (
 	_ tui.Rewinder      = (*backend)(nil)
 	_ tui.Compactor     = (*backend)(nil)
 	_ tui.Clearer       = (*backend)(nil)
+	_ tui.SkillLister   = (*backend)(nil)
+	_ tui.MemoryLister  = (*backend)(nil)
 )
+
+func (b *backend) Skills() []tui.SkillInfo {
+	var out []tui.SkillInfo
+	for _, s := range b.s().Skills() {
+		if s.UserInvocable {
+			out = append(out, tui.SkillInfo{Name: s.Name, Description: s.Description})
+		}
+	}
+	return out
+}
+
+func (b *backend) MemoryFiles() []tui.MemoryFile {
+	var out []tui.MemoryFile
+	for _, f := range b.s().MemoryFiles() {
+		out = append(out, tui.MemoryFile{Path: f.Path, Scope: f.Kind})
+	}
+	return out
+}
 
 func (b *backend) s() *keel.Session {
 	b.mu.Lock()

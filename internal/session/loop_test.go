@@ -279,3 +279,21 @@ func TestModelChangeIsReportedAsACacheBreak(t *testing.T) {
 		t.Fatalf("breaks = %+v, want one naming the model", breaks)
 	}
 }
+
+func TestSessionStartContextJoinsTheFirstPrompt(t *testing.T) {
+	dir := t.TempDir()
+	hook := writeHook(t, dir, "start.sh", `cat >/dev/null
+echo '{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"CTX-FROM-START"}}'
+`)
+	settings := `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"` + hook + `"}]}]}}`
+	h := newHarness(t, echoScenario(), Options{SettingsArgs: []string{settings}})
+	h.send(t, "hello")
+	h.send(t, "again")
+	reqs := h.srv.Requests()
+	if !strings.Contains(string(reqs[0].Body), "CTX-FROM-START") {
+		t.Error("SessionStart context is not in the first request")
+	}
+	if n := strings.Count(string(reqs[1].Body), "CTX-FROM-START"); n != 1 {
+		t.Errorf("SessionStart context appears %d times in the second request, want once (from history)", n)
+	}
+}

@@ -122,6 +122,8 @@ type Session struct {
 	uuids []string
 	// touched are paths tools used since the last request, for path-scoped rules.
 	touched []string
+	// startContext is what SessionStart hooks added, for the first prompt.
+	startContext []string
 	state   tool.State
 	busy    bool
 	totals  message.Usage
@@ -170,7 +172,11 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	for _, w := range warnings {
 		s.notices = append(s.notices, event.Notice{Level: "warn", Text: w})
 	}
-	s.checker = permission.New(permission.Config{Policy: policy, Asker: opts.Asker, Home: userHome(), Logger: s.logger})
+	var asker permission.Asker = permission.Headless{}
+	if opts.Asker != nil {
+		asker = opts.Asker
+	}
+	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger})
 	s.state.AdditionalDirs = policy.Dirs[1:]
 	s.buildHooks()
 	s.buildCachePolicy()
@@ -183,6 +189,11 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.logger = logger.With("session", s.id)
 	env := s.restore(st)
 	s.buildPrompt(ctx, env)
+	source := "startup"
+	if st != nil {
+		source = "resume"
+	}
+	s.startHooks(ctx, source)
 	return s, nil
 }
 
@@ -443,3 +454,14 @@ func (s *Session) skillNames() []string {
 	}
 	return names
 }
+
+// MemoryFiles lists the memory files in the system prompt, in load order.
+func (s *Session) MemoryFiles() []memory.File {
+	if s.memory == nil {
+		return nil
+	}
+	return s.memory.Files()
+}
+
+// Skills lists the skills and commands this session can run.
+func (s *Session) Skills() []skill.Skill { return s.skills.All() }
