@@ -124,10 +124,10 @@ type Session struct {
 	touched []string
 	// startContext is what SessionStart hooks added, for the first prompt.
 	startContext []string
-	state   tool.State
-	busy    bool
-	totals  message.Usage
-	costUSD float64
+	state        tool.State
+	busy         bool
+	totals       message.Usage
+	costUSD      float64
 	// cacheTotals are the watcher's totals at the end of the last Send.
 	cacheTotals cachewatch.Totals
 	// cacheSafe is what the main agent's newest turn sent (for forks and helpers).
