@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// keelBinary builds cmd/keel once per test process.
+// keelBinary builds cmd/keel and cmd/keel-tui once per test process.
 func keelBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -40,8 +40,10 @@ func keelBinary(t testing.TB) string {
 		if buildErr != nil {
 			return
 		}
+		// keel hands interactive runs to keel-tui beside it, as installed by go install ./cmd/...
 		binPath = filepath.Join(binDir, "keel")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/keel-dev/keel/cmd/keel").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binDir+string(filepath.Separator),
+			"github.com/keel-dev/keel/cmd/keel", "github.com/keel-dev/keel/cmd/keel-tui").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

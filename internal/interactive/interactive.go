@@ -1,10 +1,15 @@
-package cli
+// Package interactive is the entry point of the terminal UI: it opens the session from the
+// command line's options and runs internal/tui on it. It lives apart from internal/cli so the
+// keel binary does not link the UI: glamour's syntax highlighter alone registers its lexers
+// and styles at process start (about 18 ms and 12 MB), which every headless run, every
+// worker and `keel --version` would pay. cmd/keel-tui links it; keel execs keel-tui.
+package interactive
 
 import (
 	"context"
+	"io"
 	"iter"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/charmbracelet/x/term"
@@ -13,39 +18,12 @@ import (
 	"github.com/keel-dev/keel/internal/tui"
 )
 
-// runInteractive starts a session in the working directory and hands it to the terminal UI;
-// the arguments, if any, are the first prompt. When stdin or stdout is not a terminal it
-// falls back to a line-oriented loop: one prompt per input line, plain text out.
-func (a *app) runInteractive(ctx context.Context, f *runFlags, args []string) error {
-	prompt := strings.Join(args, " ")
-	mode := f.permissionMode
-	if f.skipPermissions {
-		mode = "bypassPermissions"
-	}
-	opts := keel.Options{
-		Cwd:                f.cwd,
-		Home:               a.env.Home,
-		Provider:           f.providerName,
-		Model:              f.model,
-		BaseURL:            f.baseURL,
-		MaxTurns:           f.maxTurns,
-		SystemPrompt:       f.systemPrompt,
-		AppendSystemPrompt: f.appendSystemPrompt,
-		PermissionMode:     mode,
-		AllowedTools:       splitToolList(f.allowedTools),
-		DisallowedTools:    splitToolList(f.disallowedTools),
-		AddDirs:            f.addDirs,
-		Settings:           f.settings,
-		Trust:              f.trust,
-		Resume:             f.resume,
-		Continue:           f.continueLast,
-		ForkSession:        f.forkSession,
-		SessionID:          f.sessionID,
-		NoPersistence:      f.noPersistence,
-		Getenv:             a.getenv,
-	}
-	if !isTerminal(a.std.In) || !isTerminal(a.std.Out) {
-		pa := tui.NewPlainAsker(a.std.In, a.std.Out)
+// Run starts a session with opts and hands it to the terminal UI; prompt, if any, is the
+// first one. When in or out is not a terminal it falls back to a line-oriented loop: one
+// prompt per input line, plain text out.
+func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, out io.Writer, noColor bool, version string) error {
+	if !isTerminal(in) || !isTerminal(out) {
+		pa := tui.NewPlainAsker(in, out)
 		opts.Ask = pa.Ask
 		sess, err := keel.New(ctx, opts)
 		if err != nil {
@@ -66,8 +44,8 @@ func (a *app) runInteractive(ctx context.Context, f *runFlags, args []string) er
 		Backend: b,
 		Asker:   asker,
 		Prompt:  prompt,
-		NoColor: a.getenv("NO_COLOR") != "",
-		Version: Version,
+		NoColor: noColor,
+		Version: version,
 	})
 }
 
