@@ -18,6 +18,11 @@ import (
 // TypeSDK marks a Go SDK server run in this process (Options.InProcess); files cannot name it.
 const TypeSDK = "sdk"
 
+// ProtocolVersion is the MCP version keel asks for. 2026-07-28 (stateless, subscriptions/listen)
+// is newer than what most servers speak, and over streamable HTTP its list_changed delivery
+// did not reach the client with the Go SDK v1.8.0; 2025-11-25 uses the standalone stream.
+const ProtocolVersion = "2025-11-25"
+
 // conn is one configured server. Its state fields are guarded by the manager's mu.
 type conn struct {
 	m      *Manager
@@ -157,7 +162,7 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		client.AddRoots(roots...)
 	}
 	start := time.Now()
-	sess, err := client.Connect(cctx, &watchedTransport{Transport: tr, c: c, epoch: epoch, life: ctx}, nil)
+	sess, err := client.Connect(cctx, &watchedTransport{Transport: tr, c: c, epoch: epoch, life: ctx}, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("connect: no answer to initialize within %v (MCP_TIMEOUT)", c.m.opts.ConnectTimeout)
@@ -229,7 +234,10 @@ func (c *conn) serve(ctx context.Context, sess *mcp.ClientSession) (lost bool) {
 			if p != nil {
 				<-p.done
 				c.m.mu.Lock()
-				c.reason = p.exitReason()
+				if c.status == StatusFailed {
+					c.reason = p.exitReason()
+					c.m.wake()
+				}
 				c.m.mu.Unlock()
 			}
 			return true
@@ -310,6 +318,11 @@ func (c *conn) changed(epoch int, kind listKind) {
 		c.logger.Warn("mcp server floods list_changed notifications; coalescing them")
 	}
 	c.m.mu.Unlock()
+}
+
+// kickRelist runs from the SDK's list_changed handler, after the SDK dropped its list cache,
+// so the relist cannot be answered from a stale cache.
+func (c *conn) kickRelist() {
 	select {
 	case c.relist <- struct{}{}:
 	default: // a relist is already queued; it will cover this one

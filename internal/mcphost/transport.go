@@ -103,11 +103,11 @@ func runHeadersHelper(ctx context.Context, cfg ServerConfig, environ []string, d
 func (c *conn) clientOptions() *mcp.ClientOptions {
 	return &mcp.ClientOptions{
 		Logger: c.logger,
-		// list_changed is seen by watchedConn before dispatch; these handlers only make the
-		// SDK subscribe where the protocol needs it.
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) {},
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) {},
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {},
+		// watchedConn marks the relist pending as the notification is read; these handlers,
+		// which run after the SDK invalidated its list caches, start it.
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.kickRelist() },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.kickRelist() },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.kickRelist() },
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			p := req.Params
 			if f, ok := c.m.progress.Load(fmt.Sprint(p.ProgressToken)); ok {
