@@ -13,7 +13,7 @@ import (
 // the model's order. Modifiers are applied after the whole batch, in the model's order, so
 // parallel tools never race on the agent's state and the next request is reproducible.
 func (a *Agent) runBatch(ctx context.Context, calls []tool.Call, invalid map[string]string) message.Message {
-	runner := &tool.Runner{Pool: a.pool(ctx), Validator: a.validator(), Gate: a.Gate, Observer: batchObserver{a}}
+	runner := &tool.Runner{Pool: a.pool(ctx), Fallback: a.Lookup, Validator: a.validator(), Gate: a.Gate, Observer: batchObserver{a}}
 	state := a.State
 	var runnable []tool.Call
 	for _, c := range calls {

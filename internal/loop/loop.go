@@ -75,7 +75,10 @@ type Agent struct {
 	System func(ctx context.Context) System
 	// Pool returns the tools for the next request; asked once per request boundary, after the
 	// observers, so a new MCP generation reaches the very next request.
-	Pool      func(ctx context.Context) *tool.Pool
+	Pool func(ctx context.Context) *tool.Pool
+	// Lookup, if set, finds tools the pool no longer offers (an MCP tool of a failed server),
+	// so a call to one is answered with the tool's own clear error.
+	Lookup    func(name string) (tool.Tool, bool)
 	Gate      tool.Gate
 	Validator *tool.Validator
 	Files     *tool.FileState

@@ -123,7 +123,7 @@ func (s *Session) builtinCommand(ctx context.Context, prompt string, sink *chanS
 		if len(history) == 0 {
 			return true, errors.New("nothing to compact yet")
 		}
-		c := &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(s.pool())}
+		c := &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(s.pool(ctx))}
 		if args != "" {
 			history = append(history, message.User(message.Text("When summarising, focus on: "+args)))
 		}

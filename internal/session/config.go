@@ -150,7 +150,6 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 	})
 }
 
-func (s *Session) mcpInstructions() []prompt.MCPServer { return nil }
 
 // systemPrompt renders the main agent's prompt for the next request.
 func (s *Session) systemPrompt(context.Context) loop.System {

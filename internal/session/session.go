@@ -21,6 +21,7 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
+	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
@@ -73,6 +74,8 @@ type Options struct {
 	Asker permission.Asker
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// MCP configures MCP servers.
+	MCP MCPOptions
 
 	// Resume continues the session with this id; Continue the newest one in Cwd.
 	Resume   string
@@ -110,6 +113,7 @@ type Session struct {
 	builtins  []tool.Tool
 	jobs      *shell.Jobs
 	todos     *builtin.Todos
+	mcp       *mcphost.Manager
 	skills    *skill.Catalog
 	grants    *skill.Grants
 	// forkRunner runs fork-context skills as subagents; nil until agents are wired.
@@ -173,13 +177,17 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		s.notices = append(s.notices, event.Notice{Level: "warn", Text: w})
 	}
 	var asker permission.Asker = permission.Headless{}
-	if opts.Asker != nil {
+	switch {
+	case opts.MCP.PermissionPromptTool != "":
+		asker = promptToolAsker{s, opts.MCP.PermissionPromptTool}
+	case opts.Asker != nil:
 		asker = opts.Asker
 	}
 	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger})
 	s.state.AdditionalDirs = policy.Dirs[1:]
 	s.buildHooks()
 	s.buildCachePolicy()
+	s.startMCP(ctx)
 	s.loadSkills()
 	s.builtins = s.buildTools()
 	st, err := s.openTranscript(ctx)
@@ -218,10 +226,16 @@ func (s *Session) History() []message.Message {
 }
 
 // ToolNames returns the names of the tools the main agent offers, in request order.
-func (s *Session) ToolNames() []string { return s.pool().Names() }
+func (s *Session) ToolNames() []string { return s.pool(context.Background()).Names() }
 
-func (s *Session) pool() *tool.Pool {
-	return tool.Assemble(append(append([]tool.Tool(nil), s.builtins...), s.opts.Tools...), nil)
+// pool is the main agent's tools for the next request: built-ins and custom tools in their
+// fixed order, then MCP tools (or ToolSearch and what it found) from the current generation.
+func (s *Session) pool(ctx context.Context) *tool.Pool {
+	base := append(append([]tool.Tool(nil), s.builtins...), s.opts.Tools...)
+	if s.mcp == nil {
+		return tool.Assemble(base, nil)
+	}
+	return s.mcp.Pool(ctx, base)
 }
 
 // Send adds prompt to the conversation and runs the main agent until it is done. Events
@@ -284,9 +298,9 @@ func (s *Session) release() {
 // run is one Send: the prompt joins the history, the loop runs, the result is reported.
 func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error {
 	started := time.Now()
-	pool := s.pool()
+	pool := s.pool(ctx)
 	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode(),
-		Skills: s.skillNames()})
+		Skills: s.skillNames(), MCPServers: s.mcpStatus()})
 	for _, n := range s.takeNotices() {
 		sink.Emit(n)
 	}
@@ -328,12 +342,13 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Model:     s.Model(),
 		MaxTokens: s.opts.MaxTokens,
 		System:    s.systemPrompt,
-		Pool:      func(context.Context) *tool.Pool { return pool },
+		Pool:      s.pool,
+		Lookup:    s.lookupTool,
 		Gate:      g,
 		Prepare:   func(r *provider.Request) { provider.PlaceBreakpoints(r, s.ttl) },
 		Watch:     watcher{s.watch},
 		Stop:      stopHook{s},
-		Observers: []loop.Observer{rulesObserver{s}},
+		Observers: s.observers(),
 		Compact:   &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(pool)},
 		Validator: s.validator,
 		Files:     s.files,
@@ -391,6 +406,9 @@ func (s *Session) Close() error {
 	s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "exit"}))
 	s.hooks.Wait()
 	s.jobs.Close()
+	if s.mcp != nil {
+		s.mcp.Close()
+	}
 	if s.transcript != nil {
 		return s.transcript.Close()
 	}
@@ -465,3 +483,12 @@ func (s *Session) MemoryFiles() []memory.File {
 
 // Skills lists the skills and commands this session can run.
 func (s *Session) Skills() []skill.Skill { return s.skills.All() }
+
+// observers are consulted at every request boundary of the main agent.
+func (s *Session) observers() []loop.Observer {
+	obs := []loop.Observer{rulesObserver{s}}
+	if s.mcp != nil {
+		obs = append(obs, s.mcp)
+	}
+	return obs
+}

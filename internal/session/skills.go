@@ -16,7 +16,7 @@ func (s *Session) loadSkills() {
 	s.grants = skill.NewGrants()
 	cat, problems := skill.Load(skill.Options{
 		Cwd: s.opts.Cwd, ProjectRoot: s.projectDir, Home: userHome(), KeelHome: s.opts.Home,
-		AllowShell: s.allowSkillShell, Logger: s.logger,
+		AllowShell: s.allowSkillShell, Prompts: mcpPrompts{s}, Logger: s.logger,
 	})
 	s.skills = cat
 	for _, p := range problems {

@@ -33,7 +33,9 @@ type Observer interface {
 
 // Runner runs the tool calls of one model turn.
 type Runner struct {
-	Pool      *Pool
+	Pool *Pool
+	// Fallback, if set, finds a tool the pool does not hold (see loop.Agent.Lookup).
+	Fallback  func(name string) (Tool, bool)
 	Validator *Validator
 	Gate      Gate
 	Observer  Observer
@@ -65,8 +67,18 @@ func (r *Runner) Run(ctx context.Context, calls []Call, newEnv func(Call) *Env) 
 	return results
 }
 
+func (r *Runner) lookup(name string) (Tool, bool) {
+	if t, ok := r.Pool.Lookup(name); ok {
+		return t, true
+	}
+	if r.Fallback != nil {
+		return r.Fallback(name)
+	}
+	return nil, false
+}
+
 func (r *Runner) safe(c Call) bool {
-	t, ok := r.Pool.Lookup(c.Name)
+	t, ok := r.lookup(c.Name)
 	if !ok || !json.Valid(c.Input) {
 		return true // answered with an error at once; harmless in parallel
 	}
@@ -82,7 +94,7 @@ func (r *Runner) one(ctx context.Context, c Call, env *Env) (res Result) {
 		r.Observer.ToolStarted(c)
 		defer func() { r.Observer.ToolEnded(c, res, time.Since(started)) }()
 	}
-	t, ok := r.Pool.Lookup(c.Name)
+	t, ok := r.lookup(c.Name)
 	if !ok {
 		return Errorf("No such tool: %s. Available tools: %s", c.Name, strings.Join(r.Pool.Names(), ", "))
 	}

@@ -1,0 +1,217 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/mcphost"
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/prompt"
+	"github.com/keel-dev/keel/internal/skill"
+	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/trust"
+)
+
+// MCPOptions configure the session's MCP servers.
+type MCPOptions struct {
+	// Configs are --mcp-config values (a file or JSON text each); Strict uses only them.
+	Configs []string
+	Strict  bool
+	// InProcess are Go SDK servers run inside this process, by name.
+	InProcess map[string]*mcp.Server
+	// ToolSearch is auto (default), on or off.
+	ToolSearch string
+	// Environ expands ${VAR} in configurations and is the environment of stdio servers; nil
+	// means this process's.
+	Environ []string
+	// ConnectTimeout (MCP_TIMEOUT), ToolTimeout (MCP_TOOL_TIMEOUT) and MaxOutputTokens
+	// (MAX_MCP_OUTPUT_TOKENS); zero means the defaults.
+	ConnectTimeout  time.Duration
+	ToolTimeout     time.Duration
+	MaxOutputTokens int
+	// PermissionPromptTool names an MCP tool (mcp__server__tool) that answers permission
+	// questions instead of the asker.
+	PermissionPromptTool string
+}
+
+// startMCP loads the MCP configuration and connects every enabled server in parallel.
+// Servers that fail are reported in their status; the session starts either way.
+func (s *Session) startMCP(ctx context.Context) {
+	o := s.opts.MCP
+	environ := o.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	cfg := mcphost.Load(mcphost.LoadOptions{Home: s.opts.Home, ProjectDir: s.projectDir, CLIConfigs: o.Configs, Strict: o.Strict, Env: env})
+	for _, p := range cfg.Problems {
+		level := "error"
+		if p.Warning {
+			level = "warn"
+		}
+		s.notices = append(s.notices, event.Notice{Level: level, Text: "MCP: " + p.Error()})
+	}
+	for name := range o.InProcess {
+		cfg.Servers = append(cfg.Servers, mcphost.ServerConfig{Name: name, Type: mcphost.TypeSDK, Scope: mcphost.ScopeCLI})
+	}
+	if len(cfg.Servers) == 0 {
+		return
+	}
+	trusted := s.opts.Trust
+	if !trusted && s.opts.Home != "" {
+		trusted, _ = trust.IsTrusted(s.opts.Home, s.projectDir)
+	}
+	servers := mcphost.PolicyFrom(s.settings, trusted).Apply(cfg.Servers)
+	window := s.opts.ContextWindow
+	if window == 0 {
+		window = DefaultContextWindow
+	}
+	s.mcp = mcphost.New(mcphost.Options{
+		Servers: servers, InProcess: o.InProcess, Environ: environ, Dir: s.opts.Cwd,
+		Roots:          append([]string{s.opts.Cwd}, s.state.AdditionalDirs...),
+		ConnectTimeout: o.ConnectTimeout, ToolTimeout: o.ToolTimeout, MaxOutputTokens: o.MaxOutputTokens,
+		ToolSearch: mcphost.ToolSearchOptions{Mode: o.ToolSearch, ContextWindow: int(window)},
+		ClientName: "keel", ClientVersion: s.opts.Version, Logger: s.logger.With("component", "mcp"),
+	})
+	s.mcp.Start(ctx)
+}
+
+// mcpStatus is the servers' status for the init event.
+func (s *Session) mcpStatus() []event.MCPServerStatus {
+	if s.mcp == nil {
+		return nil
+	}
+	var out []event.MCPServerStatus
+	for _, st := range s.mcp.Status() {
+		out = append(out, event.MCPServerStatus{Name: st.Name, Status: string(st.Status)})
+	}
+	return out
+}
+
+// MCPStatus reports every configured MCP server.
+func (s *Session) MCPStatus() []mcphost.ServerStatus {
+	if s.mcp == nil {
+		return nil
+	}
+	return s.mcp.Status()
+}
+
+// ReconnectMCP restarts one MCP server.
+func (s *Session) ReconnectMCP(ctx context.Context, name string) error {
+	if s.mcp == nil {
+		return fmt.Errorf("no MCP server %q is configured", name)
+	}
+	return s.mcp.Reconnect(ctx, name)
+}
+
+// mcpInstructions feeds the uncached MCP section of the system prompt: the servers'
+// instructions, and the listing of deferred tools when tool search is on.
+func (s *Session) mcpInstructions() []prompt.MCPServer {
+	if s.mcp == nil {
+		return nil
+	}
+	var out []prompt.MCPServer
+	for _, in := range s.mcp.Instructions() {
+		out = append(out, prompt.MCPServer{Name: in.Server, Instructions: in.Text})
+	}
+	if listing := s.mcp.DeferredListing(context.Background()); listing != "" {
+		out = append(out, prompt.MCPServer{Name: "deferred tools (load with ToolSearch)", Instructions: listing})
+	}
+	return out
+}
+
+// lookupTool finds a tool the pool no longer offers — an MCP tool of a server that failed —
+// so the call gets the server's own clear error instead of "no such tool".
+func (s *Session) lookupTool(name string) (tool.Tool, bool) {
+	if s.mcp == nil || !tool.IsMCP(name) {
+		return nil, false
+	}
+	return s.mcp.Lookup(name)
+}
+
+// mcpPrompts lets skills offer MCP prompts as /mcp__server__prompt commands.
+type mcpPrompts struct{ s *Session }
+
+var _ skill.PromptSource = mcpPrompts{}
+
+func (p mcpPrompts) Prompts() []skill.PromptInfo {
+	if p.s.mcp == nil {
+		return nil
+	}
+	var out []skill.PromptInfo
+	for _, pr := range p.s.mcp.Prompts() {
+		info := skill.PromptInfo{Server: pr.Server, Name: pr.Name, Description: pr.Description}
+		for _, a := range pr.Arguments {
+			info.Arguments = append(info.Arguments, skill.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+func (p mcpPrompts) GetPrompt(ctx context.Context, server, name string, args map[string]string) (string, error) {
+	if p.s.mcp == nil {
+		return "", fmt.Errorf("no MCP servers")
+	}
+	msgs, err := p.s.mcp.GetPrompt(ctx, server, name, args)
+	if err != nil {
+		return "", err
+	}
+	var parts []string
+	for _, m := range msgs {
+		parts = append(parts, m.TextOf())
+	}
+	return strings.Join(parts, "\n\n"), nil
+}
+
+// promptToolAsker answers permission questions by calling an MCP tool, Claude Code's
+// --permission-prompt-tool contract: input {tool_name, input, tool_use_id}, result text a JSON
+// object {"behavior":"allow"|"deny","message":…}.
+type promptToolAsker struct {
+	s    *Session
+	name string
+}
+
+func (a promptToolAsker) Ask(ctx context.Context, r permission.AskRequest) (permission.Answer, error) {
+	t, ok := a.s.lookupTool(a.name)
+	if !ok {
+		return permission.DenyAnswer("the permission prompt tool " + a.name + " is not available"), nil
+	}
+	input := r.Request.Input
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	args, _ := json.Marshal(map[string]any{"tool_name": r.Request.Tool, "input": input, "tool_use_id": r.Request.ToolUseID})
+	res := t.Call(ctx, &tool.Env{State: tool.State{Cwd: a.s.Cwd()}, SessionID: a.s.id, Files: a.s.files,
+		Progress: func(string) {}, Logger: a.s.logger}, args)
+	if res.IsError {
+		return permission.DenyAnswer("the permission prompt tool failed: " + res.ResultText()), nil
+	}
+	var out struct {
+		Behavior string `json:"behavior"`
+		Message  string `json:"message"`
+	}
+	if err := json.Unmarshal([]byte(message.Message{Content: res.Content}.TextOf()), &out); err != nil {
+		return permission.DenyAnswer("the permission prompt tool answered something that is not {\"behavior\":…}"), nil
+	}
+	if out.Behavior == "allow" {
+		return permission.AllowOnce(), nil
+	}
+	if out.Message == "" {
+		out.Message = "denied by " + a.name
+	}
+	return permission.DenyAnswer(out.Message), nil
+}
