@@ -150,7 +150,6 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 	})
 }
 
-
 // systemPrompt renders the main agent's prompt for the next request.
 func (s *Session) systemPrompt(context.Context) loop.System {
 	r := s.prompt.Render()
