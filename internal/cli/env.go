@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 )
@@ -22,3 +23,5 @@ func loadEnv(getenv func(string) string) Env {
 	}
 	return Env{Home: home}
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

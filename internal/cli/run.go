@@ -44,6 +44,7 @@ type runFlags struct {
 	forkSession        bool
 	sessionID          string
 	noPersistence      bool
+	mcp                mcpFlags
 }
 
 // permissionModes are the values --permission-mode accepts.
@@ -74,6 +75,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.forkSession, "fork-session", false, "with --continue or --resume: continue as a new session, leaving the original untouched")
 	fl.StringVar(&f.sessionID, "session-id", "", "use this UUID as the new session's id")
 	fl.BoolVar(&f.noPersistence, "no-session-persistence", false, "write no transcript or file history")
+	f.mcp.register(cmd)
 	for _, alias := range [][2]string{{"allowed-tools", "allowedTools"}, {"disallowed-tools", "disallowedTools"}} {
 		fl.StringArrayVar(aliasTarget(f, alias[1]), alias[0], nil, "same as --"+alias[1])
 		_ = fl.MarkHidden(alias[0])
@@ -177,6 +179,9 @@ func (a *app) runRoot(ctx context.Context, f *runFlags, args []string) error {
 	}
 	opts := a.sessionOptions(f)
 	opts.Provider, opts.Model, opts.Asker = prov, model, asker
+	if opts.MCP, err = a.mcpOptions(&f.mcp); err != nil {
+		return err
+	}
 	sess, err := session.New(ctx, opts)
 	if err != nil {
 		return err

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 type listKind int
@@ -127,14 +127,49 @@ func checkSchema(raw []byte) error {
 	if ty, ok := top["type"]; !ok || ty != "object" {
 		return fmt.Errorf(`type is %v, want "object"`, top["type"])
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
+	// The same library validates tool inputs (internal/tool), so a schema that passes here is
+	// one the batch runner can check calls against.
+	var doc jsonschema.Schema
+	if err := json.Unmarshal(raw, &doc); err != nil {
 		return err
 	}
-	comp := jsonschema.NewCompiler()
-	if err := comp.AddResource("keel:///mcp.json", doc); err != nil {
+	if _, err := doc.Resolve(nil); err != nil {
 		return err
 	}
-	_, err = comp.Compile("keel:///mcp.json")
-	return err
+	return checkTypes(top)
+}
+
+// jsonTypes are the type names a JSON schema may use.
+var jsonTypes = map[string]bool{"object": true, "array": true, "string": true, "number": true, "integer": true, "boolean": true, "null": true}
+
+// checkTypes rejects unknown "type" names anywhere in a schema, which Resolve lets through;
+// a tool with one could never be called correctly.
+func checkTypes(v any) error {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if k == "type" {
+				names, _ := x.([]any)
+				if s, ok := x.(string); ok {
+					names = []any{s}
+				}
+				for _, n := range names {
+					if s, _ := n.(string); !jsonTypes[s] {
+						return fmt.Errorf("type %v is not a JSON schema type", n)
+					}
+				}
+				continue
+			}
+			if err := checkTypes(x); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if err := checkTypes(x); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

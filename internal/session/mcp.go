@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/prompt"
+	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/trust"
@@ -42,10 +44,36 @@ type MCPOptions struct {
 	PermissionPromptTool string
 }
 
-// startMCP loads the MCP configuration and connects every enabled server in parallel.
-// Servers that fail are reported in their status; the session starts either way.
+// startMCP connects the session's MCP servers.
 func (s *Session) startMCP(ctx context.Context) {
-	o := s.opts.MCP
+	window := s.opts.ContextWindow
+	if window == 0 {
+		window = DefaultContextWindow
+	}
+	m, notices := OpenMCP(ctx, s.opts.MCP, MCPSetup{
+		Home: s.opts.Home, ProjectDir: s.projectDir, Cwd: s.opts.Cwd, AddDirs: s.state.AdditionalDirs,
+		Settings: s.settings, Trust: s.opts.Trust, Version: s.opts.Version, ContextWindow: window, Logger: s.logger,
+	})
+	s.mcp = m
+	s.notices = append(s.notices, notices...)
+}
+
+// MCPSetup is what connecting MCP servers needs to know of the session around them.
+type MCPSetup struct {
+	Home, ProjectDir, Cwd string
+	AddDirs               []string
+	Settings              *settings.Settings
+	// Trust counts the workspace as trusted without a recorded trust (--trust).
+	Trust         bool
+	Version       string
+	ContextWindow int64
+	Logger        *slog.Logger
+}
+
+// OpenMCP loads the MCP configuration from every source and connects the enabled servers in
+// parallel; servers that fail are reported in their status and nothing else waits for them.
+// It returns nil when no server is configured. `keel mcp list` uses it too.
+func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, []event.Notice) {
 	environ := o.Environ
 	if environ == nil {
 		environ = os.Environ()
@@ -56,37 +84,38 @@ func (s *Session) startMCP(ctx context.Context) {
 			env[k] = v
 		}
 	}
-	cfg := mcphost.Load(mcphost.LoadOptions{Home: s.opts.Home, ProjectDir: s.projectDir, CLIConfigs: o.Configs, Strict: o.Strict, Env: env})
+	var notices []event.Notice
+	cfg := mcphost.Load(mcphost.LoadOptions{Home: st.Home, ProjectDir: st.ProjectDir, CLIConfigs: o.Configs, Strict: o.Strict, Env: env})
 	for _, p := range cfg.Problems {
 		level := "error"
 		if p.Warning {
 			level = "warn"
 		}
-		s.notices = append(s.notices, event.Notice{Level: level, Text: "MCP: " + p.Error()})
+		notices = append(notices, event.Notice{Level: level, Text: "MCP: " + p.Error()})
 	}
 	for name := range o.InProcess {
 		cfg.Servers = append(cfg.Servers, mcphost.ServerConfig{Name: name, Type: mcphost.TypeSDK, Scope: mcphost.ScopeCLI})
 	}
 	if len(cfg.Servers) == 0 {
-		return
+		return nil, notices
 	}
-	trusted := s.opts.Trust
-	if !trusted && s.opts.Home != "" {
-		trusted, _ = trust.IsTrusted(s.opts.Home, s.projectDir)
+	trusted := st.Trust
+	if !trusted && st.Home != "" {
+		trusted, _ = trust.IsTrusted(st.Home, st.ProjectDir)
 	}
-	servers := mcphost.PolicyFrom(s.settings, trusted).Apply(cfg.Servers)
-	window := s.opts.ContextWindow
-	if window == 0 {
-		window = DefaultContextWindow
+	logger := st.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
-	s.mcp = mcphost.New(mcphost.Options{
-		Servers: servers, InProcess: o.InProcess, Environ: environ, Dir: s.opts.Cwd,
-		Roots:          append([]string{s.opts.Cwd}, s.state.AdditionalDirs...),
+	m := mcphost.New(mcphost.Options{
+		Servers: mcphost.PolicyFrom(st.Settings, trusted).Apply(cfg.Servers), InProcess: o.InProcess,
+		Environ: environ, Dir: st.Cwd, Roots: append([]string{st.Cwd}, st.AddDirs...),
 		ConnectTimeout: o.ConnectTimeout, ToolTimeout: o.ToolTimeout, MaxOutputTokens: o.MaxOutputTokens,
-		ToolSearch: mcphost.ToolSearchOptions{Mode: o.ToolSearch, ContextWindow: int(window)},
-		ClientName: "keel", ClientVersion: s.opts.Version, Logger: s.logger.With("component", "mcp"),
+		ToolSearch: mcphost.ToolSearchOptions{Mode: o.ToolSearch, ContextWindow: int(st.ContextWindow)},
+		ClientName: "keel", ClientVersion: st.Version, Logger: logger.With("component", "mcp"),
 	})
-	s.mcp.Start(ctx)
+	m.Start(ctx)
+	return m, notices
 }
 
 // mcpStatus is the servers' status for the init event.

@@ -1,0 +1,284 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/keel-dev/keel/internal/builtin"
+	"github.com/keel-dev/keel/internal/mcphost"
+	"github.com/keel-dev/keel/internal/session"
+	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/shell"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+// mcpFlags are the run flags about MCP servers.
+type mcpFlags struct {
+	configs              []string
+	strict               bool
+	toolSearch           string
+	permissionPromptTool string
+}
+
+func (f *mcpFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.configs, "mcp-config", nil, "MCP servers from a JSON file or JSON text ({\"mcpServers\":{…}}); repeatable")
+	fl.BoolVar(&f.strict, "strict-mcp-config", false, "use only the servers of --mcp-config")
+	fl.StringVar(&f.toolSearch, "tool-search", "auto", "defer MCP tool schemas behind ToolSearch: on, off or auto")
+	fl.StringVar(&f.permissionPromptTool, "permission-prompt-tool", "", "MCP tool (mcp__server__tool) that answers permission questions")
+}
+
+// mcpOptions turns flags and the MCP_* environment into the session's MCP options.
+func (a *app) mcpOptions(f *mcpFlags) (session.MCPOptions, error) {
+	o := session.MCPOptions{Configs: f.configs, Strict: f.strict, ToolSearch: f.toolSearch, PermissionPromptTool: f.permissionPromptTool}
+	switch f.toolSearch {
+	case "", "auto", "on", "off":
+	default:
+		return o, usageError{fmt.Errorf("--tool-search %q is not one of on, off, auto", f.toolSearch)}
+	}
+	var err error
+	if o.ConnectTimeout, err = envMillis(a.getenv, "MCP_TIMEOUT"); err != nil {
+		return o, err
+	}
+	if o.ToolTimeout, err = envMillis(a.getenv, "MCP_TOOL_TIMEOUT"); err != nil {
+		return o, err
+	}
+	if v := a.getenv("MAX_MCP_OUTPUT_TOKENS"); v != "" {
+		if o.MaxOutputTokens, err = strconv.Atoi(v); err != nil || o.MaxOutputTokens <= 0 {
+			return o, usageError{fmt.Errorf("MAX_MCP_OUTPUT_TOKENS=%q is not a positive number", v)}
+		}
+	}
+	return o, nil
+}
+
+// envMillis reads a duration in milliseconds, as Claude Code's MCP variables are given.
+func envMillis(getenv func(string) string, key string) (time.Duration, error) {
+	v := getenv(key)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, usageError{fmt.Errorf("%s=%q is not a positive number of milliseconds", key, v)}
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
+
+func (a *app) mcpCommand() *cobra.Command {
+	f := &mcpFlags{}
+	cmd := &cobra.Command{Use: "mcp", Short: "configure and inspect MCP servers"}
+	open := func(ctx context.Context) (*mcphost.Manager, error) {
+		cwd, root, err := workDirs()
+		if err != nil {
+			return nil, err
+		}
+		o, err := a.mcpOptions(f)
+		if err != nil {
+			return nil, err
+		}
+		st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root})
+		m, notices := session.OpenMCP(ctx, o, session.MCPSetup{Home: a.env.Home, ProjectDir: root, Cwd: cwd, Settings: st, Version: Version})
+		for _, n := range notices {
+			fmt.Fprintf(a.std.Err, "%s: %s\n", n.Level, n.Text)
+		}
+		return m, nil
+	}
+	var asJSON bool
+	list := &cobra.Command{
+		Use: "list", Short: "every configured server and its status", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, err := open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			var status []mcphost.ServerStatus
+			if m != nil {
+				defer m.Close()
+				status = m.Status()
+			}
+			return mcphost.List(a.std.Out, status, asJSON)
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	get := &cobra.Command{
+		Use: "get NAME", Short: "one server's configuration and status", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if m == nil {
+				return fmt.Errorf("no MCP server named %q is configured", args[0])
+			}
+			defer m.Close()
+			for _, st := range m.Status() {
+				if st.Name == args[0] {
+					_, root, _ := workDirs()
+					cfg := mcphost.Load(mcphost.LoadOptions{Home: a.env.Home, ProjectDir: root, CLIConfigs: f.configs, Strict: f.strict})
+					c, _ := cfg.Server(args[0])
+					return mcphost.Get(a.std.Out, c, &st)
+				}
+			}
+			return fmt.Errorf("no MCP server named %q is configured", args[0])
+		},
+	}
+	reconnect := &cobra.Command{
+		Use: "reconnect NAME", Short: "restart a server and show its status", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if m == nil {
+				return fmt.Errorf("no MCP server named %q is configured", args[0])
+			}
+			defer m.Close()
+			if err := m.Reconnect(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			return mcphost.List(a.std.Out, m.Status(), false)
+		},
+	}
+	for _, c := range []*cobra.Command{list, get, reconnect} {
+		f.register(c)
+	}
+	cmd.AddCommand(list, get, reconnect, a.mcpAddCommand(), a.mcpAddJSONCommand(), a.mcpRemoveCommand(), a.mcpServeCommand())
+	return cmd
+}
+
+func parseScope(s string) (mcphost.Scope, error) {
+	switch s {
+	case "local", "project", "user":
+		return mcphost.Scope(s), nil
+	}
+	return "", usageError{fmt.Errorf("--scope %q is not one of local, project, user", s)}
+}
+
+func (a *app) mcpAddCommand() *cobra.Command {
+	var scope, transport string
+	var env, headers []string
+	cmd := &cobra.Command{
+		Use:   "add NAME [--scope local|project|user] [--transport stdio|http|sse] -- COMMAND [ARGS…] | URL",
+		Short: "add a server",
+		Args:  cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := parseScope(scope)
+			if err != nil {
+				return err
+			}
+			cfg := mcphost.ServerConfig{Name: args[0], Type: transport}
+			switch transport {
+			case "stdio":
+				cfg.Command, cfg.Args = args[1], args[2:]
+			case "http", "sse":
+				cfg.URL = args[1]
+			default:
+				return usageError{fmt.Errorf("--transport %q is not one of stdio, http, sse", transport)}
+			}
+			if cfg.Env, err = keyValues(env, "="); err != nil {
+				return err
+			}
+			if cfg.Headers, err = keyValues(headers, ":"); err != nil {
+				return err
+			}
+			_, root, _ := workDirs()
+			if err := mcphost.Add(sc, a.env.Home, root, cfg); err != nil {
+				return err
+			}
+			file, _ := mcphost.ConfigFile(sc, a.env.Home, root)
+			fmt.Fprintf(a.std.Out, "added %s (%s) to %s\n", args[0], sc, file)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&scope, "scope", "local", "local (private to you, this project), project (.mcp.json) or user")
+	cmd.Flags().StringVar(&transport, "transport", "stdio", "stdio, http or sse")
+	cmd.Flags().StringArrayVarP(&env, "env", "e", nil, "environment variable KEY=value for a stdio server")
+	cmd.Flags().StringArrayVarP(&headers, "header", "H", nil, "HTTP header 'Name: value'")
+	return cmd
+}
+
+func keyValues(pairs []string, sep string) (map[string]string, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, sep)
+		if !ok {
+			return nil, usageError{fmt.Errorf("%q is not of the form KEY%sVALUE", p, sep)}
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
+func (a *app) mcpAddJSONCommand() *cobra.Command {
+	var scope string
+	cmd := &cobra.Command{
+		Use: "add-json NAME JSON", Short: "add a server from its JSON entry", Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := parseScope(scope)
+			if err != nil {
+				return err
+			}
+			_, root, _ := workDirs()
+			if err := mcphost.AddJSON(sc, a.env.Home, root, args[0], args[1]); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.std.Out, "added %s (%s)\n", args[0], sc)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&scope, "scope", "local", "local, project or user")
+	return cmd
+}
+
+func (a *app) mcpRemoveCommand() *cobra.Command {
+	var scope string
+	cmd := &cobra.Command{
+		Use: "remove NAME", Short: "remove a server", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := parseScope(scope)
+			if err != nil {
+				return err
+			}
+			_, root, _ := workDirs()
+			if err := mcphost.Remove(sc, a.env.Home, root, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.std.Out, "removed %s (%s)\n", args[0], sc)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&scope, "scope", "local", "local, project or user")
+	return cmd
+}
+
+// mcpServeCommand serves keel's built-in tools over stdio, so other agents can use them. The
+// caller's own permission system decides what runs; keel adds none here.
+func (a *app) mcpServeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use: "serve", Short: "serve keel's built-in tools as an MCP server over stdio", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cwd, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			jobs := shell.NewJobs()
+			defer jobs.Close()
+			files := tool.NewFileState()
+			tools := builtin.Tools(builtin.Options{Jobs: jobs})
+			env := func() *tool.Env {
+				return &tool.Env{State: tool.State{Cwd: cwd}, Files: files, Progress: func(string) {}, Logger: discardLogger()}
+			}
+			return mcphost.Serve(cmd.Context(), &mcp.StdioTransport{}, "keel", Version, tools, env)
+		},
+	}
+}
