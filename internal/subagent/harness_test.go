@@ -50,6 +50,8 @@ type worldOptions struct {
 	system   string
 	session  string // transcript path; "" → in t.TempDir
 	tasksDir string
+	dir      string // working directory; "" → a temporary one
+	tools    []tool.Tool
 	cfg      func(*Config)
 }
 
@@ -71,6 +73,9 @@ func newWorldOn(t *testing.T, srv *scripted.Server, o worldOptions) *world {
 		t.Fatal(err)
 	}
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	if o.dir != "" {
+		dir = o.dir
+	}
 	w := &world{t: t, srv: srv, prov: prov, dir: dir}
 	w.session = o.session
 	if w.session == "" {
@@ -101,7 +106,7 @@ func newWorldOn(t *testing.T, srv *scripted.Server, o worldOptions) *world {
 	sys := loop.System{Blocks: []provider.SystemBlock{{Text: system}}, Names: []string{"static"}}
 	jobs := builtinJobs(t)
 	pool := tool.Assemble(append(builtin.Tools(builtin.Options{Jobs: jobs}), w.runner.Tool(), w.runner.SendMessageTool(),
-		background.OutputTool(w.tasks), background.StopTool(w.tasks)), nil)
+		background.OutputTool(w.tasks), background.StopTool(w.tasks)), o.tools)
 	files := tool.NewFileState()
 	prepare := func(r *provider.Request) { provider.PlaceBreakpoints(r, provider.TTLPolicy{}) }
 	mainQueue, err := w.tasks.Queue(background.MainOwner)
@@ -112,7 +117,7 @@ func newWorldOn(t *testing.T, srv *scripted.Server, o worldOptions) *world {
 		Provider: prov, Model: model, System: func(context.Context) loop.System { return sys },
 		Pool: func(context.Context) *tool.Pool { return pool }, Gate: checkGate{w.checker}, Files: files,
 		State: tool.State{Cwd: dir}, SessionID: "sess-1", Source: "main", Prepare: prepare,
-		Observers: []loop.Observer{mainQueue}, AfterTurn: w.runner.AfterTurn(""),
+		Observers: []loop.Observer{mainQueue}, AfterTurn: w.runner.AfterTurn(""), Sink: ackSink{w: w, q: mainQueue},
 	}
 	w.runner.SetMain(Parent{Model: model, System: w.main.System, Pool: w.main.Pool, Checker: w.checker, Files: files,
 		State: func() tool.State { return w.main.State }, Prepare: prepare, Source: "main"})
@@ -163,3 +168,30 @@ func readFile(t *testing.T, path string) string {
 }
 
 func has(s, sub string) bool { return strings.Contains(s, sub) }
+
+// ackSink acks the main queue at the end of each turn, as the session does after its
+// transcript sync.
+type ackSink struct {
+	w *world
+	q *background.Queue
+}
+
+func (k ackSink) Emit(e event.Event) { k.w.emit(e) }
+
+func (k ackSink) Append(context.Context, message.Message) (string, error) { return "", nil }
+
+func (k ackSink) EndTurn(context.Context) error { return k.q.Ack() }
+
+// gateTool blocks until release is closed: it holds a background agent until the test lets go.
+func gateTool(release <-chan struct{}) tool.Tool {
+	return tool.New(tool.Spec[struct{}]{Name: "mcp__test__wait", Description: "waits", Schema: []byte(`{"type":"object"}`),
+		IsReadOnly: tool.Always[struct{}],
+		Run: func(ctx context.Context, env *tool.Env, in struct{}) tool.Result {
+			select {
+			case <-release:
+				return tool.Text("released")
+			case <-ctx.Done():
+				return tool.Errorf("cancelled")
+			}
+		}})
+}

@@ -172,7 +172,9 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (*child, error) {
 		}
 		mode = m
 	}
-	policy := permission.Policy{Mode: mode, Dirs: dirs}
+	// The child starts from its parent's rules (the session's allow, ask and deny rules hold
+	// for its agents too) plus its own; the parent's whole policy is its ceiling.
+	policy := permission.Policy{Mode: mode, Dirs: dirs, Rules: p.p.Checker.Policy().Rules}
 	if def.Permissions != nil {
 		src := permission.Source{Name: "agent", Path: def.Path}
 		for _, set := range []struct {

@@ -12,8 +12,9 @@
 //
 // # Permissions
 //
-// A child's rights are its own rules intersected with its parent's ceiling
-// ([permission.Checker.Child] over [permission.Intersect]): anything the parent would ask or
+// A child's rights are its own rules — its parent's rules plus the definition's — intersected
+// with its parent's ceiling ([permission.Checker.Child] over [permission.Intersect]): anything
+// the parent would ask or
 // deny is asked or denied for the child too, so a child never gets more than its parent, and a
 // restrictive child stays restricted under a permissive parent, because its own mode and rules
 // still apply. A definition without permissionMode, and every fork, runs in bubble mode: it

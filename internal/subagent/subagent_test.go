@@ -163,6 +163,9 @@ func TestChildPermissions(t *testing.T) {
 		{name: "bubble child asks the parent's asker, with its name", parent: permission.ModeDefault,
 			child:  &agentdef.Definition{Name: "writer", Description: "w", Color: "green", Source: agentdef.SourceProject},
 			answer: permission.AllowOnce(), wantAsks: []string{"writer/green Write"}, wantWrote: true},
+		{name: "the parent's allow rules hold for its children", parent: permission.ModeDefault, rules: []string{"Write"},
+			child:  &agentdef.Definition{Name: "writer", Description: "w", Source: agentdef.SourceProject},
+			answer: permission.DenyAnswer("no"), wantWrote: true},
 		{name: "child asking for bypass gets no more than the parent", parent: permission.ModeDefault,
 			child:  &agentdef.Definition{Name: "writer", Description: "w", PermissionMode: agentdef.ModeBypassPermissions, Source: agentdef.SourceProject},
 			answer: permission.DenyAnswer("no"), wantAsks: []string{"writer/ Write"}},
@@ -185,7 +188,7 @@ func TestChildPermissions(t *testing.T) {
 				return tt.answer, nil
 			})
 			// A path inside the working directory, so the modes and rules alone decide.
-			w := newWorld(t, spawnScenario("writer", writeRule("out.txt"), after), worldOptions{defs: []*agentdef.Definition{tt.child}, mode: tt.parent, asker: asker})
+			w := newWorld(t, spawnScenario("writer", writeRule("out.txt"), after), worldOptions{defs: []*agentdef.Definition{tt.child}, mode: tt.parent, asker: asker, rules: tt.rules})
 			w.run("start")
 			_, err := os.Stat(filepath.Join(w.dir, "out.txt"))
 			if got := err == nil; got != tt.wantWrote {
