@@ -22,6 +22,8 @@ import (
 	"context"
 	"iter"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
@@ -78,9 +80,13 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	home := opts.Home
+	if home == "" {
+		home = defaultHome()
+	}
 	s, err := session.New(ctx, session.Options{
 		Cwd:                opts.Cwd,
-		Home:               opts.Home,
+		Home:               home,
 		Provider:           prov,
 		Model:              model,
 		MaxTurns:           opts.MaxTurns,
@@ -169,3 +175,14 @@ type (
 	Notice           = event.Notice
 	Result           = event.Result
 )
+
+// defaultHome is $KEEL_HOME, else ~/.keel, else nothing (no persistence).
+func defaultHome() string {
+	if h := os.Getenv("KEEL_HOME"); h != "" {
+		return h
+	}
+	if dir, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(dir, ".keel")
+	}
+	return ""
+}

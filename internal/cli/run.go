@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/event"
@@ -38,6 +39,11 @@ type runFlags struct {
 	skipPermissions    bool
 	settings           []string
 	trust              bool
+	continueLast       bool
+	resume             string
+	forkSession        bool
+	sessionID          string
+	noPersistence      bool
 }
 
 // permissionModes are the values --permission-mode accepts.
@@ -63,6 +69,11 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.skipPermissions, "dangerously-skip-permissions", false, "allow every tool call except deny rules (bypassPermissions mode)")
 	fl.StringArrayVar(&f.settings, "settings", nil, "extra settings: a JSON file or a JSON object (repeatable)")
 	fl.BoolVar(&f.trust, "trust", false, "trust this workspace for this run: run its hooks and MCP servers")
+	fl.BoolVarP(&f.continueLast, "continue", "c", false, "continue the most recent session in this directory")
+	fl.StringVarP(&f.resume, "resume", "r", "", "resume the session with this id")
+	fl.BoolVar(&f.forkSession, "fork-session", false, "with --continue or --resume: continue as a new session, leaving the original untouched")
+	fl.StringVar(&f.sessionID, "session-id", "", "use this UUID as the new session's id")
+	fl.BoolVar(&f.noPersistence, "no-session-persistence", false, "write no transcript or file history")
 	for _, alias := range [][2]string{{"allowed-tools", "allowedTools"}, {"disallowed-tools", "disallowedTools"}} {
 		fl.StringArrayVar(aliasTarget(f, alias[1]), alias[0], nil, "same as --"+alias[1])
 		_ = fl.MarkHidden(alias[0])
@@ -94,8 +105,13 @@ func (a *app) sessionOptions(f *runFlags) session.Options {
 			Model: f.model, PermissionMode: mode,
 			AllowedTools: splitToolList(f.allowedTools), DisallowedTools: splitToolList(f.disallowedTools), AddDirs: f.addDirs,
 		},
-		SettingsArgs: f.settings,
-		Trust:        f.trust,
+		SettingsArgs:  f.settings,
+		Trust:         f.trust,
+		Continue:      f.continueLast,
+		Resume:        f.resume,
+		ForkSession:   f.forkSession,
+		SessionID:     f.sessionID,
+		NoPersistence: f.noPersistence,
 	}
 }
 
@@ -108,6 +124,17 @@ func (f *runFlags) validate() error {
 	}
 	if f.inputFormat != "text" && f.inputFormat != "stream-json" {
 		return usageError{fmt.Errorf("--input-format %q is not one of text, stream-json", f.inputFormat)}
+	}
+	if f.forkSession && !f.continueLast && f.resume == "" {
+		return usageError{errors.New("--fork-session needs --continue or --resume")}
+	}
+	if f.continueLast && f.resume != "" {
+		return usageError{errors.New("use either --continue or --resume, not both")}
+	}
+	if f.sessionID != "" {
+		if _, err := uuid.Parse(f.sessionID); err != nil {
+			return usageError{fmt.Errorf("--session-id %q is not a UUID", f.sessionID)}
+		}
 	}
 	if f.maxTurns < 0 {
 		return usageError{fmt.Errorf("--max-turns must be 0 or more, not %d", f.maxTurns)}
@@ -129,7 +156,7 @@ func (a *app) runRoot(ctx context.Context, f *runFlags, args []string) error {
 		return err
 	}
 	if !f.print {
-		return usageError{errors.New("the interactive terminal UI is not available yet; run headless with keel -p PROMPT")}
+		return a.runInteractive(ctx, f, args)
 	}
 	prompts, err := a.prompts(f, args)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/keel-dev/keel/internal/event"
@@ -53,6 +54,15 @@ type StopChecker interface {
 	CheckStop(ctx context.Context, last message.Message, active bool) (reason string)
 }
 
+// Compactor summarises a history that grew too close to the context window. The loop asks
+// before every request, with the input size the last response reported.
+type Compactor interface {
+	ShouldCompact(lastInputTokens int64) bool
+	// Compact returns the history to continue from (the summary); it records and announces
+	// the boundary itself.
+	Compact(ctx context.Context, history []message.Message, trigger string) ([]message.Message, error)
+}
+
 // Agent is one agent's configuration and mutable state for the loop.
 type Agent struct {
 	Origin    event.Origin
@@ -80,11 +90,28 @@ type Agent struct {
 	Prepare func(*provider.Request)
 	Watch   CacheWatcher
 	Stop    StopChecker
+	Compact Compactor
 	Sink    Sink
 	Logger  *slog.Logger
-	// AfterTurn, if set, is called with the request of every completed turn: the cache-safe
-	// parameters forks and post-turn helpers start from.
+	// AfterTurn, if set, is called with the request of every completed turn.
 	AfterTurn func(req *provider.Request, sys System, reply message.Message)
+
+	// mu guards saved.
+	mu    sync.Mutex
+	saved *CacheSafe
+}
+
+// CacheSafe is what the last completed turn sent, kept so a fork child or a post-turn helper
+// can send a request whose prefix is the parent's byte for byte: the rendered system prompt,
+// the exact tool list, the model and thinking settings, and the messages including the reply.
+type CacheSafe struct {
+	System   System
+	Tools    []provider.ToolSpec
+	Model    string
+	Thinking *provider.Thinking
+	// Messages are the request's messages (merged as sent, without cache markers) followed by
+	// the model's reply.
+	Messages []message.Message
 }
 
 // Outcome is how a Run ended.
@@ -98,6 +125,8 @@ type Outcome struct {
 	// error_during_execution.
 	Subtype string
 	Text    string
+
+	lastUsage message.Usage
 }
 
 // ErrInterrupted is the cause of a context cancelled by the user.
@@ -118,6 +147,7 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 	}
 	out := &Outcome{Messages: history, Subtype: "success"}
 	continuations, stopActive := 0, false
+	var lastInput int64
 	for {
 		if a.MaxTurns > 0 && out.Turns >= a.MaxTurns {
 			out.Subtype = "error_max_turns"
@@ -126,15 +156,25 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 		if err := a.absorb(ctx, out); err != nil {
 			return a.fail(out, err)
 		}
+		if a.Compact != nil && a.Compact.ShouldCompact(lastInput) {
+			compacted, err := a.Compact.Compact(ctx, out.Messages, "auto")
+			if err != nil {
+				return a.fail(out, fmt.Errorf("compact history: %w", err))
+			}
+			out.Messages = compacted
+			lastInput = 0
+		}
 		req, sys := a.assemble(ctx, out.Messages)
 		reply, invalid, err := a.stream(ctx, req, sys, out)
 		if err != nil {
 			return a.fail(out, err)
 		}
 		out.Turns++
+		lastInput = out.lastUsage.TotalInput()
 		if err := a.appendMessage(ctx, out, reply); err != nil {
 			return a.fail(out, err)
 		}
+		a.saveCacheSafe(req, sys, reply)
 		if a.AfterTurn != nil {
 			a.AfterTurn(req, sys, reply)
 		}
@@ -217,4 +257,31 @@ func (a *Agent) appendMessage(ctx context.Context, out *Outcome, m message.Messa
 		a.Sink.Emit(event.UserMessage{Origin: a.Origin, UUID: uuid, Message: m})
 	}
 	return nil
+}
+
+func (a *Agent) saveCacheSafe(req *provider.Request, sys System, reply message.Message) {
+	msgs := make([]message.Message, 0, len(req.Messages)+1)
+	for _, m := range req.Messages {
+		c := m.Clone()
+		for i := range c.Content {
+			c.Content[i].CacheControl = nil
+		}
+		msgs = append(msgs, c)
+	}
+	tools := make([]provider.ToolSpec, len(req.Tools))
+	for i, t := range req.Tools {
+		t.CacheControl = nil
+		tools[i] = t
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.saved = &CacheSafe{System: sys, Tools: tools, Model: req.Model, Thinking: req.Thinking, Messages: append(msgs, reply)}
+}
+
+// LastCacheSafe returns the cache-safe parameters of the newest completed turn, or nil before
+// the first. It may be called from the agent's tools while the loop runs.
+func (a *Agent) LastCacheSafe() *CacheSafe {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.saved
 }

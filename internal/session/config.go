@@ -17,6 +17,7 @@ import (
 	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/transcript"
 	"github.com/keel-dev/keel/internal/trust"
 )
 
@@ -120,8 +121,12 @@ func (s *Session) buildHooks() {
 
 // buildPrompt sets up the main agent's system prompt. The environment and memory files are
 // read once here; the rendered sections are memoized for the whole session.
-func (s *Session) buildPrompt(ctx context.Context) {
-	env := prompt.DetectEnvironment(ctx, s.opts.Cwd, s.now())
+func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
+	if env == nil {
+		detected := prompt.DetectEnvironment(ctx, s.opts.Cwd, s.now())
+		env = &detected
+		s.recordMetadata(ctx, transcript.TypeAgentSetting, agentSetting{Environment: env, Model: s.opts.Model})
+	}
 	home, _ := os.UserHomeDir()
 	mem, err := memory.Load(memory.Options{Cwd: s.opts.Cwd, Home: home, KeelHome: s.opts.Home, ManagedPath: s.opts.ManagedMemoryPath, Logger: s.logger})
 	if err == nil {
@@ -139,7 +144,7 @@ func (s *Session) buildPrompt(ctx context.Context) {
 			}
 			return s.memory.Files()
 		},
-		Environment: &env,
+		Environment: env,
 		MCP:         s.mcpInstructions,
 	})
 }

@@ -61,10 +61,27 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		g.deny(call, d.Reason)
 		return tool.Errorf("Permission to use %s was denied. %s", call.Name, d.Reason), false
 	}
+	if !req.ReadOnly && isFileEdit(call.Name) {
+		for _, p := range req.Paths {
+			g.s.trackEdit(permission.ResolvePath(p, env.State.Cwd))
+		}
+	}
 	return tool.Result{}, true
 }
 
+// isFileEdit names the tools whose changes rewind can undo.
+func isFileEdit(name string) bool {
+	switch name {
+	case "Write", "Edit", "MultiEdit", "NotebookEdit":
+		return true
+	}
+	return false
+}
+
 func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.Call, res *tool.Result) {
+	if (call.Name == "Bash" || tool.IsMCP(call.Name)) && !t.ReadOnly(call.Input) && !res.IsError {
+		g.s.noteUnrecoverable(call.Name, string(call.Input))
+	}
 	response, _ := json.Marshal(resultForHook(*res))
 	out := g.s.hooks.Run(ctx, hooks.PostToolUse, g.s.hookInput(env.State.Cwd, hooks.Input{
 		ToolName: call.Name, ToolInput: call.Input, ToolResponse: response, ToolUseID: call.ID, AgentID: env.AgentID,

@@ -20,9 +20,6 @@ func (s *Session) hookInput(cwd string, in hooks.Input) hooks.Input {
 	return in
 }
 
-// TranscriptPath is where the session's transcript really is; empty when nothing is saved.
-func (s *Session) TranscriptPath() string { return "" }
-
 // submitPrompt runs the UserPromptSubmit hooks; a block refuses the prompt, and additional
 // context joins it.
 func (s *Session) submitPrompt(ctx context.Context, prompt string, sink *chanSink) ([]message.Block, error) {

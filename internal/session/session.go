@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,7 +28,9 @@ import (
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/shell"
+	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/transcript"
 )
 
 // Options configure a session. The zero value is usable except for Provider.
@@ -69,6 +72,16 @@ type Options struct {
 	Asker permission.Asker
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+
+	// Resume continues the session with this id; Continue the newest one in Cwd.
+	Resume   string
+	Continue bool
+	// ForkSession continues Resume or Continue as a new session, leaving the original alone.
+	ForkSession bool
+	// NoPersistence writes no transcript and no file history.
+	NoPersistence bool
+	// ContextWindow is the model's context window in tokens; 0 means DefaultContextWindow.
+	ContextWindow int64
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
@@ -87,6 +100,9 @@ type Session struct {
 	watch      *cachewatch.Watcher
 	// notices are configuration problems found while opening, reported with the first Send.
 	notices []event.Notice
+	// transcript is nil when nothing is persisted; snapshots likewise.
+	transcript *transcript.Writer
+	snapshots  *snapshot.Store
 
 	files     *tool.FileState
 	validator *tool.Validator
@@ -97,12 +113,16 @@ type Session struct {
 	// mu guards history, state, busy and totals.
 	mu      sync.Mutex
 	history []message.Message
+	// uuids are the transcript entry ids of history, index for index.
+	uuids   []string
 	state   tool.State
 	busy    bool
 	totals  message.Usage
 	costUSD float64
 	// cacheTotals are the watcher's totals at the end of the last Send.
 	cacheTotals cachewatch.Totals
+	// cacheSafe is what the main agent's newest turn sent (for forks and helpers).
+	cacheSafe *loop.CacheSafe
 	// sink receives the events of the Send in progress; nil between Sends.
 	sink *chanSink
 }
@@ -147,8 +167,14 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.state.AdditionalDirs = policy.Dirs[1:]
 	s.buildHooks()
 	s.buildCachePolicy()
-	s.buildPrompt(ctx)
 	s.builtins = s.buildTools()
+	st, err := s.openTranscript(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.logger = logger.With("session", s.id)
+	env := s.restore(st)
+	s.buildPrompt(ctx, env)
 	return s, nil
 }
 
@@ -244,6 +270,14 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	for _, n := range s.takeNotices() {
 		sink.Emit(n)
 	}
+	if handled, err := s.builtinCommand(ctx, prompt, sink); handled {
+		res := event.Result{Subtype: "success", SessionID: s.id, Duration: time.Since(started), Text: strings.TrimSpace(prompt) + " done"}
+		if err != nil {
+			res.Subtype, res.IsError, res.Text = "error_during_execution", true, err.Error()
+		}
+		sink.Emit(res)
+		return nil
+	}
 	blocks, err := s.submitPrompt(ctx, prompt, sink)
 	if err != nil {
 		sink.Emit(event.Result{Subtype: "error_during_execution", IsError: true, Text: err.Error(), SessionID: s.id, Duration: time.Since(started)})
@@ -255,6 +289,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	if err != nil {
 		return err
 	}
+	s.beginSnapshot(uuid)
 	sink.Emit(event.UserMessage{UUID: uuid, Message: user})
 
 	s.mu.Lock()
@@ -271,6 +306,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Prepare:   func(r *provider.Request) { provider.PlaceBreakpoints(r, s.ttl) },
 		Watch:     watcher{s.watch},
 		Stop:      stopHook{s},
+		Compact:   &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(pool)},
 		Validator: s.validator,
 		Files:     s.files,
 		State:     state,
@@ -284,6 +320,12 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 
 	s.mu.Lock()
 	s.history = out.Messages
+	s.cacheSafe = agent.LastCacheSafe()
+	if sink.replaced {
+		s.uuids = sink.uuids
+	} else {
+		s.uuids = append(s.uuids, sink.uuids...)
+	}
 	s.state = agent.State
 	s.totals = s.totals.Add(out.Usage)
 	runCost := cost.USD(s.opts.Model, out.Usage)
@@ -321,6 +363,9 @@ func (s *Session) Close() error {
 	s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "exit"}))
 	s.hooks.Wait()
 	s.jobs.Close()
+	if s.transcript != nil {
+		return s.transcript.Close()
+	}
 	return nil
 }
 
@@ -362,4 +407,11 @@ func (s *Session) Usage() (message.Usage, float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.totals, s.costUSD
+}
+
+// CacheSafe returns what the main agent's newest completed turn sent, or nil.
+func (s *Session) CacheSafe() *loop.CacheSafe {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cacheSafe
 }

@@ -46,6 +46,11 @@ type harness struct {
 
 func newHarness(t *testing.T, sc *scripted.Scenario, opts Options) *harness {
 	t.Helper()
+	return newBenchHarness(t, sc, opts)
+}
+
+func newBenchHarness(t testing.TB, sc *scripted.Scenario, opts Options) *harness {
+	t.Helper()
 	srv, err := scripted.Start(t.Context(), "", sc, scripted.Options{})
 	if err != nil {
 		t.Fatalf("start scripted server: %v", err)

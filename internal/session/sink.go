@@ -3,22 +3,47 @@ package session
 import (
 	"context"
 
-	"github.com/google/uuid"
-
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/transcript"
 )
 
-// chanSink forwards a run's events to the Send iterator and records its messages.
+// chanSink forwards a run's events to the Send iterator and records its messages in the
+// transcript. One run owns it.
 type chanSink struct {
 	s  *Session
 	ch chan<- event.Event
+	// uuids are the entry ids of the messages appended during the run, in order.
+	uuids []string
+	// replaced is set when compaction replaced the history: uuids then start at the boundary.
+	replaced bool
+}
+
+// compacted restarts the id list at the compaction boundary.
+func (k *chanSink) compacted(boundary string) {
+	k.uuids = []string{boundary}
+	k.replaced = true
 }
 
 func (k *chanSink) Emit(e event.Event) { k.ch <- e }
 
 func (k *chanSink) Append(ctx context.Context, m message.Message) (string, error) {
-	return uuid.NewString(), nil
+	t := transcript.TypeUser
+	if m.Role == message.RoleAssistant {
+		t = transcript.TypeAssistant
+	}
+	id, err := k.s.record(ctx, transcript.Entry{Type: t, Message: &m})
+	if err != nil {
+		return "", err
+	}
+	k.uuids = append(k.uuids, id)
+	return id, nil
 }
 
-func (k *chanSink) EndTurn(ctx context.Context) error { return nil }
+// EndTurn makes the turn durable: one fdatasync per turn, not per entry.
+func (k *chanSink) EndTurn(ctx context.Context) error {
+	if k.s.transcript == nil {
+		return nil
+	}
+	return k.s.transcript.Sync(ctx)
+}

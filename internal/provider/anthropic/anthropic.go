@@ -1,20 +1,24 @@
-// Package anthropic is keel's adapter for the Anthropic Messages API over the official
-// anthropic-sdk-go client. keel renders the request body itself (see [EncodeRequest]) so its
-// bytes are stable for the prompt cache, and hands it to the SDK's client, transport and SSE
-// decoder. The SDK's own retries are off: retries belong to [provider.WithRetries].
+// Package anthropic is keel's adapter for the Anthropic Messages API. keel renders the request
+// body itself (see [EncodeRequest]) so its bytes are stable for the prompt cache, posts it with
+// net/http, and reads the event stream with the official SDK's SSE decoder
+// (anthropic-sdk-go/v2/packages/ssestream). The SDK's client package is not linked: at process
+// start it registers the whole API's types, which cost every keel start — `keel --version`
+// included — about 7.5 MB of memory for a client whose encoder keel cannot use anyway.
+// Retries belong to [provider.WithRetries].
 package anthropic
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
 	"github.com/keel-dev/keel/internal/provider"
@@ -69,35 +73,36 @@ func FromEnv(getenv func(string) string) Options {
 
 // Provider streams requests to the Messages API. It is safe for concurrent use.
 type Provider struct {
-	client sdk.Client
-	model  string
-	logger *slog.Logger
-	now    func() time.Time
+	http      *http.Client
+	baseURL   string
+	apiKey    string
+	authToken string
+	model     string
+	logger    *slog.Logger
+	now       func() time.Time
 }
 
 var _ provider.Provider = (*Provider)(nil)
+
+// DefaultBaseURL is the Anthropic API.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// apiVersion is the Messages API version keel speaks.
+const apiVersion = "2023-06-01"
 
 // New returns a Provider, or an error naming the variables to set when no credential is given.
 func New(opts Options) (*Provider, error) {
 	if opts.APIKey == "" && opts.AuthToken == "" {
 		return nil, fmt.Errorf("no Anthropic API key: set %s (or %s for a bearer-token gateway)", EnvAPIKey, EnvAuthToken)
 	}
-	ropts := []option.RequestOption{
-		option.WithoutEnvironmentDefaults(), // the caller resolved the environment already
-		option.WithMaxRetries(0),            // retries are provider.WithRetries's job
+	p := &Provider{http: opts.HTTPClient, baseURL: strings.TrimRight(opts.BaseURL, "/"), apiKey: opts.APIKey,
+		authToken: opts.AuthToken, model: opts.Model, logger: opts.Logger, now: opts.Now}
+	if p.baseURL == "" {
+		p.baseURL = DefaultBaseURL
 	}
-	if opts.APIKey != "" {
-		ropts = append(ropts, option.WithAPIKey(opts.APIKey))
-	} else {
-		ropts = append(ropts, option.WithAuthToken(opts.AuthToken))
+	if p.http == nil {
+		p.http = http.DefaultClient
 	}
-	if opts.BaseURL != "" {
-		ropts = append(ropts, option.WithBaseURL(opts.BaseURL))
-	}
-	if opts.HTTPClient != nil {
-		ropts = append(ropts, option.WithHTTPClient(opts.HTTPClient))
-	}
-	p := &Provider{client: sdk.NewClient(ropts...), model: opts.Model, logger: opts.Logger, now: opts.Now}
 	if p.model == "" {
 		p.model = DefaultModel
 	}
@@ -122,20 +127,30 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request) iter.Seq2[
 			yield(nil, err)
 			return
 		}
-		var raw *http.Response
-		err = p.client.Post(ctx, "v1/messages", nil, &raw,
-			option.WithRequestBody("application/json", body),
-			option.WithHeader("accept", "text/event-stream"))
+		raw, err := p.post(ctx, body)
 		if err != nil {
-			yield(nil, p.requestError(err))
+			yield(nil, err)
 			return
 		}
-		stream := ssestream.NewStream[wireEvent](ssestream.NewDecoder(raw), nil)
-		defer stream.Close()
+		dec := ssestream.NewDecoder(raw)
+		if dec == nil {
+			yield(nil, fmt.Errorf("anthropic stream: empty response"))
+			return
+		}
+		defer dec.Close()
 		a := newAssembler(p.logger)
 		a.requestID = raw.Header.Get("request-id")
-		for stream.Next() {
-			ev := stream.Current()
+		for dec.Next() {
+			sse := dec.Event()
+			if sse.Type == "error" {
+				yield(nil, streamError(sse.Data))
+				return
+			}
+			var ev wireEvent
+			if err := json.Unmarshal(sse.Data, &ev); err != nil {
+				yield(nil, fmt.Errorf("anthropic stream: decode %s event: %w", sse.Type, err))
+				return
+			}
 			out, err := a.add(&ev)
 			if err != nil {
 				yield(nil, err)
@@ -150,8 +165,8 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request) iter.Seq2[
 				break
 			}
 		}
-		if err := stream.Err(); err != nil {
-			yield(nil, p.streamError(err))
+		if err := dec.Err(); err != nil {
+			yield(nil, fmt.Errorf("anthropic stream: %w", err))
 			return
 		}
 		if !a.stopped {
@@ -162,32 +177,43 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request) iter.Seq2[
 	}
 }
 
-// requestError turns the SDK's error for a failed request into a [*provider.StatusError] with
-// a hint, or wraps a transport error.
-func (p *Provider) requestError(err error) error {
-	apiErr, ok := errors.AsType[*sdk.Error](err)
-	if !ok {
-		return fmt.Errorf("anthropic request: %w", err)
+// post sends the body; an error status becomes a [*provider.StatusError] with a hint.
+func (p *Provider) post(ctx context.Context, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+"/v1/messages", bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("anthropic request: %w", err)
 	}
-	se := &provider.StatusError{
-		Provider:   "anthropic",
-		StatusCode: apiErr.StatusCode,
-		Type:       string(apiErr.Type()),
-		Message:    apiErr.Message,
-		RequestID:  apiErr.RequestID,
+	req.Header.Set("content-type", "application/json")
+	req.Header.Set("accept", "text/event-stream")
+	req.Header.Set("anthropic-version", apiVersion)
+	if p.apiKey != "" {
+		req.Header.Set("x-api-key", p.apiKey)
+	} else {
+		req.Header.Set("authorization", "Bearer "+p.authToken)
 	}
-	if apiErr.Response != nil {
-		h := apiErr.Response.Header
-		se.After, _ = provider.ParseRetryAfter(h, p.now())
-		switch h.Get("x-should-retry") {
-		case "true":
-			se.ShouldRetry = new(true)
-		case "false":
-			se.ShouldRetry = new(false)
-		}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic request: %w", err)
 	}
-	if se.Message == "" {
-		se.Message = apiErr.RawJSON()
+	if resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	se := &provider.StatusError{Provider: "anthropic", StatusCode: resp.StatusCode, RequestID: resp.Header.Get("request-id")}
+	var e apiError
+	if json.Unmarshal(data, &e) == nil && e.Error.Message != "" {
+		se.Type, se.Message = e.Error.Type, e.Error.Message
+	} else {
+		se.Message = strings.TrimSpace(string(data))
+	}
+	h := resp.Header
+	se.After, _ = provider.ParseRetryAfter(h, p.now())
+	switch h.Get("x-should-retry") {
+	case "true":
+		se.ShouldRetry = new(true)
+	case "false":
+		se.ShouldRetry = new(false)
 	}
 	switch se.StatusCode {
 	case http.StatusUnauthorized:
@@ -199,17 +225,24 @@ func (p *Provider) requestError(err error) error {
 	case http.StatusBadRequest:
 		se.Hint = "the request was rejected; the API's message above says why"
 	}
-	return se
+	return nil, se
 }
 
-// streamError classifies an error met while reading the event stream. An SSE error event
-// arrives on a 200 response, so its status is inferred from the error type.
-func (p *Provider) streamError(err error) error {
-	apiErr, ok := errors.AsType[*sdk.Error](err)
-	if !ok {
-		return fmt.Errorf("anthropic stream: %w", err)
+// apiError is the body of an error response and of an SSE error event.
+type apiError struct {
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// streamError classifies an error event met while reading the stream. It arrives on a 200
+// response, so its status is inferred from the error type.
+func streamError(data []byte) error {
+	var e apiError
+	if err := json.Unmarshal(data, &e); err != nil {
+		return fmt.Errorf("anthropic stream: undecodable error event: %s", data)
 	}
-	typ := string(apiErr.Type())
 	code := map[string]int{
 		"invalid_request_error": http.StatusBadRequest,
 		"authentication_error":  http.StatusUnauthorized,
@@ -219,15 +252,9 @@ func (p *Provider) streamError(err error) error {
 		"rate_limit_error":      http.StatusTooManyRequests,
 		"api_error":             http.StatusInternalServerError,
 		"overloaded_error":      529,
-	}[typ]
+	}[e.Error.Type]
 	if code == 0 {
 		code = http.StatusInternalServerError
 	}
-	return &provider.StatusError{
-		Provider:   "anthropic",
-		StatusCode: code,
-		Type:       typ,
-		Message:    "error event mid-stream: " + apiErr.Message,
-		RequestID:  apiErr.RequestID,
-	}
+	return &provider.StatusError{Provider: "anthropic", StatusCode: code, Type: e.Error.Type, Message: "error event mid-stream: " + e.Error.Message}
 }

@@ -218,6 +218,9 @@ func wireBlock(b replyBlock, full bool) any {
 		if !full {
 			return toolUseBlock{"tool_use", b.id, b.name, json.RawMessage("{}")}
 		}
+		if !json.Valid(b.input) {
+			return toolUseBlock{"tool_use", b.id, b.name, json.RawMessage("{}")}
+		}
 		return toolUseBlock{"tool_use", b.id, b.name, b.input}
 	}
 	if !full {

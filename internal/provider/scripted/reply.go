@@ -55,6 +55,9 @@ func buildReply(n int, model string, r *Rule) *reply {
 			rb.id = fmt.Sprintf("toolu_scripted_%04d_%d", n, tools)
 			rb.name = b.Name
 			rb.input = b.Input
+			if b.RawInput != "" {
+				rb.input = json.RawMessage(b.RawInput)
+			}
 			if len(rb.input) == 0 {
 				rb.input = json.RawMessage("{}")
 			}

@@ -85,6 +85,10 @@ type Block struct {
 	// Name and Input describe a tool_use block. Input must be a JSON object; nil means {}.
 	Name  string
 	Input json.RawMessage
+	// RawInput, when set, replaces Input and is streamed verbatim as input_json_delta
+	// fragments, valid JSON or not: models do send broken tool input, and keel's tests need
+	// one that does. Non-streaming answers carry {} instead.
+	RawInput string
 }
 
 // Text returns a text block.
@@ -178,7 +182,7 @@ func (r *Rule) validate() error {
 			if b.Name == "" {
 				return fmt.Errorf("reply block %d: tool_use needs a name", j+1)
 			}
-			if len(b.Input) > 0 {
+			if len(b.Input) > 0 && b.RawInput == "" {
 				var obj map[string]json.RawMessage
 				if err := json.Unmarshal(b.Input, &obj); err != nil {
 					return fmt.Errorf("reply block %d: tool_use input is not a JSON object: %w", j+1, err)

@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/keel-dev/keel/internal/provider/connect"
+	"github.com/keel-dev/keel/internal/session"
+	"github.com/keel-dev/keel/internal/transcript"
+)
+
+func (a *app) sessionsCommand() *cobra.Command {
+	var asJSON bool
+	projectDir := func() (string, error) {
+		cwd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		return transcript.ProjectDir(a.env.Home, cwd), nil
+	}
+	find := func(id string) (string, error) {
+		dir, err := projectDir()
+		if err != nil {
+			return "", err
+		}
+		return transcript.Find(dir, id)
+	}
+	cmd := &cobra.Command{Use: "sessions", Short: "list, show, export and remove this directory's sessions"}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "list sessions, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := projectDir()
+			if err != nil {
+				return err
+			}
+			sums, err := transcript.List(dir)
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			if asJSON {
+				if sums == nil {
+					sums = []transcript.Summary{}
+				}
+				return json.NewEncoder(a.std.Out).Encode(sums)
+			}
+			tw := tabwriter.NewWriter(a.std.Out, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tUPDATED\tSIZE\tMESSAGES\tTITLE / FIRST PROMPT")
+			for _, s := range sums {
+				title := s.Title
+				if title == "" {
+					title = s.FirstPrompt
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", s.ID, s.Updated.Local().Format(time.DateTime), s.Size, s.Messages, oneLineCut(title, 60))
+			}
+			return tw.Flush()
+		},
+	}
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "show a session's live conversation, with the message uuids rewind takes",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, err := find(args[0])
+			if err != nil {
+				return err
+			}
+			entries, err := transcript.Show(cmd.Context(), path)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(a.std.Out).Encode(entries)
+			}
+			for _, e := range entries {
+				text := e.Summary
+				if e.Message != nil {
+					text = e.Message.TextOf()
+					if uses := e.Message.ToolUses(); len(uses) > 0 && text == "" {
+						text = "[tool call: " + uses[0].Name + "]"
+					}
+				}
+				fmt.Fprintf(a.std.Out, "%s  %-9s %s\n", e.UUID, e.Type, oneLineCut(text, 100))
+			}
+			return nil
+		},
+	}
+	var format string
+	export := &cobra.Command{
+		Use:   "export ID",
+		Short: "export a session as Markdown or JSON",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, err := find(args[0])
+			if err != nil {
+				return err
+			}
+			st, err := transcript.Load(cmd.Context(), path)
+			if err != nil {
+				return err
+			}
+			switch format {
+			case "markdown", "md":
+				return transcript.ExportMarkdown(a.std.Out, st)
+			case "json":
+				return transcript.ExportJSON(a.std.Out, st)
+			}
+			return usageError{fmt.Errorf("--format %q is not one of markdown, json", format)}
+		},
+	}
+	export.Flags().StringVar(&format, "format", "markdown", "markdown or json")
+	rm := &cobra.Command{
+		Use:   "rm ID",
+		Short: "delete a session's transcript and file history",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, err := find(args[0])
+			if err != nil {
+				return err
+			}
+			if err := transcript.Remove(path); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.std.Out, "removed %s\n", args[0])
+			return nil
+		},
+	}
+	for _, c := range []*cobra.Command{list, show} {
+		c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	}
+	cmd.AddCommand(list, show, export, rm)
+	return cmd
+}
+
+func (a *app) rewindCommand() *cobra.Command {
+	var to string
+	var code, conversation, both bool
+	cmd := &cobra.Command{
+		Use:   "rewind SESSION --to MESSAGE_UUID",
+		Short: "move a session back to before one of its user messages: files, conversation or both",
+		Long: `rewind restores the files the session's Write and Edit calls changed (deleting files it
+created) and/or moves the conversation back to just before the given user message (see
+"keel sessions show"). Changes made by shell commands or MCP tools cannot be undone: rewind
+lists them.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if to == "" {
+				return usageError{errors.New("--to MESSAGE_UUID is required")}
+			}
+			if both || (!code && !conversation) {
+				code, conversation = true, true
+			}
+			prov, model, err := connect.Open(connect.Config{APIKey: "unused-by-rewind"}, func(string) string { return "" })
+			if err != nil {
+				return err
+			}
+			sess, err := session.New(cmd.Context(), session.Options{Home: a.env.Home, Resume: args[0], Provider: prov, Model: model, Version: Version})
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			rep, err := sess.Rewind(cmd.Context(), to, code, conversation)
+			for _, f := range rep.Files.Restored {
+				fmt.Fprintf(a.std.Out, "restored %s\n", f)
+			}
+			for _, f := range rep.Files.Deleted {
+				fmt.Fprintf(a.std.Out, "deleted  %s (created by the session)\n", f)
+			}
+			for _, u := range rep.Files.Unrecoverable {
+				fmt.Fprintf(a.std.Out, "cannot undo: %s %s\n", u.Tool, oneLineCut(u.Description, 80))
+			}
+			if conversation {
+				fmt.Fprintf(a.std.Out, "conversation moved back %d messages\n", rep.Messages)
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "uuid of the user message to go back to")
+	cmd.Flags().BoolVar(&code, "code", false, "restore files only")
+	cmd.Flags().BoolVar(&conversation, "conversation", false, "move the conversation only")
+	cmd.Flags().BoolVar(&both, "both", false, "files and conversation (the default)")
+	return cmd
+}
+
+func oneLineCut(s string, n int) string {
+	r := []rune(s)
+	for i, c := range r {
+		if c == '\n' || c == '\r' || c == '\t' {
+			r[i] = ' '
+		}
+	}
+	if len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return string(r)
+}

@@ -1,0 +1,155 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/prompt"
+	"github.com/keel-dev/keel/internal/snapshot"
+	"github.com/keel-dev/keel/internal/transcript"
+)
+
+// agentSetting is what the main agent's transcript records once, at its start, so a resumed
+// session renders the same system prompt (a fresh date or git status would miss the cache).
+type agentSetting struct {
+	Environment *prompt.Environment `json:"environment,omitempty"`
+	Model       string              `json:"model,omitempty"`
+}
+
+// openTranscript creates, resumes or forks the session's transcript, and returns what replay
+// rebuilt (nil for a new session). With persistence off, nothing is written.
+func (s *Session) openTranscript(ctx context.Context) (*transcript.State, error) {
+	if s.opts.Home == "" || s.opts.NoPersistence {
+		return nil, nil
+	}
+	projectDir := transcript.ProjectDir(s.opts.Home, s.opts.Cwd)
+	src := ""
+	switch {
+	case s.opts.Resume != "":
+		p, err := transcript.Find(projectDir, s.opts.Resume)
+		if err != nil {
+			return nil, err
+		}
+		src = p
+	case s.opts.Continue:
+		latest, err := transcript.Latest(projectDir)
+		if err != nil {
+			return nil, fmt.Errorf("continue: no earlier session in %s: %w", s.opts.Cwd, err)
+		}
+		src = latest.Path
+	}
+	opts := transcript.Options{SessionID: s.id, CWD: s.opts.Cwd, Version: s.opts.Version, Logger: s.logger, Now: s.opts.Now}
+	var (
+		w   *transcript.Writer
+		st  *transcript.State
+		err error
+	)
+	switch {
+	case src == "":
+		w, err = transcript.Create(ctx, transcript.SessionPath(s.opts.Home, s.opts.Cwd, s.id), opts)
+	case s.opts.ForkSession:
+		w, st, err = transcript.Fork(ctx, src, transcript.SessionPath(s.opts.Home, s.opts.Cwd, s.id), opts)
+	default:
+		st, err = transcript.Load(ctx, src)
+		if err == nil {
+			s.id = st.SessionID
+			opts.SessionID = st.SessionID
+			w, st, err = transcript.Resume(ctx, src, opts)
+		}
+		if errors.Is(err, transcript.ErrLocked) {
+			return nil, fmt.Errorf("resume %s: the session is open in another process; use --fork-session to continue it as a new session", src)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.transcript = w
+	files, err := snapshot.Open(s.opts.Home, s.id)
+	if err != nil {
+		return nil, fmt.Errorf("open file history: %w", err)
+	}
+	s.snapshots = files
+	return st, nil
+}
+
+// restore rebuilds the session's state from a replayed transcript.
+func (s *Session) restore(st *transcript.State) *prompt.Environment {
+	if st == nil {
+		return nil
+	}
+	msgs, uuids := st.Messages()
+	if b, ok := st.Boundary(); ok {
+		msgs = append([]message.Message{summaryMessage(b.Summary)}, msgs...)
+		uuids = append([]string{b.UUID}, uuids...)
+	}
+	s.history, s.uuids = msgs, uuids
+	if st.TornTail > 0 {
+		s.notices = append(s.notices, event.Notice{Level: "warn",
+			Text: fmt.Sprintf("the transcript ended in an incomplete entry (%d bytes, from a crash); it was skipped", st.TornTail)})
+	}
+	if st.BadLines > 0 {
+		s.notices = append(s.notices, event.Notice{Level: "warn", Text: fmt.Sprintf("%d damaged transcript lines were skipped", st.BadLines)})
+	}
+	if todos := st.Todos(); len(todos) > 0 {
+		var items []event.Todo
+		if json.Unmarshal(todos, &items) == nil {
+			s.todos.Set(items)
+		}
+	}
+	if mode := st.Mode(); mode != "" && s.opts.PermissionMode == "" {
+		_ = s.SetPermissionMode(mode)
+	}
+	var set agentSetting
+	if raw := st.AgentSetting(); len(raw) > 0 && json.Unmarshal(raw, &set) == nil {
+		return set.Environment
+	}
+	return nil
+}
+
+// record appends one entry to the transcript, if there is one.
+func (s *Session) record(ctx context.Context, e transcript.Entry) (string, error) {
+	if s.transcript == nil {
+		return uuid.NewString(), nil
+	}
+	out, err := s.transcript.Append(ctx, e)
+	if err != nil {
+		return "", fmt.Errorf("write transcript: %w", err)
+	}
+	return out.UUID, nil
+}
+
+// recordMetadata appends a metadata entry; failures are logged, never fatal.
+func (s *Session) recordMetadata(ctx context.Context, t transcript.Type, v any) {
+	if s.transcript == nil {
+		return
+	}
+	raw, err := json.Marshal(v)
+	if err == nil {
+		_, err = s.transcript.Append(ctx, transcript.Entry{Type: t, Value: raw})
+	}
+	if err != nil {
+		s.logger.Warn("record metadata", "type", t, "err", err)
+	}
+}
+
+// summaryPreamble opens the user message that stands for the history before a compaction.
+const summaryPreamble = "This session continues from an earlier conversation that was summarised to save context. The summary:\n\n"
+
+// summaryMessage is the message a compaction boundary stands for, the same live and on resume.
+func summaryMessage(summary string) message.Message {
+	return message.User(message.Text(summaryPreamble + summary))
+}
+
+// TranscriptPath is where the session's transcript really is; empty when nothing is saved.
+func (s *Session) TranscriptPath() string {
+	if s.transcript == nil {
+		return ""
+	}
+	return s.transcript.Path()
+}

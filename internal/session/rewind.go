@@ -1,0 +1,125 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/snapshot"
+	"github.com/keel-dev/keel/internal/transcript"
+)
+
+// beginSnapshot opens the file-history snapshot of the user turn that starts with the message
+// uuid; edits in the turn are tracked into it.
+func (s *Session) beginSnapshot(uuid string) {
+	if s.snapshots == nil {
+		return
+	}
+	if err := s.snapshots.Begin(uuid); err != nil {
+		s.logger.Warn("begin file-history snapshot", "err", err)
+	}
+}
+
+// trackEdit stores a file's content before a tool changes it.
+func (s *Session) trackEdit(path string) {
+	if s.snapshots == nil {
+		return
+	}
+	if err := s.snapshots.Track(path); err != nil && !errors.Is(err, snapshot.ErrNoTurn) {
+		s.logger.Warn("snapshot file before edit", "path", path, "err", err)
+	}
+}
+
+// noteUnrecoverable records a change rewind cannot undo (a shell command, an MCP call).
+func (s *Session) noteUnrecoverable(tool, description string) {
+	if s.snapshots == nil {
+		return
+	}
+	if err := s.snapshots.Unrecoverable(snapshot.Action{Tool: tool, Description: description}); err != nil && !errors.Is(err, snapshot.ErrNoTurn) {
+		s.logger.Warn("record unrecoverable change", "err", err)
+	}
+}
+
+// RewindReport says what a rewind did.
+type RewindReport struct {
+	// Files is the file-history restore, when code was rewound.
+	Files snapshot.Report
+	// Messages is how many history messages were dropped, when the conversation was rewound.
+	Messages int
+}
+
+// Rewind moves the session back to just before the user message with the given transcript
+// uuid: the files (code), the conversation, or both. Changes made by shell commands or MCP
+// tools cannot be undone; the report lists them.
+func (s *Session) Rewind(ctx context.Context, toUUID string, code, conversation bool) (RewindReport, error) {
+	if !s.acquire() {
+		return RewindReport{}, ErrBusy
+	}
+	defer s.release()
+	var rep RewindReport
+	s.mu.Lock()
+	idx := slices.Index(s.uuids, toUUID)
+	s.mu.Unlock()
+	if idx < 0 {
+		return rep, fmt.Errorf("rewind: no message %s in this session's history", toUUID)
+	}
+	if code {
+		if s.snapshots == nil {
+			return rep, errors.New("rewind: this session keeps no file history")
+		}
+		files, err := s.snapshots.Restore(toUUID)
+		rep.Files = files
+		if err != nil {
+			return rep, fmt.Errorf("rewind files: %w", err)
+		}
+	}
+	if conversation {
+		s.mu.Lock()
+		leaf := ""
+		if idx > 0 {
+			leaf = s.uuids[idx-1]
+		}
+		rep.Messages = len(s.history) - idx
+		s.history, s.uuids = s.history[:idx:idx], s.uuids[:idx:idx]
+		s.mu.Unlock()
+		if s.transcript != nil {
+			if err := s.transcript.Rewind(ctx, leaf); err != nil {
+				return rep, fmt.Errorf("rewind transcript: %w", err)
+			}
+			if err := s.transcript.Sync(ctx); err != nil {
+				return rep, err
+			}
+		}
+		s.watch.Announce("rewind")
+	}
+	return rep, nil
+}
+
+// UserMessages lists the user prompts of the history with their uuids, oldest first: the
+// points a rewind can go back to.
+func (s *Session) UserMessages() []transcript.Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []transcript.Entry
+	for i, m := range s.history {
+		if m.Role != "user" || i >= len(s.uuids) {
+			continue
+		}
+		if text := m.TextOf(); text != "" && !isToolResults(m.Content) {
+			msg := m
+			out = append(out, transcript.Entry{Type: transcript.TypeUser, UUID: s.uuids[i], Message: &msg})
+		}
+	}
+	return out
+}
+
+func isToolResults(blocks []message.Block) bool {
+	for _, b := range blocks {
+		if b.Type == message.TypeToolResult {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,106 @@
+// Package tui is keel's interactive terminal frontend on Bubble Tea: it renders the events a
+// session streams, answers its permission asks and offers the slash commands. It holds no
+// agent logic; everything goes through [Backend], which *keel.Session satisfies, and through
+// the optional interfaces below, found by type assertion, for what the root API may or may
+// not offer in a given build.
+package tui
+
+import (
+	"context"
+	"iter"
+	"time"
+
+	"github.com/keel-dev/keel"
+)
+
+// Backend is the session the UI drives.
+type Backend interface {
+	Send(ctx context.Context, prompt string) iter.Seq2[keel.Event, error]
+	ID() string
+	Model() string
+	SetModel(model string)
+	PermissionMode() string
+	SetPermissionMode(mode string) error
+	Usage() (keel.Usage, float64)
+	Cwd() string
+}
+
+// SessionInfo describes a stored session for the resume picker.
+type SessionInfo struct {
+	ID          string
+	Title       string
+	FirstPrompt string
+	Modified    time.Time
+	Size        int64 // bytes of transcript
+}
+
+// SessionLister lists recent sessions, newest first.
+type SessionLister interface {
+	ListSessions() ([]SessionInfo, error)
+}
+
+// Resumer switches the backend to a stored session's conversation.
+type Resumer interface {
+	Resume(ctx context.Context, sessionID string) error
+}
+
+// Rewinder rewinds to just before the user message toUUID: files (code), history
+// (conversation) or both.
+type Rewinder interface {
+	Rewind(ctx context.Context, toUUID string, code, conversation bool) error
+}
+
+// Compactor summarises the conversation to free context; instructions may steer the summary.
+type Compactor interface {
+	Compact(ctx context.Context, instructions string) error
+}
+
+// Clearer starts a fresh conversation in the same session settings.
+type Clearer interface {
+	Clear(ctx context.Context) error
+}
+
+// MCPServer is one MCP server and its connection status.
+type MCPServer struct {
+	Name, Status string
+}
+
+// MCPStatuser reports the MCP servers.
+type MCPStatuser interface {
+	MCPServers() []MCPServer
+}
+
+// AgentInfo is one agent definition.
+type AgentInfo struct {
+	Name, Description, Color string
+}
+
+// AgentLister lists the agent definitions.
+type AgentLister interface {
+	Agents() []AgentInfo
+}
+
+// MemoryFile is one loaded memory file (KEEL.md, CLAUDE.md, AGENTS.md).
+type MemoryFile struct {
+	Path, Scope string
+}
+
+// MemoryLister lists the memory files in the system prompt.
+type MemoryLister interface {
+	MemoryFiles() []MemoryFile
+}
+
+// SkillInfo is one skill, offered in `/` completion.
+type SkillInfo struct {
+	Name, Description string
+}
+
+// SkillLister lists the skills.
+type SkillLister interface {
+	Skills() []SkillInfo
+}
+
+// Backgrounder moves the running foreground subagents to the background.
+type Backgrounder interface {
+	Background(ctx context.Context) error
+}

@@ -1,0 +1,55 @@
+package tui_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCaptureSession records a session's screen as text for the README:
+// KEEL_TUI_CAPTURE=docs/tui-session.txt go test ./internal/tui -run CaptureSession
+// (the path is relative to this package directory unless absolute).
+func TestCaptureSession(t *testing.T) {
+	out := os.Getenv("KEEL_TUI_CAPTURE")
+	if out == "" {
+		t.Skip("set KEEL_TUI_CAPTURE to the file to write the capture to")
+	}
+	srv := startScripted(t, e2eRules...)
+	tm := startKeel(t, srv, t.TempDir(), 100, 32)
+	tm.waitFor("shift+tab")
+	tm.typeText("please say hello")
+	tm.keys("Enter")
+	tm.waitFor("Hello from the scripted model.")
+	tm.typeText("make a file")
+	tm.keys("Enter")
+	ask := tm.waitFor("Do you want to proceed?")
+	tm.keys("Enter")
+	tm.waitFor("The file is there now.")
+	tm.typeText("/c")
+	final := tm.waitFor("/compact")
+	var b strings.Builder
+	b.WriteString("keel in a 100×32 terminal against the scripted model (text of tmux capture-pane).\n\n")
+	b.WriteString("A permission prompt:\n\n" + strings.TrimRight(ask, "\n") + "\n\n")
+	b.WriteString("After approving, typing /c for command completion:\n\n" + strings.TrimRight(final, "\n") + "\n")
+	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkE2EFirstFrame measures the real binary's start-up to its first rendered frame in
+// tmux (process start, session set-up, first paint), polling the pane every millisecond.
+func BenchmarkE2EFirstFrame(b *testing.B) {
+	srv := startScripted(b, e2eRules...)
+	dir := b.TempDir()
+	keelBinary(b)
+	for b.Loop() {
+		tm := startKeel(b, srv, dir, 80, 24)
+		for !strings.Contains(tm.screen(), "shift+tab") {
+			time.Sleep(time.Millisecond) // polling interval of a condition wait
+		}
+		b.StopTimer()
+		tm.tmux("kill-server")
+		b.StartTimer()
+	}
+}

@@ -1,0 +1,170 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textarea"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/keel-dev/keel"
+)
+
+// Config configures the UI.
+type Config struct {
+	// Backend is the session; Asker must be the one whose Ask the session was built with
+	// (nil: the session never asks).
+	Backend Backend
+	Asker   *Asker
+	// Prompt, if set, is sent as soon as the UI starts.
+	Prompt string
+	// NoColor drops colours (NO_COLOR).
+	NoColor bool
+	// Version is shown in the welcome line.
+	Version string
+	// Now is the clock; nil means time.Now. Tests fix it so frames are stable.
+	Now func() time.Time
+}
+
+// contextWindow is the window the "context used" figure is measured against; every model
+// keel ships defaults for has at least this much.
+const contextWindow = 200_000
+
+// tickInterval paces the spinner and the re-render of the streaming message.
+const tickInterval = 100 * time.Millisecond
+
+// Model is the Bubble Tea model of an interactive session.
+type Model struct {
+	cfg   Config
+	b     Backend
+	st    styles
+	md    *markdown
+	now   func() time.Time
+	cwd   string
+	done  chan struct{} // closed when the program ends; unblocks waiting commands
+	width int
+	hgt   int
+
+	items    []*item
+	tools    map[string]*item
+	expanded bool
+	scroll   int // lines scrolled up from the bottom
+
+	input   textarea.Model
+	inp     inputState
+	compl   completion
+	pending []string // shell outputs to hand to the model with the next prompt
+
+	working   bool
+	runStart  time.Time
+	runTokens int64
+	deltaLen  int
+	cancel    context.CancelFunc
+	stream    chan tea.Msg
+	runID     int
+	frame     int
+	queued    []string // prompts typed while working, sent after
+
+	asks      []askMsg
+	askSel    int
+	askReason bool // typing a deny reason in the input
+
+	picker *picker
+
+	lastEsc, lastCtrlC time.Time
+	hint               string
+
+	tasks    []*task
+	ctxUsed  int64
+	usage    keel.Usage
+	cost     float64
+	init     *keel.Init
+	prompts  []rewindPoint
+	always   []string
+	quitting bool
+}
+
+// rewindPoint is a user message the conversation can be rewound to.
+type rewindPoint struct{ uuid, text string }
+
+// task is a background task or subagent shown in the panel.
+type task struct {
+	id, desc, kind, status, summary string
+}
+
+// New builds the model. Nothing costly happens here: the Markdown renderer is built on the
+// first assistant message.
+func New(cfg Config) *Model {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	ta := textarea.New()
+	ta.ShowLineNumbers = false
+	ta.Placeholder = `Try "explain this codebase" · / for commands · ! for shell · @ for files`
+	ta.SetPromptFunc(2, func(p textarea.PromptInfo) string {
+		if p.LineNumber == 0 {
+			return "❯ "
+		}
+		return "  "
+	})
+	ta.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("shift+enter", "alt+enter", "ctrl+j"))
+	ta.CharLimit = 0
+	ta.MaxHeight = 0
+	ta.SetHeight(1)
+	ta.Focus()
+	m := &Model{
+		cfg: cfg, b: cfg.Backend, st: newStyles(cfg.NoColor), md: &markdown{noColor: cfg.NoColor},
+		now: now, cwd: cfg.Backend.Cwd(), done: make(chan struct{}), width: 80, hgt: 24,
+		tools: map[string]*item{}, input: ta, inp: newInputState(),
+	}
+	m.input.SetWidth(m.width - 2)
+	return m
+}
+
+// Init starts listening for permission asks and sends the first prompt, if any.
+func (m *Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{m.waitAsk()}
+	if p := strings.TrimSpace(m.cfg.Prompt); p != "" {
+		cmds = append(cmds, m.submit(p))
+	}
+	return tea.Batch(cmds...)
+}
+
+// Close releases the goroutines waiting for asks and events; call it when the program ends.
+func (m *Model) Close() {
+	select {
+	case <-m.done:
+	default:
+		close(m.done)
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+}
+
+func (m *Model) waitAsk() tea.Cmd {
+	if m.cfg.Asker == nil {
+		return nil
+	}
+	reqs, done := m.cfg.Asker.reqs, m.done
+	return func() tea.Msg {
+		select {
+		case a := <-reqs:
+			return a
+		case <-done:
+			return nil
+		}
+	}
+}
+
+func (m *Model) addItem(it *item) *item {
+	m.items = append(m.items, it)
+	m.scroll = 0
+	return it
+}
+
+func (m *Model) notice(text string) { m.addItem(&item{kind: kindNotice, text: text}) }
+func (m *Model) errorf(text string) { m.addItem(&item{kind: kindError, text: text}) }

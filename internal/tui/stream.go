@@ -1,0 +1,289 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/keel-dev/keel"
+)
+
+// Messages from the session's event stream, tagged with the run they belong to so a late
+// event of an interrupted run is not mistaken for the next one's.
+type (
+	eventMsg struct {
+		run int
+		ev  keel.Event
+		err error
+	}
+	runDoneMsg struct{ run int }
+	tickMsg    struct{ run int }
+)
+
+// submit sends prompt to the session (or queues it while a run is going).
+func (m *Model) submit(prompt string) tea.Cmd {
+	if m.working {
+		m.queued = append(m.queued, prompt)
+		m.hint = "queued; sent when the current turn ends"
+		return nil
+	}
+	m.addItem(&item{kind: kindUser, text: prompt})
+	if len(m.pending) > 0 {
+		prompt = strings.Join(m.pending, "\n") + "\n\n" + prompt
+		m.pending = nil
+	}
+	m.runID++
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	m.working, m.runStart, m.runTokens, m.deltaLen, m.hint = true, m.now(), 0, 0, ""
+	ch := make(chan tea.Msg, 64)
+	m.stream = ch
+	run, b, done := m.runID, m.b, m.done
+	go func() {
+		defer close(ch)
+		for ev, err := range b.Send(ctx, prompt) {
+			select {
+			case ch <- eventMsg{run: run, ev: ev, err: err}:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return tea.Batch(m.next(), m.tick())
+}
+
+// next waits for the current run's next event.
+func (m *Model) next() tea.Cmd {
+	ch, run, done := m.stream, m.runID, m.done
+	return func() tea.Msg {
+		select {
+		case msg, ok := <-ch:
+			if !ok {
+				return runDoneMsg{run: run}
+			}
+			return msg
+		case <-done:
+			return nil
+		}
+	}
+}
+
+func (m *Model) tick() tea.Cmd {
+	run := m.runID
+	return tea.Tick(tickInterval, func(time.Time) tea.Msg { return tickMsg{run: run} })
+}
+
+// interrupt cancels the running turn; the session keeps a valid history.
+func (m *Model) interrupt() {
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.hint = "interrupted"
+}
+
+// finishRun ends the run and sends the next queued prompt.
+func (m *Model) finishRun() tea.Cmd {
+	m.working = false
+	m.flush(true)
+	if m.cancel != nil {
+		m.cancel()
+		m.cancel = nil
+	}
+	for _, it := range m.items {
+		if it.kind == kindTool && !it.done {
+			it.done, it.isErr, it.result = true, true, "interrupted"
+		}
+	}
+	u, cost := m.b.Usage()
+	m.usage, m.cost = u, cost
+	if len(m.queued) > 0 {
+		p := m.queued[0]
+		m.queued = m.queued[1:]
+		return m.submit(p)
+	}
+	return nil
+}
+
+// flush re-renders the streaming assistant message; final also ends its streaming state.
+func (m *Model) flush(final bool) {
+	for i := len(m.items) - 1; i >= 0; i-- {
+		it := m.items[i]
+		if it.kind == kindAssistant && it.streaming {
+			it.cache = ""
+			if final {
+				it.streaming = false
+			}
+			m.renderItem(it)
+			return
+		}
+	}
+}
+
+// streaming returns the assistant message being streamed, starting one if needed.
+func (m *Model) streaming() *item {
+	if n := len(m.items); n > 0 && m.items[n-1].kind == kindAssistant && m.items[n-1].streaming {
+		return m.items[n-1]
+	}
+	return m.addItem(&item{kind: kindAssistant, streaming: true})
+}
+
+// onEvent folds one session event into the transcript.
+func (m *Model) onEvent(ev keel.Event) {
+	o := ev.From()
+	sub := o.AgentID != ""
+	switch e := ev.(type) {
+	case keel.Init:
+		if !sub {
+			m.init = &e
+		}
+	case keel.TextDelta:
+		if sub {
+			return
+		}
+		it := m.streaming()
+		it.text += e.Text
+		m.deltaLen += len(e.Text)
+	case keel.ThinkingDelta:
+		if sub {
+			return
+		}
+		n := len(m.items)
+		if n == 0 || m.items[n-1].kind != kindThinking {
+			m.addItem(&item{kind: kindThinking})
+		}
+		m.items[len(m.items)-1].text += e.Thinking
+		m.items[len(m.items)-1].cache = ""
+		m.deltaLen += len(e.Thinking)
+	case keel.AssistantMessage:
+		if sub {
+			return
+		}
+		m.flush(true)
+		m.runTokens += e.Usage.OutputTokens
+		m.deltaLen = 0
+		m.ctxUsed = e.Usage.TotalInput() + e.Usage.OutputTokens
+		m.usage, m.cost = m.b.Usage()
+	case keel.UserMessage:
+		if !sub && e.UUID != "" {
+			if t := e.Message.TextOf(); t != "" && len(e.Message.ToolUses()) == 0 && !hasToolResult(e) {
+				m.prompts = append(m.prompts, rewindPoint{uuid: e.UUID, text: t})
+			}
+		}
+	case keel.ToolStart:
+		m.flush(true)
+		it := &item{kind: kindTool, id: e.ID, name: e.Name, input: e.Input, agent: o.AgentName}
+		m.tools[e.ID] = it
+		m.addItem(it)
+		if sub {
+			m.taskActivity(o, e.Name)
+		}
+	case keel.ToolProgress:
+		if it := m.tools[e.ID]; it != nil {
+			it.progress = firstLineOf(e.Message)
+		}
+	case keel.ToolEnd:
+		if it := m.tools[e.ID]; it != nil {
+			it.done, it.isErr, it.dur, it.cache = true, e.IsError, e.Duration, ""
+			it.result = toolEndText(e)
+		}
+	case keel.PermissionDenied:
+		if it := m.tools[e.ToolUseID]; it != nil {
+			it.done, it.isErr, it.result, it.cache = true, true, "denied: "+e.Reason, ""
+		}
+	case keel.Retry:
+		m.hint = fmt.Sprintf("retrying (attempt %d in %s): %s", e.Attempt, fmtDur(e.Delay), e.Err)
+	case keel.CacheBreak:
+		if !sub {
+			m.notice(fmt.Sprintf("prompt cache broke at %s: %s", e.Segment, e.Reason))
+		}
+	case keel.Compacted:
+		m.notice(fmt.Sprintf("conversation compacted (%s, %s tokens before)", e.Trigger, fmtTokens(e.TokensBefore)))
+	case keel.Todos:
+		if !sub {
+			m.addItem(&item{kind: kindNotice, text: todosText(e)})
+		}
+	case keel.TaskStarted:
+		m.tasks = append(m.tasks, &task{id: e.TaskID, desc: e.Description, kind: e.SubagentType, status: "running"})
+	case keel.TaskUpdated:
+		if t := m.task(e.TaskID); t != nil {
+			t.status = e.Status
+		}
+	case keel.TaskNotification:
+		if t := m.task(e.TaskID); t != nil {
+			t.status, t.summary = e.Status, e.Summary
+		}
+	case keel.Notice:
+		if e.Level == "error" {
+			m.errorf(e.Text)
+		} else {
+			m.notice(e.Text)
+		}
+	case keel.Result:
+		if sub {
+			return
+		}
+		m.usage, m.cost = e.Usage, e.CostUSD
+		if u, c := m.b.Usage(); c >= e.CostUSD {
+			m.usage, m.cost = u, c
+		}
+		if e.IsError && e.Text != "" {
+			m.errorf(e.Subtype + ": " + e.Text)
+		}
+	}
+}
+
+func (m *Model) task(id string) *task {
+	for _, t := range m.tasks {
+		if t.id == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// taskActivity notes a subagent's latest tool in its task's summary.
+func (m *Model) taskActivity(o keel.Origin, tool string) {
+	for _, t := range m.tasks {
+		if t.status == "running" && (t.id == o.AgentID || t.desc == o.AgentName) {
+			t.summary = "using " + tool
+		}
+	}
+}
+
+func hasToolResult(e keel.UserMessage) bool {
+	for _, b := range e.Message.Content {
+		if b.Type == "tool_result" {
+			return true
+		}
+	}
+	return false
+}
+
+func toolEndText(e keel.ToolEnd) string {
+	var parts []string
+	for _, b := range e.Result {
+		if b.Text != "" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.TrimRight(strings.Join(parts, "\n"), "\n")
+}
+
+func todosText(e keel.Todos) string {
+	var b strings.Builder
+	b.WriteString("Todos")
+	for _, t := range e.Items {
+		mark := "☐"
+		switch t.Status {
+		case "completed":
+			mark = "☒"
+		case "in_progress":
+			mark = "◐"
+		}
+		b.WriteString("\n" + mark + " " + t.Content)
+	}
+	return b.String()
+}

@@ -1,0 +1,270 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// doublePress is how close two Esc or Ctrl+C presses must be to count as a double press.
+const doublePress = 1500 * time.Millisecond
+
+// permissionModes is the Shift+Tab cycle.
+var permissionModes = []string{"default", "acceptEdits", "plan"}
+
+// Update folds a message into the model.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.hgt = max(msg.Width, 20), max(msg.Height, 6)
+		m.input.SetWidth(m.width - 2)
+		return m, nil
+	case eventMsg:
+		if msg.run != m.runID {
+			return m, nil
+		}
+		if msg.err != nil {
+			if !strings.Contains(msg.err.Error(), context.Canceled.Error()) {
+				m.errorf(msg.err.Error())
+			}
+		} else {
+			m.onEvent(msg.ev)
+		}
+		return m, m.next()
+	case runDoneMsg:
+		if msg.run != m.runID {
+			return m, nil
+		}
+		return m, m.finishRun()
+	case tickMsg:
+		if msg.run != m.runID || !m.working {
+			return m, nil
+		}
+		m.frame++
+		m.flush(false)
+		return m, m.tick()
+	case askMsg:
+		m.asks = append(m.asks, msg)
+		return m, m.waitAsk()
+	case shellDoneMsg:
+		m.onShellDone(msg)
+		return m, nil
+	case cmdDoneMsg:
+		m.hint = ""
+		if msg.err != nil {
+			m.errorf(msg.what + ": " + msg.err.Error())
+			return m, nil
+		}
+		if msg.rewindTo != "" && msg.conv {
+			m.dropFrom(msg.rewindTo)
+		}
+		m.notice(msg.what)
+		return m, nil
+	case tea.PasteMsg:
+		if len(m.asks) > 0 && !m.askReason || m.picker != nil {
+			return m, nil
+		}
+		m.input.InsertString(m.inp.paste(msg.Content))
+		m.afterEdit()
+		return m, nil
+	case tea.KeyPressMsg:
+		return m, m.key(msg)
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(msg)
+	return m, cmd
+}
+
+// key handles a key press: global keys first, then the open overlay, then the input.
+func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
+	k := msg.String()
+	now := m.now()
+	if k != "ctrl+c" {
+		m.lastCtrlC = time.Time{}
+	}
+	switch k {
+	case "ctrl+c":
+		if !m.lastCtrlC.IsZero() && now.Sub(m.lastCtrlC) < doublePress {
+			m.quitting = true
+			return tea.Quit
+		}
+		m.lastCtrlC = now
+		if m.working {
+			m.interrupt()
+		}
+		m.input.Reset()
+		m.hint = "press ctrl+c again to exit"
+		return nil
+	case "shift+tab":
+		cur := m.b.PermissionMode()
+		next := permissionModes[0]
+		for i, pm := range permissionModes {
+			if pm == cur {
+				next = permissionModes[(i+1)%len(permissionModes)]
+			}
+		}
+		if err := m.b.SetPermissionMode(next); err != nil {
+			m.errorf("permission mode: " + err.Error())
+		}
+		return nil
+	case "ctrl+o":
+		m.expanded = !m.expanded
+		return nil
+	case "ctrl+b":
+		bg, ok := m.b.(Backgrounder)
+		if !ok {
+			m.hint = unavailable("moving a subagent to the background")
+			return nil
+		}
+		return func() tea.Msg {
+			return cmdDoneMsg{what: "moved to the background", err: bg.Background(context.Background())}
+		}
+	case "pgup":
+		m.scroll += max(m.hgt/2, 1)
+		return nil
+	case "pgdown":
+		m.scroll = max(m.scroll-max(m.hgt/2, 1), 0)
+		return nil
+	}
+	if m.picker != nil {
+		return m.pickerKey(k)
+	}
+	if len(m.asks) > 0 && !m.askReason {
+		return m.askKey(k)
+	}
+	if k == "esc" {
+		return m.escape(now)
+	}
+	if m.compl.kind != 0 {
+		switch k {
+		case "up":
+			m.compl.sel = (m.compl.sel + len(m.compl.items) - 1) % len(m.compl.items)
+			return nil
+		case "down":
+			m.compl.sel = (m.compl.sel + 1) % len(m.compl.items)
+			return nil
+		case "tab":
+			m.acceptCompletion()
+			return nil
+		case "enter":
+			if m.compl.kind == '@' || m.input.Value() != m.compl.items[m.compl.sel].value {
+				m.acceptCompletion()
+				if m.compl.kind == '@' || !strings.HasPrefix(m.input.Value(), "/") {
+					return nil
+				}
+			}
+		}
+	}
+	switch k {
+	case "enter":
+		v := m.input.Value()
+		if strings.HasSuffix(v, "\\") { // backslash-enter: a newline on any terminal
+			m.input.SetValue(strings.TrimSuffix(v, "\\") + "\n")
+			m.afterEdit()
+			return nil
+		}
+		return m.enter()
+	case "up":
+		if m.input.Line() == 0 {
+			if v, ok := m.inp.prev(m.input.Value()); ok {
+				m.setInput(v)
+				return nil
+			}
+		}
+	case "down":
+		if m.input.Line() == m.input.LineCount()-1 {
+			if v, ok := m.inp.next(); ok {
+				m.setInput(v)
+				return nil
+			}
+		}
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(msg)
+	m.afterEdit()
+	return cmd
+}
+
+// escape interrupts a run; a second Esc while idle opens the rewind picker.
+func (m *Model) escape(now time.Time) tea.Cmd {
+	defer func() { m.lastEsc = now }()
+	if m.askReason {
+		m.denyWithReason()
+		return nil
+	}
+	if m.compl.kind != 0 {
+		m.compl.kind = 0
+		return nil
+	}
+	if m.working {
+		m.interrupt()
+		return nil
+	}
+	if !m.lastEsc.IsZero() && now.Sub(m.lastEsc) < doublePress {
+		m.lastEsc = time.Time{}
+		m.openRewind()
+		return nil
+	}
+	return nil
+}
+
+func (m *Model) enter() tea.Cmd {
+	if m.askReason {
+		m.denyWithReason()
+		return nil
+	}
+	raw := m.input.Value()
+	v := strings.TrimSpace(m.inp.expand(raw))
+	if v == "" {
+		return nil
+	}
+	m.inp.remember(raw)
+	m.input.Reset()
+	m.input.SetHeight(1)
+	m.compl.kind = 0
+	switch {
+	case strings.HasPrefix(v, "!"):
+		return m.runShell(strings.TrimSpace(v[1:]))
+	case strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "//"):
+		return m.command(v)
+	}
+	return m.submit(v)
+}
+
+func (m *Model) setInput(v string) {
+	m.input.SetValue(v)
+	m.input.MoveToEnd()
+	m.afterEdit()
+	m.compl.kind = 0
+}
+
+// afterEdit resizes the input to its content and refreshes completion.
+func (m *Model) afterEdit() {
+	m.input.SetHeight(min(max(m.input.LineCount(), 1), 8))
+	if !m.askReason {
+		m.refreshCompletion(m.input.Value())
+	}
+}
+
+// dropFrom removes the transcript from the user message with uuid on (after a rewind).
+func (m *Model) dropFrom(uuid string) {
+	for i, p := range m.prompts {
+		if p.uuid != uuid {
+			continue
+		}
+		n := 0
+		for j, it := range m.items {
+			if it.kind == kindUser {
+				if n == i {
+					m.items = m.items[:j]
+					break
+				}
+				n++
+			}
+		}
+		m.prompts = m.prompts[:i]
+		return
+	}
+}

@@ -1,0 +1,250 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// View draws the screen: the transcript fills what the bottom part leaves.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.frameText())
+	v.AltScreen = true
+	v.WindowTitle = "keel"
+	return v
+}
+
+// frameText is the whole frame as text (ANSI-styled), height lines at most.
+func (m *Model) frameText() string {
+	if m.quitting {
+		return ""
+	}
+	bottom := m.bottom()
+	bh := lipgloss.Height(bottom)
+	avail := max(m.hgt-bh, 1)
+	lines := m.transcriptLines()
+	end := max(len(lines)-m.scroll, 0)
+	if m.scroll > 0 && end < avail {
+		end = min(avail, len(lines))
+		m.scroll = len(lines) - end
+	}
+	start := max(end-avail, 0)
+	shown := lines[start:end]
+	pad := avail - len(shown)
+	var b strings.Builder
+	for _, l := range shown {
+		b.WriteString(ansi.Truncate(l, m.width, "") + "\n")
+	}
+	b.WriteString(strings.Repeat("\n", pad))
+	b.WriteString(bottom)
+	return b.String()
+}
+
+func (m *Model) transcriptLines() []string {
+	var out []string
+	if len(m.items) == 0 {
+		out = append(out, m.st.accent.Render("✻ keel")+m.st.dim.Render(" "+m.cfg.Version+" · "+m.cwd), m.st.dim.Render("  /help for commands · esc to interrupt · ctrl+c twice to quit"), "")
+	}
+	for _, it := range m.items {
+		s := m.renderItem(it)
+		if s == "" {
+			continue
+		}
+		out = append(out, strings.Split(s, "\n")...)
+		out = append(out, "")
+	}
+	return out
+}
+
+// bottom is everything under the transcript: tasks, spinner, prompt or input, status.
+func (m *Model) bottom() string {
+	var parts []string
+	if p := m.tasksPanel(); p != "" {
+		parts = append(parts, p)
+	}
+	if m.working {
+		el := m.now().Sub(m.runStart)
+		tok := m.runTokens + int64(m.deltaLen/4)
+		parts = append(parts, m.st.accent.Render(spinnerFrames[m.frame%len(spinnerFrames)])+" "+
+			m.st.accent.Render("Working…")+m.st.dim.Render(fmt.Sprintf(" (%ds · ↓ %s tokens · esc to interrupt)", int(el.Seconds()), fmtTokens(tok))))
+	}
+	switch {
+	case m.picker != nil:
+		parts = append(parts, m.pickerBox())
+	case len(m.asks) > 0:
+		parts = append(parts, m.askBox())
+		if m.askReason {
+			parts = append(parts, m.inputBox("Tell keel what to do instead (enter to send, esc to just deny)"))
+		}
+	default:
+		parts = append(parts, m.inputBox(""))
+		if c := m.complMenu(); c != "" {
+			parts = append(parts, c)
+		}
+	}
+	if m.hint != "" {
+		parts = append(parts, m.st.warn.Render(ansi.Truncate(m.hint, m.width, "…")))
+	}
+	parts = append(parts, m.statusLine())
+	return strings.Join(parts, "\n")
+}
+
+func (m *Model) inputBox(label string) string {
+	rule := m.st.dim.Render(strings.Repeat("─", m.width))
+	s := rule + "\n" + m.input.View() + "\n" + rule
+	if label != "" {
+		s = m.st.dim.Render(label) + "\n" + s
+	}
+	return s
+}
+
+func (m *Model) complMenu() string {
+	c := m.compl
+	if c.kind == 0 {
+		return ""
+	}
+	first := 0
+	if c.sel >= complShown {
+		first = c.sel - complShown + 1
+	}
+	var lines []string
+	for i := first; i < len(c.items) && i < first+complShown; i++ {
+		it := c.items[i]
+		val := fmt.Sprintf("%-16s", it.value)
+		l := "  " + val + " " + m.st.dim.Render(it.desc)
+		if i == c.sel {
+			l = m.st.sel.Render("❯ "+val) + " " + m.st.dim.Render(it.desc)
+		}
+		lines = append(lines, ansi.Truncate(l, m.width, "…"))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m *Model) askBox() string {
+	a := m.asks[0].req
+	who := "keel"
+	if a.Agent != "" {
+		who = m.st.agentColor(a.AgentColor).Render(a.Agent)
+	}
+	var what string
+	switch {
+	case a.Command != "":
+		what = a.Command
+	case len(a.Paths) > 0:
+		what = strings.Join(a.Paths, ", ")
+	case a.URL != "":
+		what = a.URL
+	}
+	inner := max(m.width-4, 20)
+	var b strings.Builder
+	b.WriteString(m.st.accent.Render(a.Tool) + " · asked by " + who + "\n")
+	if what != "" {
+		b.WriteString(ansi.Wrap("  "+what, inner, " ") + "\n")
+	}
+	if a.Reason != "" {
+		b.WriteString(m.st.dim.Render(ansi.Wrap(a.Reason, inner, " ")) + "\n")
+	}
+	b.WriteString("Do you want to proceed?\n")
+	always := "Yes, and don't ask again"
+	if len(a.Suggestions) > 0 {
+		always += " for " + strings.Join(a.Suggestions, ", ")
+	}
+	opts := []string{"Yes", always, "No, and tell keel what to do differently (esc: just no)"}
+	for i, o := range opts {
+		l := fmt.Sprintf("  %d. %s", i+1, o)
+		if i == m.askSel {
+			l = m.st.sel.Render(fmt.Sprintf("❯ %d. %s", i+1, o))
+		}
+		b.WriteString(ansi.Truncate(l, inner, "…"))
+		if i < len(opts)-1 {
+			b.WriteString("\n")
+		}
+	}
+	return m.st.box.Width(m.width).Render(b.String())
+}
+
+func (m *Model) pickerBox() string {
+	p := m.picker
+	inner := max(m.width-4, 20)
+	shown := max(min(len(p.items), m.hgt-8), 1)
+	first := 0
+	if p.sel >= shown {
+		first = p.sel - shown + 1
+	}
+	var b strings.Builder
+	b.WriteString(m.st.accent.Render(p.title) + m.st.dim.Render("  (↑/↓, enter, esc)"))
+	for i := first; i < len(p.items) && i < first+shown; i++ {
+		l := "  " + p.items[i]
+		if i == p.sel {
+			l = m.st.sel.Render("❯ " + p.items[i])
+		}
+		b.WriteString("\n" + ansi.Truncate(l, inner, "…"))
+	}
+	return m.st.box.Width(m.width).Render(b.String())
+}
+
+func (m *Model) tasksPanel() string {
+	var lines []string
+	for _, t := range m.tasks {
+		if t.status != "running" && t.status != "pending" && len(m.tasks) > 4 {
+			continue
+		}
+		mark := m.st.accent.Render("◐")
+		switch t.status {
+		case "completed":
+			mark = m.st.ok.Render("✓")
+		case "failed", "killed", "stopped":
+			mark = m.st.fail.Render("✗")
+		}
+		l := fmt.Sprintf("%s %s", mark, t.desc)
+		if t.kind != "" {
+			l += m.st.dim.Render(" (" + t.kind + ")")
+		}
+		l += m.st.dim.Render(" · " + t.status)
+		if t.summary != "" {
+			l += m.st.dim.Render(" · " + firstLineOf(t.summary))
+		}
+		lines = append(lines, ansi.Truncate(l, m.width, "…"))
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return m.st.dim.Render("Tasks") + "\n" + strings.Join(lines, "\n")
+}
+
+func (m *Model) statusLine() string {
+	mode := m.b.PermissionMode()
+	var modeText string
+	switch mode {
+	case "acceptEdits":
+		modeText = m.st.ok.Render("⏵⏵ accept edits")
+	case "plan":
+		modeText = m.st.accent.Render("⏸ plan mode")
+	case "default":
+		modeText = m.st.dim.Render("default mode")
+	default:
+		modeText = m.st.warn.Render(mode)
+	}
+	left := m.b.Model() + " · " + modeText
+	u := m.usage
+	share := 0
+	if in := u.TotalInput(); in > 0 {
+		share = int(u.CacheReadInputTokens * 100 / in)
+	}
+	right := fmt.Sprintf("ctx %d%% · %s tok · $%.2f · cache %d%%", m.ctxUsed*100/contextWindow,
+		fmtTokens(u.TotalInput()+u.OutputTokens), m.cost, share)
+	gap := m.width - lipgloss.Width(left) - lipgloss.Width(right)
+	if hint := m.st.dim.Render(" (shift+tab)"); gap > lipgloss.Width(hint) {
+		left += hint
+		gap -= lipgloss.Width(hint)
+	}
+	if gap < 1 {
+		return ansi.Truncate(left+" · "+right, m.width, "…")
+	}
+	return left + strings.Repeat(" ", gap) + m.st.status.Render(right)
+}
