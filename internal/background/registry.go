@@ -378,7 +378,14 @@ func (r *Registry) Outstanding(owner string) int {
 	defer r.mu.Unlock()
 	n := 0
 	for _, t := range r.tasks {
-		if r.resolveLocked(t.spec.Owner) == owner && !t.snapshot().Status.Terminal() {
+		if r.resolveLocked(t.spec.Owner) != owner {
+			continue
+		}
+		// A task counts until its notification is queued, not merely until its status is
+		// terminal, so a waiter never sees "nothing outstanding, nothing queued" in between.
+		select {
+		case <-t.done:
+		default:
 			n++
 		}
 	}

@@ -82,6 +82,13 @@ type Options struct {
 	NoPersistence bool
 	// ContextWindow is the model's context window in tokens; 0 means DefaultContextWindow.
 	ContextWindow int64
+
+	// Agents is the --agents JSON; ForkSubagents makes an Agent call without subagent_type a
+	// fork (also the forkSubagents setting); MaxAgentDepth limits nesting (0: subagents do not
+	// start subagents).
+	Agents        string
+	ForkSubagents bool
+	MaxAgentDepth int
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
@@ -125,6 +132,8 @@ type Session struct {
 	cacheSafe *loop.CacheSafe
 	// sink receives the events of the Send in progress; nil between Sends.
 	sink *chanSink
+	// agents runs subagents and background tasks (agents.go).
+	agents *agents
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -174,6 +183,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	}
 	s.logger = logger.With("session", s.id)
 	env := s.restore(st)
+	s.buildAgents(ctx)
 	s.buildPrompt(ctx, env)
 	return s, nil
 }
@@ -265,6 +275,7 @@ func (s *Session) release() {
 // run is one Send: the prompt joins the history, the loop runs, the result is reported.
 func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error {
 	started := time.Now()
+	agentUsage, agentCost := s.agentUsage()
 	pool := s.pool()
 	sink.Emit(event.Init{SessionID: s.id, Model: s.opts.Model, Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode()})
 	for _, n := range s.takeNotices() {
@@ -316,6 +327,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Sink:      sink,
 		Logger:    s.logger,
 	}
+	s.wireAgent(agent)
 	out, runErr := agent.Run(ctx, history)
 
 	s.mu.Lock()
@@ -351,6 +363,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	if runErr != nil {
 		res.Text = runErr.Error()
 	}
+	s.rollUpAgents(&res, agentUsage, agentCost)
 	sink.Emit(res)
 	if runErr != nil {
 		return fmt.Errorf("run prompt: %w", runErr)
@@ -363,6 +376,7 @@ func (s *Session) Close() error {
 	s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "exit"}))
 	s.hooks.Wait()
 	s.jobs.Close()
+	s.closeAgents()
 	if s.transcript != nil {
 		return s.transcript.Close()
 	}

@@ -42,8 +42,11 @@ func (k *chanSink) Append(ctx context.Context, m message.Message) (string, error
 
 // EndTurn makes the turn durable: one fdatasync per turn, not per entry.
 func (k *chanSink) EndTurn(ctx context.Context) error {
-	if k.s.transcript == nil {
-		return nil
+	if k.s.transcript != nil {
+		if err := k.s.transcript.Sync(ctx); err != nil {
+			return err
+		}
 	}
-	return k.s.transcript.Sync(ctx)
+	// The request carrying any background notifications was sent and is now on disk.
+	return k.s.ackNotifications()
 }
