@@ -206,3 +206,15 @@ func (s *Session) SendPending(ctx context.Context) func(yield func(event.Event, 
 		}
 	}
 }
+
+// agentNames lists the agent types the Agent tool accepts, for the init event.
+func (s *Session) agentNames() []string {
+	if s.agents == nil {
+		return nil
+	}
+	var names []string
+	for _, d := range s.agents.runner.Definitions().Agents() {
+		names = append(names, d.Name)
+	}
+	return names
+}

@@ -277,7 +277,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	started := time.Now()
 	agentUsage, agentCost := s.agentUsage()
 	pool := s.pool()
-	sink.Emit(event.Init{SessionID: s.id, Model: s.opts.Model, Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode()})
+	sink.Emit(event.Init{SessionID: s.id, Model: s.opts.Model, Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode(), Agents: s.agentNames()})
 	for _, n := range s.takeNotices() {
 		sink.Emit(n)
 	}
