@@ -26,6 +26,29 @@ type agents struct {
 	tasks  *background.Registry
 	queue  *background.Queue
 	runner *subagent.Runner
+	// held are events of background work that happened between Sends (a task finishing),
+	// replayed at the start of the next one; guarded by Session.mu.
+	held []event.Event
+}
+
+// maxHeld bounds the events kept between Sends; older ones are dropped.
+const maxHeld = 1000
+
+// emitAgent sends an event of a subagent or background task to the Send in progress, or
+// holds it for the next Send.
+func (s *Session) emitAgent(e event.Event) {
+	s.mu.Lock()
+	sink := s.sink
+	if sink == nil && s.agents != nil {
+		if len(s.agents.held) >= maxHeld {
+			s.agents.held = s.agents.held[1:]
+		}
+		s.agents.held = append(s.agents.held, e)
+	}
+	s.mu.Unlock()
+	if sink != nil {
+		sink.Emit(e)
+	}
 }
 
 // buildAgents loads the agent definitions and wires the runner. It runs after the transcript
@@ -43,11 +66,11 @@ func (s *Session) buildAgents(ctx context.Context) {
 	if path := s.TranscriptPath(); path != "" {
 		dir = filepath.Join(transcript.SessionDir(path), "notifications")
 	}
-	tasks := background.New(background.Options{Dir: dir, Emit: s.emit, Logger: s.logger})
+	tasks := background.New(background.Options{Dir: dir, Emit: s.emitAgent, Logger: s.logger})
 	queue, err := tasks.Queue(background.MainOwner)
 	if err != nil {
 		s.notices = append(s.notices, event.Notice{Level: "warn", Text: fmt.Sprintf("background notifications: %v", err)})
-		tasks = background.New(background.Options{Emit: s.emit, Logger: s.logger})
+		tasks = background.New(background.Options{Emit: s.emitAgent, Logger: s.logger})
 		queue, _ = tasks.Queue(background.MainOwner)
 	}
 	if err := queue.Reconcile(s.history); err != nil {
@@ -62,12 +85,12 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Hooks:     s.hooks,
 		HookInput: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) },
 		Gate: func(c *permission.Checker, origin event.Origin) tool.Gate {
-			return &gate{s: s, checker: c, origin: origin, emit: s.emit}
+			return &gate{s: s, checker: c, origin: origin, emit: s.emitAgent}
 		},
 		Prepare: prepare,
 		Worktrees: &worktree.Manager{Root: s.projectDir, Logger: s.logger,
 			Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) }}},
-		Emit:   s.emit,
+		Emit:   s.emitAgent,
 		Logger: s.logger,
 	})
 	s.agents = &agents{tasks: tasks, queue: queue, runner: runner}
@@ -93,6 +116,13 @@ func (s *Session) wireAgent(a *loop.Agent) {
 		return
 	}
 	s.setMainParent()
+	s.mu.Lock()
+	held := s.agents.held
+	s.agents.held = nil
+	s.mu.Unlock()
+	for _, e := range held {
+		s.emit(e)
+	}
 	a.AfterTurn = s.agents.runner.AfterTurn("")
 	a.Observers = append(a.Observers, s.agents.queue)
 }

@@ -235,7 +235,7 @@ func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[event.Event
 		s.sink = sink
 		s.mu.Unlock()
 		go func() {
-			defer close(events)
+			defer sink.close()
 			defer func() {
 				s.mu.Lock()
 				s.sink = nil

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"sync"
 
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
@@ -17,6 +18,20 @@ type chanSink struct {
 	uuids []string
 	// replaced is set when compaction replaced the history: uuids then start at the boundary.
 	replaced bool
+
+	// mu guards closed and sends on ch: background agents emit from their own goroutines and
+	// may finish just as the run ends.
+	mu     sync.Mutex
+	closed bool
+}
+
+// close ends the event stream; later events (a background agent finishing between Sends)
+// are dropped.
+func (k *chanSink) close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.closed = true
+	close(k.ch)
 }
 
 // compacted restarts the id list at the compaction boundary.
@@ -25,7 +40,13 @@ func (k *chanSink) compacted(boundary string) {
 	k.replaced = true
 }
 
-func (k *chanSink) Emit(e event.Event) { k.ch <- e }
+func (k *chanSink) Emit(e event.Event) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.closed {
+		k.ch <- e
+	}
+}
 
 func (k *chanSink) Append(ctx context.Context, m message.Message) (string, error) {
 	t := transcript.TypeUser
