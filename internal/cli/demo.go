@@ -72,7 +72,7 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 		PermissionMode:      "acceptEdits",
 		SettingsFlags:       settings.Flags{AllowedTools: []string{"Bash(sh hello.sh)"}},
 		ManagedSettingsPath: "-", ManagedMemoryPath: "-",
-		ForkSubagents:       true,
+		ForkSubagents: true,
 	})
 	if err != nil {
 		return err
