@@ -154,3 +154,46 @@ func TestBackgroundTaskOfSubagentReportsToParent(t *testing.T) {
 		t.Errorf("parent = %q", out2.Text)
 	}
 }
+
+// TestMessageToRunningAgentAndStop: SendMessage to a running background agent reaches it at
+// its next request; TaskStop kills another, whose notification says killed.
+func TestMessageToRunningAgentAndStop(t *testing.T) {
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{Name: "got-message", When: scripted.Match{Contains: "PLEASE ALSO"}, Reply: []scripted.Block{scripted.Text("did both")}},
+		{Name: "bg-wait", When: scripted.Match{UserText: "BG-"}, Reply: []scripted.Block{scripted.ToolUse("mcp__test__wait", map[string]any{})}},
+		{Name: "bg-done", When: scripted.Match{ToolResult: "mcp__test__wait"}, Reply: []scripted.Block{scripted.Text("did one")}},
+		{Name: "spawn", When: scripted.Match{UserText: "start"}, Times: 1, Reply: []scripted.Block{
+			scripted.ToolUse("Agent", map[string]any{"description": "a", "prompt": "BG-A", "subagent_type": "general-purpose", "run_in_background": true}),
+			scripted.ToolUse("Agent", map[string]any{"description": "b", "prompt": "BG-B", "subagent_type": "general-purpose", "run_in_background": true}),
+		}},
+		{Name: "launched", When: scripted.Match{ToolResult: "Agent"}, Reply: []scripted.Block{scripted.Text("launched")}},
+	}}
+	release := make(chan struct{})
+	w := newWorld(t, sc, worldOptions{tools: []tool.Tool{gateTool(release)}})
+	out := w.run("start")
+	res := toolResults(out.Messages)
+	a, b := agentIDRe.FindStringSubmatch(res[0])[1], agentIDRe.FindStringSubmatch(res[1])[1]
+
+	if got := w.runner.Send(t.Context(), "", "", a, "PLEASE ALSO check the docs").ResultText(); !has(got, "delivered to running agent "+a) {
+		t.Fatalf("Send to a running agent = %q", got)
+	}
+	if info, err := w.tasks.Stop(t.Context(), b); err != nil || info.Status != background.StatusKilled {
+		t.Fatalf("Stop = %+v, %v", info, err)
+	}
+	close(release)
+	info, err := w.tasks.Wait(t.Context(), a)
+	if err != nil || info.Result != "did both" {
+		t.Errorf("agent a = %+v, %v; want it to have read the message", info, err)
+	}
+	q, _ := w.tasks.Queue(background.MainOwner)
+	all := strings.Join(func() []string {
+		var s []string
+		for _, blk := range q.Observe(t.Context()) {
+			s = append(s, blk.Text)
+		}
+		return s
+	}(), "\n")
+	if !has(all, "<task-id>"+b+"</task-id>") || !has(all, "<status>killed</status>") || !has(all, "<status>completed</status>") {
+		t.Errorf("notifications = %s", all)
+	}
+}

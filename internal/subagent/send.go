@@ -45,8 +45,13 @@ func (r *Runner) SendMessageTool() tool.Tool {
 
 // Send delivers message to the agent to on behalf of the agent from ("" is the main thread).
 func (r *Runner) Send(ctx context.Context, from, toolUseID, to, msg string) tool.Result {
-	if n := r.node(to); n != nil && to != "" {
-		n.inbox.push(from, msg)
+	r.mu.Lock()
+	live := r.agents[to]
+	if live != nil && to != "" {
+		live.inbox.push(from, msg)
+	}
+	r.mu.Unlock()
+	if live != nil && to != "" {
 		return tool.Text(fmt.Sprintf("Message delivered to running agent %s; it reads it at its next step and reports when it finishes.", to))
 	}
 	caller := r.node(from)

@@ -73,6 +73,11 @@ func (r *Runner) launch(ctx context.Context, s spawn) tool.Result {
 	if err != nil {
 		return tool.Errorf("start agent: %v", err)
 	}
+	// The agent is live from now on, so a SendMessage reaches its inbox even before its
+	// goroutine starts.
+	r.mu.Lock()
+	r.agents[c.n.id] = c.n
+	r.mu.Unlock()
 	task := background.Spec{ID: c.n.id, Kind: "local_agent", Owner: s.parent.owner, Description: s.in.Description,
 		ToolUseID: s.toolUseID, Origin: c.agent.Origin, Prompt: s.in.Prompt, SubagentType: s.def.Name}
 	if s.background {
@@ -81,6 +86,9 @@ func (r *Runner) launch(ctx context.Context, s spawn) tool.Result {
 			return res.text, res.err
 		})
 		if err != nil {
+			r.mu.Lock()
+			delete(r.agents, c.n.id)
+			r.mu.Unlock()
 			return tool.Errorf("start agent: %v", err)
 		}
 		text := "Async agent launched successfully.\n" + trailerLine(c.n.id) + "\ntask_id: " + c.n.id +
@@ -324,14 +332,8 @@ func defaultSystem(def *agentdef.Definition, id, cwd string) loop.System {
 // worktree's fate, and the hand-over of its background tasks to its parent.
 func (r *Runner) run(ctx context.Context, c *child) (res result) {
 	n := c.n
-	r.mu.Lock()
-	r.agents[n.id] = n
-	r.mu.Unlock()
 	r.cfg.Tasks.Reclaim(n.id)
 	defer func() {
-		r.mu.Lock()
-		delete(r.agents, n.id)
-		r.mu.Unlock()
 		// A background task the child started outlives its turn: its parent gets the report.
 		if err := r.cfg.Tasks.Adopt(n.id, n.parent.owner); err != nil {
 			r.logger.Error("hand background tasks to parent", "agent", n.id, "err", err)
@@ -357,10 +359,37 @@ func (r *Runner) run(ctx context.Context, c *child) (res result) {
 			return result{err: err}
 		}
 	}
-	out, err := c.agent.Run(ctx, c.history)
-	res = result{text: out.Text, usage: out.Usage, toolUses: countToolUses(out.Messages[len(c.history):]),
-		duration: time.Since(c.started)}
-	r.addUsage(out.Usage, cost.USD(c.agent.Model, out.Usage))
+	history := c.history
+	var (
+		out      *loop.Outcome
+		err      error
+		usage    message.Usage
+		toolUses int
+	)
+	for {
+		out, err = c.agent.Run(ctx, history)
+		usage = usage.Add(out.Usage)
+		toolUses += countToolUses(out.Messages[len(history):])
+		// A message sent while the agent finished its last turn is not lost: it starts
+		// another. Checking the inbox and leaving the live set under one lock means a sender
+		// either reaches the inbox in time or finds the agent finished and continues it.
+		r.mu.Lock()
+		pending := n.inbox.Observe(ctx)
+		if err != nil || len(pending) == 0 {
+			r.done[n.id] = &record{def: c.spec.def, fork: c.spec.fork, history: out.Messages, owner: n.parent.owner, depth: n.depth}
+			delete(r.agents, n.id)
+			r.mu.Unlock()
+			break
+		}
+		r.mu.Unlock()
+		next := message.User(pending...)
+		if _, err = c.sink.Append(ctx, next); err != nil {
+			break
+		}
+		history = append(out.Messages, next)
+	}
+	res = result{text: out.Text, usage: usage, toolUses: toolUses, duration: time.Since(c.started)}
+	r.addUsage(usage, cost.USD(c.agent.Model, usage))
 	switch {
 	case err != nil && ctx.Err() != nil:
 		res.interrupted = true
@@ -377,9 +406,6 @@ func (r *Runner) run(ctx context.Context, c *child) (res result) {
 	if c.wt != nil {
 		res.wtNote = r.finishWorktree(context.WithoutCancel(ctx), c)
 	}
-	r.mu.Lock()
-	r.done[n.id] = &record{def: c.spec.def, fork: c.spec.fork, history: out.Messages, owner: n.parent.owner, depth: n.depth}
-	r.mu.Unlock()
 	return res
 }
 
