@@ -13,12 +13,14 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/internal/tool"
 )
 
 func agentScenario() *scripted.Scenario {
 	return &scripted.Scenario{Rules: []scripted.Rule{
 		{Name: "drained", When: scripted.Match{Contains: "<task-notification>"}, Reply: []scripted.Block{scripted.Text("report received")}},
-		{Name: "bg-child", When: scripted.Match{UserText: "BG-TASK"}, Reply: []scripted.Block{scripted.Text("bg findings: 7 files")}},
+		{Name: "bg-child", When: scripted.Match{UserText: "BG-TASK"}, Reply: []scripted.Block{scripted.ToolUse("mcp__test__wait", map[string]any{})}},
+		{Name: "bg-child-done", When: scripted.Match{ToolResult: "mcp__test__wait"}, Reply: []scripted.Block{scripted.Text("bg findings: 7 files")}},
 		{Name: "fg-child", When: scripted.Match{UserText: "FG-TASK"}, Reply: []scripted.Block{scripted.Text("fg findings: 42")}},
 		{Name: "follow-up", When: scripted.Match{UserText: "FOLLOW-UP"}, Reply: []scripted.Block{scripted.Text("follow-up: 43")}},
 		{Name: "spawn-bg", When: scripted.Match{UserText: "survey"}, Times: 1, Reply: []scripted.Block{scripted.ToolUse("Agent",
@@ -45,8 +47,12 @@ func countIn(msgs []message.Message, sub string) int {
 func TestBackgroundNotificationSurvivesKill(t *testing.T) {
 	if env := os.Getenv("KEEL_SESSION_KILL"); env != "" {
 		home, cwd, _ := strings.Cut(env, "|")
-		h := newHarness(t, agentScenario(), Options{Home: home, Cwd: cwd, SessionID: "0b6c5e7e-5d0a-4f43-9a51-6b3c4a0e9d11"})
+		release := make(chan struct{})
+		h := newHarness(t, agentScenario(), Options{Home: home, Cwd: cwd, SessionID: "0b6c5e7e-5d0a-4f43-9a51-6b3c4a0e9d11",
+			Tools: []tool.Tool{waitTool(release)}})
 		h.send(t, "survey")
+		// Only now, with the parent's turn over, does the background agent finish.
+		close(release)
 		if n, err := h.sess.WaitBackground(context.Background()); err != nil || n != 1 {
 			t.Fatalf("WaitBackground = %d, %v", n, err)
 		}
@@ -62,7 +68,9 @@ func TestBackgroundNotificationSurvivesKill(t *testing.T) {
 		t.Fatalf("child process: %v, want killed\n%s", err, out)
 	}
 
-	h := newHarness(t, agentScenario(), Options{Home: home, Cwd: cwd, Resume: "0b6c5e7e-5d0a-4f43-9a51-6b3c4a0e9d11"})
+	open := make(chan struct{})
+	close(open)
+	h := newHarness(t, agentScenario(), Options{Home: home, Cwd: cwd, Resume: "0b6c5e7e-5d0a-4f43-9a51-6b3c4a0e9d11", Tools: []tool.Tool{waitTool(open)}})
 	if n := h.sess.PendingNotifications(); n != 1 {
 		t.Fatalf("pending after the kill = %d, want 1", n)
 	}
@@ -83,13 +91,27 @@ func TestBackgroundNotificationSurvivesKill(t *testing.T) {
 	}
 	h.sess.Close()
 
-	again := newHarness(t, agentScenario(), Options{Home: home, Cwd: cwd, Resume: "0b6c5e7e-5d0a-4f43-9a51-6b3c4a0e9d11"})
+	again := newHarness(t, agentScenario(), Options{Home: home, Cwd: cwd, Resume: "0b6c5e7e-5d0a-4f43-9a51-6b3c4a0e9d11", Tools: []tool.Tool{waitTool(open)}})
 	if n := again.sess.PendingNotifications(); n != 0 {
 		t.Errorf("pending after drain and another resume = %d, want 0", n)
 	}
 	if n := countIn(again.sess.History(), "<task-notification>"); n != 1 {
 		t.Errorf("notification in resumed history %d times, want 1", n)
 	}
+}
+
+// waitTool blocks until release is closed; it holds a background agent until the test lets go.
+func waitTool(release <-chan struct{}) tool.Tool {
+	return tool.New(tool.Spec[struct{}]{Name: "mcp__test__wait", Description: "waits", Schema: []byte(`{"type":"object"}`),
+		IsReadOnly: tool.Always[struct{}],
+		Run: func(ctx context.Context, env *tool.Env, in struct{}) tool.Result {
+			select {
+			case <-release:
+				return tool.Text("released")
+			case <-ctx.Done():
+				return tool.Errorf("cancelled")
+			}
+		}})
 }
 
 var agentIDRe = regexp.MustCompile(`agentId: (a[0-9a-f]{16})`)
