@@ -183,10 +183,16 @@ func (k ackSink) Append(context.Context, message.Message) (string, error) { retu
 func (k ackSink) EndTurn(context.Context) error { return k.q.Ack() }
 
 // gateTool blocks until release is closed: it holds a background agent until the test lets go.
-func gateTool(release <-chan struct{}) tool.Tool {
+func gateTool(release <-chan struct{}) tool.Tool { return blockTool(nil, release) }
+
+// blockTool is gateTool that also says, on entered, when a call has started.
+func blockTool(entered chan<- struct{}, release <-chan struct{}) tool.Tool {
 	return tool.New(tool.Spec[struct{}]{Name: "mcp__test__wait", Description: "waits", Schema: []byte(`{"type":"object"}`),
 		IsReadOnly: tool.Always[struct{}],
 		Run: func(ctx context.Context, env *tool.Env, in struct{}) tool.Result {
+			if entered != nil {
+				entered <- struct{}{}
+			}
 			select {
 			case <-release:
 				return tool.Text("released")

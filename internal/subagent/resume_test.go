@@ -1,13 +1,18 @@
 package subagent
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/keel-dev/keel/internal/gittest"
+	"github.com/keel-dev/keel/internal/loop"
+	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
 	"github.com/keel-dev/keel/internal/worktree"
 )
@@ -89,5 +94,34 @@ func TestWorktreeIsolation(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(repo.Dir, worktree.Dir, entries[0].Name(), "made.txt")); got != "made in a worktree\n" {
 		t.Errorf("made.txt = %q", got)
+	}
+}
+
+// TestInterruptedAgentReturnsItsID: a subagent cut off by the user still reports its id, so it
+// can be continued.
+func TestInterruptedAgentReturnsItsID(t *testing.T) {
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{Name: "child", When: scripted.Match{UserText: "CHILD"}, Reply: []scripted.Block{scripted.Text("working on it"), scripted.ToolUse("mcp__test__wait", map[string]any{})}},
+		{Name: "spawn", When: scripted.Match{UserText: "start"}, Times: 1, Reply: []scripted.Block{scripted.ToolUse("Agent",
+			map[string]any{"description": "c", "prompt": "CHILD", "subagent_type": "Explore"})}},
+	}}
+	entered := make(chan struct{}, 1)
+	w := newWorld(t, sc, worldOptions{tools: []tool.Tool{blockTool(entered, make(chan struct{}))}})
+	ctx, cancel := context.WithCancelCause(t.Context())
+	go func() {
+		// Interrupt once the child's blocking call has started.
+		select {
+		case <-entered:
+			cancel(loop.ErrInterrupted)
+		case <-ctx.Done():
+		}
+	}()
+	out, err := w.main.Run(ctx, []message.Message{message.User(message.Text("start"))})
+	if !errors.Is(err, loop.ErrInterrupted) {
+		t.Fatalf("run error = %v, want interrupted", err)
+	}
+	res := toolResults(out.Messages)
+	if len(res) != 1 || !has(res[0], "The agent was interrupted") || !agentIDRe.MatchString(res[0]) {
+		t.Errorf("interrupted result = %q; want the agent id even for a one-shot agent", res)
 	}
 }
