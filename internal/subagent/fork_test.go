@@ -84,7 +84,7 @@ func TestForkChildrenShareTheParentsCache(t *testing.T) {
 	if minShare < 0.97 {
 		t.Errorf("lowest cache share of a fork child = %.4f, want >= 0.97", minShare)
 	}
-	fmt.Fprintf(os.Stderr, "fork cache: %d children, lowest cache-read share %.2f%%\n", forkChildren, 100*minShare)
+	t.Logf("fork cache: %d children, lowest cache-read share %.2f%%", forkChildren, 100*minShare)
 
 	// Golden: the part of one child's request that follows the parent's request.
 	// Children run in parallel, so pick the first fork's request by its directive.
