@@ -7,7 +7,7 @@ test:
 	./scripts/test.sh
 
 build:
-	go build -o bin/keel ./cmd/keel
+	go build -o bin/ ./cmd/keel ./cmd/keel-tui
 
 bench:
 	go test -run '^$$' -bench . -benchmem ./...

@@ -32,7 +32,8 @@ func TestDependencyRules(t *testing.T) {
 		}
 		return false
 	}
-	terminalUI := []string{"charm.land", "github.com/charmbracelet", "github.com/spf13/cobra"}
+	uiLibraries := []string{"charm.land", "github.com/charmbracelet", "github.com/alecthomas/chroma"}
+	terminalUI := append([]string{"github.com/spf13/cobra"}, uiLibraries...)
 	for path, p := range pkgs {
 		name := rel(path)
 		for _, imp := range p.imports {
@@ -49,6 +50,15 @@ func TestDependencyRules(t *testing.T) {
 			}
 			if internal && strings.HasSuffix(iname, "test") && strings.Contains(iname, "/") {
 				t.Errorf("%s imports %s outside a _test.go file: *test packages are for tests only", name, iname)
+			}
+		}
+		// The keel binary stays free of the UI libraries: their start-up cost (syntax-highlighter
+		// registries) would be paid by every headless run; keel-tui links them.
+		if hasPrefix(name, "cmd/keel", "internal/cli") {
+			for _, d := range p.deps {
+				if hasPrefix(d, uiLibraries...) {
+					t.Errorf("%s depends on %s: the UI belongs in keel-tui (internal/interactive)", name, d)
+				}
 			}
 		}
 		if name == "" || hasPrefix(name, "internal/loop", "internal/provider", "internal/tool", "internal/coord") {

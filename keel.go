@@ -30,6 +30,7 @@ import (
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/session"
+	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -56,6 +57,26 @@ type Options struct {
 	PermissionMode string
 	// Tools are custom tools, offered after the built-ins (see [NewTool]).
 	Tools []Tool
+	// AllowedTools and DisallowedTools are permission rules for this session, in settings
+	// syntax ("Bash(go test:*)", "Edit", "mcp__github").
+	AllowedTools, DisallowedTools []string
+	// AddDirs are extra working directories the agent may use.
+	AddDirs []string
+	// Settings are extra settings sources: a JSON file path or a JSON object each.
+	Settings []string
+	// Trust runs the project's hooks and MCP servers without a recorded trust.
+	Trust bool
+	// Resume continues the stored session with this id; Continue the newest one in Cwd.
+	// ForkSession continues either as a new session, leaving the original untouched.
+	Resume      string
+	Continue    bool
+	ForkSession bool
+	// SessionID names a new session; empty means a random UUID.
+	SessionID string
+	// NoPersistence keeps no transcript or file history.
+	NoPersistence bool
+	// Getenv looks up provider credentials (ANTHROPIC_API_KEY…); nil means os.Getenv.
+	Getenv func(string) string
 	// Ask answers permission questions (a terminal prompt, a web UI). Nil denies them, with a
 	// reason naming the rule that would allow the call.
 	Ask func(ctx context.Context, req PermissionRequest) PermissionAnswer
@@ -76,7 +97,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		APIKey:   opts.APIKey,
 		BaseURL:  opts.BaseURL,
 		Logger:   opts.Logger,
-	}, connect.OSEnv)
+	}, getenv(opts.Getenv))
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +117,17 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		Tools:              opts.Tools,
 		Logger:             opts.Logger,
 		Asker:              asker(opts.Ask),
+		SettingsFlags: settings.Flags{
+			Model: opts.Model, PermissionMode: opts.PermissionMode,
+			AllowedTools: opts.AllowedTools, DisallowedTools: opts.DisallowedTools, AddDirs: opts.AddDirs,
+		},
+		SettingsArgs:  opts.Settings,
+		Trust:         opts.Trust,
+		Resume:        opts.Resume,
+		Continue:      opts.Continue,
+		ForkSession:   opts.ForkSession,
+		SessionID:     opts.SessionID,
+		NoPersistence: opts.NoPersistence,
 	})
 	if err != nil {
 		return nil, err
@@ -175,6 +207,13 @@ type (
 	Notice           = event.Notice
 	Result           = event.Result
 )
+
+func getenv(f func(string) string) func(string) string {
+	if f == nil {
+		return connect.OSEnv
+	}
+	return f
+}
 
 // defaultHome is $KEEL_HOME, else ~/.keel, else nothing (no persistence).
 func defaultHome() string {

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -23,6 +25,11 @@ func TestMain(m *testing.M) {
 // TestScripts runs the CLI scenarios in testdata/script. Each script gets its own KEEL_HOME
 // and HOME; `model SCENARIO.yaml` starts a scripted model on loopback for the commands after it.
 func TestScripts(t *testing.T) {
+	// Scripts that run the go command share the build cache instead of filling a fresh one.
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatalf("go env GOCACHE: %v", err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
@@ -32,6 +39,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("ANTHROPIC_BASE_URL", "")
 			env.Setenv("OPENAI_API_KEY", "")
 			env.Setenv("OPENAI_BASE_URL", "")
+			env.Setenv("GOCACHE", strings.TrimSpace(string(gocache)))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -48,9 +48,14 @@ func (e exitCodeError) Error() string { return e.err.Error() }
 // Main runs keel with args and returns the process exit code. getenv is the environment; it
 // is read here and passed down, never consulted deeper in the tree.
 func Main(args []string, std Streams, getenv func(string) string) int {
+	return MainWith(args, std, getenv, nil)
+}
+
+// MainWith is Main with the terminal UI linked in (cmd/keel-tui); interactive may be nil.
+func MainWith(args []string, std Streams, getenv func(string) string, interactive Interactive) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	app := &app{std: std, env: loadEnv(getenv), getenv: getenv}
+	app := &app{std: std, env: loadEnv(getenv), getenv: getenv, interactive: interactive}
 	root := app.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(std.In)
@@ -84,9 +89,10 @@ func firstLine(s string) string {
 
 // app holds what every command shares.
 type app struct {
-	std    Streams
-	env    Env
-	getenv func(string) string
+	std         Streams
+	env         Env
+	getenv      func(string) string
+	interactive Interactive
 }
 
 func (a *app) rootCommand() *cobra.Command {

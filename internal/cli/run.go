@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/render"
 	"github.com/keel-dev/keel/internal/session"
@@ -166,22 +166,31 @@ func (a *app) runRoot(ctx context.Context, f *runFlags, args []string) error {
 	if !f.print {
 		return a.runInteractive(ctx, f, args)
 	}
-	prompts, err := a.prompts(f, args)
-	if err != nil {
-		return err
+	out := &lockedWriter{w: a.std.Out}
+	var prompts func() (string, bool, error)
+	var asker permission.Asker
+	if f.inputFormat == "stream-json" {
+		c := newControl(a.std.In, out)
+		prompts, asker = c.nextPrompt, c
+	} else {
+		p, err := a.prompts(f, args)
+		if err != nil {
+			return err
+		}
+		prompts = p
 	}
 	prov, model, err := connect.Open(connect.Config{Provider: f.providerName, Model: f.model, BaseURL: f.baseURL}, a.getenv)
 	if err != nil {
 		return err
 	}
 	opts := a.sessionOptions(f)
-	opts.Provider, opts.Model = prov, model
+	opts.Provider, opts.Model, opts.Asker = prov, model, asker
 	sess, err := session.New(ctx, opts)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	r, err := render.New(f.outputFormat, a.std.Out, f.verbose)
+	r, err := render.New(f.outputFormat, out, f.verbose)
 	if err != nil {
 		return usageError{err}
 	}
@@ -242,10 +251,6 @@ func (a *app) headless(ctx context.Context, sess *session.Session, prompts func(
 // prompts returns an iterator over the prompts of this run: the argument, stdin as one
 // prompt, or one per stream-json line.
 func (a *app) prompts(f *runFlags, args []string) (func() (string, bool, error), error) {
-	if f.inputFormat == "stream-json" {
-		br := bufio.NewReader(a.std.In)
-		return func() (string, bool, error) { return nextStreamJSONPrompt(br) }, nil
-	}
 	prompt := strings.Join(args, " ")
 	if prompt == "" && a.std.In != nil {
 		b, err := io.ReadAll(a.std.In)
@@ -265,35 +270,6 @@ func (a *app) prompts(f *runFlags, args []string) (func() (string, bool, error),
 		done = true
 		return prompt, true, nil
 	}, nil
-}
-
-// nextStreamJSONPrompt reads the next user message line: {"type":"user","message":{"role":"user","content":…}}.
-func nextStreamJSONPrompt(br *bufio.Reader) (string, bool, error) {
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(strings.TrimSpace(string(line))) > 0 {
-			var in struct {
-				Type    string `json:"type"`
-				Message struct {
-					Content json.RawMessage `json:"content"`
-				} `json:"message"`
-			}
-			if jerr := json.Unmarshal(line, &in); jerr != nil {
-				return "", false, fmt.Errorf("stdin: line is not JSON: %v", jerr)
-			}
-			if in.Type != "user" {
-				continue
-			}
-			text, terr := contentText(in.Message.Content)
-			return text, true, terr
-		}
-		if err == io.EOF {
-			return "", false, nil
-		}
-		if err != nil {
-			return "", false, fmt.Errorf("read stdin: %w", err)
-		}
-	}
 }
 
 func contentText(raw json.RawMessage) (string, error) {

@@ -1,5 +1,7 @@
 package permission
 
+import "encoding/json"
+
 // Kind says which family of rules and mode semantics apply to a tool.
 type Kind int
 
@@ -62,6 +64,11 @@ type Request struct {
 	// Cwd is the directory relative paths are resolved against; empty means
 	// the checker's first working directory.
 	Cwd string
+	// Input is the call's raw input, for askers that show or forward it
+	// (the stream-json control protocol); rules never look at it.
+	Input json.RawMessage
+	// ToolUseID is the tool_use being decided, for askers that report it.
+	ToolUseID string
 }
 
 func canonicalTool(name string) string {

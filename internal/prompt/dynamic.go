@@ -22,7 +22,7 @@ const (
 // dynamicSections returns the per-session sections. Each is computed from values fixed for the
 // session, except MCP instructions.
 func dynamicSections(opts Options) []Section {
-	return []Section{
+	sections := []Section{
 		Memoized(SectionGuidance, func() string { return opts.Guidance }),
 		Memoized(SectionMemory, func() string {
 			if opts.Memory == nil {
@@ -42,12 +42,6 @@ func dynamicSections(opts Options) []Section {
 			}
 			return "# Language\nAlways answer the user in " + opts.Language + ". Code, identifiers and technical terms keep their own form."
 		}),
-		Uncached(SectionMCP, "MCP servers connect, disconnect and change instructions between turns", func() string {
-			if opts.MCP == nil {
-				return ""
-			}
-			return renderMCP(opts.MCP())
-		}),
 		Memoized(SectionScratchpad, func() string {
 			if opts.ScratchpadDir == "" {
 				return ""
@@ -57,6 +51,14 @@ func dynamicSections(opts Options) []Section {
 		}),
 		Memoized(SectionAppend, func() string { return opts.AppendSystemPrompt }),
 	}
+	sections = append(sections, opts.Extra...)
+	// Last, so a server that comes or goes changes only the final block of the prompt.
+	return append(sections, Uncached(SectionMCP, "MCP servers connect, disconnect and change instructions between turns", func() string {
+		if opts.MCP == nil {
+			return ""
+		}
+		return renderMCP(opts.MCP())
+	}))
 }
 
 // memoryIntro precedes the memory files.

@@ -59,6 +59,9 @@ type Options struct {
 	MCP func() []MCPServer
 	// ScratchpadDir is a per-session directory for temporary files.
 	ScratchpadDir string
+	// Extra are further memoized sections other packages own (the skills listing), placed
+	// after the built-in dynamic sections and before the uncached MCP one.
+	Extra []Section
 }
 
 // Rendered is a system prompt ready to send. Treat it as immutable: forks and post-turn

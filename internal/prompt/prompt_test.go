@@ -103,7 +103,7 @@ func TestMemoization(t *testing.T) {
 
 func TestRenderShape(t *testing.T) {
 	r := New(allOptions()).Render()
-	want := []string{StaticName, SectionGuidance, SectionMemory, SectionEnv, SectionLanguage, SectionMCP, SectionScratchpad, SectionAppend}
+	want := []string{StaticName, SectionGuidance, SectionMemory, SectionEnv, SectionLanguage, SectionScratchpad, SectionAppend, SectionMCP}
 	if diff := cmp.Diff(want, r.Names); diff != "" {
 		t.Errorf("names mismatch (-want +got):\n%s", diff)
 	}

@@ -105,7 +105,7 @@ func (r *streamJSON) Render(e event.Event) error {
 	default:
 		return nil
 	}
-	if r.sessionID != "" {
+	if r.sessionID != "" && !line.has("session_id") {
 		line = append(line, kv{"session_id", r.sessionID})
 	}
 	line = append(line, kv{"uuid", uuid.NewString()})
@@ -142,6 +142,15 @@ type kv struct {
 // obj is a JSON object that keeps its members in order, so lines read like Claude Code's
 // ("type" first) and encode the same way every time.
 type obj []kv
+
+func (o obj) has(k string) bool {
+	for _, m := range o {
+		if m.k == k {
+			return true
+		}
+	}
+	return false
+}
 
 // MarshalJSON writes the members in order.
 func (o obj) MarshalJSON() ([]byte, error) {

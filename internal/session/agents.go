@@ -185,12 +185,15 @@ func (s *Session) ResumeAgent(ctx context.Context, id, msg string) (string, erro
 	return s.agents.runner.Resume(ctx, id, msg)
 }
 
-// ForkRunner runs fork-context skills as subagents.
-func (s *Session) ForkRunner() *subagent.Runner {
-	if s.agents == nil {
-		return nil
+// agentForks is the Skill tool's fork runner. The Skill tool is built before the runner (which
+// needs the transcript), so it looks the runner up at call time.
+type agentForks struct{ s *Session }
+
+func (f agentForks) RunFork(ctx context.Context, agentType, prompt string, allowedTools []string, model string) (string, error) {
+	if f.s.agents == nil {
+		return "", fmt.Errorf("run skill: agents are not available in this session")
 	}
-	return s.agents.runner
+	return f.s.agents.runner.RunFork(ctx, agentType, prompt, allowedTools, model)
 }
 
 func (s *Session) closeAgents() {

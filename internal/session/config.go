@@ -146,6 +146,7 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 		},
 		Environment: env,
 		MCP:         s.mcpInstructions,
+		Extra:       []prompt.Section{s.skills.Section()},
 	})
 }
 

@@ -45,6 +45,7 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		call.Input = out.UpdatedInput
 	}
 	req := permissionRequest(t, call.Input, env.State.Cwd)
+	req.ToolUseID = call.ID
 	var d permission.Decision
 	switch out.Decision {
 	case hooks.DecisionAllow:
@@ -55,12 +56,19 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 	case hooks.DecisionAsk:
 		d = g.checker.Check(ctx, req)
 	default:
+		// A running inline skill's allowed-tools pass without asking; deny rules still win.
+		if rules := g.s.grants.Rules(env.AgentID); len(rules) > 0 {
+			if d = g.s.evaluateWith(rules, req); d.Behavior == permission.Allow {
+				break
+			}
+		}
 		d = g.checker.Check(ctx, req)
 	}
 	if d.Behavior != permission.Allow {
 		g.deny(call, d.Reason)
 		return tool.Errorf("Permission to use %s was denied. %s", call.Name, d.Reason), false
 	}
+	g.s.noteTouched(req.Paths)
 	if !req.ReadOnly && isFileEdit(call.Name) {
 		for _, p := range req.Paths {
 			g.s.trackEdit(permission.ResolvePath(p, env.State.Cwd))
@@ -144,7 +152,7 @@ func permissionRequest(t tool.Tool, input json.RawMessage, cwd string) permissio
 		Skill        string `json:"skill"`
 	}
 	_ = json.Unmarshal(input, &in)
-	req := permission.Request{Tool: t.Name(), ReadOnly: t.ReadOnly(input), Cwd: cwd, Command: in.Command, URL: in.URL}
+	req := permission.Request{Tool: t.Name(), ReadOnly: t.ReadOnly(input), Cwd: cwd, Command: in.Command, URL: in.URL, Input: input}
 	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
 		if p != "" {
 			req.Paths = append(req.Paths, p)

@@ -9,6 +9,7 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/permission"
 )
 
 // hookInput fills the fields every hook event carries.
@@ -31,7 +32,11 @@ func (s *Session) submitPrompt(ctx context.Context, prompt string, sink *chanSin
 		return nil, fmt.Errorf("prompt blocked by a UserPromptSubmit hook: %s", out.Reason)
 	}
 	blocks := []message.Block{message.Text(prompt)}
-	for _, c := range out.AdditionalContext {
+	s.mu.Lock()
+	extra := append(s.startContext, out.AdditionalContext...)
+	s.startContext = nil
+	s.mu.Unlock()
+	for _, c := range extra {
 		blocks = append(blocks, message.Text(c))
 	}
 	return blocks, nil
@@ -70,4 +75,27 @@ func subTotals(now, before cachewatch.Totals) cachewatch.Totals {
 func userHome() string {
 	h, _ := os.UserHomeDir()
 	return h
+}
+
+// startHooks runs the SessionStart hooks; what they add joins the first prompt.
+func (s *Session) startHooks(ctx context.Context, source string) {
+	out := s.hooks.Run(ctx, hooks.SessionStart, s.hookInput(s.opts.Cwd, hooks.Input{Source: source}))
+	for _, n := range out.Notices {
+		s.notices = append(s.notices, event.Notice{Level: "info", Text: n})
+	}
+	s.startContext = append(s.startContext, out.AdditionalContext...)
+}
+
+// notifyingAsker runs the Notification hooks before a permission question is put, so a user
+// away from the terminal can be told that keel waits for them.
+type notifyingAsker struct {
+	s     *Session
+	inner permission.Asker
+}
+
+func (a notifyingAsker) Ask(ctx context.Context, r permission.AskRequest) (permission.Answer, error) {
+	a.s.hooks.Run(ctx, hooks.Notification, a.s.hookInput(a.s.Cwd(), hooks.Input{
+		Message: "keel needs your permission to use " + r.Request.Tool, NotificationType: "permission_prompt",
+	}))
+	return a.inner.Ask(ctx, r)
 }

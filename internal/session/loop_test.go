@@ -239,3 +239,61 @@ func TestCompactionRecordsABoundaryAndReportsNoBreak(t *testing.T) {
 		t.Errorf("resumed history mismatch (-want +got):\n%s", diff)
 	}
 }
+
+func TestHooksGetTheRealTranscriptPath(t *testing.T) {
+	dir := t.TempDir()
+	seen := filepath.Join(dir, "seen.json")
+	hook := writeHook(t, dir, "start.sh", "cat > "+seen+"\n")
+	settings := `{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"` + hook + `"}]}]}}`
+	h := newHarness(t, echoScenario(), Options{SettingsArgs: []string{settings}})
+	h.send(t, "hello")
+	var in struct {
+		TranscriptPath string `json:"transcript_path"`
+	}
+	data, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &in); err != nil {
+		t.Fatal(err)
+	}
+	if in.TranscriptPath == "" || in.TranscriptPath != h.sess.TranscriptPath() {
+		t.Fatalf("hook saw transcript_path %q, the session writes %q", in.TranscriptPath, h.sess.TranscriptPath())
+	}
+	if _, err := os.Stat(in.TranscriptPath); err != nil {
+		t.Errorf("transcript_path does not exist: %v", err)
+	}
+}
+
+func TestModelChangeIsReportedAsACacheBreak(t *testing.T) {
+	h := newHarness(t, echoScenario(), Options{})
+	h.send(t, "hello")
+	h.sess.SetModel("claude-opus-4-5")
+	var breaks []event.CacheBreak
+	for _, e := range h.send(t, "hello again") {
+		if b, ok := e.(event.CacheBreak); ok {
+			breaks = append(breaks, b)
+		}
+	}
+	if len(breaks) == 0 || breaks[0].Segment != "model" {
+		t.Fatalf("breaks = %+v, want one naming the model", breaks)
+	}
+}
+
+func TestSessionStartContextJoinsTheFirstPrompt(t *testing.T) {
+	dir := t.TempDir()
+	hook := writeHook(t, dir, "start.sh", `cat >/dev/null
+echo '{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"CTX-FROM-START"}}'
+`)
+	settings := `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"` + hook + `"}]}]}}`
+	h := newHarness(t, echoScenario(), Options{SettingsArgs: []string{settings}})
+	h.send(t, "hello")
+	h.send(t, "again")
+	reqs := h.srv.Requests()
+	if !strings.Contains(string(reqs[0].Body), "CTX-FROM-START") {
+		t.Error("SessionStart context is not in the first request")
+	}
+	if n := strings.Count(string(reqs[1].Body), "CTX-FROM-START"); n != 1 {
+		t.Errorf("SessionStart context appears %d times in the second request, want once (from history)", n)
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/shell"
+	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
@@ -116,16 +117,24 @@ type Session struct {
 	builtins  []tool.Tool
 	jobs      *shell.Jobs
 	todos     *builtin.Todos
+	skills    *skill.Catalog
+	grants    *skill.Grants
+	// forkRunner runs fork-context skills as subagents; nil until agents are wired.
+	forkRunner skill.ForkRunner
 
 	// mu guards history, state, busy and totals.
 	mu      sync.Mutex
 	history []message.Message
 	// uuids are the transcript entry ids of history, index for index.
-	uuids   []string
-	state   tool.State
-	busy    bool
-	totals  message.Usage
-	costUSD float64
+	uuids []string
+	// touched are paths tools used since the last request, for path-scoped rules.
+	touched []string
+	// startContext is what SessionStart hooks added, for the first prompt.
+	startContext []string
+	state        tool.State
+	busy         bool
+	totals       message.Usage
+	costUSD      float64
 	// cacheTotals are the watcher's totals at the end of the last Send.
 	cacheTotals cachewatch.Totals
 	// cacheSafe is what the main agent's newest turn sent (for forks and helpers).
@@ -172,10 +181,16 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	for _, w := range warnings {
 		s.notices = append(s.notices, event.Notice{Level: "warn", Text: w})
 	}
-	s.checker = permission.New(permission.Config{Policy: policy, Asker: opts.Asker, Home: userHome(), Logger: s.logger})
+	var asker permission.Asker = permission.Headless{}
+	if opts.Asker != nil {
+		asker = opts.Asker
+	}
+	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger})
 	s.state.AdditionalDirs = policy.Dirs[1:]
 	s.buildHooks()
 	s.buildCachePolicy()
+	s.loadSkills()
+	s.forkRunner = agentForks{s}
 	s.builtins = s.buildTools()
 	st, err := s.openTranscript(ctx)
 	if err != nil {
@@ -185,6 +200,11 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	env := s.restore(st)
 	s.buildAgents(ctx)
 	s.buildPrompt(ctx, env)
+	source := "startup"
+	if st != nil {
+		source = "resume"
+	}
+	s.startHooks(ctx, source)
 	return s, nil
 }
 
@@ -277,7 +297,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	started := time.Now()
 	agentUsage, agentCost := s.agentUsage()
 	pool := s.pool()
-	sink.Emit(event.Init{SessionID: s.id, Model: s.opts.Model, Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode(), Agents: s.agentNames()})
+	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode(),
+		Skills: s.skillNames(), Agents: s.agentNames()})
 	for _, n := range s.takeNotices() {
 		sink.Emit(n)
 	}
@@ -288,6 +309,13 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		}
 		sink.Emit(res)
 		return nil
+	}
+	defer s.grants.End("")
+	if text, ok, err := s.expandCommand(ctx, prompt); err != nil {
+		sink.Emit(event.Result{Subtype: "error_during_execution", IsError: true, Text: err.Error(), SessionID: s.id, Duration: time.Since(started)})
+		return nil
+	} else if ok {
+		prompt = text
 	}
 	blocks, err := s.submitPrompt(ctx, prompt, sink)
 	if err != nil {
@@ -317,6 +345,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Prepare:   func(r *provider.Request) { provider.PlaceBreakpoints(r, s.ttl) },
 		Watch:     watcher{s.watch},
 		Stop:      stopHook{s},
+		Observers: []loop.Observer{rulesObserver{s}},
 		Compact:   &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(pool)},
 		Validator: s.validator,
 		Files:     s.files,
@@ -429,3 +458,25 @@ func (s *Session) CacheSafe() *loop.CacheSafe {
 	defer s.mu.Unlock()
 	return s.cacheSafe
 }
+
+// skillNames lists the skills and commands a user can invoke with /name.
+func (s *Session) skillNames() []string {
+	var names []string
+	for _, sk := range s.skills.All() {
+		if sk.UserInvocable {
+			names = append(names, sk.Name)
+		}
+	}
+	return names
+}
+
+// MemoryFiles lists the memory files in the system prompt, in load order.
+func (s *Session) MemoryFiles() []memory.File {
+	if s.memory == nil {
+		return nil
+	}
+	return s.memory.Files()
+}
+
+// Skills lists the skills and commands this session can run.
+func (s *Session) Skills() []skill.Skill { return s.skills.All() }

@@ -8,6 +8,7 @@ import (
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/shell"
+	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -33,7 +34,8 @@ func resolveCwd(dir string) (string, error) {
 func (s *Session) buildTools() []tool.Tool {
 	s.jobs = shell.NewJobs()
 	s.todos = builtin.NewTodos(func(items []event.Todo) { s.emit(event.Todos{Items: items}) })
-	return builtin.Tools(builtin.Options{Jobs: s.jobs, Todos: s.todos})
+	tools := builtin.Tools(builtin.Options{Jobs: s.jobs, Todos: s.todos})
+	return append(tools, s.skills.Tool(skill.ToolOptions{Runner: s.forkRunner, Grants: s.grants}))
 }
 
 // emit sends e to the caller of the Send in progress, if any.

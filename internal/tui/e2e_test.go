@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// keelBinary builds cmd/keel once per test process.
+// keelBinary builds cmd/keel and cmd/keel-tui once per test process.
 func keelBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -40,8 +40,10 @@ func keelBinary(t testing.TB) string {
 		if buildErr != nil {
 			return
 		}
+		// keel hands interactive runs to keel-tui beside it, as installed by go install ./cmd/...
 		binPath = filepath.Join(binDir, "keel")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/keel-dev/keel/cmd/keel").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binDir+string(filepath.Separator),
+			"github.com/keel-dev/keel/cmd/keel", "github.com/keel-dev/keel/cmd/keel-tui").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -75,7 +77,12 @@ func startKeel(t testing.TB, srv *scripted.Server, dir string, w, h int, args ..
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	tm := &term{t: t, sock: filepath.Join(sockDir, "s"), target: "keel"}
-	home := t.TempDir()
+	// One home per working directory, beside it in the test's temporary tree, so a second
+	// keel in the same directory finds the first one's sessions.
+	home := dir + "-home"
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	env := []string{
 		"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=test", "ANTHROPIC_MODEL=claude-scripted",
 		"KEEL_HOME=" + home, "HOME=" + home, "TERM=xterm-256color",
@@ -200,7 +207,6 @@ func TestE2EInterruptWithEsc(t *testing.T) {
 }
 
 func TestE2EResumeFromPicker(t *testing.T) {
-	t.Skip("needs the session-listing and resume API (keel.Session implementing tui.SessionLister and tui.Resumer), not in the root API yet")
 	srv := startScripted(t, e2eRules...)
 	dir := t.TempDir()
 	tm := startKeel(t, srv, dir, 100, 30)

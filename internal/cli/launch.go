@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/keel-dev/keel"
+)
+
+// Interactive runs the terminal UI on a session opened with opts. cmd/keel-tui provides it;
+// the keel binary has none and hands interactive runs to keel-tui instead.
+type Interactive func(ctx context.Context, opts keel.Options, prompt string, std Streams, noColor bool, version string) error
+
+// tuiBinary is the executable that holds the terminal UI.
+const tuiBinary = "keel-tui"
+
+// runInteractive starts the terminal UI: in this process when it is linked in, else by
+// replacing this process with keel-tui (found beside this executable, then on PATH) with the
+// same arguments.
+func (a *app) runInteractive(ctx context.Context, f *runFlags, args []string) error {
+	if a.interactive != nil {
+		return a.interactive(ctx, a.libraryOptions(f), strings.Join(args, " "), a.std, a.getenv("NO_COLOR") != "", Version)
+	}
+	path, err := findTUI()
+	if err != nil {
+		return usageError{err}
+	}
+	argv := append([]string{tuiBinary}, os.Args[1:]...)
+	if err := syscall.Exec(path, argv, os.Environ()); err != nil {
+		return fmt.Errorf("start %s: %w", path, err)
+	}
+	return nil
+}
+
+func findTUI() (string, error) {
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), tuiBinary)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(tuiBinary); err == nil {
+		return p, nil
+	}
+	return "", errors.New("the terminal UI is the keel-tui binary, which is not installed beside keel or on PATH: " +
+		"install both with `go install ./cmd/...` (or run `go run ./cmd/keel-tui`), or run headless with keel -p PROMPT")
+}
+
+// libraryOptions turns the run flags into the library's options, for the terminal UI.
+func (a *app) libraryOptions(f *runFlags) keel.Options {
+	mode := f.permissionMode
+	if f.skipPermissions {
+		mode = "bypassPermissions"
+	}
+	return keel.Options{
+		Cwd:                f.cwd,
+		Home:               a.env.Home,
+		Provider:           f.providerName,
+		Model:              f.model,
+		BaseURL:            f.baseURL,
+		MaxTurns:           f.maxTurns,
+		SystemPrompt:       f.systemPrompt,
+		AppendSystemPrompt: f.appendSystemPrompt,
+		PermissionMode:     mode,
+		AllowedTools:       splitToolList(f.allowedTools),
+		DisallowedTools:    splitToolList(f.disallowedTools),
+		AddDirs:            f.addDirs,
+		Settings:           f.settings,
+		Trust:              f.trust,
+		Resume:             f.resume,
+		Continue:           f.continueLast,
+		ForkSession:        f.forkSession,
+		SessionID:          f.sessionID,
+		NoPersistence:      f.noPersistence,
+		Getenv:             a.getenv,
+	}
+}

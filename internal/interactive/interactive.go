@@ -1,0 +1,144 @@
+// Package interactive is the entry point of the terminal UI: it opens the session from the
+// command line's options and runs internal/tui on it. It lives apart from internal/cli so the
+// keel binary does not link the UI: glamour's syntax highlighter alone registers its lexers
+// and styles at process start (about 18 ms and 12 MB), which every headless run, every
+// worker and `keel --version` would pay. cmd/keel-tui links it; keel execs keel-tui.
+package interactive
+
+import (
+	"context"
+	"io"
+	"iter"
+	"os"
+	"sync"
+
+	"github.com/charmbracelet/x/term"
+
+	"github.com/keel-dev/keel"
+	"github.com/keel-dev/keel/internal/tui"
+)
+
+// Run starts a session with opts and hands it to the terminal UI; prompt, if any, is the
+// first one. When in or out is not a terminal it falls back to a line-oriented loop: one
+// prompt per input line, plain text out.
+func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, out io.Writer, noColor bool, version string) error {
+	if !isTerminal(in) || !isTerminal(out) {
+		pa := tui.NewPlainAsker(in, out)
+		opts.Ask = pa.Ask
+		sess, err := keel.New(ctx, opts)
+		if err != nil {
+			return err
+		}
+		defer sess.Close()
+		return tui.RunPlain(ctx, sess, pa, prompt)
+	}
+	asker := tui.NewAsker()
+	opts.Ask = asker.Ask
+	sess, err := keel.New(ctx, opts)
+	if err != nil {
+		return err
+	}
+	b := &backend{opts: opts, cur: sess}
+	defer b.close()
+	return tui.Run(ctx, tui.Config{
+		Backend: b,
+		Asker:   asker,
+		Prompt:  prompt,
+		NoColor: noColor,
+		Version: version,
+	})
+}
+
+// backend adapts a *keel.Session to the UI, and lets /resume switch to another stored session.
+type backend struct {
+	opts keel.Options
+	// mu guards cur.
+	mu  sync.Mutex
+	cur *keel.Session
+}
+
+var (
+	_ tui.Backend       = (*backend)(nil)
+	_ tui.SessionLister = (*backend)(nil)
+	_ tui.Resumer       = (*backend)(nil)
+	_ tui.Rewinder      = (*backend)(nil)
+	_ tui.Compactor     = (*backend)(nil)
+	_ tui.Clearer       = (*backend)(nil)
+	_ tui.SkillLister   = (*backend)(nil)
+	_ tui.MemoryLister  = (*backend)(nil)
+)
+
+func (b *backend) Skills() []tui.SkillInfo {
+	var out []tui.SkillInfo
+	for _, s := range b.s().Skills() {
+		if s.UserInvocable {
+			out = append(out, tui.SkillInfo{Name: s.Name, Description: s.Description})
+		}
+	}
+	return out
+}
+
+func (b *backend) MemoryFiles() []tui.MemoryFile {
+	var out []tui.MemoryFile
+	for _, f := range b.s().MemoryFiles() {
+		out = append(out, tui.MemoryFile{Path: f.Path, Scope: f.Kind})
+	}
+	return out
+}
+
+func (b *backend) s() *keel.Session {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cur
+}
+
+func (b *backend) Send(ctx context.Context, prompt string) iter.Seq2[keel.Event, error] {
+	return b.s().Send(ctx, prompt)
+}
+func (b *backend) ID() string                          { return b.s().ID() }
+func (b *backend) Model() string                       { return b.s().Model() }
+func (b *backend) SetModel(m string)                   { b.s().SetModel(m) }
+func (b *backend) PermissionMode() string              { return b.s().PermissionMode() }
+func (b *backend) SetPermissionMode(mode string) error { return b.s().SetPermissionMode(mode) }
+func (b *backend) Usage() (keel.Usage, float64)        { return b.s().Usage() }
+func (b *backend) Cwd() string                         { return b.s().Cwd() }
+func (b *backend) Compact(ctx context.Context, instructions string) error {
+	return b.s().Compact(ctx, instructions)
+}
+func (b *backend) Clear(ctx context.Context) error { return b.s().Clear(ctx) }
+
+func (b *backend) Rewind(ctx context.Context, toUUID string, code, conversation bool) error {
+	_, err := b.s().Rewind(ctx, toUUID, code, conversation)
+	return err
+}
+
+func (b *backend) ListSessions() ([]tui.SessionInfo, error) {
+	list, err := keel.ListSessions(b.opts.Home, b.s().Cwd())
+	out := make([]tui.SessionInfo, 0, len(list))
+	for _, s := range list {
+		out = append(out, tui.SessionInfo{ID: s.ID, Title: s.Title, FirstPrompt: s.FirstPrompt, Modified: s.Updated, Size: s.Size})
+	}
+	return out, err
+}
+
+// Resume closes the current session and opens the stored one.
+func (b *backend) Resume(ctx context.Context, id string) error {
+	opts := b.opts
+	opts.Resume, opts.Continue, opts.SessionID = id, false, ""
+	next, err := keel.New(ctx, opts)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	prev := b.cur
+	b.cur = next
+	b.mu.Unlock()
+	return prev.Close()
+}
+
+func (b *backend) close() { b.s().Close() }
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
+}

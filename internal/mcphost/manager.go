@@ -1,0 +1,412 @@
+package mcphost
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/tool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Status is a server's connection state.
+type Status string
+
+// Connection states.
+const (
+	StatusPending   Status = "pending"
+	StatusConnected Status = "connected"
+	StatusFailed    Status = "failed"
+	StatusNeedsAuth Status = "needs-auth"
+	StatusDisabled  Status = "disabled"
+)
+
+// Defaults for the zero Options.
+const (
+	DefaultConnectTimeout  = 30 * time.Second
+	DefaultMaxOutputTokens = 25000
+	DefaultRelistWait      = 2 * time.Second
+	DefaultShutdownGrace   = 2 * time.Second
+)
+
+// Options configures a [Manager]. The zero value (plus Servers) works.
+type Options struct {
+	// Servers are the entries to run, after [Policy.Apply]; disabled ones are listed, not started.
+	Servers []ServerConfig
+	// InProcess holds Go SDK servers run in this process, by name (type "sdk" in keel's terms).
+	InProcess map[string]*mcp.Server
+	// Environ is the base environment of stdio servers (os.Environ() at the CLI), and Dir their
+	// working directory.
+	Environ []string
+	Dir     string
+	// Roots are the working directories, answered to roots/list.
+	Roots []string
+	// ConnectTimeout bounds each server's connection and first listing (MCP_TIMEOUT).
+	ConnectTimeout time.Duration
+	// ToolTimeout bounds each call (MCP_TOOL_TIMEOUT); zero means none.
+	ToolTimeout time.Duration
+	// MaxOutputTokens caps a call's result (MAX_MCP_OUTPUT_TOKENS), at about 4 characters a token.
+	MaxOutputTokens int
+	// RelistWait bounds how long Tools waits for a relist in flight.
+	RelistWait time.Duration
+	// ShutdownGrace is how long a stdio server gets after stdin closes, and after SIGTERM.
+	ShutdownGrace time.Duration
+	// Reconnect is the backoff of HTTP and SSE servers that drop.
+	Reconnect Backoff
+	// ToolSearch configures deferral of MCP tool schemas behind ToolSearch.
+	ToolSearch ToolSearchOptions
+	// Asker answers elicitation requests; nil declines them and tells the user.
+	Asker Asker
+	// OAuth configures authorization for HTTP servers that ask for it.
+	OAuth OAuthOptions
+	// ClientName and ClientVersion are sent in initialize.
+	ClientName, ClientVersion string
+	Logger                    *slog.Logger
+}
+
+// Backoff is a reconnect schedule: Base, doubling up to Max, at most Attempts tries.
+type Backoff struct {
+	Base     time.Duration
+	Max      time.Duration
+	Attempts int
+}
+
+// Asker answers a server's elicitation request (a question for the user).
+type Asker interface {
+	Elicit(ctx context.Context, server string, req *mcp.ElicitParams) (*mcp.ElicitResult, error)
+}
+
+// ServerStatus is one server as `keel mcp list` shows it.
+type ServerStatus struct {
+	Name      string   `json:"name"`
+	Scope     Scope    `json:"scope"`
+	Type      string   `json:"type"`
+	Target    string   `json:"target"` // command line or URL
+	Status    Status   `json:"status"`
+	Reason    string   `json:"reason,omitempty"`
+	Tools     int      `json:"tools"`
+	Prompts   int      `json:"prompts"`
+	Resources int      `json:"resources"`
+	Server    string   `json:"server,omitempty"` // serverInfo name and version
+	Warnings  []string `json:"warnings,omitempty"`
+}
+
+// Manager runs the configured servers and offers their tools by generation. It is safe for
+// concurrent use. Close stops every server.
+type Manager struct {
+	opts   Options
+	logger *slog.Logger
+	conns  []*conn // sorted by name; fixed after New
+	search *searchState
+
+	// stop ends every server goroutine; wg waits for them.
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+	base context.Context
+
+	// mu guards gen, changed, snapshot, notes and every conn's state fields.
+	mu       sync.Mutex
+	gen      uint64
+	changed  chan struct{} // closed and replaced whenever gen moves or a server settles
+	snapshot *generation
+	notes    []string
+
+	progress sync.Map // progress token string → func(string)
+}
+
+// generation is the tool set of one generation, built on first use.
+type generation struct {
+	gen        uint64
+	tools      []*mcpTool // sorted by qualified name, collisions removed
+	collisions []string
+}
+
+// New builds a manager; Start connects.
+func New(opts Options) *Manager {
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	if opts.MaxOutputTokens <= 0 {
+		opts.MaxOutputTokens = DefaultMaxOutputTokens
+	}
+	if opts.RelistWait <= 0 {
+		opts.RelistWait = DefaultRelistWait
+	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = DefaultShutdownGrace
+	}
+	if opts.Reconnect.Base <= 0 {
+		opts.Reconnect = Backoff{Base: time.Second, Max: 30 * time.Second, Attempts: 5}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.ClientName == "" {
+		opts.ClientName = "keel"
+	}
+	m := &Manager{opts: opts, logger: opts.Logger, changed: make(chan struct{})}
+	m.search = newSearchState(m)
+	names := map[string]bool{}
+	for _, cfg := range opts.Servers {
+		names[cfg.Name] = true
+		m.conns = append(m.conns, newConn(m, cfg))
+	}
+	for name := range opts.InProcess {
+		if !names[name] {
+			m.conns = append(m.conns, newConn(m, ServerConfig{Name: name, Type: TypeSDK, Scope: ScopeCLI}))
+		}
+	}
+	slices.SortFunc(m.conns, func(a, b *conn) int { return strings.Compare(a.cfg.Name, b.cfg.Name) })
+	m.base, m.stop = context.WithCancel(context.Background())
+	return m
+}
+
+// Start connects every enabled server in parallel and returns when each has connected or
+// failed (each bounded by ConnectTimeout), or when ctx ends; connecting goes on after that.
+func (m *Manager) Start(ctx context.Context) {
+	for _, c := range m.conns {
+		if c.cfg.Disabled != "" {
+			continue
+		}
+		m.wg.Go(func() { c.run(m.base) })
+	}
+	m.WaitSettled(ctx)
+}
+
+// WaitSettled waits until no server is pending, or ctx ends.
+func (m *Manager) WaitSettled(ctx context.Context) {
+	for {
+		m.mu.Lock()
+		pending := slices.ContainsFunc(m.conns, func(c *conn) bool { return c.status == StatusPending })
+		ch := m.changed
+		m.mu.Unlock()
+		if !pending {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Close disconnects every server and waits for their goroutines.
+func (m *Manager) Close() error {
+	m.stop()
+	m.wg.Wait()
+	return nil
+}
+
+// Generation returns the current generation number.
+func (m *Manager) Generation() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.gen
+}
+
+// bump starts a new generation and wakes waiters; m.mu must be held.
+func (m *Manager) bump() {
+	m.gen++
+	m.wake()
+}
+
+// wake wakes everyone waiting on a change; m.mu must be held.
+func (m *Manager) wake() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// note queues a message for the model's next request; m.mu must be held.
+func (m *Manager) note(format string, args ...any) {
+	m.notes = append(m.notes, fmt.Sprintf(format, args...))
+}
+
+// awaitRelists waits (at most RelistWait) until no server has a relist pending, so the
+// request being assembled sees what a list_changed announced.
+func (m *Manager) awaitRelists(ctx context.Context) {
+	timer := time.NewTimer(m.opts.RelistWait)
+	defer timer.Stop()
+	for {
+		m.mu.Lock()
+		busy := slices.ContainsFunc(m.conns, func(c *conn) bool { return c.relistPending() })
+		ch := m.changed
+		m.mu.Unlock()
+		if !busy {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			m.logger.Warn("mcp relist still in flight; using the previous tool list")
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// current returns the generation's tool set, building it if needed; m.mu must be held.
+func (m *Manager) current() *generation {
+	if m.snapshot != nil && m.snapshot.gen == m.gen {
+		return m.snapshot
+	}
+	g := &generation{gen: m.gen}
+	var all []*mcpTool
+	for _, c := range m.conns {
+		if c.status == StatusConnected {
+			all = append(all, c.tools...)
+		}
+	}
+	// conns are sorted by raw name, so on a collision the lexically first server keeps the name.
+	slices.SortStableFunc(all, func(a, b *mcpTool) int { return strings.Compare(a.name, b.name) })
+	for i, t := range all {
+		if i > 0 && all[i-1].name == t.name {
+			g.collisions = append(g.collisions, fmt.Sprintf("%s: tool %q of server %q collides with tool %q of server %q after normalisation; skipped",
+				t.name, t.rawTool, t.server, all[i-1].rawTool, all[i-1].server))
+			continue
+		}
+		g.tools = append(g.tools, t)
+	}
+	m.snapshot = g
+	return g
+}
+
+// Tools returns the MCP tools of the current generation, sorted by name. If a list_changed is
+// being relisted it waits for that (at most RelistWait), so the next request carries the
+// change.
+func (m *Manager) Tools(ctx context.Context) []tool.Tool {
+	m.awaitRelists(ctx)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.current()
+	out := make([]tool.Tool, len(g.tools))
+	for i, t := range g.tools {
+		out[i] = t
+	}
+	return out
+}
+
+// Lookup finds an MCP tool by its fully qualified name, including tools of a server that is
+// gone: calling such a tool returns a clear error rather than "no such tool".
+func (m *Manager) Lookup(name string) (tool.Tool, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range m.current().tools {
+		if t.name == name {
+			return t, true
+		}
+	}
+	for _, c := range m.conns {
+		if i := slices.IndexFunc(c.lastTools, func(t *mcpTool) bool { return t.name == name }); i >= 0 {
+			return c.lastTools[i], true
+		}
+	}
+	return nil, false
+}
+
+// Collisions lists the name collisions of the current generation.
+func (m *Manager) Collisions() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.current().collisions)
+}
+
+// Status reports every configured server, sorted by name.
+func (m *Manager) Status() []ServerStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]ServerStatus, 0, len(m.conns))
+	for _, c := range m.conns {
+		out = append(out, c.statusLocked())
+	}
+	return out
+}
+
+// Instructions is one server's instructions for the system prompt.
+type Instructions struct {
+	Server string
+	Text   string
+}
+
+// Instructions returns the instructions of the connected servers, sorted by server name. They
+// belong in the uncached MCP-instructions section of the system prompt: they change when
+// servers connect.
+func (m *Manager) Instructions() []Instructions {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Instructions
+	for _, c := range m.conns {
+		if c.status == StatusConnected && strings.TrimSpace(c.instructions) != "" {
+			out = append(out, Instructions{Server: c.cfg.Name, Text: c.instructions})
+		}
+	}
+	return out
+}
+
+// RenderInstructions renders instructions as a system-prompt section; "" for none.
+func RenderInstructions(ins []Instructions) string {
+	if len(ins) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("# MCP Server Instructions\n\nThe following MCP servers have provided instructions for how to use their tools and resources:\n")
+	for _, in := range ins {
+		fmt.Fprintf(&b, "\n## %s\n%s\n", in.Server, strings.TrimSpace(in.Text))
+	}
+	return b.String()
+}
+
+// Observe returns what changed since the last call (servers lost or back, tool lists that
+// changed, declined elicitations) as text for the next request. It satisfies loop.Observer.
+func (m *Manager) Observe(ctx context.Context) []message.Block {
+	m.awaitRelists(ctx)
+	m.mu.Lock()
+	notes := m.notes
+	m.notes = nil
+	m.mu.Unlock()
+	if len(notes) == 0 {
+		return nil
+	}
+	return []message.Block{message.Text("<system-reminder>\n" + strings.Join(notes, "\n") + "\n</system-reminder>")}
+}
+
+// Reconnect restarts the server called name and waits until it has connected or failed, or
+// ctx ends.
+func (m *Manager) Reconnect(ctx context.Context, name string) error {
+	i := slices.IndexFunc(m.conns, func(c *conn) bool { return c.cfg.Name == name })
+	if i < 0 {
+		return fmt.Errorf("reconnect %s: no such MCP server", name)
+	}
+	c := m.conns[i]
+	if c.cfg.Disabled != "" {
+		return fmt.Errorf("reconnect %s: server is disabled: %s", name, c.cfg.Disabled)
+	}
+	m.mu.Lock()
+	c.status, c.reason = StatusPending, ""
+	started := c.started
+	c.started = true
+	m.wake()
+	m.mu.Unlock()
+	if !started {
+		m.wg.Go(func() { c.run(m.base) })
+	} else {
+		select {
+		case c.reconnect <- struct{}{}:
+		default:
+		}
+	}
+	m.WaitSettled(ctx)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c.status != StatusConnected {
+		return fmt.Errorf("reconnect %s: %s: %s", name, c.status, c.reason)
+	}
+	return nil
+}

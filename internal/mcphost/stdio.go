@@ -1,0 +1,191 @@
+package mcphost
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stdioTransport starts a server process in its own process group, talks newline-delimited
+// JSON over its stdin and stdout, and sends its stderr to the logger. Closing it closes stdin,
+// waits grace for the server to exit, then sends SIGTERM to the group, then SIGKILL.
+type stdioTransport struct {
+	cfg     ServerConfig
+	environ []string // the base environment; cfg.Env is added on top
+	dir     string
+	grace   time.Duration
+	logger  *slog.Logger
+	// onStart receives the process once it runs, so the owner can watch it exit.
+	onStart func(*process)
+}
+
+// process is one running server.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  *os.File
+	stdout *os.File
+	grace  time.Duration
+	// done is closed when the process has exited; err is then its Wait error.
+	done chan struct{}
+	err  error
+	// stderr keeps the last lines of stderr for the failure reason.
+	stderr *tail
+
+	closeOnce sync.Once
+}
+
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	p, err := startProcess(t.cfg, t.environ, t.dir, t.grace, t.logger)
+	if err != nil {
+		return nil, err
+	}
+	if t.onStart != nil {
+		t.onStart(p)
+	}
+	return (&mcp.IOTransport{Reader: p, Writer: p}).Connect(ctx)
+}
+
+func startProcess(cfg ServerConfig, environ []string, dir string, grace time.Duration, logger *slog.Logger) (*process, error) {
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Dir = dir
+	env := slices.Clone(environ)
+	for _, k := range slices.Sorted(maps.Keys(cfg.Env)) {
+		env = append(env, k+"="+cfg.Env[k])
+	}
+	cmd.Env = env
+	setProcessGroup(cmd)
+	// Own pipes rather than StdoutPipe: Wait must not close our end while reads are pending.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("start %s: %w", cfg.Command, err)
+	}
+	p := &process{cmd: cmd, stdin: inW, stdout: outR, grace: grace, done: make(chan struct{}), stderr: &tail{max: 20}}
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		defer errR.Close()
+		sc := bufio.NewScanner(errR)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			p.stderr.add(line)
+			logger.Debug("mcp server stderr", "server", cfg.Name, "line", line)
+		}
+	}()
+	go func() {
+		err := cmd.Wait()
+		// The group may outlive the leader; its stderr closes when the last writer does. Wait
+		// for it only briefly, so the reason includes the final lines.
+		select {
+		case <-stderrDone:
+		case <-time.After(100 * time.Millisecond):
+		}
+		p.err = err
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *process) Read(b []byte) (int, error)  { return p.stdout.Read(b) }
+func (p *process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+
+// Close shuts the server down the way the MCP spec asks: close stdin, wait, SIGTERM, SIGKILL
+// (to the whole process group, so helpers the server started die too).
+func (p *process) Close() error {
+	p.closeOnce.Do(func() {
+		p.stdin.Close()
+		select {
+		case <-p.done:
+		case <-time.After(p.grace):
+			signalGroup(p.cmd, false)
+			select {
+			case <-p.done:
+			case <-time.After(p.grace):
+				signalGroup(p.cmd, true)
+				<-p.done
+			}
+		}
+		// Kill stragglers in the group that ignored stdin closing.
+		signalGroup(p.cmd, true)
+		p.stdout.Close()
+	})
+	return nil
+}
+
+// exitReason describes how the process ended, with the end of its stderr.
+func (p *process) exitReason() string {
+	var b strings.Builder
+	if p.err != nil {
+		b.WriteString("process exited: " + p.err.Error())
+	} else {
+		b.WriteString("process exited")
+	}
+	if t := p.stderr.String(); t != "" {
+		b.WriteString("; stderr: " + t)
+	}
+	return b.String()
+}
+
+// tail keeps the last max lines written to it.
+type tail struct {
+	max int
+	// mu guards lines.
+	mu    sync.Mutex
+	lines []string
+}
+
+func (t *tail) add(line string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(line) > 500 {
+		line = line[:500] + "…"
+	}
+	t.lines = append(t.lines, line)
+	if len(t.lines) > t.max {
+		t.lines = t.lines[len(t.lines)-t.max:]
+	}
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(t.lines, " | ")
+}
+
+var _ io.ReadWriteCloser = (*process)(nil)

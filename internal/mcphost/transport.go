@@ -1,0 +1,146 @@
+package mcphost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// transport builds the SDK transport for the server's type.
+func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
+	switch c.cfg.Type {
+	case TypeStdio:
+		return &stdioTransport{cfg: c.cfg, environ: c.m.opts.Environ, dir: c.m.opts.Dir, grace: c.m.opts.ShutdownGrace, logger: c.logger,
+			onStart: func(p *process) {
+				c.m.mu.Lock()
+				c.proc = p
+				c.m.mu.Unlock()
+			}}, nil
+	case TypeSDK:
+		srv := c.m.opts.InProcess[c.cfg.Name]
+		if srv == nil {
+			return nil, fmt.Errorf("no in-process server called %s", c.cfg.Name)
+		}
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, fmt.Errorf("start in-process server: %w", err)
+		}
+		return ct, nil
+	case TypeHTTP, TypeSSE:
+		headers := c.cfg.Headers
+		if c.cfg.HeadersHelper != "" {
+			h, err := runHeadersHelper(ctx, c.cfg, c.m.opts.Environ, c.m.opts.Dir)
+			if err != nil {
+				return nil, err
+			}
+			merged := map[string]string{}
+			for k, v := range headers {
+				merged[k] = v
+			}
+			for k, v := range h {
+				merged[k] = v
+			}
+			headers = merged
+		}
+		hc := &http.Client{Transport: &headerTransport{headers: headers, base: http.DefaultTransport}}
+		if c.cfg.Type == TypeSSE {
+			return &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc}, nil
+		}
+		oauth, err := c.m.oauthHandler(c.cfg, hc)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc, OAuthHandler: oauth, MaxRetries: 2}, nil
+	}
+	return nil, fmt.Errorf("transport type %q is not one of %s", c.cfg.Type, strings.Join(Types, ", "))
+}
+
+// headerTransport adds configured headers to every request.
+type headerTransport struct {
+	headers map[string]string
+	base    http.RoundTripper
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range t.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return t.base.RoundTrip(r)
+}
+
+// runHeadersHelper runs the server's headersHelper command, whose stdout is a JSON object of
+// headers. It runs only for servers that passed the trust gate.
+func runHeadersHelper(ctx context.Context, cfg ServerConfig, environ []string, dir string) (map[string]string, error) {
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(hctx, "sh", "-c", cfg.HeadersHelper)
+	cmd.Dir = dir
+	cmd.Env = append(append([]string{}, environ...), "KEEL_MCP_SERVER_NAME="+cfg.Name, "KEEL_MCP_SERVER_URL="+cfg.URL)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("headersHelper: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	var h map[string]string
+	if err := json.Unmarshal(out, &h); err != nil {
+		return nil, fmt.Errorf("headersHelper: output is not a JSON object of strings: %w", err)
+	}
+	return h, nil
+}
+
+// clientOptions wires the server's notifications and requests to the manager.
+func (c *conn) clientOptions() *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		Logger: c.logger,
+		// watchedConn marks the relist pending as the notification is read; these handlers,
+		// which run after the SDK invalidated its list caches, start it.
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.kickRelist() },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.kickRelist() },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.kickRelist() },
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			p := req.Params
+			if f, ok := c.m.progress.Load(fmt.Sprint(p.ProgressToken)); ok {
+				f.(func(string))(progressText(p))
+			}
+		},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			c.logger.Debug("mcp server log", "level", req.Params.Level, "data", req.Params.Data)
+		},
+		ElicitationHandler: c.elicit,
+	}
+}
+
+func progressText(p *mcp.ProgressNotificationParams) string {
+	var b strings.Builder
+	b.WriteString(p.Message)
+	switch {
+	case p.Total > 0:
+		fmt.Fprintf(&b, " (%g/%g)", p.Progress, p.Total)
+	default:
+		fmt.Fprintf(&b, " (%g)", p.Progress)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// elicit passes a server's question to the Asker; without one it declines and tells the user.
+func (c *conn) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	if a := c.m.opts.Asker; a != nil {
+		return a.Elicit(ctx, c.cfg.Name, req.Params)
+	}
+	c.logger.Info("mcp elicitation declined: no one to ask", "message", req.Params.Message)
+	c.m.mu.Lock()
+	c.m.note("MCP server %q asked the user for input (%q); it was declined because this session cannot ask.", c.cfg.Name, req.Params.Message)
+	c.m.mu.Unlock()
+	return &mcp.ElicitResult{Action: "decline"}, nil
+}

@@ -1,0 +1,72 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/skill"
+)
+
+// loadSkills reads the skills and custom commands; a bad file is a notice, never a failure.
+func (s *Session) loadSkills() {
+	s.grants = skill.NewGrants()
+	cat, problems := skill.Load(skill.Options{
+		Cwd: s.opts.Cwd, ProjectRoot: s.projectDir, Home: userHome(), KeelHome: s.opts.Home,
+		AllowShell: s.allowSkillShell, Logger: s.logger,
+	})
+	s.skills = cat
+	for _, p := range problems {
+		s.notices = append(s.notices, event.Notice{Level: "warn", Text: p.Error()})
+	}
+}
+
+// allowSkillShell decides a "!" command in a skill or command body: it runs only when the
+// rules (plus the entry's own allowed-tools) allow it outright; nothing asks for it.
+func (s *Session) allowSkillShell(_ context.Context, command string, allowedTools []string) error {
+	d := s.evaluateWith(allowedTools, permission.Request{Tool: "Bash", Command: command, Cwd: s.Cwd()})
+	if d.Behavior != permission.Allow {
+		return fmt.Errorf("not allowed: %s", d.Reason)
+	}
+	return nil
+}
+
+// evaluateWith previews a decision with extra allow rules (a running skill's allowed-tools).
+// Deny rules still win.
+func (s *Session) evaluateWith(extra []string, req permission.Request) permission.Decision {
+	if len(extra) == 0 {
+		return s.checker.Evaluate(req)
+	}
+	pol := s.checker.Policy()
+	rules, _ := permission.ParseRules(extra, permission.Allow, permission.Source{Name: "skill", Dir: s.opts.Cwd})
+	pol.Rules = append(pol.Rules, rules...)
+	return permission.New(permission.Config{Policy: pol, Home: userHome(), Logger: s.logger}).Evaluate(req)
+}
+
+// expandCommand turns a "/name args" prompt into what is sent: an inline skill or command's
+// text (its allowed-tools granted for this turn), or a fork skill's result. ok is false when
+// the prompt is no command.
+func (s *Session) expandCommand(ctx context.Context, prompt string) (text string, ok bool, err error) {
+	if !strings.HasPrefix(strings.TrimSpace(prompt), "/") {
+		return "", false, nil
+	}
+	inv, ok, err := s.skills.Expand(ctx, prompt)
+	if err != nil || !ok {
+		return "", ok, err
+	}
+	if inv.Fork {
+		if s.forkRunner == nil {
+			return "", true, errors.New("/" + inv.Skill.Name + " runs in a forked agent, which this session cannot start")
+		}
+		result, err := skill.RunFork(ctx, s.forkRunner, inv)
+		if err != nil {
+			return "", true, err
+		}
+		return fmt.Sprintf("The /%s skill ran in a subagent and reported:\n\n%s", inv.Skill.Name, result), true, nil
+	}
+	s.grants.Add("", inv.Skill.Name, inv.Skill.AllowedTools)
+	return inv.Text, true, nil
+}
