@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/message"
@@ -72,10 +73,15 @@ func (r *Runner) Send(ctx context.Context, from, toolUseID, to, msg string) tool
 // `keel agents resume` and library callers use it.
 func (r *Runner) Resume(ctx context.Context, id, msg string) (string, error) {
 	res := r.Send(ctx, "", "", id, msg)
-	if res.IsError {
-		return "", errors.New(res.ResultText())
+	var parts []string
+	for _, b := range res.Content {
+		parts = append(parts, b.Text)
 	}
-	return res.ResultText(), nil
+	text := strings.Join(parts, "\n\n")
+	if res.IsError {
+		return "", errors.New(text)
+	}
+	return text, nil
 }
 
 // resumeSpec finds a finished agent: in memory when it ran in this process, else from its
