@@ -3,11 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"iter"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/cli/demo"
+	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/provider/scripted"
@@ -23,7 +26,9 @@ func (a *app) demoCommand() *cobra.Command {
 		Short: "run a whole session offline against the built-in scripted model",
 		Long: `demo starts the scripted model server on 127.0.0.1, writes a small project into a
 temporary directory and runs a real keel session on it: the model reads a file, edits it,
-runs a shell command and finishes. Nothing leaves this machine.`,
+runs a shell command and finishes. Then it forks three reviewers that share the conversation
+and its prompt cache, starts a survey agent in the background, and takes the survey's report
+when it arrives. Nothing leaves this machine.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runDemo(cmd.Context(), keep) },
 	}
@@ -67,6 +72,7 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 		PermissionMode:      "acceptEdits",
 		SettingsFlags:       settings.Flags{AllowedTools: []string{"Bash(sh hello.sh)"}},
 		ManagedSettingsPath: "-", ManagedMemoryPath: "-",
+		ForkSubagents: true,
 	})
 	if err != nil {
 		return err
@@ -75,20 +81,48 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 	out := a.std.Out
 	fmt.Fprintf(out, "keel demo — scripted model at %s, workspace %s\n", srv.URL(), work)
 	r := render.NewConversation(out, true)
-	for e, err := range sess.Send(ctx, demo.Prompt) {
+	show := func(events iter.Seq2[event.Event, error]) error {
+		for e, err := range events {
+			if err != nil {
+				return err
+			}
+			if err := r.Render(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := show(sess.Send(ctx, demo.Prompt)); err != nil {
+		return err
+	}
+	fixed, err := os.ReadFile(work + "/hello.sh")
+	if err == nil {
+		fmt.Fprintf(out, "\nhello.sh now reads:\n%s\n", fixed)
+	}
+	if err := show(sess.Send(ctx, demo.FanOutPrompt)); err != nil {
+		return err
+	}
+	// As keel -p does: wait for the background agent, then give the model a turn for its report.
+	for {
+		n, err := sess.WaitBackground(ctx)
 		if err != nil {
 			return err
 		}
-		if err := r.Render(e); err != nil {
+		if n == 0 {
+			break
+		}
+		if err := show(sess.SendPending(ctx)); err != nil {
 			return err
 		}
 	}
 	if err := r.Finish(); err != nil {
 		return err
 	}
-	fixed, err := os.ReadFile(work + "/hello.sh")
-	if err == nil {
-		fmt.Fprintf(out, "\nhello.sh now reads:\n%s", fixed)
+	for _, rec := range srv.Requests() {
+		if strings.HasPrefix(rec.Rule, "fork-") && rec.Cache.InputTokens > 0 {
+			fmt.Fprintf(out, "fork %s: %d of %d input tokens read from the prompt cache (%.1f%%)\n", strings.TrimPrefix(rec.Rule, "fork-"),
+				rec.Cache.CacheReadTokens, rec.Cache.InputTokens, 100*float64(rec.Cache.CacheReadTokens)/float64(rec.Cache.InputTokens))
+		}
 	}
 	if keep {
 		fmt.Fprintf(out, "\nkept: %s\n", root)

@@ -116,6 +116,7 @@ func (a *app) infoCommands() []*cobra.Command {
 			return a.showMemory(cmd.Context(), asJSON)
 		},
 	}
+	agents.AddCommand(a.agentsResumeCommand())
 	out := []*cobra.Command{jsonFlag(config), trustCmd, jsonFlag(agents), jsonFlag(skills), jsonFlag(mem)}
 	return out
 }

@@ -45,6 +45,9 @@ type runFlags struct {
 	sessionID          string
 	noPersistence      bool
 	mcp                mcpFlags
+	agents             string
+	forkSubagents      bool
+	noWait             bool
 }
 
 // permissionModes are the values --permission-mode accepts.
@@ -76,6 +79,9 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.sessionID, "session-id", "", "use this UUID as the new session's id")
 	fl.BoolVar(&f.noPersistence, "no-session-persistence", false, "write no transcript or file history")
 	f.mcp.register(cmd)
+	fl.StringVar(&f.agents, "agents", "", `extra agent definitions as JSON: {"name": {"description": …, "prompt": …}}`)
+	fl.BoolVar(&f.forkSubagents, "fork-subagents", false, "an Agent call without subagent_type forks the caller (sharing its context and prompt cache)")
+	fl.BoolVar(&f.noWait, "no-wait", false, "with -p: exit without waiting for background agents")
 	for _, alias := range [][2]string{{"allowed-tools", "allowedTools"}, {"disallowed-tools", "disallowedTools"}} {
 		fl.StringArrayVar(aliasTarget(f, alias[1]), alias[0], nil, "same as --"+alias[1])
 		_ = fl.MarkHidden(alias[0])
@@ -114,6 +120,8 @@ func (a *app) sessionOptions(f *runFlags) session.Options {
 		ForkSession:   f.forkSession,
 		SessionID:     f.sessionID,
 		NoPersistence: f.noPersistence,
+		Agents:        f.agents,
+		ForkSubagents: f.forkSubagents,
 	}
 }
 
@@ -191,11 +199,13 @@ func (a *app) runRoot(ctx context.Context, f *runFlags, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	return a.headless(ctx, sess, prompts, r)
+	return a.headless(ctx, sess, prompts, r, !f.noWait)
 }
 
-// headless runs each prompt in turn and reports the last result through the exit code.
-func (a *app) headless(ctx context.Context, sess *session.Session, prompts func() (string, bool, error), r render.Renderer) error {
+// headless runs each prompt in turn and reports the last result through the exit code. With
+// wait, it then waits for the background agents still running and gives the model a turn for
+// their reports, until none is left.
+func (a *app) headless(ctx context.Context, sess *session.Session, prompts func() (string, bool, error), r render.Renderer, wait bool) error {
 	var last *event.Result
 	for {
 		prompt, ok, err := prompts()
@@ -203,9 +213,22 @@ func (a *app) headless(ctx context.Context, sess *session.Session, prompts func(
 			return usageError{err}
 		}
 		if !ok {
-			break
+			if !wait {
+				break
+			}
+			n, err := sess.WaitBackground(ctx)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				break
+			}
 		}
-		for e, err := range sess.Send(ctx, prompt) {
+		turn := sess.Send(ctx, prompt)
+		if !ok {
+			turn = sess.SendPending(ctx)
+		}
+		for e, err := range turn {
 			if err != nil {
 				if last != nil && last.IsError {
 					break // the result line already carries it

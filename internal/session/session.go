@@ -86,6 +86,13 @@ type Options struct {
 	NoPersistence bool
 	// ContextWindow is the model's context window in tokens; 0 means DefaultContextWindow.
 	ContextWindow int64
+
+	// Agents is the --agents JSON; ForkSubagents makes an Agent call without subagent_type a
+	// fork (also the forkSubagents setting); MaxAgentDepth limits nesting (0: subagents do not
+	// start subagents).
+	Agents        string
+	ForkSubagents bool
+	MaxAgentDepth int
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
@@ -138,6 +145,8 @@ type Session struct {
 	cacheSafe *loop.CacheSafe
 	// sink receives the events of the Send in progress; nil between Sends.
 	sink *chanSink
+	// agents runs subagents and background tasks (agents.go).
+	agents *agents
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -189,6 +198,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.buildCachePolicy()
 	s.startMCP(ctx)
 	s.loadSkills()
+	s.forkRunner = agentForks{s}
 	s.builtins = s.buildTools()
 	st, err := s.openTranscript(ctx)
 	if err != nil {
@@ -196,6 +206,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	}
 	s.logger = logger.With("session", s.id)
 	env := s.restore(st)
+	s.buildAgents(ctx)
 	s.buildPrompt(ctx, env)
 	source := "startup"
 	if st != nil {
@@ -258,7 +269,7 @@ func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[event.Event
 		s.sink = sink
 		s.mu.Unlock()
 		go func() {
-			defer close(events)
+			defer sink.close()
 			defer func() {
 				s.mu.Lock()
 				s.sink = nil
@@ -298,9 +309,10 @@ func (s *Session) release() {
 // run is one Send: the prompt joins the history, the loop runs, the result is reported.
 func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error {
 	started := time.Now()
+	agentUsage, agentCost := s.agentUsage()
 	pool := s.pool(ctx)
 	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode(),
-		Skills: s.skillNames(), MCPServers: s.mcpStatus()})
+		Skills: s.skillNames(), Agents: s.agentNames(), MCPServers: s.mcpStatus()})
 	for _, n := range s.takeNotices() {
 		sink.Emit(n)
 	}
@@ -359,6 +371,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Sink:      sink,
 		Logger:    s.logger,
 	}
+	s.wireAgent(agent)
 	out, runErr := agent.Run(ctx, history)
 
 	s.mu.Lock()
@@ -394,6 +407,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	if runErr != nil {
 		res.Text = runErr.Error()
 	}
+	s.rollUpAgents(&res, agentUsage, agentCost)
 	sink.Emit(res)
 	if runErr != nil {
 		return fmt.Errorf("run prompt: %w", runErr)
@@ -406,6 +420,7 @@ func (s *Session) Close() error {
 	s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "exit"}))
 	s.hooks.Wait()
 	s.jobs.Close()
+	s.closeAgents()
 	if s.mcp != nil {
 		s.mcp.Close()
 	}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"sync"
 
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
@@ -17,6 +18,20 @@ type chanSink struct {
 	uuids []string
 	// replaced is set when compaction replaced the history: uuids then start at the boundary.
 	replaced bool
+
+	// mu guards closed and sends on ch: background agents emit from their own goroutines and
+	// may finish just as the run ends.
+	mu     sync.Mutex
+	closed bool
+}
+
+// close ends the event stream; later events (a background agent finishing between Sends)
+// are dropped.
+func (k *chanSink) close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.closed = true
+	close(k.ch)
 }
 
 // compacted restarts the id list at the compaction boundary.
@@ -25,7 +40,13 @@ func (k *chanSink) compacted(boundary string) {
 	k.replaced = true
 }
 
-func (k *chanSink) Emit(e event.Event) { k.ch <- e }
+func (k *chanSink) Emit(e event.Event) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.closed {
+		k.ch <- e
+	}
+}
 
 func (k *chanSink) Append(ctx context.Context, m message.Message) (string, error) {
 	t := transcript.TypeUser
@@ -42,8 +63,11 @@ func (k *chanSink) Append(ctx context.Context, m message.Message) (string, error
 
 // EndTurn makes the turn durable: one fdatasync per turn, not per entry.
 func (k *chanSink) EndTurn(ctx context.Context) error {
-	if k.s.transcript == nil {
-		return nil
+	if k.s.transcript != nil {
+		if err := k.s.transcript.Sync(ctx); err != nil {
+			return err
+		}
 	}
-	return k.s.transcript.Sync(ctx)
+	// The request carrying any background notifications was sent and is now on disk.
+	return k.s.ackNotifications()
 }

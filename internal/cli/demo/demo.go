@@ -17,6 +17,9 @@ var scenarioYAML []byte
 // Prompt is what the demo asks the agent.
 const Prompt = "The greeting in hello.sh is wrong. Fix it and run the script to check."
 
+// FanOutPrompt is the demo's second prompt: three fork subagents and one background agent.
+const FanOutPrompt = "Review the project from three angles in parallel, and survey it in the background."
+
 // Scenario returns the scripted model's rules for the demo.
 func Scenario() (*scripted.Scenario, error) {
 	return scripted.ParseScenario("demo/scenario.yaml", scenarioYAML)

@@ -1,0 +1,253 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/keel-dev/keel/internal/agentdef"
+	"github.com/keel-dev/keel/internal/background"
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/hooks"
+	"github.com/keel-dev/keel/internal/loop"
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/subagent"
+	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/transcript"
+	"github.com/keel-dev/keel/internal/worktree"
+)
+
+// agents is the session's part of the agent machinery: the task registry, the main thread's
+// notification queue and the subagent runner, whose Agent, SendMessage, TaskOutput and
+// TaskStop tools join the built-ins.
+type agents struct {
+	tasks  *background.Registry
+	queue  *background.Queue
+	runner *subagent.Runner
+	// held are events of background work that happened between Sends (a task finishing),
+	// replayed at the start of the next one; guarded by Session.mu.
+	held []event.Event
+}
+
+// maxHeld bounds the events kept between Sends; older ones are dropped.
+const maxHeld = 1000
+
+// emitAgent sends an event of a subagent or background task to the Send in progress, or
+// holds it for the next Send.
+func (s *Session) emitAgent(e event.Event) {
+	s.mu.Lock()
+	sink := s.sink
+	if sink == nil && s.agents != nil {
+		if len(s.agents.held) >= maxHeld {
+			s.agents.held = s.agents.held[1:]
+		}
+		s.agents.held = append(s.agents.held, e)
+	}
+	s.mu.Unlock()
+	if sink != nil {
+		sink.Emit(e)
+	}
+}
+
+// buildAgents loads the agent definitions and wires the runner. It runs after the transcript
+// is open, so subagent transcripts and notifications live beside it, and after restore, so
+// notifications that a crashed process already delivered are dropped, not sent twice.
+func (s *Session) buildAgents(ctx context.Context) {
+	set, err := agentdef.Load(ctx, agentdef.Options{ProjectDir: s.projectDir, HomeDir: userHome(), KeelHome: s.opts.Home, CLIAgents: s.opts.Agents, Logger: s.logger})
+	if err != nil {
+		set = agentdef.NewSet(agentdef.Builtins())
+	}
+	for _, d := range set.Errors() {
+		s.notices = append(s.notices, event.Notice{Level: "warn", Text: d.Error()})
+	}
+	dir := ""
+	if path := s.TranscriptPath(); path != "" {
+		dir = filepath.Join(transcript.SessionDir(path), "notifications")
+	}
+	tasks := background.New(background.Options{Dir: dir, Emit: s.emitAgent, Logger: s.logger})
+	queue, err := tasks.Queue(background.MainOwner)
+	if err != nil {
+		s.notices = append(s.notices, event.Notice{Level: "warn", Text: fmt.Sprintf("background notifications: %v", err)})
+		tasks = background.New(background.Options{Emit: s.emitAgent, Logger: s.logger})
+		queue, _ = tasks.Queue(background.MainOwner)
+	}
+	if err := queue.Reconcile(s.history); err != nil {
+		s.logger.Warn("reconcile notifications", "err", err)
+	}
+	prepare := func(r *provider.Request) { provider.PlaceBreakpoints(r, s.ttl) }
+	runner := subagent.New(subagent.Config{
+		Defs: set, Provider: s.opts.Provider, Tasks: tasks,
+		SessionID: s.id, SessionPath: s.TranscriptPath(), Version: s.opts.Version,
+		Forks:     s.opts.ForkSubagents || s.settings.ForkSubagents.V,
+		MaxDepth:  s.opts.MaxAgentDepth,
+		Hooks:     s.hooks,
+		HookInput: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) },
+		Gate: func(c *permission.Checker, origin event.Origin) tool.Gate {
+			return &gate{s: s, checker: c, origin: origin, emit: s.emitAgent}
+		},
+		Prepare: prepare,
+		Worktrees: &worktree.Manager{Root: s.projectDir, Logger: s.logger,
+			Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) }}},
+		Emit:   s.emitAgent,
+		Logger: s.logger,
+	})
+	s.agents = &agents{tasks: tasks, queue: queue, runner: runner}
+	s.builtins = append(s.builtins, runner.Tool(), runner.SendMessageTool(), background.OutputTool(tasks), background.StopTool(tasks))
+	s.setMainParent()
+}
+
+func (s *Session) setMainParent() {
+	prepare := func(r *provider.Request) { provider.PlaceBreakpoints(r, s.ttl) }
+	s.agents.runner.SetMain(subagent.Parent{
+		Model: s.Model(), MaxTokens: s.opts.MaxTokens, System: s.systemPrompt,
+		Pool:    s.pool,
+		Checker: s.checker, Files: s.files,
+		State:   func() tool.State { s.mu.Lock(); defer s.mu.Unlock(); return s.state },
+		Prepare: prepare, Source: "main",
+	})
+}
+
+// wireAgent connects the main agent of one run to the runner: its turns become what forks
+// copy, and finished background tasks join its next request.
+func (s *Session) wireAgent(a *loop.Agent) {
+	if s.agents == nil {
+		return
+	}
+	s.setMainParent()
+	s.mu.Lock()
+	held := s.agents.held
+	s.agents.held = nil
+	s.mu.Unlock()
+	for _, e := range held {
+		s.emit(e)
+	}
+	a.AfterTurn = s.agents.runner.AfterTurn("")
+	a.Observers = append(a.Observers, s.agents.queue)
+}
+
+// ackNotifications forgets the notifications the last request carried; the sink calls it
+// after the transcript holding them was synced.
+func (s *Session) ackNotifications() error {
+	if s.agents == nil {
+		return nil
+	}
+	return s.agents.queue.Ack()
+}
+
+// agentUsage returns what every subagent used so far.
+func (s *Session) agentUsage() (message.Usage, float64) {
+	if s.agents == nil {
+		return message.Usage{}, 0
+	}
+	return s.agents.runner.Usage()
+}
+
+// rollUpAgents adds what subagents used during this run to its result.
+func (s *Session) rollUpAgents(res *event.Result, beforeUsage message.Usage, beforeCost float64) {
+	u, c := s.agentUsage()
+	d := message.Usage{InputTokens: u.InputTokens - beforeUsage.InputTokens, OutputTokens: u.OutputTokens - beforeUsage.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens - beforeUsage.CacheCreationInputTokens,
+		CacheReadInputTokens:     u.CacheReadInputTokens - beforeUsage.CacheReadInputTokens}
+	res.Usage = res.Usage.Add(d)
+	res.CostUSD += c - beforeCost
+	s.mu.Lock()
+	s.totals = s.totals.Add(d)
+	s.costUSD += c - beforeCost
+	s.mu.Unlock()
+}
+
+// WaitBackground blocks until the main thread's background tasks are done or one of them has
+// reported, and returns how many reports wait for the next turn. keel -p calls it before
+// exiting and, while it returns more than zero, gives the model a turn with SendPending.
+func (s *Session) WaitBackground(ctx context.Context) (int, error) {
+	if s.agents == nil {
+		return 0, nil
+	}
+	return s.agents.tasks.WaitIdle(ctx, background.MainOwner)
+}
+
+// PendingNotifications says how many background reports wait for the main thread.
+func (s *Session) PendingNotifications() int {
+	if s.agents == nil {
+		return 0
+	}
+	return s.agents.queue.Len()
+}
+
+// ResumeAgent continues the subagent id with message and returns its answer (SendMessage
+// from the shell: `keel agents resume`).
+func (s *Session) ResumeAgent(ctx context.Context, id, msg string) (string, error) {
+	if s.agents == nil {
+		return "", fmt.Errorf("agents are not available in this session")
+	}
+	return s.agents.runner.Resume(ctx, id, msg)
+}
+
+// agentForks is the Skill tool's fork runner. The Skill tool is built before the runner (which
+// needs the transcript), so it looks the runner up at call time.
+type agentForks struct{ s *Session }
+
+func (f agentForks) RunFork(ctx context.Context, agentType, prompt string, allowedTools []string, model string) (string, error) {
+	if f.s.agents == nil {
+		return "", fmt.Errorf("run skill: agents are not available in this session")
+	}
+	return f.s.agents.runner.RunFork(ctx, agentType, prompt, allowedTools, model)
+}
+
+func (s *Session) closeAgents() {
+	if s.agents != nil {
+		s.agents.tasks.Close()
+	}
+}
+
+// SendPending gives the main thread a turn for the background reports waiting for it: they
+// are the turn's prompt, as Claude Code's headless mode does. They are acked once the turn's
+// transcript is synced, and requeued if the turn fails before that.
+func (s *Session) SendPending(ctx context.Context) func(yield func(event.Event, error) bool) {
+	return func(yield func(event.Event, error) bool) {
+		if s.agents == nil {
+			return
+		}
+		var text string
+		for _, b := range s.agents.queue.Observe(ctx) {
+			if text != "" {
+				text += "\n\n"
+			}
+			text += b.Text
+		}
+		if text == "" {
+			return
+		}
+		failed := false
+		for e, err := range s.Send(ctx, text) {
+			if err != nil {
+				failed = true
+			}
+			if !yield(e, err) {
+				failed = true
+				break
+			}
+		}
+		if failed {
+			s.agents.queue.Requeue()
+			return
+		}
+		if err := s.agents.queue.Ack(); err != nil {
+			s.logger.Warn("ack notifications", "err", err)
+		}
+	}
+}
+
+// agentNames lists the agent types the Agent tool accepts, for the init event.
+func (s *Session) agentNames() []string {
+	if s.agents == nil {
+		return nil
+	}
+	var names []string
+	for _, d := range s.agents.runner.Definitions().Agents() {
+		names = append(names, d.Name)
+	}
+	return names
+}

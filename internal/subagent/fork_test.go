@@ -1,0 +1,218 @@
+package subagent
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/provider/scripted"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const forkChildren = 5
+
+func forkScenario() *scripted.Scenario {
+	fan := []scripted.Block{scripted.Text("I'll split this into five parallel forks.")}
+	for i := range forkChildren {
+		fan = append(fan, scripted.ToolUse("Agent", map[string]any{"description": fmt.Sprintf("part %d", i+1), "prompt": fmt.Sprintf("FORK-%d: check part %d", i+1, i+1)}))
+	}
+	return &scripted.Scenario{Rules: []scripted.Rule{
+		{Name: "fork-child", When: scripted.Match{UserText: "<" + ForkTag + ">"}, Reply: []scripted.Block{scripted.Text("fork done")}},
+		{Name: "fanout", When: scripted.Match{UserText: "start"}, Times: 1, Reply: fan},
+		{Name: "parent-done", When: scripted.Match{ToolResult: "Agent"}, Reply: []scripted.Block{scripted.Text("all forks reported")}},
+	}}
+}
+
+// bigSystem stands in for a real system prompt (keel's is several thousand tokens).
+func bigSystem() string {
+	var b strings.Builder
+	for i := range 600 {
+		fmt.Fprintf(&b, "Rule %d: keep the working tree clean, prefer small reviewed changes, and report what you did.\n", i)
+	}
+	return b.String()
+}
+
+// TestForkChildrenShareTheParentsCache: five fork children of one parent turn each read at
+// least 97% of their input from the prompt cache, and each child's request is the parent's
+// request byte for byte plus the copied turn and one user message.
+func TestForkChildrenShareTheParentsCache(t *testing.T) {
+	w := newWorld(t, forkScenario(), worldOptions{forks: true, system: bigSystem()})
+	out := w.run("start")
+	if out.Text != "all forks reported" {
+		t.Fatalf("parent text = %q", out.Text)
+	}
+	results := toolResults(out.Messages)
+	if len(results) != forkChildren {
+		t.Fatalf("%d results, want %d", len(results), forkChildren)
+	}
+	for _, r := range results {
+		if !strings.HasPrefix(r, "fork done") || !has(r, "agentId: a") {
+			t.Errorf("fork result = %q", r)
+		}
+	}
+
+	var parent scripted.Recorded
+	var children []scripted.Recorded
+	for _, rec := range w.srv.Requests() {
+		switch rec.Rule {
+		case "fanout":
+			parent = rec
+		case "fork-child":
+			children = append(children, rec)
+		}
+	}
+	if len(children) != forkChildren {
+		t.Fatalf("%d child requests, want %d", len(children), forkChildren)
+	}
+	minShare := 1.0
+	for _, c := range children {
+		share := float64(c.Cache.CacheReadTokens) / float64(c.Cache.InputTokens)
+		t.Logf("fork child request %d: input %d tokens, cache read %d (%.2f%%), created %d, uncached %d",
+			c.N, c.Cache.InputTokens, c.Cache.CacheReadTokens, 100*share, c.Cache.CacheCreationTokens, c.Cache.UncachedTokens)
+		minShare = min(minShare, share)
+		checkForkPrefix(t, parent.Body, c.Body, out.Messages[1])
+	}
+	if minShare < 0.97 {
+		t.Errorf("lowest cache share of a fork child = %.4f, want >= 0.97", minShare)
+	}
+	t.Logf("fork cache: %d children, lowest cache-read share %.2f%%", forkChildren, 100*minShare)
+
+	// Golden: the part of one child's request that follows the parent's request.
+	// Children run in parallel, so pick the first fork's request by its directive.
+	for _, c := range children {
+		if bytes.Contains(c.Body, []byte(`\n\nFORK-1:`)) {
+			golden(t, "fork_child_tail.golden", childTail(t, parent.Body, c.Body))
+		}
+	}
+}
+
+type body struct {
+	Model     json.RawMessage   `json:"model"`
+	MaxTokens json.RawMessage   `json:"max_tokens"`
+	System    json.RawMessage   `json:"system"`
+	Tools     json.RawMessage   `json:"tools"`
+	Thinking  json.RawMessage   `json:"thinking"`
+	Messages  []json.RawMessage `json:"messages"`
+}
+
+func decodeBody(t *testing.T, b []byte) body {
+	t.Helper()
+	var out body
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// plain re-encodes a message without cache markers, whose place differs by design (each
+// request marks its own last block).
+func plain(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var m message.Message
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(unmarked(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func checkForkPrefix(t *testing.T, parentBody, childBody []byte, reply message.Message) {
+	t.Helper()
+	p, c := decodeBody(t, parentBody), decodeBody(t, childBody)
+	for _, f := range []struct {
+		name string
+		a, b json.RawMessage
+	}{{"model", p.Model, c.Model}, {"max_tokens", p.MaxTokens, c.MaxTokens}, {"system", p.System, c.System},
+		{"tools", p.Tools, c.Tools}, {"thinking", p.Thinking, c.Thinking}} {
+		if !bytes.Equal(f.a, f.b) {
+			t.Errorf("fork child's %s differs from the parent's request", f.name)
+		}
+	}
+	if len(c.Messages) != len(p.Messages)+2 {
+		t.Fatalf("child has %d messages, want parent's %d + 2", len(c.Messages), len(p.Messages))
+	}
+	for i := range p.Messages {
+		if plain(t, p.Messages[i]) != plain(t, c.Messages[i]) {
+			t.Errorf("message %d differs from the parent's", i)
+		}
+	}
+	want, _ := json.Marshal(reply)
+	if got := plain(t, c.Messages[len(p.Messages)]); got != string(want) {
+		t.Errorf("copied turn mismatch:\nwant %s\ngot  %s", want, got)
+	}
+}
+
+func childTail(t *testing.T, parentBody, childBody []byte) []byte {
+	p, c := decodeBody(t, parentBody), decodeBody(t, childBody)
+	var buf bytes.Buffer
+	for _, m := range c.Messages[len(p.Messages):] {
+		var pretty bytes.Buffer
+		_ = json.Indent(&pretty, m, "", "  ")
+		buf.Write(pretty.Bytes())
+		buf.WriteByte('\n')
+	}
+	return buf.Bytes()
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
+	}
+}
+
+func TestForkRefusesRecursion(t *testing.T) {
+	sc := forkScenario()
+	// The fork child tries to fork again.
+	sc.Rules[0] = scripted.Rule{Name: "fork-child", When: scripted.Match{UserText: "<" + ForkTag + ">"}, Times: forkChildren,
+		Reply: []scripted.Block{scripted.ToolUse("Agent", map[string]any{"description": "again", "prompt": "deeper"})}}
+	sc.Rules = append([]scripted.Rule{{Name: "child-refused", When: scripted.Match{Contains: "Fork is not available inside a forked agent"},
+		Reply: []scripted.Block{scripted.Text("refused as expected")}}}, sc.Rules...)
+	w := newWorld(t, sc, worldOptions{forks: true})
+	out := w.run("start")
+	for _, r := range toolResults(out.Messages) {
+		if !strings.HasPrefix(r, "refused as expected") {
+			t.Errorf("fork child result = %q", r)
+		}
+	}
+}
+
+func TestDropIncomplete(t *testing.T) {
+	in := []message.Message{
+		message.User(message.Text("go")),
+		message.Assistant(message.Text("calling"), message.ToolUse("t1", "Read", json.RawMessage(`{}`)), message.ToolUse("t2", "Read", json.RawMessage(`{}`))),
+		message.User(message.ToolResult("t1", []message.Block{message.Text("ok")}, false)),
+		message.Assistant(message.ToolUse("t3", "Bash", json.RawMessage(`{}`))),
+	}
+	want := []message.Message{in[0],
+		message.Assistant(message.Text("calling"), message.ToolUse("t1", "Read", json.RawMessage(`{}`))),
+		in[2]}
+	if diff := cmp.Diff(want, dropIncomplete(in)); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,114 @@
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/keel-dev/keel/internal/background"
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/transcript"
+)
+
+// childSink sends a child's events to the parent's stream (each carries the child's origin)
+// and its messages to the child's own transcript. At the end of each turn it syncs the
+// transcript and then acks the notifications that turn's request carried.
+type childSink struct {
+	r     *Runner
+	w     *transcript.Writer
+	queue *background.Queue
+}
+
+func (k *childSink) Emit(e event.Event) { k.r.emit(e) }
+
+func (k *childSink) Append(ctx context.Context, m message.Message) (string, error) {
+	if k.w == nil {
+		return uuid.NewString(), nil
+	}
+	typ := transcript.TypeUser
+	if m.Role == message.RoleAssistant {
+		typ = transcript.TypeAssistant
+	}
+	e, err := k.w.Append(ctx, transcript.Entry{Type: typ, Message: &m})
+	return e.UUID, err
+}
+
+func (k *childSink) EndTurn(ctx context.Context) error {
+	if k.w != nil {
+		if err := k.w.Sync(ctx); err != nil {
+			return err
+		}
+	}
+	return k.queue.Ack()
+}
+
+// inbox holds messages sent with SendMessage to a child that is running; it reads them at its
+// next request boundary.
+type inbox struct {
+	// mu guards msgs.
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (b *inbox) push(from, text string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if from == "" {
+		from = "the main agent"
+	}
+	b.msgs = append(b.msgs, "<message from=\""+from+"\">\n"+text+"\n</message>")
+}
+
+func (b *inbox) Observe(context.Context) []message.Block {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []message.Block
+	for _, m := range b.msgs {
+		out = append(out, message.Text(m))
+	}
+	b.msgs = nil
+	return out
+}
+
+// checkGate is the gate of a child when the session supplies none: permissions only.
+type checkGate struct{ c *permission.Checker }
+
+func (g checkGate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *tool.Call) (tool.Result, bool) {
+	d := g.c.Check(ctx, PermissionRequest(t, call.Input, env.State.Cwd))
+	if d.Behavior != permission.Allow {
+		return tool.Errorf("Permission to use %s was denied. %s", call.Name, d.Reason), false
+	}
+	return tool.Result{}, true
+}
+
+func (g checkGate) After(context.Context, *tool.Env, tool.Tool, tool.Call, *tool.Result) {}
+
+// PermissionRequest describes a tool call for the permission engine from its input's usual
+// fields.
+func PermissionRequest(t tool.Tool, input json.RawMessage, cwd string) permission.Request {
+	var in struct {
+		FilePath     string `json:"file_path"`
+		NotebookPath string `json:"notebook_path"`
+		Path         string `json:"path"`
+		Command      string `json:"command"`
+		URL          string `json:"url"`
+		SubagentType string `json:"subagent_type"`
+	}
+	_ = json.Unmarshal(input, &in)
+	req := permission.Request{Tool: t.Name(), ReadOnly: t.ReadOnly(input), Cwd: cwd, Command: in.Command, URL: in.URL, Argument: in.SubagentType}
+	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
+		if p != "" {
+			req.Paths = append(req.Paths, p)
+		}
+	}
+	if strings.HasPrefix(t.Name(), tool.MCPPrefix) {
+		req.Kind = permission.KindOther
+	}
+	return req
+}

@@ -1,0 +1,237 @@
+// Package subagent runs child agents on the same loop as the main thread: subagents of a
+// definition (internal/agentdef), fork children that inherit the parent's conversation and
+// prompt cache, and background agents that report through the task registry. It owns the
+// Agent tool (legacy name Task) and SendMessage, which continues a subagent from its
+// transcript.
+//
+// # Child context (DESIGN §10)
+//
+// A child starts from clones of its parent's file-read state, with fresh denial tracking, its
+// own cancellation (a background child outlives the turn that started it), no UI of its own
+// (its events go to the parent's stream with its origin) and the session's task registry.
+//
+// # Permissions
+//
+// A child's rights are its own rules — its parent's rules plus the definition's — intersected
+// with its parent's ceiling ([permission.Checker.Child] over [permission.Intersect]): anything
+// the parent would ask or
+// deny is asked or denied for the child too, so a child never gets more than its parent, and a
+// restrictive child stays restricted under a permissive parent, because its own mode and rules
+// still apply. A definition without permissionMode, and every fork, runs in bubble mode: it
+// takes the parent's mode. A child's questions go to the parent's asker — the terminal, the
+// stream-json control channel or the parent's own parent — labelled with the child's name and
+// colour ([permission.AgentInfo]). Worktree-isolated children have the worktree as their only
+// working directory.
+//
+// # Nesting
+//
+// The main thread is depth 0. A child at depth d may start its own children only when d <
+// MaxDepth; by default MaxDepth is 1, so subagents do not nest. Fork children keep the Agent
+// tool in their pool (removing it would change the cached prefix) but are refused when they
+// try to fork again.
+package subagent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/keel-dev/keel/internal/agentdef"
+	"github.com/keel-dev/keel/internal/background"
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/hooks"
+	"github.com/keel-dev/keel/internal/loop"
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/worktree"
+)
+
+// DefaultMaxTurns caps a child's model turns when its definition sets no maxTurns.
+const DefaultMaxTurns = 200
+
+// HookRunner runs one hook event; *hooks.Runner satisfies it.
+type HookRunner interface {
+	Run(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome
+}
+
+// Config is what a Runner needs from the session. Defs, Provider and Tasks are required.
+type Config struct {
+	Defs     *agentdef.Set
+	Provider provider.Provider
+	Tasks    *background.Registry
+	// SessionID is the parent session's id; SessionPath its transcript. Subagent transcripts
+	// go beside it (transcript.AgentPaths); empty keeps them in memory only.
+	SessionID   string
+	SessionPath string
+	Version     string
+	// Forks makes an Agent call without subagent_type a fork of the caller.
+	Forks bool
+	// MaxDepth is the deepest level of agents (main = 0); 0 means 1: subagents do not nest.
+	MaxDepth int
+	Hooks    HookRunner
+	// HookInput fills the fields every hook input carries; nil leaves them empty.
+	HookInput func(hooks.Input) hooks.Input
+	// Gate builds a child's tool gate (PreToolUse hooks, permissions) over its checker; nil
+	// checks permissions only.
+	Gate func(checker *permission.Checker, origin event.Origin) tool.Gate
+	// System renders a (non-fork) child's system prompt; nil uses the definition's prompt and
+	// a short environment note.
+	System func(ctx context.Context, def *agentdef.Definition, cwd string) loop.System
+	// Prepare places cache breakpoints on a non-fork child's requests (their source is
+	// "agent:<type>"); forks use their parent's.
+	Prepare func(*provider.Request)
+	// ResolveModel maps a model alias (sonnet, opus, haiku) to a model id; nil passes it on.
+	ResolveModel func(string) string
+	// Worktrees creates isolated worktrees; nil refuses isolation: worktree.
+	Worktrees *worktree.Manager
+	// Emit receives children's events; nil drops them. Called from children's goroutines.
+	Emit   func(event.Event)
+	Logger *slog.Logger
+}
+
+// Parent is what a child inherits from the agent that starts it. The session fills one for
+// the main thread with [Runner.SetMain]; the Runner makes one for every child.
+type Parent struct {
+	Model     string
+	MaxTokens int64
+	Thinking  *provider.Thinking
+	// System renders the parent's system prompt (used to continue a fork in a new process,
+	// before the parent has a turn to copy).
+	System func(ctx context.Context) loop.System
+	// Pool is the parent's whole pool; a child's is filtered from it.
+	Pool    func(ctx context.Context) *tool.Pool
+	Checker *permission.Checker
+	Files   *tool.FileState
+	State   func() tool.State
+	Prepare func(*provider.Request)
+	Source  string
+}
+
+// Runner starts, tracks and continues child agents of one session. It is safe for concurrent
+// use: the Agent calls of one turn run in parallel.
+type Runner struct {
+	cfg    Config
+	logger *slog.Logger
+
+	// mu guards agents, done, usage and cost.
+	mu     sync.Mutex
+	agents map[string]*node
+	// done holds the definition and history of children that finished in this process, so
+	// SendMessage continues them without a transcript.
+	done  map[string]*record
+	usage message.Usage
+	cost  float64
+}
+
+// node is one live agent: the main thread ("") or a running child.
+type node struct {
+	id     string
+	owner  string // the task owner id: background.MainOwner or the agent id
+	parent *node
+	def    *agentdef.Definition
+	depth  int
+	fork   bool
+	p      Parent
+	inbox  *inbox
+
+	// mu guards lastReq, lastSys and lastReply.
+	mu        sync.Mutex
+	lastReq   *provider.Request
+	lastSys   loop.System
+	lastReply message.Message
+}
+
+type record struct {
+	def     *agentdef.Definition
+	fork    bool
+	history []message.Message
+	owner   string
+	depth   int
+}
+
+// New makes a Runner; the session calls SetMain before the first request.
+func New(cfg Config) *Runner {
+	if cfg.Defs == nil || cfg.Provider == nil || cfg.Tasks == nil {
+		panic("subagent.New: Defs, Provider and Tasks are required")
+	}
+	if cfg.MaxDepth <= 0 {
+		cfg.MaxDepth = 1
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{cfg: cfg, logger: logger, agents: map[string]*node{}, done: map[string]*record{}}
+}
+
+// SetMain registers the main thread as the parent of top-level Agent calls.
+func (r *Runner) SetMain(p Parent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n, ok := r.agents[""]; ok {
+		n.p = p
+		return
+	}
+	r.agents[""] = &node{owner: background.MainOwner, p: p}
+}
+
+// AfterTurn returns the [loop.Agent.AfterTurn] hook of the agent with the given id ("" for
+// the main thread): it keeps the cache-safe parameters of the last request, which a fork
+// copies byte for byte.
+func (r *Runner) AfterTurn(agentID string) func(req *provider.Request, sys loop.System, reply message.Message) {
+	return func(req *provider.Request, sys loop.System, reply message.Message) {
+		if n := r.node(agentID); n != nil {
+			n.mu.Lock()
+			n.lastReq, n.lastSys, n.lastReply = req, sys, reply
+			n.mu.Unlock()
+		}
+	}
+}
+
+// Usage returns the tokens and dollars every child used so far; the session adds them to its
+// result.
+func (r *Runner) Usage() (message.Usage, float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.usage, r.cost
+}
+
+func (r *Runner) addUsage(u message.Usage, usd float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.usage = r.usage.Add(u)
+	r.cost += usd
+}
+
+func (r *Runner) node(id string) *node {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.agents[id]
+}
+
+func (r *Runner) emit(e event.Event) {
+	if r.cfg.Emit != nil {
+		r.cfg.Emit(e)
+	}
+}
+
+// newID returns an agent id in Claude Code's shape: "a" and 16 hex digits.
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "a" + hex.EncodeToString(b[:])
+}
+
+// available lists the agents a caller may name, for error messages.
+func (r *Runner) available() string {
+	var names []string
+	for _, d := range r.cfg.Defs.Agents() {
+		names = append(names, d.Name)
+	}
+	return fmt.Sprint(names)
+}

@@ -1,0 +1,137 @@
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/agentdef"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+// Input is the Agent tool's input, with Claude Code's field names.
+type Input struct {
+	Description     string `json:"description"`
+	Prompt          string `json:"prompt"`
+	SubagentType    string `json:"subagent_type,omitempty"`
+	Model           string `json:"model,omitempty"`
+	RunInBackground bool   `json:"run_in_background,omitempty"`
+	Isolation       string `json:"isolation,omitempty"`
+}
+
+// Output is the structured result of an Agent call (hooks' tool_response, UIs).
+type Output struct {
+	Status       string `json:"status"` // completed, async_launched, interrupted, error
+	AgentID      string `json:"agentId,omitempty"`
+	TaskID       string `json:"taskId,omitempty"`
+	AgentType    string `json:"agentType"`
+	Prompt       string `json:"prompt"`
+	Content      string `json:"content,omitempty"`
+	Model        string `json:"resolvedModel,omitempty"`
+	DurationMS   int64  `json:"totalDurationMs"`
+	TotalTokens  int64  `json:"totalTokens"`
+	ToolUseCount int    `json:"totalToolUseCount"`
+	Worktree     string `json:"worktreePath,omitempty"`
+	Branch       string `json:"worktreeBranch,omitempty"`
+}
+
+const agentSchema = `{"type":"object","properties":{` +
+	`"description":{"type":"string","description":"A short (3-5 word) description of the task"},` +
+	`"prompt":{"type":"string","description":"The task for the agent to perform"},` +
+	`"subagent_type":{"type":"string","description":"The type of specialized agent to use for this task"},` +
+	`"model":{"type":"string","description":"Optional model for this agent (an alias such as sonnet, opus, haiku, or a model id); defaults to the agent's own or the caller's"},` +
+	`"run_in_background":{"type":"boolean","description":"Run the agent in the background; you will be notified when it completes"},` +
+	`"isolation":{"type":"string","enum":["worktree"],"description":"Run the agent in its own git worktree"}},` +
+	`"required":["description","prompt"],"additionalProperties":false}`
+
+// Tool returns the Agent tool bound to this runner. One value serves every agent: the caller
+// is found through env.AgentID. Its description lists the agents, in the set's stable order,
+// so it never changes during a session (it is part of every cached prefix).
+func (r *Runner) Tool() tool.Tool {
+	return tool.New(tool.Spec[Input]{
+		Name:              ToolName,
+		Description:       r.description(),
+		Schema:            json.RawMessage(agentSchema),
+		IsConcurrencySafe: tool.Always[Input],
+		Run: func(ctx context.Context, env *tool.Env, in Input) tool.Result {
+			return r.Call(ctx, env, in)
+		},
+	})
+}
+
+func (r *Runner) description() string {
+	var b strings.Builder
+	b.WriteString("Launch a new agent to handle a complex, multi-step task on its own. Each agent type has its own tools and instructions.\n\nAvailable agent types:\n")
+	for _, d := range r.cfg.Defs.Agents() {
+		fmt.Fprintf(&b, "- %s: %s (Tools: %s)\n", d.Name, oneLine(d.Description), toolList(d))
+	}
+	b.WriteString("\nUsage:\n" +
+		"- Give a short description and a complete, self-contained prompt: the agent does not see this conversation.\n" +
+		"- The agent's final message is returned to you; the user does not see it, so summarise what matters.\n" +
+		"- Launch independent agents in one message to run them in parallel.\n" +
+		"- With run_in_background: true the call returns at once; you are notified when the agent finishes. Do not poll it.\n" +
+		"- An agent that returned an agentId can be continued with SendMessage, keeping its context.\n" +
+		"- isolation: \"worktree\" runs the agent in its own git worktree; a worktree with changes is kept and reported.\n")
+	if r.cfg.Forks {
+		b.WriteString("- Without subagent_type the agent is a fork of you: it inherits this whole conversation, so the prompt is a directive, not a briefing.\n")
+	}
+	return b.String()
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+func toolList(d *agentdef.Definition) string {
+	if d.Tools == nil || (len(d.Tools) == 1 && d.Tools[0] == "*") {
+		if len(d.DisallowedTools) > 0 {
+			return "all tools except " + strings.Join(d.DisallowedTools, ", ")
+		}
+		return "*"
+	}
+	if len(d.Tools) == 0 {
+		return "none"
+	}
+	return strings.Join(d.Tools, ", ")
+}
+
+// Call runs one Agent call for the agent env.AgentID names.
+func (r *Runner) Call(ctx context.Context, env *tool.Env, in Input) tool.Result {
+	parent := r.node(env.AgentID)
+	if parent == nil {
+		return tool.Errorf("agent %s cannot start subagents here", env.AgentID)
+	}
+	if in.Isolation != "" && in.Isolation != string(agentdef.IsolationWorktree) {
+		return tool.Errorf("isolation %q is not one of: worktree", in.Isolation)
+	}
+	spec := spawn{parent: parent, in: in, toolUseID: env.ToolUseID}
+	switch {
+	case in.SubagentType == "" && r.cfg.Forks:
+		if parent.forked() {
+			return tool.Errorf("Fork is not available inside a forked agent: you are already a fork. Do the work directly.")
+		}
+		spec.fork = true
+		spec.def = forkDefinition()
+	case in.SubagentType == "":
+		def, ok := r.cfg.Defs.Get("general-purpose")
+		if !ok {
+			return tool.Errorf("subagent_type is required: forks are off and there is no general-purpose agent. Available agents: %s", r.available())
+		}
+		spec.def = def
+	default:
+		def, ok := r.cfg.Defs.Get(in.SubagentType)
+		if !ok {
+			return tool.Errorf("Agent type '%s' not found. Available agents: %s", in.SubagentType, r.available())
+		}
+		spec.def = def
+	}
+	if !spec.fork && parent.depth+1 > r.cfg.MaxDepth {
+		return tool.Errorf("Subagents cannot start further subagents (depth limit %d). Do the work directly.", r.cfg.MaxDepth)
+	}
+	return r.launch(ctx, spec)
+}
