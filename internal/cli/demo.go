@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/cli/demo"
@@ -70,7 +71,8 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 	sess, err := session.New(ctx, session.Options{
 		Cwd: work, Home: home, Provider: prov, Model: model, Version: Version,
 		PermissionMode:      "acceptEdits",
-		SettingsFlags:       settings.Flags{AllowedTools: []string{"Bash(sh hello.sh)"}},
+		SettingsFlags:       settings.Flags{AllowedTools: []string{"Bash(sh hello.sh)", "mcp__changelog"}},
+		MCP:                 session.MCPOptions{InProcess: map[string]*mcp.Server{"changelog": demo.ChangelogServer()}},
 		ManagedSettingsPath: "-", ManagedMemoryPath: "-",
 		ForkSubagents: true,
 	})

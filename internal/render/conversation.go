@@ -71,6 +71,7 @@ func (c *Conversation) Render(e event.Event) error {
 			status = "error"
 		}
 		text := message.Message{Content: e.Result}.TextOf()
+		c.newline()
 		fmt.Fprintf(c.w, "%s  ⎿ %s %s (%s): %s\n", c.prefix(o), e.Name, status, e.Duration.Round(1e6), oneLine(text, 120))
 	case event.Retry:
 		c.newline()
@@ -83,10 +84,14 @@ func (c *Conversation) Render(e event.Event) error {
 		fmt.Fprintf(c.w, "  [%s] %s\n", e.Level, e.Text)
 	case event.TaskStarted:
 		c.newline()
-		fmt.Fprintf(c.w, "  ⧗ background task %s started: %s\n", e.TaskID, e.Description)
+		kind := "task"
+		if e.TaskType != "" {
+			kind = strings.ReplaceAll(e.TaskType, "_", " ")
+		}
+		fmt.Fprintf(c.w, "  ⧗ %s %s started: %s\n", kind, e.TaskID, e.Description)
 	case event.TaskNotification:
 		c.newline()
-		fmt.Fprintf(c.w, "  ✓ background task %s %s\n", e.TaskID, e.Status)
+		fmt.Fprintf(c.w, "  ✓ task %s %s\n", e.TaskID, e.Status)
 	case event.AssistantMessage:
 		if o.AgentID == "" {
 			c.turns++

@@ -3,10 +3,14 @@
 package demo
 
 import (
+	"context"
 	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/keel-dev/keel/internal/provider/scripted"
 )
@@ -37,4 +41,27 @@ func Workspace(dir string) error {
 		}
 	}
 	return nil
+}
+
+// ChangelogServer is the demo's MCP server, run in-process with the official Go SDK: one tool
+// that records a change, which the scripted model calls after the fix.
+func ChangelogServer() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "changelog", Version: "1.0.0"},
+		&mcp.ServerOptions{Instructions: "Record every change you make with log_change."})
+	type entry struct {
+		Summary string `json:"summary" jsonschema:"one line saying what changed"`
+	}
+	var (
+		mu      sync.Mutex
+		entries []string
+	)
+	mcp.AddTool(srv, &mcp.Tool{Name: "log_change", Description: "Record a change in the project's changelog."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in entry) (*mcp.CallToolResult, any, error) {
+			mu.Lock()
+			entries = append(entries, in.Summary)
+			n := len(entries)
+			mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("logged change #%d: %s", n, in.Summary)}}}, nil, nil
+		})
+	return srv
 }
