@@ -25,6 +25,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
@@ -75,6 +77,20 @@ type Options struct {
 	SessionID string
 	// NoPersistence keeps no transcript or file history.
 	NoPersistence bool
+	// Agents are extra agent definitions as JSON ({"name": {"description", "prompt", …}}).
+	// ForkSubagents makes an Agent call without subagent_type fork the caller.
+	Agents        string
+	ForkSubagents bool
+	// MCPConfig are MCP server configurations (a file or JSON text each, .mcp.json's shape);
+	// StrictMCPConfig uses only them. MCPServers are Go SDK servers run in this process.
+	MCPConfig       []string
+	StrictMCPConfig bool
+	MCPServers      map[string]*mcp.Server
+	// ToolSearch defers MCP tool schemas behind the ToolSearch tool: on, off or auto.
+	ToolSearch string
+	// PermissionPromptTool names an MCP tool (mcp__server__tool) that answers permission
+	// questions instead of Ask.
+	PermissionPromptTool string
 	// Getenv looks up provider credentials (ANTHROPIC_API_KEY…); nil means os.Getenv.
 	Getenv func(string) string
 	// Ask answers permission questions (a terminal prompt, a web UI). Nil denies them, with a
@@ -128,6 +144,10 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		ForkSession:   opts.ForkSession,
 		SessionID:     opts.SessionID,
 		NoPersistence: opts.NoPersistence,
+		Agents:        opts.Agents,
+		ForkSubagents: opts.ForkSubagents,
+		MCP: session.MCPOptions{Configs: opts.MCPConfig, Strict: opts.StrictMCPConfig, InProcess: opts.MCPServers,
+			ToolSearch: opts.ToolSearch, PermissionPromptTool: opts.PermissionPromptTool},
 	})
 	if err != nil {
 		return nil, err

@@ -131,3 +131,33 @@ func (s *Session) MemoryFiles() []MemoryFile {
 	}
 	return out
 }
+
+// MCPServerStatus is one configured MCP server as the session sees it.
+type MCPServerStatus struct {
+	Name, Status, Reason string
+	Tools                int
+}
+
+// MCPServers reports every configured MCP server: connected, failed (with the reason),
+// needs-auth, pending or disabled.
+func (s *Session) MCPServers() []MCPServerStatus {
+	var out []MCPServerStatus
+	for _, st := range s.s.MCPStatus() {
+		out = append(out, MCPServerStatus{Name: st.Name, Status: string(st.Status), Reason: st.Reason, Tools: st.Tools})
+	}
+	return out
+}
+
+// AgentInfo is an agent definition the session can start.
+type AgentInfo struct {
+	Name, Description, Color, Source string
+}
+
+// Agents lists the agent definitions, built-in and loaded.
+func (s *Session) Agents() []AgentInfo {
+	var out []AgentInfo
+	for _, d := range s.s.AgentDefinitions() {
+		out = append(out, AgentInfo{Name: d.Name, Description: d.Description, Color: string(d.Color), Source: string(d.Source)})
+	}
+	return out
+}

@@ -66,7 +66,29 @@ var (
 	_ tui.Clearer       = (*backend)(nil)
 	_ tui.SkillLister   = (*backend)(nil)
 	_ tui.MemoryLister  = (*backend)(nil)
+	_ tui.MCPStatuser   = (*backend)(nil)
+	_ tui.AgentLister   = (*backend)(nil)
 )
+
+func (b *backend) MCPServers() []tui.MCPServer {
+	var out []tui.MCPServer
+	for _, s := range b.s().MCPServers() {
+		status := s.Status
+		if s.Reason != "" {
+			status += ": " + s.Reason
+		}
+		out = append(out, tui.MCPServer{Name: s.Name, Status: status})
+	}
+	return out
+}
+
+func (b *backend) Agents() []tui.AgentInfo {
+	var out []tui.AgentInfo
+	for _, a := range b.s().Agents() {
+		out = append(out, tui.AgentInfo{Name: a.Name, Description: a.Description, Color: a.Color})
+	}
+	return out
+}
 
 func (b *backend) Skills() []tui.SkillInfo {
 	var out []tui.SkillInfo

@@ -241,6 +241,14 @@ func (s *Session) SendPending(ctx context.Context) func(yield func(event.Event, 
 }
 
 // agentNames lists the agent types the Agent tool accepts, for the init event.
+// AgentDefinitions lists the agents this session can start.
+func (s *Session) AgentDefinitions() []*agentdef.Definition {
+	if s.agents == nil {
+		return nil
+	}
+	return s.agents.runner.Definitions().Agents()
+}
+
 func (s *Session) agentNames() []string {
 	if s.agents == nil {
 		return nil
