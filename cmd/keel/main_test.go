@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +41,15 @@ func TestScripts(t *testing.T) {
 			env.Setenv("OPENAI_API_KEY", "")
 			env.Setenv("OPENAI_BASE_URL", "")
 			env.Setenv("GOCACHE", strings.TrimSpace(string(gocache)))
+			// The MCP reference servers that scripts/test.sh installed from npm, if any.
+			env.Setenv("KEEL_NPM_CACHE", os.Getenv("KEEL_NPM_CACHE"))
 			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "npmservers" {
+				return os.Getenv("KEEL_NPM_CACHE") != "", nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"model": startModel,
