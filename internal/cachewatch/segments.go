@@ -71,29 +71,13 @@ func take(req *provider.Request, sections []string) *snapshot {
 		}
 	}
 	for _, m := range req.Messages {
-		if hasMarker(m.Content) {
+		if message.HasCacheControl(m.Content) {
 			m = m.Clone()
-			clearMarkers(m.Content)
+			message.StripCacheControl(m.Content)
 		}
 		s.messages = append(s.messages, sum(m))
 	}
 	return s
-}
-
-func hasMarker(blocks []message.Block) bool {
-	for _, b := range blocks {
-		if b.CacheControl != nil || hasMarker(b.Content) {
-			return true
-		}
-	}
-	return false
-}
-
-func clearMarkers(blocks []message.Block) {
-	for i := range blocks {
-		blocks[i].CacheControl = nil
-		clearMarkers(blocks[i].Content)
-	}
 }
 
 // diff lists what changed from prev to next in the part that should be a shared prefix, in

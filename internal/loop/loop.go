@@ -266,9 +266,7 @@ func (a *Agent) saveCacheSafe(req *provider.Request, sys System, reply message.M
 	msgs := make([]message.Message, 0, len(req.Messages)+1)
 	for _, m := range req.Messages {
 		c := m.Clone()
-		for i := range c.Content {
-			c.Content[i].CacheControl = nil
-		}
+		message.StripCacheControl(c.Content)
 		msgs = append(msgs, c)
 	}
 	tools := make([]provider.ToolSpec, len(req.Tools))

@@ -178,3 +178,23 @@ const (
 	StopRefusal      StopReason = "refusal"
 	StopPauseTurn    StopReason = "pause_turn"
 )
+
+// HasCacheControl reports whether any of blocks, nested tool-result content included, carries
+// a cache breakpoint.
+func HasCacheControl(blocks []Block) bool {
+	for _, b := range blocks {
+		if b.CacheControl != nil || HasCacheControl(b.Content) {
+			return true
+		}
+	}
+	return false
+}
+
+// StripCacheControl removes the cache breakpoints of blocks in place, nested ones included.
+// Callers strip a clone, never history.
+func StripCacheControl(blocks []Block) {
+	for i := range blocks {
+		blocks[i].CacheControl = nil
+		StripCacheControl(blocks[i].Content)
+	}
+}

@@ -180,27 +180,11 @@ func clearMessages(in []message.Message) []message.Message {
 	}
 	out := make([]message.Message, len(in))
 	for i, m := range in {
-		if hasMarker(m.Content) {
+		if message.HasCacheControl(m.Content) {
 			m = m.Clone()
-			clearMarkers(m.Content)
+			message.StripCacheControl(m.Content)
 		}
 		out[i] = m
 	}
 	return out
-}
-
-func hasMarker(blocks []message.Block) bool {
-	for _, b := range blocks {
-		if b.CacheControl != nil || hasMarker(b.Content) {
-			return true
-		}
-	}
-	return false
-}
-
-func clearMarkers(blocks []message.Block) {
-	for i := range blocks {
-		blocks[i].CacheControl = nil
-		clearMarkers(blocks[i].Content)
-	}
 }

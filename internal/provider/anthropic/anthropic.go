@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"iter"
 	"log/slog"
 	"net/http"
@@ -198,23 +197,7 @@ func (p *Provider) post(ctx context.Context, body []byte) (*http.Response, error
 	if resp.StatusCode < 300 {
 		return resp, nil
 	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	se := &provider.StatusError{Provider: "anthropic", StatusCode: resp.StatusCode, RequestID: resp.Header.Get("request-id")}
-	var e apiError
-	if json.Unmarshal(data, &e) == nil && e.Error.Message != "" {
-		se.Type, se.Message = e.Error.Type, e.Error.Message
-	} else {
-		se.Message = strings.TrimSpace(string(data))
-	}
-	h := resp.Header
-	se.After, _ = provider.ParseRetryAfter(h, p.now())
-	switch h.Get("x-should-retry") {
-	case "true":
-		se.ShouldRetry = new(true)
-	case "false":
-		se.ShouldRetry = new(false)
-	}
+	se := provider.StatusFromResponse("anthropic", resp, "request-id", p.now())
 	switch se.StatusCode {
 	case http.StatusUnauthorized:
 		se.Hint = "check " + EnvAPIKey + " (or " + EnvAuthToken + ")"

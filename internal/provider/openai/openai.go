@@ -8,9 +8,7 @@ package openai
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"iter"
 	"log/slog"
 	"net/http"
@@ -177,29 +175,7 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request) iter.Seq2[
 // statusError turns an error response into a [provider.StatusError] the retry wrapper and
 // the user can act on.
 func (p *Provider) statusError(resp *http.Response) error {
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var body struct {
-		Error struct {
-			Message string `json:"message"`
-			Type    string `json:"type"`
-		} `json:"error"`
-	}
-	se := &provider.StatusError{Provider: "openai", StatusCode: resp.StatusCode}
-	if json.Unmarshal(data, &body) == nil && body.Error.Message != "" {
-		se.Type, se.Message = body.Error.Type, body.Error.Message
-	} else {
-		se.Message = strings.TrimSpace(string(data))
-	}
-	h := resp.Header
-	se.RequestID = h.Get("x-request-id")
-	se.After, _ = provider.ParseRetryAfter(h, p.now())
-	switch h.Get("x-should-retry") {
-	case "true":
-		se.ShouldRetry = new(true)
-	case "false":
-		se.ShouldRetry = new(false)
-	}
+	se := provider.StatusFromResponse("openai", resp, "x-request-id", p.now())
 	switch se.StatusCode {
 	case http.StatusUnauthorized:
 		se.Hint = "check " + EnvAPIKey
