@@ -149,7 +149,13 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: c.m.opts.ClientName, Version: c.m.opts.ClientVersion}, c.clientOptions())
+	// The streamable HTTP connection must reach the SDK unwrapped: the SDK opens the standalone
+	// SSE stream (which carries list_changed and every other server-initiated message) through
+	// an unexported method of its own connection type, which a wrapper hides. Such sessions
+	// record list_changed in the SDK's handlers instead; across HTTP streams the notification
+	// and the response of the call that caused it are not ordered anyway.
+	watched := c.cfg.Type != TypeHTTP
+	client := mcp.NewClient(&mcp.Implementation{Name: c.m.opts.ClientName, Version: c.m.opts.ClientVersion}, c.clientOptions(epoch, watched))
 	var roots []*mcp.Root
 	for _, r := range c.m.opts.Roots {
 		abs, err := filepath.Abs(r)
@@ -162,7 +168,10 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		client.AddRoots(roots...)
 	}
 	start := time.Now()
-	sess, err := client.Connect(cctx, &watchedTransport{Transport: tr, c: c, epoch: epoch, life: ctx}, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	if watched {
+		tr = &watchedTransport{Transport: tr, c: c, epoch: epoch, life: ctx}
+	}
+	sess, err := client.Connect(cctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("connect: no answer to initialize within %v (MCP_TIMEOUT)", c.m.opts.ConnectTimeout)

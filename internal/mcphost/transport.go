@@ -99,15 +99,22 @@ func runHeadersHelper(ctx context.Context, cfg ServerConfig, environ []string, d
 	return h, nil
 }
 
-// clientOptions wires the server's notifications and requests to the manager.
-func (c *conn) clientOptions() *mcp.ClientOptions {
+// clientOptions wires the server's notifications and requests to the manager. watched says
+// the session's connection is a watchedConn, which already recorded list_changed.
+func (c *conn) clientOptions(epoch int, watched bool) *mcp.ClientOptions {
+	changed := func(kind listKind) {
+		if !watched {
+			c.changed(epoch, kind)
+		}
+		c.kickRelist()
+	}
 	return &mcp.ClientOptions{
 		Logger: c.logger,
 		// watchedConn marks the relist pending as the notification is read; these handlers,
 		// which run after the SDK invalidated its list caches, start it.
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.kickRelist() },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.kickRelist() },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.kickRelist() },
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { changed(listTools) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { changed(listPrompts) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { changed(listResources) },
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			p := req.Params
 			if f, ok := c.m.progress.Load(fmt.Sprint(p.ProgressToken)); ok {
