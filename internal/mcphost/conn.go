@@ -19,8 +19,8 @@ import (
 const TypeSDK = "sdk"
 
 // ProtocolVersion is the MCP version keel asks for. 2026-07-28 (stateless, subscriptions/listen)
-// is newer than what most servers speak, and over streamable HTTP its list_changed delivery
-// did not reach the client with the Go SDK v1.8.0; 2025-11-25 uses the standalone stream.
+// is newer than what most servers speak; 2025-11-25 delivers server-initiated messages over
+// streamable HTTP on the standalone SSE stream.
 const ProtocolVersion = "2025-11-25"
 
 // conn is one configured server. Its state fields are guarded by the manager's mu.
