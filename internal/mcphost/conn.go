@@ -277,7 +277,7 @@ func (c *conn) fail(err error) {
 	c.tools, c.prompts, c.resources = nil, nil, nil
 	var na *needsAuthError
 	if errors.As(err, &na) {
-		c.status, c.reason = StatusNeedsAuth, err.Error()
+		c.status, c.reason = StatusNeedsAuth, na.Error() // the transport's wrapping adds nothing for the user
 	} else {
 		c.status, c.reason = StatusFailed, err.Error()
 		if p := c.proc; p != nil {

@@ -34,22 +34,10 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 		}
 		return ct, nil
 	case TypeHTTP, TypeSSE:
-		headers := c.cfg.Headers
-		if c.cfg.HeadersHelper != "" {
-			h, err := runHeadersHelper(ctx, c.cfg, c.m.opts.Environ, c.m.opts.Dir)
-			if err != nil {
-				return nil, err
-			}
-			merged := map[string]string{}
-			for k, v := range headers {
-				merged[k] = v
-			}
-			for k, v := range h {
-				merged[k] = v
-			}
-			headers = merged
+		hc, err := httpClient(ctx, c.cfg, c.m.opts.Environ, c.m.opts.Dir)
+		if err != nil {
+			return nil, err
 		}
-		hc := &http.Client{Transport: &headerTransport{headers: headers, base: http.DefaultTransport}}
 		if c.cfg.Type == TypeSSE {
 			return &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc}, nil
 		}
@@ -60,6 +48,27 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 		return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc, OAuthHandler: oauth, MaxRetries: 2}, nil
 	}
 	return nil, fmt.Errorf("transport type %q is not one of %s", c.cfg.Type, strings.Join(Types, ", "))
+}
+
+// httpClient returns a client that sends the server's headers, those of its headersHelper
+// winning.
+func httpClient(ctx context.Context, cfg ServerConfig, environ []string, dir string) (*http.Client, error) {
+	headers := cfg.Headers
+	if cfg.HeadersHelper != "" {
+		h, err := runHeadersHelper(ctx, cfg, environ, dir)
+		if err != nil {
+			return nil, err
+		}
+		merged := map[string]string{}
+		for k, v := range headers {
+			merged[k] = v
+		}
+		for k, v := range h {
+			merged[k] = v
+		}
+		headers = merged
+	}
+	return &http.Client{Transport: &headerTransport{headers: headers, base: http.DefaultTransport}}, nil
 }
 
 // headerTransport adds configured headers to every request.
