@@ -109,6 +109,11 @@ func (h *oauthFlow) Authorize(ctx context.Context, req *http.Request, resp *http
 	}
 	if !h.interactive {
 		resp.Body.Close()
+		if resp.StatusCode == http.StatusForbidden {
+			// Only a 403 for insufficient_scope wants authorization, which nobody can give
+			// here; returning nil lets the transport report the server's answer as it is.
+			return nil
+		}
 		return needsAuth(h.cfg.Name)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -103,6 +104,11 @@ func TestOAuthAuthorizeThenReuse(t *testing.T) {
 
 	m2 := start(t, Options{Servers: []ServerConfig{cfg}, OAuth: OAuthOptions{Home: home, Authorize: browser(&opened)}})
 	wantConnected(t, m2)
+	// The standalone stream carries the token too: list_changed arrives.
+	if res := call(t, m2, "mcp__t__add_tool", `{"name":"fresh"}`); res.IsError {
+		t.Fatal(res.ResultText())
+	}
+	waitFor(t, m2, func() bool { return slices.Contains(toolNames(m2.Tools(t.Context())), "mcp__t__fresh") })
 	if opened.Load() != 1 {
 		t.Errorf("second manager opened the authorization page again")
 	}
@@ -159,7 +165,7 @@ func TestOAuthRefresh(t *testing.T) {
 }
 
 // TestOAuthNeedsAuth: with nobody to ask, a server without usable tokens is needs-auth, with
-// a reason naming the command that fixes it, and is not retried.
+// a reason naming the command that fixes it, and nobody is sent to the authorization page.
 func TestOAuthNeedsAuth(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
