@@ -19,8 +19,8 @@ import (
 const TypeSDK = "sdk"
 
 // ProtocolVersion is the MCP version keel asks for. 2026-07-28 (stateless, subscriptions/listen)
-// is newer than what most servers speak, and over streamable HTTP its list_changed delivery
-// did not reach the client with the Go SDK v1.8.0; 2025-11-25 uses the standalone stream.
+// is newer than what most servers speak; 2025-11-25 delivers server-initiated messages over
+// streamable HTTP on the standalone SSE stream.
 const ProtocolVersion = "2025-11-25"
 
 // conn is one configured server. Its state fields are guarded by the manager's mu.
@@ -149,7 +149,13 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: c.m.opts.ClientName, Version: c.m.opts.ClientVersion}, c.clientOptions())
+	// The streamable HTTP connection must reach the SDK unwrapped: the SDK opens the standalone
+	// SSE stream (which carries list_changed and every other server-initiated message) through
+	// an unexported method of its own connection type, which a wrapper hides. Such sessions
+	// record list_changed in the SDK's handlers instead; across HTTP streams the notification
+	// and the response of the call that caused it are not ordered anyway.
+	watched := c.cfg.Type != TypeHTTP
+	client := mcp.NewClient(&mcp.Implementation{Name: c.m.opts.ClientName, Version: c.m.opts.ClientVersion}, c.clientOptions(epoch, watched))
 	var roots []*mcp.Root
 	for _, r := range c.m.opts.Roots {
 		abs, err := filepath.Abs(r)
@@ -162,7 +168,10 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		client.AddRoots(roots...)
 	}
 	start := time.Now()
-	sess, err := client.Connect(cctx, &watchedTransport{Transport: tr, c: c, epoch: epoch, life: ctx}, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	if watched {
+		tr = &watchedTransport{Transport: tr, c: c, epoch: epoch, life: ctx}
+	}
+	sess, err := client.Connect(cctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("connect: no answer to initialize within %v (MCP_TIMEOUT)", c.m.opts.ConnectTimeout)
@@ -268,7 +277,7 @@ func (c *conn) fail(err error) {
 	c.tools, c.prompts, c.resources = nil, nil, nil
 	var na *needsAuthError
 	if errors.As(err, &na) {
-		c.status, c.reason = StatusNeedsAuth, err.Error()
+		c.status, c.reason = StatusNeedsAuth, na.Error() // the transport's wrapping adds nothing for the user
 	} else {
 		c.status, c.reason = StatusFailed, err.Error()
 		if p := c.proc; p != nil {

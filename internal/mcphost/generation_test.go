@@ -13,11 +13,11 @@ import (
 )
 
 // TestListChangedNextRequest: a server adds a tool during a call; the very next Tools() — what
-// the next model request carries — includes it, without waiting for anything else.
+// the next model request carries — includes it, without waiting for anything else. Over
+// streamable HTTP it arrives on the standalone stream (a watchedConn would hide that stream
+// from the SDK, so HTTP sessions are not wrapped).
 func TestListChangedNextRequest(t *testing.T) {
-	// Streamable HTTP is left out: with go-sdk v1.8.0 the server never sent tools/list_changed
-	// to an HTTP session in our tests (see the package report).
-	for _, tr := range []string{"in-process", "stdio"} {
+	for _, tr := range []string{"in-process", "stdio", "http"} {
 		t.Run(tr, func(t *testing.T) {
 			var opts Options
 			switch tr {
@@ -25,6 +25,8 @@ func TestListChangedNextRequest(t *testing.T) {
 				opts.InProcess = map[string]*mcp.Server{"t": mcptest.New().Server}
 			case "stdio":
 				opts.Servers = []ServerConfig{stdioServer("t", mcptest.ModeEverything)}
+			case "http":
+				opts.Servers = []ServerConfig{{Name: "t", Type: TypeHTTP, URL: mcptest.HTTP(t, mcptest.New().Server)}}
 			}
 			m := start(t, opts)
 			gen := m.Generation()
@@ -33,6 +35,12 @@ func TestListChangedNextRequest(t *testing.T) {
 			}
 			if res := call(t, m, "mcp__t__add_tool", `{"name":"fresh"}`); res.IsError {
 				t.Fatalf("add_tool: %s", res.ResultText())
+			}
+			if tr == "http" {
+				// Over streamable HTTP the notification comes on the standalone SSE stream and the
+				// call's response on its POST stream; nothing orders the two, so the notification
+				// can only be waited for.
+				waitFor(t, m, func() bool { return slices.Contains(toolNames(m.Tools(t.Context())), "mcp__t__fresh") })
 			}
 			if !slices.Contains(toolNames(m.Tools(t.Context())), "mcp__t__fresh") {
 				t.Fatalf("the next Tools() lacks the added tool: %v", toolNames(m.Tools(t.Context())))

@@ -117,7 +117,9 @@ type Manager struct {
 	snapshot *generation
 	notes    []string
 
-	progress sync.Map // progress token string → func(string)
+	progress sync.Map   // progress token string → func(string)
+	authMem  sync.Map   // AuthKey → token file content, when OAuth.Home is empty
+	authMu   sync.Mutex // serialises token refreshes after a 401
 }
 
 // generation is the tool set of one generation, built on first use.

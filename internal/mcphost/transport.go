@@ -34,22 +34,10 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 		}
 		return ct, nil
 	case TypeHTTP, TypeSSE:
-		headers := c.cfg.Headers
-		if c.cfg.HeadersHelper != "" {
-			h, err := runHeadersHelper(ctx, c.cfg, c.m.opts.Environ, c.m.opts.Dir)
-			if err != nil {
-				return nil, err
-			}
-			merged := map[string]string{}
-			for k, v := range headers {
-				merged[k] = v
-			}
-			for k, v := range h {
-				merged[k] = v
-			}
-			headers = merged
+		hc, err := httpClient(ctx, c.cfg, c.m.opts.Environ, c.m.opts.Dir)
+		if err != nil {
+			return nil, err
 		}
-		hc := &http.Client{Transport: &headerTransport{headers: headers, base: http.DefaultTransport}}
 		if c.cfg.Type == TypeSSE {
 			return &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc}, nil
 		}
@@ -60,6 +48,27 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 		return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc, OAuthHandler: oauth, MaxRetries: 2}, nil
 	}
 	return nil, fmt.Errorf("transport type %q is not one of %s", c.cfg.Type, strings.Join(Types, ", "))
+}
+
+// httpClient returns a client that sends the server's headers, those of its headersHelper
+// winning.
+func httpClient(ctx context.Context, cfg ServerConfig, environ []string, dir string) (*http.Client, error) {
+	headers := cfg.Headers
+	if cfg.HeadersHelper != "" {
+		h, err := runHeadersHelper(ctx, cfg, environ, dir)
+		if err != nil {
+			return nil, err
+		}
+		merged := map[string]string{}
+		for k, v := range headers {
+			merged[k] = v
+		}
+		for k, v := range h {
+			merged[k] = v
+		}
+		headers = merged
+	}
+	return &http.Client{Transport: &headerTransport{headers: headers, base: http.DefaultTransport}}, nil
 }
 
 // headerTransport adds configured headers to every request.
@@ -99,15 +108,22 @@ func runHeadersHelper(ctx context.Context, cfg ServerConfig, environ []string, d
 	return h, nil
 }
 
-// clientOptions wires the server's notifications and requests to the manager.
-func (c *conn) clientOptions() *mcp.ClientOptions {
+// clientOptions wires the server's notifications and requests to the manager. watched says
+// the session's connection is a watchedConn, which already recorded list_changed.
+func (c *conn) clientOptions(epoch int, watched bool) *mcp.ClientOptions {
+	changed := func(kind listKind) {
+		if !watched {
+			c.changed(epoch, kind)
+		}
+		c.kickRelist()
+	}
 	return &mcp.ClientOptions{
 		Logger: c.logger,
 		// watchedConn marks the relist pending as the notification is read; these handlers,
 		// which run after the SDK invalidated its list caches, start it.
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.kickRelist() },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.kickRelist() },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.kickRelist() },
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { changed(listTools) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { changed(listPrompts) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { changed(listResources) },
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			p := req.Params
 			if f, ok := c.m.progress.Load(fmt.Sprint(p.ProgressToken)); ok {

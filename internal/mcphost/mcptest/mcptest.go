@@ -1,7 +1,8 @@
 // Package mcptest provides real MCP servers built with the Go SDK for keel's tests: an
 // "everything" server (echo, add_tool, slow with progress, crash, huge output, content of
 // every kind, elicitation, roots, an invalid schema, prompts, resources), a server that never
-// answers initialize, and a raw server that floods notifications. Each runs in process (in
+// answers initialize, a raw server that floods notifications, and an OAuth-protected HTTP
+// server with a local authorization server (oauth.go). Each runs in process (in
 // memory or over HTTP on 127.0.0.1) or as a stdio subprocess by re-executing the test binary
 // (see [RunIfChild]).
 package mcptest
