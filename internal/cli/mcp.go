@@ -74,6 +74,7 @@ func envMillis(getenv func(string) string, key string) (time.Duration, error) {
 func (a *app) mcpCommand() *cobra.Command {
 	f := &mcpFlags{}
 	cmd := &cobra.Command{Use: "mcp", Short: "configure and inspect MCP servers"}
+	var authorize func(context.Context, string) error
 	open := func(ctx context.Context) (*mcphost.Manager, error) {
 		cwd, root, err := workDirs()
 		if err != nil {
@@ -83,6 +84,7 @@ func (a *app) mcpCommand() *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
+		o.Authorize = authorize
 		st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root})
 		m, notices := session.OpenMCP(ctx, o, session.MCPSetup{Home: a.env.Home, ProjectDir: root, Cwd: cwd, Settings: st, Version: Version})
 		for _, n := range notices {
@@ -146,10 +148,32 @@ func (a *app) mcpCommand() *cobra.Command {
 			return mcphost.List(a.std.Out, m.Status(), false)
 		},
 	}
-	for _, c := range []*cobra.Command{list, get, reconnect} {
+	login := &cobra.Command{
+		Use: "login NAME", Short: "authorize keel with an HTTP server that asks for OAuth", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			authorize = func(_ context.Context, authURL string) error {
+				fmt.Fprintf(a.std.Out, "Open this page to authorize keel with %s:\n\n  %s\n\nWaiting for the browser to come back…\n", args[0], authURL)
+				return nil
+			}
+			m, err := open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if m == nil {
+				return fmt.Errorf("no MCP server named %q is configured", args[0])
+			}
+			defer m.Close()
+			if err := m.Login(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.std.Out, "authorized; tokens are stored under %s\n", a.env.Home)
+			return nil
+		},
+	}
+	for _, c := range []*cobra.Command{list, get, reconnect, login} {
 		f.register(c)
 	}
-	cmd.AddCommand(list, get, reconnect, a.mcpAddCommand(), a.mcpAddJSONCommand(), a.mcpRemoveCommand(), a.mcpServeCommand())
+	cmd.AddCommand(list, get, reconnect, login, a.mcpAddCommand(), a.mcpAddJSONCommand(), a.mcpRemoveCommand(), a.mcpServeCommand())
 	return cmd
 }
 

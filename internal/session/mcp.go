@@ -42,6 +42,9 @@ type MCPOptions struct {
 	// PermissionPromptTool names an MCP tool (mcp__server__tool) that answers permission
 	// questions instead of the asker.
 	PermissionPromptTool string
+	// Authorize sends the user to an OAuth authorization page (`keel mcp login`); nil leaves
+	// servers without stored tokens in needs-auth.
+	Authorize func(ctx context.Context, authURL string) error
 }
 
 // startMCP connects the session's MCP servers.
@@ -112,6 +115,7 @@ func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, 
 		Environ: environ, Dir: st.Cwd, Roots: append([]string{st.Cwd}, st.AddDirs...),
 		ConnectTimeout: o.ConnectTimeout, ToolTimeout: o.ToolTimeout, MaxOutputTokens: o.MaxOutputTokens,
 		ToolSearch: mcphost.ToolSearchOptions{Mode: o.ToolSearch, ContextWindow: int(st.ContextWindow)},
+		OAuth:      mcphost.OAuthOptions{Home: st.Home, Authorize: o.Authorize, ClientName: "keel"},
 		ClientName: "keel", ClientVersion: st.Version, Logger: logger.With("component", "mcp"),
 	})
 	m.Start(ctx)
