@@ -298,29 +298,11 @@ func contentText(raw json.RawMessage) (string, error) {
 	return strings.Join(parts, "\n"), nil
 }
 
-// splitToolList splits --allowedTools values the way Claude Code does: by commas and spaces,
-// except inside parentheses, so "Bash(git log:*) Edit" is two rules.
+// splitToolList splits --allowedTools values into rules, as Claude Code does.
 func splitToolList(values []string) []string {
 	var out []string
 	for _, v := range values {
-		depth, start := 0, 0
-		flush := func(end int) {
-			if part := strings.TrimSpace(v[start:end]); part != "" {
-				out = append(out, part)
-			}
-		}
-		for i, r := range v {
-			switch {
-			case r == '(':
-				depth++
-			case r == ')' && depth > 0:
-				depth--
-			case (r == ',' || r == ' ') && depth == 0:
-				flush(i)
-				start = i + 1
-			}
-		}
-		flush(len(v))
+		out = append(out, permission.SplitToolList(v)...)
 	}
 	return out
 }

@@ -1,6 +1,9 @@
 package permission
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Kind says which family of rules and mode semantics apply to a tool.
 type Kind int
@@ -86,4 +89,36 @@ func (r Request) kind() Kind {
 		return k
 	}
 	return KindOther
+}
+
+// RequestFor describes a tool call from the input fields Claude Code's tools use (file_path,
+// notebook_path, path, command, url, subagent_type, skill); a tool without them is judged by
+// its name and read-only claim. MCP tools are KindOther.
+func RequestFor(toolName string, readOnly bool, input json.RawMessage, cwd string) Request {
+	var in struct {
+		FilePath     string `json:"file_path"`
+		NotebookPath string `json:"notebook_path"`
+		Path         string `json:"path"`
+		Command      string `json:"command"`
+		URL          string `json:"url"`
+		SubagentType string `json:"subagent_type"`
+		Skill        string `json:"skill"`
+	}
+	_ = json.Unmarshal(input, &in)
+	req := Request{Tool: toolName, ReadOnly: readOnly, Cwd: cwd, Command: in.Command, URL: in.URL, Input: input}
+	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
+		if p != "" {
+			req.Paths = append(req.Paths, p)
+		}
+	}
+	switch {
+	case in.SubagentType != "":
+		req.Argument = in.SubagentType
+	case in.Skill != "":
+		req.Argument = in.Skill
+	}
+	if strings.HasPrefix(toolName, "mcp__") {
+		req.Kind = KindOther
+	}
+	return req
 }

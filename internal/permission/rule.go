@@ -171,22 +171,42 @@ func parseDomain(spec string) (string, error) {
 // separated by commas or spaces, where separators inside parentheses belong
 // to the specifier ("Bash(git log:*),Edit Read(src/**)").
 func ParseToolList(list string, b Behavior, src Source) ([]Rule, error) {
+	parts, unclosed := splitToolList(list)
+	if unclosed != "" {
+		return nil, &RuleError{Rule: unclosed, Source: src, Reason: "missing closing parenthesis"}
+	}
+	var rules []Rule
+	for _, p := range parts {
+		r, err := ParseRule(p, b, src)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+// SplitToolList splits a --allowedTools value into rule texts: by commas and white space,
+// except inside parentheses, so "Bash(git log:*) Edit" is two rules. An unclosed parenthesis
+// keeps the rest as one text, for ParseRule to report.
+func SplitToolList(list string) []string {
+	parts, unclosed := splitToolList(list)
+	if unclosed != "" {
+		parts = append(parts, unclosed)
+	}
+	return parts
+}
+
+func splitToolList(list string) (parts []string, unclosed string) {
 	var (
-		rules []Rule
 		cur   strings.Builder
 		depth int
 	)
-	flush := func() error {
-		if cur.Len() == 0 {
-			return nil
+	flush := func() {
+		if cur.Len() > 0 {
+			parts = append(parts, cur.String())
+			cur.Reset()
 		}
-		r, err := ParseRule(cur.String(), b, src)
-		cur.Reset()
-		if err != nil {
-			return err
-		}
-		rules = append(rules, r)
-		return nil
 	}
 	for _, c := range list {
 		switch {
@@ -195,20 +215,16 @@ func ParseToolList(list string, b Behavior, src Source) ([]Rule, error) {
 		case c == ')' && depth > 0:
 			depth--
 		case depth == 0 && (c == ',' || unicode.IsSpace(c)):
-			if err := flush(); err != nil {
-				return nil, err
-			}
+			flush()
 			continue
 		}
 		cur.WriteRune(c)
 	}
 	if depth > 0 {
-		return nil, &RuleError{Rule: cur.String(), Source: src, Reason: "missing closing parenthesis"}
+		return parts, cur.String()
 	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	return rules, nil
+	flush()
+	return parts, ""
 }
 
 // ParseRules parses a settings list (permissions.allow etc.), returning every

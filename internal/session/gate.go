@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"sync"
 
 	"github.com/keel-dev/keel/internal/event"
@@ -139,33 +138,7 @@ func resultForHook(r tool.Result) any {
 	return map[string]any{"content": r.ResultText(), "is_error": r.IsError}
 }
 
-// permissionRequest describes a call for the permission engine from the fields built-in tools
-// share with Claude Code's; other tools are judged by name and read-only claim.
+// permissionRequest describes a call for the permission engine.
 func permissionRequest(t tool.Tool, input json.RawMessage, cwd string) permission.Request {
-	var in struct {
-		FilePath     string `json:"file_path"`
-		NotebookPath string `json:"notebook_path"`
-		Path         string `json:"path"`
-		Command      string `json:"command"`
-		URL          string `json:"url"`
-		SubagentType string `json:"subagent_type"`
-		Skill        string `json:"skill"`
-	}
-	_ = json.Unmarshal(input, &in)
-	req := permission.Request{Tool: t.Name(), ReadOnly: t.ReadOnly(input), Cwd: cwd, Command: in.Command, URL: in.URL, Input: input}
-	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
-		if p != "" {
-			req.Paths = append(req.Paths, p)
-		}
-	}
-	switch {
-	case in.SubagentType != "":
-		req.Argument = in.SubagentType
-	case in.Skill != "":
-		req.Argument = in.Skill
-	}
-	if strings.HasPrefix(t.Name(), tool.MCPPrefix) {
-		req.Kind = permission.KindOther
-	}
-	return req
+	return permission.RequestFor(t.Name(), t.ReadOnly(input), input, cwd)
 }

@@ -3,7 +3,6 @@ package subagent
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"sync"
 
 	"github.com/google/uuid"
@@ -89,26 +88,7 @@ func (g checkGate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call 
 
 func (g checkGate) After(context.Context, *tool.Env, tool.Tool, tool.Call, *tool.Result) {}
 
-// PermissionRequest describes a tool call for the permission engine from its input's usual
-// fields.
+// PermissionRequest describes a tool call for the permission engine.
 func PermissionRequest(t tool.Tool, input json.RawMessage, cwd string) permission.Request {
-	var in struct {
-		FilePath     string `json:"file_path"`
-		NotebookPath string `json:"notebook_path"`
-		Path         string `json:"path"`
-		Command      string `json:"command"`
-		URL          string `json:"url"`
-		SubagentType string `json:"subagent_type"`
-	}
-	_ = json.Unmarshal(input, &in)
-	req := permission.Request{Tool: t.Name(), ReadOnly: t.ReadOnly(input), Cwd: cwd, Command: in.Command, URL: in.URL, Argument: in.SubagentType}
-	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
-		if p != "" {
-			req.Paths = append(req.Paths, p)
-		}
-	}
-	if strings.HasPrefix(t.Name(), tool.MCPPrefix) {
-		req.Kind = permission.KindOther
-	}
-	return req
+	return permission.RequestFor(t.Name(), t.ReadOnly(input), input, cwd)
 }
