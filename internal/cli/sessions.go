@@ -161,7 +161,7 @@ lists them.`,
 			if err != nil {
 				return err
 			}
-			sess, err := session.New(cmd.Context(), session.Options{Home: a.env.Home, Resume: args[0], Provider: prov, Model: model, Version: Version})
+			sess, err := session.New(cmd.Context(), session.Options{Home: a.env.Home, Resume: args[0], Provider: prov, Model: model, Version: Version, Offline: true})
 			if err != nil {
 				return err
 			}

@@ -86,6 +86,9 @@ type Options struct {
 	NoPersistence bool
 	// ContextWindow is the model's context window in tokens; 0 means DefaultContextWindow.
 	ContextWindow int64
+	// Offline opens the stored session for maintenance (`keel rewind`): no MCP servers are
+	// started and no SessionStart or SessionEnd hooks run.
+	Offline bool
 
 	// Agents is the --agents JSON; ForkSubagents makes an Agent call without subagent_type a
 	// fork (also the forkSubagents setting); MaxAgentDepth limits nesting (0: subagents do not
@@ -196,7 +199,9 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.state.AdditionalDirs = policy.Dirs[1:]
 	s.buildHooks()
 	s.buildCachePolicy()
-	s.startMCP(ctx)
+	if !opts.Offline {
+		s.startMCP(ctx)
+	}
 	s.loadSkills()
 	s.forkRunner = agentForks{s}
 	s.builtins = s.buildTools()
@@ -212,7 +217,9 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	if st != nil {
 		source = "resume"
 	}
-	s.startHooks(ctx, source)
+	if !opts.Offline {
+		s.startHooks(ctx, source)
+	}
 	return s, nil
 }
 
@@ -417,7 +424,9 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 
 // Close ends the session and releases what it holds.
 func (s *Session) Close() error {
-	s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "exit"}))
+	if !s.opts.Offline {
+		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "exit"}))
+	}
 	s.hooks.Wait()
 	s.jobs.Close()
 	s.closeAgents()
