@@ -10,6 +10,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/transcript"
@@ -103,7 +104,9 @@ func (s *Session) restore(st *transcript.State) *prompt.Environment {
 		}
 	}
 	if mode := st.Mode(); mode != "" && s.opts.PermissionMode == "" {
-		_ = s.SetPermissionMode(mode)
+		if m, err := permission.ParseMode(mode); err == nil {
+			s.checker.SetMode(m)
+		}
 	}
 	var set agentSetting
 	if raw := st.AgentSetting(); len(raw) > 0 && json.Unmarshal(raw, &set) == nil {

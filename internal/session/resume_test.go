@@ -175,3 +175,26 @@ func TestRewindRestoresFilesAndConversation(t *testing.T) {
 		}
 	}
 }
+
+func TestResumeRestoresTodosAndMode(t *testing.T) {
+	home, cwd := t.TempDir(), t.TempDir()
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{When: scripted.Match{UserText: "plan"}, Times: 1, Reply: []scripted.Block{scripted.ToolUse("TodoWrite", map[string]any{
+			"todos": []map[string]string{{"content": "write tests", "status": "in_progress", "activeForm": "Writing tests"}}})}},
+		{Reply: []scripted.Block{scripted.Text("ok")}},
+	}}
+	first := newHarness(t, sc, Options{Home: home, Cwd: cwd})
+	first.send(t, "plan the work")
+	if err := first.sess.SetPermissionMode("acceptEdits"); err != nil {
+		t.Fatal(err)
+	}
+	first.sess.Close()
+
+	again := newHarness(t, sc, Options{Home: home, Cwd: cwd, Continue: true})
+	if got := again.sess.PermissionMode(); got != "acceptEdits" {
+		t.Errorf("mode after resume = %q, want acceptEdits", got)
+	}
+	if got := again.sess.todos.List(); len(got) != 1 || got[0].Content != "write tests" {
+		t.Errorf("todos after resume = %+v", got)
+	}
+}

@@ -19,7 +19,10 @@ func (s *Session) beginSnapshot(uuid string) {
 	}
 	if err := s.snapshots.Begin(uuid); err != nil {
 		s.logger.Warn("begin file-history snapshot", "err", err)
+		return
 	}
+	// The transcript names the snapshot, so a reader of the file alone can pair turns with it.
+	s.recordMetadata(context.Background(), transcript.TypeFileHistorySnapshot, map[string]string{"id": uuid})
 }
 
 // trackEdit stores a file's content before a tool changes it.

@@ -454,6 +454,7 @@ func (s *Session) SetPermissionMode(mode string) error {
 		return err
 	}
 	s.checker.SetMode(m)
+	s.recordMetadata(context.Background(), transcript.TypeMode, string(m))
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/keel-dev/keel/internal/shell"
 	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/transcript"
 )
 
 func resolveCwd(dir string) (string, error) {
@@ -33,7 +35,10 @@ func resolveCwd(dir string) (string, error) {
 // buildTools returns the built-in tools in their fixed order (part of every request prefix).
 func (s *Session) buildTools() []tool.Tool {
 	s.jobs = shell.NewJobs()
-	s.todos = builtin.NewTodos(func(items []event.Todo) { s.emit(event.Todos{Items: items}) })
+	s.todos = builtin.NewTodos(func(items []event.Todo) {
+		s.emit(event.Todos{Items: items})
+		s.recordMetadata(context.Background(), transcript.TypeTodos, items)
+	})
 	tools := builtin.Tools(builtin.Options{Jobs: s.jobs, Todos: s.todos})
 	return append(tools, s.skills.Tool(skill.ToolOptions{Runner: s.forkRunner, Grants: s.grants}))
 }
