@@ -101,6 +101,34 @@ func (m *Manager) Pool(ctx context.Context, builtins []tool.Tool) *tool.Pool {
 	return tool.Assemble(append(fixed, m.discovered(tools)...), nil)
 }
 
+// NativePool assembles the tools of the next request for a provider that defers tools itself
+// (the Anthropic API's tool search): builtins, then every MCP tool sorted by name — the order
+// and bytes of a pool that defers nothing, so the list never changes with what the model
+// finds. There is no ToolSearch tool; NativeDeferred says which tools to send deferred.
+func (m *Manager) NativePool(ctx context.Context, builtins []tool.Tool) *tool.Pool {
+	fixed := slices.Clone(builtins)
+	if len(m.conns) > 0 {
+		fixed = append(fixed, m.ResourceTools()...)
+	}
+	return tool.Assemble(fixed, m.Tools(ctx))
+}
+
+// NativeDeferred reports, by name, the MCP tools a provider with native tool search should
+// receive with DeferLoading: every current MCP tool when deferring (the provider's search
+// finds them; a tool it found stays deferred, since the API loads it from the history and
+// flipping the flag would change the cached tool list), none otherwise.
+func (m *Manager) NativeDeferred(ctx context.Context) map[string]bool {
+	tools := m.Tools(ctx)
+	if !m.deferring(tools) {
+		return nil
+	}
+	out := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		out[t.Name()] = true
+	}
+	return out
+}
+
 // Discovered returns the deferred tools ToolSearch has loaded that are still current, in
 // discovery order.
 func (m *Manager) Discovered(ctx context.Context) []tool.Tool { return m.discovered(m.Tools(ctx)) }

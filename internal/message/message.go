@@ -60,6 +60,11 @@ type Block struct {
 	// image
 	Source *ImageSource `json:"source,omitempty"`
 
+	// Raw is a block keel does not interpret — a server tool's use and result (tool search,
+	// for one) — as the provider sent it. It is replayed byte for byte, so the history that
+	// holds it keeps its cache key; Type still names the block. No other field is set.
+	Raw json.RawMessage `json:"raw,omitempty"`
+
 	// CacheControl is set only on the copy of a block inside an outgoing request, where the
 	// provider places its cache breakpoints; history never stores it.
 	CacheControl *CacheControl `json:"cache_control,omitempty"`

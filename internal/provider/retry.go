@@ -225,6 +225,9 @@ type retrying struct {
 	logger *slog.Logger
 }
 
+// Unwrap returns the retried provider, so its capabilities (e.g. [NativeToolSearcher]) show.
+func (r *retrying) Unwrap() Provider { return r.inner }
+
 func (r *retrying) Stream(ctx context.Context, req *Request) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		for attempt := 1; ; attempt++ {

@@ -124,8 +124,10 @@ type Session struct {
 	jobs      *shell.Jobs
 	todos     *builtin.Todos
 	mcp       *mcphost.Manager
-	skills    *skill.Catalog
-	grants    *skill.Grants
+	// nativeSearch: the provider defers MCP tools itself (provider.NativeToolSearcher).
+	nativeSearch bool
+	skills       *skill.Catalog
+	grants       *skill.Grants
 	// forkRunner runs fork-context skills as subagents; nil until agents are wired.
 	forkRunner skill.ForkRunner
 
@@ -248,10 +250,15 @@ func (s *Session) ToolNames() []string { return s.pool(context.Background()).Nam
 
 // pool is the main agent's tools for the next request: built-ins and custom tools in their
 // fixed order, then MCP tools (or ToolSearch and what it found) from the current generation.
+// With a provider that searches deferred tools itself every MCP tool is listed, and
+// markDeferred flags them in the request.
 func (s *Session) pool(ctx context.Context) *tool.Pool {
 	base := append(append([]tool.Tool(nil), s.builtins...), s.opts.Tools...)
 	if s.mcp == nil {
 		return tool.Assemble(base, nil)
+	}
+	if s.nativeSearch {
+		return s.mcp.NativePool(ctx, base)
 	}
 	return s.mcp.Pool(ctx, base)
 }
@@ -364,7 +371,10 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Pool:      s.pool,
 		Lookup:    s.lookupTool,
 		Gate:      g,
-		Prepare:   func(r *provider.Request) { provider.PlaceBreakpoints(r, s.ttl) },
+		Prepare: func(r *provider.Request) {
+			s.markDeferred(ctx, r)
+			provider.PlaceBreakpoints(r, s.ttl)
+		},
 		Watch:     watcher{s.watch},
 		Stop:      stopHook{s},
 		Observers: s.observers(),

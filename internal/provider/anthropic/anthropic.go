@@ -117,6 +117,12 @@ func New(opts Options) (*Provider, error) {
 // Model is the model used when a request names none.
 func (p *Provider) Model() string { return p.model }
 
+// NativeToolSearch reports that the Messages API loads deferred tools itself: tools with
+// DeferLoading are sent with defer_loading and the server-side tool search tool (see
+// [EncodeRequest]), and the model's searches come back as server tool blocks kept in the
+// history as they are.
+func (p *Provider) NativeToolSearch() bool { return true }
+
 // Stream sends req and yields its events as they arrive, then one [provider.Done]. It makes
 // exactly one HTTP attempt.
 func (p *Provider) Stream(ctx context.Context, req *provider.Request) iter.Seq2[provider.Event, error] {

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -40,26 +41,9 @@ func EncodeRequest(req *provider.Request, model string) ([]byte, error) {
 		w.raw(`]`)
 	}
 	if len(req.Tools) > 0 {
-		w.raw(`,"tools":[`)
-		for i, t := range req.Tools {
-			w.comma(i)
-			w.raw(`{"name":`)
-			w.str(t.Name)
-			if t.Description != "" {
-				w.raw(`,"description":`)
-				w.str(t.Description)
-			}
-			w.raw(`,"input_schema":`)
-			if err := w.rawJSON(t.InputSchema); err != nil {
-				return nil, fmt.Errorf("encode request: tool %q input_schema: %w", t.Name, err)
-			}
-			if t.DeferLoading {
-				w.raw(`,"defer_loading":true`)
-			}
-			w.cacheControl(t.CacheControl)
-			w.raw(`}`)
+		if err := w.tools(req.Tools); err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
 		}
-		w.raw(`]`)
 	}
 	w.raw(`,"messages":[`)
 	for i, m := range req.Messages {
@@ -95,6 +79,53 @@ func EncodeRequest(req *provider.Request, model string) ([]byte, error) {
 	}
 	w.raw(`,"stream":true}`)
 	return w.buf, nil
+}
+
+// ToolSearchTool is the server-side tool search entry sent after the tools whenever one of
+// them is deferred: the API rejects deferred tools without a search tool to find them. The
+// regex variant lets the model search names, descriptions and argument names precisely.
+const ToolSearchTool = `{"type":"tool_search_tool_regex_20251119","name":"tool_search_tool_regex"`
+
+// tools writes the tool list. Deferred tools (ToolSpec.DeferLoading) stay in their place, so
+// the list is the same bytes whatever the model has found, and the search tool follows them.
+// The API leaves deferred definitions out of the cached prefix and loads each one where a
+// tool_reference names it in the history, so a breakpoint on a deferred tool would mark
+// nothing: it moves to the search tool, which ends the cached tool list instead.
+func (w *writer) tools(tools []provider.ToolSpec) error {
+	w.raw(`,"tools":[`)
+	var moved *message.CacheControl
+	deferred := false
+	for i, t := range tools {
+		w.comma(i)
+		w.raw(`{"name":`)
+		w.str(t.Name)
+		if t.Description != "" {
+			w.raw(`,"description":`)
+			w.str(t.Description)
+		}
+		w.raw(`,"input_schema":`)
+		if err := w.rawJSON(t.InputSchema); err != nil {
+			return fmt.Errorf("tool %q input_schema: %w", t.Name, err)
+		}
+		cc := t.CacheControl
+		if t.DeferLoading {
+			w.raw(`,"defer_loading":true`)
+			deferred = true
+			if cc != nil {
+				moved, cc = cc, nil
+			}
+		}
+		w.cacheControl(cc)
+		w.raw(`}`)
+	}
+	if deferred {
+		w.raw(`,`)
+		w.raw(ToolSearchTool)
+		w.cacheControl(moved)
+		w.raw(`}`)
+	}
+	w.raw(`]`)
+	return nil
 }
 
 type writer struct{ buf []byte }
@@ -151,6 +182,9 @@ func (w *writer) blocks(bs []message.Block) error {
 }
 
 func (w *writer) block(b message.Block) error {
+	if len(b.Raw) > 0 {
+		return w.rawBlock(b)
+	}
 	w.raw(`{"type":`)
 	w.str(b.Type)
 	switch b.Type {
@@ -208,6 +242,23 @@ func (w *writer) block(b message.Block) error {
 	default:
 		return fmt.Errorf("unknown block type %q", b.Type)
 	}
+	w.cacheControl(b.CacheControl)
+	w.raw(`}`)
+	return nil
+}
+
+// rawBlock replays a block keel does not interpret (a server tool's use or result) byte for
+// byte; a cache breakpoint is added as its last field.
+func (w *writer) rawBlock(b message.Block) error {
+	raw := bytes.TrimSpace(b.Raw)
+	if !json.Valid(raw) || raw[0] != '{' || len(raw) < 3 {
+		return fmt.Errorf("%s block: raw is not a JSON object", b.Type)
+	}
+	if b.CacheControl == nil {
+		w.buf = append(w.buf, raw...)
+		return nil
+	}
+	w.buf = append(w.buf, raw[:len(raw)-1]...)
 	w.cacheControl(b.CacheControl)
 	w.raw(`}`)
 	return nil

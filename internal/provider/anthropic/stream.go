@@ -21,17 +21,10 @@ type wireEvent struct {
 		Model string    `json:"model"`
 		Usage wireUsage `json:"usage"`
 	} `json:"message"`
-	ContentBlock *struct {
-		Type      string          `json:"type"`
-		Text      string          `json:"text"`
-		Thinking  string          `json:"thinking"`
-		Signature string          `json:"signature"`
-		Data      string          `json:"data"`
-		ID        string          `json:"id"`
-		Name      string          `json:"name"`
-		Input     json.RawMessage `json:"input"`
-	} `json:"content_block"`
-	Delta *struct {
+	// ContentBlock stays raw until content_block_start reads it: a server tool's block is
+	// kept as sent (see message.Block.Raw).
+	ContentBlock json.RawMessage `json:"content_block"`
+	Delta        *struct {
 		Type        string `json:"type"`
 		Text        string `json:"text"`
 		Thinking    string `json:"thinking"`
@@ -40,6 +33,17 @@ type wireEvent struct {
 		StopReason  string `json:"stop_reason"`
 	} `json:"delta"`
 	Usage *wireUsage `json:"usage"`
+}
+
+type wireBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
 }
 
 // wireUsage has pointers because message_delta repeats only some counts: a count it leaves out
@@ -69,6 +73,7 @@ type assembler struct {
 	logger    *slog.Logger
 	blocks    map[int]*message.Block
 	inputs    map[int]*bytes.Buffer // accumulated input_json_delta per tool_use block
+	servers   map[int]*bytes.Buffer // the same for server tool blocks
 	usage     message.Usage
 	stop      message.StopReason
 	model     string
@@ -77,7 +82,8 @@ type assembler struct {
 }
 
 func newAssembler(logger *slog.Logger) *assembler {
-	return &assembler{logger: logger, blocks: map[int]*message.Block{}, inputs: map[int]*bytes.Buffer{}}
+	return &assembler{logger: logger, blocks: map[int]*message.Block{}, inputs: map[int]*bytes.Buffer{},
+		servers: map[int]*bytes.Buffer{}}
 }
 
 func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
@@ -88,9 +94,12 @@ func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
 			ev.Message.Usage.mergeInto(&a.usage)
 		}
 	case "content_block_start":
-		cb := ev.ContentBlock
-		if cb == nil {
+		if len(ev.ContentBlock) == 0 || string(ev.ContentBlock) == "null" {
 			return nil, fmt.Errorf("anthropic stream: content_block_start %d without content_block", ev.Index)
+		}
+		cb := &wireBlock{}
+		if err := json.Unmarshal(ev.ContentBlock, cb); err != nil {
+			return nil, fmt.Errorf("anthropic stream: content_block_start %d: %w", ev.Index, err)
 		}
 		switch cb.Type {
 		case message.TypeText:
@@ -113,9 +122,14 @@ func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
 			a.blocks[ev.Index] = b
 			a.inputs[ev.Index] = &bytes.Buffer{}
 			return []provider.Event{provider.ToolUseStart{Index: ev.Index, ID: cb.ID, Name: cb.Name}}, nil
+		case "":
+			a.logger.Warn("anthropic stream: skipping content block without a type", "index", ev.Index)
 		default:
-			// Server-side tool blocks and future types have no place in message.Block yet.
-			a.logger.Warn("anthropic stream: skipping unknown content block", "type", cb.Type, "index", ev.Index)
+			// Server tool blocks (server_tool_use, tool_search_tool_result, …) run on the API's
+			// side: kept as sent, to be replayed, never run here. A server_tool_use streams its
+			// input like a tool_use; it is spliced in when the block stops.
+			a.blocks[ev.Index] = &message.Block{Type: cb.Type, Raw: bytes.Clone(ev.ContentBlock)}
+			a.servers[ev.Index] = &bytes.Buffer{}
 		}
 	case "content_block_delta":
 		d := ev.Delta
@@ -133,12 +147,24 @@ func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
 		case "signature_delta":
 			b.Signature += d.Signature
 		case "input_json_delta":
+			if buf := a.servers[ev.Index]; buf != nil {
+				buf.WriteString(d.PartialJSON)
+				return nil, nil
+			}
 			if buf := a.inputs[ev.Index]; buf != nil {
 				buf.WriteString(d.PartialJSON)
 			}
 			return []provider.Event{provider.InputDelta{Index: ev.Index, PartialJSON: d.PartialJSON}}, nil
 		}
 	case "content_block_stop":
+		if buf := a.servers[ev.Index]; buf != nil && len(bytes.TrimSpace(buf.Bytes())) > 0 {
+			b := a.blocks[ev.Index]
+			raw, err := withInput(b.Raw, buf.Bytes())
+			if err != nil {
+				return nil, fmt.Errorf("anthropic stream: %s block %d: %w", b.Type, ev.Index, err)
+			}
+			b.Raw = raw
+		}
 		if buf := a.inputs[ev.Index]; buf != nil {
 			a.blocks[ev.Index].Input = a.toolInput(a.blocks[ev.Index], buf.Bytes())
 		}
@@ -197,4 +223,48 @@ func (a *assembler) done() provider.Done {
 		Model:      a.model,
 		RequestID:  a.requestID,
 	}
+}
+
+// withInput returns the JSON object raw with the value of its "input" field replaced by the
+// compacted streamed input, every other field kept in its order and bytes (a field the API adds
+// later survives the round trip). It fails when the input is not valid JSON.
+func withInput(raw, streamed []byte) (json.RawMessage, error) {
+	var in bytes.Buffer
+	if err := json.Compact(&in, streamed); err != nil {
+		return nil, fmt.Errorf("streamed input: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("content block is not a JSON object")
+	}
+	out := []byte{'{'}
+	replaced := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("content block: %w", err)
+		}
+		key, _ := tok.(string)
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, fmt.Errorf("content block field %q: %w", key, err)
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = appendString(out, key)
+		out = append(out, ':')
+		if key == "input" {
+			val, replaced = in.Bytes(), true
+		}
+		out = append(out, val...)
+	}
+	if !replaced {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, `"input":`...)
+		out = append(out, in.Bytes()...)
+	}
+	return append(out, '}'), nil
 }

@@ -41,7 +41,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		writeAnthropicError(w, f.Status, d.rec.Error)
 		return
 	}
-	rep := buildReply(d.rec.N, p.view.model, d.rule)
+	rep := buildReply(d.rec.N, p.view.model, d.rule, p.view.searchTool)
 	if p.stream {
 		writeSSE(r.Context(), w, anthropicEvents(rep, d.rec.Cache), d.fault)
 		return
@@ -205,10 +205,49 @@ type toolUseBlock struct {
 	Input json.RawMessage `json:"input"`
 }
 
+type serverToolUseBlock struct {
+	Type   string          `json:"type"`
+	ID     string          `json:"id"`
+	Name   string          `json:"name"`
+	Input  json.RawMessage `json:"input"`
+	Caller struct {
+		Type string `json:"type"`
+	} `json:"caller"`
+}
+
+type toolReference struct {
+	Type     string `json:"type"`
+	ToolName string `json:"tool_name"`
+}
+
+type searchResultBlock struct {
+	Type      string `json:"type"`
+	ToolUseID string `json:"tool_use_id"`
+	Content   struct {
+		Type           string          `json:"type"`
+		ToolReferences []toolReference `json:"tool_references"`
+	} `json:"content"`
+}
+
 // wireBlock is a content block as the API shows it; full=false gives the empty shell of a
-// content_block_start.
+// content_block_start. A tool search result arrives whole in its start.
 func wireBlock(b replyBlock, full bool) any {
 	switch b.kind {
+	case kindServerUse:
+		su := serverToolUseBlock{Type: "server_tool_use", ID: b.id, Name: b.name, Input: b.input}
+		su.Caller.Type = "direct"
+		if !full {
+			su.Input = json.RawMessage("{}")
+		}
+		return su
+	case kindSearchResult:
+		r := searchResultBlock{Type: "tool_search_tool_result", ToolUseID: b.id}
+		r.Content.Type = "tool_search_tool_search_result"
+		r.Content.ToolReferences = []toolReference{}
+		for _, name := range b.found {
+			r.Content.ToolReferences = append(r.Content.ToolReferences, toolReference{"tool_reference", name})
+		}
+		return r
 	case KindThinking:
 		if !full {
 			return thinkingBlock{Type: "thinking"}
@@ -310,7 +349,7 @@ func anthropicEvents(rep *reply, acc CacheAccount) []sseEvent {
 				add(delta{Type: "thinking_delta", Thinking: c})
 			}
 			add(delta{Type: "signature_delta", Signature: b.signature})
-		case KindToolUse:
+		case KindToolUse, kindServerUse:
 			empty := ""
 			add(delta{Type: "input_json_delta", PartialJSON: &empty})
 			for _, c := range chunks(string(b.input), inputChunk) {

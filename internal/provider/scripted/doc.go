@@ -42,6 +42,7 @@
 //	      - text: S
 //	      - thinking: S
 //	      - tool_use: {name: T, input: {any: YAML map, sent as a JSON object in key order}}
+//	      - tool_search: {query: S, found: [T, …]}  # the API's own tool search (see below)
 //	    stop_reason: R  # end_turn|tool_use|max_tokens|stop_sequence|pause_turn|refusal
 //	                    # (default tool_use if the reply has a tool_use block, else end_turn)
 //	    fault:          # optional failure
@@ -138,6 +139,24 @@
 // caching: every block boundary at or past min_tokens is cached for 5 minutes and the longest
 // live prefix is reported as prompt_tokens_details.cached_tokens. A request answered with an
 // error status neither reads nor writes the cache.
+//
+// # Deferred tools and tool search
+//
+// Tools with "defer_loading": true need a server tool search tool in the request (type
+// tool_search_tool_regex_20251119 or tool_search_tool_bm25_20251119), else 400; the scripted
+// model also refuses cache_control on a deferred tool (keel moves that breakpoint to the
+// search tool). A tool_search reply block becomes a server_tool_use block (id
+// srvtoolu_scripted_NNNN_K, the request's search tool, input {"pattern": S} or {"query": S}
+// for bm25, streamed as input_json_delta) followed by a tool_search_tool_result whose
+// tool_references name the found tools, whole in its content_block_start. Chat completions
+// have no server tool search and leave the block out. A later tool_use of a found tool is an
+// ordinary tool_use block.
+//
+// Cache approximation: a deferred tool's definition is not part of the tools section of the
+// prefix. Each tool_search_tool_result in the history counts, besides its own JSON, the
+// canonical definitions of the tools it references, at its own position — where the API
+// inlines them — so they join the cached prefix from there on and the tool list never changes.
+// A reference to a tool that is not deferred in the request is a 400.
 //
 // # Request log
 //

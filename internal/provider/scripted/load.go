@@ -21,7 +21,8 @@ var (
 	ruleKeys     = []string{"name", "when", "times", "reply", "stop_reason", "fault"}
 	fallbackKeys = []string{"reply", "stop_reason", "fault"}
 	whenKeys     = []string{"user_text", "tool_result", "has_tool", "lacks_tool", "request", "system", "contains", "model"}
-	blockKeys    = []string{"text", "thinking", "tool_use"}
+	blockKeys    = []string{"text", "thinking", "tool_use", "tool_search"}
+	searchKeys   = []string{"query", "found"}
 	toolUseKeys  = []string{"name", "input"}
 	faultKeys    = []string{"status", "retry_after", "retry_after_ms", "message", "drop_after", "delay"}
 	cacheKeys    = []string{"min_tokens", "lookback"}
@@ -264,6 +265,19 @@ func (d *decoder) block(n ast.Node) (Block, error) {
 		case "thinking":
 			b.Kind = KindThinking
 			return d.string(v, key, &b.Text)
+		case "tool_search":
+			b.Kind = KindToolSearch
+			return d.mapping(v, "tool_search", searchKeys, func(key string, v ast.Node) error {
+				if key == "query" {
+					return d.string(v, key, &b.Text)
+				}
+				return d.sequence(v, key, func(_ int, n ast.Node) error {
+					var name string
+					err := d.string(n, key, &name)
+					b.Found = append(b.Found, name)
+					return err
+				})
+			})
 		default:
 			b.Kind = KindToolUse
 			return d.mapping(v, "tool_use", toolUseKeys, func(key string, v ast.Node) error {
@@ -283,6 +297,9 @@ func (d *decoder) block(n ast.Node) (Block, error) {
 	})
 	if err == nil && b.Kind == KindToolUse && b.Name == "" {
 		err = d.errorf(n, "tool_use needs a name")
+	}
+	if err == nil && b.Kind == KindToolSearch && len(b.Found) == 0 {
+		err = d.errorf(n, "tool_search needs found: a list of deferred tool names")
 	}
 	return b, err
 }

@@ -146,7 +146,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, f.Status, d.rec.Error)
 		return
 	}
-	rep := buildReply(d.rec.N, p.view.model, d.rule)
+	rep := buildReply(d.rec.N, p.view.model, d.rule, p.view.searchTool)
 	created := s.now().Unix()
 	if p.stream {
 		writeSSE(r.Context(), w, chatChunks(rep, d.rec.Cache, created, p.includeUsage), d.fault)

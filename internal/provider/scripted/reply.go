@@ -41,16 +41,41 @@ type replyBlock struct {
 	id        string // tool_use
 	name      string
 	input     json.RawMessage
+	found     []string // tool search result
 }
 
+// Kinds of the two wire blocks a tool_search block becomes.
+const (
+	kindServerUse    BlockKind = "server_tool_use"
+	kindSearchResult BlockKind = "tool_search_tool_result"
+)
+
 // buildReply turns rule r into the answer to request n. Ids are msg_scripted_NNNN and
-// toolu_scripted_NNNN_K (K counts the tool_use blocks of the reply from 0).
-func buildReply(n int, model string, r *Rule) *reply {
+// toolu_scripted_NNNN_K (K counts the tool_use blocks of the reply from 0); a tool search is
+// srvtoolu_scripted_NNNN_K (K counts the searches) run by the request's search tool, search
+// (tool_search_tool_regex when the request has none).
+func buildReply(n int, model string, r *Rule, search string) *reply {
 	rep := &reply{id: fmt.Sprintf("msg_scripted_%04d", n), model: model, stopReason: r.StopReason}
-	tools, thinks := 0, 0
+	tools, thinks, searches := 0, 0, 0
 	for _, b := range r.Reply {
 		rb := replyBlock{kind: b.Kind, text: b.Text}
 		switch b.Kind {
+		case KindToolSearch:
+			if search == "" {
+				search = "tool_search_tool_regex"
+			}
+			key := "pattern"
+			if strings.Contains(search, "bm25") {
+				key = "query"
+			}
+			input, _ := json.Marshal(map[string]string{key: b.Text})
+			id := fmt.Sprintf("srvtoolu_scripted_%04d_%d", n, searches)
+			searches++
+			rep.outputTokens += tokensOf(input)
+			rep.blocks = append(rep.blocks,
+				replyBlock{kind: kindServerUse, id: id, name: search, input: input},
+				replyBlock{kind: kindSearchResult, id: id, found: b.Found})
+			continue
 		case KindToolUse:
 			rb.id = fmt.Sprintf("toolu_scripted_%04d_%d", n, tools)
 			rb.name = b.Name

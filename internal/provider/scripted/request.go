@@ -16,6 +16,8 @@ type view struct {
 	userText string   // text blocks of the last user message, joined by newlines
 	userAll  string   // the last user message with tool-result contents
 	results  []string // tool names of the tool results in the last user message
+	// searchTool is the name of the request's server-side tool search tool, if any.
+	searchTool string
 }
 
 // cacheBlock is one unit of the prompt prefix: a tool definition, a system block or a message
@@ -143,13 +145,43 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 		p.blocks = append(p.blocks, cacheBlock{tag: tag, canon: canon, tokens: tokensOf(canon), bp: bp})
 		return obj, nil
 	}
+	// Deferred tools (defer_loading) are not part of the prompt prefix: the API loads each
+	// one where a tool_reference names it, so its definition counts there (see below).
+	deferred := map[string][]byte{}
 	for i, t := range req.Tools {
-		obj, err := add(fmt.Sprintf("tools.%d", i), t)
+		tag := fmt.Sprintf("tools.%d", i)
+		var head struct {
+			Type         string `json:"type"`
+			Name         string `json:"name"`
+			DeferLoading bool   `json:"defer_loading"`
+		}
+		if err := json.Unmarshal(t, &head); err != nil {
+			return nil, badRequest("%s: %v", tag, err)
+		}
+		if head.DeferLoading {
+			_, canon, cc, err := canonical(t)
+			if err != nil {
+				return nil, badRequest("%s: %v", tag, err)
+			}
+			if cc != nil {
+				return nil, badRequest("%s: a tool with defer_loading cannot have cache_control", tag)
+			}
+			deferred[head.Name] = canon
+			p.view.tools = append(p.view.tools, head.Name)
+			continue
+		}
+		if strings.HasPrefix(head.Type, "tool_search_tool_") {
+			p.view.searchTool = head.Name
+		}
+		obj, err := add(tag, t)
 		if err != nil {
 			return nil, err
 		}
 		name, _ := obj["name"].(string)
 		p.view.tools = append(p.view.tools, name)
+	}
+	if len(deferred) > 0 && p.view.searchTool == "" {
+		return nil, badRequest("tools: deferred tools (defer_loading) need a tool search tool in the request")
 	}
 	sys, err := contentBlocks(req.System)
 	if err != nil {
@@ -196,6 +228,10 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 				id, _ := obj["tool_use_id"].(string)
 				p.view.results = appendIf(p.view.results, last, toolNames[id])
 				all = append(all, resultText(obj["content"]))
+			case "tool_search_tool_result":
+				if err := p.loadReferenced(obj, deferred, fmt.Sprintf("messages.%d.content.%d", i, j)); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if last {
@@ -216,6 +252,26 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// loadReferenced adds the definitions of the deferred tools a tool search result references to
+// that block, where the API inlines them: they join the prefix from there on. A reference to a
+// tool that is not deferred in this request is an error, as the API reports it.
+func (p *parsed) loadReferenced(obj map[string]any, deferred map[string][]byte, tag string) error {
+	content, _ := obj["content"].(map[string]any)
+	refs, _ := content["tool_references"].([]any)
+	b := &p.blocks[len(p.blocks)-1]
+	for k, r := range refs {
+		ref, _ := r.(map[string]any)
+		name, _ := ref["tool_name"].(string)
+		def, ok := deferred[name]
+		if !ok {
+			return badRequest("%s.content.tool_references.%d: tool %q is not a deferred tool of this request", tag, k, name)
+		}
+		b.canon = append(append(b.canon, '\n'), def...)
+	}
+	b.tokens = tokensOf(b.canon)
+	return nil
 }
 
 func appendIf(list []string, ok bool, s string) []string {

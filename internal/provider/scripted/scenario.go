@@ -75,6 +75,10 @@ const (
 	KindText     BlockKind = "text"
 	KindThinking BlockKind = "thinking"
 	KindToolUse  BlockKind = "tool_use"
+	// KindToolSearch is a search by the API's own tool search tool: it is answered as a
+	// server_tool_use block and a tool_search_tool_result block referencing Found. Chat
+	// completions have no server tool search and leave it out.
+	KindToolSearch BlockKind = "tool_search"
 )
 
 // Block is one content block of a scripted reply.
@@ -89,6 +93,8 @@ type Block struct {
 	// fragments, valid JSON or not: models do send broken tool input, and keel's tests need
 	// one that does. Non-streaming answers carry {} instead.
 	RawInput string
+	// Found names the deferred tools a tool_search block finds (its query is Text).
+	Found []string
 }
 
 // Text returns a text block.
@@ -105,6 +111,11 @@ func ToolUse(name string, v any) Block {
 		panic(fmt.Sprintf("scripted.ToolUse %s: %v", name, err))
 	}
 	return Block{Kind: KindToolUse, Name: name, Input: b}
+}
+
+// ToolSearch returns a server-side tool search for query that finds the named deferred tools.
+func ToolSearch(query string, found ...string) Block {
+	return Block{Kind: KindToolSearch, Text: query, Found: found}
 }
 
 // Fault is a failure injected into one answer.
@@ -188,8 +199,12 @@ func (r *Rule) validate() error {
 					return fmt.Errorf("reply block %d: tool_use input is not a JSON object: %w", j+1, err)
 				}
 			}
+		case KindToolSearch:
+			if len(b.Found) == 0 {
+				return fmt.Errorf("reply block %d: tool_search needs found tools", j+1)
+			}
 		default:
-			return fmt.Errorf("reply block %d: kind %q is not one of text, thinking, tool_use", j+1, b.Kind)
+			return fmt.Errorf("reply block %d: kind %q is not one of text, thinking, tool_use, tool_search", j+1, b.Kind)
 		}
 	}
 	if f := r.Fault; f != nil {
