@@ -12,7 +12,6 @@ import (
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
-	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
@@ -76,7 +75,6 @@ func (s *Session) buildAgents(ctx context.Context) {
 	if err := queue.Reconcile(s.history); err != nil {
 		s.logger.Warn("reconcile notifications", "err", err)
 	}
-	prepare := func(r *provider.Request) { provider.PlaceBreakpoints(r, s.ttl) }
 	runner := subagent.New(subagent.Config{
 		Defs: set, Provider: s.opts.Provider, Tasks: tasks,
 		SessionID: s.id, SessionPath: s.TranscriptPath(), Version: s.opts.Version,
@@ -87,7 +85,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Gate: func(c *permission.Checker, origin event.Origin) tool.Gate {
 			return &gate{s: s, checker: c, origin: origin, emit: s.emitAgent}
 		},
-		Prepare: prepare,
+		Prepare: s.prepare,
 		Worktrees: &worktree.Manager{Root: s.projectDir, Logger: s.logger,
 			Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) }}},
 		Emit:   s.emitAgent,
@@ -99,13 +97,12 @@ func (s *Session) buildAgents(ctx context.Context) {
 }
 
 func (s *Session) setMainParent() {
-	prepare := func(r *provider.Request) { provider.PlaceBreakpoints(r, s.ttl) }
 	s.agents.runner.SetMain(subagent.Parent{
 		Model: s.Model(), MaxTokens: s.opts.MaxTokens, System: s.systemPrompt,
 		Pool:    s.pool,
 		Checker: s.checker, Files: s.files,
 		State:   func() tool.State { s.mu.Lock(); defer s.mu.Unlock(); return s.state },
-		Prepare: prepare, Source: "main",
+		Prepare: s.prepare, Source: "main",
 	})
 }
 

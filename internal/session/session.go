@@ -371,10 +371,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Pool:      s.pool,
 		Lookup:    s.lookupTool,
 		Gate:      g,
-		Prepare: func(r *provider.Request) {
-			s.markDeferred(ctx, r)
-			provider.PlaceBreakpoints(r, s.ttl)
-		},
+		Prepare:   s.prepare,
 		Watch:     watcher{s.watch},
 		Stop:      stopHook{s},
 		Observers: s.observers(),
@@ -526,4 +523,11 @@ func (s *Session) observers() []loop.Observer {
 		obs = append(obs, s.mcp)
 	}
 	return obs
+}
+
+// prepare finishes every request of this session's agents before it is sent: MCP tools the
+// provider searches natively are flagged deferred, then the cache breakpoints are placed.
+func (s *Session) prepare(r *provider.Request) {
+	s.markDeferred(context.Background(), r)
+	provider.PlaceBreakpoints(r, s.ttl)
 }
