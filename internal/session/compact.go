@@ -74,6 +74,8 @@ func (c *compactor) Compact(ctx context.Context, history []message.Message, trig
 		Messages:  loop.Merge(ask),
 		Source:    provider.SourceCompact,
 	}
+	// Tools the provider searches natively stay deferred, as the history's references expect.
+	s.markDeferred(ctx, req)
 	// Announced before the request, so the new prefix it creates is never reported as a break.
 	s.watch.Announce("compaction")
 	summary, usage, err := s.complete(ctx, req)
