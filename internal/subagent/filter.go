@@ -55,6 +55,9 @@ type Filter struct {
 	Tools []string
 	// Disallowed is removed last; "*" removes everything.
 	Disallowed []string
+	// MCPServers, when not nil, are the only MCP servers (normalized names) whose tools pass:
+	// the definition's mcpServers.
+	MCPServers []string
 }
 
 // Apply returns the tools of p that f lets through, in p's order, following DESIGN §5: MCP
@@ -80,7 +83,7 @@ func (f Filter) passes(name string) bool {
 	}
 	switch {
 	case tool.IsMCP(name):
-		return true
+		return f.MCPServers == nil || slices.ContainsFunc(f.MCPServers, func(s string) bool { return strings.HasPrefix(name, tool.MCPPrefix+s+"__") })
 	case name == ExitPlanMode && f.PlanMode:
 		return true
 	case name == ToolName && f.AllowAgent:

@@ -77,8 +77,19 @@ type Config struct {
 	// HookInput fills the fields every hook input carries; nil leaves them empty.
 	HookInput func(hooks.Input) hooks.Input
 	// Gate builds a child's tool gate (PreToolUse hooks, permissions) over its checker; nil
-	// checks permissions only.
-	Gate func(checker *permission.Checker, origin event.Origin) tool.Gate
+	// checks permissions only. hooks is what the gate runs: the session's hooks joined with
+	// the agent's own (its definition's hooks key).
+	Gate func(checker *permission.Checker, origin event.Origin, hooks HookRunner) tool.Gate
+	// ProjectDir is the project root (project and local agent memory, where the agent's hooks
+	// run); Home is keel's directory (user agent memory). TrustedHooks runs the hooks of
+	// project agents (the workspace is trusted).
+	ProjectDir   string
+	Home         string
+	TrustedHooks bool
+	// Skills expands the skills a definition preloads; MCP starts the servers a definition
+	// configures inline. nil refuses such definitions with an error.
+	Skills SkillSource
+	MCP    MCPStarter
 	// System renders a (non-fork) child's system prompt; nil uses the definition's prompt and
 	// a short environment note.
 	System func(ctx context.Context, def *agentdef.Definition, cwd string) loop.System
@@ -121,6 +132,8 @@ type Runner struct {
 	// mu guards agents, done, usage and cost.
 	mu     sync.Mutex
 	agents map[string]*node
+	// fg are the foreground children running, by the id of the agent that waits for them.
+	fg map[string]map[*foreground]struct{}
 	// done holds the definition and history of children that finished in this process, so
 	// SendMessage continues them without a transcript.
 	done  map[string]*record
@@ -166,7 +179,8 @@ func New(cfg Config) *Runner {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{cfg: cfg, logger: logger, agents: map[string]*node{}, done: map[string]*record{}}
+	return &Runner{cfg: cfg, logger: logger, agents: map[string]*node{}, done: map[string]*record{},
+		fg: map[string]map[*foreground]struct{}{}}
 }
 
 // SetMain registers the main thread as the parent of top-level Agent calls.
