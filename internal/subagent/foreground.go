@@ -37,8 +37,9 @@ func (r *Runner) Background(agentID string) int {
 
 // runForeground runs a child while its Agent call waits. The child's context is its own —
 // cancelled with the call's while it is in the foreground, by TaskStop once detached — so a
-// detached child survives the end of the turn that started it.
-func (r *Runner) runForeground(ctx context.Context, c *child, task background.Spec) (result, bool) {
+// detached child survives the end of the turn that started it. announce runs once the child
+// can be detached, so a UI that sees its task start may move it at once.
+func (r *Runner) runForeground(ctx context.Context, c *child, task background.Spec, announce func()) (result, bool) {
 	f := &foreground{detach: make(chan struct{})}
 	parent := c.spec.parent.id
 	r.mu.Lock()
@@ -47,6 +48,7 @@ func (r *Runner) runForeground(ctx context.Context, c *child, task background.Sp
 	}
 	r.fg[parent][f] = struct{}{}
 	r.mu.Unlock()
+	announce()
 	unregister := func() {
 		r.mu.Lock()
 		delete(r.fg[parent], f)

@@ -95,15 +95,18 @@ func (r *Runner) launch(ctx context.Context, s spawn) tool.Result {
 		}
 		return receipt(c, false)
 	}
-	r.emit(event.TaskStarted{Origin: c.agent.Origin, TaskID: c.n.id, ToolUseID: s.toolUseID, Description: s.in.Description,
-		SubagentType: s.def.Name, TaskType: "local_agent", Prompt: s.in.Prompt})
+	announce := func() {
+		r.emit(event.TaskStarted{Origin: c.agent.Origin, TaskID: c.n.id, ToolUseID: s.toolUseID, Description: s.in.Description,
+			SubagentType: s.def.Name, TaskType: "local_agent", Prompt: s.in.Prompt})
+	}
 	var res result
 	if s.plain {
 		// A skill's fork wants its text back; it cannot be moved to the background.
+		announce()
 		res = r.run(ctx, c)
 	} else {
 		var detached bool
-		if res, detached = r.runForeground(ctx, c, task); detached {
+		if res, detached = r.runForeground(ctx, c, task, announce); detached {
 			return receipt(c, true)
 		}
 	}
