@@ -55,6 +55,9 @@ type Filter struct {
 	Tools []string
 	// Disallowed is removed last; "*" removes everything.
 	Disallowed []string
+	// MainAgent is the main thread running as an agent (keel --agent): only Tools and
+	// Disallowed apply.
+	MainAgent bool
 	// MCPServers, when not nil, are the only MCP servers (normalized names) whose tools pass:
 	// the definition's mcpServers.
 	MCPServers []string
@@ -70,7 +73,7 @@ func (f Filter) Apply(p *tool.Pool) *tool.Pool {
 	}
 	var kept []tool.Tool
 	for _, t := range p.Tools() {
-		if f.passes(t.Name()) && f.listed(t.Name()) {
+		if (f.MainAgent || f.passes(t.Name())) && f.listed(t.Name()) {
 			kept = append(kept, t)
 		}
 	}

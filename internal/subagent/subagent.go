@@ -23,6 +23,28 @@
 // colour ([permission.AgentInfo]). Worktree-isolated children have the worktree as their only
 // working directory.
 //
+// # Definition fields acted on at start
+//
+//   - memory (user, project, local): the agent gets a directory — $KEEL_HOME/agent-memory/<name>,
+//     .keel/agent-memory/<name> or .keel/agent-memory-local/<name> (with a .gitignore) — whose
+//     MEMORY.md (first [MemoryLines] lines) joins its system prompt, and allow rules for Read,
+//     Write and Edit there. keel grants them itself ([permission.Checker.Grant]), so they hold
+//     under the parent's ceiling too; the parent's deny and ask rules still win.
+//   - skills: each named skill is expanded and put before the task in the first message.
+//   - mcpServers: only the listed servers' MCP tools reach the child; inline configurations
+//     are started for the child ([MCPStarter]) and stopped when it ends.
+//   - hooks: run with the session's for the child's tool calls; a Stop hook there runs as
+//     SubagentStop. They are not active for any other agent.
+//   - effort: a thinking budget on the child's requests, [EffortBudgets] for the levels (low
+//     2048, medium 8192, high 16384, max 31999 tokens) or the integer as written; max_tokens is
+//     raised when it would not leave room for the budget.
+//
+// # Moving a foreground agent to the background
+//
+// [Runner.Background] detaches the foreground children an agent is waiting for (Ctrl+B in
+// the terminal): their Agent calls return an async_launched receipt at once, and each child
+// goes on as a background task whose result reaches the parent as a task notification.
+//
 // # Nesting
 //
 // The main thread is depth 0. A child at depth d may start its own children only when d <
