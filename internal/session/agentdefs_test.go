@@ -111,7 +111,14 @@ func TestAgentInlineMCPServer(t *testing.T) {
 	sc := spawnRules("own-server", "OWN-TASK",
 		scripted.Rule{Name: "child-call", When: scripted.Match{UserText: "OWN-TASK"}, Reply: []scripted.Block{scripted.ToolUse("mcp__own__echo", map[string]any{"text": "ECHO-ME"})}},
 		scripted.Rule{Name: "child-done", When: scripted.Match{ToolResult: "mcp__own__echo"}, Reply: []scripted.Block{scripted.Text("child done")}})
-	h := newHarness(t, sc, Options{Cwd: cwd, PermissionMode: "bypassPermissions"})
+	// A project's agent starts its servers only in a trusted workspace.
+	untrusted := newHarness(t, sc, Options{Cwd: cwd, PermissionMode: "bypassPermissions"})
+	result(t, untrusted.send(t, "start"))
+	if body := string(requestWith(t, untrusted, "not trusted to run its MCP servers")); !strings.Contains(body, "own-server.md") {
+		t.Errorf("untrusted: the Agent result does not name the file: %s", body)
+	}
+
+	h := newHarness(t, sc, Options{Cwd: cwd, PermissionMode: "bypassPermissions", Trust: true})
 	if res := result(t, h.send(t, "start")); res.Text != "parent done" {
 		t.Fatalf("result = %q", res.Text)
 	}

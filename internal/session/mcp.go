@@ -258,7 +258,10 @@ type childMCP struct{ s *Session }
 
 var _ subagent.MCPStarter = childMCP{}
 
-func (c childMCP) StartServers(ctx context.Context, servers []agentdef.MCPServer) (subagent.ChildMCP, error) {
+func (c childMCP) StartServers(ctx context.Context, def *agentdef.Definition, servers []agentdef.MCPServer) (subagent.ChildMCP, error) {
+	if def.Source == agentdef.SourceProject && !c.s.trusted() {
+		return nil, fmt.Errorf("%s comes from the project, and this workspace is not trusted to run its MCP servers", def.Path)
+	}
 	entries := map[string]json.RawMessage{}
 	for _, sv := range servers {
 		entries[sv.Name] = sv.Config

@@ -181,9 +181,10 @@ func (r *Runner) preloadSkills(ctx context.Context, def *agentdef.Definition, cw
 }
 
 // MCPStarter starts the MCP servers a definition configures inline, for one child's
-// lifetime; the session implements it over mcphost.
+// lifetime; the session implements it over mcphost. def says where they come from (a
+// project's agent runs its servers only in a trusted workspace).
 type MCPStarter interface {
-	StartServers(ctx context.Context, servers []agentdef.MCPServer) (ChildMCP, error)
+	StartServers(ctx context.Context, def *agentdef.Definition, servers []agentdef.MCPServer) (ChildMCP, error)
 }
 
 // ChildMCP is a child's own MCP servers; *mcphost.Manager satisfies it.

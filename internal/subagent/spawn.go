@@ -285,7 +285,7 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 			if r.cfg.MCP == nil {
 				return nil, fmt.Errorf("agent %s configures MCP servers, which this session cannot start", def.Name)
 			}
-			m, err := r.cfg.MCP.StartServers(ctx, inline)
+			m, err := r.cfg.MCP.StartServers(ctx, def, inline)
 			if err != nil {
 				return nil, fmt.Errorf("start the MCP servers of agent %s: %w", def.Name, err)
 			}
