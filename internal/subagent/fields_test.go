@@ -9,8 +9,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/keel-dev/keel/internal/agentdef"
+	"github.com/keel-dev/keel/internal/background"
+	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/skill"
+	"github.com/keel-dev/keel/internal/tool"
 )
 
 // childRequest returns the body of the first request whose last user message holds marker.
@@ -221,5 +224,41 @@ func TestSkillsPreloaded(t *testing.T) {
 	out := w2.run("start")
 	if res := toolResults(out.Messages); len(res) != 1 || !has(res[0], "preload skill nope") {
 		t.Errorf("Agent result = %q", res)
+	}
+}
+
+// TestBackgroundDetachThenStop: a foreground child moved to the background keeps running
+// after its parent's turn, and TaskStop still reaches it.
+func TestBackgroundDetachThenStop(t *testing.T) {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	defer close(release)
+	sc := spawnOf("general-purpose", "WAIT-TASK",
+		scripted.Rule{Name: "child", When: scripted.Match{UserText: "WAIT-TASK"}, Reply: []scripted.Block{scripted.ToolUse("mcp__test__wait", map[string]any{})}})
+	w := newWorld(t, sc, worldOptions{tools: []tool.Tool{blockTool(entered, release)}})
+	if n := w.runner.Background(""); n != 0 {
+		t.Fatalf("Background with nothing running = %d", n)
+	}
+	done := make(chan []string, 1)
+	go func() {
+		out, err := w.main.Run(t.Context(), []message.Message{message.User(message.Text("start"))})
+		if err != nil {
+			t.Errorf("parent run: %v", err)
+		}
+		done <- toolResults(out.Messages)
+	}()
+	<-entered
+	if n := w.runner.Background(""); n != 1 {
+		t.Fatalf("Background = %d, want 1", n)
+	}
+	res := <-done
+	if len(res) != 1 || !has(res[0], "moved this agent to the background") {
+		t.Fatalf("Agent result = %q", res)
+	}
+	id := agentIDRe.FindStringSubmatch(res[0])[1]
+	if info, ok := w.tasks.Get(id); !ok || info.Status != background.StatusRunning {
+		t.Fatalf("task after detach = %+v, %v; want running", info, ok)
+	}
+	if info, err := w.tasks.Stop(t.Context(), id); err != nil || info.Status != background.StatusKilled {
+		t.Errorf("Stop = %+v, %v", info, err)
 	}
 }
