@@ -77,6 +77,9 @@ type Options struct {
 	SessionID string
 	// NoPersistence keeps no transcript or file history.
 	NoPersistence bool
+	// Agent runs the main thread as this agent definition: its prompt, tools, model (unless
+	// Model is set), permission mode (unless PermissionMode is set) and initialPrompt.
+	Agent string
 	// Agents are extra agent definitions as JSON ({"name": {"description", "prompt", …}}).
 	// ForkSubagents makes an Agent call without subagent_type fork the caller.
 	Agents        string
@@ -145,6 +148,8 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		SessionID:     opts.SessionID,
 		NoPersistence: opts.NoPersistence,
 		Agents:        opts.Agents,
+		Agent:         opts.Agent,
+		ModelFlag:     opts.Model != "",
 		ForkSubagents: opts.ForkSubagents,
 		MCP: session.MCPOptions{Configs: opts.MCPConfig, Strict: opts.StrictMCPConfig, InProcess: opts.MCPServers,
 			ToolSearch: opts.ToolSearch, PermissionPromptTool: opts.PermissionPromptTool},

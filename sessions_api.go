@@ -161,3 +161,9 @@ func (s *Session) Agents() []AgentInfo {
 	}
 	return out
 }
+
+// Background moves the subagents the main thread is waiting for to the background (Ctrl+B in
+// the terminal UI): their Agent calls return at once with a receipt, the agents keep running,
+// and each one's result reaches the model as a task notification at its next request. It
+// returns an error when no subagent runs in the foreground.
+func (s *Session) Background(ctx context.Context) error { return s.s.Background(ctx) }

@@ -79,6 +79,7 @@ func (a *app) libraryOptions(f *runFlags) keel.Options {
 		SessionID:            f.sessionID,
 		NoPersistence:        f.noPersistence,
 		Agents:               f.agents,
+		Agent:                f.agent,
 		ForkSubagents:        f.forkSubagents,
 		MCPConfig:            f.mcp.configs,
 		StrictMCPConfig:      f.mcp.strict,

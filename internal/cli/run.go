@@ -46,6 +46,7 @@ type runFlags struct {
 	noPersistence      bool
 	mcp                mcpFlags
 	agents             string
+	agent              string
 	forkSubagents      bool
 	noWait             bool
 }
@@ -80,6 +81,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.noPersistence, "no-session-persistence", false, "write no transcript or file history")
 	f.mcp.register(cmd)
 	fl.StringVar(&f.agents, "agents", "", `extra agent definitions as JSON: {"name": {"description": …, "prompt": …}}`)
+	fl.StringVar(&f.agent, "agent", "", "run the main thread as this agent: its prompt, tools, model, permission mode and initialPrompt")
 	fl.BoolVar(&f.forkSubagents, "fork-subagents", false, "an Agent call without subagent_type forks the caller (sharing its context and prompt cache)")
 	fl.BoolVar(&f.noWait, "no-wait", false, "with -p: exit without waiting for background agents")
 	for _, alias := range [][2]string{{"allowed-tools", "allowedTools"}, {"disallowed-tools", "disallowedTools"}} {
@@ -122,6 +124,8 @@ func (a *app) sessionOptions(f *runFlags) session.Options {
 		NoPersistence: f.noPersistence,
 		Agents:        f.agents,
 		ForkSubagents: f.forkSubagents,
+		Agent:         f.agent,
+		ModelFlag:     f.model != "",
 	}
 }
 

@@ -68,6 +68,7 @@ var (
 	_ tui.MemoryLister  = (*backend)(nil)
 	_ tui.MCPStatuser   = (*backend)(nil)
 	_ tui.AgentLister   = (*backend)(nil)
+	_ tui.Backgrounder  = (*backend)(nil)
 )
 
 func (b *backend) MCPServers() []tui.MCPServer {
@@ -128,6 +129,9 @@ func (b *backend) Compact(ctx context.Context, instructions string) error {
 	return b.s().Compact(ctx, instructions)
 }
 func (b *backend) Clear(ctx context.Context) error { return b.s().Clear(ctx) }
+
+// Background moves the running foreground subagents to the background (Ctrl+B).
+func (b *backend) Background(ctx context.Context) error { return b.s().Background(ctx) }
 
 func (b *backend) Rewind(ctx context.Context, toUUID string, code, conversation bool) error {
 	_, err := b.s().Rewind(ctx, toUUID, code, conversation)

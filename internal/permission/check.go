@@ -195,6 +195,18 @@ func (c *Checker) addRules(rules []Rule) {
 // user edits settings).
 func (c *Checker) AddRules(rules ...Rule) { c.addRules(rules) }
 
+// Grant adds allow rules to this checker's policy and to every ceiling over it. They are
+// rights keel itself gives an agent (its own memory directory), which no parent could have
+// granted; deny and ask rules that match still win.
+func (c *Checker) Grant(rules ...Rule) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.policy.Rules = slices.Concat(c.policy.Rules, rules)
+	for i := range c.policy.Ceilings {
+		c.policy.Ceilings[i].Rules = slices.Concat(c.policy.Ceilings[i].Rules, rules)
+	}
+}
+
 // Evaluate decides a call from the policy alone, without asking: the
 // result may be Ask. Hooks and UIs use it to preview a decision.
 func (c *Checker) Evaluate(req Request) Decision {

@@ -82,9 +82,11 @@ func (s *Session) buildAgents(ctx context.Context) {
 		MaxDepth:  s.opts.MaxAgentDepth,
 		Hooks:     s.hooks,
 		HookInput: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) },
-		Gate: func(c *permission.Checker, origin event.Origin) tool.Gate {
-			return &gate{s: s, checker: c, origin: origin, emit: s.emitAgent}
+		Gate: func(c *permission.Checker, origin event.Origin, h subagent.HookRunner) tool.Gate {
+			return &gate{s: s, checker: c, origin: origin, emit: s.emitAgent, hooks: h}
 		},
+		ProjectDir: s.projectDir, Home: s.opts.Home, TrustedHooks: s.trusted(),
+		Skills: s.skills, MCP: childMCP{s},
 		Prepare: s.prepare,
 		Worktrees: &worktree.Manager{Root: s.projectDir, Logger: s.logger,
 			Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) }}},
@@ -94,6 +96,19 @@ func (s *Session) buildAgents(ctx context.Context) {
 	s.agents = &agents{tasks: tasks, queue: queue, runner: runner}
 	s.builtins = append(s.builtins, runner.Tool(), runner.SendMessageTool(), background.OutputTool(tasks), background.StopTool(tasks))
 	s.setMainParent()
+}
+
+// Background moves the subagents the main thread is waiting for to the background (Ctrl+B in
+// the terminal): their Agent calls return at once and their results arrive later as task
+// notifications.
+func (s *Session) Background(ctx context.Context) error {
+	if s.agents == nil {
+		return fmt.Errorf("agents are not available in this session")
+	}
+	if s.agents.runner.Background("") == 0 {
+		return fmt.Errorf("no subagent is running in the foreground")
+	}
+	return nil
 }
 
 func (s *Session) setMainParent() {

@@ -101,11 +101,18 @@ func (s *Session) ruleDir(o settings.Origin) string {
 }
 
 // buildHooks prepares the hook runner; project hooks wait for workspace trust.
-func (s *Session) buildHooks() {
+// trusted says whether project-provided hooks and servers may run: --trust, or a recorded
+// trust of the project.
+func (s *Session) trusted() bool {
 	trusted := s.opts.Trust
 	if !trusted && s.opts.Home != "" {
 		trusted, _ = trust.IsTrusted(s.opts.Home, s.projectDir)
 	}
+	return trusted
+}
+
+func (s *Session) buildHooks() {
+	trusted := s.trusted()
 	runner, problems := hooks.New(hooks.Config{
 		Hooks:      s.settings.Hooks,
 		DisableAll: s.settings.DisableAllHooks.V,

@@ -19,6 +19,10 @@ type gate struct {
 	checker *permission.Checker
 	origin  event.Origin
 	emit    func(event.Event)
+	// hooks runs the tool hooks; nil means the session's. A subagent's joins its own.
+	hooks interface {
+		Run(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome
+	}
 
 	// mu guards denials.
 	mu      sync.Mutex
@@ -28,7 +32,7 @@ type gate struct {
 var _ tool.Gate = (*gate)(nil)
 
 func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *tool.Call) (tool.Result, bool) {
-	out := g.s.hooks.Run(ctx, hooks.PreToolUse, g.s.hookInput(env.State.Cwd, hooks.Input{
+	out := g.runHooks(ctx, hooks.PreToolUse, g.s.hookInput(env.State.Cwd, hooks.Input{
 		ToolName: call.Name, ToolInput: call.Input, ToolUseID: call.ID, AgentID: env.AgentID,
 	}))
 	g.notify(out)
@@ -90,7 +94,7 @@ func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.
 		g.s.noteUnrecoverable(call.Name, string(call.Input))
 	}
 	response, _ := json.Marshal(resultForHook(*res))
-	out := g.s.hooks.Run(ctx, hooks.PostToolUse, g.s.hookInput(env.State.Cwd, hooks.Input{
+	out := g.runHooks(ctx, hooks.PostToolUse, g.s.hookInput(env.State.Cwd, hooks.Input{
 		ToolName: call.Name, ToolInput: call.Input, ToolResponse: response, ToolUseID: call.ID, AgentID: env.AgentID,
 	}))
 	g.notify(out)
@@ -101,6 +105,13 @@ func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.
 	for _, c := range extra {
 		res.Content = append(res.Content, message.Text(c))
 	}
+}
+
+func (g *gate) runHooks(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome {
+	if g.hooks != nil {
+		return g.hooks.Run(ctx, ev, in)
+	}
+	return g.s.hooks.Run(ctx, ev, in)
 }
 
 func (g *gate) deny(call *tool.Call, reason string) {

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/message"
@@ -20,6 +22,7 @@ import (
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/skill"
+	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/trust"
 )
@@ -273,4 +276,54 @@ func (a promptToolAsker) Ask(ctx context.Context, r permission.AskRequest) (perm
 		out.Message = "denied by " + a.name
 	}
 	return permission.DenyAnswer(out.Message), nil
+}
+
+// childMCP starts the MCP servers an agent definition configures inline, for that agent's
+// lifetime: they join only its pool, and stop when it ends.
+type childMCP struct{ s *Session }
+
+var _ subagent.MCPStarter = childMCP{}
+
+func (c childMCP) StartServers(ctx context.Context, def *agentdef.Definition, servers []agentdef.MCPServer) (subagent.ChildMCP, error) {
+	if def.Source == agentdef.SourceProject && !c.s.trusted() {
+		return nil, fmt.Errorf("%s comes from the project, and this workspace is not trusted to run its MCP servers", def.Path)
+	}
+	entries := map[string]json.RawMessage{}
+	for _, sv := range servers {
+		entries[sv.Name] = sv.Config
+	}
+	doc, err := json.Marshal(map[string]any{"mcpServers": entries})
+	if err != nil {
+		return nil, err
+	}
+	environ := c.s.opts.MCP.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	cfg := mcphost.Load(mcphost.LoadOptions{CLIConfigs: []string{string(doc)}, Strict: true, Env: env})
+	var problems []error
+	for _, p := range cfg.Problems {
+		if !p.Warning {
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, errors.Join(problems...)
+	}
+	cwd := c.s.Cwd()
+	m := mcphost.New(mcphost.Options{
+		Servers: mcphost.PolicyFrom(c.s.settings, c.s.trusted()).Apply(cfg.Servers), InProcess: c.s.opts.MCP.InProcess,
+		Environ: environ, Dir: cwd, Roots: []string{cwd},
+		ConnectTimeout: c.s.opts.MCP.ConnectTimeout, ToolTimeout: c.s.opts.MCP.ToolTimeout, MaxOutputTokens: c.s.opts.MCP.MaxOutputTokens,
+		ToolSearch: mcphost.ToolSearchOptions{Mode: mcphost.SearchOff},
+		ClientName: "keel", ClientVersion: c.s.opts.Version, Logger: c.s.logger.With("component", "mcp", "scope", "agent"),
+	})
+	m.Start(ctx)
+	return m, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/cachewatch"
 	"github.com/keel-dev/keel/internal/cost"
@@ -96,6 +97,10 @@ type Options struct {
 	Agents        string
 	ForkSubagents bool
 	MaxAgentDepth int
+	// Agent runs the main thread as that agent definition (keel --agent NAME); ModelFlag says
+	// Model was chosen explicitly and wins over the agent's model.
+	Agent     string
+	ModelFlag bool
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
@@ -152,6 +157,10 @@ type Session struct {
 	sink *chanSink
 	// agents runs subagents and background tasks (agents.go).
 	agents *agents
+	// mainAgent is the definition the main thread runs as (Options.Agent); initialSent says
+	// its initialPrompt was used.
+	mainAgent   *agentdef.Definition
+	initialSent bool
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -214,6 +223,17 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.logger = logger.With("session", s.id)
 	env := s.restore(st)
 	s.buildAgents(ctx)
+	if err := s.applyMainAgent(); err != nil {
+		s.closeAgents()
+		s.jobs.Close()
+		if s.mcp != nil {
+			s.mcp.Close()
+		}
+		if s.transcript != nil {
+			_ = s.transcript.Close()
+		}
+		return nil, err
+	}
 	s.buildPrompt(ctx, env)
 	source := "startup"
 	if st != nil {
@@ -255,12 +275,12 @@ func (s *Session) ToolNames() []string { return s.pool(context.Background()).Nam
 func (s *Session) pool(ctx context.Context) *tool.Pool {
 	base := append(append([]tool.Tool(nil), s.builtins...), s.opts.Tools...)
 	if s.mcp == nil {
-		return tool.Assemble(base, nil)
+		return s.mainFilter(tool.Assemble(base, nil))
 	}
 	if s.nativeSearch {
-		return s.mcp.NativePool(ctx, base)
+		return s.mainFilter(s.mcp.NativePool(ctx, base))
 	}
-	return s.mcp.Pool(ctx, base)
+	return s.mainFilter(s.mcp.Pool(ctx, base))
 }
 
 // Send adds prompt to the conversation and runs the main agent until it is done. Events
@@ -345,6 +365,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	} else if ok {
 		prompt = text
 	}
+	prompt = s.initialPrompt(prompt)
 	blocks, err := s.submitPrompt(ctx, prompt, sink)
 	if err != nil {
 		sink.Emit(event.Result{Subtype: "error_during_execution", IsError: true, Text: err.Error(), SessionID: s.id, Duration: time.Since(started)})

@@ -55,6 +55,12 @@ type Filter struct {
 	Tools []string
 	// Disallowed is removed last; "*" removes everything.
 	Disallowed []string
+	// MainAgent is the main thread running as an agent (keel --agent): only Tools and
+	// Disallowed apply.
+	MainAgent bool
+	// MCPServers, when not nil, are the only MCP servers (normalized names) whose tools pass:
+	// the definition's mcpServers.
+	MCPServers []string
 }
 
 // Apply returns the tools of p that f lets through, in p's order, following DESIGN §5: MCP
@@ -67,7 +73,7 @@ func (f Filter) Apply(p *tool.Pool) *tool.Pool {
 	}
 	var kept []tool.Tool
 	for _, t := range p.Tools() {
-		if f.passes(t.Name()) && f.listed(t.Name()) {
+		if (f.MainAgent || f.passes(t.Name())) && f.listed(t.Name()) {
 			kept = append(kept, t)
 		}
 	}
@@ -80,7 +86,7 @@ func (f Filter) passes(name string) bool {
 	}
 	switch {
 	case tool.IsMCP(name):
-		return true
+		return f.MCPServers == nil || slices.ContainsFunc(f.MCPServers, func(s string) bool { return strings.HasPrefix(name, tool.MCPPrefix+s+"__") })
 	case name == ExitPlanMode && f.PlanMode:
 		return true
 	case name == ToolName && f.AllowAgent:

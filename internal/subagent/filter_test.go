@@ -53,6 +53,10 @@ func TestFilter(t *testing.T) {
 			[]string{"Read", "Edit", "WebFetch", "Skill", "CronCreate", "mcp__github__create_issue"}},
 		{"disallowed star removes everything", Filter{Disallowed: []string{"*"}},
 			nil},
+		{"definition's mcpServers: only those servers' MCP tools", Filter{Builtin: true, MCPServers: []string{"slack"}},
+			[]string{"Read", "Edit", "Bash", "SendMessage", "WebFetch", "Skill", "CronCreate", "mcp__slack__post"}},
+		{"main thread as an agent: only its lists apply", Filter{MainAgent: true, Disallowed: []string{"Bash"}},
+			[]string{"Read", "Edit", "Agent", "TaskOutput", "TaskStop", "ExitPlanMode", "EnterPlanMode", "AskUserQuestion", "SendMessage", "WebFetch", "Skill", "CronCreate", "mcp__github__create_issue", "mcp__slack__post"}},
 		{"nesting allowed keeps Agent (legacy Task in the list)", Filter{Builtin: true, AllowAgent: true, Tools: []string{"Task", "Read"}},
 			[]string{"Read", "Agent"}},
 	}

@@ -53,6 +53,8 @@ type child struct {
 	sink    *childSink
 	wt      *worktree.Worktree
 	started time.Time
+	// mcp are the child's own MCP servers, stopped when it ends.
+	mcp ChildMCP
 }
 
 // result is how a child's run ended.
@@ -91,14 +93,23 @@ func (r *Runner) launch(ctx context.Context, s spawn) tool.Result {
 			r.mu.Unlock()
 			return tool.Errorf("start agent: %v", err)
 		}
-		text := "Async agent launched successfully.\n" + trailerLine(c.n.id) + "\ntask_id: " + c.n.id +
-			"\nThe agent is working in the background; you will be notified automatically when it completes. Do not poll it or duplicate its work."
-		return tool.Result{Content: []message.Block{message.Text(text)},
-			Output: Output{Status: "async_launched", AgentID: c.n.id, TaskID: c.n.id, AgentType: s.def.Name, Prompt: s.in.Prompt}}
+		return receipt(c, false)
 	}
-	r.emit(event.TaskStarted{Origin: c.agent.Origin, TaskID: c.n.id, ToolUseID: s.toolUseID, Description: s.in.Description,
-		SubagentType: s.def.Name, TaskType: "local_agent", Prompt: s.in.Prompt})
-	res := r.run(ctx, c)
+	announce := func() {
+		r.emit(event.TaskStarted{Origin: c.agent.Origin, TaskID: c.n.id, ToolUseID: s.toolUseID, Description: s.in.Description,
+			SubagentType: s.def.Name, TaskType: "local_agent", Prompt: s.in.Prompt})
+	}
+	var res result
+	if s.plain {
+		// A skill's fork wants its text back; it cannot be moved to the background.
+		announce()
+		res = r.run(ctx, c)
+	} else {
+		var detached bool
+		if res, detached = r.runForeground(ctx, c, task, announce); detached {
+			return receipt(c, true)
+		}
+	}
 	status := "completed"
 	if res.err != nil {
 		status = "failed"
@@ -144,7 +155,7 @@ func (r *Runner) toolResult(c *child, res result) tool.Result {
 
 // prepare builds the child's loop: context per DESIGN §10, permissions under the parent's
 // ceiling, its pool and system prompt, and its transcript.
-func (r *Runner) prepare(ctx context.Context, s spawn) (*child, error) {
+func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 	p := s.parent
 	id := s.id
 	if id == "" {
@@ -154,6 +165,11 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (*child, error) {
 	n := &node{id: id, owner: id, parent: p, def: def, depth: p.depth + 1, fork: s.fork, inbox: &inbox{}}
 	origin := event.Origin{AgentID: id, AgentName: def.Name, ParentToolUseID: s.toolUseID}
 	c := &child{spec: s, n: n, started: time.Now()}
+	defer func() {
+		if err != nil {
+			c.closeMCP(r)
+		}
+	}()
 
 	state := p.p.State()
 	files := p.p.Files.Clone()
@@ -194,9 +210,23 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (*child, error) {
 		}
 	}
 	checker := p.p.Checker.Child(policy, permission.AgentInfo{Name: def.Name, Color: def.Color}, nil)
+	var mem *agentMemory
+	if def.Memory != "" && !s.fork {
+		m, err := openMemory(def, r.cfg.Home, r.cfg.ProjectDir)
+		if err != nil {
+			return nil, err
+		}
+		mem = m
+		checker.Grant(m.rules...)
+	}
+	own, err := r.agentHooks(def)
+	if err != nil {
+		return nil, err
+	}
+	hookRunner := JoinHooks(r.cfg.Hooks, own)
 	var gate tool.Gate = checkGate{checker}
 	if r.cfg.Gate != nil {
-		gate = r.cfg.Gate(checker, origin)
+		gate = r.cfg.Gate(checker, origin, hookRunner)
 	}
 
 	model := r.model(p, s)
@@ -214,13 +244,16 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (*child, error) {
 		Prepare:   r.cfg.Prepare,
 		Logger:    r.logger.With("agent", id, "type", def.Name),
 		AfterTurn: r.AfterTurn(id),
-		Stop:      stopHook{r: r, n: n},
+		Stop:      stopHook{r: r, n: n, hooks: hookRunner},
 	}
 	if agent.MaxTurns == 0 {
 		agent.MaxTurns = DefaultMaxTurns
 	}
-	if def.Effort.Tokens > 0 {
-		agent.Thinking = &provider.Thinking{BudgetTokens: int64(def.Effort.Tokens)}
+	if budget := EffortBudget(def.Effort); budget > 0 {
+		agent.Thinking = &provider.Thinking{BudgetTokens: budget}
+		if max := agent.MaxTokens; (max == 0 && budget >= loop.DefaultMaxTokens) || (max > 0 && budget >= max) {
+			agent.MaxTokens = budget + thinkingHeadroom
+		}
 	}
 
 	if s.fork {
@@ -247,8 +280,24 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (*child, error) {
 		}
 	} else {
 		filter := Filter{Builtin: def.Source == agentdef.SourceBuiltin, Background: s.background, PlanMode: mode == permission.ModePlan,
-			AllowAgent: n.depth < r.cfg.MaxDepth, Tools: def.Tools, Disallowed: def.DisallowedTools}
-		agent.Pool = func(ctx context.Context) *tool.Pool { return filter.Apply(p.p.Pool(ctx)) }
+			AllowAgent: n.depth < r.cfg.MaxDepth, Tools: def.Tools, Disallowed: def.DisallowedTools, MCPServers: mcpNames(def)}
+		if inline := inlineServers(def); len(inline) > 0 {
+			if r.cfg.MCP == nil {
+				return nil, fmt.Errorf("agent %s configures MCP servers, which this session cannot start", def.Name)
+			}
+			m, err := r.cfg.MCP.StartServers(ctx, def, inline)
+			if err != nil {
+				return nil, fmt.Errorf("start the MCP servers of agent %s: %w", def.Name, err)
+			}
+			c.mcp = m
+		}
+		agent.Pool = func(ctx context.Context) *tool.Pool {
+			pool := p.p.Pool(ctx)
+			if c.mcp != nil {
+				pool = tool.Assemble(pool.Tools(), c.mcp.Tools(ctx))
+			}
+			return filter.Apply(pool)
+		}
 		cwd := state.Cwd
 		if r.cfg.System != nil {
 			agent.System = func(ctx context.Context) loop.System { return r.cfg.System(ctx, def, cwd) }
@@ -256,8 +305,15 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (*child, error) {
 			sys := defaultSystem(def, id, cwd)
 			agent.System = func(context.Context) loop.System { return sys }
 		}
+		if mem != nil {
+			agent.System = withSection(agent.System, "agent-memory", mem.text)
+		}
 		if s.history == nil {
-			c.history = []message.Message{message.User(message.Text(s.in.Prompt))}
+			blocks, err := r.preloadSkills(ctx, def, cwd)
+			if err != nil {
+				return nil, err
+			}
+			c.history = []message.Message{message.User(append(blocks, message.Text(s.in.Prompt))...)}
 		}
 	}
 	if s.history != nil {
@@ -338,6 +394,7 @@ func (r *Runner) run(ctx context.Context, c *child) (res result) {
 		if err := r.cfg.Tasks.Adopt(n.id, n.parent.owner); err != nil {
 			r.logger.Error("hand background tasks to parent", "agent", n.id, "err", err)
 		}
+		c.closeMCP(r)
 		if c.sink.w != nil {
 			if err := c.sink.w.Close(); err != nil {
 				r.logger.Error("close subagent transcript", "agent", n.id, "err", err)
@@ -454,15 +511,16 @@ func lastText(msgs []message.Message) string {
 
 // stopHook runs SubagentStop when a child ends its turn; a blocking hook keeps it going.
 type stopHook struct {
-	r *Runner
-	n *node
+	r     *Runner
+	n     *node
+	hooks HookRunner
 }
 
 func (h stopHook) CheckStop(ctx context.Context, last message.Message, active bool) string {
-	if h.r.cfg.Hooks == nil {
+	if h.hooks == nil {
 		return ""
 	}
-	out := h.r.cfg.Hooks.Run(ctx, hooks.SubagentStop, h.r.hookInput(hooks.Input{AgentID: h.n.id, AgentType: h.n.def.Name, StopHookActive: active}))
+	out := h.hooks.Run(ctx, hooks.SubagentStop, h.r.hookInput(hooks.Input{AgentID: h.n.id, AgentType: h.n.def.Name, StopHookActive: active}))
 	if out.Decision != hooks.DecisionBlock {
 		return ""
 	}
@@ -470,4 +528,15 @@ func (h stopHook) CheckStop(ctx context.Context, last message.Message, active bo
 		return "A SubagentStop hook asked you to continue."
 	}
 	return out.Reason
+}
+
+// closeMCP stops the child's own MCP servers.
+func (c *child) closeMCP(r *Runner) {
+	if c.mcp == nil {
+		return
+	}
+	if err := c.mcp.Close(); err != nil {
+		r.logger.Warn("stop agent MCP servers", "agent", c.n.id, "err", err)
+	}
+	c.mcp = nil
 }

@@ -23,6 +23,28 @@
 // colour ([permission.AgentInfo]). Worktree-isolated children have the worktree as their only
 // working directory.
 //
+// # Definition fields acted on at start
+//
+//   - memory (user, project, local): the agent gets a directory — $KEEL_HOME/agent-memory/<name>,
+//     .keel/agent-memory/<name> or .keel/agent-memory-local/<name> (with a .gitignore) — whose
+//     MEMORY.md (first [MemoryLines] lines) joins its system prompt, and allow rules for Read,
+//     Write and Edit there. keel grants them itself ([permission.Checker.Grant]), so they hold
+//     under the parent's ceiling too; the parent's deny and ask rules still win.
+//   - skills: each named skill is expanded and put before the task in the first message.
+//   - mcpServers: only the listed servers' MCP tools reach the child; inline configurations
+//     are started for the child ([MCPStarter]) and stopped when it ends.
+//   - hooks: run with the session's for the child's tool calls; a Stop hook there runs as
+//     SubagentStop. They are not active for any other agent.
+//   - effort: a thinking budget on the child's requests, [EffortBudgets] for the levels (low
+//     2048, medium 8192, high 16384, max 31999 tokens) or the integer as written; max_tokens is
+//     raised when it would not leave room for the budget.
+//
+// # Moving a foreground agent to the background
+//
+// [Runner.Background] detaches the foreground children an agent is waiting for (Ctrl+B in
+// the terminal): their Agent calls return an async_launched receipt at once, and each child
+// goes on as a background task whose result reaches the parent as a task notification.
+//
 // # Nesting
 //
 // The main thread is depth 0. A child at depth d may start its own children only when d <
@@ -77,8 +99,19 @@ type Config struct {
 	// HookInput fills the fields every hook input carries; nil leaves them empty.
 	HookInput func(hooks.Input) hooks.Input
 	// Gate builds a child's tool gate (PreToolUse hooks, permissions) over its checker; nil
-	// checks permissions only.
-	Gate func(checker *permission.Checker, origin event.Origin) tool.Gate
+	// checks permissions only. hooks is what the gate runs: the session's hooks joined with
+	// the agent's own (its definition's hooks key).
+	Gate func(checker *permission.Checker, origin event.Origin, hooks HookRunner) tool.Gate
+	// ProjectDir is the project root (project and local agent memory, where the agent's hooks
+	// run); Home is keel's directory (user agent memory). TrustedHooks runs the hooks of
+	// project agents (the workspace is trusted).
+	ProjectDir   string
+	Home         string
+	TrustedHooks bool
+	// Skills expands the skills a definition preloads; MCP starts the servers a definition
+	// configures inline. nil refuses such definitions with an error.
+	Skills SkillSource
+	MCP    MCPStarter
 	// System renders a (non-fork) child's system prompt; nil uses the definition's prompt and
 	// a short environment note.
 	System func(ctx context.Context, def *agentdef.Definition, cwd string) loop.System
@@ -121,6 +154,8 @@ type Runner struct {
 	// mu guards agents, done, usage and cost.
 	mu     sync.Mutex
 	agents map[string]*node
+	// fg are the foreground children running, by the id of the agent that waits for them.
+	fg map[string]map[*foreground]struct{}
 	// done holds the definition and history of children that finished in this process, so
 	// SendMessage continues them without a transcript.
 	done  map[string]*record
@@ -166,7 +201,8 @@ func New(cfg Config) *Runner {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{cfg: cfg, logger: logger, agents: map[string]*node{}, done: map[string]*record{}}
+	return &Runner{cfg: cfg, logger: logger, agents: map[string]*node{}, done: map[string]*record{},
+		fg: map[string]map[*foreground]struct{}{}}
 }
 
 // SetMain registers the main thread as the parent of top-level Agent calls.

@@ -1,0 +1,64 @@
+package session
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/agentdef"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/subagent"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+// applyMainAgent makes the main thread run as the agent Options.Agent names (keel --agent):
+// its prompt joins the system prompt, its tool lists narrow the pool, and its model and
+// permission mode apply unless --model or --permission-mode chose otherwise. Its
+// initialPrompt opens the first user message (see initialPrompt).
+func (s *Session) applyMainAgent() error {
+	if s.opts.Agent == "" {
+		return nil
+	}
+	def, ok := s.agents.runner.Definitions().Get(s.opts.Agent)
+	if !ok {
+		return fmt.Errorf("--agent %s: no such agent; available agents: %s", s.opts.Agent, strings.Join(s.agentNames(), ", "))
+	}
+	s.mainAgent = def
+	if def.Prompt != "" {
+		s.opts.AppendSystemPrompt = strings.TrimSpace(s.opts.AppendSystemPrompt + "\n\n" + def.Prompt)
+	}
+	if def.Model != "" && def.Model != agentdef.ModelInherit && !s.opts.ModelFlag {
+		s.opts.Model = def.Model
+	}
+	if def.PermissionMode != "" && s.opts.PermissionMode == "" {
+		m, err := permission.ParseMode(string(def.PermissionMode))
+		if err != nil {
+			return fmt.Errorf("--agent %s: %w", def.Name, err)
+		}
+		s.checker.SetMode(m)
+	}
+	return nil
+}
+
+// mainFilter narrows the main thread's pool to an --agent's tool lists. Only the lists apply:
+// the blacklists of subagents are for agents that have a parent.
+func (s *Session) mainFilter(p *tool.Pool) *tool.Pool {
+	if s.mainAgent == nil {
+		return p
+	}
+	return subagent.Filter{MainAgent: true, Tools: s.mainAgent.Tools, Disallowed: s.mainAgent.DisallowedTools}.Apply(p)
+}
+
+// initialPrompt puts an --agent's initialPrompt in front of the session's first prompt.
+func (s *Session) initialPrompt(prompt string) string {
+	if s.mainAgent == nil || s.mainAgent.InitialPrompt == "" {
+		return prompt
+	}
+	s.mu.Lock()
+	first := len(s.history) == 0 && !s.initialSent
+	s.initialSent = true
+	s.mu.Unlock()
+	if !first {
+		return prompt
+	}
+	return s.mainAgent.InitialPrompt + "\n\n" + prompt
+}
