@@ -92,6 +92,17 @@ func (a *app) mcpCommand() *cobra.Command {
 		}
 		return m, nil
 	}
+	// openNamed opens the servers when name is among them.
+	openNamed := func(ctx context.Context, name string) (*mcphost.Manager, error) {
+		m, err := open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			return nil, fmt.Errorf("no MCP server named %q is configured", name)
+		}
+		return m, nil
+	}
 	var asJSON bool
 	list := &cobra.Command{
 		Use: "list", Short: "every configured server and its status", Args: cobra.NoArgs,
@@ -112,12 +123,9 @@ func (a *app) mcpCommand() *cobra.Command {
 	get := &cobra.Command{
 		Use: "get NAME", Short: "one server's configuration and status", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := open(cmd.Context())
+			m, err := openNamed(cmd.Context(), args[0])
 			if err != nil {
 				return err
-			}
-			if m == nil {
-				return fmt.Errorf("no MCP server named %q is configured", args[0])
 			}
 			defer m.Close()
 			for _, st := range m.Status() {
@@ -134,12 +142,9 @@ func (a *app) mcpCommand() *cobra.Command {
 	reconnect := &cobra.Command{
 		Use: "reconnect NAME", Short: "restart a server and show its status", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := open(cmd.Context())
+			m, err := openNamed(cmd.Context(), args[0])
 			if err != nil {
 				return err
-			}
-			if m == nil {
-				return fmt.Errorf("no MCP server named %q is configured", args[0])
 			}
 			defer m.Close()
 			if err := m.Reconnect(cmd.Context(), args[0]); err != nil {
@@ -155,12 +160,9 @@ func (a *app) mcpCommand() *cobra.Command {
 				fmt.Fprintf(a.std.Out, "Open this page to authorize keel with %s:\n\n  %s\n\nWaiting for the browser to come back…\n", args[0], authURL)
 				return nil
 			}
-			m, err := open(cmd.Context())
+			m, err := openNamed(cmd.Context(), args[0])
 			if err != nil {
 				return err
-			}
-			if m == nil {
-				return fmt.Errorf("no MCP server named %q is configured", args[0])
 			}
 			defer m.Close()
 			if err := m.Login(cmd.Context(), args[0]); err != nil {
