@@ -12,6 +12,7 @@ import (
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
@@ -87,7 +88,8 @@ func (s *Session) buildAgents(ctx context.Context) {
 		},
 		ProjectDir: s.projectDir, Home: s.opts.Home, TrustedHooks: s.trusted(),
 		Skills: s.skills, MCP: childMCP{s},
-		Prepare: s.prepare,
+		Prepare:      s.prepare,
+		ResolveModel: connect.ResolveModel,
 		Worktrees: &worktree.Manager{Root: s.projectDir, Logger: s.logger,
 			Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) }}},
 		Emit:   s.emitAgent,

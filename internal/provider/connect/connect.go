@@ -43,6 +43,7 @@ func Open(cfg Config, getenv func(string) string) (provider.Provider, string, er
 		p     provider.Provider
 		model string
 	)
+	cfg.Model = ResolveModel(cfg.Model)
 	switch cfg.Provider {
 	case "", "anthropic":
 		opts := anthropic.FromEnv(getenv)
@@ -83,4 +84,20 @@ func override(dst *string, v string) {
 	if v != "" {
 		*dst = v
 	}
+}
+
+// aliases are the short model names agent files and --model use, as Claude tools define them.
+var aliases = map[string]string{
+	"sonnet": "claude-sonnet-4-5",
+	"opus":   "claude-opus-4-5",
+	"haiku":  "claude-haiku-4-5",
+}
+
+// ResolveModel turns an alias (sonnet, opus, haiku) into a model id; anything else — a full
+// id, a local server's model name — passes unchanged.
+func ResolveModel(model string) string {
+	if id, ok := aliases[model]; ok {
+		return id
+	}
+	return model
 }
