@@ -9,32 +9,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/keel-dev/keel/internal/compattest"
 )
 
-// compatDir finds the shared corpus of other people's agent files (shared/compat beside the
-// project, see its README): $KEEL_COMPAT_DIR, else the first shared/compat found walking up
-// from the package folder. The corpus is not copied into the repository; its README asks that
-// tests read it where it is.
 func compatDir(t *testing.T) string {
 	t.Helper()
-	if dir := os.Getenv("KEEL_COMPAT_DIR"); dir != "" {
-		return dir
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		c := filepath.Join(dir, "shared", "compat")
-		if st, err := os.Stat(filepath.Join(c, "README.md")); err == nil && !st.IsDir() {
-			return c
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("compat corpus not found: no shared/compat above the package and KEEL_COMPAT_DIR unset; skipping the corpus test")
-		}
-		dir = parent
-	}
+	return compattest.Dir(t)
 }
 
 // copyTree copies src into dst, so the corpus can be laid out as a project without touching it.

@@ -2,11 +2,11 @@ package hooks
 
 import (
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/compattest"
 	"github.com/keel-dev/keel/internal/settings"
 )
 
@@ -40,18 +40,5 @@ func TestCompatCorpusHooks(t *testing.T) {
 
 func findCompat(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		c := filepath.Join(dir, "shared", "compat", "claude", "settings")
-		if st, err := os.Stat(c); err == nil && st.IsDir() {
-			return c
-		}
-		if filepath.Dir(dir) == dir {
-			t.Skip("COMPAT CORPUS ABSENT: no shared/compat/claude/settings above this package; real-world hooks were not checked")
-		}
-		dir = filepath.Dir(dir)
-	}
+	return compattest.Dir(t, "claude", "settings")
 }

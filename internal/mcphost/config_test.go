@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/keel-dev/keel/internal/compattest"
 	"github.com/keel-dev/keel/internal/settings"
 )
 
@@ -158,18 +159,5 @@ func TestCompatCorpus(t *testing.T) {
 
 func findCompat(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		c := filepath.Join(dir, "shared", "compat", "claude", "settings")
-		if st, err := os.Stat(c); err == nil && st.IsDir() {
-			return c
-		}
-		if filepath.Dir(dir) == dir {
-			t.Skip("COMPAT CORPUS ABSENT: no shared/compat/claude/settings above this package; real-world .mcp.json files were not checked")
-		}
-		dir = filepath.Dir(dir)
-	}
+	return compattest.Dir(t, "claude", "settings")
 }

@@ -1,33 +1,18 @@
 package memory
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/keel-dev/keel/internal/compattest"
 )
 
-// compatDir finds the shared corpus of real memory files (shared/compat/memory), which lives
-// beside the project checkout and is never copied into it.
 func compatDir(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(dir, "shared", "compat", "memory")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("compat corpus shared/compat/memory not found above the package; real-file checks skipped")
-		}
-		dir = parent
-	}
+	return compattest.Dir(t, "memory")
 }
 
 // TestCompatCorpus loads each published memory file as a project's memory and checks which

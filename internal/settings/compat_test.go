@@ -2,32 +2,16 @@ package settings
 
 import (
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/keel-dev/keel/internal/compattest"
 )
 
-// compatDir finds the shared corpus of real-world harness configuration (shared/compat beside
-// an ancestor of this package). The corpus is third-party text under its own licences and is
-// read in place, never copied into the repository; see its README.
 func compatDir(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		c := filepath.Join(dir, "shared", "compat", "claude", "settings")
-		if st, err := os.Stat(c); err == nil && st.IsDir() {
-			return c
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("COMPAT CORPUS ABSENT: no shared/compat/claude/settings above this package; the real-world settings files were not checked")
-		}
-		dir = parent
-	}
+	return compattest.Dir(t, "claude", "settings")
 }
 
 // TestCompatCorpus loads every JSON file of the corpus's claude/settings folder, unchanged, as

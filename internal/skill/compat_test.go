@@ -8,27 +8,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/keel-dev/keel/internal/compattest"
 )
 
-// compatDir finds the shared corpus of real Claude Code files (shared/compat/claude), which
-// lives beside the project checkout and is never copied into it.
 func compatDir(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(dir, "shared", "compat", "claude")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("compat corpus shared/compat/claude not found above the package; real-world skill checks skipped")
-		}
-		dir = parent
-	}
+	return compattest.Dir(t, "claude")
 }
 
 // TestCompatSkills loads the published skills folder as a skills root: every skill must load
