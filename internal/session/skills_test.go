@@ -93,3 +93,37 @@ func TestPathScopedRuleArrivesWhenAMatchingFileIsTouched(t *testing.T) {
 		t.Error("the rule did not arrive in the request after main.go was read")
 	}
 }
+
+func TestForkSkillRunsAsASubagent(t *testing.T) {
+	cwd := t.TempDir()
+	dir := filepath.Join(cwd, ".keel", "skills", "survey")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: survey\ndescription: Survey the project in a subagent.\ncontext: fork\nagent: Explore\n---\nFORK-BODY: count the files.\n"), 0o644)
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		// The subagent gets the skill's body as its task.
+		{When: scripted.Match{UserText: "FORK-BODY"}, Reply: []scripted.Block{scripted.Text("SUBAGENT-REPORT: 3 files")}},
+		{When: scripted.Match{UserText: "use the skill"}, Times: 1, Reply: []scripted.Block{scripted.ToolUse("Skill", map[string]string{"skill": "survey"})}},
+		{When: scripted.Match{Contains: "SUBAGENT-REPORT"}, Reply: []scripted.Block{scripted.Text("the survey says 3 files")}},
+		{Reply: []scripted.Block{scripted.Text("no")}},
+	}}
+	h := newHarness(t, sc, Options{Cwd: cwd})
+	// Invoked by the model through the Skill tool: the subagent's report is the tool result.
+	if res := result(t, h.send(t, "use the skill")); res.Text != "the survey says 3 files" {
+		t.Errorf("model-invoked fork skill: result %q", res.Text)
+	}
+	text, isErr := toolResultText(t, h.sess.History())
+	if isErr || !strings.Contains(text, "SUBAGENT-REPORT: 3 files") {
+		t.Errorf("Skill tool result = %q (error %v), want the subagent's report", text, isErr)
+	}
+	// The main agent never saw the body; only the subagent's request carried it.
+	for _, r := range h.srv.Requests() {
+		body := string(r.Body)
+		if strings.Contains(body, "FORK-BODY") && strings.Contains(body, "use the skill") {
+			t.Error("the fork skill's body reached the main agent's conversation")
+		}
+	}
+	// Invoked by the user as /survey: the report becomes the prompt of the main agent.
+	if res := result(t, h.send(t, "/survey")); res.Text != "the survey says 3 files" {
+		t.Errorf("/survey: result %q", res.Text)
+	}
+}
