@@ -162,7 +162,7 @@ func parseDomain(spec string) (string, error) {
 	}
 	host = strings.ToLower(host)
 	if strings.ContainsAny(host, "/: ") || strings.Contains(strings.TrimPrefix(host, "*."), "*") {
-		return "", fmt.Errorf("domain %q must be a host name, optionally starting with *.", host)
+		return "", fmt.Errorf("domain %q must be a host name, optionally starting with \"*.\"", host)
 	}
 	return host, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/keel-dev/keel/internal/cachewatch"
@@ -204,12 +203,4 @@ func toEvents(bs []cachewatch.Break) []event.CacheBreak {
 
 func cacheStats(t cachewatch.Totals) event.CacheStats {
 	return event.CacheStats{Hits: t.Hits, Misses: t.Misses, Breaks: t.Breaks, BreaksByReason: t.ByKind}
-}
-
-// firstLine keeps notices to one line.
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

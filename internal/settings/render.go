@@ -106,7 +106,7 @@ func (s *Settings) RenderJSON(w io.Writer) error {
 	}
 	problems := []jsonProblem{}
 	for _, p := range s.Problems {
-		problems = append(problems, jsonProblem{p.Severity, p.Path, p.Line, p.Col, p.Msg})
+		problems = append(problems, jsonProblem(p))
 	}
 	files := s.Files
 	if files == nil {

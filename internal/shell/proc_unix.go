@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 )
 
@@ -18,8 +17,7 @@ type proc struct {
 	done chan struct{}
 	err  error
 	// drained is closed when the output pipe reached EOF: every process holding it is gone.
-	drained  chan struct{}
-	killOnce sync.Once
+	drained chan struct{}
 }
 
 // start starts script in dir, its output (stdout and stderr on one pipe, so they interleave

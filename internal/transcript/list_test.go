@@ -81,7 +81,7 @@ func TestListReadsOnlyWhatTheIndexLacks(t *testing.T) {
 	}
 
 	// Entries written after the last index update (a crash before Sync): only they are read.
-	tail := fmt.Sprintf(`{"type":"user","uuid":"late","parentUuid":null,"sessionId":"big","message":{"role":"user","content":[{"type":"text","text":"late"}]}}`) + "\n"
+	tail := `{"type":"user","uuid":"late","parentUuid":null,"sessionId":"big","message":{"role":"user","content":[{"type":"text","text":"late"}]}}` + "\n"
 	appendBytes(t, big, []byte(tail))
 	read.Store(0)
 	got, err = list(dir, open)

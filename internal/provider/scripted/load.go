@@ -388,14 +388,14 @@ func (d *decoder) writeJSON(buf *bytes.Buffer, n ast.Node) error {
 	case *ast.LiteralNode:
 		b, _ := json.Marshal(v.Value.Value)
 		buf.Write(b)
+	case *ast.AliasNode:
+		return d.errorf(n, "YAML aliases are not supported in a scenario")
 	case ast.ScalarNode:
 		b, err := json.Marshal(v.GetValue())
 		if err != nil {
 			return d.errorf(n, "value cannot be expressed in JSON: %v", err)
 		}
 		buf.Write(b)
-	case *ast.AliasNode:
-		return d.errorf(n, "YAML aliases are not supported in a scenario")
 	default:
 		return d.errorf(n, "unsupported YAML value %s", n.Type())
 	}
