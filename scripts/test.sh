@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs keel's whole test suite on a fresh machine: installs what the tests use (ripgrep for the
 # Grep parity test, tmux for the terminal end-to-end tests, the MCP reference servers from npm
-# into a cache directory), then go vet and go test -race.
+# into a cache directory), then go vet, staticcheck and go test -race.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,4 +32,5 @@ if command -v npm >/dev/null 2>&1 && [ -f scripts/npm-servers.txt ]; then
 fi
 
 go vet ./...
+go tool staticcheck ./...
 go test -race -count=1 "$@" ./...
