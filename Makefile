@@ -1,5 +1,5 @@
 # keel's make targets. `make test` is the one command that runs the whole suite on a fresh
-# machine: it installs what the tests need, then runs go vet and the race-enabled tests.
+# machine: it installs what the tests need, then runs go vet, staticcheck and the race-enabled tests.
 
 .PHONY: test build bench demo
 
