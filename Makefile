@@ -10,7 +10,7 @@ build:
 	go build -o bin/ ./cmd/keel ./cmd/keel-tui
 
 bench:
-	go test -run '^$$' -bench . -benchmem ./...
+	./scripts/bench.sh
 
 demo:
 	go run ./cmd/keel demo
