@@ -63,6 +63,9 @@ type Spec struct {
 	// Prompt and SubagentType describe an agent task, for the task_started event.
 	Prompt       string
 	SubagentType string
+	// Announced says task_started was already emitted (a foreground agent moved to the
+	// background keeps its id and was announced when it started).
+	Announced bool
 }
 
 // Info is a snapshot of one task.
@@ -207,8 +210,10 @@ func (r *Registry) Start(spec Spec, run func(ctx context.Context, t *Task) (stri
 	}
 	r.tasks[spec.ID] = t
 	r.mu.Unlock()
-	r.emit(event.TaskStarted{Origin: spec.Origin, TaskID: spec.ID, ToolUseID: spec.ToolUseID, Description: spec.Description,
-		SubagentType: spec.SubagentType, TaskType: spec.Kind, Prompt: spec.Prompt})
+	if !spec.Announced {
+		r.emit(event.TaskStarted{Origin: spec.Origin, TaskID: spec.ID, ToolUseID: spec.ToolUseID, Description: spec.Description,
+			SubagentType: spec.SubagentType, TaskType: spec.Kind, Prompt: spec.Prompt})
+	}
 	r.wg.Go(func() {
 		defer stop(nil)
 		t.setStatus(StatusRunning, "", "")

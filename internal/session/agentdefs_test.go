@@ -156,13 +156,14 @@ func TestBackgroundMovesForegroundAgent(t *testing.T) {
 		t.Error("Background with nothing running: no error")
 	}
 	var res event.Result
-	moved := false
+	moved, started := false, 0
 	for e, err := range h.sess.Send(t.Context(), "start") {
 		if err != nil {
 			t.Fatal(err)
 		}
 		switch e := e.(type) {
 		case event.TaskStarted:
+			started++
 			if !moved {
 				if err := h.sess.Background(t.Context()); err != nil {
 					t.Fatalf("Background: %v", err)
@@ -175,6 +176,9 @@ func TestBackgroundMovesForegroundAgent(t *testing.T) {
 	}
 	if res.Text != "parent turn done" {
 		t.Fatalf("parent result = %q", res.Text)
+	}
+	if started != 1 {
+		t.Errorf("task_started emitted %d times for one agent, want once", started)
 	}
 	raw, _ := json.Marshal(h.sess.History())
 	hist := string(raw)

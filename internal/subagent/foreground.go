@@ -78,6 +78,7 @@ func (r *Runner) runForeground(ctx context.Context, c *child, task background.Sp
 		cancel(nil)
 		return res, false
 	}
+	task.Announced = true
 	_, err := r.cfg.Tasks.Start(task, func(tctx context.Context, _ *background.Task) (string, error) {
 		stop := context.AfterFunc(tctx, func() { cancel(context.Cause(tctx)) })
 		defer stop()
