@@ -2,15 +2,14 @@ package agentdef
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"github.com/keel-dev/keel/internal/goldentest"
+)
 
 // loadFixture loads testdata/fixture, which holds agent files of every supported harness in
 // keel's own words, including one broken file. Paths are relative, so output is stable.
@@ -34,20 +33,7 @@ func loadFixture(t *testing.T) *Set {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
-	}
+	goldentest.Check(t, name, got)
 }
 
 func TestFixtureText(t *testing.T) {

@@ -1,7 +1,6 @@
 package prompt
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,26 +8,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/keel-dev/keel/internal/goldentest"
 	"github.com/keel-dev/keel/internal/memory"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
-	}
+	goldentest.Check(t, name, got)
 }
 
 func allOptions() Options {

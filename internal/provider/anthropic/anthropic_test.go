@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,12 +14,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/keel-dev/keel/internal/goldentest"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/provider/anthropic"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func newProvider(t *testing.T, baseURL string) *anthropic.Provider {
 	t.Helper()
@@ -395,20 +391,5 @@ func TestCancelledContextIsNotRetried(t *testing.T) {
 
 func goldenCompare(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
+	goldentest.Check(t, name, got)
 }
