@@ -196,6 +196,21 @@ type Result struct {
 	StopReason  message.StopReason
 	Denials     []PermissionDenied
 	Cache       CacheStats
+	// ModelUsage splits Usage and CostUSD by model, subagents and fork children included
+	// (the Agent SDK's result.modelUsage). Keyed by the model id the provider reported.
+	ModelUsage map[string]ModelUsage
+}
+
+// ModelUsage is what one model was used for during a Send.
+type ModelUsage struct {
+	Usage message.Usage
+	// CostUSD is the price of Usage; PriceKnown is false when the model has no known price,
+	// and then CostUSD is 0 and must not be shown as a price.
+	CostUSD    float64
+	PriceKnown bool
+	// ContextWindow and MaxOutputTokens are the model's limits, 0 when unknown.
+	ContextWindow   int64
+	MaxOutputTokens int64
 }
 
 // CacheStats totals prompt-cache behaviour over a Send.

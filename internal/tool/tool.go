@@ -90,3 +90,11 @@ func Errorf(format string, args ...any) Result {
 func (r Result) ResultText() string {
 	return message.Message{Content: r.Content}.TextOf()
 }
+
+// Deferrable is implemented by tools that are rarely needed. The session leaves their schemas
+// out of the first request — natively (the provider's deferred loading and tool search) where
+// the provider supports it, else behind ToolSearch — and names them to the model once, so they
+// cost a name until the model asks for one.
+type Deferrable interface {
+	DeferLoading() bool
+}
