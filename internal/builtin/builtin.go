@@ -1,5 +1,5 @@
 // Package builtin holds keel's built-in tools — Bash, Glob, Grep, Read, Edit, Write,
-// TodoWrite, BashOutput, KillShell — with Claude Code's names and input fields, because Claude
+// TodoWrite, BashOutput, KillShell, NotebookEdit — with Claude Code's names and input fields, because Claude
 // models are trained on them and users' hooks and permission rules match on them.
 //
 // Tools do not check permissions (the batch runner's [tool.Gate] does). They do keep their own
@@ -55,8 +55,9 @@ type Options struct {
 }
 
 // Tools returns the built-in tools in their fixed order: Bash, Glob, Grep, Read, Edit, Write,
-// TodoWrite, BashOutput, KillShell. The order is part of every request's cache prefix, so it
-// never changes at run time; new tools go at the end.
+// TodoWrite, BashOutput, KillShell, NotebookEdit. The order is part of every request's cache
+// prefix, so it never changes at run time; new tools go at the end. The rarely needed ones
+// (NotebookEdit) implement [tool.Deferrable].
 func Tools(opts Options) []tool.Tool {
 	if opts.Jobs == nil {
 		opts.Jobs = shell.NewJobs()
@@ -74,5 +75,6 @@ func Tools(opts Options) []tool.Tool {
 		TodoWrite(opts.Todos),
 		BashOutput(opts.Jobs),
 		KillShell(opts.Jobs),
+		NotebookEdit(),
 	}
 }
