@@ -75,8 +75,8 @@ func (w wireUsage) mergeInto(u *message.Usage) {
 type assembler struct {
 	logger    *slog.Logger
 	blocks    map[int]*message.Block
-	inputs    map[int]*bytes.Buffer // accumulated input_json_delta per tool_use block
-	servers   map[int]*bytes.Buffer // the same for server tool blocks
+	inputs    map[int]*bytes.Buffer     // accumulated input_json_delta per tool_use block
+	servers   map[int]*bytes.Buffer     // the same for server tool blocks
 	citations map[int][]json.RawMessage // the citations of text blocks, in order
 	usage     message.Usage
 	stop      message.StopReason

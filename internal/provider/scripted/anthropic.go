@@ -326,10 +326,10 @@ func event(name string, v any) sseEvent {
 // ping after the first start, message_delta (stop reason, final usage), message_stop.
 func anthropicEvents(rep *reply, acc CacheAccount) []sseEvent {
 	type delta struct {
-		Type        string  `json:"type"`
-		Text        string  `json:"text,omitempty"`
-		Thinking    string  `json:"thinking,omitempty"`
-		Signature   string  `json:"signature,omitempty"`
+		Type        string    `json:"type"`
+		Text        string    `json:"text,omitempty"`
+		Thinking    string    `json:"thinking,omitempty"`
+		Signature   string    `json:"signature,omitempty"`
 		PartialJSON *string   `json:"partial_json,omitempty"`
 		Citation    *citation `json:"citation,omitempty"`
 	}
