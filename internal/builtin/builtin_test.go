@@ -31,7 +31,7 @@ func TestToolsOrderAndSize(t *testing.T) {
 		}
 		doc.WriteString("## " + tl.Name() + "\n" + tl.Description() + "\n" + string(tl.InputSchema()) + "\n\n")
 	}
-	want := []string{"Bash", "Glob", "Grep", "Read", "Edit", "Write", "TodoWrite", "BashOutput", "KillShell", "NotebookEdit"}
+	want := []string{"Bash", "Glob", "Grep", "Read", "Edit", "Write", "TodoWrite", "BashOutput", "KillShell", "NotebookEdit", "WebFetch", "WebSearch"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("order mismatch (-want +got):\n%s", diff)
 	}
@@ -51,6 +51,7 @@ func TestReadOnlyAndConcurrency(t *testing.T) {
 		{"Bash", false, false}, {"Glob", true, true}, {"Grep", true, true}, {"Read", true, true},
 		{"Edit", false, false}, {"Write", false, false}, {"TodoWrite", true, false},
 		{"BashOutput", true, false}, {"KillShell", false, false}, {"NotebookEdit", false, false},
+		{"WebFetch", true, true}, {"WebSearch", true, true},
 	}
 	pool := tool.Assemble(Tools(Options{}), nil)
 	for _, tt := range tests {
@@ -58,7 +59,7 @@ func TestReadOnlyAndConcurrency(t *testing.T) {
 		if !ok {
 			t.Fatalf("no tool %s", tt.name)
 		}
-		in := json.RawMessage(`{"file_path":"x","pattern":"x","command":"ls","todos":[],"bash_id":"b","shell_id":"b","old_string":"a","new_string":"b","content":"","notebook_path":"x.ipynb","new_source":""}`)
+		in := json.RawMessage(`{"file_path":"x","pattern":"x","command":"ls","todos":[],"bash_id":"b","shell_id":"b","old_string":"a","new_string":"b","content":"","notebook_path":"x.ipynb","new_source":"","url":"https://example.com","prompt":"p","query":"q q"}`)
 		if got := tl.ReadOnly(in); got != tt.readOnly {
 			t.Errorf("%s ReadOnly = %v", tt.name, got)
 		}

@@ -71,6 +71,12 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		g.deny(call, d.Reason)
 		return tool.Errorf("Permission to use %s was denied. %s", call.Name, d.Reason), false
 	}
+	if call.Name == "WebFetch" {
+		// Only a rule naming the host lets WebFetch reach a private address (not a mode,
+		// not a one-time answer); the tool asks when it dials.
+		checker := g.checker
+		env.Explicit = func() bool { return checker.Explicit(req) }
+	}
 	g.s.noteTouched(req.Paths)
 	if !req.ReadOnly && isFileEdit(call.Name) {
 		for _, p := range req.Paths {

@@ -135,6 +135,8 @@ type Session struct {
 	grants       *skill.Grants
 	// forkRunner runs fork-context skills as subagents; nil until agents are wired.
 	forkRunner skill.ForkRunner
+	// helpers counts what tools' own model requests use (WebFetch, WebSearch).
+	helpers helperMeter
 
 	// mu guards history, state, busy and totals.
 	mu      sync.Mutex
@@ -344,6 +346,7 @@ func (s *Session) release() {
 func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error {
 	started := time.Now()
 	agentUsage, agentCost := s.agentUsage()
+	helperUsage, helperCost := s.helpers.total()
 	pool := s.pool(ctx)
 	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode(),
 		Skills: s.skillNames(), Agents: s.agentNames(), MCPServers: s.mcpStatus()})
@@ -443,6 +446,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		res.Text = runErr.Error()
 	}
 	s.rollUpAgents(&res, agentUsage, agentCost)
+	s.rollUpHelpers(&res, helperUsage, helperCost)
 	sink.Emit(res)
 	if runErr != nil {
 		return fmt.Errorf("run prompt: %w", runErr)
