@@ -82,6 +82,7 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		for _, p := range req.Paths {
 			g.s.trackEdit(permission.ResolvePath(p, env.State.Cwd))
 		}
+		g.s.lspBefore(env, t, *call)
 	}
 	return tool.Result{}, true
 }
@@ -111,6 +112,8 @@ func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.
 	for _, c := range extra {
 		res.Content = append(res.Content, message.Text(c))
 	}
+	// After the hooks: a PostToolUse formatter may have changed the file again.
+	g.s.lspAfter(ctx, env, t, call, res, g.emit)
 }
 
 func (g *gate) runHooks(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome {

@@ -22,6 +22,7 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
+	"github.com/keel-dev/keel/internal/lsp"
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/message"
@@ -101,6 +102,9 @@ type Options struct {
 	// Model was chosen explicitly and wins over the agent's model.
 	Agent     string
 	ModelFlag bool
+	// LSPWait bounds how long an edit waits for its language server's diagnostics; 0 means
+	// lsp.DefaultWait.
+	LSPWait time.Duration
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
@@ -137,6 +141,8 @@ type Session struct {
 	forkRunner skill.ForkRunner
 	// helpers counts what tools' own model requests use (WebFetch, WebSearch).
 	helpers helperMeter
+	// lsp runs the language servers of the lspServers settings; nil when none are set.
+	lsp *lsp.Manager
 
 	// mu guards history, state, busy and totals.
 	mu      sync.Mutex
@@ -211,6 +217,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger})
 	s.state.AdditionalDirs = policy.Dirs[1:]
 	s.buildHooks()
+	s.buildLSP()
 	s.buildCachePolicy()
 	if !opts.Offline {
 		s.startMCP(ctx)
@@ -227,6 +234,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.buildAgents(ctx)
 	if err := s.applyMainAgent(); err != nil {
 		s.closeAgents()
+		s.lsp.Close()
 		s.jobs.Close()
 		if s.mcp != nil {
 			s.mcp.Close()
@@ -462,6 +470,7 @@ func (s *Session) Close() error {
 	s.hooks.Wait()
 	s.jobs.Close()
 	s.closeAgents()
+	s.lsp.Close()
 	if s.mcp != nil {
 		s.mcp.Close()
 	}
@@ -546,6 +555,9 @@ func (s *Session) observers() []loop.Observer {
 	obs := []loop.Observer{rulesObserver{s}}
 	if s.mcp != nil {
 		obs = append(obs, s.mcp)
+	}
+	if s.lsp != nil {
+		obs = append(obs, lspObserver{s})
 	}
 	return obs
 }
