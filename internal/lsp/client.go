@@ -44,14 +44,14 @@ type client struct {
 	sendMu sync.Mutex
 
 	// mu guards the fields below.
-	mu       sync.Mutex
-	state    state
-	gen      int // counts processes, so events of a dead one are ignored
-	ready    chan struct{}
-	err      error // why the last start failed or the process ended
+	mu    sync.Mutex
+	state state
+	gen   int // counts processes, so events of a dead one are ignored
+	ready chan struct{}
+	err   error // why the last start failed or the process ended
 	// killed is why keel killed the running process, if it did (it hung).
-	killed error
-	noted    bool  // err was reported in a Report
+	killed   error
+	noted    bool // err was reported in a Report
 	restarts int
 	retryAt  time.Time
 	conn     jsonrpc2.Conn

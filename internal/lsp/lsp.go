@@ -281,4 +281,3 @@ func (m *Manager) Close() {
 	wg.Wait()
 	m.wg.Wait()
 }
-
