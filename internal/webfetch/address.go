@@ -48,6 +48,9 @@ type PrivateAddressError struct {
 }
 
 func (e *PrivateAddressError) Error() string {
+	if a, err := netip.ParseAddr(e.Host); err == nil && a.Unmap() == e.IP {
+		return fmt.Sprintf("%s is a private, loopback or link-local address", e.Host)
+	}
 	return fmt.Sprintf("%s resolves to %s, a private, loopback or link-local address", e.Host, e.IP)
 }
 
