@@ -83,10 +83,6 @@ type didSaveParams struct {
 	Text         string     `json:"text"`
 }
 
-type didCloseParams struct {
-	TextDocument documentID `json:"textDocument"`
-}
-
 type publishDiagnosticsParams struct {
 	URI         string          `json:"uri"`
 	Version     *int            `json:"version"`

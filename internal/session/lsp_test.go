@@ -2,7 +2,6 @@ package session
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,7 +148,7 @@ func TestLateDiagnosticsJoinTheNextRequest(t *testing.T) {
 	h.sess.lsp.Touch(release)
 	waittest.Until(t, "the slow pass", func() bool { return h.sess.lsp.Publishes(a) > before })
 	blocks := lspObserver{h.sess}.Observe(t.Context()) // the next request boundary
-	want := fmt.Sprintf("<new-diagnostics>\nThe language server reports new problems in the files just changed:\na.src:\n  error [1:1] found later: LATE problem (lsptest marker)\n</new-diagnostics>")
+	want := "<new-diagnostics>\nThe language server reports new problems in the files just changed:\na.src:\n  error [1:1] found later: LATE problem (lsptest marker)\n</new-diagnostics>"
 	if len(blocks) != 1 || blocks[0].Text != want {
 		t.Errorf("observed %+v, want %q", blocks, want)
 	}
