@@ -61,6 +61,7 @@ func TestNotebookEdit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each case checks its result with a Python process
 			dir := t.TempDir()
 			writeFiles(t, dir, map[string]string{"nb.ipynb": tt.file})
 			env := newEnv(t, dir)
