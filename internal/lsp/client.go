@@ -50,7 +50,9 @@ type client struct {
 	ready chan struct{}
 	err   error // why the last start failed or the process ended
 	// killed is why keel killed the running process, if it did (it hung).
-	killed   error
+	killed error
+	// slow is set once an edit gave up waiting for the current start.
+	slow     bool
 	noted    bool // err was reported in a Report
 	restarts int
 	retryAt  time.Time
@@ -108,7 +110,7 @@ func (c *client) waitReady(ctx context.Context) error {
 			c.mu.Unlock()
 			return errNotRunning
 		}
-		c.state, c.ready = starting, make(chan struct{})
+		c.state, c.ready, c.slow = starting, make(chan struct{}), false
 		c.gen++
 		gen := c.gen
 		c.m.wg.Go(func() { c.start(gen) })
@@ -126,6 +128,24 @@ func (c *client) waitReady(ctx context.Context) error {
 		return errNotRunning
 	}
 	return nil
+}
+
+// markSlow records, when the server is still starting, that an edit gave up waiting for it.
+func (c *client) markSlow() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != starting {
+		return false
+	}
+	c.slow = true
+	return true
+}
+
+// slowStart reports whether the server is still in a start an edit already waited for.
+func (c *client) slowStart() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state == starting && c.slow
 }
 
 // pipe joins the server's stdout and stdin into the connection's stream.

@@ -172,9 +172,20 @@ func (m *Manager) After(ctx context.Context, agent, path string) Report {
 	if c == nil || m.isClosed() {
 		return Report{}
 	}
+	if c.slowStart() {
+		// An earlier edit already waited for this start; this one does not wait again.
+		m.syncWhenReady(agent, path, c)
+		return Report{}
+	}
 	ctx, cancel := context.WithTimeout(ctx, m.opts.Wait)
 	defer cancel()
 	if err := c.waitReady(ctx); err != nil {
+		if c.markSlow() {
+			// Still starting (a large workspace loads for a while): the file is synced once
+			// the server is up, and its diagnostics come at a later boundary.
+			m.syncWhenReady(agent, path, c)
+			return Report{}
+		}
 		return Report{Note: c.takeNote()}
 	}
 	version, mark, err := c.sync(ctx, path)
@@ -203,6 +214,34 @@ func (m *Manager) After(ctx context.Context, agent, path string) Report {
 		return Report{}
 	}
 	return Report{Files: []FileDiagnostics{limit(path, news)}}
+}
+
+// syncWhenReady syncs path in the background once its server has started, so [Late] hands
+// over the edit's diagnostics.
+func (m *Manager) syncWhenReady(agent, path string, c *client) {
+	if m.isClosed() {
+		return
+	}
+	m.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.startupTimeout())
+		defer cancel()
+		if c.waitReady(ctx) != nil {
+			return
+		}
+		version, _, err := c.sync(ctx, path)
+		if err != nil {
+			return
+		}
+		key := watchKey{agent, path}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		w := m.watches[key]
+		if w == nil || w.client != c {
+			w = &watch{client: c}
+			m.watches[key] = w
+		}
+		w.version, w.published, w.until = version, false, m.opts.Now().Add(lateWindow)
+	})
 }
 
 // Late returns agent's diagnostics that arrived after After stopped waiting (or a server's

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -260,5 +261,34 @@ func TestConfiguration(t *testing.T) {
 		map[string]any{"gopls": map[string]any{"staticcheck": true}, "python": map[string]any{"analysis": map[string]any{"typeCheckingMode": "strict"}}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("configuration mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestSlowStartDeliversLater: a server still starting when an edit is made misses the wait;
+// once it is up the edit is synced, and its diagnostics come at the next boundary.
+func TestSlowStartDeliversLater(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Skipf("SKIPPED: no FIFOs here (%v)", err)
+	}
+	m, dir, _ := fake(t, lsptest.ModeGated, 100*time.Millisecond, func(c *Config) { c.Env[lsptest.GateEnv] = gate })
+	path := filepath.Join(dir, "a.src")
+	write(t, path, "BROKEN at once\n")
+	m.Before("", path)
+	if rep := m.After(t.Context(), "", path); len(rep.Files) != 0 || rep.Note != "" {
+		t.Fatalf("report during start-up: %+v", rep)
+	}
+	if rep := m.After(t.Context(), "", path); len(rep.Files) != 0 || rep.Note != "" {
+		t.Fatalf("second report during start-up: %+v", rep)
+	}
+	f, err := os.OpenFile(gate, os.O_WRONLY, 0) // lets the server finish starting
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	waittest.Until(t, "the diagnostics after start-up", func() bool { return m.Publishes(path) > 0 })
+	late := m.Late("")
+	if len(late) != 1 || late[0].Diagnostics[0].Message != "broken: BROKEN at once" {
+		t.Errorf("late = %+v", late)
 	}
 }

@@ -21,6 +21,9 @@ const ChildEnv = "KEEL_LSPTEST_SERVER"
 // CrashFileEnv names a file: ModeCrashOnce crashes (and creates it) while it does not exist.
 const CrashFileEnv = "KEEL_LSPTEST_CRASH_FILE"
 
+// GateEnv names a FIFO: ModeGated answers initialize only once the test opens it for writing.
+const GateEnv = "KEEL_LSPTEST_GATE"
+
 // Modes a child server can run in.
 const (
 	// ModeMarkers reports, for every line of a synced file, an error where the line holds
@@ -36,6 +39,9 @@ const (
 	ModeExit = "exit"
 	// ModeDeaf answers initialize, then stops reading its input.
 	ModeDeaf = "deaf"
+	// ModeGated is ModeMarkers with a start-up that lasts until the test opens the FIFO
+	// named by GateEnv: a server that loads a large workspace.
+	ModeGated = "gated"
 )
 
 // RunIfChild runs the server the environment asks for and exits; call it first in TestMain.
@@ -50,7 +56,7 @@ func RunIfChild() {
 	case ModeExit:
 		fmt.Fprintln(os.Stderr, "lsptest: cannot find its runtime, giving up")
 		os.Exit(2)
-	case ModeMarkers, ModeCrashOnce, ModeDeaf:
+	case ModeMarkers, ModeCrashOnce, ModeDeaf, ModeGated:
 		crash := false
 		if mode == ModeCrashOnce {
 			if f := os.Getenv(CrashFileEnv); f != "" {
@@ -60,7 +66,7 @@ func RunIfChild() {
 				}
 			}
 		}
-		serve(crash, mode == ModeDeaf)
+		serve(crash, mode == ModeDeaf, mode == ModeGated)
 	default:
 		fmt.Fprintln(os.Stderr, "lsptest: unknown mode", mode)
 		os.Exit(2)
@@ -88,6 +94,7 @@ type server struct {
 	conn  jsonrpc2.Conn
 	crash bool
 	deaf  bool
+	gated bool
 	// mu guards docs and released.
 	mu       sync.Mutex
 	docs     map[string]doc
@@ -99,8 +106,8 @@ type doc struct {
 	text    string
 }
 
-func serve(crash, deaf bool) {
-	s := &server{crash: crash, deaf: deaf, docs: map[string]doc{}}
+func serve(crash, deaf, gated bool) {
+	s := &server{crash: crash, deaf: deaf, gated: gated, docs: map[string]doc{}}
 	s.conn = jsonrpc2.NewConn(jsonrpc2.NewStream(stdio{}))
 	s.conn.Go(context.Background(), s.handle)
 	<-s.conn.Done()
@@ -120,6 +127,11 @@ func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 	_ = json.Unmarshal(req.Params(), &p)
 	switch req.Method() {
 	case "initialize":
+		if s.gated {
+			if f, err := os.Open(os.Getenv(GateEnv)); err == nil { // blocks until the test opens it to write
+				f.Close()
+			}
+		}
 		return map[string]any{"capabilities": map[string]any{"textDocumentSync": 1}}, nil
 	case "initialized":
 		if s.deaf {
