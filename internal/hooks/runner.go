@@ -127,6 +127,9 @@ type Result struct {
 	StopReason        string
 	SuppressOutput    bool
 	SystemMessage     string
+	// Action and Content answer an Elicitation (or replace an ElicitationResult's answer).
+	Action  string
+	Content json.RawMessage
 }
 
 // Outcome is the folded answer of one event's hooks.
@@ -145,6 +148,10 @@ type Outcome struct {
 	StopSession    bool
 	StopReason     string
 	SystemMessages []string
+	// Action and Content are the first hook answer to an Elicitation or ElicitationResult, in
+	// settings order; Action is empty when no hook answered. A block (exit 2) is a decline.
+	Action  string
+	Content json.RawMessage
 	// Results holds every hook that ran, in settings order, for the UI.
 	Results []Result
 	// Notices are for the user: hooks skipped (untrusted workspace), async hooks started.
@@ -293,6 +300,9 @@ func (o *Outcome) fold() {
 		}
 		if r.SystemMessage != "" {
 			o.SystemMessages = append(o.SystemMessages, r.SystemMessage)
+		}
+		if r.Action != "" && o.Action == "" {
+			o.Action, o.Content = r.Action, r.Content
 		}
 	}
 	o.Reason = strings.Join(reasons, "\n")
