@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/keel-dev/keel/internal/settings"
 )
 
 func TestElicitationHookAnswers(t *testing.T) {
@@ -62,4 +63,17 @@ func readJSON(t *testing.T, path string) map[string]any {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return m
+}
+
+func TestHas(t *testing.T) {
+	e := newEnv(t)
+	cmd := e.script("x.sh", "true")
+	r := e.runner(userHook("Elicitation", "github", 0, cmd))
+	if !r.Has(Elicitation) || r.Has(ElicitationResult) {
+		t.Errorf("Has(Elicitation)=%v Has(ElicitationResult)=%v, want true false", r.Has(Elicitation), r.Has(ElicitationResult))
+	}
+	untrusted, _ := New(Config{Hooks: []settings.HookGroup{hookFrom(settings.ScopeProject, "Elicitation", "", 0, cmd)}, ProjectDir: e.dir})
+	if untrusted.Has(Elicitation) {
+		t.Error("an untrusted project's hook counts as an answerer")
+	}
 }

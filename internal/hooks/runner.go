@@ -256,6 +256,20 @@ func (r *Runner) claimOnce(ev Event, h settings.HookCommand) bool {
 	return true
 }
 
+// Has reports whether some hook would run for ev (for some matcher value): an event nobody
+// handles can then be left out entirely, as elicitation is when no one can answer.
+func (r *Runner) Has(ev Event) bool {
+	if r.cfg.DisableAll {
+		return false
+	}
+	for _, g := range r.groups {
+		if g.event == ev && (r.cfg.Trusted || !g.from.Scope.ProjectProvided()) {
+			return true
+		}
+	}
+	return false
+}
+
 // Wait blocks until every async hook started so far has finished.
 func (r *Runner) Wait() { r.async.Wait() }
 

@@ -50,6 +50,10 @@ type MCPOptions struct {
 	// Authorize sends the user to an OAuth authorization page (`keel mcp login`); nil leaves
 	// servers without stored tokens in needs-auth.
 	Authorize func(ctx context.Context, authURL string) error
+	// Elicit asks the user an MCP server's question (the TUI's form, the Agent SDK's
+	// elicitation control request); nil means no one can be asked, and only Elicitation hooks
+	// answer. See [mcphost.ElicitFunc].
+	Elicit mcphost.ElicitFunc
 }
 
 // startMCP connects the session's MCP servers.
@@ -61,6 +65,7 @@ func (s *Session) startMCP(ctx context.Context) {
 	m, notices := OpenMCP(ctx, s.opts.MCP, MCPSetup{
 		Home: s.opts.Home, ProjectDir: s.projectDir, Cwd: s.opts.Cwd, AddDirs: s.state.AdditionalDirs,
 		Settings: s.settings, Trust: s.opts.Trust, Version: s.opts.Version, ContextWindow: window, Logger: s.logger,
+		Elicit: s.elicitor(),
 	})
 	s.mcp = m
 	s.nativeSearch = provider.SupportsNativeToolSearch(s.opts.Provider)
@@ -97,6 +102,8 @@ type MCPSetup struct {
 	Version       string
 	ContextWindow int64
 	Logger        *slog.Logger
+	// Elicit answers servers' questions; nil leaves the capability unadvertised.
+	Elicit mcphost.ElicitFunc
 }
 
 // OpenMCP loads the MCP configuration from every source and connects the enabled servers in
@@ -143,6 +150,7 @@ func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, 
 		ToolSearch: mcphost.ToolSearchOptions{Mode: o.ToolSearch, ContextWindow: int(st.ContextWindow)},
 		OAuth:      mcphost.OAuthOptions{Home: st.Home, Authorize: o.Authorize, ClientName: "keel"},
 		ClientName: "keel", ClientVersion: st.Version, Logger: logger.With("component", "mcp"),
+		Elicit: st.Elicit,
 	})
 	m.Start(ctx)
 	return m, notices
