@@ -100,6 +100,9 @@ func Add(scope Scope, home, projectDir string, cfg ServerConfig) error {
 	if p, ok := validate(&cfg); !ok {
 		return fmt.Errorf("add %s: %s %s", cfg.Name, p.Path, p.Msg)
 	}
+	if p, ok := validateOAuth(&cfg); !ok {
+		return fmt.Errorf("add %s: %s %s", cfg.Name, p.Path, p.Msg)
+	}
 	if cfg.Name == "" {
 		return errors.New("add: the server needs a name")
 	}

@@ -41,11 +41,7 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 		if c.cfg.Type == TypeSSE {
 			return &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc}, nil
 		}
-		oauth, err := c.m.oauthHandler(c.cfg, hc)
-		if err != nil {
-			return nil, err
-		}
-		return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc, OAuthHandler: oauth, MaxRetries: 2}, nil
+		return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc, OAuthHandler: c.oauthHandler(hc), MaxRetries: 2}, nil
 	}
 	return nil, fmt.Errorf("transport type %q is not one of %s", c.cfg.Type, strings.Join(Types, ", "))
 }
