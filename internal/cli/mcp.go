@@ -15,9 +15,11 @@ import (
 
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/mcphost"
+	"github.com/keel-dev/keel/internal/mcpserve"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/shell"
+	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -322,11 +324,19 @@ func (a *app) mcpRemoveCommand() *cobra.Command {
 	return cmd
 }
 
-// mcpServeCommand serves keel's built-in tools over stdio, so other agents can use them. The
-// caller's own permission system decides what runs; keel adds none here.
+// mcpServeCommand serves keel's built-in tools, skills and workspace files over MCP, on stdio
+// or streamable HTTP, so other agents can use them. The caller's own permission system decides
+// what runs; keel adds none here.
 func (a *app) mcpServeCommand() *cobra.Command {
-	return &cobra.Command{
-		Use: "serve", Short: "serve keel's built-in tools as an MCP server over stdio", Args: cobra.NoArgs,
+	var addr, tokenFile string
+	cmd := &cobra.Command{
+		Use: "serve [--http ADDR [--token-file FILE]]", Short: "serve keel's tools, skills and workspace files as an MCP server (stdio, or streamable HTTP)", Args: cobra.NoArgs,
+		Long: `serve offers keel's built-in tools, its skills and custom commands (as prompts, whose
+arguments complete to workspace paths) and the workspace's files (as file:// resources) to
+another agent over MCP. Without --http it speaks over stdin and stdout. With --http ADDR it
+serves streamable HTTP at http://ADDR/mcp: requests whose Host or Origin is not this machine
+are refused, and an address beyond loopback needs --token-file, whose token every request
+must carry as "Authorization: Bearer TOKEN".`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cwd, err := os.Getwd()
 			if err != nil {
@@ -335,13 +345,56 @@ func (a *app) mcpServeCommand() *cobra.Command {
 			jobs := shell.NewJobs()
 			defer jobs.Close()
 			files := tool.NewFileState()
-			tools := builtin.Tools(builtin.Options{Jobs: jobs})
-			env := func() *tool.Env {
-				return &tool.Env{State: tool.State{Cwd: cwd}, Files: files, Progress: func(string) {}, Logger: discardLogger()}
+			cat, _ := skill.Load(skill.Options{Cwd: cwd, Home: userHomeDir(), KeelHome: a.env.Home, NoBundled: true})
+			srv := mcpserve.New(mcpserve.Options{Name: "keel", Version: Version,
+				Tools: builtin.Tools(builtin.Options{Jobs: jobs}),
+				Env: func() *tool.Env {
+					return &tool.Env{State: tool.State{Cwd: cwd}, Files: files, Progress: func(string) {}, Logger: discardLogger()}
+				},
+				Prompts: skillPrompts{cat: cat, cwd: cwd}, Root: cwd})
+			if addr == "" {
+				if tokenFile != "" {
+					return usageError{fmt.Errorf("--token-file needs --http")}
+				}
+				return srv.Run(cmd.Context(), &mcp.StdioTransport{})
 			}
-			return mcphost.Serve(cmd.Context(), &mcp.StdioTransport{}, "keel", Version, tools, env)
+			o := mcpserve.HTTPOptions{Addr: addr, Ready: func(url string) { fmt.Fprintf(a.std.Err, "keel mcp serve: listening on %s\n", url) }}
+			if tokenFile != "" {
+				if o.Token, err = mcpserve.ReadTokenFile(tokenFile); err != nil {
+					return usageError{err}
+				}
+			}
+			return mcpserve.ServeHTTP(cmd.Context(), srv, o)
 		},
 	}
+	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8080) instead of stdio")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "require the bearer token in FILE on every HTTP request")
+	return cmd
+}
+
+// skillPrompts offers the user-invocable skills and custom commands as MCP prompts.
+type skillPrompts struct {
+	cat *skill.Catalog
+	cwd string
+}
+
+func (p skillPrompts) Prompts() []mcpserve.Prompt {
+	var out []mcpserve.Prompt
+	for _, s := range p.cat.All() {
+		if !s.UserInvocable || strings.HasPrefix(s.Name, "mcp__") {
+			continue
+		}
+		out = append(out, mcpserve.Prompt{Name: s.Name, Description: s.Description, ArgumentHint: s.ArgumentHint})
+	}
+	return out
+}
+
+func (p skillPrompts) Render(ctx context.Context, name, args string) (string, error) {
+	inv, err := p.cat.Invoke(ctx, name, args, skill.ByUser, p.cwd)
+	if err != nil {
+		return "", err
+	}
+	return inv.Text, nil
 }
 
 // openBrowser opens url with $BROWSER (a command; "%s" in it stands for the URL, else the URL
@@ -362,3 +415,4 @@ func openBrowser(browser, url string) error {
 	go cmd.Wait() //nolint:errcheck // reaps the process; its exit status says nothing about the login
 	return nil
 }
+

@@ -212,3 +212,51 @@ func TestClientConformance(t *testing.T) {
 		t.Logf("suite output:\n%s", log)
 	}
 }
+
+// TestServerConformance runs the suite's server scenarios against keel mcp serve --http.
+func TestServerConformance(t *testing.T) {
+	node, index := suite(t)
+	keel := buildKeel(t)
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# a workspace\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), waittest.Scale(10*time.Minute))
+	defer cancel()
+	serve := exec.CommandContext(ctx, keel, "mcp", "serve", "--http", "127.0.0.1:0")
+	serve.Dir = ws
+	serve.Env = append(os.Environ(), "KEEL_HOME="+t.TempDir())
+	stderr, err := serve.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		serve.Process.Kill()
+		serve.Wait()
+	})
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if _, url, ok := strings.Cut(sc.Text(), "listening on "); ok {
+				urls <- url
+			}
+		}
+	}()
+	url := waittest.Recv(t, "keel mcp serve listening", urls)
+	out := t.TempDir()
+	cmd := exec.CommandContext(ctx, node, index, "server", "--url", url, "-o", out)
+	cmd.Dir = out
+	log, _ := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("the suite did not finish: %v\n%s", ctx.Err(), log)
+	}
+	passed, why := results(t, out)
+	compare(t, "server-expected.txt", passed, why, scenarios(t, node, index, "server"))
+	if t.Failed() {
+		t.Logf("suite output:\n%s", log)
+	}
+}
