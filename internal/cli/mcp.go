@@ -415,4 +415,3 @@ func openBrowser(browser, url string) error {
 	go cmd.Wait() //nolint:errcheck // reaps the process; its exit status says nothing about the login
 	return nil
 }
-

@@ -38,7 +38,9 @@ func connect(t *testing.T, root, token string) (*mcp.ClientSession, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	urls := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- ServeHTTP(ctx, srv, HTTPOptions{Addr: "127.0.0.1:0", Token: token, Ready: func(u string) { urls <- u }}) }()
+	go func() {
+		done <- ServeHTTP(ctx, srv, HTTPOptions{Addr: "127.0.0.1:0", Token: token, Ready: func(u string) { urls <- u }})
+	}()
 	url := waittest.Recv(t, "server listening", urls)
 	t.Cleanup(func() { cancel(); <-done })
 	var hc *http.Client
