@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs keel's whole test suite on a fresh machine: installs what the tests use (ripgrep for the
 # Grep parity test, tmux for the terminal end-to-end tests, Jupyter's nbformat to validate
-# notebook edits, the MCP reference servers from npm and a pinned gopls into cache
-# directories), then go vet, staticcheck and go test -race.
+# notebook edits, the MCP reference servers and the MCP conformance suite with its node from
+# npm and a pinned gopls into cache directories), then go vet, staticcheck and go test -race.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +31,21 @@ if command -v npm >/dev/null 2>&1 && [ -f scripts/npm-servers.txt ]; then
     cp scripts/npm-servers.txt "$npm_dir/.installed"
   fi
   export KEEL_NPM_CACHE="$npm_dir"
+fi
+
+# The MCP conformance suite and the node (>= 22) it needs, both pinned, from npm, once.
+conf_dir="${KEEL_CONFORMANCE_DIR:-$PWD/.cache/conformance}"
+if command -v npm >/dev/null 2>&1 && [ -f scripts/conformance.txt ]; then
+  if [ ! -f "$conf_dir/.installed" ] || ! cmp -s scripts/conformance.txt "$conf_dir/.installed"; then
+    mkdir -p "$conf_dir"
+    echo "installing the MCP conformance suite into $conf_dir"
+    if (cd "$conf_dir" && npm install --silent --no-audit --no-fund --prefix . $(grep -v '^#' "$OLDPWD/scripts/conformance.txt") >/dev/null); then
+      cp scripts/conformance.txt "$conf_dir/.installed"
+    else
+      echo "warning: the MCP conformance suite could not be installed; its tests will say so" >&2
+    fi
+  fi
+  export KEEL_CONFORMANCE_DIR="$conf_dir"
 fi
 
 # gopls, pinned, built once into a cache the LSP tests find via KEEL_GOPLS (about 3 minutes
