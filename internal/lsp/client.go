@@ -200,21 +200,8 @@ func (c *client) start(gen int) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), c.startupTimeout())
 	defer cancel()
-	root := c.root()
-	params := initializeParams{
-		ProcessID:             os.Getpid(),
-		ClientInfo:            clientInfo{Name: "keel"},
-		RootURI:               fileURI(root),
-		InitializationOptions: c.cfg.InitializationOptions,
-		WorkspaceFolders:      []workspaceFolder{{URI: fileURI(root), Name: filepath.Base(root)}},
-	}
-	params.Capabilities.Workspace.Configuration = true
-	params.Capabilities.Workspace.WorkspaceFolders = true
-	params.Capabilities.TextDocument.Synchronization.DidSave = true
-	params.Capabilities.TextDocument.PublishDiagnostics.VersionSupport = true
-	params.Capabilities.General.PositionEncodings = []string{"utf-16"}
 	var result json.RawMessage
-	if _, err := conn.Call(ctx, "initialize", params, &result); err != nil {
+	if _, err := conn.Call(ctx, "initialize", c.initializeParams(), &result); err != nil {
 		if ctx.Err() == nil {
 			// The server most likely died: its exit status and stderr say why better
 			// than the broken pipe does (processEnded reports them).
@@ -243,6 +230,23 @@ func (c *client) start(gen int) {
 		close(c.ready)
 		logger.Info("language server started", "command", c.cfg.Command)
 	}
+}
+
+func (c *client) initializeParams() initializeParams {
+	root := c.root()
+	p := initializeParams{
+		ProcessID:             os.Getpid(),
+		ClientInfo:            clientInfo{Name: "keel"},
+		RootURI:               fileURI(root),
+		InitializationOptions: c.cfg.InitializationOptions,
+		WorkspaceFolders:      []workspaceFolder{{URI: fileURI(root), Name: filepath.Base(root)}},
+	}
+	p.Capabilities.Workspace.Configuration = true
+	p.Capabilities.Workspace.WorkspaceFolders = true
+	p.Capabilities.TextDocument.Synchronization.DidSave = true
+	p.Capabilities.TextDocument.PublishDiagnostics.VersionSupport = true
+	p.Capabilities.General.PositionEncodings = []string{"utf-16"}
+	return p
 }
 
 func (c *client) root() string {
