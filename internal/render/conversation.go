@@ -49,7 +49,8 @@ func (c *Conversation) Render(e event.Event) error {
 	switch e := e.(type) {
 	case event.UserMessage:
 		for _, b := range e.Message.Content {
-			if b.Type == message.TypeText && o.AgentID == "" {
+			// System reminders are what keel told the model beside the prompt, not the user's words.
+			if b.Type == message.TypeText && o.AgentID == "" && !strings.HasPrefix(b.Text, "<system-reminder>") {
 				c.newline()
 				fmt.Fprintf(c.w, "\n> %s\n\n", oneLine(b.Text, 200))
 			}

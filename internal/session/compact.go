@@ -35,6 +35,8 @@ type compactor struct {
 	sink *chanSink
 	sys  func(context.Context) loop.System
 	pool []provider.ToolSpec
+	// listing is the run's announcer, told when the history it announced to is replaced.
+	listing *listingObserver
 }
 
 var _ loop.Compactor = (*compactor)(nil)
@@ -75,7 +77,7 @@ func (c *compactor) Compact(ctx context.Context, history []message.Message, trig
 		Source:    provider.SourceCompact,
 	}
 	// Tools the provider searches natively stay deferred, as the history's references expect.
-	s.markDeferred(ctx, req)
+	s.deferTools(ctx, req)
 	// Announced before the request, so the new prefix it creates is never reported as a break.
 	s.watch.Announce("compaction")
 	summary, usage, err := s.complete(ctx, req)
@@ -99,7 +101,11 @@ func (c *compactor) Compact(ctx context.Context, history []message.Message, trig
 	c.sink.Emit(event.Compacted{Trigger: trigger, TokensBefore: before})
 	s.prompt.Clear()
 	s.hooks.Run(ctx, hooks.SessionStart, s.hookInput(s.Cwd(), hooks.Input{Source: "compact"}))
-	return []message.Message{summaryMessage(summary)}, nil
+	compacted := []message.Message{summaryMessage(summary)}
+	if c.listing != nil {
+		c.listing.reset(compacted)
+	}
+	return compacted, nil
 }
 
 // complete sends one request and returns the reply's text.

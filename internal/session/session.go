@@ -33,6 +33,7 @@ import (
 	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/toolsearch"
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
@@ -129,8 +130,11 @@ type Session struct {
 	jobs      *shell.Jobs
 	todos     *builtin.Todos
 	mcp       *mcphost.Manager
-	// nativeSearch: the provider defers MCP tools itself (provider.NativeToolSearcher).
+	// nativeSearch: the provider searches deferred tools itself (provider.NativeToolSearcher);
+	// else search and searchTool are keel's ToolSearch over the deferred tools.
 	nativeSearch bool
+	search       *toolsearch.Searcher
+	searchTool   tool.Tool
 	skills       *skill.Catalog
 	grants       *skill.Grants
 	// forkRunner runs fork-context skills as subagents; nil until agents are wired.
@@ -210,6 +214,9 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.state.AdditionalDirs = policy.Dirs[1:]
 	s.buildHooks()
 	s.buildCachePolicy()
+	s.nativeSearch = provider.SupportsNativeToolSearch(opts.Provider)
+	s.search = toolsearch.New()
+	s.searchTool = s.search.Tool(s.deferredTools)
 	if !opts.Offline {
 		s.startMCP(ctx)
 	}
@@ -269,18 +276,20 @@ func (s *Session) History() []message.Message {
 func (s *Session) ToolNames() []string { return s.pool(context.Background()).Names() }
 
 // pool is the main agent's tools for the next request: built-ins and custom tools in their
-// fixed order, then MCP tools (or ToolSearch and what it found) from the current generation.
-// With a provider that searches deferred tools itself every MCP tool is listed, and
-// markDeferred flags them in the request.
+// fixed order, the MCP resource tools, ToolSearch where the provider cannot search deferred
+// tools itself, then the MCP tools of the current generation sorted by name. Deferred tools
+// are in the pool (so filters, listings and calls see them); deferTools keeps their schemas
+// out of the request.
 func (s *Session) pool(ctx context.Context) *tool.Pool {
-	base := append(append([]tool.Tool(nil), s.builtins...), s.opts.Tools...)
-	if s.mcp == nil {
-		return s.mainFilter(tool.Assemble(base, nil))
+	fixed := s.fixedTools()
+	var mcpTools []tool.Tool
+	if s.mcp != nil {
+		mcpTools = s.mcp.Tools(ctx)
 	}
-	if s.nativeSearch {
-		return s.mainFilter(s.mcp.NativePool(ctx, base))
+	if !s.nativeSearch && len(s.deferredTools(ctx)) > 0 {
+		fixed = append(fixed, s.searchTool)
 	}
-	return s.mainFilter(s.mcp.Pool(ctx, base))
+	return s.mainFilter(tool.Assemble(fixed, mcpTools))
 }
 
 // Send adds prompt to the conversation and runs the main agent until it is done. Events
@@ -384,6 +393,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	state := s.state
 	s.mu.Unlock()
 	g := &gate{s: s, checker: s.checker, emit: sink.Emit}
+	listing := s.newListing(s.pool, history)
 	agent := &loop.Agent{
 		Provider:  s.opts.Provider,
 		Model:     s.Model(),
@@ -395,8 +405,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Prepare:   s.prepare,
 		Watch:     watcher{s.watch},
 		Stop:      stopHook{s},
-		Observers: s.observers(),
-		Compact:   &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(pool)},
+		Observers: s.observers(listing),
+		Compact:   &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(pool), listing: listing},
 		Validator: s.validator,
 		Files:     s.files,
 		State:     state,
@@ -537,18 +547,19 @@ func (s *Session) MemoryFiles() []memory.File {
 // Skills lists the skills and commands this session can run.
 func (s *Session) Skills() []skill.Skill { return s.skills.All() }
 
-// observers are consulted at every request boundary of the main agent.
-func (s *Session) observers() []loop.Observer {
+// observers are consulted at every request boundary of the main agent; listing is this
+// run's announcer of the session's changing lists.
+func (s *Session) observers(listing *listingObserver) []loop.Observer {
 	obs := []loop.Observer{rulesObserver{s}}
 	if s.mcp != nil {
 		obs = append(obs, s.mcp)
 	}
-	return obs
+	return append(obs, listing)
 }
 
-// prepare finishes every request of this session's agents before it is sent: MCP tools the
-// provider searches natively are flagged deferred, then the cache breakpoints are placed.
+// prepare finishes every request of this session's agents before it is sent: rarely needed
+// tools are deferred, then the cache breakpoints are placed.
 func (s *Session) prepare(r *provider.Request) {
-	s.markDeferred(context.Background(), r)
+	s.deferTools(context.Background(), r)
 	provider.PlaceBreakpoints(r, s.ttl)
 }

@@ -50,6 +50,38 @@ func newProviderHarness(t *testing.T, name string, sc *scripted.Scenario, opts O
 	return &harness{srv: srv, sess: sess}
 }
 
+// wireParts is the system prompt and the messages of a recorded Messages or chat body, as
+// JSON text, to check what a request says where.
+func wireParts(t *testing.T, body []byte) (system, messages string) {
+	t.Helper()
+	var req struct {
+		System   json.RawMessage `json:"system"`
+		Messages json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []json.RawMessage
+	_ = json.Unmarshal(req.Messages, &msgs)
+	var rest []json.RawMessage
+	for _, m := range msgs {
+		var role struct{ Role string }
+		_ = json.Unmarshal(m, &role)
+		if role.Role == "system" || role.Role == "developer" { // chat completions put the system prompt first
+			req.System = append(req.System, m...)
+			continue
+		}
+		rest = append(rest, m)
+	}
+	var text []string
+	for _, m := range rest {
+		var v any
+		_ = json.Unmarshal(m, &v)
+		text = append(text, fmt.Sprint(v))
+	}
+	return string(req.System), strings.ReplaceAll(strings.Join(text, "\n"), `\n`, "\n")
+}
+
 // wireTools is the "tools" array of a recorded body, as sent.
 func wireTools(t *testing.T, body []byte) []json.RawMessage {
 	t.Helper()
@@ -91,6 +123,15 @@ func TestNativeToolSearch(t *testing.T) {
 	if names[len(names)-1] != "tool_search_tool_regex" {
 		t.Errorf("last tool = %q, want the API's search tool", names[len(names)-1])
 	}
+	deferred := map[string]bool{}
+	for _, tl := range h.sess.deferredTools(t.Context()) {
+		deferred[tl.Name()] = true
+	}
+	for _, name := range []string{"BashOutput", "KillShell", "TaskOutput", "TaskStop", "SendMessage", "ListMcpResourcesTool"} {
+		if !deferred[name] {
+			t.Errorf("%s is not deferred", name)
+		}
+	}
 	mcpTools := 0
 	for i, raw := range first {
 		var spec struct {
@@ -102,15 +143,16 @@ func TestNativeToolSearch(t *testing.T) {
 		if isMCP {
 			mcpTools++
 		}
-		if isMCP != spec.DeferLoading {
-			t.Errorf("tools[%d] %s: defer_loading=%v, want it exactly on MCP tools", i, spec.Name, spec.DeferLoading)
+		if want := isMCP || deferred[spec.Name]; want != spec.DeferLoading {
+			t.Errorf("tools[%d] %s: defer_loading=%v, want it exactly on MCP tools and the deferrable built-ins", i, spec.Name, spec.DeferLoading)
 		}
 	}
 	if mcpTools < 30 {
 		t.Errorf("%d MCP tools sent, want all of them (deferred)", mcpTools)
 	}
-	if strings.Contains(string(reqs[0].Body), "load with ToolSearch") {
-		t.Error("native mode lists the deferred tools in the system prompt")
+	if sys, msgs := wireParts(t, reqs[0].Body); strings.Contains(sys, "mcp__t__tool_07") || !strings.Contains(msgs, "- mcp__t__tool_07\n") ||
+		!strings.Contains(msgs, "loaded with tool_search_tool_regex") {
+		t.Errorf("the deferred tools are not named once in a message (and only there); messages:\n%s", msgs)
 	}
 	second := wireTools(t, reqs[1].Body)
 	if fmt.Sprint(first) != fmt.Sprint(second) {
@@ -145,8 +187,9 @@ func TestFallbackToolSearch(t *testing.T) {
 	if strings.Contains(string(reqs[0].Body), "defer_loading") || strings.Contains(string(reqs[0].Body), "tool_search_tool") {
 		t.Error("the OpenAI request carries native tool-search fields")
 	}
-	if !strings.Contains(string(reqs[0].Body), "mcp__t__tool_07: Echo") {
-		t.Error("the deferred tools are not listed in the system prompt")
+	if sys, msgs := wireParts(t, reqs[0].Body); strings.Contains(sys, "mcp__t__tool_07") || !strings.Contains(msgs, "- mcp__t__tool_07\n") ||
+		!strings.Contains(msgs, "loaded with ToolSearch") {
+		t.Errorf("the deferred tools are not named once in a message (and only there); messages:\n%s", msgs)
 	}
 	first, second := wireTools(t, reqs[0].Body), wireTools(t, reqs[1].Body)
 	if len(second) != len(first)+1 {

@@ -330,6 +330,9 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 		return nil, err
 	}
 	agent.Observers = []loop.Observer{queue, n.inbox}
+	if r.cfg.Observers != nil {
+		agent.Observers = append(agent.Observers, r.cfg.Observers(agent.Pool, c.history)...)
+	}
 	c.sink = &childSink{r: r, queue: queue, w: s.writer}
 	if c.sink.w == nil && r.cfg.SessionPath != "" {
 		if err := r.openTranscript(ctx, c, state.Cwd); err != nil {

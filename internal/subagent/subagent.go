@@ -120,6 +120,10 @@ type Config struct {
 	Prepare func(*provider.Request)
 	// ResolveModel maps a model alias (sonnet, opus, haiku) to a model id; nil passes it on.
 	ResolveModel func(string) string
+	// Observers, if set, returns further observers for a child about to run with this pool
+	// and this history (the session's announcer of agent types, skills and deferred tools,
+	// which tells a fork child only what its inherited history does not already say).
+	Observers func(pool func(context.Context) *tool.Pool, history []message.Message) []loop.Observer
 	// Worktrees creates isolated worktrees; nil refuses isolation: worktree.
 	Worktrees *worktree.Manager
 	// Emit receives children's events; nil drops them. Called from children's goroutines.

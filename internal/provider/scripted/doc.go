@@ -29,7 +29,7 @@
 //	rules:              # tried in order; the first that matches and has uses left answers
 //	  - name: NAME      # label in the request log (default "rule N")
 //	    when:           # all given conditions must hold; no when = every request
-//	      user_text: S    # S occurs in the text of the last user message
+//	      user_text: S    # S occurs in the text of the last user message (system reminders aside)
 //	      contains: S     # S occurs anywhere in the last user message, tool results included
 //	      tool_result: T  # the last user message holds a result for a tool_use of tool T
 //	      has_tool: T     # T is in the request's tool list

@@ -48,7 +48,8 @@ type Rule struct {
 // The "last user message" is the final user message of the request; for chat completions it is
 // the run of user and tool messages after the last assistant message.
 type Match struct {
-	// UserText must occur in the text blocks of the last user message (tool results excluded).
+	// UserText must occur in the text blocks of the last user message (tool results and
+	// <system-reminder> blocks excluded).
 	UserText string
 	// ToolResult names a tool: the last user message must hold a tool result for a tool_use
 	// of that name (found through the tool_use id in an earlier assistant message).
