@@ -178,7 +178,7 @@ func fixtureOptions(files []memory.File) Options {
 			Cwd: "/home/dev/shop/services/api", Platform: "linux/amd64", Date: "2026-03-14",
 			GitRepo: true, Branch: "main", Status: " M services/api/handler.go\n?? notes.txt",
 		},
-		Language: "English",
+		Language:      "English",
 		ScratchpadDir: "/home/dev/.keel/scratch/session",
 	}
 }
