@@ -276,7 +276,9 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 		agent.System = func(context.Context) loop.System { return sys }
 		agent.Pool = p.p.Pool
 		if s.history == nil {
-			c.history = forkHistory(last, reply, s.in.Prompt)
+			var shared provider.BlockRef
+			c.history, shared = forkHistory(last, reply, s.in.Prompt)
+			agent.Prepare = withSharedPrefix(p.p.Prepare, shared)
 		}
 	} else {
 		filter := Filter{Builtin: def.Source == agentdef.SourceBuiltin, Background: s.background, PlanMode: mode == permission.ModePlan,
@@ -342,6 +344,16 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 	agent.Sink = c.sink
 	c.agent = agent
 	return c, nil
+}
+
+// withSharedPrefix has prepare mark the end of the prefix a turn's fork children share.
+func withSharedPrefix(prepare func(*provider.Request), shared provider.BlockRef) func(*provider.Request) {
+	return func(r *provider.Request) {
+		r.SharedPrefix = &shared
+		if prepare != nil {
+			prepare(r)
+		}
+	}
 }
 
 func (r *Runner) model(p *node, s spawn) string {
