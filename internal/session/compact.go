@@ -1,7 +1,9 @@
 package session
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -35,6 +37,9 @@ type compactor struct {
 	sink *chanSink
 	sys  func(context.Context) loop.System
 	pool []provider.ToolSpec
+	// last returns what the conversation's newest turn sent (nil before the first), so the
+	// compaction request can repeat it and read its cache.
+	last func() *loop.CacheSafe
 	// listing is the run's announcer, told when the history it announced to is replaced.
 	listing *listingObserver
 }
@@ -58,8 +63,8 @@ func (s *Session) compactThreshold() int64 {
 	return int64(float64(window) * percent / 100)
 }
 
-// Compact summarises history with a request that writes nothing to the prompt cache, records
-// a boundary and returns the history to continue from.
+// Compact summarises history with a request that reads the conversation's prompt cache and
+// writes nothing to it, records a boundary and returns the history to continue from.
 func (c *compactor) Compact(ctx context.Context, history []message.Message, trigger string) ([]message.Message, error) {
 	s := c.s
 	pre := s.hooks.Run(ctx, hooks.PreCompact, s.hookInput(s.Cwd(), hooks.Input{Trigger: trigger}))
@@ -68,16 +73,7 @@ func (c *compactor) Compact(ctx context.Context, history []message.Message, trig
 		extra = "\n\nAlso keep in mind:\n" + strings.Join(pre.AdditionalContext, "\n")
 	}
 	ask := append(append([]message.Message(nil), history...), message.User(message.Text(compactPrompt+extra)))
-	req := &provider.Request{
-		Model:     s.Model(),
-		MaxTokens: 8192,
-		System:    c.sys(ctx).Blocks,
-		Tools:     c.pool,
-		Messages:  loop.Merge(ask),
-		Source:    provider.SourceCompact,
-	}
-	// Tools the provider searches natively stay deferred, as the history's references expect.
-	s.deferTools(ctx, req)
+	req := c.request(ctx, loop.Merge(ask))
 	// Announced before the request, so the new prefix it creates is never reported as a break.
 	s.watch.Announce("compaction")
 	summary, usage, err := s.complete(ctx, req)
@@ -108,6 +104,60 @@ func (c *compactor) Compact(ctx context.Context, history []message.Message, trig
 	return compacted, nil
 }
 
+// request is the compaction request for messages (the history and the summary prompt). It
+// repeats the conversation's newest request byte for byte — its rendered system prompt, its
+// exact tool list (deferred tools as deferred), model and thinking — so everything that
+// request sent is a prefix of this one. Its breakpoints sit where that conversation already
+// has cache entries: the tools, the static prompt, and the newest request's last block, so it
+// reads the whole shared prefix and writes nothing: its own prefix is never reused, since the
+// summary replaces the history (the seeds' skipCacheWrite). Without a turn to repeat (a
+// /compact right after resuming) it is built from the pool as the next request would be.
+func (c *compactor) request(ctx context.Context, messages []message.Message) *provider.Request {
+	s := c.s
+	req := &provider.Request{
+		Model: s.Model(), MaxTokens: compactMaxTokens, Messages: messages,
+		Source: provider.SourceCompact, CacheSource: "main", SkipCacheWrite: true,
+	}
+	var last *loop.CacheSafe
+	if c.last != nil {
+		last = c.last()
+	}
+	if last == nil || last.Model != req.Model {
+		req.System, req.Tools = c.sys(ctx).Blocks, c.pool
+		s.deferTools(ctx, req)
+		provider.PlaceBreakpoints(req, s.ttl)
+		return req
+	}
+	req.System, req.Tools, req.Thinking = last.System.Blocks, last.Tools, last.Thinking
+	if req.Thinking != nil && req.Thinking.BudgetTokens >= req.MaxTokens {
+		req.MaxTokens = req.Thinking.BudgetTokens + compactMaxTokens
+	}
+	if sent := last.Messages[:len(last.Messages)-1]; len(sent) > 0 && len(sent) <= len(messages) &&
+		sameJSON(sent[:len(sent)-1], messages[:len(sent)-1]) && hasPrefixBlocks(messages[len(sent)-1], sent[len(sent)-1]) {
+		if i := provider.LastMarkable(sent[len(sent)-1].Content); i >= 0 {
+			req.SharedPrefix = &provider.BlockRef{Message: len(sent) - 1, Block: i}
+		}
+	}
+	provider.PlaceBreakpoints(req, s.ttl)
+	return req
+}
+
+// compactMaxTokens is the output budget of the summary.
+const compactMaxTokens = 8192
+
+// hasPrefixBlocks reports whether m starts with every block of prefix: the message the
+// previous request ended with may have grown since (results and notes merged into it).
+func hasPrefixBlocks(m, prefix message.Message) bool {
+	return m.Role == prefix.Role && len(m.Content) >= len(prefix.Content) && sameJSON(m.Content[:len(prefix.Content)], prefix.Content)
+}
+
+// sameJSON compares as the request bytes would: a nil and an empty slice are the same.
+func sameJSON(a, b any) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
 // complete sends one request and returns the reply's text.
 func (s *Session) complete(ctx context.Context, req *provider.Request) (string, message.Usage, error) {
 	for ev, err := range s.opts.Provider.Stream(ctx, req) {
@@ -131,7 +181,7 @@ func (s *Session) builtinCommand(ctx context.Context, prompt string, sink *chanS
 		if len(history) == 0 {
 			return true, errors.New("nothing to compact yet")
 		}
-		c := &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(s.pool(ctx))}
+		c := &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(s.pool(ctx)), last: s.CacheSafe}
 		if args != "" {
 			history = append(history, message.User(message.Text("When summarising, focus on: "+args)))
 		}

@@ -394,6 +394,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	s.mu.Unlock()
 	g := &gate{s: s, checker: s.checker, emit: sink.Emit}
 	listing := s.newListing(s.pool, history)
+	compact := &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(pool), listing: listing}
 	agent := &loop.Agent{
 		Provider:  s.opts.Provider,
 		Model:     s.Model(),
@@ -406,7 +407,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Watch:     watcher{s.watch},
 		Stop:      stopHook{s},
 		Observers: s.observers(listing),
-		Compact:   &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(pool), listing: listing},
+		Compact:   compact,
 		Validator: s.validator,
 		Files:     s.files,
 		State:     state,
@@ -415,6 +416,12 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Source:    "main",
 		Sink:      sink,
 		Logger:    s.logger,
+	}
+	compact.last = func() *loop.CacheSafe {
+		if cs := agent.LastCacheSafe(); cs != nil {
+			return cs
+		}
+		return s.CacheSafe() // the previous Send's newest turn
 	}
 	s.wireAgent(agent)
 	out, runErr := agent.Run(ctx, history)
