@@ -110,25 +110,30 @@ type Session struct {
 
 // New starts a session.
 func New(ctx context.Context, opts Options) (*Session, error) {
-	prov, model, err := connect.Open(connect.Config{
+	home := opts.Home
+	if home == "" {
+		home = defaultHome()
+	}
+	cfg := connect.Config{
 		Provider: opts.Provider,
 		Model:    opts.Model,
 		APIKey:   opts.APIKey,
 		BaseURL:  opts.BaseURL,
 		Logger:   opts.Logger,
-	}, getenv(opts.Getenv))
+	}
+	// The list of models the key can use, refreshed once a day; without it the built-in table
+	// resolves aliases, so a failed refresh is no reason not to start.
+	cfg.Models, _ = connect.LoadModels(ctx, cfg, getenv(opts.Getenv), home, false)
+	prov, model, err := connect.Open(cfg, getenv(opts.Getenv))
 	if err != nil {
 		return nil, err
-	}
-	home := opts.Home
-	if home == "" {
-		home = defaultHome()
 	}
 	s, err := session.New(ctx, session.Options{
 		Cwd:                opts.Cwd,
 		Home:               home,
 		Provider:           prov,
 		Model:              model,
+		Models:             cfg.Models,
 		MaxTurns:           opts.MaxTurns,
 		SystemPrompt:       opts.SystemPrompt,
 		AppendSystemPrompt: opts.AppendSystemPrompt,

@@ -97,6 +97,15 @@ func aliasTarget(f *runFlags, name string) *[]string {
 	return &f.disallowedTools
 }
 
+// connectConfig is the provider configuration of the flags, with the model catalog: the list
+// of models the key can use, refreshed from the API once a day. A failed refresh leaves the
+// cached list or keel's built-in table, and is tried again in an hour: it is not fatal.
+func (a *app) connectConfig(ctx context.Context, f *runFlags) connect.Config {
+	cfg := connect.Config{Provider: f.providerName, Model: f.model, BaseURL: f.baseURL}
+	cfg.Models, _ = connect.LoadModels(ctx, cfg, a.getenv, a.env.Home, false)
+	return cfg
+}
+
 // sessionOptions turns the flags into the options every run mode shares.
 func (a *app) sessionOptions(f *runFlags) session.Options {
 	mode := f.permissionMode
@@ -185,12 +194,13 @@ func (a *app) runRoot(ctx context.Context, f *runFlags, args []string) error {
 		}
 		prompts = p
 	}
-	prov, model, err := connect.Open(connect.Config{Provider: f.providerName, Model: f.model, BaseURL: f.baseURL}, a.getenv)
+	cfg := a.connectConfig(ctx, f)
+	prov, model, err := connect.Open(cfg, a.getenv)
 	if err != nil {
 		return err
 	}
 	opts := a.sessionOptions(f)
-	opts.Provider, opts.Model, opts.Asker = prov, model, asker
+	opts.Provider, opts.Model, opts.Asker, opts.Models = prov, model, asker, cfg.Models
 	if opts.MCP, err = a.mcpOptions(&f.mcp); err != nil {
 		return err
 	}

@@ -8,16 +8,18 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/models"
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
 // DefaultContextWindow is the context window assumed for models keel has no figure for.
-const DefaultContextWindow = 200_000
+const DefaultContextWindow = models.DefaultContextWindow
 
 // defaultCompactPercent is the share of the context window at which the history is compacted
 // unless settings say otherwise (autoCompactThreshold).
@@ -42,6 +44,8 @@ type compactor struct {
 	last func() *loop.CacheSafe
 	// listing is the run's announcer, told when the history it announced to is replaced.
 	listing *listingObserver
+	// ledger is what the compaction requests used; the run's result includes it.
+	ledger cost.Ledger
 }
 
 var _ loop.Compactor = (*compactor)(nil)
@@ -56,11 +60,7 @@ func (s *Session) compactThreshold() int64 {
 	if v := s.settings.AutoCompactThreshold; v.IsSet() && v.V > 0 {
 		percent = v.V
 	}
-	window := int64(DefaultContextWindow)
-	if s.opts.ContextWindow > 0 {
-		window = s.opts.ContextWindow
-	}
-	return int64(float64(window) * percent / 100)
+	return int64(float64(s.contextWindow()) * percent / 100)
 }
 
 // Compact summarises history with a request that reads the conversation's prompt cache and
@@ -76,10 +76,11 @@ func (c *compactor) Compact(ctx context.Context, history []message.Message, trig
 	req := c.request(ctx, loop.Merge(ask))
 	// Announced before the request, so the new prefix it creates is never reported as a break.
 	s.watch.Announce("compaction")
-	summary, usage, err := s.complete(ctx, req)
+	summary, model, usage, err := s.complete(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	c.ledger.Add(model, usage)
 	if strings.TrimSpace(summary) == "" {
 		return nil, errors.New("the model returned an empty summary")
 	}
@@ -158,28 +159,33 @@ func sameJSON(a, b any) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
-// complete sends one request and returns the reply's text.
-func (s *Session) complete(ctx context.Context, req *provider.Request) (string, message.Usage, error) {
+// complete sends one request and returns the reply's text, the model that answered and the
+// usage.
+func (s *Session) complete(ctx context.Context, req *provider.Request) (string, string, message.Usage, error) {
 	for ev, err := range s.opts.Provider.Stream(ctx, req) {
 		if err != nil {
-			return "", message.Usage{}, fmt.Errorf("compaction request: %w", err)
+			return "", "", message.Usage{}, fmt.Errorf("compaction request: %w", err)
 		}
 		if done, ok := ev.(provider.Done); ok {
-			return done.Message.TextOf(), done.Usage, nil
+			model := done.Model
+			if model == "" {
+				model = req.Model
+			}
+			return done.Message.TextOf(), model, done.Usage, nil
 		}
 	}
-	return "", message.Usage{}, errors.New("compaction request: stream ended without a message")
+	return "", "", message.Usage{}, errors.New("compaction request: stream ended without a message")
 }
 
 // builtinCommand runs the session commands that are not prompts: /compact [instructions]
-// and /clear. It reports whether prompt was one.
-func (s *Session) builtinCommand(ctx context.Context, prompt string, sink *chanSink) (bool, error) {
+// and /clear. It reports whether prompt was one, and what its model requests used.
+func (s *Session) builtinCommand(ctx context.Context, prompt string, sink *chanSink) (bool, cost.Ledger, error) {
 	name, args, _ := strings.Cut(strings.TrimSpace(prompt), " ")
 	switch name {
 	case "/compact":
 		history := s.History()
 		if len(history) == 0 {
-			return true, errors.New("nothing to compact yet")
+			return true, cost.Ledger{}, errors.New("nothing to compact yet")
 		}
 		c := &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(s.pool(ctx)), last: s.CacheSafe}
 		if args != "" {
@@ -187,24 +193,24 @@ func (s *Session) builtinCommand(ctx context.Context, prompt string, sink *chanS
 		}
 		compacted, err := c.Compact(ctx, history, "manual")
 		if err != nil {
-			return true, err
+			return true, c.ledger, err
 		}
 		s.mu.Lock()
 		s.history, s.uuids = compacted, sink.uuids
 		s.mu.Unlock()
-		return true, nil
+		return true, c.ledger, nil
 	case "/clear":
 		s.mu.Lock()
 		s.history, s.uuids = nil, nil
 		s.mu.Unlock()
 		if s.transcript != nil {
 			if err := s.transcript.Rewind(ctx, ""); err != nil {
-				return true, err
+				return true, cost.Ledger{}, err
 			}
 		}
 		s.watch.Announce("clear")
 		s.prompt.Clear()
-		return true, nil
+		return true, cost.Ledger{}, nil
 	}
-	return false, nil
+	return false, cost.Ledger{}, nil
 }

@@ -51,10 +51,7 @@ type MCPOptions struct {
 
 // startMCP connects the session's MCP servers.
 func (s *Session) startMCP(ctx context.Context) {
-	window := s.opts.ContextWindow
-	if window == 0 {
-		window = DefaultContextWindow
-	}
+	window := s.contextWindow()
 	m, notices := OpenMCP(ctx, s.opts.MCP, MCPSetup{
 		Home: s.opts.Home, ProjectDir: s.projectDir, Cwd: s.opts.Cwd, AddDirs: s.state.AdditionalDirs,
 		Settings: s.settings, Trust: s.opts.Trust, Version: s.opts.Version, ContextWindow: window, Logger: s.logger,

@@ -25,6 +25,7 @@ import (
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/models"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/provider"
@@ -86,8 +87,13 @@ type Options struct {
 	ForkSession bool
 	// NoPersistence writes no transcript and no file history.
 	NoPersistence bool
-	// ContextWindow is the model's context window in tokens; 0 means DefaultContextWindow.
+	// ContextWindow is the model's context window in tokens; 0 means the model's own, from
+	// Models (DefaultContextWindow for a model it does not know).
 	ContextWindow int64
+	// Models resolves model aliases (in agent definitions, Agent calls) and knows context
+	// windows and output limits; nil means keel's built-in table (connect.LoadModels loads one
+	// refreshed from the API).
+	Models *models.Catalog
 	// Offline opens the stored session for maintenance (`keel rewind`): no MCP servers are
 	// started and no SessionStart or SessionEnd hooks run.
 	Offline bool
@@ -140,7 +146,7 @@ type Session struct {
 	// forkRunner runs fork-context skills as subagents; nil until agents are wired.
 	forkRunner skill.ForkRunner
 
-	// mu guards history, state, busy and totals.
+	// mu guards history, state, busy and ledger.
 	mu      sync.Mutex
 	history []message.Message
 	// uuids are the transcript entry ids of history, index for index.
@@ -151,8 +157,8 @@ type Session struct {
 	startContext []string
 	state        tool.State
 	busy         bool
-	totals       message.Usage
-	costUSD      float64
+	// ledger is what every Send used, by model: the main agent, compactions, subagents.
+	ledger cost.Ledger
 	// cacheTotals are the watcher's totals at the end of the last Send.
 	cacheTotals cachewatch.Totals
 	// cacheSafe is what the main agent's newest turn sent (for forks and helpers).
@@ -352,18 +358,19 @@ func (s *Session) release() {
 // run is one Send: the prompt joins the history, the loop runs, the result is reported.
 func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error {
 	started := time.Now()
-	agentUsage, agentCost := s.agentUsage()
+	agentsBefore := s.agentLedger()
 	pool := s.pool(ctx)
 	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode(),
 		Skills: s.skillNames(), Agents: s.agentNames(), MCPServers: s.mcpStatus()})
 	for _, n := range s.takeNotices() {
 		sink.Emit(n)
 	}
-	if handled, err := s.builtinCommand(ctx, prompt, sink); handled {
+	if handled, used, err := s.builtinCommand(ctx, prompt, sink); handled {
 		res := event.Result{Subtype: "success", SessionID: s.id, Duration: time.Since(started), Text: strings.TrimSpace(prompt) + " done"}
 		if err != nil {
 			res.Subtype, res.IsError, res.Text = "error_during_execution", true, err.Error()
 		}
+		s.account(&res, used)
 		sink.Emit(res)
 		return nil
 	}
@@ -435,9 +442,6 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		s.uuids = append(s.uuids, sink.uuids...)
 	}
 	s.state = agent.State
-	s.totals = s.totals.Add(out.Usage)
-	runCost := cost.USD(s.opts.Model, out.Usage)
-	s.costUSD += runCost
 	s.mu.Unlock()
 	cacheBefore := s.cacheTotals
 	s.cacheTotals = s.watch.Totals()
@@ -450,8 +454,6 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		NumTurns:    out.Turns,
 		Duration:    time.Since(started),
 		APIDuration: out.APIDuration,
-		CostUSD:     runCost,
-		Usage:       out.Usage,
 		StopReason:  out.StopReason,
 		Denials:     g.takeDenials(),
 		Cache:       cacheStats(subTotals(s.cacheTotals, cacheBefore)),
@@ -459,7 +461,10 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	if runErr != nil {
 		res.Text = runErr.Error()
 	}
-	s.rollUpAgents(&res, agentUsage, agentCost)
+	used := out.Ledger.Clone()
+	used.Merge(compact.ledger)
+	used.Merge(s.agentLedger().Since(agentsBefore))
+	s.account(&res, used)
 	sink.Emit(res)
 	if runErr != nil {
 		return fmt.Errorf("run prompt: %w", runErr)
@@ -503,6 +508,22 @@ func (s *Session) SetPermissionMode(mode string) error {
 	return nil
 }
 
+// models is the session's model catalog.
+func (s *Session) models() *models.Catalog {
+	if s.opts.Models == nil {
+		return models.Builtins()
+	}
+	return s.opts.Models
+}
+
+// contextWindow is the window of the session's model, in tokens.
+func (s *Session) contextWindow() int64 {
+	if s.opts.ContextWindow > 0 {
+		return s.opts.ContextWindow
+	}
+	return s.models().ContextWindow(s.Model())
+}
+
 // Model returns the model the next request uses.
 func (s *Session) Model() string {
 	s.mu.Lock()
@@ -518,11 +539,40 @@ func (s *Session) SetModel(model string) {
 	s.opts.Model = model
 }
 
-// Usage returns the tokens used by every Send so far and their cost.
+// Usage returns the tokens used by every Send so far and the price of those whose model has a
+// known price (see [Session.Ledger] for which).
 func (s *Session) Usage() (message.Usage, float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.totals, s.costUSD
+	u, usd, _, _ := s.ledger.Total()
+	return u, usd
+}
+
+// Ledger returns what every Send so far used, by model.
+func (s *Session) Ledger() cost.Ledger {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ledger.Clone()
+}
+
+// account fills a run's result from what it used — the main agent's requests, compactions,
+// subagents and fork children, by model — and adds it to the session's ledger.
+func (s *Session) account(res *event.Result, used cost.Ledger) {
+	res.Usage, res.CostUSD, _, _ = used.Total()
+	if models := used.Models(); len(models) > 0 {
+		res.ModelUsage = map[string]event.ModelUsage{}
+		for _, id := range models {
+			e := used.Entry(id)
+			mu := event.ModelUsage{Usage: e.Usage, CostUSD: e.USD, PriceKnown: !e.Unpriced}
+			if m, ok := s.models().Lookup(id); ok {
+				mu.ContextWindow, mu.MaxOutputTokens = m.ContextWindow, m.MaxOutputTokens
+			}
+			res.ModelUsage[id] = mu
+		}
+	}
+	s.mu.Lock()
+	s.ledger.Merge(used)
+	s.mu.Unlock()
 }
 
 // CacheSafe returns what the main agent's newest completed turn sent, or nil.

@@ -436,11 +436,13 @@ func (r *Runner) run(ctx context.Context, c *child) (res result) {
 		out      *loop.Outcome
 		err      error
 		usage    message.Usage
+		ledger   cost.Ledger
 		toolUses int
 	)
 	for {
 		out, err = c.agent.Run(ctx, history)
 		usage = usage.Add(out.Usage)
+		ledger.Merge(out.Ledger)
 		toolUses += countToolUses(out.Messages[len(history):])
 		// A message sent while the agent finished its last turn is not lost: it starts
 		// another. Checking the inbox and leaving the live set under one lock means a sender
@@ -461,7 +463,7 @@ func (r *Runner) run(ctx context.Context, c *child) (res result) {
 		history = append(out.Messages, next)
 	}
 	res = result{text: out.Text, usage: usage, toolUses: toolUses, duration: time.Since(c.started)}
-	r.addUsage(usage, cost.USD(c.agent.Model, usage))
+	r.addUsage(ledger)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		res.interrupted = true

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/keel-dev/keel/internal/models"
 )
 
 // Scenario is what the scripted model answers: ordered rules, a fallback and cache settings.
@@ -20,6 +22,8 @@ type Scenario struct {
 	Fallback *Rule
 	// Cache tunes prompt-cache accounting; the zero value follows Anthropic's defaults.
 	Cache CacheConfig
+	// Models is what GET /v1/models lists; empty means keel's built-in model table.
+	Models []models.Model
 }
 
 // DefaultFallbackText is the reply when no rule matches and the scenario has no fallback.
