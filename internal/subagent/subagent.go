@@ -62,8 +62,8 @@ import (
 	"sync"
 
 	"github.com/keel-dev/keel/internal/agentdef"
-	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/background"
+	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
@@ -163,7 +163,7 @@ type Runner struct {
 	fg map[string]map[*foreground]struct{}
 	// done holds the definition and history of children that finished in this process, so
 	// SendMessage continues them without a transcript.
-	done  map[string]*record
+	done   map[string]*record
 	ledger cost.Ledger
 }
 
