@@ -238,6 +238,10 @@ type (
 	Result           = event.Result
 )
 
+// ModelUsage is what one model was used for during a Send: [Result].ModelUsage holds one per
+// model, subagents and fork children included; PriceKnown says whether CostUSD is a price.
+type ModelUsage = event.ModelUsage
+
 func getenv(f func(string) string) func(string) string {
 	if f == nil {
 		return connect.OSEnv

@@ -12,10 +12,13 @@ import (
 
 // Rates are prices in US dollars per million tokens.
 type Rates struct {
-	Input, Output float64
+	Input  float64 `json:"input"`
+	Output float64 `json:"output"`
 	// CacheWrite5m and CacheWrite1h are the prices of prompt-cache writes with the five-minute
 	// and the one-hour TTL; CacheRead of cache hits and refreshes.
-	CacheWrite5m, CacheWrite1h, CacheRead float64
+	CacheWrite5m float64 `json:"cache_write_5m"`
+	CacheWrite1h float64 `json:"cache_write_1h"`
+	CacheRead    float64 `json:"cache_read"`
 }
 
 // Price is one model's published prices.

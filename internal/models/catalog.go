@@ -35,6 +35,8 @@ type Lister interface {
 // for concurrent reads.
 type Catalog struct {
 	models []Model
+	// listed is the list as the API gave it (nil when never fetched).
+	listed []Model
 	// fetched is the time of the list's fetch, checked of the last attempt; zero when never.
 	fetched, checked time.Time
 	// Overrides pin an alias's family to a model id (ANTHROPIC_DEFAULT_OPUS_MODEL …).
@@ -62,7 +64,7 @@ func Load(home, baseURL string) *Catalog {
 			var f cacheFile
 			if json.Unmarshal(data, &f) == nil && f.BaseURL == baseURL {
 				c.fetched, c.checked = f.FetchedAt, f.CheckedAt
-				c.models = f.Models
+				c.models, c.listed = f.Models, f.Models
 			}
 		}
 	}
@@ -125,22 +127,14 @@ func (c *Catalog) Refresh(ctx context.Context, l Lister, baseURL string, now tim
 	f := cacheFile{BaseURL: baseURL, CheckedAt: now}
 	if err != nil {
 		c.checked = now
-		f.FetchedAt, f.Models = c.fetched, fetchedOnly(c.models, c.fetched)
-		c.save(f)
-		return fmt.Errorf("list models: %w", err)
+		f.FetchedAt, f.Models = c.fetched, c.listed
+		_ = c.save(f) // the attempt's record is best effort; the error that matters is err
+		return err
 	}
 	c.fetched, c.checked = now, now
-	c.models = merge(list, builtin)
+	c.models, c.listed = merge(list, builtin), list
 	f.FetchedAt, f.Models = now, list
 	return c.save(f)
-}
-
-// fetchedOnly is what to keep on disk after a failed refresh: the earlier fetched list.
-func fetchedOnly(all []Model, fetched time.Time) []Model {
-	if fetched.IsZero() {
-		return nil
-	}
-	return all
 }
 
 func (c *Catalog) save(f cacheFile) error {
@@ -162,6 +156,31 @@ func (c *Catalog) save(f cacheFile) error {
 
 // Models lists the catalog, newest first.
 func (c *Catalog) Models() []Model { return slices.Clone(c.models) }
+
+// Listed is the list the API gave at the last successful fetch, newest first, its entries
+// completed from the built-in table; nil when it was never fetched.
+func (c *Catalog) Listed() []Model {
+	if c.listed == nil {
+		return nil
+	}
+	var out []Model
+	for _, l := range c.listed {
+		m, _ := c.Lookup(l.ID)
+		out = append(out, m)
+	}
+	return sortNewest(out)
+}
+
+// AliasesOf lists the aliases that resolve to id.
+func (c *Catalog) AliasesOf(id string) []string {
+	var out []string
+	for _, a := range Aliases {
+		if a != "opusplan" && c.Resolve(a) == id {
+			out = append(out, a)
+		}
+	}
+	return out
+}
 
 // Lookup finds a model by id; a dated snapshot (claude-opus-5-5-20261001) or a name with
 // "[1m]" finds the model it is a version of.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/keel-dev/keel/internal/cost"
 )
 
 // commands are the built-in slash commands, in help order.
@@ -182,9 +184,14 @@ func (m *Model) costText() string {
 	if in := u.TotalInput(); in > 0 {
 		share = float64(u.CacheReadInputTokens) / float64(in) * 100
 	}
-	return fmt.Sprintf("tokens: %s in (%s cache read, %s cache write), %s out\ncost: $%.4f\ncache read share: %.0f%%",
+	return fmt.Sprintf("tokens: %s in (%s cache read, %s cache write), %s out\ncost: %s\ncache read share: %.0f%%",
 		fmtTokens(u.TotalInput()), fmtTokens(u.CacheReadInputTokens), fmtTokens(u.CacheCreationInputTokens),
-		fmtTokens(u.OutputTokens), m.cost, share)
+		fmtTokens(u.OutputTokens), m.costString(4), share)
+}
+
+// costString is the cost so far for people: "price unknown" where a model has none.
+func (m *Model) costString(digits int) string {
+	return cost.Format(m.cost, !m.unpriced, m.priced || !m.unpriced, digits)
 }
 
 func helpText() string {

@@ -227,6 +227,10 @@ func (m *Model) onEvent(ev keel.Event) {
 			return
 		}
 		m.usage, m.cost = e.Usage, e.CostUSD
+		for _, mu := range e.ModelUsage {
+			m.unpriced = m.unpriced || !mu.PriceKnown
+			m.priced = m.priced || mu.PriceKnown
+		}
 		if u, c := m.b.Usage(); c >= e.CostUSD {
 			m.usage, m.cost = u, c
 		}
