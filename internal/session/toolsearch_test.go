@@ -202,3 +202,61 @@ func TestFallbackToolSearch(t *testing.T) {
 		t.Errorf("last tool of the second request = %s, want mcp__t__tool_07", second[len(first)])
 	}
 }
+
+// TestDeferredBuiltinsBehindToolSearch: without native tool search (the OpenAI adapter) the
+// rarely needed built-ins stay out of the request, named in the listing; ToolSearch loads one,
+// which joins the end of the next request's tools and can be called.
+func TestDeferredBuiltinsBehindToolSearch(t *testing.T) {
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{When: scripted.Match{UserText: "check the shell"}, Times: 1, Reply: []scripted.Block{
+			scripted.ToolUse("ToolSearch", map[string]string{"query": "select:KillShell"})}},
+		{When: scripted.Match{ToolResult: "ToolSearch", HasTool: "KillShell"}, Times: 1, Reply: []scripted.Block{
+			scripted.ToolUse("KillShell", map[string]string{"shell_id": "nope"})}},
+		{When: scripted.Match{ToolResult: "KillShell"}, Reply: []scripted.Block{scripted.Text("done")}},
+	}}
+	h := newProviderHarness(t, "openai", sc, Options{PermissionMode: "bypassPermissions"})
+	res := result(t, h.send(t, "check the shell"))
+	if res.Text != "done" || res.NumTurns != 3 {
+		t.Fatalf("result %q after %d turns, want search, call, done", res.Text, res.NumTurns)
+	}
+	reqs := h.srv.Requests()
+	first := chatToolNames(t, reqs[0].Body)
+	for _, name := range []string{"BashOutput", "KillShell", "TaskOutput", "TaskStop", "SendMessage"} {
+		if has(first, name) {
+			t.Errorf("the first request sends %s whole", name)
+		}
+	}
+	if !has(first, "ToolSearch") || !has(first, "Bash") || !has(h.sess.ToolNames(), "KillShell") {
+		t.Errorf("first request tools %v, session tools %v", first, h.sess.ToolNames())
+	}
+	if _, msgs := wireParts(t, reqs[0].Body); !strings.Contains(msgs, "- KillShell\n") {
+		t.Error("KillShell is not named in the listing")
+	}
+	second := chatToolNames(t, reqs[1].Body)
+	if len(second) != len(first)+1 || second[len(second)-1] != "KillShell" {
+		t.Errorf("second request tools %v, want the first's plus KillShell at the end", second)
+	}
+	if text, _ := toolResultText(t, h.sess.History()[4:]); !strings.Contains(text, "nope") {
+		t.Errorf("KillShell did not run: %q", text)
+	}
+}
+
+// chatToolNames lists the function names of a chat-completions body's tools.
+func chatToolNames(t *testing.T, body []byte) []string {
+	t.Helper()
+	var req struct {
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range req.Tools {
+		names = append(names, tl.Function.Name)
+	}
+	return names
+}

@@ -140,7 +140,8 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 	}
 	p := &parsed{stream: req.Stream}
 	p.view.model = req.Model
-	add := func(tag string, raw json.RawMessage) (map[string]any, error) {
+	// addAs adds a prefix block; tag names it in errors, key in the prefix hash.
+	addAs := func(tag, key string, raw json.RawMessage) (map[string]any, error) {
 		obj, canon, cc, err := canonical(raw)
 		if err != nil {
 			return nil, badRequest("%s: %v", tag, err)
@@ -149,12 +150,14 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.blocks = append(p.blocks, cacheBlock{tag: tag, canon: canon, tokens: tokensOf(canon), bp: bp})
+		p.blocks = append(p.blocks, cacheBlock{tag: key, canon: canon, tokens: tokensOf(canon), bp: bp})
 		return obj, nil
 	}
+	add := func(tag string, raw json.RawMessage) (map[string]any, error) { return addAs(tag, tag, raw) }
 	// Deferred tools (defer_loading) are not part of the prompt prefix: the API loads each
 	// one where a tool_reference names it, so its definition counts there (see below).
 	deferred := map[string][]byte{}
+	sent := 0 // tools in the prefix: a deferred tool added or removed moves none of them
 	for i, t := range req.Tools {
 		tag := fmt.Sprintf("tools.%d", i)
 		var head struct {
@@ -180,7 +183,8 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 		if strings.HasPrefix(head.Type, "tool_search_tool_") {
 			p.view.searchTool = head.Name
 		}
-		obj, err := add(tag, t)
+		obj, err := addAs(tag, fmt.Sprintf("tools.%d", sent), t)
+		sent++
 		if err != nil {
 			return nil, err
 		}
