@@ -1,7 +1,7 @@
 // Package keel is an embeddable coding agent: create a [Session] with [New], send it a prompt,
 // and range over the events it streams while the model reads, edits and runs commands.
 //
-//	sess, err := keel.New(ctx, keel.Options{Model: "claude-sonnet-4-5"})
+//	sess, err := keel.New(ctx, keel.Options{Model: "sonnet"})
 //	if err != nil { … }
 //	defer sess.Close()
 //	for ev, err := range sess.Send(ctx, "fix the failing test") {
@@ -45,7 +45,8 @@ type Options struct {
 	Home string
 	// Provider is "anthropic" (the default) or "openai" for any OpenAI-compatible server.
 	Provider string
-	// Model is the model id; empty means $ANTHROPIC_MODEL or keel's default.
+	// Model is a model id or an alias (opus, sonnet, haiku, fable, default, best); empty means
+	// $ANTHROPIC_MODEL or keel's default.
 	Model string
 	// APIKey and BaseURL override the provider's environment variables.
 	APIKey  string

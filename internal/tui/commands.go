@@ -189,9 +189,32 @@ func (m *Model) costText() string {
 		fmtTokens(u.OutputTokens), m.costString(4), share)
 }
 
-// costString is the cost so far for people: "price unknown" where a model has none.
+// costString is the cost so far for people: "price unknown" where a model used, or the one
+// in use, has none.
 func (m *Model) costString(digits int) string {
-	return cost.Format(m.cost, !m.unpriced, m.priced || !m.unpriced, digits)
+	unpriced, priced := m.pricing()
+	return cost.Format(m.cost, !unpriced, priced, digits)
+}
+
+// statusCost is the status line's cost and separator: "$0.12 · ", "$0.12+? · " when some
+// model has no price, nothing when none has one — never a made-up $0.00 (/cost says more).
+func (m *Model) statusCost() string {
+	switch unpriced, priced := m.pricing(); {
+	case !unpriced:
+		return fmt.Sprintf("$%.2f · ", m.cost)
+	case priced:
+		return fmt.Sprintf("$%.2f+? · ", m.cost)
+	}
+	return ""
+}
+
+// pricing says whether some model used so far, or the one in use, has no known price, and
+// whether some has one.
+func (m *Model) pricing() (unpriced, priced bool) {
+	if _, ok := cost.Lookup(m.b.Model()); ok {
+		return m.unpriced, true
+	}
+	return true, m.priced
 }
 
 func helpText() string {
