@@ -134,6 +134,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		Home:               home,
 		Provider:           prov,
 		Model:              model,
+		PlanModel:          connect.PlanModel(cfg, getenv(opts.Getenv)),
 		Models:             cfg.Models,
 		MaxTurns:           opts.MaxTurns,
 		SystemPrompt:       opts.SystemPrompt,

@@ -55,6 +55,7 @@ func (a *app) agentsResumeCommand() *cobra.Command {
 				return err
 			}
 			opts.Provider, opts.Model, opts.Models = prov, model, cfg.Models
+			opts.PlanModel = connect.PlanModel(cfg, a.getenv)
 			sess, err := session.New(cmd.Context(), opts)
 			if err != nil {
 				return err

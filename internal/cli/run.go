@@ -59,7 +59,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVarP(&f.print, "print", "p", false, "run the prompt headless and print the result")
 	fl.StringVar(&f.outputFormat, "output-format", "text", "output of -p: text, json or stream-json")
 	fl.StringVar(&f.inputFormat, "input-format", "text", "input of -p: text or stream-json (one user message per line on stdin)")
-	fl.StringVar(&f.model, "model", "", "model id (default $ANTHROPIC_MODEL or "+connect.DefaultModel+")")
+	fl.StringVar(&f.model, "model", "", "model id or alias: opus, sonnet, haiku, fable, opusplan, default (default $ANTHROPIC_MODEL, else the newest opus; see keel models)")
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "stop after this many model turns (0: no limit)")
 	fl.StringVar(&f.systemPrompt, "system-prompt", "", "replace the system prompt")
 	fl.StringVar(&f.appendSystemPrompt, "append-system-prompt", "", "append to the system prompt")
@@ -201,6 +201,7 @@ func (a *app) runRoot(ctx context.Context, f *runFlags, args []string) error {
 	}
 	opts := a.sessionOptions(f)
 	opts.Provider, opts.Model, opts.Asker, opts.Models = prov, model, asker, cfg.Models
+	opts.PlanModel = connect.PlanModel(cfg, a.getenv)
 	if opts.MCP, err = a.mcpOptions(&f.mcp); err != nil {
 		return err
 	}

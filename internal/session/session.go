@@ -90,6 +90,9 @@ type Options struct {
 	// ContextWindow is the model's context window in tokens; 0 means the model's own, from
 	// Models (DefaultContextWindow for a model it does not know).
 	ContextWindow int64
+	// PlanModel, when set, is the model while the permission mode is plan: the opusplan alias
+	// plans with opus and carries the plan out with Model (sonnet).
+	PlanModel string
 	// Models resolves model aliases (in agent definitions, Agent calls) and knows context
 	// windows and output limits; nil means keel's built-in table (connect.LoadModels loads one
 	// refreshed from the API).
@@ -524,19 +527,24 @@ func (s *Session) contextWindow() int64 {
 	return s.models().ContextWindow(s.Model())
 }
 
-// Model returns the model the next request uses.
+// Model returns the model the next request uses: PlanModel while the permission mode is plan
+// (the opusplan alias), else Model.
 func (s *Session) Model() string {
+	plan := s.checker.Policy().Mode == permission.ModePlan
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if plan && s.opts.PlanModel != "" {
+		return s.opts.PlanModel
+	}
 	return s.opts.Model
 }
 
-// SetModel switches the model for the next Send. The model is part of the prompt-cache key,
-// so the cache starts over; the watcher reports it as such.
+// SetModel switches the model for the next Send (and ends opusplan's switching). The model
+// is part of the prompt-cache key, so the cache starts over; the watcher reports it as such.
 func (s *Session) SetModel(model string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.opts.Model = model
+	s.opts.Model, s.opts.PlanModel = model, ""
 }
 
 // Usage returns the tokens used by every Send so far and the price of those whose model has a

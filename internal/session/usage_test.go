@@ -82,3 +82,19 @@ func TestUnknownPriceIsNotFree(t *testing.T) {
 		t.Error("the session's ledger calls the unknown price known")
 	}
 }
+
+// TestOpusplanPlansWithOpus: with the opusplan alias the session plans with opus and carries
+// the plan out with sonnet, by permission mode.
+func TestOpusplanPlansWithOpus(t *testing.T) {
+	h := newHarness(t, &scripted.Scenario{}, Options{PermissionMode: "plan", PlanModel: "claude-opus-5-5"})
+	h.sess.opts.Model = "claude-sonnet-5-5"
+	h.send(t, "plan it")
+	if err := h.sess.SetPermissionMode("acceptEdits"); err != nil {
+		t.Fatal(err)
+	}
+	h.send(t, "do it")
+	reqs := h.srv.Requests()
+	if got := []string{reqs[0].Cache.Model, reqs[1].Cache.Model}; got[0] != "claude-opus-5-5" || got[1] != "claude-sonnet-5-5" {
+		t.Errorf("models = %v, want opus while planning, then sonnet", got)
+	}
+}

@@ -108,6 +108,24 @@ func ResolveModel(model string) string {
 	return models.Builtins().Resolve(model)
 }
 
+// PlanModel is the model to plan with when the model asked for (cfg.Model, else
+// ANTHROPIC_MODEL) is opusplan — opus while planning, sonnet otherwise, as in Claude Code —
+// and "" for any other model.
+func PlanModel(cfg Config, getenv func(string) string) string {
+	name := cfg.Model
+	if name == "" {
+		name = getenv(anthropic.EnvModel)
+	}
+	if name != "opusplan" {
+		return ""
+	}
+	cat := cfg.Models
+	if cat == nil {
+		cat = models.Builtins()
+	}
+	return cat.WithOverrides(FamilyOverrides(getenv)).Resolve("opus")
+}
+
 // Family overrides, as Claude Code names them (and keel's own for fable).
 const (
 	EnvDefaultOpus   = "ANTHROPIC_DEFAULT_OPUS_MODEL"
