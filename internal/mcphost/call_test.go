@@ -217,11 +217,6 @@ func TestToolsGolden(t *testing.T) {
 	}
 }
 
-func fakeTool(name string) tool.Tool {
-	return tool.New(tool.Spec[struct{}]{Name: name, Schema: json.RawMessage(`{"type":"object"}`),
-		Run: func(context.Context, *tool.Env, struct{}) tool.Result { return tool.Text("") }})
-}
-
 func TestNames(t *testing.T) {
 	tests := []struct{ name, server, tool string }{
 		{"mcp__my__server__tool", "my", "server__tool"},

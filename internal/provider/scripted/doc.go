@@ -159,7 +159,7 @@
 // ordinary tool_use block.
 //
 // Cache approximation: a deferred tool's definition is not part of the tools section of the
-// prefix. Each tool_search_tool_result in the history counts, besides its own JSON, the
+// prefix, and adding or removing one moves none of the tools after it. Each tool_search_tool_result in the history counts, besides its own JSON, the
 // canonical definitions of the tools it references, at its own position — where the API
 // inlines them — so they join the cached prefix from there on and the tool list never changes.
 // A reference to a tool that is not deferred in the request is a 400.
