@@ -136,3 +136,20 @@ func checkCompaction(t *testing.T, c, prev scripted.Recorded) {
 		t.Errorf("%d breakpoints", c.Cache.Breakpoints)
 	}
 }
+
+// TestCompactionThresholdFollowsTheModel: the history is compacted at 85% of the session's
+// model's own context window — 1M tokens for the Claude 5 family, 200K for Haiku 4.5 and for
+// a model keel knows nothing of — unless the window is given.
+func TestCompactionThresholdFollowsTheModel(t *testing.T) {
+	h := newHarness(t, &scripted.Scenario{}, Options{})
+	for model, want := range map[string]int64{"claude-opus-5-5": 850_000, "claude-haiku-4-5": 170_000, "local-llama": 170_000} {
+		h.sess.SetModel(model)
+		if got := h.sess.compactThreshold(); got != want {
+			t.Errorf("%s: compaction at %d tokens, want %d", model, got, want)
+		}
+	}
+	h.sess.opts.ContextWindow = 30_000
+	if got := h.sess.compactThreshold(); got != 25_500 {
+		t.Errorf("with a given window: %d", got)
+	}
+}
