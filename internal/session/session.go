@@ -519,6 +519,11 @@ func (s *Session) models() *models.Catalog {
 	return s.opts.Models
 }
 
+// ResolveModel turns a model alias (opus, sonnet, haiku, fable, default…) into a model id with
+// the session's catalog — the list the API gave, else keel's table — as the Agent tool and
+// agent definitions do; anything else passes unchanged.
+func (s *Session) ResolveModel(name string) string { return s.models().Resolve(name) }
+
 // contextWindow is the window of the session's model, in tokens.
 func (s *Session) contextWindow() int64 {
 	if s.opts.ContextWindow > 0 {

@@ -40,7 +40,7 @@ const agentSchema = `{"type":"object","properties":{` +
 	`"description":{"type":"string","description":"A short (3-5 word) description of the task"},` +
 	`"prompt":{"type":"string","description":"The task for the agent to perform"},` +
 	`"subagent_type":{"type":"string","description":"The type of specialized agent to use for this task"},` +
-	`"model":{"type":"string","description":"Optional model for this agent (an alias such as sonnet, opus, haiku, or a model id); defaults to the agent's own or the caller's"},` +
+	`"model":{"type":"string","description":"Optional model for this agent (an alias such as opus, sonnet, haiku, fable, or a model id); defaults to the agent's own or the caller's"},` +
 	`"run_in_background":{"type":"boolean","description":"Run the agent in the background; you will be notified when it completes"},` +
 	`"isolation":{"type":"string","enum":["worktree"],"description":"Run the agent in its own git worktree"}},` +
 	`"required":["description","prompt"],"additionalProperties":false}`
