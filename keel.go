@@ -1,7 +1,7 @@
 // Package keel is an embeddable coding agent: create a [Session] with [New], send it a prompt,
 // and range over the events it streams while the model reads, edits and runs commands.
 //
-//	sess, err := keel.New(ctx, keel.Options{Model: "claude-sonnet-4-5"})
+//	sess, err := keel.New(ctx, keel.Options{Model: "sonnet"})
 //	if err != nil { … }
 //	defer sess.Close()
 //	for ev, err := range sess.Send(ctx, "fix the failing test") {
@@ -45,7 +45,8 @@ type Options struct {
 	Home string
 	// Provider is "anthropic" (the default) or "openai" for any OpenAI-compatible server.
 	Provider string
-	// Model is the model id; empty means $ANTHROPIC_MODEL or keel's default.
+	// Model is a model id or an alias (opus, sonnet, haiku, fable, default, best); empty means
+	// $ANTHROPIC_MODEL or keel's default.
 	Model string
 	// APIKey and BaseURL override the provider's environment variables.
 	APIKey  string
@@ -116,25 +117,31 @@ type Session struct {
 
 // New starts a session.
 func New(ctx context.Context, opts Options) (*Session, error) {
-	prov, model, err := connect.Open(connect.Config{
+	home := opts.Home
+	if home == "" {
+		home = defaultHome()
+	}
+	cfg := connect.Config{
 		Provider: opts.Provider,
 		Model:    opts.Model,
 		APIKey:   opts.APIKey,
 		BaseURL:  opts.BaseURL,
 		Logger:   opts.Logger,
-	}, getenv(opts.Getenv))
+	}
+	// The list of models the key can use, refreshed once a day; without it the built-in table
+	// resolves aliases, so a failed refresh is no reason not to start.
+	cfg.Models, _ = connect.LoadModels(ctx, cfg, getenv(opts.Getenv), home, false)
+	prov, model, err := connect.Open(cfg, getenv(opts.Getenv))
 	if err != nil {
 		return nil, err
-	}
-	home := opts.Home
-	if home == "" {
-		home = defaultHome()
 	}
 	s, err := session.New(ctx, session.Options{
 		Cwd:                opts.Cwd,
 		Home:               home,
 		Provider:           prov,
 		Model:              model,
+		PlanModel:          connect.PlanModel(cfg, getenv(opts.Getenv)),
+		Models:             cfg.Models,
 		MaxTurns:           opts.MaxTurns,
 		SystemPrompt:       opts.SystemPrompt,
 		AppendSystemPrompt: opts.AppendSystemPrompt,
@@ -238,6 +245,10 @@ type (
 	Notice           = event.Notice
 	Result           = event.Result
 )
+
+// ModelUsage is what one model was used for during a Send: [Result].ModelUsage holds one per
+// model, subagents and fork children included; PriceKnown says whether CostUSD is a price.
+type ModelUsage = event.ModelUsage
 
 func getenv(f func(string) string) func(string) string {
 	if f == nil {

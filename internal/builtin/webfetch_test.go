@@ -82,7 +82,7 @@ func TestToolsAreDeferred(t *testing.T) {
 	for _, tl := range Tools(Options{}) {
 		d, ok := tl.(tool.Deferrable)
 		deferred := ok && d.DeferLoading()
-		want := tl.Name() == "NotebookEdit" || tl.Name() == "WebFetch" || tl.Name() == "WebSearch"
+		want := map[string]bool{"BashOutput": true, "KillShell": true, "NotebookEdit": true, "WebFetch": true, "WebSearch": true}[tl.Name()]
 		if deferred != want {
 			t.Errorf("%s deferred = %v, want %v", tl.Name(), deferred, want)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,49 +188,38 @@ func TestResourcesAndPrompts(t *testing.T) {
 	}
 }
 
-// TestPoolGolden fixes the order of a request's tools: builtins, resource tools, then MCP tools
-// sorted by name; with tool search on, ToolSearch and then discovered tools in discovery order.
-func TestPoolGolden(t *testing.T) {
-	builtins := []tool.Tool{fakeTool("Read"), fakeTool("Bash")}
+// TestToolsGolden fixes the MCP part of a request's tools: every current tool sorted by its
+// qualified name (the session puts them after the built-ins), and when they are deferred.
+func TestToolsGolden(t *testing.T) {
 	m, _ := inProcess(t, Options{})
-	got := strings.Join(m.Pool(t.Context(), builtins).Names(), "\n") + "\n"
-	ms, _ := inProcess(t, Options{ToolSearch: ToolSearchOptions{Mode: SearchOn}})
-	got += "\n# deferred\n" + strings.Join(ms.Pool(t.Context(), builtins).Names(), "\n") + "\n"
-	search, _ := ms.Lookup(ToolSearchName)
-	if search == nil {
-		search = ms.SearchTool()
+	var got strings.Builder
+	for _, tl := range m.Tools(t.Context()) {
+		got.WriteString(tl.Name() + "\n")
 	}
-	res := search.Call(t.Context(), &tool.Env{}, json.RawMessage(`{"query":"select:mcp__t__slow,mcp__t__echo"}`))
-	if !strings.Contains(res.ResultText(), `"name":"mcp__t__slow"`) || !strings.Contains(res.ResultText(), `"input_schema":{`) {
-		t.Errorf("search = %q", res.ResultText())
+	for _, tl := range m.ResourceTools() {
+		fmt.Fprintf(&got, "%s deferred=%v\n", tl.Name(), tool.IsDeferred(tl))
 	}
-	res = search.Call(t.Context(), &tool.Env{}, json.RawMessage(`{"query":"progress","max_results":1}`))
-	if !strings.Contains(res.ResultText(), "mcp__t__slow") {
-		t.Errorf("keyword search = %q", res.ResultText())
-	}
-	got += "\n# after search\n" + strings.Join(ms.Pool(t.Context(), builtins).Names(), "\n") + "\n"
-	got += "\n# listing\n" + ms.DeferredListing(t.Context())
-	golden := filepath.Join("testdata", "pool.golden")
+	golden := filepath.Join("testdata", "tools.golden")
 	if *update {
 		os.MkdirAll("testdata", 0o755)
-		os.WriteFile(golden, []byte(got), 0o644)
+		os.WriteFile(golden, []byte(got.String()), 0o644)
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("pool mismatch (-want +got):\n%s", diff)
+	if diff := cmp.Diff(string(want), got.String()); diff != "" {
+		t.Errorf("tools mismatch (-want +got):\n%s", diff)
 	}
-	// A new generation that changes a discovered tool's schema drops it.
 	if m.Deferring(t.Context()) {
 		t.Error("auto mode deferred a handful of small tools")
 	}
-}
-
-func fakeTool(name string) tool.Tool {
-	return tool.New(tool.Spec[struct{}]{Name: name, Schema: json.RawMessage(`{"type":"object"}`),
-		Run: func(context.Context, *tool.Env, struct{}) tool.Result { return tool.Text("") }})
+	if ms, _ := inProcess(t, Options{ToolSearch: ToolSearchOptions{Mode: SearchOn}}); !ms.Deferring(t.Context()) {
+		t.Error("mode on does not defer")
+	}
+	if ms, _ := inProcess(t, Options{ToolSearch: ToolSearchOptions{Mode: SearchAuto, ContextWindow: 1000}}); !ms.Deferring(t.Context()) {
+		t.Error("auto mode does not defer schemas past a tenth of a small context window")
+	}
 }
 
 func TestNames(t *testing.T) {

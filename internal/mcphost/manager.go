@@ -107,7 +107,6 @@ type Manager struct {
 	opts   Options
 	logger *slog.Logger
 	conns  []*conn // sorted by name; fixed after New
-	search *searchState
 
 	// stop ends every server goroutine; wg waits for them.
 	stop context.CancelFunc
@@ -157,7 +156,6 @@ func New(opts Options) *Manager {
 		opts.ClientName = "keel"
 	}
 	m := &Manager{opts: opts, logger: opts.Logger, changed: make(chan struct{})}
-	m.search = newSearchState(m)
 	names := map[string]bool{}
 	for _, cfg := range opts.Servers {
 		names[cfg.Name] = true

@@ -151,8 +151,6 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 			return s.memory.Files()
 		},
 		Environment: env,
-		MCP:         s.mcpInstructions,
-		Extra:       []prompt.Section{s.skills.Section()},
 	})
 }
 

@@ -98,37 +98,22 @@ func (s *Session) environ() map[string]string {
 }
 
 // helperMeter adds up what model requests made by tools (WebFetch's page reading, WebSearch)
-// used, so a run's result and the session's totals include them.
+// used, by model, so a run's result and the session's totals include them.
 type helperMeter struct {
-	// mu guards usage and costUSD.
-	mu      sync.Mutex
-	usage   message.Usage
-	costUSD float64
+	// mu guards used.
+	mu   sync.Mutex
+	used cost.Ledger
 }
 
 func (h *helperMeter) add(model string, u message.Usage) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.usage = h.usage.Add(u)
-	h.costUSD += cost.USD(model, u)
+	h.used.Add(model, u)
 }
 
-func (h *helperMeter) total() (message.Usage, float64) {
+// ledger returns a copy of what the helpers used so far.
+func (h *helperMeter) ledger() cost.Ledger {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.usage, h.costUSD
-}
-
-// rollUpHelpers adds what tools' own model requests used during this run to its result.
-func (s *Session) rollUpHelpers(res *event.Result, before message.Usage, beforeCost float64) {
-	u, c := s.helpers.total()
-	d := message.Usage{InputTokens: u.InputTokens - before.InputTokens, OutputTokens: u.OutputTokens - before.OutputTokens,
-		CacheCreationInputTokens: u.CacheCreationInputTokens - before.CacheCreationInputTokens,
-		CacheReadInputTokens:     u.CacheReadInputTokens - before.CacheReadInputTokens}
-	res.Usage = res.Usage.Add(d)
-	res.CostUSD += c - beforeCost
-	s.mu.Lock()
-	s.totals = s.totals.Add(d)
-	s.costUSD += c - beforeCost
-	s.mu.Unlock()
+	return h.used.Clone()
 }

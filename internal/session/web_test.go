@@ -13,6 +13,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/goldentest"
+	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 )
 
@@ -71,7 +72,7 @@ func TestWebFetchEndToEnd(t *testing.T) {
 			// The page went to the small model with the prompt; its request is golden.
 			var reader []byte
 			for _, r := range h.srv.Requests() {
-				if strings.Contains(string(r.Body), `"model":"claude-haiku-4-5"`) {
+				if strings.Contains(string(r.Body), `"model":"`+connect.ResolveModel("haiku")+`"`) {
 					reader = r.Body
 				}
 			}

@@ -103,3 +103,9 @@ func (r Result) ResultText() string {
 type Deferrable interface {
 	DeferLoading() bool
 }
+
+// IsDeferred reports whether t declares itself rarely needed.
+func IsDeferred(t Tool) bool {
+	d, ok := t.(Deferrable)
+	return ok && d.DeferLoading()
+}

@@ -20,11 +20,12 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
+	"github.com/keel-dev/keel/internal/models"
 	"github.com/keel-dev/keel/internal/provider"
 )
 
 // DefaultModel is used when neither the request nor ANTHROPIC_MODEL names one.
-const DefaultModel = "claude-sonnet-4-5"
+const DefaultModel = models.DefaultModel
 
 // The environment variables [FromEnv] reads, as other Anthropic tools name them.
 const (

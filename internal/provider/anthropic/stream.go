@@ -56,6 +56,9 @@ type wireUsage struct {
 	OutputTokens             *int64 `json:"output_tokens"`
 	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	CacheCreation            *struct {
+		Ephemeral1h *int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
 }
 
 func (w wireUsage) mergeInto(u *message.Usage) {
@@ -68,6 +71,9 @@ func (w wireUsage) mergeInto(u *message.Usage) {
 	set(&u.OutputTokens, w.OutputTokens)
 	set(&u.CacheCreationInputTokens, w.CacheCreationInputTokens)
 	set(&u.CacheReadInputTokens, w.CacheReadInputTokens)
+	if w.CacheCreation != nil {
+		set(&u.CacheCreation1hInputTokens, w.CacheCreation.Ephemeral1h)
+	}
 }
 
 // assembler builds the assistant message from stream events and says which provider events

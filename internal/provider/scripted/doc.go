@@ -14,6 +14,9 @@
 //     anthropic-version. Errors have the API's shape
 //     {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}.
 //   - POST /v1/messages/count_tokens: {"input_tokens": N}; not recorded, not numbered.
+//   - GET /v1/models: the scenario's models (else keel's built-in model table), newest first,
+//     with the API's pagination (limit, after_id, before_id; has_more, first_id, last_id);
+//     not recorded, not numbered.
 //   - POST /v1/chat/completions: streaming (chunks with role, content, reasoning_content and
 //     tool_calls deltas by index, a finish_reason chunk, with stream_options.include_usage a
 //     usage chunk with no choices, then [DONE]) and non-streaming. Thinking blocks become
@@ -24,12 +27,12 @@
 //
 // # Scenario format
 //
-// A scenario is one YAML document with three optional keys: rules, fallback and cache.
+// A scenario is one YAML document with four optional keys: rules, fallback, cache and models.
 //
 //	rules:              # tried in order; the first that matches and has uses left answers
 //	  - name: NAME      # label in the request log (default "rule N")
 //	    when:           # all given conditions must hold; no when = every request
-//	      user_text: S    # S occurs in the text of the last user message
+//	      user_text: S    # S occurs in the text of the last user message (system reminders aside)
 //	      contains: S     # S occurs anywhere in the last user message, tool results included
 //	      tool_result: T  # the last user message holds a result for a tool_use of tool T
 //	      has_tool: T     # T is in the request's tool list
@@ -62,6 +65,9 @@
 //	cache:
 //	  min_tokens: 1024  # minimum cacheable prefix
 //	  lookback: 20      # positions searched per breakpoint, its own included
+//	models:             # what GET /v1/models lists (default: keel's built-in table)
+//	  - {id: claude-opus-5-7, display_name: Claude Opus 5.7, created_at: 2027-01-05,
+//	     max_input_tokens: 1000000, max_tokens: 128000}
 //
 // A rule needs a reply or a fault with a status. "529 twice, then succeed" is a rule
 // {fault: {status: 529}, times: 2} before the rule with the reply: a retried request is
@@ -158,7 +164,7 @@
 // ordinary tool_use block.
 //
 // Cache approximation: a deferred tool's definition is not part of the tools section of the
-// prefix. Each tool_search_tool_result in the history counts, besides its own JSON, the
+// prefix, and adding or removing one moves none of the tools after it. Each tool_search_tool_result in the history counts, besides its own JSON, the
 // canonical definitions of the tools it references, at its own position — where the API
 // inlines them — so they join the cached prefix from there on and the tool list never changes.
 // A reference to a tool that is not deferred in the request is a 400.

@@ -13,11 +13,14 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/keel-dev/keel/internal/models"
 )
 
 // Valid keys per YAML mapping, in the order they are listed in error messages.
 var (
-	topKeys      = []string{"rules", "fallback", "cache"}
+	topKeys      = []string{"rules", "fallback", "cache", "models"}
+	modelKeys    = []string{"id", "display_name", "created_at", "max_input_tokens", "max_tokens"}
 	ruleKeys     = []string{"name", "when", "times", "reply", "stop_reason", "fault"}
 	fallbackKeys = []string{"reply", "stop_reason", "fault"}
 	whenKeys     = []string{"user_text", "tool_result", "has_tool", "lacks_tool", "request", "system", "contains", "model"}
@@ -71,6 +74,12 @@ func ParseScenario(name string, data []byte) (*Scenario, error) {
 		case "fallback":
 			sc.Fallback = &Rule{}
 			return d.rule(v, sc.Fallback, fallbackKeys)
+		case "models":
+			return d.sequence(v, "models", func(i int, n ast.Node) error {
+				m, err := d.model(n)
+				sc.Models = append(sc.Models, m)
+				return err
+			})
 		default: // cache
 			return d.mapping(v, "cache", cacheKeys, func(key string, v ast.Node) error {
 				if key == "min_tokens" {
@@ -184,6 +193,46 @@ func (d *decoder) int(n ast.Node, what string, dst *int) error {
 	}
 	*dst = i
 	return nil
+}
+
+// model reads one entry of models: the list GET /v1/models answers.
+func (d *decoder) model(n ast.Node) (models.Model, error) {
+	var m models.Model
+	err := d.mapping(n, "model", modelKeys, func(key string, v ast.Node) error {
+		switch key {
+		case "id":
+			return d.string(v, key, &m.ID)
+		case "display_name":
+			return d.string(v, key, &m.DisplayName)
+		case "created_at":
+			var text string
+			if err := d.string(v, key, &text); err != nil {
+				return err
+			}
+			t, err := time.Parse(time.RFC3339, text)
+			if err != nil {
+				if t, err = time.Parse(time.DateOnly, text); err != nil {
+					return d.errorf(v, "created_at %q is not a date (2026-11-09) or an RFC 3339 time", text)
+				}
+			}
+			m.Created = t
+			return nil
+		}
+		var i int
+		if err := d.int(v, key, &i); err != nil {
+			return err
+		}
+		if key == "max_input_tokens" {
+			m.ContextWindow = int64(i)
+		} else {
+			m.MaxOutputTokens = int64(i)
+		}
+		return nil
+	})
+	if err == nil && m.ID == "" {
+		err = d.errorf(n, "a model needs an id")
+	}
+	return m, err
 }
 
 func (d *decoder) rule(n ast.Node, r *Rule, valid []string) error {

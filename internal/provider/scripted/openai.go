@@ -104,7 +104,7 @@ func parseOpenAI(body []byte) (*parsed, error) {
 		}
 	}
 	p.view.system = strings.Join(system, "\n")
-	p.view.userText = strings.Join(texts, "\n")
+	p.view.userText = withoutReminders(strings.Join(texts, "\n"))
 	p.view.userAll = strings.Join(all, "\n")
 	return p, nil
 }

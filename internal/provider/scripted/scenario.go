@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/keel-dev/keel/internal/models"
 )
 
 // Scenario is what the scripted model answers: ordered rules, a fallback and cache settings.
@@ -20,6 +22,8 @@ type Scenario struct {
 	Fallback *Rule
 	// Cache tunes prompt-cache accounting; the zero value follows Anthropic's defaults.
 	Cache CacheConfig
+	// Models is what GET /v1/models lists; empty means keel's built-in model table.
+	Models []models.Model
 }
 
 // DefaultFallbackText is the reply when no rule matches and the scenario has no fallback.
@@ -48,7 +52,8 @@ type Rule struct {
 // The "last user message" is the final user message of the request; for chat completions it is
 // the run of user and tool messages after the last assistant message.
 type Match struct {
-	// UserText must occur in the text blocks of the last user message (tool results excluded).
+	// UserText must occur in the text blocks of the last user message (tool results and
+	// <system-reminder> blocks excluded).
 	UserText string
 	// ToolResult names a tool: the last user message must hold a tool result for a tool_use
 	// of that name (found through the tool_use id in an earlier assistant message).
