@@ -9,7 +9,10 @@
 // skipped, with a notice, until the workspace is trusted.
 package hooks
 
-import "slices"
+import (
+	"path/filepath"
+	"slices"
+)
 
 // Event names a hook event, spelled as in settings files.
 type Event string
@@ -30,6 +33,22 @@ const (
 	PreCompact       Event = "PreCompact"
 	SessionEnd       Event = "SessionEnd"
 	Notification     Event = "Notification"
+
+	PostToolUseFailure  Event = "PostToolUseFailure"
+	StopFailure         Event = "StopFailure"
+	PostCompact         Event = "PostCompact"
+	PreModelSwitch      Event = "PreModelSwitch"
+	PostModelSwitch     Event = "PostModelSwitch"
+	PermissionRequest   Event = "PermissionRequest"
+	PermissionDenied    Event = "PermissionDenied"
+	Setup               Event = "Setup"
+	ConfigChange        Event = "ConfigChange"
+	InstructionsLoaded  Event = "InstructionsLoaded"
+	CwdChanged          Event = "CwdChanged"
+	FileChanged         Event = "FileChanged"
+	DirectoryAdded      Event = "DirectoryAdded"
+	UserPromptExpansion Event = "UserPromptExpansion"
+	MessageDisplay      Event = "MessageDisplay"
 )
 
 // eventSpec is how one event behaves.
@@ -52,6 +71,17 @@ func byAgentType(in Input) string { return in.AgentType }
 func byTrigger(in Input) string   { return in.Trigger }
 func byType(in Input) string      { return in.NotificationType }
 
+// byFileName matches FileChanged on the changed file's base name, as Claude Code does.
+func byFileName(in Input) string { return filepath.Base(byExtra("file_path")(in)) }
+
+// byExtra matches on an event-specific input field carried in [Input.Extra].
+func byExtra(key string) func(Input) string {
+	return func(in Input) string {
+		s, _ := in.Extra[key].(string)
+		return s
+	}
+}
+
 // eventTable is every event keel fires, one row each.
 var eventTable = map[Event]eventSpec{
 	SessionStart:     {matchOn: bySource, stdoutIsContext: true},
@@ -68,6 +98,22 @@ var eventTable = map[Event]eventSpec{
 	PreCompact:       {matchOn: byTrigger},
 	SessionEnd:       {},
 	Notification:     {matchOn: byType},
+
+	PostToolUseFailure:  {matchOn: byTool},
+	StopFailure:         {matchOn: byExtra("error")},
+	PostCompact:         {matchOn: byTrigger},
+	PreModelSwitch:      {canBlock: true},
+	PostModelSwitch:     {},
+	PermissionRequest:   {matchOn: byTool, canBlock: true},
+	PermissionDenied:    {matchOn: byTool},
+	Setup:               {matchOn: byTrigger, stdoutIsContext: true},
+	ConfigChange:        {matchOn: bySource, canBlock: true},
+	InstructionsLoaded:  {matchOn: byExtra("load_reason")},
+	CwdChanged:          {},
+	FileChanged:         {matchOn: byFileName},
+	DirectoryAdded:      {},
+	UserPromptExpansion: {matchOn: byExtra("command_name"), canBlock: true},
+	MessageDisplay:      {},
 }
 
 // Events lists the events keel fires, sorted.

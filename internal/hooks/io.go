@@ -93,6 +93,16 @@ type output struct {
 		PermissionDecisionReason string          `json:"permissionDecisionReason"`
 		UpdatedInput             json.RawMessage `json:"updatedInput"`
 		AdditionalContext        string          `json:"additionalContext"`
+		// Decision is PermissionRequest's answer to the permission question.
+		Decision *struct {
+			Behavior           string          `json:"behavior"`
+			UpdatedInput       json.RawMessage `json:"updatedInput"`
+			UpdatedPermissions json.RawMessage `json:"updatedPermissions"`
+			Message            string          `json:"message"`
+			Interrupt          bool            `json:"interrupt"`
+		} `json:"decision"`
+		// Retry is PermissionDenied's: tell the model it may try the call again.
+		Retry bool `json:"retry"`
 	} `json:"hookSpecificOutput"`
 }
 
@@ -152,7 +162,7 @@ func (r *Result) interpret(ev Event) {
 	}
 	if h := out.HookSpecificOutput; h != nil {
 		switch h.PermissionDecision {
-		case "":
+		case "", "defer":
 		case "allow":
 			r.Decision = max(r.Decision, DecisionAllow)
 		case "ask":
@@ -170,6 +180,23 @@ func (r *Result) interpret(ev Event) {
 		}
 		if h.AdditionalContext != "" {
 			r.AdditionalContext = h.AdditionalContext
+		}
+		r.Retry = h.Retry
+		if d := h.Decision; d != nil {
+			switch d.Behavior {
+			case "allow":
+				r.Decision = max(r.Decision, DecisionAllow)
+				if d.UpdatedInput != nil {
+					r.UpdatedInput = d.UpdatedInput
+				}
+				r.UpdatedPermissions = d.UpdatedPermissions
+			case "deny":
+				r.Decision = DecisionBlock
+				r.Reason = d.Message
+				r.Interrupt = d.Interrupt
+			default:
+				r.Warning = fmt.Sprintf(`decision.behavior %q is not one of allow, deny; ignored`, d.Behavior)
+			}
 		}
 	}
 }
