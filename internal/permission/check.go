@@ -2,6 +2,7 @@ package permission
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -59,6 +60,10 @@ type Decision struct {
 	Suggestions []Rule
 	// Asked is set when an [Asker] answered.
 	Asked bool
+	// UpdatedInput replaces the call's input when the answer changed it;
+	// Interrupt says a deny asked to stop the turn.
+	UpdatedInput json.RawMessage
+	Interrupt    bool
 }
 
 // Config builds a [Checker].
@@ -171,10 +176,13 @@ func (c *Checker) ask(ctx context.Context, req Request, d Decision) Decision {
 		if reason == "" {
 			reason = "the user denied this call"
 		}
-		return Decision{Behavior: Deny, Reason: reason, Suggestions: d.Suggestions, Asked: true}
+		return Decision{Behavior: Deny, Reason: reason, Suggestions: d.Suggestions, Asked: true, Interrupt: ans.Interrupt}
 	}
 	c.addRules(ans.Updates)
-	return Decision{Behavior: Allow, Reason: "allowed when asked", Asked: true}
+	if err := c.Apply(ans.Permissions); err != nil {
+		c.logger.Warn("permission updates of an answer not applied", "tool", req.Tool, "err", err)
+	}
+	return Decision{Behavior: Allow, Reason: "allowed when asked", Asked: true, UpdatedInput: ans.UpdatedInput}
 }
 
 // addRules applies "always" answers to this policy and its ceilings: the
