@@ -32,8 +32,10 @@ type MCPOptions struct {
 	// Configs are --mcp-config values (a file or JSON text each); Strict uses only them.
 	Configs []string
 	Strict  bool
-	// InProcess are Go SDK servers run inside this process, by name.
-	InProcess map[string]*mcp.Server
+	// InProcess are Go SDK servers run inside this process, by name; Transports are servers
+	// reached through the program driving keel (the Agent SDK's in-process servers).
+	InProcess  map[string]*mcp.Server
+	Transports map[string]mcp.Transport
 	// ToolSearch is auto (default), on or off.
 	ToolSearch string
 	// Environ expands ${VAR} in configurations and is the environment of stdio servers; nil
@@ -125,6 +127,11 @@ func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, 
 	for name := range o.InProcess {
 		cfg.Servers = append(cfg.Servers, mcphost.ServerConfig{Name: name, Type: mcphost.TypeSDK, Scope: mcphost.ScopeCLI})
 	}
+	for name := range o.Transports {
+		if o.InProcess[name] == nil {
+			cfg.Servers = append(cfg.Servers, mcphost.ServerConfig{Name: name, Type: mcphost.TypeSDK, Scope: mcphost.ScopeCLI})
+		}
+	}
 	if len(cfg.Servers) == 0 {
 		return nil, notices
 	}
@@ -137,7 +144,7 @@ func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	m := mcphost.New(mcphost.Options{
-		Servers: mcphost.PolicyFrom(st.Settings, trusted).Apply(cfg.Servers), InProcess: o.InProcess,
+		Servers: mcphost.PolicyFrom(st.Settings, trusted).Apply(cfg.Servers), InProcess: o.InProcess, Transports: o.Transports,
 		Environ: environ, Dir: st.Cwd, Roots: append([]string{st.Cwd}, st.AddDirs...),
 		ConnectTimeout: o.ConnectTimeout, ToolTimeout: o.ToolTimeout, MaxOutputTokens: o.MaxOutputTokens,
 		ToolSearch: mcphost.ToolSearchOptions{Mode: o.ToolSearch, ContextWindow: int(st.ContextWindow)},

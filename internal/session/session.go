@@ -101,6 +101,8 @@ type Options struct {
 	// Model was chosen explicitly and wins over the agent's model.
 	Agent     string
 	ModelFlag bool
+	// SDK holds what the Agent SDK's options add (sdk.go).
+	SDK SDKOptions
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
@@ -161,6 +163,8 @@ type Session struct {
 	// its initialPrompt was used.
 	mainAgent   *agentdef.Definition
 	initialSent bool
+	// sdk is the state of the SDK options (sdk.go).
+	sdk sdkState
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -194,6 +198,8 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		state:      tool.State{Cwd: cwd},
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
+	s.sdk.thinking = initialThinking(opts.SDK)
+	s.wrapFallback()
 	s.loadSettings()
 	policy, warnings := s.permissionPolicy()
 	for _, w := range warnings {
@@ -222,6 +228,16 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	}
 	s.logger = logger.With("session", s.id)
 	env := s.restore(st)
+	if err := s.resumeAt(ctx); err != nil {
+		s.jobs.Close()
+		if s.mcp != nil {
+			s.mcp.Close()
+		}
+		if s.transcript != nil {
+			_ = s.transcript.Close()
+		}
+		return nil, err
+	}
 	s.buildAgents(ctx)
 	if err := s.applyMainAgent(); err != nil {
 		s.closeAgents()
@@ -343,6 +359,7 @@ func (s *Session) release() {
 // run is one Send: the prompt joins the history, the loop runs, the result is reported.
 func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error {
 	started := time.Now()
+	s.beginRun()
 	agentUsage, agentCost := s.agentUsage()
 	pool := s.pool(ctx)
 	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode(),
@@ -394,7 +411,9 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Gate:      g,
 		Prepare:   s.prepare,
 		Watch:     watcher{s.watch},
-		Stop:      stopHook{s},
+		Stop:      structuredStop{s, stopHook{s}},
+		Check:     s.checkRun,
+		Thinking:  s.thinking(),
 		Observers: s.observers(),
 		Compact:   &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(pool)},
 		Validator: s.validator,
@@ -426,18 +445,19 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	s.cacheTotals = s.watch.Totals()
 
 	res := event.Result{
-		Subtype:     out.Subtype,
-		IsError:     out.Subtype != "success",
-		Text:        out.Text,
-		SessionID:   s.id,
-		NumTurns:    out.Turns,
-		Duration:    time.Since(started),
-		APIDuration: out.APIDuration,
-		CostUSD:     runCost,
-		Usage:       out.Usage,
-		StopReason:  out.StopReason,
-		Denials:     g.takeDenials(),
-		Cache:       cacheStats(subTotals(s.cacheTotals, cacheBefore)),
+		Subtype:          out.Subtype,
+		IsError:          out.Subtype != "success",
+		Text:             out.Text,
+		SessionID:        s.id,
+		NumTurns:         out.Turns,
+		Duration:         time.Since(started),
+		APIDuration:      out.APIDuration,
+		CostUSD:          runCost,
+		Usage:            out.Usage,
+		StopReason:       out.StopReason,
+		Denials:          g.takeDenials(),
+		Cache:            cacheStats(subTotals(s.cacheTotals, cacheBefore)),
+		StructuredOutput: s.structuredAnswer(),
 	}
 	if runErr != nil {
 		res.Text = runErr.Error()

@@ -40,7 +40,8 @@ func (s *Session) buildTools() []tool.Tool {
 		s.recordMetadata(context.Background(), transcript.TypeTodos, items)
 	})
 	tools := builtin.Tools(builtin.Options{Jobs: s.jobs, Todos: s.todos})
-	return append(tools, s.skills.Tool(skill.ToolOptions{Runner: s.forkRunner, Grants: s.grants}))
+	tools = append(tools, s.skills.Tool(skill.ToolOptions{Runner: s.forkRunner, Grants: s.grants}))
+	return append(tools, s.structuredTool()...)
 }
 
 // emit sends e to the caller of the Send in progress, if any.
