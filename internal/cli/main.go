@@ -108,7 +108,7 @@ results back until the work is done. Run "keel -p PROMPT" for one headless run, 
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.runRoot(cmd.Context(), f, args)
+			return a.runRoot(cmd.Context(), cmd, f, args)
 		},
 	}
 	root.SetVersionTemplate("{{.Version}} (keel)\n")

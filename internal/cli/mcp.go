@@ -38,6 +38,10 @@ func (f *mcpFlags) register(cmd *cobra.Command) {
 // mcpOptions turns flags and the MCP_* environment into the session's MCP options.
 func (a *app) mcpOptions(f *mcpFlags) (session.MCPOptions, error) {
 	o := session.MCPOptions{Configs: f.configs, Strict: f.strict, ToolSearch: f.toolSearch, PermissionPromptTool: f.permissionPromptTool}
+	if f.permissionPromptTool == stdioPromptTool {
+		// Not an MCP tool: the Agent SDK's "ask me over the control protocol" (can_use_tool).
+		o.PermissionPromptTool = ""
+	}
 	switch f.toolSearch {
 	case "", "auto", "on", "off":
 	default:
