@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs keel's whole test suite on a fresh machine: installs what the tests use (ripgrep for the
-# Grep parity test, tmux for the terminal end-to-end tests, the MCP reference servers from npm
-# into a cache directory), then go vet, staticcheck and go test -race.
+# Grep parity test, tmux for the terminal end-to-end tests, the MCP reference servers and the
+# Agent SDK from npm into cache directories), then go vet, staticcheck and go test -race.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +29,19 @@ if command -v npm >/dev/null 2>&1 && [ -f scripts/npm-servers.txt ]; then
     cp scripts/npm-servers.txt "$npm_dir/.installed"
   fi
   export KEEL_NPM_CACHE="$npm_dir"
+fi
+
+# The Agent SDK (TypeScript) the SDK suite drives keel with, pinned, installed once into a
+# cache; its optional native Claude Code binary is not needed and not installed.
+sdk_dir="${KEEL_AGENT_SDK:-$PWD/.cache/agent-sdk}"
+if command -v npm >/dev/null 2>&1 && [ -f scripts/agent-sdk.txt ]; then
+  if [ ! -f "$sdk_dir/.installed" ] || ! cmp -s scripts/agent-sdk.txt "$sdk_dir/.installed"; then
+    mkdir -p "$sdk_dir"
+    echo "installing the Agent SDK into $sdk_dir"
+    (cd "$sdk_dir" && npm install --silent --no-audit --no-fund --omit=optional --prefix . $(grep -v '^#' "$OLDPWD/scripts/agent-sdk.txt") >/dev/null)
+    cp scripts/agent-sdk.txt "$sdk_dir/.installed"
+  fi
+  export KEEL_AGENT_SDK="$sdk_dir"
 fi
 
 go vet ./...
