@@ -34,7 +34,11 @@ func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) e
 			if err != nil {
 				return nil, err
 			}
-			return session.New(ctx, opts)
+			sess, err := session.New(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return controlSession{sess}, nil
 		},
 		Render:         a.streamOptions(f),
 		PromptStdio:    f.mcp.permissionPromptTool == stdioPromptTool,
@@ -48,6 +52,31 @@ func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) e
 		return exitCodeError{code: exitError}
 	}
 	return err
+}
+
+// controlSession adapts a session to the control protocol's optional interfaces where their
+// types differ; everything else is the session's own.
+type controlSession struct{ *session.Session }
+
+func (s controlSession) ContextUsage(ctx context.Context) control.ContextUsage {
+	u := s.Session.ContextUsage(ctx)
+	out := control.ContextUsage{Window: u.Window, Model: u.Model}
+	for _, p := range u.Parts {
+		out.Categories = append(out.Categories, control.ContextCategory{ID: p.ID, Name: p.Name, Tokens: p.Tokens, Kind: p.Kind})
+	}
+	for _, m := range u.Memory {
+		out.Memory = append(out.Memory, control.MemoryUsage{Path: m.Path, Type: m.Kind, Tokens: m.Tokens})
+	}
+	return out
+}
+
+func (s controlSession) EffectiveSettings() (json.RawMessage, []control.SettingsSource) {
+	eff, files := s.Session.EffectiveSettings()
+	var out []control.SettingsSource
+	for _, f := range files {
+		out = append(out, control.SettingsSource{Source: f.Scope, Path: f.Path})
+	}
+	return eff, out
 }
 
 // streamOptions are the stream-json renderer's options from the flags.

@@ -16,6 +16,7 @@ import (
 	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/transcript"
 	"github.com/keel-dev/keel/internal/trust"
 )
@@ -156,7 +157,8 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 		},
 		Environment: env,
 		MCP:         s.mcpInstructions,
-		Extra:       []prompt.Section{s.skills.Section()},
+		// Bound through s, so a reload (ReloadSkills) shows the new listing.
+		Extra: []prompt.Section{prompt.Memoized(skill.SectionName, func() string { return s.skills.Listing() })},
 	})
 }
 

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/keel-dev/keel/internal/event"
@@ -68,8 +69,24 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		d = g.checker.Check(ctx, req)
 	}
 	if d.Behavior != permission.Allow {
+		if d.Interrupt && env.AgentID == "" {
+			g.s.sdk.interrupt()
+		}
 		g.deny(call, d.Reason)
-		return tool.Errorf("Permission to use %s was denied. %s", call.Name, d.Reason), false
+		msg := fmt.Sprintf("Permission to use %s was denied. %s", call.Name, d.Reason)
+		if g.permissionDenied(ctx, env, call, d.Reason) {
+			msg += " You may try this call again."
+		}
+		return tool.Errorf("%s", msg), false
+	}
+	if d.UpdatedInput != nil {
+		// Whoever approved the call rewrote it; the new input must still fit the tool.
+		if err := g.s.validator.Validate(t, d.UpdatedInput); err != nil {
+			g.deny(call, err.Error())
+			return tool.Errorf("InputValidationError: the approved input of %s does not match its schema: %v", call.Name, err), false
+		}
+		call.Input = d.UpdatedInput
+		req = permissionRequest(t, call.Input, env.State.Cwd)
 	}
 	g.s.noteTouched(req.Paths)
 	if !req.ReadOnly && isFileEdit(call.Name) {
@@ -93,10 +110,19 @@ func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.
 	if (call.Name == "Bash" || tool.IsMCP(call.Name)) && !t.ReadOnly(call.Input) && !res.IsError {
 		g.s.noteUnrecoverable(call.Name, string(call.Input))
 	}
-	response, _ := json.Marshal(resultForHook(*res))
-	out := g.runHooks(ctx, hooks.PostToolUse, g.s.hookInput(env.State.Cwd, hooks.Input{
-		ToolName: call.Name, ToolInput: call.Input, ToolResponse: response, ToolUseID: call.ID, AgentID: env.AgentID,
-	}))
+	var out hooks.Outcome
+	if res.IsError {
+		// A failed call has its own event; PostToolUse is for calls that worked.
+		out = g.runHooks(ctx, hooks.PostToolUseFailure, g.s.hookInput(env.State.Cwd, hooks.Input{
+			ToolName: call.Name, ToolInput: call.Input, ToolUseID: call.ID, AgentID: env.AgentID,
+			Extra: map[string]any{"error": res.ResultText(), "is_interrupt": ctx.Err() != nil},
+		}))
+	} else {
+		response, _ := json.Marshal(resultForHook(*res))
+		out = g.runHooks(ctx, hooks.PostToolUse, g.s.hookInput(env.State.Cwd, hooks.Input{
+			ToolName: call.Name, ToolInput: call.Input, ToolResponse: response, ToolUseID: call.ID, AgentID: env.AgentID,
+		}))
+	}
 	g.notify(out)
 	extra := out.AdditionalContext
 	if out.Decision == hooks.DecisionBlock && out.Reason != "" {
@@ -105,6 +131,17 @@ func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.
 	for _, c := range extra {
 		res.Content = append(res.Content, message.Text(c))
 	}
+}
+
+// permissionDenied runs the PermissionDenied hooks for a call the permission check refused;
+// it reports whether a hook lets the model retry.
+func (g *gate) permissionDenied(ctx context.Context, env *tool.Env, call *tool.Call, reason string) bool {
+	out := g.runHooks(ctx, hooks.PermissionDenied, g.s.hookInput(env.State.Cwd, hooks.Input{
+		ToolName: call.Name, ToolInput: call.Input, ToolUseID: call.ID, AgentID: env.AgentID,
+		Extra: map[string]any{"reason": reason},
+	}))
+	g.notify(out)
+	return out.Retry
 }
 
 func (g *gate) runHooks(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome {

@@ -65,11 +65,29 @@ const maxStructuredRetries = 5
 
 // sdkState is the session's state for the SDK options.
 type sdkState struct {
-	// mu guards thinking and the structured answer of the run in progress.
+	// mu guards thinking, cancel and the structured answer of the run in progress.
 	mu         sync.Mutex
 	thinking   *provider.Thinking
 	structured json.RawMessage
 	reminders  int
+	// cancel interrupts the Send in progress (an answer that denies and interrupts).
+	cancel context.CancelCauseFunc
+}
+
+func (st *sdkState) setCancel(c context.CancelCauseFunc) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.cancel = c
+}
+
+// interrupt ends the Send in progress, as Esc would.
+func (st *sdkState) interrupt() {
+	st.mu.Lock()
+	c := st.cancel
+	st.mu.Unlock()
+	if c != nil {
+		c(loop.ErrInterrupted)
+	}
 }
 
 // sourceAllowed says whether filesystem sources of a level (user, project, local) are read.
@@ -374,6 +392,9 @@ func (s *Session) resumeAt(ctx context.Context) error {
 	}
 	return nil
 }
+
+// WorkingDirs returns the directories the main agent may work in, the first being its own.
+func (s *Session) WorkingDirs() []string { return s.checker.Policy().Dirs }
 
 // hookEvents turns hook runs into events for the caller (stream-json's hook lines).
 func (s *Session) hookEvents(id string, ev hooks.Event, res hooks.Result, done bool) {

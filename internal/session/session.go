@@ -311,6 +311,8 @@ func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[event.Event
 		defer s.release()
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(loop.ErrInterrupted)
+		s.sdk.setCancel(cancel)
+		defer s.sdk.setCancel(nil)
 
 		events := make(chan event.Event, 64)
 		done := make(chan error, 1)

@@ -43,7 +43,16 @@ export function options(ws, extra = {}) {
 // An error thrown by the iteration (the SDK throws after an error result, as it does with
 // Claude Code) is returned, not thrown, so tests can look at the result first.
 export async function run(prompt, ws, extra = {}, onMessage) {
-  const q = sdk.query({ prompt, options: options(ws, extra) });
+  return collect(start(prompt, ws, extra), onMessage);
+}
+
+// start starts a query without reading it, for tests that call its methods first.
+export function start(prompt, ws, extra = {}) {
+  return sdk.query({ prompt, options: options(ws, extra) });
+}
+
+// collect reads a started query to its end, as run does.
+export async function collect(q, onMessage) {
   const messages = [];
   let error;
   try {
