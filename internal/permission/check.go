@@ -76,17 +76,20 @@ type Config struct {
 	// Home anchors ~/ path rules; with it empty they match nothing.
 	Home   string
 	Logger *slog.Logger
+	// Classifier judges the calls auto mode would ask about; nil asks them (auto.go).
+	Classifier Classifier
 }
 
 // Checker decides tool calls for one agent. It is safe for concurrent use:
 // a tool batch checks several calls at once, and "always allow" answers add
 // rules under its lock.
 type Checker struct {
-	asker   Asker
-	agent   AgentInfo
-	home    string
-	logger  *slog.Logger
-	denials *Denials
+	asker      Asker
+	classifier Classifier
+	agent      AgentInfo
+	home       string
+	logger     *slog.Logger
+	denials    *Denials
 
 	// mu guards policy.
 	mu     sync.Mutex
@@ -95,7 +98,7 @@ type Checker struct {
 
 // New builds a checker. The policy is copied.
 func New(cfg Config) *Checker {
-	c := &Checker{asker: cfg.Asker, agent: cfg.Agent, home: cfg.Home, logger: cfg.Logger, denials: &Denials{}}
+	c := &Checker{asker: cfg.Asker, classifier: cfg.Classifier, agent: cfg.Agent, home: cfg.Home, logger: cfg.Logger, denials: &Denials{}}
 	if c.asker == nil {
 		c.asker = Headless{}
 	}
@@ -144,11 +147,12 @@ func (c *Checker) Child(child Policy, agent AgentInfo, asker Asker) *Checker {
 		asker = c.asker
 	}
 	return New(Config{
-		Policy: Intersect(c.Policy(), child),
-		Asker:  asker,
-		Agent:  agent,
-		Home:   c.home,
-		Logger: c.logger,
+		Policy:     Intersect(c.Policy(), child),
+		Asker:      asker,
+		Agent:      agent,
+		Home:       c.home,
+		Logger:     c.logger,
+		Classifier: c.classifier,
 	})
 }
 
@@ -157,7 +161,11 @@ func (c *Checker) Child(child Policy, agent AgentInfo, asker Asker) *Checker {
 func (c *Checker) Check(ctx context.Context, req Request) Decision {
 	d := c.Evaluate(req)
 	if d.Behavior == Ask {
-		d = c.ask(ctx, req, d)
+		if v, ok := c.classify(ctx, req, d); ok {
+			d = v
+		} else {
+			d = c.ask(ctx, req, d)
+		}
 	}
 	c.denials.Record(d.Behavior)
 	c.logger.Debug("permission decided", "tool", req.Tool, "behavior", d.Behavior.String(), "reason", d.Reason)

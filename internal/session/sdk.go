@@ -72,6 +72,8 @@ type sdkState struct {
 	reminders  int
 	// cancel interrupts the Send in progress (an answer that denies and interrupts).
 	cancel context.CancelCauseFunc
+	// prompt is the prompt of the Send in progress, for auto mode's classifier.
+	prompt string
 }
 
 func (st *sdkState) setCancel(c context.CancelCauseFunc) {
@@ -195,10 +197,17 @@ func compactJSON(b []byte) json.RawMessage {
 }
 
 // beginRun clears the state of the previous run's SDK options.
-func (s *Session) beginRun() {
+func (s *Session) beginRun(prompt string) {
 	s.sdk.mu.Lock()
-	s.sdk.structured, s.sdk.reminders = nil, 0
+	s.sdk.structured, s.sdk.reminders, s.sdk.prompt = nil, 0, prompt
 	s.sdk.mu.Unlock()
+}
+
+// currentPrompt is the prompt of the Send in progress.
+func (s *Session) currentPrompt() string {
+	s.sdk.mu.Lock()
+	defer s.sdk.mu.Unlock()
+	return s.sdk.prompt
 }
 
 // checkRun is the main agent's loop.Check: the run ends once the structured answer is given

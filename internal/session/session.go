@@ -212,7 +212,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	case opts.Asker != nil:
 		asker = opts.Asker
 	}
-	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger})
+	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger, Classifier: autoClassifier{s}})
 	s.state.AdditionalDirs = policy.Dirs[1:]
 	s.buildHooks()
 	s.buildCachePolicy()
@@ -361,7 +361,7 @@ func (s *Session) release() {
 // run is one Send: the prompt joins the history, the loop runs, the result is reported.
 func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error {
 	started := time.Now()
-	s.beginRun()
+	s.beginRun(prompt)
 	agentUsage, agentCost := s.agentUsage()
 	pool := s.pool(ctx)
 	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode(),
