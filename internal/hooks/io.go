@@ -103,6 +103,8 @@ type output struct {
 		} `json:"decision"`
 		// Retry is PermissionDenied's: tell the model it may try the call again.
 		Retry bool `json:"retry"`
+		// DisplayContent is MessageDisplay's: the text to show instead of the message's.
+		DisplayContent *string `json:"displayContent"`
 	} `json:"hookSpecificOutput"`
 }
 
@@ -182,6 +184,7 @@ func (r *Result) interpret(ev Event) {
 			r.AdditionalContext = h.AdditionalContext
 		}
 		r.Retry = h.Retry
+		r.DisplayContent = h.DisplayContent
 		if d := h.Decision; d != nil {
 			switch d.Behavior {
 			case "allow":

@@ -163,6 +163,8 @@ type Result struct {
 	Interrupt          bool
 	// Retry is a PermissionDenied hook's: the model may try the call again.
 	Retry bool
+	// DisplayContent is a MessageDisplay hook's replacement text, nil when none.
+	DisplayContent *string
 }
 
 // Outcome is the folded answer of one event's hooks.
@@ -186,6 +188,8 @@ type Outcome struct {
 	UpdatedPermissions json.RawMessage
 	Interrupt          bool
 	Retry              bool
+	// DisplayContent is the first MessageDisplay replacement, in settings order.
+	DisplayContent *string
 	// Results holds every hook that ran, in settings order, for the UI.
 	Results []Result
 	// Notices are for the user: hooks skipped (untrusted workspace), async hooks started.
@@ -364,6 +368,9 @@ func (o *Outcome) fold() {
 		}
 		o.Interrupt = o.Interrupt || (r.Interrupt && o.Decision == DecisionBlock)
 		o.Retry = o.Retry || r.Retry
+		if o.DisplayContent == nil {
+			o.DisplayContent = r.DisplayContent
+		}
 	}
 	o.Reason = strings.Join(reasons, "\n")
 }

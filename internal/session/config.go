@@ -145,6 +145,9 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 		for _, w := range mem.Warnings() {
 			s.notices = append(s.notices, event.Notice{Level: "warn", Text: w.String()})
 		}
+		if !s.opts.Offline {
+			s.instructionsLoaded(ctx, s.memoryAllowed(mem.Files()), "session_start")
+		}
 	}
 	s.prompt = prompt.New(prompt.Options{
 		SystemPrompt:       s.opts.SystemPrompt,

@@ -80,6 +80,7 @@ func userHome() string {
 
 // startHooks runs the SessionStart hooks; what they add joins the first prompt.
 func (s *Session) startHooks(ctx context.Context, source string) {
+	s.setupHooks(ctx, s.opts.SDK.SetupTrigger)
 	out := s.hooks.Run(ctx, hooks.SessionStart, s.hookInput(s.opts.Cwd, hooks.Input{Source: source}))
 	for _, n := range out.Notices {
 		s.notices = append(s.notices, event.Notice{Level: "info", Text: n})

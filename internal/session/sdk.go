@@ -2,9 +2,11 @@ package session
 
 import (
 	"context"
+
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 	"iter"
 	"slices"
 	"strings"
@@ -54,6 +56,9 @@ type SDKOptions struct {
 	// ResumeSessionAt, with Resume, continues from this assistant message, dropping what
 	// came after it.
 	ResumeSessionAt string
+	// SetupTrigger runs the Setup hooks at the start: "init" or "maintenance" (keel --init,
+	// --maintenance).
+	SetupTrigger string
 }
 
 // structuredToolName is the tool through which the model gives a structured answer.
@@ -72,8 +77,9 @@ type sdkState struct {
 	reminders  int
 	// cancel interrupts the Send in progress (an answer that denies and interrupts).
 	cancel context.CancelCauseFunc
-	// prompt is the prompt of the Send in progress, for auto mode's classifier.
-	prompt string
+	// prompt is the prompt of the Send in progress, for auto mode's classifier; turn names
+	// it for hooks.
+	prompt, turn string
 }
 
 func (st *sdkState) setCancel(c context.CancelCauseFunc) {
@@ -199,8 +205,20 @@ func compactJSON(b []byte) json.RawMessage {
 // beginRun clears the state of the previous run's SDK options.
 func (s *Session) beginRun(prompt string) {
 	s.sdk.mu.Lock()
-	s.sdk.structured, s.sdk.reminders, s.sdk.prompt = nil, 0, prompt
+	s.sdk.structured, s.sdk.reminders, s.sdk.prompt, s.sdk.turn = nil, 0, prompt, uuid.NewString()
 	s.sdk.mu.Unlock()
+}
+
+// currentTurn names the Send in progress.
+func (s *Session) currentTurn() string {
+	s.sdk.mu.Lock()
+	defer s.sdk.mu.Unlock()
+	return s.sdk.turn
+}
+
+// dirUpdate is the permission update that adds dir to the working directories.
+func dirUpdate(dir string) []permission.Update {
+	return []permission.Update{{Type: permission.UpdateAddDirectories, Directories: []string{dir}, Destination: permission.DestinationSession}}
 }
 
 // currentPrompt is the prompt of the Send in progress.

@@ -429,6 +429,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	}
 	s.wireAgent(agent)
 	out, runErr := agent.Run(ctx, history)
+	s.stopFailure(ctx, runErr, out.Messages)
+	s.cwdChanged(ctx, state.Cwd, agent.State.Cwd)
 
 	s.mu.Lock()
 	s.history = out.Messages

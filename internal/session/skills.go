@@ -72,5 +72,6 @@ func (s *Session) expandCommand(ctx context.Context, prompt string) (text string
 		return fmt.Sprintf("The /%s skill ran in a subagent and reported:\n\n%s", inv.Skill.Name, result), true, nil
 	}
 	s.grants.Add("", inv.Skill.Name, inv.Skill.AllowedTools)
-	return inv.Text, true, nil
+	text, err = s.promptExpansion(ctx, prompt, inv.Text, string(inv.Skill.Source))
+	return text, true, err
 }
