@@ -46,7 +46,7 @@ func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) e
 		Version:        Version,
 		APIKeySource:   control.APIKeySource(a.getenv),
 		WaitBackground: !f.noWait,
-		Logger:         discardLogger(),
+		Logger:         a.logger,
 	})
 	if err == control.ErrTurnFailed {
 		return exitCodeError{code: exitError}
@@ -146,6 +146,7 @@ func (a *app) sdkOptions(cmd *cobra.Command, f *runFlags) (session.SDKOptions, e
 		SettingSources: s.sources(), BuiltinTools: s.builtinTools(cmd), LimitTools: cmd.Flags().Changed("tools") && s.tools != "default",
 		MaxBudgetUSD: s.maxBudgetUSD, FallbackModel: s.fallbackModel, ResumeSessionAt: s.resumeSessionAt,
 		Effort: s.effort, ThinkingMode: s.thinking, MaxThinkingTokens: s.maxThinkingTokens,
+		SetupTrigger: s.setupTrigger(),
 	}
 	o.LimitSources = s.settingSourcesSet
 	if s.jsonSchema != "" {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -93,6 +94,8 @@ type app struct {
 	env         Env
 	getenv      func(string) string
 	interactive Interactive
+	// logger is the run's debug log (--debug, --debug-file); it discards by default.
+	logger *slog.Logger
 }
 
 func (a *app) rootCommand() *cobra.Command {

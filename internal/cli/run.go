@@ -179,6 +179,15 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 	if err := f.validate(cmd); err != nil {
 		return err
 	}
+	logger, closeLog, err := f.sdk.logger(a.std.Err)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	a.logger = logger
+	if f.sdk.initOnly {
+		return a.runInitOnly(ctx, cmd, f)
+	}
 	if !a.isHeadless(f) {
 		return a.runInteractive(ctx, f, args)
 	}
@@ -210,15 +219,29 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 	return a.headless(ctx, sess, prompts, r, !f.noWait)
 }
 
+// runInitOnly runs the Setup and SessionStart hooks of a session and exits (--init-only).
+func (a *app) runInitOnly(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
+	opts, err := a.headlessOptions(cmd, f)
+	if err != nil {
+		return err
+	}
+	opts.NoPersistence = true
+	sess, err := session.New(ctx, opts)
+	if err != nil {
+		return err
+	}
+	return sess.Close()
+}
+
 // headlessOptions are the session options of a headless run: the flags, the provider and
 // the MCP servers.
 func (a *app) headlessOptions(cmd *cobra.Command, f *runFlags) (session.Options, error) {
-	prov, model, err := connect.Open(connect.Config{Provider: f.providerName, Model: f.model, BaseURL: f.baseURL}, a.getenv)
+	prov, model, err := connect.Open(connect.Config{Provider: f.providerName, Model: f.model, BaseURL: f.baseURL, Logger: a.logger}, a.getenv)
 	if err != nil {
 		return session.Options{}, err
 	}
 	opts := a.sessionOptions(f)
-	opts.Provider, opts.Model = prov, model
+	opts.Provider, opts.Model, opts.Logger = prov, model, a.logger
 	if opts.MCP, err = a.mcpOptions(&f.mcp); err != nil {
 		return opts, err
 	}

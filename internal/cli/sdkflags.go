@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -33,6 +34,8 @@ type sdkFlags struct {
 	debug              string
 	debugToStderr      bool
 	debugFile          string
+	// init, initOnly and maintenance run the Setup hooks first.
+	init, initOnly, maintenance bool
 
 	// accepted without a counterpart in keel; named in a notice when given.
 	pluginDirs, pluginDirsNoMCP, channels []string
@@ -70,6 +73,9 @@ func (f *sdkFlags) register(cmd *cobra.Command) {
 	fl.Lookup("debug").NoOptDefVal = "all"
 	fl.BoolVar(&f.debugToStderr, "debug-to-stderr", false, "with --debug: write the log to stderr")
 	fl.StringVar(&f.debugFile, "debug-file", "", "write the debug log to this file")
+	fl.BoolVar(&f.init, "init", false, "run the Setup hooks (trigger init), then the session")
+	fl.BoolVar(&f.initOnly, "init-only", false, "run the Setup and SessionStart hooks, then exit")
+	fl.BoolVar(&f.maintenance, "maintenance", false, "run the Setup hooks (trigger maintenance), then the session")
 
 	ignored := func(p any, name, usage string) {
 		switch v := p.(type) {
@@ -118,6 +124,17 @@ func (f *sdkFlags) validate(cmd *cobra.Command) error {
 	return nil
 }
 
+// setupTrigger is the Setup hooks' trigger the flags ask for, "" for none.
+func (f *sdkFlags) setupTrigger() string {
+	switch {
+	case f.maintenance:
+		return "maintenance"
+	case f.init || f.initOnly:
+		return "init"
+	}
+	return ""
+}
+
 // sources lists --setting-sources' entries; nil when the flag was not given (all sources).
 func (f *sdkFlags) sources() []string {
 	if !f.settingSourcesSet {
@@ -159,6 +176,26 @@ func (f *sdkFlags) ignoredNotices(cmd *cobra.Command) []event.Notice {
 		return nil
 	}
 	return []event.Notice{{Level: "warn", Text: "keel accepts but ignores " + strings.Join(names, ", ") + ": it has no counterpart for them"}}
+}
+
+// logger is the run's debug log: --debug-file's file, or stderr with --debug or
+// --debug-to-stderr; without them, nothing. close ends it.
+func (f *sdkFlags) logger(stderr io.Writer) (logger *slog.Logger, close func(), err error) {
+	var w io.Writer
+	close = func() {}
+	switch {
+	case f.debugFile != "":
+		file, err := os.OpenFile(f.debugFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, close, usageError{fmt.Errorf("--debug-file: %w", err)}
+		}
+		w, close = file, func() { file.Close() }
+	case f.debug != "" || f.debugToStderr:
+		w = stderr
+	default:
+		return discardLogger(), close, nil
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})), close, nil
 }
 
 // isTerminal reports whether r is a terminal (a character device), as opposed to a pipe or

@@ -25,9 +25,11 @@ type gate struct {
 		Run(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome
 	}
 
-	// mu guards denials.
+	// mu guards denials and context.
 	mu      sync.Mutex
 	denials []event.PermissionDenied
+	// context is what PreToolUse hooks added for a call, by tool_use id, for its result.
+	context map[string][]string
 }
 
 var _ tool.Gate = (*gate)(nil)
@@ -47,6 +49,14 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 	}
 	if out.UpdatedInput != nil {
 		call.Input = out.UpdatedInput
+	}
+	if len(out.AdditionalContext) > 0 {
+		g.mu.Lock()
+		if g.context == nil {
+			g.context = map[string][]string{}
+		}
+		g.context[call.ID] = out.AdditionalContext
+		g.mu.Unlock()
 	}
 	req := permissionRequest(t, call.Input, env.State.Cwd)
 	req.ToolUseID = call.ID
@@ -124,7 +134,10 @@ func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.
 		}))
 	}
 	g.notify(out)
-	extra := out.AdditionalContext
+	g.mu.Lock()
+	extra := append(g.context[call.ID], out.AdditionalContext...)
+	delete(g.context, call.ID)
+	g.mu.Unlock()
 	if out.Decision == hooks.DecisionBlock && out.Reason != "" {
 		extra = append(extra, out.Reason)
 	}
