@@ -46,6 +46,7 @@ func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) e
 		Version:        Version,
 		APIKeySource:   control.APIKeySource(a.getenv),
 		WaitBackground: !f.noWait,
+		SessionState:   a.getenv("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1",
 		Logger:         a.logger,
 	})
 	if err == control.ErrTurnFailed {

@@ -79,7 +79,9 @@ func (a asker) Ask(ctx context.Context, r permission.AskRequest) (permission.Ans
 	if len(r.Request.Paths) > 0 {
 		req.BlockedPath = permission.ResolvePath(r.Request.Paths[0], r.Request.Cwd)
 	}
+	c.asked(1)
 	raw, err := c.out.request(ctx, req)
+	c.asked(-1)
 	if err != nil {
 		if errors.Is(err, errSDKGone) {
 			return permission.DenyAnswer("the controlling program is gone, so nobody could approve this call"), nil

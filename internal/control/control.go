@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/google/uuid"
+
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/render"
@@ -51,6 +53,10 @@ type Config struct {
 	// WaitBackground, after stdin ends, waits for background agents and gives the model a
 	// turn for their reports (as `keel -p` does).
 	WaitBackground bool
+	// SessionState reports running, requires_action and idle in session_state_changed lines,
+	// which the SDK reads (it asks with CLAUDE_CODE_SDK_READS_SESSION_STATE=1) to know when a
+	// run that may still call back into it has ended.
+	SessionState bool
 	Logger         *slog.Logger
 }
 
@@ -79,10 +85,13 @@ type controller struct {
 	// initialModel is the model the session opened with (set_model's "default").
 	initialModel string
 
-	// mu guards turnCancel, lastError, sdkMCP and handlers.
+	// mu guards turnCancel, lastError, state, asking, sdkMCP and handlers.
 	mu         sync.Mutex
 	turnCancel context.CancelCauseFunc
 	lastError  bool
+	// state is the session state last reported; asking counts questions waiting for the SDK.
+	state  string
+	asking int
 	// handlers cancels SDK requests in flight by request id (control_cancel_request).
 	handlers map[string]context.CancelFunc
 	sdkMCP   map[string]*sdkServer
@@ -251,7 +260,11 @@ func (c *controller) turns(ctx context.Context) error {
 		if !ok {
 			break
 		}
+		c.setState("running")
 		c.turn(ctx, c.sess.Send, p.text)
+		if len(c.prompts.snapshot()) == 0 && len(c.inbox.snapshot()) == 0 {
+			c.setState("idle")
+		}
 	}
 	if ctx.Err() == nil && c.cfg.WaitBackground {
 		c.drainBackground(ctx)
@@ -321,6 +334,39 @@ func (c *controller) turn(ctx context.Context, send func(context.Context, string
 			c.logger.Warn("write output", "err", err)
 			c.interrupt(fmt.Errorf("write output: %w", err))
 		}
+	}
+}
+
+// setState reports the session state when it changed.
+func (c *controller) setState(state string) {
+	if !c.cfg.SessionState {
+		return
+	}
+	c.mu.Lock()
+	if c.state == state {
+		c.mu.Unlock()
+		return
+	}
+	c.state = state
+	c.mu.Unlock()
+	line := map[string]any{"type": "system", "subtype": "session_state_changed", "state": state, "sdk_host_only": true,
+		"uuid": uuid.NewString(), "session_id": c.sess.ID()}
+	if err := c.w.line(line); err != nil {
+		c.logger.Warn("write output", "err", err)
+	}
+}
+
+// asked brackets a question to the SDK: the session requires action until every question
+// is answered.
+func (c *controller) asked(delta int) {
+	c.mu.Lock()
+	c.asking += delta
+	n := c.asking
+	c.mu.Unlock()
+	if n > 0 {
+		c.setState("requires_action")
+	} else {
+		c.setState("running")
 	}
 }
 
