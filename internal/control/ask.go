@@ -80,7 +80,7 @@ func (a asker) Ask(ctx context.Context, r permission.AskRequest) (permission.Ans
 		req.BlockedPath = permission.ResolvePath(r.Request.Paths[0], r.Request.Cwd)
 	}
 	c.asked(1)
-	raw, err := c.out.request(ctx, req)
+	raw, err := c.request(ctx, req)
 	c.asked(-1)
 	if err != nil {
 		if errors.Is(err, errSDKGone) {
@@ -161,7 +161,7 @@ func (c *controller) callHook(ctx context.Context, id string, input json.RawMess
 	if toolUseID != "" {
 		req["tool_use_id"] = toolUseID
 	}
-	return c.out.request(ctx, req)
+	return c.request(ctx, req)
 }
 
 // wire fills init's seams back to the SDK.

@@ -370,6 +370,17 @@ func (c *controller) asked(delta int) {
 	}
 }
 
+// request sends one of keel's own requests to the SDK. Once stdin has ended nobody can
+// answer, and the turn that asked is interrupted: its history stays valid, and it does not
+// go on without the answers it needed.
+func (c *controller) request(ctx context.Context, req any) (json.RawMessage, error) {
+	resp, err := c.out.request(ctx, req)
+	if errors.Is(err, errSDKGone) {
+		c.interrupt(errSDKGone)
+	}
+	return resp, err
+}
+
 // interrupt ends the running turn, if any, with cause.
 func (c *controller) interrupt(cause error) bool {
 	c.mu.Lock()

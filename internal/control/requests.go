@@ -116,7 +116,15 @@ func handlerNames() []string {
 func (c *controller) onInitialize(ctx context.Context, l inLine) {
 	select {
 	case <-c.opened:
-		_ = c.w.failure(l.RequestID, errors.New("initialize: the session is already initialized"))
+		if c.openErr != nil {
+			_ = c.w.failure(l.RequestID, c.openErr)
+			return
+		}
+		// reinitialize: the session is open; say what it is, and that what this request
+		// carries (hooks, servers, prompts) was not applied.
+		resp := c.initializeResponse()
+		resp["hooks_applied"] = false
+		_ = c.w.success(l.RequestID, resp)
 		return
 	default:
 	}

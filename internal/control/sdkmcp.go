@@ -40,7 +40,7 @@ func (c *controller) sdkTransports(names []string) map[string]mcp.Transport {
 
 // sendMCP sends one JSON-RPC message to an SDK server and returns its mcp_response.
 func (c *controller) sendMCP(ctx context.Context, server string, msg json.RawMessage) (json.RawMessage, error) {
-	resp, err := c.out.request(ctx, map[string]any{"subtype": "mcp_message", "server_name": server, "message": msg})
+	resp, err := c.request(ctx, map[string]any{"subtype": "mcp_message", "server_name": server, "message": msg})
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (c *controller) elicit(ctx context.Context, server string, p *mcp.ElicitPar
 	if p.RequestedSchema != nil {
 		req["requested_schema"] = p.RequestedSchema
 	}
-	resp, err := c.out.request(ctx, req)
+	resp, err := c.request(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("elicitation: %w", err)
 	}
