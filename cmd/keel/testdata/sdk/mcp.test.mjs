@@ -45,6 +45,7 @@ test('08l mcpServers stdio: the server starts and its tool runs; status and reco
   assert.deepEqual(status.map((s) => [s.name, s.status]).sort(), [['oracle', 'connected'], ['probe', 'connected']]);
   assert.equal(status.find((s) => s.name === 'oracle').serverInfo.name, 'oracle');
   await q.reconnectMcpServer('oracle');
+  await q.reconnectMcpServer('probe');
   await assert.rejects(q.reconnectMcpServer('nope'), /nope/);
   ready();
   const after = await collect(q);
