@@ -336,7 +336,7 @@ func (c *controller) onMCPSetServers(ctx context.Context, raw json.RawMessage) (
 	}
 	r, ok := c.sess.(mcpReplacer)
 	if !ok {
-		return nil, errors.New("mcp_set_servers: this session cannot replace MCP servers")
+		return nil, errors.New("mcp_set_servers: keel cannot change the MCP servers of a running session; start a new query with the servers in mcpServers")
 	}
 	cfg, err := json.Marshal(map[string]json.RawMessage{"mcpServers": req.Servers})
 	if err != nil {

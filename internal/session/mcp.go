@@ -161,7 +161,7 @@ func (s *Session) mcpStatus() []event.MCPServerStatus {
 		return nil
 	}
 	var out []event.MCPServerStatus
-	for _, st := range s.mcp.Status() {
+	for _, st := range s.MCPStatus() {
 		out = append(out, event.MCPServerStatus{Name: st.Name, Status: string(st.Status)})
 	}
 	return out
@@ -172,7 +172,13 @@ func (s *Session) MCPStatus() []mcphost.ServerStatus {
 	if s.mcp == nil {
 		return nil
 	}
-	return s.mcp.Status()
+	out := s.mcp.Status()
+	for i := range out {
+		if s.mcpOff(out[i].Name) {
+			out[i].Status, out[i].Reason = mcphost.StatusDisabled, "switched off for this session"
+		}
+	}
+	return out
 }
 
 // ReconnectMCP restarts one MCP server.
@@ -206,6 +212,10 @@ func (s *Session) mcpInstructions() []prompt.MCPServer {
 // so the call gets the server's own clear error instead of "no such tool".
 func (s *Session) lookupTool(name string) (tool.Tool, bool) {
 	if s.mcp == nil || !tool.IsMCP(name) {
+		return nil, false
+	}
+	if server, _, ok := mcphost.ParseName(name); ok && s.mcpOff(server) {
+		// Switched off (mcp_toggle): the call gets the runner's "no such tool" answer.
 		return nil, false
 	}
 	return s.mcp.Lookup(name)

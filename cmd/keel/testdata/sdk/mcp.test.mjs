@@ -15,6 +15,22 @@ function probeServer() {
   ] });
 }
 
+test('mcp_toggle: a server switched off offers no tools', { timeout }, async () => {
+  const ws = workspace();
+  let ready;
+  const off = new Promise((resolve) => { ready = resolve; });
+  async function* prompts() {
+    await off;
+    yield userMessage('PRB-SDKMCP add 2 and 40');
+  }
+  const q = start(prompts(), ws, { mcpServers: { probe: probeServer() }, allowedTools: ['mcp__probe__probe_add'] });
+  await q.toggleMcpServer('probe', false);
+  ready();
+  const r = await collect(q);
+  assert.ok(!r.init.tools.includes('mcp__probe__probe_add'), `init tools: ${r.init.tools}`);
+  assert.equal(toolResults(r.messages)[0].is_error, true);
+});
+
 test('06 SDK MCP server: its tool joins the pool and answers over mcp_message', { timeout }, async () => {
   const ws = workspace();
   const r = await run('PRB-SDKMCP add 2 and 40', ws, { mcpServers: { probe: probeServer() }, allowedTools: ['mcp__probe__probe_add'] });
@@ -47,6 +63,11 @@ test('08l mcpServers stdio: the server starts and its tool runs; status and reco
   await q.reconnectMcpServer('oracle');
   await q.reconnectMcpServer('probe');
   await assert.rejects(q.reconnectMcpServer('nope'), /nope/);
+  await q.toggleMcpServer('oracle', false);
+  assert.equal((await q.mcpServerStatus()).find((s) => s.name === 'oracle').status, 'disabled');
+  await q.toggleMcpServer('oracle', true);
+  assert.equal((await q.mcpServerStatus()).find((s) => s.name === 'oracle').status, 'connected');
+  await assert.rejects(q.setMcpServers({}), /cannot change the MCP servers of a running session/);
   ready();
   const after = await collect(q);
   assert.equal(after.result.subtype, 'success');
