@@ -1,6 +1,7 @@
 // Control requests from the SDK: interrupt, setModel, the query methods, requests keel does
 // not implement, and abortController: recordings 07a, 07c, 07d and 08r.
 import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { collect, run, start, timeout, userMessage, workspace } from './harness.mjs';
 
@@ -105,4 +106,76 @@ test('08r abortController: the query stops and the transcript stays valid', { ti
   const again = await run('PRB-AFTER-INTERRUPT are you there', ws, { continue: true });
   assert.equal(again.result.result, 'Answered after the interrupt.');
   assert.equal(again.init.session_id, r.init.session_id);
+});
+
+test('settings: applyFlagSettings applies, getSettings reads, updateSettings writes', { timeout }, async () => {
+  const ws = workspace();
+  let ready;
+  const applied = new Promise((resolve) => { ready = resolve; });
+  async function* prompts() {
+    await applied;
+    yield userMessage('PRB-NOPROMPT create a file');
+  }
+  const q = start(prompts(), ws, { permissionMode: 'default' });
+  await q.applyFlagSettings({ permissions: { allow: ['Bash(touch noprompt.txt)'] } });
+  await q.updateSettings('localSettings', { permissions: { deny: ['WebFetch'] } });
+  const settings = await q.getSettings();
+  assert.ok(settings.effective, JSON.stringify(settings).slice(0, 300));
+  ready();
+  const r = await collect(q);
+  assert.ok(existsSync(ws.file('noprompt.txt')), 'the applied allow rule did not apply');
+  assert.deepEqual(r.result.permission_denials, []);
+  const local = JSON.parse(readFileSync(ws.file('.keel/settings.local.json'), 'utf8'));
+  assert.deepEqual(local.permissions.deny, ['WebFetch']);
+});
+
+test('rewindFiles puts the files back as they were before a prompt', { timeout }, async () => {
+  const ws = workspace();
+  let rewind;
+  const done = new Promise((resolve) => { rewind = resolve; });
+  async function* prompts() {
+    yield userMessage('PRB-REWIND write a file');
+    await done;
+  }
+  let promptID;
+  const q = start(prompts(), ws, { permissionMode: 'acceptEdits', extraArgs: { 'replay-user-messages': null } });
+  const r = await collect(q, async (m) => {
+    if (m.type === 'user' && m.isReplay && !promptID) promptID = m.uuid;
+    if (m.type === 'result') {
+      assert.ok(existsSync(ws.file('rewind.txt')));
+      const dry = await q.rewindFiles(promptID, { dryRun: true });
+      assert.equal(dry.canRewind, true);
+      assert.deepEqual(dry.filesChanged, [ws.file('rewind.txt')]);
+      assert.ok(existsSync(ws.file('rewind.txt')), 'a dry run changed files');
+      const real = await q.rewindFiles(promptID);
+      assert.equal(real.canRewind, true);
+      assert.ok(!existsSync(ws.file('rewind.txt')), 'the file created after the prompt is still there');
+      const bad = await q.rewindFiles('no-such-message');
+      assert.equal(bad.canRewind, false);
+      rewind();
+    }
+  });
+  assert.ok(promptID, 'no replayed prompt with a uuid');
+  assert.equal(r.result.subtype, 'success');
+});
+
+test('reloadSkills picks up a skill added during the session; setMaxThinkingTokens; stopTask of no task', { timeout }, async () => {
+  const ws = workspace();
+  let ready;
+  const reloaded = new Promise((resolve) => { ready = resolve; });
+  async function* prompts() {
+    await reloaded;
+    yield userMessage('PRB-THINK hi');
+  }
+  const q = start(prompts(), ws);
+  mkdirSync(ws.file('.claude/skills/probe-skill'), { recursive: true });
+  writeFileSync(ws.file('.claude/skills/probe-skill/SKILL.md'), '---\nname: probe-skill\ndescription: A skill added mid-session\n---\nDo the probe thing.\n');
+  const res = await q.reloadSkills();
+  assert.ok(res.commands.some((c) => c.name === 'probe-skill'), JSON.stringify(res.commands));
+  await q.setMaxThinkingTokens(4096);
+  await assert.rejects(q.stopTask('no-such-task'), /no-such-task/);
+  ready();
+  const r = await collect(q);
+  assert.equal(r.result.result, 'Thought about it.');
+  assert.ok(r.init.skills.includes('probe-skill'));
 });
