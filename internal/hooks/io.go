@@ -105,6 +105,9 @@ type output struct {
 		Retry bool `json:"retry"`
 		// DisplayContent is MessageDisplay's: the text to show instead of the message's.
 		DisplayContent *string `json:"displayContent"`
+		// WatchPaths (SessionStart, CwdChanged, FileChanged) are files to watch: a change
+		// to one fires FileChanged.
+		WatchPaths []string `json:"watchPaths"`
 	} `json:"hookSpecificOutput"`
 }
 
@@ -185,6 +188,7 @@ func (r *Result) interpret(ev Event) {
 		}
 		r.Retry = h.Retry
 		r.DisplayContent = h.DisplayContent
+		r.WatchPaths = h.WatchPaths
 		if d := h.Decision; d != nil {
 			switch d.Behavior {
 			case "allow":

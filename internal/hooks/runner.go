@@ -165,6 +165,8 @@ type Result struct {
 	Retry bool
 	// DisplayContent is a MessageDisplay hook's replacement text, nil when none.
 	DisplayContent *string
+	// WatchPaths are files the hook asks to be told about (FileChanged).
+	WatchPaths []string
 }
 
 // Outcome is the folded answer of one event's hooks.
@@ -190,6 +192,8 @@ type Outcome struct {
 	Retry              bool
 	// DisplayContent is the first MessageDisplay replacement, in settings order.
 	DisplayContent *string
+	// WatchPaths joins every hook's files to watch.
+	WatchPaths []string
 	// Results holds every hook that ran, in settings order, for the UI.
 	Results []Result
 	// Notices are for the user: hooks skipped (untrusted workspace), async hooks started.
@@ -371,6 +375,7 @@ func (o *Outcome) fold() {
 		if o.DisplayContent == nil {
 			o.DisplayContent = r.DisplayContent
 		}
+		o.WatchPaths = append(o.WatchPaths, r.WatchPaths...)
 	}
 	o.Reason = strings.Join(reasons, "\n")
 }

@@ -133,6 +133,7 @@ func (s *Session) cwdChanged(ctx context.Context, before, after string) {
 	for _, n := range append(out.Notices, out.SystemMessages...) {
 		s.emit(event.Notice{Level: "info", Text: n})
 	}
+	s.watchFiles(out.WatchPaths)
 }
 
 // addDirectory makes dir a working directory of the session (/add-dir DIR) and tells the

@@ -86,6 +86,7 @@ func (s *Session) startHooks(ctx context.Context, source string) {
 		s.notices = append(s.notices, event.Notice{Level: "info", Text: n})
 	}
 	s.startContext = append(s.startContext, out.AdditionalContext...)
+	s.watchFiles(out.WatchPaths)
 }
 
 // notifyingAsker runs the Notification hooks before a permission question is put, so a user

@@ -15,6 +15,7 @@ import (
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 var answerSchema = json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"],"additionalProperties":false}`)
@@ -240,4 +241,27 @@ func TestResumeSessionAt(t *testing.T) {
 	if got := result(t, r.send(t, "third")).Text; got != "no two" {
 		t.Errorf("reply %q: the history after the resume point was kept", got)
 	}
+}
+
+func TestFileChangedHooks(t *testing.T) {
+	dir, logDir := t.TempDir(), t.TempDir()
+	log := filepath.Join(logDir, "changed.log")
+	hooksJSON, _ := json.Marshal(map[string]any{"hooks": map[string]any{
+		"SessionStart": []any{map[string]any{"hooks": []any{map[string]any{"type": "command",
+			"command": `cat >/dev/null; echo '{"hookSpecificOutput":{"hookEventName":"SessionStart","watchPaths":["watched.txt"]}}'`}}}},
+		"FileChanged": []any{map[string]any{"matcher": "watched.txt", "hooks": []any{map[string]any{"type": "command",
+			"command": "cat >> " + log + "; echo >> " + log}}}},
+	}})
+	h := newHarness(t, &scripted.Scenario{}, Options{Cwd: dir, SettingsArgs: []string{string(hooksJSON)}})
+	os.WriteFile(filepath.Join(dir, "other.txt"), []byte("not watched"), 0o644)
+	os.WriteFile(filepath.Join(dir, "watched.txt"), []byte("v1"), 0o644)
+	waittest.Until(t, "a FileChanged hook for watched.txt", func() bool {
+		b, _ := os.ReadFile(log)
+		return strings.Contains(string(b), `"file_path":"`+filepath.Join(dir, "watched.txt")+`"`) && strings.Contains(string(b), `"hook_event_name":"FileChanged"`)
+	})
+	b, _ := os.ReadFile(log)
+	if strings.Contains(string(b), "other.txt") {
+		t.Errorf("FileChanged fired for a file nobody watched: %s", b)
+	}
+	h.sess.Close()
 }

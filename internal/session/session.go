@@ -163,8 +163,10 @@ type Session struct {
 	// its initialPrompt was used.
 	mainAgent   *agentdef.Definition
 	initialSent bool
-	// sdk is the state of the SDK options (sdk.go).
-	sdk sdkState
+	// sdk is the state of the SDK options (sdk.go); watched the files FileChanged hooks
+	// watch (filewatch.go).
+	sdk     sdkState
+	watched fileWatch
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -479,6 +481,7 @@ func (s *Session) Close() error {
 	if !s.opts.Offline {
 		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "exit"}))
 	}
+	s.closeWatch()
 	s.hooks.Wait()
 	s.jobs.Close()
 	s.closeAgents()
