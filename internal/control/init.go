@@ -1,7 +1,6 @@
 package control
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -54,8 +53,8 @@ type Init struct {
 	// with --permission-prompt-tool stdio.
 	Asker permission.Asker
 	// Elicit puts an MCP server's elicitation to the SDK (its onElicitation callback; the SDK
-	// declines when it registered none).
-	Elicit func(ctx context.Context, server string, req *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	// declines when it registered none). It is what an MCP client's elicitation seam calls.
+	Elicit ElicitFunc
 	// Ignored names the fields keel accepted but does not act on, for a notice.
 	Ignored []string
 

@@ -79,6 +79,16 @@ func (c *controller) onMCPMessage(ctx context.Context, raw json.RawMessage) (any
 	return map[string]any{"mcp_response": resp}, nil
 }
 
+// ElicitFunc asks the user, through the SDK, what an MCP server's elicitation asks.
+type ElicitFunc func(ctx context.Context, server string, req *mcp.ElicitParams) (*mcp.ElicitResult, error)
+
+// Elicit calls f; it makes an ElicitFunc an [mcphost.Asker].
+func (f ElicitFunc) Elicit(ctx context.Context, server string, req *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	return f(ctx, server, req)
+}
+
+var _ mcphost.Asker = ElicitFunc(nil)
+
 // elicit puts an MCP server's elicitation to the SDK, whose onElicitation callback answers;
 // an SDK without one declines. It is the function the MCP client's elicitation seam calls.
 func (c *controller) elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
