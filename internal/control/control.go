@@ -57,7 +57,7 @@ type Config struct {
 	// which the SDK reads (it asks with CLAUDE_CODE_SDK_READS_SESSION_STATE=1) to know when a
 	// run that may still call back into it has ended.
 	SessionState bool
-	Logger         *slog.Logger
+	Logger       *slog.Logger
 }
 
 // ErrTurnFailed is returned by [Run] when the last turn ended in an error result, so the

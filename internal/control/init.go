@@ -196,7 +196,7 @@ var builtinCommands = []slashCommand{
 
 // Optional abilities of a session that the initialize response reports.
 type (
-	skiller    interface{ Skills() []skill.Skill }
+	skiller     interface{ Skills() []skill.Skill }
 	agentLister interface {
 		AgentDefinitions() []*agentdef.Definition
 	}
