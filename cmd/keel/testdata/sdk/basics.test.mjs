@@ -104,3 +104,25 @@ test('09 API error: the error reaches the caller', { timeout }, async () => {
   assert.match(text, /PRB-APIERR-MSG/);
   assert.match(String(r.error), /PRB-APIERR-MSG/);
 });
+
+test('api_retry: a failed attempt is reported, the retry answers', { timeout }, async () => {
+  const r = await run('PRB-RETRY hello', workspace());
+  const retry = r.messages.find((m) => m.type === 'system' && m.subtype === 'api_retry');
+  assert.ok(retry, 'no api_retry line');
+  assert.equal(retry.attempt, 1);
+  assert.equal(retry.error, 'overloaded');
+  assert.equal(r.result.result, 'Answered after a retry.');
+});
+
+test('background agent: task_started and task_notification, then a turn for its report', { timeout }, async () => {
+  const r = await run('PRB-BACKGROUND start it', workspace());
+  const started = r.messages.find((m) => m.type === 'system' && m.subtype === 'task_started');
+  assert.ok(started, 'no task_started line');
+  assert.equal(started.description, 'background probe');
+  const note = r.messages.find((m) => m.type === 'system' && m.subtype === 'task_notification');
+  assert.ok(note, 'no task_notification line');
+  assert.equal(note.task_id, started.task_id);
+  assert.equal(note.status, 'completed');
+  assert.equal(r.results[0].result, 'Launched in the background.');
+  assert.equal(r.results.at(-1).result, 'The background agent reported.');
+});

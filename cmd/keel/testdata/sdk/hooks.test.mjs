@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { run, timeout, toolResults, resultText, workspace } from './harness.mjs';
+import { collect, run, start, timeout, toolResults, resultText, userMessage, workspace } from './harness.mjs';
 
 // hook returns a HookCallbackMatcher list that records each input and answers with answer(input).
 function hook(answer = () => ({}), matcher) {
@@ -173,4 +173,93 @@ test('settings hooks: user settings, new events, hook_started/hook_response with
   const resp = responses.find((m) => m.hook_event === 'UserPromptSubmit');
   assert.equal(resp.outcome, 'success');
   assert.equal(resp.hook_id, started.find((m) => m.hook_event === 'UserPromptSubmit').hook_id);
+});
+
+test('PreModelSwitch and PostModelSwitch around setModel; a refusal keeps the model', { timeout }, async () => {
+  const ws = workspace();
+  const pre = hook((input) => (input.to_model === 'claude-refused'
+    ? { hookSpecificOutput: { hookEventName: 'PreModelSwitch', permissionDecision: 'deny', permissionDecisionReason: 'PRB-NO-SWITCH' } } : {}));
+  const post = hook();
+  let ready;
+  const switched = new Promise((resolve) => { ready = resolve; });
+  async function* prompts() {
+    await switched;
+    yield userMessage('PRB-NEWMODEL hi');
+  }
+  const q = start(prompts(), ws, { model: 'claude-probe-first', hooks: { PreModelSwitch: pre.matchers, PostModelSwitch: post.matchers } });
+  await q.setModel('claude-probe-second');
+  await assert.rejects(q.setModel('claude-refused'), /PRB-NO-SWITCH/);
+  ready();
+  const r = await collect(q);
+  assert.equal(r.init.model, 'claude-probe-second');
+  assert.equal(pre.inputs[0].input.from_model, 'claude-probe-first');
+  assert.equal(pre.inputs[0].input.to_model, 'claude-probe-second');
+  assert.equal(pre.inputs[0].input.source, 'sdk');
+  assert.equal(post.inputs.length, 1, 'PostModelSwitch ran for the refused switch');
+});
+
+test('ConfigChange before applyFlagSettings; a block refuses the change', { timeout }, async () => {
+  const ws = workspace();
+  const change = hook((input) => (JSON.stringify(input).includes('policy_settings') ? { decision: 'block', reason: 'PRB-NO-CHANGE' } : {}));
+  let ready;
+  const tried = new Promise((resolve) => { ready = resolve; });
+  async function* prompts() {
+    await tried;
+    yield userMessage('PRB-HELLO hi');
+  }
+  const q = start(prompts(), ws, { hooks: { ConfigChange: change.matchers } });
+  await assert.rejects(q.applyFlagSettings({ permissions: { allow: ['Bash'] } }), /PRB-NO-CHANGE/);
+  ready();
+  await collect(q);
+  assert.equal(change.inputs[0].input.source, 'policy_settings');
+});
+
+test('StopFailure when the model request fails', { timeout }, async () => {
+  const ws = workspace();
+  const fail = hook();
+  await run('PRB-APIERR trigger an API error', ws, { hooks: { StopFailure: fail.matchers } });
+  assert.equal(fail.inputs.length, 1);
+  assert.equal(fail.inputs[0].input.error, 'invalid_request');
+  assert.match(fail.inputs[0].input.error_details, /PRB-APIERR-MSG/);
+});
+
+test('CwdChanged, DirectoryAdded, InstructionsLoaded and Setup', { timeout }, async () => {
+  const ws = workspace({ 'CLAUDE.md': 'project memory\n' });
+  mkdirSync(join(ws.root, 'extra'));
+  const cwd = hook();
+  const dir = hook();
+  const loaded = hook();
+  const setup = hook();
+  async function* prompts() {
+    yield userMessage('PRB-CD enter sub');
+    yield userMessage(`/add-dir ${join(ws.root, 'extra')}`);
+  }
+  const r = await run(prompts(), ws, { allowedTools: ['Bash'], extraArgs: { init: null },
+    hooks: { CwdChanged: cwd.matchers, DirectoryAdded: dir.matchers, InstructionsLoaded: loaded.matchers, Setup: setup.matchers } });
+  assert.equal(r.results.length, 2);
+  assert.equal(r.results[1].subtype, 'success', JSON.stringify(r.results[1]));
+  assert.equal(setup.inputs.length, 1);
+  assert.equal(setup.inputs[0].input.trigger, 'init');
+  assert.ok(loaded.inputs.some((h) => h.input.file_path === ws.file('CLAUDE.md') && h.input.load_reason === 'session_start'),
+    JSON.stringify(loaded.inputs.map((h) => h.input.file_path)));
+  assert.equal(cwd.inputs.length, 1);
+  assert.equal(cwd.inputs[0].input.old_cwd, ws.dir);
+  assert.equal(cwd.inputs[0].input.new_cwd, ws.file('sub'));
+  assert.equal(dir.inputs.length, 1);
+  assert.equal(dir.inputs[0].input.directory, join(ws.root, 'extra'));
+});
+
+test('UserPromptExpansion for a /command; MessageDisplay changes what is shown', { timeout }, async () => {
+  const ws = workspace({ '.claude/commands/probe-cmd.md': 'PRB-COMMAND-BODY run with $ARGUMENTS\n' });
+  const expand = hook();
+  const display = hook((input) => (input.delta.includes('PRB-ORIGINAL-TEXT')
+    ? { hookSpecificOutput: { hookEventName: 'MessageDisplay', displayContent: 'PRB-SHOWN-TEXT' } } : {}));
+  const r = await run('/probe-cmd some-arg', ws, { hooks: { UserPromptExpansion: expand.matchers } });
+  assert.equal(r.result.result, 'The command ran.');
+  assert.equal(expand.inputs.length, 1);
+  assert.equal(expand.inputs[0].input.command_name, 'probe-cmd');
+  assert.equal(expand.inputs[0].input.command_args, 'some-arg');
+  const shown = await run('PRB-DISPLAY say it', ws, { hooks: { MessageDisplay: display.matchers } });
+  assert.equal(shown.assistantText, 'PRB-SHOWN-TEXT');
+  assert.equal(display.inputs[0].input.final, true);
 });

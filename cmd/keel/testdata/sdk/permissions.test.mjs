@@ -129,3 +129,22 @@ test('07b setPermissionMode: the new mode applies to the next prompt', { timeout
   assert.equal(r.init.permissionMode, 'acceptEdits');
   assert.ok(r.messages.some((m) => m.type === 'system' && m.subtype === 'status' && m.permissionMode === 'acceptEdits'));
 });
+
+test('canUseTool deny with interrupt: the turn ends', { timeout }, async () => {
+  const ws = workspace();
+  const { canUseTool } = recorder(() => ({ behavior: 'deny', message: 'stop everything', interrupt: true }));
+  const r = await run('PRB-PERM-INTERRUPT create a file', ws, { canUseTool });
+  assert.ok(!existsSync(ws.file('interrupted.txt')));
+  assert.equal(r.result.subtype, 'error_during_execution');
+  assert.equal(r.result.num_turns, 1, 'the model was asked again after the interrupt');
+});
+
+test('permissionMode auto: the classifier allows without asking', { timeout }, async () => {
+  const ws = workspace();
+  const { asked, canUseTool } = recorder(() => ({ behavior: 'deny', message: 'should not be asked' }));
+  const r = await run('PRB-AUTO create a file', ws, { permissionMode: 'auto', canUseTool });
+  assert.equal(r.init.permissionMode, 'auto');
+  assert.equal(asked.length, 0);
+  assert.ok(existsSync(ws.file('auto-allowed.txt')));
+  assert.ok(r.result.modelUsage['claude-haiku-4-5'] || Object.keys(r.result.modelUsage).length >= 1);
+});
