@@ -132,13 +132,14 @@ func (c *controller) onInitialize(ctx context.Context, l inLine) {
 		_ = c.w.failure(l.RequestID, err)
 		return
 	}
+	if len(init.Ignored) > 0 {
+		// Before the session opens: the turn loop reads the notices once it is open.
+		c.cfg.Notices = append(c.cfg.Notices, event.Notice{Level: "info",
+			Text: "initialize: keel accepts but does not use " + strings.Join(init.Ignored, ", ")})
+	}
 	if err := c.ensureOpen(ctx, init); err != nil {
 		_ = c.w.failure(l.RequestID, err)
 		return
-	}
-	if len(init.Ignored) > 0 {
-		c.cfg.Notices = append(c.cfg.Notices, event.Notice{Level: "info",
-			Text: "initialize: keel accepts but does not use " + strings.Join(init.Ignored, ", ")})
 	}
 	_ = c.w.success(l.RequestID, c.initializeResponse())
 }
