@@ -30,7 +30,11 @@ func TestAgentSDK(t *testing.T) {
 	}
 	sdk := agentSDKDir(t)
 	bin := filepath.Join(t.TempDir(), "keel")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build keel: %v\n%s", err, out)
 	}
@@ -53,9 +57,10 @@ func TestAgentSDK(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), sdkSuiteTimeoutFactor*waittest.Timeout())
 	defer cancel()
-	args := append([]string{"--test", "--test-reporter=spec"}, files...)
-	cmd := exec.CommandContext(ctx, node, args...)
-	cmd.Env = append(sdkEnv(), "KEEL_BIN="+bin, "KEEL_AGENT_SDK="+sdk,
+	nodeArgs := append([]string{"--test", "--test-reporter=spec", "--test-concurrency=4"}, files...)
+	cmd := exec.CommandContext(ctx, node, nodeArgs...)
+	// A race report makes keel exit 66, which the SDK reports as an error.
+	cmd.Env = append(sdkEnv(), "GORACE=exitcode=66", "KEEL_BIN="+bin, "KEEL_AGENT_SDK="+sdk,
 		"ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=sk-ant-scripted",
 		"KEEL_SDK_TIMEOUT_MS="+strconv.FormatInt(waittest.Timeout().Milliseconds(), 10))
 	var out bytes.Buffer
