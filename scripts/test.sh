@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs keel's whole test suite on a fresh machine: installs what the tests use (ripgrep for the
 # Grep parity test, tmux for the terminal end-to-end tests, Jupyter's nbformat to validate
-# notebook edits, the MCP reference servers and the MCP conformance suite with its node from
-# npm and a pinned gopls into cache directories), then go vet, staticcheck and go test -race.
+# notebook edits; from npm the MCP reference servers, the MCP conformance suite with the node
+# it needs and the Agent SDK; a pinned gopls), each once into a cache directory, then go vet,
+# staticcheck and go test -race.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +11,7 @@ need_apt=()
 command -v rg >/dev/null 2>&1 || need_apt+=(ripgrep)
 command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+command -v bash >/dev/null 2>&1 || need_apt+=(bash)
 /usr/bin/python3 -c 'import nbformat' >/dev/null 2>&1 || need_apt+=(python3-nbformat)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -21,32 +23,32 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
 fi
 
-# MCP reference servers, pinned, installed once into a cache the tests find via KEEL_NPM_CACHE.
-npm_dir="${KEEL_NPM_CACHE:-$PWD/.cache/npm}"
-if command -v npm >/dev/null 2>&1 && [ -f scripts/npm-servers.txt ]; then
-  if [ ! -f "$npm_dir/.installed" ] || ! cmp -s scripts/npm-servers.txt "$npm_dir/.installed"; then
-    mkdir -p "$npm_dir"
-    echo "installing MCP reference servers into $npm_dir"
-    (cd "$npm_dir" && npm install --silent --no-audit --no-fund --prefix . $(grep -v '^#' "$OLDPWD/scripts/npm-servers.txt") >/dev/null)
-    cp scripts/npm-servers.txt "$npm_dir/.installed"
-  fi
-  export KEEL_NPM_CACHE="$npm_dir"
-fi
-
-# The MCP conformance suite and the node (>= 22) it needs, both pinned, from npm, once.
-conf_dir="${KEEL_CONFORMANCE_DIR:-$PWD/.cache/conformance}"
-if command -v npm >/dev/null 2>&1 && [ -f scripts/conformance.txt ]; then
-  if [ ! -f "$conf_dir/.installed" ] || ! cmp -s scripts/conformance.txt "$conf_dir/.installed"; then
-    mkdir -p "$conf_dir"
-    echo "installing the MCP conformance suite into $conf_dir"
-    if (cd "$conf_dir" && npm install --silent --no-audit --no-fund --prefix . $(grep -v '^#' "$OLDPWD/scripts/conformance.txt") >/dev/null); then
-      cp scripts/conformance.txt "$conf_dir/.installed"
+# npm_cache VAR DIR LIST [npm flags…]: installs the packages pinned in LIST into DIR once (again
+# when LIST changes) and exports VAR=DIR for the tests. A failed install warns; the tests that
+# need it say so.
+npm_cache() {
+  local var=$1 dir=$2 list=$3
+  shift 3
+  command -v npm >/dev/null 2>&1 && [ -f "$list" ] || return 0
+  if [ ! -f "$dir/.installed" ] || ! cmp -s "$list" "$dir/.installed"; then
+    mkdir -p "$dir"
+    echo "installing $(grep -v '^#' "$list" | tr '\n' ' ')into $dir"
+    if (cd "$dir" && npm install --silent --no-audit --no-fund "$@" --prefix . $(grep -v '^#' "$OLDPWD/$list") >/dev/null); then
+      cp "$list" "$dir/.installed"
     else
-      echo "warning: the MCP conformance suite could not be installed; its tests will say so" >&2
+      echo "warning: $list could not be installed; the tests that need it will say so" >&2
+      return 0
     fi
   fi
-  export KEEL_CONFORMANCE_DIR="$conf_dir"
-fi
+  export "$var=$dir"
+}
+
+# The MCP reference servers; the MCP conformance suite and the node (>= 22) it needs; the
+# Agent SDK (TypeScript) the SDK suite drives keel with, without its optional native Claude
+# Code binary.
+npm_cache KEEL_NPM_CACHE "${KEEL_NPM_CACHE:-$PWD/.cache/npm}" scripts/npm-servers.txt
+npm_cache KEEL_CONFORMANCE_DIR "${KEEL_CONFORMANCE_DIR:-$PWD/.cache/conformance}" scripts/conformance.txt
+npm_cache KEEL_AGENT_SDK "${KEEL_AGENT_SDK:-$PWD/.cache/agent-sdk}" scripts/agent-sdk.txt --omit=optional
 
 # gopls, pinned, built once into a cache the LSP tests find via KEEL_GOPLS (about 3 minutes
 # the first time).
@@ -57,7 +59,7 @@ if [ ! -x "$gopls_dir/gopls" ]; then
   GOBIN="$gopls_dir" go install "golang.org/x/tools/gopls@$gopls_version" \
     || echo "warning: gopls could not be installed; the LSP tests against it will say so" >&2
 fi
-[ -x "$gopls_dir/gopls" ] && export KEEL_GOPLS="$gopls_dir/gopls"
+if [ -x "$gopls_dir/gopls" ]; then export KEEL_GOPLS="$gopls_dir/gopls"; fi
 
 go vet ./...
 go tool staticcheck ./...

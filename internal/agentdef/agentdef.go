@@ -130,6 +130,7 @@ const (
 	ModePlan              PermissionMode = "plan"
 	ModeDontAsk           PermissionMode = "dontAsk"
 	ModeBypassPermissions PermissionMode = "bypassPermissions"
+	ModeAuto              PermissionMode = "auto"
 	ModeBubble            PermissionMode = "bubble"
 )
 
@@ -154,7 +155,7 @@ const ModelInherit = "inherit"
 
 // The valid values, in the order error messages list them.
 var (
-	PermissionModes = []PermissionMode{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk, ModeBypassPermissions, ModeBubble}
+	PermissionModes = []PermissionMode{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk, ModeBypassPermissions, ModeAuto, ModeBubble}
 	MemoryScopes    = []MemoryScope{MemoryUser, MemoryProject, MemoryLocal}
 	Isolations      = []Isolation{IsolationWorktree}
 	EffortLevels    = []string{"low", "medium", "high", "max"}

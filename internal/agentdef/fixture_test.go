@@ -87,7 +87,7 @@ func TestFixtureEveryFileLoads(t *testing.T) {
 		t.Error("broken.md loaded")
 	}
 	want := []string{
-		`error: testdata/fixture/project/.claude/agents/broken.md:4: permissionMode "yolo" is not one of default, acceptEdits, plan, dontAsk, bypassPermissions, bubble`,
+		`error: testdata/fixture/project/.claude/agents/broken.md:4: permissionMode "yolo" is not one of default, acceptEdits, plan, dontAsk, bypassPermissions, auto, bubble`,
 		"error: testdata/fixture/project/.claude/agents/broken.md:5: maxTurns must be a positive integer, got 0",
 	}
 	if diff := cmp.Diff(want, render(set.Errors())); diff != "" {

@@ -1,200 +1,167 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"strconv"
-	"sync"
+	"strings"
 
-	"github.com/keel-dev/keel/internal/permission"
+	"github.com/spf13/cobra"
+
+	"github.com/keel-dev/keel/internal/control"
+	"github.com/keel-dev/keel/internal/render"
+	"github.com/keel-dev/keel/internal/session"
 )
 
-// lockedWriter serialises whole-line writes from the renderer and the control protocol.
-type lockedWriter struct {
-	// mu guards w.
-	mu sync.Mutex
-	w  io.Writer
-}
+// stdioPromptTool is the --permission-prompt-tool value with which the Agent SDK asks to
+// answer permission questions itself, over the control protocol.
+const stdioPromptTool = "stdio"
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-// control speaks the stream-json control protocol on stdin/stdout: user messages come in
-// as prompts, permission questions go out as can_use_tool control requests and their
-// control responses come back. One goroutine reads stdin and sorts the lines.
-type control struct {
-	out *lockedWriter
-
-	// mu guards next, pending and early.
-	mu      sync.Mutex
-	next    int
-	pending map[string]chan controlAnswer
-	// early holds responses that arrived before their request was sent (a scripted stdin).
-	early map[string]controlAnswer
-
-	prompts chan promptLine
-}
-
-type promptLine struct {
-	text string
-	err  error
-}
-
-type controlAnswer struct {
-	Behavior     string          `json:"behavior"`
-	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
-	Message      string          `json:"message,omitempty"`
-}
-
-func newControl(in io.Reader, out *lockedWriter) *control {
-	// Buffered so a burst of user lines never blocks the reader while a control response
-	// waits behind them.
-	c := &control{out: out, pending: map[string]chan controlAnswer{}, early: map[string]controlAnswer{}, prompts: make(chan promptLine, 256)}
-	go c.read(bufio.NewReader(in))
-	return c
-}
-
-// read sorts stdin's lines until EOF; it owns the prompts channel.
-func (c *control) read(br *bufio.Reader) {
-	defer close(c.prompts)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			c.handle(line)
-		}
-		if err == io.EOF {
-			return
-		}
-		if err != nil {
-			c.prompts <- promptLine{err: fmt.Errorf("read stdin: %w", err)}
-			return
-		}
+// runControl serves the Agent SDK's control protocol on stdin and stdout
+// (--input-format stream-json): the session opens once initialize has said what it needs.
+func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
+	if f.outputFormat != "stream-json" {
+		return usageError{fmt.Errorf("--input-format stream-json needs --output-format stream-json, not %s", f.outputFormat)}
 	}
-}
-
-func (c *control) handle(line []byte) {
-	var msg struct {
-		Type    string `json:"type"`
-		Message struct {
-			Content json.RawMessage `json:"content"`
-		} `json:"message"`
-		Response struct {
-			RequestID string        `json:"request_id"`
-			Subtype   string        `json:"subtype"`
-			Error     string        `json:"error"`
-			Response  controlAnswer `json:"response"`
-		} `json:"response"`
-	}
-	if len(trimSpace(line)) == 0 {
-		return
-	}
-	if err := json.Unmarshal(line, &msg); err != nil {
-		c.prompts <- promptLine{err: fmt.Errorf("stdin: line is not JSON: %v", err)}
-		return
-	}
-	switch msg.Type {
-	case "user":
-		text, err := contentText(msg.Message.Content)
-		c.prompts <- promptLine{text: text, err: err}
-	case "control_response":
-		ans := msg.Response.Response
-		if msg.Response.Subtype == "error" {
-			ans = controlAnswer{Behavior: "deny", Message: msg.Response.Error}
-		}
-		c.mu.Lock()
-		ch := c.pending[msg.Response.RequestID]
-		delete(c.pending, msg.Response.RequestID)
-		if ch == nil {
-			c.early[msg.Response.RequestID] = ans
-		}
-		c.mu.Unlock()
-		if ch != nil {
-			ch <- ans
-		}
-	}
-}
-
-// nextPrompt returns the next user message, or ok=false at the end of stdin.
-func (c *control) nextPrompt() (string, bool, error) {
-	p, ok := <-c.prompts
-	if !ok {
-		return "", false, nil
-	}
-	return p.text, p.err == nil, p.err
-}
-
-// Ask sends a can_use_tool control request and waits for its response.
-func (c *control) Ask(ctx context.Context, r permission.AskRequest) (permission.Answer, error) {
-	ch := make(chan controlAnswer, 1)
-	c.mu.Lock()
-	c.next++
-	id := "keel_req_" + strconv.Itoa(c.next)
-	if ans, ok := c.early[id]; ok {
-		delete(c.early, id)
-		ch <- ans
-	} else {
-		c.pending[id] = ch
-	}
-	c.mu.Unlock()
-	input := r.Request.Input
-	if len(input) == 0 {
-		input = json.RawMessage("{}")
-	}
-	suggestions := make([]string, 0, len(r.Suggestions))
-	for _, s := range r.Suggestions {
-		suggestions = append(suggestions, s.String())
-	}
-	type canUseTool struct {
-		Subtype     string          `json:"subtype"`
-		ToolName    string          `json:"tool_name"`
-		Input       json.RawMessage `json:"input"`
-		ToolUseID   string          `json:"tool_use_id,omitempty"`
-		Suggestions []string        `json:"permission_suggestions"`
-		Reason      string          `json:"reason,omitempty"`
-		Agent       string          `json:"agent,omitempty"`
-	}
-	req := struct {
-		Type      string     `json:"type"`
-		RequestID string     `json:"request_id"`
-		Request   canUseTool `json:"request"`
-	}{"control_request", id, canUseTool{"can_use_tool", r.Request.Tool, input, r.Request.ToolUseID, suggestions, r.Reason, r.Agent.Name}}
-	b, err := json.Marshal(req)
+	base, err := a.headlessOptions(cmd, f)
 	if err != nil {
-		return permission.Answer{}, err
+		return err
 	}
-	if _, err := c.out.Write(append(b, '\n')); err != nil {
-		return permission.Answer{}, err
+	err = control.Run(ctx, control.Config{
+		In: a.std.In, Out: a.std.Out,
+		Open: func(ctx context.Context, init *control.Init) (control.Session, error) {
+			opts, err := withInit(base, init)
+			if err != nil {
+				return nil, err
+			}
+			sess, err := session.New(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return controlSession{sess}, nil
+		},
+		Render:         a.streamOptions(f),
+		PromptStdio:    f.mcp.permissionPromptTool == stdioPromptTool,
+		Notices:        f.sdk.ignoredNotices(cmd),
+		Version:        Version,
+		APIKeySource:   control.APIKeySource(a.getenv),
+		WaitBackground: !f.noWait,
+		SessionState:   a.getenv("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1",
+		Logger:         a.logger,
+	})
+	if err == control.ErrTurnFailed {
+		return exitCodeError{code: exitError}
 	}
-	select {
-	case ans := <-ch:
-		if ans.Behavior == "allow" {
-			return permission.AllowOnce(), nil
-		}
-		msg := ans.Message
-		if msg == "" {
-			msg = "denied by the controlling program"
-		}
-		return permission.DenyAnswer(msg), nil
-	case <-ctx.Done():
-		c.mu.Lock()
-		delete(c.pending, id)
-		c.mu.Unlock()
-		return permission.DenyAnswer("interrupted"), nil
+	return err
+}
+
+// controlSession adapts a session to the control protocol's optional interfaces where their
+// types differ; everything else is the session's own.
+type controlSession struct{ *session.Session }
+
+func (s controlSession) ContextUsage(ctx context.Context) control.ContextUsage {
+	u := s.Session.ContextUsage(ctx)
+	out := control.ContextUsage{Window: u.Window, Model: u.Model}
+	for _, p := range u.Parts {
+		out.Categories = append(out.Categories, control.ContextCategory{ID: p.ID, Name: p.Name, Tokens: p.Tokens, Kind: p.Kind})
+	}
+	for _, m := range u.Memory {
+		out.Memory = append(out.Memory, control.MemoryUsage{Path: m.Path, Type: m.Kind, Tokens: m.Tokens})
+	}
+	return out
+}
+
+func (s controlSession) EffectiveSettings() (json.RawMessage, []control.SettingsSource) {
+	eff, files := s.Session.EffectiveSettings()
+	var out []control.SettingsSource
+	for _, f := range files {
+		out = append(out, control.SettingsSource{Source: f.Scope, Path: f.Path})
+	}
+	return eff, out
+}
+
+// streamOptions are the stream-json renderer's options from the flags.
+func (a *app) streamOptions(f *runFlags) render.StreamOptions {
+	return render.StreamOptions{
+		IncludePartial: f.sdk.includePartial, ReplayUserMessages: f.sdk.replayUserMessages, IncludeHookEvents: f.sdk.includeHookEvents,
+		Version: Version, APIKeySource: control.APIKeySource(a.getenv),
 	}
 }
 
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\n' || b[0] == '\r' || b[0] == '\t') {
-		b = b[1:]
+// withInit shapes the session by what the SDK's initialize request carried.
+func withInit(opts session.Options, init *control.Init) (session.Options, error) {
+	if init.SystemPrompt != nil {
+		opts.SystemPrompt = *init.SystemPrompt
 	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
+	if init.AppendSystemPrompt != "" {
+		opts.AppendSystemPrompt = strings.TrimSpace(opts.AppendSystemPrompt + "\n\n" + init.AppendSystemPrompt)
 	}
-	return b
+	if len(init.Agents) > 0 {
+		merged, err := mergeAgents(opts.Agents, init.Agents)
+		if err != nil {
+			return opts, err
+		}
+		opts.Agents = merged
+	}
+	if len(init.JSONSchema) > 0 {
+		opts.SDK.JSONSchema = init.JSONSchema
+	}
+	opts.SDK.HookCallbacks, opts.SDK.CallHook = init.Hooks, init.CallHook
+	if init.Asker != nil {
+		opts.Asker = init.Asker
+	}
+	opts.MCP.Transports = init.SDKServers
+	// The SDK answers MCP servers' questions through its onElicitation callback (it declines
+	// when the program registered none).
+	opts.MCP.Elicit = init.Elicit
+	if init.MCPConfig != "" {
+		opts.MCP.Configs = append(opts.MCP.Configs, init.MCPConfig)
+	}
+	if init.Settings != "" {
+		opts.SettingsArgs = append(opts.SettingsArgs, init.Settings)
+	}
+	opts.SettingsFlags.DisallowedTools = append(opts.SettingsFlags.DisallowedTools, init.DisallowedTools...)
+	return opts, nil
+}
+
+// mergeAgents joins --agents JSON and initialize's agents; initialize's win by name.
+func mergeAgents(flag string, init json.RawMessage) (string, error) {
+	all := map[string]json.RawMessage{}
+	if flag != "" {
+		if err := json.Unmarshal([]byte(flag), &all); err != nil {
+			return "", usageError{fmt.Errorf("--agents is not a JSON object of agent definitions: %w", err)}
+		}
+	}
+	var extra map[string]json.RawMessage
+	if err := json.Unmarshal(init, &extra); err != nil {
+		return "", fmt.Errorf("initialize agents: %w", err)
+	}
+	for k, v := range extra {
+		all[k] = v
+	}
+	b, err := json.Marshal(all)
+	return string(b), err
+}
+
+// sdkOptions turns the Agent SDK's flags into session options.
+func (a *app) sdkOptions(cmd *cobra.Command, f *runFlags) (session.SDKOptions, error) {
+	s := &f.sdk
+	o := session.SDKOptions{
+		SettingSources: s.sources(), BuiltinTools: s.builtinTools(cmd), LimitTools: cmd.Flags().Changed("tools") && s.tools != "default",
+		MaxBudgetUSD: s.maxBudgetUSD, FallbackModel: s.fallbackModel, ResumeSessionAt: s.resumeSessionAt,
+		Effort: s.effort, ThinkingMode: s.thinking, MaxThinkingTokens: s.maxThinkingTokens,
+		SetupTrigger: s.setupTrigger(),
+	}
+	o.LimitSources = s.settingSourcesSet
+	if s.jsonSchema != "" {
+		var schema map[string]any
+		if err := json.Unmarshal([]byte(s.jsonSchema), &schema); err != nil {
+			return o, usageError{fmt.Errorf("--json-schema is not a JSON schema object: %w", err)}
+		}
+		o.JSONSchema = json.RawMessage(s.jsonSchema)
+	}
+	if s.resumeSessionAt != "" && f.resume == "" {
+		return o, usageError{fmt.Errorf("--resume-session-at needs --resume")}
+	}
+	return o, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -93,6 +94,8 @@ type app struct {
 	env         Env
 	getenv      func(string) string
 	interactive Interactive
+	// logger is the run's debug log (--debug, --debug-file); it discards by default.
+	logger *slog.Logger
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -108,7 +111,7 @@ results back until the work is done. Run "keel -p PROMPT" for one headless run, 
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.runRoot(cmd.Context(), f, args)
+			return a.runRoot(cmd.Context(), cmd, f, args)
 		},
 	}
 	root.SetVersionTemplate("{{.Version}} (keel)\n")

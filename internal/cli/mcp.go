@@ -43,6 +43,10 @@ func (f *mcpFlags) register(cmd *cobra.Command) {
 func (a *app) mcpOptions(f *mcpFlags) (session.MCPOptions, error) {
 	o := session.MCPOptions{Configs: f.configs, Strict: f.strict, ToolSearch: f.toolSearch, PermissionPromptTool: f.permissionPromptTool,
 		ClientSecret: a.getenv("MCP_CLIENT_SECRET")}
+	if f.permissionPromptTool == stdioPromptTool {
+		// Not an MCP tool: the Agent SDK's "ask me over the control protocol" (can_use_tool).
+		o.PermissionPromptTool = ""
+	}
 	switch f.toolSearch {
 	case "", "auto", "on", "off":
 	default:

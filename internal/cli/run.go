@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,10 +48,11 @@ type runFlags struct {
 	agent              string
 	forkSubagents      bool
 	noWait             bool
+	sdk                sdkFlags
 }
 
 // permissionModes are the values --permission-mode accepts.
-var permissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"}
+var permissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto"}
 
 func (f *runFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
@@ -84,6 +84,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.agent, "agent", "", "run the main thread as this agent: its prompt, tools, model, permission mode and initialPrompt")
 	fl.BoolVar(&f.forkSubagents, "fork-subagents", false, "an Agent call without subagent_type forks the caller (sharing its context and prompt cache)")
 	fl.BoolVar(&f.noWait, "no-wait", false, "with -p: exit without waiting for background agents")
+	f.sdk.register(cmd)
 	for _, alias := range [][2]string{{"allowed-tools", "allowedTools"}, {"disallowed-tools", "disallowedTools"}} {
 		fl.StringArrayVar(aliasTarget(f, alias[1]), alias[0], nil, "same as --"+alias[1])
 		_ = fl.MarkHidden(alias[0])
@@ -138,7 +139,10 @@ func (a *app) sessionOptions(f *runFlags) session.Options {
 	}
 }
 
-func (f *runFlags) validate() error {
+func (f *runFlags) validate(cmd *cobra.Command) error {
+	if err := f.sdk.validate(cmd); err != nil {
+		return err
+	}
 	if f.permissionMode != "" && !contains(permissionModes, f.permissionMode) {
 		return usageError{fmt.Errorf("--permission-mode %q is not one of %s", f.permissionMode, strings.Join(permissionModes, ", "))}
 	}
@@ -174,35 +178,37 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func (a *app) runRoot(ctx context.Context, f *runFlags, args []string) error {
-	if err := f.validate(); err != nil {
+// isHeadless says a run has no terminal UI: -p, stream-json input (the Agent SDK never
+// passes -p), or stream-json output with stdin not a terminal.
+func (a *app) isHeadless(f *runFlags) bool {
+	return f.print || f.inputFormat == "stream-json" || (f.outputFormat == "stream-json" && !isTerminal(a.std.In))
+}
+
+func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args []string) error {
+	if err := f.validate(cmd); err != nil {
 		return err
 	}
-	if !f.print {
-		return a.runInteractive(ctx, f, args)
-	}
-	out := &lockedWriter{w: a.std.Out}
-	var prompts func() (string, bool, error)
-	var asker permission.Asker
-	if f.inputFormat == "stream-json" {
-		c := newControl(a.std.In, out)
-		prompts, asker = c.nextPrompt, c
-	} else {
-		p, err := a.prompts(f, args)
-		if err != nil {
-			return err
-		}
-		prompts = p
-	}
-	cfg := a.connectConfig(ctx, f)
-	prov, model, err := connect.Open(cfg, a.getenv)
+	logger, closeLog, err := f.sdk.logger(a.std.Err)
 	if err != nil {
 		return err
 	}
-	opts := a.sessionOptions(f)
-	opts.Provider, opts.Model, opts.Asker, opts.Models = prov, model, asker, cfg.Models
-	opts.PlanModel = connect.PlanModel(cfg, a.getenv)
-	if opts.MCP, err = a.mcpOptions(&f.mcp); err != nil {
+	defer closeLog()
+	a.logger = logger
+	if f.sdk.initOnly {
+		return a.runInitOnly(ctx, cmd, f)
+	}
+	if !a.isHeadless(f) {
+		return a.runInteractive(ctx, f, args)
+	}
+	if f.inputFormat == "stream-json" {
+		return a.runControl(ctx, cmd, f)
+	}
+	prompts, err := a.prompts(f, args)
+	if err != nil {
+		return err
+	}
+	opts, err := a.headlessOptions(cmd, f)
+	if err != nil {
 		return err
 	}
 	sess, err := session.New(ctx, opts)
@@ -210,11 +216,51 @@ func (a *app) runRoot(ctx context.Context, f *runFlags, args []string) error {
 		return err
 	}
 	defer sess.Close()
-	r, err := render.New(f.outputFormat, out, f.verbose)
-	if err != nil {
+	var r render.Renderer
+	if f.outputFormat == "stream-json" {
+		r = render.NewStreamJSON(a.std.Out, a.streamOptions(f))
+		for _, n := range f.sdk.ignoredNotices(cmd) {
+			_ = r.Render(n)
+		}
+	} else if r, err = render.New(f.outputFormat, a.std.Out, f.verbose); err != nil {
 		return usageError{err}
 	}
 	return a.headless(ctx, sess, prompts, r, !f.noWait)
+}
+
+// runInitOnly runs the Setup and SessionStart hooks of a session and exits (--init-only).
+func (a *app) runInitOnly(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
+	opts, err := a.headlessOptions(cmd, f)
+	if err != nil {
+		return err
+	}
+	opts.NoPersistence = true
+	sess, err := session.New(ctx, opts)
+	if err != nil {
+		return err
+	}
+	return sess.Close()
+}
+
+// headlessOptions are the session options of a headless run: the flags, the provider and
+// the MCP servers.
+func (a *app) headlessOptions(cmd *cobra.Command, f *runFlags) (session.Options, error) {
+	cfg := a.connectConfig(cmd.Context(), f)
+	cfg.Logger = a.logger
+	prov, model, err := connect.Open(cfg, a.getenv)
+	if err != nil {
+		return session.Options{}, err
+	}
+	opts := a.sessionOptions(f)
+	opts.Provider, opts.Model, opts.Logger, opts.Models = prov, model, a.logger, cfg.Models
+	opts.PlanModel = connect.PlanModel(cfg, a.getenv)
+	if opts.MCP, err = a.mcpOptions(&f.mcp); err != nil {
+		return opts, err
+	}
+	if opts.SDK, err = a.sdkOptions(cmd, f); err != nil {
+		return opts, err
+	}
+	return opts, nil
 }
 
 // headless runs each prompt in turn and reports the last result through the exit code. With
@@ -290,27 +336,6 @@ func (a *app) prompts(f *runFlags, args []string) (func() (string, bool, error),
 		done = true
 		return prompt, true, nil
 	}, nil
-}
-
-func contentText(raw json.RawMessage) (string, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var blocks []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return "", fmt.Errorf("stdin: message content is neither a string nor blocks")
-	}
-	var parts []string
-	for _, b := range blocks {
-		if b.Type == "text" {
-			parts = append(parts, b.Text)
-		}
-	}
-	return strings.Join(parts, "\n"), nil
 }
 
 // splitToolList splits --allowedTools values into rules, as Claude Code does.

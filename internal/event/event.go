@@ -173,6 +173,34 @@ type TaskNotification struct {
 	Result    string
 }
 
+// Status reports a change of the session's state that a controlling program shows: the
+// permission mode after a switch.
+type Status struct {
+	Origin
+	PermissionMode string
+}
+
+// HookStarted says a hook began running for an event; HookResponse says how it ended.
+// HookID pairs the two.
+type HookStarted struct {
+	Origin
+	HookID string
+	Name   string // the command, or "callback ID" for a hook the controlling program answers
+	Event  string
+}
+
+// HookResponse is a hook's end: its output and how it went.
+type HookResponse struct {
+	Origin
+	HookID   string
+	Name     string
+	Event    string
+	Stdout   string
+	Stderr   string
+	ExitCode int
+	Outcome  string // success, error or cancelled
+}
+
 // Notice is something the user should read that is not part of the conversation: a warning
 // about configuration, a torn transcript tail skipped on resume, a hook's output.
 type Notice struct {
@@ -199,6 +227,11 @@ type Result struct {
 	// ModelUsage splits Usage and CostUSD by model, subagents and fork children included
 	// (the Agent SDK's result.modelUsage). Keyed by the model id the provider reported.
 	ModelUsage map[string]ModelUsage
+	// StructuredOutput is the final answer as JSON matching the session's output schema
+	// (--json-schema), when one was asked for and given.
+	StructuredOutput json.RawMessage
+	// UUID identifies the result line; empty means the renderer makes one up.
+	UUID string
 }
 
 // ModelUsage is what one model was used for during a Send.

@@ -9,7 +9,10 @@
 // skipped, with a notice, until the workspace is trusted.
 package hooks
 
-import "slices"
+import (
+	"path/filepath"
+	"slices"
+)
 
 // Event names a hook event, spelled as in settings files.
 type Event string
@@ -30,6 +33,23 @@ const (
 	PreCompact       Event = "PreCompact"
 	SessionEnd       Event = "SessionEnd"
 	Notification     Event = "Notification"
+
+	PostToolUseFailure  Event = "PostToolUseFailure"
+	StopFailure         Event = "StopFailure"
+	PostCompact         Event = "PostCompact"
+	PreModelSwitch      Event = "PreModelSwitch"
+	PostModelSwitch     Event = "PostModelSwitch"
+	PermissionRequest   Event = "PermissionRequest"
+	PermissionDenied    Event = "PermissionDenied"
+	Setup               Event = "Setup"
+	ConfigChange        Event = "ConfigChange"
+	InstructionsLoaded  Event = "InstructionsLoaded"
+	CwdChanged          Event = "CwdChanged"
+	FileChanged         Event = "FileChanged"
+	DirectoryAdded      Event = "DirectoryAdded"
+	UserPromptExpansion Event = "UserPromptExpansion"
+	MessageDisplay      Event = "MessageDisplay"
+
 	// Elicitation fires when an MCP server asks the user for input; a hook may answer it.
 	Elicitation Event = "Elicitation"
 	// ElicitationResult fires with the answer before it goes back to the server; a hook may
@@ -58,24 +78,51 @@ func byTrigger(in Input) string   { return in.Trigger }
 func byType(in Input) string      { return in.NotificationType }
 func byServer(in Input) string    { return in.MCPServerName }
 
+// byFileName matches FileChanged on the changed file's base name, as Claude Code does.
+func byFileName(in Input) string { return filepath.Base(byExtra("file_path")(in)) }
+
+// byExtra matches on an event-specific input field carried in [Input.Extra].
+func byExtra(key string) func(Input) string {
+	return func(in Input) string {
+		s, _ := in.Extra[key].(string)
+		return s
+	}
+}
+
 // eventTable is every event keel fires, one row each.
 var eventTable = map[Event]eventSpec{
-	SessionStart:      {matchOn: bySource, stdoutIsContext: true},
-	UserPromptSubmit:  {canBlock: true, stdoutIsContext: true},
-	PreToolUse:        {matchOn: byTool, canBlock: true},
-	PostToolUse:       {matchOn: byTool, canBlock: true},
-	PostToolBatch:     {canBlock: true},
-	Stop:              {canBlock: true, stopHook: true},
-	SubagentStart:     {matchOn: byAgentType, stdoutIsContext: true},
-	SubagentStop:      {matchOn: byAgentType, canBlock: true, stopHook: true},
-	TeammateIdle:      {canBlock: true},
-	WorktreeCreate:    {},
-	WorktreeRemove:    {},
-	PreCompact:        {matchOn: byTrigger},
-	SessionEnd:        {},
-	Notification:      {matchOn: byType},
-	Elicitation:       {matchOn: byServer, canBlock: true},
-	ElicitationResult: {matchOn: byServer, canBlock: true},
+	SessionStart:     {matchOn: bySource, stdoutIsContext: true},
+	UserPromptSubmit: {canBlock: true, stdoutIsContext: true},
+	PreToolUse:       {matchOn: byTool, canBlock: true},
+	PostToolUse:      {matchOn: byTool, canBlock: true},
+	PostToolBatch:    {canBlock: true},
+	Stop:             {canBlock: true, stopHook: true},
+	SubagentStart:    {matchOn: byAgentType, stdoutIsContext: true},
+	SubagentStop:     {matchOn: byAgentType, canBlock: true, stopHook: true},
+	TeammateIdle:     {canBlock: true},
+	WorktreeCreate:   {},
+	WorktreeRemove:   {},
+	PreCompact:       {matchOn: byTrigger},
+	SessionEnd:       {},
+	Notification:     {matchOn: byType},
+
+	PostToolUseFailure:  {matchOn: byTool},
+	StopFailure:         {matchOn: byExtra("error")},
+	PostCompact:         {matchOn: byTrigger},
+	PreModelSwitch:      {canBlock: true},
+	PostModelSwitch:     {},
+	PermissionRequest:   {matchOn: byTool, canBlock: true},
+	PermissionDenied:    {matchOn: byTool},
+	Setup:               {matchOn: byTrigger, stdoutIsContext: true},
+	ConfigChange:        {matchOn: bySource, canBlock: true},
+	InstructionsLoaded:  {matchOn: byExtra("load_reason")},
+	CwdChanged:          {},
+	FileChanged:         {matchOn: byFileName},
+	DirectoryAdded:      {},
+	UserPromptExpansion: {matchOn: byExtra("command_name"), canBlock: true},
+	MessageDisplay:      {},
+	Elicitation:         {matchOn: byServer, canBlock: true},
+	ElicitationResult:   {matchOn: byServer, canBlock: true},
 }
 
 // Events lists the events keel fires, sorted.

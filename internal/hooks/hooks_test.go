@@ -443,13 +443,13 @@ func TestNewProblems(t *testing.T) {
 	bad := userHook("PreToolUse", "(?!Bash)", 0, "x")
 	prompt := userHook("Stop", "", 0, "x")
 	prompt.Hooks[0].Type = "prompt"
-	_, problems := New(Config{Hooks: []settings.HookGroup{userHook("Setup", "", 0, "x"), bad, prompt}})
+	_, problems := New(Config{Hooks: []settings.HookGroup{userHook("PreTooluse", "", 0, "x"), bad, prompt}})
 	var got []string
 	for _, p := range problems {
 		got = append(got, p.Error())
 	}
 	want := []string{
-		"user.json:1: hooks.Setup: keel does not fire this event, so its hooks never run (events: " + eventList() + ")",
+		"user.json:1: hooks.PreTooluse: keel does not fire this event, so its hooks never run (events: " + eventList() + ")",
 		"user.json:1: hooks.PreToolUse: matcher \"(?!Bash)\" is not a valid regular expression (error parsing regexp: invalid or unsupported Perl syntax: `(?!`); its hooks never run",
 		"user.json:2: hooks.Stop: hook type \"prompt\" is not supported (only \"command\"); skipped",
 	}

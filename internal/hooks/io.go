@@ -106,6 +106,21 @@ type output struct {
 		// Elicitation and ElicitationResult: the answer for the MCP server.
 		Action  string          `json:"action"`
 		Content json.RawMessage `json:"content"`
+		// Decision is PermissionRequest's answer to the permission question.
+		Decision *struct {
+			Behavior           string          `json:"behavior"`
+			UpdatedInput       json.RawMessage `json:"updatedInput"`
+			UpdatedPermissions json.RawMessage `json:"updatedPermissions"`
+			Message            string          `json:"message"`
+			Interrupt          bool            `json:"interrupt"`
+		} `json:"decision"`
+		// Retry is PermissionDenied's: tell the model it may try the call again.
+		Retry bool `json:"retry"`
+		// DisplayContent is MessageDisplay's: the text to show instead of the message's.
+		DisplayContent *string `json:"displayContent"`
+		// WatchPaths (SessionStart, CwdChanged, FileChanged) are files to watch: a change
+		// to one fires FileChanged.
+		WatchPaths []string `json:"watchPaths"`
 	} `json:"hookSpecificOutput"`
 }
 
@@ -165,7 +180,7 @@ func (r *Result) interpret(ev Event) {
 	}
 	if h := out.HookSpecificOutput; h != nil {
 		switch h.PermissionDecision {
-		case "":
+		case "", "defer":
 		case "allow":
 			r.Decision = max(r.Decision, DecisionAllow)
 		case "ask":
@@ -194,6 +209,25 @@ func (r *Result) interpret(ev Event) {
 			}
 		default:
 			r.Warning = fmt.Sprintf(`action %q is not one of accept, decline, cancel; ignored`, h.Action)
+		}
+		r.Retry = h.Retry
+		r.DisplayContent = h.DisplayContent
+		r.WatchPaths = h.WatchPaths
+		if d := h.Decision; d != nil {
+			switch d.Behavior {
+			case "allow":
+				r.Decision = max(r.Decision, DecisionAllow)
+				if d.UpdatedInput != nil {
+					r.UpdatedInput = d.UpdatedInput
+				}
+				r.UpdatedPermissions = d.UpdatedPermissions
+			case "deny":
+				r.Decision = DecisionBlock
+				r.Reason = d.Message
+				r.Interrupt = d.Interrupt
+			default:
+				r.Warning = fmt.Sprintf(`decision.behavior %q is not one of allow, deny; ignored`, d.Behavior)
+			}
 		}
 	}
 }

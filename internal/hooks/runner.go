@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/keel-dev/keel/internal/settings"
@@ -35,6 +36,14 @@ type Config struct {
 	// OnAsync receives the result of each async hook when it finishes; may be nil. It is
 	// called from the hook's goroutine.
 	OnAsync func(Event, Result)
+	// Callbacks are hook groups answered by Call instead of by commands (an Agent SDK's hook
+	// callbacks); they count as trusted, and their answers read like a command's stdout.
+	Callbacks []Callback
+	Call      CallFunc
+	// OnRun, if set, is told when each hook starts (done false) and finishes (done true), for
+	// frontends that show hook activity; id pairs the two calls. It is called from the hooks'
+	// goroutines.
+	OnRun func(id string, ev Event, res Result, done bool)
 	// Logger may be nil.
 	Logger *slog.Logger
 }
@@ -44,6 +53,8 @@ type Runner struct {
 	cfg    Config
 	groups []group
 	async  sync.WaitGroup
+	// runs numbers hook runs, for OnRun's ids.
+	runs atomic.Int64
 
 	// mu guards onceDone.
 	mu       sync.Mutex
@@ -51,10 +62,11 @@ type Runner struct {
 }
 
 type group struct {
-	event   Event
-	matcher matcher
-	hooks   []settings.HookCommand
-	from    settings.Origin
+	event     Event
+	matcher   matcher
+	hooks     []settings.HookCommand
+	callbacks []settings.HookCommand // Type "callback", Command the callback id
+	from      settings.Origin
 }
 
 // New compiles cfg's hook groups. The problems are warnings for groups that can never run:
@@ -90,6 +102,24 @@ func New(cfg Config) (*Runner, []settings.Problem) {
 				continue
 			}
 			cg.hooks = append(cg.hooks, h)
+		}
+		r.groups = append(r.groups, cg)
+	}
+	for _, cb := range cfg.Callbacks {
+		from := settings.Origin{Scope: settings.ScopeCLI, Path: "initialize"}
+		ev := Event(cb.Event)
+		if _, ok := eventTable[ev]; !ok {
+			warn(from, "hooks.%s: keel does not fire this event, so its callbacks never run (events: %s)", cb.Event, eventList())
+			continue
+		}
+		m, err := compileMatcher(cb.Matcher)
+		if err != nil {
+			warn(from, "hooks.%s: matcher %q is not a valid regular expression (%v); its callbacks never run", cb.Event, cb.Matcher, err)
+			continue
+		}
+		cg := group{event: ev, matcher: m, from: from}
+		for _, id := range cb.IDs {
+			cg.callbacks = append(cg.callbacks, settings.HookCommand{Type: "callback", Command: id, Timeout: cb.Timeout, From: from})
 		}
 		r.groups = append(r.groups, cg)
 	}
@@ -130,6 +160,16 @@ type Result struct {
 	// Action and Content answer an Elicitation (or replace an ElicitationResult's answer).
 	Action  string
 	Content json.RawMessage
+	// UpdatedPermissions are a PermissionRequest allow's permission updates (the Agent SDK's
+	// PermissionUpdate objects, as sent); Interrupt is a deny's request to stop the turn.
+	UpdatedPermissions json.RawMessage
+	Interrupt          bool
+	// Retry is a PermissionDenied hook's: the model may try the call again.
+	Retry bool
+	// DisplayContent is a MessageDisplay hook's replacement text, nil when none.
+	DisplayContent *string
+	// WatchPaths are files the hook asks to be told about (FileChanged).
+	WatchPaths []string
 }
 
 // Outcome is the folded answer of one event's hooks.
@@ -152,6 +192,15 @@ type Outcome struct {
 	// settings order; Action is empty when no hook answered. A block (exit 2) is a decline.
 	Action  string
 	Content json.RawMessage
+	// UpdatedPermissions is the first PermissionRequest allow's permission updates; Interrupt
+	// says a deny asked to stop the turn; Retry that a PermissionDenied hook allows a retry.
+	UpdatedPermissions json.RawMessage
+	Interrupt          bool
+	Retry              bool
+	// DisplayContent is the first MessageDisplay replacement, in settings order.
+	DisplayContent *string
+	// WatchPaths joins every hook's files to watch.
+	WatchPaths []string
 	// Results holds every hook that ran, in settings order, for the UI.
 	Results []Result
 	// Notices are for the user: hooks skipped (untrusted workspace), async hooks started.
@@ -194,7 +243,7 @@ func (r *Runner) Run(ctx context.Context, ev Event, in Input) Outcome {
 	for _, p := range async {
 		out.Notices = append(out.Notices, fmt.Sprintf("async hook %q started", p.cmd.Command))
 		r.async.Go(func() {
-			res := r.exec(context.WithoutCancel(ctx), p, stdin)
+			res := r.exec(context.WithoutCancel(ctx), ev, in, p, stdin)
 			res.interpret(ev)
 			r.cfg.Logger.Info("async hook finished", "event", ev, "command", p.cmd.Command, "exit", res.ExitCode, "dur", res.Duration)
 			if r.cfg.OnAsync != nil {
@@ -206,7 +255,7 @@ func (r *Runner) Run(ctx context.Context, ev Event, in Input) Outcome {
 	var wg sync.WaitGroup
 	for i, p := range sync_ {
 		wg.Go(func() {
-			res := r.exec(ctx, p, stdin)
+			res := r.exec(ctx, ev, in, p, stdin)
 			res.interpret(ev)
 			out.Results[i] = res // by index: order never depends on completion
 		})
@@ -224,6 +273,12 @@ func (r *Runner) plan(ev Event, spec eventSpec, in Input, out *Outcome) []planne
 	for _, g := range r.groups {
 		if g.event != ev || (spec.matchOn != nil && !g.matcher.match(spec.matchOn(in))) {
 			continue
+		}
+		for _, h := range g.callbacks {
+			if !seen["\x00callback "+h.Command] && r.cfg.Call != nil {
+				seen["\x00callback "+h.Command] = true
+				plan = append(plan, planned{cmd: h, from: h.From})
+			}
 		}
 		for _, h := range g.hooks {
 			if seen[h.Command] {
@@ -273,10 +328,25 @@ func (r *Runner) Has(ev Event) bool {
 // Wait blocks until every async hook started so far has finished.
 func (r *Runner) Wait() { r.async.Wait() }
 
-func (r *Runner) exec(ctx context.Context, p planned, stdin []byte) Result {
+func (r *Runner) exec(ctx context.Context, ev Event, in Input, p planned, stdin []byte) Result {
 	timeout := r.cfg.DefaultTimeout
 	if p.cmd.Timeout > 0 {
 		timeout = time.Duration(p.cmd.Timeout * float64(time.Second))
+	}
+	id := fmt.Sprintf("hook-%d", r.runs.Add(1))
+	if r.cfg.OnRun != nil {
+		name := p.cmd.Command
+		if p.cmd.Type == "callback" {
+			name = "callback " + name
+		}
+		r.cfg.OnRun(id, ev, Result{Command: name, From: p.from}, false)
+	}
+	if p.cmd.Type == "callback" {
+		res := r.callback(ctx, p, in.ToolUseID, stdin, timeout)
+		if r.cfg.OnRun != nil {
+			r.cfg.OnRun(id, ev, res, true)
+		}
+		return res
 	}
 	env := r.cfg.Environ
 	if env == nil {
@@ -286,6 +356,9 @@ func (r *Runner) exec(ctx context.Context, p planned, stdin []byte) Result {
 		"KEEL_PROJECT_DIR="+r.cfg.ProjectDir, "CLAUDE_PROJECT_DIR="+r.cfg.ProjectDir)
 	res := runCommand(ctx, p.cmd.Command, r.cfg.ProjectDir, env, stdin, timeout)
 	res.From = p.from
+	if r.cfg.OnRun != nil {
+		r.cfg.OnRun(id, ev, res, true)
+	}
 	return res
 }
 
@@ -318,6 +391,15 @@ func (o *Outcome) fold() {
 		if r.Action != "" && o.Action == "" {
 			o.Action, o.Content = r.Action, r.Content
 		}
+		if r.UpdatedPermissions != nil && o.UpdatedPermissions == nil && o.Decision == DecisionAllow {
+			o.UpdatedPermissions = r.UpdatedPermissions
+		}
+		o.Interrupt = o.Interrupt || (r.Interrupt && o.Decision == DecisionBlock)
+		o.Retry = o.Retry || r.Retry
+		if o.DisplayContent == nil {
+			o.DisplayContent = r.DisplayContent
+		}
+		o.WatchPaths = append(o.WatchPaths, r.WatchPaths...)
 	}
 	o.Reason = strings.Join(reasons, "\n")
 }

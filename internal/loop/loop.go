@@ -99,6 +99,10 @@ type Agent struct {
 	Logger  *slog.Logger
 	// AfterTurn, if set, is called with the request of every completed turn.
 	AfterTurn func(req *provider.Request, sys System, reply message.Message)
+	// Check, if set, is asked before every request but the first whether the run is over
+	// before the model is asked again: a structured answer was given, the budget is spent.
+	// It may set out.Text; subtype is how the run ended.
+	Check func(out *Outcome) (subtype string, stop bool)
 
 	// mu guards saved.
 	mu    sync.Mutex
@@ -133,6 +137,8 @@ type Outcome struct {
 	Text    string
 
 	lastUsage message.Usage
+	// pending is the reply streamed last, announced when it is appended.
+	pending *event.AssistantMessage
 }
 
 // ErrInterrupted is the cause of a context cancelled by the user.
@@ -159,6 +165,12 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 			out.Subtype = "error_max_turns"
 			return out, nil
 		}
+		if out.Turns > 0 && a.Check != nil {
+			if subtype, stop := a.Check(out); stop {
+				out.Subtype = subtype
+				return out, nil
+			}
+		}
 		if err := a.absorb(ctx, out); err != nil {
 			return a.fail(out, err)
 		}
@@ -171,10 +183,11 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 			lastInput = 0
 		}
 		req, sys := a.assemble(ctx, out.Messages)
-		reply, invalid, err := a.stream(ctx, req, sys, out)
+		done, invalid, err := a.stream(ctx, req, sys, out)
 		if err != nil {
 			return a.fail(out, err)
 		}
+		reply := done.Message
 		out.Turns++
 		lastInput = out.lastUsage.TotalInput()
 		if err := a.appendMessage(ctx, out, reply); err != nil {
@@ -259,8 +272,15 @@ func (a *Agent) appendMessage(ctx context.Context, out *Outcome, m message.Messa
 	if err != nil {
 		return fmt.Errorf("record message: %w", err)
 	}
-	if m.Role == message.RoleUser {
+	switch {
+	case m.Role == message.RoleUser:
 		a.Sink.Emit(event.UserMessage{Origin: a.Origin, UUID: uuid, Message: m})
+	case out.pending != nil:
+		// The reply is announced once recorded, so its event carries its transcript id.
+		done := *out.pending
+		out.pending = nil
+		done.UUID = uuid
+		a.Sink.Emit(done)
 	}
 	return nil
 }

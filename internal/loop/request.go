@@ -75,9 +75,10 @@ func Merge(history []message.Message) []message.Message {
 	return out
 }
 
-// stream sends req and assembles the reply, emitting deltas as they arrive. A retried attempt
-// discards what the failed one streamed; an interrupted stream leaves nothing behind.
-func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, out *Outcome) (message.Message, map[string]string, error) {
+// stream sends req and assembles the reply, emitting deltas as they arrive; the reply's own
+// event waits in out until the reply is appended (and has its transcript id). A retried
+// attempt discards what the failed one streamed; an interrupted stream leaves nothing behind.
+func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, out *Outcome) (event.AssistantMessage, map[string]string, error) {
 	if a.Watch != nil {
 		a.emitBreaks(a.Watch.BeforeSend(req, sys.Names))
 	}
@@ -86,9 +87,9 @@ func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, o
 	for ev, err := range a.Provider.Stream(ctx, req) {
 		if err != nil {
 			if ctx.Err() != nil {
-				return message.Message{}, nil, context.Cause(ctx)
+				return event.AssistantMessage{}, nil, context.Cause(ctx)
 			}
-			return message.Message{}, nil, fmt.Errorf("model request: %w", err)
+			return event.AssistantMessage{}, nil, fmt.Errorf("model request: %w", err)
 		}
 		switch ev := ev.(type) {
 		case provider.TextDelta:
@@ -111,15 +112,16 @@ func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, o
 			if a.Watch != nil {
 				a.emitBreaks(a.Watch.AfterResponse(ev.Usage))
 			}
-			a.emit(event.AssistantMessage{Origin: a.Origin, Message: reply, StopReason: ev.StopReason,
-				Usage: ev.Usage, Model: ev.Model, RequestID: ev.RequestID})
-			return reply, invalid, nil
+			done := event.AssistantMessage{Origin: a.Origin, Message: reply, StopReason: ev.StopReason,
+				Usage: ev.Usage, Model: ev.Model, RequestID: ev.RequestID}
+			out.pending = &done
+			return done, invalid, nil
 		}
 	}
 	if ctx.Err() != nil {
-		return message.Message{}, nil, context.Cause(ctx)
+		return event.AssistantMessage{}, nil, context.Cause(ctx)
 	}
-	return message.Message{}, nil, fmt.Errorf("model request: stream ended without a message")
+	return event.AssistantMessage{}, nil, fmt.Errorf("model request: stream ended without a message")
 }
 
 func (a *Agent) emit(e event.Event) {

@@ -41,6 +41,9 @@ type Options struct {
 	Servers []ServerConfig
 	// InProcess holds Go SDK servers run in this process, by name (type "sdk" in keel's terms).
 	InProcess map[string]*mcp.Server
+	// Transports holds servers reached through the program driving keel (the Agent SDK's
+	// in-process servers, over a [ControlTransport]), by name; also type "sdk".
+	Transports map[string]mcp.Transport
 	// Environ is the base environment of stdio servers (os.Environ() at the CLI), and Dir their
 	// working directory.
 	Environ []string
@@ -162,6 +165,12 @@ func New(opts Options) *Manager {
 		m.conns = append(m.conns, newConn(m, cfg))
 	}
 	for name := range opts.InProcess {
+		if !names[name] {
+			names[name] = true
+			m.conns = append(m.conns, newConn(m, ServerConfig{Name: name, Type: TypeSDK, Scope: ScopeCLI}))
+		}
+	}
+	for name := range opts.Transports {
 		if !names[name] {
 			m.conns = append(m.conns, newConn(m, ServerConfig{Name: name, Type: TypeSDK, Scope: ScopeCLI}))
 		}

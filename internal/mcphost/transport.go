@@ -24,6 +24,9 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 				c.m.mu.Unlock()
 			}}, nil
 	case TypeSDK:
+		if t := c.m.opts.Transports[c.cfg.Name]; t != nil {
+			return t, nil
+		}
 		srv := c.m.opts.InProcess[c.cfg.Name]
 		if srv == nil {
 			return nil, fmt.Errorf("no in-process server called %s", c.cfg.Name)

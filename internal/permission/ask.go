@@ -2,6 +2,7 @@ package permission
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -51,6 +52,14 @@ type Answer struct {
 	// asker's business.
 	Updates []Rule
 	Reason  string
+	// Permissions are further changes an allow asks for (the Agent SDK's
+	// updatedPermissions: rules of any behavior, a mode, directories); the
+	// checker applies them like Updates.
+	Permissions []Update
+	// UpdatedInput, when set on an allow, replaces the call's input.
+	UpdatedInput json.RawMessage
+	// Interrupt, on a deny, asks to stop the whole turn, not only this call.
+	Interrupt bool
 }
 
 // AllowOnce allows this call only.

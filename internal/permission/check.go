@@ -2,6 +2,7 @@ package permission
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -59,6 +60,10 @@ type Decision struct {
 	Suggestions []Rule
 	// Asked is set when an [Asker] answered.
 	Asked bool
+	// UpdatedInput replaces the call's input when the answer changed it;
+	// Interrupt says a deny asked to stop the turn.
+	UpdatedInput json.RawMessage
+	Interrupt    bool
 }
 
 // Config builds a [Checker].
@@ -71,17 +76,20 @@ type Config struct {
 	// Home anchors ~/ path rules; with it empty they match nothing.
 	Home   string
 	Logger *slog.Logger
+	// Classifier judges the calls auto mode would ask about; nil asks them (auto.go).
+	Classifier Classifier
 }
 
 // Checker decides tool calls for one agent. It is safe for concurrent use:
 // a tool batch checks several calls at once, and "always allow" answers add
 // rules under its lock.
 type Checker struct {
-	asker   Asker
-	agent   AgentInfo
-	home    string
-	logger  *slog.Logger
-	denials *Denials
+	asker      Asker
+	classifier Classifier
+	agent      AgentInfo
+	home       string
+	logger     *slog.Logger
+	denials    *Denials
 
 	// mu guards policy.
 	mu     sync.Mutex
@@ -90,7 +98,7 @@ type Checker struct {
 
 // New builds a checker. The policy is copied.
 func New(cfg Config) *Checker {
-	c := &Checker{asker: cfg.Asker, agent: cfg.Agent, home: cfg.Home, logger: cfg.Logger, denials: &Denials{}}
+	c := &Checker{asker: cfg.Asker, classifier: cfg.Classifier, agent: cfg.Agent, home: cfg.Home, logger: cfg.Logger, denials: &Denials{}}
 	if c.asker == nil {
 		c.asker = Headless{}
 	}
@@ -139,11 +147,12 @@ func (c *Checker) Child(child Policy, agent AgentInfo, asker Asker) *Checker {
 		asker = c.asker
 	}
 	return New(Config{
-		Policy: Intersect(c.Policy(), child),
-		Asker:  asker,
-		Agent:  agent,
-		Home:   c.home,
-		Logger: c.logger,
+		Policy:     Intersect(c.Policy(), child),
+		Asker:      asker,
+		Agent:      agent,
+		Home:       c.home,
+		Logger:     c.logger,
+		Classifier: c.classifier,
 	})
 }
 
@@ -152,7 +161,11 @@ func (c *Checker) Child(child Policy, agent AgentInfo, asker Asker) *Checker {
 func (c *Checker) Check(ctx context.Context, req Request) Decision {
 	d := c.Evaluate(req)
 	if d.Behavior == Ask {
-		d = c.ask(ctx, req, d)
+		if v, ok := c.classify(ctx, req, d); ok {
+			d = v
+		} else {
+			d = c.ask(ctx, req, d)
+		}
 	}
 	c.denials.Record(d.Behavior)
 	c.logger.Debug("permission decided", "tool", req.Tool, "behavior", d.Behavior.String(), "reason", d.Reason)
@@ -171,10 +184,13 @@ func (c *Checker) ask(ctx context.Context, req Request, d Decision) Decision {
 		if reason == "" {
 			reason = "the user denied this call"
 		}
-		return Decision{Behavior: Deny, Reason: reason, Suggestions: d.Suggestions, Asked: true}
+		return Decision{Behavior: Deny, Reason: reason, Suggestions: d.Suggestions, Asked: true, Interrupt: ans.Interrupt}
 	}
 	c.addRules(ans.Updates)
-	return Decision{Behavior: Allow, Reason: "allowed when asked", Asked: true}
+	if err := c.Apply(ans.Permissions); err != nil {
+		c.logger.Warn("permission updates of an answer not applied", "tool", req.Tool, "err", err)
+	}
+	return Decision{Behavior: Allow, Reason: "allowed when asked", Asked: true, UpdatedInput: ans.UpdatedInput}
 }
 
 // addRules applies "always" answers to this policy and its ceilings: the

@@ -31,7 +31,7 @@ const (
 )
 
 // Modes lists every valid mode in the order error messages show them.
-var Modes = []Mode{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk, ModeBypassPermissions, ModeBubble}
+var Modes = []Mode{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk, ModeBypassPermissions, ModeAuto, ModeBubble}
 
 // ParseMode checks s against the valid modes. The empty string is
 // [ModeDefault].
@@ -54,7 +54,8 @@ func ParseMode(s string) (Mode, error) {
 // effective is the mode whose semantics apply: bubble changes where asks
 // go, not what is decided, so it decides like default.
 func (m Mode) effective() Mode {
-	if m == ModeBubble || m == "" {
+	if m == ModeBubble || m == ModeAuto || m == "" {
+		// auto decides like default; its classifier then settles what default would ask.
 		return ModeDefault
 	}
 	return m

@@ -114,7 +114,7 @@ func TestParseMode(t *testing.T) {
 		}
 	}
 	_, err := ParseMode("yolo")
-	want := `permission mode "yolo" is not one of default, acceptEdits, plan, dontAsk, bypassPermissions, bubble`
+	want := `permission mode "yolo" is not one of default, acceptEdits, plan, dontAsk, bypassPermissions, auto, bubble`
 	if err == nil || err.Error() != want {
 		t.Errorf("ParseMode(yolo) error = %v; want %q", err, want)
 	}

@@ -32,7 +32,7 @@ func New(format string, w io.Writer, verbose bool) (Renderer, error) {
 	case "json":
 		return &jsonRenderer{w: w}, nil
 	case "stream-json":
-		return newStreamJSON(w), nil
+		return NewStreamJSON(w, StreamOptions{}), nil
 	}
 	return nil, fmt.Errorf("output format %q is not one of text, json, stream-json", format)
 }

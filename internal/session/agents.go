@@ -55,7 +55,14 @@ func (s *Session) emitAgent(e event.Event) {
 // is open, so subagent transcripts and notifications live beside it, and after restore, so
 // notifications that a crashed process already delivered are dropped, not sent twice.
 func (s *Session) buildAgents(ctx context.Context) {
-	set, err := agentdef.Load(ctx, agentdef.Options{ProjectDir: s.projectDir, HomeDir: userHome(), KeelHome: s.opts.Home, CLIAgents: s.opts.Agents, Logger: s.logger})
+	projectDir, home, keelHome := s.projectDir, userHome(), s.opts.Home
+	if !s.sourceAllowed("project") {
+		projectDir = ""
+	}
+	if !s.sourceAllowed("user") {
+		home, keelHome = "", ""
+	}
+	set, err := agentdef.Load(ctx, agentdef.Options{ProjectDir: projectDir, HomeDir: home, KeelHome: keelHome, CLIAgents: s.opts.Agents, Logger: s.logger})
 	if err != nil {
 		set = agentdef.NewSet(agentdef.Builtins())
 	}

@@ -96,6 +96,7 @@ func (c *compactor) Compact(ctx context.Context, history []message.Message, trig
 	c.sink.compacted(uuid)
 	before := usage.TotalInput()
 	c.sink.Emit(event.Compacted{Trigger: trigger, TokensBefore: before})
+	s.postCompact(ctx, trigger, summary)
 	s.prompt.Clear()
 	s.hooks.Run(ctx, hooks.SessionStart, s.hookInput(s.Cwd(), hooks.Input{Source: "compact"}))
 	compacted := []message.Message{summaryMessage(summary)}
@@ -199,6 +200,12 @@ func (s *Session) builtinCommand(ctx context.Context, prompt string, sink *chanS
 		s.history, s.uuids = compacted, sink.uuids
 		s.mu.Unlock()
 		return true, c.ledger, nil
+	case "/add-dir":
+		dir, err := s.addDirectory(ctx, strings.TrimSpace(args))
+		if err == nil {
+			sink.Emit(event.Notice{Level: "info", Text: "added " + dir + " to the working directories"})
+		}
+		return true, cost.Ledger{}, err
 	case "/clear":
 		s.mu.Lock()
 		s.history, s.uuids = nil, nil

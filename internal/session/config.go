@@ -42,6 +42,7 @@ func (s *Session) loadSettings() {
 		ManagedPath:  s.opts.ManagedSettingsPath,
 		Flags:        s.opts.SettingsFlags,
 		SettingsArgs: s.opts.SettingsArgs,
+		FileScopes:   s.fileScopes(),
 	})
 	s.settings = st
 	for _, p := range st.Problems {
@@ -117,6 +118,9 @@ func (s *Session) buildHooks() {
 		DisableAll: s.settings.DisableAllHooks.V,
 		ProjectDir: s.projectDir,
 		Trusted:    trusted,
+		Callbacks:  s.opts.SDK.HookCallbacks,
+		Call:       s.opts.SDK.CallHook,
+		OnRun:      s.hookEvents,
 		Logger:     s.logger,
 	})
 	s.hooks = runner
@@ -140,6 +144,9 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 		for _, w := range mem.Warnings() {
 			s.notices = append(s.notices, event.Notice{Level: "warn", Text: w.String()})
 		}
+		if !s.opts.Offline {
+			s.instructionsLoaded(ctx, s.memoryAllowed(mem.Files()), "session_start")
+		}
 	}
 	s.prompt = prompt.New(prompt.Options{
 		SystemPrompt:       s.opts.SystemPrompt,
@@ -148,7 +155,7 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 			if s.memory == nil {
 				return nil
 			}
-			return s.memory.Files()
+			return s.memoryAllowed(s.memory.Files())
 		},
 		Environment: env,
 	})

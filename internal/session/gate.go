@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/keel-dev/keel/internal/event"
@@ -24,9 +25,11 @@ type gate struct {
 		Run(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome
 	}
 
-	// mu guards denials.
+	// mu guards denials and context.
 	mu      sync.Mutex
 	denials []event.PermissionDenied
+	// context is what PreToolUse hooks added for a call, by tool_use id, for its result.
+	context map[string][]string
 }
 
 var _ tool.Gate = (*gate)(nil)
@@ -46,6 +49,14 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 	}
 	if out.UpdatedInput != nil {
 		call.Input = out.UpdatedInput
+	}
+	if len(out.AdditionalContext) > 0 {
+		g.mu.Lock()
+		if g.context == nil {
+			g.context = map[string][]string{}
+		}
+		g.context[call.ID] = out.AdditionalContext
+		g.mu.Unlock()
 	}
 	req := permissionRequest(t, call.Input, env.State.Cwd)
 	req.ToolUseID = call.ID
@@ -68,8 +79,24 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		d = g.checker.Check(ctx, req)
 	}
 	if d.Behavior != permission.Allow {
+		if d.Interrupt && env.AgentID == "" {
+			g.s.sdk.interrupt()
+		}
 		g.deny(call, d.Reason)
-		return tool.Errorf("Permission to use %s was denied. %s", call.Name, d.Reason), false
+		msg := fmt.Sprintf("Permission to use %s was denied. %s", call.Name, d.Reason)
+		if g.permissionDenied(ctx, env, call, d.Reason) {
+			msg += " You may try this call again."
+		}
+		return tool.Errorf("%s", msg), false
+	}
+	if d.UpdatedInput != nil {
+		// Whoever approved the call rewrote it; the new input must still fit the tool.
+		if err := g.s.validator.Validate(t, d.UpdatedInput); err != nil {
+			g.deny(call, err.Error())
+			return tool.Errorf("InputValidationError: the approved input of %s does not match its schema: %v", call.Name, err), false
+		}
+		call.Input = d.UpdatedInput
+		req = permissionRequest(t, call.Input, env.State.Cwd)
 	}
 	if call.Name == "WebFetch" {
 		// Only a rule naming the host lets WebFetch reach a private address (not a mode,
@@ -100,12 +127,24 @@ func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.
 	if (call.Name == "Bash" || tool.IsMCP(call.Name)) && !t.ReadOnly(call.Input) && !res.IsError {
 		g.s.noteUnrecoverable(call.Name, string(call.Input))
 	}
-	response, _ := json.Marshal(resultForHook(*res))
-	out := g.runHooks(ctx, hooks.PostToolUse, g.s.hookInput(env.State.Cwd, hooks.Input{
-		ToolName: call.Name, ToolInput: call.Input, ToolResponse: response, ToolUseID: call.ID, AgentID: env.AgentID,
-	}))
+	var out hooks.Outcome
+	if res.IsError {
+		// A failed call has its own event; PostToolUse is for calls that worked.
+		out = g.runHooks(ctx, hooks.PostToolUseFailure, g.s.hookInput(env.State.Cwd, hooks.Input{
+			ToolName: call.Name, ToolInput: call.Input, ToolUseID: call.ID, AgentID: env.AgentID,
+			Extra: map[string]any{"error": res.ResultText(), "is_interrupt": ctx.Err() != nil},
+		}))
+	} else {
+		response, _ := json.Marshal(resultForHook(*res))
+		out = g.runHooks(ctx, hooks.PostToolUse, g.s.hookInput(env.State.Cwd, hooks.Input{
+			ToolName: call.Name, ToolInput: call.Input, ToolResponse: response, ToolUseID: call.ID, AgentID: env.AgentID,
+		}))
+	}
 	g.notify(out)
-	extra := out.AdditionalContext
+	g.mu.Lock()
+	extra := append(g.context[call.ID], out.AdditionalContext...)
+	delete(g.context, call.ID)
+	g.mu.Unlock()
 	if out.Decision == hooks.DecisionBlock && out.Reason != "" {
 		extra = append(extra, out.Reason)
 	}
@@ -114,6 +153,17 @@ func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.
 	}
 	// After the hooks: a PostToolUse formatter may have changed the file again.
 	g.s.lspAfter(ctx, env, t, call, res, g.emit)
+}
+
+// permissionDenied runs the PermissionDenied hooks for a call the permission check refused;
+// it reports whether a hook lets the model retry.
+func (g *gate) permissionDenied(ctx context.Context, env *tool.Env, call *tool.Call, reason string) bool {
+	out := g.runHooks(ctx, hooks.PermissionDenied, g.s.hookInput(env.State.Cwd, hooks.Input{
+		ToolName: call.Name, ToolInput: call.Input, ToolUseID: call.ID, AgentID: env.AgentID,
+		Extra: map[string]any{"reason": reason},
+	}))
+	g.notify(out)
+	return out.Retry
 }
 
 func (g *gate) runHooks(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -79,11 +80,13 @@ func userHome() string {
 
 // startHooks runs the SessionStart hooks; what they add joins the first prompt.
 func (s *Session) startHooks(ctx context.Context, source string) {
+	s.setupHooks(ctx, s.opts.SDK.SetupTrigger)
 	out := s.hooks.Run(ctx, hooks.SessionStart, s.hookInput(s.opts.Cwd, hooks.Input{Source: source}))
 	for _, n := range out.Notices {
 		s.notices = append(s.notices, event.Notice{Level: "info", Text: n})
 	}
 	s.startContext = append(s.startContext, out.AdditionalContext...)
+	s.watchFiles(out.WatchPaths)
 }
 
 // notifyingAsker runs the Notification hooks before a permission question is put, so a user
@@ -94,8 +97,48 @@ type notifyingAsker struct {
 }
 
 func (a notifyingAsker) Ask(ctx context.Context, r permission.AskRequest) (permission.Answer, error) {
+	if ans, ok := a.s.permissionRequest(ctx, r); ok {
+		return ans, nil
+	}
 	a.s.hooks.Run(ctx, hooks.Notification, a.s.hookInput(a.s.Cwd(), hooks.Input{
 		Message: "keel needs your permission to use " + r.Request.Tool, NotificationType: "permission_prompt",
 	}))
 	return a.inner.Ask(ctx, r)
+}
+
+// permissionRequest runs the PermissionRequest hooks before a question is put: a hook may
+// answer it (allow, with a rewritten input and permission updates, or deny). ok is false
+// when no hook decided.
+func (s *Session) permissionRequest(ctx context.Context, r permission.AskRequest) (permission.Answer, bool) {
+	input := r.Request.Input
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	out := s.hooks.Run(ctx, hooks.PermissionRequest, s.hookInput(s.Cwd(), hooks.Input{
+		ToolName: r.Request.Tool, ToolInput: input, ToolUseID: r.Request.ToolUseID,
+		Extra: map[string]any{"permission_suggestions": permission.Suggest(r, s.WorkingDirs())},
+	}))
+	for _, n := range append(out.Notices, out.SystemMessages...) {
+		s.emit(event.Notice{Level: "info", Text: n})
+	}
+	switch out.Decision {
+	case hooks.DecisionAllow:
+		ans := permission.AllowOnce()
+		ans.UpdatedInput = out.UpdatedInput
+		ups, err := permission.ParseUpdates(out.UpdatedPermissions)
+		if err != nil {
+			s.emit(event.Notice{Level: "warn", Text: "PermissionRequest hook: " + err.Error() + "; the call is allowed without them"})
+		}
+		ans.Permissions = ups
+		return ans, true
+	case hooks.DecisionBlock:
+		reason := out.Reason
+		if reason == "" {
+			reason = "denied by a PermissionRequest hook"
+		}
+		ans := permission.DenyAnswer(reason)
+		ans.Interrupt = out.Interrupt
+		return ans, true
+	}
+	return permission.Answer{}, false
 }

@@ -42,6 +42,7 @@ func (s *Session) applyMainAgent() error {
 // mainFilter narrows the main thread's pool to an --agent's tool lists. Only the lists apply:
 // the blacklists of subagents are for agents that have a parent.
 func (s *Session) mainFilter(p *tool.Pool) *tool.Pool {
+	p = s.sdkFilter(p)
 	if s.mainAgent == nil {
 		return p
 	}

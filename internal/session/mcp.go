@@ -29,8 +29,10 @@ type MCPOptions struct {
 	// Configs are --mcp-config values (a file or JSON text each); Strict uses only them.
 	Configs []string
 	Strict  bool
-	// InProcess are Go SDK servers run inside this process, by name.
-	InProcess map[string]*mcp.Server
+	// InProcess are Go SDK servers run inside this process, by name; Transports are servers
+	// reached through the program driving keel (the Agent SDK's in-process servers).
+	InProcess  map[string]*mcp.Server
+	Transports map[string]mcp.Transport
 	// ToolSearch is auto (default), on or off.
 	ToolSearch string
 	// Environ expands ${VAR} in configurations and is the environment of stdio servers; nil
@@ -109,6 +111,11 @@ func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, 
 	for name := range o.InProcess {
 		cfg.Servers = append(cfg.Servers, mcphost.ServerConfig{Name: name, Type: mcphost.TypeSDK, Scope: mcphost.ScopeCLI})
 	}
+	for name := range o.Transports {
+		if o.InProcess[name] == nil {
+			cfg.Servers = append(cfg.Servers, mcphost.ServerConfig{Name: name, Type: mcphost.TypeSDK, Scope: mcphost.ScopeCLI})
+		}
+	}
 	if len(cfg.Servers) == 0 {
 		return nil, notices
 	}
@@ -121,7 +128,7 @@ func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	m := mcphost.New(mcphost.Options{
-		Servers: mcphost.PolicyFrom(st.Settings, trusted).Apply(cfg.Servers), InProcess: o.InProcess,
+		Servers: mcphost.PolicyFrom(st.Settings, trusted).Apply(cfg.Servers), InProcess: o.InProcess, Transports: o.Transports,
 		Environ: environ, Dir: st.Cwd, Roots: append([]string{st.Cwd}, st.AddDirs...),
 		ConnectTimeout: o.ConnectTimeout, ToolTimeout: o.ToolTimeout, MaxOutputTokens: o.MaxOutputTokens,
 		ToolSearch: mcphost.ToolSearchOptions{Mode: o.ToolSearch, ContextWindow: int(st.ContextWindow)},
@@ -139,7 +146,7 @@ func (s *Session) mcpStatus() []event.MCPServerStatus {
 		return nil
 	}
 	var out []event.MCPServerStatus
-	for _, st := range s.mcp.Status() {
+	for _, st := range s.MCPStatus() {
 		out = append(out, event.MCPServerStatus{Name: st.Name, Status: string(st.Status)})
 	}
 	return out
@@ -150,7 +157,13 @@ func (s *Session) MCPStatus() []mcphost.ServerStatus {
 	if s.mcp == nil {
 		return nil
 	}
-	return s.mcp.Status()
+	out := s.mcp.Status()
+	for i := range out {
+		if s.mcpOff(out[i].Name) {
+			out[i].Status, out[i].Reason = mcphost.StatusDisabled, "switched off for this session"
+		}
+	}
+	return out
 }
 
 // ReconnectMCP restarts one MCP server.
@@ -165,6 +178,10 @@ func (s *Session) ReconnectMCP(ctx context.Context, name string) error {
 // so the call gets the server's own clear error instead of "no such tool".
 func (s *Session) lookupTool(name string) (tool.Tool, bool) {
 	if s.mcp == nil || !tool.IsMCP(name) {
+		return nil, false
+	}
+	if server, _, ok := mcphost.ParseName(name); ok && s.mcpOff(server) {
+		// Switched off (mcp_toggle): the call gets the runner's "no such tool" answer.
 		return nil, false
 	}
 	return s.mcp.Lookup(name)

@@ -115,6 +115,8 @@ type Options struct {
 	// LSPWait bounds how long an edit waits for its language server's diagnostics; 0 means
 	// lsp.DefaultWait.
 	LSPWait time.Duration
+	// SDK holds what the Agent SDK's options add (sdk.go).
+	SDK SDKOptions
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
@@ -182,6 +184,10 @@ type Session struct {
 	// its initialPrompt was used.
 	mainAgent   *agentdef.Definition
 	initialSent bool
+	// sdk is the state of the SDK options (sdk.go); watched the files FileChanged hooks
+	// watch (filewatch.go).
+	sdk     sdkState
+	watched fileWatch
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -215,6 +221,8 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		state:      tool.State{Cwd: cwd},
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
+	s.sdk.thinking = initialThinking(opts.SDK)
+	s.wrapFallback()
 	s.loadSettings()
 	policy, warnings := s.permissionPolicy()
 	for _, w := range warnings {
@@ -227,7 +235,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	case opts.Asker != nil:
 		asker = opts.Asker
 	}
-	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger})
+	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger, Classifier: autoClassifier{s}})
 	s.state.AdditionalDirs = policy.Dirs[1:]
 	s.buildHooks()
 	s.buildLSP()
@@ -247,6 +255,16 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	}
 	s.logger = logger.With("session", s.id)
 	env := s.restore(st)
+	if err := s.resumeAt(ctx); err != nil {
+		s.jobs.Close()
+		if s.mcp != nil {
+			s.mcp.Close()
+		}
+		if s.transcript != nil {
+			_ = s.transcript.Close()
+		}
+		return nil, err
+	}
 	s.buildAgents(ctx)
 	if err := s.applyMainAgent(); err != nil {
 		s.closeAgents()
@@ -323,6 +341,8 @@ func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[event.Event
 		defer s.release()
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(loop.ErrInterrupted)
+		s.sdk.setCancel(cancel)
+		defer s.sdk.setCancel(nil)
 
 		events := make(chan event.Event, 64)
 		done := make(chan error, 1)
@@ -371,6 +391,7 @@ func (s *Session) release() {
 // run is one Send: the prompt joins the history, the loop runs, the result is reported.
 func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error {
 	started := time.Now()
+	s.beginRun(prompt)
 	agentsBefore := s.agentLedger()
 	helpersBefore := s.helpers.ledger()
 	pool := s.pool(ctx)
@@ -426,7 +447,9 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Gate:      g,
 		Prepare:   s.prepare,
 		Watch:     watcher{s.watch},
-		Stop:      stopHook{s},
+		Stop:      structuredStop{s, stopHook{s}},
+		Check:     s.checkRun,
+		Thinking:  s.thinking(),
 		Observers: s.observers(listing),
 		Compact:   compact,
 		Validator: s.validator,
@@ -446,6 +469,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	}
 	s.wireAgent(agent)
 	out, runErr := agent.Run(ctx, history)
+	s.stopFailure(ctx, runErr, out.Messages)
+	s.cwdChanged(ctx, state.Cwd, agent.State.Cwd)
 
 	s.mu.Lock()
 	s.history = out.Messages
@@ -461,16 +486,17 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	s.cacheTotals = s.watch.Totals()
 
 	res := event.Result{
-		Subtype:     out.Subtype,
-		IsError:     out.Subtype != "success",
-		Text:        out.Text,
-		SessionID:   s.id,
-		NumTurns:    out.Turns,
-		Duration:    time.Since(started),
-		APIDuration: out.APIDuration,
-		StopReason:  out.StopReason,
-		Denials:     g.takeDenials(),
-		Cache:       cacheStats(subTotals(s.cacheTotals, cacheBefore)),
+		Subtype:          out.Subtype,
+		IsError:          out.Subtype != "success",
+		Text:             out.Text,
+		SessionID:        s.id,
+		NumTurns:         out.Turns,
+		Duration:         time.Since(started),
+		APIDuration:      out.APIDuration,
+		StopReason:       out.StopReason,
+		Denials:          g.takeDenials(),
+		Cache:            cacheStats(subTotals(s.cacheTotals, cacheBefore)),
+		StructuredOutput: s.structuredAnswer(),
 	}
 	if runErr != nil {
 		res.Text = runErr.Error()
@@ -492,6 +518,7 @@ func (s *Session) Close() error {
 	if !s.opts.Offline {
 		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "exit"}))
 	}
+	s.closeWatch()
 	s.hooks.Wait()
 	s.jobs.Close()
 	s.closeAgents()

@@ -42,7 +42,8 @@ func (s *Session) buildTools() []tool.Tool {
 	opts := builtin.Options{Jobs: s.jobs, Todos: s.todos}
 	s.webTools(&opts)
 	tools := builtin.Tools(opts)
-	return append(tools, s.skills.Tool(skill.ToolOptions{Runner: s.forkRunner, Grants: s.grants}))
+	tools = append(tools, s.skills.Tool(skill.ToolOptions{Runner: s.forkRunner, Grants: s.grants}))
+	return append(tools, s.structuredTool()...)
 }
 
 // emit sends e to the caller of the Send in progress, if any.

@@ -41,6 +41,9 @@ func (k *chanSink) compacted(boundary string) {
 }
 
 func (k *chanSink) Emit(e event.Event) {
+	if a, ok := e.(event.AssistantMessage); ok {
+		e = k.s.messageDisplay(context.Background(), a)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if !k.closed {

@@ -14,8 +14,12 @@ import (
 // loadSkills reads the skills and custom commands; a bad file is a notice, never a failure.
 func (s *Session) loadSkills() {
 	s.grants = skill.NewGrants()
+	home, keelHome := userHome(), s.opts.Home
+	if !s.sourceAllowed("user") {
+		home, keelHome = "", ""
+	}
 	cat, problems := skill.Load(skill.Options{
-		Cwd: s.opts.Cwd, ProjectRoot: s.projectDir, Home: userHome(), KeelHome: s.opts.Home,
+		Cwd: s.opts.Cwd, ProjectRoot: s.projectDir, Home: home, KeelHome: keelHome, NoProject: !s.sourceAllowed("project"),
 		AllowShell: s.allowSkillShell, Prompts: mcpPrompts{s}, Logger: s.logger,
 	})
 	s.skills = cat
@@ -68,5 +72,6 @@ func (s *Session) expandCommand(ctx context.Context, prompt string) (text string
 		return fmt.Sprintf("The /%s skill ran in a subagent and reported:\n\n%s", inv.Skill.Name, result), true, nil
 	}
 	s.grants.Add("", inv.Skill.Name, inv.Skill.AllowedTools)
-	return inv.Text, true, nil
+	text, err = s.promptExpansion(ctx, prompt, inv.Text, string(inv.Skill.Source))
+	return text, true, err
 }

@@ -8,7 +8,7 @@ import (
 
 // PermissionModes are the values of permissions.defaultMode. "bubble" is not among them: only
 // a parent session gives it to a child.
-var PermissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"}
+var PermissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto"}
 
 // Settings is the merged result of every source, each value with its origin. Lists hold the
 // union of all sources, highest priority first; a scalar holds the highest source's value.

@@ -30,6 +30,9 @@ type Options struct {
 	// SettingsArgs are the --settings values in command-line order: a file path, or a JSON
 	// object when the value starts with "{".
 	SettingsArgs []string
+	// FileScopes, when not nil, limits the settings files read to these scopes (user,
+	// project, local: --setting-sources); managed policy and the command line always apply.
+	FileScopes []Scope
 }
 
 // FileState says what Load did with a source.

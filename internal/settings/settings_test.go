@@ -175,7 +175,7 @@ func TestProblems(t *testing.T) {
 		{
 			name:    "bad mode",
 			content: "{\n  \"model\": \"m\",\n  \"permissions\": {\n    \"defaultMode\": \"yolo\"\n  }\n}",
-			want:    []string{`settings.json:4:20: permissions.defaultMode "yolo" is not one of default, acceptEdits, plan, dontAsk, bypassPermissions`},
+			want:    []string{`settings.json:4:20: permissions.defaultMode "yolo" is not one of default, acceptEdits, plan, dontAsk, bypassPermissions, auto`},
 			model:   "m",
 		},
 		{

@@ -3,6 +3,7 @@ package settings
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -76,6 +77,11 @@ func Sources(opts Options) []Source {
 	}
 	if opts.Env.Home != "" {
 		out = append(out, Source{Scope: ScopeUser, Path: filepath.Join(opts.Env.Home, "settings.json"), Optional: true})
+	}
+	if opts.FileScopes != nil {
+		out = slices.DeleteFunc(out, func(s Source) bool {
+			return (s.Scope == ScopeUser || s.Scope == ScopeProject || s.Scope == ScopeLocal) && !slices.Contains(opts.FileScopes, s.Scope)
+		})
 	}
 	return out
 }

@@ -25,8 +25,10 @@ type Options struct {
 	Home string
 	// KeelHome is $KEEL_HOME; default Home/.keel.
 	KeelHome string
-	// NoBundled leaves out the bundled skills.
+	// NoBundled leaves out the bundled skills; NoProject the project's own (.claude and .keel
+	// folders from the project root down to Cwd).
 	NoBundled bool
+	NoProject bool
 	// Prompts lists MCP prompts; nil means none.
 	Prompts PromptSource
 	// AllowShell decides whether a "!" shell command in a body may run, given the entry's
@@ -104,6 +106,9 @@ func searchDirs(opts Options) []dirSpec {
 		out = append(out,
 			dirSpec{filepath.Join(opts.KeelHome, "commands"), KindCommand, SourceUser},
 			dirSpec{filepath.Join(opts.KeelHome, "skills"), KindSkill, SourceUser})
+	}
+	if opts.NoProject {
+		return out
 	}
 	for _, dir := range projectDirs(opts.ProjectRoot, opts.Cwd) {
 		level(dir, ".claude", SourceClaudeProject)

@@ -22,6 +22,9 @@
 //     usage chunk with no choices, then [DONE]) and non-streaming. Thinking blocks become
 //     reasoning_content; ids are chatcmpl-scripted-NNNN and call_scripted_NNNN_K.
 //
+// A request asking for extended thinking is checked as the API checks it: budget_tokens at
+// least 1024 and below max_tokens.
+//
 // Both APIs are driven by the same rules: a request is reduced to a common view (model,
 // system prompt, tool names, last user message, tool results in it) before matching.
 //
@@ -39,6 +42,8 @@
 //	      lacks_tool: T   # T is not
 //	      system: S       # S occurs in the system prompt
 //	      model: S        # S occurs in the model name
+//	      history: S      # S occurs in any message of the request (text or tool result)
+//	      thinking: B     # the request asks for extended thinking (true) or not (false)
 //	      request: N      # the request is the N-th model request the server received (from 1)
 //	    times: N        # fire at most N times (default unlimited)
 //	    reply:          # content blocks, in order; each has exactly one key

@@ -23,7 +23,7 @@ var (
 	modelKeys    = []string{"id", "display_name", "created_at", "max_input_tokens", "max_tokens"}
 	ruleKeys     = []string{"name", "when", "times", "reply", "stop_reason", "fault"}
 	fallbackKeys = []string{"reply", "stop_reason", "fault"}
-	whenKeys     = []string{"user_text", "tool_result", "has_tool", "lacks_tool", "request", "system", "contains", "model"}
+	whenKeys     = []string{"user_text", "tool_result", "has_tool", "lacks_tool", "request", "system", "contains", "model", "history", "thinking"}
 	blockKeys    = []string{"text", "thinking", "tool_use", "tool_search", "web_search"}
 	searchKeys   = []string{"query", "found"}
 	webKeys      = []string{"query", "results", "answer", "error"}
@@ -235,6 +235,15 @@ func (d *decoder) model(n ast.Node) (models.Model, error) {
 	return m, err
 }
 
+func (d *decoder) bool(n ast.Node, what string, dst *bool) error {
+	v, ok := unwrap(n).(*ast.BoolNode)
+	if !ok {
+		return d.errorf(n, "%s must be true or false", what)
+	}
+	*dst = v.Value
+	return nil
+}
+
 func (d *decoder) rule(n ast.Node, r *Rule, valid []string) error {
 	err := d.mapping(n, "rule", valid, func(key string, v ast.Node) error {
 		switch key {
@@ -295,6 +304,15 @@ func (d *decoder) when(n ast.Node, m *Match) error {
 			return d.string(v, key, &m.System)
 		case "contains":
 			return d.string(v, key, &m.Contains)
+		case "history":
+			return d.string(v, key, &m.History)
+		case "thinking":
+			var b bool
+			if err := d.bool(v, key, &b); err != nil {
+				return err
+			}
+			m.Thinking = &b
+			return nil
 		default:
 			return d.string(v, key, &m.Model)
 		}

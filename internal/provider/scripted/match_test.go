@@ -85,6 +85,19 @@ func TestRuleMatching(t *testing.T) {
 			want:   []string{"model"},
 		},
 		{
+			name: "history sees every message; thinking tells requests apart",
+			rules: []Rule{
+				{Name: "thinks", When: Match{Thinking: &yes}, Reply: []Block{Text("t")}},
+				{Name: "remembers", When: Match{History: "the word is PLUM"}, Reply: []Block{Text("r")}},
+			},
+			bodies: []any{
+				msgs(false, nil, user("the word is PLUM"), assistant([]any{map[string]any{"type": "text", "text": "ok"}}), user("which word?")),
+				msgs(false, nil, user("which word?")),
+				thinking(msgs(false, nil, user("which word?")), 2048),
+			},
+			want: []string{"remembers", "fallback", "thinks"},
+		},
+		{
 			name: "times limits firing, unnamed rules are numbered",
 			rules: []Rule{
 				{Times: 2, Reply: []Block{Text("first two")}},
@@ -126,6 +139,33 @@ func TestRuleMatching(t *testing.T) {
 				t.Errorf("matched rules mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+var yes = true
+
+// thinking adds an extended-thinking request with budget to a Messages body.
+func thinking(body map[string]any, budget int) map[string]any {
+	body["max_tokens"] = budget * 2
+	body["thinking"] = map[string]any{"type": "enabled", "budget_tokens": budget}
+	return body
+}
+
+func TestThinkingChecked(t *testing.T) {
+	s := start(t, &Scenario{}, Options{})
+	for _, tt := range []struct {
+		budget, max int
+		want        string
+	}{
+		{512, 4096, "greater than or equal to 1024"},
+		{4096, 4096, "`max_tokens` must be greater than `thinking.budget_tokens`"},
+	} {
+		body := thinking(msgs(false, nil, user("hi")), tt.budget)
+		body["max_tokens"] = tt.max
+		resp, out := post(t, s, "/v1/messages", body)
+		if resp.StatusCode != 400 || !strings.Contains(string(out), tt.want) {
+			t.Errorf("budget %d of %d: status %d %s, want 400 with %q", tt.budget, tt.max, resp.StatusCode, out, tt.want)
+		}
 	}
 }
 

@@ -82,6 +82,9 @@ func parseOpenAI(body []byte) (*parsed, error) {
 	var system, texts, all []string
 	for i, m := range msgs {
 		text := chatText(m.Content)
+		if m.Role != "system" && m.Role != "developer" {
+			p.view.history += text + "\n"
+		}
 		switch m.Role {
 		case "system", "developer":
 			system = append(system, text)

@@ -19,7 +19,9 @@ func (m *Match) matches(n int, v *view) bool {
 		m.LacksTool != "" && slices.Contains(v.tools, m.LacksTool),
 		m.System != "" && !strings.Contains(v.system, m.System),
 		m.Contains != "" && !strings.Contains(v.userAll, m.Contains),
-		m.Model != "" && !strings.Contains(v.model, m.Model):
+		m.Model != "" && !strings.Contains(v.model, m.Model),
+		m.History != "" && !strings.Contains(v.history, m.History),
+		m.Thinking != nil && *m.Thinking != v.thinking:
 		return false
 	}
 	return true

@@ -17,6 +17,8 @@ type view struct {
 	userText string   // text blocks of the last user message, joined by newlines, system reminders cut out
 	userAll  string   // the last user message with tool-result contents
 	results  []string // tool names of the tool results in the last user message
+	history  string   // every message's text and tool results, joined by newlines
+	thinking bool     // the request asks for extended thinking
 	// searchTool is the name of the request's server-side tool search tool, if any.
 	searchTool string
 	// webSearch is the request's web_search server tool, if any.
@@ -116,6 +118,10 @@ type anthropicRequest struct {
 	Tools        []json.RawMessage `json:"tools"`
 	Messages     []anthropicMsg    `json:"messages"`
 	CacheControl *cacheControl     `json:"cache_control"`
+	Thinking     *struct {
+		Type         string `json:"type"`
+		BudgetTokens *int   `json:"budget_tokens"`
+	} `json:"thinking"`
 }
 
 type anthropicMsg struct {
@@ -140,8 +146,25 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 	if len(req.Messages) == 0 {
 		return nil, badRequest("messages: at least one message is required")
 	}
+	if t := req.Thinking; t != nil {
+		switch t.Type {
+		case "enabled":
+			switch {
+			case t.BudgetTokens == nil:
+				return nil, badRequest("thinking.enabled.budget_tokens: Field required")
+			case *t.BudgetTokens < 1024:
+				return nil, badRequest("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+			case req.MaxTokens != nil && *t.BudgetTokens >= *req.MaxTokens:
+				return nil, badRequest("`max_tokens` must be greater than `thinking.budget_tokens`")
+			}
+		case "disabled", "adaptive":
+		default:
+			return nil, badRequest("thinking.type: Input should be 'enabled', 'disabled' or 'adaptive'")
+		}
+	}
 	p := &parsed{stream: req.Stream}
 	p.view.model = req.Model
+	p.view.thinking = req.Thinking != nil && req.Thinking.Type != "disabled"
 	// addAs adds a prefix block; tag names it in errors, key in the prefix hash.
 	addAs := func(tag, key string, raw json.RawMessage) (map[string]any, error) {
 		obj, canon, cc, err := canonical(raw)
@@ -257,6 +280,17 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 		if last {
 			p.view.userText = withoutReminders(strings.Join(texts, "\n"))
 			p.view.userAll = strings.Join(all, "\n")
+		}
+		for _, b := range blocks {
+			var obj map[string]any
+			if json.Unmarshal(b, &obj) == nil {
+				if s, ok := obj["text"].(string); ok {
+					p.view.history += s + "\n"
+				}
+				if obj["type"] == "tool_result" {
+					p.view.history += resultText(obj["content"]) + "\n"
+				}
+			}
 		}
 	}
 	if req.CacheControl != nil { // automatic caching: a breakpoint on the last block

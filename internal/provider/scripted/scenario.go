@@ -70,6 +70,11 @@ type Match struct {
 	Contains string
 	// Model must occur in the request's model name.
 	Model string
+	// History must occur in some message of the request, of any role (text and tool
+	// results): an earlier turn, a resumed session's messages.
+	History string
+	// Thinking, when set, is whether the request asks for extended thinking.
+	Thinking *bool
 }
 
 // BlockKind is the type of a reply block.

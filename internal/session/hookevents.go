@@ -1,0 +1,194 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/hooks"
+	"github.com/keel-dev/keel/internal/loop"
+	"github.com/keel-dev/keel/internal/memory"
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/provider"
+)
+
+// This file fires the hook events of the Agent SDK's list that have one place each in a
+// session: InstructionsLoaded, Setup, UserPromptExpansion, PostCompact, StopFailure,
+// CwdChanged, DirectoryAdded and MessageDisplay. The permission and tool events fire in the
+// gate and the asker.
+
+// instructionsLoaded tells the InstructionsLoaded hooks about each memory file in the prompt.
+func (s *Session) instructionsLoaded(ctx context.Context, files []memory.File, reason string) {
+	for _, f := range files {
+		out := s.hooks.Run(ctx, hooks.InstructionsLoaded, s.hookInput(s.opts.Cwd, hooks.Input{Extra: map[string]any{
+			"file_path": f.Path, "memory_type": memoryType(f.Kind), "load_reason": reason, "globs": f.Globs,
+		}}))
+		s.noteHooks(out)
+	}
+}
+
+// setupHooks runs the Setup hooks (keel --init, --maintenance); what they add joins the
+// first prompt.
+func (s *Session) setupHooks(ctx context.Context, trigger string) {
+	if trigger == "" {
+		return
+	}
+	out := s.hooks.Run(ctx, hooks.Setup, s.hookInput(s.opts.Cwd, hooks.Input{Trigger: trigger}))
+	s.noteHooks(out)
+	s.startContext = append(s.startContext, out.AdditionalContext...)
+}
+
+// noteHooks keeps what hooks had to say for the first Send's notices.
+func (s *Session) noteHooks(out hooks.Outcome) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range append(out.Notices, out.SystemMessages...) {
+		s.notices = append(s.notices, event.Notice{Level: "info", Text: n})
+	}
+}
+
+// promptExpansion runs the UserPromptExpansion hooks for a /command the prompt expanded to;
+// a block refuses the prompt, additional context joins it.
+func (s *Session) promptExpansion(ctx context.Context, prompt, expanded, source string) (string, error) {
+	name, args, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(prompt), "/"), " ")
+	out := s.hooks.Run(ctx, hooks.UserPromptExpansion, s.hookInput(s.Cwd(), hooks.Input{Prompt: prompt, Extra: map[string]any{
+		"expansion_type": "slash_command", "command_name": name, "command_args": args, "command_source": source,
+	}}))
+	for _, n := range append(out.Notices, out.SystemMessages...) {
+		s.emit(event.Notice{Level: "info", Text: n})
+	}
+	if out.Decision == hooks.DecisionBlock {
+		reason := out.Reason
+		if reason == "" {
+			reason = "blocked by a UserPromptExpansion hook"
+		}
+		return "", errors.New("/" + name + " blocked by a UserPromptExpansion hook: " + reason)
+	}
+	for _, c := range out.AdditionalContext {
+		expanded += "\n\n" + c
+	}
+	return expanded, nil
+}
+
+// postCompact tells the PostCompact hooks the summary the history now starts from.
+func (s *Session) postCompact(ctx context.Context, trigger, summary string) {
+	out := s.hooks.Run(ctx, hooks.PostCompact, s.hookInput(s.Cwd(), hooks.Input{Trigger: trigger, Extra: map[string]any{"compact_summary": summary}}))
+	for _, n := range append(out.Notices, out.SystemMessages...) {
+		s.emit(event.Notice{Level: "info", Text: n})
+	}
+}
+
+// stopFailure runs the StopFailure hooks when a turn ends because the model request failed
+// (not an interrupt).
+func (s *Session) stopFailure(ctx context.Context, runErr error, history []message.Message) {
+	if runErr == nil || errors.Is(runErr, loop.ErrInterrupted) || errors.Is(runErr, context.Canceled) {
+		return
+	}
+	in := hooks.Input{Extra: map[string]any{"error": failureKind(runErr), "error_details": runErr.Error()}}
+	if last := lastAssistantText(history); last != "" {
+		in.Extra["last_assistant_message"] = last
+	}
+	s.hooks.Run(context.WithoutCancel(ctx), hooks.StopFailure, s.hookInput(s.Cwd(), in))
+}
+
+// failureKind classifies a failed turn in the SDK's SDKAssistantMessageError terms.
+func failureKind(err error) string {
+	var se *provider.StatusError
+	if errors.As(err, &se) {
+		switch {
+		case se.StatusCode == 401 || se.StatusCode == 403:
+			return "authentication_failed"
+		case se.StatusCode == 429:
+			return "rate_limit"
+		case se.StatusCode == 529:
+			return "overloaded"
+		case se.StatusCode == 404:
+			return "model_not_found"
+		case se.StatusCode == 400:
+			return "invalid_request"
+		case se.StatusCode >= 500:
+			return "server_error"
+		}
+	}
+	return "unknown"
+}
+
+func lastAssistantText(history []message.Message) string {
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Role == message.RoleAssistant {
+			return history[i].TextOf()
+		}
+	}
+	return ""
+}
+
+// cwdChanged runs the CwdChanged hooks when a turn moved the main agent's directory.
+func (s *Session) cwdChanged(ctx context.Context, before, after string) {
+	if before == after || after == "" {
+		return
+	}
+	out := s.hooks.Run(context.WithoutCancel(ctx), hooks.CwdChanged, s.hookInput(after, hooks.Input{Extra: map[string]any{"old_cwd": before, "new_cwd": after}}))
+	for _, n := range append(out.Notices, out.SystemMessages...) {
+		s.emit(event.Notice{Level: "info", Text: n})
+	}
+	s.watchFiles(out.WatchPaths)
+}
+
+// addDirectory makes dir a working directory of the session (/add-dir DIR) and tells the
+// DirectoryAdded hooks.
+func (s *Session) addDirectory(ctx context.Context, dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("/add-dir needs a directory")
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(s.Cwd(), dir)
+	}
+	abs, err := resolveCwd(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := s.checker.Apply(dirUpdate(abs)); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	s.state.AdditionalDirs = append(s.state.AdditionalDirs, abs)
+	s.mu.Unlock()
+	out := s.hooks.Run(ctx, hooks.DirectoryAdded, s.hookInput(s.Cwd(), hooks.Input{Source: "slash_command", Extra: map[string]any{"directory": abs}}))
+	for _, n := range append(out.Notices, out.SystemMessages...) {
+		s.emit(event.Notice{Level: "info", Text: n})
+	}
+	return abs, nil
+}
+
+// messageDisplay runs the MessageDisplay hooks for an assistant message about to be shown;
+// a hook's displayContent replaces the text shown (the history keeps what the model said).
+func (s *Session) messageDisplay(ctx context.Context, e event.AssistantMessage) event.AssistantMessage {
+	text := e.Message.TextOf()
+	if text == "" || e.Origin.AgentID != "" {
+		return e
+	}
+	out := s.hooks.Run(ctx, hooks.MessageDisplay, s.hookInput(s.Cwd(), hooks.Input{Extra: map[string]any{
+		"turn_id": s.currentTurn(), "message_id": e.RequestID, "index": 0, "final": true, "delta": text,
+	}}))
+	if out.DisplayContent == nil {
+		return e
+	}
+	m := e.Message.Clone()
+	var blocks []message.Block
+	replaced := false
+	for _, b := range m.Content {
+		if b.Type == message.TypeText {
+			if !replaced {
+				blocks = append(blocks, message.Text(*out.DisplayContent))
+				replaced = true
+			}
+			continue
+		}
+		blocks = append(blocks, b)
+	}
+	m.Content = blocks
+	e.Message = m
+	return e
+}
