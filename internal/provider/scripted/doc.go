@@ -12,12 +12,23 @@
 //     a signature_delta, tool input as input_json_delta fragments (the first one empty).
 //     Any x-api-key (or Authorization) is accepted but one must be sent, and so must
 //     anthropic-version. Errors have the API's shape
-//     {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}.
+//     {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_…"}.
 //   - POST /v1/messages/count_tokens: {"input_tokens": N}; not recorded, not numbered.
 //   - POST /v1/chat/completions: streaming (chunks with role, content, reasoning_content and
 //     tool_calls deltas by index, a finish_reason chunk, with stream_options.include_usage a
 //     usage chunk with no choices, then [DONE]) and non-streaming. Thinking blocks become
 //     reasoning_content; ids are chatcmpl-scripted-NNNN and call_scripted_NNNN_K.
+//
+// # Strictness
+//
+// The conversation is checked as the Messages API checks it, and refused with its 400
+// invalid_request_error and its message: every tool_use needs its tool_result among the
+// blocks that open the next user message; a tool_result must answer a tool_use of the message
+// right before it; text blocks must be non-empty and not blank; roles must alternate; a
+// thinking block must come back as it was streamed (its signature is bound to its text); at
+// most 4 cache_control breakpoints. Chat completions refuse tool calls without tool messages
+// and tool messages without calls, with OpenAI's messages. So a test that passes against the
+// scripted model shows that keel sent nothing the real APIs refuse.
 //
 // Both APIs are driven by the same rules: a request is reduced to a common view (model,
 // system prompt, tool names, last user message, tool results in it) before matching.
@@ -51,6 +62,7 @@
 //	      retry_after_ms: 50  # retry-after-ms header
 //	      message: S        # error message (default per status)
 //	      drop_after: 3     # close the TCP connection after 3 stream events
+//	      corrupt: 1        # send stream event 1 with undecodable data
 //	      delay: 20ms       # wait before every stream event
 //	fallback:           # answers when no rule matches; keys reply, stop_reason, fault
 //	  reply: [{text: ...}]  # default: one short text block (DefaultFallbackText)

@@ -24,7 +24,7 @@ var (
 	blockKeys    = []string{"text", "thinking", "tool_use", "tool_search"}
 	searchKeys   = []string{"query", "found"}
 	toolUseKeys  = []string{"name", "input"}
-	faultKeys    = []string{"status", "retry_after", "retry_after_ms", "message", "drop_after", "delay"}
+	faultKeys    = []string{"status", "retry_after", "retry_after_ms", "message", "drop_after", "corrupt", "delay"}
 	cacheKeys    = []string{"min_tokens", "lookback"}
 )
 
@@ -327,6 +327,14 @@ func (d *decoder) fault(n ast.Node, f *Fault) error {
 			}
 			if f.DropAfter == 0 {
 				return d.errorf(v, "drop_after counts stream events and must be at least 1")
+			}
+			return nil
+		case "corrupt":
+			if err := d.int(v, key, &f.Corrupt); err != nil {
+				return err
+			}
+			if f.Corrupt < 1 {
+				return d.errorf(v, "corrupt numbers a stream event from 1")
 			}
 			return nil
 		default: // delay

@@ -194,12 +194,18 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 			return nil, err
 		}
 		s, _ := obj["text"].(string)
+		if s == "" {
+			return nil, badRequest("system: text content blocks must be non-empty")
+		}
 		sysText = append(sysText, s)
 	}
 	p.view.system = strings.Join(sysText, "\n")
 
 	toolNames := map[string]string{} // tool_use id → tool name, from assistant messages
+	roles := make([]string, len(req.Messages))
+	convo := make([][]msgBlock, len(req.Messages))
 	for i, m := range req.Messages {
+		roles[i] = m.Role
 		if m.Role != "user" && m.Role != "assistant" {
 			return nil, badRequest("messages.%d.role: Input should be 'user' or 'assistant'", i)
 		}
@@ -214,6 +220,7 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 			if err != nil {
 				return nil, err
 			}
+			convo[i] = append(convo[i], blockOf(obj))
 			typ, _ := obj["type"].(string)
 			switch typ {
 			case "tool_use":
@@ -238,6 +245,9 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 			p.view.userText = strings.Join(texts, "\n")
 			p.view.userAll = strings.Join(all, "\n")
 		}
+	}
+	if err := checkConversation(roles, convo); err != nil {
+		return nil, err
 	}
 	if req.CacheControl != nil { // automatic caching: a breakpoint on the last block
 		bp, err := req.CacheControl.breakpoint()
