@@ -37,6 +37,10 @@ type State struct {
 	Dangling string
 	// Scanned is how many bytes replay read, for tests and diagnostics.
 	Scanned int64
+	// Started holds the tool_started entries of the calls the chain leaves without a result,
+	// by tool_use id: those calls may have run before keel stopped. A call left without a
+	// result and without an entry here never started.
+	Started map[string]ToolStart
 
 	// unknownAt[i] is how many Chain entries precede Unknown[i] in the file, so Fork can keep
 	// the order (a newer keel may hang chain entries under an unknown one).
@@ -164,6 +168,7 @@ func replay(ctx context.Context, r io.ReaderAt, end int64) (*State, error) {
 		chainDone bool
 		wanted    string
 		raw       []rawLine // chain and unknown lines, newest first
+		starts    map[string][]span
 	)
 	err := scanBackward(ctx, r, end, func(line []byte, off int64) error {
 		st.Scanned = end - off
@@ -173,6 +178,11 @@ func replay(ctx context.Context, r io.ReaderAt, end int64) (*State, error) {
 			return nil
 		}
 		switch kindOf(h.Type) {
+		case kindToolStarted:
+			if starts == nil {
+				starts = map[string][]span{}
+			}
+			starts[h.Parent] = append(starts[h.Parent], span{off, len(line)})
 		case kindMeta:
 			if st.SessionID == "" {
 				var e Entry
@@ -257,6 +267,9 @@ func replay(ctx context.Context, r io.ReaderAt, end int64) (*State, error) {
 			}
 		}
 		st.Chain = append(st.Chain, e)
+	}
+	if err := resolveStarts(r, st, starts); err != nil {
+		return nil, err
 	}
 	return st, nil
 }
