@@ -80,7 +80,7 @@ func (s *Session) openTranscript(ctx context.Context) (*transcript.State, error)
 }
 
 // restore rebuilds the session's state from a replayed transcript.
-func (s *Session) restore(st *transcript.State) *prompt.Environment {
+func (s *Session) restore(ctx context.Context, st *transcript.State) *prompt.Environment {
 	if st == nil {
 		return nil
 	}
@@ -90,6 +90,7 @@ func (s *Session) restore(st *transcript.State) *prompt.Environment {
 		uuids = append([]string{b.UUID}, uuids...)
 	}
 	s.history, s.uuids = msgs, uuids
+	s.repairResumed(ctx, st)
 	if st.TornTail > 0 {
 		s.notices = append(s.notices, event.Notice{Level: "warn",
 			Text: fmt.Sprintf("the transcript ended in an incomplete entry (%d bytes, from a crash); it was skipped", st.TornTail)})

@@ -221,7 +221,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		return nil, err
 	}
 	s.logger = logger.With("session", s.id)
-	env := s.restore(st)
+	env := s.restore(ctx, st)
 	s.buildAgents(ctx)
 	if err := s.applyMainAgent(); err != nil {
 		s.closeAgents()
