@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -14,6 +16,22 @@ import (
 // tells the model which calls may have run from that record.
 type ToolRecorder interface {
 	ToolStarted(ctx context.Context, call tool.Call) error
+}
+
+// CrashAnswers is the user message answering calls a crash (or a kill) left without results:
+// a call startedAt knows may have run, any other did not. A resumed history ending in those
+// calls continues with it, recorded like any message, so the next request is valid and the
+// model knows what may already have happened.
+func CrashAnswers(uses []message.Block, startedAt func(toolUseID string) (time.Time, bool)) message.Message {
+	blocks := make([]message.Block, 0, len(uses))
+	for _, u := range uses {
+		text := tool.CrashNotRunText
+		if at, ok := startedAt(u.ID); ok {
+			text = tool.CrashMayHaveRunText(at)
+		}
+		blocks = append(blocks, message.ToolResult(u.ID, []message.Block{message.Text(text)}, true))
+	}
+	return message.User(blocks...)
 }
 
 // recordingGate runs the agent's gate, then records a call that passed it and is not

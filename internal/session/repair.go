@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/message"
-	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
@@ -31,17 +31,16 @@ func (s *Session) repairResumed(ctx context.Context, st *transcript.State) {
 }
 
 func (s *Session) answerInterrupted(ctx context.Context, uses []message.Block, started map[string]transcript.ToolStart) {
-	var blocks []message.Block
+	m := loop.CrashAnswers(uses, func(id string) (time.Time, bool) {
+		ts, ok := started[id]
+		return ts.Started, ok
+	})
 	var ran []string
 	for _, u := range uses {
-		text := tool.CrashNotRunText
-		if ts, ok := started[u.ID]; ok {
-			text = tool.CrashMayHaveRunText(ts.Started)
+		if _, ok := started[u.ID]; ok {
 			ran = append(ran, fmt.Sprintf("%s (%s)", u.Name, u.ID))
 		}
-		blocks = append(blocks, message.ToolResult(u.ID, []message.Block{message.Text(text)}, true))
 	}
-	m := message.User(blocks...)
 	id, err := s.record(ctx, transcript.Entry{Type: transcript.TypeUser, Message: &m})
 	if err == nil && s.transcript != nil {
 		err = s.transcript.Sync(ctx)
