@@ -2,8 +2,10 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/keel-dev/keel/internal/cachewatch"
@@ -34,8 +36,10 @@ func ProjectRoot(dir string) string {
 	}
 }
 
-// loadSettings reads every settings source; problems become notices, never a failure.
-func (s *Session) loadSettings() {
+// loadSettings reads every settings source; problems become notices. A file that cannot be
+// read or parsed at all is an error unless Options.IgnoreSettingsErrors says to go on without
+// it: its deny rules must never vanish silently.
+func (s *Session) loadSettings() error {
 	st, _ := settings.Load(settings.Options{
 		Env:          settings.Env{Home: s.opts.Home},
 		ProjectDir:   s.projectDir,
@@ -44,9 +48,18 @@ func (s *Session) loadSettings() {
 		SettingsArgs: s.opts.SettingsArgs,
 	})
 	s.settings = st
+	if bad := st.Unreadable(); len(bad) > 0 && !s.opts.IgnoreSettingsErrors {
+		var lines []string
+		for _, p := range bad {
+			p.Msg = strings.TrimSuffix(p.Msg, " (file ignored)")
+			lines = append(lines, p.Error())
+		}
+		return fmt.Errorf("%s; fix it, or pass --ignore-settings-errors to run without that file", strings.Join(lines, "; "))
+	}
 	for _, p := range st.Problems {
 		s.notices = append(s.notices, event.Notice{Level: string(p.Severity), Text: p.Error()})
 	}
+	return nil
 }
 
 // permissionPolicy turns settings and flags into the main agent's policy.
@@ -117,6 +130,7 @@ func (s *Session) buildHooks() {
 		DisableAll: s.settings.DisableAllHooks.V,
 		ProjectDir: s.projectDir,
 		Trusted:    trusted,
+		Report:     s.warn,
 		Logger:     s.logger,
 	})
 	s.hooks = runner

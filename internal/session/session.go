@@ -90,6 +90,9 @@ type Options struct {
 	// Offline opens the stored session for maintenance (`keel rewind`): no MCP servers are
 	// started and no SessionStart or SessionEnd hooks run.
 	Offline bool
+	// IgnoreSettingsErrors runs on without a settings file that does not parse (reported as
+	// a notice) instead of refusing to start.
+	IgnoreSettingsErrors bool
 
 	// Agents is the --agents JSON; ForkSubagents makes an Agent call without subagent_type a
 	// fork (also the forkSubagents setting); MaxAgentDepth limits nesting (0: subagents do not
@@ -194,7 +197,9 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		state:      tool.State{Cwd: cwd},
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
-	s.loadSettings()
+	if err := s.loadSettings(); err != nil {
+		return nil, err
+	}
 	policy, warnings := s.permissionPolicy()
 	for _, w := range warnings {
 		s.notices = append(s.notices, event.Notice{Level: "warn", Text: w})

@@ -60,6 +60,24 @@ func Load(opts Options) (*Settings, error) {
 	return s, s.Err()
 }
 
+// Unreadable returns the problems of the files that could not be read or parsed at all: every
+// value in them — deny rules included — is missing from the merged settings.
+func (s *Settings) Unreadable() []Problem {
+	bad := map[string]bool{}
+	for _, f := range s.Files {
+		if f.State == FileBad {
+			bad[f.Path] = true
+		}
+	}
+	var out []Problem
+	for _, p := range s.Problems {
+		if bad[p.Path] && p.Severity == SeverityError {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Err joins the problems of severity error, or returns nil.
 func (s *Settings) Err() error {
 	var errs []error
