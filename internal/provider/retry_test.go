@@ -2,10 +2,10 @@ package provider_test
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"crypto/x509"
 	"iter"
 	"net"
 	"net/http"

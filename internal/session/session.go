@@ -472,6 +472,11 @@ func (s *Session) Close() error {
 	return nil
 }
 
+// Notices returns the notices found while opening the session (settings problems, MCP servers
+// that did not start, a repaired transcript) and clears them, so the next Send does not
+// repeat them. A frontend that shows a screen before the first prompt calls it at start.
+func (s *Session) Notices() []event.Notice { return s.takeNotices() }
+
 func (s *Session) takeNotices() []event.Notice {
 	s.mu.Lock()
 	defer s.mu.Unlock()
