@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/google/uuid"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/prompt"
+	"github.com/keel-dev/keel/internal/shell"
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/transcript"
 )
@@ -71,6 +74,7 @@ func (s *Session) openTranscript(ctx context.Context) (*transcript.State, error)
 		return nil, err
 	}
 	s.transcript = w
+	s.useShellDir(w.Path())
 	files, err := snapshot.Open(s.opts.Home, s.id)
 	if err != nil {
 		return nil, fmt.Errorf("open file history: %w", err)
@@ -156,4 +160,20 @@ func (s *Session) TranscriptPath() string {
 		return ""
 	}
 	return s.transcript.Path()
+}
+
+// useShellDir keeps the shell's cwd files in the session's folder, sweeping those a killed
+// run left there (the session's lock is held, so none is in use), and clears stale ones an
+// older keel left in the shared temporary directory.
+func (s *Session) useShellDir(transcriptPath string) {
+	dir := filepath.Join(transcript.SessionDir(transcriptPath), "tmp")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		s.logger.Warn("shell temp dir", "err", err)
+		return
+	}
+	if n := shell.SweepCwdFiles(dir, 0); n > 0 {
+		s.logger.Info("swept cwd files of a killed run", "n", n)
+	}
+	shell.SweepCwdFiles(os.TempDir(), shell.StaleCwdFileAge)
+	s.jobs.SetTempDir(dir)
 }

@@ -161,3 +161,30 @@ func TestInterruptTellsWhatMayHaveRun(t *testing.T) {
 		t.Errorf("results after the interrupt = %q", texts)
 	}
 }
+
+// TestShellCwdFilesStayInTheSession: the cwd files of Bash commands live in the session's
+// folder, and one a killed run left there is swept when the session is resumed.
+func TestShellCwdFilesStayInTheSession(t *testing.T) {
+	home, cwd := t.TempDir(), t.TempDir()
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{When: scripted.Match{UserText: "list"}, Times: 1, Reply: []scripted.Block{scripted.ToolUse("Bash", map[string]string{"command": "ls \"$SESSION_TMP\""})}},
+		{Reply: []scripted.Block{scripted.Text("ok")}},
+	}}
+	first := newHarness(t, sc, Options{Home: home, Cwd: cwd, PermissionMode: "bypassPermissions"})
+	dir := filepath.Join(transcript.SessionDir(first.sess.TranscriptPath()), "tmp")
+	t.Setenv("SESSION_TMP", dir)
+	first.send(t, "list it")
+	out, _ := toolResultText(t, first.sess.History())
+	if !strings.Contains(out, "keel-cwd-") {
+		t.Errorf("the command's cwd file is not in the session folder: %q", out)
+	}
+	first.sess.Close()
+	left := filepath.Join(dir, "keel-cwd-killed")
+	if err := os.WriteFile(left, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	newHarness(t, sc, Options{Home: home, Cwd: cwd, Continue: true})
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("the cwd file a killed run left was not swept: %v", err)
+	}
+}
