@@ -22,7 +22,7 @@ func TestScanHeader(t *testing.T) {
 		{` { "uuid" : "u" , "type" : "summary" , "parentUuid" : null } `, header{Type: "summary", UUID: "u"}, true},
 		{`{"type":"us\u0065r","uuid":"u\"q","parentUuid":"p"}`, header{Type: "user", UUID: `u"q`, Parent: "p"}, true},
 		{`{"n":[1,{"a":[2,3]},"]"],"type":"rewind","uuid":"r","leafUuid":"x","ok":true,"x":-1.5e3}`, header{Type: "rewind", UUID: "r"}, true},
-		{`{"message":{"type":"user"},"uuid":"u"}`, header{}, false}, // a nested type is not the entry's
+		{`{"message":{"type":"user"},"uuid":"u"}`, header{}, false},                                               // a nested type is not the entry's
 		{`{"type":"user","uuid":"u","parentUuid":null,"message":{"role":`, header{Type: "user", UUID: "u"}, true}, // keel's prefix reads even when cut
 		{`{"uuid":"u","message":{"role":`, header{}, false},
 		{`not json`, header{}, false},
