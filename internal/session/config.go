@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -137,6 +138,24 @@ func (s *Session) buildHooks() {
 	for _, p := range problems {
 		s.notices = append(s.notices, event.Notice{Level: string(p.Severity), Text: p.Error()})
 	}
+	if !trusted && !s.settings.DisableAllHooks.V {
+		if n := untrustedHooks(s.settings.Hooks); n != "" {
+			s.notices = append(s.notices, event.Notice{Level: "warn", Text: "the workspace is not trusted, so the hooks of " + n +
+				" do not run (run `keel trust`, or pass --trust)"})
+		}
+	}
+}
+
+// untrustedHooks names the project-provided settings files that configure hooks, which an
+// untrusted workspace does not run.
+func untrustedHooks(groups []settings.HookGroup) string {
+	var files []string
+	for _, g := range groups {
+		if g.From.Scope.ProjectProvided() && len(g.Hooks) > 0 && !slices.Contains(files, g.From.Path) {
+			files = append(files, g.From.Path)
+		}
+	}
+	return strings.Join(files, " and ")
 }
 
 // buildPrompt sets up the main agent's system prompt. The environment and memory files are

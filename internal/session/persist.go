@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -64,7 +65,7 @@ func (s *Session) openTranscript(ctx context.Context) (*transcript.State, error)
 		if err == nil {
 			s.id = st.SessionID
 			opts.SessionID = st.SessionID
-			w, st, err = transcript.Resume(ctx, src, opts)
+			w, st, err = resumeLocked(ctx, src, opts)
 		}
 		if errors.Is(err, transcript.ErrLocked) {
 			return nil, fmt.Errorf("resume %s: the session is open in another process; use --fork-session to continue it as a new session", src)
@@ -81,6 +82,29 @@ func (s *Session) openTranscript(ctx context.Context) (*transcript.State, error)
 	}
 	s.snapshots = files
 	return st, nil
+}
+
+// lockGrace is how long a resume waits for the session's lock before calling the session open
+// elsewhere. Right after keel is killed, a command it was starting can hold the open file for
+// a moment (a forked child that has not exec'd yet); a session really open in another keel
+// holds it for much longer.
+const lockGrace = 2 * time.Second
+
+func resumeLocked(ctx context.Context, path string, opts transcript.Options) (*transcript.Writer, *transcript.State, error) {
+	deadline := time.Now().Add(lockGrace)
+	for {
+		w, st, err := transcript.Resume(ctx, path, opts)
+		if !errors.Is(err, transcript.ErrLocked) || time.Now().After(deadline) {
+			return w, st, err
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil, context.Cause(ctx)
+		case <-t.C:
+		}
+	}
 }
 
 // restore rebuilds the session's state from a replayed transcript.

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/keel-dev/keel/internal/message"
 )
@@ -132,7 +134,19 @@ func load(ctx context.Context, path string, f *os.File) (*State, error) {
 		return nil, err
 	}
 	st.TornTail = fi.Size() - good
+	st.idFromName(path)
 	return st, nil
+}
+
+// idFromName names the session after its file when no complete line did: a crash while the
+// first line was written leaves a file without one.
+func (s *State) idFromName(path string) {
+	if s.SessionID != "" {
+		return
+	}
+	if id := strings.TrimSuffix(filepath.Base(path), ".jsonl"); CheckID(id) == nil {
+		s.SessionID = id
+	}
 }
 
 // checkVersion reads the first line; a meta line with a newer schema version is refused. A

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -71,5 +72,30 @@ func TestToolStartedReplay(t *testing.T) {
 	mustAppend(t, w, toolResults("t1", "t2", "t3"))
 	if st := mustLoad(t, path); len(st.Started) != 0 {
 		t.Errorf("answered calls still reported as started: %v", st.Started)
+	}
+}
+
+// TestResumeFileWithoutACompleteLine: a crash while the first line was written leaves a file
+// with no complete line; the session keeps the id of its file name.
+func TestResumeFileWithoutACompleteLine(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/0b5e5e76-1111-4d4b-a0d3-df2d9c47c6c6.jsonl"
+	if err := os.WriteFile(path, []byte(`{"type":"meta","uuid":"m","par`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st := mustLoad(t, path); st.SessionID != "0b5e5e76-1111-4d4b-a0d3-df2d9c47c6c6" {
+		t.Errorf("Load: session id %q", st.SessionID)
+	}
+	w, st, err := Resume(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if st.SessionID != "0b5e5e76-1111-4d4b-a0d3-df2d9c47c6c6" || st.TornTail == 0 {
+		t.Errorf("Resume: %+v", st)
+	}
+	e, err := w.Append(t.Context(), userText("again"))
+	if err != nil || e.SessionID != st.SessionID {
+		t.Errorf("append after the repair: %+v, %v", e, err)
 	}
 }
