@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -78,6 +79,19 @@ type killStats struct {
 	doubleRuns, unexplained      int
 }
 
+func (s *killStats) add(o killStats) {
+	s.kills += o.kills
+	s.continues += o.continues
+	s.notStarted += o.notStarted
+	s.mayHaveRun += o.mayHaveRun
+	s.didNotRun += o.didNotRun
+	s.requests += o.requests
+	s.cutOff += o.cutOff
+	s.invalid += o.invalid
+	s.doubleRuns += o.doubleRuns
+	s.unexplained += o.unexplained
+}
+
 // TestProcessKill runs `keel -p` on the task above against the scripted model, kills it with
 // SIGKILL at a random moment, runs `keel --continue -p` to the end, and checks: every request
 // the model server received was valid; no command ran twice; a call keel said did not run had
@@ -103,15 +117,32 @@ func TestProcessKill(t *testing.T) {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (KEEL_PROCESS_KILL_SEED reproduces it)", seed)
-	rng := rand.New(rand.NewPCG(seed, 17))
 	root := t.TempDir()
-	var st killStats
-	for i := range kills {
-		killCycle(t, exe, filepath.Join(root, strconv.Itoa(i)), rng, &st)
-		if t.Failed() {
-			t.Fatalf("kill %d failed (seed %d)", i, seed)
+	// Two workers, each with its own model server and directories: the cycles are independent,
+	// and most of a cycle is waiting on a process.
+	const workers = 2
+	var (
+		mu sync.Mutex // guards st
+		st killStats
+	)
+	t.Run("kills", func(t *testing.T) {
+		for w := range workers {
+			t.Run(fmt.Sprintf("worker-%d", w), func(t *testing.T) {
+				t.Parallel()
+				rng := rand.New(rand.NewPCG(seed, uint64(w)))
+				for i := w; i < kills; i += workers {
+					var one killStats
+					killCycle(t, exe, filepath.Join(root, strconv.Itoa(i)), rng, &one)
+					mu.Lock()
+					st.add(one)
+					mu.Unlock()
+					if t.Failed() {
+						t.Fatalf("kill %d failed (seed %d)", i, seed)
+					}
+				}
+			})
 		}
-	}
+	})
 	t.Logf("%d kills, %d continues (%d before keel had started the session), %d requests (%d cut off by a kill), %d invalid requests, "+
 		"%d calls reported as may have run, %d as did not run, %d double runs, %d unexplained",
 		st.kills, st.continues, st.notStarted, st.requests, st.cutOff, st.invalid, st.mayHaveRun, st.didNotRun, st.doubleRuns, st.unexplained)

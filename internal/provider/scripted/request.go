@@ -148,6 +148,7 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 	// Deferred tools (defer_loading) are not part of the prompt prefix: the API loads each
 	// one where a tool_reference names it, so its definition counts there (see below).
 	deferred := map[string][]byte{}
+	names := map[string]bool{}
 	for i, t := range req.Tools {
 		tag := fmt.Sprintf("tools.%d", i)
 		var head struct {
@@ -158,6 +159,10 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 		if err := json.Unmarshal(t, &head); err != nil {
 			return nil, badRequest("%s: %v", tag, err)
 		}
+		if names[head.Name] {
+			return nil, badRequest("tools: Tool names must be unique.")
+		}
+		names[head.Name] = true
 		if head.DeferLoading {
 			_, canon, cc, err := canonical(t)
 			if err != nil {

@@ -35,8 +35,15 @@ func checkConversation(roles []string, msgs [][]msgBlock) error {
 			return badRequest(`messages: roles must alternate between "user" and "assistant", but found multiple %q roles in a row`, roles[i])
 		}
 	}
+	seen := map[string]bool{}
 	for i, blocks := range msgs {
-		for _, b := range blocks {
+		for j, b := range blocks {
+			if b.typ == "tool_use" {
+				if seen[b.id] {
+					return badRequest("messages.%d.content.%d: `tool_use` ids must be unique", i, j)
+				}
+				seen[b.id] = true
+			}
 			if b.typ != "text" {
 				continue
 			}

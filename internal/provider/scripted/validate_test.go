@@ -39,6 +39,8 @@ func TestConversationRules(t *testing.T) {
 			"messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: x. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."},
 		{"result not after its use", []any{user("go"), assistant([]any{use("a")}), user([]any{res("a")}), assistant("done"), user([]any{res("a")})},
 			"messages.4.content.0: unexpected `tool_use_id` found in `tool_result` blocks: a. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."},
+		{"duplicate tool_use id", []any{user("go"), assistant([]any{use("a")}), user([]any{res("a")}), assistant([]any{use("a")}), user([]any{res("a")})},
+			"messages.3.content.0: `tool_use` ids must be unique"},
 		{"empty text", []any{user([]any{text("")})}, "messages: text content blocks must be non-empty"},
 		{"blank text", []any{user([]any{text(" \n")})}, "messages: text content blocks must contain non-whitespace text"},
 		{"two user messages", []any{user("a"), user("b")},
@@ -85,6 +87,15 @@ func TestConversationRules(t *testing.T) {
 				t.Errorf("request log: %+v", recs)
 			}
 		})
+	}
+}
+
+// TestToolNamesMustBeUnique: two tools of one name are refused.
+func TestToolNamesMustBeUnique(t *testing.T) {
+	s := start(t, &Scenario{}, Options{})
+	resp, body := post(t, s, "/v1/messages", msgs(false, []any{tool("Read"), tool("Read")}, user("hi")))
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "tools: Tool names must be unique.") {
+		t.Errorf("got %d %s", resp.StatusCode, body)
 	}
 }
 
