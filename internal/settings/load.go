@@ -5,7 +5,8 @@
 //
 // A bad file never disables the others: malformed JSON drops that file, an invalid value drops
 // that value, and both are reported as [Problem]s naming file, line and the valid options.
-// Unknown keys are kept and warned about.
+// Unknown keys are kept and warned about. A session refuses to start while a file is
+// [Settings.Unreadable] (its deny rules would be gone) unless told to ignore it.
 package settings
 
 import (
