@@ -551,9 +551,31 @@ func (s *Session) Skills() []skill.Skill { return s.skills.All() }
 func (s *Session) observers() []loop.Observer {
 	obs := []loop.Observer{rulesObserver{s}}
 	if s.mcp != nil {
-		obs = append(obs, s.mcp)
+		obs = append(obs, mcpObserver{s})
 	}
 	return obs
+}
+
+// mcpObserver passes the MCP manager's news (a server lost, back, or marked unhealthy) to the
+// model and shows it to the user as a notice too: a server that stops answering is a problem
+// the user must see in every output mode.
+type mcpObserver struct{ s *Session }
+
+func (o mcpObserver) Observe(ctx context.Context) []message.Block {
+	news := o.s.mcp.Observe(ctx)
+	for _, b := range news {
+		text := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(b.Text, "<system-reminder>"), "</system-reminder>"))
+		for _, line := range strings.Split(text, "\n") {
+			level := "info"
+			if strings.Contains(line, "gone until") || strings.Contains(line, "declined") {
+				level = "warn"
+			}
+			if line != "" {
+				o.s.emit(event.Notice{Level: level, Text: line})
+			}
+		}
+	}
+	return news
 }
 
 // prepare finishes every request of this session's agents before it is sent: MCP tools the
