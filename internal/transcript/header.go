@@ -101,7 +101,7 @@ func scanHeader(line []byte, typeOnly bool) (header, bool) {
 		if vEnd < 0 {
 			return h, false
 		}
-		if dst := headerField(&h, key); dst != nil {
+		if dst := headerField(&h, key); dst != nil && (!typeOnly || dst == (*string)(&h.Type)) {
 			v, ok := stringValue(line[i:vEnd])
 			if !ok {
 				return h, false
