@@ -205,3 +205,43 @@ func TestCallThatCannotBeRecordedDoesNotRun(t *testing.T) {
 		t.Errorf("result of the unrecorded call: %q", got)
 	}
 }
+
+// TestBlankReplyTextIsNotSentBack: a reply with an empty text block (the API sends them before
+// tool calls) or no content at all is kept in a form the API takes back: no request is refused.
+func TestBlankReplyTextIsNotSentBack(t *testing.T) {
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{When: scripted.Match{UserText: "go"}, Times: 1, Reply: []scripted.Block{scripted.Text(""), scripted.ToolUse("Look", map[string]any{})}},
+		{When: scripted.Match{ToolResult: "Look"}, Times: 1, Reply: []scripted.Block{}},
+		{Reply: []scripted.Block{scripted.Text("fine")}},
+	}}
+	srv, err := scripted.Start(t.Context(), "", sc, scripted.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	p, err := anthropic.New(anthropic.Options{APIKey: "k", BaseURL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	look := tool.New(tool.Spec[struct{}]{Name: "Look", Description: "Look", Schema: json.RawMessage(`{"type":"object"}`),
+		IsReadOnly: func(struct{}) bool { return true },
+		Run:        func(context.Context, *tool.Env, struct{}) tool.Result { return tool.Text("seen") }})
+	pool := tool.Assemble([]tool.Tool{look}, nil)
+	agent := &Agent{Provider: p, Model: "claude-test", Pool: func(context.Context) *tool.Pool { return pool }}
+	out, err := agent.Run(t.Context(), []message.Message{message.User(message.Text("go"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Messages[1].Content[0].Type != message.TypeToolUse || out.Messages[3].TextOf() != noContentText {
+		t.Errorf("history: %s", shape(out.Messages))
+	}
+	out, err = agent.Run(t.Context(), append(out.Messages, message.User(message.Text("again"))))
+	if err != nil || out.Text != "fine" {
+		t.Fatalf("next run: %q, %v", out.Text, err)
+	}
+	for _, r := range srv.Requests() {
+		if r.Status != 200 {
+			t.Errorf("request %d refused: %s", r.N, r.Error)
+		}
+	}
+}

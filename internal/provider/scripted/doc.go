@@ -24,11 +24,12 @@
 // The conversation is checked as the Messages API checks it, and refused with its 400
 // invalid_request_error and its message: every tool_use needs its tool_result among the
 // blocks that open the next user message; a tool_result must answer a tool_use of the message
-// right before it; tool_use ids and tool names are unique; text blocks must be non-empty and
-// not blank; roles must alternate; a thinking block must come back as it was streamed (its
-// signature is bound to its text); at most 4 cache_control breakpoints. Chat completions refuse tool calls without tool messages
-// and tool messages without calls, with OpenAI's messages. So a test that passes against the
-// scripted model shows that keel sent nothing the real APIs refuse.
+// right before it; tool_use ids and tool names are unique; messages and text blocks must be
+// non-empty, text not blank; roles must alternate; a thinking block must come back as it was
+// streamed (its signature is bound to its text); at most 4 cache_control breakpoints. Chat
+// completions refuse tool calls without tool messages and tool messages without calls, with
+// OpenAI's messages. So a test that passes against the scripted model shows that keel sent
+// nothing the real APIs refuse.
 //
 // Both APIs are driven by the same rules: a request is reduced to a common view (model,
 // system prompt, tool names, last user message, tool results in it) before matching.

@@ -35,6 +35,11 @@ func checkConversation(roles []string, msgs [][]msgBlock) error {
 			return badRequest(`messages: roles must alternate between "user" and "assistant", but found multiple %q roles in a row`, roles[i])
 		}
 	}
+	for i, blocks := range msgs {
+		if len(blocks) == 0 && !(i == len(msgs)-1 && roles[i] == "assistant") {
+			return badRequest("messages.%d: all messages must have non-empty content except for the optional final assistant message", i)
+		}
+	}
 	seen := map[string]bool{}
 	for i, blocks := range msgs {
 		for j, b := range blocks {
