@@ -69,6 +69,10 @@ type Options struct {
 	Settings []string
 	// Trust runs the project's hooks and MCP servers without a recorded trust.
 	Trust bool
+	// IgnoreSettingsErrors opens the session even when a settings file does not parse (its
+	// settings, deny rules included, are then not used, and a [Notice] says so); without it
+	// New fails naming file, line and column.
+	IgnoreSettingsErrors bool
 	// Resume continues the stored session with this id; Continue the newest one in Cwd.
 	// ForkSession continues either as a new session, leaving the original untouched.
 	Resume      string
@@ -164,6 +168,8 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		Agent:         opts.Agent,
 		ModelFlag:     opts.Model != "",
 		ForkSubagents: opts.ForkSubagents,
+
+		IgnoreSettingsErrors: opts.IgnoreSettingsErrors,
 		MCP: session.MCPOptions{Configs: opts.MCPConfig, Strict: opts.StrictMCPConfig, InProcess: opts.MCPServers,
 			ToolSearch: opts.ToolSearch, PermissionPromptTool: opts.PermissionPromptTool, Elicit: opts.Elicit},
 	})
@@ -203,6 +209,11 @@ func (s *Session) Usage() (Usage, float64) { return s.s.Usage() }
 
 // Cwd returns the agent's current working directory.
 func (s *Session) Cwd() string { return s.s.Cwd() }
+
+// Notices returns what the user should know about opening the session — settings that did
+// not load, MCP servers that failed to start, calls a crash interrupted — and clears it; the
+// first Send otherwise streams them as [Notice] events.
+func (s *Session) Notices() []Notice { return s.s.Notices() }
 
 // ToolNames lists the tools the agent offers the model, in request order.
 func (s *Session) ToolNames() []string { return s.s.ToolNames() }

@@ -1,13 +1,11 @@
 package builtin
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/keel-dev/keel/internal/tool"
 )
@@ -26,13 +24,12 @@ const editSchema = `{"type":"object","properties":{
 "replace_all":{"type":"boolean","default":false,"description":"Replace every occurrence"}},
 "required":["file_path","old_string","new_string"],"additionalProperties":false}`
 
-const utf8BOM = "\xef\xbb\xbf"
-
 // snippetContext is how many lines around a change Edit shows.
 const snippetContext = 3
 
-// Edit returns the Edit tool: an exact string replacement in a file the agent has read. It
-// keeps CRLF line endings, a UTF-8 byte-order mark and the file mode.
+// Edit returns the Edit tool: an exact string replacement in a file the agent has read. Only
+// the replaced bytes change: the file keeps its encoding (UTF-8, UTF-16, Latin-1,
+// Windows-1252), its byte-order mark, its CRLF line endings and its mode.
 func Edit() tool.Tool {
 	return tool.New(tool.Spec[editInput]{
 		Name:        "Edit",
@@ -66,46 +63,47 @@ func runEdit(ctx context.Context, env *tool.Env, in editInput) tool.Result {
 	if res, ok := checkFresh(env, t, data); !ok {
 		return res
 	}
-	bom := bytes.HasPrefix(data, []byte(utf8BOM))
-	body := data
-	if bom {
-		body = data[len(utf8BOM):]
+	enc, err := detectEncoding(data, false)
+	if err != nil {
+		return tool.Errorf("%s is %s. Edit only changes text, so the file was left unchanged.", t.abs, err)
 	}
-	if !utf8.Valid(body) {
-		kind := "not valid UTF-8 (it may be Latin-1 or another legacy encoding)"
-		if bytes.HasPrefix(body, []byte("\xff\xfe")) || bytes.HasPrefix(body, []byte("\xfe\xff")) {
-			kind = "UTF-16 encoded"
-		}
-		return tool.Errorf("%s is %s. Edit only changes UTF-8 text, so the file was left unchanged; change it with Bash (e.g. iconv, sed) instead.", t.abs, kind)
+	text, err := enc.decode(data[len(enc.bom):])
+	if err != nil {
+		return tool.Errorf("Cannot read %s: %v", t.abs, err)
 	}
-	text := string(body)
 	crlf := usesCRLF(text)
-	old, repl := in.OldString, in.NewString
-	if crlf {
-		text = strings.ReplaceAll(text, "\r\n", "\n")
-		old = strings.ReplaceAll(old, "\r\n", "\n")
-		repl = strings.ReplaceAll(repl, "\r\n", "\n")
-	}
-	if old == "" {
+	if in.OldString == "" {
 		if text != "" {
 			return tool.Errorf("old_string is empty, but %s is not. Give the exact text to replace, or use Write to replace the whole file.", t.abs)
 		}
-		return applyEdit(env, t, text, 0, 1, repl, crlf, bom)
+		repl := in.NewString
+		if crlf {
+			repl = toCRLF(repl)
+		}
+		body, err := enc.encode(repl)
+		if err != nil {
+			return tool.Errorf("%v", err)
+		}
+		return applyEdit(env, t, append(append([]byte(nil), enc.bom...), body...), repl, 0, 1, repl)
 	}
-	n := strings.Count(text, old)
+	out, n, at, repl, err := enc.splice(data, in.OldString, in.NewString, in.ReplaceAll, crlf)
 	switch {
+	case err != nil:
+		return tool.Errorf("%v", err)
 	case n == 0:
 		return tool.Errorf("old_string was not found in %s. It must match the file exactly, including whitespace and indentation; Read the file again to check.", t.abs)
 	case n > 1 && !in.ReplaceAll:
 		return tool.Errorf("old_string occurs %d times in %s. Include more surrounding lines to pick one, or set replace_all to change every occurrence.", n, t.abs)
 	}
-	at := strings.Index(text, old)
-	if in.ReplaceAll {
-		text = strings.ReplaceAll(text, old, repl)
-	} else {
-		text = text[:at] + repl + text[at+len(old):]
+	newText, err := enc.decode(out[len(enc.bom):])
+	if err != nil {
+		return tool.Errorf("Cannot read %s back: %v", t.abs, err)
 	}
-	return applyEdit(env, t, text, at, n, repl, crlf, bom)
+	before, err := enc.decode(data[len(enc.bom) : len(enc.bom)+at])
+	if err != nil {
+		return tool.Errorf("Cannot read %s: %v", t.abs, err)
+	}
+	return applyEdit(env, t, out, newText, len(before), n, repl)
 }
 
 // usesCRLF reports whether most line endings of text are CRLF.
@@ -114,17 +112,10 @@ func usesCRLF(text string) bool {
 	return crlf > 0 && crlf*2 >= strings.Count(text, "\n")
 }
 
-// applyEdit writes the new text (LF-normalised; at is where the first replacement starts) back
-// in the file's own encoding and shows the lines around the change.
-func applyEdit(env *tool.Env, t target, text string, at, n int, repl string, crlf, bom bool) tool.Result {
-	out := text
-	if crlf {
-		out = strings.ReplaceAll(out, "\n", "\r\n")
-	}
-	if bom {
-		out = utf8BOM + out
-	}
-	content := []byte(out)
+// applyEdit writes the new content — the old bytes with only the replaced ones changed — and
+// shows the lines of text (the content decoded) around the change, which starts at byte at
+// of text and is repl.
+func applyEdit(env *tool.Env, t target, content []byte, text string, at, n int, repl string) tool.Result {
 	if err := overwrite(t.real, content); err != nil {
 		return tool.Errorf("Cannot write %s: %v", t.abs, err)
 	}

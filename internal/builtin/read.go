@@ -7,12 +7,15 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/text/transform"
 
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/tool"
@@ -92,26 +95,42 @@ func runRead(ctx context.Context, env *tool.Env, in readInput) tool.Result {
 	if strings.EqualFold(filepath.Ext(t.abs), ".ipynb") {
 		return readNotebook(env, t, f, info)
 	}
-	if bytes.IndexByte(head, 0) >= 0 {
-		return tool.Errorf("%s is a binary file (%d bytes). Read shows text, images (PNG, JPEG, GIF, WebP) and Jupyter notebooks; inspect other files with Bash (e.g. `file`, `xxd | head`).", t.abs, info.Size())
+	enc, err := sniffEncoding(f, head, info.Size())
+	if err != nil {
+		if bin, ok := errors.AsType[*errBinary](err); ok {
+			detail := ""
+			if bin.detail != "" {
+				detail = ", " + bin.detail
+			}
+			return tool.Errorf("%s is %s (%d bytes%s). Read shows text, images (PNG, JPEG, GIF, WebP) and Jupyter notebooks; inspect other files with Bash (e.g. `file`, `xxd | head`).", t.abs, bin.kind, info.Size(), detail)
+		}
+		return tool.Errorf("Cannot read %s: %v", t.abs, err)
 	}
 	if in.Offset == 0 && in.Limit == 0 && info.Size() > maxReadBytes {
 		return tool.Errorf("%s is %d KB, over the %d KB Read returns at once. Read it in parts with offset and limit (e.g. offset=1, limit=500), or use Grep to find the lines you need.",
 			t.abs, info.Size()>>10, maxReadBytes>>10)
 	}
-	return readText(env, t, f, info, in)
+	return readText(env, t, f, info, in, enc)
 }
 
 // readText formats lines like `cat -n`: the number right-aligned in six columns, a tab, the
 // line. It reads the whole file to hash it, but keeps only the requested lines.
-func readText(env *tool.Env, t target, f *os.File, info os.FileInfo, in readInput) tool.Result {
+// A file in another encoding than UTF-8 is decoded on the way (enc); the hash is of its bytes.
+func readText(env *tool.Env, t target, f *os.File, info os.FileInfo, in readInput, enc textEncoding) tool.Result {
 	start := max(in.Offset, 1)
 	limit := in.Limit
 	if limit == 0 {
 		limit = defaultReadLines
 	}
 	h := sha256.New()
-	r := bufio.NewReaderSize(io.TeeReader(f, h), 64<<10)
+	src := io.TeeReader(f, h)
+	if _, err := io.CopyN(io.Discard, src, int64(len(enc.bom))); err != nil {
+		return tool.Errorf("Cannot read %s: %v", t.abs, err)
+	}
+	if enc.enc != nil {
+		src = transform.NewReader(src, enc.enc.NewDecoder())
+	}
+	r := bufio.NewReaderSize(src, 64<<10)
 	var out strings.Builder
 	lineNo, shown, last := 0, 0, 0
 	stopped := false // output hit maxReadBytes
@@ -151,6 +170,9 @@ func readText(env *tool.Env, t target, f *os.File, info os.FileInfo, in readInpu
 		fmt.Fprintf(&out, "\n[Output stopped at %d KB after line %d of %d. Continue with offset=%d.]", maxReadBytes>>10, last, lineNo, last+1)
 	} else if last < lineNo {
 		fmt.Fprintf(&out, "\n[Showing lines %d-%d of %d. Continue with offset=%d.]", start, last, lineNo, last+1)
+	}
+	if note := enc.note(); note != "" {
+		out.WriteString("\n" + note)
 	}
 	return tool.Text(strings.TrimSuffix(out.String(), "\n"))
 }

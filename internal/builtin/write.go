@@ -21,7 +21,8 @@ const writeSchema = `{"type":"object","properties":{
 "required":["file_path","content"],"additionalProperties":false}`
 
 // Write returns the Write tool: it creates a file (and its parent directories) or replaces one
-// the agent has read and that has not changed since. It keeps the mode of a replaced file.
+// the agent has read and that has not changed since. A replaced file keeps its mode, its
+// encoding, its byte-order mark and its CRLF line endings.
 func Write() tool.Tool {
 	return tool.New(tool.Spec[writeInput]{
 		Name:        "Write",
@@ -46,6 +47,9 @@ func runWrite(ctx context.Context, env *tool.Env, in writeInput) tool.Result {
 	case err == nil:
 		if res, ok := checkFresh(env, t, old); !ok {
 			return res
+		}
+		if content, err = keepEncoding(old, in.Content); err != nil {
+			return tool.Errorf("%v", err)
 		}
 		if err := overwrite(t.real, content); err != nil {
 			return tool.Errorf("Cannot write %s: %v", t.abs, err)

@@ -10,6 +10,8 @@ import (
 // credentials are read by the connect package through the same getenv.
 type Env struct {
 	Home string // KEEL_HOME, default ~/.keel
+	// MaxTurns is KEEL_MAX_TURNS as given: the turn cap of headless runs without --max-turns.
+	MaxTurns string
 }
 
 func loadEnv(getenv func(string) string) Env {
@@ -21,7 +23,7 @@ func loadEnv(getenv func(string) string) Env {
 			home = filepath.Join(dir, ".keel")
 		}
 	}
-	return Env{Home: home}
+	return Env{Home: home, MaxTurns: getenv("KEEL_MAX_TURNS")}
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

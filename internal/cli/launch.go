@@ -86,5 +86,6 @@ func (a *app) libraryOptions(f *runFlags) keel.Options {
 		ToolSearch:           f.mcp.toolSearch,
 		PermissionPromptTool: f.mcp.permissionPromptTool,
 		Getenv:               a.getenv,
+		IgnoreSettingsErrors: f.ignoreSettingsErrors,
 	}
 }

@@ -111,6 +111,7 @@ results back until the work is done. Run "keel -p PROMPT" for one headless run, 
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.maxTurnsSet = cmd.Flags().Changed("max-turns")
 			return a.runRoot(cmd.Context(), cmd, f, args)
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -49,7 +50,14 @@ type runFlags struct {
 	forkSubagents      bool
 	noWait             bool
 	sdk                sdkFlags
+	// maxTurnsSet says --max-turns was given: without it a headless run has a default cap.
+	maxTurnsSet          bool
+	ignoreSettingsErrors bool
 }
+
+// DefaultHeadlessMaxTurns caps the model turns of a `keel -p` run that sets no --max-turns,
+// so a model stuck in a loop cannot run unattended for hours; --max-turns 0 lifts the cap.
+const DefaultHeadlessMaxTurns = 200
 
 // permissionModes are the values --permission-mode accepts.
 var permissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto"}
@@ -60,7 +68,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.outputFormat, "output-format", "text", "output of -p: text, json or stream-json")
 	fl.StringVar(&f.inputFormat, "input-format", "text", "input of -p: text or stream-json (one user message per line on stdin)")
 	fl.StringVar(&f.model, "model", "", "model id or alias: opus, sonnet, haiku, fable, opusplan, default (default $ANTHROPIC_MODEL, else the newest opus; see keel models)")
-	fl.IntVar(&f.maxTurns, "max-turns", 0, "stop after this many model turns (0: no limit)")
+	fl.IntVar(&f.maxTurns, "max-turns", 0, fmt.Sprintf("stop after this many model turns (0: no limit; -p runs default to %d)", DefaultHeadlessMaxTurns))
 	fl.StringVar(&f.systemPrompt, "system-prompt", "", "replace the system prompt")
 	fl.StringVar(&f.appendSystemPrompt, "append-system-prompt", "", "append to the system prompt")
 	fl.BoolVar(&f.verbose, "verbose", false, "show the whole conversation (text output) and every event")
@@ -85,6 +93,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.forkSubagents, "fork-subagents", false, "an Agent call without subagent_type forks the caller (sharing its context and prompt cache)")
 	fl.BoolVar(&f.noWait, "no-wait", false, "with -p: exit without waiting for background agents")
 	f.sdk.register(cmd)
+	fl.BoolVar(&f.ignoreSettingsErrors, "ignore-settings-errors", false, "run even when a settings file does not parse (its settings, deny rules included, are not used)")
 	for _, alias := range [][2]string{{"allowed-tools", "allowedTools"}, {"disallowed-tools", "disallowedTools"}} {
 		fl.StringArrayVar(aliasTarget(f, alias[1]), alias[0], nil, "same as --"+alias[1])
 		_ = fl.MarkHidden(alias[0])
@@ -136,7 +145,25 @@ func (a *app) sessionOptions(f *runFlags) session.Options {
 		ForkSubagents: f.forkSubagents,
 		Agent:         f.agent,
 		ModelFlag:     f.model != "",
+
+		IgnoreSettingsErrors: f.ignoreSettingsErrors,
 	}
+}
+
+// headlessMaxTurns is the turn cap of a -p run: --max-turns when given, else KEEL_MAX_TURNS,
+// else the default.
+func (a *app) headlessMaxTurns(f *runFlags) (int, error) {
+	if f.maxTurnsSet {
+		return f.maxTurns, nil
+	}
+	if a.env.MaxTurns != "" {
+		n, err := strconv.Atoi(a.env.MaxTurns)
+		if err != nil || n < 0 {
+			return 0, usageError{fmt.Errorf("KEEL_MAX_TURNS=%q is not a number of turns (0: no limit)", a.env.MaxTurns)}
+		}
+		return n, nil
+	}
+	return DefaultHeadlessMaxTurns, nil
 }
 
 func (f *runFlags) validate(cmd *cobra.Command) error {
@@ -225,7 +252,13 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 	} else if r, err = render.New(f.outputFormat, a.std.Out, f.verbose); err != nil {
 		return usageError{err}
 	}
-	return a.headless(ctx, sess, prompts, r, !f.noWait)
+	r = render.WithNotices(r, f.outputFormat, f.verbose, a.std.Err)
+	err = a.headless(ctx, sess, prompts, r, !f.noWait)
+	if ec, ok := errors.AsType[exitCodeError](err); ok && strings.HasPrefix(ec.err.Error(), "error_max_turns") && !f.maxTurnsSet && a.env.MaxTurns == "" {
+		ec.err = fmt.Errorf("%w; headless runs stop after %d turns unless --max-turns says otherwise (--max-turns 0: no limit)", ec.err, opts.MaxTurns)
+		return ec
+	}
+	return err
 }
 
 // runInitOnly runs the Setup and SessionStart hooks of a session and exits (--init-only).
@@ -254,6 +287,9 @@ func (a *app) headlessOptions(cmd *cobra.Command, f *runFlags) (session.Options,
 	opts := a.sessionOptions(f)
 	opts.Provider, opts.Model, opts.Logger, opts.Models = prov, model, a.logger, cfg.Models
 	opts.PlanModel = connect.PlanModel(cfg, a.getenv)
+	if opts.MaxTurns, err = a.headlessMaxTurns(f); err != nil {
+		return opts, err
+	}
 	if opts.MCP, err = a.mcpOptions(&f.mcp); err != nil {
 		return opts, err
 	}

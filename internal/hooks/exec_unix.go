@@ -41,6 +41,7 @@ func runCommand(ctx context.Context, command, dir string, env []string, stdin []
 	var exitErr *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
+		res.Cancelled = true
 		res.Err = fmt.Errorf("hook cancelled: %w", context.Cause(ctx))
 	case tctx.Err() != nil:
 		res.TimedOut = true

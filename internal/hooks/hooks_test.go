@@ -469,3 +469,32 @@ func TestOutputCap(t *testing.T) {
 	}
 	t.Logf("3 MB of output handled in %v", time.Since(start))
 }
+
+// TestProblemsAreReported: a hook that times out, one that prints broken JSON and one that
+// fails are each reported once, naming the event, the command and where it is configured; a
+// hook that works is not.
+func TestProblemsAreReported(t *testing.T) {
+	e := newEnv(t)
+	var got []string
+	r, problems := New(Config{ProjectDir: e.dir, Trusted: true, Environ: []string{"PATH=" + os.Getenv("PATH")},
+		Report: func(p string) { got = append(got, p) },
+		Hooks: []settings.HookGroup{
+			userHook("PreToolUse", "*", 0.2, e.script("hang.sh", "sleep 30")),
+			userHook("PostToolUse", "*", 0, e.script("bad.sh", `cat >/dev/null; echo '{"decision": "block",'`)),
+			userHook("Stop", "", 0, e.script("fail.sh", "exit 1"), e.script("ok.sh", "exit 0")),
+		}})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	r.Run(t.Context(), PreToolUse, editInput())
+	r.Run(t.Context(), PostToolUse, editInput())
+	r.Run(t.Context(), Stop, Input{SessionID: "s1"})
+	want := []string{
+		`PreToolUse hook "./hang.sh" (user.json:2): hook timed out after 200ms and was killed`,
+		`PostToolUse hook "./bad.sh" (user.json:2): stdout is not valid JSON (unexpected end of JSON input); treated as text`,
+		`Stop hook "./fail.sh" (user.json:2): exit status 1 (not blocking)`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reports mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -44,6 +44,11 @@ type Config struct {
 	// frontends that show hook activity; id pairs the two calls. It is called from the hooks'
 	// goroutines.
 	OnRun func(id string, ev Event, res Result, done bool)
+	// Report receives one line for each hook that failed to do its job — it could not start,
+	// timed out, exited with an error, or answered with output keel could not use — so the
+	// user sees it in every output mode. May be nil; called from the goroutine running Run
+	// (or the async hook's).
+	Report func(problem string)
 	// Logger may be nil.
 	Logger *slog.Logger
 }
@@ -143,6 +148,8 @@ type Result struct {
 	Stderr   string
 	Duration time.Duration
 	TimedOut bool
+	// Cancelled is set when the caller's context ended (an interrupt) before the hook did.
+	Cancelled bool
 	// Err is set when the hook could not start, timed out or was cancelled: a non-blocking
 	// error for the user.
 	Err error
@@ -245,6 +252,7 @@ func (r *Runner) Run(ctx context.Context, ev Event, in Input) Outcome {
 		r.async.Go(func() {
 			res := r.exec(context.WithoutCancel(ctx), ev, in, p, stdin)
 			res.interpret(ev)
+			r.report(ev, res)
 			r.cfg.Logger.Info("async hook finished", "event", ev, "command", p.cmd.Command, "exit", res.ExitCode, "dur", res.Duration)
 			if r.cfg.OnAsync != nil {
 				r.cfg.OnAsync(ev, res)
@@ -261,8 +269,35 @@ func (r *Runner) Run(ctx context.Context, ev Event, in Input) Outcome {
 		})
 	}
 	wg.Wait()
+	for _, res := range out.Results {
+		r.report(ev, res)
+	}
 	out.fold()
 	return out
+}
+
+// report passes a hook's failure on to Config.Report. A hook cancelled because the user
+// interrupted is not a failure.
+func (r *Runner) report(ev Event, res Result) {
+	if r.cfg.Report == nil {
+		return
+	}
+	var what string
+	switch {
+	case res.Cancelled:
+		return
+	case res.Err != nil:
+		what = res.Err.Error()
+	case res.Warning != "":
+		what = res.Warning
+	default:
+		return
+	}
+	where := res.From.Path
+	if res.From.Line > 0 {
+		where = fmt.Sprintf("%s:%d", res.From.Path, res.From.Line)
+	}
+	r.cfg.Report(fmt.Sprintf("%s hook %q (%s): %s", ev, res.Command, where, what))
 }
 
 // plan picks the hooks ev runs: matching groups, trusted sources, once-hooks not yet run, and

@@ -69,6 +69,7 @@ var (
 	_ tui.MCPStatuser   = (*backend)(nil)
 	_ tui.AgentLister   = (*backend)(nil)
 	_ tui.Backgrounder  = (*backend)(nil)
+	_ tui.Noticer       = (*backend)(nil)
 )
 
 func (b *backend) MCPServers() []tui.MCPServer {
@@ -125,6 +126,7 @@ func (b *backend) PermissionMode() string              { return b.s().Permission
 func (b *backend) SetPermissionMode(mode string) error { return b.s().SetPermissionMode(mode) }
 func (b *backend) Usage() (keel.Usage, float64)        { return b.s().Usage() }
 func (b *backend) Cwd() string                         { return b.s().Cwd() }
+func (b *backend) Notices() []keel.Notice              { return b.s().Notices() }
 func (b *backend) Compact(ctx context.Context, instructions string) error {
 	return b.s().Compact(ctx, instructions)
 }

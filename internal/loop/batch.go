@@ -10,10 +10,11 @@ import (
 )
 
 // runBatch runs the tool calls of one reply and returns the user message of their results, in
-// the model's order. Modifiers are applied after the whole batch, in the model's order, so
-// parallel tools never race on the agent's state and the next request is reproducible.
-func (a *Agent) runBatch(ctx context.Context, calls []tool.Call, invalid map[string]string) message.Message {
-	runner := &tool.Runner{Pool: a.pool(ctx), Fallback: a.Lookup, Validator: a.validator(), Gate: a.Gate, Observer: batchObserver{a}}
+// the model's order, and each call's result. Modifiers are applied after the whole batch, in
+// the model's order, so parallel tools never race on the agent's state and the next request
+// is reproducible.
+func (a *Agent) runBatch(ctx context.Context, calls []tool.Call, invalid map[string]string) (message.Message, []tool.Result) {
+	runner := &tool.Runner{Pool: a.pool(ctx), Fallback: a.Lookup, Validator: a.validator(), Gate: a.gate(), Observer: batchObserver{a}}
 	state := a.State
 	var runnable []tool.Call
 	for _, c := range calls {
@@ -35,6 +36,7 @@ func (a *Agent) runBatch(ctx context.Context, calls []tool.Call, invalid map[str
 		}
 	})
 	blocks := make([]message.Block, 0, len(calls))
+	results := make([]tool.Result, 0, len(calls))
 	next := 0
 	for _, c := range calls {
 		var res tool.Result
@@ -44,6 +46,7 @@ func (a *Agent) runBatch(ctx context.Context, calls []tool.Call, invalid map[str
 			res = ran[next]
 			next++
 		}
+		results = append(results, res)
 		if res.Modifier != nil {
 			res.Modifier(&a.State)
 		}
@@ -53,7 +56,7 @@ func (a *Agent) runBatch(ctx context.Context, calls []tool.Call, invalid map[str
 		}
 		blocks = append(blocks, message.ToolResult(c.ID, content, res.IsError))
 	}
-	return message.User(blocks...)
+	return message.User(blocks...), results
 }
 
 func (a *Agent) validator() *tool.Validator {

@@ -160,9 +160,12 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 	out := &Outcome{Messages: history, Subtype: "success"}
 	continuations, stopActive := 0, false
 	var lastInput int64
+	var streak invalidStreak
+	repaired := false
 	for {
 		if a.MaxTurns > 0 && out.Turns >= a.MaxTurns {
 			out.Subtype = "error_max_turns"
+			out.Text = fmt.Sprintf("Reached maximum number of turns (%d)", a.MaxTurns)
 			return out, nil
 		}
 		if out.Turns > 0 && a.Check != nil {
@@ -185,6 +188,10 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 		req, sys := a.assemble(ctx, out.Messages)
 		done, invalid, err := a.stream(ctx, req, sys, out)
 		if err != nil {
+			if !repaired && a.repair(out, err) {
+				repaired = true
+				continue
+			}
 			return a.fail(out, err)
 		}
 		reply := done.Message
@@ -199,7 +206,7 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 		}
 		calls := toolCalls(reply)
 		if len(calls) > 0 {
-			results := a.runBatch(ctx, calls, invalid)
+			results, each := a.runBatch(ctx, calls, invalid)
 			if err := a.appendMessage(ctx, out, results); err != nil {
 				return a.fail(out, err)
 			}
@@ -208,6 +215,12 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 			}
 			if ctx.Err() != nil {
 				return a.fail(out, context.Cause(ctx))
+			}
+			if streak.observe(calls, invalidCalls(calls, invalid, each)) {
+				out.Text = streak.explain()
+				a.Logger.Warn("run stopped: repeated invalid tool call", "count", streak.count)
+				out.Subtype = "error_during_execution"
+				return out, nil
 			}
 			continue
 		}

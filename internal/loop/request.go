@@ -100,7 +100,7 @@ func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, o
 			a.Logger.Warn("model request retrying", "attempt", ev.Attempt, "delay", ev.Delay, "err", ev.Err)
 			a.emit(event.Retry{Origin: a.Origin, Attempt: ev.Attempt, Delay: ev.Delay, Err: ev.Err.Error()})
 		case provider.Done:
-			reply, invalid := sanitizeToolInputs(ev.Message)
+			reply, invalid := sanitizeToolInputs(dropBlankReplyText(ev.Message))
 			out.Usage = out.Usage.Add(ev.Usage)
 			model := ev.Model
 			if model == "" {
@@ -153,6 +153,28 @@ func sanitizeToolInputs(m message.Message) (message.Message, map[string]string) 
 		}
 	}
 	return m, invalid
+}
+
+// noContentText stands for a reply that had no content at all: an empty assistant message
+// cannot be sent back.
+const noContentText = "(no content)"
+
+// dropBlankReplyText removes the empty and blank text blocks a reply can carry (the API may
+// stream a text block with nothing in it before a tool call) and refuses to take back; a reply
+// left with nothing says so.
+func dropBlankReplyText(m message.Message) message.Message {
+	kept := m.Content[:0:0]
+	for _, b := range m.Content {
+		if b.Type == message.TypeText && strings.TrimSpace(b.Text) == "" {
+			continue
+		}
+		kept = append(kept, b)
+	}
+	if len(kept) == 0 {
+		kept = []message.Block{message.Text(noContentText)}
+	}
+	m.Content = kept
+	return m
 }
 
 func toolCalls(m message.Message) []tool.Call {

@@ -101,7 +101,7 @@ func TestProgressCancelTimeout(t *testing.T) {
 	var once sync.Once
 	startEnv := &tool.Env{Progress: func(string) { once.Do(func() { close(started) }) }}
 	done := make(chan tool.Result)
-	m.opts.ToolTimeout = 0
+	m.opts.ToolTimeout = time.Hour
 	go func() { done <- slow.Call(ctx, startEnv, json.RawMessage(`{"steps":1,"wait":true,"id":"c1"}`)) }()
 	<-started // the server is inside the call
 	cancel(context.Canceled)
@@ -253,5 +253,43 @@ func TestCollision(t *testing.T) {
 	tl, _ := m.Lookup("mcp__a_b__echo")
 	if s, _ := tl.(RawNamer).Raw(); s != "a.b" {
 		t.Errorf("collision kept server %q, want the first by name, a.b", s)
+	}
+}
+
+// TestHungServerIsMarkedUnhealthy: a call to a server that stopped answering times out, the
+// ping after it fails, and the server is marked unhealthy: the model is told not to retry,
+// the server's tools leave the next generation, and its status says why.
+func TestHungServerIsMarkedUnhealthy(t *testing.T) {
+	m, srv := inProcess(t, Options{ToolTimeout: 200 * time.Millisecond, PingTimeout: 200 * time.Millisecond})
+	slow, _ := m.Lookup("mcp__t__slow")
+	srv.Freeze()
+	res := slow.Call(t.Context(), &tool.Env{}, json.RawMessage(`{"steps":0,"wait":true,"id":"h1"}`))
+	if !res.IsError || !strings.Contains(res.ResultText(), "does not answer pings either; keel marked it unhealthy") {
+		t.Fatalf("result of the hung call = %q", res.ResultText())
+	}
+	var st ServerStatus
+	for _, s := range m.Status() {
+		if s.Name == "t" {
+			st = s
+		}
+	}
+	if st.Status != StatusFailed || !strings.Contains(st.Reason, "unhealthy") {
+		t.Errorf("status after the failed ping = %+v", st)
+	}
+	for _, tl := range m.Tools(t.Context()) {
+		if tl.Name() == "mcp__t__echo" {
+			t.Error("the unhealthy server's tools are still offered")
+		}
+	}
+	if res := slow.Call(t.Context(), &tool.Env{}, json.RawMessage(`{"steps":0}`)); !res.IsError || !strings.Contains(res.ResultText(), "unhealthy") {
+		t.Errorf("a later call = %q, want the unhealthy status", res.ResultText())
+	}
+}
+
+// TestDefaultToolTimeout: a call without MCP_TOOL_TIMEOUT is still bounded.
+func TestDefaultToolTimeout(t *testing.T) {
+	m := New(Options{})
+	if m.opts.ToolTimeout != DefaultToolTimeout || DefaultToolTimeout > 10*time.Minute {
+		t.Errorf("tool timeout %v", m.opts.ToolTimeout)
 	}
 }

@@ -58,11 +58,8 @@ func (t *mcpTool) Call(ctx context.Context, env *tool.Env, input json.RawMessage
 	if sess == nil || status != StatusConnected {
 		return tool.Errorf("MCP server %q is %s (%s); its tool %s is not available. Do not retry it unless the server reconnects.", t.server, status, reason, t.name)
 	}
-	if m.opts.ToolTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, m.opts.ToolTimeout, errToolTimeout)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeoutCause(ctx, m.opts.ToolTimeout, errToolTimeout)
+	defer cancel()
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
 	}
@@ -75,7 +72,7 @@ func (t *mcpTool) Call(ctx context.Context, env *tool.Env, input json.RawMessage
 	}
 	res, err := sess.CallTool(ctx, params)
 	if err != nil {
-		return t.callError(ctx, err)
+		return t.callError(ctx, sess, err)
 	}
 	out := convert(res, m.opts.MaxOutputTokens)
 	if !t.readOnly {
@@ -86,10 +83,14 @@ func (t *mcpTool) Call(ctx context.Context, env *tool.Env, input json.RawMessage
 
 var errToolTimeout = errors.New("MCP tool timeout")
 
-func (t *mcpTool) callError(ctx context.Context, err error) tool.Result {
+func (t *mcpTool) callError(ctx context.Context, sess *mcp.ClientSession, err error) tool.Result {
 	switch {
 	case errors.Is(context.Cause(ctx), errToolTimeout):
-		return tool.Errorf("MCP tool %s timed out after %v (MCP_TOOL_TIMEOUT); the server was told to cancel it", t.name, t.c.m.opts.ToolTimeout)
+		if perr := t.c.checkHealth(sess); perr != nil {
+			return tool.Errorf("MCP tool %s timed out after %v (MCP_TOOL_TIMEOUT), and server %q does not answer pings either; keel marked it unhealthy and its tools are gone until it is reconnected. Do not retry the call; it may have had an effect on the server.",
+				t.name, t.c.m.opts.ToolTimeout, t.server)
+		}
+		return tool.Errorf("MCP tool %s timed out after %v (MCP_TOOL_TIMEOUT); the server was told to cancel it, but it may have had an effect already", t.name, t.c.m.opts.ToolTimeout)
 	case ctx.Err() != nil:
 		return tool.Errorf("MCP tool %s was interrupted: %v; the server was told to cancel it", t.name, context.Cause(ctx))
 	}

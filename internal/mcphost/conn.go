@@ -52,6 +52,9 @@ type conn struct {
 	floodCount   int
 	floodStart   time.Time
 	login        *loginState // set while `keel mcp login` reconnects the server
+	// unhealthy: the session was closed because the server stopped answering pings; its
+	// reason says so and is kept when the process then exits.
+	unhealthy bool
 }
 
 func newConn(m *Manager, cfg ServerConfig) *conn {
@@ -196,6 +199,7 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	c.m.mu.Lock()
 	c.session = sess
 	c.status, c.reason = StatusConnected, ""
+	c.unhealthy = false
 	c.apply(lists)
 	c.listed = c.dirty
 	if init != nil {
@@ -249,7 +253,7 @@ func (c *conn) serve(ctx context.Context, sess *mcp.ClientSession) (lost bool) {
 			if p != nil {
 				<-p.done
 				c.m.mu.Lock()
-				if c.status == StatusFailed {
+				if c.status == StatusFailed && !c.unhealthy {
 					c.reason = p.exitReason()
 					c.m.wake()
 				}

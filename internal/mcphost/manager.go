@@ -52,8 +52,11 @@ type Options struct {
 	Roots []string
 	// ConnectTimeout bounds each server's connection and first listing (MCP_TIMEOUT).
 	ConnectTimeout time.Duration
-	// ToolTimeout bounds each call (MCP_TOOL_TIMEOUT); zero means none.
+	// ToolTimeout bounds each call (MCP_TOOL_TIMEOUT); zero means DefaultToolTimeout.
 	ToolTimeout time.Duration
+	// PingTimeout bounds the health check after a call timed out; zero means
+	// DefaultPingTimeout.
+	PingTimeout time.Duration
 	// MaxOutputTokens caps a call's result (MAX_MCP_OUTPUT_TOKENS), at about 4 characters a token.
 	MaxOutputTokens int
 	// RelistWait bounds how long Tools waits for a relist in flight.
@@ -142,6 +145,12 @@ func New(opts Options) *Manager {
 	}
 	if opts.MaxOutputTokens <= 0 {
 		opts.MaxOutputTokens = DefaultMaxOutputTokens
+	}
+	if opts.ToolTimeout <= 0 {
+		opts.ToolTimeout = DefaultToolTimeout
+	}
+	if opts.PingTimeout <= 0 {
+		opts.PingTimeout = DefaultPingTimeout
 	}
 	if opts.RelistWait <= 0 {
 		opts.RelistWait = DefaultRelistWait

@@ -34,6 +34,11 @@ type classifiedError interface {
 // message_stop, no [DONE]): the connection dropped mid-stream. It is retried.
 var ErrStreamIncomplete = errors.New("response stream ended before the message was complete")
 
+// ErrMalformedStream means the response stream carried an event that does not decode or does
+// not fit the event sequence (a delta for a block never started, a second message_start): a
+// broken proxy or a cut buffer. Like a dropped stream, it is retried.
+var ErrMalformedStream = errors.New("malformed response stream")
+
 // StatusError is an HTTP error answer of a model API. Hint says what the user can do about it
 // (check a variable, a model name); Message is the API's own explanation.
 type StatusError struct {
@@ -125,8 +130,15 @@ func IsRetryable(err error) bool {
 	if errors.Is(err, context.Canceled) {
 		return false
 	}
+	if _, ok := errors.AsType[*PermanentError](err); ok {
+		return false
+	}
+	if permanentTransport(err) != "" {
+		return false
+	}
 	switch {
 	case errors.Is(err, ErrStreamIncomplete),
+		errors.Is(err, ErrMalformedStream),
 		errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, io.EOF),
 		errors.Is(err, syscall.ECONNRESET),

@@ -2,11 +2,14 @@ package provider_test
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,6 +71,12 @@ func TestIsRetryable(t *testing.T) {
 		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
 		{fmt.Errorf("read: %w", syscall.ECONNRESET), true},
 		{fmt.Errorf("x: %w", provider.ErrStreamIncomplete), true},
+		{fmt.Errorf("x: %w: decode", provider.ErrMalformedStream), true},
+		{&url.Error{Op: "Post", URL: "ftp://h", Err: errors.New(`unsupported protocol scheme "ftp"`)}, false},
+		{&url.Error{Op: "Post", URL: "http://h", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "h", IsNotFound: true}}}, false},
+		{&url.Error{Op: "Post", URL: "http://h", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "timeout", Name: "h", IsTimeout: true}}}, true},
+		{&url.Error{Op: "Post", URL: "https://h", Err: x509.UnknownAuthorityError{}}, false},
+		{&provider.PermanentError{Err: errors.New("x"), Hint: "fix"}, false},
 		{fmt.Errorf("x: %w", context.Canceled), false},
 		{errors.New("encode request: no model given"), false},
 	} {

@@ -34,6 +34,21 @@ type agents struct {
 // maxHeld bounds the events kept between Sends; older ones are dropped.
 const maxHeld = 1000
 
+// warn shows the user a problem found while the session works (a hook that timed out): in the
+// Send in progress, or with the next one.
+func (s *Session) warn(text string) {
+	n := event.Notice{Level: "warn", Text: text}
+	s.mu.Lock()
+	sink := s.sink
+	if sink == nil {
+		s.notices = append(s.notices, n)
+	}
+	s.mu.Unlock()
+	if sink != nil {
+		sink.Emit(n)
+	}
+}
+
 // emitAgent sends an event of a subagent or background task to the Send in progress, or
 // holds it for the next Send.
 func (s *Session) emitAgent(e event.Event) {

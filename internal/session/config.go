@@ -2,8 +2,11 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/keel-dev/keel/internal/cachewatch"
@@ -34,8 +37,10 @@ func ProjectRoot(dir string) string {
 	}
 }
 
-// loadSettings reads every settings source; problems become notices, never a failure.
-func (s *Session) loadSettings() {
+// loadSettings reads every settings source; problems become notices. A file that cannot be
+// read or parsed at all is an error unless Options.IgnoreSettingsErrors says to go on without
+// it: its deny rules must never vanish silently.
+func (s *Session) loadSettings() error {
 	st, _ := settings.Load(settings.Options{
 		Env:          settings.Env{Home: s.opts.Home},
 		ProjectDir:   s.projectDir,
@@ -45,9 +50,18 @@ func (s *Session) loadSettings() {
 		FileScopes:   s.fileScopes(),
 	})
 	s.settings = st
+	if bad := st.Unreadable(); len(bad) > 0 && !s.opts.IgnoreSettingsErrors {
+		var lines []string
+		for _, p := range bad {
+			p.Msg = strings.TrimSuffix(p.Msg, " (file ignored)")
+			lines = append(lines, p.Error())
+		}
+		return fmt.Errorf("%s; fix it, or pass --ignore-settings-errors to run without that file", strings.Join(lines, "; "))
+	}
 	for _, p := range st.Problems {
 		s.notices = append(s.notices, event.Notice{Level: string(p.Severity), Text: p.Error()})
 	}
+	return nil
 }
 
 // permissionPolicy turns settings and flags into the main agent's policy.
@@ -121,12 +135,31 @@ func (s *Session) buildHooks() {
 		Callbacks:  s.opts.SDK.HookCallbacks,
 		Call:       s.opts.SDK.CallHook,
 		OnRun:      s.hookEvents,
+		Report:     s.warn,
 		Logger:     s.logger,
 	})
 	s.hooks = runner
 	for _, p := range problems {
 		s.notices = append(s.notices, event.Notice{Level: string(p.Severity), Text: p.Error()})
 	}
+	if !trusted && !s.settings.DisableAllHooks.V {
+		if n := untrustedHooks(s.settings.Hooks); n != "" {
+			s.notices = append(s.notices, event.Notice{Level: "warn", Text: "the workspace is not trusted, so the hooks of " + n +
+				" do not run (run `keel trust`, or pass --trust)"})
+		}
+	}
+}
+
+// untrustedHooks names the project-provided settings files that configure hooks, which an
+// untrusted workspace does not run.
+func untrustedHooks(groups []settings.HookGroup) string {
+	var files []string
+	for _, g := range groups {
+		if g.From.Scope.ProjectProvided() && len(g.Hooks) > 0 && !slices.Contains(files, g.From.Path) {
+			files = append(files, g.From.Path)
+		}
+	}
+	return strings.Join(files, " and ")
 }
 
 // buildPrompt sets up the main agent's system prompt. The environment and memory files are

@@ -69,6 +69,26 @@ func (s *Session) startMCP(ctx context.Context) {
 	})
 	s.mcp = m
 	s.notices = append(s.notices, notices...)
+	if m != nil {
+		s.notices = append(s.notices, mcpStartNotices(m.Status())...)
+	}
+}
+
+// mcpStartNotices tells the user about servers that did not start and why: their tools are
+// missing from the session, and nothing else would say so in a headless run.
+func mcpStartNotices(status []mcphost.ServerStatus) []event.Notice {
+	var out []event.Notice
+	for _, st := range status {
+		switch {
+		case st.Status == mcphost.StatusFailed:
+			out = append(out, event.Notice{Level: "warn", Text: fmt.Sprintf("MCP server %q failed to start: %s", st.Name, st.Reason)})
+		case st.Status == mcphost.StatusNeedsAuth:
+			out = append(out, event.Notice{Level: "warn", Text: fmt.Sprintf("MCP server %q needs authorization (%s); run `keel mcp login %s`", st.Name, st.Reason, st.Name)})
+		case st.Status == mcphost.StatusDisabled && strings.Contains(st.Reason, "not trusted"):
+			out = append(out, event.Notice{Level: "warn", Text: fmt.Sprintf("MCP server %q not started: %s", st.Name, st.Reason)})
+		}
+	}
+	return out
 }
 
 // MCPSetup is what connecting MCP servers needs to know of the session around them.

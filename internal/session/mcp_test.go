@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/lsp/lsptest"
 	"github.com/keel-dev/keel/internal/mcphost/mcptest"
 	"github.com/keel-dev/keel/internal/provider/scripted"
@@ -76,7 +77,17 @@ func TestCrashedMCPServerToolsVanish(t *testing.T) {
 		{Reply: []scripted.Block{scripted.Text("noted")}},
 	}}
 	h := newHarness(t, sc, Options{PermissionMode: "bypassPermissions", MCP: MCPOptions{Configs: []string{string(cfg)}}})
-	h.send(t, "crash the server")
+	events := h.send(t, "crash the server")
+	// The user is told too, not only the model.
+	var told bool
+	for _, e := range events {
+		if n, ok := e.(event.Notice); ok && n.Level == "warn" && strings.Contains(n.Text, `MCP server "s" disconnected`) {
+			told = true
+		}
+	}
+	if !told {
+		t.Errorf("no notice that the server disconnected: %v", events)
+	}
 	reqs := h.srv.Requests()
 	if !has(toolNames(t, reqs[0].Body), "mcp__s__echo") {
 		t.Fatal("the server's tools were not offered before the crash")

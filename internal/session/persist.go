@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/prompt"
+	"github.com/keel-dev/keel/internal/shell"
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/transcript"
 )
@@ -61,7 +65,7 @@ func (s *Session) openTranscript(ctx context.Context) (*transcript.State, error)
 		if err == nil {
 			s.id = st.SessionID
 			opts.SessionID = st.SessionID
-			w, st, err = transcript.Resume(ctx, src, opts)
+			w, st, err = resumeLocked(ctx, src, opts)
 		}
 		if errors.Is(err, transcript.ErrLocked) {
 			return nil, fmt.Errorf("resume %s: the session is open in another process; use --fork-session to continue it as a new session", src)
@@ -71,6 +75,7 @@ func (s *Session) openTranscript(ctx context.Context) (*transcript.State, error)
 		return nil, err
 	}
 	s.transcript = w
+	s.useShellDir(w.Path())
 	files, err := snapshot.Open(s.opts.Home, s.id)
 	if err != nil {
 		return nil, fmt.Errorf("open file history: %w", err)
@@ -79,8 +84,31 @@ func (s *Session) openTranscript(ctx context.Context) (*transcript.State, error)
 	return st, nil
 }
 
+// lockGrace is how long a resume waits for the session's lock before calling the session open
+// elsewhere. Right after keel is killed, a command it was starting can hold the open file for
+// a moment (a forked child that has not exec'd yet); a session really open in another keel
+// holds it for much longer.
+const lockGrace = 2 * time.Second
+
+func resumeLocked(ctx context.Context, path string, opts transcript.Options) (*transcript.Writer, *transcript.State, error) {
+	deadline := time.Now().Add(lockGrace)
+	for {
+		w, st, err := transcript.Resume(ctx, path, opts)
+		if !errors.Is(err, transcript.ErrLocked) || time.Now().After(deadline) {
+			return w, st, err
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil, context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+}
+
 // restore rebuilds the session's state from a replayed transcript.
-func (s *Session) restore(st *transcript.State) *prompt.Environment {
+func (s *Session) restore(ctx context.Context, st *transcript.State) *prompt.Environment {
 	if st == nil {
 		return nil
 	}
@@ -90,6 +118,7 @@ func (s *Session) restore(st *transcript.State) *prompt.Environment {
 		uuids = append([]string{b.UUID}, uuids...)
 	}
 	s.history, s.uuids = msgs, uuids
+	s.repairResumed(ctx, st)
 	if st.TornTail > 0 {
 		s.notices = append(s.notices, event.Notice{Level: "warn",
 			Text: fmt.Sprintf("the transcript ended in an incomplete entry (%d bytes, from a crash); it was skipped", st.TornTail)})
@@ -155,4 +184,20 @@ func (s *Session) TranscriptPath() string {
 		return ""
 	}
 	return s.transcript.Path()
+}
+
+// useShellDir keeps the shell's cwd files in the session's folder, sweeping those a killed
+// run left there (the session's lock is held, so none is in use), and clears stale ones an
+// older keel left in the shared temporary directory.
+func (s *Session) useShellDir(transcriptPath string) {
+	dir := filepath.Join(transcript.SessionDir(transcriptPath), "tmp")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		s.logger.Warn("shell temp dir", "err", err)
+		return
+	}
+	if n := shell.SweepCwdFiles(dir, 0); n > 0 {
+		s.logger.Info("swept cwd files of a killed run", "n", n)
+	}
+	shell.SweepCwdFiles(os.TempDir(), shell.StaleCwdFileAge)
+	s.jobs.SetTempDir(dir)
 }

@@ -101,6 +101,9 @@ type Options struct {
 	// Offline opens the stored session for maintenance (`keel rewind`): no MCP servers are
 	// started and no SessionStart or SessionEnd hooks run.
 	Offline bool
+	// IgnoreSettingsErrors runs on without a settings file that does not parse (reported as
+	// a notice) instead of refusing to start.
+	IgnoreSettingsErrors bool
 
 	// Agents is the --agents JSON; ForkSubagents makes an Agent call without subagent_type a
 	// fork (also the forkSubagents setting); MaxAgentDepth limits nesting (0: subagents do not
@@ -223,7 +226,9 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	}
 	s.sdk.thinking = initialThinking(opts.SDK)
 	s.wrapFallback()
-	s.loadSettings()
+	if err := s.loadSettings(); err != nil {
+		return nil, err
+	}
 	policy, warnings := s.permissionPolicy()
 	for _, w := range warnings {
 		s.notices = append(s.notices, event.Notice{Level: "warn", Text: w})
@@ -254,7 +259,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		return nil, err
 	}
 	s.logger = logger.With("session", s.id)
-	env := s.restore(st)
+	env := s.restore(ctx, st)
 	if err := s.resumeAt(ctx); err != nil {
 		s.jobs.Close()
 		if s.mcp != nil {
@@ -532,6 +537,11 @@ func (s *Session) Close() error {
 	return nil
 }
 
+// Notices returns the notices found while opening the session (settings problems, MCP servers
+// that did not start, a repaired transcript) and clears them, so the next Send does not
+// repeat them. A frontend that shows a screen before the first prompt calls it at start.
+func (s *Session) Notices() []event.Notice { return s.takeNotices() }
+
 func (s *Session) takeNotices() []event.Notice {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -662,12 +672,34 @@ func (s *Session) Skills() []skill.Skill { return s.skills.All() }
 func (s *Session) observers(listing *listingObserver) []loop.Observer {
 	obs := []loop.Observer{rulesObserver{s}}
 	if s.mcp != nil {
-		obs = append(obs, s.mcp)
+		obs = append(obs, mcpObserver{s})
 	}
 	if s.lsp != nil {
 		obs = append(obs, lspObserver{s})
 	}
 	return append(obs, listing)
+}
+
+// mcpObserver passes the MCP manager's news (a server lost, back, or marked unhealthy) to the
+// model and shows it to the user as a notice too: a server that stops answering is a problem
+// the user must see in every output mode.
+type mcpObserver struct{ s *Session }
+
+func (o mcpObserver) Observe(ctx context.Context) []message.Block {
+	news := o.s.mcp.Observe(ctx)
+	for _, b := range news {
+		text := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(b.Text, "<system-reminder>"), "</system-reminder>"))
+		for _, line := range strings.Split(text, "\n") {
+			level := "info"
+			if strings.Contains(line, "gone until") || strings.Contains(line, "declined") {
+				level = "warn"
+			}
+			if line != "" {
+				o.s.emit(event.Notice{Level: level, Text: line})
+			}
+		}
+	}
+	return news
 }
 
 // prepare finishes every request of this session's agents before it is sent: rarely needed

@@ -5,9 +5,13 @@ import (
 	"sync"
 
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
 )
+
+var _ loop.ToolRecorder = (*chanSink)(nil)
 
 // chanSink forwards a run's events to the Send iterator and records its messages in the
 // transcript. One run owns it.
@@ -73,4 +77,22 @@ func (k *chanSink) EndTurn(ctx context.Context) error {
 	}
 	// The request carrying any background notifications was sent and is now on disk.
 	return k.s.ackNotifications()
+}
+
+// ToolStarted records, durably, that a call with side effects is about to run. Its parent is
+// the assistant entry of the call: the last message appended, since a batch runs right after
+// the reply that asked for it.
+func (k *chanSink) ToolStarted(ctx context.Context, call tool.Call) error {
+	if k.s.transcript == nil {
+		return nil
+	}
+	parent := ""
+	if n := len(k.uuids); n > 0 {
+		parent = k.uuids[n-1]
+	}
+	if _, err := k.s.transcript.Append(ctx, transcript.Entry{Type: transcript.TypeToolStarted, ParentUUID: parent,
+		ToolUseID: call.ID, ToolName: call.Name}); err != nil {
+		return err
+	}
+	return k.s.transcript.Sync(ctx)
 }

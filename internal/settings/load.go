@@ -5,7 +5,8 @@
 //
 // A bad file never disables the others: malformed JSON drops that file, an invalid value drops
 // that value, and both are reported as [Problem]s naming file, line and the valid options.
-// Unknown keys are kept and warned about.
+// Unknown keys are kept and warned about. A session refuses to start while a file is
+// [Settings.Unreadable] (its deny rules would be gone) unless told to ignore it.
 package settings
 
 import (
@@ -61,6 +62,24 @@ func Load(opts Options) (*Settings, error) {
 		s.Files = append(s.Files, FileStatus{Scope: src.Scope, Path: src.Path, State: s.loadSource(src)})
 	}
 	return s, s.Err()
+}
+
+// Unreadable returns the problems of the files that could not be read or parsed at all: every
+// value in them — deny rules included — is missing from the merged settings.
+func (s *Settings) Unreadable() []Problem {
+	bad := map[string]bool{}
+	for _, f := range s.Files {
+		if f.State == FileBad {
+			bad[f.Path] = true
+		}
+	}
+	var out []Problem
+	for _, p := range s.Problems {
+		if bad[p.Path] && p.Severity == SeverityError {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Err joins the problems of severity error, or returns nil.

@@ -35,11 +35,12 @@ const (
 // Jobs is a registry of background shells. A session owns one, hands it to the tools, and
 // calls Close when it ends so no job outlives it. It is safe for concurrent use.
 type Jobs struct {
-	// mu guards jobs, next and closed.
-	mu     sync.Mutex
-	jobs   map[string]*job
-	next   int
-	closed bool
+	// mu guards jobs, next, closed and tempDir.
+	mu      sync.Mutex
+	jobs    map[string]*job
+	next    int
+	closed  bool
+	tempDir string
 }
 
 type job struct {

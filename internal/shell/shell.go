@@ -34,6 +34,10 @@ type Command struct {
 	Timeout time.Duration
 	// OutputLimit caps the kept output in bytes; zero means DefaultOutputLimit.
 	OutputLimit int
+	// TempDir holds the file the shell reports its final directory in; "" is the system's
+	// temporary directory. A session points it at its own directory, where the file left by
+	// a killed keel is swept at the next start (see [SweepCwdFiles]).
+	TempDir string
 }
 
 // Result is how a command ended.
@@ -64,7 +68,7 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	if limit <= 0 {
 		limit = DefaultOutputLimit
 	}
-	cwdFile, err := os.CreateTemp("", "keel-cwd-*")
+	cwdFile, err := os.CreateTemp(c.TempDir, cwdFilePrefix+"*")
 	if err != nil {
 		return Result{}, fmt.Errorf("create cwd file: %w", err)
 	}

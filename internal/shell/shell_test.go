@@ -250,3 +250,43 @@ func TestJobsKill(t *testing.T) {
 		t.Error("Start after Close succeeded")
 	}
 }
+
+// TestCwdFileInTempDir: the file a command reports its directory in lives in Command.TempDir
+// while it runs and is gone afterwards; SweepCwdFiles removes what a killed keel left.
+func TestCwdFileInTempDir(t *testing.T) {
+	tmp := t.TempDir()
+	res, err := Run(t.Context(), Command{Script: "ls " + tmp, Dir: t.TempDir(), TempDir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(strings.TrimSpace(res.Output), cwdFilePrefix) {
+		t.Errorf("the running command's cwd file is not in TempDir: %q", res.Output)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	old := filepath.Join(tmp, cwdFilePrefix+"old")
+	fresh := filepath.Join(tmp, cwdFilePrefix+"fresh")
+	other := filepath.Join(tmp, "unrelated")
+	for _, p := range []string{old, fresh, other} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(old, long, long); err != nil {
+		t.Fatal(err)
+	}
+	if n := SweepCwdFiles(tmp, StaleCwdFileAge); n != 1 {
+		t.Errorf("swept %d stale files, want 1", n)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Error("a fresh cwd file (maybe of a running command) was removed")
+	}
+	if n := SweepCwdFiles(tmp, 0); n != 1 {
+		t.Errorf("swept %d files with age 0, want 1", n)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Error("a file that is not a cwd file was removed")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/keel-dev/keel/internal/agentdef"
+	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/mcphost"
@@ -250,9 +251,14 @@ func (r *Runner) agentHooks(def *agentdef.Definition) (HookRunner, error) {
 			groups = append(groups, settings.HookGroup{Event: ev, Matcher: g.Matcher, Hooks: g.Hooks, From: from})
 		}
 	}
-	runner, problems := hooks.New(hooks.Config{Hooks: groups, ProjectDir: r.cfg.ProjectDir, Trusted: r.cfg.TrustedHooks, Logger: r.logger})
+	warn := func(text string) {
+		r.emit(event.Notice{Level: "warn", Text: fmt.Sprintf("agent %s: %s", def.Name, text)})
+	}
+	runner, problems := hooks.New(hooks.Config{Hooks: groups, ProjectDir: r.cfg.ProjectDir, Trusted: r.cfg.TrustedHooks,
+		Report: warn, Logger: r.logger})
 	for _, p := range problems {
 		r.logger.Warn("agent hooks", "agent", def.Name, "problem", p.Error())
+		warn(p.Error())
 	}
 	return runner, nil
 }

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/keel-dev/keel/internal/agentdef"
+	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/tool"
@@ -114,7 +116,7 @@ func (r *Runner) resumeSpec(ctx context.Context, caller *node, id string) (spawn
 					return spawn{}, fmt.Errorf("continue agent %s: %w", id, err)
 				}
 				msgs, _ := st.Messages()
-				s.history = msgs
+				s.history = answerCrashed(ctx, w, msgs, st.Started)
 				if meta.AgentType == ForkType {
 					s.def, s.fork = forkDefinition(), true
 				} else if def, ok := r.cfg.Defs.Get(meta.AgentType); ok {
@@ -166,3 +168,20 @@ func (r *Runner) RunFork(ctx context.Context, agentType, prompt string, allowedT
 
 // Definitions returns the agent set the runner starts agents from.
 func (r *Runner) Definitions() *agentdef.Set { return r.cfg.Defs }
+
+// answerCrashed answers the calls of a history that ends in calls without results (the
+// agent's process was killed while they ran), recording the answers in its transcript.
+func answerCrashed(ctx context.Context, w *transcript.Writer, msgs []message.Message, started map[string]transcript.ToolStart) []message.Message {
+	n := len(msgs)
+	if n == 0 || msgs[n-1].Role != message.RoleAssistant || len(msgs[n-1].ToolUses()) == 0 {
+		return msgs
+	}
+	m := loop.CrashAnswers(msgs[n-1].ToolUses(), func(id string) (time.Time, bool) {
+		ts, ok := started[id]
+		return ts.Started, ok
+	})
+	if _, err := w.Append(ctx, transcript.Entry{Type: transcript.TypeUser, Message: &m}); err == nil {
+		_ = w.Sync(ctx) // a failed sync leaves the writer broken; the next append reports it
+	}
+	return append(msgs, m)
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/background"
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/tool"
@@ -22,7 +23,11 @@ type childSink struct {
 	r     *Runner
 	w     *transcript.Writer
 	queue *background.Queue
+	// last is the newest entry appended: the assistant entry while its calls run.
+	last string
 }
+
+var _ loop.ToolRecorder = (*childSink)(nil)
 
 func (k *childSink) Emit(e event.Event) { k.r.emit(e) }
 
@@ -35,7 +40,20 @@ func (k *childSink) Append(ctx context.Context, m message.Message) (string, erro
 		typ = transcript.TypeAssistant
 	}
 	e, err := k.w.Append(ctx, transcript.Entry{Type: typ, Message: &m})
+	k.last = e.UUID
 	return e.UUID, err
+}
+
+// ToolStarted records, durably, that a call with side effects is about to run.
+func (k *childSink) ToolStarted(ctx context.Context, call tool.Call) error {
+	if k.w == nil {
+		return nil
+	}
+	if _, err := k.w.Append(ctx, transcript.Entry{Type: transcript.TypeToolStarted, ParentUUID: k.last,
+		ToolUseID: call.ID, ToolName: call.Name}); err != nil {
+		return err
+	}
+	return k.w.Sync(ctx)
 }
 
 func (k *childSink) EndTurn(ctx context.Context) error {

@@ -3,6 +3,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -41,9 +42,24 @@ type Runner struct {
 	Observer  Observer
 }
 
-// InterruptedText is the result of a call that was cut off or never started because the user
-// interrupted; it keeps the history valid (every tool_use has its tool_result).
-const InterruptedText = "Interrupted by user: the tool call did not complete."
+// The results of calls an interrupt or a crash kept from finishing. They keep the history
+// valid (every tool_use has its tool_result) and tell the model whether the call may already
+// have had its effect, so it does not blindly repeat a command that ran.
+const (
+	// InterruptedText follows whatever a call returned when the user interrupted it.
+	InterruptedText = "Interrupted by user before the call finished; it may have partly run — check before repeating it."
+	// NotRunText answers a call the interrupt came before.
+	NotRunText = "Interrupted by user before the call started; it did not run."
+	// CrashNotRunText answers a call keel stopped (crashed, killed) before starting.
+	CrashNotRunText = "keel stopped before this call ran; it did not run."
+)
+
+// CrashMayHaveRunText answers a call that was started at started when keel stopped (crashed,
+// was killed) before its result was recorded.
+func CrashMayHaveRunText(started time.Time) string {
+	return fmt.Sprintf("keel stopped before this call finished; it may have run (started at %s) — check before repeating it.",
+		started.UTC().Format(time.RFC3339))
+}
 
 // Run runs calls as one batch and returns their results in the model's order. Consecutive
 // concurrency-safe calls run in parallel; any other call runs alone, in order. newEnv builds
@@ -87,7 +103,7 @@ func (r *Runner) safe(c Call) bool {
 
 func (r *Runner) one(ctx context.Context, c Call, env *Env) (res Result) {
 	if ctx.Err() != nil {
-		return Errorf("%s", InterruptedText)
+		return Errorf("%s", NotRunText)
 	}
 	started := time.Now()
 	if r.Observer != nil {
@@ -96,21 +112,21 @@ func (r *Runner) one(ctx context.Context, c Call, env *Env) (res Result) {
 	}
 	t, ok := r.lookup(c.Name)
 	if !ok {
-		return Errorf("No such tool: %s. Available tools: %s", c.Name, strings.Join(r.Pool.Names(), ", "))
+		return inputError(Errorf("No such tool: %s. Available tools: %s", c.Name, strings.Join(r.Pool.Names(), ", ")))
 	}
 	if err := r.Validator.Validate(t, c.Input); err != nil {
-		return Errorf("InputValidationError: %v", err)
+		return inputError(Errorf("InputValidationError: %v", err))
 	}
 	if r.Gate != nil {
 		if res, run := r.Gate.Before(ctx, env, t, &c); !run {
 			return res
 		}
 		if err := r.Validator.Validate(t, c.Input); err != nil {
-			return Errorf("InputValidationError (after a hook rewrote the input): %v", err)
+			return inputError(Errorf("InputValidationError (after a hook rewrote the input): %v", err))
 		}
 	}
 	res = t.Call(ctx, env, c.Input)
-	if ctx.Err() != nil && !res.IsError {
+	if ctx.Err() != nil {
 		res.Content = append(res.Content, Errorf("%s", InterruptedText).Content...)
 		res.IsError = true
 	}
@@ -118,4 +134,9 @@ func (r *Runner) one(ctx context.Context, c Call, env *Env) (res Result) {
 		r.Gate.After(ctx, env, t, c, &res)
 	}
 	return res
+}
+
+func inputError(r Result) Result {
+	r.InputError = true
+	return r
 }

@@ -79,6 +79,9 @@ type Result struct {
 	Output any
 	// Effects lists changes a rewind cannot undo (commands run, remote calls), for the UI.
 	Effects []string
+	// InputError marks a call refused before it ran because of the call itself: an unknown
+	// tool or an input that fails the schema. The loop stops a model that repeats one.
+	InputError bool
 }
 
 // Text returns a successful result of one text block.

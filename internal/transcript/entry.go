@@ -37,6 +37,10 @@ const (
 const (
 	// TypeMeta is the first line of every file: the schema version.
 	TypeMeta Type = "meta"
+	// TypeToolStarted says a call with side effects is about to run: it is appended and synced
+	// before the call starts, with ParentUUID naming the assistant entry of the call, so a
+	// resume after a crash can tell a call that may have run from one that did not.
+	TypeToolStarted Type = "tool_started"
 	// TypeRewind moves the conversation's leaf back to LeafUUID (empty: before the first
 	// message). The next chain entry's parentUuid is that leaf; the abandoned branch stays in
 	// the file.
@@ -64,6 +68,7 @@ const (
 	kindMeta
 	kindRewind
 	kindMetadata
+	kindToolStarted
 )
 
 func kindOf(t Type) kind {
@@ -74,6 +79,8 @@ func kindOf(t Type) kind {
 		return kindMeta
 	case TypeRewind:
 		return kindRewind
+	case TypeToolStarted:
+		return kindToolStarted
 	case TypeAgentName, TypeAgentColor, TypeAgentSetting, TypeMode, TypePRLink, TypeCustomTitle,
 		TypeFileHistorySnapshot, TypeTodos:
 		return kindMetadata
@@ -117,6 +124,9 @@ type Entry struct {
 	LeafUUID string
 	// Value is the payload of metadata entries; its shape per type is in SCHEMA.md.
 	Value json.RawMessage
+	// ToolUseID and ToolName are the payload of a tool_started entry.
+	ToolUseID string
+	ToolName  string
 }
 
 // wireEntry fixes the field order on disk: the header fields first.
@@ -137,6 +147,8 @@ type wireEntry struct {
 	Metadata      map[Type]json.RawMessage `json:"metadata,omitempty"`
 	LeafUUID      *string                  `json:"leafUuid,omitempty"`
 	Value         json.RawMessage          `json:"value,omitempty"`
+	ToolUseID     string                   `json:"toolUseId,omitempty"`
+	ToolName      string                   `json:"toolName,omitempty"`
 }
 
 func strPtr(s string) *string {
@@ -159,7 +171,7 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		Type: e.Type, UUID: e.UUID, ParentUUID: strPtr(e.ParentUUID), SessionID: e.SessionID,
 		Timestamp: e.Timestamp, CWD: e.CWD, GitBranch: e.GitBranch, Version: e.Version,
 		SchemaVersion: e.SchemaVersion, Message: e.Message, Subtype: e.Subtype, Text: e.Text,
-		Summary: e.Summary, Metadata: e.Metadata, Value: e.Value,
+		Summary: e.Summary, Metadata: e.Metadata, Value: e.Value, ToolUseID: e.ToolUseID, ToolName: e.ToolName,
 	}
 	if e.Type == TypeRewind {
 		// A rewind to before the first message is an explicit null, not a missing field.
@@ -191,6 +203,7 @@ func decodeEntry(b []byte) (Entry, error) {
 		Timestamp: w.Timestamp, CWD: w.CWD, GitBranch: w.GitBranch, Version: w.Version,
 		SchemaVersion: w.SchemaVersion, Message: w.Message, Subtype: w.Subtype, Text: w.Text,
 		Summary: w.Summary, Metadata: w.Metadata, LeafUUID: derefStr(w.LeafUUID), Value: w.Value,
+		ToolUseID: w.ToolUseID, ToolName: w.ToolName,
 	}, nil
 }
 

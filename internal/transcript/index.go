@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,8 +97,9 @@ func writeIndex(transcript string, ix indexFile) error {
 }
 
 // refreshIndex returns the index of r[0:size], reading only what the stored index does not
-// cover. Lines are classified by their headers; only user entries (until the first prompt is
-// found) and titles are decoded.
+// cover. Lines are classified from their first bytes, as replay does; only the first prompt
+// (a user entry that opens with text) and titles are decoded, so catching up on a file another
+// process appended to runs at memory speed.
 func refreshIndex(transcript string, r io.ReaderAt, size int64) (indexFile, error) {
 	ix, ok := readIndex(transcript)
 	if !ok || ix.Size > size {
@@ -115,15 +117,40 @@ func refreshIndex(transcript string, r io.ReaderAt, size int64) (indexFile, erro
 			}
 			return ix, fmt.Errorf("index %s: %w", transcript, err)
 		}
-		h, herr := parseHeader(line)
-		if herr != nil {
-			ix.Size = lr.off
+		ix.Size = lr.off
+		t, ok := indexType(line)
+		if !ok {
 			continue
 		}
-		e := Entry{Type: h.Type}
-		if (h.Type == TypeUser && ix.FirstPrompt == "") || h.Type == TypeCustomTitle {
-			_ = json.Unmarshal(line, &e) // undecodable: counted, not described
+		switch t {
+		case TypeUser:
+			ix.Messages++
+			if ix.FirstPrompt == "" && opensWithText(line) {
+				var e Entry
+				if json.Unmarshal(line, &e) == nil && e.Message != nil {
+					ix.FirstPrompt = clip(e.Message.TextOf(), firstPromptMax)
+				}
+			}
+		case TypeAssistant:
+			ix.Messages++
+		case TypeCustomTitle:
+			var e Entry
+			if json.Unmarshal(line, &e) == nil {
+				ix.add(e, lr.off)
+			}
 		}
-		ix.add(e, lr.off)
 	}
+}
+
+// opensWithText reports whether a user entry's message starts with text — a prompt, not tool
+// results — the only ones worth decoding for the first prompt. The message follows the header
+// fields, so only the start of the line is searched.
+func opensWithText(line []byte) bool {
+	head := line[:min(len(line), 4<<10)]
+	i := bytes.Index(head, []byte(`"role":"user","content":`))
+	if i < 0 {
+		return false
+	}
+	rest := head[i+len(`"role":"user","content":`):]
+	return bytes.HasPrefix(rest, []byte(`[{"type":"text"`)) || bytes.HasPrefix(rest, []byte(`"`))
 }

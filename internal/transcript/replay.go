@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/keel-dev/keel/internal/message"
 )
@@ -37,6 +39,10 @@ type State struct {
 	Dangling string
 	// Scanned is how many bytes replay read, for tests and diagnostics.
 	Scanned int64
+	// Started holds the tool_started entries of the calls the chain leaves without a result,
+	// by tool_use id: those calls may have run before keel stopped. A call left without a
+	// result and without an entry here never started.
+	Started map[string]ToolStart
 
 	// unknownAt[i] is how many Chain entries precede Unknown[i] in the file, so Fork can keep
 	// the order (a newer keel may hang chain entries under an unknown one).
@@ -128,7 +134,19 @@ func load(ctx context.Context, path string, f *os.File) (*State, error) {
 		return nil, err
 	}
 	st.TornTail = fi.Size() - good
+	st.idFromName(path)
 	return st, nil
+}
+
+// idFromName names the session after its file when no complete line did: a crash while the
+// first line was written leaves a file without one.
+func (s *State) idFromName(path string) {
+	if s.SessionID != "" {
+		return
+	}
+	if id := strings.TrimSuffix(filepath.Base(path), ".jsonl"); CheckID(id) == nil {
+		s.SessionID = id
+	}
 }
 
 // checkVersion reads the first line; a meta line with a newer schema version is refused. A
@@ -164,6 +182,7 @@ func replay(ctx context.Context, r io.ReaderAt, end int64) (*State, error) {
 		chainDone bool
 		wanted    string
 		raw       []rawLine // chain and unknown lines, newest first
+		starts    map[string][]span
 	)
 	err := scanBackward(ctx, r, end, func(line []byte, off int64) error {
 		st.Scanned = end - off
@@ -173,6 +192,11 @@ func replay(ctx context.Context, r io.ReaderAt, end int64) (*State, error) {
 			return nil
 		}
 		switch kindOf(h.Type) {
+		case kindToolStarted:
+			if starts == nil {
+				starts = map[string][]span{}
+			}
+			starts[h.Parent] = append(starts[h.Parent], span{off, len(line)})
 		case kindMeta:
 			if st.SessionID == "" {
 				var e Entry
@@ -257,6 +281,9 @@ func replay(ctx context.Context, r io.ReaderAt, end int64) (*State, error) {
 			}
 		}
 		st.Chain = append(st.Chain, e)
+	}
+	if err := resolveStarts(r, st, starts); err != nil {
+		return nil, err
 	}
 	return st, nil
 }

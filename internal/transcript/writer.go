@@ -157,6 +157,7 @@ func resume(ctx context.Context, path string, f *os.File, opts Options) (*Writer
 		return nil, nil, err
 	}
 	st.TornTail = fi.Size() - good
+	st.idFromName(path)
 	o := newOwner(path, f, opts)
 	if st.TornTail > 0 {
 		if err := f.Truncate(good); err != nil {

@@ -60,6 +60,11 @@ type Clearer interface {
 	Clear(ctx context.Context) error
 }
 
+// Noticer hands over the notices found while the session opened, before the first prompt.
+type Noticer interface {
+	Notices() []keel.Notice
+}
+
 // MCPServer is one MCP server and its connection status.
 type MCPServer struct {
 	Name, Status string

@@ -75,6 +75,8 @@ type Model struct {
 
 	lastEsc, lastCtrlC time.Time
 	hint               string
+	// warnings counts the warning and error notices shown, for the status line.
+	warnings int
 
 	tasks   []*task
 	ctxUsed int64
@@ -124,6 +126,11 @@ func New(cfg Config) *Model {
 		tools: map[string]*item{}, input: ta, inp: newInputState(),
 	}
 	m.input.SetWidth(m.width - 2)
+	if n, ok := cfg.Backend.(Noticer); ok {
+		for _, e := range n.Notices() {
+			m.showNotice(e)
+		}
+	}
 	return m
 }
 
@@ -170,4 +177,19 @@ func (m *Model) addItem(it *item) *item {
 }
 
 func (m *Model) notice(text string) { m.addItem(&item{kind: kindNotice, text: text}) }
+
+// showNotice puts a session notice in the transcript; warnings and errors are also counted in
+// the status line, so one that scrolled away is still seen.
+func (m *Model) showNotice(e keel.Notice) {
+	switch e.Level {
+	case "error":
+		m.warnings++
+		m.errorf(e.Text)
+	case "warn", "warning":
+		m.warnings++
+		m.notice("warning: " + e.Text)
+	default:
+		m.notice(e.Text)
+	}
+}
 func (m *Model) errorf(text string) { m.addItem(&item{kind: kindError, text: text}) }

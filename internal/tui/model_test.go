@@ -365,3 +365,28 @@ func BenchmarkFirstFrame(b *testing.B) {
 		m.Close()
 	}
 }
+
+// TestStartupNoticesAreShown: what went wrong while the session opened (here a settings file
+// that does not parse) is on screen before the first prompt, and counted in the status line.
+func TestStartupNoticesAreShown(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".keel"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".keel", "settings.json"), []byte("{\n  \"model\": \n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := keel.New(t.Context(), keel.Options{Cwd: dir, Home: t.TempDir(), Model: "claude-test", APIKey: "test",
+		BaseURL: "http://127.0.0.1:1", IgnoreSettingsErrors: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	m := New(Config{Backend: sess, NoColor: true})
+	defer m.Close()
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 20})
+	got := frame(m)
+	if !strings.Contains(got, "settings.json:3:1") || !strings.Contains(got, "⚠ 1 warning") {
+		t.Errorf("start-up notice not on screen:\n%s", got)
+	}
+}

@@ -217,11 +217,7 @@ func (m *Model) onEvent(ev keel.Event) {
 			t.status, t.summary = e.Status, e.Summary
 		}
 	case keel.Notice:
-		if e.Level == "error" {
-			m.errorf(e.Text)
-		} else {
-			m.notice(e.Text)
-		}
+		m.showNotice(e)
 	case keel.Result:
 		if sub {
 			return

@@ -231,6 +231,9 @@ func (m *Model) statusLine() string {
 		modeText = m.st.warn.Render(mode)
 	}
 	left := m.b.Model() + " · " + modeText
+	if m.warnings > 0 {
+		left += " · " + m.st.warn.Render(warningCount(m.warnings))
+	}
 	u := m.usage
 	share := 0
 	if in := u.TotalInput(); in > 0 {
@@ -247,4 +250,11 @@ func (m *Model) statusLine() string {
 		return ansi.Truncate(left+" · "+right, m.width, "…")
 	}
 	return left + strings.Repeat(" ", gap) + m.st.status.Render(right)
+}
+
+func warningCount(n int) string {
+	if n == 1 {
+		return "⚠ 1 warning"
+	}
+	return fmt.Sprintf("⚠ %d warnings", n)
 }

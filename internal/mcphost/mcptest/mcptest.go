@@ -225,3 +225,17 @@ func (s *Server) GateList(release <-chan struct{}) {
 		}
 	})
 }
+
+// Freeze makes the server stop answering: every request from then on (ping included) waits
+// until the client gives up on it, as a server stuck in a deadlock does.
+func (s *Server) Freeze() {
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if strings.HasPrefix(method, "notifications/") {
+				return next(ctx, method, req)
+			}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+	})
+}

@@ -84,6 +84,9 @@ type Provider struct {
 
 var _ provider.Provider = (*Provider)(nil)
 
+// urlSetting names where the base URL comes from, for messages.
+const urlSetting = "--base-url or " + EnvBaseURL
+
 // DefaultBaseURL is the Anthropic API.
 const DefaultBaseURL = "https://api.anthropic.com"
 
@@ -99,6 +102,9 @@ func New(opts Options) (*Provider, error) {
 		authToken: opts.AuthToken, model: opts.Model, logger: opts.Logger, now: opts.Now}
 	if p.baseURL == "" {
 		p.baseURL = DefaultBaseURL
+	}
+	if err := provider.CheckBaseURL(p.baseURL, urlSetting); err != nil {
+		return nil, err
 	}
 	if p.http == nil {
 		p.http = http.DefaultClient
@@ -158,7 +164,7 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request) iter.Seq2[
 			}
 			var ev wireEvent
 			if err := json.Unmarshal(sse.Data, &ev); err != nil {
-				yield(nil, fmt.Errorf("anthropic stream: decode %s event: %w", sse.Type, err))
+				yield(nil, fmt.Errorf("anthropic stream: %w: decode %s event: %w", provider.ErrMalformedStream, sse.Type, err))
 				return
 			}
 			out, err := a.add(&ev)
@@ -176,7 +182,11 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request) iter.Seq2[
 			}
 		}
 		if err := dec.Err(); err != nil {
-			yield(nil, fmt.Errorf("anthropic stream: %w", err))
+			if provider.IsRetryable(err) {
+				yield(nil, fmt.Errorf("anthropic stream: %w", err))
+			} else {
+				yield(nil, fmt.Errorf("anthropic stream: %w: %w", provider.ErrMalformedStream, err))
+			}
 			return
 		}
 		if !a.stopped {
@@ -203,7 +213,7 @@ func (p *Provider) post(ctx context.Context, body []byte) (*http.Response, error
 	}
 	resp, err := p.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("anthropic request: %w", err)
+		return nil, fmt.Errorf("anthropic request: %w", provider.TransportError(err, urlSetting))
 	}
 	if resp.StatusCode < 300 {
 		return resp, nil

@@ -84,32 +84,52 @@ type assembler struct {
 	inputs    map[int]*bytes.Buffer     // accumulated input_json_delta per tool_use block
 	servers   map[int]*bytes.Buffer     // the same for server tool blocks
 	citations map[int][]json.RawMessage // the citations of text blocks, in order
+	skipped   map[int]bool              // blocks without a type, left out
 	usage     message.Usage
 	stop      message.StopReason
 	model     string
 	requestID string
+	started   bool // message_start was seen
 	stopped   bool
+}
+
+// malformed is an event that does not fit the stream: retried like a dropped connection.
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("anthropic stream: %w: "+format, append([]any{provider.ErrMalformedStream}, args...)...)
 }
 
 func newAssembler(logger *slog.Logger) *assembler {
 	return &assembler{logger: logger, blocks: map[int]*message.Block{}, inputs: map[int]*bytes.Buffer{},
-		servers: map[int]*bytes.Buffer{}, citations: map[int][]json.RawMessage{}}
+		servers: map[int]*bytes.Buffer{}, citations: map[int][]json.RawMessage{}, skipped: map[int]bool{}}
 }
 
 func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
 	switch ev.Type {
+	case "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
+		if !a.started {
+			return nil, malformed("%s before message_start", ev.Type)
+		}
+	}
+	switch ev.Type {
 	case "message_start":
+		if a.started {
+			return nil, malformed("a second message_start")
+		}
+		a.started = true
 		if ev.Message != nil {
 			a.model = ev.Message.Model
 			ev.Message.Usage.mergeInto(&a.usage)
 		}
 	case "content_block_start":
 		if len(ev.ContentBlock) == 0 || string(ev.ContentBlock) == "null" {
-			return nil, fmt.Errorf("anthropic stream: content_block_start %d without content_block", ev.Index)
+			return nil, malformed("content_block_start %d without content_block", ev.Index)
+		}
+		if a.blocks[ev.Index] != nil {
+			return nil, malformed("content_block_start %d for a block already started", ev.Index)
 		}
 		cb := &wireBlock{}
 		if err := json.Unmarshal(ev.ContentBlock, cb); err != nil {
-			return nil, fmt.Errorf("anthropic stream: content_block_start %d: %w", ev.Index, err)
+			return nil, malformed("content_block_start %d: %v", ev.Index, err)
 		}
 		switch cb.Type {
 		case message.TypeText:
@@ -138,6 +158,7 @@ func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
 			return []provider.Event{provider.ToolUseStart{Index: ev.Index, ID: cb.ID, Name: cb.Name}}, nil
 		case "":
 			a.logger.Warn("anthropic stream: skipping content block without a type", "index", ev.Index)
+			a.skipped[ev.Index] = true
 		default:
 			// Server tool blocks (server_tool_use, tool_search_tool_result, …) run on the API's
 			// side: kept as sent, to be replayed, never run here. A server_tool_use streams its
@@ -148,7 +169,12 @@ func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
 	case "content_block_delta":
 		d := ev.Delta
 		b := a.blocks[ev.Index]
-		if d == nil || b == nil {
+		switch {
+		case d == nil:
+			return nil, malformed("content_block_delta %d without delta", ev.Index)
+		case b == nil && !a.skipped[ev.Index]:
+			return nil, malformed("content_block_delta for block %d, which was never started", ev.Index)
+		case b == nil:
 			return nil, nil
 		}
 		switch d.Type {
@@ -175,6 +201,9 @@ func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
 			return []provider.Event{provider.InputDelta{Index: ev.Index, PartialJSON: d.PartialJSON}}, nil
 		}
 	case "content_block_stop":
+		if a.blocks[ev.Index] == nil && !a.skipped[ev.Index] {
+			return nil, malformed("content_block_stop for block %d, which was never started", ev.Index)
+		}
 		if cs := a.citations[ev.Index]; len(cs) > 0 {
 			all := []byte{'['}
 			for i, c := range cs {
@@ -189,7 +218,7 @@ func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
 			b := a.blocks[ev.Index]
 			raw, err := withInput(b.Raw, buf.Bytes())
 			if err != nil {
-				return nil, fmt.Errorf("anthropic stream: %s block %d: %w", b.Type, ev.Index, err)
+				return nil, malformed("%s block %d: %v", b.Type, ev.Index, err)
 			}
 			b.Raw = raw
 		}

@@ -95,6 +95,9 @@ func New(opts Options) (*Provider, error) {
 	if key == "" {
 		key = placeholderKey
 	}
+	if err := provider.CheckBaseURL(base, "--base-url or "+EnvBaseURL); err != nil {
+		return nil, err
+	}
 	p := &Provider{http: opts.HTTPClient, baseURL: strings.TrimRight(base, "/"), key: key, model: opts.Model, logger: opts.Logger, now: opts.Now}
 	if p.http == nil {
 		p.http = http.DefaultClient
@@ -127,7 +130,7 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request) iter.Seq2[
 		hreq.Header.Set("authorization", "Bearer "+p.key)
 		raw, err := p.http.Do(hreq)
 		if err != nil {
-			yield(nil, fmt.Errorf("openai request: %w", err))
+			yield(nil, fmt.Errorf("openai request: %w", provider.TransportError(err, "--base-url or "+EnvBaseURL)))
 			return
 		}
 		if raw.StatusCode >= 300 {
@@ -161,7 +164,7 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request) iter.Seq2[
 			}
 		}
 		if err := dec.Err(); err != nil {
-			yield(nil, fmt.Errorf("openai stream: %w", err))
+			yield(nil, streamErr("openai stream", err))
 			return
 		}
 		if !complete {
@@ -187,4 +190,13 @@ func (p *Provider) statusError(resp *http.Response) error {
 		se.Hint = "the request was rejected; the server's message above says why"
 	}
 	return se
+}
+
+// streamErr wraps an error of the SSE decoder: a network failure stays what it is (dropped,
+// retried); anything else is a malformed stream, retried as well.
+func streamErr(prefix string, err error) error {
+	if provider.IsRetryable(err) {
+		return fmt.Errorf("%s: %w", prefix, err)
+	}
+	return fmt.Errorf("%s: %w: %w", prefix, provider.ErrMalformedStream, err)
 }

@@ -73,7 +73,7 @@ func (a *assembler) newBlock(b message.Block) int {
 func (a *assembler) add(data []byte) ([]provider.Event, error) {
 	var c chunk
 	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("openai stream: decode chunk: %w", err)
+		return nil, fmt.Errorf("openai stream: %w: decode chunk: %w", provider.ErrMalformedStream, err)
 	}
 	if c.Error != nil {
 		// An error mid-stream is the server's failure; let the retry policy decide.

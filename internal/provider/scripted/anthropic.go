@@ -144,15 +144,27 @@ func faultMessage(f *Fault) string {
 	return fmt.Sprintf("scripted fault: HTTP %d", f.Status)
 }
 
+// writeAnthropicError answers with the API's error body; like the API it names the request
+// id (the request-id header, when already set) in the body too.
 func writeAnthropicError(w http.ResponseWriter, status int, msg string) {
 	type errBody struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	}
 	writeJSON(w, status, struct {
-		Type  string  `json:"type"`
-		Error errBody `json:"error"`
-	}{"error", errBody{anthropicErrorType(status), msg}})
+		Type      string  `json:"type"`
+		Error     errBody `json:"error"`
+		RequestID string  `json:"request_id,omitempty"`
+	}{"error", errBody{anthropicErrorType(status), msg}, w.Header().Get("request-id")})
+}
+
+// corrupted is ev's data cut in the middle of its first nested object: the event type still
+// reads, the payload does not decode.
+func corrupted(ev sseEvent) []byte {
+	if ev.name == "" {
+		return []byte(`{"id":"chatcmpl-scripted","choices":[{"delta":{"content":`) // a chat chunk
+	}
+	return fmt.Appendf(nil, `{"type":%q,"message":{"id":`, ev.name)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -418,10 +430,14 @@ func writeSSE(ctx context.Context, w http.ResponseWriter, evs []sseEvent, f *Fau
 		if err := pace(ctx, w, f, i); err != nil {
 			return
 		}
+		data := ev.data
+		if f != nil && f.Corrupt == i+1 {
+			data = corrupted(ev)
+		}
 		if ev.name != "" {
 			fmt.Fprintf(w, "event: %s\n", ev.name)
 		}
-		fmt.Fprintf(w, "data: %s\n\n", ev.data)
+		fmt.Fprintf(w, "data: %s\n\n", data)
 		if err := rc.Flush(); err != nil {
 			return
 		}

@@ -228,11 +228,11 @@ func TestBreakpointLimits(t *testing.T) {
 		want string
 	}{
 		{"five breakpoints", req("m", []blk{{'S', 30, "5m"}, {'T', 30, "5m"}}, []blk{{'a', 30, "5m"}, {'b', 30, "5m"}, {'c', 30, "5m"}}),
-			`{"type":"error","error":{"type":"invalid_request_error","message":"A maximum of 4 blocks with cache_control may be provided. Found 5."}}`},
+			`{"type":"error","error":{"type":"invalid_request_error","message":"A maximum of 4 blocks with cache_control may be provided. Found 5."},"request_id":"req_scripted_0001"}`},
 		{"1h after 5m", req("m", []blk{{'S', 30, "5m"}}, []blk{{'a', 30, "1h"}}),
-			`{"type":"error","error":{"type":"invalid_request_error","message":"messages.0.content.0: a cache_control block with ttl='1h' must not come after one with ttl='5m'"}}`},
+			`{"type":"error","error":{"type":"invalid_request_error","message":"messages.0.content.0: a cache_control block with ttl='1h' must not come after one with ttl='5m'"},"request_id":"req_scripted_0001"}`},
 		{"bad ttl", req("m", []blk{{'S', 30, "2h"}}, []blk{{'a', 30, ""}}),
-			`{"type":"error","error":{"type":"invalid_request_error","message":"cache_control.ttl: Input should be '5m' or '1h'"}}`},
+			`{"type":"error","error":{"type":"invalid_request_error","message":"cache_control.ttl: Input should be '5m' or '1h'"},"request_id":"req_scripted_0001"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,7 +12,7 @@
 //     a signature_delta, tool input as input_json_delta fragments (the first one empty).
 //     Any x-api-key (or Authorization) is accepted but one must be sent, and so must
 //     anthropic-version. Errors have the API's shape
-//     {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}.
+//     {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_…"}.
 //   - POST /v1/messages/count_tokens: {"input_tokens": N}; not recorded, not numbered.
 //   - GET /v1/models: the scenario's models (else keel's built-in model table), newest first,
 //     with the API's pagination (limit, after_id, before_id; has_more, first_id, last_id);
@@ -24,6 +24,18 @@
 //
 // A request asking for extended thinking is checked as the API checks it: budget_tokens at
 // least 1024 and below max_tokens.
+//
+// # Strictness
+//
+// The conversation is checked as the Messages API checks it, and refused with its 400
+// invalid_request_error and its message: every tool_use needs its tool_result among the
+// blocks that open the next user message; a tool_result must answer a tool_use of the message
+// right before it; tool_use ids and tool names are unique; messages and text blocks must be
+// non-empty, text not blank; roles must alternate; a thinking block must come back as it was
+// streamed (its signature is bound to its text); at most 4 cache_control breakpoints. Chat
+// completions refuse tool calls without tool messages and tool messages without calls, with
+// OpenAI's messages. So a test that passes against the scripted model shows that keel sent
+// nothing the real APIs refuse.
 //
 // Both APIs are driven by the same rules: a request is reduced to a common view (model,
 // system prompt, tool names, last user message, tool results in it) before matching.
@@ -64,6 +76,7 @@
 //	      retry_after_ms: 50  # retry-after-ms header
 //	      message: S        # error message (default per status)
 //	      drop_after: 3     # close the TCP connection after 3 stream events
+//	      corrupt: 1        # send stream event 1 with undecodable data
 //	      delay: 20ms       # wait before every stream event
 //	fallback:           # answers when no rule matches; keys reply, stop_reason, fault
 //	  reply: [{text: ...}]  # default: one short text block (DefaultFallbackText)

@@ -25,12 +25,12 @@ func TestStatusFaults(t *testing.T) {
 		body    string
 	}{
 		{"529 overloaded", Fault{Status: 529}, "/v1/messages", 529, nil,
-			`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+			`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_scripted_0001"}`},
 		{"429 with retry-after", Fault{Status: 429, RetryAfter: 2, RetryAfterMS: 1500, Message: "slow down"}, "/v1/messages", 429,
 			map[string]string{"retry-after": "2", "retry-after-ms": "1500"},
-			`{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`},
+			`{"type":"error","error":{"type":"rate_limit_error","message":"slow down"},"request_id":"req_scripted_0001"}`},
 		{"500 api error", Fault{Status: 500}, "/v1/messages", 500, nil,
-			`{"type":"error","error":{"type":"api_error","message":"Internal server error (scripted)"}}`},
+			`{"type":"error","error":{"type":"api_error","message":"Internal server error (scripted)"},"request_id":"req_scripted_0001"}`},
 		{"openai 429", Fault{Status: 429, RetryAfterMS: 10, Message: "slow down"}, "/v1/chat/completions", 429,
 			map[string]string{"retry-after-ms": "10"},
 			`{"error":{"message":"slow down","type":"requests","param":null,"code":"rate_limit_exceeded"}}`},

@@ -29,7 +29,7 @@ var (
 	webKeys      = []string{"query", "results", "answer", "error"}
 	resultKeys   = []string{"title", "url", "page_age", "text"}
 	toolUseKeys  = []string{"name", "input"}
-	faultKeys    = []string{"status", "retry_after", "retry_after_ms", "message", "drop_after", "delay"}
+	faultKeys    = []string{"status", "retry_after", "retry_after_ms", "message", "drop_after", "corrupt", "delay"}
 	cacheKeys    = []string{"min_tokens", "lookback"}
 )
 
@@ -435,6 +435,14 @@ func (d *decoder) fault(n ast.Node, f *Fault) error {
 			}
 			if f.DropAfter == 0 {
 				return d.errorf(v, "drop_after counts stream events and must be at least 1")
+			}
+			return nil
+		case "corrupt":
+			if err := d.int(v, key, &f.Corrupt); err != nil {
+				return err
+			}
+			if f.Corrupt < 1 {
+				return d.errorf(v, "corrupt numbers a stream event from 1")
 			}
 			return nil
 		default: // delay

@@ -95,7 +95,7 @@ func TestParseScenarioErrors(t *testing.T) {
 		{"bad delay", "rules:\n  - reply: [{text: x}]\n    fault:\n      delay: soon\n",
 			`s.yaml:4: delay "soon" is not a duration like 50ms or 1s`},
 		{"unknown fault key", "rules:\n  - fault: {status: 529, retry: 1}\n",
-			`s.yaml:2: unknown key "retry" in fault; valid keys: status, retry_after, retry_after_ms, message, drop_after, delay`},
+			`s.yaml:2: unknown key "retry" in fault; valid keys: status, retry_after, retry_after_ms, message, drop_after, corrupt, delay`},
 		{"times not a number", "rules:\n  - reply: [{text: x}]\n    times: twice\n",
 			`s.yaml:3: times must be an integer`},
 		{"request zero", "rules:\n  - when: {request: 0}\n    reply: [{text: x}]\n",

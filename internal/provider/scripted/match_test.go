@@ -46,10 +46,10 @@ func TestRuleMatching(t *testing.T) {
 				{Name: "after-bash", When: Match{ToolResult: "Bash"}, Reply: []Block{Text("b")}},
 			},
 			bodies: []any{
-				msgs(false, nil, user("go"), assistant([]any{toolUse("t1", "Read"), toolUse("t2", "Bash")}),
-					user([]any{result("t2", "x")})),
+				msgs(false, nil, user("go"), assistant([]any{toolUse("t1", "Read")}), user([]any{result("t1", "x")}),
+					assistant([]any{toolUse("t2", "Bash")}), user([]any{result("t2", "y")})),
 				msgs(false, nil, user("go"), assistant([]any{toolUse("t1", "Read")}),
-					user([]any{result("t1", "x")}), assistant([]any{toolUse("t3", "Bash")}), user("no result here")),
+					user([]any{result("t1", "x")}), assistant("read it"), user("no result here")),
 			},
 			want: []string{"after-bash", "fallback"},
 		},

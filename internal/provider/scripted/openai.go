@@ -78,6 +78,9 @@ func parseOpenAI(body []byte) (*parsed, error) {
 			lastAssistant = i
 		}
 	}
+	if err := checkChatTools(msgs); err != nil {
+		return nil, err
+	}
 	toolNames := map[string]string{}
 	var system, texts, all []string
 	for i, m := range msgs {
@@ -110,6 +113,42 @@ func parseOpenAI(body []byte) (*parsed, error) {
 	p.view.userText = withoutReminders(strings.Join(texts, "\n"))
 	p.view.userAll = strings.Join(all, "\n")
 	return p, nil
+}
+
+// checkChatTools applies chat completions' tool rules, with OpenAI's messages: the tool
+// messages right after an assistant message with tool_calls answer each of its calls, and a
+// tool message answers a call of that run.
+func checkChatTools(msgs []chatMessage) error {
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		if m.Role == "tool" {
+			return badRequest("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.")
+		}
+		if m.Role != "assistant" || len(m.ToolCalls) == 0 {
+			continue
+		}
+		pending := map[string]bool{}
+		for _, tc := range m.ToolCalls {
+			pending[tc.ID] = true
+		}
+		for i+1 < len(msgs) && msgs[i+1].Role == "tool" {
+			i++
+			if !pending[msgs[i].ToolCallID] {
+				return badRequest("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.")
+			}
+			delete(pending, msgs[i].ToolCallID)
+		}
+		if len(pending) > 0 {
+			var ids []string
+			for _, tc := range m.ToolCalls {
+				if pending[tc.ID] {
+					ids = append(ids, tc.ID)
+				}
+			}
+			return badRequest("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", strings.Join(ids, ", "))
+		}
+	}
+	return nil
 }
 
 // chatText flattens message content: a string or a list of parts with text.

@@ -1,7 +1,6 @@
 package scripted
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -119,7 +118,7 @@ func buildReply(n int, model string, r *Rule, env replyEnv) (*reply, error) {
 			tools++
 			rep.outputTokens += tokensOf(rb.input) + tokensOf([]byte(rb.name))
 		case KindThinking:
-			rb.signature = base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "scripted-signature-%04d-%d", n, thinks))
+			rb.signature = thinkingSignature(n, thinks, b.Text)
 			thinks++
 			rep.outputTokens += tokensOf([]byte(rb.text))
 		default:

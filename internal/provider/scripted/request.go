@@ -183,6 +183,7 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 	// one where a tool_reference names it, so its definition counts there (see below).
 	deferred := map[string][]byte{}
 	sent := 0 // tools in the prefix: a deferred tool added or removed moves none of them
+	names := map[string]bool{}
 	for i, t := range req.Tools {
 		tag := fmt.Sprintf("tools.%d", i)
 		var head struct {
@@ -193,6 +194,10 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 		if err := json.Unmarshal(t, &head); err != nil {
 			return nil, badRequest("%s: %v", tag, err)
 		}
+		if names[head.Name] {
+			return nil, badRequest("tools: Tool names must be unique.")
+		}
+		names[head.Name] = true
 		if head.DeferLoading {
 			_, canon, cc, err := canonical(t)
 			if err != nil {
@@ -237,12 +242,18 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 			return nil, err
 		}
 		s, _ := obj["text"].(string)
+		if s == "" {
+			return nil, badRequest("system: text content blocks must be non-empty")
+		}
 		sysText = append(sysText, s)
 	}
 	p.view.system = strings.Join(sysText, "\n")
 
 	toolNames := map[string]string{} // tool_use id → tool name, from assistant messages
+	roles := make([]string, len(req.Messages))
+	convo := make([][]msgBlock, len(req.Messages))
 	for i, m := range req.Messages {
+		roles[i] = m.Role
 		if m.Role != "user" && m.Role != "assistant" {
 			return nil, badRequest("messages.%d.role: Input should be 'user' or 'assistant'", i)
 		}
@@ -257,6 +268,7 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 			if err != nil {
 				return nil, err
 			}
+			convo[i] = append(convo[i], blockOf(obj))
 			typ, _ := obj["type"].(string)
 			switch typ {
 			case "tool_use":
@@ -292,6 +304,9 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 				}
 			}
 		}
+	}
+	if err := checkConversation(roles, convo); err != nil {
+		return nil, err
 	}
 	if req.CacheControl != nil { // automatic caching: a breakpoint on the last block
 		bp, err := req.CacheControl.breakpoint()

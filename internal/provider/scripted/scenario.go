@@ -149,6 +149,10 @@ type Fault struct {
 	// events or chat-completion chunks) were sent. Non-streaming answers are dropped before
 	// the body is written.
 	DropAfter int
+	// Corrupt, if non-zero, replaces the data of that stream event (from 1) with a truncated,
+	// undecodable JSON object of the same event type, as a broken proxy or a cut buffer would
+	// deliver it.
+	Corrupt int
 	// Delay is waited before every stream event (and before a non-streaming body).
 	Delay time.Duration
 }
@@ -231,7 +235,7 @@ func (r *Rule) validate() error {
 		if f.Status != 0 && (f.Status < 400 || f.Status > 599) {
 			return fmt.Errorf("fault status %d is not an HTTP error status (400-599)", f.Status)
 		}
-		if f.DropAfter < 0 || f.Delay < 0 || f.RetryAfter < 0 || f.RetryAfterMS < 0 {
+		if f.DropAfter < 0 || f.Corrupt < 0 || f.Delay < 0 || f.RetryAfter < 0 || f.RetryAfterMS < 0 {
 			return fmt.Errorf("fault values must not be negative")
 		}
 	}

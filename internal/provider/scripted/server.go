@@ -294,6 +294,9 @@ func describeFault(f *Fault) string {
 	if f.DropAfter != 0 {
 		parts = append(parts, fmt.Sprintf("drop after %d events", f.DropAfter))
 	}
+	if f.Corrupt != 0 {
+		parts = append(parts, fmt.Sprintf("corrupt event %d", f.Corrupt))
+	}
 	if f.Delay != 0 {
 		parts = append(parts, fmt.Sprintf("delay %s", f.Delay))
 	}

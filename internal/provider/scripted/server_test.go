@@ -229,12 +229,12 @@ func TestHeadersAndBadRequests(t *testing.T) {
 		want    string
 	}{
 		{"no key", map[string]string{"anthropic-version": "2023-06-01"}, `{}`, 401,
-			`{"type":"error","error":{"type":"authentication_error","message":"x-api-key header is required"}}`},
+			`{"type":"error","error":{"type":"authentication_error","message":"x-api-key header is required"},"request_id":"req_scripted_0001"}`},
 		{"no version", map[string]string{"x-api-key": "k"}, `{}`, 400,
-			`{"type":"error","error":{"type":"invalid_request_error","message":"anthropic-version: header is required"}}`},
+			`{"type":"error","error":{"type":"invalid_request_error","message":"anthropic-version: header is required"},"request_id":"req_scripted_0002"}`},
 		{"bearer ok, no max_tokens", map[string]string{"authorization": "Bearer k", "anthropic-version": "v"},
 			`{"model":"m","messages":[{"role":"user","content":"hi"}]}`, 400,
-			`{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: Field required"}}`},
+			`{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: Field required"},"request_id":"req_scripted_0003"}`},
 		{"bad json", map[string]string{"x-api-key": "k", "anthropic-version": "v"}, `{`, 400, ""},
 	}
 	for _, tt := range tests {
