@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 func TestStatusFaults(t *testing.T) {
@@ -173,5 +175,37 @@ func TestSlowStream(t *testing.T) {
 	}
 	if !strings.Contains(string(body), "message_stop") {
 		t.Errorf("slow stream incomplete: %s", body)
+	}
+}
+
+// TestHold: a held answer is recorded but not sent until the test releases it, streaming or
+// not.
+func TestHold(t *testing.T) {
+	for _, stream := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			hold := make(chan struct{})
+			s := start(t, &Scenario{Rules: []Rule{{Fault: &Fault{Hold: hold}, Reply: []Block{Text("released")}}}}, Options{})
+			done := make(chan []byte, 1)
+			go func() {
+				_, body := post(t, s, "/v1/messages", msgs(stream, nil, user("hi")))
+				done <- body
+			}()
+			if _, err := s.WaitRequests(waittest.Context(t), 1); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case body := <-done:
+				t.Fatalf("answered while held: %s", body)
+			default:
+			}
+			close(hold)
+			want := `"text":"released"`
+			if stream {
+				want = "message_stop"
+			}
+			if body := waittest.Recv(t, "the released answer", done); !strings.Contains(string(body), want) {
+				t.Errorf("released answer lacks %s: %s", want, body)
+			}
+		})
 	}
 }

@@ -135,6 +135,11 @@ type Fault struct {
 	DropAfter int
 	// Delay is waited before every stream event (and before a non-streaming body).
 	Delay time.Duration
+	// Hold, if set, holds the answer before its first stream event (or its non-streaming
+	// body) until the channel is closed or the request ends: a test releases the answer once
+	// it has done what must happen while the model is still answering, instead of hoping a
+	// delay is long enough. Go only; scenario files cannot set it.
+	Hold <-chan struct{}
 }
 
 // CacheConfig tunes prompt-cache accounting.
