@@ -216,7 +216,7 @@ func TestJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	jb, _ := jobs.get(id)
-	<-jb.p.drained
+	waittest.Recv(t, "the job's output to drain", jb.p.drained)
 	s, _ = jobs.Read(id, nil)
 	if diff := cmp.Diff(Snapshot{ID: id, Command: s.Command, Status: StatusFailed, ExitCode: 4, Output: "three\n"}, s); diff != "" {
 		t.Errorf("second read mismatch (-want +got):\n%s", diff)
