@@ -1,6 +1,7 @@
 package scripted
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -175,6 +176,46 @@ func TestSlowStream(t *testing.T) {
 	}
 	if !strings.Contains(string(body), "message_stop") {
 		t.Errorf("slow stream incomplete: %s", body)
+	}
+}
+
+// TestHoldAfter: a stream held after its first events sends those, then waits for the release.
+func TestHoldAfter(t *testing.T) {
+	hold := make(chan struct{})
+	s := start(t, &Scenario{Rules: []Rule{{Fault: &Fault{Hold: hold, HoldAfter: 2}, Reply: []Block{Text("released")}}}}, Options{})
+	b, _ := json.Marshal(msgs(true, nil, user("hi")))
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", s.URL()+"/v1/messages", bytes.NewReader(b))
+	req.Header.Set("x-api-key", "k")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	before := make(chan []string, 1)
+	go func() { // a hold in the wrong place would block this read, so it waits under a limit
+		var events []string
+		for len(events) < 2 {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Errorf("after %v: %v", events, err)
+				break
+			}
+			if name, ok := strings.CutPrefix(line, "event: "); ok {
+				events = append(events, strings.TrimSpace(name))
+			}
+		}
+		before <- events
+	}()
+	events := waittest.Recv(t, "the events before the hold", before)
+	close(hold)
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"message_start", "content_block_start"}, events); diff != "" || !strings.Contains(string(rest), "message_stop") {
+		t.Errorf("events before the hold mismatch (-want +got):\n%s\nafter: %s", diff, rest)
 	}
 }
 

@@ -297,7 +297,7 @@ func describeFault(f *Fault) string {
 		parts = append(parts, fmt.Sprintf("delay %s", f.Delay))
 	}
 	if f.Hold != nil {
-		parts = append(parts, "held")
+		parts = append(parts, fmt.Sprintf("held after %d events", f.HoldAfter))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -311,7 +311,7 @@ func pace(ctx context.Context, w http.ResponseWriter, f *Fault, sent int) error 
 	if f.DropAfter > 0 && sent >= f.DropAfter {
 		dropConnection(w)
 	}
-	if f.Hold != nil && sent == 0 {
+	if f.Hold != nil && sent == f.HoldAfter {
 		select {
 		case <-f.Hold:
 		case <-ctx.Done():
