@@ -1,10 +1,15 @@
 # keel's make targets. `make test` is the one command that runs the whole suite on a fresh
 # machine: it installs what the tests need, then runs go vet, staticcheck and the race-enabled tests.
 
-.PHONY: test build bench demo
+.PHONY: test test-stress build bench demo
 
 test:
 	./scripts/test.sh
+
+# The whole suite under a CPU hog on every core, -race -count=3 and once with GOMAXPROCS=1;
+# names each flaky test. Slow, so not part of `make test`.
+test-stress:
+	./scripts/stress.sh
 
 build:
 	go build -o bin/ ./cmd/keel ./cmd/keel-tui

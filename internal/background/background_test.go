@@ -16,6 +16,7 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 type recorder struct {
@@ -97,7 +98,7 @@ func TestStopKills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	waittest.Recv(t, "the task to start", started)
 	stop := StopTool(r)
 	res := stop.Call(t.Context(), &tool.Env{}, json.RawMessage(`{"task_id":"b1"}`))
 	if res.IsError || !strings.Contains(res.ResultText(), "Stopped task b1") {
@@ -130,7 +131,7 @@ func TestTaskOutputBlocksUntilDone(t *testing.T) {
 	done := make(chan tool.Result)
 	go func() { done <- OutputTool(r).Call(t.Context(), &tool.Env{}, json.RawMessage(`{"task_id":"c1"}`)) }()
 	close(release)
-	res := <-done
+	res := waittest.Recv(t, "TaskOutput to return", done)
 	if !strings.Contains(res.ResultText(), "<status>failed</status>") || !strings.Contains(res.ResultText(), "<error>broke</error>") {
 		t.Errorf("TaskOutput = %q", res.ResultText())
 	}

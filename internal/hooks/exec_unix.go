@@ -8,19 +8,24 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/keel-dev/keel/internal/procgroup"
 )
 
 // outputLimit caps each of a hook's stdout and stderr.
 const outputLimit = 1 << 20
 
 // waitDelay bounds how long Wait waits for output pipes after the hook is killed; only a
-// descendant that left the process group can hold them that long.
+// descendant that left the process group can hold them that long. It also bounds the wait for
+// the killed group's members to die.
 const waitDelay = 2 * time.Second
 
 // runCommand runs command with sh -c in its own process group, killing the whole group when
-// the timeout passes or ctx is cancelled, so a hook's children die with it.
+// the timeout passes or ctx is cancelled, so a hook's children die with it: when it returns
+// after a kill, no process of the group is running any more.
 func runCommand(ctx context.Context, command, dir string, env []string, stdin []byte, timeout time.Duration) Result {
 	res := Result{Command: command, ExitCode: -1}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
@@ -32,10 +37,22 @@ func runCommand(ctx context.Context, command, dir string, env []string, stdin []
 	stdout, stderr := &cappedBuffer{limit: outputLimit}, &cappedBuffer{limit: outputLimit}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var killed atomic.Bool
+	cmd.Cancel = func() error {
+		killed.Store(true)
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 	cmd.WaitDelay = waitDelay
 	start := time.Now()
 	err := cmd.Run()
+	if killed.Load() {
+		// Wait reaped the shell; its killed children may still be dying, or waiting for init.
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), waitDelay)
+		if perr := procgroup.Wait(gctx, cmd.Process.Pid); perr != nil {
+			res.Warning = "a process started by the hook was still running after it was killed"
+		}
+		cancel()
+	}
 	res.Duration = time.Since(start)
 	res.Stdout, res.Stderr = stdout.String(), stderr.String()
 	var exitErr *exec.ExitError

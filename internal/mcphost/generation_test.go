@@ -1,7 +1,7 @@
 package mcphost
 
 import (
-	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/mcphost/mcptest"
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/waittest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -78,8 +79,7 @@ func TestRelistWaitBounded(t *testing.T) {
 // waitFor waits until cond holds, re-checking whenever the manager's state changes.
 func waitFor(t testing.TB, m *Manager, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
+	ctx := waittest.Context(t)
 	for {
 		m.mu.Lock()
 		ch := m.changed
@@ -90,7 +90,7 @@ func waitFor(t testing.TB, m *Manager, cond func() bool) {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			t.Fatal("condition not reached in time")
+			t.Fatalf("condition not reached in %v", waittest.Timeout())
 		}
 	}
 }
@@ -127,8 +127,7 @@ func TestCrash(t *testing.T) {
 	if st := m.Status()[0]; st.Status != StatusFailed || !strings.Contains(st.Reason, "exit status 3") {
 		t.Errorf("status = %+v", st)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
+	ctx := waittest.Context(t)
 	// Reconnect restarts it.
 	if err := m.Reconnect(ctx, "t"); err != nil {
 		t.Fatal(err)
@@ -144,7 +143,9 @@ func TestCrash(t *testing.T) {
 // TestBrokenServersDoNotBlock: a server that never answers initialize times out, one that exits
 // at once fails with its stderr, and the good one connects regardless.
 func TestBrokenServersDoNotBlock(t *testing.T) {
-	m := start(t, Options{ConnectTimeout: 3 * time.Second, Servers: []ServerConfig{
+	// The hanging server needs the timeout to pass and the good one to connect within it.
+	timeout := waittest.Scale(3 * time.Second)
+	m := start(t, Options{ConnectTimeout: timeout, Servers: []ServerConfig{
 		stdioServer("good", mcptest.ModeEverything),
 		stdioServer("hang", mcptest.ModeHang),
 		stdioServer("exit", mcptest.ModeExit),
@@ -158,7 +159,7 @@ func TestBrokenServersDoNotBlock(t *testing.T) {
 		t.Errorf("good = %+v", got["good"])
 	}
 	for name, want := range map[string]string{
-		"hang":    "no answer to initialize within 3s (MCP_TIMEOUT)",
+		"hang":    fmt.Sprintf("no answer to initialize within %v (MCP_TIMEOUT)", timeout),
 		"exit":    "missing dependency, giving up",
 		"missing": "keel-no-such-command-xyz",
 	} {

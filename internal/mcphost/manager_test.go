@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/keel-dev/keel/internal/mcphost/mcptest"
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/waittest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -44,11 +45,11 @@ func start(t testing.TB, opts Options) *Manager {
 		opts.Logger = testLogger(t)
 	}
 	if opts.ConnectTimeout == 0 {
-		opts.ConnectTimeout = 20 * time.Second
+		opts.ConnectTimeout = waittest.Scale(20 * time.Second)
 	}
 	opts.ShutdownGrace = 500 * time.Millisecond
 	m := New(opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Scale(60*time.Second))
 	defer cancel()
 	m.Start(ctx)
 	t.Cleanup(func() { m.Close() })

@@ -159,17 +159,25 @@ func TestWithRetriesStopsWhenContextEndsDuringWait(t *testing.T) {
 		p := provider.WithRetries(&a, provider.RetryPolicy{}, nil)
 		ctx, cancel := context.WithCancelCause(t.Context())
 		go func() {
-			time.Sleep(100 * time.Millisecond)
+			synctest.Wait() // until the stream blocks: in the wait before the second attempt
 			cancel(errors.New("interrupted by user"))
 		}()
+		start := time.Now()
 		var err error
-		for _, e := range p.Stream(ctx, &provider.Request{}) {
+		retries := 0
+		for ev, e := range p.Stream(ctx, &provider.Request{}) {
 			if e != nil {
 				err = e
+			}
+			if _, ok := ev.(provider.Retrying); ok {
+				retries++
 			}
 		}
 		if err == nil || !strings.Contains(err.Error(), "interrupted by user") {
 			t.Fatalf("error %v: want the cancel cause", err)
+		}
+		if waited := time.Since(start); waited != 0 || retries != 1 {
+			t.Errorf("stopped after %v and %d retries, want at once, in the first wait", waited, retries)
 		}
 	})
 }

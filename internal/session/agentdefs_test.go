@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -143,10 +142,13 @@ func TestAgentInlineMCPServer(t *testing.T) {
 // Agent call returns a receipt at once, the parent's turn ends, and the agent's result
 // arrives as a notification in the parent's next request.
 func TestBackgroundMovesForegroundAgent(t *testing.T) {
+	// The child's answer is held until the parent's turn is over, so the agent is surely
+	// still running when it is moved, and finishes only in the background.
+	release := make(chan struct{})
 	sc := &scripted.Scenario{Rules: []scripted.Rule{
 		{Name: "drained", When: scripted.Match{Contains: "<task-notification>"}, Reply: []scripted.Block{scripted.Text("report received")}},
 		{Name: "slow-child", When: scripted.Match{UserText: "SLOW-TASK"}, Reply: []scripted.Block{scripted.Text("slow findings: 9")},
-			Fault: &scripted.Fault{Delay: 150 * time.Millisecond}},
+			Fault: &scripted.Fault{Hold: release}},
 		{Name: "spawn", When: scripted.Match{UserText: "start"}, Times: 1, Reply: []scripted.Block{scripted.ToolUse("Agent",
 			map[string]any{"description": "slow", "prompt": "SLOW-TASK", "subagent_type": "general-purpose"})}},
 		{Name: "after-agent", When: scripted.Match{ToolResult: "Agent"}, Reply: []scripted.Block{scripted.Text("parent turn done")}},
@@ -174,6 +176,7 @@ func TestBackgroundMovesForegroundAgent(t *testing.T) {
 			res = e
 		}
 	}
+	close(release)
 	if res.Text != "parent turn done" {
 		t.Fatalf("parent result = %q", res.Text)
 	}

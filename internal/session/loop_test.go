@@ -78,9 +78,11 @@ func TestMaxTokensReplyIsContinued(t *testing.T) {
 }
 
 func TestInterruptMidStreamKeepsHistoryValid(t *testing.T) {
+	// The answer stops after its first text delta (message_start, content_block_start, ping,
+	// delta) until the interrupt ends the request: it can never complete first.
 	sc := &scripted.Scenario{Rules: []scripted.Rule{
 		{When: scripted.Match{UserText: "slow"}, Times: 1, Reply: []scripted.Block{scripted.Text(strings.Repeat("word ", 200))},
-			Fault: &scripted.Fault{Delay: 5e6}},
+			Fault: &scripted.Fault{Hold: make(chan struct{}), HoldAfter: 4}},
 		{Reply: []scripted.Block{scripted.Text("fast")}},
 	}}
 	h := newHarness(t, sc, Options{})

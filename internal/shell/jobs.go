@@ -190,8 +190,8 @@ func (j *Jobs) WaitOutput(ctx context.Context, id, s string) error {
 	}
 }
 
-// Kill stops the job's whole process group and waits for its shell to exit. Killing a job
-// that already ended is not an error; its status stays what it was.
+// Kill stops the job's whole process group and waits until none of its processes runs.
+// Killing a job that already ended is not an error; its status stays what it was.
 func (j *Jobs) Kill(id string) (Snapshot, error) {
 	jb, err := j.get(id)
 	if err != nil {
@@ -213,6 +213,7 @@ func (jb *job) stop() {
 	jb.p.kill()
 	<-jb.ended
 	<-jb.p.drained
+	jb.p.waitGone()
 }
 
 // IDs returns the ids of all jobs, oldest first.

@@ -3,11 +3,15 @@
 package shell
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
+
+	"github.com/keel-dev/keel/internal/procgroup"
 )
 
 // proc is a started shell in its own process group.
@@ -57,4 +61,16 @@ func start(script, dir string, env []string, out io.Writer, cwdFile string) (*pr
 // lives, so this cannot hit an unrelated group.
 func (p *proc) kill() {
 	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// killGrace bounds the wait for a killed group's members to die: SIGKILL cannot be caught, so
+// only a process stuck in the kernel (a hung network file system) takes longer.
+const killGrace = 5 * time.Second
+
+// waitGone waits, up to killGrace, until no process of the group runs. Call it after kill and
+// after the shell was reaped: its orphaned children die when next scheduled, not at once.
+func (p *proc) waitGone() {
+	ctx, cancel := context.WithTimeout(context.Background(), killGrace)
+	defer cancel()
+	_ = procgroup.Wait(ctx, p.cmd.Process.Pid) // past the grace there is nothing left to do
 }

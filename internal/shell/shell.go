@@ -98,6 +98,7 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	// open and outlive the call, so it goes too (use run_in_background to keep a process).
 	p.kill()
 	<-p.drained
+	p.waitGone()
 	res.Output, res.Truncated = buf.String()
 	res.ExitCode = exitCode(p.err)
 	if res.TimedOut || res.Interrupted {

@@ -14,6 +14,7 @@ import (
 	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // childRequest returns the body of the first request whose last user message holds marker.
@@ -246,11 +247,11 @@ func TestBackgroundDetachThenStop(t *testing.T) {
 		}
 		done <- toolResults(out.Messages)
 	}()
-	<-entered
+	waittest.Recv(t, "the child to enter its tool", entered)
 	if n := w.runner.Background(""); n != 1 {
 		t.Fatalf("Background = %d, want 1", n)
 	}
-	res := <-done
+	res := waittest.Recv(t, "the parent's run to end", done)
 	if len(res) != 1 || !has(res[0], "moved this agent to the background") {
 		t.Fatalf("Agent result = %q", res)
 	}

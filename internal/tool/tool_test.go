@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 type in struct {
@@ -27,7 +29,7 @@ func sleeper(name string, safe bool, log *[]string, mu *sync.Mutex, second ...ch
 			if len(second) > 0 && v.N == 1 {
 				select {
 				case <-second[0]:
-				case <-time.After(10 * time.Second):
+				case <-time.After(waittest.Timeout()):
 					return Errorf("the second read never ran alongside the first")
 				}
 			}

@@ -2,20 +2,27 @@ package transcript
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // killChildEnv tells a re-executed test binary to act as the appending child.
 const killChildEnv = "KEEL_KILLTEST_CHILD"
+
+// maxEntry bounds the text of one appended entry, in bytes.
+const maxEntry = 256 << 10
 
 // TestKillChild is the child of TestKill: it resumes (or creates) the transcript, then appends
 // numbered entries of random size forever, printing each number once Append has returned.
@@ -52,9 +59,9 @@ func TestKillChild(t *testing.T) {
 	for seq := next; ; seq++ {
 		// Entry numbers are in the uuids, so the parent checks them from the headers alone; a
 		// compaction boundary every four entries keeps each resume's replay short.
-		e := userText(strings.Repeat("p", rng.IntN(256<<10)))
+		e := userText(strings.Repeat("p", rng.IntN(maxEntry)))
 		if seq%4 == 3 {
-			e = Entry{Type: TypeSummary, Summary: strings.Repeat("s", rng.IntN(256<<10))}
+			e = Entry{Type: TypeSummary, Summary: strings.Repeat("s", rng.IntN(maxEntry))}
 		}
 		e.UUID = fmt.Sprintf("e-%d", seq)
 		if _, err := w.Append(ctx, e); err != nil {
@@ -128,9 +135,9 @@ func TestKill(t *testing.T) {
 			}
 			acked = n
 		}
-		// A random pause moves the kill to a random point of the child's work; it is not
-		// waiting for anything.
-		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
+		// Kill once the file has grown by a random part of the largest entry: a point in the
+		// child's stream of writes, often inside one.
+		waitSize(t, path, fileSize(t, path)+rng.Int64N(maxEntry))
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -157,6 +164,34 @@ func TestKill(t *testing.T) {
 	t.Logf("%d kills, %d torn tails found, %d reported by resume, %d entries", kills, torn, tornSeen, acked+1)
 	if torn != tornSeen && torn-tornSeen != 1 { // the last kill's tear is never resumed
 		t.Errorf("torn tails found %d, reported on resume %d", torn, tornSeen)
+	}
+}
+
+// fileSize returns the size of the file at path, 0 before it exists.
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// waitSize waits until the file at path holds at least size bytes. A kill placed by the
+// file's size lands at the same point of the child's work on an idle and on a loaded machine;
+// one placed by a pause would not. It polls without pausing, as a write of a whole entry
+// takes only microseconds; the limit is waittest's.
+func waitSize(t *testing.T, path string, size int64) {
+	t.Helper()
+	deadline := time.Now().Add(waittest.Timeout())
+	for fileSize(t, path) < size {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %v waiting for %s to reach %d bytes (it has %d)", waittest.Timeout(), path, size, fileSize(t, path))
+		}
+		runtime.Gosched()
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // TestCaptureSession records a session's screen as text for the README:
@@ -45,8 +47,8 @@ func BenchmarkE2EFirstFrame(b *testing.B) {
 	keelBinary(b)
 	for b.Loop() {
 		tm := startKeel(b, srv, dir, 80, 24)
-		for !strings.Contains(tm.screen(), "shift+tab") {
-			time.Sleep(time.Millisecond) // polling interval of a condition wait
+		if !waittest.PollEvery(waittest.Context(b), time.Millisecond, func() bool { return strings.Contains(tm.screen(), "shift+tab") }) {
+			b.Fatalf("no first frame in %v", waittest.Timeout())
 		}
 		b.StopTimer()
 		tm.tmux("kill-server")

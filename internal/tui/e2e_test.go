@@ -9,9 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // The end-to-end tests run the real keel binary in tmux against the scripted model and read
@@ -107,19 +107,14 @@ func (tm *term) tmux(args ...string) string {
 
 func (tm *term) screen() string { return tm.tmux("capture-pane", "-p", "-t", tm.target) }
 
-// waitFor polls the screen until it contains want, or fails at the deadline.
+// waitFor polls the screen until it contains want, or fails at waittest's limit.
 func (tm *term) waitFor(want string) string {
 	tm.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
 	var s string
-	for time.Now().Before(deadline) {
-		if s = tm.screen(); strings.Contains(s, want) {
-			return s
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval of a condition wait
+	if !waittest.Poll(waittest.Context(tm.t), func() bool { s = tm.screen(); return strings.Contains(s, want) }) {
+		tm.t.Fatalf("screen never showed %q in %v; last screen:\n%s", want, waittest.Timeout(), s)
 	}
-	tm.t.Fatalf("screen never showed %q; last screen:\n%s", want, s)
-	return ""
+	return s
 }
 
 func (tm *term) typeText(s string) { tm.tmux("send-keys", "-t", tm.target, "-l", s) }
@@ -151,7 +146,8 @@ var e2eRules = []scripted.Rule{
 	{When: scripted.Match{UserText: "say hello"}, Reply: []scripted.Block{scripted.Text("Hello from the **scripted** model.\n\n```go\nfmt.Println(\"hi\")\n```")}},
 	{When: scripted.Match{UserText: "make a file"}, Reply: []scripted.Block{scripted.Text("Creating it."), scripted.ToolUse("Bash", map[string]any{"command": "touch made-by-keel.txt", "description": "Create a file"})}},
 	{When: scripted.Match{ToolResult: "Bash"}, Reply: []scripted.Block{scripted.Text("The file is there now.")}},
-	{When: scripted.Match{UserText: "go slowly"}, Fault: &scripted.Fault{Delay: 400 * time.Millisecond},
+	// An answer that takes longer than any wait of a test: only the interrupt ends it.
+	{When: scripted.Match{UserText: "go slowly"}, Fault: &scripted.Fault{Delay: waittest.Timeout()},
 		Reply: []scripted.Block{scripted.Text("This answer is very slow and will be interrupted long before it ends, one piece at a time, sentence after sentence.")}},
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/keel-dev/keel"
 	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden frames in testdata")
@@ -227,7 +228,7 @@ func (d *driver) run(c tea.Cmd) {
 // until processes messages until done holds, failing after a deadline.
 func (d *driver) until(done func() bool) {
 	d.t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := waittest.Context(d.t).Done()
 	for !done() {
 		select {
 		case msg := <-d.msgs:
@@ -284,7 +285,7 @@ func TestDenyWithReason(t *testing.T) {
 	typeKeys(m, "use git clean")
 	m.Update(press("enter"))
 	want := keel.PermissionAnswer{Reason: "the user denied this call: use git clean"}
-	if diff := cmp.Diff(want, <-reply); diff != "" {
+	if diff := cmp.Diff(want, waittest.Recv(t, "the permission answer", reply)); diff != "" {
 		t.Errorf("answer mismatch (-want +got):\n%s", diff)
 	}
 	if len(m.asks) != 0 {

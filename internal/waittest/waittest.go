@@ -54,7 +54,13 @@ func Until(t testing.TB, what string, cond func() bool) {
 // Poll checks cond until it holds (true) or ctx ends (false). For code outside a test's
 // goroutine, or where the caller reports the failure itself.
 func Poll(ctx context.Context, cond func() bool) bool {
-	tick := time.NewTicker(pollInterval)
+	return PollEvery(ctx, pollInterval, cond)
+}
+
+// PollEvery is [Poll] checking every interval: for a benchmark that times how soon a state
+// arrives, where the default interval would be the measurement's resolution.
+func PollEvery(ctx context.Context, interval time.Duration, cond func() bool) bool {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		if cond() {

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // DefaultSymlinks are the directories linked into a new worktree when the configuration
@@ -62,6 +63,10 @@ type Manager struct {
 	// Hooks, if set, may take over creation and removal.
 	Hooks  Hooks
 	Logger *slog.Logger
+
+	// listMu serializes the git commands that read and change the repository's list of
+	// worktrees (see [Manager.gitList]).
+	listMu sync.Mutex
 }
 
 // Slug turns an agent or task name into a worktree slug: "/" becomes "+", because git cannot
@@ -113,7 +118,7 @@ func (m *Manager) Create(ctx context.Context, name string) (*Worktree, error) {
 			return nil, fmt.Errorf("worktree %s: %w", slug, err)
 		}
 		args := []string{"worktree", "add", "-q", "-B", wt.Branch, wt.Path, "HEAD"}
-		if _, err := m.git(ctx, m.Root, args...); err != nil {
+		if _, err := m.gitList(ctx, args...); err != nil {
 			return nil, fmt.Errorf("create worktree %s: %w", slug, err)
 		}
 		if wt.Base, err = ReadHead(wt.Path); err != nil {
@@ -198,10 +203,10 @@ func (m *Manager) Remove(ctx context.Context, wt *Worktree) error {
 	if wt.Hooked {
 		return nil
 	}
-	if _, err := m.git(ctx, m.Root, "worktree", "remove", "--force", wt.Path); err != nil {
+	if _, err := m.gitList(ctx, "worktree", "remove", "--force", wt.Path); err != nil {
 		return fmt.Errorf("remove worktree %s: %w", wt.Slug, err)
 	}
-	if _, err := m.git(ctx, m.Root, "branch", "-q", "-D", wt.Branch); err != nil {
+	if _, err := m.gitList(ctx, "branch", "-q", "-D", wt.Branch); err != nil {
 		return fmt.Errorf("remove branch %s: %w", wt.Branch, err)
 	}
 	return nil
@@ -218,6 +223,21 @@ func (m *Manager) Finish(ctx context.Context, wt *Worktree) (kept bool, err erro
 		return true, nil
 	}
 	return false, m.Remove(ctx, wt)
+}
+
+// gitList runs git in the main tree for a command that reads every worktree's admin files
+// (worktree add and remove, branch -D) while no other such command runs, in this process or
+// another keel process on the same repository: git reads a worktree that another add has
+// only begun to write as broken ("failed to read .git/worktrees/…/commondir") and fails.
+func (m *Manager) gitList(ctx context.Context, args ...string) ([]byte, error) {
+	m.listMu.Lock()
+	defer m.listMu.Unlock()
+	unlock, err := lockFile(filepath.Join(m.Root, ".keel", "worktrees.lock"))
+	if err != nil {
+		return nil, fmt.Errorf("lock the worktree list: %w", err)
+	}
+	defer unlock()
+	return m.git(ctx, m.Root, args...)
 }
 
 func (m *Manager) git(ctx context.Context, dir string, args ...string) ([]byte, error) {

@@ -1,9 +1,11 @@
 package worktree
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -159,3 +161,33 @@ func TestHooksReplaceStrategy(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestConcurrentCreateAndRemove: agents started in one batch create and remove their worktrees
+// at the same time. git cannot: a `worktree add` reads every other worktree's admin files and
+// fails on one another add has only begun writing ("failed to read .git/worktrees/…/commondir").
+func TestConcurrentCreateAndRemove(t *testing.T) {
+	repo := gittest.New(t)
+	m := &Manager{Root: repo.Dir}
+	const n = 8
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			wt, err := m.Create(t.Context(), fmt.Sprintf("agent-%d", i))
+			if err == nil {
+				_, err = m.Finish(t.Context(), wt)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(repo.Dir, Dir)); len(entries) != 0 {
+		t.Errorf("%d worktrees left, want none (all were unchanged)", len(entries))
+	}
+}

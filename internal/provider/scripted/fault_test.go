@@ -1,6 +1,7 @@
 package scripted
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 func TestStatusFaults(t *testing.T) {
@@ -173,5 +176,77 @@ func TestSlowStream(t *testing.T) {
 	}
 	if !strings.Contains(string(body), "message_stop") {
 		t.Errorf("slow stream incomplete: %s", body)
+	}
+}
+
+// TestHoldAfter: a stream held after its first events sends those, then waits for the release.
+func TestHoldAfter(t *testing.T) {
+	hold := make(chan struct{})
+	s := start(t, &Scenario{Rules: []Rule{{Fault: &Fault{Hold: hold, HoldAfter: 2}, Reply: []Block{Text("released")}}}}, Options{})
+	b, _ := json.Marshal(msgs(true, nil, user("hi")))
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", s.URL()+"/v1/messages", bytes.NewReader(b))
+	req.Header.Set("x-api-key", "k")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	before := make(chan []string, 1)
+	go func() { // a hold in the wrong place would block this read, so it waits under a limit
+		var events []string
+		for len(events) < 2 {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Errorf("after %v: %v", events, err)
+				break
+			}
+			if name, ok := strings.CutPrefix(line, "event: "); ok {
+				events = append(events, strings.TrimSpace(name))
+			}
+		}
+		before <- events
+	}()
+	events := waittest.Recv(t, "the events before the hold", before)
+	close(hold)
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"message_start", "content_block_start"}, events); diff != "" || !strings.Contains(string(rest), "message_stop") {
+		t.Errorf("events before the hold mismatch (-want +got):\n%s\nafter: %s", diff, rest)
+	}
+}
+
+// TestHold: a held answer is recorded but not sent until the test releases it, streaming or
+// not.
+func TestHold(t *testing.T) {
+	for _, stream := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			hold := make(chan struct{})
+			s := start(t, &Scenario{Rules: []Rule{{Fault: &Fault{Hold: hold}, Reply: []Block{Text("released")}}}}, Options{})
+			done := make(chan []byte, 1)
+			go func() {
+				_, body := post(t, s, "/v1/messages", msgs(stream, nil, user("hi")))
+				done <- body
+			}()
+			if _, err := s.WaitRequests(waittest.Context(t), 1); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case body := <-done:
+				t.Fatalf("answered while held: %s", body)
+			default:
+			}
+			close(hold)
+			want := `"text":"released"`
+			if stream {
+				want = "message_stop"
+			}
+			if body := waittest.Recv(t, "the released answer", done); !strings.Contains(string(body), want) {
+				t.Errorf("released answer lacks %s: %s", want, body)
+			}
+		})
 	}
 }

@@ -155,6 +155,14 @@ type Fault struct {
 	Corrupt int
 	// Delay is waited before every stream event (and before a non-streaming body).
 	Delay time.Duration
+	// Hold, if set, holds the answer before its first stream event (or its non-streaming
+	// body) until the channel is closed or the request ends: a test releases the answer once
+	// it has done what must happen while the model is still answering, instead of hoping a
+	// delay is long enough. Go only; scenario files cannot set it.
+	Hold <-chan struct{}
+	// HoldAfter moves the hold to after that many stream events, so the client has seen the
+	// answer begin (a text delta, say) before it stops.
+	HoldAfter int
 }
 
 // CacheConfig tunes prompt-cache accounting.
@@ -235,7 +243,7 @@ func (r *Rule) validate() error {
 		if f.Status != 0 && (f.Status < 400 || f.Status > 599) {
 			return fmt.Errorf("fault status %d is not an HTTP error status (400-599)", f.Status)
 		}
-		if f.DropAfter < 0 || f.Corrupt < 0 || f.Delay < 0 || f.RetryAfter < 0 || f.RetryAfterMS < 0 {
+		if f.DropAfter < 0 || f.Corrupt < 0 || f.Delay < 0 || f.RetryAfter < 0 || f.RetryAfterMS < 0 || f.HoldAfter < 0 {
 			return fmt.Errorf("fault values must not be negative")
 		}
 	}

@@ -300,6 +300,9 @@ func describeFault(f *Fault) string {
 	if f.Delay != 0 {
 		parts = append(parts, fmt.Sprintf("delay %s", f.Delay))
 	}
+	if f.Hold != nil {
+		parts = append(parts, fmt.Sprintf("held after %d events", f.HoldAfter))
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -311,6 +314,13 @@ func pace(ctx context.Context, w http.ResponseWriter, f *Fault, sent int) error 
 	}
 	if f.DropAfter > 0 && sent >= f.DropAfter {
 		dropConnection(w)
+	}
+	if f.Hold != nil && sent == f.HoldAfter {
+		select {
+		case <-f.Hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	if f.Delay > 0 {
 		t := time.NewTimer(f.Delay)

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/keel-dev/keel/internal/goldentest"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // start runs a server for sc on a free loopback port for the duration of the test.
@@ -271,7 +272,7 @@ func TestWaitRequests(t *testing.T) {
 	}()
 	post(t, s, "/v1/messages", msgs(false, nil, user("one")))
 	post(t, s, "/v1/messages", msgs(false, nil, user("two")))
-	recs := <-got
+	recs := waittest.Recv(t, "WaitRequests to return", got)
 	if len(recs) < 2 || recs[1].N != 2 {
 		t.Fatalf("WaitRequests returned %d records", len(recs))
 	}

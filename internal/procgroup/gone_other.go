@@ -1,0 +1,7 @@
+//go:build !unix
+
+package procgroup
+
+// Gone reports true: without process groups there is no group to wait for; the caller waits
+// for its own child.
+func Gone(int) bool { return true }

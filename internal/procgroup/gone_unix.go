@@ -1,0 +1,20 @@
+//go:build unix
+
+package procgroup
+
+import (
+	"errors"
+	"syscall"
+)
+
+// Gone reports whether no member of process group pgid is running: every one has exited. A
+// zombie (exited, waiting for its parent or init to reap it) counts as exited; where zombies
+// cannot be told apart (no /proc), only an empty group is gone.
+func Gone(pgid int) bool {
+	// Signal 0 checks existence only; it also finds zombies, which is why a group that answers
+	// is looked at member by member.
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	return onlyZombies(pgid)
+}

@@ -1,0 +1,39 @@
+// Package procgroup waits for a killed process group to be gone. SIGKILL reaches every member
+// at once, but a member dies only when the kernel next schedules it, and an orphan is reaped by
+// init later still: on a loaded machine either can take a while after the group's leader was
+// waited for. Code that promises "everything the command started has ended when this returns"
+// (a hook's timeout, a shell command's interrupt) waits here for that state.
+package procgroup
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Poll intervals of [Wait]: the first check follows the kill closely, later ones back off.
+const (
+	firstPoll = time.Millisecond
+	maxPoll   = 20 * time.Millisecond
+)
+
+// Wait blocks until no member of process group pgid is running (see [Gone]), or ctx ends,
+// then reporting the group as still running.
+func Wait(ctx context.Context, pgid int) error {
+	d := firstPoll
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for !Gone(pgid) {
+		select {
+		case <-ctx.Done():
+			if Gone(pgid) {
+				return nil
+			}
+			return fmt.Errorf("process group %d still running: %w", pgid, context.Cause(ctx))
+		case <-t.C:
+			d = min(2*d, maxPoll)
+			t.Reset(d)
+		}
+	}
+	return nil
+}
