@@ -207,7 +207,7 @@ func killCycle(t *testing.T, exe, dir string, rng *rand.Rand, st *killStats) {
 	}
 	if err != nil || !strings.Contains(string(out), "task done") {
 		holders, _ := exec.Command("sh", "-c", "for p in /proc/[0-9]*; do ls -l $p/fd 2>/dev/null | grep -q '"+dir+"' && echo $p $(cat $p/cmdline | tr '\\0' ' '); done").CombinedOutput()
-		t.Fatalf("the run after the kill did not finish the task: %v\n%s\nholders:\n%s", err, out, holders)
+		t.Fatalf("the run after the kill did not finish the task: %v\n%s\nholders:\n%s\nrequests (rule: last message):\n%s", err, out, holders, requestTrail(srv.Requests()))
 	}
 
 	reqs := srv.Requests()
@@ -328,4 +328,25 @@ func ranAtKill(u message.Block, s diskState) bool {
 		return strings.Contains(s.file, "final")
 	}
 	return false
+}
+
+// requestTrail is one line per request the model saw: the rule that answered and the end of
+// its last message, so a failed cycle says where the scenario lost its way.
+func requestTrail(reqs []scripted.Recorded) string {
+	var b strings.Builder
+	for _, r := range reqs {
+		var body struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		_ = json.Unmarshal(r.Body, &body)
+		last := ""
+		if n := len(body.Messages); n > 0 {
+			last = string(body.Messages[n-1])
+			if len(last) > 400 {
+				last = "…" + last[len(last)-400:]
+			}
+		}
+		fmt.Fprintf(&b, "%d %s (%d %s): %s\n", r.N, r.Rule, r.Status, r.Error, last)
+	}
+	return b.String()
 }
