@@ -149,24 +149,6 @@ func TestCheckModesAndPaths(t *testing.T) {
 	}
 }
 
-func TestResolvePath(t *testing.T) {
-	f := newFixture(t)
-	tests := []struct{ in, want string }{
-		{"src/a.go", f.proj + "/src/a.go"},
-		{"link-out/secret.txt", f.outside + "/secret.txt"},
-		{"link-out/../proj/src", f.proj + "/src"},
-		{"src/uplnk/../proj", f.proj},
-		{"dangling", f.outside + "/new.txt"},
-		{"missing/../x", f.proj + "/x"},
-		{"src/evil", f.outside + "/secret.txt"},
-	}
-	for _, tt := range tests {
-		if got := ResolvePath(tt.in, f.proj); got != filepath.FromSlash(tt.want) {
-			t.Errorf("ResolvePath(%q) = %q; want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestIntersect(t *testing.T) {
 	f := newFixture(t)
 	src := Source{Name: "test", Dir: f.proj}

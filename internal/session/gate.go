@@ -10,6 +10,7 @@ import (
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/toolpath"
 )
 
 // gate is the session's tool.Gate: PreToolUse hooks, then the permission check, before a
@@ -71,10 +72,11 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		g.deny(call, d.Reason)
 		return tool.Errorf("Permission to use %s was denied. %s", call.Name, d.Reason), false
 	}
+	env.Hidden = g.checker.ReadFilter()
 	g.s.noteTouched(req.Paths)
 	if !req.ReadOnly && isFileEdit(call.Name) {
 		for _, p := range req.Paths {
-			g.s.trackEdit(permission.ResolvePath(p, env.State.Cwd))
+			g.s.trackEdit(toolpath.Resolve(p, env.State.Cwd, "").Real)
 		}
 	}
 	return tool.Result{}, true
