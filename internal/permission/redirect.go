@@ -30,7 +30,7 @@ func (a *shellAnalysis) redirect(src string, r *syntax.Redirect) {
 	target := ""
 	static := r.Word != nil && staticWord(r.Word)
 	if static {
-		target, _ = expand.Literal(nil, r.Word)
+		target, _ = expand.Literal(expandConfig(), r.Word)
 	}
 	if static && isNetworkPath(target) {
 		a.network = append(a.network, target)

@@ -305,7 +305,7 @@ func (a *shellAnalysis) callExpr(src string, c *syntax.CallExpr, depth int) {
 func wordsOf(src string, w *syntax.Word) []shellWord {
 	text := src[w.Pos().Offset():w.End().Offset()]
 	if staticWord(w) {
-		if fields, err := expand.Fields(nil, w); err == nil {
+		if fields, err := expand.Fields(expandConfig(), w); err == nil {
 			out := make([]shellWord, len(fields))
 			for i, f := range fields {
 				out[i] = shellWord{value: f, static: true}
@@ -315,7 +315,7 @@ func wordsOf(src string, w *syntax.Word) []shellWord {
 	}
 	dyn := shellWord{value: text}
 	if quotedOnly(w) {
-		if v, err := expand.Literal(nil, w); err == nil {
+		if v, err := expand.Literal(expandConfig(), w); err == nil {
 			dyn.guess = v
 		}
 	}
@@ -384,4 +384,11 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// expandConfig is a fresh expansion environment with no variables. Each call needs its own:
+// mvdan.cc/sh/v3/expand fills in a nil *Config by writing to a shared global, a data race
+// when tool calls are checked in parallel.
+func expandConfig() *expand.Config {
+	return &expand.Config{Env: expand.FuncEnviron(func(string) string { return "" })}
 }
