@@ -2,8 +2,10 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/keel-dev/keel/internal/cachewatch"
@@ -34,7 +36,8 @@ func ProjectRoot(dir string) string {
 	}
 }
 
-// loadSettings reads every settings source; problems become notices, never a failure.
+// loadSettings reads every settings source; problems become notices, never a failure. An
+// untrusted workspace's own files may only narrow what keel may do (settings.Options.Untrusted).
 func (s *Session) loadSettings() {
 	st, _ := settings.Load(settings.Options{
 		Env:          settings.Env{Home: s.opts.Home},
@@ -42,6 +45,7 @@ func (s *Session) loadSettings() {
 		ManagedPath:  s.opts.ManagedSettingsPath,
 		Flags:        s.opts.SettingsFlags,
 		SettingsArgs: s.opts.SettingsArgs,
+		Untrusted:    !s.trusted(),
 	})
 	s.settings = st
 	for _, p := range st.Problems {
@@ -99,15 +103,52 @@ func (s *Session) ruleDir(o settings.Origin) string {
 	return dir
 }
 
-// buildHooks prepares the hook runner; project hooks wait for workspace trust.
-// trusted says whether project-provided hooks and servers may run: --trust, or a recorded
-// trust of the project.
+// trusted says whether the workspace is trusted — --trust, or a recorded trust of the
+// project — and so whether what it provides may widen what keel does: its allow rules and
+// mode, hooks, MCP servers, skill shell lines and allowed-tools, memory includes outside it.
+// It is decided once, when the session opens.
 func (s *Session) trusted() bool {
-	trusted := s.opts.Trust
-	if !trusted && s.opts.Home != "" {
-		trusted, _ = trust.IsTrusted(s.opts.Home, s.projectDir)
+	s.trustOnce.Do(func() {
+		s.isTrusted = s.opts.Trust
+		if !s.isTrusted && s.opts.Home != "" {
+			s.isTrusted, _ = trust.IsTrusted(s.opts.Home, s.projectDir)
+		}
+	})
+	return s.isTrusted
+}
+
+// untrustedNotice is the one notice that says what an untrusted workspace provided and keel
+// ignored, and how to trust it.
+func (s *Session) untrustedNotice() {
+	if s.trusted() {
+		return
 	}
-	return trusted
+	var parts []string
+	if s.settings != nil {
+		byKey := map[string][]string{}
+		var keys []string
+		for _, v := range s.settings.Ignored {
+			if _, ok := byKey[v.V]; !ok {
+				keys = append(keys, v.V)
+			}
+			byKey[v.V] = append(byKey[v.V], v.From.String())
+		}
+		for _, k := range keys {
+			parts = append(parts, k+" ("+strings.Join(byKey[k], ", ")+")")
+		}
+	}
+	if s.memory != nil {
+		for _, e := range s.memory.External() {
+			parts = append(parts, "memory include "+e.String()+", outside the project")
+		}
+	}
+	if len(parts) == 0 {
+		return
+	}
+	s.notices = append(s.notices, event.Notice{Level: "warn", Text: fmt.Sprintf(
+		"this workspace (%s) is not trusted, so what it provides may only narrow what keel does; ignored: %s. "+
+			"Trust it with `keel trust`, or run with --trust, if you trust its files.",
+		s.projectDir, strings.Join(parts, "; "))})
 }
 
 func (s *Session) buildHooks() {
@@ -134,7 +175,8 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 		s.recordMetadata(ctx, transcript.TypeAgentSetting, agentSetting{Environment: env, Model: s.opts.Model})
 	}
 	home, _ := os.UserHomeDir()
-	mem, err := memory.Load(memory.Options{Cwd: s.opts.Cwd, Home: home, KeelHome: s.opts.Home, ManagedPath: s.opts.ManagedMemoryPath, Logger: s.logger})
+	mem, err := memory.Load(memory.Options{Cwd: s.opts.Cwd, Home: home, KeelHome: s.opts.Home, ManagedPath: s.opts.ManagedMemoryPath,
+		ExternalIncludes: s.trusted(), Logger: s.logger})
 	if err == nil {
 		s.memory = mem
 		for _, w := range mem.Warnings() {

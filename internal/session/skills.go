@@ -16,7 +16,7 @@ func (s *Session) loadSkills() {
 	s.grants = skill.NewGrants()
 	cat, problems := skill.Load(skill.Options{
 		Cwd: s.opts.Cwd, ProjectRoot: s.projectDir, Home: userHome(), KeelHome: s.opts.Home,
-		AllowShell: s.allowSkillShell, Prompts: mcpPrompts{s}, Logger: s.logger,
+		AllowShell: s.allowSkillShell, Prompts: mcpPrompts{s}, Logger: s.logger, UntrustedProject: !s.trusted(),
 	})
 	s.skills = cat
 	for _, p := range problems {
@@ -67,6 +67,6 @@ func (s *Session) expandCommand(ctx context.Context, prompt string) (text string
 		}
 		return fmt.Sprintf("The /%s skill ran in a subagent and reported:\n\n%s", inv.Skill.Name, result), true, nil
 	}
-	s.grants.Add("", inv.Skill.Name, inv.Skill.AllowedTools)
+	s.grants.Add("", inv.Skill.Name, inv.Skill.Grants())
 	return inv.Text, true, nil
 }

@@ -30,6 +30,12 @@ type Options struct {
 	// SettingsArgs are the --settings values in command-line order: a file path, or a JSON
 	// object when the value starts with "{".
 	SettingsArgs []string
+	// Untrusted says the user has not trusted the workspace: its project and local files may
+	// add deny and ask rules but their permissions.allow, permissions.defaultMode,
+	// permissions.additionalDirectories, env, hooks and helper commands (apiKeyHelper,
+	// statusLine…) are skipped and listed in [Settings.Ignored]. User, managed and
+	// command-line settings are unaffected.
+	Untrusted bool
 }
 
 // FileState says what Load did with a source.
