@@ -278,7 +278,7 @@ func (c *Checker) prepare(req Request, pol Policy) *prepared {
 		}{{p.shell.reads, &p.reads}, {p.shell.writes, &p.writes}} {
 			for _, path := range list.in {
 				if p.shell.changesDir && !filepath.IsAbs(toolpath.Expand(path, c.home)) {
-					p.shell.addOpaque("a relative redirection after a change of directory")
+					p.shell.addBlind("a relative redirection after a change of directory")
 				}
 				*list.out = append(*list.out, resolve(path))
 			}
@@ -336,10 +336,8 @@ func modeDecision(mode Mode, pol Policy, p *prepared) Decision {
 		return Decision{Behavior: Ask, Reason: fmt.Sprintf(format, args...)}
 	}
 	if mode == ModeBypassPermissions {
-		if p.kind == KindShell && hasRestrictions(pol.Rules) {
-			if why := append(p.shell.opaque, p.shell.uncheckedWhy...); len(why) > 0 {
-				return ask("the command uses %s, so its deny and ask rules cannot be checked", why[0])
-			}
+		if p.kind == KindShell && len(p.shell.uncheckedWhy) > 0 && hasRestrictions(pol.Rules) {
+			return ask("the command uses %s, so its deny and ask rules cannot be checked", p.shell.uncheckedWhy[0])
 		}
 		return allow("bypassPermissions mode")
 	}

@@ -41,16 +41,17 @@ func (a *shellAnalysis) redirect(src string, r *syntax.Redirect) {
 	case syntax.RdrIn:
 		switch {
 		case !static:
-			a.addOpaque("input redirection from a computed path")
+			a.addBlind("input redirection from a computed path")
 		case !safeSources[target]:
 			a.reads = append(a.reads, target)
 		}
 	case syntax.DplIn, syntax.DplOut:
-		if !static || !(isDigits(target) || target == "-" || safeSinks[target]) {
+		switch {
+		case !static:
+			a.addBlind("redirection %s to a computed path", r.Op)
+		case !(isDigits(target) || target == "-" || safeSinks[target]):
 			a.addOpaque("redirection %s to a file", r.Op)
-			if static {
-				a.writes = append(a.writes, target)
-			}
+			a.writes = append(a.writes, target)
 		}
 	case syntax.Hdoc, syntax.DashHdoc:
 		a.heredoc(src, r)
@@ -59,17 +60,20 @@ func (a *shellAnalysis) redirect(src string, r *syntax.Redirect) {
 			a.addOpaque("here-string with expansions")
 		}
 	case syntax.RdrInOut:
-		a.addOpaque("output redirection %s writes a file", r.Op)
-		if static {
-			a.reads = append(a.reads, target)
-			a.writes = append(a.writes, target)
+		if !static {
+			a.addBlind("redirection %s to a computed path", r.Op)
+			return
 		}
+		a.addOpaque("output redirection %s writes a file", r.Op)
+		a.reads = append(a.reads, target)
+		a.writes = append(a.writes, target)
 	default: // >, >>, >|, &>, &>>: these open files for writing.
-		if !static || !safeSinks[target] {
+		switch {
+		case !static:
+			a.addBlind("output redirection %s to a computed path", r.Op)
+		case !safeSinks[target]:
 			a.addOpaque("output redirection %s writes a file", r.Op)
-			if static {
-				a.writes = append(a.writes, target)
-			}
+			a.writes = append(a.writes, target)
 		}
 	}
 }
@@ -89,7 +93,7 @@ func isNetworkPath(p string) bool {
 func (a *shellAnalysis) heredoc(src string, r *syntax.Redirect) {
 	delim, quoted, ok := plainDelimiter(src, r.Word)
 	if !ok {
-		a.addOpaque("a here-document with an unusual delimiter")
+		a.addBlind("a here-document with an unusual delimiter")
 		return
 	}
 	if r.Hdoc == nil {
@@ -110,7 +114,7 @@ func (a *shellAnalysis) heredoc(src string, r *syntax.Redirect) {
 		return
 	}
 	if !heredocEndsAt(src[r.Hdoc.Pos().Offset():], body.String(), delim, r.Op == syntax.DashHdoc) {
-		a.addOpaque("a here-document whose end keel cannot confirm")
+		a.addBlind("a here-document whose end keel cannot confirm")
 	}
 }
 

@@ -111,6 +111,14 @@ func (a *shellAnalysis) unchecked(format string, args ...any) {
 	a.uncheckedWhy = append(a.uncheckedWhy, fmt.Sprintf(format, args...))
 }
 
+// addBlind records a construct that hides commands from deny rules as well as allow rules: a
+// computed command name, a parse keel cannot trust, arithmetic that may evaluate a
+// variable's text as code.
+func (a *shellAnalysis) addBlind(format string, args ...any) {
+	a.addOpaque(format, args...)
+	a.unchecked(format, args...)
+}
+
 // commandNameRE is what a command name may look like for an allow rule to
 // apply: no globs, braces or quotes that the shell would rewrite.
 var commandNameRE = regexp.MustCompile(`^[A-Za-z0-9_./+@%:][A-Za-z0-9_./+@%:-]*$`)
@@ -136,7 +144,7 @@ func analyzeShellDepth(command string, depth int) shellAnalysis {
 	}
 	if len(command) > maxCommandBytes || nesting(command) > maxNesting || strings.ContainsRune(command, 0) {
 		// Too costly to parse, or not a shell text at all: asked about, deny rules unchecked.
-		a.addOpaque("%s", unsafeText(command))
+		a.addBlind("%s", unsafeText(command))
 		return a
 	}
 	if reason := unsafeText(command); reason != "" {
@@ -144,7 +152,7 @@ func analyzeShellDepth(command string, depth int) shellAnalysis {
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(command), "")
 	if err != nil {
-		a.addOpaque("unparseable command: %v", err)
+		a.addBlind("unparseable command: %v", err)
 		a.addSplitVariant(command, depth)
 		return a
 	}
@@ -219,7 +227,8 @@ func (a *shellAnalysis) walk(src string, f *syntax.File, depth int) {
 		switch n := n.(type) {
 		case nil, *syntax.File, *syntax.Word, *syntax.Lit, *syntax.SglQuoted,
 			*syntax.DblQuoted, *syntax.BinaryCmd, *syntax.Subshell, *syntax.Block, *syntax.TimeClause,
-			*syntax.ExtGlob, *syntax.BraceExp:
+			*syntax.ExtGlob, *syntax.BraceExp, *syntax.WordIter, *syntax.CaseItem:
+			// Parts of constructs judged elsewhere; the commands inside are walked.
 		case *syntax.Comment:
 			// bash ends a comment at the newline whatever precedes it; keel's parser continues
 			// it past a backslash-newline. A backslash anywhere in a comment is asked about.
@@ -238,24 +247,28 @@ func (a *shellAnalysis) walk(src string, f *syntax.File, depth int) {
 			a.redirect(src, n)
 		case *syntax.ParamExp:
 			if !simpleParam(n) {
-				a.addOpaque("parameter expansion with operators")
+				// ${X@P} and the like can run code held in a variable.
+				a.addBlind("parameter expansion with operators")
 			}
 		case *syntax.CmdSubst:
 			a.addOpaque("command substitution")
 		case *syntax.ProcSubst:
 			a.addOpaque("process substitution")
 		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause:
-			a.addOpaque("arithmetic evaluation")
+			// Arithmetic evaluates variables' text, and a[$(cmd)] there runs cmd.
+			a.addBlind("arithmetic evaluation")
 		case *syntax.FuncDecl:
 			a.addOpaque("function definition")
 		case *syntax.IfClause, *syntax.WhileClause, *syntax.ForClause, *syntax.CaseClause:
 			a.addOpaque("control flow")
+		case *syntax.CStyleLoop:
+			a.addBlind("arithmetic evaluation")
 		case *syntax.TestClause:
-			a.addOpaque("[[ test ]] clause")
+			a.addBlind("[[ test ]] clause")
 		case *syntax.DeclClause:
-			a.addOpaque("declaration builtin")
+			a.addBlind("declaration builtin")
 		default:
-			a.addOpaque("unsupported shell construct %T", n)
+			a.addBlind("unsupported shell construct %T", n)
 		}
 		return true
 	})
@@ -269,7 +282,8 @@ func simpleParam(p *syntax.ParamExp) bool {
 
 func (a *shellAnalysis) callExpr(src string, c *syntax.CallExpr, depth int) {
 	if len(c.Assigns) > 0 {
-		a.addOpaque("variable assignment")
+		// PATH=, LD_PRELOAD=, BASH_ENV= change what runs.
+		a.addBlind("variable assignment")
 	}
 	if len(c.Args) == 0 {
 		return
@@ -279,13 +293,13 @@ func (a *shellAnalysis) callExpr(src string, c *syntax.CallExpr, depth int) {
 		cmd.words = append(cmd.words, wordsOf(src, w)...)
 	}
 	if len(cmd.words) == 0 {
-		a.addOpaque("command expands to nothing")
+		a.addBlind("command expands to nothing")
 		return
 	}
 	head := src[c.Args[0].Pos().Offset():c.Args[0].End().Offset()]
 	switch name := cmd.name(); {
 	case !commandNameRE.MatchString(name):
-		a.addOpaque("command name %s is not a plain word", cmd.words[0].value)
+		a.addBlind("command name %s is not a plain word", cmd.words[0].value)
 	case strings.ContainsAny(head, "{}"):
 		a.addOpaque("brace expansion in the command name %s", head)
 	}
