@@ -335,8 +335,8 @@ func TestSymlinkedFileLoadsOnce(t *testing.T) {
 // memory file that is itself a link leading out. User files keep their includes.
 func TestExternalIncludesNeedTrust(t *testing.T) {
 	fx := newFixture(t, map[string]string{
-		"repo/.git/":           "",
-		"repo/sub/pkg/KEEL.md": "@~/notes.md\n@../../../elsewhere/out.md\n@docs/in.md\n@docs/link.md\n@ABS\n",
+		"repo/.git/":              "",
+		"repo/sub/pkg/KEEL.md":    "@~/notes.md\n@../../../elsewhere/out.md\n@docs/in.md\n@docs/link.md\n@ABS\n",
 		"repo/sub/pkg/docs/in.md": "inside",
 		"home/notes.md":           "home notes",
 		"home/.keel/KEEL.md":      "user file @~/notes.md",
