@@ -27,6 +27,10 @@ type Policy struct {
 	// Ceilings are policies this one may never exceed, set by [Intersect]:
 	// each is evaluated on its own and the strictest answer wins.
 	Ceilings []Policy
+	// Protected are files and directories, besides the built-in protected names (.git,
+	// .keel, .claude, .mcp.json…), whose edits ask even in acceptEdits: settings files, hook
+	// scripts, keel's own directory. Absolute.
+	Protected []string
 }
 
 // Intersect builds a child's policy under its parent's: the child never gets
@@ -111,6 +115,7 @@ func New(cfg Config) *Checker {
 func clonePolicy(p Policy) Policy {
 	p.Rules = slices.Clone(p.Rules)
 	p.Dirs = slices.Clone(p.Dirs)
+	p.Protected = slices.Clone(p.Protected)
 	p.Ceilings = slices.Clone(p.Ceilings)
 	for i := range p.Ceilings {
 		p.Ceilings[i] = clonePolicy(p.Ceilings[i])
@@ -318,6 +323,8 @@ func (c *Checker) evaluateLayer(pol Policy, p *prepared) Decision {
 	d := Decision{}
 	if r := firstMatch(pol.Rules, Ask, p, cwd); r != nil {
 		d = Decision{Behavior: Ask, Reason: fmt.Sprintf("rule %q from %s asks", r.String(), r.Source), Rule: r}
+	} else if path, part := protectedEdit(pol, p, mode, cwd); path != "" {
+		d = Decision{Behavior: Ask, Reason: fmt.Sprintf("%s is in %s, which is protected: writing there asks in every mode but bypassPermissions", path, part)}
 	} else if r := allowMatch(pol.Rules, p, cwd, pol.Dirs); r != nil {
 		return Decision{Behavior: Allow, Reason: fmt.Sprintf("allowed by rule %q from %s", r.String(), r.Source), Rule: r}
 	} else {
@@ -328,6 +335,26 @@ func (c *Checker) evaluateLayer(pol Policy, p *prepared) Decision {
 		d.Reason = "dontAsk mode denies what is not pre-approved: " + d.Reason
 	}
 	return d
+}
+
+// protectedEdit returns a protected path the edit p would write, unless the mode is
+// bypassPermissions or an allow rule names it (see protected.go).
+func protectedEdit(pol Policy, p *prepared, mode Mode, cwd string) (path, part string) {
+	if p.kind != KindEdit || mode == ModeBypassPermissions {
+		return "", ""
+	}
+	path, part = protected(p, pol)
+	if path == "" {
+		return "", ""
+	}
+	for i := range pol.Rules {
+		r := &pol.Rules[i]
+		if r.Behavior == Allow && r.toolMatches(p.tool, p.kind) && r.namesProtected(part, cwd, p.home) &&
+			r.path.match(path, toolpath.Real(r.root(cwd)), resolveHome(p.home)) {
+			return "", ""
+		}
+	}
+	return path, part
 }
 
 func modeDecision(mode Mode, pol Policy, p *prepared) Decision {

@@ -71,9 +71,9 @@ func parsePathPattern(spec string) (*pathPattern, error) {
 	return p, nil
 }
 
-// match reports whether the absolute, cleaned path abs is covered by the
-// pattern when relative patterns are anchored at dir.
-func (p *pathPattern) match(abs, dir, home string) bool {
+// base is the directory the pattern's glob is relative to, when relative patterns are
+// anchored at dir; "" when it has none (a ~ pattern without a home).
+func (p *pathPattern) base(dir, home string) string {
 	base := dir
 	switch p.anchor {
 	case anchorAbsolute:
@@ -82,10 +82,20 @@ func (p *pathPattern) match(abs, dir, home string) bool {
 		base = home
 	}
 	if base == "" {
-		return false
+		return ""
 	}
 	for range p.up {
 		base = filepath.Dir(base)
+	}
+	return base
+}
+
+// match reports whether the absolute, cleaned path abs is covered by the
+// pattern when relative patterns are anchored at dir.
+func (p *pathPattern) match(abs, dir, home string) bool {
+	base := p.base(dir, home)
+	if base == "" {
+		return false
 	}
 	rel, err := filepath.Rel(base, abs)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {

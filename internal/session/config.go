@@ -65,7 +65,7 @@ func (s *Session) permissionPolicy() (permission.Policy, []string) {
 		warnings = append(warnings, err.Error())
 		m = permission.ModeDefault
 	}
-	pol := permission.Policy{Mode: m, Dirs: []string{s.opts.Cwd}}
+	pol := permission.Policy{Mode: m, Dirs: []string{s.opts.Cwd}, Protected: s.protectedPaths()}
 	for _, d := range s.settings.Permissions.AdditionalDirectories {
 		dir := d.V
 		if !filepath.IsAbs(dir) {
@@ -88,6 +88,49 @@ func (s *Session) permissionPolicy() (permission.Policy, []string) {
 	add(s.settings.Permissions.Ask, permission.Ask)
 	add(s.settings.Permissions.Allow, permission.Allow)
 	return pol, warnings
+}
+
+// protectedPaths are the files whose edits ask in every mode but bypassPermissions, besides
+// the names the permission package protects itself (.git, .keel, .claude…): every settings
+// file keel reads, keel's own directory (trust records, user settings, sessions) and the
+// scripts hooks run.
+func (s *Session) protectedPaths() []string {
+	var out []string
+	for _, f := range s.settings.Files {
+		if filepath.IsAbs(f.Path) {
+			out = append(out, f.Path)
+		}
+	}
+	if s.opts.Home != "" {
+		out = append(out, s.opts.Home)
+	}
+	for _, g := range s.settings.Hooks {
+		for _, h := range g.Hooks {
+			out = append(out, hookScripts(h.Command, s.projectDir)...)
+		}
+	}
+	return out
+}
+
+// hookScripts finds the files a hook command runs: words that name an existing file by a
+// path (./check.sh, $CLAUDE_PROJECT_DIR/.hooks/x.py, scripts/lint), relative to the project.
+func hookScripts(command, projectDir string) []string {
+	cmd := strings.NewReplacer("${CLAUDE_PROJECT_DIR}", projectDir, "$CLAUDE_PROJECT_DIR", projectDir,
+		"${KEEL_PROJECT_DIR}", projectDir, "$KEEL_PROJECT_DIR", projectDir, `"`, " ", "'", " ").Replace(command)
+	var out []string
+	for _, w := range strings.Fields(cmd) {
+		if !strings.Contains(w, "/") {
+			continue
+		}
+		p := w
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(projectDir, p)
+		}
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	return out
 }
 
 // ruleDir is the directory a settings file's relative path rules are anchored at: the project
