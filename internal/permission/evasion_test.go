@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // TestParserShapesBashSplits covers the lines keel's parser once read as one command while
@@ -164,3 +166,31 @@ func TestGlobPatternIsItsRoot(t *testing.T) {
 }
 
 func sprintf(shape, cmd string) string { return strings.ReplaceAll(shape, "%s", cmd) }
+
+// TestHugeCommandsAreAsked checks that an overlong or deeply nested line is asked about
+// quickly, never a crash or a hang, and that deny rules still hold where it can be read.
+func TestHugeCommandsAreAsked(t *testing.T) {
+	dir := t.TempDir()
+	c := New(Config{Policy: Policy{Mode: ModeDefault, Rules: mustRules(t, Allow, "Bash(git status:*)", "Bash(echo:*)"), Dirs: []string{dir}}})
+	for name, cmd := range map[string]string{
+		"1 MB argument":       "git status " + strings.Repeat("a", 1<<20),
+		"20000 subshells":     strings.Repeat("(", 20000) + "git status" + strings.Repeat(")", 20000),
+		"20000 substitutions": "echo " + strings.Repeat("$(", 20000) + "x" + strings.Repeat(")", 20000),
+		"20000 braces":        strings.Repeat("{ ", 20000) + "git status;" + strings.Repeat(" }", 20000),
+		"20000 quotes":        "echo " + strings.Repeat(`"$(echo `, 20000),
+		"100000 commands":     strings.Repeat("git status;", 100000),
+		"unclosed heredocs":   strings.Repeat("git status <<E\n", 5000),
+	} {
+		done := make(chan Decision, 1)
+		go func() { done <- c.Evaluate(Request{Tool: "Bash", Command: cmd}) }()
+		d := waittest.Recv(t, name, done)
+		if d.Behavior != Ask {
+			t.Errorf("%s: got %s (%s); want ask", name, d.Behavior, d.Reason)
+		}
+	}
+	// Below the size limit, deny rules read a long line whole.
+	deny := New(Config{Policy: Policy{Mode: ModeBypassPermissions, Rules: mustRules(t, Deny, "Bash(rm:*)"), Dirs: []string{dir}}})
+	if d := deny.Evaluate(Request{Tool: "Bash", Command: strings.Repeat("echo ok; ", 2000) + "rm -rf victim"}); d.Behavior != Deny {
+		t.Errorf("long line with rm: got %s (%s); want deny", d.Behavior, d.Reason)
+	}
+}

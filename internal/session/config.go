@@ -54,15 +54,15 @@ func (s *Session) loadSettings() {
 }
 
 // permissionPolicy turns settings and flags into the main agent's policy.
-func (s *Session) permissionPolicy() (permission.Policy, []string) {
-	var warnings []string
+func (s *Session) permissionPolicy() (permission.Policy, []event.Notice) {
+	var problems []event.Notice
 	mode := s.opts.PermissionMode
 	if mode == "" && s.settings.Permissions.DefaultMode.IsSet() {
 		mode = s.settings.Permissions.DefaultMode.V
 	}
 	m, err := permission.ParseMode(mode)
 	if err != nil {
-		warnings = append(warnings, err.Error())
+		problems = append(problems, event.Notice{Level: "warn", Text: err.Error()})
 		m = permission.ModeDefault
 	}
 	pol := permission.Policy{Mode: m, Dirs: []string{s.opts.Cwd}, Protected: s.protectedPaths()}
@@ -75,10 +75,11 @@ func (s *Session) permissionPolicy() (permission.Policy, []string) {
 	}
 	add := func(vals []settings.Value[string], b permission.Behavior) {
 		for _, v := range vals {
-			src := permission.Source{Name: string(v.From.Scope), Path: v.From.Path, Dir: s.ruleDir(v.From)}
+			src := permission.Source{Name: string(v.From.Scope), Path: v.From.Path, Dir: s.ruleDir(v.From), Line: v.From.Line, Col: v.From.Col}
 			r, err := permission.ParseRule(v.V, b, src)
 			if err != nil {
-				warnings = append(warnings, err.Error())
+				// The file parsed, so its other rules still load; this one is an error.
+				problems = append(problems, event.Notice{Level: "error", Text: err.Error()})
 				continue
 			}
 			pol.Rules = append(pol.Rules, r)
@@ -87,7 +88,7 @@ func (s *Session) permissionPolicy() (permission.Policy, []string) {
 	add(s.settings.Permissions.Deny, permission.Deny)
 	add(s.settings.Permissions.Ask, permission.Ask)
 	add(s.settings.Permissions.Allow, permission.Allow)
-	return pol, warnings
+	return pol, problems
 }
 
 // protectedPaths are the files whose edits ask in every mode but bypassPermissions, besides

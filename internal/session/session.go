@@ -199,10 +199,8 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
 	s.loadSettings()
-	policy, warnings := s.permissionPolicy()
-	for _, w := range warnings {
-		s.notices = append(s.notices, event.Notice{Level: "warn", Text: w})
-	}
+	policy, problems := s.permissionPolicy()
+	s.notices = append(s.notices, problems...)
 	var asker permission.Asker = permission.Headless{}
 	switch {
 	case opts.MCP.PermissionPromptTool != "":

@@ -210,3 +210,28 @@ func TestSearchToolsHonourDenyRules(t *testing.T) {
 		}
 	}
 }
+
+func TestMalformedRuleNamesItsPlaceAndTheOthersLoad(t *testing.T) {
+	home, cwd := t.TempDir(), t.TempDir()
+	writeTree(t, home, map[string]string{"settings.json": "{\n  \"permissions\": {\n    \"deny\": [\"Bash(git status\", \"Bash(rm:*)\"]\n  }\n}\n"})
+	writeTree(t, cwd, map[string]string{"victim": "x"})
+	h := newHarness(t, calls(scripted.ToolUse("Bash", map[string]string{"command": "rm victim"})),
+		Options{Cwd: cwd, Home: home, PermissionMode: "bypassPermissions"})
+	events := h.send(t, "go")
+	var found bool
+	for _, e := range events {
+		if n, ok := e.(event.Notice); ok && strings.Contains(n.Text, `Bash(git status`) {
+			found = true
+			want := filepath.Join(home, "settings.json") + ":3:14: user settings: permission rule \"Bash(git status\": missing closing parenthesis (valid forms: "
+			if n.Level != "error" || !strings.HasPrefix(n.Text, want) {
+				t.Errorf("notice = %s %q; want an error starting %q", n.Level, n.Text, want)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no notice names the malformed rule:\n%s", notices(events))
+	}
+	if !exists(filepath.Join(cwd, "victim")) {
+		t.Error("the file's other deny rule did not load: rm ran")
+	}
+}
