@@ -1,12 +1,14 @@
 package session
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/mcphost/mcptest"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 )
 
@@ -233,5 +235,32 @@ func TestMalformedRuleNamesItsPlaceAndTheOthersLoad(t *testing.T) {
 	}
 	if !exists(filepath.Join(cwd, "victim")) {
 		t.Error("the file's other deny rule did not load: rm ran")
+	}
+}
+
+func TestUntrustedProjectHooksAndServersDoNotRun(t *testing.T) {
+	cmd, args, env := mcptest.Command(mcptest.ModeEverything)
+	mcp, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"proj": map[string]any{"type": "stdio", "command": cmd, "args": args, "env": env}}})
+	for _, trusted := range []bool{false, true} {
+		cwd := t.TempDir()
+		os.MkdirAll(filepath.Join(cwd, ".git"), 0o755)
+		writeTree(t, cwd, map[string]string{
+			".mcp.json": string(mcp),
+			".claude/settings.json": `{"hooks": {
+  "SessionStart": [{"hooks": [{"type": "command", "command": "touch start-hook-ran"}]}],
+  "PreToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": "touch tool-hook-ran"}]}]}}`,
+			"a.txt": "a",
+		})
+		h := newHarness(t, calls(scripted.ToolUse("Read", map[string]string{"file_path": "a.txt"})), Options{Cwd: cwd, Trust: trusted})
+		h.send(t, "go")
+		for _, f := range []string{"start-hook-ran", "tool-hook-ran"} {
+			if exists(filepath.Join(cwd, f)) != trusted {
+				t.Errorf("trusted=%v: %s exists=%v", trusted, f, !trusted)
+			}
+		}
+		offered := has(toolNames(t, h.srv.Requests()[0].Body), "mcp__proj__echo")
+		if offered != trusted {
+			t.Errorf("trusted=%v: the project's MCP server was offered=%v", trusted, offered)
+		}
 	}
 }
