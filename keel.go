@@ -66,7 +66,8 @@ type Options struct {
 	AddDirs []string
 	// Settings are extra settings sources: a JSON file path or a JSON object each.
 	Settings []string
-	// Trust runs the project's hooks and MCP servers without a recorded trust.
+	// Trust treats the workspace as trusted without a recorded trust (see [Workspace]): its
+	// settings may widen permissions, and its hooks, MCP servers and skill commands run.
 	Trust bool
 	// Resume continues the stored session with this id; Continue the newest one in Cwd.
 	// ForkSession continues either as a new session, leaving the original untouched.
