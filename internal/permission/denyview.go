@@ -4,28 +4,40 @@ import (
 	"strings"
 )
 
-// maxDenyViews caps the spellings collected for one line; past it the line is asked about
-// (its deny rules are not all checked) instead of growing without bound.
-const maxDenyViews = 4096
+// maxDenyWords caps the words of all the spellings collected for one line (a wrapper's every
+// tail is one); past it the line is asked about instead of growing without bound.
+const maxDenyWords = 1 << 17
 
 // addDeny records c, and every command c runs, in every spelling a deny or ask rule may name
-// it. Reading too much is safe here: these views only ever make a call stricter.
+// it. Reading too much is safe here: these views only ever make a call stricter. What keel
+// cannot follow (nesting past maxShellDepth, more than maxDenyWords) makes the line blind,
+// and so asked about.
 func (a *shellAnalysis) addDeny(c simpleCmd, depth int) {
-	if len(a.deny) >= maxDenyViews {
-		if len(a.deny) == maxDenyViews {
+	if a.denyWords += len(c.words); a.denyWords > maxDenyWords {
+		if !a.overBudget {
+			a.overBudget = true
 			a.addBlind("more commands than keel checks in one line")
-			a.deny = append(a.deny, simpleCmd{})
 		}
 		return
 	}
 	if g, changed := c.guessed(); changed {
 		c = g
 	}
-	a.deny = append(a.deny, spellings(c)...)
-	if depth >= maxShellDepth || len(c.words) == 0 || !c.words[0].static {
+	sp := spellings(c)
+	for _, v := range sp[1:] {
+		a.denyWords += len(v.words)
+	}
+	a.deny = append(a.deny, sp...)
+	if len(c.words) == 0 || !c.words[0].static {
 		return
 	}
 	base := baseName(c.name())
+	if depth >= maxShellDepth {
+		if _, ok := transparentWrappers[base]; ok || execWrappers[base] || shells[base] || base == "eval" || base == "find" || base == "trap" {
+			a.addBlind("commands nested deeper than %d levels", maxShellDepth)
+		}
+		return
+	}
 	spec, transparent := transparentWrappers[base]
 	switch {
 	case transparent:
@@ -139,8 +151,9 @@ func gitSubcommands(c simpleCmd) []simpleCmd {
 	if len(s.words) != len(c.words) {
 		out = append(out, s)
 	}
+	// git itself stops at an unknown global option, so a few words suffice.
 	if len(s.words) > 1 && s.words[1].static && strings.HasPrefix(s.words[1].value, "-") {
-		for j := 2; j < len(s.words); j++ {
+		for j := 2; j < min(len(s.words), 18); j++ {
 			if s.words[j].static && !strings.HasPrefix(s.words[j].value, "-") {
 				out = append(out, simpleCmd{words: append([]shellWord{c.words[0]}, s.words[j:]...)})
 			}
@@ -203,7 +216,20 @@ func (a *shellAnalysis) denyShell(c simpleCmd, depth int) {
 
 // denyScript records the commands of a shell script given as text.
 func (a *shellAnalysis) denyScript(script string, depth int) {
+	if depth+1 > maxShellDepth {
+		a.addBlind("commands nested deeper than %d levels", maxShellDepth)
+		return
+	}
 	inner := analyzeShellDepth(script, depth+1)
-	a.deny = append(a.deny, inner.deny...)
+	for _, v := range inner.deny {
+		if a.denyWords += len(v.words); a.denyWords > maxDenyWords {
+			if !a.overBudget {
+				a.overBudget = true
+				a.addBlind("more commands than keel checks in one line")
+			}
+			return
+		}
+		a.deny = append(a.deny, v)
+	}
 	a.uncheckedWhy = append(a.uncheckedWhy, inner.uncheckedWhy...)
 }

@@ -180,6 +180,10 @@ func TestHugeCommandsAreAsked(t *testing.T) {
 		"20000 quotes":        "echo " + strings.Repeat(`"$(echo `, 20000),
 		"100000 commands":     strings.Repeat("git status;", 100000),
 		"unclosed heredocs":   strings.Repeat("git status <<E\n", 5000),
+		"13000 sudos":         strings.Repeat("sudo ", 13000) + "git status",
+		"6000 timeouts":       strings.Repeat("timeout 5 ", 6000) + "git status",
+		"4000 git options":    strings.Repeat("git --unknown ", 4000) + "status",
+		"10000 evals":         "eval " + strings.Repeat("eval ", 10000),
 	} {
 		done := make(chan Decision, 1)
 		go func() { done <- c.Evaluate(Request{Tool: "Bash", Command: cmd}) }()
@@ -187,6 +191,11 @@ func TestHugeCommandsAreAsked(t *testing.T) {
 		if d.Behavior != Ask {
 			t.Errorf("%s: got %s (%s); want ask", name, d.Behavior, d.Reason)
 		}
+	}
+	// Wrappers nested past what keel follows are asked about, not allowed, even in bypass.
+	nested := strings.Repeat("timeout 5 ", 3*maxShellDepth) + "rm victim"
+	if d := New(Config{Policy: Policy{Mode: ModeBypassPermissions, Rules: mustRules(t, Deny, "Bash(rm:*)"), Dirs: []string{dir}}}).Evaluate(Request{Tool: "Bash", Command: nested}); d.Behavior == Allow {
+		t.Errorf("deeply wrapped rm: got %s (%s); want ask or deny", d.Behavior, d.Reason)
 	}
 	// Below the size limit, deny rules read a long line whole.
 	deny := New(Config{Policy: Policy{Mode: ModeBypassPermissions, Rules: mustRules(t, Deny, "Bash(rm:*)"), Dirs: []string{dir}}})

@@ -3,6 +3,7 @@ package permission
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -54,6 +55,9 @@ func (c simpleCmd) from(i int) simpleCmd { return simpleCmd{words: c.words[i:]} 
 // guessed returns the command with dynamic words replaced by their likely values, for deny
 // and ask rules.
 func (c simpleCmd) guessed() (simpleCmd, bool) {
+	if !slices.ContainsFunc(c.words, func(w shellWord) bool { return !w.static && w.guess != "" }) {
+		return c, false
+	}
 	changed := false
 	out := simpleCmd{words: make([]shellWord, len(c.words))}
 	for i, w := range c.words {
@@ -101,6 +105,9 @@ type shellAnalysis struct {
 	// script read from stdin) although allow rules may name the command; bypassPermissions
 	// asks about such a line when Bash deny or ask rules exist.
 	uncheckedWhy []string
+	// denyWords counts the words of every deny view, against maxDenyWords.
+	denyWords  int
+	overBudget bool
 }
 
 func (a *shellAnalysis) addOpaque(format string, args ...any) {
@@ -215,11 +222,16 @@ var splitVariant = strings.NewReplacer("\\\r\n", "\n", "\\\n", "\n", "\r", "\n")
 
 func (a *shellAnalysis) addSplitVariant(command string, depth int) {
 	v := splitVariant.Replace(command)
-	if v == command || depth >= maxShellDepth {
+	if v == command {
+		return
+	}
+	if depth >= maxShellDepth {
+		a.addBlind("commands nested deeper than %d levels", maxShellDepth)
 		return
 	}
 	inner := analyzeShellDepth(v, depth+1)
 	a.deny = append(a.deny, inner.deny...)
+	a.denyWords += inner.denyWords
 }
 
 func (a *shellAnalysis) walk(src string, f *syntax.File, depth int) {
