@@ -245,10 +245,13 @@ type prepared struct {
 	kind  Kind
 	paths []preparedPath
 	shell shellAnalysis
-	// reads and writes are the files a command's redirections open.
-	reads, writes []preparedPath
-	host          string
-	home          string
+	// reads and writes are the files a command's redirections open; args are the files its
+	// arguments name (resolved only when Read deny or ask rules exist), and argsAfterCd says
+	// some were relative after a cd, so which files they name is unknown.
+	reads, writes, args []preparedPath
+	argsAfterCd         bool
+	host                string
+	home                string
 }
 
 type preparedPath struct {
@@ -288,6 +291,9 @@ func (c *Checker) prepare(req Request, pol Policy) *prepared {
 				*list.out = append(*list.out, resolve(path))
 			}
 		}
+		if hasReadRestrictions(pol) {
+			p.args, p.argsAfterCd = argPaths(p.shell, cwd, c.home, resolve)
+		}
 	case KindFetch:
 		if u, err := url.Parse(req.URL); err == nil {
 			p.host = strings.ToLower(u.Hostname())
@@ -316,6 +322,9 @@ func (c *Checker) evaluateLayer(pol Policy, p *prepared) Decision {
 	}
 	if r := firstMatch(pol.Rules, Deny, p, cwd); r != nil {
 		return Decision{Behavior: Deny, Reason: fmt.Sprintf("denied by rule %q from %s", r.String(), r.Source), Rule: r}
+	}
+	if p.argsAfterCd && hasReadRestrictions(Policy{Rules: pol.Rules}) {
+		return Decision{Behavior: Ask, Reason: "the command names files after a cd, and keel cannot check them against the Read deny and ask rules"}
 	}
 	if mode == ModePlan && !p.readOnly() && p.tool != PlanExitTool && p.kind != KindSafe {
 		return Decision{Behavior: Deny, Reason: fmt.Sprintf("plan mode: %s is not read-only, and only read-only tools may run until the plan is approved", p.req.Tool)}
@@ -440,7 +449,7 @@ func firstMatch(rules []Rule, b Behavior, p *prepared, cwd string) *Rule {
 			return r
 		}
 		if p.kind == KindShell && r.path != nil {
-			if r.toolMatches("Read", KindRead) && r.matchesPaths(p.reads, p.home, cwd) ||
+			if r.toolMatches("Read", KindRead) && (r.matchesPaths(p.reads, p.home, cwd) || r.matchesPaths(p.args, p.home, cwd)) ||
 				r.toolMatches("Edit", KindEdit) && r.matchesPaths(p.writes, p.home, cwd) {
 				return r
 			}

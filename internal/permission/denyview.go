@@ -232,4 +232,5 @@ func (a *shellAnalysis) denyScript(script string, depth int) {
 		a.deny = append(a.deny, v)
 	}
 	a.uncheckedWhy = append(a.uncheckedWhy, inner.uncheckedWhy...)
+	a.args = append(a.args, inner.args...)
 }

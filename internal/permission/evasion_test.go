@@ -203,3 +203,67 @@ func TestHugeCommandsAreAsked(t *testing.T) {
 		t.Errorf("long line with rm: got %s (%s); want deny", d.Behavior, d.Reason)
 	}
 }
+
+// TestReadDenySeesArguments checks that a command naming a file a Read deny rule covers is
+// denied: by path, through .., globs, ~ and $HOME, after a cd, inside bash -c, through a
+// symlink. Other files stay allowed.
+func TestReadDenySeesArguments(t *testing.T) {
+	home, dir := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	for _, f := range []string{"secrets/token.txt", "src/a.go", "sub/a.go"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(dir, "secrets"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Name: "project", Dir: dir}
+	var rules []Rule
+	for _, text := range []string{"Read(./secrets/**)", "Read(~/.ssh/**)"} {
+		r, err := ParseRule(text, Deny, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, r)
+	}
+	rules = append(rules, mustRules(t, Allow, "Bash(cat:*)", "Bash(grep:*)", "Bash(git status:*)", "Bash(bash -c:*)")...)
+	tests := []struct {
+		cmd  string
+		want Behavior
+	}{
+		{"cat secrets/token.txt", Deny},
+		{"cat ./src/../secrets/token.txt", Deny},
+		{"cat s*/tok*", Deny},
+		{"cat sec?ets/*", Deny},
+		{"cat ~/.ssh/id_rsa", Deny},
+		{"cat $HOME/.ssh/id_rsa", Deny},
+		{"cat ${HOME}/.ssh/config", Deny},
+		{"grep -r x secrets", Deny},
+		{"cat --file=secrets/token.txt", Deny},
+		{"cd secrets && cat token.txt", Deny},
+		{"cd src && cat ../secrets/token.txt", Deny},
+		{"bash -c 'cat secrets/token.txt'", Deny},
+		{"cat link/token.txt", Deny},
+		{"cat < secrets/token.txt", Deny},
+		{"cat sec\"\"rets/token.txt", Deny},
+		{"cat src/a.go", Allow},
+		{"cd sub && cat a.go", Allow},
+		{"git status", Allow},
+		{"grep -r x src", Allow},
+	}
+	for _, mode := range []Mode{ModeDefault, ModeBypassPermissions} {
+		c := New(Config{Policy: Policy{Mode: mode, Rules: rules, Dirs: []string{dir}}, Home: home})
+		for _, tt := range tests {
+			if d := c.Evaluate(Request{Tool: "Bash", Command: tt.cmd}); d.Behavior != tt.want {
+				t.Errorf("%s: %q got %s (%s); want %s", mode, tt.cmd, d.Behavior, d.Reason, tt.want)
+			}
+		}
+		if d := c.Evaluate(Request{Tool: "Bash", Command: `cd "$D" && cat token.txt`}); d.Behavior == Allow {
+			t.Errorf("%s: a relative file after a computed cd was allowed", mode)
+		}
+	}
+}

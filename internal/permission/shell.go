@@ -98,9 +98,16 @@ type shellAnalysis struct {
 	// reads and writes are the files redirections open, as written; network lists the
 	// /dev/tcp and /dev/udp targets bash connects to.
 	reads, writes, network []string
+	// args are the commands' arguments that may name files (option values after "=", "~"
+	// and "$HOME" kept for expansion): Read deny and ask rules also refuse a command that
+	// names a file they cover (cat secrets/token.txt).
+	args []string
 	// changesDir is set when a command may change the directory later relative redirections
-	// are opened from.
+	// are opened from; cdTargets are the directories it changes to, in order, when all are
+	// known (cdUnknown otherwise).
 	changesDir bool
+	cdTargets  []string
+	cdUnknown  bool
 	// uncheckedWhy lists what deny and ask rules cannot be checked against (python code, a
 	// script read from stdin) although allow rules may name the command; bypassPermissions
 	// asks about such a line when Bash deny or ask rules exist.
@@ -315,14 +322,70 @@ func (a *shellAnalysis) callExpr(src string, c *syntax.CallExpr, depth int) {
 	case strings.ContainsAny(head, "{}"):
 		a.addOpaque("brace expansion in the command name %s", head)
 	}
+	a.collectArgs(src, c.Args[1:])
 	view := a.allowView(cmd)
 	switch view.name() {
 	case "cd", "pushd", "popd":
 		a.changesDir = true
+		switch {
+		case view.name() != "popd" && len(view.words) == 2 && view.words[1].static && view.words[1].value != "-":
+			a.cdTargets = append(a.cdTargets, view.words[1].value)
+		case view.name() != "popd" && len(view.words) == 1:
+			a.cdTargets = append(a.cdTargets, "~")
+		default:
+			a.cdUnknown = true
+		}
 	}
 	a.cmds = append(a.cmds, cmd)
 	a.allow = append(a.allow, view)
 	a.addDeny(cmd, depth)
+}
+
+// maxArgs caps the arguments one line offers to Read rules.
+const maxArgs = 512
+
+// collectArgs records the arguments that may name files: static words (an option's value
+// after "="), and words that start with ~ or $HOME and are literal after it.
+func (a *shellAnalysis) collectArgs(src string, words []*syntax.Word) {
+	for _, w := range words {
+		if len(a.args) >= maxArgs {
+			return
+		}
+		var vals []string
+		if staticWord(w) {
+			for _, sw := range wordsOf(src, w) {
+				vals = append(vals, sw.value)
+			}
+		} else if text := src[w.Pos().Offset():w.End().Offset()]; homeRelative(text) {
+			vals = append(vals, text)
+		}
+		for _, v := range vals {
+			if strings.HasPrefix(v, "-") {
+				_, after, ok := strings.Cut(v, "=")
+				if !ok || after == "" {
+					continue
+				}
+				v = after
+			}
+			a.args = append(a.args, v)
+		}
+	}
+}
+
+// homeRelative reports whether a word's text is ~, ~/…, $HOME/… or ${HOME}/… followed by
+// literal path characters only, so it can be expanded without running anything.
+func homeRelative(text string) bool {
+	rest, ok := "", false
+	for _, p := range []string{"~/", "$HOME/", "${HOME}/"} {
+		if r, found := strings.CutPrefix(text, p); found {
+			rest, ok = r, true
+			break
+		}
+	}
+	if text == "~" || text == "$HOME" || text == "${HOME}" {
+		return true
+	}
+	return ok && !strings.ContainsAny(rest, "$`\\'\"(){}<>|&;")
 }
 
 // wordsOf expands a static word the way bash would build argv from it
