@@ -153,12 +153,3 @@ func plainDelimiter(src string, w *syntax.Word) (delim string, quoted, ok bool) 
 	}
 	return text, quoted, heredocDelimRE.MatchString(text)
 }
-
-func literalParts(w *syntax.Word) bool {
-	for _, p := range w.Parts {
-		if _, ok := p.(*syntax.Lit); !ok {
-			return false
-		}
-	}
-	return true
-}
