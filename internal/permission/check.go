@@ -323,15 +323,14 @@ func (c *Checker) evaluateLayer(pol Policy, p *prepared) Decision {
 	if r := firstMatch(pol.Rules, Deny, p, cwd); r != nil {
 		return Decision{Behavior: Deny, Reason: fmt.Sprintf("denied by rule %q from %s", r.String(), r.Source), Rule: r}
 	}
-	if p.argsAfterCd && hasReadRestrictions(Policy{Rules: pol.Rules}) {
-		return Decision{Behavior: Ask, Reason: "the command names files after a cd, and keel cannot check them against the Read deny and ask rules"}
-	}
 	if mode == ModePlan && !p.readOnly() && p.tool != PlanExitTool && p.kind != KindSafe {
 		return Decision{Behavior: Deny, Reason: fmt.Sprintf("plan mode: %s is not read-only, and only read-only tools may run until the plan is approved", p.req.Tool)}
 	}
 	d := Decision{}
 	if r := firstMatch(pol.Rules, Ask, p, cwd); r != nil {
 		d = Decision{Behavior: Ask, Reason: fmt.Sprintf("rule %q from %s asks", r.String(), r.Source), Rule: r}
+	} else if p.argsAfterCd && hasReadRestrictions(Policy{Rules: pol.Rules}) {
+		d = Decision{Behavior: Ask, Reason: "the command names files after a cd keel cannot follow, so the Read deny and ask rules cannot be checked against them"}
 	} else if path, part := protectedEdit(pol, p, mode, cwd); path != "" {
 		d = Decision{Behavior: Ask, Reason: fmt.Sprintf("%s is in %s, which is protected: writing there asks in every mode but bypassPermissions", path, part)}
 	} else if r := allowMatch(pol.Rules, p, cwd, pol.Dirs); r != nil {
