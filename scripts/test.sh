@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs keel's whole test suite on a fresh machine: installs what the tests use (ripgrep for the
-# Grep parity test, tmux for the terminal end-to-end tests, the MCP reference servers from npm
-# into a cache directory), then go vet, staticcheck and go test -race.
+# Grep parity test, tmux for the terminal end-to-end tests, bash for the differential fuzz of
+# the permission engine's shell parser, the MCP reference servers from npm into a cache
+# directory), then go vet, staticcheck and go test -race.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,7 @@ need_apt=()
 command -v rg >/dev/null 2>&1 || need_apt+=(ripgrep)
 command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+command -v bash >/dev/null 2>&1 || need_apt+=(bash)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing ${need_apt[*]}"
