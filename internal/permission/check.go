@@ -294,6 +294,9 @@ func (c *Checker) prepare(req Request, pol Policy) *prepared {
 		if hasReadRestrictions(pol) {
 			p.args, p.argsAfterCd = argPaths(p.shell, cwd, c.home, resolve)
 		}
+		if hasBashRestrictions(pol) {
+			p.shell.deny = append(p.shell.deny, programIdentities(p.shell.deny, cwd)...)
+		}
 	case KindFetch:
 		if u, err := url.Parse(req.URL); err == nil {
 			p.host = strings.ToLower(u.Hostname())

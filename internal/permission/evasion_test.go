@@ -267,3 +267,28 @@ func TestReadDenySeesArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestDenySeesThroughProgramLinks checks that deny rules name programs, not file names: a
+// link in the cwd or on PATH to rm is rm.
+func TestDenySeesThroughProgramLinks(t *testing.T) {
+	dir, bin := t.TempDir(), t.TempDir()
+	rm := filepath.Join(bin, "rm")
+	if err := os.WriteFile(rm, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []string{filepath.Join(dir, "x"), filepath.Join(bin, "del")} {
+		if err := os.Symlink(rm, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	c := New(Config{Policy: Policy{Mode: ModeBypassPermissions, Rules: mustRules(t, Deny, "Bash(rm:*)"), Dirs: []string{dir}}})
+	for _, cmd := range []string{"./x victim", "del victim", "nice del victim", dir + "/x victim"} {
+		if d := c.Evaluate(Request{Tool: "Bash", Command: cmd, Cwd: dir}); d.Behavior != Deny {
+			t.Errorf("%q: got %s (%s); want deny", cmd, d.Behavior, d.Reason)
+		}
+	}
+	if d := c.Evaluate(Request{Tool: "Bash", Command: "ls", Cwd: dir}); d.Behavior != Allow {
+		t.Errorf("ls: got %s (%s); want allow", d.Behavior, d.Reason)
+	}
+}

@@ -54,7 +54,7 @@ var execWrappers = map[string]bool{
 	"sudo": true, "doas": true, "xargs": true, "chroot": true, "setsid": true, "flock": true,
 	"watch": true, "parallel": true, "strace": true, "ltrace": true, "unbuffer": true,
 	"caffeinate": true, "runuser": true, "chrt": true, "taskset": true, "script": true, "su": true,
-	"busybox": true, "ionice": true, "systemd-run": true, "nsenter": true, "unshare": true,
+	"busybox": true, "toybox": true, "ionice": true, "systemd-run": true, "nsenter": true, "unshare": true,
 	"firejail": true, "proot": true, "fakeroot": true, "pkexec": true, "sg": true, "newgrp": true,
 	"cgexec": true, "numactl": true, "catchsegv": true, "valgrind": true, "gdb": true, "dbus-launch": true,
 	"ssh-agent": true, "torsocks": true, "proxychains": true, "proxychains4": true, "npx": true, "bunx": true,
