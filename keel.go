@@ -1,7 +1,7 @@
 // Package keel is an embeddable coding agent: create a [Session] with [New], send it a prompt,
 // and range over the events it streams while the model reads, edits and runs commands.
 //
-//	sess, err := keel.New(ctx, keel.Options{Model: "claude-sonnet-4-5"})
+//	sess, err := keel.New(ctx, keel.Options{Model: "sonnet"})
 //	if err != nil { … }
 //	defer sess.Close()
 //	for ev, err := range sess.Send(ctx, "fix the failing test") {
@@ -45,7 +45,8 @@ type Options struct {
 	Home string
 	// Provider is "anthropic" (the default) or "openai" for any OpenAI-compatible server.
 	Provider string
-	// Model is the model id; empty means $ANTHROPIC_MODEL or keel's default.
+	// Model is a model id or an alias (opus, sonnet, haiku, fable, default, best); empty means
+	// $ANTHROPIC_MODEL or keel's default.
 	Model string
 	// APIKey and BaseURL override the provider's environment variables.
 	APIKey  string
@@ -100,6 +101,12 @@ type Options struct {
 	// Ask answers permission questions (a terminal prompt, a web UI). Nil denies them, with a
 	// reason naming the rule that would allow the call.
 	Ask func(ctx context.Context, req PermissionRequest) PermissionAnswer
+	// Elicit answers an MCP server's question for the user (elicitation/create): a form to
+	// fill in (p.RequestedSchema) or a URL to open. server is the server's configured name.
+	// Nil means no one can be asked: only Elicitation hooks answer, and where none is
+	// configured keel does not advertise the capability. Fields the answer omits get the
+	// schema's defaults.
+	Elicit func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
 	// Logger receives keel's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -111,25 +118,31 @@ type Session struct {
 
 // New starts a session.
 func New(ctx context.Context, opts Options) (*Session, error) {
-	prov, model, err := connect.Open(connect.Config{
+	home := opts.Home
+	if home == "" {
+		home = defaultHome()
+	}
+	cfg := connect.Config{
 		Provider: opts.Provider,
 		Model:    opts.Model,
 		APIKey:   opts.APIKey,
 		BaseURL:  opts.BaseURL,
 		Logger:   opts.Logger,
-	}, getenv(opts.Getenv))
+	}
+	// The list of models the key can use, refreshed once a day; without it the built-in table
+	// resolves aliases, so a failed refresh is no reason not to start.
+	cfg.Models, _ = connect.LoadModels(ctx, cfg, getenv(opts.Getenv), home, false)
+	prov, model, err := connect.Open(cfg, getenv(opts.Getenv))
 	if err != nil {
 		return nil, err
-	}
-	home := opts.Home
-	if home == "" {
-		home = defaultHome()
 	}
 	s, err := session.New(ctx, session.Options{
 		Cwd:                opts.Cwd,
 		Home:               home,
 		Provider:           prov,
 		Model:              model,
+		PlanModel:          connect.PlanModel(cfg, getenv(opts.Getenv)),
+		Models:             cfg.Models,
 		MaxTurns:           opts.MaxTurns,
 		SystemPrompt:       opts.SystemPrompt,
 		AppendSystemPrompt: opts.AppendSystemPrompt,
@@ -153,7 +166,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		ModelFlag:     opts.Model != "",
 		ForkSubagents: opts.ForkSubagents,
 		MCP: session.MCPOptions{Configs: opts.MCPConfig, Strict: opts.StrictMCPConfig, InProcess: opts.MCPServers,
-			ToolSearch: opts.ToolSearch, PermissionPromptTool: opts.PermissionPromptTool},
+			ToolSearch: opts.ToolSearch, PermissionPromptTool: opts.PermissionPromptTool, Elicit: opts.Elicit},
 	})
 	if err != nil {
 		return nil, err
@@ -233,6 +246,10 @@ type (
 	Notice           = event.Notice
 	Result           = event.Result
 )
+
+// ModelUsage is what one model was used for during a Send: [Result].ModelUsage holds one per
+// model, subagents and fork children included; PriceKnown says whether CostUSD is a price.
+type ModelUsage = event.ModelUsage
 
 func getenv(f func(string) string) func(string) string {
 	if f == nil {

@@ -48,6 +48,7 @@ func OutputTool(r *Registry) tool.Tool {
 			`"required":["task_id"],"additionalProperties":false}`),
 		IsReadOnly:        tool.Always[outputInput],
 		IsConcurrencySafe: tool.Always[outputInput],
+		Deferred:          true,
 		Run: func(ctx context.Context, env *tool.Env, in outputInput) tool.Result {
 			info, ok := r.Get(in.TaskID)
 			if !ok {
@@ -79,6 +80,7 @@ func StopTool(r *Registry) tool.Tool {
 		Schema: json.RawMessage(`{"type":"object","properties":{` +
 			`"task_id":{"type":"string","description":"The id of the task to stop"},` +
 			`"shell_id":{"type":"string","description":"Deprecated: use task_id"}},"additionalProperties":false}`),
+		Deferred: true,
 		Run: func(ctx context.Context, env *tool.Env, in stopInput) tool.Result {
 			id := in.TaskID
 			if id == "" {

@@ -118,6 +118,7 @@ func BashOutput(jobs *shell.Jobs) tool.Tool {
 		Description: description("BashOutput"),
 		Schema:      []byte(bashOutputSchema),
 		IsReadOnly:  tool.Always[bashOutputInput],
+		Deferred:    true,
 		Run: func(ctx context.Context, env *tool.Env, in bashOutputInput) tool.Result {
 			var filter *regexp.Regexp
 			if in.Filter != "" {
@@ -163,6 +164,7 @@ func KillShell(jobs *shell.Jobs) tool.Tool {
 		Name:        "KillShell",
 		Description: description("KillShell"),
 		Schema:      []byte(killShellSchema),
+		Deferred:    true,
 		Run: func(ctx context.Context, env *tool.Env, in killShellInput) tool.Result {
 			s, err := jobs.Kill(in.ShellID)
 			if err != nil {

@@ -55,6 +55,9 @@ func take(req *provider.Request, sections []string) *snapshot {
 		s.thinking = "budget " + strconv.FormatInt(req.Thinking.BudgetTokens, 10)
 	}
 	for _, t := range req.Tools {
+		if t.DeferLoading {
+			continue // not part of the cached prefix: the API loads it where the history references it
+		}
 		s.tools = append(s.tools, named{t.Name, sum(toolHashed{t.Name, t.Description, t.InputSchema, t.DeferLoading})})
 		if t.CacheControl != nil && t.CacheControl.TTL == provider.TTL1h {
 			s.ttl = time.Hour

@@ -49,11 +49,13 @@ func (a *app) agentsResumeCommand() *cobra.Command {
 			if opts.Resume == "" {
 				return errors.New("no session in this directory has an agent " + id)
 			}
-			prov, model, err := connect.Open(connect.Config{Provider: f.providerName, Model: f.model, BaseURL: f.baseURL}, a.getenv)
+			cfg := a.connectConfig(cmd.Context(), f)
+			prov, model, err := connect.Open(cfg, a.getenv)
 			if err != nil {
 				return err
 			}
-			opts.Provider, opts.Model = prov, model
+			opts.Provider, opts.Model, opts.Models = prov, model, cfg.Models
+			opts.PlanModel = connect.PlanModel(cfg, a.getenv)
 			sess, err := session.New(cmd.Context(), opts)
 			if err != nil {
 				return err

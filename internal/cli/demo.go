@@ -63,7 +63,7 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 	if err := demo.Workspace(work); err != nil {
 		return err
 	}
-	prov, model, err := connect.Open(connect.Config{BaseURL: srv.URL(), APIKey: "demo", Model: "claude-sonnet-4-5",
+	prov, model, err := connect.Open(connect.Config{BaseURL: srv.URL(), APIKey: "demo", Model: "sonnet",
 		Retry: &provider.RetryPolicy{}}, func(string) string { return "" })
 	if err != nil {
 		return err

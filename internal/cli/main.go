@@ -113,7 +113,7 @@ results back until the work is done. Run "keel -p PROMPT" for one headless run, 
 	}
 	root.SetVersionTemplate("{{.Version}} (keel)\n")
 	f.register(root)
-	root.AddCommand(a.demoCommand(), a.scriptedCommand())
+	root.AddCommand(a.demoCommand(), a.scriptedCommand(), a.modelsCommand())
 	root.AddCommand(a.infoCommands()...)
 	root.AddCommand(a.sessionsCommand(), a.rewindCommand(), a.mcpCommand())
 	return root

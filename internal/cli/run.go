@@ -59,7 +59,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVarP(&f.print, "print", "p", false, "run the prompt headless and print the result")
 	fl.StringVar(&f.outputFormat, "output-format", "text", "output of -p: text, json or stream-json")
 	fl.StringVar(&f.inputFormat, "input-format", "text", "input of -p: text or stream-json (one user message per line on stdin)")
-	fl.StringVar(&f.model, "model", "", "model id (default $ANTHROPIC_MODEL or "+connect.DefaultModel+")")
+	fl.StringVar(&f.model, "model", "", "model id or alias: opus, sonnet, haiku, fable, opusplan, default (default $ANTHROPIC_MODEL, else the newest opus; see keel models)")
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "stop after this many model turns (0: no limit)")
 	fl.StringVar(&f.systemPrompt, "system-prompt", "", "replace the system prompt")
 	fl.StringVar(&f.appendSystemPrompt, "append-system-prompt", "", "append to the system prompt")
@@ -95,6 +95,15 @@ func aliasTarget(f *runFlags, name string) *[]string {
 		return &f.allowedTools
 	}
 	return &f.disallowedTools
+}
+
+// connectConfig is the provider configuration of the flags, with the model catalog: the list
+// of models the key can use, refreshed from the API once a day. A failed refresh leaves the
+// cached list or keel's built-in table, and is tried again in an hour: it is not fatal.
+func (a *app) connectConfig(ctx context.Context, f *runFlags) connect.Config {
+	cfg := connect.Config{Provider: f.providerName, Model: f.model, BaseURL: f.baseURL}
+	cfg.Models, _ = connect.LoadModels(ctx, cfg, a.getenv, a.env.Home, false)
+	return cfg
 }
 
 // sessionOptions turns the flags into the options every run mode shares.
@@ -185,12 +194,14 @@ func (a *app) runRoot(ctx context.Context, f *runFlags, args []string) error {
 		}
 		prompts = p
 	}
-	prov, model, err := connect.Open(connect.Config{Provider: f.providerName, Model: f.model, BaseURL: f.baseURL}, a.getenv)
+	cfg := a.connectConfig(ctx, f)
+	prov, model, err := connect.Open(cfg, a.getenv)
 	if err != nil {
 		return err
 	}
 	opts := a.sessionOptions(f)
-	opts.Provider, opts.Model, opts.Asker = prov, model, asker
+	opts.Provider, opts.Model, opts.Asker, opts.Models = prov, model, asker, cfg.Models
+	opts.PlanModel = connect.PlanModel(cfg, a.getenv)
 	if opts.MCP, err = a.mcpOptions(&f.mcp); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/provider"
@@ -119,9 +120,11 @@ type CacheSafe struct {
 
 // Outcome is how a Run ended.
 type Outcome struct {
-	Messages    []message.Message
-	Turns       int
-	Usage       message.Usage
+	Messages []message.Message
+	Turns    int
+	Usage    message.Usage
+	// Ledger is Usage by the model each response reported, priced request by request.
+	Ledger      cost.Ledger
 	APIDuration time.Duration
 	StopReason  message.StopReason
 	// Subtype follows the result subtypes of stream-json: success, error_max_turns,

@@ -101,6 +101,11 @@ func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, o
 		case provider.Done:
 			reply, invalid := sanitizeToolInputs(ev.Message)
 			out.Usage = out.Usage.Add(ev.Usage)
+			model := ev.Model
+			if model == "" {
+				model = req.Model
+			}
+			out.Ledger.Add(model, ev.Usage)
 			out.lastUsage = ev.Usage
 			out.StopReason = ev.StopReason
 			if a.Watch != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,28 +135,33 @@ func TestProgressCancelTimeout(t *testing.T) {
 func TestElicitationAndRoots(t *testing.T) {
 	root := t.TempDir()
 	m, _ := inProcess(t, Options{Roots: []string{root}})
-	if res := call(t, m, "mcp__t__ask", `{}`); res.ResultText() != "decline null" {
-		t.Errorf("ask = %q, want declined", res.ResultText())
-	}
-	if obs := m.Observe(t.Context()); len(obs) != 1 || !strings.Contains(obs[0].Text, "was declined") {
-		t.Errorf("observe = %+v, want the user told", obs)
+	// Nobody can answer: the capability is not advertised, so the server does not ask.
+	if res := call(t, m, "mcp__t__ask_defaults", `{}`); res.ResultText() != "no elicitation capability" {
+		t.Errorf("ask without an answerer = %q, want the capability not advertised", res.ResultText())
 	}
 	res := call(t, m, "mcp__t__roots", `{}`)
 	if !strings.HasPrefix(res.ResultText(), "file://") || !strings.HasSuffix(res.ResultText(), filepath.ToSlash(root)) {
 		t.Errorf("roots = %q", res.ResultText())
 	}
-	m2, _ := inProcess(t, Options{Asker: askerFunc(func(context.Context, string, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
-	})})
+	var asked []string
+	m2, _ := inProcess(t, Options{Elicit: func(_ context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		asked = append(asked, server+": "+p.Message)
+		if p.Message == "What is your name?" {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		}
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}})
 	if res := call(t, m2, "mcp__t__ask", `{}`); res.ResultText() != `accept {"name":"Ada"}` {
-		t.Errorf("ask with asker = %q", res.ResultText())
+		t.Errorf("ask with an answer = %q", res.ResultText())
 	}
-}
-
-type askerFunc func(context.Context, string, *mcp.ElicitParams) (*mcp.ElicitResult, error)
-
-func (f askerFunc) Elicit(ctx context.Context, s string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	return f(ctx, s, p)
+	// Accepted without content: every field gets its default (SEP-1034).
+	want := `accept {"age":30,"name":"John Doe","status":"active","verified":true}`
+	if res := call(t, m2, "mcp__t__ask_defaults", `{}`); res.ResultText() != want {
+		t.Errorf("ask_defaults accepted empty = %q, want %q", res.ResultText(), want)
+	}
+	if d := cmp.Diff([]string{"t: What is your name?", "t: Confirm your details"}, asked); d != "" {
+		t.Errorf("questions mismatch (-want +got):\n%s", d)
+	}
 }
 
 func TestResourcesAndPrompts(t *testing.T) {
@@ -182,49 +188,38 @@ func TestResourcesAndPrompts(t *testing.T) {
 	}
 }
 
-// TestPoolGolden fixes the order of a request's tools: builtins, resource tools, then MCP tools
-// sorted by name; with tool search on, ToolSearch and then discovered tools in discovery order.
-func TestPoolGolden(t *testing.T) {
-	builtins := []tool.Tool{fakeTool("Read"), fakeTool("Bash")}
+// TestToolsGolden fixes the MCP part of a request's tools: every current tool sorted by its
+// qualified name (the session puts them after the built-ins), and when they are deferred.
+func TestToolsGolden(t *testing.T) {
 	m, _ := inProcess(t, Options{})
-	got := strings.Join(m.Pool(t.Context(), builtins).Names(), "\n") + "\n"
-	ms, _ := inProcess(t, Options{ToolSearch: ToolSearchOptions{Mode: SearchOn}})
-	got += "\n# deferred\n" + strings.Join(ms.Pool(t.Context(), builtins).Names(), "\n") + "\n"
-	search, _ := ms.Lookup(ToolSearchName)
-	if search == nil {
-		search = ms.SearchTool()
+	var got strings.Builder
+	for _, tl := range m.Tools(t.Context()) {
+		got.WriteString(tl.Name() + "\n")
 	}
-	res := search.Call(t.Context(), &tool.Env{}, json.RawMessage(`{"query":"select:mcp__t__slow,mcp__t__echo"}`))
-	if !strings.Contains(res.ResultText(), `"name":"mcp__t__slow"`) || !strings.Contains(res.ResultText(), `"input_schema":{`) {
-		t.Errorf("search = %q", res.ResultText())
+	for _, tl := range m.ResourceTools() {
+		fmt.Fprintf(&got, "%s deferred=%v\n", tl.Name(), tool.IsDeferred(tl))
 	}
-	res = search.Call(t.Context(), &tool.Env{}, json.RawMessage(`{"query":"progress","max_results":1}`))
-	if !strings.Contains(res.ResultText(), "mcp__t__slow") {
-		t.Errorf("keyword search = %q", res.ResultText())
-	}
-	got += "\n# after search\n" + strings.Join(ms.Pool(t.Context(), builtins).Names(), "\n") + "\n"
-	got += "\n# listing\n" + ms.DeferredListing(t.Context())
-	golden := filepath.Join("testdata", "pool.golden")
+	golden := filepath.Join("testdata", "tools.golden")
 	if *update {
 		os.MkdirAll("testdata", 0o755)
-		os.WriteFile(golden, []byte(got), 0o644)
+		os.WriteFile(golden, []byte(got.String()), 0o644)
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("pool mismatch (-want +got):\n%s", diff)
+	if diff := cmp.Diff(string(want), got.String()); diff != "" {
+		t.Errorf("tools mismatch (-want +got):\n%s", diff)
 	}
-	// A new generation that changes a discovered tool's schema drops it.
 	if m.Deferring(t.Context()) {
 		t.Error("auto mode deferred a handful of small tools")
 	}
-}
-
-func fakeTool(name string) tool.Tool {
-	return tool.New(tool.Spec[struct{}]{Name: name, Schema: json.RawMessage(`{"type":"object"}`),
-		Run: func(context.Context, *tool.Env, struct{}) tool.Result { return tool.Text("") }})
+	if ms, _ := inProcess(t, Options{ToolSearch: ToolSearchOptions{Mode: SearchOn}}); !ms.Deferring(t.Context()) {
+		t.Error("mode on does not defer")
+	}
+	if ms, _ := inProcess(t, Options{ToolSearch: ToolSearchOptions{Mode: SearchAuto, ContextWindow: 1000}}); !ms.Deferring(t.Context()) {
+		t.Error("auto mode does not defer schemas past a tenth of a small context window")
+	}
 }
 
 func TestNames(t *testing.T) {

@@ -34,6 +34,7 @@ func (m *Manager) ResourceTools() []tool.Tool {
 			Schema:            json.RawMessage(`{"type":"object","properties":{"server":{"type":"string","description":"Only this server's resources."}},"additionalProperties":false}`),
 			IsReadOnly:        tool.Always[listResIn],
 			IsConcurrencySafe: tool.Always[listResIn],
+			Deferred:          true,
 			Run: func(ctx context.Context, _ *tool.Env, in listResIn) tool.Result {
 				return m.listResources(ctx, in.Server)
 			},
@@ -44,6 +45,7 @@ func (m *Manager) ResourceTools() []tool.Tool {
 			Schema:            json.RawMessage(`{"type":"object","properties":{"server":{"type":"string","description":"The server name."},"uri":{"type":"string","description":"The resource URI."}},"required":["server","uri"],"additionalProperties":false}`),
 			IsReadOnly:        tool.Always[readResIn],
 			IsConcurrencySafe: tool.Always[readResIn],
+			Deferred:          true,
 			Run: func(ctx context.Context, _ *tool.Env, in readResIn) tool.Result {
 				return m.readResource(ctx, in.Server, in.URI)
 			},

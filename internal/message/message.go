@@ -40,6 +40,9 @@ type Block struct {
 
 	// text
 	Text string `json:"text,omitempty"`
+	// Citations are the sources a text block cites (a server web search's results), the JSON
+	// array as the provider sent it, replayed byte for byte.
+	Citations json.RawMessage `json:"citations,omitempty"`
 
 	// thinking: passed back to the model intact, signature included.
 	Thinking  string `json:"thinking,omitempty"`
@@ -154,15 +157,31 @@ type Usage struct {
 	OutputTokens             int64 `json:"output_tokens"`
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	// CacheCreation1hInputTokens is the part of CacheCreationInputTokens written with the
+	// one-hour TTL (the API's cache_creation.ephemeral_1h_input_tokens), which costs more
+	// than the five-minute rest.
+	CacheCreation1hInputTokens int64 `json:"cache_creation_1h_input_tokens,omitempty"`
 }
 
 // Add sums two usages.
 func (u Usage) Add(o Usage) Usage {
 	return Usage{
-		InputTokens:              u.InputTokens + o.InputTokens,
-		OutputTokens:             u.OutputTokens + o.OutputTokens,
-		CacheCreationInputTokens: u.CacheCreationInputTokens + o.CacheCreationInputTokens,
-		CacheReadInputTokens:     u.CacheReadInputTokens + o.CacheReadInputTokens,
+		InputTokens:                u.InputTokens + o.InputTokens,
+		OutputTokens:               u.OutputTokens + o.OutputTokens,
+		CacheCreationInputTokens:   u.CacheCreationInputTokens + o.CacheCreationInputTokens,
+		CacheReadInputTokens:       u.CacheReadInputTokens + o.CacheReadInputTokens,
+		CacheCreation1hInputTokens: u.CacheCreation1hInputTokens + o.CacheCreation1hInputTokens,
+	}
+}
+
+// Sub is u minus o, counter by counter: what was used between two totals.
+func (u Usage) Sub(o Usage) Usage {
+	return Usage{
+		InputTokens:                u.InputTokens - o.InputTokens,
+		OutputTokens:               u.OutputTokens - o.OutputTokens,
+		CacheCreationInputTokens:   u.CacheCreationInputTokens - o.CacheCreationInputTokens,
+		CacheReadInputTokens:       u.CacheReadInputTokens - o.CacheReadInputTokens,
+		CacheCreation1hInputTokens: u.CacheCreation1hInputTokens - o.CacheCreation1hInputTokens,
 	}
 }
 

@@ -2,7 +2,6 @@ package prompt
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/keel-dev/keel/internal/memory"
@@ -14,13 +13,13 @@ const (
 	SectionMemory     = "memory"
 	SectionEnv        = "env"
 	SectionLanguage   = "language"
-	SectionMCP        = "mcp_instructions"
 	SectionScratchpad = "scratchpad"
 	SectionAppend     = "append"
 )
 
-// dynamicSections returns the per-session sections. Each is computed from values fixed for the
-// session, except MCP instructions.
+// dynamicSections returns the per-session sections, each computed from values fixed for the
+// session. What changes during a session (MCP server instructions, skills, agent types,
+// deferred tools) is not here but in messages: see [Listing].
 func dynamicSections(opts Options) []Section {
 	sections := []Section{
 		Memoized(SectionGuidance, func() string { return opts.Guidance }),
@@ -51,14 +50,7 @@ func dynamicSections(opts Options) []Section {
 		}),
 		Memoized(SectionAppend, func() string { return opts.AppendSystemPrompt }),
 	}
-	sections = append(sections, opts.Extra...)
-	// Last, so a server that comes or goes changes only the final block of the prompt.
-	return append(sections, Uncached(SectionMCP, "MCP servers connect, disconnect and change instructions between turns", func() string {
-		if opts.MCP == nil {
-			return ""
-		}
-		return renderMCP(opts.MCP())
-	}))
+	return append(sections, opts.Extra...)
 }
 
 // memoryIntro precedes the memory files.
@@ -128,22 +120,6 @@ func renderEnv(env Environment) string {
 		b.WriteString("Status at session start: clean\n")
 	} else {
 		b.WriteString("Status at session start (a snapshot; it does not update):\n" + env.Status + "\n")
-	}
-	return b.String()
-}
-
-func renderMCP(servers []MCPServer) string {
-	servers = slices.Clone(servers)
-	slices.SortStableFunc(servers, func(a, b MCPServer) int { return strings.Compare(a.Name, b.Name) })
-	var b strings.Builder
-	for _, s := range servers {
-		if strings.TrimSpace(s.Instructions) == "" {
-			continue
-		}
-		if b.Len() == 0 {
-			b.WriteString("# MCP server instructions\nThe connected MCP servers describe how to use their tools:\n")
-		}
-		fmt.Fprintf(&b, "\n## %s\n%s\n", s.Name, strings.TrimSpace(s.Instructions))
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 // Package prompt builds keel's system prompt from named sections: static sections, identical
 // for every user and session, then a fixed dynamic boundary, then the sections that vary per
-// session (guidance, memory files, environment, language, MCP instructions, scratchpad).
+// session (guidance, memory files, environment, language, scratchpad). Lists that change during
+// a session go to messages instead ([Listing], [Announce]).
 //
 // The rendered prompt is kept per agent as [Rendered]; forks reuse those bytes instead of
 // rendering again, because a re-render can differ and would miss the parent's cache.
@@ -33,7 +34,7 @@ var staticOrder = []string{
 	"identity", "system", "doing_tasks", "actions", "using_tools", "tone", "output_efficiency",
 }
 
-// MCPServer is one connected MCP server's instructions.
+// MCPServer is one connected MCP server's instructions (announced in a [Listing]).
 type MCPServer struct {
 	Name         string
 	Instructions string
@@ -54,13 +55,9 @@ type Options struct {
 	Environment *Environment
 	// Language, when set, asks the model to answer in it.
 	Language string
-	// MCP returns the connected servers' instructions. Servers connect and disconnect between
-	// turns, so this section is uncached.
-	MCP func() []MCPServer
 	// ScratchpadDir is a per-session directory for temporary files.
 	ScratchpadDir string
-	// Extra are further memoized sections other packages own (the skills listing), placed
-	// after the built-in dynamic sections and before the uncached MCP one.
+	// Extra are further sections other packages own, placed after the built-in dynamic ones.
 	Extra []Section
 }
 

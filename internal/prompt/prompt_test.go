@@ -24,13 +24,13 @@ func allOptions() Options {
 		Memory:             func() []memory.File { return []memory.File{{Display: "./KEEL.md", Content: "m"}} },
 		Environment:        &Environment{Cwd: "/p", Platform: "linux/amd64", Date: "2026-01-02"},
 		Language:           "German",
-		MCP:                func() []MCPServer { return []MCPServer{{Name: "s", Instructions: "i"}} },
 		ScratchpadDir:      "/scratch",
 	}
 }
 
-// TestUncachedSections lists every uncached section. Adding one breaks the prompt cache on
-// every change of its text, so it must be a visible decision: update this list on purpose.
+// TestUncachedSections lists every uncached section: none. Adding one breaks the prompt cache
+// on every change of its text (what changes during a session goes into a Listing message
+// instead), so it must be a visible decision: update this list on purpose.
 func TestUncachedSections(t *testing.T) {
 	static, dynamic := New(allOptions()).Sections()
 	got := map[string]string{}
@@ -39,9 +39,7 @@ func TestUncachedSections(t *testing.T) {
 			got[s.Name()] = r
 		}
 	}
-	want := map[string]string{
-		SectionMCP: "MCP servers connect, disconnect and change instructions between turns",
-	}
+	want := map[string]string{}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
@@ -64,16 +62,16 @@ func TestMemoization(t *testing.T) {
 			memCalls++
 			return []memory.File{{Display: "./KEEL.md", Content: "v" + string(rune('0'+memCalls))}}
 		},
-		MCP: func() []MCPServer {
+		Extra: []Section{Uncached("live", "a test of recomputation", func() string {
 			mcpCalls++
-			return []MCPServer{{Name: "gh", Instructions: instr}}
-		},
+			return instr
+		})},
 	})
 	r1 := b.Render()
 	instr = "second"
 	r2 := b.Render()
 	if memCalls != 1 || mcpCalls != 2 {
-		t.Errorf("memory computed %d times, MCP %d times; want 1 and 2", memCalls, mcpCalls)
+		t.Errorf("memory computed %d times, the uncached section %d times; want 1 and 2", memCalls, mcpCalls)
 	}
 	if !strings.Contains(string(r2.Bytes), "second") || !strings.Contains(string(r2.Bytes), "v1") {
 		t.Errorf("second render:\n%s", r2.Bytes)
@@ -89,7 +87,7 @@ func TestMemoization(t *testing.T) {
 
 func TestRenderShape(t *testing.T) {
 	r := New(allOptions()).Render()
-	want := []string{StaticName, SectionGuidance, SectionMemory, SectionEnv, SectionLanguage, SectionScratchpad, SectionAppend, SectionMCP}
+	want := []string{StaticName, SectionGuidance, SectionMemory, SectionEnv, SectionLanguage, SectionScratchpad, SectionAppend}
 	if diff := cmp.Diff(want, r.Names); diff != "" {
 		t.Errorf("names mismatch (-want +got):\n%s", diff)
 	}
@@ -180,10 +178,7 @@ func fixtureOptions(files []memory.File) Options {
 			Cwd: "/home/dev/shop/services/api", Platform: "linux/amd64", Date: "2026-03-14",
 			GitRepo: true, Branch: "main", Status: " M services/api/handler.go\n?? notes.txt",
 		},
-		Language: "English",
-		MCP: func() []MCPServer {
-			return []MCPServer{{Name: "tracker", Instructions: "Issue keys look like SHOP-123."}, {Name: "db", Instructions: "Read-only."}}
-		},
+		Language:      "English",
 		ScratchpadDir: "/home/dev/.keel/scratch/session",
 	}
 }
@@ -203,20 +198,4 @@ func TestGoldenPrompt(t *testing.T) {
 		t.Errorf("prompt contains the temporary directory")
 	}
 	golden(t, "prompt.golden", a.Bytes)
-}
-
-// TestMCPOrderDoesNotLeak checks the MCP section does not depend on the order servers
-// connected in (a map or a connection race upstream must not reach the request bytes).
-func TestMCPOrderDoesNotLeak(t *testing.T) {
-	servers := []MCPServer{{Name: "b", Instructions: "B"}, {Name: "a", Instructions: "A"}, {Name: "c", Instructions: "C"}}
-	render := func(s []MCPServer) string {
-		return string(New(Options{MCP: func() []MCPServer { return s }}).Render().Bytes)
-	}
-	want := render(servers)
-	for _, perm := range [][]int{{0, 2, 1}, {1, 0, 2}, {2, 1, 0}} {
-		got := render([]MCPServer{servers[perm[0]], servers[perm[1]], servers[perm[2]]})
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("order %v mismatch (-want +got):\n%s", perm, diff)
-		}
-	}
 }

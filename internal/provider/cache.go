@@ -16,8 +16,8 @@ const (
 // MaxBreakpoints is the API's limit of cache_control markers per request.
 const MaxBreakpoints = 4
 
-// SourceCompact is the query source of compaction requests. Their prefix is never reused, so
-// they carry no breakpoints and write nothing to the cache.
+// SourceCompact is the query source of compaction requests. Their own prefix is never
+// reused, so they write nothing to the cache (see [Request.SkipCacheWrite]).
 const SourceCompact = "compact"
 
 // knownSources are the query-source kinds keel sends; a TTL pattern naming anything else is
@@ -95,8 +95,12 @@ func (p TTLPolicy) TTL(source string) string {
 
 // PlaceBreakpoints sets req's cache_control markers: on the first system block (the static
 // prompt), on the last tool, and on the last block of the newest message, so each request
-// reads the previous one's prefix and writes its own. All markers of one request share the
-// TTL its source gets. A compaction request gets none.
+// reads the previous one's prefix and writes its own; and on req.SharedPrefix, the end of a
+// prefix several requests share (fork children), so the first writes it and the rest read it.
+// That is at most [MaxBreakpoints]. A request with SkipCacheWrite (a compaction) is marked
+// only where the conversation it repeats already wrote entries — the tools, the static
+// prompt, SharedPrefix — never on its own newest message: it reads and writes nothing. All
+// markers of one request share the TTL of its CacheSource, else of its Source.
 //
 // req's System, Tools and Messages slices are replaced by copies before anything is marked, so
 // the caller's tool pool and history are never written to; markers already present (for
@@ -105,10 +109,11 @@ func PlaceBreakpoints(req *Request, policy TTLPolicy) {
 	req.System = clearSystem(req.System)
 	req.Tools = clearTools(req.Tools)
 	req.Messages = clearMessages(req.Messages)
-	if req.Source == SourceCompact {
-		return
+	source := req.Source
+	if req.CacheSource != "" {
+		source = req.CacheSource
 	}
-	ttl := policy.TTL(req.Source)
+	ttl := policy.TTL(source)
 	mark := func() *message.CacheControl {
 		cc := &message.CacheControl{Type: "ephemeral"}
 		if ttl != TTL5m {
@@ -122,30 +127,53 @@ func PlaceBreakpoints(req *Request, policy TTLPolicy) {
 	if n := len(req.Tools); n > 0 {
 		req.Tools[n-1].CacheControl = mark()
 	}
+	markBlock := func(ref BlockRef) {
+		if ref.Message < 0 || ref.Message >= len(req.Messages) {
+			return
+		}
+		m := req.Messages[ref.Message]
+		if ref.Block < 0 || ref.Block >= len(m.Content) || !markable(m.Content[ref.Block]) {
+			return
+		}
+		if m.Content[ref.Block].CacheControl != nil {
+			return
+		}
+		m = m.Clone()
+		m.Content[ref.Block].CacheControl = mark()
+		req.Messages[ref.Message] = m
+	}
+	if req.SharedPrefix != nil {
+		markBlock(*req.SharedPrefix)
+	}
+	if req.SkipCacheWrite {
+		return
+	}
 	if n := len(req.Messages); n > 0 {
-		m := req.Messages[n-1].Clone()
-		if i := markableBlock(m.Content); i >= 0 {
-			m.Content[i].CacheControl = mark()
-			req.Messages[n-1] = m
+		if i := LastMarkable(req.Messages[n-1].Content); i >= 0 {
+			markBlock(BlockRef{Message: n - 1, Block: i})
 		}
 	}
 }
 
-// markableBlock returns the index of the last block that may carry cache_control: thinking
-// blocks and empty text blocks may not.
-func markableBlock(blocks []message.Block) int {
+// LastMarkable returns the index of the last block that may carry cache_control (thinking
+// blocks and empty text blocks may not), or -1.
+func LastMarkable(blocks []message.Block) int {
 	for i := len(blocks) - 1; i >= 0; i-- {
-		switch b := blocks[i]; b.Type {
-		case message.TypeThinking, message.TypeRedactedThinking:
-			continue
-		case message.TypeText:
-			if b.Text == "" {
-				continue
-			}
+		if markable(blocks[i]) {
+			return i
 		}
-		return i
 	}
 	return -1
+}
+
+func markable(b message.Block) bool {
+	switch b.Type {
+	case message.TypeThinking, message.TypeRedactedThinking:
+		return false
+	case message.TypeText:
+		return b.Text != ""
+	}
+	return true
 }
 
 func clearSystem(in []SystemBlock) []SystemBlock {

@@ -100,7 +100,29 @@ func TestPlaceBreakpoints(t *testing.T) {
 		{"unlisted source gets the 5m default", func() *Request { return request("hook") }, []string{
 			"system[0] ephemeral/", "tools[1] ephemeral/", "messages[2][0] ephemeral/",
 		}},
-		{"compaction gets none", func() *Request { return request(SourceCompact) }, nil},
+		{"compaction reads the main conversation's entries and writes none", func() *Request {
+			r := request(SourceCompact)
+			r.SkipCacheWrite, r.CacheSource, r.SharedPrefix = true, "main", &BlockRef{Message: 0, Block: 0}
+			r.Messages = append(r.Messages, message.User(message.Text("Summarise")))
+			return r
+		}, []string{"system[0] ephemeral/1h", "tools[1] ephemeral/1h", "messages[0][0] ephemeral/1h"}},
+		{"compaction without a shared prefix reads the static part only", func() *Request {
+			r := request(SourceCompact)
+			r.SkipCacheWrite = true
+			return r
+		}, []string{"system[0] ephemeral/", "tools[1] ephemeral/"}},
+		{"fork child: the shared end and its own directive, four in all", func() *Request {
+			r := request("main")
+			r.Messages = append(r.Messages, message.Assistant(message.ToolUse("t2", "Agent", json.RawMessage(`{}`))),
+				message.User(message.ToolResult("t2", []message.Block{message.Text("Forked")}, false), message.Text("boilerplate"), message.Text("directive")))
+			r.SharedPrefix = &BlockRef{Message: 4, Block: 1}
+			return r
+		}, []string{"system[0] ephemeral/1h", "tools[1] ephemeral/1h", "messages[4][1] ephemeral/1h", "messages[4][2] ephemeral/1h"}},
+		{"a shared prefix out of range or unmarkable is ignored", func() *Request {
+			r := request("main")
+			r.SharedPrefix = &BlockRef{Message: 2, Block: 1} // the empty text block
+			return r
+		}, []string{"system[0] ephemeral/1h", "tools[1] ephemeral/1h", "messages[2][0] ephemeral/1h"}},
 		{"stale markers are removed", func() *Request {
 			r := request("agent:Plan")
 			r.System[2].CacheControl = &message.CacheControl{Type: "ephemeral"}

@@ -31,8 +31,26 @@ type Request struct {
 	// Source names who asks ("main", "agent:Explore", "compact", …); it picks the cache TTL and
 	// labels logs and cache diagnostics. It is not sent.
 	Source string
+	// SharedPrefix, when set, is the last block of a prefix other requests repeat: the fork
+	// children of one turn share everything up to their own directive. [PlaceBreakpoints]
+	// marks it, so the first of them writes that prefix to the cache and the others read it.
+	SharedPrefix *BlockRef
+	// SkipCacheWrite marks a request whose own prefix is never reused (a compaction, whose
+	// history is replaced by the summary it asks for). Its breakpoints go only where the
+	// conversation it repeats already has cache entries — the tool list, the static system
+	// prompt and SharedPrefix (that conversation's newest entry) — and use CacheSource's TTL,
+	// so the request reads the cache and writes nothing to it.
+	SkipCacheWrite bool
+	// CacheSource, when set, is the query source whose cache entries the request reads, for
+	// the TTL of its breakpoints (a compaction reads the main conversation's: "main").
+	CacheSource string
 	// Metadata the API accepts verbatim (e.g. user_id); kept in sorted-key order when encoded.
 	Metadata map[string]string
+}
+
+// BlockRef names one content block of a request's messages, by message and block index.
+type BlockRef struct {
+	Message, Block int
 }
 
 // SystemBlock is one text block of the system prompt.
@@ -50,6 +68,10 @@ type ToolSpec struct {
 	// DeferLoading asks a provider that supports it to list the tool by name only until it is
 	// searched for (MCP tool search).
 	DeferLoading bool
+	// Raw is the whole definition of a server tool the provider runs itself (web search),
+	// sent verbatim; Name names it and the other fields are unused. Only providers that
+	// report the ability (see [SupportsServerWebSearch]) accept one.
+	Raw json.RawMessage
 }
 
 // Thinking turns on extended thinking with a token budget.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
 )
@@ -12,13 +13,15 @@ import (
 // Conversation prints a run as a person reads it: streamed text, one line per tool call with
 // its outcome, and a summary of turns, tokens and cache use at the end.
 type Conversation struct {
-	w         io.Writer
-	summary   bool
-	midLine   bool
-	turns     int
-	usage     message.Usage
-	costUSD   float64
-	lastAgent string
+	w       io.Writer
+	summary bool
+	midLine bool
+	turns   int
+	usage   message.Usage
+	costUSD float64
+	// unpriced and priced: some model used has no known price; some has one.
+	unpriced, priced bool
+	lastAgent        string
 }
 
 // NewConversation returns a conversation renderer; summary adds the closing summary block.
@@ -49,7 +52,8 @@ func (c *Conversation) Render(e event.Event) error {
 	switch e := e.(type) {
 	case event.UserMessage:
 		for _, b := range e.Message.Content {
-			if b.Type == message.TypeText && o.AgentID == "" {
+			// System reminders are what keel told the model beside the prompt, not the user's words.
+			if b.Type == message.TypeText && o.AgentID == "" && !strings.HasPrefix(b.Text, "<system-reminder>") {
 				c.newline()
 				fmt.Fprintf(c.w, "\n> %s\n\n", oneLine(b.Text, 200))
 			}
@@ -103,6 +107,10 @@ func (c *Conversation) Render(e event.Event) error {
 		c.newline()
 		c.usage = c.usage.Add(e.Usage)
 		c.costUSD += e.CostUSD
+		for _, mu := range e.ModelUsage {
+			c.unpriced = c.unpriced || !mu.PriceKnown
+			c.priced = c.priced || mu.PriceKnown
+		}
 		if e.IsError {
 			fmt.Fprintf(c.w, "\n✗ %s: %s\n", e.Subtype, e.Text)
 		}
@@ -121,8 +129,9 @@ func (c *Conversation) Finish() error {
 	if total := u.TotalInput(); total > 0 {
 		share = float64(u.CacheReadInputTokens) / float64(total) * 100
 	}
-	_, err := fmt.Fprintf(c.w, "\n── summary ──\nturns: %d\ntokens: %d in (%d cache read, %d cache write, %d uncached), %d out\ncache read share: %.1f%%\ncost: $%.4f\n",
-		c.turns, u.TotalInput(), u.CacheReadInputTokens, u.CacheCreationInputTokens, u.InputTokens, u.OutputTokens, share, c.costUSD)
+	_, err := fmt.Fprintf(c.w, "\n── summary ──\nturns: %d\ntokens: %d in (%d cache read, %d cache write, %d uncached), %d out\ncache read share: %.1f%%\ncost: %s\n",
+		c.turns, u.TotalInput(), u.CacheReadInputTokens, u.CacheCreationInputTokens, u.InputTokens, u.OutputTokens, share,
+		cost.Format(c.costUSD, !c.unpriced, c.priced || !c.unpriced, 4))
 	return err
 }
 

@@ -7,12 +7,12 @@ import (
 
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/background"
+	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
-	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
@@ -89,7 +89,10 @@ func (s *Session) buildAgents(ctx context.Context) {
 		ProjectDir: s.projectDir, Home: s.opts.Home, TrustedHooks: s.trusted(),
 		Skills: s.skills, MCP: childMCP{s},
 		Prepare:      s.prepare,
-		ResolveModel: connect.ResolveModel,
+		ResolveModel: s.models().Resolve,
+		Observers: func(pool func(context.Context) *tool.Pool, history []message.Message) []loop.Observer {
+			return []loop.Observer{s.newListing(pool, history)}
+		},
 		Worktrees: &worktree.Manager{Root: s.projectDir, Logger: s.logger,
 			Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) }}},
 		Emit:   s.emitAgent,
@@ -150,26 +153,12 @@ func (s *Session) ackNotifications() error {
 	return s.agents.queue.Ack()
 }
 
-// agentUsage returns what every subagent used so far.
-func (s *Session) agentUsage() (message.Usage, float64) {
+// agentLedger returns what every subagent used so far, by model.
+func (s *Session) agentLedger() cost.Ledger {
 	if s.agents == nil {
-		return message.Usage{}, 0
+		return cost.Ledger{}
 	}
-	return s.agents.runner.Usage()
-}
-
-// rollUpAgents adds what subagents used during this run to its result.
-func (s *Session) rollUpAgents(res *event.Result, beforeUsage message.Usage, beforeCost float64) {
-	u, c := s.agentUsage()
-	d := message.Usage{InputTokens: u.InputTokens - beforeUsage.InputTokens, OutputTokens: u.OutputTokens - beforeUsage.OutputTokens,
-		CacheCreationInputTokens: u.CacheCreationInputTokens - beforeUsage.CacheCreationInputTokens,
-		CacheReadInputTokens:     u.CacheReadInputTokens - beforeUsage.CacheReadInputTokens}
-	res.Usage = res.Usage.Add(d)
-	res.CostUSD += c - beforeCost
-	s.mu.Lock()
-	s.totals = s.totals.Add(d)
-	s.costUSD += c - beforeCost
-	s.mu.Unlock()
+	return s.agents.runner.Ledger()
 }
 
 // WaitBackground blocks until the main thread's background tasks are done or one of them has

@@ -1,21 +1,25 @@
 package session
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/models"
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
 // DefaultContextWindow is the context window assumed for models keel has no figure for.
-const DefaultContextWindow = 200_000
+const DefaultContextWindow = models.DefaultContextWindow
 
 // defaultCompactPercent is the share of the context window at which the history is compacted
 // unless settings say otherwise (autoCompactThreshold).
@@ -35,6 +39,13 @@ type compactor struct {
 	sink *chanSink
 	sys  func(context.Context) loop.System
 	pool []provider.ToolSpec
+	// last returns what the conversation's newest turn sent (nil before the first), so the
+	// compaction request can repeat it and read its cache.
+	last func() *loop.CacheSafe
+	// listing is the run's announcer, told when the history it announced to is replaced.
+	listing *listingObserver
+	// ledger is what the compaction requests used; the run's result includes it.
+	ledger cost.Ledger
 }
 
 var _ loop.Compactor = (*compactor)(nil)
@@ -49,15 +60,11 @@ func (s *Session) compactThreshold() int64 {
 	if v := s.settings.AutoCompactThreshold; v.IsSet() && v.V > 0 {
 		percent = v.V
 	}
-	window := int64(DefaultContextWindow)
-	if s.opts.ContextWindow > 0 {
-		window = s.opts.ContextWindow
-	}
-	return int64(float64(window) * percent / 100)
+	return int64(float64(s.contextWindow()) * percent / 100)
 }
 
-// Compact summarises history with a request that writes nothing to the prompt cache, records
-// a boundary and returns the history to continue from.
+// Compact summarises history with a request that reads the conversation's prompt cache and
+// writes nothing to it, records a boundary and returns the history to continue from.
 func (c *compactor) Compact(ctx context.Context, history []message.Message, trigger string) ([]message.Message, error) {
 	s := c.s
 	pre := s.hooks.Run(ctx, hooks.PreCompact, s.hookInput(s.Cwd(), hooks.Input{Trigger: trigger}))
@@ -66,22 +73,14 @@ func (c *compactor) Compact(ctx context.Context, history []message.Message, trig
 		extra = "\n\nAlso keep in mind:\n" + strings.Join(pre.AdditionalContext, "\n")
 	}
 	ask := append(append([]message.Message(nil), history...), message.User(message.Text(compactPrompt+extra)))
-	req := &provider.Request{
-		Model:     s.Model(),
-		MaxTokens: 8192,
-		System:    c.sys(ctx).Blocks,
-		Tools:     c.pool,
-		Messages:  loop.Merge(ask),
-		Source:    provider.SourceCompact,
-	}
-	// Tools the provider searches natively stay deferred, as the history's references expect.
-	s.markDeferred(ctx, req)
+	req := c.request(ctx, loop.Merge(ask))
 	// Announced before the request, so the new prefix it creates is never reported as a break.
 	s.watch.Announce("compaction")
-	summary, usage, err := s.complete(ctx, req)
+	summary, model, usage, err := s.complete(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	c.ledger.Add(model, usage)
 	if strings.TrimSpace(summary) == "" {
 		return nil, errors.New("the model returned an empty summary")
 	}
@@ -99,56 +98,119 @@ func (c *compactor) Compact(ctx context.Context, history []message.Message, trig
 	c.sink.Emit(event.Compacted{Trigger: trigger, TokensBefore: before})
 	s.prompt.Clear()
 	s.hooks.Run(ctx, hooks.SessionStart, s.hookInput(s.Cwd(), hooks.Input{Source: "compact"}))
-	return []message.Message{summaryMessage(summary)}, nil
+	compacted := []message.Message{summaryMessage(summary)}
+	if c.listing != nil {
+		c.listing.reset(compacted)
+	}
+	return compacted, nil
 }
 
-// complete sends one request and returns the reply's text.
-func (s *Session) complete(ctx context.Context, req *provider.Request) (string, message.Usage, error) {
-	for ev, err := range s.opts.Provider.Stream(ctx, req) {
-		if err != nil {
-			return "", message.Usage{}, fmt.Errorf("compaction request: %w", err)
-		}
-		if done, ok := ev.(provider.Done); ok {
-			return done.Message.TextOf(), done.Usage, nil
+// request is the compaction request for messages (the history and the summary prompt). It
+// repeats the conversation's newest request byte for byte — its rendered system prompt, its
+// exact tool list (deferred tools as deferred), model and thinking — so everything that
+// request sent is a prefix of this one. Its breakpoints sit where that conversation already
+// has cache entries: the tools, the static prompt, and the newest request's last block, so it
+// reads the whole shared prefix and writes nothing: its own prefix is never reused, since the
+// summary replaces the history (the seeds' skipCacheWrite). Without a turn to repeat (a
+// /compact right after resuming) it is built from the pool as the next request would be.
+func (c *compactor) request(ctx context.Context, messages []message.Message) *provider.Request {
+	s := c.s
+	req := &provider.Request{
+		Model: s.Model(), MaxTokens: compactMaxTokens, Messages: messages,
+		Source: provider.SourceCompact, CacheSource: "main", SkipCacheWrite: true,
+	}
+	var last *loop.CacheSafe
+	if c.last != nil {
+		last = c.last()
+	}
+	if last == nil || last.Model != req.Model {
+		req.System, req.Tools = c.sys(ctx).Blocks, c.pool
+		s.deferTools(ctx, req)
+		provider.PlaceBreakpoints(req, s.ttl)
+		return req
+	}
+	req.System, req.Tools, req.Thinking = last.System.Blocks, last.Tools, last.Thinking
+	if req.Thinking != nil && req.Thinking.BudgetTokens >= req.MaxTokens {
+		req.MaxTokens = req.Thinking.BudgetTokens + compactMaxTokens
+	}
+	if sent := last.Messages[:len(last.Messages)-1]; len(sent) > 0 && len(sent) <= len(messages) &&
+		sameJSON(sent[:len(sent)-1], messages[:len(sent)-1]) && hasPrefixBlocks(messages[len(sent)-1], sent[len(sent)-1]) {
+		if i := provider.LastMarkable(sent[len(sent)-1].Content); i >= 0 {
+			req.SharedPrefix = &provider.BlockRef{Message: len(sent) - 1, Block: i}
 		}
 	}
-	return "", message.Usage{}, errors.New("compaction request: stream ended without a message")
+	provider.PlaceBreakpoints(req, s.ttl)
+	return req
+}
+
+// compactMaxTokens is the output budget of the summary.
+const compactMaxTokens = 8192
+
+// hasPrefixBlocks reports whether m starts with every block of prefix: the message the
+// previous request ended with may have grown since (results and notes merged into it).
+func hasPrefixBlocks(m, prefix message.Message) bool {
+	return m.Role == prefix.Role && len(m.Content) >= len(prefix.Content) && sameJSON(m.Content[:len(prefix.Content)], prefix.Content)
+}
+
+// sameJSON compares as the request bytes would: a nil and an empty slice are the same.
+func sameJSON(a, b any) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+// complete sends one request and returns the reply's text, the model that answered and the
+// usage.
+func (s *Session) complete(ctx context.Context, req *provider.Request) (string, string, message.Usage, error) {
+	for ev, err := range s.opts.Provider.Stream(ctx, req) {
+		if err != nil {
+			return "", "", message.Usage{}, fmt.Errorf("compaction request: %w", err)
+		}
+		if done, ok := ev.(provider.Done); ok {
+			model := done.Model
+			if model == "" {
+				model = req.Model
+			}
+			return done.Message.TextOf(), model, done.Usage, nil
+		}
+	}
+	return "", "", message.Usage{}, errors.New("compaction request: stream ended without a message")
 }
 
 // builtinCommand runs the session commands that are not prompts: /compact [instructions]
-// and /clear. It reports whether prompt was one.
-func (s *Session) builtinCommand(ctx context.Context, prompt string, sink *chanSink) (bool, error) {
+// and /clear. It reports whether prompt was one, and what its model requests used.
+func (s *Session) builtinCommand(ctx context.Context, prompt string, sink *chanSink) (bool, cost.Ledger, error) {
 	name, args, _ := strings.Cut(strings.TrimSpace(prompt), " ")
 	switch name {
 	case "/compact":
 		history := s.History()
 		if len(history) == 0 {
-			return true, errors.New("nothing to compact yet")
+			return true, cost.Ledger{}, errors.New("nothing to compact yet")
 		}
-		c := &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(s.pool(ctx))}
+		c := &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(s.pool(ctx)), last: s.CacheSafe}
 		if args != "" {
 			history = append(history, message.User(message.Text("When summarising, focus on: "+args)))
 		}
 		compacted, err := c.Compact(ctx, history, "manual")
 		if err != nil {
-			return true, err
+			return true, c.ledger, err
 		}
 		s.mu.Lock()
 		s.history, s.uuids = compacted, sink.uuids
 		s.mu.Unlock()
-		return true, nil
+		return true, c.ledger, nil
 	case "/clear":
 		s.mu.Lock()
 		s.history, s.uuids = nil, nil
 		s.mu.Unlock()
 		if s.transcript != nil {
 			if err := s.transcript.Rewind(ctx, ""); err != nil {
-				return true, err
+				return true, cost.Ledger{}, err
 			}
 		}
 		s.watch.Announce("clear")
 		s.prompt.Clear()
-		return true, nil
+		return true, cost.Ledger{}, nil
 	}
-	return false, nil
+	return false, cost.Ledger{}, nil
 }

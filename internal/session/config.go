@@ -237,8 +237,6 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 			return s.memory.Files()
 		},
 		Environment: env,
-		MCP:         s.mcpInstructions,
-		Extra:       []prompt.Section{s.skills.Section()},
 	})
 }
 

@@ -99,7 +99,7 @@ func TestInterruptMidStreamKeepsHistoryValid(t *testing.T) {
 	if !sawText {
 		t.Fatal("no text streamed before the interrupt")
 	}
-	hist := h.sess.History()
+	hist := conversation(h.sess.History())
 	if len(hist) != 1 || hist[0].Role != message.RoleUser {
 		t.Fatalf("history after interrupt = %+v, want just the prompt (no half message)", hist)
 	}
@@ -228,7 +228,7 @@ func TestCompactionRecordsABoundaryAndReportsNoBreak(t *testing.T) {
 		}
 	}
 	hist := h.sess.History()
-	if len(hist) != 3 || !strings.Contains(hist[0].TextOf(), "SUMMARY: the user said hello twice.") {
+	if len(conversation(hist)) != 3 || !strings.Contains(hist[0].TextOf(), "SUMMARY: the user said hello twice.") {
 		t.Fatalf("history after compaction = %+v", hist)
 	}
 	h.sess.Close()

@@ -6,7 +6,6 @@ import (
 
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/permission"
-	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/tool"
 )
@@ -28,7 +27,7 @@ func (s *Session) applyMainAgent() error {
 		s.opts.AppendSystemPrompt = strings.TrimSpace(s.opts.AppendSystemPrompt + "\n\n" + def.Prompt)
 	}
 	if def.Model != "" && def.Model != agentdef.ModelInherit && !s.opts.ModelFlag {
-		s.opts.Model = connect.ResolveModel(def.Model)
+		s.opts.Model = s.models().Resolve(def.Model)
 	}
 	if def.PermissionMode != "" && s.opts.PermissionMode == "" {
 		m, err := permission.ParseMode(string(def.PermissionMode))

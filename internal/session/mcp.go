@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,8 +17,6 @@ import (
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
-	"github.com/keel-dev/keel/internal/prompt"
-	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/subagent"
@@ -47,44 +44,29 @@ type MCPOptions struct {
 	// PermissionPromptTool names an MCP tool (mcp__server__tool) that answers permission
 	// questions instead of the asker.
 	PermissionPromptTool string
-	// Authorize sends the user to an OAuth authorization page (`keel mcp login`); nil leaves
-	// servers without stored tokens in needs-auth.
+	// Authorize sends the user to an OAuth authorization page when a server asks (an
+	// interactive session); nil leaves servers without usable tokens in needs-auth, and
+	// `keel mcp login` fixes that.
 	Authorize func(ctx context.Context, authURL string) error
+	// ClientSecret is $MCP_CLIENT_SECRET, the secret of pre-registered OAuth clients whose
+	// configuration gives none.
+	ClientSecret string
+	// Elicit asks the user an MCP server's question (the TUI's form, the Agent SDK's
+	// elicitation control request); nil means no one can be asked, and only Elicitation hooks
+	// answer. See [mcphost.ElicitFunc].
+	Elicit mcphost.ElicitFunc
 }
 
 // startMCP connects the session's MCP servers.
 func (s *Session) startMCP(ctx context.Context) {
-	window := s.opts.ContextWindow
-	if window == 0 {
-		window = DefaultContextWindow
-	}
+	window := s.contextWindow()
 	m, notices := OpenMCP(ctx, s.opts.MCP, MCPSetup{
 		Home: s.opts.Home, ProjectDir: s.projectDir, Cwd: s.opts.Cwd, AddDirs: s.state.AdditionalDirs,
 		Settings: s.settings, Trust: s.opts.Trust, Version: s.opts.Version, ContextWindow: window, Logger: s.logger,
+		Elicit: s.elicitor(),
 	})
 	s.mcp = m
-	s.nativeSearch = provider.SupportsNativeToolSearch(s.opts.Provider)
 	s.notices = append(s.notices, notices...)
-}
-
-// markDeferred sets DeferLoading on the request's MCP tools the provider's own tool search
-// should load (native mode; the fallback defers through the ToolSearch tool instead). The
-// tool list is replaced by a copy, so the pool's specs are never written to.
-func (s *Session) markDeferred(ctx context.Context, r *provider.Request) {
-	if s.mcp == nil || !s.nativeSearch {
-		return
-	}
-	deferred := s.mcp.NativeDeferred(ctx)
-	if len(deferred) == 0 {
-		return
-	}
-	tools := slices.Clone(r.Tools)
-	for i := range tools {
-		if tool.IsMCP(tools[i].Name) && deferred[tools[i].Name] {
-			tools[i].DeferLoading = true
-		}
-	}
-	r.Tools = tools
 }
 
 // MCPSetup is what connecting MCP servers needs to know of the session around them.
@@ -97,6 +79,8 @@ type MCPSetup struct {
 	Version       string
 	ContextWindow int64
 	Logger        *slog.Logger
+	// Elicit answers servers' questions; nil leaves the capability unadvertised.
+	Elicit mcphost.ElicitFunc
 }
 
 // OpenMCP loads the MCP configuration from every source and connects the enabled servers in
@@ -141,8 +125,9 @@ func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, 
 		Environ: environ, Dir: st.Cwd, Roots: append([]string{st.Cwd}, st.AddDirs...),
 		ConnectTimeout: o.ConnectTimeout, ToolTimeout: o.ToolTimeout, MaxOutputTokens: o.MaxOutputTokens,
 		ToolSearch: mcphost.ToolSearchOptions{Mode: o.ToolSearch, ContextWindow: int(st.ContextWindow)},
-		OAuth:      mcphost.OAuthOptions{Home: st.Home, Authorize: o.Authorize, ClientName: "keel"},
+		OAuth:      mcphost.OAuthOptions{Home: st.Home, Authorize: o.Authorize, ClientName: "keel", ClientSecret: o.ClientSecret},
 		ClientName: "keel", ClientVersion: st.Version, Logger: logger.With("component", "mcp"),
+		Elicit: st.Elicit,
 	})
 	m.Start(ctx)
 	return m, notices
@@ -174,25 +159,6 @@ func (s *Session) ReconnectMCP(ctx context.Context, name string) error {
 		return fmt.Errorf("no MCP server %q is configured", name)
 	}
 	return s.mcp.Reconnect(ctx, name)
-}
-
-// mcpInstructions feeds the uncached MCP section of the system prompt: the servers'
-// instructions, and the listing of deferred tools when tool search is on.
-func (s *Session) mcpInstructions() []prompt.MCPServer {
-	if s.mcp == nil {
-		return nil
-	}
-	var out []prompt.MCPServer
-	for _, in := range s.mcp.Instructions() {
-		out = append(out, prompt.MCPServer{Name: in.Server, Instructions: in.Text})
-	}
-	if s.nativeSearch {
-		return out // the provider's tool search lists the deferred tools itself
-	}
-	if listing := s.mcp.DeferredListing(context.Background()); listing != "" {
-		out = append(out, prompt.MCPServer{Name: "deferred tools (load with ToolSearch)", Instructions: listing})
-	}
-	return out
 }
 
 // lookupTool finds a tool the pool no longer offers — an MCP tool of a server that failed —

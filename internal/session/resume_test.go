@@ -67,7 +67,7 @@ func TestResumeSendsTheSameBytes(t *testing.T) {
 	if forked.sess.ID() == id {
 		t.Fatal("--fork-session kept the original id")
 	}
-	if got := len(forked.sess.History()); got != 6 {
+	if got := len(conversation(forked.sess.History())); got != 6 {
 		t.Errorf("forked history has %d messages, want 6", got)
 	}
 	forked.send(t, "hello again")
@@ -113,7 +113,7 @@ func TestResumeReportsTornTail(t *testing.T) {
 	if !strings.Contains(notice, "bytes") {
 		t.Errorf("no torn-tail notice naming the bytes skipped; events: %v", events)
 	}
-	if got := len(second.sess.History()); got != 4 {
+	if got := len(conversation(second.sess.History())); got != 4 {
 		t.Errorf("history after resume has %d messages, want 4", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/transcript"
 )
@@ -84,7 +85,11 @@ func (s *Session) Rewind(ctx context.Context, toUUID string, code, conversation 
 		if idx > 0 {
 			leaf = s.uuids[idx-1]
 		}
-		rep.Messages = len(s.history) - idx
+		for _, m := range s.history[idx:] {
+			if m.Role != message.RoleUser || !prompt.OnlyReminders(m.Content) { // keel's own notes are no messages to the user
+				rep.Messages++
+			}
+		}
 		s.history, s.uuids = s.history[:idx:idx], s.uuids[:idx:idx]
 		s.mu.Unlock()
 		if s.transcript != nil {
@@ -101,7 +106,7 @@ func (s *Session) Rewind(ctx context.Context, toUUID string, code, conversation 
 }
 
 // UserMessages lists the user prompts of the history with their uuids, oldest first: the
-// points a rewind can go back to.
+// points a rewind can go back to. Messages the harness added (system reminders) are not prompts.
 func (s *Session) UserMessages() []transcript.Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -110,7 +115,7 @@ func (s *Session) UserMessages() []transcript.Entry {
 		if m.Role != "user" || i >= len(s.uuids) {
 			continue
 		}
-		if text := m.TextOf(); text != "" && !isToolResults(m.Content) {
+		if text := m.TextOf(); text != "" && !isToolResults(m.Content) && !prompt.OnlyReminders(m.Content) {
 			msg := m
 			out = append(out, transcript.Entry{Type: transcript.TypeUser, UUID: s.uuids[i], Message: &msg})
 		}

@@ -22,9 +22,11 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
+	"github.com/keel-dev/keel/internal/lsp"
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/models"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/provider"
@@ -33,6 +35,7 @@ import (
 	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/toolsearch"
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
@@ -86,8 +89,16 @@ type Options struct {
 	ForkSession bool
 	// NoPersistence writes no transcript and no file history.
 	NoPersistence bool
-	// ContextWindow is the model's context window in tokens; 0 means DefaultContextWindow.
+	// ContextWindow is the model's context window in tokens; 0 means the model's own, from
+	// Models (DefaultContextWindow for a model it does not know).
 	ContextWindow int64
+	// PlanModel, when set, is the model while the permission mode is plan: the opusplan alias
+	// plans with opus and carries the plan out with Model (sonnet).
+	PlanModel string
+	// Models resolves model aliases (in agent definitions, Agent calls) and knows context
+	// windows and output limits; nil means keel's built-in table (connect.LoadModels loads one
+	// refreshed from the API).
+	Models *models.Catalog
 	// Offline opens the stored session for maintenance (`keel rewind`): no MCP servers are
 	// started and no SessionStart or SessionEnd hooks run.
 	Offline bool
@@ -102,6 +113,9 @@ type Options struct {
 	// Model was chosen explicitly and wins over the agent's model.
 	Agent     string
 	ModelFlag bool
+	// LSPWait bounds how long an edit waits for its language server's diagnostics; 0 means
+	// lsp.DefaultWait.
+	LSPWait time.Duration
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
@@ -133,14 +147,21 @@ type Session struct {
 	jobs      *shell.Jobs
 	todos     *builtin.Todos
 	mcp       *mcphost.Manager
-	// nativeSearch: the provider defers MCP tools itself (provider.NativeToolSearcher).
+	// nativeSearch: the provider searches deferred tools itself (provider.NativeToolSearcher);
+	// else search and searchTool are keel's ToolSearch over the deferred tools.
 	nativeSearch bool
+	search       *toolsearch.Searcher
+	searchTool   tool.Tool
 	skills       *skill.Catalog
 	grants       *skill.Grants
 	// forkRunner runs fork-context skills as subagents; nil until agents are wired.
 	forkRunner skill.ForkRunner
+	// helpers counts what tools' own model requests use (WebFetch, WebSearch).
+	helpers helperMeter
+	// lsp runs the language servers of the lspServers settings; nil when none are set.
+	lsp *lsp.Manager
 
-	// mu guards history, state, busy and totals.
+	// mu guards history, state, busy and ledger.
 	mu      sync.Mutex
 	history []message.Message
 	// uuids are the transcript entry ids of history, index for index.
@@ -151,8 +172,8 @@ type Session struct {
 	startContext []string
 	state        tool.State
 	busy         bool
-	totals       message.Usage
-	costUSD      float64
+	// ledger is what every Send used, by model: the main agent, compactions, subagents.
+	ledger cost.Ledger
 	// cacheTotals are the watcher's totals at the end of the last Send.
 	cacheTotals cachewatch.Totals
 	// cacheSafe is what the main agent's newest turn sent (for forks and helpers).
@@ -211,7 +232,11 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger})
 	s.state.AdditionalDirs = policy.Dirs[1:]
 	s.buildHooks()
+	s.buildLSP()
 	s.buildCachePolicy()
+	s.nativeSearch = provider.SupportsNativeToolSearch(opts.Provider)
+	s.search = toolsearch.New()
+	s.searchTool = s.search.Tool(s.deferredTools)
 	if !opts.Offline {
 		s.startMCP(ctx)
 	}
@@ -227,6 +252,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.buildAgents(ctx)
 	if err := s.applyMainAgent(); err != nil {
 		s.closeAgents()
+		s.lsp.Close()
 		s.jobs.Close()
 		if s.mcp != nil {
 			s.mcp.Close()
@@ -272,18 +298,20 @@ func (s *Session) History() []message.Message {
 func (s *Session) ToolNames() []string { return s.pool(context.Background()).Names() }
 
 // pool is the main agent's tools for the next request: built-ins and custom tools in their
-// fixed order, then MCP tools (or ToolSearch and what it found) from the current generation.
-// With a provider that searches deferred tools itself every MCP tool is listed, and
-// markDeferred flags them in the request.
+// fixed order, the MCP resource tools, ToolSearch where the provider cannot search deferred
+// tools itself, then the MCP tools of the current generation sorted by name. Deferred tools
+// are in the pool (so filters, listings and calls see them); deferTools keeps their schemas
+// out of the request.
 func (s *Session) pool(ctx context.Context) *tool.Pool {
-	base := append(append([]tool.Tool(nil), s.builtins...), s.opts.Tools...)
-	if s.mcp == nil {
-		return s.mainFilter(tool.Assemble(base, nil))
+	fixed := s.fixedTools()
+	var mcpTools []tool.Tool
+	if s.mcp != nil {
+		mcpTools = s.mcp.Tools(ctx)
 	}
-	if s.nativeSearch {
-		return s.mainFilter(s.mcp.NativePool(ctx, base))
+	if !s.nativeSearch && len(s.deferredTools(ctx)) > 0 {
+		fixed = append(fixed, s.searchTool)
 	}
-	return s.mainFilter(s.mcp.Pool(ctx, base))
+	return s.mainFilter(tool.Assemble(fixed, mcpTools))
 }
 
 // Send adds prompt to the conversation and runs the main agent until it is done. Events
@@ -346,18 +374,20 @@ func (s *Session) release() {
 // run is one Send: the prompt joins the history, the loop runs, the result is reported.
 func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error {
 	started := time.Now()
-	agentUsage, agentCost := s.agentUsage()
+	agentsBefore := s.agentLedger()
+	helpersBefore := s.helpers.ledger()
 	pool := s.pool(ctx)
 	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode(),
 		Skills: s.skillNames(), Agents: s.agentNames(), MCPServers: s.mcpStatus()})
 	for _, n := range s.takeNotices() {
 		sink.Emit(n)
 	}
-	if handled, err := s.builtinCommand(ctx, prompt, sink); handled {
+	if handled, used, err := s.builtinCommand(ctx, prompt, sink); handled {
 		res := event.Result{Subtype: "success", SessionID: s.id, Duration: time.Since(started), Text: strings.TrimSpace(prompt) + " done"}
 		if err != nil {
 			res.Subtype, res.IsError, res.Text = "error_during_execution", true, err.Error()
 		}
+		s.account(&res, used)
 		sink.Emit(res)
 		return nil
 	}
@@ -387,6 +417,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	state := s.state
 	s.mu.Unlock()
 	g := &gate{s: s, checker: s.checker, emit: sink.Emit}
+	listing := s.newListing(s.pool, history)
+	compact := &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(pool), listing: listing}
 	agent := &loop.Agent{
 		Provider:  s.opts.Provider,
 		Model:     s.Model(),
@@ -398,8 +430,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Prepare:   s.prepare,
 		Watch:     watcher{s.watch},
 		Stop:      stopHook{s},
-		Observers: s.observers(),
-		Compact:   &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(pool)},
+		Observers: s.observers(listing),
+		Compact:   compact,
 		Validator: s.validator,
 		Files:     s.files,
 		State:     state,
@@ -408,6 +440,12 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Source:    "main",
 		Sink:      sink,
 		Logger:    s.logger,
+	}
+	compact.last = func() *loop.CacheSafe {
+		if cs := agent.LastCacheSafe(); cs != nil {
+			return cs
+		}
+		return s.CacheSafe() // the previous Send's newest turn
 	}
 	s.wireAgent(agent)
 	out, runErr := agent.Run(ctx, history)
@@ -421,9 +459,6 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		s.uuids = append(s.uuids, sink.uuids...)
 	}
 	s.state = agent.State
-	s.totals = s.totals.Add(out.Usage)
-	runCost := cost.USD(s.opts.Model, out.Usage)
-	s.costUSD += runCost
 	s.mu.Unlock()
 	cacheBefore := s.cacheTotals
 	s.cacheTotals = s.watch.Totals()
@@ -436,8 +471,6 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		NumTurns:    out.Turns,
 		Duration:    time.Since(started),
 		APIDuration: out.APIDuration,
-		CostUSD:     runCost,
-		Usage:       out.Usage,
 		StopReason:  out.StopReason,
 		Denials:     g.takeDenials(),
 		Cache:       cacheStats(subTotals(s.cacheTotals, cacheBefore)),
@@ -445,7 +478,11 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	if runErr != nil {
 		res.Text = runErr.Error()
 	}
-	s.rollUpAgents(&res, agentUsage, agentCost)
+	used := out.Ledger.Clone()
+	used.Merge(compact.ledger)
+	used.Merge(s.agentLedger().Since(agentsBefore))
+	used.Merge(s.helpers.ledger().Since(helpersBefore))
+	s.account(&res, used)
 	sink.Emit(res)
 	if runErr != nil {
 		return fmt.Errorf("run prompt: %w", runErr)
@@ -461,6 +498,7 @@ func (s *Session) Close() error {
 	s.hooks.Wait()
 	s.jobs.Close()
 	s.closeAgents()
+	s.lsp.Close()
 	if s.mcp != nil {
 		s.mcp.Close()
 	}
@@ -489,26 +527,81 @@ func (s *Session) SetPermissionMode(mode string) error {
 	return nil
 }
 
-// Model returns the model the next request uses.
+// models is the session's model catalog.
+func (s *Session) models() *models.Catalog {
+	if s.opts.Models == nil {
+		return models.Builtins()
+	}
+	return s.opts.Models
+}
+
+// ResolveModel turns a model alias (opus, sonnet, haiku, fable, default…) into a model id with
+// the session's catalog — the list the API gave, else keel's table — as the Agent tool and
+// agent definitions do; anything else passes unchanged.
+func (s *Session) ResolveModel(name string) string { return s.models().Resolve(name) }
+
+// contextWindow is the window of the session's model, in tokens.
+func (s *Session) contextWindow() int64 {
+	if s.opts.ContextWindow > 0 {
+		return s.opts.ContextWindow
+	}
+	return s.models().ContextWindow(s.Model())
+}
+
+// Model returns the model the next request uses: PlanModel while the permission mode is plan
+// (the opusplan alias), else Model.
 func (s *Session) Model() string {
+	plan := s.checker.Policy().Mode == permission.ModePlan
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if plan && s.opts.PlanModel != "" {
+		return s.opts.PlanModel
+	}
 	return s.opts.Model
 }
 
-// SetModel switches the model for the next Send. The model is part of the prompt-cache key,
-// so the cache starts over; the watcher reports it as such.
+// SetModel switches the model for the next Send (and ends opusplan's switching). The model
+// is part of the prompt-cache key, so the cache starts over; the watcher reports it as such.
 func (s *Session) SetModel(model string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.opts.Model = model
+	s.opts.Model, s.opts.PlanModel = model, ""
 }
 
-// Usage returns the tokens used by every Send so far and their cost.
+// Usage returns the tokens used by every Send so far and the price of those whose model has a
+// known price (see [Session.Ledger] for which).
 func (s *Session) Usage() (message.Usage, float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.totals, s.costUSD
+	u, usd, _, _ := s.ledger.Total()
+	return u, usd
+}
+
+// Ledger returns what every Send so far used, by model.
+func (s *Session) Ledger() cost.Ledger {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ledger.Clone()
+}
+
+// account fills a run's result from what it used — the main agent's requests, compactions,
+// subagents and fork children, by model — and adds it to the session's ledger.
+func (s *Session) account(res *event.Result, used cost.Ledger) {
+	res.Usage, res.CostUSD, _, _ = used.Total()
+	if models := used.Models(); len(models) > 0 {
+		res.ModelUsage = map[string]event.ModelUsage{}
+		for _, id := range models {
+			e := used.Entry(id)
+			mu := event.ModelUsage{Usage: e.Usage, CostUSD: e.USD, PriceKnown: !e.Unpriced}
+			if m, ok := s.models().Lookup(id); ok {
+				mu.ContextWindow, mu.MaxOutputTokens = m.ContextWindow, m.MaxOutputTokens
+			}
+			res.ModelUsage[id] = mu
+		}
+	}
+	s.mu.Lock()
+	s.ledger.Merge(used)
+	s.mu.Unlock()
 }
 
 // CacheSafe returns what the main agent's newest completed turn sent, or nil.
@@ -540,18 +633,22 @@ func (s *Session) MemoryFiles() []memory.File {
 // Skills lists the skills and commands this session can run.
 func (s *Session) Skills() []skill.Skill { return s.skills.All() }
 
-// observers are consulted at every request boundary of the main agent.
-func (s *Session) observers() []loop.Observer {
+// observers are consulted at every request boundary of the main agent; listing is this
+// run's announcer of the session's changing lists.
+func (s *Session) observers(listing *listingObserver) []loop.Observer {
 	obs := []loop.Observer{rulesObserver{s}}
 	if s.mcp != nil {
 		obs = append(obs, s.mcp)
 	}
-	return obs
+	if s.lsp != nil {
+		obs = append(obs, lspObserver{s})
+	}
+	return append(obs, listing)
 }
 
-// prepare finishes every request of this session's agents before it is sent: MCP tools the
-// provider searches natively are flagged deferred, then the cache breakpoints are placed.
+// prepare finishes every request of this session's agents before it is sent: rarely needed
+// tools are deferred, then the cache breakpoints are placed.
 func (s *Session) prepare(r *provider.Request) {
-	s.markDeferred(context.Background(), r)
+	s.deferTools(context.Background(), r)
 	provider.PlaceBreakpoints(r, s.ttl)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/provider/scripted"
@@ -89,6 +91,19 @@ func (h *harness) send(t *testing.T, prompt string) []event.Event {
 	return events
 }
 
+// conversation is history without the messages keel adds on its own (the listing of agent
+// types, skills and deferred tools, other system reminders): what the user and model said.
+func conversation(history []message.Message) []message.Message {
+	var out []message.Message
+	for _, m := range history {
+		if m.Role == message.RoleUser && prompt.OnlyReminders(m.Content) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
 func result(t *testing.T, events []event.Event) event.Result {
 	t.Helper()
 	for i := len(events) - 1; i >= 0; i-- {
@@ -145,7 +160,7 @@ func TestRetriedRequestNeverRerunsTool(t *testing.T) {
 			if retries != tt.attempts-1 {
 				t.Errorf("saw %d retry events, want %d", retries, tt.attempts-1)
 			}
-			hist := h.sess.History()
+			hist := conversation(h.sess.History())
 			if len(hist) != 4 {
 				t.Fatalf("history has %d messages, want 4 (prompt, tool call, result, answer)", len(hist))
 			}

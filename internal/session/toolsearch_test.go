@@ -50,6 +50,38 @@ func newProviderHarness(t *testing.T, name string, sc *scripted.Scenario, opts O
 	return &harness{srv: srv, sess: sess}
 }
 
+// wireParts is the system prompt and the messages of a recorded Messages or chat body, as
+// JSON text, to check what a request says where.
+func wireParts(t *testing.T, body []byte) (system, messages string) {
+	t.Helper()
+	var req struct {
+		System   json.RawMessage `json:"system"`
+		Messages json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []json.RawMessage
+	_ = json.Unmarshal(req.Messages, &msgs)
+	var rest []json.RawMessage
+	for _, m := range msgs {
+		var role struct{ Role string }
+		_ = json.Unmarshal(m, &role)
+		if role.Role == "system" || role.Role == "developer" { // chat completions put the system prompt first
+			req.System = append(req.System, m...)
+			continue
+		}
+		rest = append(rest, m)
+	}
+	var text []string
+	for _, m := range rest {
+		var v any
+		_ = json.Unmarshal(m, &v)
+		text = append(text, fmt.Sprint(v))
+	}
+	return string(req.System), strings.ReplaceAll(strings.Join(text, "\n"), `\n`, "\n")
+}
+
 // wireTools is the "tools" array of a recorded body, as sent.
 func wireTools(t *testing.T, body []byte) []json.RawMessage {
 	t.Helper()
@@ -91,6 +123,15 @@ func TestNativeToolSearch(t *testing.T) {
 	if names[len(names)-1] != "tool_search_tool_regex" {
 		t.Errorf("last tool = %q, want the API's search tool", names[len(names)-1])
 	}
+	deferred := map[string]bool{}
+	for _, tl := range h.sess.deferredTools(t.Context()) {
+		deferred[tl.Name()] = true
+	}
+	for _, name := range []string{"BashOutput", "KillShell", "TaskOutput", "TaskStop", "SendMessage", "ListMcpResourcesTool"} {
+		if !deferred[name] {
+			t.Errorf("%s is not deferred", name)
+		}
+	}
 	mcpTools := 0
 	for i, raw := range first {
 		var spec struct {
@@ -102,15 +143,16 @@ func TestNativeToolSearch(t *testing.T) {
 		if isMCP {
 			mcpTools++
 		}
-		if isMCP != spec.DeferLoading {
-			t.Errorf("tools[%d] %s: defer_loading=%v, want it exactly on MCP tools", i, spec.Name, spec.DeferLoading)
+		if want := isMCP || deferred[spec.Name]; want != spec.DeferLoading {
+			t.Errorf("tools[%d] %s: defer_loading=%v, want it exactly on MCP tools and the deferrable built-ins", i, spec.Name, spec.DeferLoading)
 		}
 	}
 	if mcpTools < 30 {
 		t.Errorf("%d MCP tools sent, want all of them (deferred)", mcpTools)
 	}
-	if strings.Contains(string(reqs[0].Body), "load with ToolSearch") {
-		t.Error("native mode lists the deferred tools in the system prompt")
+	if sys, msgs := wireParts(t, reqs[0].Body); strings.Contains(sys, "mcp__t__tool_07") || !strings.Contains(msgs, "- mcp__t__tool_07\n") ||
+		!strings.Contains(msgs, "loaded with tool_search_tool_regex") {
+		t.Errorf("the deferred tools are not named once in a message (and only there); messages:\n%s", msgs)
 	}
 	second := wireTools(t, reqs[1].Body)
 	if fmt.Sprint(first) != fmt.Sprint(second) {
@@ -145,8 +187,9 @@ func TestFallbackToolSearch(t *testing.T) {
 	if strings.Contains(string(reqs[0].Body), "defer_loading") || strings.Contains(string(reqs[0].Body), "tool_search_tool") {
 		t.Error("the OpenAI request carries native tool-search fields")
 	}
-	if !strings.Contains(string(reqs[0].Body), "mcp__t__tool_07: Echo") {
-		t.Error("the deferred tools are not listed in the system prompt")
+	if sys, msgs := wireParts(t, reqs[0].Body); strings.Contains(sys, "mcp__t__tool_07") || !strings.Contains(msgs, "- mcp__t__tool_07\n") ||
+		!strings.Contains(msgs, "loaded with ToolSearch") {
+		t.Errorf("the deferred tools are not named once in a message (and only there); messages:\n%s", msgs)
 	}
 	first, second := wireTools(t, reqs[0].Body), wireTools(t, reqs[1].Body)
 	if len(second) != len(first)+1 {
@@ -158,4 +201,62 @@ func TestFallbackToolSearch(t *testing.T) {
 	if !strings.Contains(string(second[len(first)]), "mcp__t__tool_07") {
 		t.Errorf("last tool of the second request = %s, want mcp__t__tool_07", second[len(first)])
 	}
+}
+
+// TestDeferredBuiltinsBehindToolSearch: without native tool search (the OpenAI adapter) the
+// rarely needed built-ins stay out of the request, named in the listing; ToolSearch loads one,
+// which joins the end of the next request's tools and can be called.
+func TestDeferredBuiltinsBehindToolSearch(t *testing.T) {
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{When: scripted.Match{UserText: "check the shell"}, Times: 1, Reply: []scripted.Block{
+			scripted.ToolUse("ToolSearch", map[string]string{"query": "select:KillShell"})}},
+		{When: scripted.Match{ToolResult: "ToolSearch", HasTool: "KillShell"}, Times: 1, Reply: []scripted.Block{
+			scripted.ToolUse("KillShell", map[string]string{"shell_id": "nope"})}},
+		{When: scripted.Match{ToolResult: "KillShell"}, Reply: []scripted.Block{scripted.Text("done")}},
+	}}
+	h := newProviderHarness(t, "openai", sc, Options{PermissionMode: "bypassPermissions"})
+	res := result(t, h.send(t, "check the shell"))
+	if res.Text != "done" || res.NumTurns != 3 {
+		t.Fatalf("result %q after %d turns, want search, call, done", res.Text, res.NumTurns)
+	}
+	reqs := h.srv.Requests()
+	first := chatToolNames(t, reqs[0].Body)
+	for _, name := range []string{"BashOutput", "KillShell", "TaskOutput", "TaskStop", "SendMessage"} {
+		if has(first, name) {
+			t.Errorf("the first request sends %s whole", name)
+		}
+	}
+	if !has(first, "ToolSearch") || !has(first, "Bash") || !has(h.sess.ToolNames(), "KillShell") {
+		t.Errorf("first request tools %v, session tools %v", first, h.sess.ToolNames())
+	}
+	if _, msgs := wireParts(t, reqs[0].Body); !strings.Contains(msgs, "- KillShell\n") {
+		t.Error("KillShell is not named in the listing")
+	}
+	second := chatToolNames(t, reqs[1].Body)
+	if len(second) != len(first)+1 || second[len(second)-1] != "KillShell" {
+		t.Errorf("second request tools %v, want the first's plus KillShell at the end", second)
+	}
+	if text, _ := toolResultText(t, h.sess.History()[4:]); !strings.Contains(text, "nope") {
+		t.Errorf("KillShell did not run: %q", text)
+	}
+}
+
+// chatToolNames lists the function names of a chat-completions body's tools.
+func chatToolNames(t *testing.T, body []byte) []string {
+	t.Helper()
+	var req struct {
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range req.Tools {
+		names = append(names, tl.Function.Name)
+	}
+	return names
 }

@@ -1,35 +1,27 @@
 package skill
 
 import (
-	"fmt"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/keel-dev/keel/internal/prompt"
 )
 
-// SectionName is the name of the system-prompt section holding the listing.
-const SectionName = "skills"
-
 // Listing budget: a description longer than MaxListedDescription is cut (with "…"), and the
-// whole listing stops before DefaultListingBudget bytes (Options.ListingBudget overrides),
-// ending with a line saying how many entries were left out. The listing is paid for on every
-// request; the bodies are not.
+// listing stops before DefaultListingBudget bytes of entries (Options.ListingBudget
+// overrides); the entries left out are counted. The listing is paid for in every
+// conversation; the bodies only when loaded.
 const (
 	MaxListedDescription = 250
 	DefaultListingBudget = 8000
 )
 
-const listingIntro = "# Skills\n" +
-	"These skills are available through the Skill tool. When a task matches a skill's description, " +
-	"call Skill with {\"skill\": \"<name>\", \"args\": \"<arguments>\"} before doing the work yourself; " +
-	"its full instructions load only then. When the user types /<name>, that skill is already loaded: " +
-	"follow it rather than invoking it again."
-
-// Listing renders what the model sees of the skills: one line of name and description per
-// model-invocable entry, in name order. It holds no body text. The result depends only on
-// the files loaded, so it belongs in a memoized section (see [Catalog.Section]).
-func (c *Catalog) Listing() string {
+// Entries returns what the model is told of the skills: the name and description of each
+// model-invocable entry, in name order, within the budget, and how many were left out. It
+// holds no body text. The session announces them in a message (see [prompt.Listing]), not
+// in the system prompt or the Skill tool's description, so a skill that appears mid-session
+// costs only its own line.
+func (c *Catalog) Entries() (entries []prompt.Entry, omitted int) {
 	budget := c.opts.ListingBudget
 	if budget <= 0 {
 		budget = DefaultListingBudget
@@ -40,33 +32,17 @@ func (c *Catalog) Listing() string {
 			listed = append(listed, s)
 		}
 	}
-	if len(listed) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	b.WriteString(listingIntro)
-	b.WriteString("\n")
+	used := 0
 	for i, s := range listed {
-		line := "\n- " + s.Name
-		if d := oneLine(s.Description); d != "" {
-			line += ": " + truncate(d, MaxListedDescription)
+		e := prompt.Entry{Name: s.Name, Description: truncate(oneLine(s.Description), MaxListedDescription)}
+		used += len("- " + e.Name + ": " + e.Description + "\n")
+		if used > budget {
+			return entries, len(listed) - i
 		}
-		rest := len(listed) - i
-		if b.Len()+len(line) > budget-len(moreLine(rest)) {
-			b.WriteString(moreLine(rest))
-			break
-		}
-		b.WriteString(line)
+		entries = append(entries, e)
 	}
-	return b.String()
+	return entries, 0
 }
-
-func moreLine(n int) string {
-	return fmt.Sprintf("\n(%d more skills not listed to save space; the user can list them with `keel skills`.)", n)
-}
-
-// Section returns the memoized system-prompt section holding [Catalog.Listing].
-func (c *Catalog) Section() prompt.Section { return prompt.Memoized(SectionName, c.Listing) }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 

@@ -3,10 +3,12 @@ package skill
 import (
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/keel-dev/keel/internal/prompt"
 )
 
 // write creates root/rel with text, making directories as needed.
@@ -288,7 +290,7 @@ func TestBundledSkillsLoadCleanly(t *testing.T) {
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
-	if l := c.Listing(); strings.Contains(l, "- init") {
-		t.Errorf("init writes files and is user-only, but the listing offers it:\n%s", l)
+	if l, _ := c.Entries(); slices.ContainsFunc(l, func(e prompt.Entry) bool { return e.Name == "init" }) {
+		t.Errorf("init writes files and is user-only, but the listing offers it: %+v", l)
 	}
 }

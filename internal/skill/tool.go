@@ -17,7 +17,7 @@ var toolDescription string
 const toolSchema = `{
   "type": "object",
   "properties": {
-    "skill": {"type": "string", "description": "The skill's name from the Skills listing, without a leading slash"},
+    "skill": {"type": "string", "description": "The skill's name from the skills listing, without a leading slash"},
     "args": {"type": "string", "description": "Arguments for the skill, as free text"}
   },
   "required": ["skill"],

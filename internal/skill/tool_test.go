@@ -74,26 +74,19 @@ func toolCatalog(t *testing.T) *Catalog {
 // descriptions of what the model may invoke, never a body.
 func TestListingDisclosesOnlyNames(t *testing.T) {
 	c := toolCatalog(t)
-	want := listingIntro + "\n" +
-		"\n- background: Project background knowledge." +
-		"\n- described: A command with a description." +
-		"\n- pdf: Work with PDF files." +
-		"\n- plain-fork: Fork with defaults." +
-		"\n- research: Research a topic in depth."
-	got := c.Listing()
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("mismatch (-want +got):\n%s", diff)
+	want := []prompt.Entry{
+		{Name: "background", Description: "Project background knowledge."},
+		{Name: "described", Description: "A command with a description."},
+		{Name: "pdf", Description: "Work with PDF files."},
+		{Name: "plain-fork", Description: "Fork with defaults."},
+		{Name: "research", Description: "Research a topic in depth."},
 	}
-	if strings.Contains(got, "SECRET") {
+	got, omitted := c.Entries()
+	if diff := cmp.Diff(want, got); diff != "" || omitted != 0 {
+		t.Errorf("mismatch (-want +got), %d omitted:\n%s", omitted, diff)
+	}
+	if strings.Contains(fmt.Sprint(got), "SECRET") {
 		t.Errorf("listing contains body text")
-	}
-	// The section is memoized: a prompt built from it renders identical bytes every time.
-	b := prompt.NewFromSections(nil, []prompt.Section{c.Section()})
-	if s := c.Section(); s.Name() != SectionName || s.UncachedReason() != "" {
-		t.Errorf("section %q uncached reason %q", s.Name(), s.UncachedReason())
-	}
-	if r1, r2 := b.Render(), b.Render(); string(r1.Bytes) != string(r2.Bytes) || !strings.Contains(string(r1.Bytes), "- pdf: Work with PDF files.") {
-		t.Errorf("rendered section unstable or missing:\n%s", r1.Bytes)
 	}
 }
 
@@ -104,22 +97,22 @@ func TestListingBudget(t *testing.T) {
 		write(t, l.root, fmt.Sprintf(".keel/skills/s%02d/SKILL.md", i), skillFile(fmt.Sprintf("s%02d", i), long, "b"))
 	}
 	c, _ := l.load(t, func(o *Options) { o.ListingBudget = 3000 })
-	got := c.Listing()
-	if len(got) > 3000 {
-		t.Errorf("listing is %d bytes, budget 3000", len(got))
+	got, omitted := c.Entries()
+	size := 0
+	for _, e := range got {
+		size += len("- " + e.Name + ": " + e.Description + "\n")
 	}
-	lines := strings.Split(got, "\n")
-	first := lines[3] // after the two intro lines and a blank one
-	if want := "- s00: " + truncate(oneLine(long), MaxListedDescription); first != want {
-		t.Errorf("first entry = %q, want %q", first, want)
+	if size > 3000 {
+		t.Errorf("listing is %d bytes, budget 3000", size)
 	}
-	if !strings.HasSuffix(first, "…") || len([]rune(strings.TrimPrefix(first, "- s00: "))) != MaxListedDescription {
-		t.Errorf("description not cut at %d runes: %q", MaxListedDescription, first)
+	if want := truncate(oneLine(long), MaxListedDescription); got[0].Name != "s00" || got[0].Description != want {
+		t.Errorf("first entry = %+v, want s00: %q", got[0], want)
 	}
-	last := lines[len(lines)-1]
-	listed := len(lines) - 4
-	if want := fmt.Sprintf("(%d more skills not listed to save space; the user can list them with `keel skills`.)", 40-listed); last != want {
-		t.Errorf("last line = %q, want %q", last, want)
+	if d := got[0].Description; !strings.HasSuffix(d, "…") || len([]rune(d)) != MaxListedDescription {
+		t.Errorf("description not cut at %d runes: %q", MaxListedDescription, d)
+	}
+	if len(got)+omitted != 40 || omitted == 0 {
+		t.Errorf("%d listed and %d omitted, want 40 in all with some omitted", len(got), omitted)
 	}
 }
 
@@ -283,8 +276,8 @@ func TestMCPPrompts(t *testing.T) {
 	if !ok || s.ArgumentHint != "<number> [focus]" || s.ModelInvocable() || s.Source != SourceMCP {
 		t.Fatalf("lookup = %+v, %v", s, ok)
 	}
-	if c.Listing() != "" {
-		t.Errorf("MCP prompts reached the model's listing:\n%s", c.Listing())
+	if got, _ := c.Entries(); len(got) != 0 {
+		t.Errorf("MCP prompts reached the model's listing: %+v", got)
 	}
 	inv, ok, err := c.Expand(t.Context(), "/mcp__git_hub__review-pr 42 error handling")
 	if !ok || err != nil {

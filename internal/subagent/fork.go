@@ -26,13 +26,15 @@ func forkDefinition() *agentdef.Definition {
 		MaxTurns: DefaultMaxTurns, PermissionMode: agentdef.ModeBubble, Source: agentdef.SourceBuiltin}
 }
 
+// forkBriefing tells a fork child what it is. It is the same text for every child of every
+// turn, so it belongs to the prefix the children share; only the directive after it differs.
+const forkBriefing = "You are a fork of the agent whose conversation is above: you share its context, but not its future. " +
+	"Do only the task in the " + ForkTag + " tag below, do not start other forks, and end with a concise report of what you found or did; " +
+	"your final message is returned to the agent that forked you."
+
 // directive wraps a fork child's task in the boilerplate tag.
 func directive(prompt string) string {
-	return "<" + ForkTag + ">\n" +
-		"You are a fork of the agent whose conversation is above: you share its context, but not its future. " +
-		"Do only the task below, do not start other forks, and end with a concise report of what you found or did; " +
-		"your final message is returned to the agent that forked you.\n\n" +
-		prompt + "\n</" + ForkTag + ">"
+	return "<" + ForkTag + ">\n" + prompt + "\n</" + ForkTag + ">"
 }
 
 // forked reports whether the agent is a fork child: it was started as one or its history
@@ -63,10 +65,12 @@ func carriesTag(msgs []message.Message) bool {
 // forkHistory builds a fork child's conversation from the parent's last request and the
 // assistant turn it produced: the request's messages (incomplete tool calls dropped), the
 // whole turn — text, thinking and every tool_use — and one user message with the same
-// placeholder result for each tool_use, then the directive. Cache markers are stripped: the
-// child's own request places them.
-func forkHistory(last *provider.Request, reply message.Message, prompt string) []message.Message {
-	msgs := make([]message.Message, 0, len(last.Messages)+2)
+// placeholder result for each tool_use, the briefing, then the directive. Everything before
+// the directive is the same for every child of the turn; shared names its last block (the
+// briefing), where a cache breakpoint lets the first child write it and the others read it.
+// Cache markers are stripped: the child's own request places them.
+func forkHistory(last *provider.Request, reply message.Message, prompt string) (msgs []message.Message, shared provider.BlockRef) {
+	msgs = make([]message.Message, 0, len(last.Messages)+2)
 	for _, m := range last.Messages {
 		msgs = append(msgs, unmarked(m))
 	}
@@ -76,8 +80,10 @@ func forkHistory(last *provider.Request, reply message.Message, prompt string) [
 	for _, u := range reply.ToolUses() {
 		blocks = append(blocks, message.ToolResult(u.ID, []message.Block{message.Text(ForkPlaceholder)}, false))
 	}
+	blocks = append(blocks, message.Text(forkBriefing))
+	shared = provider.BlockRef{Message: len(msgs), Block: len(blocks) - 1}
 	blocks = append(blocks, message.Text(directive(prompt)))
-	return append(msgs, message.User(blocks...))
+	return append(msgs, message.User(blocks...)), shared
 }
 
 func unmarked(m message.Message) message.Message {

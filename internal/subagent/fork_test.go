@@ -16,18 +16,6 @@ import (
 
 const forkChildren = 5
 
-func forkScenario() *scripted.Scenario {
-	fan := []scripted.Block{scripted.Text("I'll split this into five parallel forks.")}
-	for i := range forkChildren {
-		fan = append(fan, scripted.ToolUse("Agent", map[string]any{"description": fmt.Sprintf("part %d", i+1), "prompt": fmt.Sprintf("FORK-%d: check part %d", i+1, i+1)}))
-	}
-	return &scripted.Scenario{Rules: []scripted.Rule{
-		{Name: "fork-child", When: scripted.Match{UserText: "<" + ForkTag + ">"}, Reply: []scripted.Block{scripted.Text("fork done")}},
-		{Name: "fanout", When: scripted.Match{UserText: "start"}, Times: 1, Reply: fan},
-		{Name: "parent-done", When: scripted.Match{ToolResult: "Agent"}, Reply: []scripted.Block{scripted.Text("all forks reported")}},
-	}}
-}
-
 // bigSystem stands in for a real system prompt (keel's is several thousand tokens).
 func bigSystem() string {
 	var b strings.Builder
@@ -37,11 +25,12 @@ func bigSystem() string {
 	return b.String()
 }
 
-// TestForkChildrenShareTheParentsCache: five fork children of one parent turn each read at
-// least 97% of their input from the prompt cache, and each child's request is the parent's
-// request byte for byte plus the copied turn and one user message.
+// TestForkChildrenShareTheParentsCache: each of five fork children of one parent turn sends
+// the parent's request byte for byte plus the copied turn and one user message; the first
+// child writes the shared prefix through the placeholder results and the briefing, and the
+// others read everything but their own directive: at least 99% of their input.
 func TestForkChildrenShareTheParentsCache(t *testing.T) {
-	w := newWorld(t, forkScenario(), worldOptions{forks: true, system: bigSystem()})
+	w := newWorld(t, forkScenario(forkChildren), worldOptions{forks: true, system: bigSystem()})
 	out := w.run("start")
 	if out.Text != "all forks reported" {
 		t.Fatalf("parent text = %q", out.Text)
@@ -55,7 +44,57 @@ func TestForkChildrenShareTheParentsCache(t *testing.T) {
 			t.Errorf("fork result = %q", r)
 		}
 	}
+	parent, children := forkRequests(t, w, forkChildren)
+	for _, c := range children {
+		checkForkPrefix(t, parent.Body, c.Body, out.Messages[1])
+	}
+	checkForkShares(t, children)
 
+	// Golden: the part of one child's request that follows the parent's request.
+	// Children run in parallel, so pick the first fork's request by its directive.
+	for _, c := range children {
+		if bytes.Contains(c.Body, []byte(`<`+ForkTag+`>\nFORK-1:`)) {
+			golden(t, "fork_child_tail.golden", childTail(t, parent.Body, c.Body))
+		}
+	}
+}
+
+// TestForkChildrenAtFiveThousandTokens is the issue's measurement: three children after a
+// parent prompt of about 5,000 tokens, where children 2 and 3 read at least 99% of their
+// input from the cache (it was 97% when only the parent's prefix was cached).
+func TestForkChildrenAtFiveThousandTokens(t *testing.T) {
+	var sys strings.Builder
+	for i := 0; sys.Len() < 9_500; i++ { // with the tools, about 5,000 tokens
+		fmt.Fprintf(&sys, "Rule %d: keep the working tree clean and report what you did.\n", i)
+	}
+	w := newWorld(t, forkScenario(3), worldOptions{forks: true, system: sys.String()})
+	if out := w.run("start"); out.Text != "all forks reported" {
+		t.Fatalf("parent text = %q", out.Text)
+	}
+	parent, children := forkRequests(t, w, 3)
+	if n := parent.Cache.InputTokens; n < 4500 || n > 6000 {
+		t.Fatalf("the parent's request is %d tokens, want about 5,000", n)
+	}
+	checkForkShares(t, children)
+}
+
+// forkScenario fans out into n fork children that each answer at once.
+func forkScenario(n int) *scripted.Scenario {
+	fan := []scripted.Block{scripted.Text(fmt.Sprintf("I'll split this into %d parallel forks.", n))}
+	for i := range n {
+		fan = append(fan, scripted.ToolUse("Agent", map[string]any{"description": fmt.Sprintf("part %d", i+1), "prompt": fmt.Sprintf("FORK-%d: check part %d", i+1, i+1)}))
+	}
+	return &scripted.Scenario{Rules: []scripted.Rule{
+		{Name: "fork-child", When: scripted.Match{UserText: "<" + ForkTag + ">"}, Reply: []scripted.Block{scripted.Text("fork done")}},
+		{Name: "fanout", When: scripted.Match{UserText: "start"}, Times: 1, Reply: fan},
+		{Name: "parent-done", When: scripted.Match{ToolResult: "Agent"}, Reply: []scripted.Block{scripted.Text("all forks reported")}},
+	}}
+}
+
+// forkRequests returns the parent's fan-out request and the n children's first requests, in
+// the order the server received them.
+func forkRequests(t *testing.T, w *world, n int) (scripted.Recorded, []scripted.Recorded) {
+	t.Helper()
 	var parent scripted.Recorded
 	var children []scripted.Recorded
 	for _, rec := range w.srv.Requests() {
@@ -66,29 +105,36 @@ func TestForkChildrenShareTheParentsCache(t *testing.T) {
 			children = append(children, rec)
 		}
 	}
-	if len(children) != forkChildren {
-		t.Fatalf("%d child requests, want %d", len(children), forkChildren)
+	if len(children) != n {
+		t.Fatalf("%d child requests, want %d", len(children), n)
 	}
-	minShare := 1.0
-	for _, c := range children {
-		share := float64(c.Cache.CacheReadTokens) / float64(c.Cache.InputTokens)
-		t.Logf("fork child request %d: input %d tokens, cache read %d (%.2f%%), created %d, uncached %d",
-			c.N, c.Cache.InputTokens, c.Cache.CacheReadTokens, 100*share, c.Cache.CacheCreationTokens, c.Cache.UncachedTokens)
-		minShare = min(minShare, share)
-		checkForkPrefix(t, parent.Body, c.Body, out.Messages[1])
-	}
-	if minShare < 0.97 {
-		t.Errorf("lowest cache share of a fork child = %.4f, want >= 0.97", minShare)
-	}
-	t.Logf("fork cache: %d children, lowest cache-read share %.2f%%", forkChildren, 100*minShare)
+	return parent, children
+}
 
-	// Golden: the part of one child's request that follows the parent's request.
-	// Children run in parallel, so pick the first fork's request by its directive.
-	for _, c := range children {
-		if bytes.Contains(c.Body, []byte(`\n\nFORK-1:`)) {
-			golden(t, "fork_child_tail.golden", childTail(t, parent.Body, c.Body))
+// checkForkShares: the first child (by arrival) writes the shared prefix and reads the
+// parent's; every later one reads at least 99% of its input.
+func checkForkShares(t *testing.T, children []scripted.Recorded) {
+	t.Helper()
+	minLater := 1.0
+	for i, c := range children {
+		share := float64(c.Cache.CacheReadTokens) / float64(c.Cache.InputTokens)
+		t.Logf("fork child %d (request %d): input %d tokens, cache read %d (%.2f%%), created %d, uncached %d, breakpoints %d",
+			i+1, c.N, c.Cache.InputTokens, c.Cache.CacheReadTokens, 100*share, c.Cache.CacheCreationTokens, c.Cache.UncachedTokens, c.Cache.Breakpoints)
+		if c.Cache.Breakpoints > 4 {
+			t.Errorf("fork child %d carries %d breakpoints, over the API's 4", i+1, c.Cache.Breakpoints)
 		}
+		if i == 0 {
+			if share < 0.9 {
+				t.Errorf("the first fork child read %.4f of its input, want the parent's prefix (>= 0.9)", share)
+			}
+			continue
+		}
+		minLater = min(minLater, share)
 	}
+	if minLater < 0.99 {
+		t.Errorf("lowest cache share of fork children 2..%d = %.4f, want >= 0.99", len(children), minLater)
+	}
+	t.Logf("fork cache: %d children, children 2..%d read at least %.2f%% from the cache", len(children), len(children), 100*minLater)
 }
 
 type body struct {
@@ -168,7 +214,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestForkRefusesRecursion(t *testing.T) {
-	sc := forkScenario()
+	sc := forkScenario(forkChildren)
 	// The fork child tries to fork again.
 	sc.Rules[0] = scripted.Rule{Name: "fork-child", When: scripted.Match{UserText: "<" + ForkTag + ">"}, Times: forkChildren,
 		Reply: []scripted.Block{scripted.ToolUse("Agent", map[string]any{"description": "again", "prompt": "deeper"})}}

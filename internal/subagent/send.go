@@ -38,6 +38,8 @@ func (r *Runner) SendMessageTool() tool.Tool {
 			`"summary":{"type":"string","description":"A 5-10 word recap for the UI"}},` +
 			`"required":["to","message"],"additionalProperties":false}`),
 		IsConcurrencySafe: tool.Always[sendInput],
+		// Needed only to continue an agent; every Agent result names it.
+		Deferred: true,
 		Run: func(ctx context.Context, env *tool.Env, in sendInput) tool.Result {
 			return r.Send(ctx, env.AgentID, env.ToolUseID, in.To, in.Message)
 		},

@@ -276,7 +276,9 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 		agent.System = func(context.Context) loop.System { return sys }
 		agent.Pool = p.p.Pool
 		if s.history == nil {
-			c.history = forkHistory(last, reply, s.in.Prompt)
+			var shared provider.BlockRef
+			c.history, shared = forkHistory(last, reply, s.in.Prompt)
+			agent.Prepare = withSharedPrefix(p.p.Prepare, shared)
 		}
 	} else {
 		filter := Filter{Builtin: def.Source == agentdef.SourceBuiltin, Background: s.background, PlanMode: mode == permission.ModePlan,
@@ -330,6 +332,9 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 		return nil, err
 	}
 	agent.Observers = []loop.Observer{queue, n.inbox}
+	if r.cfg.Observers != nil {
+		agent.Observers = append(agent.Observers, r.cfg.Observers(agent.Pool, c.history)...)
+	}
 	c.sink = &childSink{r: r, queue: queue, w: s.writer}
 	if c.sink.w == nil && r.cfg.SessionPath != "" {
 		if err := r.openTranscript(ctx, c, state.Cwd); err != nil {
@@ -339,6 +344,16 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 	agent.Sink = c.sink
 	c.agent = agent
 	return c, nil
+}
+
+// withSharedPrefix has prepare mark the end of the prefix a turn's fork children share.
+func withSharedPrefix(prepare func(*provider.Request), shared provider.BlockRef) func(*provider.Request) {
+	return func(r *provider.Request) {
+		r.SharedPrefix = &shared
+		if prepare != nil {
+			prepare(r)
+		}
+	}
 }
 
 func (r *Runner) model(p *node, s spawn) string {
@@ -421,11 +436,13 @@ func (r *Runner) run(ctx context.Context, c *child) (res result) {
 		out      *loop.Outcome
 		err      error
 		usage    message.Usage
+		ledger   cost.Ledger
 		toolUses int
 	)
 	for {
 		out, err = c.agent.Run(ctx, history)
 		usage = usage.Add(out.Usage)
+		ledger.Merge(out.Ledger)
 		toolUses += countToolUses(out.Messages[len(history):])
 		// A message sent while the agent finished its last turn is not lost: it starts
 		// another. Checking the inbox and leaving the live set under one lock means a sender
@@ -446,7 +463,7 @@ func (r *Runner) run(ctx context.Context, c *child) (res result) {
 		history = append(out.Messages, next)
 	}
 	res = result{text: out.Text, usage: usage, toolUses: toolUses, duration: time.Since(c.started)}
-	r.addUsage(usage, cost.USD(c.agent.Model, usage))
+	r.addUsage(ledger)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		res.interrupted = true

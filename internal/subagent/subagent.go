@@ -63,6 +63,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/background"
+	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
@@ -120,6 +121,10 @@ type Config struct {
 	Prepare func(*provider.Request)
 	// ResolveModel maps a model alias (sonnet, opus, haiku) to a model id; nil passes it on.
 	ResolveModel func(string) string
+	// Observers, if set, returns further observers for a child about to run with this pool
+	// and this history (the session's announcer of agent types, skills and deferred tools,
+	// which tells a fork child only what its inherited history does not already say).
+	Observers func(pool func(context.Context) *tool.Pool, history []message.Message) []loop.Observer
 	// Worktrees creates isolated worktrees; nil refuses isolation: worktree.
 	Worktrees *worktree.Manager
 	// Emit receives children's events; nil drops them. Called from children's goroutines.
@@ -151,16 +156,15 @@ type Runner struct {
 	cfg    Config
 	logger *slog.Logger
 
-	// mu guards agents, done, usage and cost.
+	// mu guards agents, done and ledger.
 	mu     sync.Mutex
 	agents map[string]*node
 	// fg are the foreground children running, by the id of the agent that waits for them.
 	fg map[string]map[*foreground]struct{}
 	// done holds the definition and history of children that finished in this process, so
 	// SendMessage continues them without a transcript.
-	done  map[string]*record
-	usage message.Usage
-	cost  float64
+	done   map[string]*record
+	ledger cost.Ledger
 }
 
 // node is one live agent: the main thread ("") or a running child.
@@ -229,19 +233,18 @@ func (r *Runner) AfterTurn(agentID string) func(req *provider.Request, sys loop.
 	}
 }
 
-// Usage returns the tokens and dollars every child used so far; the session adds them to its
-// result.
-func (r *Runner) Usage() (message.Usage, float64) {
+// Ledger returns, by model, what every child used so far, priced request by request; the
+// session adds what grew during a run to that run's result (and its modelUsage).
+func (r *Runner) Ledger() cost.Ledger {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.usage, r.cost
+	return r.ledger.Clone()
 }
 
-func (r *Runner) addUsage(u message.Usage, usd float64) {
+func (r *Runner) addUsage(l cost.Ledger) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.usage = r.usage.Add(u)
-	r.cost += usd
+	r.ledger.Merge(l)
 }
 
 func (r *Runner) node(id string) *node {

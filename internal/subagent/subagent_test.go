@@ -61,7 +61,7 @@ func TestForegroundSubagent(t *testing.T) {
 		t.Errorf("parent file state has %d entries after the child read, want 1", n)
 	}
 	// Usage rolled up.
-	if u, _ := w.runner.Usage(); u.TotalInput() == 0 || u.OutputTokens == 0 {
+	if u, _, _, _ := w.runner.Ledger().Total(); u.TotalInput() == 0 || u.OutputTokens == 0 {
 		t.Errorf("runner usage = %+v", u)
 	}
 	// Per-agent transcript and meta.

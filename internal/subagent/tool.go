@@ -3,10 +3,10 @@ package subagent
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/keel-dev/keel/internal/agentdef"
+	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -40,14 +40,15 @@ const agentSchema = `{"type":"object","properties":{` +
 	`"description":{"type":"string","description":"A short (3-5 word) description of the task"},` +
 	`"prompt":{"type":"string","description":"The task for the agent to perform"},` +
 	`"subagent_type":{"type":"string","description":"The type of specialized agent to use for this task"},` +
-	`"model":{"type":"string","description":"Optional model for this agent (an alias such as sonnet, opus, haiku, or a model id); defaults to the agent's own or the caller's"},` +
+	`"model":{"type":"string","description":"Optional model for this agent (an alias such as opus, sonnet, haiku, fable, or a model id); defaults to the agent's own or the caller's"},` +
 	`"run_in_background":{"type":"boolean","description":"Run the agent in the background; you will be notified when it completes"},` +
 	`"isolation":{"type":"string","enum":["worktree"],"description":"Run the agent in its own git worktree"}},` +
 	`"required":["description","prompt"],"additionalProperties":false}`
 
 // Tool returns the Agent tool bound to this runner. One value serves every agent: the caller
-// is found through env.AgentID. Its description lists the agents, in the set's stable order,
-// so it never changes during a session (it is part of every cached prefix).
+// is found through env.AgentID. Its description names no agent type: the types are announced
+// in a message ([Runner.AgentTypes]), so a definition that comes or goes mid-session leaves
+// the cached tool list alone.
 func (r *Runner) Tool() tool.Tool {
 	return tool.New(tool.Spec[Input]{
 		Name:              ToolName,
@@ -62,11 +63,8 @@ func (r *Runner) Tool() tool.Tool {
 
 func (r *Runner) description() string {
 	var b strings.Builder
-	b.WriteString("Launch a new agent to handle a complex, multi-step task on its own. Each agent type has its own tools and instructions.\n\nAvailable agent types:\n")
-	for _, d := range r.cfg.Defs.Agents() {
-		fmt.Fprintf(&b, "- %s: %s (Tools: %s)\n", d.Name, oneLine(d.Description), toolList(d))
-	}
-	b.WriteString("\nUsage:\n" +
+	b.WriteString("Launch a new agent to handle a complex, multi-step task on its own. Each agent type has its own tools and instructions; " +
+		"the available types are listed in a system reminder in the conversation.\n\nUsage:\n" +
 		"- Give a short description and a complete, self-contained prompt: the agent does not see this conversation.\n" +
 		"- The agent's final message is returned to you; the user does not see it, so summarise what matters.\n" +
 		"- Launch independent agents in one message to run them in parallel.\n" +
@@ -77,6 +75,16 @@ func (r *Runner) description() string {
 		b.WriteString("- Without subagent_type the agent is a fork of you: it inherits this whole conversation, so the prompt is a directive, not a briefing.\n")
 	}
 	return b.String()
+}
+
+// AgentTypes lists the agent definitions the Agent tool can start, in the set's stable order,
+// with their descriptions and tools, for the session to announce.
+func (r *Runner) AgentTypes() []prompt.Entry {
+	var out []prompt.Entry
+	for _, d := range r.cfg.Defs.Agents() {
+		out = append(out, prompt.Entry{Name: d.Name, Description: oneLine(d.Description) + " (Tools: " + toolList(d) + ")"})
+	}
+	return out
 }
 
 func oneLine(s string) string {

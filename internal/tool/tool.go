@@ -53,6 +53,11 @@ type Env struct {
 	Progress func(msg string)
 	// Logger is the agent's logger; never nil.
 	Logger *slog.Logger
+	// Explicit reports whether a permission rule names this call's target explicitly (for
+	// WebFetch, a WebFetch(domain:HOST) allow rule for the URL's host). Tools ask it before
+	// what no mode or one-time answer may allow: WebFetch reaching a private address. The
+	// gate sets it; nil means no rule does.
+	Explicit func() bool
 }
 
 // State is the part of an agent's context that tools may change, through a [Modifier]
@@ -101,4 +106,10 @@ func (r Result) ResultText() string {
 // cost a name until the model asks for one.
 type Deferrable interface {
 	DeferLoading() bool
+}
+
+// IsDeferred reports whether t declares itself rarely needed.
+func IsDeferred(t Tool) bool {
+	d, ok := t.(Deferrable)
+	return ok && d.DeferLoading()
 }

@@ -17,7 +17,10 @@ type Spec[In any] struct {
 	// IsReadOnly and IsConcurrencySafe answer for a decoded input; nil means false.
 	IsReadOnly        func(In) bool
 	IsConcurrencySafe func(In) bool
-	Run               func(ctx context.Context, env *Env, in In) Result
+	// Deferred marks a rarely needed tool (see [Deferrable]): its schema stays out of the
+	// first request until the model looks it up.
+	Deferred bool
+	Run      func(ctx context.Context, env *Env, in In) Result
 }
 
 // New builds a Tool from spec. It panics on a schema that is not JSON: that is a programming
@@ -36,6 +39,7 @@ type typed[In any] struct{ spec Spec[In] }
 func (t *typed[In]) Name() string                 { return t.spec.Name }
 func (t *typed[In]) Description() string          { return t.spec.Description }
 func (t *typed[In]) InputSchema() json.RawMessage { return t.spec.Schema }
+func (t *typed[In]) DeferLoading() bool           { return t.spec.Deferred }
 
 func (t *typed[In]) ReadOnly(input json.RawMessage) bool {
 	return t.ask(t.spec.IsReadOnly, input)

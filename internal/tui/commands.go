@@ -11,6 +11,8 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/keel-dev/keel/internal/cost"
 )
 
 // commands are the built-in slash commands, in help order.
@@ -182,9 +184,37 @@ func (m *Model) costText() string {
 	if in := u.TotalInput(); in > 0 {
 		share = float64(u.CacheReadInputTokens) / float64(in) * 100
 	}
-	return fmt.Sprintf("tokens: %s in (%s cache read, %s cache write), %s out\ncost: $%.4f\ncache read share: %.0f%%",
+	return fmt.Sprintf("tokens: %s in (%s cache read, %s cache write), %s out\ncost: %s\ncache read share: %.0f%%",
 		fmtTokens(u.TotalInput()), fmtTokens(u.CacheReadInputTokens), fmtTokens(u.CacheCreationInputTokens),
-		fmtTokens(u.OutputTokens), m.cost, share)
+		fmtTokens(u.OutputTokens), m.costString(4), share)
+}
+
+// costString is the cost so far for people: "price unknown" where a model used, or the one
+// in use, has none.
+func (m *Model) costString(digits int) string {
+	unpriced, priced := m.pricing()
+	return cost.Format(m.cost, !unpriced, priced, digits)
+}
+
+// statusCost is the status line's cost and separator: "$0.12 · ", "$0.12+? · " when some
+// model has no price, nothing when none has one — never a made-up $0.00 (/cost says more).
+func (m *Model) statusCost() string {
+	switch unpriced, priced := m.pricing(); {
+	case !unpriced:
+		return fmt.Sprintf("$%.2f · ", m.cost)
+	case priced:
+		return fmt.Sprintf("$%.2f+? · ", m.cost)
+	}
+	return ""
+}
+
+// pricing says whether some model used so far, or the one in use, has no known price, and
+// whether some has one.
+func (m *Model) pricing() (unpriced, priced bool) {
+	if _, ok := cost.Lookup(m.b.Model()); ok {
+		return m.unpriced, true
+	}
+	return true, m.priced
 }
 
 func helpText() string {

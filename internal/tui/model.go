@@ -76,14 +76,17 @@ type Model struct {
 	lastEsc, lastCtrlC time.Time
 	hint               string
 
-	tasks    []*task
-	ctxUsed  int64
-	usage    keel.Usage
-	cost     float64
-	init     *keel.Init
-	prompts  []rewindPoint
-	always   []string
-	quitting bool
+	tasks   []*task
+	ctxUsed int64
+	usage   keel.Usage
+	cost    float64
+	// unpriced and priced say whether some model used so far has no known price, and whether
+	// some has one: cost alone would show an unknown price as $0.00.
+	unpriced, priced bool
+	init             *keel.Init
+	prompts          []rewindPoint
+	always           []string
+	quitting         bool
 }
 
 // rewindPoint is a user message the conversation can be rewound to.

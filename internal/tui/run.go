@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/keel-dev/keel"
+	"github.com/keel-dev/keel/internal/cost"
 )
 
 // Run runs the full-screen UI until the user quits or ctx ends.
@@ -97,7 +98,11 @@ func RunPlain(ctx context.Context, b Backend, a *PlainAsker, prompt string) erro
 			case keel.Notice:
 				fmt.Fprintf(out, "\n[%s] %s\n", e.Level, e.Text)
 			case keel.Result:
-				fmt.Fprintf(out, "\n[%s · $%.4f]\n", e.Subtype, e.CostUSD)
+				all, any := true, len(e.ModelUsage) == 0
+				for _, mu := range e.ModelUsage {
+					all, any = all && mu.PriceKnown, any || mu.PriceKnown
+				}
+				fmt.Fprintf(out, "\n[%s · %s]\n", e.Subtype, cost.Format(e.CostUSD, all, any, 4))
 			}
 		}
 		return ctx.Err()

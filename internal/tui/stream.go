@@ -168,7 +168,8 @@ func (m *Model) onEvent(ev keel.Event) {
 		m.usage, m.cost = m.b.Usage()
 	case keel.UserMessage:
 		if !sub && e.UUID != "" {
-			if t := e.Message.TextOf(); t != "" && len(e.Message.ToolUses()) == 0 && !hasToolResult(e) {
+			// System reminders (listings, notes) are the harness's additions, not prompts.
+			if t := e.Message.TextOf(); t != "" && len(e.Message.ToolUses()) == 0 && !hasToolResult(e) && !strings.HasPrefix(t, "<system-reminder>") {
 				m.prompts = append(m.prompts, rewindPoint{uuid: e.UUID, text: t})
 			}
 		}
@@ -226,6 +227,10 @@ func (m *Model) onEvent(ev keel.Event) {
 			return
 		}
 		m.usage, m.cost = e.Usage, e.CostUSD
+		for _, mu := range e.ModelUsage {
+			m.unpriced = m.unpriced || !mu.PriceKnown
+			m.priced = m.priced || mu.PriceKnown
+		}
 		if u, c := m.b.Usage(); c >= e.CostUSD {
 			m.usage, m.cost = u, c
 		}

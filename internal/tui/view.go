@@ -236,8 +236,8 @@ func (m *Model) statusLine() string {
 	if in := u.TotalInput(); in > 0 {
 		share = int(u.CacheReadInputTokens * 100 / in)
 	}
-	right := fmt.Sprintf("ctx %d%% · %s tok · $%.2f · cache %d%%", m.ctxUsed*100/contextWindow,
-		fmtTokens(u.TotalInput()+u.OutputTokens), m.cost, share)
+	right := fmt.Sprintf("ctx %d%% · %s tok · %scache %d%%", m.ctxUsed*100/contextWindow,
+		fmtTokens(u.TotalInput()+u.OutputTokens), m.statusCost(), share)
 	gap := m.width - lipgloss.Width(left) - lipgloss.Width(right)
 	if hint := m.st.dim.Render(" (shift+tab)"); gap > lipgloss.Width(hint) {
 		left += hint

@@ -20,11 +20,12 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
+	"github.com/keel-dev/keel/internal/models"
 	"github.com/keel-dev/keel/internal/provider"
 )
 
 // DefaultModel is used when neither the request nor ANTHROPIC_MODEL names one.
-const DefaultModel = "claude-sonnet-4-5"
+const DefaultModel = models.DefaultModel
 
 // The environment variables [FromEnv] reads, as other Anthropic tools name them.
 const (
@@ -122,6 +123,10 @@ func (p *Provider) Model() string { return p.model }
 // [EncodeRequest]), and the model's searches come back as server tool blocks kept in the
 // history as they are.
 func (p *Provider) NativeToolSearch() bool { return true }
+
+// ServerWebSearch reports that the Messages API runs web searches itself (the web_search
+// server tool), so WebSearch needs no search service of its own.
+func (p *Provider) ServerWebSearch() bool { return true }
 
 // Stream sends req and yields its events as they arrive, then one [provider.Done]. It makes
 // exactly one HTTP attempt.

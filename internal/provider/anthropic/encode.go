@@ -84,7 +84,10 @@ func EncodeRequest(req *provider.Request, model string) ([]byte, error) {
 // ToolSearchTool is the server-side tool search entry sent after the tools whenever one of
 // them is deferred: the API rejects deferred tools without a search tool to find them. The
 // regex variant lets the model search names, descriptions and argument names precisely.
-const ToolSearchTool = `{"type":"tool_search_tool_regex_20251119","name":"tool_search_tool_regex"`
+const ToolSearchTool = `{"type":"tool_search_tool_regex_20251119","name":"` + ToolSearchToolName + `"`
+
+// ToolSearchToolName is the name the model calls the server-side tool search by.
+const ToolSearchToolName = "tool_search_tool_regex"
 
 // tools writes the tool list. Deferred tools (ToolSpec.DeferLoading) stay in their place, so
 // the list is the same bytes whatever the model has found, and the search tool follows them.
@@ -97,6 +100,12 @@ func (w *writer) tools(tools []provider.ToolSpec) error {
 	deferred := false
 	for i, t := range tools {
 		w.comma(i)
+		if len(t.Raw) > 0 {
+			if err := w.rawBlock(message.Block{Type: "server tool " + t.Name, Raw: t.Raw, CacheControl: t.CacheControl}); err != nil {
+				return err
+			}
+			continue
+		}
 		w.raw(`{"name":`)
 		w.str(t.Name)
 		if t.Description != "" {
@@ -191,6 +200,12 @@ func (w *writer) block(b message.Block) error {
 	case message.TypeText:
 		w.raw(`,"text":`)
 		w.str(b.Text)
+		if len(b.Citations) > 0 {
+			w.raw(`,"citations":`)
+			if err := w.rawJSON(b.Citations); err != nil {
+				return fmt.Errorf("text citations: %w", err)
+			}
+		}
 	case message.TypeThinking:
 		w.raw(`,"thinking":`)
 		w.str(b.Thinking)

@@ -14,6 +14,9 @@
 //     anthropic-version. Errors have the API's shape
 //     {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}.
 //   - POST /v1/messages/count_tokens: {"input_tokens": N}; not recorded, not numbered.
+//   - GET /v1/models: the scenario's models (else keel's built-in model table), newest first,
+//     with the API's pagination (limit, after_id, before_id; has_more, first_id, last_id);
+//     not recorded, not numbered.
 //   - POST /v1/chat/completions: streaming (chunks with role, content, reasoning_content and
 //     tool_calls deltas by index, a finish_reason chunk, with stream_options.include_usage a
 //     usage chunk with no choices, then [DONE]) and non-streaming. Thinking blocks become
@@ -24,12 +27,12 @@
 //
 // # Scenario format
 //
-// A scenario is one YAML document with three optional keys: rules, fallback and cache.
+// A scenario is one YAML document with four optional keys: rules, fallback, cache and models.
 //
 //	rules:              # tried in order; the first that matches and has uses left answers
 //	  - name: NAME      # label in the request log (default "rule N")
 //	    when:           # all given conditions must hold; no when = every request
-//	      user_text: S    # S occurs in the text of the last user message
+//	      user_text: S    # S occurs in the text of the last user message (system reminders aside)
 //	      contains: S     # S occurs anywhere in the last user message, tool results included
 //	      tool_result: T  # the last user message holds a result for a tool_use of tool T
 //	      has_tool: T     # T is in the request's tool list
@@ -43,6 +46,11 @@
 //	      - thinking: S
 //	      - tool_use: {name: T, input: {any: YAML map, sent as a JSON object in key order}}
 //	      - tool_search: {query: S, found: [T, …]}  # the API's own tool search (see below)
+//	      - web_search:   # the API's web_search server tool (see below)
+//	          query: S
+//	          results: [{title: S, url: U, page_age: S, text: S}, …]
+//	          answer: S   # optional: a text block citing every result
+//	          error: E    # optional: fail with this error_code (max_uses_exceeded, …)
 //	    stop_reason: R  # end_turn|tool_use|max_tokens|stop_sequence|pause_turn|refusal
 //	                    # (default tool_use if the reply has a tool_use block, else end_turn)
 //	    fault:          # optional failure
@@ -57,6 +65,9 @@
 //	cache:
 //	  min_tokens: 1024  # minimum cacheable prefix
 //	  lookback: 20      # positions searched per breakpoint, its own included
+//	models:             # what GET /v1/models lists (default: keel's built-in table)
+//	  - {id: claude-opus-5-7, display_name: Claude Opus 5.7, created_at: 2027-01-05,
+//	     max_input_tokens: 1000000, max_tokens: 128000}
 //
 // A rule needs a reply or a fault with a status. "529 twice, then succeed" is a rule
 // {fault: {status: 529}, times: 2} before the rule with the reply: a retried request is
@@ -153,10 +164,25 @@
 // ordinary tool_use block.
 //
 // Cache approximation: a deferred tool's definition is not part of the tools section of the
-// prefix. Each tool_search_tool_result in the history counts, besides its own JSON, the
+// prefix, and adding or removing one moves none of the tools after it. Each tool_search_tool_result in the history counts, besides its own JSON, the
 // canonical definitions of the tools it references, at its own position — where the API
 // inlines them — so they join the cached prefix from there on and the tool list never changes.
 // A reference to a tool that is not deferred in the request is a 400.
+//
+// # Web search
+//
+// A web_search reply block needs a web_search tool (type web_search_20250305 or
+// web_search_20260209, name web_search) in the request; its definition is checked as the API
+// checks it (known fields only, max_uses above 0, not both allowed_domains and
+// blocked_domains, bare domains) and a 400 names what is wrong. The block becomes a
+// server_tool_use (id srvtoolu_scripted_NNNN_wK, input {"query": S}, streamed as
+// input_json_delta), a web_search_tool_result whole in its content_block_start — results
+// outside allowed_domains or inside blocked_domains dropped, and an error max_uses_exceeded
+// past max_uses — and, with an answer, a text block whose citations_delta events
+// (web_search_result_location, cited_text = the result's text) come before its text. Usage
+// then reports server_tool_use.web_search_requests. A scenario that searches when the request
+// has no web_search tool is answered with a 500 naming the problem; chat completions leave the
+// block out.
 //
 // # Request log
 //

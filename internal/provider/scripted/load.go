@@ -13,16 +13,21 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/keel-dev/keel/internal/models"
 )
 
 // Valid keys per YAML mapping, in the order they are listed in error messages.
 var (
-	topKeys      = []string{"rules", "fallback", "cache"}
+	topKeys      = []string{"rules", "fallback", "cache", "models"}
+	modelKeys    = []string{"id", "display_name", "created_at", "max_input_tokens", "max_tokens"}
 	ruleKeys     = []string{"name", "when", "times", "reply", "stop_reason", "fault"}
 	fallbackKeys = []string{"reply", "stop_reason", "fault"}
 	whenKeys     = []string{"user_text", "tool_result", "has_tool", "lacks_tool", "request", "system", "contains", "model"}
-	blockKeys    = []string{"text", "thinking", "tool_use", "tool_search"}
+	blockKeys    = []string{"text", "thinking", "tool_use", "tool_search", "web_search"}
 	searchKeys   = []string{"query", "found"}
+	webKeys      = []string{"query", "results", "answer", "error"}
+	resultKeys   = []string{"title", "url", "page_age", "text"}
 	toolUseKeys  = []string{"name", "input"}
 	faultKeys    = []string{"status", "retry_after", "retry_after_ms", "message", "drop_after", "delay"}
 	cacheKeys    = []string{"min_tokens", "lookback"}
@@ -69,6 +74,12 @@ func ParseScenario(name string, data []byte) (*Scenario, error) {
 		case "fallback":
 			sc.Fallback = &Rule{}
 			return d.rule(v, sc.Fallback, fallbackKeys)
+		case "models":
+			return d.sequence(v, "models", func(i int, n ast.Node) error {
+				m, err := d.model(n)
+				sc.Models = append(sc.Models, m)
+				return err
+			})
 		default: // cache
 			return d.mapping(v, "cache", cacheKeys, func(key string, v ast.Node) error {
 				if key == "min_tokens" {
@@ -184,6 +195,46 @@ func (d *decoder) int(n ast.Node, what string, dst *int) error {
 	return nil
 }
 
+// model reads one entry of models: the list GET /v1/models answers.
+func (d *decoder) model(n ast.Node) (models.Model, error) {
+	var m models.Model
+	err := d.mapping(n, "model", modelKeys, func(key string, v ast.Node) error {
+		switch key {
+		case "id":
+			return d.string(v, key, &m.ID)
+		case "display_name":
+			return d.string(v, key, &m.DisplayName)
+		case "created_at":
+			var text string
+			if err := d.string(v, key, &text); err != nil {
+				return err
+			}
+			t, err := time.Parse(time.RFC3339, text)
+			if err != nil {
+				if t, err = time.Parse(time.DateOnly, text); err != nil {
+					return d.errorf(v, "created_at %q is not a date (2026-11-09) or an RFC 3339 time", text)
+				}
+			}
+			m.Created = t
+			return nil
+		}
+		var i int
+		if err := d.int(v, key, &i); err != nil {
+			return err
+		}
+		if key == "max_input_tokens" {
+			m.ContextWindow = int64(i)
+		} else {
+			m.MaxOutputTokens = int64(i)
+		}
+		return nil
+	})
+	if err == nil && m.ID == "" {
+		err = d.errorf(n, "a model needs an id")
+	}
+	return m, err
+}
+
 func (d *decoder) rule(n ast.Node, r *Rule, valid []string) error {
 	err := d.mapping(n, "rule", valid, func(key string, v ast.Node) error {
 		switch key {
@@ -265,6 +316,9 @@ func (d *decoder) block(n ast.Node) (Block, error) {
 		case "thinking":
 			b.Kind = KindThinking
 			return d.string(v, key, &b.Text)
+		case "web_search":
+			b.Kind = KindWebSearch
+			return d.webSearch(v, &b)
 		case "tool_search":
 			b.Kind = KindToolSearch
 			return d.mapping(v, "tool_search", searchKeys, func(key string, v ast.Node) error {
@@ -298,10 +352,46 @@ func (d *decoder) block(n ast.Node) (Block, error) {
 	if err == nil && b.Kind == KindToolUse && b.Name == "" {
 		err = d.errorf(n, "tool_use needs a name")
 	}
+	if err == nil && b.Kind == KindWebSearch && b.Text == "" {
+		err = d.errorf(n, "web_search needs a query")
+	}
 	if err == nil && b.Kind == KindToolSearch && len(b.Found) == 0 {
 		err = d.errorf(n, "tool_search needs found: a list of deferred tool names")
 	}
 	return b, err
+}
+
+// webSearch reads {query, results: [{title, url, page_age, text}], answer, error}.
+func (d *decoder) webSearch(n ast.Node, b *Block) error {
+	return d.mapping(n, "web_search", webKeys, func(key string, v ast.Node) error {
+		switch key {
+		case "query":
+			return d.string(v, key, &b.Text)
+		case "answer":
+			return d.string(v, key, &b.Answer)
+		case "error":
+			return d.string(v, key, &b.SearchError)
+		}
+		return d.sequence(v, key, func(_ int, n ast.Node) error {
+			var r WebResult
+			err := d.mapping(n, "web_search result", resultKeys, func(key string, v ast.Node) error {
+				switch key {
+				case "title":
+					return d.string(v, key, &r.Title)
+				case "url":
+					return d.string(v, key, &r.URL)
+				case "page_age":
+					return d.string(v, key, &r.PageAge)
+				}
+				return d.string(v, key, &r.Text)
+			})
+			if err == nil && r.URL == "" {
+				err = d.errorf(n, "a web_search result needs a url")
+			}
+			b.Results = append(b.Results, r)
+			return err
+		})
+	})
 }
 
 func (d *decoder) fault(n ast.Node, f *Fault) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -13,11 +14,13 @@ type view struct {
 	model    string
 	system   string
 	tools    []string
-	userText string   // text blocks of the last user message, joined by newlines
+	userText string   // text blocks of the last user message, joined by newlines, system reminders cut out
 	userAll  string   // the last user message with tool-result contents
 	results  []string // tool names of the tool results in the last user message
 	// searchTool is the name of the request's server-side tool search tool, if any.
 	searchTool string
+	// webSearch is the request's web_search server tool, if any.
+	webSearch *webSearchTool
 }
 
 // cacheBlock is one unit of the prompt prefix: a tool definition, a system block or a message
@@ -74,8 +77,14 @@ func canonical(raw json.RawMessage) (map[string]any, []byte, *cacheControl, erro
 		}
 		delete(obj, "cache_control")
 	}
-	canon, err := json.Marshal(obj)
-	return obj, canon, cc, err
+	// Without HTML escaping: a tokenizer sees "<", not the "\u003c" encoding/json would write.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(obj); err != nil {
+		return nil, nil, nil, err
+	}
+	return obj, bytes.TrimSuffix(buf.Bytes(), []byte("\n")), cc, nil
 }
 
 type cacheControl struct {
@@ -133,7 +142,8 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 	}
 	p := &parsed{stream: req.Stream}
 	p.view.model = req.Model
-	add := func(tag string, raw json.RawMessage) (map[string]any, error) {
+	// addAs adds a prefix block; tag names it in errors, key in the prefix hash.
+	addAs := func(tag, key string, raw json.RawMessage) (map[string]any, error) {
 		obj, canon, cc, err := canonical(raw)
 		if err != nil {
 			return nil, badRequest("%s: %v", tag, err)
@@ -142,12 +152,14 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.blocks = append(p.blocks, cacheBlock{tag: tag, canon: canon, tokens: tokensOf(canon), bp: bp})
+		p.blocks = append(p.blocks, cacheBlock{tag: key, canon: canon, tokens: tokensOf(canon), bp: bp})
 		return obj, nil
 	}
+	add := func(tag string, raw json.RawMessage) (map[string]any, error) { return addAs(tag, tag, raw) }
 	// Deferred tools (defer_loading) are not part of the prompt prefix: the API loads each
 	// one where a tool_reference names it, so its definition counts there (see below).
 	deferred := map[string][]byte{}
+	sent := 0 // tools in the prefix: a deferred tool added or removed moves none of them
 	for i, t := range req.Tools {
 		tag := fmt.Sprintf("tools.%d", i)
 		var head struct {
@@ -173,7 +185,15 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 		if strings.HasPrefix(head.Type, "tool_search_tool_") {
 			p.view.searchTool = head.Name
 		}
-		obj, err := add(tag, t)
+		if strings.HasPrefix(head.Type, "web_search_") {
+			def, err := parseWebSearchTool(tag, t, head.Type, head.Name)
+			if err != nil {
+				return nil, err
+			}
+			p.view.webSearch = def
+		}
+		obj, err := addAs(tag, fmt.Sprintf("tools.%d", sent), t)
+		sent++
 		if err != nil {
 			return nil, err
 		}
@@ -235,7 +255,7 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 			}
 		}
 		if last {
-			p.view.userText = strings.Join(texts, "\n")
+			p.view.userText = withoutReminders(strings.Join(texts, "\n"))
 			p.view.userAll = strings.Join(all, "\n")
 		}
 	}
@@ -344,4 +364,13 @@ func checkBreakpoints(blocks []cacheBlock) error {
 		return badRequest("A maximum of %d blocks with cache_control may be provided. Found %d.", maxBreakpoints, n)
 	}
 	return nil
+}
+
+// reminder matches a <system-reminder> block a harness adds to a user message.
+var reminder = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
+
+// withoutReminders cuts the harness's system reminders out of user text: a rule's user_text
+// is about what the user wrote, not the listings and notes the harness adds beside it.
+func withoutReminders(s string) string {
+	return strings.TrimSpace(reminder.ReplaceAllString(s, ""))
 }

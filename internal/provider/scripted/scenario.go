@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/keel-dev/keel/internal/models"
 )
 
 // Scenario is what the scripted model answers: ordered rules, a fallback and cache settings.
@@ -20,6 +22,8 @@ type Scenario struct {
 	Fallback *Rule
 	// Cache tunes prompt-cache accounting; the zero value follows Anthropic's defaults.
 	Cache CacheConfig
+	// Models is what GET /v1/models lists; empty means keel's built-in model table.
+	Models []models.Model
 }
 
 // DefaultFallbackText is the reply when no rule matches and the scenario has no fallback.
@@ -48,7 +52,8 @@ type Rule struct {
 // The "last user message" is the final user message of the request; for chat completions it is
 // the run of user and tool messages after the last assistant message.
 type Match struct {
-	// UserText must occur in the text blocks of the last user message (tool results excluded).
+	// UserText must occur in the text blocks of the last user message (tool results and
+	// <system-reminder> blocks excluded).
 	UserText string
 	// ToolResult names a tool: the last user message must hold a tool result for a tool_use
 	// of that name (found through the tool_use id in an earlier assistant message).
@@ -95,6 +100,12 @@ type Block struct {
 	RawInput string
 	// Found names the deferred tools a tool_search block finds (its query is Text).
 	Found []string
+	// Results are what a web_search block finds (its query is Text); Answer, if set, is a
+	// text block after it citing them; SearchError makes the search fail with that
+	// error_code instead.
+	Results     []WebResult
+	Answer      string
+	SearchError string
 }
 
 // Text returns a text block.
@@ -203,8 +214,12 @@ func (r *Rule) validate() error {
 			if len(b.Found) == 0 {
 				return fmt.Errorf("reply block %d: tool_search needs found tools", j+1)
 			}
+		case KindWebSearch:
+			if b.Text == "" {
+				return fmt.Errorf("reply block %d: web_search needs a query", j+1)
+			}
 		default:
-			return fmt.Errorf("reply block %d: kind %q is not one of text, thinking, tool_use, tool_search", j+1, b.Kind)
+			return fmt.Errorf("reply block %d: kind %q is not one of text, thinking, tool_use, tool_search, web_search", j+1, b.Kind)
 		}
 	}
 	if f := r.Fault; f != nil {

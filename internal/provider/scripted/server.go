@@ -96,8 +96,9 @@ func New(sc *Scenario, opts Options) (*Server, error) {
 	s.mux.HandleFunc("POST /v1/messages", s.handleMessages)
 	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.handleCountTokens)
 	s.mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	s.mux.HandleFunc("GET /v1/models", s.handleModels)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeAnthropicError(w, http.StatusNotFound, fmt.Sprintf("%s %s: not found (the scripted model serves POST /v1/messages, /v1/messages/count_tokens and /v1/chat/completions)", r.Method, r.URL.Path))
+		writeAnthropicError(w, http.StatusNotFound, fmt.Sprintf("%s %s: not found (the scripted model serves POST /v1/messages, /v1/messages/count_tokens, /v1/chat/completions and GET /v1/models)", r.Method, r.URL.Path))
 	})
 	return s, nil
 }

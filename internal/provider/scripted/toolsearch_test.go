@@ -89,7 +89,10 @@ func TestToolSearchReply(t *testing.T) {
 	if err := (&Scenario{Rules: []Rule{*rule}}).Validate(); err != nil {
 		t.Fatal(err)
 	}
-	rep := buildReply(3, "m", rule, "tool_search_tool_regex")
+	rep, err := buildReply(3, "m", rule, replyEnv{search: "tool_search_tool_regex"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if rep.stopReason != "tool_use" {
 		t.Errorf("stop reason %q, want tool_use", rep.stopReason)
 	}
@@ -129,5 +132,27 @@ func TestToolSearchReply(t *testing.T) {
 	}
 	if diff := cmp.Diff([]Block{ToolSearch("weather", "mcp__wx__forecast")}, sc.Rules[0].Reply); diff != "" {
 		t.Errorf("YAML tool_search mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestNewDeferredToolKeepsThePrefix: a deferred tool added in the middle of the list (a new MCP
+// generation) leaves the prefix's hash alone, as the API documents for tool search: the
+// tools before and after it read from the cache as before.
+func TestNewDeferredToolKeepsThePrefix(t *testing.T) {
+	read := `{"name":"Read","input_schema":{"type":"object"}}`
+	search := `{"type":"tool_search_tool_regex_20251119","name":"tool_search_tool_regex","cache_control":{"type":"ephemeral"}}`
+	other := `{"name":"mcp__a__new","input_schema":{"type":"object"},"defer_loading":true}`
+	before, err := parseAnthropic(body([]string{read, deferredDef, search}), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := parseAnthropic(body([]string{read, other, deferredDef, search}), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, _ := prefixes("m", before.blocks)
+	ha, _ := prefixes("m", after.blocks)
+	if len(hb) != len(ha) || hb[2] != ha[2] {
+		t.Errorf("adding a deferred tool changed the prefix through the tool list")
 	}
 }
