@@ -67,7 +67,8 @@ type Options struct {
 	AddDirs []string
 	// Settings are extra settings sources: a JSON file path or a JSON object each.
 	Settings []string
-	// Trust runs the project's hooks and MCP servers without a recorded trust.
+	// Trust treats the workspace as trusted without a recorded trust (see [Workspace]): its
+	// settings may widen permissions, and its hooks, MCP servers and skill commands run.
 	Trust bool
 	// IgnoreSettingsErrors opens the session even when a settings file does not parse (its
 	// settings, deny rules included, are then not used, and a [Notice] says so); without it

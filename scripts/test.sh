@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs keel's whole test suite on a fresh machine: installs what the tests use (ripgrep for the
-# Grep parity test, tmux for the terminal end-to-end tests, Jupyter's nbformat to validate
-# notebook edits; from npm the MCP reference servers, the MCP conformance suite with the node
-# it needs and the Agent SDK; a pinned gopls), each once into a cache directory, then go vet,
-# staticcheck and go test -race.
+# Grep parity test, tmux for the terminal end-to-end tests, bash for the differential fuzz of
+# the permission engine's shell parser, Jupyter's nbformat to validate notebook edits; from npm
+# the MCP reference servers, the MCP conformance suite with the node it needs and the Agent
+# SDK; a pinned gopls), each once into a cache directory, then go vet, staticcheck and go test
+# -race.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -2,8 +2,10 @@
 // TodoWrite, BashOutput, KillShell, NotebookEdit, WebFetch, WebSearch — with Claude Code's names and input fields, because Claude
 // models are trained on them and users' hooks and permission rules match on them.
 //
-// Tools do not check permissions (the batch runner's [tool.Gate] does). They do keep their own
-// invariants: Write and Edit refuse to overwrite a file that was not read in this session or
+// Tools do not check permissions (the batch runner's [tool.Gate] does), but they resolve every
+// path input through [toolpath], as the check does, and open the path it returns; Glob and
+// Grep leave out what the gate's [tool.Env.Hidden] filter hides. They keep their own
+// invariants too: Write and Edit refuse to overwrite a file that was not read in this session or
 // changed since, refuse to write through a symlink that leads out of the working directories,
 // and leave the file intact on every error.
 package builtin

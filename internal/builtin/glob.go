@@ -12,7 +12,11 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/toolpath"
 )
+
+// hidden reports whether the gate's deny rules keep a found file out of search results.
+func hidden(env *tool.Env, path string) bool { return env.Hidden != nil && env.Hidden(path) }
 
 // maxGlobResults caps the paths Glob returns.
 const maxGlobResults = 100
@@ -41,21 +45,15 @@ func Glob() tool.Tool {
 }
 
 func runGlob(ctx context.Context, env *tool.Env, in globInput) tool.Result {
-	pattern := filepath.ToSlash(in.Pattern)
-	root := env.State.Cwd
-	if in.Path != "" {
-		root = absPath(env.State, in.Path)
-	}
-	if filepath.IsAbs(in.Pattern) {
-		// An absolute pattern carries its own base: /src/**/*.go searches /src.
-		base, rest := doublestar.SplitPattern(pattern)
-		root, pattern = filepath.FromSlash(base), rest
-	}
+	// The pattern's literal base is part of the root, so the walk starts at the directory
+	// the permission check saw: "/etc/**", "~/.ssh/*" and "../x/*" search there.
+	rootPath, pattern := toolpath.GlobRoot(in.Pattern, in.Path, env.State.Cwd, "")
+	root := rootPath.Real
 	if !doublestar.ValidatePattern(pattern) {
 		return tool.Errorf("Invalid glob pattern %q.", in.Pattern)
 	}
 	if info, err := os.Stat(root); err != nil || !info.IsDir() {
-		return tool.Errorf("%s is not a directory.", root)
+		return tool.Errorf("%s is not a directory.", rootPath.Abs)
 	}
 	type hit struct {
 		path  string
@@ -67,7 +65,7 @@ func runGlob(ctx context.Context, env *tool.Env, in globInput) tool.Result {
 		if err != nil {
 			return
 		}
-		if ok, _ := doublestar.Match(pattern, filepath.ToSlash(rel)); ok {
+		if ok, _ := doublestar.Match(pattern, filepath.ToSlash(rel)); ok && !hidden(env, p) {
 			if info, err := d.Info(); err == nil {
 				hits = append(hits, hit{p, info.ModTime()})
 			}

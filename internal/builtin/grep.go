@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/toolpath"
 )
 
 // Grep output limits.
@@ -94,6 +95,8 @@ type grepQuery struct {
 	before     int
 	after      int
 	mode       string
+	// hidden is the gate's deny filter (tool.Env.Hidden); nil hides nothing.
+	hidden func(path string) bool
 }
 
 // grepFile is what one file contributed: its matching (and context) lines in content mode,
@@ -130,6 +133,7 @@ func runGrep(ctx context.Context, env *tool.Env, in grepInput, engine GrepEngine
 	if !ok {
 		return res
 	}
+	q.hidden = env.Hidden
 	var files []grepFile
 	var err error
 	rg := rgPath
@@ -147,6 +151,9 @@ func runGrep(ctx context.Context, env *tool.Env, in grepInput, engine GrepEngine
 	if err != nil {
 		return tool.Errorf("Grep: %v", err)
 	}
+	// Both engines' results pass the deny rules; the built-in one also never reads a hidden
+	// file, and ripgrep's output for one is dropped here.
+	files = slices.DeleteFunc(files, func(f grepFile) bool { return q.hidden != nil && q.hidden(f.path) })
 	slices.SortFunc(files, func(a, b grepFile) int { return strings.Compare(a.path, b.path) })
 	return tool.Text(formatGrep(files, q, in.LineNums == nil || *in.LineNums, in.HeadLimit))
 }
@@ -156,12 +163,12 @@ func newGrepQuery(st tool.State, in grepInput) (grepQuery, tool.Result, bool) {
 	if q.mode == "" {
 		q.mode = "files_with_matches"
 	}
-	q.root = st.Cwd
-	if in.Path != "" {
-		q.root = absPath(st, in.Path)
-	}
+	// The root is the resolved path, the one the permission check saw; results are listed
+	// under it.
+	root := toolpath.Resolve(in.Path, st.Cwd, "")
+	q.root = root.Real
 	if _, err := os.Stat(q.root); err != nil {
-		return q, tool.Errorf("Path does not exist: %s.", q.root), false
+		return q, tool.Errorf("Path does not exist: %s.", root.Abs), false
 	}
 	if in.Type != "" {
 		name := strings.ToLower(in.Type)

@@ -44,7 +44,7 @@ func searchBuiltin(ctx context.Context, q grepQuery) ([]grepFile, error) {
 		rootIsFile = true
 	}
 	err := walkFiles(ctx, q.root, func(p string, _ fs.DirEntry) {
-		if rootIsFile || keep(p) {
+		if (rootIsFile || keep(p)) && (q.hidden == nil || !q.hidden(p)) {
 			paths <- p
 		}
 	})

@@ -3,45 +3,17 @@ package builtin
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/toolpath"
 )
 
-// absPath resolves p against the agent's cwd and cleans it (so `a/../b` becomes `b`).
-func absPath(st tool.State, p string) string {
-	if strings.HasPrefix(p, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			p = filepath.Join(home, p[2:])
-		}
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(st.Cwd, p)
-	}
-	return filepath.Clean(p)
-}
-
-// realPath resolves the symlinks of abs. For a path that does not exist yet it resolves the
-// deepest existing ancestor and appends the rest, so a new file under a linked directory is
-// seen where it will really land.
-func realPath(abs string) string {
-	rest := ""
-	p := abs
-	for {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(r, rest)
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return abs
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-		p = parent
-	}
-}
+// realPath resolves the symlinks of abs the way the kernel would, a missing tail kept as
+// written (see [toolpath.Real]).
+func realPath(abs string) string { return toolpath.Real(abs) }
 
 // workDirs returns the working directories (cwd and --add-dir ones), symlinks resolved.
 func workDirs(st tool.State) []string {
@@ -54,26 +26,22 @@ func workDirs(st tool.State) []string {
 	return dirs
 }
 
-// within reports whether p is dir or below it.
-func within(dir, p string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
 func inAny(dirs []string, p string) bool {
-	return slices.ContainsFunc(dirs, func(d string) bool { return within(d, p) })
+	return slices.ContainsFunc(dirs, func(d string) bool { return toolpath.Within(p, d) })
 }
 
 // target is a path a tool was asked to work on.
 type target struct {
 	given string // as the model wrote it
-	abs   string // absolute, cleaned
-	real  string // symlinks resolved; the key of the file-read state
+	abs   string // absolute, cleaned, "~" expanded: what the user reads in results
+	real  string // what the kernel opens; the tool acts on it, and it keys the file-read state
 }
 
+// resolve goes through the one resolver the permission check also uses, so the file a tool
+// opens is the file that was checked.
 func resolve(st tool.State, given string) target {
-	abs := absPath(st, given)
-	return target{given: given, abs: abs, real: realPath(abs)}
+	p := toolpath.Resolve(given, st.Cwd, "")
+	return target{given: given, abs: p.Abs, real: p.Real}
 }
 
 // checkWritable refuses the two ways a write can land somewhere other than where it seems:

@@ -62,7 +62,7 @@ func runRead(ctx context.Context, env *tool.Env, in readInput) tool.Result {
 		return tool.Errorf("file_path is empty.")
 	}
 	t := resolve(env.State, in.FilePath)
-	info, err := os.Stat(t.abs)
+	info, err := os.Stat(t.real)
 	if err != nil {
 		if notExist(err) {
 			if target, lerr := os.Readlink(t.abs); lerr == nil {
@@ -78,7 +78,7 @@ func runRead(ctx context.Context, env *tool.Env, in readInput) tool.Result {
 	if !info.Mode().IsRegular() {
 		return tool.Errorf("%s is not a regular file (%s); Read only reads files.", t.abs, info.Mode().Type())
 	}
-	f, err := os.Open(t.abs)
+	f, err := os.Open(t.real)
 	if err != nil {
 		return tool.Errorf("Cannot read %s: %v", t.abs, err)
 	}

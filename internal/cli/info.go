@@ -45,7 +45,10 @@ func (a *app) infoCommands() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root})
+			// Show what a session here would use: an untrusted workspace's widening keys are
+			// listed as ignored, not as settings.
+			trusted, _ := trust.IsTrusted(a.env.Home, root)
+			st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root, Untrusted: !trusted})
 			if asJSON {
 				return st.RenderJSON(a.std.Out)
 			}
@@ -54,7 +57,7 @@ func (a *app) infoCommands() []*cobra.Command {
 	}
 	trustCmd := &cobra.Command{
 		Use:   "trust [DIR]",
-		Short: "trust a project directory: its hooks and MCP servers may run",
+		Short: "trust a project directory: its settings may widen permissions, its hooks, MCP servers and skill commands run",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, dir, err := workDirs()

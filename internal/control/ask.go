@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/keel-dev/keel/internal/toolpath"
+
 	"github.com/keel-dev/keel/internal/permission"
 )
 
@@ -77,7 +79,7 @@ func (a asker) Ask(ctx context.Context, r permission.AskRequest) (permission.Ans
 		req.Description = in.Description
 	}
 	if len(r.Request.Paths) > 0 {
-		req.BlockedPath = permission.ResolvePath(r.Request.Paths[0], r.Request.Cwd)
+		req.BlockedPath = toolpath.Resolve(r.Request.Paths[0], r.Request.Cwd, "").Abs
 	}
 	c.asked(1)
 	raw, err := c.request(ctx, req)

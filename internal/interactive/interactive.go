@@ -7,6 +7,7 @@ package interactive
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"iter"
 	"os"
@@ -24,6 +25,8 @@ import (
 func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, out io.Writer, noColor bool, version string) error {
 	if !isTerminal(in) || !isTerminal(out) {
 		pa := tui.NewPlainAsker(in, out)
+		// No trust question here: its answer would take the first line of piped input. The
+		// session's notice says how to trust the workspace.
 		opts.Ask = pa.Ask
 		sess, err := keel.New(ctx, opts)
 		if err != nil {
@@ -34,6 +37,13 @@ func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, ou
 	}
 	asker := tui.NewAsker()
 	opts.Ask = asker.Ask
+	if q, ask := trustQuestion(opts); ask {
+		choice, err := tui.AskTrust(ctx, q, noColor)
+		if err != nil {
+			return err
+		}
+		opts = applyTrust(opts, choice, out)
+	}
 	sess, err := keel.New(ctx, opts)
 	if err != nil {
 		return err
@@ -47,6 +57,31 @@ func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, ou
 		NoColor: noColor,
 		Version: version,
 	})
+}
+
+// trustQuestion is the first-run question for a workspace the user has not trusted and that
+// provides something only trust enables; ask is false when there is nothing to ask.
+func trustQuestion(opts keel.Options) (q tui.TrustQuestion, ask bool) {
+	w, err := keel.InspectWorkspace(opts)
+	if err != nil || w.Trusted || len(w.Provides) == 0 {
+		return tui.TrustQuestion{}, false
+	}
+	return tui.TrustQuestion{Dir: w.Dir, Provides: w.Provides}, true
+}
+
+// applyTrust acts on the answer before the session opens, so nothing the workspace provides
+// has run yet: always records the trust, session trusts this run only.
+func applyTrust(opts keel.Options, choice tui.TrustChoice, out io.Writer) keel.Options {
+	switch choice {
+	case tui.TrustAlways:
+		if err := keel.TrustWorkspace(opts); err != nil {
+			fmt.Fprintf(out, "keel: warning: could not record the trust (%v); trusting this session only\n", err)
+		}
+		opts.Trust = true
+	case tui.TrustSession:
+		opts.Trust = true
+	}
+	return opts
 }
 
 // backend adapts a *keel.Session to the UI, and lets /resume switch to another stored session.

@@ -30,6 +30,17 @@ type loader struct {
 	files    []File
 	pending  []File
 	warnings []Warning
+	external []External
+}
+
+// leavesProject reports whether a file of this kind, resolved to path, reaches outside the
+// project root where that is not allowed (see [Options.ExternalIncludes]).
+func (l *loader) leavesProject(kind Kind, path string) bool {
+	if l.opts.ExternalIncludes || (kind != KindProject && kind != KindLocal) {
+		return false
+	}
+	_, inside := within(canonical(l.root), canonical(path))
+	return !inside
 }
 
 // findRoot returns the nearest directory from cwd upward that holds .git (a directory, or a
@@ -123,6 +134,10 @@ func (l *loader) warn(path string, line int, msg string) {
 
 // loadCandidate reads one discovered file; a missing file is skipped silently.
 func (l *loader) loadCandidate(c candidate) {
+	if _, err := os.Stat(c.path); err == nil && l.leavesProject(c.kind, c.path) {
+		l.external = append(l.external, External{From: l.display(c.path), Target: l.display(canonical(c.path))})
+		return
+	}
 	f, ok := l.read(c.path, c.kind, 0)
 	if !ok {
 		return
@@ -159,6 +174,10 @@ func (l *loader) expand(f File, chain []string) {
 			if cyc := l.cycle(next, target); cyc != "" {
 				l.warn(f.Path, ref.Line, "include cycle "+cyc+"; not followed")
 			}
+			continue
+		}
+		if l.leavesProject(f.Kind, target) {
+			l.external = append(l.external, External{From: f.Display, Line: ref.Line, Target: l.display(canonical(target))})
 			continue
 		}
 		inc, ok := l.read(target, f.Kind, ref.Line)

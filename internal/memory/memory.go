@@ -97,8 +97,32 @@ type Options struct {
 	MaxFileBytes int
 	// WarnChars is the total past which loading warns; default DefaultWarnChars.
 	WarnChars int
+	// ExternalIncludes lets project and local files (the workspace's own) reach outside the
+	// project root: an @include or a symlinked memory file that resolves there. Set it for a
+	// trusted workspace; until then such files are not read and are listed by
+	// [Set.External], so a cloned repository cannot send ~/.ssh/id_rsa to the model. User
+	// and managed files are never limited.
+	ExternalIncludes bool
 	// Logger receives debug lines for skipped candidates; nil discards.
 	Logger *slog.Logger
+}
+
+// External is a file a project or local memory file reaches outside the project, not read
+// because the workspace is not trusted.
+type External struct {
+	// From is the Display name of the file that names it, Line the line (0 for a memory file
+	// that is itself a symlink leading out).
+	From string
+	Line int
+	// Target is the Display name of the file outside.
+	Target string
+}
+
+func (e External) String() string {
+	if e.Line == 0 {
+		return e.From + " (a link to " + e.Target + ")"
+	}
+	return fmt.Sprintf("%s:%d includes %s", e.From, e.Line, e.Target)
 }
 
 // DefaultManagedPath is where an administrator puts instructions for every user of a machine.
@@ -120,11 +144,20 @@ type Set struct {
 
 	loader *loader
 
-	// mu guards files, pending and warnings.
+	// mu guards files, pending, warnings and external.
 	mu       sync.Mutex
 	files    []File
 	pending  []File
 	warnings []Warning
+	external []External
+}
+
+// External returns the files outside the project that project and local files name but that
+// were not read ([Options.ExternalIncludes] unset), in the order met.
+func (s *Set) External() []External {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]External(nil), s.external...)
 }
 
 // Files returns the loaded files in order, lowest priority first.
@@ -163,9 +196,11 @@ func (s *Set) Touch(paths []string) []File {
 		}
 		s.loader.files = nil
 		s.loader.warnings = nil
+		s.loader.external = nil
 		s.loader.expand(rule, nil)
 		out = append(out, s.loader.files...)
 		s.warnings = append(s.warnings, s.loader.warnings...)
+		s.external = append(s.external, s.loader.external...)
 	}
 	s.pending = keep
 	s.files = append(s.files, out...)
@@ -203,7 +238,7 @@ func Load(opts Options) (*Set, error) {
 	for _, c := range l.candidates() {
 		l.loadCandidate(c)
 	}
-	s := &Set{Root: root, loader: l, files: l.files, pending: l.pending, warnings: l.warnings}
+	s := &Set{Root: root, loader: l, files: l.files, pending: l.pending, warnings: l.warnings, external: l.external}
 	if w, ok := totalWarning(l.files, opts.WarnChars); ok {
 		s.warnings = append(s.warnings, w)
 	}

@@ -47,7 +47,7 @@ func newFixture(t *testing.T, files map[string]string) fixture {
 
 func (fx fixture) load(t *testing.T) *Set {
 	t.Helper()
-	s, err := Load(Options{Cwd: fx.cwd, Home: fx.home, ManagedPath: fx.managed})
+	s, err := Load(Options{Cwd: fx.cwd, Home: fx.home, ManagedPath: fx.managed, ExternalIncludes: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,5 +327,48 @@ func TestSymlinkedFileLoadsOnce(t *testing.T) {
 	}
 	if got := displays(fx.load(t).Files()); len(got) != 1 {
 		t.Errorf("files = %v, want one", got)
+	}
+}
+
+// TestExternalIncludesNeedTrust checks that, unless allowed, project files reach nothing
+// outside the project: includes by ~, by .., by absolute path, through a symlink, and a
+// memory file that is itself a link leading out. User files keep their includes.
+func TestExternalIncludesNeedTrust(t *testing.T) {
+	fx := newFixture(t, map[string]string{
+		"repo/.git/":              "",
+		"repo/sub/pkg/KEEL.md":    "@~/notes.md\n@../../../elsewhere/out.md\n@docs/in.md\n@docs/link.md\n@ABS\n",
+		"repo/sub/pkg/docs/in.md": "inside",
+		"home/notes.md":           "home notes",
+		"home/.keel/KEEL.md":      "user file @~/notes.md",
+		"elsewhere/out.md":        "outside",
+		"elsewhere/agents.md":     "linked memory",
+	})
+	out := filepath.Join(filepath.Dir(fx.repo), "elsewhere")
+	write(t, fx.cwd, map[string]string{"KEEL.md": "@~/notes.md\n@../../../elsewhere/out.md\n@docs/in.md\n@docs/link.md\n@" + out + "/out.md\n"})
+	if err := os.Symlink(filepath.Join(out, "out.md"), filepath.Join(fx.cwd, "docs", "link.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(out, "agents.md"), filepath.Join(fx.repo, "AGENTS.md")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(Options{Cwd: fx.cwd, Home: fx.home, KeelHome: filepath.Join(fx.home, ".keel"), ManagedPath: fx.managed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"user ~/.keel/KEEL.md", "user ~/notes.md", "project ./KEEL.md", "project ./docs/in.md"}, displays(s.Files())); diff != "" {
+		t.Errorf("files mismatch (-want +got):\n%s", diff)
+	}
+	var ext []string
+	for _, e := range s.External() {
+		ext = append(ext, e.String())
+	}
+	abs := filepath.ToSlash(filepath.Join(out, "out.md"))
+	want := []string{
+		"../../AGENTS.md (a link to " + filepath.ToSlash(filepath.Join(out, "agents.md")) + ")",
+		"./KEEL.md:2 includes " + abs, "./KEEL.md:4 includes " + abs, "./KEEL.md:5 includes " + abs,
+	}
+	// ~/notes.md was already loaded by the user file, so it is not listed again.
+	if diff := cmp.Diff(want, ext); diff != "" {
+		t.Errorf("external mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -119,22 +119,37 @@ func compileWildcard(spec string) (*bashPattern, error) {
 	return p, nil
 }
 
+// match reports whether an allow rule covers c: words compared exactly, the command name
+// included, so Bash(git status) never covers /tmp/git status.
 func (p *bashPattern) match(c simpleCmd) bool {
+	if p.wildHead && runsOtherCode(c.name()) {
+		return false
+	}
+	return p.matchWith(c, func(rule, cmd string) bool { return rule == cmd })
+}
+
+// matchDeny reports whether a deny or ask rule names c. Command names are compared by the
+// base name of the program on both sides: /bin/rm, ./rm and rm are one program to a deny rule.
+func (p *bashPattern) matchDeny(c simpleCmd) bool {
+	return p.matchWith(c, func(rule, cmd string) bool { return baseName(rule) == baseName(cmd) })
+}
+
+func (p *bashPattern) matchWith(c simpleCmd, sameName func(rule, cmd string) bool) bool {
 	switch p.form {
 	case bashExact, bashPrefix:
 		if len(c.words) < len(p.words) || (p.form == bashExact && len(c.words) != len(p.words)) {
 			return false
 		}
 		for i, w := range p.words {
-			if !c.words[i].static || c.words[i].value != w {
+			if !c.words[i].static {
+				return false
+			}
+			if i == 0 && !sameName(w, c.words[0].value) || i > 0 && c.words[i].value != w {
 				return false
 			}
 		}
 		return true
 	default:
-		if p.wildHead && runsOtherCode(c.name()) {
-			return false
-		}
 		if len(c.words) > 0 && !c.words[0].static {
 			return false
 		}

@@ -7,10 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/keel-dev/keel/internal/toolpath"
 )
 
 // Policy is what a [Checker] enforces. It is a plain value: copy it, show
@@ -25,6 +28,10 @@ type Policy struct {
 	// Ceilings are policies this one may never exceed, set by [Intersect]:
 	// each is evaluated on its own and the strictest answer wins.
 	Ceilings []Policy
+	// Protected are files and directories, besides the built-in protected names (.git,
+	// .keel, .claude, .mcp.json…), whose edits ask even in acceptEdits: settings files, hook
+	// scripts, keel's own directory. Absolute.
+	Protected []string
 }
 
 // Intersect builds a child's policy under its parent's: the child never gets
@@ -73,7 +80,8 @@ type Config struct {
 	Asker Asker
 	// Agent names the agent that owns this checker, for asks.
 	Agent AgentInfo
-	// Home anchors ~/ path rules; with it empty they match nothing.
+	// Home anchors ~/ path rules and is what "~" in a tool's path means; empty means the
+	// user's home directory ($HOME), and with neither ~/ rules match nothing.
 	Home   string
 	Logger *slog.Logger
 	// Classifier judges the calls auto mode would ask about; nil asks them (auto.go).
@@ -98,6 +106,9 @@ type Checker struct {
 
 // New builds a checker. The policy is copied.
 func New(cfg Config) *Checker {
+	if cfg.Home == "" {
+		cfg.Home, _ = os.UserHomeDir()
+	}
 	c := &Checker{asker: cfg.Asker, classifier: cfg.Classifier, agent: cfg.Agent, home: cfg.Home, logger: cfg.Logger, denials: &Denials{}}
 	if c.asker == nil {
 		c.asker = Headless{}
@@ -112,6 +123,7 @@ func New(cfg Config) *Checker {
 func clonePolicy(p Policy) Policy {
 	p.Rules = slices.Clone(p.Rules)
 	p.Dirs = slices.Clone(p.Dirs)
+	p.Protected = slices.Clone(p.Protected)
 	p.Ceilings = slices.Clone(p.Ceilings)
 	for i := range p.Ceilings {
 		p.Ceilings[i] = clonePolicy(p.Ceilings[i])
@@ -249,8 +261,13 @@ type prepared struct {
 	kind  Kind
 	paths []preparedPath
 	shell shellAnalysis
-	host  string
-	home  string
+	// reads and writes are the files a command's redirections open; args are the files its
+	// arguments name (resolved only when Read deny or ask rules exist), and argsAfterCd says
+	// some were relative after a cd, so which files they name is unknown.
+	reads, writes, args []preparedPath
+	argsAfterCd         bool
+	host                string
+	home                string
 }
 
 type preparedPath struct {
@@ -264,6 +281,10 @@ func (c *Checker) prepare(req Request, pol Policy) *prepared {
 	if cwd == "" && len(pol.Dirs) > 0 {
 		cwd = pol.Dirs[0]
 	}
+	resolve := func(path string) preparedPath {
+		r := toolpath.Resolve(path, cwd, c.home)
+		return preparedPath{clean: r.Abs, resolved: r.Real}
+	}
 	switch p.kind {
 	case KindRead, KindEdit:
 		paths := req.Paths
@@ -271,14 +292,27 @@ func (c *Checker) prepare(req Request, pol Policy) *prepared {
 			paths = []string{cwd}
 		}
 		for _, path := range paths {
-			abs := path
-			if !filepath.IsAbs(abs) {
-				abs = filepath.Join(cwd, abs)
-			}
-			p.paths = append(p.paths, preparedPath{clean: filepath.Clean(abs), resolved: ResolvePath(path, cwd)})
+			p.paths = append(p.paths, resolve(path))
 		}
 	case KindShell:
 		p.shell = analyzeShell(req.Command)
+		for _, list := range []struct {
+			in  []string
+			out *[]preparedPath
+		}{{p.shell.reads, &p.reads}, {p.shell.writes, &p.writes}} {
+			for _, path := range list.in {
+				if p.shell.changesDir && !filepath.IsAbs(toolpath.Expand(path, c.home)) {
+					p.shell.addBlind("a relative redirection after a change of directory")
+				}
+				*list.out = append(*list.out, resolve(path))
+			}
+		}
+		if hasReadRestrictions(pol) {
+			p.args, p.argsAfterCd = argPaths(p.shell, cwd, c.home, resolve)
+		}
+		if hasBashRestrictions(pol) {
+			p.shell.deny = append(p.shell.deny, programIdentities(p.shell.deny, cwd)...)
+		}
 	case KindFetch:
 		if u, err := url.Parse(req.URL); err == nil {
 			p.host = strings.ToLower(u.Hostname())
@@ -314,6 +348,10 @@ func (c *Checker) evaluateLayer(pol Policy, p *prepared) Decision {
 	d := Decision{}
 	if r := firstMatch(pol.Rules, Ask, p, cwd); r != nil {
 		d = Decision{Behavior: Ask, Reason: fmt.Sprintf("rule %q from %s asks", r.String(), r.Source), Rule: r}
+	} else if p.argsAfterCd && hasReadRestrictions(Policy{Rules: pol.Rules}) {
+		d = Decision{Behavior: Ask, Reason: "the command names files after a cd keel cannot follow, so the Read deny and ask rules cannot be checked against them"}
+	} else if path, part := protectedEdit(pol, p, mode, cwd); path != "" {
+		d = Decision{Behavior: Ask, Reason: fmt.Sprintf("%s is in %s, which is protected: writing there asks in every mode but bypassPermissions", path, part)}
 	} else if r := allowMatch(pol.Rules, p, cwd, pol.Dirs); r != nil {
 		return Decision{Behavior: Allow, Reason: fmt.Sprintf("allowed by rule %q from %s", r.String(), r.Source), Rule: r}
 	} else {
@@ -326,14 +364,34 @@ func (c *Checker) evaluateLayer(pol Policy, p *prepared) Decision {
 	return d
 }
 
+// protectedEdit returns a protected path the edit p would write, unless the mode is
+// bypassPermissions or an allow rule names it (see protected.go).
+func protectedEdit(pol Policy, p *prepared, mode Mode, cwd string) (path, part string) {
+	if p.kind != KindEdit || mode == ModeBypassPermissions {
+		return "", ""
+	}
+	path, part = protected(p, pol)
+	if path == "" {
+		return "", ""
+	}
+	for i := range pol.Rules {
+		r := &pol.Rules[i]
+		if r.Behavior == Allow && r.toolMatches(p.tool, p.kind) && r.namesProtected(part, cwd, p.home) &&
+			r.path.match(path, toolpath.Real(r.root(cwd)), resolveHome(p.home)) {
+			return "", ""
+		}
+	}
+	return path, part
+}
+
 func modeDecision(mode Mode, pol Policy, p *prepared) Decision {
 	allow := func(reason string) Decision { return Decision{Behavior: Allow, Reason: reason} }
 	ask := func(format string, args ...any) Decision {
 		return Decision{Behavior: Ask, Reason: fmt.Sprintf(format, args...)}
 	}
 	if mode == ModeBypassPermissions {
-		if p.kind == KindShell && len(p.shell.opaque) > 0 && hasBashRules(pol.Rules) {
-			return ask("the command uses %s, so its deny and ask rules cannot be checked", p.shell.opaque[0])
+		if p.kind == KindShell && len(p.shell.uncheckedWhy) > 0 && hasRestrictions(pol.Rules) {
+			return ask("the command uses %s, so its deny and ask rules cannot be checked", p.shell.uncheckedWhy[0])
 		}
 		return allow("bypassPermissions mode")
 	}
@@ -345,12 +403,12 @@ func modeDecision(mode Mode, pol Policy, p *prepared) Decision {
 	case KindSafe:
 		return allow(p.req.Tool + " changes only session state")
 	case KindRead:
-		if out := outside(p, pol.Dirs); out != "" {
+		if out := outside(p.paths, pol.Dirs); out != "" {
 			return ask("%s is outside the working directories", out)
 		}
 		return allow("reading inside the working directories")
 	case KindEdit:
-		if out := outside(p, pol.Dirs); out != "" {
+		if out := outside(p.paths, pol.Dirs); out != "" {
 			return ask("%s is outside the working directories", out)
 		}
 		if mode == ModeAcceptEdits {
@@ -375,35 +433,44 @@ func modeDecision(mode Mode, pol Policy, p *prepared) Decision {
 }
 
 // outside returns the first path that is not inside a working directory.
-func outside(p *prepared, dirs []string) string {
+func outside(paths []preparedPath, dirs []string) string {
 	resolved := make([]string, len(dirs))
 	for i, d := range dirs {
-		resolved[i] = ResolvePath(d, "/")
+		resolved[i] = toolpath.Real(d)
 	}
-	for _, path := range p.paths {
-		if !slices.ContainsFunc(resolved, func(d string) bool { return within(path.resolved, d) }) {
+	for _, path := range paths {
+		if !slices.ContainsFunc(resolved, func(d string) bool { return toolpath.Within(path.resolved, d) }) {
 			return path.resolved
 		}
 	}
 	return ""
 }
 
-func hasBashRules(rules []Rule) bool {
+// hasRestrictions reports whether deny or ask rules exist that a shell command could evade
+// by running what keel cannot read: Bash rules, and Read or Edit rules (redirections).
+func hasRestrictions(rules []Rule) bool {
 	return slices.ContainsFunc(rules, func(r Rule) bool {
-		return r.bash != nil && r.Behavior != Allow
+		return r.Behavior != Allow && (r.bash != nil || r.path != nil)
 	})
 }
 
 // firstMatch finds a deny or ask rule covering any part of the call: any
-// path (as written or resolved), any sub-command or wrapped command.
+// path (as written or resolved), any sub-command or wrapped command, and for a command line
+// the files its redirections read (Read rules) and write (Edit rules).
 func firstMatch(rules []Rule, b Behavior, p *prepared, cwd string) *Rule {
 	for i := range rules {
 		r := &rules[i]
-		if r.Behavior != b || !r.toolMatches(p.tool, p.kind) {
+		if r.Behavior != b {
 			continue
 		}
-		if r.Specifier == "" || r.matchesAny(p, cwd) {
+		if r.toolMatches(p.tool, p.kind) && (r.Specifier == "" || r.matchesAny(p, cwd)) {
 			return r
+		}
+		if p.kind == KindShell && r.path != nil {
+			if r.toolMatches("Read", KindRead) && (r.matchesPaths(p.reads, p.home, cwd) || r.matchesPaths(p.args, p.home, cwd)) ||
+				r.toolMatches("Edit", KindEdit) && r.matchesPaths(p.writes, p.home, cwd) {
+				return r
+			}
 		}
 	}
 	return nil
@@ -419,23 +486,23 @@ func (r *Rule) root(cwd string) string {
 func (r *Rule) matchesAny(p *prepared, cwd string) bool {
 	switch {
 	case r.path != nil:
-		root := r.root(cwd)
-		rroot := ResolvePath(root, "/")
-		for _, path := range p.paths {
-			if r.path.match(path.clean, root, p.home) || r.path.match(path.resolved, rroot, resolveHome(p.home)) {
-				return true
-			}
-		}
-		return false
+		return r.matchesPaths(p.paths, p.home, cwd)
 	case r.bash != nil:
-		for _, cmds := range [][]simpleCmd{p.shell.cmds, p.shell.wrapped} {
-			if slices.ContainsFunc(cmds, r.bash.match) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(p.shell.deny, r.bash.matchDeny)
 	}
 	return r.matchesOther(p)
+}
+
+// matchesPaths reports whether a path rule covers any of paths, as written or resolved.
+func (r *Rule) matchesPaths(paths []preparedPath, home, cwd string) bool {
+	root := r.root(cwd)
+	rroot := toolpath.Real(root)
+	for _, path := range paths {
+		if r.path.match(path.clean, root, home) || r.path.match(path.resolved, rroot, resolveHome(home)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Rule) matchesOther(p *prepared) bool {
@@ -455,7 +522,7 @@ func resolveHome(home string) string {
 	if home == "" {
 		return ""
 	}
-	return ResolvePath(home, "/")
+	return toolpath.Real(home)
 }
 
 // allowMatch finds allow rules covering every part of the call: every
@@ -480,8 +547,9 @@ func allowMatch(rules []Rule, p *prepared, cwd string, dirs []string) *Rule {
 		if len(p.shell.opaque) > 0 {
 			return nil
 		}
-		for _, cmd := range p.shell.cmds {
-			if cdInside(cmd, p.req.Cwd, cwd, dirs) {
+		cds := newCdTracker(p.req.Cwd, cwd, dirs)
+		for i, cmd := range p.shell.allow {
+			if cds.inside(p.shell.cmds[i]) {
 				continue
 			}
 			r := covers(func(r *Rule) bool { return r.bash != nil && r.bash.match(cmd) })
@@ -492,11 +560,23 @@ func allowMatch(rules []Rule, p *prepared, cwd string, dirs []string) *Rule {
 				used = r
 			}
 		}
+		// A redirection that reads outside the working directories is a Read there.
+		for _, path := range p.reads {
+			if outside([]preparedPath{path}, dirs) == "" {
+				continue
+			}
+			if !slices.ContainsFunc(rules, func(r Rule) bool {
+				return r.Behavior == Allow && r.toolMatches("Read", KindRead) && r.path != nil &&
+					r.path.match(path.resolved, toolpath.Real(r.root(cwd)), resolveHome(p.home))
+			}) {
+				return nil
+			}
+		}
 		return used
 	case KindRead, KindEdit:
 		for _, path := range p.paths {
 			r := covers(func(r *Rule) bool {
-				return r.path != nil && r.path.match(path.resolved, ResolvePath(r.root(cwd), "/"), resolveHome(p.home))
+				return r.path != nil && r.path.match(path.resolved, toolpath.Real(r.root(cwd)), resolveHome(p.home))
 			})
 			if r == nil {
 				return nil
@@ -508,19 +588,4 @@ func allowMatch(rules []Rule, p *prepared, cwd string, dirs []string) *Rule {
 		return used
 	}
 	return covers(func(r *Rule) bool { return r.matchesOther(p) })
-}
-
-// cdInside lets `cd DIR` through when DIR is a working directory or below
-// one, as Claude Code does, so `cd sub && go test ./...` needs only the
-// go test rule.
-func cdInside(cmd simpleCmd, reqCwd, cwd string, dirs []string) bool {
-	if cmd.name() != "cd" || len(cmd.words) != 2 || !cmd.words[1].static {
-		return false
-	}
-	base := reqCwd
-	if base == "" {
-		base = cwd
-	}
-	target := ResolvePath(cmd.words[1].value, base)
-	return slices.ContainsFunc(dirs, func(d string) bool { return within(target, ResolvePath(d, "/")) })
 }

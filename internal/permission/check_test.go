@@ -134,6 +134,8 @@ func TestCheckModesAndPaths(t *testing.T) {
 		{"todo allowed", ModeDefault, nil, nil, Request{Tool: "TodoWrite"}, Allow},
 		{"cd inside", ModeDefault, []Rule{rule(Allow, "Bash(go test:*)")}, nil, Request{Tool: "Bash", Command: "cd src && go test ./..."}, Allow},
 		{"cd through symlink out", ModeDefault, []Rule{rule(Allow, "Bash(go test:*)")}, nil, Request{Tool: "Bash", Command: "cd link-out && go test ./..."}, Ask},
+		{"cd chain inside", ModeDefault, []Rule{rule(Allow, "Bash(go test:*)")}, nil, Request{Tool: "Bash", Command: "cd src && cd docs && go test ./..."}, Allow},
+		{"cd chain through symlink out", ModeDefault, []Rule{rule(Allow, "Bash(go test:*)")}, nil, Request{Tool: "Bash", Command: "cd src && cd uplnk && go test ./..."}, Ask},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,24 +148,6 @@ func TestCheckModesAndPaths(t *testing.T) {
 				t.Errorf("got %s (%s); want %s", d.Behavior, d.Reason, tt.want)
 			}
 		})
-	}
-}
-
-func TestResolvePath(t *testing.T) {
-	f := newFixture(t)
-	tests := []struct{ in, want string }{
-		{"src/a.go", f.proj + "/src/a.go"},
-		{"link-out/secret.txt", f.outside + "/secret.txt"},
-		{"link-out/../proj/src", f.proj + "/src"},
-		{"src/uplnk/../proj", f.proj},
-		{"dangling", f.outside + "/new.txt"},
-		{"missing/../x", f.proj + "/x"},
-		{"src/evil", f.outside + "/secret.txt"},
-	}
-	for _, tt := range tests {
-		if got := ResolvePath(tt.in, f.proj); got != filepath.FromSlash(tt.want) {
-			t.Errorf("ResolvePath(%q) = %q; want %q", tt.in, got, tt.want)
-		}
 	}
 }
 
@@ -310,4 +294,20 @@ func ruleStrings(rules []Rule) []string {
 		out = append(out, r.String())
 	}
 	return out
+}
+
+// TestCdTrackerLosesTrack checks that after a cd keel cannot follow no later cd is exempt.
+func TestCdTrackerLosesTrack(t *testing.T) {
+	f := newFixture(t)
+	for _, line := range []string{`cd "$D" && cd src`, "cd - && cd src", "pushd /tmp && cd src", "cd && cd src"} {
+		a := analyzeShell(line)
+		tr := newCdTracker(f.proj, f.proj, []string{f.proj})
+		var exempt []bool
+		for _, c := range a.cmds {
+			exempt = append(exempt, tr.inside(c))
+		}
+		if exempt[len(exempt)-1] {
+			t.Errorf("%q: the last cd was exempt after one keel cannot follow", line)
+		}
+	}
 }

@@ -2,7 +2,7 @@ package permission
 
 import "testing"
 
-func mustRules(t *testing.T, b Behavior, texts ...string) []Rule {
+func mustRules(t testing.TB, b Behavior, texts ...string) []Rule {
 	t.Helper()
 	var out []Rule
 	for _, s := range texts {

@@ -2,7 +2,6 @@ package permission
 
 import (
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -72,9 +71,9 @@ func parsePathPattern(spec string) (*pathPattern, error) {
 	return p, nil
 }
 
-// match reports whether the absolute, cleaned path abs is covered by the
-// pattern when relative patterns are anchored at dir.
-func (p *pathPattern) match(abs, dir, home string) bool {
+// base is the directory the pattern's glob is relative to, when relative patterns are
+// anchored at dir; "" when it has none (a ~ pattern without a home).
+func (p *pathPattern) base(dir, home string) string {
 	base := dir
 	switch p.anchor {
 	case anchorAbsolute:
@@ -83,10 +82,20 @@ func (p *pathPattern) match(abs, dir, home string) bool {
 		base = home
 	}
 	if base == "" {
-		return false
+		return ""
 	}
 	for range p.up {
 		base = filepath.Dir(base)
+	}
+	return base
+}
+
+// match reports whether the absolute, cleaned path abs is covered by the
+// pattern when relative patterns are anchored at dir.
+func (p *pathPattern) match(abs, dir, home string) bool {
+	base := p.base(dir, home)
+	if base == "" {
+		return false
 	}
 	rel, err := filepath.Rel(base, abs)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
@@ -103,65 +112,4 @@ func (p *pathPattern) match(abs, dir, home string) bool {
 	}
 	ok, _ := doublestar.Match(glob+"/**", rel)
 	return ok
-}
-
-// ResolvePath returns the absolute path the kernel would reach for p
-// (relative to cwd): symlinks are followed component by component, ".."
-// steps apply to the resolved prefix as they do in open(2), and a path that
-// does not exist yet is resolved as far as it exists, including a dangling
-// symlink's target. File tools should act on this path so the permission
-// check and the write see the same file.
-func ResolvePath(p, cwd string) string {
-	if !filepath.IsAbs(p) {
-		// Not Join, which would apply ".." before symlinks are resolved.
-		p = cwd + string(filepath.Separator) + p
-	}
-	return resolve(p, 0)
-}
-
-const maxLinks = 40
-
-func resolve(p string, depth int) string {
-	if depth > maxLinks {
-		return filepath.Clean(p)
-	}
-	vol := filepath.VolumeName(p)
-	dest := vol + string(filepath.Separator)
-	parts := strings.Split(filepath.ToSlash(p[len(vol):]), "/")
-	for i, c := range parts {
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			dest = filepath.Dir(dest)
-			continue
-		}
-		next := filepath.Join(dest, c)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			// Nothing below a missing component exists, so the rest is
-			// lexical.
-			return filepath.Join(append([]string{next}, parts[i+1:]...)...)
-		}
-		if fi.Mode()&os.ModeSymlink == 0 {
-			dest = next
-			continue
-		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return filepath.Join(append([]string{next}, parts[i+1:]...)...)
-		}
-		if !filepath.IsAbs(target) {
-			// Not Join: ".." in a link target must apply after resolving.
-			target = dest + string(filepath.Separator) + target
-		}
-		dest = resolve(target, depth+1)
-	}
-	return dest
-}
-
-// within reports whether abs is dir or below it. Both must be clean.
-func within(abs, dir string) bool {
-	rel, err := filepath.Rel(dir, abs)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

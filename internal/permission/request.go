@@ -3,6 +3,8 @@ package permission
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/toolpath"
 )
 
 // Kind says which family of rules and mode semantics apply to a tool.
@@ -93,9 +95,11 @@ func (r Request) kind() Kind {
 
 // RequestFor describes a tool call from the input fields Claude Code's tools use (file_path,
 // notebook_path, path, command, url, subagent_type, skill); a tool without them is judged by
-// its name and read-only claim. MCP tools are KindOther.
+// its name and read-only claim. A Glob is a read of the directory it searches, which its
+// pattern may name ([toolpath.GlobRoot]). MCP tools are KindOther.
 func RequestFor(toolName string, readOnly bool, input json.RawMessage, cwd string) Request {
 	var in struct {
+		Pattern      string `json:"pattern"`
 		FilePath     string `json:"file_path"`
 		NotebookPath string `json:"notebook_path"`
 		Path         string `json:"path"`
@@ -106,6 +110,10 @@ func RequestFor(toolName string, readOnly bool, input json.RawMessage, cwd strin
 	}
 	_ = json.Unmarshal(input, &in)
 	req := Request{Tool: toolName, ReadOnly: readOnly, Cwd: cwd, Command: in.Command, URL: in.URL, Input: input}
+	if toolName == "Glob" && cwd != "" {
+		root, _ := toolpath.GlobRoot(in.Pattern, in.Path, cwd, "")
+		in.Path = root.Abs
+	}
 	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
 		if p != "" {
 			req.Paths = append(req.Paths, p)

@@ -43,10 +43,15 @@ type Source struct {
 	// of .keel or .claude); empty means the checker's first working
 	// directory.
 	Dir string
+	// Line and Col place the rule in its settings file, when known.
+	Line, Col int
 }
 
 func (s Source) String() string {
-	if s.Path != "" {
+	switch {
+	case s.Path != "" && s.Line > 0:
+		return fmt.Sprintf("%s settings %s:%d", s.Name, s.Path, s.Line)
+	case s.Path != "":
 		return s.Name + " settings " + s.Path
 	}
 	return s.Name
@@ -85,12 +90,21 @@ type RuleError struct {
 	Reason string
 }
 
+// ValidRuleForms lists the shapes a permission rule may take, for error messages.
+const ValidRuleForms = "Tool, Tool(specifier) or an MCP name, e.g. Bash, Bash(npm run test:*), Bash(git status), " +
+	"Read(./src/**), Edit(//abs/path/**), WebFetch(domain:example.com), mcp__server, mcp__server__tool"
+
+// Error names the file, line and column when known (path:line:col:, the form editors jump
+// to), the rule, what is wrong, and the valid forms.
 func (e *RuleError) Error() string {
-	src := e.Source.String()
-	if src != "" {
-		src += ": "
+	var where string
+	switch s := e.Source; {
+	case s.Path != "" && s.Line > 0:
+		where = fmt.Sprintf("%s:%d:%d: %s settings: ", s.Path, s.Line, s.Col, s.Name)
+	case s.String() != "":
+		where = s.String() + ": "
 	}
-	return fmt.Sprintf("%spermission rule %q: %s", src, e.Rule, e.Reason)
+	return fmt.Sprintf("%spermission rule %q: %s (valid forms: %s)", where, e.Rule, e.Reason, ValidRuleForms)
 }
 
 var (

@@ -3,18 +3,22 @@ package permission
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// shellWord is one argument of a simple command. A static word has a value
-// known before the shell runs; a dynamic one (with $VAR, $'..' and the like)
-// keeps its source text and never equals a literal rule word.
+// shellWord is one argument of a simple command. A static word has a value known before the
+// shell runs; a dynamic one (with $VAR, a glob the shell may rewrite…) keeps its source text
+// and never equals a literal rule word. guess is what a dynamic word most likely becomes
+// ($'\x72m' is rm): deny and ask rules look at it, allow rules never do.
 type shellWord struct {
 	value  string
 	static bool
+	guess  string
 }
 
 // simpleCmd is one command the shell would execute: a name and arguments.
@@ -45,6 +49,27 @@ func (c simpleCmd) canonical() string {
 
 func (c simpleCmd) String() string { return c.canonical() }
 
+// from returns the command made of the words from i on.
+func (c simpleCmd) from(i int) simpleCmd { return simpleCmd{words: c.words[i:]} }
+
+// guessed returns the command with dynamic words replaced by their likely values, for deny
+// and ask rules.
+func (c simpleCmd) guessed() (simpleCmd, bool) {
+	if !slices.ContainsFunc(c.words, func(w shellWord) bool { return !w.static && w.guess != "" }) {
+		return c, false
+	}
+	changed := false
+	out := simpleCmd{words: make([]shellWord, len(c.words))}
+	for i, w := range c.words {
+		if !w.static && w.guess != "" {
+			w = shellWord{value: w.guess, static: true}
+			changed = true
+		}
+		out.words[i] = w
+	}
+	return out, changed
+}
+
 var plainWordRE = regexp.MustCompile(`^[A-Za-z0-9_./+@%:,=*?~^!\[\]{}-]+$`)
 
 func quoteWord(s string) string {
@@ -56,26 +81,70 @@ func quoteWord(s string) string {
 
 // shellAnalysis is what a command line means for permission matching.
 type shellAnalysis struct {
-	// cmds are the simple commands the line runs. When opaque is empty they
-	// are all of them, and allowing each allows the line.
+	// cmds are the simple commands the line runs, as written.
 	cmds []simpleCmd
-	// opaque lists why no allow rule can cover the line: substitutions,
-	// writing redirections, control flow, a parse error...
+	// allow holds, for each of cmds, what allow rules must cover: the command with transparent
+	// wrappers (timeout, nice, command…) removed. When opaque is empty, allowing each allows
+	// the line.
+	allow []simpleCmd
+	// opaque lists why no allow rule can cover the line: substitutions, control flow, a
+	// construct keel's parser may read differently from bash…
 	opaque []string
-	// wrapped are commands run by wrappers (sudo rm, bash -c "rm"), matched
-	// only against deny and ask rules.
-	wrapped []simpleCmd
+	// deny holds every command the line may run, each in every spelling a deny or ask rule
+	// may name it: as written, by base name (/bin/rm is rm), with git's global options
+	// skipped, inside wrappers, shells and eval, and as bash would split lines keel's parser
+	// joins.
+	deny []simpleCmd
+	// reads and writes are the files redirections open, as written; network lists the
+	// /dev/tcp and /dev/udp targets bash connects to.
+	reads, writes, network []string
+	// args are the commands' arguments that may name files (option values after "=", "~"
+	// and "$HOME" kept for expansion): Read deny and ask rules also refuse a command that
+	// names a file they cover (cat secrets/token.txt).
+	args []string
+	// changesDir is set when a command may change the directory later relative redirections
+	// are opened from; cdTargets are the directories it changes to, in order, when all are
+	// known (cdUnknown otherwise).
+	changesDir bool
+	cdTargets  []string
+	cdUnknown  bool
+	// uncheckedWhy lists what deny and ask rules cannot be checked against (python code, a
+	// script read from stdin) although allow rules may name the command; bypassPermissions
+	// asks about such a line when Bash deny or ask rules exist.
+	uncheckedWhy []string
+	// denyWords counts the words of every deny view, against maxDenyWords.
+	denyWords  int
+	overBudget bool
 }
 
 func (a *shellAnalysis) addOpaque(format string, args ...any) {
 	a.opaque = append(a.opaque, fmt.Sprintf(format, args...))
 }
 
+func (a *shellAnalysis) unchecked(format string, args ...any) {
+	a.uncheckedWhy = append(a.uncheckedWhy, fmt.Sprintf(format, args...))
+}
+
+// addBlind records a construct that hides commands from deny rules as well as allow rules: a
+// computed command name, a parse keel cannot trust, arithmetic that may evaluate a
+// variable's text as code.
+func (a *shellAnalysis) addBlind(format string, args ...any) {
+	a.addOpaque(format, args...)
+	a.unchecked(format, args...)
+}
+
 // commandNameRE is what a command name may look like for an allow rule to
 // apply: no globs, braces or quotes that the shell would rewrite.
 var commandNameRE = regexp.MustCompile(`^[A-Za-z0-9_./+@%:][A-Za-z0-9_./+@%:-]*$`)
 
-const maxShellDepth = 4
+// Limits past which a command is asked about instead of analysed: bash reads it fine, but a
+// line this long or this deep is no command a person reviews, and parsing it costs time.
+const (
+	maxCommandBytes = 64 << 10
+	maxNesting      = 64
+	// maxShellDepth bounds how deep bash -c, eval and wrapper strings are followed.
+	maxShellDepth = 4
+)
 
 func analyzeShell(command string) shellAnalysis {
 	return analyzeShellDepth(command, 0)
@@ -87,57 +156,141 @@ func analyzeShellDepth(command string, depth int) shellAnalysis {
 		a.addOpaque("empty command")
 		return a
 	}
-	if strings.ContainsRune(command, 0) {
-		a.addOpaque("NUL byte in command")
+	if len(command) > maxCommandBytes || nesting(command) > maxNesting || strings.ContainsRune(command, 0) {
+		// Too costly to parse, or not a shell text at all: asked about, deny rules unchecked.
+		a.addBlind("%s", unsafeText(command))
 		return a
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
+	if reason := unsafeText(command); reason != "" {
+		a.addOpaque("%s", reason)
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(command), "")
 	if err != nil {
-		a.addOpaque("unparseable command: %v", err)
+		a.addBlind("unparseable command: %v", err)
+		a.addSplitVariant(command, depth)
 		return a
 	}
+	a.walk(command, f, depth)
+	a.addSplitVariant(command, depth)
+	if len(a.cmds) == 0 && len(a.opaque) == 0 {
+		a.addOpaque("no command")
+	}
+	return a
+}
+
+// unsafeText names what in the raw text keel's parser and bash may read differently, so that
+// the line must be asked about whatever it parses to: carriage returns (bash keeps them in
+// words, the parser folds "\\\r\n" into a line continuation), other control characters,
+// invalid UTF-8, a NUL, and lines too long or too deep to analyse.
+func unsafeText(s string) string {
+	switch {
+	case len(s) > maxCommandBytes:
+		return fmt.Sprintf("a command over %d KB", maxCommandBytes>>10)
+	case strings.ContainsRune(s, 0):
+		return "NUL byte in command"
+	case !utf8.ValidString(s):
+		return "bytes that are not UTF-8"
+	case strings.ContainsRune(s, '\r'):
+		return "a carriage return"
+	}
+	for _, c := range s {
+		if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
+			return fmt.Sprintf("control character %U", c)
+		}
+	}
+	if nesting(s) > maxNesting {
+		return fmt.Sprintf("nesting deeper than %d levels", maxNesting)
+	}
+	return ""
+}
+
+// nesting is the deepest run of unclosed (, { and [ in s, quotes ignored: an upper bound on
+// how deep the parser would recurse.
+func nesting(s string) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(', '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case ')', '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return deepest
+}
+
+// splitVariant rewrites s the way bash may split it where keel's parser joins lines: every
+// carriage return and every backslash-newline (in a comment bash ends the comment there)
+// becomes a plain newline. Reading more commands than bash does is safe for deny rules.
+var splitVariant = strings.NewReplacer("\\\r\n", "\n", "\\\n", "\n", "\r", "\n")
+
+func (a *shellAnalysis) addSplitVariant(command string, depth int) {
+	v := splitVariant.Replace(command)
+	if v == command {
+		return
+	}
+	if depth >= maxShellDepth {
+		a.addBlind("commands nested deeper than %d levels", maxShellDepth)
+		return
+	}
+	inner := analyzeShellDepth(v, depth+1)
+	a.deny = append(a.deny, inner.deny...)
+	a.denyWords += inner.denyWords
+}
+
+func (a *shellAnalysis) walk(src string, f *syntax.File, depth int) {
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
-		case nil, *syntax.File, *syntax.Comment, *syntax.Word, *syntax.Lit, *syntax.SglQuoted,
+		case nil, *syntax.File, *syntax.Word, *syntax.Lit, *syntax.SglQuoted,
 			*syntax.DblQuoted, *syntax.BinaryCmd, *syntax.Subshell, *syntax.Block, *syntax.TimeClause,
-			*syntax.ExtGlob, *syntax.BraceExp:
+			*syntax.ExtGlob, *syntax.BraceExp, *syntax.WordIter, *syntax.CaseItem:
+			// Parts of constructs judged elsewhere; the commands inside are walked.
+		case *syntax.Comment:
+			// bash ends a comment at the newline whatever precedes it; keel's parser continues
+			// it past a backslash-newline. A backslash anywhere in a comment is asked about.
+			if strings.ContainsAny(n.Text, "\\\n") {
+				a.addOpaque("a backslash in a comment")
+			}
 		case *syntax.Stmt:
 			if n.Coprocess {
 				a.addOpaque("coprocess")
 			}
 		case *syntax.CallExpr:
-			a.callExpr(command, n, depth)
+			a.callExpr(src, n, depth)
 		case *syntax.Assign:
 			// Reported by callExpr; the value is walked for substitutions.
 		case *syntax.Redirect:
-			a.redirect(n)
+			a.redirect(src, n)
 		case *syntax.ParamExp:
 			if !simpleParam(n) {
-				a.addOpaque("parameter expansion with operators")
+				// ${X@P} and the like can run code held in a variable.
+				a.addBlind("parameter expansion with operators")
 			}
 		case *syntax.CmdSubst:
 			a.addOpaque("command substitution")
 		case *syntax.ProcSubst:
 			a.addOpaque("process substitution")
 		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause:
-			a.addOpaque("arithmetic evaluation")
+			// Arithmetic evaluates variables' text, and a[$(cmd)] there runs cmd.
+			a.addBlind("arithmetic evaluation")
 		case *syntax.FuncDecl:
 			a.addOpaque("function definition")
 		case *syntax.IfClause, *syntax.WhileClause, *syntax.ForClause, *syntax.CaseClause:
 			a.addOpaque("control flow")
+		case *syntax.CStyleLoop:
+			a.addBlind("arithmetic evaluation")
 		case *syntax.TestClause:
-			a.addOpaque("[[ test ]] clause")
+			a.addBlind("[[ test ]] clause")
 		case *syntax.DeclClause:
-			a.addOpaque("declaration builtin")
+			a.addBlind("declaration builtin")
 		default:
-			a.addOpaque("unsupported shell construct %T", n)
+			a.addBlind("unsupported shell construct %T", n)
 		}
 		return true
 	})
-	if len(a.cmds) == 0 && len(a.opaque) == 0 {
-		a.addOpaque("no command")
-	}
-	return a
 }
 
 func simpleParam(p *syntax.ParamExp) bool {
@@ -148,7 +301,8 @@ func simpleParam(p *syntax.ParamExp) bool {
 
 func (a *shellAnalysis) callExpr(src string, c *syntax.CallExpr, depth int) {
 	if len(c.Assigns) > 0 {
-		a.addOpaque("variable assignment")
+		// PATH=, LD_PRELOAD=, BASH_ENV= change what runs.
+		a.addBlind("variable assignment")
 	}
 	if len(c.Args) == 0 {
 		return
@@ -158,22 +312,89 @@ func (a *shellAnalysis) callExpr(src string, c *syntax.CallExpr, depth int) {
 		cmd.words = append(cmd.words, wordsOf(src, w)...)
 	}
 	if len(cmd.words) == 0 {
-		a.addOpaque("command expands to nothing")
+		a.addBlind("command expands to nothing")
 		return
 	}
-	if name := cmd.name(); !commandNameRE.MatchString(name) {
-		a.addOpaque("command name %s is not a plain word", cmd.words[0].value)
+	head := src[c.Args[0].Pos().Offset():c.Args[0].End().Offset()]
+	switch name := cmd.name(); {
+	case !commandNameRE.MatchString(name):
+		a.addBlind("command name %s is not a plain word", cmd.words[0].value)
+	case strings.ContainsAny(head, "{}"):
+		a.addOpaque("brace expansion in the command name %s", head)
+	}
+	a.collectArgs(src, c.Args[1:])
+	view := a.allowView(cmd)
+	switch view.name() {
+	case "cd", "pushd", "popd":
+		a.changesDir = true
+		switch {
+		case view.name() != "popd" && len(view.words) == 2 && view.words[1].static && view.words[1].value != "-":
+			a.cdTargets = append(a.cdTargets, view.words[1].value)
+		case view.name() != "popd" && len(view.words) == 1:
+			a.cdTargets = append(a.cdTargets, "~")
+		default:
+			a.cdUnknown = true
+		}
 	}
 	a.cmds = append(a.cmds, cmd)
-	a.unwrap(cmd, depth)
+	a.allow = append(a.allow, view)
+	a.addDeny(cmd, depth)
+}
+
+// maxArgs caps the arguments one line offers to Read rules.
+const maxArgs = 512
+
+// collectArgs records the arguments that may name files: static words (an option's value
+// after "="), and words that start with ~ or $HOME and are literal after it.
+func (a *shellAnalysis) collectArgs(src string, words []*syntax.Word) {
+	for _, w := range words {
+		if len(a.args) >= maxArgs {
+			return
+		}
+		var vals []string
+		if staticWord(w) {
+			for _, sw := range wordsOf(src, w) {
+				vals = append(vals, sw.value)
+			}
+		} else if text := src[w.Pos().Offset():w.End().Offset()]; homeRelative(text) {
+			vals = append(vals, text)
+		}
+		for _, v := range vals {
+			if strings.HasPrefix(v, "-") {
+				_, after, ok := strings.Cut(v, "=")
+				if !ok || after == "" {
+					continue
+				}
+				v = after
+			}
+			a.args = append(a.args, v)
+		}
+	}
+}
+
+// homeRelative reports whether a word's text is ~, ~/…, $HOME/… or ${HOME}/… followed by
+// literal path characters only, so it can be expanded without running anything.
+func homeRelative(text string) bool {
+	rest, ok := "", false
+	for _, p := range []string{"~/", "$HOME/", "${HOME}/"} {
+		if r, found := strings.CutPrefix(text, p); found {
+			rest, ok = r, true
+			break
+		}
+	}
+	if text == "~" || text == "$HOME" || text == "${HOME}" {
+		return true
+	}
+	return ok && !strings.ContainsAny(rest, "$`\\'\"(){}<>|&;")
 }
 
 // wordsOf expands a static word the way bash would build argv from it
 // (quote removal, brace expansion; no globbing, so "*.go" stays one word)
 // and keeps a dynamic word as its source text.
 func wordsOf(src string, w *syntax.Word) []shellWord {
+	text := src[w.Pos().Offset():w.End().Offset()]
 	if staticWord(w) {
-		if fields, err := expand.Fields(nil, w); err == nil {
+		if fields, err := expand.Fields(expandConfig(), w); err == nil {
 			out := make([]shellWord, len(fields))
 			for i, f := range fields {
 				out[i] = shellWord{value: f, static: true}
@@ -181,7 +402,13 @@ func wordsOf(src string, w *syntax.Word) []shellWord {
 			return out
 		}
 	}
-	return []shellWord{{value: src[w.Pos().Offset():w.End().Offset()]}}
+	dyn := shellWord{value: text}
+	if quotedOnly(w) {
+		if v, err := expand.Literal(expandConfig(), w); err == nil {
+			dyn.guess = v
+		}
+	}
+	return []shellWord{dyn}
 }
 
 func staticWord(w *syntax.Word) bool {
@@ -189,7 +416,8 @@ func staticWord(w *syntax.Word) bool {
 		switch p := p.(type) {
 		case *syntax.Lit:
 		case *syntax.SglQuoted:
-			if p.Dollar {
+			// $'...' decodes escapes; without a backslash it is plain '...'.
+			if p.Dollar && strings.Contains(p.Value, `\`) {
 				return false
 			}
 		case *syntax.DblQuoted:
@@ -213,44 +441,24 @@ func staticWord(w *syntax.Word) bool {
 	return true
 }
 
-// safeSinks are files a redirection may write without writing a file.
-var safeSinks = map[string]bool{"/dev/null": true, "/dev/stdout": true, "/dev/stderr": true}
-
-func (a *shellAnalysis) redirect(r *syntax.Redirect) {
-	if r.N != nil && !isDigits(r.N.Value) {
-		a.addOpaque("named file descriptor {%s}", r.N.Value)
-	}
-	target := ""
-	static := r.Word != nil && staticWord(r.Word)
-	if static {
-		target, _ = expand.Literal(nil, r.Word)
-	}
-	switch r.Op {
-	case syntax.RdrIn:
-	case syntax.DplIn, syntax.DplOut:
-		if !static || !(isDigits(target) || target == "-" || safeSinks[target]) {
-			a.addOpaque("redirection %s to a file", r.Op)
-		}
-	case syntax.Hdoc, syntax.DashHdoc:
-		if r.Hdoc != nil && !literalParts(r.Hdoc) {
-			a.addOpaque("here-document with expansions")
-		}
-	case syntax.WordHdoc:
-		if !static {
-			a.addOpaque("here-string with expansions")
-		}
-	default: // >, >>, >|, &>, &>>, <>: these open files for writing.
-		if !static || !safeSinks[target] {
-			a.addOpaque("output redirection %s writes a file", r.Op)
-		}
-	}
-}
-
-func literalParts(w *syntax.Word) bool {
+// quotedOnly reports whether w is made of literal text and quotes alone ($'..' and $".."
+// included), so its value can be guessed without running anything.
+func quotedOnly(w *syntax.Word) bool {
 	for _, p := range w.Parts {
-		if _, ok := p.(*syntax.Lit); !ok {
+		switch p := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if _, ok := q.(*syntax.Lit); !ok {
+					return false
+				}
+			}
+		default:
 			return false
 		}
+	}
+	if lit, ok := w.Parts[0].(*syntax.Lit); ok && strings.HasPrefix(lit.Value, "~") {
+		return false
 	}
 	return true
 }
@@ -267,77 +475,9 @@ func isDigits(s string) bool {
 	return true
 }
 
-// execWrappers run their arguments as a command after options of their own.
-var execWrappers = map[string]bool{
-	"sudo": true, "doas": true, "env": true, "nohup": true, "nice": true, "ionice": true,
-	"timeout": true, "time": true, "stdbuf": true, "command": true, "builtin": true, "exec": true,
-	"xargs": true, "chroot": true, "setsid": true, "flock": true, "watch": true, "parallel": true,
-	"strace": true, "ltrace": true, "unbuffer": true, "caffeinate": true, "runuser": true,
-	"chrt": true, "taskset": true, "script": true, "su": true, "busybox": true,
-}
-
-// shells take a command string with -c.
-var shells = map[string]bool{
-	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true,
-	"fish": true, "csh": true, "tcsh": true,
-}
-
-// interpreters run code from their arguments (-c, -e, a script) and so are
-// never matched by a rule whose command name is a wildcard.
-var interpreters = map[string]bool{
-	"eval": true, "source": true, ".": true, "trap": true, "alias": true, "python": true,
-	"python2": true, "python3": true, "node": true, "perl": true, "ruby": true, "php": true,
-	"lua": true, "deno": true, "bun": true, "awk": true, "gawk": true, "mawk": true, "find": true,
-	"osascript": true, "powershell": true, "pwsh": true, "expect": true, "tclsh": true,
-}
-
-// runsOtherCode reports whether a command with this name can run commands
-// its arguments name.
-func runsOtherCode(name string) bool {
-	base := name[strings.LastIndexByte(name, '/')+1:]
-	return execWrappers[base] || shells[base] || interpreters[base]
-}
-
-// unwrap records the commands a wrapper would run so deny and ask rules see
-// them: every later plain word might start the wrapped command, and shell -c
-// strings and eval arguments are parsed.
-func (a *shellAnalysis) unwrap(cmd simpleCmd, depth int) {
-	name := cmd.name()
-	base := name[strings.LastIndexByte(name, '/')+1:]
-	switch {
-	case execWrappers[base]:
-		for i := 1; i < len(cmd.words); i++ {
-			w := cmd.words[i]
-			if w.static && !strings.HasPrefix(w.value, "-") && !strings.Contains(w.value, "=") {
-				inner := simpleCmd{words: cmd.words[i:]}
-				a.wrapped = append(a.wrapped, inner)
-				a.unwrap(inner, depth)
-			}
-		}
-	case shells[base] || base == "eval":
-		if depth >= maxShellDepth {
-			return
-		}
-		var scripts []string
-		if base == "eval" {
-			var parts []string
-			for _, w := range cmd.words[1:] {
-				parts = append(parts, w.value)
-			}
-			scripts = append(scripts, strings.Join(parts, " "))
-		} else {
-			for i := 1; i+1 < len(cmd.words); i++ {
-				w := cmd.words[i].value
-				if strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") && strings.Contains(w, "c") {
-					scripts = append(scripts, cmd.words[i+1].value)
-					break
-				}
-			}
-		}
-		for _, s := range scripts {
-			inner := analyzeShellDepth(s, depth+1)
-			a.wrapped = append(a.wrapped, inner.cmds...)
-			a.wrapped = append(a.wrapped, inner.wrapped...)
-		}
-	}
+// expandConfig is a fresh expansion environment with no variables. Each call needs its own:
+// mvdan.cc/sh/v3/expand fills in a nil *Config by writing to a shared global, a data race
+// when tool calls are checked in parallel.
+func expandConfig() *expand.Config {
+	return &expand.Config{Env: expand.FuncEnviron(func(string) string { return "" })}
 }

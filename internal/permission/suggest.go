@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/toolpath"
 )
 
 // suggest proposes the allow rules that would let a call through, for an
@@ -16,7 +18,7 @@ func suggest(p *prepared, dirs []string) []Rule {
 		if len(p.shell.opaque) > 0 {
 			return nil
 		}
-		for _, c := range p.shell.cmds {
+		for _, c := range p.shell.allow {
 			if t := suggestBash(c); t != "" && !slices.Contains(texts, t) {
 				texts = append(texts, t)
 			}
@@ -72,8 +74,8 @@ func suggestBash(c simpleCmd) string {
 
 func suggestPath(abs string, dirs []string) string {
 	if len(dirs) > 0 {
-		root := ResolvePath(dirs[0], "/")
-		if within(abs, root) {
+		root := toolpath.Real(dirs[0])
+		if toolpath.Within(abs, root) {
 			rel, _ := filepath.Rel(root, abs)
 			return "./" + filepath.ToSlash(rel)
 		}

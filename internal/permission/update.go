@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/toolpath"
 )
 
 // Update is a change to the permission context in the Agent SDK's PermissionUpdate shape:
@@ -166,8 +168,8 @@ func Suggest(req AskRequest, dirs []string) []Update {
 	var outsideDirs []string
 	edit := req.Request.Kind == KindEdit || kinds[canonicalTool(req.Request.Tool)] == KindEdit
 	for _, p := range req.Request.Paths {
-		abs := ResolvePath(p, req.Request.Cwd)
-		if !slices.ContainsFunc(dirs, func(d string) bool { return within(abs, ResolvePath(d, "/")) }) {
+		abs := toolpath.Resolve(p, req.Request.Cwd, "").Real
+		if !slices.ContainsFunc(dirs, func(d string) bool { return toolpath.Within(abs, toolpath.Real(d)) }) {
 			if d := filepath.Dir(abs); !slices.Contains(outsideDirs, d) {
 				outsideDirs = append(outsideDirs, d)
 			}

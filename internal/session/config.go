@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +38,8 @@ func ProjectRoot(dir string) string {
 
 // loadSettings reads every settings source; problems become notices. A file that cannot be
 // read or parsed at all is an error unless Options.IgnoreSettingsErrors says to go on without
-// it: its deny rules must never vanish silently.
+// it: its deny rules must never vanish silently. An untrusted workspace's own files may only
+// narrow what keel may do (settings.Options.Untrusted).
 func (s *Session) loadSettings() error {
 	st, _ := settings.Load(settings.Options{
 		Env:          settings.Env{Home: s.opts.Home},
@@ -48,6 +48,7 @@ func (s *Session) loadSettings() error {
 		Flags:        s.opts.SettingsFlags,
 		SettingsArgs: s.opts.SettingsArgs,
 		FileScopes:   s.fileScopes(),
+		Untrusted:    !s.trusted(),
 	})
 	s.settings = st
 	if bad := st.Unreadable(); len(bad) > 0 && !s.opts.IgnoreSettingsErrors {
@@ -65,18 +66,18 @@ func (s *Session) loadSettings() error {
 }
 
 // permissionPolicy turns settings and flags into the main agent's policy.
-func (s *Session) permissionPolicy() (permission.Policy, []string) {
-	var warnings []string
+func (s *Session) permissionPolicy() (permission.Policy, []event.Notice) {
+	var problems []event.Notice
 	mode := s.opts.PermissionMode
 	if mode == "" && s.settings.Permissions.DefaultMode.IsSet() {
 		mode = s.settings.Permissions.DefaultMode.V
 	}
 	m, err := permission.ParseMode(mode)
 	if err != nil {
-		warnings = append(warnings, err.Error())
+		problems = append(problems, event.Notice{Level: "warn", Text: err.Error()})
 		m = permission.ModeDefault
 	}
-	pol := permission.Policy{Mode: m, Dirs: []string{s.opts.Cwd}}
+	pol := permission.Policy{Mode: m, Dirs: []string{s.opts.Cwd}, Protected: s.protectedPaths()}
 	for _, d := range s.settings.Permissions.AdditionalDirectories {
 		dir := d.V
 		if !filepath.IsAbs(dir) {
@@ -86,10 +87,11 @@ func (s *Session) permissionPolicy() (permission.Policy, []string) {
 	}
 	add := func(vals []settings.Value[string], b permission.Behavior) {
 		for _, v := range vals {
-			src := permission.Source{Name: string(v.From.Scope), Path: v.From.Path, Dir: s.ruleDir(v.From)}
+			src := permission.Source{Name: string(v.From.Scope), Path: v.From.Path, Dir: s.ruleDir(v.From), Line: v.From.Line, Col: v.From.Col}
 			r, err := permission.ParseRule(v.V, b, src)
 			if err != nil {
-				warnings = append(warnings, err.Error())
+				// The file parsed, so its other rules still load; this one is an error.
+				problems = append(problems, event.Notice{Level: "error", Text: err.Error()})
 				continue
 			}
 			pol.Rules = append(pol.Rules, r)
@@ -98,7 +100,50 @@ func (s *Session) permissionPolicy() (permission.Policy, []string) {
 	add(s.settings.Permissions.Deny, permission.Deny)
 	add(s.settings.Permissions.Ask, permission.Ask)
 	add(s.settings.Permissions.Allow, permission.Allow)
-	return pol, warnings
+	return pol, problems
+}
+
+// protectedPaths are the files whose edits ask in every mode but bypassPermissions, besides
+// the names the permission package protects itself (.git, .keel, .claude…): every settings
+// file keel reads, keel's own directory (trust records, user settings, sessions) and the
+// scripts hooks run.
+func (s *Session) protectedPaths() []string {
+	var out []string
+	for _, f := range s.settings.Files {
+		if filepath.IsAbs(f.Path) {
+			out = append(out, f.Path)
+		}
+	}
+	if s.opts.Home != "" {
+		out = append(out, s.opts.Home)
+	}
+	for _, g := range s.settings.Hooks {
+		for _, h := range g.Hooks {
+			out = append(out, hookScripts(h.Command, s.projectDir)...)
+		}
+	}
+	return out
+}
+
+// hookScripts finds the files a hook command runs: words that name an existing file by a
+// path (./check.sh, $CLAUDE_PROJECT_DIR/.hooks/x.py, scripts/lint), relative to the project.
+func hookScripts(command, projectDir string) []string {
+	cmd := strings.NewReplacer("${CLAUDE_PROJECT_DIR}", projectDir, "$CLAUDE_PROJECT_DIR", projectDir,
+		"${KEEL_PROJECT_DIR}", projectDir, "$KEEL_PROJECT_DIR", projectDir, `"`, " ", "'", " ").Replace(command)
+	var out []string
+	for _, w := range strings.Fields(cmd) {
+		if !strings.Contains(w, "/") {
+			continue
+		}
+		p := w
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(projectDir, p)
+		}
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	return out
 }
 
 // ruleDir is the directory a settings file's relative path rules are anchored at: the project
@@ -114,15 +159,52 @@ func (s *Session) ruleDir(o settings.Origin) string {
 	return dir
 }
 
-// buildHooks prepares the hook runner; project hooks wait for workspace trust.
-// trusted says whether project-provided hooks and servers may run: --trust, or a recorded
-// trust of the project.
+// trusted says whether the workspace is trusted — --trust, or a recorded trust of the
+// project — and so whether what it provides may widen what keel does: its allow rules and
+// mode, hooks, MCP servers, skill shell lines and allowed-tools, memory includes outside it.
+// It is decided once, when the session opens.
 func (s *Session) trusted() bool {
-	trusted := s.opts.Trust
-	if !trusted && s.opts.Home != "" {
-		trusted, _ = trust.IsTrusted(s.opts.Home, s.projectDir)
+	s.trustOnce.Do(func() {
+		s.isTrusted = s.opts.Trust
+		if !s.isTrusted && s.opts.Home != "" {
+			s.isTrusted, _ = trust.IsTrusted(s.opts.Home, s.projectDir)
+		}
+	})
+	return s.isTrusted
+}
+
+// untrustedNotice is the one notice that says what an untrusted workspace provided and keel
+// ignored, and how to trust it.
+func (s *Session) untrustedNotice() {
+	if s.trusted() {
+		return
 	}
-	return trusted
+	var parts []string
+	if s.settings != nil {
+		byKey := map[string][]string{}
+		var keys []string
+		for _, v := range s.settings.Ignored {
+			if _, ok := byKey[v.V]; !ok {
+				keys = append(keys, v.V)
+			}
+			byKey[v.V] = append(byKey[v.V], v.From.String())
+		}
+		for _, k := range keys {
+			parts = append(parts, k+" ("+strings.Join(byKey[k], ", ")+")")
+		}
+	}
+	if s.memory != nil {
+		for _, e := range s.memory.External() {
+			parts = append(parts, "memory include "+e.String()+", outside the project")
+		}
+	}
+	if len(parts) == 0 {
+		return
+	}
+	s.notices = append(s.notices, event.Notice{Level: "warn", Text: fmt.Sprintf(
+		"this workspace (%s) is not trusted, so what it provides may only narrow what keel does; ignored: %s. "+
+			"Trust it with `keel trust`, or run with --trust, if you trust its files.",
+		s.projectDir, strings.Join(parts, "; "))})
 }
 
 func (s *Session) buildHooks() {
@@ -142,24 +224,6 @@ func (s *Session) buildHooks() {
 	for _, p := range problems {
 		s.notices = append(s.notices, event.Notice{Level: string(p.Severity), Text: p.Error()})
 	}
-	if !trusted && !s.settings.DisableAllHooks.V {
-		if n := untrustedHooks(s.settings.Hooks); n != "" {
-			s.notices = append(s.notices, event.Notice{Level: "warn", Text: "the workspace is not trusted, so the hooks of " + n +
-				" do not run (run `keel trust`, or pass --trust)"})
-		}
-	}
-}
-
-// untrustedHooks names the project-provided settings files that configure hooks, which an
-// untrusted workspace does not run.
-func untrustedHooks(groups []settings.HookGroup) string {
-	var files []string
-	for _, g := range groups {
-		if g.From.Scope.ProjectProvided() && len(g.Hooks) > 0 && !slices.Contains(files, g.From.Path) {
-			files = append(files, g.From.Path)
-		}
-	}
-	return strings.Join(files, " and ")
 }
 
 // buildPrompt sets up the main agent's system prompt. The environment and memory files are
@@ -171,7 +235,8 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 		s.recordMetadata(ctx, transcript.TypeAgentSetting, agentSetting{Environment: env, Model: s.opts.Model})
 	}
 	home, _ := os.UserHomeDir()
-	mem, err := memory.Load(memory.Options{Cwd: s.opts.Cwd, Home: home, KeelHome: s.opts.Home, ManagedPath: s.opts.ManagedMemoryPath, Logger: s.logger})
+	mem, err := memory.Load(memory.Options{Cwd: s.opts.Cwd, Home: home, KeelHome: s.opts.Home, ManagedPath: s.opts.ManagedMemoryPath,
+		ExternalIncludes: s.trusted(), Logger: s.logger})
 	if err == nil {
 		s.memory = mem
 		for _, w := range mem.Warnings() {

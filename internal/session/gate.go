@@ -11,6 +11,7 @@ import (
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/toolpath"
 )
 
 // gate is the session's tool.Gate: PreToolUse hooks, then the permission check, before a
@@ -98,6 +99,7 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		call.Input = d.UpdatedInput
 		req = permissionRequest(t, call.Input, env.State.Cwd)
 	}
+	env.Hidden = g.checker.ReadFilter()
 	if call.Name == "WebFetch" {
 		// Only a rule naming the host lets WebFetch reach a private address (not a mode,
 		// not a one-time answer); the tool asks when it dials.
@@ -107,7 +109,7 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 	g.s.noteTouched(req.Paths)
 	if !req.ReadOnly && isFileEdit(call.Name) {
 		for _, p := range req.Paths {
-			g.s.trackEdit(permission.ResolvePath(p, env.State.Cwd))
+			g.s.trackEdit(toolpath.Resolve(p, env.State.Cwd, "").Real)
 		}
 		g.s.lspBefore(env, t, *call)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/lsp"
 	"github.com/keel-dev/keel/internal/message"
-	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/toolpath"
 )
 
 // buildLSP starts the language-server manager of the lspServers settings (no server runs
@@ -53,7 +53,7 @@ func lspPaths(t tool.Tool, call tool.Call, cwd string) []string {
 	req := permissionRequest(t, call.Input, cwd)
 	out := make([]string, 0, len(req.Paths))
 	for _, p := range req.Paths {
-		out = append(out, permission.ResolvePath(p, cwd))
+		out = append(out, toolpath.Resolve(p, cwd, "").Real)
 	}
 	return out
 }

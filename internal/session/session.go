@@ -72,7 +72,8 @@ type Options struct {
 	// ManagedSettingsPath and ManagedMemoryPath override the system-wide files (tests).
 	ManagedSettingsPath string
 	ManagedMemoryPath   string
-	// Trust runs project-provided hooks and MCP servers without a recorded trust (--trust).
+	// Trust treats the workspace as trusted without a recorded trust (--trust): its settings may
+	// widen permissions, and its hooks, MCP servers and skill shell lines run.
 	Trust bool
 	// Asker answers permission questions; nil denies with a message naming the rule to add.
 	Asker permission.Asker
@@ -129,13 +130,16 @@ type Session struct {
 	logger *slog.Logger
 
 	projectDir string
-	settings   *settings.Settings
-	hooks      *hooks.Runner
-	memory     *memory.Set
-	prompt     *prompt.Builder
-	ttl        provider.TTLPolicy
-	checker    *permission.Checker
-	watch      *cachewatch.Watcher
+	// trustOnce decides isTrusted (see trusted).
+	trustOnce sync.Once
+	isTrusted bool
+	settings  *settings.Settings
+	hooks     *hooks.Runner
+	memory    *memory.Set
+	prompt    *prompt.Builder
+	ttl       provider.TTLPolicy
+	checker   *permission.Checker
+	watch     *cachewatch.Watcher
 	// notices are configuration problems found while opening, reported with the first Send.
 	notices []event.Notice
 	// transcript is nil when nothing is persisted; snapshots likewise.
@@ -229,10 +233,8 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	if err := s.loadSettings(); err != nil {
 		return nil, err
 	}
-	policy, warnings := s.permissionPolicy()
-	for _, w := range warnings {
-		s.notices = append(s.notices, event.Notice{Level: "warn", Text: w})
-	}
+	policy, problems := s.permissionPolicy()
+	s.notices = append(s.notices, problems...)
 	var asker permission.Asker = permission.Headless{}
 	switch {
 	case opts.MCP.PermissionPromptTool != "":
@@ -284,6 +286,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		return nil, err
 	}
 	s.buildPrompt(ctx, env)
+	s.untrustedNotice()
 	source := "startup"
 	if st != nil {
 		source = "resume"

@@ -20,7 +20,7 @@ func (s *Session) loadSkills() {
 	}
 	cat, problems := skill.Load(skill.Options{
 		Cwd: s.opts.Cwd, ProjectRoot: s.projectDir, Home: home, KeelHome: keelHome, NoProject: !s.sourceAllowed("project"),
-		AllowShell: s.allowSkillShell, Prompts: mcpPrompts{s}, Logger: s.logger,
+		AllowShell: s.allowSkillShell, Prompts: mcpPrompts{s}, Logger: s.logger, UntrustedProject: !s.trusted(),
 	})
 	s.skills = cat
 	for _, p := range problems {
@@ -71,7 +71,7 @@ func (s *Session) expandCommand(ctx context.Context, prompt string) (text string
 		}
 		return fmt.Sprintf("The /%s skill ran in a subagent and reported:\n\n%s", inv.Skill.Name, result), true, nil
 	}
-	s.grants.Add("", inv.Skill.Name, inv.Skill.AllowedTools)
+	s.grants.Add("", inv.Skill.Name, inv.Skill.Grants())
 	text, err = s.promptExpansion(ctx, prompt, inv.Text, string(inv.Skill.Source))
 	return text, true, err
 }

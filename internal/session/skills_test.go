@@ -31,7 +31,8 @@ func TestSkillBodyReachesTheModelOnlyWhenInvoked(t *testing.T) {
 		{When: scripted.Match{Contains: "SECRET-BODY"}, Times: 1, Reply: []scripted.Block{scripted.ToolUse("Bash", map[string]string{"command": "echo hi there"})}},
 		{Reply: []scripted.Block{scripted.Text("greeted")}},
 	}}
-	h := newHarness(t, sc, Options{Cwd: cwd})
+	// A trusted workspace: its skill may grant tools.
+	h := newHarness(t, sc, Options{Cwd: cwd, Trust: true})
 	res := result(t, h.send(t, "say hello to Ada"))
 	reqs := h.srv.Requests()
 	first := string(reqs[0].Body)

@@ -40,6 +40,10 @@ type Settings struct {
 	// Unknown holds keys keel does not know, by dotted key, highest source winning. They are
 	// kept (and warned about) because real files carry many keys for other tools.
 	Unknown map[string]Value[json.RawMessage]
+	// Ignored lists the keys of an untrusted workspace's project and local files that were
+	// skipped because they could widen what keel may do (see [Options.Untrusted]); V is the
+	// dotted key.
+	Ignored []Value[string]
 	// Files says what happened to each source, in precedence order.
 	Files []FileStatus
 	// Problems lists everything wrong in any source, in precedence order.
@@ -215,10 +219,24 @@ func envKey() keyDef {
 	}
 }
 
+// wideningKeys are what a workspace's own files may not set until it is trusted: rules that
+// allow, a mode, directories, the environment of every command, and commands keel or another
+// tool reading the same file would run. A cloned repository can narrow (deny, ask) but never
+// widen.
+var wideningKeys = map[string]bool{
+	"permissions.allow": true, "permissions.defaultMode": true, "permissions.additionalDirectories": true,
+	"env": true, "hooks": true, "apiKeyHelper": true, "awsAuthRefresh": true, "awsCredentialExport": true,
+	"otelHeadersHelper": true, "statusLine": true, "fileSuggestion": true,
+}
+
 // applyMembers applies each member of n with its keyDef, keeping and warning about unknown keys.
 func applyMembers(s *Settings, f *fileCtx, prefix string, n *node, defs []keyDef) {
 	for _, m := range n.members {
 		key := prefix + m.key
+		if f.src.Untrusted && wideningKeys[key] {
+			s.Ignored = append(s.Ignored, Value[string]{V: key, From: f.origin(m.val)})
+			continue
+		}
 		i := slices.IndexFunc(defs, func(d keyDef) bool { return d.name == m.key })
 		if i < 0 {
 			if m.key != "$schema" {

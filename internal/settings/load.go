@@ -34,6 +34,12 @@ type Options struct {
 	// FileScopes, when not nil, limits the settings files read to these scopes (user,
 	// project, local: --setting-sources); managed policy and the command line always apply.
 	FileScopes []Scope
+	// Untrusted says the user has not trusted the workspace: its project and local files may
+	// add deny and ask rules but their permissions.allow, permissions.defaultMode,
+	// permissions.additionalDirectories, env, hooks and helper commands (apiKeyHelper,
+	// statusLine…) are skipped and listed in [Settings.Ignored]. User, managed and
+	// command-line settings are unaffected.
+	Untrusted bool
 }
 
 // FileState says what Load did with a source.

@@ -37,6 +37,12 @@ func (s *Settings) RenderText(w io.Writer) error {
 		fmt.Fprintln(tw, "\n# keys keel does not use (kept)")
 		writeItems(tw, unknown)
 	}
+	if len(s.Ignored) > 0 {
+		fmt.Fprintln(tw, "\n# ignored: the workspace is not trusted (keel trust, or --trust)")
+		for _, v := range s.Ignored {
+			fmt.Fprintf(tw, "%s\t%s\n", v.V, v.From)
+		}
+	}
 	if len(s.Problems) > 0 {
 		fmt.Fprintln(tw, "\n# problems")
 		for _, p := range s.Problems {
@@ -76,7 +82,8 @@ type jsonProblem struct {
 
 // RenderJSON writes the same as [Settings.RenderText] as one JSON object: "sources",
 // "settings" (the settings' own shape, each leaf a {"value", "scope", "file", "line"} object and
-// each list a list of them), "unknown" (by dotted key) and "problems".
+// each list a list of them), "unknown" (by dotted key), "problems", and "ignored" (the keys
+// an untrusted workspace's files could not set) when there are any.
 func (s *Settings) RenderJSON(w io.Writer) error {
 	known, unknown := s.items()
 	tree := map[string]any{}
@@ -112,12 +119,20 @@ func (s *Settings) RenderJSON(w io.Writer) error {
 	if files == nil {
 		files = []FileStatus{}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(map[string]any{
+	out := map[string]any{
 		"sources":  files,
 		"settings": tree,
 		"unknown":  unk,
 		"problems": problems,
-	})
+	}
+	if len(s.Ignored) > 0 {
+		var ignored []jsonValue
+		for _, v := range s.Ignored {
+			ignored = append(ignored, jsonValue{Value: v.V, Origin: v.From})
+		}
+		out["ignored"] = ignored
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }

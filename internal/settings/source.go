@@ -38,6 +38,9 @@ type Source struct {
 	// Optional sources that do not exist are skipped silently; a missing --settings file is an
 	// error.
 	Optional bool
+	// Untrusted marks a project or local file of a workspace the user has not trusted: its
+	// keys that could widen what keel may do are skipped (see [Options.Untrusted]).
+	Untrusted bool
 	// flag marks a source made from a command-line flag: its positions mean nothing.
 	flag bool
 }
@@ -67,12 +70,12 @@ func Sources(opts Options) []Source {
 		}
 	}
 	if opts.ProjectDir != "" {
-		p := opts.ProjectDir
+		p, u := opts.ProjectDir, opts.Untrusted
 		out = append(out,
-			Source{Scope: ScopeLocal, Path: filepath.Join(p, ".keel", "settings.local.json"), Optional: true},
-			Source{Scope: ScopeLocal, Path: filepath.Join(p, ".claude", "settings.local.json"), Optional: true},
-			Source{Scope: ScopeProject, Path: filepath.Join(p, ".keel", "settings.json"), Optional: true},
-			Source{Scope: ScopeProject, Path: filepath.Join(p, ".claude", "settings.json"), Optional: true},
+			Source{Scope: ScopeLocal, Path: filepath.Join(p, ".keel", "settings.local.json"), Optional: true, Untrusted: u},
+			Source{Scope: ScopeLocal, Path: filepath.Join(p, ".claude", "settings.local.json"), Optional: true, Untrusted: u},
+			Source{Scope: ScopeProject, Path: filepath.Join(p, ".keel", "settings.json"), Optional: true, Untrusted: u},
+			Source{Scope: ScopeProject, Path: filepath.Join(p, ".claude", "settings.json"), Optional: true, Untrusted: u},
 		)
 	}
 	if opts.Env.Home != "" {

@@ -106,6 +106,9 @@ func (c *Catalog) Invoke(ctx context.Context, name, args string, by Invoker, cwd
 		inv.Text = text
 		return inv, nil
 	}
+	if s.Untrusted && !insideProject(c.opts.ProjectRoot, s.Path) {
+		return Invocation{}, fmt.Errorf("skill %s: %s leads outside the project, and the workspace is not trusted (keel trust, or --trust)", s.Name, s.Path)
+	}
 	body, err := s.read()
 	if err != nil {
 		return Invocation{}, fmt.Errorf("read skill %s: %w", s.Name, err)
@@ -114,7 +117,7 @@ func (c *Catalog) Invoke(ctx context.Context, name, args string, by Invoker, cwd
 		cwd = c.opts.Cwd
 	}
 	body = strings.TrimLeft(body, "\n")
-	e := &expander{opts: c.opts, cwd: cwd, allowed: s.AllowedTools}
+	e := &expander{opts: c.opts, cwd: cwd, allowed: s.Grants(), untrusted: s.Untrusted}
 	if by == ByModel {
 		e.onlyRefs = authorRefs(body, s.Dir)
 	}
@@ -139,7 +142,7 @@ func RunFork(ctx context.Context, runner ForkRunner, inv Invocation) (string, er
 	if model == "inherit" {
 		model = ""
 	}
-	return runner.RunFork(ctx, agent, inv.Text, inv.Skill.AllowedTools, model)
+	return runner.RunFork(ctx, agent, inv.Text, inv.Skill.Grants(), model)
 }
 
 // unknown builds the error for a name nobody defined, naming up to five close matches the

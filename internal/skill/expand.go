@@ -46,6 +46,9 @@ type expander struct {
 	// passing "@~/.ssh/id_rsa" as arguments must not read files around the Read permission.
 	onlyRefs map[string]bool
 	display  []string // the path as written, parallel to files
+	// untrusted is set for an untrusted project's entry: its shell lines are left as written
+	// and its @file mentions must stay inside the project.
+	untrusted bool
 }
 
 // expand processes text line by line. Fenced code blocks are left alone: shell and @ there
@@ -70,16 +73,32 @@ func (e *expander) expand(ctx context.Context, text string) string {
 		}
 		e.collectFiles(line)
 		if cmd, ok := lineCommand(line); ok {
-			lines[i] = e.shell(ctx, cmd)
+			if out, ran := e.shell(ctx, cmd); ran {
+				lines[i] = out
+			}
 			continue
 		}
 		lines[i] = inlineShell.ReplaceAllStringFunc(line, func(m string) string {
 			sub := inlineShell.FindStringSubmatch(m)
-			return sub[1] + e.shell(ctx, sub[2])
+			if out, ran := e.shell(ctx, sub[2]); ran {
+				return sub[1] + out
+			}
+			return m
 		})
 	}
 	out := strings.Join(lines, "\n")
+	if n := e.notRun(); n > 0 {
+		out += fmt.Sprintf("\n\n[keel: %d shell command(s) above were left as written, not run: this project's workspace is not trusted (keel trust, or --trust).]", n)
+	}
 	return out + e.attachments()
+}
+
+// notRun counts the shell commands an untrusted entry left unexpanded.
+func (e *expander) notRun() int {
+	if !e.untrusted {
+		return 0
+	}
+	return len(e.runs)
 }
 
 func fenceOf(trimmed string) string {
@@ -100,8 +119,17 @@ func lineCommand(line string) (string, bool) {
 	return cmd, cmd != ""
 }
 
-// shell runs one command if allowed and returns what replaces it in the text.
-func (e *expander) shell(ctx context.Context, cmd string) string {
+// shell runs one command if allowed and returns what replaces it in the text. ran is false
+// for an untrusted entry: its command is left as written, unrun.
+func (e *expander) shell(ctx context.Context, cmd string) (out string, ran bool) {
+	if e.untrusted {
+		e.runs = append(e.runs, ShellRun{Command: cmd, Output: "[not run: the workspace is not trusted]", Denied: true})
+		return "", false
+	}
+	return e.run(ctx, cmd), true
+}
+
+func (e *expander) run(ctx context.Context, cmd string) string {
 	var err error
 	if e.opts.AllowShell == nil {
 		err = errors.New("shell commands in skills are not enabled")
@@ -173,7 +201,24 @@ func (e *expander) resolve(raw string) (string, bool) {
 	if err != nil || !st.Mode().IsRegular() || st.Size() > maxFileBytes {
 		return "", false
 	}
+	if e.untrusted && !insideProject(e.opts.ProjectRoot, path) {
+		return "", false
+	}
 	return filepath.Clean(path), true
+}
+
+// insideProject reports whether path, symlinks resolved, is in the project root.
+func insideProject(root, path string) bool {
+	r, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return false
+	}
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(r, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // attachments renders the mentioned files after the text, each once.

@@ -35,6 +35,9 @@ type Options struct {
 	// allowed-tools; a non-nil error denies it and is shown in its place. Nil denies every
 	// command: running shell from a file needs a permission check.
 	AllowShell func(ctx context.Context, command string, allowedTools []string) error
+	// UntrustedProject says the user has not trusted the workspace: its skills and commands
+	// (project sources) are marked [Skill.Untrusted].
+	UntrustedProject bool
 	// ShellTimeout bounds one shell command; default 30s.
 	ShellTimeout time.Duration
 	// ListingBudget caps the listing in the system prompt, in bytes; default
@@ -84,6 +87,7 @@ func Load(opts Options) (*Catalog, []Problem) {
 		}
 		opts.Logger.Debug("skill dir searched", "dir", d.dir, "found", len(found), "problems", len(probs))
 		for _, s := range found {
+			s.Untrusted = opts.UntrustedProject && (s.Source == SourceProject || s.Source == SourceClaudeProject)
 			c.add(s)
 		}
 		problems = append(problems, probs...)

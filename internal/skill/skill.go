@@ -79,8 +79,13 @@ type Skill struct {
 	// Dir is the skill's base directory; files beside SKILL.md are read relative to it. Empty
 	// for commands, bundled skills and MCP prompts.
 	Dir string
-	// AllowedTools are permission rules granted without asking while the skill runs.
+	// AllowedTools are permission rules granted without asking while the skill runs (see
+	// [Skill.Grants]: an untrusted project's skill grants nothing).
 	AllowedTools []string
+	// Untrusted is set on the entries of a workspace the user has not trusted
+	// ([Options.UntrustedProject]): their "!" shell lines are not run, their allowed-tools
+	// grant nothing, and their @file mentions stay inside the project.
+	Untrusted bool
 	// Model overrides the model while the skill runs; "" or "inherit" keeps the current one.
 	Model   string
 	Context Context
@@ -102,6 +107,15 @@ type Skill struct {
 	read func() (string, error)
 	// prompt is the MCP prompt behind an mcp-prompt entry.
 	prompt *PromptInfo
+}
+
+// Grants returns the allowed-tools the skill grants while it runs: none for an untrusted
+// project's skill, whose file anyone who cloned the repository could have written.
+func (s Skill) Grants() []string {
+	if s.Untrusted {
+		return nil
+	}
+	return s.AllowedTools
 }
 
 // ModelInvocable reports whether the model may load the entry through the Skill tool, which

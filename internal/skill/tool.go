@@ -86,9 +86,9 @@ func (c *Catalog) callTool(ctx context.Context, env *tool.Env, in ToolInput, opt
 		r.Output = out
 		return r
 	}
-	if opts.Grants != nil && len(s.AllowedTools) > 0 {
-		opts.Grants.Add(env.AgentID, s.Name, s.AllowedTools)
-		out.AllowedTools = s.AllowedTools
+	if opts.Grants != nil && len(s.Grants()) > 0 {
+		opts.Grants.Add(env.AgentID, s.Name, s.Grants())
+		out.AllowedTools = s.Grants()
 	}
 	r := tool.Text(inv.Text)
 	r.Output = out

@@ -101,6 +101,7 @@ func (g checkGate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call 
 	if d.Behavior != permission.Allow {
 		return tool.Errorf("Permission to use %s was denied. %s", call.Name, d.Reason), false
 	}
+	env.Hidden = g.c.ReadFilter()
 	return tool.Result{}, true
 }
 

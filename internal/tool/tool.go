@@ -45,6 +45,10 @@ type Env struct {
 	AgentID   string
 	// Files is the agent's file-read state; Read records into it, Write and Edit check it.
 	Files *FileState
+	// Hidden reports whether a search (Glob, Grep) must leave a file it found out of its
+	// results: the permission gate sets it from the deny rules for reading, so a file the user
+	// denied is never listed or quoted. path is absolute, symlinks resolved. Nil hides nothing.
+	Hidden func(path string) bool
 	// Progress reports a short progress note to the UI; never nil.
 	Progress func(msg string)
 	// Logger is the agent's logger; never nil.

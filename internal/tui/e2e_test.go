@@ -221,3 +221,42 @@ func TestE2EResumeFromPicker(t *testing.T) {
 	tm2.keys("Enter")
 	tm2.waitFor("resumed session")
 }
+
+// TestE2ETrustPrompt: keel asks before opening a workspace that provides settings, and what
+// the workspace provides runs only once the user trusts it; the answer is remembered.
+func TestE2ETrustPrompt(t *testing.T) {
+	srv := startScripted(t, e2eRules...)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hook := `{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "touch hook-ran"}]}]}}`
+	if err := os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(hook), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm := startKeel(t, srv, dir, 100, 30)
+	tm.waitFor("Do you trust the files in this folder?")
+	tm.keys("3")
+	tm.waitFor("shift+tab")
+	if _, err := os.Stat(filepath.Join(dir, "hook-ran")); err == nil {
+		t.Error("the untrusted workspace's hook ran")
+	}
+	tm.keys("C-c")
+	tm.keys("C-c")
+
+	tm = startKeel(t, srv, dir, 100, 30)
+	tm.waitFor("Do you trust the files in this folder?")
+	tm.keys("1")
+	tm.waitFor("shift+tab")
+	waittest.Until(t, "the trusted workspace's SessionStart hook", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "hook-ran"))
+		return err == nil
+	})
+	tm.keys("C-c")
+	tm.keys("C-c")
+
+	tm = startKeel(t, srv, dir, 100, 30)
+	if s := tm.waitFor("shift+tab"); strings.Contains(s, "Do you trust") {
+		t.Errorf("keel asked again after the trust was recorded:\n%s", s)
+	}
+}

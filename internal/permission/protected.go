@@ -1,0 +1,102 @@
+package permission
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/toolpath"
+)
+
+// A write to a protected path changes what keel or another tool will run: git hooks and
+// config, keel's and Claude Code's settings, hooks, skills and agents, MCP server lists,
+// editor task files. Such writes ask even in acceptEdits, and dontAsk denies them; only
+// bypassPermissions skips the question (deny rules still win), and an allow rule covers one
+// only when it names it (Edit(.claude/agents/**), not Edit(**) or Edit).
+
+// protectedDirs are directory names whose contents are protected, at any depth below a
+// working directory; protectedFiles are file names likewise.
+var (
+	protectedDirs  = map[string]bool{".git": true, ".keel": true, ".claude": true, ".vscode": true, ".idea": true}
+	protectedFiles = map[string]bool{".mcp.json": true, ".gitmodules": true}
+)
+
+// protected returns the first path of an edit that is protected, with the protected part it
+// lies in (".git", or an extra path such as a settings file or hook script), or "".
+func protected(p *prepared, pol Policy) (path, part string) {
+	dirs := make([]string, len(pol.Dirs))
+	for i, d := range pol.Dirs {
+		dirs[i] = toolpath.Real(d)
+	}
+	for _, pp := range p.paths {
+		for _, cand := range []string{pp.resolved, pp.clean} {
+			for _, extra := range pol.Protected {
+				if toolpath.Within(cand, filepath.Clean(extra)) || toolpath.Within(cand, toolpath.Real(extra)) {
+					return pp.resolved, extra
+				}
+			}
+			if part := protectedPart(cand, dirs); part != "" {
+				return pp.resolved, part
+			}
+		}
+	}
+	return "", ""
+}
+
+// protectedPart names the protected directory or file cand lies in, judging only the part
+// below the working directory that holds it (a session started inside ~/.claude can still
+// edit there), or the whole path when it is outside them all.
+func protectedPart(cand string, dirs []string) string {
+	rel := cand
+	for _, d := range dirs {
+		if toolpath.Within(cand, d) {
+			rel, _ = filepath.Rel(d, cand)
+			break
+		}
+	}
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	for i := 0; i < len(parts); i++ {
+		c := parts[i]
+		// A worktree keel made for an agent (.keel/worktrees/<name>/) holds ordinary project
+		// files: judge the path inside it.
+		if c == ".keel" && i+2 < len(parts) && parts[i+1] == "worktrees" {
+			i += 2
+			continue
+		}
+		if protectedDirs[c] || protectedFiles[c] && i == len(parts)-1 {
+			return c
+		}
+	}
+	return ""
+}
+
+// namesProtected reports whether an allow rule covers a protected path because it names the
+// protected part itself: one of its literal segments (before any wildcard) is that name, or,
+// for an extra protected path, the rule's literal base lies inside it
+// (Edit(//home/u/.keel/agent-memory/**) names keel's directory; Edit(//home/**) does not).
+func (r *Rule) namesProtected(part, cwd, home string) bool {
+	if r.path == nil {
+		return false
+	}
+	if !filepath.IsAbs(part) {
+		return slices.Contains(r.path.literalSegments(), part)
+	}
+	base := r.path.base(r.root(cwd), home)
+	if base == "" || r.path.anchor == anchorAnyDepth {
+		return false
+	}
+	lit := filepath.Join(append([]string{base}, r.path.literalSegments()...)...)
+	return toolpath.Within(lit, part) || toolpath.Within(toolpath.Real(lit), toolpath.Real(part))
+}
+
+// literalSegments are the pattern's leading segments that hold no wildcard.
+func (p *pathPattern) literalSegments() []string {
+	var out []string
+	for s := range strings.SplitSeq(p.glob, "/") {
+		if strings.ContainsAny(s, `*?[{\`) {
+			break
+		}
+		out = append(out, s)
+	}
+	return out
+}
