@@ -21,7 +21,9 @@
 // Board and record changes are read-modify-write under an flock(2)'d lock file, which the
 // kernel releases when a holder dies, even by SIGKILL: a crashed claimer can never wedge the
 // board, and its claim's lease lets another member take the task over. Task files are
-// replaced atomically (temp, fsync, rename), so a crash never leaves a torn task.
+// replaced atomically (temp, rename), so a crash never leaves a torn task. board/state
+// counts revisions and names the tasks each changed, so a handle keeps the board cached and
+// re-reads only what changed since its last look.
 //
 // Watches use fsnotify on the directories involved; when change notification is unavailable
 // (inotify limits, a filesystem without it) they poll instead.
@@ -160,15 +162,22 @@ func checkID(what, id string) error {
 	return nil
 }
 
-// writeTemp writes data to a new file in tmp/, synced, and returns its path.
-func (b *Backend) writeTemp(name string, data []byte) (string, error) {
+// writeTemp writes data to a new file in tmp/ and returns its path. With durable, the data
+// is synced to disk first.
+//
+// What needs syncing: a process crash (SIGKILL) loses nothing that was written, synced or
+// not, because the page cache outlives the process; only a power loss or kernel crash loses
+// unsynced writes. Messages are synced, since their content exists nowhere else; board,
+// record and request files are not (about 3 ms per file on a loaded disk): what a power loss
+// takes from them is recovered by leases, heartbeats and requests asked again.
+func (b *Backend) writeTemp(name string, data []byte, durable bool) (string, error) {
 	f, err := os.CreateTemp(b.path("tmp"), name+".*.tmp")
 	if err != nil {
 		return "", fmt.Errorf("create temporary file: %w", err)
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -183,8 +192,8 @@ func (b *Backend) writeTemp(name string, data []byte) (string, error) {
 
 // publish makes data appear at dst whole, only if dst does not exist yet: it reports false
 // when dst already existed (nothing changed).
-func (b *Backend) publish(dst, name string, data []byte) (bool, error) {
-	tmp, err := b.writeTemp(name, data)
+func (b *Backend) publish(dst, name string, data []byte, durable bool) (bool, error) {
+	tmp, err := b.writeTemp(name, data, durable)
 	if err != nil {
 		return false, err
 	}
@@ -198,9 +207,9 @@ func (b *Backend) publish(dst, name string, data []byte) (bool, error) {
 	return true, nil
 }
 
-// replace makes data the content of dst atomically (temp, fsync, rename).
+// replace makes data the content of dst atomically (temp, rename).
 func (b *Backend) replace(dst, name string, data []byte) error {
-	tmp, err := b.writeTemp(name, data)
+	tmp, err := b.writeTemp(name, data, false)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func (l *fileLock) with(ctx context.Context, fn func() error) error {
 		}
 		l.f = f
 	}
-	if err := lockFile(l.f); err != nil {
+	if err := lockFile(ctx, l.f); err != nil {
 		return fmt.Errorf("lock %s: %w", l.path, err)
 	}
 	defer func() { _ = unlockFile(l.f) }()

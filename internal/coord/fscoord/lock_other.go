@@ -3,6 +3,7 @@
 package fscoord
 
 import (
+	"context"
 	"errors"
 	"os"
 	"time"
@@ -11,7 +12,7 @@ import (
 // lockFile emulates an exclusive lock where flock(2) does not exist: a lock directory created
 // beside f (creation is atomic). A holder that died leaves it behind; one older than
 // staleLock is taken over. Only unix systems get crash-proof locking.
-func lockFile(f *os.File) error {
+func lockFile(ctx context.Context, f *os.File) error {
 	dir := f.Name() + ".d"
 	for {
 		err := os.Mkdir(dir, 0o700)
@@ -25,7 +26,11 @@ func lockFile(f *os.File) error {
 			_ = os.Remove(dir)
 			continue
 		}
-		time.Sleep(time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(time.Millisecond):
+		}
 	}
 }
 

@@ -91,7 +91,7 @@ func (m *mailbox) Send(ctx context.Context, msg coord.Message) error {
 			return fmt.Errorf("send message to %s: the inbox holds %d unread messages (%d bytes), its budget is %d messages or %d bytes; %s must read its messages before more can be delivered: %w",
 				msg.To, n, size, lim.InboxMessages, lim.InboxBytes, msg.To, coord.ErrInboxFull)
 		}
-		fresh, err := m.b.publish(newDir+"/"+name, msg.ID, data)
+		fresh, err := m.b.publish(newDir+"/"+name, msg.ID, data, true)
 		if err != nil || !fresh {
 			return err
 		}

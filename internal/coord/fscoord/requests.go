@@ -46,7 +46,7 @@ func (r *requests) Submit(ctx context.Context, req coord.Request) error {
 	if exists(r.resolvedPath(req.ID)) {
 		return nil
 	}
-	fresh, err := r.b.publish(r.pendingPath(req.ID), "req-"+req.ID, data)
+	fresh, err := r.b.publish(r.pendingPath(req.ID), "req-"+req.ID, data, false)
 	if err != nil || !fresh {
 		return err
 	}
@@ -110,7 +110,7 @@ func (r *requests) Resolve(ctx context.Context, id string, res coord.Resolution)
 	if err != nil {
 		return fmt.Errorf("encode resolution: %w", err)
 	}
-	fresh, err := r.b.publish(r.resolvedPath(id), "res-"+id, data)
+	fresh, err := r.b.publish(r.resolvedPath(id), "res-"+id, data, false)
 	if err != nil {
 		return err
 	}
