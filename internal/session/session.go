@@ -18,6 +18,7 @@ import (
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/cachewatch"
+	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
@@ -32,6 +33,7 @@ import (
 	"github.com/keel-dev/keel/internal/shell"
 	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/snapshot"
+	"github.com/keel-dev/keel/internal/team"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
 )
@@ -101,6 +103,9 @@ type Options struct {
 	// Model was chosen explicitly and wins over the agent's model.
 	Agent     string
 	ModelFlag bool
+	// Team configures agent teams (off unless enabled here, by the teams setting or by
+	// CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1).
+	Team TeamOptions
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
@@ -161,6 +166,11 @@ type Session struct {
 	// its initialPrompt was used.
 	mainAgent   *agentdef.Definition
 	initialSent bool
+	// team is the session's agent team (team.go); teamBackend its store; teamTemp a
+	// directory to remove when the session has no keel directory.
+	team        *team.Team
+	teamBackend coord.Backend
+	teamTemp    string
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -223,7 +233,12 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.logger = logger.With("session", s.id)
 	env := s.restore(st)
 	s.buildAgents(ctx)
-	if err := s.applyMainAgent(); err != nil {
+	err = s.buildTeam(ctx, st != nil)
+	if err == nil {
+		err = s.applyMainAgent()
+	}
+	if err != nil {
+		s.closeTeam()
 		s.closeAgents()
 		s.jobs.Close()
 		if s.mcp != nil {
@@ -235,6 +250,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		return nil, err
 	}
 	s.buildPrompt(ctx, env)
+	s.resumeTeam(ctx)
 	source := "startup"
 	if st != nil {
 		source = "resume"
@@ -407,6 +423,10 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Logger:    s.logger,
 	}
 	s.wireAgent(agent)
+	if s.team != nil {
+		s.team.SetLeadState(ctx, team.StateWorking)
+		defer s.team.SetLeadState(context.WithoutCancel(ctx), team.StateIdle)
+	}
 	out, runErr := agent.Run(ctx, history)
 
 	s.mu.Lock()
@@ -457,6 +477,7 @@ func (s *Session) Close() error {
 	}
 	s.hooks.Wait()
 	s.jobs.Close()
+	s.closeTeam()
 	s.closeAgents()
 	if s.mcp != nil {
 		s.mcp.Close()
@@ -542,6 +563,9 @@ func (s *Session) observers() []loop.Observer {
 	obs := []loop.Observer{rulesObserver{s}}
 	if s.mcp != nil {
 		obs = append(obs, s.mcp)
+	}
+	if s.team != nil && s.team.LeadInbox() != nil {
+		obs = append(obs, s.team.LeadInbox())
 	}
 	return obs
 }
