@@ -12,7 +12,9 @@ import (
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
-func mateIs(name string) scripted.Match { return scripted.Match{System: "Your name in the team is " + name + "."} }
+func mateIs(name string) scripted.Match {
+	return scripted.Match{System: "Your name in the team is " + name + "."}
+}
 
 // leadTurn matches the lead's requests (it alone has the Agent tool).
 func leadTurn(m scripted.Match) scripted.Match {
@@ -144,7 +146,6 @@ func TestTeamsEnabledByClaudeCodeEnvSetting(t *testing.T) {
 		t.Fatal("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1 in settings did not enable teams")
 	}
 }
-
 
 func ruleNames(h *harness) []string {
 	var out []string

@@ -509,4 +509,3 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
-
