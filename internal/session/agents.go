@@ -39,6 +39,10 @@ const maxHeld = 1000
 // emitAgent sends an event of a subagent or background task to the Send in progress, or
 // holds it for the next Send.
 func (s *Session) emitAgent(e event.Event) {
+	if w := s.opts.Team.Worker; w != nil && w.Events != nil {
+		w.Events(e)
+		return
+	}
 	s.mu.Lock()
 	sink := s.sink
 	if sink == nil && s.agents != nil {
@@ -80,7 +84,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 	}
 	runner := subagent.New(subagent.Config{
 		Defs: set, Provider: s.opts.Provider, Tasks: tasks,
-		SessionID: s.id, SessionPath: s.TranscriptPath(), Version: s.opts.Version,
+		SessionID: s.id, SessionPath: s.agentSessionPath(), Version: s.opts.Version,
 		Forks:     s.opts.ForkSubagents || s.settings.ForkSubagents.V,
 		Teams:     s.teamsEnabled(),
 		MaxDepth:  s.opts.MaxAgentDepth,

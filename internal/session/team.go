@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,11 @@ type TeamOptions struct {
 type TeamWorker struct {
 	Team, Member string
 	Resume       bool
+	// LeadTranscript is the lead session's transcript: the teammate's own transcript lives
+	// beside it, so the lead's --continue finds it.
+	LeadTranscript string
+	// Events receives the teammate's events (the worker prints them).
+	Events func(event.Event)
 }
 
 // teamFile is the session's note of its team, beside its transcript, so --continue finds
@@ -107,6 +113,7 @@ func (s *Session) buildTeam(ctx context.Context, resumed bool) error {
 		HookInput: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) },
 		Lease:     o.Lease, ShutdownTimeout: o.ShutdownTimeout,
 		Peers: s.teamPeers, Emit: s.emitAgent, Logger: s.logger,
+		LeadTranscript: s.agentSessionPath(),
 	}
 	if len(o.WorkerCommand) > 0 {
 		cfg.Launcher = &team.ExecLauncher{Command: o.WorkerCommand, Env: o.WorkerEnv, LogDir: filepath.Join(dir, "logs"), Tmux: o.InTmux,
@@ -182,6 +189,15 @@ func (s *Session) teamLocation(resumed bool) (string, string, error) {
 		}
 	}
 	return name, dir, nil
+}
+
+// agentSessionPath is the transcript subagents' and teammates' transcripts go beside: the
+// session's own, or for a team worker the lead's.
+func (s *Session) agentSessionPath() string {
+	if w := s.opts.Team.Worker; w != nil {
+		return w.LeadTranscript
+	}
+	return s.TranscriptPath()
 }
 
 func (s *Session) teamFilePath() string {
@@ -284,4 +300,47 @@ func (s *Session) waitTeam(ctx context.Context) (int, error) {
 		s.emit(event.Notice{Level: "warn", Text: err.Error()})
 	}
 	return 0, nil
+}
+
+// OpenTeam opens the team name under keel's directory home for a look from outside its
+// sessions (`keel team`): a handle that is neither lead nor member. Close it when done.
+func OpenTeam(ctx context.Context, home, name string) (*team.Team, func(), error) {
+	if err := coord.CheckName(name); err != nil {
+		return nil, nil, fmt.Errorf("team: %w", err)
+	}
+	dir := filepath.Join(TeamsDir(home), name)
+	if _, err := os.Stat(filepath.Join(dir, "records")); err != nil {
+		return nil, nil, fmt.Errorf("no team %s in %s (teams: %s)", name, TeamsDir(home), strings.Join(TeamNames(home), ", "))
+	}
+	be, err := fscoord.Open(dir, fscoord.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := team.Open(ctx, team.Config{Name: name, Backend: be})
+	if err != nil {
+		_ = be.Close()
+		return nil, nil, err
+	}
+	return t, func() { _ = t.Close(); _ = be.Close() }, nil
+}
+
+// TeamNames lists the teams under keel's directory home, newest first.
+func TeamNames(home string) []string {
+	entries, _ := os.ReadDir(TeamsDir(home))
+	type aged struct {
+		name string
+		t    time.Time
+	}
+	var all []aged
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && e.IsDir() {
+			all = append(all, aged{e.Name(), info.ModTime()})
+		}
+	}
+	slices.SortFunc(all, func(a, b aged) int { return b.t.Compare(a.t) })
+	var out []string
+	for _, a := range all {
+		out = append(out, a.name)
+	}
+	return out
 }

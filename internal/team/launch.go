@@ -24,6 +24,8 @@ type Launcher interface {
 // Launch is one teammate process to start.
 type Launch struct {
 	Team, Member string
+	// LeadTranscript is passed on to the worker (see [Config.LeadTranscript]).
+	LeadTranscript string
 	// Tmux runs it in a tmux pane instead of in the background.
 	Tmux   bool
 	Resume bool
@@ -60,6 +62,9 @@ func (l *ExecLauncher) InTmux() bool { return l.Tmux }
 func (l *ExecLauncher) args(in Launch) []string {
 	args := append([]string(nil), l.Command...)
 	args = append(args, "--team", in.Team, "--member", in.Member)
+	if in.LeadTranscript != "" {
+		args = append(args, "--lead-transcript", in.LeadTranscript)
+	}
 	if in.Resume {
 		args = append(args, "--resume-member")
 	}

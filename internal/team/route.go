@@ -187,3 +187,30 @@ func (t *Team) consumeLead(ctx context.Context, m coord.Message) bool {
 	}
 	return false
 }
+
+// UserName is the sender of messages a person sends from the shell (`keel team send`).
+const UserName = "user"
+
+// SendFromUser delivers a message from the person at the terminal to a member, or "*".
+func (t *Team) SendFromUser(ctx context.Context, to, text string) (string, error) {
+	if strings.TrimSpace(text) == "" {
+		return "", errors.New("the message is empty")
+	}
+	recipients, res, ok := t.recipients(ctx, UserName, to)
+	if !ok {
+		return "", errors.New(res.ResultText())
+	}
+	id := newID()
+	for i, r := range recipients {
+		msg := coord.Message{ID: id, From: UserName, To: r, Text: text, Summary: "from the user"}
+		if i > 0 {
+			msg.ID = newID()
+		}
+		if err := t.be.Mailbox().Send(ctx, msg); err != nil {
+			return "", sendError(err)
+		}
+		t.emit(event.TeamMessage{ID: msg.ID, Sender: UserName, Recipient: r, Summary: msg.Summary, Text: text})
+		t.wakeLocal(r)
+	}
+	return id, nil
+}

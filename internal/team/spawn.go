@@ -143,7 +143,7 @@ func (t *Team) launch(ctx context.Context, spec Spec, runner string) error {
 	if err := t.putRecord(ctx, rec); err != nil {
 		return err
 	}
-	p, err := t.cfg.Launcher.Launch(ctx, Launch{Team: t.cfg.Name, Member: spec.Name, Tmux: runner == RunnerTmux, Resume: spec.Resume})
+	p, err := t.cfg.Launcher.Launch(ctx, Launch{Team: t.cfg.Name, Member: spec.Name, LeadTranscript: t.cfg.LeadTranscript, Tmux: runner == RunnerTmux, Resume: spec.Resume})
 	if err != nil {
 		rec.State = StateStopped
 		_ = t.putRecord(ctx, rec)

@@ -75,6 +75,9 @@ type Config struct {
 	Host Host
 	// Launcher starts teammates as separate processes; nil runs every teammate in process.
 	Launcher Launcher
+	// LeadTranscript is the lead session's transcript, which out-of-process teammates keep
+	// theirs beside.
+	LeadTranscript string
 	// Mode is teammateMode: in-process (default), process, tmux or auto (tmux when the lead
 	// runs inside tmux, else in-process).
 	Mode string
