@@ -1,12 +1,17 @@
 package session
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/team"
 	"github.com/keel-dev/keel/internal/waittest"
@@ -153,4 +158,156 @@ func ruleNames(h *harness) []string {
 		out = append(out, r.Rule)
 	}
 	return out
+}
+
+// A session whose team was mid-work ends abruptly; --continue brings the teammate back with
+// its history and the task it held, and it finishes the task.
+func TestTeamResumesTeammateWithHistoryAndTask(t *testing.T) {
+	alice := func(m scripted.Match) scripted.Match { m.System = mateIs("alice").System; return m }
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{Name: "alice starts", When: alice(scripted.Match{UserText: "work the board"}), Reply: []scripted.Block{scripted.Text("ready, remembering the number 4711")}},
+		{Name: "alice stalls", Times: 1, When: alice(scripted.Match{UserText: `<task-assignment id="1"`}),
+			Reply: []scripted.Block{scripted.Text("working")}, Fault: &scripted.Fault{Delay: 10 * time.Minute}},
+		{Name: "alice resumes", When: alice(scripted.Match{UserText: `<task-assignment id="1"`}),
+			Reply: []scripted.Block{scripted.ToolUse("TaskUpdate", map[string]any{"taskId": "1", "status": "completed"})}},
+		{Name: "alice done", When: alice(scripted.Match{ToolResult: "TaskUpdate"}), Reply: []scripted.Block{scripted.Text("finished")}},
+		{Name: "lead starts", When: leadTurn(scripted.Match{UserText: "start"}), Reply: []scripted.Block{
+			scripted.ToolUse("TaskCreate", map[string]any{"subject": "the task"}),
+			scripted.ToolUse("Agent", map[string]any{"description": "worker", "prompt": "work the board", "name": "alice"})}},
+		{Name: "lead waits", When: leadTurn(scripted.Match{ToolResult: "Agent"}), Reply: []scripted.Block{scripted.Text("started")}},
+		{Name: "lead continues", When: leadTurn(scripted.Match{UserText: "how is it going"}), Reply: []scripted.Block{scripted.Text("fine")}},
+	}}
+	srv, err := scripted.Start(t.Context(), "", sc, scripted.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	home, cwd := t.TempDir(), t.TempDir()
+	opts := Options{Home: home, Cwd: cwd, Team: TeamOptions{Enabled: true, Lease: time.Minute, ShutdownTimeout: waittest.Timeout()}}
+	first := newHarnessOn(t, srv, opts)
+	first.send(t, "start")
+	waittest.Until(t, "alice to be mid-task", func() bool { return slicesContains(ruleNames(first), "alice stalls") })
+	if err := first.sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	opts.Continue = true
+	second := newHarnessOn(t, srv, opts)
+	events := second.send(t, "how is it going")
+	var resumed bool
+	for _, e := range events {
+		if n, ok := e.(event.Notice); ok && strings.Contains(n.Text, "resumed alice") {
+			resumed = true
+		}
+	}
+	if !resumed {
+		t.Errorf("no notice that alice was resumed among %d events", len(events))
+	}
+	drain(t, second.sess)
+	tk, err := second.sess.Team().Backend().Board().Get(waittest.Context(t), "1")
+	if err != nil || tk.Status != coord.StatusCompleted || tk.Owner != "alice" {
+		t.Fatalf("task 1 after resume: %+v, %v; want completed by alice", tk, err)
+	}
+	// Her resumed request carried her earlier history.
+	var carried bool
+	for _, r := range srv.Requests() {
+		if r.Rule == "alice resumes" && strings.Contains(string(r.Body), "remembering the number 4711") {
+			carried = true
+		}
+	}
+	if !carried {
+		t.Error("alice's request after the resume does not hold her history")
+	}
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// permScenario: the lead spawns alice, who runs two shell commands that need approval.
+func permScenario(extra ...scripted.Rule) *scripted.Scenario {
+	alice := func(m scripted.Match) scripted.Match { m.System = mateIs("alice").System; return m }
+	rules := append(extra,
+		scripted.Rule{Name: "alice touches a", When: alice(scripted.Match{UserText: "make the files"}),
+			Reply: []scripted.Block{scripted.ToolUse("Bash", map[string]any{"command": "touch a.txt"})}},
+		scripted.Rule{Name: "alice touches b", When: alice(scripted.Match{ToolResult: "Bash", Contains: "(no output)"}), Times: 1,
+			Reply: []scripted.Block{scripted.ToolUse("Bash", map[string]any{"command": "touch b.txt"})}},
+		scripted.Rule{Name: "alice denied", When: alice(scripted.Match{ToolResult: "Bash", Contains: "denied"}), Reply: []scripted.Block{scripted.Text("I was not allowed")}},
+		scripted.Rule{Name: "alice done", When: alice(scripted.Match{ToolResult: "Bash"}), Reply: []scripted.Block{scripted.Text("files made")}},
+		scripted.Rule{Name: "lead spawns", When: leadTurn(scripted.Match{UserText: "go"}), Reply: []scripted.Block{
+			scripted.ToolUse("Agent", map[string]any{"description": "maker", "prompt": "make the files", "name": "alice"})}},
+		scripted.Rule{Name: "lead waits", When: leadTurn(scripted.Match{ToolResult: "Agent"}), Reply: []scripted.Block{scripted.Text("waiting")}},
+	)
+	return &scripted.Scenario{Rules: rules}
+}
+
+// Level 1: a teammate's question goes to the lead's UI, labelled with its name and colour;
+// "always allow" adds the rule for the teammate's later calls.
+func TestTeamPermissionAsksLeadUI(t *testing.T) {
+	var asks []permission.AskRequest
+	var mu sync.Mutex
+	asker := permission.AskerFunc(func(ctx context.Context, r permission.AskRequest) (permission.Answer, error) {
+		mu.Lock()
+		asks = append(asks, r)
+		mu.Unlock()
+		rule, _ := permission.ParseRule("Bash(touch:*)", permission.Allow, permission.Source{Name: "session"})
+		return permission.AllowAlways(rule), nil
+	})
+	h := newHarness(t, permScenario(), Options{Asker: asker, Team: TeamOptions{Enabled: true, ShutdownTimeout: waittest.Timeout()}})
+	h.send(t, "go")
+	drain(t, h.sess)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asks) != 1 {
+		t.Fatalf("the lead's UI was asked %d times, want once (the second touch is covered by the always rule)", len(asks))
+	}
+	if a := asks[0]; a.Agent.Name != "alice" || a.Agent.Color != "blue" || a.Request.Command != "touch a.txt" {
+		t.Errorf("ask = %+v; want alice's touch a.txt, labelled alice/blue", a)
+	}
+	for _, f := range []string{"a.txt", "b.txt"} {
+		if _, err := os.Stat(filepath.Join(h.sess.Cwd(), f)); err != nil {
+			t.Errorf("%s was not made: %v", f, err)
+		}
+	}
+}
+
+// Level 2 without a lead UI: the question reaches the lead's model as a message, and its
+// permission_response decides; a denial reaches the teammate as a denial.
+func TestTeamPermissionThroughLeadModel(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		approve bool
+		want    string
+	}{{"approved", true, "files made"}, {"denied", false, "I was not allowed"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			answer := scripted.Rule{Name: "lead answers", When: leadTurn(scripted.Match{UserText: `type="permission_request"`}), Times: 1,
+				Reply: []scripted.Block{scripted.ToolUse("SendMessage", map[string]any{"to": "alice",
+					"message": map[string]any{"type": "permission_response", "approve": tc.approve, "always": true, "reason": "not now"}})}}
+			after := scripted.Rule{Name: "lead answered", When: leadTurn(scripted.Match{ToolResult: "SendMessage"}), Reply: []scripted.Block{scripted.Text("answered")}}
+			h := newHarness(t, permScenario(answer, after), Options{Team: TeamOptions{Enabled: true, ShutdownTimeout: waittest.Timeout()}})
+			h.send(t, "go")
+			drain(t, h.sess)
+			if !slicesContains(ruleNames(h), "lead answers") {
+				t.Fatalf("the lead's model never saw the request: %v", ruleNames(h))
+			}
+			var final string
+			for _, r := range h.srv.Requests() {
+				if strings.HasPrefix(r.Rule, "alice") {
+					final = r.Rule
+				}
+			}
+			if want := map[bool]string{true: "alice done", false: "alice denied"}[tc.approve]; final != want {
+				t.Errorf("alice's last turn was %q, want %q (rules: %v)", final, want, ruleNames(h))
+			}
+			_, err := os.Stat(filepath.Join(h.sess.Cwd(), "b.txt"))
+			if tc.approve && err != nil {
+				t.Errorf("approved always, yet b.txt was not made: %v", err)
+			}
+		})
+	}
 }

@@ -208,11 +208,12 @@ func (t *Team) resolve(ctx context.Context, r coord.Request, a permissionAnswer)
 	_ = t.be.Mailbox().Send(context.WithoutCancel(ctx), coord.Message{ID: "ans-" + r.ID, From: LeadAlias, To: r.From, Type: TypePermissionResponse, Data: body})
 }
 
-// answerPermission is the lead's model answering a request with a permission_response.
-func (t *Team) answerPermission(ctx context.Context, s Structured) error {
+// answerPermission is the lead's model answering a request of teammate to with a
+// permission_response; without a request_id it answers that teammate's oldest open request.
+func (t *Team) answerPermission(ctx context.Context, to string, s Structured) error {
 	pending, _ := t.be.Requests().Pending(ctx, LeadAlias)
 	for _, r := range pending {
-		if r.ID != s.RequestID {
+		if r.ID != s.RequestID && (s.RequestID != "" || r.From != t.canonical(to)) {
 			continue
 		}
 		a := permissionAnswer{Behavior: "deny", Reason: s.Reason}
@@ -229,6 +230,9 @@ func (t *Team) answerPermission(ctx context.Context, s Structured) error {
 		t.resolve(ctx, r, a)
 		_ = t.be.Mailbox().Ack(ctx, LeadAlias, "ask-"+r.ID)
 		return nil
+	}
+	if s.RequestID == "" {
+		return fmt.Errorf("%s has no open permission request", to)
 	}
 	if _, err := t.be.Requests().Resolution(ctx, s.RequestID); err == nil {
 		return fmt.Errorf("permission request %s was already answered", s.RequestID)

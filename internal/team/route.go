@@ -53,7 +53,7 @@ func (t *Team) Route(ctx context.Context, agentID, to string, raw json.RawMessag
 		if from != LeadAlias {
 			return tool.Errorf("only the team lead answers permission requests"), true
 		}
-		if err := t.answerPermission(ctx, s); err != nil {
+		if err := t.answerPermission(ctx, to, s); err != nil {
 			return tool.Errorf("%v", err), true
 		}
 		return tool.Text(fmt.Sprintf("Permission answer sent to %s.", to)), true
