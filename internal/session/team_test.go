@@ -311,3 +311,51 @@ func TestTeamPermissionThroughLeadModel(t *testing.T) {
 		})
 	}
 }
+
+// TaskCreated, TaskCompleted and TeammateIdle hooks: exit 2 refuses a task, keeps a task
+// open, keeps a teammate working; each hook sees the team's fields on stdin.
+func TestTeamHooks(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "inputs.log")
+	created := writeHook(t, dir, "created.sh", `in=$(cat); echo "$in" >> `+log+`
+case "$in" in *forbidden*) echo 'no forbidden tasks' >&2; exit 2;; esac`)
+	// The first completion and the first idle are refused, later ones pass.
+	completed := writeHook(t, dir, "completed.sh", `cat >> `+log+`; [ -f `+dir+`/c ] && exit 0; touch `+dir+`/c; echo 'tests fail' >&2; exit 2`)
+	idle := writeHook(t, dir, "idle.sh", `cat >> `+log+`; [ -f `+dir+`/i ] && exit 0; touch `+dir+`/i; echo 'check your work' >&2; exit 2`)
+	hook := func(cmd string) string { return `[{"hooks":[{"type":"command","command":"` + cmd + `"}]}]` }
+	settings := `{"hooks":{"TaskCreated":` + hook(created) + `,"TaskCompleted":` + hook(completed) + `,"TeammateIdle":` + hook(idle) + `}}`
+	alice := func(m scripted.Match) scripted.Match { m.System = mateIs("alice").System; return m }
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{Name: "alice starts", When: alice(scripted.Match{UserText: "start"}), Reply: []scripted.Block{scripted.Text("hi")}},
+		{Name: "alice checks", When: alice(scripted.Match{UserText: "check your work"}), Reply: []scripted.Block{scripted.Text("checked")}},
+		{Name: "alice completes", When: alice(scripted.Match{UserText: `<task-assignment id="2"`}),
+			Reply: []scripted.Block{scripted.ToolUse("TaskUpdate", map[string]any{"taskId": "2", "status": "completed"})}},
+		{Name: "alice retries", When: alice(scripted.Match{ToolResult: "TaskUpdate", Contains: "kept task 2 open: tests fail"}),
+			Reply: []scripted.Block{scripted.ToolUse("TaskUpdate", map[string]any{"taskId": "2", "status": "completed"})}},
+		{Name: "alice done", When: alice(scripted.Match{ToolResult: "TaskUpdate"}), Reply: []scripted.Block{scripted.Text("done")}},
+		{Name: "lead tries", When: leadTurn(scripted.Match{UserText: "go"}), Reply: []scripted.Block{scripted.ToolUse("TaskCreate", map[string]any{"subject": "a forbidden thing"})}},
+		{Name: "lead refused", When: leadTurn(scripted.Match{ToolResult: "TaskCreate", Contains: "no forbidden tasks"}), Reply: []scripted.Block{
+			scripted.ToolUse("TaskCreate", map[string]any{"subject": "a fine thing"}),
+			scripted.ToolUse("Agent", map[string]any{"description": "worker", "prompt": "start", "name": "alice"})}},
+		{Name: "lead waits", When: leadTurn(scripted.Match{ToolResult: "Agent"}), Reply: []scripted.Block{scripted.Text("waiting")}},
+	}}
+	h := newHarness(t, sc, Options{SettingsArgs: []string{settings}, Team: TeamOptions{Enabled: true, ShutdownTimeout: waittest.Timeout()}})
+	h.send(t, "go")
+	drain(t, h.sess)
+	for _, want := range []string{"lead refused", "alice checks", "alice retries", "alice done"} {
+		if !slicesContains(ruleNames(h), want) {
+			t.Errorf("rule %q never answered: %v", want, ruleNames(h))
+		}
+	}
+	tasks, _ := h.sess.Team().Backend().Board().List(waittest.Context(t))
+	if len(tasks) != 1 || tasks[0].ID != "2" || tasks[0].Status != coord.StatusCompleted {
+		t.Errorf("board: %+v; want only task 2 (the refused task 1 removed), completed", tasks)
+	}
+	inputs, _ := os.ReadFile(log)
+	for _, want := range []string{`"hook_event_name":"TaskCreated"`, `"task_subject":"a fine thing"`, `"hook_event_name":"TaskCompleted"`,
+		`"teammate_name":"alice"`, `"hook_event_name":"TeammateIdle"`, `"team_name":"team-`} {
+		if !strings.Contains(string(inputs), want) {
+			t.Errorf("hook inputs lack %s:\n%s", want, inputs)
+		}
+	}
+}
