@@ -243,6 +243,8 @@ type (
 	TaskNotification = event.TaskNotification
 	Notice           = event.Notice
 	Result           = event.Result
+	TeammateState    = event.TeammateState
+	TeamMessage      = event.TeamMessage
 )
 
 func getenv(f func(string) string) func(string) string {

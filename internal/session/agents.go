@@ -45,6 +45,12 @@ func (s *Session) emitAgent(e event.Event) {
 	}
 	s.mu.Lock()
 	sink := s.sink
+	idle := s.idleEvents
+	if sink == nil && idle != nil {
+		s.mu.Unlock()
+		idle(e)
+		return
+	}
 	if sink == nil && s.agents != nil {
 		if len(s.agents.held) >= maxHeld {
 			s.agents.held = s.agents.held[1:]

@@ -171,6 +171,9 @@ type Session struct {
 	team        *team.Team
 	teamBackend coord.Backend
 	teamTemp    string
+	// idleEvents, if set, receives the events of background work between Sends (guarded by
+	// mu); without it they are held for the next Send.
+	idleEvents func(event.Event)
 }
 
 // ErrBusy is returned when Send is called while another Send runs.

@@ -344,3 +344,20 @@ func TeamNames(home string) []string {
 	}
 	return out
 }
+
+// SetIdleEvents makes the events of background work between Sends (teammates, background
+// agents) go to fn as they happen instead of being held for the next Send; a terminal UI
+// shows a team at work that way. fn is called from other goroutines; nil restores holding.
+func (s *Session) SetIdleEvents(fn func(event.Event)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idleEvents = fn
+}
+
+// LeadUnread counts the messages waiting for the team lead that should wake it.
+func (s *Session) LeadUnread(ctx context.Context) int {
+	if s.team == nil || s.team.LeadInbox() == nil {
+		return 0
+	}
+	return s.team.LeadInbox().Unread(ctx)
+}
