@@ -280,4 +280,3 @@ func TestNextColor(t *testing.T) {
 		t.Errorf("colours mismatch (-want +got):\n%s", diff)
 	}
 }
-
