@@ -48,6 +48,9 @@ func (t *Team) Spawn(ctx context.Context, agentID string, in SpawnInput) tool.Re
 	if strings.TrimSpace(in.Prompt) == "" {
 		return tool.Errorf("prompt is required: the teammate's first task, self-contained (it does not see this conversation)")
 	}
+	// One spawn at a time: parallel Agent calls must not pick the same colour or name.
+	t.spawnMu.Lock()
+	defer t.spawnMu.Unlock()
 	recs, _ := t.records(ctx)
 	spec := Spec{Name: in.Name, AgentType: in.SubagentType, Prompt: in.Prompt, Model: in.Model, Isolation: in.Isolation, Mode: in.Mode}
 	resumed := false

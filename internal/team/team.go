@@ -112,6 +112,8 @@ type Team struct {
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
 	wg        sync.WaitGroup
+	// spawnMu serialises spawns.
+	spawnMu sync.Mutex
 
 	// mu guards members, usage, stopping and closed.
 	mu      sync.Mutex

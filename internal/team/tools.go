@@ -52,7 +52,7 @@ func (t *Team) taskCreateTool() tool.Tool {
 			`"activeForm":{"type":"string","description":"Present continuous form shown while the task is in progress, e.g. \"Running tests\""},` +
 			`"metadata":{"type":"object","description":"Arbitrary metadata to attach to the task"}},` +
 			`"required":["subject"],"additionalProperties":false}`),
-		IsConcurrencySafe: tool.Always[createInput],
+		// Not concurrency-safe: tasks created in one reply get their ids in the model's order.
 		Run: func(ctx context.Context, env *tool.Env, in createInput) tool.Result {
 			who, err := t.sender(env.AgentID)
 			if err != nil {
