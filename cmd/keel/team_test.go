@@ -53,6 +53,7 @@ func killScenario() *scripted.Scenario {
 		{Name: "bob reported", When: mate("bob", scripted.Match{ToolResult: "SendMessage"}), Reply: []scripted.Block{scripted.Text("reported")}},
 		{Name: "mate starts", When: scripted.Match{System: "Your name in the team is", UserText: "take tasks from the board"}, Reply: []scripted.Block{scripted.Text("ready")}},
 
+		{Name: "lead wraps up", When: lead(scripted.Match{UserText: `teammate_id="bob"`}), Reply: []scripted.Block{scripted.Text("all tasks done")}},
 		{Name: "lead plans", When: lead(scripted.Match{UserText: "run the team"}), Reply: []scripted.Block{
 			scripted.ToolUse("TaskCreate", map[string]any{"subject": "slow task"}),
 			scripted.ToolUse("TaskCreate", map[string]any{"subject": "quick task"})}},
@@ -64,7 +65,6 @@ func killScenario() *scripted.Scenario {
 		{Name: "lead notes", When: lead(scripted.Match{ToolResult: "Agent"}), Reply: []scripted.Block{
 			scripted.ToolUse("SendMessage", map[string]any{"to": "alice", "message": "task 1 is yours"})}},
 		{Name: "lead waits", When: lead(scripted.Match{ToolResult: "SendMessage"}), Reply: []scripted.Block{scripted.Text("the team is working")}},
-		{Name: "lead wraps up", When: lead(scripted.Match{UserText: `teammate_id="bob"`}), Reply: []scripted.Block{scripted.Text("all tasks done")}},
 	}}
 }
 
@@ -188,5 +188,78 @@ func TestTeamProcessKilledMidTask(t *testing.T) {
 	}
 	if got := r.record(t, "bob").State; got != team.StateStopped {
 		t.Errorf("bob is %s after the run, want stopped (shut down by the lead)", got)
+	}
+}
+
+// askScenario: the lead spawns alice, whose shell command needs approval; the headless lead
+// has nobody to ask, so its model gets the question by mail and approves.
+func askScenario() *scripted.Scenario {
+	return &scripted.Scenario{Rules: []scripted.Rule{
+		{Name: "alice touches", When: mate("alice", scripted.Match{UserText: "make the file"}),
+			Reply: []scripted.Block{scripted.ToolUse("Bash", map[string]any{"command": "touch made-by-alice.txt"})}},
+		{Name: "alice reports", When: mate("alice", scripted.Match{ToolResult: "Bash"}),
+			Reply: []scripted.Block{scripted.ToolUse("SendMessage", map[string]any{"to": "team-lead", "message": "the file is made"})}},
+		{Name: "alice done", When: mate("alice", scripted.Match{ToolResult: "SendMessage"}), Reply: []scripted.Block{scripted.Text("done")}},
+		{Name: "lead spawns", When: lead(scripted.Match{UserText: "delegate"}), Reply: []scripted.Block{
+			scripted.ToolUse("Agent", map[string]any{"description": "maker", "prompt": "make the file", "name": "alice"})}},
+		{Name: "lead waits", When: lead(scripted.Match{ToolResult: "Agent"}), Reply: []scripted.Block{scripted.Text("delegated")}},
+		{Name: "lead approves", When: lead(scripted.Match{UserText: `type="permission_request"`}), Reply: []scripted.Block{
+			scripted.ToolUse("SendMessage", map[string]any{"to": "alice", "message": map[string]any{"type": "permission_response", "approve": true}})}},
+		// Her report may arrive with the answer's result: the wrap-up rule comes first.
+		{Name: "lead wraps up", When: lead(scripted.Match{UserText: "the file is made"}), Reply: []scripted.Block{scripted.Text("alice made the file")}},
+		{Name: "lead approved", When: lead(scripted.Match{ToolResult: "SendMessage"}), Reply: []scripted.Block{scripted.Text("approved")}},
+	}}
+}
+
+// A teammate in its own process asks for a permission: the request crosses processes as a
+// pending record, the lead's model answers, the resolution reaches the teammate.
+func TestTeamProcessPermissionAcrossProcesses(t *testing.T) {
+	for _, mode := range []string{"process", "tmux"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "tmux" {
+				if _, err := exec.LookPath("tmux"); err != nil {
+					t.Skip("SKIPPED LOUDLY: tmux is not installed (scripts/test.sh installs it); the tmux runner is untested here")
+				}
+			}
+			ctx := waittest.Context(t)
+			r, srv := newTeamRun(t, askScenario())
+			if mode == "tmux" {
+				// A tmux server of this test's own, away from any the user runs.
+				r.env = append(r.env, "TMUX=", "TMUX_TMPDIR="+t.TempDir())
+				t.Cleanup(func() {
+					kill := exec.Command("tmux", "kill-server")
+					kill.Env = r.env
+					_ = kill.Run()
+				})
+			}
+			out, err := r.keel(ctx, "-p", "delegate", "--session-id", teamSession, "--teammate-mode", mode, "--output-format", "stream-json").CombinedOutput()
+			if err != nil {
+				t.Fatalf("lead: %v\n%s", err, out)
+			}
+			if !strings.Contains(string(out), `"result":"alice made the file"`) {
+				t.Errorf("the lead did not finish with alice's report:\n%s", out)
+			}
+			if _, err := os.Stat(filepath.Join(r.cwd, "made-by-alice.txt")); err != nil {
+				t.Errorf("alice's approved command did not run: %v", err)
+			}
+			rec := r.record(t, "alice")
+			if rec.Runner != mode || rec.State != team.StateStopped {
+				t.Errorf("alice's record: runner %s, state %s; want %s, stopped", rec.Runner, rec.State, mode)
+			}
+			if mode == "tmux" && rec.Pane == "" {
+				t.Error("alice ran in tmux but her record names no pane")
+			}
+			var approved bool
+			for _, req := range srv.Requests() {
+				approved = approved || req.Rule == "lead approves"
+			}
+			if !approved {
+				t.Error("the lead's model was never asked")
+			}
+			entries, _ := os.ReadDir(filepath.Join(r.dir, "requests", "resolved"))
+			if len(entries) != 1 {
+				t.Errorf("%d resolved requests, want alice's one", len(entries))
+			}
+		})
 	}
 }

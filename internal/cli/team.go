@@ -270,7 +270,14 @@ func (a *app) workerCommand(f *runFlags, model string) []string {
 	add("--model", model)
 	add("--provider", f.providerName)
 	add("--base-url", f.baseURL)
-	add("--cwd", f.cwd)
+	// The worker works where the lead does, whatever directory tmux starts a pane in.
+	cwd := f.cwd
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	} else if abs, err := filepath.Abs(cwd); err == nil {
+		cwd = abs
+	}
+	add("--cwd", cwd)
 	add("--permission-mode", f.permissionMode)
 	for _, s := range f.settings {
 		add("--settings", s)

@@ -167,11 +167,11 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 	def := s.def
 	n := &node{id: id, owner: id, parent: p, def: def, depth: p.depth + 1, fork: s.fork, inbox: &inbox{}}
 	origin := event.Origin{AgentID: id, AgentName: def.Name, ParentToolUseID: s.toolUseID}
-	info := permission.AgentInfo{Name: def.Name, Color: def.Color}
+	info := permission.AgentInfo{Name: def.Name, Color: def.Color, ID: id}
 	var asker permission.Asker
 	if s.mate != nil {
 		origin.AgentName = s.mate.name
-		info = permission.AgentInfo{Name: s.mate.name, Color: s.mate.color}
+		info = permission.AgentInfo{Name: s.mate.name, Color: s.mate.color, ID: id}
 		asker = s.mate.asker
 	}
 	c := &child{spec: s, n: n, started: time.Now()}

@@ -183,7 +183,7 @@ func (t *Team) serve(r coord.Request) {
 	}
 	suggestions, _ := permission.ParseRules(q.Suggestions, permission.Allow, permission.Source{Name: "session"})
 	ans, err := t.cfg.LeadAsker.Ask(t.ctx, permission.AskRequest{Request: q.Request, Reason: q.Reason, Suggestions: suggestions,
-		Agent: permission.AgentInfo{Name: r.From, Color: q.Color}})
+		Agent: permission.AgentInfo{Name: r.From, Color: q.Color, ID: q.AgentID}})
 	a := permissionAnswer{Behavior: "deny", Reason: ans.Reason}
 	switch {
 	case err != nil:

@@ -170,13 +170,13 @@ func (m *Member) writeRecord(ctx context.Context) error {
 		State: m.state, Task: m.task, PID: m.t.pid, Host: m.t.host, Heartbeat: m.t.cfg.Now(), Spec: m.spec,
 		Transcript: m.prep.Transcript, Usage: m.usage, Turns: m.turns}
 	m.mu.Unlock()
-	if old, err := m.t.record(ctx, m.name); err == nil {
-		rec.Started, rec.Pane = old.Started, old.Pane
-	}
-	if rec.Started.IsZero() {
-		rec.Started = rec.Heartbeat
-	}
-	return m.t.putRecord(ctx, rec)
+	return m.t.updateRecord(ctx, m.name, func(old *Record) {
+		rec.Started, rec.Pane, rec.rev = old.Started, old.Pane, old.rev
+		if rec.Started.IsZero() {
+			rec.Started = rec.Heartbeat
+		}
+		*old = rec
+	})
 }
 
 // heartbeat keeps the member's record fresh and renews the lease on the task it holds.

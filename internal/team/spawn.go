@@ -152,11 +152,14 @@ func (t *Team) launch(ctx context.Context, spec Spec, runner string) error {
 		_ = t.putRecord(ctx, rec)
 		return err
 	}
-	if cur, err := t.record(ctx, spec.Name); err == nil && cur.PID == 0 {
-		cur.PID, cur.Pane = p.PID, p.Pane
-		_ = t.putRecord(ctx, cur)
-	}
-	return nil
+	return t.updateRecord(ctx, spec.Name, func(r *Record) {
+		if r.PID == 0 {
+			r.PID = p.PID
+		}
+		if p.Pane != "" {
+			r.Pane = p.Pane
+		}
+	})
 }
 
 // Join runs one member in this process (a `keel team worker` process): the member whose

@@ -237,6 +237,38 @@ func (t *Team) putRecord(ctx context.Context, m Record) error {
 	return nil
 }
 
+// updateRecord changes a member's record with fn, compare-and-set, so two writers (a
+// worker's heartbeat, its lead noting the tmux pane) never lose each other's fields. A
+// missing record starts from the zero value.
+func (t *Team) updateRecord(ctx context.Context, name string, fn func(*Record)) error {
+	ctx = context.WithoutCancel(ctx)
+	for range 100 {
+		rec, err := t.record(ctx, name)
+		missing := errors.Is(err, coord.ErrNotFound)
+		if err != nil && !missing {
+			return err
+		}
+		fn(&rec)
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("encode member %s: %w", name, err)
+		}
+		if missing {
+			_, err = t.be.Records().Create(ctx, "members/"+name, b)
+		} else {
+			_, err = t.be.Records().Update(ctx, "members/"+name, b, rec.rev)
+		}
+		if errors.Is(err, coord.ErrConflict) || errors.Is(err, coord.ErrExists) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("record member %s: %w", name, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("record member %s: too many concurrent writers", name)
+}
+
 // colorOf returns a member's colour, for message tags and prompts.
 func (t *Team) colorOf(name string) string {
 	t.mu.Lock()
