@@ -2,8 +2,10 @@ package session
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 )
 
@@ -67,12 +69,20 @@ func BenchmarkTeam(b *testing.B) {
 	)
 	sc := &scripted.Scenario{Rules: rules}
 	var requests, prompt, read int
+	var output atomic.Int64
+	count := func(e event.Event) {
+		if m, ok := e.(event.AssistantMessage); ok {
+			output.Add(m.Usage.OutputTokens)
+		}
+	}
 	for b.Loop() {
 		h := newBenchHarness(b, sc, Options{Team: TeamOptions{Enabled: true}})
-		for _, err := range h.sess.Send(b.Context(), "write the report") {
+		h.sess.SetIdleEvents(count)
+		for e, err := range h.sess.Send(b.Context(), "write the report") {
 			if err != nil {
 				b.Fatal(err)
 			}
+			count(e)
 		}
 		for {
 			n, err := h.sess.WaitBackground(b.Context())
@@ -82,7 +92,8 @@ func BenchmarkTeam(b *testing.B) {
 			if n == 0 {
 				break
 			}
-			for range h.sess.SendPending(b.Context()) {
+			for e := range h.sess.SendPending(b.Context()) {
+				count(e)
 			}
 		}
 		board, _ := h.sess.Team().Backend().Board().List(b.Context())
@@ -110,5 +121,6 @@ func BenchmarkTeam(b *testing.B) {
 	n := float64(b.N)
 	b.ReportMetric(float64(requests)/n, "requests/op")
 	b.ReportMetric(float64(prompt)/n, "prompt-tokens/op")
+	b.ReportMetric(float64(output.Load())/n, "output-tokens/op")
 	b.ReportMetric(100*float64(read)/float64(max(prompt, 1)), "cache-read-%")
 }
