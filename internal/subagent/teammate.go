@@ -40,13 +40,13 @@ func (s spawn) permissionMode() string {
 // addendum and the definition's instructions; replace: only the given prompt; append: the
 // default and then the given prompt. The teammate's name comes last, so teammates of one
 // lead share every cached byte before it.
-func (m *mate) system(p *node, def *agentdef.Definition) func(context.Context) loop.System {
+func (m *mate) system(parent func(context.Context) loop.System, def *agentdef.Definition) func(context.Context) loop.System {
 	return func(ctx context.Context) loop.System {
 		var sys loop.System
 		if m.systemMode == "replace" {
 			sys = loop.System{Blocks: []provider.SystemBlock{{Text: m.systemPrompt}}, Names: []string{"teammate:replace"}}
 		} else {
-			base := p.p.System(ctx)
+			base := parent(ctx)
 			sys.Blocks = append(sys.Blocks, base.Blocks...)
 			sys.Names = append(sys.Names, base.Names...)
 			sys.Blocks = append(sys.Blocks, provider.SystemBlock{Text: m.addendum})

@@ -369,6 +369,16 @@ func (m *Member) waitForWork() (message.Message, bool) {
 			timer.Stop()
 		}
 	}()
+	// A teammate in a process of its own outlives its lead to finish its work; idle with
+	// the lead gone and nothing to claim, it stops after a grace period instead of waiting
+	// forever.
+	var orphan <-chan time.Time
+	var orphanSince time.Time
+	if m.runner != RunnerInProcess {
+		tick := time.NewTicker(m.t.heartbeatEvery())
+		defer tick.Stop()
+		orphan = tick.C
+	}
 	for {
 		if blocks := m.inbox.Observe(m.ctx); len(blocks) > 0 {
 			return message.User(blocks...), true
@@ -395,9 +405,28 @@ func (m *Member) waitForWork() (message.Message, bool) {
 		case <-board:
 		case <-m.wake:
 		case <-lapse:
+		case <-orphan:
+			lead, err := m.t.record(m.ctx, LeadAlias)
+			gone := err != nil || m.t.liveness(lead) == StateStopped || m.t.liveness(lead) == StateDead
+			switch {
+			case !gone:
+				orphanSince = time.Time{}
+			case orphanSince.IsZero():
+				orphanSince = m.t.cfg.Now()
+			case m.t.cfg.Now().Sub(orphanSince) > orphanGrace*m.t.heartbeatEvery():
+				m.t.logger.Info("the lead is gone and nothing is left to do; stopping", "member", m.name)
+				m.mu.Lock()
+				m.stopping = true
+				m.mu.Unlock()
+				return message.Message{}, false
+			}
 		}
 	}
 }
+
+// orphanGrace is how many heartbeats an idle teammate process waits for a lead that is gone
+// (it may be coming back: keel --continue) before it stops.
+const orphanGrace = 15
 
 // claim takes the next task the member may work on.
 func (m *Member) claim() (message.Message, bool) {
