@@ -113,9 +113,14 @@ func (r *Runner) PrepareTeammate(ctx context.Context, spec team.Spec, asker perm
 		path = c.sink.w.Path()
 	}
 	closed := false
+	lead := main.p.Checker
 	return &team.Prepared{
 		Agent: c.agent, History: c.history, Initial: c.initial, Transcript: path,
-		SetMode: c.checker.SetMode,
+		LeavePlan: func() {
+			if c.checker.Policy().Mode == permission.ModePlan {
+				c.checker.SetMode(lead.Policy().Mode)
+			}
+		},
 		Close: func() {
 			if closed {
 				return

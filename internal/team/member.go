@@ -45,8 +45,9 @@ type Prepared struct {
 	// Initial are the messages of History not yet in the transcript.
 	Initial    []message.Message
 	Transcript string
-	// SetMode switches the teammate's permission mode (an approved plan leaves plan mode).
-	SetMode func(permission.Mode)
+	// LeavePlan ends the teammate's plan mode (its lead approved the plan): it takes its
+	// lead's mode.
+	LeavePlan func()
 	// Close releases what preparing took (transcript, MCP servers, a worktree note).
 	Close func()
 }
@@ -509,8 +510,8 @@ func (m *Member) consume(ctx context.Context, msg coord.Message) bool {
 			return true
 		}
 	case TypePlanApprovalResponse:
-		if s.Approve != nil && *s.Approve && m.prep.SetMode != nil {
-			m.prep.SetMode(permission.ModeDefault)
+		if s.Approve != nil && *s.Approve && m.prep.LeavePlan != nil {
+			m.prep.LeavePlan()
 		}
 	}
 	return false
