@@ -40,6 +40,10 @@ type Settings struct {
 	// AutoCompactThreshold is the percentage (1–100) of the context window at which the
 	// conversation is compacted.
 	AutoCompactThreshold Value[float64]
+	// WebSearch picks the WebSearch tool's backend.
+	WebSearch WebSearch
+	// LSPServers are the language servers by name; edits are checked with them.
+	LSPServers map[string]Value[LSPServer]
 
 	// Unknown holds keys keel does not know, by dotted key, highest source winning. They are
 	// kept (and warned about) because real files carry many keys for other tools.
@@ -83,6 +87,8 @@ var keyTable = []keyDef{
 	scalar("teammateMode", func(s *Settings) *Value[string] { return &s.TeammateMode }, decOneOf(TeammateModes...)),
 	list("cacheTTL1h", func(s *Settings) *[]Value[string] { return &s.CacheTTL1h }, decPattern),
 	scalar("autoCompactThreshold", func(s *Settings) *Value[float64] { return &s.AutoCompactThreshold }, decNumberIn(1, 100, "a percentage of the context window")),
+	webSearchKey(),
+	lspKey(),
 }
 
 // keyDef reads one key. Sources are applied highest first, so apply only fills what is unset
