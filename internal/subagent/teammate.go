@@ -86,7 +86,8 @@ func (r *Runner) PrepareTeammate(ctx context.Context, spec team.Spec, asker perm
 	}
 	s := spawn{parent: main, def: def, id: spec.ID, foreground: true,
 		in:   Input{Description: "teammate " + spec.Name, Prompt: spec.Prompt, Model: spec.Model, Isolation: spec.Isolation},
-		mate: &mate{name: spec.Name, color: spec.Color, asker: asker, addendum: addendum, mode: spec.Mode}}
+		mate: &mate{name: spec.Name, color: spec.Color, asker: asker, addendum: addendum, mode: spec.Mode,
+			systemMode: spec.SystemPromptMode, systemPrompt: spec.SystemPrompt}}
 	path := ""
 	if r.cfg.SessionPath != "" {
 		path, _ = transcript.AgentPaths(r.cfg.SessionPath, spec.ID)

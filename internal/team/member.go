@@ -27,6 +27,11 @@ type Spec struct {
 	Isolation string `json:"isolation,omitempty"`
 	// Mode is the teammate's permission mode; empty takes the lead's.
 	Mode string `json:"mode,omitempty"`
+	// SystemPromptMode is default, replace or append (DESIGN §3): replace sends only
+	// SystemPrompt; append adds it after the default prompt and the team addendum. No
+	// model-facing field sets them; library callers and tests do.
+	SystemPromptMode string `json:"systemPromptMode,omitempty"`
+	SystemPrompt     string `json:"systemPrompt,omitempty"`
 	// Resume continues the teammate from its transcript instead of starting it.
 	Resume bool `json:"-"`
 }
