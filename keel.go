@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -111,6 +112,14 @@ type Options struct {
 	// configured keel does not advertise the capability. Fields the answer omits get the
 	// schema's defaults.
 	Elicit func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	// Teams turns on agent teams: the Agent tool's name spawns teammates that share a task
+	// board and a mailbox (also the teams setting, or CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1
+	// in the environment). TeammateMode is where teammates run: in-process (the default),
+	// process, tmux or auto; the last three need TeammateCommand, the program and leading
+	// arguments that start a teammate process (`keel team worker …`).
+	Teams           bool
+	TeammateMode    string
+	TeammateCommand []string
 	// Logger receives keel's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -140,6 +149,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	env := getenv(opts.Getenv)
 	s, err := session.New(ctx, session.Options{
 		Cwd:                opts.Cwd,
 		Home:               home,
@@ -173,6 +183,8 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		IgnoreSettingsErrors: opts.IgnoreSettingsErrors,
 		MCP: session.MCPOptions{Configs: opts.MCPConfig, Strict: opts.StrictMCPConfig, InProcess: opts.MCPServers,
 			ToolSearch: opts.ToolSearch, PermissionPromptTool: opts.PermissionPromptTool, Elicit: opts.Elicit},
+		Team: session.TeamOptions{Enabled: opts.Teams || truthy(env("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS")), Mode: opts.TeammateMode,
+			WorkerCommand: opts.TeammateCommand, InTmux: env("TMUX") != ""},
 	})
 	if err != nil {
 		return nil, err
@@ -256,6 +268,8 @@ type (
 	TaskNotification = event.TaskNotification
 	Notice           = event.Notice
 	Result           = event.Result
+	TeammateState    = event.TeammateState
+	TeamMessage      = event.TeamMessage
 )
 
 // ModelUsage is what one model was used for during a Send: [Result].ModelUsage holds one per
@@ -278,4 +292,12 @@ func defaultHome() string {
 		return filepath.Join(dir, ".keel")
 	}
 	return ""
+}
+
+func truthy(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }

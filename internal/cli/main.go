@@ -119,6 +119,6 @@ results back until the work is done. Run "keel -p PROMPT" for one headless run, 
 	f.register(root)
 	root.AddCommand(a.demoCommand(), a.scriptedCommand(), a.modelsCommand())
 	root.AddCommand(a.infoCommands()...)
-	root.AddCommand(a.sessionsCommand(), a.rewindCommand(), a.mcpCommand())
+	root.AddCommand(a.sessionsCommand(), a.rewindCommand(), a.mcpCommand(), a.teamCommand())
 	return root
 }

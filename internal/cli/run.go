@@ -53,6 +53,7 @@ type runFlags struct {
 	// maxTurnsSet says --max-turns was given: without it a headless run has a default cap.
 	maxTurnsSet          bool
 	ignoreSettingsErrors bool
+	teammateMode         string
 }
 
 // DefaultHeadlessMaxTurns caps the model turns of a `keel -p` run that sets no --max-turns,
@@ -91,9 +92,10 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.agents, "agents", "", `extra agent definitions as JSON: {"name": {"description": …, "prompt": …}}`)
 	fl.StringVar(&f.agent, "agent", "", "run the main thread as this agent: its prompt, tools, model, permission mode and initialPrompt")
 	fl.BoolVar(&f.forkSubagents, "fork-subagents", false, "an Agent call without subagent_type forks the caller (sharing its context and prompt cache)")
-	fl.BoolVar(&f.noWait, "no-wait", false, "with -p: exit without waiting for background agents")
+	fl.BoolVar(&f.noWait, "no-wait", false, "with -p: exit without waiting for background agents (and teammates)")
 	f.sdk.register(cmd)
 	fl.BoolVar(&f.ignoreSettingsErrors, "ignore-settings-errors", false, "run even when a settings file does not parse (its settings, deny rules included, are not used)")
+	fl.StringVar(&f.teammateMode, "teammate-mode", "", "where agent teammates run: in-process, process, tmux or auto (default: the teammateMode setting, else in-process)")
 	for _, alias := range [][2]string{{"allowed-tools", "allowedTools"}, {"disallowed-tools", "disallowedTools"}} {
 		fl.StringArrayVar(aliasTarget(f, alias[1]), alias[0], nil, "same as --"+alias[1])
 		_ = fl.MarkHidden(alias[0])
@@ -145,6 +147,7 @@ func (a *app) sessionOptions(f *runFlags) session.Options {
 		ForkSubagents: f.forkSubagents,
 		Agent:         f.agent,
 		ModelFlag:     f.model != "",
+		Team:          session.TeamOptions{Enabled: a.env.Teams, Mode: f.teammateMode, Lease: a.env.TeamLease, InTmux: a.env.InTmux},
 
 		IgnoreSettingsErrors: f.ignoreSettingsErrors,
 	}
@@ -192,6 +195,9 @@ func (f *runFlags) validate(cmd *cobra.Command) error {
 	}
 	if f.maxTurns < 0 {
 		return usageError{fmt.Errorf("--max-turns must be 0 or more, not %d", f.maxTurns)}
+	}
+	if f.teammateMode != "" && !contains(settings.TeammateModes, f.teammateMode) {
+		return usageError{fmt.Errorf("--teammate-mode %q is not one of %s", f.teammateMode, strings.Join(settings.TeammateModes, ", "))}
 	}
 	return nil
 }
@@ -287,6 +293,7 @@ func (a *app) headlessOptions(cmd *cobra.Command, f *runFlags) (session.Options,
 	opts := a.sessionOptions(f)
 	opts.Provider, opts.Model, opts.Logger, opts.Models = prov, model, a.logger, cfg.Models
 	opts.PlanModel = connect.PlanModel(cfg, a.getenv)
+	opts.Team.WorkerCommand = a.workerCommand(f, model)
 	if opts.MaxTurns, err = a.headlessMaxTurns(f); err != nil {
 		return opts, err
 	}

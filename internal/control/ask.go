@@ -2,6 +2,7 @@ package control
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,7 +65,7 @@ func (a asker) Ask(ctx context.Context, r permission.AskRequest) (permission.Ans
 	}
 	req := canUseTool{
 		Subtype: "can_use_tool", ToolName: r.Request.Tool, DisplayName: r.Request.Tool, Input: input,
-		Suggestions: permission.Suggest(r, dirs), Reason: r.Reason, ToolUseID: r.Request.ToolUseID, AgentID: r.Agent.Name,
+		Suggestions: permission.Suggest(r, dirs), Reason: r.Reason, ToolUseID: r.Request.ToolUseID, AgentID: cmp.Or(r.Agent.ID, r.Agent.Name),
 	}
 	if req.Suggestions == nil {
 		req.Suggestions = []permission.Update{}

@@ -31,7 +31,7 @@ func (l *Ledger) Add(model string, u message.Usage) {
 	}
 	e := l.byModel[model]
 	usd, ok := USD(model, u)
-	e.Usage, e.USD, e.Requests, e.Unpriced = e.Usage.Add(u), e.USD+usd, e.Requests+1, !ok
+	e.Usage, e.USD, e.Requests, e.Unpriced = e.Usage.Add(u), e.USD+usd, e.Requests+1, e.Unpriced || !ok
 	l.byModel[model] = e
 }
 
@@ -42,7 +42,7 @@ func (l *Ledger) Merge(o Ledger) {
 			l.byModel = map[string]Entry{}
 		}
 		e := l.byModel[model]
-		e.Usage, e.USD, e.Requests, e.Unpriced = e.Usage.Add(oe.Usage), e.USD+oe.USD, e.Requests+oe.Requests, oe.Unpriced
+		e.Usage, e.USD, e.Requests, e.Unpriced = e.Usage.Add(oe.Usage), e.USD+oe.USD, e.Requests+oe.Requests, e.Unpriced || oe.Unpriced
 		l.byModel[model] = e
 	}
 }

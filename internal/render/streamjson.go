@@ -158,6 +158,11 @@ func (r *streamJSON) Render(e event.Event) error {
 			{"output", e.Stdout}, {"stdout", e.Stdout}, {"stderr", e.Stderr}, {"exit_code", e.ExitCode}, {"outcome", e.Outcome}}
 	case event.Notice:
 		line = obj{{"type", "system"}, {"subtype", "notice"}, {"level", e.Level}, {"text", e.Text}}
+	case event.TeammateState:
+		line = obj{{"type", "system"}, {"subtype", "teammate_state"}, {"name", e.Name}, {"color", e.Color}, {"state", e.State}, {"task_id", e.Task}}
+	case event.TeamMessage:
+		line = obj{{"type", "system"}, {"subtype", "team_message"}, {"message_id", e.ID}, {"from", e.Sender}, {"to", e.Recipient},
+			{"message_type", e.Type}, {"summary", e.Summary}, {"text", e.Text}}
 	case event.Result:
 		if e.Origin.AgentID != "" {
 			return nil
@@ -165,6 +170,10 @@ func (r *streamJSON) Render(e event.Event) error {
 		return writeLine(r.w, resultLine(e, r.model))
 	default:
 		return nil
+	}
+	// A teammate runs beside the lead, not inside a tool call: its lines name its agent.
+	if o := e.From(); o.AgentID != "" && o.ParentToolUseID == "" && !line.has("agent_id") {
+		line = append(line, kv{"agent_id", o.AgentID}, kv{"agent_name", o.AgentName})
 	}
 	if !line.has("session_id") {
 		line = append(line, kv{"session_id", r.sessionID})

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -52,8 +53,18 @@ func (s *Session) warn(text string) {
 // emitAgent sends an event of a subagent or background task to the Send in progress, or
 // holds it for the next Send.
 func (s *Session) emitAgent(e event.Event) {
+	if w := s.opts.Team.Worker; w != nil && w.Events != nil {
+		w.Events(e)
+		return
+	}
 	s.mu.Lock()
 	sink := s.sink
+	idle := s.idleEvents
+	if sink == nil && idle != nil {
+		s.mu.Unlock()
+		idle(e)
+		return
+	}
 	if sink == nil && s.agents != nil {
 		if len(s.agents.held) >= maxHeld {
 			s.agents.held = s.agents.held[1:]
@@ -100,8 +111,9 @@ func (s *Session) buildAgents(ctx context.Context) {
 	}
 	runner := subagent.New(subagent.Config{
 		Defs: set, Provider: s.opts.Provider, Tasks: tasks,
-		SessionID: s.id, SessionPath: s.TranscriptPath(), Version: s.opts.Version,
+		SessionID: s.id, SessionPath: s.agentSessionPath(), Version: s.opts.Version,
 		Forks:     s.opts.ForkSubagents || s.settings.ForkSubagents.V,
+		Teams:     s.teamsEnabled(),
 		MaxDepth:  s.opts.MaxAgentDepth,
 		Hooks:     s.hooks,
 		HookInput: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) },
@@ -172,7 +184,11 @@ func (s *Session) ackNotifications() error {
 	if s.agents == nil {
 		return nil
 	}
-	return s.agents.queue.Ack()
+	err := s.agents.queue.Ack()
+	if s.team != nil && s.team.LeadInbox() != nil {
+		err = errors.Join(err, s.team.LeadInbox().Ack(context.Background()))
+	}
+	return err
 }
 
 // agentLedger returns what every subagent used so far, by model.
@@ -180,17 +196,28 @@ func (s *Session) agentLedger() cost.Ledger {
 	if s.agents == nil {
 		return cost.Ledger{}
 	}
-	return s.agents.runner.Ledger()
+	l := s.agents.runner.Ledger()
+	if s.team != nil {
+		l.Merge(s.team.Ledger())
+	}
+	return l
 }
 
 // WaitBackground blocks until the main thread's background tasks are done or one of them has
 // reported, and returns how many reports wait for the next turn. keel -p calls it before
 // exiting and, while it returns more than zero, gives the model a turn with SendPending.
+// With a team it then waits for the team the same way: a teammate's message wakes the lead
+// (more than zero), and once every teammate is idle with nothing left to claim the team is
+// shut down (zero).
 func (s *Session) WaitBackground(ctx context.Context) (int, error) {
 	if s.agents == nil {
 		return 0, nil
 	}
-	return s.agents.tasks.WaitIdle(ctx, background.MainOwner)
+	n, err := s.agents.tasks.WaitIdle(ctx, background.MainOwner)
+	if err != nil || n > 0 {
+		return n, err
+	}
+	return s.waitTeam(ctx)
 }
 
 // PendingNotifications says how many background reports wait for the main thread.
@@ -236,7 +263,17 @@ func (s *Session) SendPending(ctx context.Context) func(yield func(event.Event, 
 			return
 		}
 		var text string
-		for _, b := range s.agents.queue.Observe(ctx) {
+		blocks := s.agents.queue.Observe(ctx)
+		var inbox interface {
+			Requeue()
+			Ack(context.Context) error
+		}
+		if s.team != nil && s.team.LeadInbox() != nil {
+			in := s.team.LeadInbox()
+			inbox = in
+			blocks = append(blocks, in.Observe(ctx)...)
+		}
+		for _, b := range blocks {
 			if text != "" {
 				text += "\n\n"
 			}
@@ -257,10 +294,18 @@ func (s *Session) SendPending(ctx context.Context) func(yield func(event.Event, 
 		}
 		if failed {
 			s.agents.queue.Requeue()
+			if inbox != nil {
+				inbox.Requeue()
+			}
 			return
 		}
 		if err := s.agents.queue.Ack(); err != nil {
 			s.logger.Warn("ack notifications", "err", err)
+		}
+		if inbox != nil {
+			if err := inbox.Ack(ctx); err != nil {
+				s.logger.Warn("ack team messages", "err", err)
+			}
 		}
 	}
 }

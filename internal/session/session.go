@@ -18,6 +18,7 @@ import (
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/cachewatch"
+	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
@@ -34,6 +35,7 @@ import (
 	"github.com/keel-dev/keel/internal/shell"
 	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/snapshot"
+	"github.com/keel-dev/keel/internal/team"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/toolsearch"
 	"github.com/keel-dev/keel/internal/transcript"
@@ -121,6 +123,9 @@ type Options struct {
 	LSPWait time.Duration
 	// SDK holds what the Agent SDK's options add (sdk.go).
 	SDK SDKOptions
+	// Team configures agent teams (off unless enabled here, by the teams setting or by
+	// CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1).
+	Team TeamOptions
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
@@ -195,6 +200,14 @@ type Session struct {
 	// watch (filewatch.go).
 	sdk     sdkState
 	watched fileWatch
+	// team is the session's agent team (team.go); teamBackend its store; teamTemp a
+	// directory to remove when the session has no keel directory.
+	team        *team.Team
+	teamBackend coord.Backend
+	teamTemp    string
+	// idleEvents, if set, receives the events of background work between Sends (guarded by
+	// mu); without it they are held for the next Send.
+	idleEvents func(event.Event)
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -273,7 +286,12 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		return nil, err
 	}
 	s.buildAgents(ctx)
-	if err := s.applyMainAgent(); err != nil {
+	err = s.buildTeam(ctx, st != nil)
+	if err == nil {
+		err = s.applyMainAgent()
+	}
+	if err != nil {
+		s.closeTeam()
 		s.closeAgents()
 		s.lsp.Close()
 		s.jobs.Close()
@@ -287,6 +305,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	}
 	s.buildPrompt(ctx, env)
 	s.untrustedNotice()
+	s.resumeTeam(ctx)
 	source := "startup"
 	if st != nil {
 		source = "resume"
@@ -476,6 +495,10 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		return s.CacheSafe() // the previous Send's newest turn
 	}
 	s.wireAgent(agent)
+	if s.team != nil {
+		s.team.SetLeadState(ctx, team.StateWorking)
+		defer s.team.SetLeadState(context.WithoutCancel(ctx), team.StateIdle)
+	}
 	out, runErr := agent.Run(ctx, history)
 	s.stopFailure(ctx, runErr, out.Messages)
 	s.cwdChanged(ctx, state.Cwd, agent.State.Cwd)
@@ -529,6 +552,7 @@ func (s *Session) Close() error {
 	s.closeWatch()
 	s.hooks.Wait()
 	s.jobs.Close()
+	s.closeTeam()
 	s.closeAgents()
 	s.lsp.Close()
 	if s.mcp != nil {
@@ -679,6 +703,9 @@ func (s *Session) observers(listing *listingObserver) []loop.Observer {
 	}
 	if s.lsp != nil {
 		obs = append(obs, lspObserver{s})
+	}
+	if s.team != nil && s.team.LeadInbox() != nil {
+		obs = append(obs, s.team.LeadInbox())
 	}
 	return append(obs, listing)
 }

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -35,24 +36,8 @@ func (m *Model) submit(prompt string) tea.Cmd {
 		prompt = strings.Join(m.pending, "\n") + "\n\n" + prompt
 		m.pending = nil
 	}
-	m.runID++
-	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-	m.working, m.runStart, m.runTokens, m.deltaLen, m.hint = true, m.now(), 0, 0, ""
-	ch := make(chan tea.Msg, 64)
-	m.stream = ch
-	run, b, done := m.runID, m.b, m.done
-	go func() {
-		defer close(ch)
-		for ev, err := range b.Send(ctx, prompt) {
-			select {
-			case ch <- eventMsg{run: run, ev: ev, err: err}:
-			case <-done:
-				return
-			}
-		}
-	}()
-	return tea.Batch(m.next(), m.tick())
+	b := m.b
+	return m.startRun(func(ctx context.Context) iter.Seq2[keel.Event, error] { return b.Send(ctx, prompt) })
 }
 
 // next waits for the current run's next event.
@@ -104,7 +89,7 @@ func (m *Model) finishRun() tea.Cmd {
 		m.queued = m.queued[1:]
 		return m.submit(p)
 	}
-	return nil
+	return m.wakeLead()
 }
 
 // flush re-renders the streaming assistant message; final also ends its streaming state.
@@ -132,6 +117,9 @@ func (m *Model) streaming() *item {
 
 // onEvent folds one session event into the transcript.
 func (m *Model) onEvent(ev keel.Event) {
+	if m.onTeamEvent(ev) {
+		return
+	}
 	o := ev.From()
 	sub := o.AgentID != ""
 	switch e := ev.(type) {
@@ -169,7 +157,7 @@ func (m *Model) onEvent(ev keel.Event) {
 	case keel.UserMessage:
 		if !sub && e.UUID != "" {
 			// System reminders (listings, notes) are the harness's additions, not prompts.
-			if t := e.Message.TextOf(); t != "" && len(e.Message.ToolUses()) == 0 && !hasToolResult(e) && !strings.HasPrefix(t, "<system-reminder>") {
+			if t := promptText(e); t != "" && len(e.Message.ToolUses()) == 0 && !hasToolResult(e) {
 				m.prompts = append(m.prompts, rewindPoint{uuid: e.UUID, text: t})
 			}
 		}
@@ -252,6 +240,18 @@ func (m *Model) taskActivity(o keel.Origin, tool string) {
 			t.summary = "using " + tool
 		}
 	}
+}
+
+// promptText is what the user wrote in a user message: its text blocks without the system
+// reminders (listings, notes) the harness adds to the same message.
+func promptText(e keel.UserMessage) string {
+	var parts []string
+	for _, b := range e.Message.Content {
+		if b.Type == "text" && !strings.HasPrefix(b.Text, "<system-reminder>") {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 func hasToolResult(e keel.UserMessage) bool {
