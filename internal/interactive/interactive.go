@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/keel-dev/keel"
+	"github.com/keel-dev/keel/internal/browser"
 	"github.com/keel-dev/keel/internal/tui"
 )
 
@@ -34,6 +35,8 @@ func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, ou
 	}
 	asker := tui.NewAsker()
 	opts.Ask = asker.Ask
+	elicitor := tui.NewElicitor()
+	opts.Elicit = elicitor.Elicit
 	sess, err := keel.New(ctx, opts)
 	if err != nil {
 		return err
@@ -41,11 +44,13 @@ func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, ou
 	b := &backend{opts: opts, cur: sess}
 	defer b.close()
 	return tui.Run(ctx, tui.Config{
-		Backend: b,
-		Asker:   asker,
-		Prompt:  prompt,
-		NoColor: noColor,
-		Version: version,
+		Backend:  b,
+		Asker:    asker,
+		Elicitor: elicitor,
+		OpenURL:  openURL(opts.Getenv),
+		Prompt:   prompt,
+		NoColor:  noColor,
+		Version:  version,
 	})
 }
 
@@ -163,6 +168,19 @@ func (b *backend) Resume(ctx context.Context, id string) error {
 }
 
 func (b *backend) close() { b.s().Close() }
+
+// openURL opens addresses with $BROWSER; nil when it is not set, so the UI tells the user
+// to open them.
+func openURL(getenv func(string) string) func(string) error {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	b := getenv("BROWSER")
+	if b == "" {
+		return nil
+	}
+	return func(url string) error { return browser.Open(b, url) }
+}
 
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)

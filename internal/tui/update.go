@@ -48,6 +48,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case askMsg:
 		m.asks = append(m.asks, msg)
 		return m, m.waitAsk()
+	case *form:
+		m.forms = append(m.forms, msg)
+		return m, tea.Batch(m.waitElicit(), msg.watch(m.done))
+	case formGoneMsg:
+		m.closeForm(msg.f, "withdrawn")
+		return m, nil
 	case shellDoneMsg:
 		m.onShellDone(msg)
 		return m, nil
@@ -63,6 +69,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.notice(msg.what)
 		return m, nil
 	case tea.PasteMsg:
+		if m.formActive() {
+			m.formPaste(msg.Content)
+			return m, nil
+		}
 		if len(m.asks) > 0 && !m.askReason || m.picker != nil {
 			return m, nil
 		}
@@ -83,6 +93,9 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	now := m.now()
 	if k != "ctrl+c" {
 		m.lastCtrlC = time.Time{}
+	}
+	if m.formActive() && k != "ctrl+c" && k != "pgup" && k != "pgdown" {
+		return m.formKey(msg)
 	}
 	switch k {
 	case "ctrl+c":
