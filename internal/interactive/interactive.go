@@ -37,6 +37,9 @@ func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, ou
 	opts.Ask = asker.Ask
 	elicitor := tui.NewElicitor()
 	opts.Elicit = elicitor.Elicit
+	open := openURL(opts.Getenv)
+	signIns := tui.NewSignIns(open)
+	opts.MCPAuthorize = signIns.Authorize
 	sess, err := keel.New(ctx, opts)
 	if err != nil {
 		return err
@@ -47,7 +50,8 @@ func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, ou
 		Backend:  b,
 		Asker:    asker,
 		Elicitor: elicitor,
-		OpenURL:  openURL(opts.Getenv),
+		OpenURL:  open,
+		SignIns:  signIns,
 		Prompt:   prompt,
 		NoColor:  noColor,
 		Version:  version,
@@ -72,6 +76,7 @@ var (
 	_ tui.SkillLister   = (*backend)(nil)
 	_ tui.MemoryLister  = (*backend)(nil)
 	_ tui.MCPStatuser   = (*backend)(nil)
+	_ tui.MCPLoginer    = (*backend)(nil)
 	_ tui.AgentLister   = (*backend)(nil)
 	_ tui.Backgrounder  = (*backend)(nil)
 )
@@ -87,6 +92,9 @@ func (b *backend) MCPServers() []tui.MCPServer {
 	}
 	return out
 }
+
+// LoginMCP signs in to an MCP server anew (/mcp login NAME).
+func (b *backend) LoginMCP(ctx context.Context, name string) error { return b.s().LoginMCP(ctx, name) }
 
 func (b *backend) Agents() []tui.AgentInfo {
 	var out []tui.AgentInfo

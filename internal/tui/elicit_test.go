@@ -133,7 +133,7 @@ func TestFormAnswers(t *testing.T) {
 			typeKeys(m, "not an email")
 			keys(m, "tab")
 			keys(m, "backspace", "backspace")
-			typeKeys(m, "7")                                                     // below the minimum
+			typeKeys(m, "7")                             // below the minimum
 			keys(m, "tab", "tab", "tab", "tab", "enter") // Accept: refused, focus on name
 			typeKeys(m, "da")
 			keys(m, "tab")

@@ -43,7 +43,7 @@ type formField struct {
 	choice            int             // enum: index into options, -1 for none yet
 	picked            []bool          // multi: which options are chosen
 	cursor            int             // multi: the option under the cursor
-	format            string // a string's format: email, uri, date or date-time
+	format            string          // a string's format: email, uri, date or date-time
 	schema            *jsonschema.Resolved
 	err               string // why the current value is not accepted
 }

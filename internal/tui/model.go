@@ -23,6 +23,9 @@ type Config struct {
 	// user's browser; nil means the user opens it.
 	Elicitor *Elicitor
 	OpenURL  func(url string) error
+	// SignIns must be the one whose Authorize the session was built with (nil: MCP servers'
+	// sign-ins are not shown here).
+	SignIns *SignIns
 	// Prompt, if set, is sent as soon as the UI starts.
 	Prompt string
 	// NoColor drops colours (NO_COLOR).
@@ -133,7 +136,7 @@ func New(cfg Config) *Model {
 
 // Init starts listening for permission asks and sends the first prompt, if any.
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{m.waitAsk(), m.waitElicit()}
+	cmds := []tea.Cmd{m.waitAsk(), m.waitElicit(), m.waitSignIn()}
 	if p := strings.TrimSpace(m.cfg.Prompt); p != "" {
 		cmds = append(cmds, m.submit(p))
 	}

@@ -51,6 +51,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case *form:
 		m.forms = append(m.forms, msg)
 		return m, tea.Batch(m.waitElicit(), msg.watch(m.done))
+	case signInMsg:
+		return m, m.onSignIn(msg)
+	case signInDoneMsg:
+		return m, m.onSignInDone(msg)
 	case formGoneMsg:
 		m.closeForm(msg.f, "withdrawn")
 		return m, nil
