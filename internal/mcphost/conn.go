@@ -208,6 +208,9 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		if errors.Is(context.Cause(cctx), errConnectTimeout) {
 			return nil, fmt.Errorf("connect: no answer to initialize within %v (MCP_TIMEOUT)", timeout)
 		}
+		if strings.Contains(err.Error(), "unsupported protocol version") {
+			return nil, fmt.Errorf("connect: %w (keel asked for %s and speaks %s)", err, ProtocolVersion, strings.Join(mcp.SupportedProtocolVersions(), ", "))
+		}
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	lists, err := c.list(cctx, sess, listAll)
@@ -320,6 +323,17 @@ func (c *conn) signingIn(url string) {
 	c.m.wake()
 }
 
+// maxReason caps a failure reason: some carry the server's whole answer (an HTML page).
+const maxReason = 600
+
+func shorten(reason string) string {
+	reason = strings.TrimSpace(reason)
+	if r := []rune(reason); len(r) > maxReason {
+		return string(r[:maxReason]) + "…"
+	}
+	return reason
+}
+
 // authFailed records why the attempt's authorization failed.
 func (c *conn) authFailed(err error) {
 	c.m.mu.Lock()
@@ -347,7 +361,7 @@ func (c *conn) fail(err error) {
 	if errors.As(err, &na) {
 		c.status, c.reason = StatusNeedsAuth, na.Error() // the transport's wrapping adds nothing for the user
 	} else {
-		c.status, c.reason = StatusFailed, err.Error()
+		c.status, c.reason = StatusFailed, shorten(err.Error())
 		if p := c.proc; p != nil {
 			select {
 			case <-p.done:

@@ -75,6 +75,25 @@ func (s *Session) startMCP(ctx context.Context) {
 	s.mcp = m
 	s.nativeSearch = provider.SupportsNativeToolSearch(s.opts.Provider)
 	s.notices = append(s.notices, notices...)
+	s.notices = append(s.notices, serverNotices(m)...)
+}
+
+// serverNotices tells the user which servers did not connect, and why: the model only
+// sees their tools missing.
+func serverNotices(m *mcphost.Manager) []event.Notice {
+	if m == nil {
+		return nil
+	}
+	var out []event.Notice
+	for _, st := range m.Status() {
+		switch st.Status {
+		case mcphost.StatusFailed:
+			out = append(out, event.Notice{Level: "error", Text: fmt.Sprintf("MCP server %q failed: %s", st.Name, st.Reason)})
+		case mcphost.StatusNeedsAuth:
+			out = append(out, event.Notice{Level: "warn", Text: "MCP: " + st.Reason})
+		}
+	}
+	return out
 }
 
 // markDeferred sets DeferLoading on the request's MCP tools the provider's own tool search

@@ -41,6 +41,13 @@ type AuthServer struct {
 	// NoRegistration, set before use, leaves dynamic client registration out: only
 	// pre-registered clients work.
 	NoRegistration bool
+	// Misbehaviour for bad-input tests, set before use: EditMetadata changes the metadata
+	// document served; GarbageTokens makes /token answer 200 with a body that is not a
+	// token response.
+	EditMetadata  func(*oauthex.AuthServerMeta)
+	GarbageTokens bool
+	// MetadataRedirect, if set, makes the metadata endpoint redirect there.
+	MetadataRedirect string
 
 	mu      sync.Mutex
 	clients map[string]*Client
@@ -169,7 +176,11 @@ func (as *AuthServer) Verify(_ context.Context, tok string, _ *http.Request) (*a
 	return &auth.TokenInfo{Scopes: slices.Clone(t.scopes), Expiration: t.expiry, UserID: user}, nil
 }
 
-func (as *AuthServer) metadata(w http.ResponseWriter, _ *http.Request) {
+func (as *AuthServer) metadata(w http.ResponseWriter, r *http.Request) {
+	if as.MetadataRedirect != "" {
+		http.Redirect(w, r, as.MetadataRedirect, http.StatusFound)
+		return
+	}
 	md := &oauthex.AuthServerMeta{
 		Issuer:                            as.URL,
 		AuthorizationEndpoint:             as.URL + "/authorize",
@@ -183,6 +194,9 @@ func (as *AuthServer) metadata(w http.ResponseWriter, _ *http.Request) {
 	}
 	if !as.NoRegistration {
 		md.RegistrationEndpoint = as.URL + "/register"
+	}
+	if as.EditMetadata != nil {
+		as.EditMetadata(md)
 	}
 	writeJSON(w, http.StatusOK, md)
 }
@@ -265,6 +279,11 @@ func (as *AuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 }
 
 func (as *AuthServer) token(w http.ResponseWriter, r *http.Request) {
+	if as.GarbageTokens {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "<html><body>502 upstream gone</body></html>")
+		return
+	}
 	if err := r.ParseForm(); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
 		return
