@@ -90,3 +90,18 @@ func TestBadServers(t *testing.T) {
 		})
 	}
 }
+
+// TestBadCallAnswer: a connected server that answers a call with broken JSON-RPC gives the
+// model an error result naming the server; the server beside it keeps working.
+func TestBadCallAnswer(t *testing.T) {
+	bad := ServerConfig{Name: "bad", Type: TypeHTTP, URL: mcptest.BadHTTP(t, mcptest.BadCall), Scope: ScopeUser}
+	good := ServerConfig{Name: "t", Type: TypeHTTP, URL: mcptest.HTTP(t, mcptest.New().Server), Scope: ScopeUser}
+	m := start(t, Options{Servers: []ServerConfig{bad, good}, Reconnect: Backoff{Base: time.Hour, Max: time.Hour, Attempts: 1}})
+	res := call(t, m, "mcp__bad__broken", `{}`)
+	if !res.IsError || !strings.Contains(res.ResultText(), "mcp__bad__broken") || !strings.Contains(res.ResultText(), "unexpected EOF") {
+		t.Errorf("broken answer = %q (error %v), want an error naming the tool and what was wrong", res.ResultText(), res.IsError)
+	}
+	if res := call(t, m, "mcp__t__echo", `{"text":"still here"}`); res.IsError || res.ResultText() != "still here" {
+		t.Errorf("good server's echo = %q", res.ResultText())
+	}
+}

@@ -16,6 +16,7 @@ const (
 	BadNotRPC    = "not-rpc"   // every answer is JSON, but no JSON-RPC message
 	BadProtocol  = "protocol"  // initialize answers a protocol version no one knows
 	BadHTML      = "html"      // every answer is a large HTML page (a proxy's error page)
+	BadCall      = "call"      // connects and lists one tool, "broken", whose calls get garbage
 )
 
 // BadHTTP serves a hand-written streamable HTTP endpoint on 127.0.0.1 that misbehaves as
@@ -37,6 +38,25 @@ func BadHTTP(t testing.TB, kind string) string {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		reply := func(result any) {
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
+			_, _ = w.Write(b)
+		}
+		if kind == BadCall {
+			switch req.Method {
+			case "initialize":
+				reply(map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}},
+					"serverInfo": map[string]any{"name": "bad", "version": "1"}})
+			case "tools/list":
+				reply(map[string]any{"tools": []any{map[string]any{"name": "broken", "inputSchema": map[string]any{"type": "object"}}}})
+			case "tools/call":
+				_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":{"content":[{"type":"text","te`)
+			default:
+				b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32601, "message": "no " + req.Method}})
+				_, _ = w.Write(b)
+			}
+			return
+		}
 		switch kind {
 		case BadHTML:
 			w.Header().Set("Content-Type", "text/html")
@@ -48,10 +68,8 @@ func BadHTTP(t testing.TB, kind string) string {
 		case BadNotRPC:
 			_, _ = io.WriteString(w, `{"status":"ok","items":[1,2,3]}`)
 		case BadProtocol:
-			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{
-				"protocolVersion": "1999-01-01", "capabilities": map[string]any{"tools": map[string]any{}},
-				"serverInfo": map[string]any{"name": "old", "version": "0.1"}}})
-			_, _ = w.Write(b)
+			reply(map[string]any{"protocolVersion": "1999-01-01", "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "old", "version": "0.1"}})
 		}
 	}))
 	t.Cleanup(hs.Close)
