@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -34,6 +35,10 @@ type Command struct {
 	Timeout time.Duration
 	// OutputLimit caps the kept output in bytes; zero means DefaultOutputLimit.
 	OutputLimit int
+	// OnLine, if set, gets each line of output as the command writes it (without its
+	// newline; a very long line in pieces), for progress reports. It is called from the
+	// goroutine copying the output, so it must be quick.
+	OnLine func(line string)
 }
 
 // Result is how a command ended.
@@ -73,7 +78,13 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	defer os.Remove(cwdPath)
 
 	buf := newCappedBuffer(limit)
-	p, err := start(c.Script, c.Dir, c.Env, buf, cwdPath)
+	var out io.Writer = buf
+	if c.OnLine != nil {
+		lw := &lineWriter{fn: c.OnLine}
+		defer lw.flush()
+		out = io.MultiWriter(buf, lw)
+	}
+	p, err := start(c.Script, c.Dir, c.Env, out, cwdPath)
 	if err != nil {
 		return Result{}, err
 	}
