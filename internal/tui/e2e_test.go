@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // The end-to-end tests run the real keel binary in tmux against the scripted model and read
@@ -117,7 +118,7 @@ func (tm *term) screen() string { return tm.tmux("capture-pane", "-p", "-t", tm.
 // waitFor polls the screen until it contains want, or fails at the deadline.
 func (tm *term) waitFor(want string) string {
 	tm.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waittest.Timeout())
 	var s string
 	for time.Now().Before(deadline) {
 		if s = tm.screen(); strings.Contains(s, want) {

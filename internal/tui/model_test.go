@@ -17,6 +17,7 @@ import (
 
 	"github.com/keel-dev/keel"
 	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden frames in testdata")
@@ -237,7 +238,7 @@ func (d *driver) run(c tea.Cmd) {
 // until processes messages until done holds, failing after a deadline.
 func (d *driver) until(done func() bool) {
 	d.t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(waittest.Timeout())
 	for !done() {
 		select {
 		case msg := <-d.msgs:
