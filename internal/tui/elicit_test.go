@@ -80,7 +80,10 @@ func TestFormFrames(t *testing.T) {
 			keys(m, "tab", "tab", "tab", "tab", "tab", "enter")
 		}},
 		// A short terminal: the fields scroll with the focus.
-		{name: "elicit-window", w: 60, h: 16, p: form, do: func(m *Model) { keys(m, "tab", "tab", "tab", "tab") }},
+		{name: "elicit-window", w: 80, h: 16, p: form, do: func(m *Model) { keys(m, "tab", "tab", "tab", "tab") }},
+		// A message longer than a third of the screen is cut, so the fields stay in view.
+		{name: "elicit-long-message", w: 80, h: 20, p: &mcp.ElicitParams{Message: strings.Repeat("The deployment needs a few details before it can go on. ", 12),
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"region": map[string]any{"type": "string", "enum": []any{"eu", "us"}}}}}},
 		{name: "elicit-url", w: 80, h: 24, p: &mcp.ElicitParams{Mode: "url", Message: "Connect your calendar account.",
 			URL: "https://auth.example.com/connect?session=abc123", ElicitationID: "e1"}},
 	} {

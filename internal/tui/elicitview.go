@@ -14,7 +14,12 @@ func (m *Model) formBox() string {
 	var head []string
 	head = append(head, m.st.accent.Render(f.server)+m.st.dim.Render(" (MCP server) asks"))
 	if msg := strings.TrimSpace(f.p.Message); msg != "" {
-		head = append(head, strings.Split(ansi.Wrap(msg, inner, " "), "\n")...)
+		lines := strings.Split(ansi.Wrap(msg, inner, " "), "\n")
+		// A long message must leave room for the fields.
+		if keep := max(m.hgt/3, 2); len(lines) > keep {
+			lines = append(lines[:keep-1], ansi.Truncate(lines[keep-1], inner-1, "")+"…")
+		}
+		head = append(head, lines...)
 	}
 	if f.url {
 		head = append(head, "")
