@@ -42,12 +42,14 @@ type OAuthOptions struct {
 	// `keel mcp login NAME` fixes that.
 	//
 	// With Authorize set (an interactive session), connecting and step-ups run the flow
-	// themselves, and the user gets LoginTimeout to finish; a sign-in not completed leaves
-	// the server in needs-auth rather than sending the user to the browser again.
+	// themselves. On connecting the user gets LoginTimeout to finish, and a sign-in not
+	// completed leaves the server in needs-auth rather than sending the user to the browser
+	// again; a step-up is bounded by its call.
 	Authorize func(ctx context.Context, server, authURL string) error
 	// ClientName is the client_name registered with the authorization server; "keel" if empty.
 	ClientName string
-	// LoginTimeout bounds Login; DefaultLoginTimeout if zero.
+	// LoginTimeout bounds how long Login, or connecting, waits for the browser to come back;
+	// DefaultLoginTimeout if zero.
 	LoginTimeout time.Duration
 	// ClientSecret is $MCP_CLIENT_SECRET: the secret of pre-registered clients whose
 	// configuration gives none.
