@@ -120,6 +120,14 @@ type Options struct {
 	Teams           bool
 	TeammateMode    string
 	TeammateCommand []string
+	// MCPAuthorize sends the user to the OAuth authorization page authURL of the MCP server
+	// called server (shows the address, opens a browser) and returns; the browser's
+	// redirect back to keel on 127.0.0.1 completes the sign-in, and ctx ends when it is
+	// over. It is called when a server needs a sign-in on connecting, when it asks for more
+	// scopes (a step-up), and by [Session.LoginMCP]. Nil means no one can be asked: such
+	// servers stay needs-auth until `keel mcp login NAME`. A pre-registered client's secret
+	// may come from MCP_CLIENT_SECRET (through Getenv).
+	MCPAuthorize func(ctx context.Context, server, authURL string) error
 	// Logger receives keel's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -182,7 +190,8 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 
 		IgnoreSettingsErrors: opts.IgnoreSettingsErrors,
 		MCP: session.MCPOptions{Configs: opts.MCPConfig, Strict: opts.StrictMCPConfig, InProcess: opts.MCPServers,
-			ToolSearch: opts.ToolSearch, PermissionPromptTool: opts.PermissionPromptTool, Elicit: opts.Elicit},
+			ToolSearch: opts.ToolSearch, PermissionPromptTool: opts.PermissionPromptTool, Elicit: opts.Elicit,
+			Authorize: opts.MCPAuthorize, ClientSecret: env("MCP_CLIENT_SECRET")},
 		Team: session.TeamOptions{Enabled: opts.Teams || truthy(env("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS")), Mode: opts.TeammateMode,
 			WorkerCommand: opts.TeammateCommand, InTmux: env("TMUX") != ""},
 	})

@@ -148,6 +148,11 @@ func (s *Session) MCPServers() []MCPServerStatus {
 	return out
 }
 
+// LoginMCP signs the user in to the OAuth-protected HTTP MCP server called name anew,
+// through Options.MCPAuthorize, and reconnects it with the new tokens (stored under Home).
+// It returns when the sign-in is done, failed, or ctx ends.
+func (s *Session) LoginMCP(ctx context.Context, name string) error { return s.s.LoginMCP(ctx, name) }
+
 // AgentInfo is an agent definition the session can start.
 type AgentInfo struct {
 	Name, Description, Color, Source string

@@ -64,7 +64,7 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs)
 	if in.Timeout > 0 {
 		timeout = min(time.Duration(in.Timeout)*time.Millisecond, shell.MaxTimeout)
 	}
-	res, err := shell.Run(ctx, shell.Command{Script: in.Command, Dir: dir, Timeout: timeout, TempDir: jobs.TempDir()})
+	res, err := shell.Run(ctx, shell.Command{Script: in.Command, Dir: dir, Timeout: timeout, TempDir: jobs.TempDir(), OnLine: outputProgress(env.Progress)})
 	if err != nil {
 		return tool.Errorf("Cannot run the command: %v", err)
 	}
@@ -187,4 +187,24 @@ func noJob(jobs *shell.Jobs, id string, err error) tool.Result {
 		return tool.Errorf("No background shell %q. Known: %s.", id, strings.Join(ids, ", "))
 	}
 	return tool.Errorf("%v", err)
+}
+
+// progressEvery paces the output lines a running command reports as progress.
+const progressEvery = 250 * time.Millisecond
+
+// outputProgress reports the command's latest output line as progress (the UI's live line,
+// an MCP client's progress notifications), at most once per progressEvery.
+func outputProgress(progress func(string)) func(string) {
+	if progress == nil {
+		return nil
+	}
+	var last time.Time
+	return func(line string) {
+		line = strings.TrimSpace(line)
+		if line == "" || time.Since(last) < progressEvery {
+			return
+		}
+		last = time.Now()
+		progress(line)
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/keel-dev/keel/internal/browser"
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/mcpserve"
@@ -174,7 +174,7 @@ before (a step-up) are requested too.`,
 			defer m.Close()
 			authorize := func(_ context.Context, authURL string) error {
 				fmt.Fprintf(a.std.Out, "Open this page to authorize keel with %s:\n\n  %s\n\nWaiting for the browser to come back…\n", args[0], authURL)
-				return openBrowser(a.getenv("BROWSER"), authURL)
+				return browser.Open(a.getenv("BROWSER"), authURL)
 			}
 			err = m.Login(cmd.Context(), args[0], authorize)
 			if errors.Is(err, mcphost.ErrNoAuthorizationAsked) {
@@ -399,23 +399,4 @@ func (p skillPrompts) Render(ctx context.Context, name, args string) (string, er
 		return "", err
 	}
 	return inv.Text, nil
-}
-
-// openBrowser opens url with $BROWSER (a command; "%s" in it stands for the URL, else the URL
-// is its last argument). Without $BROWSER the printed address is all there is. The browser
-// is not waited for: the authorization redirect, not its exit, ends the login.
-func openBrowser(browser, url string) error {
-	if browser == "" {
-		return nil
-	}
-	line := browser + ` "$1"`
-	if strings.Contains(browser, "%s") {
-		line = strings.ReplaceAll(browser, "%s", `"$1"`)
-	}
-	cmd := exec.Command("sh", "-c", line, "sh", url)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("run $BROWSER: %w", err)
-	}
-	go cmd.Wait() //nolint:errcheck // reaps the process; its exit status says nothing about the login
-	return nil
 }

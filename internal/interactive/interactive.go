@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/keel-dev/keel"
+	"github.com/keel-dev/keel/internal/browser"
 	"github.com/keel-dev/keel/internal/tui"
 )
 
@@ -44,6 +45,11 @@ func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, ou
 		}
 		opts = applyTrust(opts, choice, out)
 	}
+	elicitor := tui.NewElicitor()
+	opts.Elicit = elicitor.Elicit
+	open := openURL(opts.Getenv)
+	signIns := tui.NewSignIns(open)
+	opts.MCPAuthorize = signIns.Authorize
 	sess, err := keel.New(ctx, opts)
 	if err != nil {
 		return err
@@ -51,11 +57,14 @@ func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, ou
 	b := &backend{opts: opts, cur: sess}
 	defer b.close()
 	return tui.Run(ctx, tui.Config{
-		Backend: b,
-		Asker:   asker,
-		Prompt:  prompt,
-		NoColor: noColor,
-		Version: version,
+		Backend:  b,
+		Asker:    asker,
+		Elicitor: elicitor,
+		OpenURL:  open,
+		SignIns:  signIns,
+		Prompt:   prompt,
+		NoColor:  noColor,
+		Version:  version,
 	})
 }
 
@@ -102,6 +111,7 @@ var (
 	_ tui.SkillLister   = (*backend)(nil)
 	_ tui.MemoryLister  = (*backend)(nil)
 	_ tui.MCPStatuser   = (*backend)(nil)
+	_ tui.MCPLoginer    = (*backend)(nil)
 	_ tui.AgentLister   = (*backend)(nil)
 	_ tui.Backgrounder  = (*backend)(nil)
 	_ tui.Noticer       = (*backend)(nil)
@@ -118,6 +128,9 @@ func (b *backend) MCPServers() []tui.MCPServer {
 	}
 	return out
 }
+
+// LoginMCP signs in to an MCP server anew (/mcp login NAME).
+func (b *backend) LoginMCP(ctx context.Context, name string) error { return b.s().LoginMCP(ctx, name) }
 
 func (b *backend) Agents() []tui.AgentInfo {
 	var out []tui.AgentInfo
@@ -200,6 +213,19 @@ func (b *backend) Resume(ctx context.Context, id string) error {
 }
 
 func (b *backend) close() { b.s().Close() }
+
+// openURL opens addresses with $BROWSER; nil when it is not set, so the UI tells the user
+// to open them.
+func openURL(getenv func(string) string) func(string) error {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	b := getenv("BROWSER")
+	if b == "" {
+		return nil
+	}
+	return func(url string) error { return browser.Open(b, url) }
+}
 
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)

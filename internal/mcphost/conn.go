@@ -55,7 +55,17 @@ type conn struct {
 	// unhealthy: the session was closed because the server stopped answering pings; its
 	// reason says so and is kept when the process then exits.
 	unhealthy bool
+	// deadline ends the connection attempt in progress (nil between attempts); signIn is the
+	// authorization page the attempt waits on the user for, if it does.
+	deadline *time.Timer
+	signIn   string
+	// authFailure is why the attempt's authorization failed, which the SDK may report only
+	// as the end of the attempt's context.
+	authFailure error
 }
+
+// errConnectTimeout is the cause of a connection attempt that ran out of time.
+var errConnectTimeout = errors.New("connect timeout")
 
 func newConn(m *Manager, cfg ServerConfig) *conn {
 	c := &conn{m: m, cfg: cfg, logger: m.logger.With("server", cfg.Name),
@@ -71,6 +81,9 @@ func (c *conn) relistPending() bool { return c.status == StatusConnected && c.di
 func (c *conn) statusLocked() ServerStatus {
 	s := ServerStatus{Name: c.cfg.Name, Scope: c.cfg.Scope, Type: c.cfg.Type, Target: target(c.cfg),
 		Status: c.status, Reason: c.reason, Server: c.serverInfo, Warnings: slices.Clone(c.warnings)}
+	if c.status == StatusPending && c.signIn != "" {
+		s.Reason = "waiting for you to sign in: " + c.signIn
+	}
 	if c.status == StatusConnected {
 		s.Tools, s.Prompts, s.Resources = len(c.tools), len(c.prompts), len(c.resources)
 	}
@@ -147,9 +160,19 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		// The user is in the browser.
 		timeout = max(timeout, c.m.opts.OAuth.loginTimeout())
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	// The limit is a timer rather than a context deadline so it can grow while the user
+	// signs in (see signingIn).
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(timeout, func() { cancel(errConnectTimeout) })
+	defer func() {
+		timer.Stop()
+		c.m.mu.Lock()
+		c.deadline, c.signIn = nil, ""
+		c.m.mu.Unlock()
+	}()
 	c.m.mu.Lock()
+	c.deadline, c.authFailure = timer, nil
 	c.epoch++
 	epoch := c.epoch
 	c.closing = false
@@ -182,15 +205,21 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 	sess, err := client.Connect(cctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
-		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		if af := c.takeAuthFailure(); af != nil {
+			return nil, af
+		}
+		if errors.Is(context.Cause(cctx), errConnectTimeout) {
 			return nil, fmt.Errorf("connect: no answer to initialize within %v (MCP_TIMEOUT)", timeout)
+		}
+		if strings.Contains(err.Error(), "unsupported protocol version") {
+			return nil, fmt.Errorf("connect: %w (keel asked for %s and speaks %s)", err, ProtocolVersion, strings.Join(mcp.SupportedProtocolVersions(), ", "))
 		}
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	lists, err := c.list(cctx, sess, listAll)
 	if err != nil {
 		c.closeSession(sess)
-		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		if errors.Is(context.Cause(cctx), errConnectTimeout) {
 			return nil, fmt.Errorf("list: no answer within %v (MCP_TIMEOUT)", timeout)
 		}
 		return nil, fmt.Errorf("list: %w", err)
@@ -279,6 +308,53 @@ func (c *conn) closeSession(sess *mcp.ClientSession) {
 	_ = sess.Close()
 }
 
+// signingIn records that the connection attempt waits for the user to sign in at url, or
+// no longer ("" when the browser came back): while it waits, [Manager.Start] does not wait
+// for this server, and the attempt gets the login timeout instead of MCP_TIMEOUT. A sign-in
+// outside a connection attempt (a step-up during a call) is bounded by the call.
+func (c *conn) signingIn(url string) {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	if c.deadline == nil {
+		return
+	}
+	c.signIn = url
+	if url != "" {
+		c.deadline.Reset(c.m.opts.OAuth.loginTimeout())
+	} else {
+		c.deadline.Reset(c.m.opts.ConnectTimeout)
+	}
+	c.m.wake()
+}
+
+// maxReason caps a failure reason: some carry the server's whole answer (an HTML page).
+const maxReason = 600
+
+func shorten(reason string) string {
+	reason = strings.TrimSpace(reason)
+	if r := []rune(reason); len(r) > maxReason {
+		return string(r[:maxReason]) + "…"
+	}
+	return reason
+}
+
+// authFailed records why the attempt's authorization failed.
+func (c *conn) authFailed(err error) {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	if c.deadline != nil {
+		c.authFailure = err
+	}
+}
+
+func (c *conn) takeAuthFailure() error {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	err := c.authFailure
+	c.authFailure = nil
+	return err
+}
+
 // fail records a connection that could not be made.
 func (c *conn) fail(err error) {
 	c.m.mu.Lock()
@@ -289,7 +365,7 @@ func (c *conn) fail(err error) {
 	if errors.As(err, &na) {
 		c.status, c.reason = StatusNeedsAuth, na.Error() // the transport's wrapping adds nothing for the user
 	} else {
-		c.status, c.reason = StatusFailed, err.Error()
+		c.status, c.reason = StatusFailed, shorten(err.Error())
 		if p := c.proc; p != nil {
 			select {
 			case <-p.done:

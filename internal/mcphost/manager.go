@@ -189,8 +189,10 @@ func New(opts Options) *Manager {
 	return m
 }
 
-// Start connects every enabled server in parallel and returns when each has connected or
-// failed (each bounded by ConnectTimeout), or when ctx ends; connecting goes on after that.
+// Start connects every enabled server in parallel and returns when each has connected,
+// failed (each bounded by ConnectTimeout) or waits for the user to sign in in the browser,
+// or when ctx ends; connecting goes on after that, and a server whose sign-in completes
+// joins the next generation.
 func (m *Manager) Start(ctx context.Context) {
 	for _, c := range m.conns {
 		if c.cfg.Disabled != "" {
@@ -198,14 +200,18 @@ func (m *Manager) Start(ctx context.Context) {
 		}
 		m.wg.Go(func() { c.run(m.base) })
 	}
-	m.WaitSettled(ctx)
+	m.waitSettled(ctx, true)
 }
 
-// WaitSettled waits until no server is pending, or ctx ends.
-func (m *Manager) WaitSettled(ctx context.Context) {
+// WaitSettled waits until no server is pending (signing-in ones included), or ctx ends.
+func (m *Manager) WaitSettled(ctx context.Context) { m.waitSettled(ctx, false) }
+
+// waitSettled waits until no server is pending; signIn counts a server that waits for the
+// user to sign in as settled.
+func (m *Manager) waitSettled(ctx context.Context, signIn bool) {
 	for {
 		m.mu.Lock()
-		pending := slices.ContainsFunc(m.conns, func(c *conn) bool { return c.status == StatusPending })
+		pending := slices.ContainsFunc(m.conns, func(c *conn) bool { return c.status == StatusPending && (!signIn || c.signIn == "") })
 		ch := m.changed
 		m.mu.Unlock()
 		if !pending {

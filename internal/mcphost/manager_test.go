@@ -52,6 +52,8 @@ func start(t testing.TB, opts Options) *Manager {
 	ctx, cancel := context.WithTimeout(context.Background(), waittest.Scale(60*time.Second))
 	defer cancel()
 	m.Start(ctx)
+	// Start does not wait for a sign-in in the browser; the tests' browsers answer at once.
+	m.WaitSettled(ctx)
 	t.Cleanup(func() { m.Close() })
 	return m
 }

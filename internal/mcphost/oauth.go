@@ -34,22 +34,30 @@ type OAuthOptions struct {
 	// Home is $KEEL_HOME: tokens are kept in Home/mcp-auth/<server-key>.json with mode 0600.
 	// Empty keeps them in memory, for the manager's life.
 	Home string
-	// Authorize sends the user to authURL (prints it, opens a browser). It may return before
-	// the user is done: the authorization server then redirects the browser to a listener on
-	// 127.0.0.1, which completes the flow. Nil means nobody can be asked (headless): a server
-	// without usable tokens gets status needs-auth, and `keel mcp login NAME` fixes that.
+	// Authorize sends the user to the authorization page authURL of the server called
+	// server (shows it, opens a browser). It should return once the user has been sent
+	// there: the authorization server then redirects the browser to a listener on 127.0.0.1,
+	// which completes the flow; ctx ends when the flow does. Nil means nobody can be asked
+	// (headless): a server without usable tokens gets status needs-auth, and
+	// `keel mcp login NAME` fixes that.
 	//
-	// With Authorize set, connecting runs the flow itself, within ConnectTimeout; Login gives
-	// the user LoginTimeout.
-	Authorize func(ctx context.Context, authURL string) error
+	// With Authorize set (an interactive session), connecting and step-ups run the flow
+	// themselves. On connecting the user gets LoginTimeout to finish, and a sign-in not
+	// completed leaves the server in needs-auth rather than sending the user to the browser
+	// again; a step-up is bounded by its call.
+	Authorize func(ctx context.Context, server, authURL string) error
 	// ClientName is the client_name registered with the authorization server; "keel" if empty.
 	ClientName string
-	// LoginTimeout bounds Login; DefaultLoginTimeout if zero.
+	// LoginTimeout bounds how long Login, or connecting, waits for the browser to come back;
+	// DefaultLoginTimeout if zero.
 	LoginTimeout time.Duration
 	// ClientSecret is $MCP_CLIENT_SECRET: the secret of pre-registered clients whose
 	// configuration gives none.
 	ClientSecret string
 }
+
+// errNotSignedIn marks a flow the user did not complete in the browser.
+var errNotSignedIn = errors.New("sign-in not completed")
 
 // needsAuthError says a server wants authorization that was not (yet) given.
 type needsAuthError struct{ msg string }
@@ -69,7 +77,10 @@ const maxStepUps = 2
 // insufficient_scope, runs the authorization flow or reports what the user must do.
 func (c *conn) oauthHandler(hc *http.Client) auth.OAuthHandler {
 	m := c.m
-	h := &oauthFlow{m: m, cfg: c.cfg, hc: hc, authorize: m.opts.OAuth.Authorize}
+	h := &oauthFlow{m: m, cfg: c.cfg, hc: hc, signingIn: c.signingIn, failed: c.authFailed}
+	if a := m.opts.OAuth.Authorize; a != nil {
+		h.authorize = func(ctx context.Context, authURL string) error { return a(ctx, c.cfg.Name, authURL) }
+	}
 	if l := c.loginState(); l != nil {
 		h.authorize, h.fresh, h.login = l.authorize, true, l
 	}
@@ -108,6 +119,10 @@ type oauthFlow struct {
 	// fresh skips the stored tokens: login asks anew. login, if set, records that it did.
 	fresh bool
 	login *loginState
+	// signingIn is told the page the user was sent to, and "" when the browser came back;
+	// failed why an authorization failed.
+	signingIn func(url string)
+	failed    func(error)
 
 	// mu guards ts, granted, wanted and stepUps.
 	mu      sync.Mutex
@@ -126,6 +141,14 @@ func (h *oauthFlow) TokenSource(context.Context) (oauth2.TokenSource, error) {
 
 // Authorize implements auth.OAuthHandler: the server answered 401 (or 403).
 func (h *oauthFlow) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	err := h.authorizeOnce(ctx, req, resp)
+	if err != nil && h.failed != nil {
+		h.failed(err)
+	}
+	return err
+}
+
+func (h *oauthFlow) authorizeOnce(ctx context.Context, req *http.Request, resp *http.Response) error {
 	defer resp.Body.Close()
 	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	stepUp := resp.StatusCode == http.StatusForbidden
@@ -224,6 +247,10 @@ func (h *oauthFlow) authorizationCode(ctx context.Context, req *http.Request, re
 		return fmt.Errorf("oauth: %w", err)
 	}
 	if err := ach.Authorize(ctx, req, resp); err != nil {
+		if errors.Is(err, errNotSignedIn) {
+			// Asking again at once would only send the user back to the browser.
+			return &needsAuthError{msg: fmt.Sprintf("server %q needs authorization: %v; run `keel mcp login %s` to try again", h.cfg.Name, err, h.cfg.Name)}
+		}
 		return fmt.Errorf("authorize %s: %w", h.cfg.Name, err)
 	}
 	h.authorized()
@@ -383,6 +410,10 @@ func (h *oauthFlow) fetcher(ln net.Listener) auth.AuthorizationCodeFetcher {
 			defer cancel()
 			_ = srv.Shutdown(sctx)
 		}()
+		if h.signingIn != nil {
+			h.signingIn(args.URL)
+			defer h.signingIn("")
+		}
 		if err := h.authorize(ctx, args.URL); err != nil {
 			return nil, fmt.Errorf("open the authorization page: %w", err)
 		}
@@ -390,9 +421,9 @@ func (h *oauthFlow) fetcher(ln net.Listener) auth.AuthorizationCodeFetcher {
 		case res := <-got:
 			return res, nil
 		case err := <-denied:
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", errNotSignedIn, err)
 		case <-ctx.Done():
-			return nil, fmt.Errorf("no authorization redirect: %w", ctx.Err())
+			return nil, fmt.Errorf("%w: the browser did not come back in time", errNotSignedIn)
 		}
 	}
 }

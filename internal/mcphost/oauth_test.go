@@ -41,6 +41,12 @@ func browser(opened *atomic.Int32) func(context.Context, string) error {
 	}
 }
 
+// signIn is browser as an OAuthOptions.Authorize, which also names the server.
+func signIn(opened *atomic.Int32) func(context.Context, string, string) error {
+	b := browser(opened)
+	return func(ctx context.Context, _, u string) error { return b(ctx, u) }
+}
+
 // oauthServer starts an authorization server and an MCP server it protects.
 func oauthServer(t *testing.T) (*mcptest.AuthServer, ServerConfig) {
 	as := mcptest.NewAuthServer(t)
@@ -78,7 +84,7 @@ func TestOAuthAuthorizeThenReuse(t *testing.T) {
 	as, cfg := oauthServer(t)
 	home := t.TempDir()
 	var opened atomic.Int32
-	m := start(t, Options{Servers: []ServerConfig{cfg}, OAuth: OAuthOptions{Home: home, Authorize: browser(&opened)}})
+	m := start(t, Options{Servers: []ServerConfig{cfg}, OAuth: OAuthOptions{Home: home, Authorize: signIn(&opened)}})
 	wantConnected(t, m)
 	if diff := cmp.Diff(mcptest.AuthCounts{Registrations: 1, Authorizations: 1, Exchanges: 1}, as.Counts()); diff != "" {
 		t.Errorf("authorization server counts mismatch (-want +got):\n%s", diff)
@@ -103,7 +109,7 @@ func TestOAuthAuthorizeThenReuse(t *testing.T) {
 	}
 	m.Close()
 
-	m2 := start(t, Options{Servers: []ServerConfig{cfg}, OAuth: OAuthOptions{Home: home, Authorize: browser(&opened)}})
+	m2 := start(t, Options{Servers: []ServerConfig{cfg}, OAuth: OAuthOptions{Home: home, Authorize: signIn(&opened)}})
 	wantConnected(t, m2)
 	// The standalone stream carries the token too: list_changed arrives.
 	if res := call(t, m2, "mcp__t__add_tool", `{"name":"fresh"}`); res.IsError {
@@ -134,7 +140,7 @@ func TestOAuthRefresh(t *testing.T) {
 			as, cfg := oauthServer(t)
 			home := t.TempDir()
 			var opened atomic.Int32
-			m := start(t, Options{Servers: []ServerConfig{cfg}, OAuth: OAuthOptions{Home: home, Authorize: browser(&opened)}})
+			m := start(t, Options{Servers: []ServerConfig{cfg}, OAuth: OAuthOptions{Home: home, Authorize: signIn(&opened)}})
 			wantConnected(t, m)
 			m.Close()
 			path := AuthPath(home, cfg)
@@ -175,7 +181,7 @@ func TestOAuthNeedsAuth(t *testing.T) {
 		{"no tokens", func(*testing.T, *mcptest.AuthServer, ServerConfig, string) {}},
 		{"refresh token revoked", func(t *testing.T, as *mcptest.AuthServer, cfg ServerConfig, home string) {
 			var opened atomic.Int32
-			m := start(t, Options{Servers: []ServerConfig{cfg}, OAuth: OAuthOptions{Home: home, Authorize: browser(&opened)}})
+			m := start(t, Options{Servers: []ServerConfig{cfg}, OAuth: OAuthOptions{Home: home, Authorize: signIn(&opened)}})
 			wantConnected(t, m)
 			m.Close()
 			as.ExpireAccessTokens()

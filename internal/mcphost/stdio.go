@@ -3,6 +3,8 @@ package mcphost
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,10 +12,12 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,6 +45,10 @@ type process struct {
 	err  error
 	// stderr keeps the last lines of stderr for the failure reason.
 	stderr *tail
+	// mu guards recent, the start of the last chunk read from stdout: what to show when
+	// it is not JSON-RPC.
+	mu     sync.Mutex
+	recent []byte
 
 	closeOnce sync.Once
 }
@@ -53,7 +61,27 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if t.onStart != nil {
 		t.onStart(p)
 	}
-	return (&mcp.IOTransport{Reader: p, Writer: p}).Connect(ctx)
+	conn, err := (&mcp.IOTransport{Reader: p, Writer: p}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &stdioConn{Connection: conn, p: p}, nil
+}
+
+// stdioConn explains output that is not JSON-RPC: most often a server that prints its logs
+// or a banner to stdout.
+type stdioConn struct {
+	mcp.Connection
+	p *process
+}
+
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return nil, fmt.Errorf("the server wrote %s to stdout, which is not JSON-RPC (%w); a stdio server must write only JSON-RPC messages there, and its logs to stderr", c.p.lastOutput(), err)
+	}
+	return msg, err
 }
 
 func startProcess(cfg ServerConfig, environ []string, dir string, grace time.Duration, logger *slog.Logger) (*process, error) {
@@ -122,7 +150,26 @@ func startProcess(cfg ServerConfig, environ []string, dir string, grace time.Dur
 	return p, nil
 }
 
-func (p *process) Read(b []byte) (int, error)  { return p.stdout.Read(b) }
+func (p *process) Read(b []byte) (int, error) {
+	n, err := p.stdout.Read(b)
+	if n > 0 {
+		p.mu.Lock()
+		p.recent = append(p.recent[:0], b[:min(n, 200)]...)
+		p.mu.Unlock()
+	}
+	return n, err
+}
+
+// lastOutput quotes the first line of the last chunk read from stdout, shortened.
+func (p *process) lastOutput() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	line, _, _ := strings.Cut(strings.TrimSpace(string(p.recent)), "\n")
+	if r := []rune(line); len(r) > 80 {
+		line = string(r[:80]) + "…"
+	}
+	return strconv.Quote(line)
+}
 func (p *process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
 
 // Close shuts the server down the way the MCP spec asks: close stdin, wait, SIGTERM, SIGKILL

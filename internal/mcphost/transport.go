@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -67,7 +68,28 @@ func httpClient(ctx context.Context, cfg ServerConfig, environ []string, dir str
 		}
 		headers = merged
 	}
-	return &http.Client{Transport: &headerTransport{headers: headers, base: http.DefaultTransport}}, nil
+	return &http.Client{Transport: &headerTransport{headers: headers, base: http.DefaultTransport}, CheckRedirect: secureRedirect}, nil
+}
+
+// secureRedirect follows a redirect only to HTTPS, or to plain HTTP on this machine: a
+// server, or its OAuth metadata, must not move keel (and the tokens it sends) to a plain
+// connection elsewhere.
+func secureRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return fmt.Errorf("stopped after 10 redirects")
+	}
+	if req.URL.Scheme != "https" && !(req.URL.Scheme == "http" && isLoopbackHost(req.URL.Hostname())) {
+		return fmt.Errorf("refusing the redirect from %s to %s: not HTTPS", via[len(via)-1].URL, req.URL)
+	}
+	return nil
+}
+
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // headerTransport adds configured headers to every request.

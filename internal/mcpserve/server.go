@@ -32,12 +32,24 @@ type Options struct {
 }
 
 // New builds the MCP server. Only what Options backs is declared: no prompts capability
-// without Prompts, no resources without Root.
+// without Prompts, no resources without Root. No list ever announces changes
+// (listChanged): the built-in tools are fixed, skills and commands are read once, and the
+// listed files are those at the start (any file under Root can be read at any time).
 func New(opts Options) *mcp.Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	so := &mcp.ServerOptions{Logger: opts.Logger}
+	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+	if len(opts.Tools) > 0 {
+		caps.Tools = &mcp.ToolCapabilities{}
+	}
+	if opts.Prompts != nil {
+		caps.Prompts = &mcp.PromptCapabilities{}
+	}
+	if opts.Root != "" {
+		caps.Resources = &mcp.ResourceCapabilities{}
+	}
+	so := &mcp.ServerOptions{Logger: opts.Logger, Capabilities: caps}
 	if opts.Prompts != nil || opts.Root != "" {
 		so.CompletionHandler = (&completer{prompts: opts.Prompts, root: opts.Root}).complete
 	}

@@ -46,10 +46,11 @@ type MCPOptions struct {
 	// PermissionPromptTool names an MCP tool (mcp__server__tool) that answers permission
 	// questions instead of the asker.
 	PermissionPromptTool string
-	// Authorize sends the user to an OAuth authorization page when a server asks (an
-	// interactive session); nil leaves servers without usable tokens in needs-auth, and
-	// `keel mcp login` fixes that.
-	Authorize func(ctx context.Context, authURL string) error
+	// Authorize sends the user to the OAuth authorization page of the server called server
+	// when it asks (an interactive session): on connecting, on a step-up, and for LoginMCP.
+	// Nil leaves servers without usable tokens in needs-auth, and `keel mcp login` fixes
+	// that. See [mcphost.OAuthOptions].
+	Authorize func(ctx context.Context, server, authURL string) error
 	// ClientSecret is $MCP_CLIENT_SECRET, the secret of pre-registered OAuth clients whose
 	// configuration gives none.
 	ClientSecret string
@@ -184,6 +185,19 @@ func (s *Session) MCPStatus() []mcphost.ServerStatus {
 		}
 	}
 	return out
+}
+
+// LoginMCP signs the user in to the HTTP server called name anew (OAuth), through
+// MCPOptions.Authorize, and reconnects it with the new tokens.
+func (s *Session) LoginMCP(ctx context.Context, name string) error {
+	if s.mcp == nil {
+		return fmt.Errorf("no MCP server %q is configured", name)
+	}
+	a := s.opts.MCP.Authorize
+	if a == nil {
+		return fmt.Errorf("login %s: this session cannot open an authorization page; run `keel mcp login %s`", name, name)
+	}
+	return s.mcp.Login(ctx, name, func(ctx context.Context, authURL string) error { return a(ctx, name, authURL) })
 }
 
 // ReconnectMCP restarts one MCP server.

@@ -112,3 +112,30 @@ func TestCrashedMCPServerToolsVanish(t *testing.T) {
 		t.Errorf("status = %+v, want s failed", st)
 	}
 }
+
+// TestMCPBadServerNotice: a server that answers garbage is named, with what was wrong, in a
+// notice the user sees; the model still gets the good server's tools and calls them.
+func TestMCPBadServerNotice(t *testing.T) {
+	good := mcptest.HTTP(t, mcptest.New().Server)
+	bad := mcptest.BadHTTP(t, mcptest.BadGarbage)
+	cfg := `{"mcpServers":{"good":{"type":"http","url":"` + good + `"},"broken":{"type":"http","url":"` + bad + `"}}}`
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{When: scripted.Match{UserText: "echo"}, Times: 1, Reply: []scripted.Block{scripted.ToolUse("mcp__good__echo", map[string]string{"text": "fine"})}},
+		{Reply: []scripted.Block{scripted.Text("done")}},
+	}}
+	h := newHarness(t, sc, Options{PermissionMode: "bypassPermissions", MCP: MCPOptions{Configs: []string{cfg}}})
+	events := h.send(t, "echo something")
+	var notices []string
+	for _, e := range events {
+		if n, ok := e.(event.Notice); ok {
+			notices = append(notices, n.Level+": "+n.Text)
+		}
+	}
+	want := `warn: MCP server "broken" failed to start: connect: calling "initialize"`
+	if len(notices) != 1 || !strings.HasPrefix(notices[0], want) || !strings.Contains(notices[0], "Hello! This is not JSON-RPC.") {
+		t.Errorf("notices = %q, want one starting %q that quotes the answer", notices, want)
+	}
+	if body := string(h.srv.Requests()[1].Body); !strings.Contains(body, `"text":"fine"`) {
+		t.Errorf("the good server's echo did not reach the model:\n%s", body)
+	}
+}

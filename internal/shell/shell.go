@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -38,6 +39,10 @@ type Command struct {
 	// temporary directory. A session points it at its own directory, where the file left by
 	// a killed keel is swept at the next start (see [SweepCwdFiles]).
 	TempDir string
+	// OnLine, if set, gets each line of output as the command writes it (without its
+	// newline; a very long line in pieces), for progress reports. It is called from the
+	// goroutine copying the output, so it must be quick.
+	OnLine func(line string)
 }
 
 // Result is how a command ended.
@@ -77,7 +82,13 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	defer os.Remove(cwdPath)
 
 	buf := newCappedBuffer(limit)
-	p, err := start(c.Script, c.Dir, c.Env, buf, cwdPath)
+	var out io.Writer = buf
+	if c.OnLine != nil {
+		lw := &lineWriter{fn: c.OnLine}
+		defer lw.flush()
+		out = io.MultiWriter(buf, lw)
+	}
+	p, err := start(c.Script, c.Dir, c.Env, out, cwdPath)
 	if err != nil {
 		return Result{}, err
 	}

@@ -75,6 +75,11 @@ type MCPStatuser interface {
 	MCPServers() []MCPServer
 }
 
+// MCPLoginer signs the user in to an OAuth-protected MCP server anew.
+type MCPLoginer interface {
+	LoginMCP(ctx context.Context, name string) error
+}
+
 // AgentInfo is one agent definition.
 type AgentInfo struct {
 	Name, Description, Color string

@@ -24,7 +24,7 @@ var commands = []complItem{
 	{"/rewind", "rewind code and/or conversation to an earlier prompt"},
 	{"/model", "show or switch the model: /model NAME"},
 	{"/agents", "list agent definitions"},
-	{"/mcp", "show MCP servers"},
+	{"/mcp", "MCP servers; /mcp login NAME signs in"},
 	{"/memory", "list the memory files in use"},
 	{"/permissions", "show the permission mode and rules allowed this session"},
 	{"/cost", "show tokens and cost so far"},
@@ -100,6 +100,9 @@ func (m *Model) command(line string) tea.Cmd {
 	case "/agents":
 		m.listAgents()
 	case "/mcp":
+		if sub, name, _ := strings.Cut(arg, " "); sub == "login" {
+			return m.loginMCP(strings.TrimSpace(name))
+		}
 		m.listMCP()
 	case "/memory":
 		ml, ok := m.b.(MemoryLister)
@@ -163,11 +166,35 @@ func (m *Model) listAgents() {
 	m.notice("Agents\n  " + strings.Join(names, "\n  "))
 }
 
+// loginMCP signs in to the server called name, off the UI goroutine: the sign-in shows up
+// through SignIns, and the outcome when the browser came back.
+func (m *Model) loginMCP(name string) tea.Cmd {
+	l, ok := m.b.(MCPLoginer)
+	if !ok {
+		m.notice(unavailable("/mcp login"))
+		return nil
+	}
+	if name == "" {
+		m.notice("usage: /mcp login NAME (see /mcp for the servers)")
+		return nil
+	}
+	m.hint = "signing in to " + name + "…"
+	return func() tea.Msg {
+		return cmdDoneMsg{what: "signed in to " + name, err: l.LoginMCP(context.Background(), name)}
+	}
+}
+
 func (m *Model) listMCP() {
 	var lines []string
 	if ms, ok := m.b.(MCPStatuser); ok {
 		for _, s := range ms.MCPServers() {
-			lines = append(lines, s.Name+": "+s.Status)
+			l := s.Name + ": " + s.Status
+			if strings.HasPrefix(s.Status, "needs-auth") {
+				if _, ok := m.b.(MCPLoginer); ok {
+					l += " (/mcp login " + s.Name + ")"
+				}
+			}
+			lines = append(lines, l)
 		}
 	} else if m.init != nil {
 		for _, s := range m.init.MCPServers {

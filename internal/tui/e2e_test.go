@@ -64,6 +64,12 @@ type term struct {
 // startKeel runs keel args in a fresh tmux server of the given size, in dir, against srv.
 func startKeel(t testing.TB, srv *scripted.Server, dir string, w, h int, args ...string) *term {
 	t.Helper()
+	return startKeelEnv(t, srv, dir, w, h, nil, args...)
+}
+
+// startKeelEnv is startKeel with extra environment variables (KEY=value).
+func startKeelEnv(t testing.TB, srv *scripted.Server, dir string, w, h int, extra []string, args ...string) *term {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end terminal test; skipped in -short mode")
 	}
@@ -87,6 +93,7 @@ func startKeel(t testing.TB, srv *scripted.Server, dir string, w, h int, args ..
 		"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=test", "ANTHROPIC_MODEL=claude-scripted",
 		"KEEL_HOME=" + home, "HOME=" + home, "TERM=xterm-256color",
 	}
+	env = append(env, extra...)
 	cmdline := "cd " + shellQuote(dir) + " && exec env " + strings.Join(quoteAll(env), " ") + " " + shellQuote(bin)
 	for _, a := range args {
 		cmdline += " " + shellQuote(a)

@@ -18,6 +18,14 @@ type Config struct {
 	// (nil: the session never asks).
 	Backend Backend
 	Asker   *Asker
+	// Elicitor must be the one whose Elicit the session was built with (nil: MCP servers'
+	// questions are not asked here). OpenURL opens a URL-mode question's address in the
+	// user's browser; nil means the user opens it.
+	Elicitor *Elicitor
+	OpenURL  func(url string) error
+	// SignIns must be the one whose Authorize the session was built with (nil: MCP servers'
+	// sign-ins are not shown here).
+	SignIns *SignIns
 	// Prompt, if set, is sent as soon as the UI starts.
 	Prompt string
 	// NoColor drops colours (NO_COLOR).
@@ -70,6 +78,8 @@ type Model struct {
 	asks      []askMsg
 	askSel    int
 	askReason bool // typing a deny reason in the input
+
+	forms []*form // MCP servers' questions, the first one shown
 
 	picker *picker
 	team   teamState
@@ -137,7 +147,7 @@ func New(cfg Config) *Model {
 
 // Init starts listening for permission asks and sends the first prompt, if any.
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{m.waitAsk()}
+	cmds := []tea.Cmd{m.waitAsk(), m.waitElicit(), m.waitSignIn()}
 	if p := strings.TrimSpace(m.cfg.Prompt); p != "" {
 		cmds = append(cmds, m.submit(p))
 	}

@@ -66,6 +66,8 @@ func (m *Model) interrupt() {
 	if m.cancel != nil {
 		m.cancel()
 	}
+	// The questions belong to the interrupted calls.
+	m.cancelForms()
 	m.hint = "interrupted"
 }
 

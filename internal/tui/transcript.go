@@ -31,6 +31,7 @@ type item struct {
 	kind  itemKind
 	text  string
 	agent string // subagent name, empty for the main agent
+	url   string // a notice's address, shown whole under it
 
 	// tool calls
 	id, name string
@@ -110,7 +111,11 @@ func (m *Model) drawItem(it *item) string {
 	case kindTool:
 		return m.drawTool(it)
 	case kindNotice:
-		return wrapPrefixed(st.dim.Render("※ "), "  ", st.dim.Render(it.text), w)
+		s := wrapPrefixed(st.dim.Render("※ "), "  ", st.dim.Render(it.text), w)
+		if it.url != "" {
+			s += "\n" + m.drawURL(it.url)
+		}
+		return s
 	case kindError:
 		return wrapPrefixed(st.fail.Render("✗ "), "  ", st.fail.Render(it.text), w)
 	case kindShell:

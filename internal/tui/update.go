@@ -50,6 +50,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.waitAsk()
 	case idleEventMsg:
 		return m, m.onIdleEvent(msg.ev)
+	case *form:
+		m.forms = append(m.forms, msg)
+		return m, tea.Batch(m.waitElicit(), msg.watch(m.done))
+	case signInMsg:
+		return m, m.onSignIn(msg)
+	case signInDoneMsg:
+		return m, m.onSignInDone(msg)
+	case formGoneMsg:
+		m.closeForm(msg.f, "withdrawn")
+		return m, nil
 	case shellDoneMsg:
 		m.onShellDone(msg)
 		return m, nil
@@ -65,6 +75,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.notice(msg.what)
 		return m, nil
 	case tea.PasteMsg:
+		if m.formActive() {
+			m.formPaste(msg.Content)
+			return m, nil
+		}
 		if len(m.asks) > 0 && !m.askReason || m.picker != nil {
 			return m, nil
 		}
@@ -85,6 +99,9 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	now := m.now()
 	if k != "ctrl+c" {
 		m.lastCtrlC = time.Time{}
+	}
+	if m.formActive() && k != "ctrl+c" && k != "pgup" && k != "pgdown" {
+		return m.formKey(msg)
 	}
 	switch k {
 	case "ctrl+c":

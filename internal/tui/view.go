@@ -87,6 +87,8 @@ func (m *Model) bottom() string {
 		if m.askReason {
 			parts = append(parts, m.inputBox("Tell keel what to do instead (enter to send, esc to just deny)"))
 		}
+	case len(m.forms) > 0:
+		parts = append(parts, m.formBox())
 	default:
 		parts = append(parts, m.inputBox(""))
 		if c := m.complMenu(); c != "" {

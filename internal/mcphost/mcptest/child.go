@@ -21,6 +21,7 @@ const (
 	ModeHang       = "hang"       // reads stdin and never answers initialize
 	ModeExit       = "exit"       // writes to stderr and exits 2 at once
 	ModeFlood      = "flood"      // raw JSON-RPC: one tool, "flood", that sends N list_changed first
+	ModeGarbage    = "garbage"    // answers every line with a line that is not JSON-RPC
 )
 
 // RunIfChild runs the server the environment asks for and exits; call it first in TestMain.
@@ -42,6 +43,11 @@ func RunIfChild() {
 		os.Exit(2)
 	case ModeFlood:
 		runFlood(os.Stdin, os.Stdout)
+	case ModeGarbage:
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			fmt.Println("Welcome to the shell! Type help for help.")
+		}
 	default:
 		fmt.Fprintln(os.Stderr, "mcptest: unknown mode", mode)
 		os.Exit(2)
