@@ -1,0 +1,260 @@
+package natscoord
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/keel-dev/keel/internal/coord"
+)
+
+// view is the board as one handle last saw it: every task key's value and revision, kept
+// current by a watch of the whole bucket. A read first fences — asks the stream for its last
+// sequence and waits until the watch has delivered that far — so that it sees every write
+// that finished before it began, from any handle.
+type view struct {
+	kv     jetstream.KeyValue
+	stream jetstream.Stream
+
+	// mu guards the fields below; advanced is closed (and replaced) whenever seen grows.
+	mu       sync.Mutex
+	tasks    map[string]coord.Task
+	revs     map[string]uint64
+	bad      map[string]error
+	next     uint64 // the id counter's value
+	nextRev  uint64 // and its key's revision (0: no counter yet)
+	lockRev  uint64 // the graph lock's revision (0: free)
+	seen     uint64
+	advanced chan struct{}
+	kick     chan struct{}
+	subs     map[*signal]struct{}
+}
+
+// snap is a consistent copy of the view.
+type snap struct {
+	tasks   map[string]coord.Task
+	revs    map[string]uint64
+	bad     map[string]error
+	next    uint64
+	nextRev uint64
+	lockRev uint64
+}
+
+func newView(kv jetstream.KeyValue, stream jetstream.Stream) *view {
+	return &view{
+		kv: kv, stream: stream,
+		tasks: map[string]coord.Task{}, revs: map[string]uint64{}, bad: map[string]error{},
+		advanced: make(chan struct{}), kick: make(chan struct{}, 1), subs: map[*signal]struct{}{},
+	}
+}
+
+// run feeds the view from a watch of the bucket until ctx ends. The first updates are every
+// key's current value; nil marks the end of those, and ready is closed then. A kick (a fence
+// that waits too long, a reconnect) replaces the watch with one that resumes after the last
+// revision seen: a watch whose consumer lived on a server that died would otherwise stay
+// silent until its heartbeats were missed.
+func (v *view) run(ctx context.Context, w jetstream.KeyWatcher, floor uint64, ready chan<- struct{}) {
+	defer func() {
+		if w != nil {
+			_ = w.Stop()
+		}
+	}()
+	updates := w.Updates()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.kick:
+			if w != nil {
+				_ = w.Stop()
+			}
+			w, updates = nil, nil
+			nw, err := v.kv.WatchAll(ctx, jetstream.ResumeFromRevision(v.seenNow()+1))
+			if err != nil {
+				continue // the next kick tries again
+			}
+			w, updates = nw, nw.Updates()
+		case e, ok := <-updates:
+			if !ok {
+				updates = nil // ended: wait for a kick
+				continue
+			}
+			if e == nil {
+				if ready != nil {
+					v.advance(floor)
+					close(ready)
+					ready = nil
+				}
+				continue
+			}
+			v.apply(e)
+		}
+	}
+}
+
+// restart asks run for a new watch; a request already waiting covers this one.
+func (v *view) restart() {
+	select {
+	case v.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (v *view) seenNow() uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.seen
+}
+
+func (v *view) apply(e jetstream.KeyValueEntry) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	key, rev := e.Key(), e.Revision()
+	gone := e.Operation() != jetstream.KeyValuePut
+	switch {
+	case strings.HasPrefix(key, "task."):
+		id := strings.TrimPrefix(key, "task.")
+		delete(v.bad, id)
+		if gone {
+			delete(v.tasks, id)
+			delete(v.revs, id)
+		} else {
+			var t coord.Task
+			if err := json.Unmarshal(e.Value(), &t); err != nil {
+				delete(v.tasks, id)
+				v.bad[id] = fmt.Errorf("task %s (key %s of bucket %s) is not a task: %v; fix or delete the key: %w", id, key, v.kv.Bucket(), err, coord.ErrCorrupt)
+			} else {
+				t.Blocks = nil
+				v.tasks[id] = t
+			}
+			v.revs[id] = rev
+		}
+		for sig := range v.subs {
+			sig.notify()
+		}
+	case key == "next":
+		v.next, v.nextRev = 0, 0
+		if !gone {
+			_ = json.Unmarshal(e.Value(), &v.next)
+			v.nextRev = rev
+		}
+	case key == "lock.graph":
+		v.lockRev = 0
+		if !gone {
+			v.lockRev = rev
+		}
+	}
+	v.advanceLocked(rev)
+}
+
+func (v *view) advance(seq uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.advanceLocked(seq)
+}
+
+func (v *view) advanceLocked(seq uint64) {
+	if seq > v.seen {
+		v.seen = seq
+	}
+	close(v.advanced)
+	v.advanced = make(chan struct{})
+}
+
+// stallWait is how long a fence waits for the watch before it restarts it. Watches deliver
+// within a millisecond; one that has not caught up after this lost its consumer.
+const stallWait = 250 * time.Millisecond
+
+// fence waits until the view holds every write the stream had stored when it was called,
+// and returns a copy.
+func (v *view) fence(ctx context.Context) (snap, error) {
+	info, err := v.stream.Info(ctx)
+	if err != nil {
+		return snap{}, err
+	}
+	last := info.State.LastSeq
+	stall := time.NewTimer(stallWait)
+	defer stall.Stop()
+	wait := stallWait
+	for {
+		v.mu.Lock()
+		if v.seen >= last {
+			s := snap{
+				tasks: maps.Clone(v.tasks), revs: maps.Clone(v.revs), bad: maps.Clone(v.bad),
+				next: v.next, nextRev: v.nextRev, lockRev: v.lockRev,
+			}
+			v.mu.Unlock()
+			return s, nil
+		}
+		ch := v.advanced
+		v.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return snap{}, fmt.Errorf("wait for the board's watch to reach revision %d: %w", last, context.Cause(ctx))
+		case <-ch:
+		case <-stall.C:
+			v.restart()
+			wait = min(2*wait, 2*time.Second)
+			stall.Reset(wait)
+		}
+	}
+}
+
+// waitChange waits until the view changes or ctx ends.
+func (v *view) waitChange(ctx context.Context) error {
+	v.mu.Lock()
+	ch := v.advanced
+	v.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-ch:
+		return nil
+	}
+}
+
+func (v *view) subscribe(sig *signal) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.subs[sig] = struct{}{}
+}
+
+func (v *view) unsubscribe(sig *signal) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.subs, sig)
+}
+
+// unreadable holds the place of a task whose value cannot be read: never claimable, and
+// blocking whatever waits for it, since nobody knows whether it is done.
+const unreadable = "(unreadable task)"
+
+// guarded returns the tasks with a placeholder for every unreadable one.
+func (s snap) guarded() map[string]coord.Task {
+	if len(s.bad) == 0 {
+		return s.tasks
+	}
+	g := maps.Clone(s.tasks)
+	for id := range s.bad {
+		g[id] = coord.Task{ID: id, Status: coord.StatusInProgress, Owner: unreadable}
+	}
+	return g
+}
+
+// find returns task id, or why it cannot.
+func (s snap) find(id, what string) (coord.Task, error) {
+	if err, ok := s.bad[id]; ok {
+		return coord.Task{}, fmt.Errorf("%s: %w", what, err)
+	}
+	t, ok := s.tasks[id]
+	if !ok {
+		return coord.Task{}, fmt.Errorf("%s: task %s does not exist: %w", what, id, coord.ErrNotFound)
+	}
+	return t, nil
+}
