@@ -32,6 +32,8 @@ type Settings struct {
 	// AutoCompactThreshold is the percentage (1–100) of the context window at which the
 	// conversation is compacted.
 	AutoCompactThreshold Value[float64]
+	// Coordination picks the teams' coordination backend (coordination.go).
+	Coordination Coordination
 
 	// Unknown holds keys keel does not know, by dotted key, highest source winning. They are
 	// kept (and warned about) because real files carry many keys for other tools.
@@ -73,6 +75,7 @@ var keyTable = []keyDef{
 	scalar("forkSubagents", func(s *Settings) *Value[bool] { return &s.ForkSubagents }, decBool),
 	list("cacheTTL1h", func(s *Settings) *[]Value[string] { return &s.CacheTTL1h }, decPattern),
 	scalar("autoCompactThreshold", func(s *Settings) *Value[float64] { return &s.AutoCompactThreshold }, decNumberIn(1, 100, "a percentage of the context window")),
+	coordinationKey(),
 }
 
 // keyDef reads one key. Sources are applied highest first, so apply only fills what is unset
