@@ -32,6 +32,7 @@ import (
 	"github.com/keel-dev/keel/internal/shell"
 	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/snapshot"
+	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
 )
@@ -101,6 +102,15 @@ type Options struct {
 	// Model was chosen explicitly and wins over the agent's model.
 	Agent     string
 	ModelFlag bool
+
+	// Detacher, when set, runs the main thread's background agents in the supervisor, so
+	// that they outlive this process; agents of this session that it still runs are mirrored
+	// again on open (detached.go).
+	Detacher subagent.Detacher
+	// DetachedFrom is the transcript path of another session whose detached agent this one
+	// runs (the supervisor's job): the agent's transcript goes beside that one. Use it with
+	// NoPersistence and that session's SessionID.
+	DetachedFrom string
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.

@@ -125,6 +125,9 @@ type Config struct {
 	// Emit receives children's events; nil drops them. Called from children's goroutines.
 	Emit   func(event.Event)
 	Logger *slog.Logger
+	// Detacher, when set, runs the main thread's background agents in the supervisor, so
+	// that they outlive this process (detach.go).
+	Detacher Detacher
 }
 
 // Parent is what a child inherits from the agent that starts it. The session fills one for
@@ -158,9 +161,11 @@ type Runner struct {
 	fg map[string]map[*foreground]struct{}
 	// done holds the definition and history of children that finished in this process, so
 	// SendMessage continues them without a transcript.
-	done  map[string]*record
-	usage message.Usage
-	cost  float64
+	done map[string]*record
+	// remote are the agents handed to the supervisor (detach.go).
+	remote map[string]bool
+	usage  message.Usage
+	cost   float64
 }
 
 // node is one live agent: the main thread ("") or a running child.
@@ -201,7 +206,7 @@ func New(cfg Config) *Runner {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{cfg: cfg, logger: logger, agents: map[string]*node{}, done: map[string]*record{},
+	return &Runner{cfg: cfg, logger: logger, agents: map[string]*node{}, done: map[string]*record{}, remote: map[string]bool{},
 		fg: map[string]map[*foreground]struct{}{}}
 }
 
