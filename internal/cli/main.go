@@ -116,5 +116,6 @@ results back until the work is done. Run "keel -p PROMPT" for one headless run, 
 	root.AddCommand(a.demoCommand(), a.scriptedCommand())
 	root.AddCommand(a.infoCommands()...)
 	root.AddCommand(a.sessionsCommand(), a.rewindCommand(), a.mcpCommand())
+	root.AddCommand(a.supervisorCommand())
 	return root
 }

@@ -194,6 +194,11 @@ func (a *app) runRoot(ctx context.Context, f *runFlags, args []string) error {
 	if opts.MCP, err = a.mcpOptions(&f.mcp); err != nil {
 		return err
 	}
+	if sup, err := a.detachOptions(f, &opts, model); err != nil {
+		return err
+	} else if sup != nil {
+		defer sup.Close()
+	}
 	sess, err := session.New(ctx, opts)
 	if err != nil {
 		return err

@@ -96,6 +96,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Emit:     s.emitAgent,
 		Logger:   s.logger,
 		Detacher: s.opts.Detacher,
+		Detach:   s.opts.DetachBackground,
 	})
 	s.agents = &agents{tasks: tasks, queue: queue, runner: runner}
 	s.reattachAgents(ctx)

@@ -13,7 +13,7 @@ import (
 // a session, which the session mirrors again when it is opened (keel --continue after the
 // process that started them exited).
 type AgentLister interface {
-	Running(ctx context.Context, sessionID string) ([]subagent.DetachedAgent, error)
+	RunningAgents(ctx context.Context, sessionID string) ([]subagent.DetachedAgent, error)
 }
 
 // reattachAgents mirrors the background agents the supervisor still runs for this session.
@@ -22,7 +22,7 @@ func (s *Session) reattachAgents(ctx context.Context) {
 	if !ok || s.opts.DetachedFrom != "" {
 		return
 	}
-	running, err := lister.Running(ctx, s.id)
+	running, err := lister.RunningAgents(ctx, s.id)
 	if err != nil {
 		s.notices = append(s.notices, event.Notice{Level: "warn", Text: fmt.Sprintf("background agents in the supervisor: %v", err)})
 		return

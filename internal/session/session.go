@@ -103,10 +103,11 @@ type Options struct {
 	Agent     string
 	ModelFlag bool
 
-	// Detacher, when set, runs the main thread's background agents in the supervisor, so
-	// that they outlive this process; agents of this session that it still runs are mirrored
-	// again on open (detached.go).
-	Detacher subagent.Detacher
+	// Detacher reaches the supervisor: agents of this session that it still runs are
+	// mirrored again on open, and with DetachBackground the main thread's new background
+	// agents run there, so that they outlive this process (detached.go).
+	Detacher         subagent.Detacher
+	DetachBackground bool
 	// DetachedFrom is the transcript path of another session whose detached agent this one
 	// runs (the supervisor's job): the agent's transcript goes beside that one. Use it with
 	// NoPersistence and that session's SessionID.

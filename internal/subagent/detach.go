@@ -15,7 +15,7 @@ import (
 
 // Detacher runs background agents in another process that outlives this one: the keel
 // supervisor. With [Config.Detacher] set, a background Agent call of the main thread (not a
-// fork, which shares this process's request bytes) is handed to it; this process keeps a
+// fork, which shares this process's request bytes) is handed to it when [Config.Detach] is set; this process keeps a
 // mirror task that waits for the result, and the supervisor writes the notification into the
 // main thread's queue directory itself, so that it reaches the session also when this
 // process is gone.
@@ -47,7 +47,7 @@ type DetachedAgent struct {
 
 // detachable reports whether s may run in the supervisor.
 func (r *Runner) detachable(s spawn) bool {
-	return r.cfg.Detacher != nil && s.background && !s.fork && s.id == "" && !s.plain &&
+	return r.cfg.Detacher != nil && r.cfg.Detach && s.background && !s.fork && s.id == "" && !s.plain &&
 		s.parent != nil && s.parent.owner == background.MainOwner && r.cfg.SessionPath != "" &&
 		r.cfg.Tasks.QueueDir(background.MainOwner) != ""
 }

@@ -125,9 +125,10 @@ type Config struct {
 	// Emit receives children's events; nil drops them. Called from children's goroutines.
 	Emit   func(event.Event)
 	Logger *slog.Logger
-	// Detacher, when set, runs the main thread's background agents in the supervisor, so
-	// that they outlive this process (detach.go).
+	// Detacher reaches the supervisor; with Detach, the main thread's new background agents
+	// run there, so that they outlive this process (detach.go).
 	Detacher Detacher
+	Detach   bool
 }
 
 // Parent is what a child inherits from the agent that starts it. The session fills one for
