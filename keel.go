@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -99,6 +100,14 @@ type Options struct {
 	// Ask answers permission questions (a terminal prompt, a web UI). Nil denies them, with a
 	// reason naming the rule that would allow the call.
 	Ask func(ctx context.Context, req PermissionRequest) PermissionAnswer
+	// Teams turns on agent teams: the Agent tool's name spawns teammates that share a task
+	// board and a mailbox (also the teams setting, or CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1
+	// in the environment). TeammateMode is where teammates run: in-process (the default),
+	// process, tmux or auto; the last three need TeammateCommand, the program and leading
+	// arguments that start a teammate process (`keel team worker …`).
+	Teams           bool
+	TeammateMode    string
+	TeammateCommand []string
 	// Logger receives keel's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -124,6 +133,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	if home == "" {
 		home = defaultHome()
 	}
+	env := getenv(opts.Getenv)
 	s, err := session.New(ctx, session.Options{
 		Cwd:                opts.Cwd,
 		Home:               home,
@@ -153,6 +163,8 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		ForkSubagents: opts.ForkSubagents,
 		MCP: session.MCPOptions{Configs: opts.MCPConfig, Strict: opts.StrictMCPConfig, InProcess: opts.MCPServers,
 			ToolSearch: opts.ToolSearch, PermissionPromptTool: opts.PermissionPromptTool},
+		Team: session.TeamOptions{Enabled: opts.Teams || truthy(env("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS")), Mode: opts.TeammateMode,
+			WorkerCommand: opts.TeammateCommand, InTmux: env("TMUX") != ""},
 	})
 	if err != nil {
 		return nil, err
@@ -231,6 +243,8 @@ type (
 	TaskNotification = event.TaskNotification
 	Notice           = event.Notice
 	Result           = event.Result
+	TeammateState    = event.TeammateState
+	TeamMessage      = event.TeamMessage
 )
 
 func getenv(f func(string) string) func(string) string {
@@ -249,4 +263,12 @@ func defaultHome() string {
 		return filepath.Join(dir, ".keel")
 	}
 	return ""
+}
+
+func truthy(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }

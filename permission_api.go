@@ -18,9 +18,11 @@ type PermissionRequest struct {
 	Reason string
 	// Suggestions are rules that, allowed always, would let this call through.
 	Suggestions []string
-	// Agent and AgentColor name the agent asking (empty for the main agent).
+	// Agent, AgentColor and AgentID name the agent asking (a subagent or teammate; empty for
+	// the main agent).
 	Agent      string
 	AgentColor string
+	AgentID    string
 }
 
 // PermissionAnswer answers a PermissionRequest.
@@ -37,7 +39,7 @@ type askerFunc func(ctx context.Context, req PermissionRequest) PermissionAnswer
 
 func (f askerFunc) Ask(ctx context.Context, r permission.AskRequest) (permission.Answer, error) {
 	req := PermissionRequest{Tool: r.Request.Tool, Command: r.Request.Command, Paths: r.Request.Paths, URL: r.Request.URL,
-		Reason: r.Reason, Agent: r.Agent.Name, AgentColor: r.Agent.Color}
+		Reason: r.Reason, Agent: r.Agent.Name, AgentColor: r.Agent.Color, AgentID: r.Agent.ID}
 	for _, s := range r.Suggestions {
 		req.Suggestions = append(req.Suggestions, s.String())
 	}

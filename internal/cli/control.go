@@ -158,12 +158,13 @@ func (c *control) Ask(ctx context.Context, r permission.AskRequest) (permission.
 		Suggestions []string        `json:"permission_suggestions"`
 		Reason      string          `json:"reason,omitempty"`
 		Agent       string          `json:"agent,omitempty"`
+		AgentID     string          `json:"agent_id,omitempty"`
 	}
 	req := struct {
 		Type      string     `json:"type"`
 		RequestID string     `json:"request_id"`
 		Request   canUseTool `json:"request"`
-	}{"control_request", id, canUseTool{"can_use_tool", r.Request.Tool, input, r.Request.ToolUseID, suggestions, r.Reason, r.Agent.Name}}
+	}{"control_request", id, canUseTool{"can_use_tool", r.Request.Tool, input, r.Request.ToolUseID, suggestions, r.Reason, r.Agent.Name, r.Agent.ID}}
 	b, err := json.Marshal(req)
 	if err != nil {
 		return permission.Answer{}, err

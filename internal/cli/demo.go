@@ -6,6 +6,7 @@ import (
 	"iter"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -29,7 +30,9 @@ func (a *app) demoCommand() *cobra.Command {
 temporary directory and runs a real keel session on it: the model reads a file, edits it,
 runs a shell command and finishes. Then it forks three reviewers that share the conversation
 and its prompt cache, starts a survey agent in the background, and takes the survey's report
-when it arrives. Nothing leaves this machine.`,
+when it arrives. Last, it leads a team: two teammates take four tasks (one waiting for
+another) from a shared board, and one of them asks the lead for a permission. Nothing leaves
+this machine.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runDemo(cmd.Context(), keep) },
 	}
@@ -75,6 +78,7 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 		MCP:                 session.MCPOptions{InProcess: map[string]*mcp.Server{"changelog": demo.ChangelogServer()}},
 		ManagedSettingsPath: "-", ManagedMemoryPath: "-",
 		ForkSubagents: true,
+		Team:          session.TeamOptions{Enabled: true, Name: "demo"},
 	})
 	if err != nil {
 		return err
@@ -83,12 +87,20 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 	out := a.std.Out
 	fmt.Fprintf(out, "keel demo — scripted model at %s, workspace %s\n", srv.URL(), work)
 	r := render.NewConversation(out, true)
+	var mu sync.Mutex
+	render := func(e event.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return r.Render(e)
+	}
+	// The team works between the lead's turns: show its events as they happen.
+	sess.SetIdleEvents(func(e event.Event) { _ = render(e) })
 	show := func(events iter.Seq2[event.Event, error]) error {
 		for e, err := range events {
 			if err != nil {
 				return err
 			}
-			if err := r.Render(e); err != nil {
+			if err := render(e); err != nil {
 				return err
 			}
 		}
@@ -105,18 +117,22 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 		return err
 	}
 	// As keel -p does: wait for the background agent, then give the model a turn for its report.
-	for {
-		n, err := sess.WaitBackground(ctx)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			break
-		}
-		if err := show(sess.SendPending(ctx)); err != nil {
-			return err
-		}
+	if err := drain(ctx, sess, show); err != nil {
+		return err
 	}
+	if err := show(sess.Send(ctx, demo.TeamPrompt)); err != nil {
+		return err
+	}
+	// Then for the team: the lead wakes for the permission ask and the scribe's report, and
+	// shuts the team down once the board is done.
+	if err := drain(ctx, sess, show); err != nil {
+		return err
+	}
+	if note, err := os.ReadFile(work + "/RELEASE.md"); err == nil {
+		fmt.Fprintf(out, "\nRELEASE.md, written by a teammate:\n%s", note)
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	if err := r.Finish(); err != nil {
 		return err
 	}
@@ -130,4 +146,21 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 		fmt.Fprintf(out, "\nkept: %s\n", root)
 	}
 	return nil
+}
+
+// drain is what keel -p does after a prompt: wait for background agents and teammates, and
+// give the lead a turn for whatever they report, until nothing is left running.
+func drain(ctx context.Context, sess *session.Session, show func(iter.Seq2[event.Event, error]) error) error {
+	for {
+		n, err := sess.WaitBackground(ctx)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if err := show(sess.SendPending(ctx)); err != nil {
+			return err
+		}
+	}
 }

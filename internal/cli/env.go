@@ -4,15 +4,27 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
 // Env is what keel reads from the environment for itself, read once in [loadEnv]. Provider
 // credentials are read by the connect package through the same getenv.
 type Env struct {
 	Home string // KEEL_HOME, default ~/.keel
+	// Teams is CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1, the switch Claude Code users set.
+	Teams bool
+	// TeamLease is KEEL_TEAM_LEASE, how long a teammate's task claim holds without a
+	// heartbeat (tests make it short); 0 is the default.
+	TeamLease time.Duration
+	// InTmux is whether keel runs inside tmux ($TMUX).
+	InTmux bool
 }
 
 func loadEnv(getenv func(string) string) Env {
+	lease, _ := time.ParseDuration(getenv("KEEL_TEAM_LEASE"))
+	teams := getenv("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS")
+	env := Env{Teams: teams == "1" || strings.EqualFold(teams, "true"), TeamLease: lease, InTmux: getenv("TMUX") != ""}
 	home := getenv("KEEL_HOME")
 	if home == "" {
 		if dir := getenv("HOME"); dir != "" {
@@ -21,7 +33,8 @@ func loadEnv(getenv func(string) string) Env {
 			home = filepath.Join(dir, ".keel")
 		}
 	}
-	return Env{Home: home}
+	env.Home = home
+	return env
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -115,7 +115,7 @@ results back until the work is done. Run "keel -p PROMPT" for one headless run, 
 	f.register(root)
 	root.AddCommand(a.demoCommand(), a.scriptedCommand())
 	root.AddCommand(a.infoCommands()...)
-	root.AddCommand(a.sessionsCommand(), a.rewindCommand(), a.mcpCommand())
+	root.AddCommand(a.sessionsCommand(), a.rewindCommand(), a.mcpCommand(), a.teamCommand())
 	root.AddCommand(a.supervisorCommand())
 	return root
 }

@@ -49,6 +49,7 @@ type runFlags struct {
 	agent              string
 	forkSubagents      bool
 	noWait             bool
+	teammateMode       string
 }
 
 // permissionModes are the values --permission-mode accepts.
@@ -83,7 +84,8 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.agents, "agents", "", `extra agent definitions as JSON: {"name": {"description": …, "prompt": …}}`)
 	fl.StringVar(&f.agent, "agent", "", "run the main thread as this agent: its prompt, tools, model, permission mode and initialPrompt")
 	fl.BoolVar(&f.forkSubagents, "fork-subagents", false, "an Agent call without subagent_type forks the caller (sharing its context and prompt cache)")
-	fl.BoolVar(&f.noWait, "no-wait", false, "with -p: exit without waiting for background agents")
+	fl.BoolVar(&f.noWait, "no-wait", false, "with -p: exit without waiting for background agents (and teammates)")
+	fl.StringVar(&f.teammateMode, "teammate-mode", "", "where agent teammates run: in-process, process, tmux or auto (default: the teammateMode setting, else in-process)")
 	for _, alias := range [][2]string{{"allowed-tools", "allowedTools"}, {"disallowed-tools", "disallowedTools"}} {
 		fl.StringArrayVar(aliasTarget(f, alias[1]), alias[0], nil, "same as --"+alias[1])
 		_ = fl.MarkHidden(alias[0])
@@ -126,6 +128,7 @@ func (a *app) sessionOptions(f *runFlags) session.Options {
 		ForkSubagents: f.forkSubagents,
 		Agent:         f.agent,
 		ModelFlag:     f.model != "",
+		Team:          session.TeamOptions{Enabled: a.env.Teams, Mode: f.teammateMode, Lease: a.env.TeamLease, InTmux: a.env.InTmux},
 	}
 }
 
@@ -152,6 +155,9 @@ func (f *runFlags) validate() error {
 	}
 	if f.maxTurns < 0 {
 		return usageError{fmt.Errorf("--max-turns must be 0 or more, not %d", f.maxTurns)}
+	}
+	if f.teammateMode != "" && !contains(settings.TeammateModes, f.teammateMode) {
+		return usageError{fmt.Errorf("--teammate-mode %q is not one of %s", f.teammateMode, strings.Join(settings.TeammateModes, ", "))}
 	}
 	return nil
 }
@@ -191,6 +197,7 @@ func (a *app) runRoot(ctx context.Context, f *runFlags, args []string) error {
 	}
 	opts := a.sessionOptions(f)
 	opts.Provider, opts.Model, opts.Asker = prov, model, asker
+	opts.Team.WorkerCommand = a.workerCommand(f, model)
 	if opts.MCP, err = a.mcpOptions(&f.mcp); err != nil {
 		return err
 	}

@@ -220,3 +220,26 @@ type CacheStats struct {
 	Breaks         int            `json:"breaks"`
 	BreaksByReason map[string]int `json:"breaks_by_reason,omitempty"`
 }
+
+// TeammateState says a member of the session's team changed state: working, idle, stopped
+// or dead. Origin names the teammate's agent.
+type TeammateState struct {
+	Origin
+	Name  string
+	Color string
+	State string
+	// Task is the board task the member holds, if any.
+	Task string
+}
+
+// TeamMessage is a message between team members, for UIs (the model reads its own).
+type TeamMessage struct {
+	Origin
+	ID string
+	// Sender and Recipient are member names ("team-lead" for the lead).
+	Sender    string
+	Recipient string
+	Type      string
+	Summary   string
+	Text      string
+}

@@ -25,6 +25,8 @@ const (
 	SubagentStart    Event = "SubagentStart"
 	SubagentStop     Event = "SubagentStop"
 	TeammateIdle     Event = "TeammateIdle"
+	TaskCreated      Event = "TaskCreated"
+	TaskCompleted    Event = "TaskCompleted"
 	WorktreeCreate   Event = "WorktreeCreate"
 	WorktreeRemove   Event = "WorktreeRemove"
 	PreCompact       Event = "PreCompact"
@@ -63,6 +65,8 @@ var eventTable = map[Event]eventSpec{
 	SubagentStart:    {matchOn: byAgentType, stdoutIsContext: true},
 	SubagentStop:     {matchOn: byAgentType, canBlock: true, stopHook: true},
 	TeammateIdle:     {canBlock: true},
+	TaskCreated:      {canBlock: true},
+	TaskCompleted:    {canBlock: true},
 	WorktreeCreate:   {},
 	WorktreeRemove:   {},
 	PreCompact:       {matchOn: byTrigger},

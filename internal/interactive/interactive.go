@@ -168,3 +168,37 @@ func isTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	return ok && term.IsTerminal(f.Fd())
 }
+
+var _ tui.Teamer = (*backend)(nil)
+
+func (b *backend) TeamName() string { return b.s().TeamName() }
+
+func (b *backend) TeamMembers(ctx context.Context) []tui.TeamMember {
+	ms, _ := b.s().TeamMembers(ctx)
+	out := make([]tui.TeamMember, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, tui.TeamMember{Name: m.Name, Color: m.Color, State: m.State, Task: m.Task, Runner: m.Runner, AgentID: m.AgentID})
+	}
+	return out
+}
+
+func (b *backend) TeamTasks(ctx context.Context) []tui.TeamTask {
+	ts, _ := b.s().TeamTasks(ctx)
+	out := make([]tui.TeamTask, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, tui.TeamTask{ID: t.ID, Subject: t.Subject, Status: t.Status, Owner: t.Owner, BlockedBy: t.BlockedBy})
+	}
+	return out
+}
+
+func (b *backend) MessageTeammate(ctx context.Context, to, text string) error {
+	return b.s().MessageTeammate(ctx, to, text)
+}
+
+func (b *backend) TeamUnread(ctx context.Context) int { return b.s().TeamUnread(ctx) }
+
+func (b *backend) SendPending(ctx context.Context) iter.Seq2[keel.Event, error] {
+	return b.s().SendPending(ctx)
+}
+
+func (b *backend) OnIdleEvents(fn func(keel.Event)) { b.s().OnIdleEvents(fn) }

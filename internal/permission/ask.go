@@ -27,6 +27,8 @@ type AgentInfo struct {
 	// Name is empty for the main thread.
 	Name  string
 	Color string
+	// ID is the agent's id (a subagent's or teammate's), empty for the main thread.
+	ID string
 }
 
 // AskRequest is one question for an [Asker].

@@ -41,6 +41,8 @@ var kinds = map[string]Kind{
 	"Bash":      KindShell,
 	"WebFetch":  KindFetch,
 	"TodoWrite": KindSafe, "Agent": KindSafe, "ToolSearch": KindSafe,
+	// The team's tools change only the team's shared state; SendMessage only talks.
+	"SendMessage": KindSafe, "TaskCreate": KindSafe, "TaskUpdate": KindSafe,
 }
 
 // Request describes one tool call for a permission decision. The tool fills

@@ -92,6 +92,20 @@ func (c *Conversation) Render(e event.Event) error {
 	case event.TaskNotification:
 		c.newline()
 		fmt.Fprintf(c.w, "  ✓ task %s %s\n", e.TaskID, e.Status)
+	case event.TeammateState:
+		c.newline()
+		task := ""
+		if e.Task != "" {
+			task = ", task #" + e.Task
+		}
+		fmt.Fprintf(c.w, "  ◆ teammate %s is %s%s\n", e.Name, e.State, task)
+	case event.TeamMessage:
+		c.newline()
+		what := e.Summary
+		if what == "" {
+			what = oneLine(e.Text, 120)
+		}
+		fmt.Fprintf(c.w, "  ✉ %s → %s: %s\n", e.Sender, e.Recipient, what)
 	case event.AssistantMessage:
 		if o.AgentID == "" {
 			c.turns++

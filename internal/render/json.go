@@ -97,6 +97,11 @@ func (r *streamJSON) Render(e event.Event) error {
 		line = obj{{"type", "system"}, {"subtype", "api_retry"}, {"attempt", e.Attempt}, {"retry_delay_ms", e.Delay.Milliseconds()}, {"error", e.Err}}
 	case event.Notice:
 		line = obj{{"type", "system"}, {"subtype", "notice"}, {"level", e.Level}, {"text", e.Text}}
+	case event.TeammateState:
+		line = obj{{"type", "system"}, {"subtype", "teammate_state"}, {"name", e.Name}, {"color", e.Color}, {"state", e.State}, {"task_id", e.Task}}
+	case event.TeamMessage:
+		line = obj{{"type", "system"}, {"subtype", "team_message"}, {"message_id", e.ID}, {"from", e.Sender}, {"to", e.Recipient},
+			{"message_type", e.Type}, {"summary", e.Summary}, {"text", e.Text}}
 	case event.Result:
 		if e.Origin.AgentID != "" {
 			return nil
@@ -104,6 +109,10 @@ func (r *streamJSON) Render(e event.Event) error {
 		return writeLine(r.w, ResultLine(e))
 	default:
 		return nil
+	}
+	// A teammate runs beside the lead, not inside a tool call: its lines name its agent.
+	if o := e.From(); o.AgentID != "" && o.ParentToolUseID == "" {
+		line = append(line, kv{"agent_id", o.AgentID}, kv{"agent_name", o.AgentName})
 	}
 	if r.sessionID != "" && !line.has("session_id") {
 		line = append(line, kv{"session_id", r.sessionID})

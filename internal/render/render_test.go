@@ -2,10 +2,12 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +85,41 @@ func TestRenderersGolden(t *testing.T) {
 func TestUnknownFormat(t *testing.T) {
 	if _, err := New("yaml", &bytes.Buffer{}, false); err == nil || err.Error() != `output format "yaml" is not one of text, json, stream-json` {
 		t.Errorf("err = %v", err)
+	}
+}
+
+func TestStreamJSONTeammateLines(t *testing.T) {
+	var buf bytes.Buffer
+	r := newStreamJSON(&buf)
+	mate := event.Origin{AgentID: "a0123456789abcdef", AgentName: "alice"}
+	for _, e := range []event.Event{
+		event.TeammateState{Origin: mate, Name: "alice", Color: "blue", State: "idle", Task: "3"},
+		event.TeamMessage{Origin: mate, ID: "m1", Sender: "alice", Recipient: "team-lead", Summary: "done", Text: "all done"},
+		event.AssistantMessage{Origin: mate, Message: message.Message{Role: message.RoleAssistant, Content: []message.Block{message.Text("hi")}}},
+		event.AssistantMessage{Origin: event.Origin{AgentID: "a1", ParentToolUseID: "toolu_1"}, Message: message.Message{Role: message.RoleAssistant}},
+	} {
+		if err := r.Render(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		lines = append(lines, m)
+	}
+	if lines[0]["subtype"] != "teammate_state" || lines[0]["state"] != "idle" || lines[0]["agent_id"] != mate.AgentID {
+		t.Errorf("teammate_state line: %v", lines[0])
+	}
+	if lines[1]["subtype"] != "team_message" || lines[1]["from"] != "alice" || lines[1]["to"] != "team-lead" {
+		t.Errorf("team_message line: %v", lines[1])
+	}
+	if lines[2]["type"] != "assistant" || lines[2]["agent_id"] != mate.AgentID || lines[2]["agent_name"] != "alice" {
+		t.Errorf("a teammate's assistant line does not name its agent: %v", lines[2])
+	}
+	if _, ok := lines[3]["agent_id"]; ok {
+		t.Errorf("a subagent's line (inside a tool call) changed shape: %v", lines[3])
 	}
 }

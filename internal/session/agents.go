@@ -3,11 +3,13 @@ package session
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/background"
+	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
@@ -38,8 +40,18 @@ const maxHeld = 1000
 // emitAgent sends an event of a subagent or background task to the Send in progress, or
 // holds it for the next Send.
 func (s *Session) emitAgent(e event.Event) {
+	if w := s.opts.Team.Worker; w != nil && w.Events != nil {
+		w.Events(e)
+		return
+	}
 	s.mu.Lock()
 	sink := s.sink
+	idle := s.idleEvents
+	if sink == nil && idle != nil {
+		s.mu.Unlock()
+		idle(e)
+		return
+	}
 	if sink == nil && s.agents != nil {
 		if len(s.agents.held) >= maxHeld {
 			s.agents.held = s.agents.held[1:]
@@ -79,8 +91,9 @@ func (s *Session) buildAgents(ctx context.Context) {
 	}
 	runner := subagent.New(subagent.Config{
 		Defs: set, Provider: s.opts.Provider, Tasks: tasks,
-		SessionID: s.id, SessionPath: cmp.Or(s.opts.DetachedFrom, s.TranscriptPath()), Version: s.opts.Version,
+		SessionID: s.id, SessionPath: cmp.Or(s.opts.DetachedFrom, s.agentSessionPath()), Version: s.opts.Version,
 		Forks:     s.opts.ForkSubagents || s.settings.ForkSubagents.V,
+		Teams:     s.teamsEnabled(),
 		MaxDepth:  s.opts.MaxAgentDepth,
 		Hooks:     s.hooks,
 		HookInput: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) },
@@ -151,7 +164,11 @@ func (s *Session) ackNotifications() error {
 	if s.agents == nil {
 		return nil
 	}
-	return s.agents.queue.Ack()
+	err := s.agents.queue.Ack()
+	if s.team != nil && s.team.LeadInbox() != nil {
+		err = errors.Join(err, s.team.LeadInbox().Ack(context.Background()))
+	}
+	return err
 }
 
 // agentUsage returns what every subagent used so far.
@@ -159,7 +176,12 @@ func (s *Session) agentUsage() (message.Usage, float64) {
 	if s.agents == nil {
 		return message.Usage{}, 0
 	}
-	return s.agents.runner.Usage()
+	u, c := s.agents.runner.Usage()
+	if s.team != nil {
+		tu := s.team.Usage()
+		u, c = u.Add(tu), c+cost.USD(s.Model(), tu)
+	}
+	return u, c
 }
 
 // rollUpAgents adds what subagents used during this run to its result.
@@ -179,11 +201,18 @@ func (s *Session) rollUpAgents(res *event.Result, beforeUsage message.Usage, bef
 // WaitBackground blocks until the main thread's background tasks are done or one of them has
 // reported, and returns how many reports wait for the next turn. keel -p calls it before
 // exiting and, while it returns more than zero, gives the model a turn with SendPending.
+// With a team it then waits for the team the same way: a teammate's message wakes the lead
+// (more than zero), and once every teammate is idle with nothing left to claim the team is
+// shut down (zero).
 func (s *Session) WaitBackground(ctx context.Context) (int, error) {
 	if s.agents == nil {
 		return 0, nil
 	}
-	return s.agents.tasks.WaitIdle(ctx, background.MainOwner)
+	n, err := s.agents.tasks.WaitIdle(ctx, background.MainOwner)
+	if err != nil || n > 0 {
+		return n, err
+	}
+	return s.waitTeam(ctx)
 }
 
 // PendingNotifications says how many background reports wait for the main thread.
@@ -229,7 +258,17 @@ func (s *Session) SendPending(ctx context.Context) func(yield func(event.Event, 
 			return
 		}
 		var text string
-		for _, b := range s.agents.queue.Observe(ctx) {
+		blocks := s.agents.queue.Observe(ctx)
+		var inbox interface {
+			Requeue()
+			Ack(context.Context) error
+		}
+		if s.team != nil && s.team.LeadInbox() != nil {
+			in := s.team.LeadInbox()
+			inbox = in
+			blocks = append(blocks, in.Observe(ctx)...)
+		}
+		for _, b := range blocks {
 			if text != "" {
 				text += "\n\n"
 			}
@@ -250,10 +289,18 @@ func (s *Session) SendPending(ctx context.Context) func(yield func(event.Event, 
 		}
 		if failed {
 			s.agents.queue.Requeue()
+			if inbox != nil {
+				inbox.Requeue()
+			}
 			return
 		}
 		if err := s.agents.queue.Ack(); err != nil {
 			s.logger.Warn("ack notifications", "err", err)
+		}
+		if inbox != nil {
+			if err := inbox.Ack(ctx); err != nil {
+				s.logger.Warn("ack team messages", "err", err)
+			}
 		}
 	}
 }

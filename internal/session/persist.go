@@ -26,7 +26,8 @@ type agentSetting struct {
 // openTranscript creates, resumes or forks the session's transcript, and returns what replay
 // rebuilt (nil for a new session). With persistence off, nothing is written.
 func (s *Session) openTranscript(ctx context.Context) (*transcript.State, error) {
-	if s.opts.Home == "" || s.opts.NoPersistence {
+	if s.opts.Home == "" || s.opts.NoPersistence || s.opts.Team.Worker != nil {
+		// A team worker keeps no transcript of its own: its teammate's is beside the lead's.
 		return nil, nil
 	}
 	projectDir := transcript.ProjectDir(s.opts.Home, s.opts.Cwd)

@@ -18,6 +18,7 @@ import (
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/cachewatch"
+	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
@@ -33,6 +34,7 @@ import (
 	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/subagent"
+	"github.com/keel-dev/keel/internal/team"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
 )
@@ -112,6 +114,9 @@ type Options struct {
 	// runs (the supervisor's job): the agent's transcript goes beside that one. Use it with
 	// NoPersistence and that session's SessionID.
 	DetachedFrom string
+	// Team configures agent teams (off unless enabled here, by the teams setting or by
+	// CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1).
+	Team TeamOptions
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
@@ -172,6 +177,14 @@ type Session struct {
 	// its initialPrompt was used.
 	mainAgent   *agentdef.Definition
 	initialSent bool
+	// team is the session's agent team (team.go); teamBackend its store; teamTemp a
+	// directory to remove when the session has no keel directory.
+	team        *team.Team
+	teamBackend coord.Backend
+	teamTemp    string
+	// idleEvents, if set, receives the events of background work between Sends (guarded by
+	// mu); without it they are held for the next Send.
+	idleEvents func(event.Event)
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -234,7 +247,12 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.logger = logger.With("session", s.id)
 	env := s.restore(st)
 	s.buildAgents(ctx)
-	if err := s.applyMainAgent(); err != nil {
+	err = s.buildTeam(ctx, st != nil)
+	if err == nil {
+		err = s.applyMainAgent()
+	}
+	if err != nil {
+		s.closeTeam()
 		s.closeAgents()
 		s.jobs.Close()
 		if s.mcp != nil {
@@ -246,6 +264,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		return nil, err
 	}
 	s.buildPrompt(ctx, env)
+	s.resumeTeam(ctx)
 	source := "startup"
 	if st != nil {
 		source = "resume"
@@ -418,6 +437,10 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Logger:    s.logger,
 	}
 	s.wireAgent(agent)
+	if s.team != nil {
+		s.team.SetLeadState(ctx, team.StateWorking)
+		defer s.team.SetLeadState(context.WithoutCancel(ctx), team.StateIdle)
+	}
 	out, runErr := agent.Run(ctx, history)
 
 	s.mu.Lock()
@@ -468,6 +491,7 @@ func (s *Session) Close() error {
 	}
 	s.hooks.Wait()
 	s.jobs.Close()
+	s.closeTeam()
 	s.closeAgents()
 	if s.mcp != nil {
 		s.mcp.Close()
@@ -553,6 +577,9 @@ func (s *Session) observers() []loop.Observer {
 	obs := []loop.Observer{rulesObserver{s}}
 	if s.mcp != nil {
 		obs = append(obs, s.mcp)
+	}
+	if s.team != nil && s.team.LeadInbox() != nil {
+		obs = append(obs, s.team.LeadInbox())
 	}
 	return obs
 }

@@ -56,6 +56,12 @@ func newBenchHarness(t testing.TB, sc *scripted.Scenario, opts Options) *harness
 		t.Fatalf("start scripted server: %v", err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	return newHarnessOn(t, srv, opts)
+}
+
+// newHarnessOn opens a session against a scripted server that is already running.
+func newHarnessOn(t testing.TB, srv *scripted.Server, opts Options) *harness {
+	t.Helper()
 	prov, model, err := connect.Open(connect.Config{BaseURL: srv.URL(), APIKey: "test", Model: "claude-sonnet-4-5",
 		Retry: &provider.RetryPolicy{Sleep: instant}}, func(string) string { return "" })
 	if err != nil {

@@ -10,6 +10,10 @@ import (
 // a parent session gives it to a child.
 var PermissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"}
 
+// TeammateModes are the values of teammateMode: Claude Code's in-process, tmux and auto,
+// and keel's process (separate processes without tmux).
+var TeammateModes = []string{"in-process", "tmux", "auto", "process"}
+
 // Settings is the merged result of every source, each value with its origin. Lists hold the
 // union of all sources, highest priority first; a scalar holds the highest source's value.
 //
@@ -26,6 +30,10 @@ type Settings struct {
 	AllowedMcpServers          []Value[MCPServerRule] // managed only
 	DeniedMcpServers           []Value[MCPServerRule] // managed only
 	ForkSubagents              Value[bool]
+	// Teams turns on agent teams (also the env value CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1);
+	// TeammateMode is where teammates run.
+	Teams        Value[bool]
+	TeammateMode Value[string]
 	// CacheTTL1h lists query-source patterns ("main", "sdk", "agent:*") whose requests ask for
 	// the one-hour prompt-cache lifetime; see [Settings.CacheTTL1hFor].
 	CacheTTL1h []Value[string]
@@ -73,6 +81,8 @@ var keyTable = []keyDef{
 	managedOnly(list("allowedMcpServers", func(s *Settings) *[]Value[MCPServerRule] { return &s.AllowedMcpServers }, decMCPServerRule)),
 	managedOnly(list("deniedMcpServers", func(s *Settings) *[]Value[MCPServerRule] { return &s.DeniedMcpServers }, decMCPServerRule)),
 	scalar("forkSubagents", func(s *Settings) *Value[bool] { return &s.ForkSubagents }, decBool),
+	scalar("teams", func(s *Settings) *Value[bool] { return &s.Teams }, decBool),
+	scalar("teammateMode", func(s *Settings) *Value[string] { return &s.TeammateMode }, decOneOf(TeammateModes...)),
 	list("cacheTTL1h", func(s *Settings) *[]Value[string] { return &s.CacheTTL1h }, decPattern),
 	scalar("autoCompactThreshold", func(s *Settings) *Value[float64] { return &s.AutoCompactThreshold }, decNumberIn(1, 100, "a percentage of the context window")),
 	coordinationKey(),

@@ -61,6 +61,8 @@ type Filter struct {
 	// MCPServers, when not nil, are the only MCP servers (normalized names) whose tools pass:
 	// the definition's mcpServers.
 	MCPServers []string
+	// Teammate keeps SendMessage for custom agents too: talking is a teammate's job.
+	Teammate bool
 }
 
 // Apply returns the tools of p that f lets through, in p's order, following DESIGN §5: MCP
@@ -93,7 +95,7 @@ func (f Filter) passes(name string) bool {
 	case slices.Contains(AllAgentsDisallowed, name):
 		return false
 	}
-	if !f.Builtin && slices.Contains(CustomAgentDisallowed, name) {
+	if !f.Builtin && !f.Teammate && slices.Contains(CustomAgentDisallowed, name) {
 		return false
 	}
 	if f.Background && !slices.Contains(BackgroundAllowed, name) && name != ToolName {

@@ -19,27 +19,61 @@ import (
 const SendMessageName = "SendMessage"
 
 type sendInput struct {
-	To      string `json:"to"`
-	Message string `json:"message"`
-	Summary string `json:"summary,omitempty"`
+	To string `json:"to"`
+	// Message is a string, or with teams a structured message object.
+	Message json.RawMessage `json:"message"`
+	Summary string          `json:"summary,omitempty"`
 }
+
+const sendSchema = `{"type":"object","properties":{` +
+	`"to":{"type":"string","description":"The agentId to send to"},` +
+	`"message":{"type":"string","description":"The message: a follow-up task or a correction"},` +
+	`"summary":{"type":"string","description":"A 5-10 word recap for the UI"}},` +
+	`"required":["to","message"],"additionalProperties":false}`
+
+// sendTeamSchema is SendMessage's schema with teams: members by name, broadcast, and the
+// structured messages of Claude Code's protocol.
+const sendTeamSchema = `{"type":"object","properties":{` +
+	`"to":{"type":"string","description":"Recipient: a teammate's name, \"team-lead\", \"*\" for every member (use sparingly), or a subagent's agentId"},` +
+	`"message":{"description":"The message: plain text, or a structured protocol message",` +
+	`"anyOf":[{"type":"string"},` +
+	`{"type":"object","properties":{"type":{"const":"shutdown_request"},"reason":{"type":"string"}},"required":["type"]},` +
+	`{"type":"object","properties":{"type":{"const":"shutdown_response"},"request_id":{"type":"string"},"approve":{"type":"boolean"},"reason":{"type":"string"}},"required":["type","request_id","approve"]},` +
+	`{"type":"object","properties":{"type":{"const":"plan_approval_request"},"plan":{"type":"string"}},"required":["type","plan"]},` +
+	`{"type":"object","properties":{"type":{"const":"plan_approval_response"},"request_id":{"type":"string"},"approve":{"type":"boolean"},"feedback":{"type":"string"}},"required":["type","request_id","approve"]},` +
+	`{"type":"object","properties":{"type":{"const":"permission_response"},"request_id":{"type":"string","description":"optional when the teammate has one open request"},"approve":{"type":"boolean"},"reason":{"type":"string"},"always":{"type":"boolean"}},"required":["type","approve"]}]},` +
+	`"summary":{"type":"string","description":"A 5-10 word preview shown in the UI"}},` +
+	`"required":["to","message"],"additionalProperties":false}`
 
 // SendMessageTool returns the SendMessage tool: a message to an agent id continues that
 // agent — at its next request boundary when it is running, else from its transcript (also
 // one written by an earlier process) — and returns its answer.
 func (r *Runner) SendMessageTool() tool.Tool {
+	desc := "Send a message to a subagent by its agentId (from an Agent result) to continue it with its context intact. " +
+		"A finished agent resumes from its transcript and its reply is returned; a running one reads the message at its next step."
+	schema := sendSchema
+	if r.cfg.Teams {
+		desc = "Send a message to a member of your team by name (\"team-lead\" reaches the lead, \"*\" everyone), or continue a subagent by its agentId. " +
+			"Team members read messages at their next step; your plain text output is not seen by anyone else, so anything they must know goes through here. " +
+			"Structured messages answer the team's protocol: shutdown_request/shutdown_response, plan_approval_request/plan_approval_response, and the lead's permission_response."
+		schema = sendTeamSchema
+	}
 	return tool.New(tool.Spec[sendInput]{
-		Name: SendMessageName,
-		Description: "Send a message to a subagent by its agentId (from an Agent result) to continue it with its context intact. " +
-			"A finished agent resumes from its transcript and its reply is returned; a running one reads the message at its next step.",
-		Schema: json.RawMessage(`{"type":"object","properties":{` +
-			`"to":{"type":"string","description":"The agentId to send to"},` +
-			`"message":{"type":"string","description":"The message: a follow-up task or a correction"},` +
-			`"summary":{"type":"string","description":"A 5-10 word recap for the UI"}},` +
-			`"required":["to","message"],"additionalProperties":false}`),
+		Name:              SendMessageName,
+		Description:       desc,
+		Schema:            json.RawMessage(schema),
 		IsConcurrencySafe: tool.Always[sendInput],
 		Run: func(ctx context.Context, env *tool.Env, in sendInput) tool.Result {
-			return r.Send(ctx, env.AgentID, env.ToolUseID, in.To, in.Message)
+			if tm := r.team(); tm != nil {
+				if res, ok := tm.Route(ctx, env.AgentID, in.To, in.Message, in.Summary); ok {
+					return res
+				}
+			}
+			var text string
+			if err := json.Unmarshal(in.Message, &text); err != nil {
+				return tool.Errorf("message must be a string to continue subagent %s", in.To)
+			}
+			return r.Send(ctx, env.AgentID, env.ToolUseID, in.To, text)
 		},
 	})
 }

@@ -40,6 +40,8 @@ type spawn struct {
 	plain bool
 	// foreground overrides a definition's background: true (continuations, skills).
 	foreground bool
+	// mate makes the child a teammate (see teammate.go).
+	mate *mate
 }
 
 // child is a prepared child agent.
@@ -54,7 +56,8 @@ type child struct {
 	wt      *worktree.Worktree
 	started time.Time
 	// mcp are the child's own MCP servers, stopped when it ends.
-	mcp ChildMCP
+	mcp     ChildMCP
+	checker *permission.Checker
 }
 
 // result is how a child's run ended.
@@ -167,6 +170,13 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 	def := s.def
 	n := &node{id: id, owner: id, parent: p, def: def, depth: p.depth + 1, fork: s.fork, inbox: &inbox{}}
 	origin := event.Origin{AgentID: id, AgentName: def.Name, ParentToolUseID: s.toolUseID}
+	info := permission.AgentInfo{Name: def.Name, Color: def.Color, ID: id}
+	var asker permission.Asker
+	if s.mate != nil {
+		origin.AgentName = s.mate.name
+		info = permission.AgentInfo{Name: s.mate.name, Color: s.mate.color, ID: id}
+		asker = s.mate.asker
+	}
 	c := &child{spec: s, n: n, started: time.Now()}
 	defer func() {
 		if err != nil {
@@ -192,8 +202,13 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 	}
 
 	mode := permission.ModeBubble
-	if def.PermissionMode != "" {
-		m, err := permission.ParseMode(string(def.PermissionMode))
+	if s.mate != nil {
+		// A teammate asks through the team, not its parent: it takes the lead's mode
+		// explicitly (bubble would send its questions to the lead's asker directly).
+		mode = p.p.Checker.Policy().Mode
+	}
+	if want := s.permissionMode(); want != "" {
+		m, err := permission.ParseMode(want)
 		if err != nil {
 			return nil, err
 		}
@@ -212,7 +227,7 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 			policy.Rules = append(policy.Rules, rules...)
 		}
 	}
-	checker := p.p.Checker.Child(policy, permission.AgentInfo{Name: def.Name, Color: def.Color}, nil)
+	checker := p.p.Checker.Child(policy, info, asker)
 	var mem *agentMemory
 	if def.Memory != "" && !s.fork {
 		m, err := openMemory(def, r.cfg.Home, r.cfg.ProjectDir)
@@ -283,7 +298,8 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 		}
 	} else {
 		filter := Filter{Builtin: def.Source == agentdef.SourceBuiltin, Background: s.background, PlanMode: mode == permission.ModePlan,
-			AllowAgent: n.depth < r.cfg.MaxDepth, Tools: def.Tools, Disallowed: def.DisallowedTools, MCPServers: mcpNames(def)}
+			AllowAgent: n.depth < r.cfg.MaxDepth && s.mate == nil, Tools: def.Tools, Disallowed: def.DisallowedTools, MCPServers: mcpNames(def),
+			Teammate: s.mate != nil}
 		if inline := inlineServers(def); len(inline) > 0 {
 			if r.cfg.MCP == nil {
 				return nil, fmt.Errorf("agent %s configures MCP servers, which this session cannot start", def.Name)
@@ -302,7 +318,9 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 			return filter.Apply(pool)
 		}
 		cwd := state.Cwd
-		if r.cfg.System != nil {
+		if s.mate != nil {
+			agent.System = s.mate.system(p, def)
+		} else if r.cfg.System != nil {
 			agent.System = func(ctx context.Context) loop.System { return r.cfg.System(ctx, def, cwd) }
 		} else {
 			sys := defaultSystem(def, id, cwd)
@@ -319,12 +337,18 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 			c.history = []message.Message{message.User(append(blocks, message.Text(s.in.Prompt))...)}
 		}
 	}
-	if s.history != nil {
+	switch {
+	case s.history != nil && s.mate != nil:
+		// A resumed teammate continues where it stopped; what it does next comes from its
+		// inbox and the board.
+		c.history = dropIncomplete(s.history)
+	case s.history != nil:
 		c.history = append(dropIncomplete(s.history), message.User(message.Text(s.in.Prompt)))
 		c.initial = c.history[len(c.history)-1:]
-	} else {
+	default:
 		c.initial = c.history
 	}
+	c.checker = checker
 	n.p = Parent{Model: agent.Model, MaxTokens: agent.MaxTokens, Thinking: agent.Thinking, System: agent.System, Pool: agent.Pool,
 		Checker: checker, Files: files, State: func() tool.State { return agent.State }, Prepare: agent.Prepare, Source: agent.Source}
 

@@ -57,6 +57,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -69,6 +70,7 @@ import (
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/team"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/worktree"
 )
@@ -122,6 +124,9 @@ type Config struct {
 	ResolveModel func(string) string
 	// Worktrees creates isolated worktrees; nil refuses isolation: worktree.
 	Worktrees *worktree.Manager
+	// Teams gives the Agent tool its name, team_name and mode fields and SendMessage its
+	// structured messages; the team itself is attached with [Runner.SetTeam].
+	Teams bool
 	// Emit receives children's events; nil drops them. Called from children's goroutines.
 	Emit   func(event.Event)
 	Logger *slog.Logger
@@ -167,6 +172,29 @@ type Runner struct {
 	remote map[string]bool
 	usage  message.Usage
 	cost   float64
+	// tm is the session's team, nil without one.
+	tm Team
+}
+
+// Team is what the runner needs from an agent team (*team.Team): Agent calls with a name
+// spawn a teammate, and SendMessage reaches members by name.
+type Team interface {
+	Spawn(ctx context.Context, agentID string, in team.SpawnInput) tool.Result
+	// Route delivers a message; false means to is no team recipient.
+	Route(ctx context.Context, agentID, to string, message json.RawMessage, summary string) (tool.Result, bool)
+}
+
+// SetTeam attaches the session's team.
+func (r *Runner) SetTeam(t Team) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tm = t
+}
+
+func (r *Runner) team() Team {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tm
 }
 
 // node is one live agent: the main thread ("") or a running child.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/keel-dev/keel/internal/agentdef"
+	"github.com/keel-dev/keel/internal/team"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -18,6 +19,11 @@ type Input struct {
 	Model           string `json:"model,omitempty"`
 	RunInBackground bool   `json:"run_in_background,omitempty"`
 	Isolation       string `json:"isolation,omitempty"`
+	// Name spawns a teammate of that name (teams only); TeamName is accepted as in Claude
+	// Code; Mode is the teammate's permission mode.
+	Name     string `json:"name,omitempty"`
+	TeamName string `json:"team_name,omitempty"`
+	Mode     string `json:"mode,omitempty"`
 }
 
 // Output is the structured result of an Agent call (hooks' tool_response, UIs).
@@ -45,6 +51,20 @@ const agentSchema = `{"type":"object","properties":{` +
 	`"isolation":{"type":"string","enum":["worktree"],"description":"Run the agent in its own git worktree"}},` +
 	`"required":["description","prompt"],"additionalProperties":false}`
 
+// teamSchema is the Agent tool's schema when the session has a team: name, team_name and
+// mode spawn a teammate.
+const teamSchema = `{"type":"object","properties":{` +
+	`"description":{"type":"string","description":"A short (3-5 word) description of the task"},` +
+	`"prompt":{"type":"string","description":"The task for the agent to perform"},` +
+	`"subagent_type":{"type":"string","description":"The type of specialized agent to use for this task"},` +
+	`"model":{"type":"string","description":"Optional model for this agent (an alias such as sonnet, opus, haiku, or a model id); defaults to the agent's own or the caller's"},` +
+	`"run_in_background":{"type":"boolean","description":"Run the agent in the background; you will be notified when it completes"},` +
+	`"isolation":{"type":"string","enum":["worktree"],"description":"Run the agent in its own git worktree"},` +
+	`"name":{"type":"string","description":"Spawn a teammate with this name instead of a one-shot subagent: it keeps running, takes tasks from the team's board and is reached with SendMessage"},` +
+	`"team_name":{"type":"string","description":"The team to spawn the teammate in (this session's team)"},` +
+	`"mode":{"type":"string","enum":["default","acceptEdits","plan","dontAsk","bypassPermissions"],"description":"The teammate's permission mode (default: yours)"}},` +
+	`"required":["description","prompt"],"additionalProperties":false}`
+
 // Tool returns the Agent tool bound to this runner. One value serves every agent: the caller
 // is found through env.AgentID. Its description lists the agents, in the set's stable order,
 // so it never changes during a session (it is part of every cached prefix).
@@ -52,12 +72,19 @@ func (r *Runner) Tool() tool.Tool {
 	return tool.New(tool.Spec[Input]{
 		Name:              ToolName,
 		Description:       r.description(),
-		Schema:            json.RawMessage(agentSchema),
+		Schema:            json.RawMessage(r.agentSchema()),
 		IsConcurrencySafe: tool.Always[Input],
 		Run: func(ctx context.Context, env *tool.Env, in Input) tool.Result {
 			return r.Call(ctx, env, in)
 		},
 	})
+}
+
+func (r *Runner) agentSchema() string {
+	if r.cfg.Teams {
+		return teamSchema
+	}
+	return agentSchema
 }
 
 func (r *Runner) description() string {
@@ -73,6 +100,9 @@ func (r *Runner) description() string {
 		"- With run_in_background: true the call returns at once; you are notified when the agent finishes. Do not poll it.\n" +
 		"- An agent that returned an agentId can be continued with SendMessage, keeping its context.\n" +
 		"- isolation: \"worktree\" runs the agent in its own git worktree; a worktree with changes is kept and reported.\n")
+	if r.cfg.Teams {
+		b.WriteString("- With a name the agent is a teammate: it runs on alongside you in its own context, works through the team's task board (TaskCreate, TaskList), and you talk with it through SendMessage. Spawn teammates for parallel, long-running work; plain subagents for one-shot questions.\n")
+	}
 	if r.cfg.Forks {
 		b.WriteString("- Without subagent_type the agent is a fork of you: it inherits this whole conversation, so the prompt is a directive, not a briefing.\n")
 	}
@@ -102,6 +132,14 @@ func toolList(d *agentdef.Definition) string {
 
 // Call runs one Agent call for the agent env.AgentID names.
 func (r *Runner) Call(ctx context.Context, env *tool.Env, in Input) tool.Result {
+	if in.Name != "" {
+		tm := r.team()
+		if tm == nil {
+			return tool.Errorf("name spawns a teammate, and agent teams are off in this session (enable them with the teams setting or CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1)")
+		}
+		return tm.Spawn(ctx, env.AgentID, team.SpawnInput{Name: in.Name, TeamName: in.TeamName, Prompt: in.Prompt, Description: in.Description,
+			SubagentType: in.SubagentType, Model: in.Model, Isolation: in.Isolation, Mode: in.Mode})
+	}
 	parent := r.node(env.AgentID)
 	if parent == nil {
 		return tool.Errorf("agent %s cannot start subagents here", env.AgentID)

@@ -104,3 +104,28 @@ type SkillLister interface {
 type Backgrounder interface {
 	Background(ctx context.Context) error
 }
+
+// TeamMember is one member of the session's agent team.
+type TeamMember struct {
+	Name, Color, State, Task, Runner, AgentID string
+}
+
+// TeamTask is one task of the team's board.
+type TeamTask struct {
+	ID, Subject, Status, Owner string
+	BlockedBy                  []string
+}
+
+// Teamer is a session with an agent team: the UI shows its members and board, lets the
+// user view a teammate's work and message it, and wakes the lead when teammates write.
+type Teamer interface {
+	TeamName() string
+	TeamMembers(ctx context.Context) []TeamMember
+	TeamTasks(ctx context.Context) []TeamTask
+	MessageTeammate(ctx context.Context, to, text string) error
+	TeamUnread(ctx context.Context) int
+	// SendPending gives the lead a turn for the teammates' messages waiting for it.
+	SendPending(ctx context.Context) iter.Seq2[keel.Event, error]
+	// OnIdleEvents makes teammates' events between turns reach fn as they happen.
+	OnIdleEvents(fn func(keel.Event))
+}

@@ -28,6 +28,9 @@ var commands = []complItem{
 	{"/cost", "show tokens and cost so far"},
 	{"/config", "show this session's configuration"},
 	{"/init", "write a starter KEEL.md for this project"},
+	{"/team", "show the agent team; /team NAME views a teammate"},
+	{"/tasks", "the team's task board"},
+	{"/msg", "message a teammate: /msg NAME TEXT"},
 	{"/exit", "quit"},
 }
 
@@ -119,6 +122,8 @@ func (m *Model) command(line string) tea.Cmd {
 	case "/config":
 		m.notice(fmt.Sprintf("session %s\nmodel %s\npermission mode %s\ncwd %s\ncolour %v",
 			m.b.ID(), m.b.Model(), m.b.PermissionMode(), m.cwd, !m.cfg.NoColor))
+	case "/team", "/tasks", "/msg":
+		return m.teamCommand(name, arg)
 	case "/init":
 		path, err := writeStarterMemory(m.cwd)
 		if err != nil {

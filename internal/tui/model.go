@@ -72,6 +72,7 @@ type Model struct {
 	askReason bool // typing a deny reason in the input
 
 	picker *picker
+	team   teamState
 
 	lastEsc, lastCtrlC time.Time
 	hint               string

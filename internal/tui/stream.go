@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -35,24 +36,8 @@ func (m *Model) submit(prompt string) tea.Cmd {
 		prompt = strings.Join(m.pending, "\n") + "\n\n" + prompt
 		m.pending = nil
 	}
-	m.runID++
-	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-	m.working, m.runStart, m.runTokens, m.deltaLen, m.hint = true, m.now(), 0, 0, ""
-	ch := make(chan tea.Msg, 64)
-	m.stream = ch
-	run, b, done := m.runID, m.b, m.done
-	go func() {
-		defer close(ch)
-		for ev, err := range b.Send(ctx, prompt) {
-			select {
-			case ch <- eventMsg{run: run, ev: ev, err: err}:
-			case <-done:
-				return
-			}
-		}
-	}()
-	return tea.Batch(m.next(), m.tick())
+	b := m.b
+	return m.startRun(func(ctx context.Context) iter.Seq2[keel.Event, error] { return b.Send(ctx, prompt) })
 }
 
 // next waits for the current run's next event.
@@ -104,7 +89,7 @@ func (m *Model) finishRun() tea.Cmd {
 		m.queued = m.queued[1:]
 		return m.submit(p)
 	}
-	return nil
+	return m.wakeLead()
 }
 
 // flush re-renders the streaming assistant message; final also ends its streaming state.
@@ -132,6 +117,9 @@ func (m *Model) streaming() *item {
 
 // onEvent folds one session event into the transcript.
 func (m *Model) onEvent(ev keel.Event) {
+	if m.onTeamEvent(ev) {
+		return
+	}
 	o := ev.From()
 	sub := o.AgentID != ""
 	switch e := ev.(type) {

@@ -48,6 +48,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case askMsg:
 		m.asks = append(m.asks, msg)
 		return m, m.waitAsk()
+	case idleEventMsg:
+		return m, m.onIdleEvent(msg.ev)
 	case shellDoneMsg:
 		m.onShellDone(msg)
 		return m, nil
@@ -229,6 +231,9 @@ func (m *Model) enter() tea.Cmd {
 		return m.runShell(strings.TrimSpace(v[1:]))
 	case strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "//"):
 		return m.command(v)
+	case m.team.focus != nil:
+		m.messageTeammate(m.team.focus.name, v)
+		return nil
 	}
 	return m.submit(v)
 }

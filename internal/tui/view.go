@@ -46,6 +46,9 @@ func (m *Model) frameText() string {
 }
 
 func (m *Model) transcriptLines() []string {
+	if m.team.focus != nil {
+		return m.focusLines()
+	}
 	var out []string
 	if len(m.items) == 0 {
 		out = append(out, m.st.accent.Render("✻ keel")+m.st.dim.Render(" "+m.cfg.Version+" · "+m.cwd), m.st.dim.Render("  /help for commands · esc to interrupt · ctrl+c twice to quit"), "")
@@ -65,6 +68,9 @@ func (m *Model) transcriptLines() []string {
 func (m *Model) bottom() string {
 	var parts []string
 	if p := m.tasksPanel(); p != "" {
+		parts = append(parts, p)
+	}
+	if p := m.teamPanel(); p != "" {
 		parts = append(parts, p)
 	}
 	if m.working {

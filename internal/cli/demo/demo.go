@@ -24,6 +24,9 @@ const Prompt = "The greeting in hello.sh is wrong. Fix it and run the script to 
 // FanOutPrompt is the demo's second prompt: three fork subagents and one background agent.
 const FanOutPrompt = "Review the project from three angles in parallel, and survey it in the background."
 
+// TeamPrompt is the demo's third prompt: a lead, two teammates and a four-task board.
+const TeamPrompt = "Prepare a release with a small team."
+
 // Scenario returns the scripted model's rules for the demo.
 func Scenario() (*scripted.Scenario, error) {
 	return scripted.ParseScenario("demo/scenario.yaml", scenarioYAML)

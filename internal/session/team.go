@@ -1,0 +1,363 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/keel-dev/keel/internal/coord"
+	"github.com/keel-dev/keel/internal/coord/fscoord"
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/hooks"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/team"
+	"github.com/keel-dev/keel/internal/transcript"
+)
+
+// TeamOptions configure agent teams.
+type TeamOptions struct {
+	// Enabled turns teams on (the teams setting and CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1 in
+	// the environment or in settings' env do too).
+	Enabled bool
+	// Name names a new team; empty derives it from the session id.
+	Name string
+	// Mode is teammateMode (flag --teammate-mode); empty takes the setting, else in-process.
+	Mode string
+	// WorkerCommand starts a teammate as a process: the program and leading arguments of
+	// `keel team worker` (with the provider flags); nil allows in-process teammates only.
+	WorkerCommand []string
+	// WorkerEnv is the workers' environment; nil inherits this process's.
+	WorkerEnv []string
+	// InTmux says the session runs inside tmux.
+	InTmux bool
+	// Lease is the claim lease (default team.DefaultLease); ShutdownTimeout bounds a
+	// graceful shutdown.
+	Lease           time.Duration
+	ShutdownTimeout time.Duration
+	// Worker makes this session the host of one teammate of an existing team (`keel team
+	// worker`) instead of a lead.
+	Worker *TeamWorker
+}
+
+// TeamWorker names the teammate a worker session runs.
+type TeamWorker struct {
+	Team, Member string
+	Resume       bool
+	// LeadTranscript is the lead session's transcript: the teammate's own transcript lives
+	// beside it, so the lead's --continue finds it.
+	LeadTranscript string
+	// Events receives the teammate's events (the worker prints them).
+	Events func(event.Event)
+}
+
+// teamFile is the session's note of its team, beside its transcript, so --continue finds
+// the team again.
+type teamFile struct {
+	Name    string `json:"name"`
+	Backend string `json:"backend"`
+	Dir     string `json:"dir"`
+}
+
+// teamsEnabled says whether this session has a team.
+func (s *Session) teamsEnabled() bool {
+	o := s.opts.Team
+	if o.Enabled || o.Worker != nil || s.settings.Teams.V {
+		return true
+	}
+	if v, ok := s.settings.Env["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"]; ok && truthy(v.V) {
+		return true
+	}
+	return false
+}
+
+func truthy(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
+}
+
+// TeamsDir is where teams live under keel's directory.
+func TeamsDir(home string) string { return filepath.Join(home, "teams") }
+
+// buildTeam opens the session's team (after the agents, whose runner hosts teammates) and,
+// on resume, brings its teammates back.
+func (s *Session) buildTeam(ctx context.Context, resumed bool) error {
+	if !s.teamsEnabled() {
+		return nil
+	}
+	o := s.opts.Team
+	name, dir, err := s.teamLocation(resumed)
+	if err != nil {
+		return err
+	}
+	be, err := fscoord.Open(dir, fscoord.Options{Config: coord.Config{Logger: s.logger}})
+	if err != nil {
+		return fmt.Errorf("open team %s: %w", name, err)
+	}
+	mode := o.Mode
+	if mode == "" {
+		mode = s.settings.TeammateMode.V
+	}
+	cfg := team.Config{
+		Name: name, Backend: be, Lead: o.Worker == nil, LeadName: s.opts.Agent,
+		Host: teamHost{s}, Mode: mode, LeadAsker: s.leadAsker(),
+		Hooks:     s.hooks,
+		HookInput: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) },
+		Lease:     o.Lease, ShutdownTimeout: o.ShutdownTimeout,
+		Peers: s.teamPeers, Emit: s.emitAgent, Logger: s.logger,
+		LeadTranscript: s.agentSessionPath(),
+	}
+	if len(o.WorkerCommand) > 0 {
+		cfg.Launcher = &team.ExecLauncher{Command: o.WorkerCommand, Env: o.WorkerEnv, LogDir: filepath.Join(dir, "logs"), Tmux: o.InTmux,
+			TmuxEnv: []string{"KEEL_*", "ANTHROPIC_*", "OPENAI_*", "CLAUDE_*", "HOME", "PATH"}, Logger: s.logger}
+	}
+	t, err := team.Open(ctx, cfg)
+	if err != nil {
+		_ = be.Close()
+		return err
+	}
+	s.team, s.teamBackend = t, be
+	s.agents.runner.SetTeam(t)
+	s.builtins = append(s.builtins, t.Tools()...)
+	if o.Worker == nil {
+		if in := t.LeadInbox(); in != nil && len(s.history) > 0 {
+			in.Reconcile(ctx, s.history)
+		}
+	}
+	return nil
+}
+
+// resumeTeam brings a resumed lead's teammates back, once the main agent is wired.
+func (s *Session) resumeTeam(ctx context.Context) {
+	if s.team == nil || s.opts.Team.Worker != nil {
+		return
+	}
+	back, err := s.team.Resume(ctx)
+	if err != nil {
+		s.notices = append(s.notices, event.Notice{Level: "warn", Text: err.Error()})
+	}
+	if len(back) > 0 {
+		s.notices = append(s.notices, event.Notice{Level: "info", Text: fmt.Sprintf("team %s: resumed %s", s.team.Name(), strings.Join(back, ", "))})
+	}
+}
+
+// teamLocation picks the team's name and directory: the worker's team, the one a resumed
+// session had, or a new one.
+func (s *Session) teamLocation(resumed bool) (string, string, error) {
+	home := s.opts.Home
+	if home == "" {
+		dir, err := os.MkdirTemp("", "keel-team-")
+		if err != nil {
+			return "", "", fmt.Errorf("team directory: %w", err)
+		}
+		s.teamTemp = dir
+		home = dir
+	}
+	if w := s.opts.Team.Worker; w != nil {
+		if err := coord.CheckName(w.Team); err != nil {
+			return "", "", fmt.Errorf("team worker: %w", err)
+		}
+		return w.Team, filepath.Join(TeamsDir(home), w.Team), nil
+	}
+	side := s.teamFilePath()
+	if resumed && side != "" {
+		var f teamFile
+		if b, err := os.ReadFile(side); err == nil && json.Unmarshal(b, &f) == nil && f.Name != "" {
+			return f.Name, f.Dir, nil
+		}
+	}
+	name := s.opts.Team.Name
+	if name == "" {
+		name = "team-" + strings.ReplaceAll(s.id, "-", "")[:8]
+	}
+	if err := coord.CheckName(name); err != nil {
+		return "", "", fmt.Errorf("team name: %w", err)
+	}
+	dir := filepath.Join(TeamsDir(home), name)
+	if side != "" {
+		b, _ := json.MarshalIndent(teamFile{Name: name, Backend: "fs", Dir: dir}, "", "  ")
+		if err := os.MkdirAll(filepath.Dir(side), 0o700); err == nil {
+			_ = os.WriteFile(side, append(b, '\n'), 0o600)
+		}
+	}
+	return name, dir, nil
+}
+
+// agentSessionPath is the transcript subagents' and teammates' transcripts go beside: the
+// session's own, or for a team worker the lead's.
+func (s *Session) agentSessionPath() string {
+	if w := s.opts.Team.Worker; w != nil {
+		return w.LeadTranscript
+	}
+	return s.TranscriptPath()
+}
+
+func (s *Session) teamFilePath() string {
+	if p := s.TranscriptPath(); p != "" {
+		return filepath.Join(transcript.SessionDir(p), "team.json")
+	}
+	return ""
+}
+
+// leadAsker is the lead's UI for teammates' questions: the session's asker when someone is
+// there to answer (terminal, SDK control channel, permission-prompt tool), else nil.
+func (s *Session) leadAsker() permission.Asker {
+	switch {
+	case s.opts.MCP.PermissionPromptTool != "":
+		return promptToolAsker{s, s.opts.MCP.PermissionPromptTool}
+	case s.opts.Asker != nil:
+		return notifyingAsker{s, s.opts.Asker}
+	}
+	return nil
+}
+
+// teamPeers lists what ListAgents shows besides the team: running subagents and the leads
+// of other teams on this machine.
+func (s *Session) teamPeers(ctx context.Context) []string {
+	var out []string
+	if s.agents != nil {
+		for _, t := range s.agents.tasks.List() {
+			if t.Kind == "local_agent" {
+				out = append(out, fmt.Sprintf("subagent %s (%s) — %s, reach it with SendMessage to its id", t.ID, t.Description, t.Status))
+			}
+		}
+	}
+	home := s.opts.Home
+	if home == "" || s.team == nil {
+		return out
+	}
+	entries, _ := os.ReadDir(TeamsDir(home))
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == s.team.Name() {
+			continue
+		}
+		rec := filepath.Join(TeamsDir(home), e.Name(), "records", "members%team-lead.json")
+		var r struct {
+			Value team.Record `json:"value"`
+		}
+		if b, err := os.ReadFile(rec); err == nil && json.Unmarshal(b, &r) == nil && r.Value.State != team.StateStopped &&
+			time.Since(r.Value.Heartbeat) < time.Minute {
+			out = append(out, fmt.Sprintf("keel session leading team %s (pid %d) — another session; not reachable from this team", e.Name(), r.Value.PID))
+		}
+	}
+	return out
+}
+
+// teamHost builds teammates' loops over the subagent runner.
+type teamHost struct{ s *Session }
+
+func (h teamHost) PrepareTeammate(ctx context.Context, spec team.Spec, asker permission.Asker, addendum string) (*team.Prepared, error) {
+	if h.s.agents == nil {
+		return nil, errors.New("agents are not available in this session")
+	}
+	return h.s.agents.runner.PrepareTeammate(ctx, spec, asker, addendum)
+}
+
+// Team returns the session's team, or nil.
+func (s *Session) Team() *team.Team { return s.team }
+
+// RunTeammate runs the teammate a worker session hosts until it stops.
+func (s *Session) RunTeammate(ctx context.Context) error {
+	w := s.opts.Team.Worker
+	if w == nil || s.team == nil {
+		return errors.New("this session is not a team worker")
+	}
+	return s.team.Join(ctx, w.Member, w.Resume)
+}
+
+func (s *Session) closeTeam() {
+	if s.team != nil {
+		_ = s.team.Close()
+	}
+	if s.teamBackend != nil {
+		_ = s.teamBackend.Close()
+	}
+	if s.teamTemp != "" {
+		_ = os.RemoveAll(s.teamTemp)
+	}
+}
+
+// waitTeam is WaitBackground's part for the team: it returns how many messages wait for
+// the lead, or 0 once the team has settled — after shutting it down.
+func (s *Session) waitTeam(ctx context.Context) (int, error) {
+	if s.team == nil || s.team.LeadInbox() == nil {
+		return 0, nil
+	}
+	n, err := s.team.WaitLead(ctx)
+	if err != nil || n > 0 {
+		return n, err
+	}
+	if err := s.team.Shutdown(ctx, "the lead's work is done"); err != nil {
+		s.logger.Warn("shut down team", "err", err)
+		s.emit(event.Notice{Level: "warn", Text: err.Error()})
+	}
+	return 0, nil
+}
+
+// OpenTeam opens the team name under keel's directory home for a look from outside its
+// sessions (`keel team`): a handle that is neither lead nor member. Close it when done.
+func OpenTeam(ctx context.Context, home, name string) (*team.Team, func(), error) {
+	if err := coord.CheckName(name); err != nil {
+		return nil, nil, fmt.Errorf("team: %w", err)
+	}
+	dir := filepath.Join(TeamsDir(home), name)
+	if _, err := os.Stat(filepath.Join(dir, "records")); err != nil {
+		return nil, nil, fmt.Errorf("no team %s in %s (teams: %s)", name, TeamsDir(home), strings.Join(TeamNames(home), ", "))
+	}
+	be, err := fscoord.Open(dir, fscoord.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := team.Open(ctx, team.Config{Name: name, Backend: be})
+	if err != nil {
+		_ = be.Close()
+		return nil, nil, err
+	}
+	return t, func() { _ = t.Close(); _ = be.Close() }, nil
+}
+
+// TeamNames lists the teams under keel's directory home, newest first.
+func TeamNames(home string) []string {
+	entries, _ := os.ReadDir(TeamsDir(home))
+	type aged struct {
+		name string
+		t    time.Time
+	}
+	var all []aged
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && e.IsDir() {
+			all = append(all, aged{e.Name(), info.ModTime()})
+		}
+	}
+	slices.SortFunc(all, func(a, b aged) int { return b.t.Compare(a.t) })
+	var out []string
+	for _, a := range all {
+		out = append(out, a.name)
+	}
+	return out
+}
+
+// SetIdleEvents makes the events of background work between Sends (teammates, background
+// agents) go to fn as they happen instead of being held for the next Send; a terminal UI
+// shows a team at work that way. fn is called from other goroutines; nil restores holding.
+func (s *Session) SetIdleEvents(fn func(event.Event)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idleEvents = fn
+}
+
+// LeadUnread counts the messages waiting for the team lead that should wake it.
+func (s *Session) LeadUnread(ctx context.Context) int {
+	if s.team == nil || s.team.LeadInbox() == nil {
+		return 0
+	}
+	return s.team.LeadInbox().Unread(ctx)
+}
