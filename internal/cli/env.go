@@ -19,6 +19,8 @@ type Env struct {
 	TeamLease time.Duration
 	// InTmux is whether keel runs inside tmux ($TMUX).
 	InTmux bool
+	// NATSURL is KEEL_NATS_URL: the NATS server(s) of the coordination backend.
+	NATSURL string
 }
 
 func loadEnv(getenv func(string) string) Env {
@@ -34,6 +36,7 @@ func loadEnv(getenv func(string) string) Env {
 		}
 	}
 	env.Home = home
+	env.NATSURL = strings.TrimSpace(getenv("KEEL_NATS_URL"))
 	return env
 }
 

@@ -116,6 +116,6 @@ results back until the work is done. Run "keel -p PROMPT" for one headless run, 
 	root.AddCommand(a.demoCommand(), a.scriptedCommand())
 	root.AddCommand(a.infoCommands()...)
 	root.AddCommand(a.sessionsCommand(), a.rewindCommand(), a.mcpCommand(), a.teamCommand())
-	root.AddCommand(a.supervisorCommand())
+	root.AddCommand(a.supervisorCommand(), a.workerCmd())
 	return root
 }

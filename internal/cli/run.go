@@ -50,6 +50,7 @@ type runFlags struct {
 	forkSubagents      bool
 	noWait             bool
 	teammateMode       string
+	teamName           string
 }
 
 // permissionModes are the values --permission-mode accepts.
@@ -85,6 +86,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.agent, "agent", "", "run the main thread as this agent: its prompt, tools, model, permission mode and initialPrompt")
 	fl.BoolVar(&f.forkSubagents, "fork-subagents", false, "an Agent call without subagent_type forks the caller (sharing its context and prompt cache)")
 	fl.BoolVar(&f.noWait, "no-wait", false, "with -p: exit without waiting for background agents (and teammates)")
+	fl.StringVar(&f.teamName, "team-name", "", "the name of this session's agent team (default: derived from the session id); keel worker --team joins it")
 	fl.StringVar(&f.teammateMode, "teammate-mode", "", "where agent teammates run: in-process, process, tmux or auto (default: the teammateMode setting, else in-process)")
 	for _, alias := range [][2]string{{"allowed-tools", "allowedTools"}, {"disallowed-tools", "disallowedTools"}} {
 		fl.StringArrayVar(aliasTarget(f, alias[1]), alias[0], nil, "same as --"+alias[1])
@@ -128,7 +130,8 @@ func (a *app) sessionOptions(f *runFlags) session.Options {
 		ForkSubagents: f.forkSubagents,
 		Agent:         f.agent,
 		ModelFlag:     f.model != "",
-		Team:          session.TeamOptions{Enabled: a.env.Teams, Mode: f.teammateMode, Lease: a.env.TeamLease, InTmux: a.env.InTmux},
+		Team:          session.TeamOptions{Enabled: a.env.Teams, Mode: f.teammateMode, Lease: a.env.TeamLease, InTmux: a.env.InTmux, Name: f.teamName},
+		Coordination:  a.coordinationOptions(),
 	}
 }
 

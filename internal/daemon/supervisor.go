@@ -80,7 +80,9 @@ func Run(ctx context.Context, cfg Config) error {
 	defer st.close()
 	s := &supervisor{cfg: cfg, l: l, store: st, logger: logger, exited: make(chan string, 16), procs: map[string]*exec.Cmd{}}
 	info := Info{PID: os.Getpid(), Started: time.Now(), Version: cfg.Version}
-	if cfg.NATS {
+	// Once a team used the embedded server, it is served on every start: its clients expect
+	// it back after a restart.
+	if _, err := os.Stat(l.NATS); cfg.NATS || err == nil {
 		srv, err := s.startNATS()
 		if err != nil {
 			return err

@@ -117,6 +117,9 @@ type Options struct {
 	// Team configures agent teams (off unless enabled here, by the teams setting or by
 	// CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1).
 	Team TeamOptions
+	// Coordination says how teams reach NATS when settings choose that backend
+	// (coordination.go).
+	Coordination CoordinationOptions
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
