@@ -93,6 +93,16 @@ func newSupervisorRig(t *testing.T) *supervisorRig {
 		"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=test-key"}
 	r.client = daemon.NewClient(daemon.ClientConfig{Home: r.home})
 	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := filepath.Glob(filepath.Join(r.home, "supervisor", "*", "*.log"))
+			logs = append(logs, filepath.Join(r.home, "supervisor", "supervisor.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				t.Logf("%s:\n%s", l, b)
+			}
+		}
+	})
+	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waittest.Timeout())
 		defer cancel()
 		_, _ = r.client.Shutdown(ctx)
@@ -233,5 +243,161 @@ func TestBackgroundAgentOutlivesKilledLauncher(t *testing.T) {
 	t.Logf("%d repetitions: %d lost, %d duplicated", reps, lost, doubled)
 	if lost+doubled > 0 {
 		t.Errorf("%d of %d reports lost, %d duplicated", lost, reps, doubled)
+	}
+}
+
+// slowScenario adds to supervisorScenario an agent that holds (in a Bash loop the test
+// releases) and writes what it sees of its environment.
+func slowScenario(root string) string {
+	script := fmt.Sprintf(`touch %[1]s/slow-started; echo "settings=$FROM_SETTINGS shell=$FROM_SHELL" > %[1]s/env.txt; while ! test -e %[1]s/slow-release; do sleep 0.02; done`, root)
+	return supervisorScenario + fmt.Sprintf(`
+  - name: bg-resumed
+    # Before bg-slow: a continued agent's history still holds its first prompt.
+    when: {user_text: The process that ran you stopped}
+    reply:
+      - text: "resumed findings"
+  - name: spawn-slow
+    when: {user_text: start the slow survey}
+    reply:
+      - tool_use:
+          name: Agent
+          input: {description: slow survey, prompt: "BG-SLOW: survey slowly", subagent_type: general-purpose, run_in_background: true}
+  - name: bg-slow
+    when: {user_text: BG-SLOW}
+    reply:
+      - tool_use:
+          name: Bash
+          input: {command: %q, description: survey}
+  - name: bg-slow-done
+    when: {tool_result: Bash}
+    reply:
+      - text: "slow findings"
+`, script)
+}
+
+func (r *supervisorRig) job(agent string) daemon.Job {
+	r.t.Helper()
+	st, err := r.client.Status(waittest.Context(r.t))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, j := range st.Jobs {
+		if j.Agent.ID == agent {
+			return j
+		}
+	}
+	r.t.Fatalf("no job for agent %s", agent)
+	return daemon.Job{}
+}
+
+// launchSlow starts a background agent that holds until released and waits until it runs.
+func (r *supervisorRig) launchSlow(root string) string {
+	r.t.Helper()
+	for _, f := range []string{"slow-started", "slow-release"} {
+		_ = os.Remove(filepath.Join(root, f))
+	}
+	cmd := r.command("-p", "start the slow survey", "--no-wait", "--allowedTools", "Bash", "--output-format", "json")
+	cmd.Env = append(cmd.Env, "FROM_SHELL=leaked")
+	out, err := cmd.Output()
+	if err != nil {
+		r.t.Fatalf("launch: %v\n%s", err, out)
+	}
+	var res struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.SessionID == "" {
+		r.t.Fatalf("launcher said %s", out)
+	}
+	waittest.Until(r.t, "the slow agent to start", func() bool {
+		_, err := os.Stat(filepath.Join(root, "slow-started"))
+		return err == nil
+	})
+	st, err := r.client.Status(waittest.Context(r.t))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, j := range st.Jobs {
+		if j.Agent.SessionID == res.SessionID {
+			return j.Agent.ID
+		}
+	}
+	r.t.Fatalf("no job for session %s", res.SessionID)
+	return ""
+}
+
+// The supervisor is killed while an agent runs: the agent's process goes on, the next
+// supervisor adopts it, and its result is delivered once. Then the agent's own process is
+// killed: the supervisor starts it again, it continues from its transcript, and again the
+// result is delivered once. The agents' environment is the settings' env, never the
+// launching shell's.
+func TestSupervisorRecoversAgents(t *testing.T) {
+	r := newSupervisorRig(t)
+	root := filepath.Dir(r.home)
+	sc, err := scripted.ParseScenario("slow.yaml", []byte(slowScenario(root)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := scripted.Start(context.Background(), "", sc, scripted.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	settingsJSON := fmt.Sprintf(`{"env": {"ANTHROPIC_BASE_URL": %q, "ANTHROPIC_API_KEY": "test-key", "FROM_SETTINGS": "yes"}}`, srv.URL())
+	if err := os.WriteFile(filepath.Join(r.home, "settings.json"), []byte(settingsJSON), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, kv := range r.env {
+		if strings.HasPrefix(kv, "ANTHROPIC_BASE_URL=") {
+			r.env[i] = "ANTHROPIC_BASE_URL=" + srv.URL()
+		}
+	}
+	release := func() {
+		if err := os.WriteFile(filepath.Join(root, "slow-release"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(release) // let a killed agent's shell loop end
+
+	// The supervisor dies mid-agent.
+	agent := r.launchSlow(root)
+	st, err := r.client.Status(waittest.Context(t))
+	if err != nil || st.Info == nil {
+		t.Fatalf("status: %+v, %v", st, err)
+	}
+	if err := syscall.Kill(st.Info.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waittest.Until(t, "the supervisor to be gone", func() bool { return !r.client.Running() })
+	r.run("supervisor", "start")
+	release()
+	job := r.waitDelivered(agent)
+	if job.State != daemon.StateCompleted || job.Result != "slow findings" || job.Attempts != 1 {
+		t.Errorf("adopted job: state %s, result %q, attempts %d; want completed, slow findings, 1", job.State, job.Result, job.Attempts)
+	}
+	env, err := os.ReadFile(filepath.Join(root, "env.txt"))
+	if err != nil || strings.TrimSpace(string(env)) != "settings=yes shell=" {
+		t.Errorf("the agent's environment: %q (%v); want the settings' variable and not the shell's", env, err)
+	}
+
+	// The agent's process dies mid-run.
+	agent2 := r.launchSlow(root)
+	pid := 0
+	waittest.Until(t, "the job to record its process", func() bool {
+		pid = r.job(agent2).PID
+		return pid > 0
+	})
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	job = r.waitDelivered(agent2)
+	if job.State != daemon.StateCompleted || job.Result != "resumed findings" || job.Attempts != 2 {
+		t.Errorf("restarted job: state %s, result %q, attempts %d; want completed, resumed findings, 2", job.State, job.Result, job.Attempts)
+	}
+	for _, a := range []daemon.Job{r.job(agent), r.job(agent2)} {
+		r.run("--resume", a.Agent.SessionID, "-p", "anything else")
+		r.run("--resume", a.Agent.SessionID, "-p", "anything else")
+		if n := r.transcriptCount(a.Agent.SessionID, a.Agent.ID); n != 1 {
+			t.Errorf("the report of %s is in its session %d times, want once", a.Agent.ID, n)
+		}
 	}
 }

@@ -30,13 +30,16 @@ func TestMain(m *testing.M) {
 
 func child(role string) int {
 	ctx := context.Background()
-	b, err := natscoord.Open(ctx, natscoord.Options{URL: os.Getenv("NATSCOORD_URL"), Team: os.Getenv("NATSCOORD_TEAM")})
+	b, err := openChild(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer b.Close()
 	name := os.Getenv("NATSCOORD_NAME")
+	if code, ok := benchChild(ctx, role, name, b); ok {
+		return code
+	}
 	msgs, err := b.Mailbox().Fetch(ctx, name, 0)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
