@@ -100,6 +100,12 @@ type Options struct {
 	// Ask answers permission questions (a terminal prompt, a web UI). Nil denies them, with a
 	// reason naming the rule that would allow the call.
 	Ask func(ctx context.Context, req PermissionRequest) PermissionAnswer
+	// Elicit answers an MCP server's question for the user (elicitation/create): a form to
+	// fill in (p.RequestedSchema) or a URL to open. server is the server's configured name.
+	// Nil means no one can be asked: only Elicitation hooks answer, and where none is
+	// configured keel does not advertise the capability. Fields the answer omits get the
+	// schema's defaults.
+	Elicit func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
 	// Teams turns on agent teams: the Agent tool's name spawns teammates that share a task
 	// board and a mailbox (also the teams setting, or CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1
 	// in the environment). TeammateMode is where teammates run: in-process (the default),
@@ -162,7 +168,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		ModelFlag:     opts.Model != "",
 		ForkSubagents: opts.ForkSubagents,
 		MCP: session.MCPOptions{Configs: opts.MCPConfig, Strict: opts.StrictMCPConfig, InProcess: opts.MCPServers,
-			ToolSearch: opts.ToolSearch, PermissionPromptTool: opts.PermissionPromptTool},
+			ToolSearch: opts.ToolSearch, PermissionPromptTool: opts.PermissionPromptTool, Elicit: opts.Elicit},
 		Team: session.TeamOptions{Enabled: opts.Teams || truthy(env("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS")), Mode: opts.TeammateMode,
 			WorkerCommand: opts.TeammateCommand, InTmux: env("TMUX") != ""},
 	})

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs keel's whole test suite on a fresh machine: installs what the tests use (ripgrep for the
-# Grep parity test, tmux for the terminal end-to-end tests, the MCP reference servers from npm
-# into a cache directory), then go vet, staticcheck and go test -race.
+# Grep parity test, tmux for the terminal end-to-end tests, Jupyter's nbformat to validate
+# notebook edits, the MCP reference servers and the MCP conformance suite with its node from
+# npm and a pinned gopls into cache directories), then go vet, staticcheck and go test -race.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,7 @@ need_apt=()
 command -v rg >/dev/null 2>&1 || need_apt+=(ripgrep)
 command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+/usr/bin/python3 -c 'import nbformat' >/dev/null 2>&1 || need_apt+=(python3-nbformat)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing ${need_apt[*]}"
@@ -30,6 +32,32 @@ if command -v npm >/dev/null 2>&1 && [ -f scripts/npm-servers.txt ]; then
   fi
   export KEEL_NPM_CACHE="$npm_dir"
 fi
+
+# The MCP conformance suite and the node (>= 22) it needs, both pinned, from npm, once.
+conf_dir="${KEEL_CONFORMANCE_DIR:-$PWD/.cache/conformance}"
+if command -v npm >/dev/null 2>&1 && [ -f scripts/conformance.txt ]; then
+  if [ ! -f "$conf_dir/.installed" ] || ! cmp -s scripts/conformance.txt "$conf_dir/.installed"; then
+    mkdir -p "$conf_dir"
+    echo "installing the MCP conformance suite into $conf_dir"
+    if (cd "$conf_dir" && npm install --silent --no-audit --no-fund --prefix . $(grep -v '^#' "$OLDPWD/scripts/conformance.txt") >/dev/null); then
+      cp scripts/conformance.txt "$conf_dir/.installed"
+    else
+      echo "warning: the MCP conformance suite could not be installed; its tests will say so" >&2
+    fi
+  fi
+  export KEEL_CONFORMANCE_DIR="$conf_dir"
+fi
+
+# gopls, pinned, built once into a cache the LSP tests find via KEEL_GOPLS (about 3 minutes
+# the first time).
+gopls_version=v0.23.0
+gopls_dir="${KEEL_GOPLS_CACHE:-$PWD/.cache/gopls-$gopls_version}"
+if [ ! -x "$gopls_dir/gopls" ]; then
+  echo "installing gopls $gopls_version into $gopls_dir"
+  GOBIN="$gopls_dir" go install "golang.org/x/tools/gopls@$gopls_version" \
+    || echo "warning: gopls could not be installed; the LSP tests against it will say so" >&2
+fi
+[ -x "$gopls_dir/gopls" ] && export KEEL_GOPLS="$gopls_dir/gopls"
 
 go vet ./...
 go tool staticcheck ./...

@@ -263,3 +263,66 @@ func TestTeamProcessPermissionAcrossProcesses(t *testing.T) {
 		})
 	}
 }
+
+// A teammate process outlives its lead: the lead is killed while alice works; `keel
+// --continue` finds alice again through the backend (the same process, not a new one), waits
+// for her to finish and shuts the team down.
+func TestTeamProcessSurvivesLeadAndIsRefound(t *testing.T) {
+	ctx := waittest.Context(t)
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{Name: "alice works", When: mate("alice", scripted.Match{UserText: `<task-assignment id="1"`}),
+			Reply: []scripted.Block{scripted.ToolUse("TaskUpdate", map[string]any{"taskId": "1", "status": "completed"})},
+			Fault: &scripted.Fault{Delay: waittest.Scale(150 * time.Millisecond)}}, // before every stream event
+		{Name: "alice done", When: mate("alice", scripted.Match{ToolResult: "TaskUpdate"}), Reply: []scripted.Block{scripted.Text("done")}},
+		{Name: "alice ready", When: mate("alice", scripted.Match{UserText: "take tasks"}), Reply: []scripted.Block{scripted.Text("ready")}},
+		{Name: "lead plans", When: lead(scripted.Match{UserText: "start"}), Reply: []scripted.Block{
+			scripted.ToolUse("TaskCreate", map[string]any{"subject": "slow work"}),
+			scripted.ToolUse("Agent", map[string]any{"description": "worker", "prompt": "take tasks", "name": "alice"})}},
+		{Name: "lead waits", When: lead(scripted.Match{ToolResult: "Agent"}), Reply: []scripted.Block{scripted.Text("started")}},
+		{Name: "lead resumed", When: lead(scripted.Match{UserText: "how is it going"}), Reply: []scripted.Block{scripted.Text("alice is still on it")}},
+	}}
+	r, srv := newTeamRun(t, sc)
+	first := r.keel(ctx, "-p", "start", "--session-id", teamSession, "--teammate-mode", "process")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if pid := r.record(t, "alice").PID; pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	waittest.Until(t, "alice to be working on the task", func() bool {
+		for _, req := range srv.Requests() {
+			if req.Rule == "alice works" {
+				return true
+			}
+		}
+		return false
+	})
+	alice := r.record(t, "alice").PID
+	_ = first.Process.Kill()
+	_ = first.Wait()
+
+	out, err := r.keel(ctx, "--continue", "-p", "how is it going", "--teammate-mode", "process").CombinedOutput()
+	if err != nil {
+		t.Fatalf("continued lead: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "alice is still on it") {
+		t.Errorf("continued lead's output:\n%s", out)
+	}
+	rec := r.record(t, "alice")
+	if rec.PID != alice {
+		t.Errorf("alice's process changed from %d to %d: she was restarted, not found again", alice, rec.PID)
+	}
+	if rec.State != team.StateStopped {
+		t.Errorf("alice is %s after the continued run, want stopped", rec.State)
+	}
+	be, err := fscoord.Open(r.dir, fscoord.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	if tk, err := be.Board().Get(ctx, "1"); err != nil || tk.Status != coord.StatusCompleted {
+		t.Errorf("task 1: %+v, %v; want completed by the surviving alice", tk, err)
+	}
+}

@@ -1,5 +1,5 @@
 // Package builtin holds keel's built-in tools — Bash, Glob, Grep, Read, Edit, Write,
-// TodoWrite, BashOutput, KillShell — with Claude Code's names and input fields, because Claude
+// TodoWrite, BashOutput, KillShell, NotebookEdit, WebFetch, WebSearch — with Claude Code's names and input fields, because Claude
 // models are trained on them and users' hooks and permission rules match on them.
 //
 // Tools do not check permissions (the batch runner's [tool.Gate] does). They do keep their own
@@ -14,6 +14,8 @@ import (
 
 	"github.com/keel-dev/keel/internal/shell"
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/webfetch"
+	"github.com/keel-dev/keel/internal/websearch"
 )
 
 //go:embed *.md
@@ -52,11 +54,18 @@ type Options struct {
 	Grep GrepEngine
 	// RipgrepPath is the rg binary; empty looks it up on PATH.
 	RipgrepPath string
+	// Fetcher fetches WebFetch's pages; nil makes a private one. Reader answers WebFetch's
+	// prompts about them; nil returns the pages themselves.
+	Fetcher *webfetch.Fetcher
+	Reader  PageReader
+	// Search runs WebSearch's searches; nil leaves WebSearch off (it says how to turn it on).
+	Search websearch.Backend
 }
 
 // Tools returns the built-in tools in their fixed order: Bash, Glob, Grep, Read, Edit, Write,
-// TodoWrite, BashOutput, KillShell. The order is part of every request's cache prefix, so it
-// never changes at run time; new tools go at the end.
+// TodoWrite, BashOutput, KillShell, NotebookEdit, WebFetch, WebSearch. The order is part of
+// every request's cache prefix, so it never changes at run time; new tools go at the end.
+// The rarely needed ones (NotebookEdit, WebFetch, WebSearch) implement [tool.Deferrable].
 func Tools(opts Options) []tool.Tool {
 	if opts.Jobs == nil {
 		opts.Jobs = shell.NewJobs()
@@ -74,5 +83,8 @@ func Tools(opts Options) []tool.Tool {
 		TodoWrite(opts.Todos),
 		BashOutput(opts.Jobs),
 		KillShell(opts.Jobs),
+		NotebookEdit(),
+		WebFetch(opts.Fetcher, opts.Reader),
+		WebSearch(opts.Search),
 	}
 }

@@ -61,7 +61,12 @@ func readNotebook(env *tool.Env, t target, f *os.File, info os.FileInfo) tool.Re
 	var out strings.Builder
 	var images []message.Block
 	for i, c := range nb.Cells {
-		fmt.Fprintf(&out, "<cell %d type=%s>\n%s\n</cell>\n", i+1, c.CellType, strings.TrimRight(string(c.Source), "\n"))
+		// Cells of notebooks older than nbformat 4.5 have no id; NotebookEdit takes cell-N.
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("cell-%d", i)
+		}
+		fmt.Fprintf(&out, "<cell id=%q type=%s>\n%s\n</cell>\n", id, c.CellType, strings.TrimRight(string(c.Source), "\n"))
 		for _, o := range c.Outputs {
 			text := string(o.Text)
 			switch {
@@ -80,7 +85,7 @@ func readNotebook(env *tool.Env, t target, f *os.File, info os.FileInfo) tool.Re
 				}
 			}
 			if text != "" {
-				fmt.Fprintf(&out, "<output %d>\n%s\n</output>\n", i+1, strings.TrimRight(text, "\n"))
+				fmt.Fprintf(&out, "<output>\n%s\n</output>\n", strings.TrimRight(text, "\n"))
 			}
 		}
 	}

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -13,9 +15,11 @@ import (
 
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/mcphost"
+	"github.com/keel-dev/keel/internal/mcpserve"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/shell"
+	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -37,7 +41,8 @@ func (f *mcpFlags) register(cmd *cobra.Command) {
 
 // mcpOptions turns flags and the MCP_* environment into the session's MCP options.
 func (a *app) mcpOptions(f *mcpFlags) (session.MCPOptions, error) {
-	o := session.MCPOptions{Configs: f.configs, Strict: f.strict, ToolSearch: f.toolSearch, PermissionPromptTool: f.permissionPromptTool}
+	o := session.MCPOptions{Configs: f.configs, Strict: f.strict, ToolSearch: f.toolSearch, PermissionPromptTool: f.permissionPromptTool,
+		ClientSecret: a.getenv("MCP_CLIENT_SECRET")}
 	switch f.toolSearch {
 	case "", "auto", "on", "off":
 	default:
@@ -74,7 +79,6 @@ func envMillis(getenv func(string) string, key string) (time.Duration, error) {
 func (a *app) mcpCommand() *cobra.Command {
 	f := &mcpFlags{}
 	cmd := &cobra.Command{Use: "mcp", Short: "configure and inspect MCP servers"}
-	var authorize func(context.Context, string) error
 	open := func(ctx context.Context) (*mcphost.Manager, error) {
 		cwd, root, err := workDirs()
 		if err != nil {
@@ -84,7 +88,6 @@ func (a *app) mcpCommand() *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		o.Authorize = authorize
 		st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root})
 		m, notices := session.OpenMCP(ctx, o, session.MCPSetup{Home: a.env.Home, ProjectDir: root, Cwd: cwd, Settings: st, Version: Version})
 		for _, n := range notices {
@@ -155,17 +158,26 @@ func (a *app) mcpCommand() *cobra.Command {
 	}
 	login := &cobra.Command{
 		Use: "login NAME", Short: "authorize keel with an HTTP server that asks for OAuth", Args: cobra.ExactArgs(1),
+		Long: `login runs the server's OAuth authorization once: it prints the authorization page's
+address (and opens it with $BROWSER when that is set), waits for the browser to come back to
+keel's loopback redirect, and stores the tokens under $KEEL_HOME. Scopes the server asked for
+before (a step-up) are requested too.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			authorize = func(_ context.Context, authURL string) error {
-				fmt.Fprintf(a.std.Out, "Open this page to authorize keel with %s:\n\n  %s\n\nWaiting for the browser to come back…\n", args[0], authURL)
-				return nil
-			}
 			m, err := openNamed(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			defer m.Close()
-			if err := m.Login(cmd.Context(), args[0]); err != nil {
+			authorize := func(_ context.Context, authURL string) error {
+				fmt.Fprintf(a.std.Out, "Open this page to authorize keel with %s:\n\n  %s\n\nWaiting for the browser to come back…\n", args[0], authURL)
+				return openBrowser(a.getenv("BROWSER"), authURL)
+			}
+			err = m.Login(cmd.Context(), args[0], authorize)
+			if errors.Is(err, mcphost.ErrNoAuthorizationAsked) {
+				fmt.Fprintf(a.std.Out, "%s did not ask for authorization; it is connected\n", args[0])
+				return nil
+			}
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(a.std.Out, "authorized; tokens are stored under %s\n", a.env.Home)
@@ -190,6 +202,8 @@ func parseScope(s string) (mcphost.Scope, error) {
 func (a *app) mcpAddCommand() *cobra.Command {
 	var scope, transport string
 	var env, headers []string
+	var oauth mcphost.OAuthConfig
+	var clientSecret bool
 	cmd := &cobra.Command{
 		Use:   "add NAME [--scope local|project|user] [--transport stdio|http|sse] -- COMMAND [ARGS…] | URL",
 		Short: "add a server",
@@ -214,9 +228,26 @@ func (a *app) mcpAddCommand() *cobra.Command {
 			if cfg.Headers, err = keyValues(headers, ":"); err != nil {
 				return err
 			}
+			if oauth.ClientID != "" || oauth.CallbackPort != 0 || oauth.GrantType != "" || oauth.PrivateKeyFile != "" || clientSecret {
+				if oauth.ClientID == "" {
+					return usageError{fmt.Errorf("--client-secret, --callback-port, --grant-type and --private-key-file need --client-id")}
+				}
+				o := oauth
+				cfg.OAuth = &o
+			}
+			secret := a.getenv("MCP_CLIENT_SECRET")
+			if clientSecret && secret == "" {
+				return usageError{fmt.Errorf("--client-secret reads the secret from MCP_CLIENT_SECRET, which is not set")}
+			}
 			_, root, _ := workDirs()
 			if err := mcphost.Add(sc, a.env.Home, root, cfg); err != nil {
 				return err
+			}
+			if clientSecret {
+				// The secret stays out of the configuration file, which a project may commit.
+				if err := mcphost.SaveClientSecret(a.env.Home, cfg, secret); err != nil {
+					return err
+				}
 			}
 			file, _ := mcphost.ConfigFile(sc, a.env.Home, root)
 			fmt.Fprintf(a.std.Out, "added %s (%s) to %s\n", args[0], sc, file)
@@ -227,6 +258,12 @@ func (a *app) mcpAddCommand() *cobra.Command {
 	cmd.Flags().StringVar(&transport, "transport", "stdio", "stdio, http or sse")
 	cmd.Flags().StringArrayVarP(&env, "env", "e", nil, "environment variable KEY=value for a stdio server")
 	cmd.Flags().StringArrayVarP(&headers, "header", "H", nil, "HTTP header 'Name: value'")
+	cmd.Flags().StringVar(&oauth.ClientID, "client-id", "", "OAuth client ID registered with the server's authorization server (or the HTTPS URL of a client ID metadata document)")
+	cmd.Flags().BoolVar(&clientSecret, "client-secret", false, "store the OAuth client secret given in MCP_CLIENT_SECRET (kept under the keel home, not in the config)")
+	cmd.Flags().IntVar(&oauth.CallbackPort, "callback-port", 0, "fixed loopback port for the OAuth redirect (as registered with the client)")
+	cmd.Flags().StringVar(&oauth.GrantType, "grant-type", "", "OAuth grant: authorization_code (default) or client_credentials (no user)")
+	cmd.Flags().StringVar(&oauth.PrivateKeyFile, "private-key-file", "", "PEM private key for private_key_jwt client authentication")
+	cmd.Flags().StringVar(&oauth.SigningAlgorithm, "signing-algorithm", "", "JWS algorithm of --private-key-file (default ES256)")
 	return cmd
 }
 
@@ -287,11 +324,19 @@ func (a *app) mcpRemoveCommand() *cobra.Command {
 	return cmd
 }
 
-// mcpServeCommand serves keel's built-in tools over stdio, so other agents can use them. The
-// caller's own permission system decides what runs; keel adds none here.
+// mcpServeCommand serves keel's built-in tools, skills and workspace files over MCP, on stdio
+// or streamable HTTP, so other agents can use them. The caller's own permission system decides
+// what runs; keel adds none here.
 func (a *app) mcpServeCommand() *cobra.Command {
-	return &cobra.Command{
-		Use: "serve", Short: "serve keel's built-in tools as an MCP server over stdio", Args: cobra.NoArgs,
+	var addr, tokenFile string
+	cmd := &cobra.Command{
+		Use: "serve [--http ADDR [--token-file FILE]]", Short: "serve keel's tools, skills and workspace files as an MCP server (stdio, or streamable HTTP)", Args: cobra.NoArgs,
+		Long: `serve offers keel's built-in tools, its skills and custom commands (as prompts, whose
+arguments complete to workspace paths) and the workspace's files (as file:// resources) to
+another agent over MCP. Without --http it speaks over stdin and stdout. With --http ADDR it
+serves streamable HTTP at http://ADDR/mcp: requests whose Host or Origin is not this machine
+are refused, and an address beyond loopback needs --token-file, whose token every request
+must carry as "Authorization: Bearer TOKEN".`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cwd, err := os.Getwd()
 			if err != nil {
@@ -300,11 +345,73 @@ func (a *app) mcpServeCommand() *cobra.Command {
 			jobs := shell.NewJobs()
 			defer jobs.Close()
 			files := tool.NewFileState()
-			tools := builtin.Tools(builtin.Options{Jobs: jobs})
-			env := func() *tool.Env {
-				return &tool.Env{State: tool.State{Cwd: cwd}, Files: files, Progress: func(string) {}, Logger: discardLogger()}
+			cat, _ := skill.Load(skill.Options{Cwd: cwd, Home: userHomeDir(), KeelHome: a.env.Home, NoBundled: true})
+			srv := mcpserve.New(mcpserve.Options{Name: "keel", Version: Version,
+				Tools: builtin.Tools(builtin.Options{Jobs: jobs}),
+				Env: func() *tool.Env {
+					return &tool.Env{State: tool.State{Cwd: cwd}, Files: files, Progress: func(string) {}, Logger: discardLogger()}
+				},
+				Prompts: skillPrompts{cat: cat, cwd: cwd}, Root: cwd})
+			if addr == "" {
+				if tokenFile != "" {
+					return usageError{fmt.Errorf("--token-file needs --http")}
+				}
+				return srv.Run(cmd.Context(), &mcp.StdioTransport{})
 			}
-			return mcphost.Serve(cmd.Context(), &mcp.StdioTransport{}, "keel", Version, tools, env)
+			o := mcpserve.HTTPOptions{Addr: addr, Ready: func(url string) { fmt.Fprintf(a.std.Err, "keel mcp serve: listening on %s\n", url) }}
+			if tokenFile != "" {
+				if o.Token, err = mcpserve.ReadTokenFile(tokenFile); err != nil {
+					return usageError{err}
+				}
+			}
+			return mcpserve.ServeHTTP(cmd.Context(), srv, o)
 		},
 	}
+	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8080) instead of stdio")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "require the bearer token in FILE on every HTTP request")
+	return cmd
+}
+
+// skillPrompts offers the user-invocable skills and custom commands as MCP prompts.
+type skillPrompts struct {
+	cat *skill.Catalog
+	cwd string
+}
+
+func (p skillPrompts) Prompts() []mcpserve.Prompt {
+	var out []mcpserve.Prompt
+	for _, s := range p.cat.All() {
+		if !s.UserInvocable || strings.HasPrefix(s.Name, "mcp__") {
+			continue
+		}
+		out = append(out, mcpserve.Prompt{Name: s.Name, Description: s.Description, ArgumentHint: s.ArgumentHint})
+	}
+	return out
+}
+
+func (p skillPrompts) Render(ctx context.Context, name, args string) (string, error) {
+	inv, err := p.cat.Invoke(ctx, name, args, skill.ByUser, p.cwd)
+	if err != nil {
+		return "", err
+	}
+	return inv.Text, nil
+}
+
+// openBrowser opens url with $BROWSER (a command; "%s" in it stands for the URL, else the URL
+// is its last argument). Without $BROWSER the printed address is all there is. The browser
+// is not waited for: the authorization redirect, not its exit, ends the login.
+func openBrowser(browser, url string) error {
+	if browser == "" {
+		return nil
+	}
+	line := browser + ` "$1"`
+	if strings.Contains(browser, "%s") {
+		line = strings.ReplaceAll(browser, "%s", `"$1"`)
+	}
+	cmd := exec.Command("sh", "-c", line, "sh", url)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("run $BROWSER: %w", err)
+	}
+	go cmd.Wait() //nolint:errcheck // reaps the process; its exit status says nothing about the login
+	return nil
 }

@@ -32,6 +32,11 @@ const (
 	PreCompact       Event = "PreCompact"
 	SessionEnd       Event = "SessionEnd"
 	Notification     Event = "Notification"
+	// Elicitation fires when an MCP server asks the user for input; a hook may answer it.
+	Elicitation Event = "Elicitation"
+	// ElicitationResult fires with the answer before it goes back to the server; a hook may
+	// change it.
+	ElicitationResult Event = "ElicitationResult"
 )
 
 // eventSpec is how one event behaves.
@@ -53,25 +58,28 @@ func bySource(in Input) string    { return in.Source }
 func byAgentType(in Input) string { return in.AgentType }
 func byTrigger(in Input) string   { return in.Trigger }
 func byType(in Input) string      { return in.NotificationType }
+func byServer(in Input) string    { return in.MCPServerName }
 
 // eventTable is every event keel fires, one row each.
 var eventTable = map[Event]eventSpec{
-	SessionStart:     {matchOn: bySource, stdoutIsContext: true},
-	UserPromptSubmit: {canBlock: true, stdoutIsContext: true},
-	PreToolUse:       {matchOn: byTool, canBlock: true},
-	PostToolUse:      {matchOn: byTool, canBlock: true},
-	PostToolBatch:    {canBlock: true},
-	Stop:             {canBlock: true, stopHook: true},
-	SubagentStart:    {matchOn: byAgentType, stdoutIsContext: true},
-	SubagentStop:     {matchOn: byAgentType, canBlock: true, stopHook: true},
-	TeammateIdle:     {canBlock: true},
-	TaskCreated:      {canBlock: true},
-	TaskCompleted:    {canBlock: true},
-	WorktreeCreate:   {},
-	WorktreeRemove:   {},
-	PreCompact:       {matchOn: byTrigger},
-	SessionEnd:       {},
-	Notification:     {matchOn: byType},
+	SessionStart:      {matchOn: bySource, stdoutIsContext: true},
+	UserPromptSubmit:  {canBlock: true, stdoutIsContext: true},
+	PreToolUse:        {matchOn: byTool, canBlock: true},
+	PostToolUse:       {matchOn: byTool, canBlock: true},
+	PostToolBatch:     {canBlock: true},
+	Stop:              {canBlock: true, stopHook: true},
+	SubagentStart:     {matchOn: byAgentType, stdoutIsContext: true},
+	SubagentStop:      {matchOn: byAgentType, canBlock: true, stopHook: true},
+	TeammateIdle:      {canBlock: true},
+	TaskCreated:       {canBlock: true},
+	TaskCompleted:     {canBlock: true},
+	WorktreeCreate:    {},
+	WorktreeRemove:    {},
+	PreCompact:        {matchOn: byTrigger},
+	SessionEnd:        {},
+	Notification:      {matchOn: byType},
+	Elicitation:       {matchOn: byServer, canBlock: true},
+	ElicitationResult: {matchOn: byServer, canBlock: true},
 }
 
 // Events lists the events keel fires, sorted.

@@ -37,6 +37,16 @@ type Input struct {
 	TeamName           string `json:"team_name,omitempty"`
 	WorktreePath       string `json:"worktree_path,omitempty"`
 
+	// Elicitation and ElicitationResult: the MCP server's question, and for the latter the
+	// answer given.
+	MCPServerName   string          `json:"mcp_server_name,omitempty"`
+	Mode            string          `json:"mode,omitempty"` // form or url
+	URL             string          `json:"url,omitempty"`
+	ElicitationID   string          `json:"elicitation_id,omitempty"`
+	RequestedSchema json.RawMessage `json:"requested_schema,omitempty"`
+	Action          string          `json:"action,omitempty"`
+	Content         json.RawMessage `json:"content,omitempty"`
+
 	// Extra fields, added unless a field above already has the name.
 	Extra map[string]any `json:"-"`
 }
@@ -93,6 +103,9 @@ type output struct {
 		PermissionDecisionReason string          `json:"permissionDecisionReason"`
 		UpdatedInput             json.RawMessage `json:"updatedInput"`
 		AdditionalContext        string          `json:"additionalContext"`
+		// Elicitation and ElicitationResult: the answer for the MCP server.
+		Action  string          `json:"action"`
+		Content json.RawMessage `json:"content"`
 	} `json:"hookSpecificOutput"`
 }
 
@@ -170,6 +183,17 @@ func (r *Result) interpret(ev Event) {
 		}
 		if h.AdditionalContext != "" {
 			r.AdditionalContext = h.AdditionalContext
+		}
+		switch h.Action {
+		case "":
+		case "accept", "decline", "cancel":
+			if ev == Elicitation || ev == ElicitationResult {
+				r.Action, r.Content = h.Action, h.Content
+			} else {
+				r.Warning = fmt.Sprintf("action %q has no effect on %s", h.Action, ev)
+			}
+		default:
+			r.Warning = fmt.Sprintf(`action %q is not one of accept, decline, cancel; ignored`, h.Action)
 		}
 	}
 }

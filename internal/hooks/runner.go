@@ -127,6 +127,9 @@ type Result struct {
 	StopReason        string
 	SuppressOutput    bool
 	SystemMessage     string
+	// Action and Content answer an Elicitation (or replace an ElicitationResult's answer).
+	Action  string
+	Content json.RawMessage
 }
 
 // Outcome is the folded answer of one event's hooks.
@@ -145,6 +148,10 @@ type Outcome struct {
 	StopSession    bool
 	StopReason     string
 	SystemMessages []string
+	// Action and Content are the first hook answer to an Elicitation or ElicitationResult, in
+	// settings order; Action is empty when no hook answered. A block (exit 2) is a decline.
+	Action  string
+	Content json.RawMessage
 	// Results holds every hook that ran, in settings order, for the UI.
 	Results []Result
 	// Notices are for the user: hooks skipped (untrusted workspace), async hooks started.
@@ -249,6 +256,20 @@ func (r *Runner) claimOnce(ev Event, h settings.HookCommand) bool {
 	return true
 }
 
+// Has reports whether some hook would run for ev (for some matcher value): an event nobody
+// handles can then be left out entirely, as elicitation is when no one can answer.
+func (r *Runner) Has(ev Event) bool {
+	if r.cfg.DisableAll {
+		return false
+	}
+	for _, g := range r.groups {
+		if g.event == ev && (r.cfg.Trusted || !g.from.Scope.ProjectProvided()) {
+			return true
+		}
+	}
+	return false
+}
+
 // Wait blocks until every async hook started so far has finished.
 func (r *Runner) Wait() { r.async.Wait() }
 
@@ -293,6 +314,9 @@ func (o *Outcome) fold() {
 		}
 		if r.SystemMessage != "" {
 			o.SystemMessages = append(o.SystemMessages, r.SystemMessage)
+		}
+		if r.Action != "" && o.Action == "" {
+			o.Action, o.Content = r.Action, r.Content
 		}
 	}
 	o.Reason = strings.Join(reasons, "\n")

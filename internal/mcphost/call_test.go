@@ -134,28 +134,33 @@ func TestProgressCancelTimeout(t *testing.T) {
 func TestElicitationAndRoots(t *testing.T) {
 	root := t.TempDir()
 	m, _ := inProcess(t, Options{Roots: []string{root}})
-	if res := call(t, m, "mcp__t__ask", `{}`); res.ResultText() != "decline null" {
-		t.Errorf("ask = %q, want declined", res.ResultText())
-	}
-	if obs := m.Observe(t.Context()); len(obs) != 1 || !strings.Contains(obs[0].Text, "was declined") {
-		t.Errorf("observe = %+v, want the user told", obs)
+	// Nobody can answer: the capability is not advertised, so the server does not ask.
+	if res := call(t, m, "mcp__t__ask_defaults", `{}`); res.ResultText() != "no elicitation capability" {
+		t.Errorf("ask without an answerer = %q, want the capability not advertised", res.ResultText())
 	}
 	res := call(t, m, "mcp__t__roots", `{}`)
 	if !strings.HasPrefix(res.ResultText(), "file://") || !strings.HasSuffix(res.ResultText(), filepath.ToSlash(root)) {
 		t.Errorf("roots = %q", res.ResultText())
 	}
-	m2, _ := inProcess(t, Options{Asker: askerFunc(func(context.Context, string, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
-	})})
+	var asked []string
+	m2, _ := inProcess(t, Options{Elicit: func(_ context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		asked = append(asked, server+": "+p.Message)
+		if p.Message == "What is your name?" {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		}
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}})
 	if res := call(t, m2, "mcp__t__ask", `{}`); res.ResultText() != `accept {"name":"Ada"}` {
-		t.Errorf("ask with asker = %q", res.ResultText())
+		t.Errorf("ask with an answer = %q", res.ResultText())
 	}
-}
-
-type askerFunc func(context.Context, string, *mcp.ElicitParams) (*mcp.ElicitResult, error)
-
-func (f askerFunc) Elicit(ctx context.Context, s string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	return f(ctx, s, p)
+	// Accepted without content: every field gets its default (SEP-1034).
+	want := `accept {"age":30,"name":"John Doe","status":"active","verified":true}`
+	if res := call(t, m2, "mcp__t__ask_defaults", `{}`); res.ResultText() != want {
+		t.Errorf("ask_defaults accepted empty = %q, want %q", res.ResultText(), want)
+	}
+	if d := cmp.Diff([]string{"t: What is your name?", "t: Confirm your details"}, asked); d != "" {
+		t.Errorf("questions mismatch (-want +got):\n%s", d)
+	}
 }
 
 func TestResourcesAndPrompts(t *testing.T) {

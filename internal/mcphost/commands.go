@@ -1,7 +1,6 @@
 package mcphost
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +13,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/keel-dev/keel/internal/atomicfile"
-	"github.com/keel-dev/keel/internal/tool"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // List writes `keel mcp list`: one line per server with its status, or JSON with asJSON.
@@ -98,6 +95,9 @@ func ConfigFile(scope Scope, home, projectDir string) (string, error) {
 // existing entry of that name in that scope is an error.
 func Add(scope Scope, home, projectDir string, cfg ServerConfig) error {
 	if p, ok := validate(&cfg); !ok {
+		return fmt.Errorf("add %s: %s %s", cfg.Name, p.Path, p.Msg)
+	}
+	if p, ok := validateOAuth(&cfg); !ok {
 		return fmt.Errorf("add %s: %s %s", cfg.Name, p.Path, p.Msg)
 	}
 	if cfg.Name == "" {
@@ -201,44 +201,3 @@ func editServers(scope Scope, home, projectDir string, edit func(map[string]json
 }
 
 func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
-
-// Serve serves tools over t (stdio for `keel mcp serve`) as an MCP server, until the client
-// disconnects or ctx ends. Each call runs with env() as its environment; the caller decides
-// what permissions apply before passing tools in.
-func Serve(ctx context.Context, t mcp.Transport, name, version string, tools []tool.Tool, env func() *tool.Env) error {
-	srv := NewServer(name, version, tools, env)
-	return srv.Run(ctx, t)
-}
-
-// NewServer builds the MCP server of [Serve].
-func NewServer(name, version string, tools []tool.Tool, env func() *tool.Env) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, nil)
-	for _, tl := range tools {
-		tl := tl
-		srv.AddTool(&mcp.Tool{Name: tl.Name(), Description: tl.Description(), InputSchema: tl.InputSchema(),
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: tl.ReadOnly(json.RawMessage(`{}`))}},
-			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				e := env()
-				if e.Progress == nil {
-					e.Progress = func(string) {}
-				}
-				res := tl.Call(ctx, e, req.Params.Arguments)
-				out := &mcp.CallToolResult{IsError: res.IsError}
-				for _, b := range res.Content {
-					switch b.Type {
-					case "text":
-						out.Content = append(out.Content, &mcp.TextContent{Text: b.Text})
-					case "image":
-						if b.Source != nil {
-							out.Content = append(out.Content, &mcp.TextContent{Text: "[image " + b.Source.MediaType + "]"})
-						}
-					}
-				}
-				if len(out.Content) == 0 {
-					out.Content = []mcp.Content{&mcp.TextContent{Text: ""}}
-				}
-				return out, nil
-			})
-	}
-	return srv
-}

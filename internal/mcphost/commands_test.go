@@ -2,15 +2,11 @@ package mcphost
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/keel-dev/keel/internal/tool"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestAddGetListRemove(t *testing.T) {
@@ -69,24 +65,5 @@ func TestAddGetListRemove(t *testing.T) {
 	}
 	if _, ok := Load(LoadOptions{Home: home, ProjectDir: proj}).Server("s-local"); ok {
 		t.Error("removed server still loads")
-	}
-}
-
-// TestServe serves keel tools as an MCP server and calls one through a Manager.
-func TestServe(t *testing.T) {
-	upper := tool.New(tool.Spec[struct{ S string }]{Name: "Upper", Description: "Upper-case S.",
-		Schema:     json.RawMessage(`{"type":"object","properties":{"S":{"type":"string"}}}`),
-		IsReadOnly: tool.Always[struct{ S string }],
-		Run: func(_ context.Context, _ *tool.Env, in struct{ S string }) tool.Result {
-			return tool.Text(strings.ToUpper(in.S))
-		}})
-	srv := NewServer("keel", "test", []tool.Tool{upper}, func() *tool.Env { return &tool.Env{} })
-	m := start(t, Options{InProcess: map[string]*mcp.Server{"keel": srv}})
-	res := call(t, m, "mcp__keel__Upper", `{"S":"abc"}`)
-	if res.ResultText() != "ABC" {
-		t.Errorf("served call = %+v", res)
-	}
-	if tl, _ := m.Lookup("mcp__keel__Upper"); !tl.ReadOnly(nil) {
-		t.Error("read-only was not carried as readOnlyHint")
 	}
 }

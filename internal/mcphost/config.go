@@ -66,6 +66,7 @@ type ServerConfig struct {
 	URL           string            `json:"url,omitempty"`
 	Headers       map[string]string `json:"headers,omitempty"`
 	HeadersHelper string            `json:"headersHelper,omitempty"`
+	OAuth         *OAuthConfig      `json:"oauth,omitempty"`
 
 	// Scope and File say where the entry came from.
 	Scope Scope  `json:"-"`
@@ -234,7 +235,15 @@ func (c *Config) parse(scope Scope, file string, data []byte, prefix []string, e
 			c.Problems = append(c.Problems, p)
 			continue
 		}
-		if missing := expandServer(&s, env); len(missing) > 0 {
+		if p, ok := validateOAuth(&s); !ok {
+			p.File, p.Server = file, name
+			p.Path = join(sp, p.Path)
+			c.Problems = append(c.Problems, p)
+			continue
+		}
+		missing := expandServer(&s, env)
+		resolveKeyFile(&s, file)
+		if len(missing) > 0 {
 			c.Problems = append(c.Problems, Problem{File: file, Path: sp, Server: name, Warning: true,
 				Msg: "environment variables not set and without default: " + strings.Join(missing, ", ")})
 		}

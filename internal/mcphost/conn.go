@@ -51,6 +51,7 @@ type conn struct {
 	proc         *process
 	floodCount   int
 	floodStart   time.Time
+	login        *loginState // set while `keel mcp login` reconnects the server
 }
 
 func newConn(m *Manager, cfg ServerConfig) *conn {
@@ -138,7 +139,12 @@ func (c *conn) needsAuth() bool {
 
 // connect opens a session and lists what the server offers, all within ConnectTimeout.
 func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
-	cctx, cancel := context.WithTimeout(ctx, c.m.opts.ConnectTimeout)
+	timeout := c.m.opts.ConnectTimeout
+	if c.loginState() != nil {
+		// The user is in the browser.
+		timeout = max(timeout, c.m.opts.OAuth.loginTimeout())
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c.m.mu.Lock()
 	c.epoch++
@@ -174,7 +180,7 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	sess, err := client.Connect(cctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("connect: no answer to initialize within %v (MCP_TIMEOUT)", c.m.opts.ConnectTimeout)
+			return nil, fmt.Errorf("connect: no answer to initialize within %v (MCP_TIMEOUT)", timeout)
 		}
 		return nil, fmt.Errorf("connect: %w", err)
 	}
@@ -182,7 +188,7 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		c.closeSession(sess)
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("list: no answer within %v (MCP_TIMEOUT)", c.m.opts.ConnectTimeout)
+			return nil, fmt.Errorf("list: no answer within %v (MCP_TIMEOUT)", timeout)
 		}
 		return nil, fmt.Errorf("list: %w", err)
 	}

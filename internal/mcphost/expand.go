@@ -53,6 +53,11 @@ func expandServer(s *ServerConfig, env map[string]string) []string {
 	s.Command = ex(s.Command)
 	s.URL = ex(s.URL)
 	s.HeadersHelper = ex(s.HeadersHelper)
+	if s.OAuth != nil {
+		o := *s.OAuth
+		o.ClientID, o.ClientSecret, o.PrivateKeyFile = ex(o.ClientID), ex(o.ClientSecret), ex(o.PrivateKeyFile)
+		s.OAuth = &o
+	}
 	s.Args = slices.Clone(s.Args)
 	for i, a := range s.Args {
 		s.Args[i] = ex(a)

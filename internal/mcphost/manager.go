@@ -61,8 +61,9 @@ type Options struct {
 	Reconnect Backoff
 	// ToolSearch configures deferral of MCP tool schemas behind ToolSearch.
 	ToolSearch ToolSearchOptions
-	// Asker answers elicitation requests; nil declines them and tells the user.
-	Asker Asker
+	// Elicit answers servers' elicitation requests (questions for the user). Nil means no one
+	// can answer: the elicitation capability is not advertised, so servers do not ask.
+	Elicit ElicitFunc
 	// OAuth configures authorization for HTTP servers that ask for it.
 	OAuth OAuthOptions
 	// ClientName and ClientVersion are sent in initialize.
@@ -77,10 +78,13 @@ type Backoff struct {
 	Attempts int
 }
 
-// Asker answers a server's elicitation request (a question for the user).
-type Asker interface {
-	Elicit(ctx context.Context, server string, req *mcp.ElicitParams) (*mcp.ElicitResult, error)
-}
+// ElicitFunc answers the elicitation/create request of the server called server: a form
+// (p.RequestedSchema) or a URL to open (p.Mode "url"). It returns the action (accept, decline
+// or cancel) and, for an accepted form, the content; omitted fields get the schema's defaults
+// (SEP-1034) before the answer goes back. It may block until the user answers or ctx ends. The
+// TUI's form, the Agent SDK's elicitation control request and the session's hooks are such
+// functions.
+type ElicitFunc func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
 
 // ServerStatus is one server as `keel mcp list` shows it.
 type ServerStatus struct {

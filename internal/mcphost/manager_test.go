@@ -73,7 +73,7 @@ func call(t testing.TB, m *Manager, name, input string) tool.Result {
 }
 
 var everythingTools = []string{
-	"mcp__t__add_tool", "mcp__t__ask", "mcp__t__content", "mcp__t__crash", "mcp__t__echo", "mcp__t__fail",
+	"mcp__t__add_tool", "mcp__t__ask", "mcp__t__ask_defaults", "mcp__t__content", "mcp__t__crash", "mcp__t__echo", "mcp__t__fail",
 	"mcp__t__huge", "mcp__t__roots", "mcp__t__slow", "mcp__t__structured",
 }
 

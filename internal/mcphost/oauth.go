@@ -1,20 +1,20 @@
 package mcphost
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+
 	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +46,9 @@ type OAuthOptions struct {
 	ClientName string
 	// LoginTimeout bounds Login; DefaultLoginTimeout if zero.
 	LoginTimeout time.Duration
+	// ClientSecret is $MCP_CLIENT_SECRET: the secret of pre-registered clients whose
+	// configuration gives none.
+	ClientSecret string
 }
 
 // needsAuthError says a server wants authorization that was not (yet) given.
@@ -57,34 +60,61 @@ func needsAuth(name string) *needsAuthError {
 	return &needsAuthError{msg: fmt.Sprintf("server %q needs authorization: run `keel mcp login %s`", name, name)}
 }
 
+// maxStepUps bounds the step-up authorizations of one connection: a server that keeps
+// answering insufficient_scope must not send the user to the browser forever.
+const maxStepUps = 2
+
 // oauthHandler returns the OAuth handler of a streamable HTTP connection: it offers the stored
-// tokens (refreshed as they expire, and saved again) and, on a 401, runs the authorization
-// flow or reports needs-auth.
-func (m *Manager) oauthHandler(cfg ServerConfig, hc *http.Client) (auth.OAuthHandler, error) {
-	h := &oauthFlow{m: m, cfg: cfg, interactive: m.opts.OAuth.Authorize != nil}
-	st, err := m.loadAuth(cfg)
+// tokens (refreshed as they expire, and saved again) and, on a 401 or a 403 for
+// insufficient_scope, runs the authorization flow or reports what the user must do.
+func (c *conn) oauthHandler(hc *http.Client) auth.OAuthHandler {
+	m := c.m
+	h := &oauthFlow{m: m, cfg: c.cfg, hc: hc, authorize: m.opts.OAuth.Authorize}
+	if l := c.loginState(); l != nil {
+		h.authorize, h.fresh, h.login = l.authorize, true, l
+	}
+	st, err := m.loadAuth(c.cfg)
 	if err != nil {
 		// A damaged file is not fatal: the server asks again and the new tokens replace it.
-		m.logger.Warn("mcp oauth: stored tokens unusable", "server", cfg.Name, "err", err)
+		m.logger.Warn("mcp oauth: stored tokens unusable", "server", c.cfg.Name, "err", err)
 	}
 	if st != nil {
-		h.ts = h.saving(context.Background(), st.config(), st.Token)
+		h.granted = slices.Clone(st.Scopes)
+		h.wanted = slices.Clone(st.Wanted)
+		if !h.fresh && st.Token != nil {
+			h.ts = h.saving(context.Background(), st.config(), st.Token)
+		}
 	}
-	return h, nil
+	return h
+}
+
+// loginState marks a connection made for `keel mcp login`: it authorizes anew, once.
+type loginState struct {
+	authorize func(ctx context.Context, authURL string) error
+	// authorized is set when the flow ran (guarded by the manager's mu).
+	authorized bool
 }
 
 // oauthFlow is one connection's auth.OAuthHandler. The protocol work — metadata discovery,
 // registration, PKCE, the code exchange — is the SDK's AuthorizationCodeHandler; this adds
-// keel's token store, the loopback redirect and the headless answer.
+// keel's token store, the loopback redirect, configured clients, the client-credentials
+// grant, step-up bookkeeping and the headless answers.
 type oauthFlow struct {
-	m           *Manager
-	cfg         ServerConfig
-	interactive bool
-	// fresh skips the stored tokens: Login asks anew.
+	m   *Manager
+	cfg ServerConfig
+	hc  *http.Client
+	// authorize sends the user to the authorization page; nil: nobody can be asked.
+	authorize func(ctx context.Context, authURL string) error
+	// fresh skips the stored tokens: login asks anew. login, if set, records that it did.
 	fresh bool
+	login *loginState
 
-	mu sync.Mutex
-	ts oauth2.TokenSource
+	// mu guards ts, granted, wanted and stepUps.
+	mu      sync.Mutex
+	ts      oauth2.TokenSource
+	granted []string // scopes of the current token
+	wanted  []string // scopes a server asked for that the token lacks
+	stepUps int
 }
 
 // TokenSource implements auth.OAuthHandler.
@@ -96,30 +126,52 @@ func (h *oauthFlow) TokenSource(context.Context) (oauth2.TokenSource, error) {
 
 // Authorize implements auth.OAuthHandler: the server answered 401 (or 403).
 func (h *oauthFlow) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
-	if resp.StatusCode == http.StatusUnauthorized && !h.fresh {
+	defer resp.Body.Close()
+	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	stepUp := resp.StatusCode == http.StatusForbidden
+	if stepUp && challengeParam(challenges, "error") != "insufficient_scope" {
+		// Only a 403 for insufficient_scope wants authorization; returning nil lets the
+		// transport report the server's answer as it is.
+		return nil
+	}
+	if !stepUp && !h.fresh && h.cfg.OAuth.grant() != GrantClientCredentials {
 		// The server may reject a token before its announced expiry; a refresh is cheaper
 		// than asking the user.
 		if ts := h.refreshed(req); ts != nil {
-			resp.Body.Close()
-			h.mu.Lock()
-			h.ts = ts
-			h.mu.Unlock()
+			h.setToken(ts, nil)
 			return nil
 		}
 	}
-	if !h.interactive {
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusForbidden {
-			// Only a 403 for insufficient_scope wants authorization, which nobody can give
-			// here; returning nil lets the transport report the server's answer as it is.
-			return nil
+	required := strings.Fields(challengeParam(challenges, "scope"))
+	if stepUp {
+		h.mu.Lock()
+		have := slices.Clone(h.granted)
+		h.stepUps++
+		tries := h.stepUps
+		h.mu.Unlock()
+		if len(required) > 0 && subset(required, have) || tries > maxStepUps {
+			return fmt.Errorf("server %q refuses the request for insufficient_scope although the token has scopes %q", h.cfg.Name, strings.Join(have, " "))
 		}
+		if h.authorize == nil && h.cfg.OAuth.grant() != GrantClientCredentials {
+			h.want(required)
+			return &needsAuthError{msg: fmt.Sprintf("server %q needs more authorization (scopes %q): run `keel mcp login %s`", h.cfg.Name, strings.Join(union(have, required), " "), h.cfg.Name)}
+		}
+	}
+	if h.cfg.OAuth.grant() == GrantClientCredentials {
+		return h.clientCredentials(ctx, req, challenges)
+	}
+	if h.authorize == nil {
 		return needsAuth(h.cfg.Name)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return h.authorizationCode(ctx, req, resp)
+}
+
+// authorizationCode runs the authorization code flow with PKCE through the user's browser.
+func (h *oauthFlow) authorizationCode(ctx context.Context, req *http.Request, resp *http.Response) error {
+	o := h.cfg.OAuth
+	ln, err := listenCallback(o)
 	if err != nil {
-		resp.Body.Close()
-		return fmt.Errorf("listen for the authorization redirect: %w", err)
+		return err
 	}
 	defer ln.Close()
 	redirect := "http://" + ln.Addr().String() + "/callback"
@@ -127,7 +179,7 @@ func (h *oauthFlow) Authorize(ctx context.Context, req *http.Request, resp *http
 	if name == "" {
 		name = "keel"
 	}
-	ach, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+	cfg := &auth.AuthorizationCodeHandlerConfig{
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 			ClientName:              name,
 			RedirectURIs:            []string{redirect},
@@ -138,30 +190,139 @@ func (h *oauthFlow) Authorize(ctx context.Context, req *http.Request, resp *http
 		RedirectURL:              redirect,
 		AuthorizationCodeFetcher: h.fetcher(ln),
 		RequestRefreshToken:      true,
+		Client:                   h.hc,
+		// Ask for what the server asks now, what it asked before and the token already had
+		// (a step-up must not lose scopes), and what the configuration adds.
+		ScopeFilter: func(discovered []string) []string {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return union(union(union(h.granted, h.wanted), discovered), o.scopes())
+		},
 		// The token source is built here so every token, refreshed ones too, is saved.
 		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			if err := h.m.saveAuth(h.cfg, storedFrom(h.cfg, oc, tok)); err != nil {
 				return nil, err
 			}
-			return h.saving(ctx, oc, tok), nil
+			ts := h.saving(ctx, oc, tok)
+			h.setToken(ts, oc.Scopes)
+			return ts, nil
 		},
-	})
+	}
+	switch {
+	case o.cimd():
+		// Where the server does not take metadata documents, keel registers itself.
+		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: o.ClientID}
+	case o != nil && o.ClientID != "":
+		pre := &oauthex.ClientCredentials{ClientID: o.ClientID}
+		if secret := h.m.clientSecret(h.cfg); secret != "" {
+			pre.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: secret}
+		}
+		cfg.PreregisteredClient, cfg.DynamicClientRegistrationConfig = pre, nil
+	}
+	ach, err := auth.NewAuthorizationCodeHandler(cfg)
 	if err != nil {
-		resp.Body.Close()
 		return fmt.Errorf("oauth: %w", err)
 	}
 	if err := ach.Authorize(ctx, req, resp); err != nil {
-		return fmt.Errorf("authorize: %w", err)
+		return fmt.Errorf("authorize %s: %w", h.cfg.Name, err)
 	}
-	ts, err := ach.TokenSource(ctx)
-	if err != nil {
-		return err
-	}
-	h.mu.Lock()
-	h.ts = ts
-	h.mu.Unlock()
+	h.authorized()
 	h.m.logger.Info("mcp oauth: authorized", "server", h.cfg.Name)
 	return nil
+}
+
+// listenCallback listens for the authorization redirect on the loopback interface: on the
+// configured callback port (a pre-registered redirect URI names it), else on a free one.
+func listenCallback(o *OAuthConfig) (net.Listener, error) {
+	addr := "127.0.0.1:0"
+	if o != nil && o.CallbackPort > 0 {
+		addr = "127.0.0.1:" + strconv.Itoa(o.CallbackPort)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for the authorization redirect on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+func (h *oauthFlow) setToken(ts oauth2.TokenSource, scopes []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ts = ts
+	if scopes != nil {
+		h.granted = slices.Clone(scopes)
+		h.wanted = nil
+	}
+}
+
+func (h *oauthFlow) authorized() {
+	if h.login == nil {
+		return
+	}
+	h.m.mu.Lock()
+	h.login.authorized = true
+	h.m.mu.Unlock()
+}
+
+// want records scopes the server asked for, so the next `keel mcp login` requests them.
+func (h *oauthFlow) want(scopes []string) {
+	h.mu.Lock()
+	h.wanted = union(h.wanted, scopes)
+	wanted := slices.Clone(h.wanted)
+	h.mu.Unlock()
+	h.m.authMu.Lock()
+	defer h.m.authMu.Unlock()
+	st, err := h.m.loadAuth(h.cfg)
+	if err != nil || st == nil {
+		return
+	}
+	st.Wanted = wanted
+	if err := h.m.saveAuth(h.cfg, st); err != nil {
+		h.m.logger.Warn("mcp oauth: record wanted scopes", "server", h.cfg.Name, "err", err)
+	}
+}
+
+func challengeParam(cs []oauthex.Challenge, key string) string {
+	for _, c := range cs {
+		if c.Scheme == "bearer" && c.Params[key] != "" {
+			return c.Params[key]
+		}
+	}
+	return ""
+}
+
+// union returns a's scopes followed by those of b it lacks.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func subset(a, b []string) bool {
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *OAuthConfig) grant() string {
+	if o == nil || o.GrantType == "" {
+		return GrantAuthorizationCode
+	}
+	return o.GrantType
+}
+
+func (o *OAuthConfig) scopes() []string {
+	if o == nil {
+		return nil
+	}
+	return o.Scopes
 }
 
 // refreshed returns a source of a token other than the one req carried: the stored one if
@@ -222,7 +383,7 @@ func (h *oauthFlow) fetcher(ln net.Listener) auth.AuthorizationCodeFetcher {
 			defer cancel()
 			_ = srv.Shutdown(sctx)
 		}()
-		if err := h.m.opts.OAuth.Authorize(ctx, args.URL); err != nil {
+		if err := h.authorize(ctx, args.URL); err != nil {
 			return nil, fmt.Errorf("open the authorization page: %w", err)
 		}
 		select {
@@ -276,7 +437,9 @@ type storedAuth struct {
 	AuthURL      string           `json:"auth_url"`
 	TokenURL     string           `json:"token_url"`
 	Scopes       []string         `json:"scopes,omitempty"`
-	Token        *oauth2.Token    `json:"token"`
+	// Wanted are scopes a server asked for that Token lacks: the next login requests them.
+	Wanted []string      `json:"wanted_scopes,omitempty"`
+	Token  *oauth2.Token `json:"token"`
 }
 
 func storedFrom(cfg ServerConfig, oc *oauth2.Config, tok *oauth2.Token) *storedAuth {
@@ -345,68 +508,6 @@ func (m *Manager) saveAuth(cfg ServerConfig, st *storedAuth) error {
 		return fmt.Errorf("save tokens: %w", err)
 	}
 	return nil
-}
-
-// Login runs the authorization flow for the HTTP server called name, whether or not it has
-// tokens, stores the new tokens and reconnects the server. It needs OAuth.Authorize, and
-// gives the user OAuth.LoginTimeout (bounded by ctx).
-func (m *Manager) Login(ctx context.Context, name string) error {
-	i := slices.IndexFunc(m.conns, func(c *conn) bool { return c.cfg.Name == name })
-	if i < 0 {
-		return fmt.Errorf("login %s: no such MCP server", name)
-	}
-	cfg := m.conns[i].cfg
-	if cfg.Type != TypeHTTP {
-		return fmt.Errorf("login %s: only streamable HTTP servers use OAuth; this one is %s", name, cfg.Type)
-	}
-	if cfg.Disabled != "" {
-		return fmt.Errorf("login %s: server is disabled: %s", name, cfg.Disabled)
-	}
-	if m.opts.OAuth.Authorize == nil {
-		return fmt.Errorf("login %s: no way to open the authorization page", name)
-	}
-	timeout := m.opts.OAuth.LoginTimeout
-	if timeout <= 0 {
-		timeout = DefaultLoginTimeout
-	}
-	lctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	hc, err := httpClient(lctx, cfg, m.opts.Environ, m.opts.Dir)
-	if err != nil {
-		return fmt.Errorf("login %s: %w", name, err)
-	}
-	// An initialize without a token draws the server's 401 and its WWW-Authenticate
-	// challenge, from which the SDK discovers the authorization server.
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":%q,"version":%q}}}`,
-		ProtocolVersion, m.opts.ClientName, m.opts.ClientVersion)
-	req, err := http.NewRequestWithContext(lctx, http.MethodPost, cfg.URL, bytes.NewReader([]byte(body)))
-	if err != nil {
-		return fmt.Errorf("login %s: %w", name, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("login %s: %w", name, err)
-	}
-	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
-			del, _ := http.NewRequestWithContext(lctx, http.MethodDelete, cfg.URL, nil)
-			del.Header.Set("Mcp-Session-Id", sid)
-			if r, err := hc.Do(del); err == nil {
-				r.Body.Close()
-			}
-		}
-		m.logger.Info("mcp oauth: server did not ask for authorization", "server", name, "status", resp.StatusCode)
-	} else {
-		flow := &oauthFlow{m: m, cfg: cfg, interactive: true, fresh: true}
-		if err := flow.Authorize(lctx, req, resp); err != nil {
-			return fmt.Errorf("login %s: %w", name, err)
-		}
-	}
-	return m.Reconnect(ctx, name)
 }
 
 // Logout forgets the stored tokens of the server called name.

@@ -3,6 +3,7 @@ package mcphost
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -205,27 +206,28 @@ func TestOAuthNeedsAuth(t *testing.T) {
 	}
 }
 
-// TestOAuthLogin: Login authorizes a server that is needs-auth and connects it; a second
-// Login asks again even though tokens are stored.
+// TestOAuthLogin: Login authorizes a server that is needs-auth and connects it, with one
+// authorization (one registration, one page opened); a second Login asks again even though
+// tokens are stored.
 func TestOAuthLogin(t *testing.T) {
 	as, cfg := oauthServer(t)
 	home := t.TempDir()
-	headless := start(t, Options{Servers: []ServerConfig{cfg}, OAuth: OAuthOptions{Home: home}})
-	if st := headless.Status()[0]; st.Status != StatusNeedsAuth {
+	m := start(t, Options{Servers: []ServerConfig{cfg}, OAuth: OAuthOptions{Home: home}})
+	if st := m.Status()[0]; st.Status != StatusNeedsAuth {
 		t.Fatalf("status = %s, want needs-auth", st.Status)
 	}
-	if err := headless.Login(t.Context(), "t"); err == nil || !strings.Contains(err.Error(), "no way to open") {
-		t.Errorf("Login without Authorize = %v", err)
+	if err := m.Login(t.Context(), "t", nil); err == nil || !strings.Contains(err.Error(), "no way to open") {
+		t.Errorf("Login without a browser = %v", err)
 	}
-
 	var opened atomic.Int32
-	m := New(Options{Servers: []ServerConfig{cfg}, Logger: testLogger(t), OAuth: OAuthOptions{Home: home, Authorize: browser(&opened)}})
-	t.Cleanup(func() { m.Close() })
-	if err := m.Login(t.Context(), "t"); err != nil {
+	if err := m.Login(t.Context(), "t", browser(&opened)); err != nil {
 		t.Fatal(err)
 	}
 	wantConnected(t, m)
-	if err := m.Login(t.Context(), "t"); err != nil {
+	if diff := cmp.Diff(mcptest.AuthCounts{Registrations: 1, Authorizations: 1, Exchanges: 1}, as.Counts()); diff != "" {
+		t.Errorf("one login: authorization server counts mismatch (-want +got):\n%s", diff)
+	}
+	if err := m.Login(t.Context(), "t", browser(&opened)); err != nil {
 		t.Fatal(err)
 	}
 	wantConnected(t, m)
@@ -233,10 +235,8 @@ func TestOAuthLogin(t *testing.T) {
 		t.Errorf("authorizations = %d, page opened %d times; want 2 each", got, opened.Load())
 	}
 
-	// The headless manager can now connect with the stored tokens.
-	if err := headless.Reconnect(t.Context(), "t"); err != nil {
-		t.Fatal(err)
-	}
+	// Another manager, headless, connects with the stored tokens.
+	headless := start(t, Options{Servers: []ServerConfig{cfg}, OAuth: OAuthOptions{Home: home}})
 	wantConnected(t, headless)
 
 	if err := m.Logout("t"); err != nil {
@@ -245,6 +245,17 @@ func TestOAuthLogin(t *testing.T) {
 	if _, err := os.Stat(AuthPath(home, cfg)); !os.IsNotExist(err) {
 		t.Errorf("token file after Logout: %v", err)
 	}
+}
+
+// TestOAuthLoginWithoutChallenge: a server that never asks is reported as such.
+func TestOAuthLoginWithoutChallenge(t *testing.T) {
+	url := mcptest.HTTP(t, mcptest.New().Server)
+	m := start(t, Options{Servers: []ServerConfig{{Name: "t", Type: TypeHTTP, URL: url, Scope: ScopeUser}}, OAuth: OAuthOptions{Home: t.TempDir()}})
+	var opened atomic.Int32
+	if err := m.Login(t.Context(), "t", browser(&opened)); !errors.Is(err, ErrNoAuthorizationAsked) {
+		t.Errorf("Login = %v, want ErrNoAuthorizationAsked", err)
+	}
+	wantConnected(t, m)
 }
 
 func TestAuthKey(t *testing.T) {

@@ -41,11 +41,7 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 		if c.cfg.Type == TypeSSE {
 			return &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc}, nil
 		}
-		oauth, err := c.m.oauthHandler(c.cfg, hc)
-		if err != nil {
-			return nil, err
-		}
-		return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc, OAuthHandler: oauth, MaxRetries: 2}, nil
+		return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc, OAuthHandler: c.oauthHandler(hc), MaxRetries: 2}, nil
 	}
 	return nil, fmt.Errorf("transport type %q is not one of %s", c.cfg.Type, strings.Join(Types, ", "))
 }
@@ -117,7 +113,7 @@ func (c *conn) clientOptions(epoch int, watched bool) *mcp.ClientOptions {
 		}
 		c.kickRelist()
 	}
-	return &mcp.ClientOptions{
+	opts := &mcp.ClientOptions{
 		Logger: c.logger,
 		// watchedConn marks the relist pending as the notification is read; these handlers,
 		// which run after the SDK invalidated its list caches, start it.
@@ -133,8 +129,12 @@ func (c *conn) clientOptions(epoch int, watched bool) *mcp.ClientOptions {
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			c.logger.Debug("mcp server log", "level", req.Params.Level, "data", req.Params.Data)
 		},
-		ElicitationHandler: c.elicit,
 	}
+	if c.m.opts.Elicit != nil {
+		// Setting the handler is what advertises the capability: only where someone answers.
+		opts.ElicitationHandler = c.elicit
+	}
+	return opts
 }
 
 func progressText(p *mcp.ProgressNotificationParams) string {
@@ -149,14 +149,20 @@ func progressText(p *mcp.ProgressNotificationParams) string {
 	return strings.TrimSpace(b.String())
 }
 
-// elicit passes a server's question to the Asker; without one it declines and tells the user.
+// elicit passes a server's question to Options.Elicit. An accepted form without content
+// gets an empty object, so the SDK fills in the schema's defaults.
 func (c *conn) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	if a := c.m.opts.Asker; a != nil {
-		return a.Elicit(ctx, c.cfg.Name, req.Params)
+	res, err := c.m.opts.Elicit(ctx, c.cfg.Name, req.Params)
+	if err != nil {
+		c.logger.Info("mcp elicitation failed", "err", err)
+		return nil, err
 	}
-	c.logger.Info("mcp elicitation declined: no one to ask", "message", req.Params.Message)
-	c.m.mu.Lock()
-	c.m.note("MCP server %q asked the user for input (%q); it was declined because this session cannot ask.", c.cfg.Name, req.Params.Message)
-	c.m.mu.Unlock()
-	return &mcp.ElicitResult{Action: "decline"}, nil
+	if res == nil {
+		res = &mcp.ElicitResult{Action: "decline"}
+	}
+	if res.Action == "accept" && res.Content == nil && req.Params.Mode != "url" {
+		res.Content = map[string]any{}
+	}
+	c.logger.Info("mcp elicitation answered", "action", res.Action)
+	return res, nil
 }

@@ -40,6 +40,9 @@ type Block struct {
 
 	// text
 	Text string `json:"text,omitempty"`
+	// Citations are the sources a text block cites (a server web search's results), the JSON
+	// array as the provider sent it, replayed byte for byte.
+	Citations json.RawMessage `json:"citations,omitempty"`
 
 	// thinking: passed back to the model intact, signature included.
 	Thinking  string `json:"thinking,omitempty"`

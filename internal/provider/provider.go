@@ -50,6 +50,10 @@ type ToolSpec struct {
 	// DeferLoading asks a provider that supports it to list the tool by name only until it is
 	// searched for (MCP tool search).
 	DeferLoading bool
+	// Raw is the whole definition of a server tool the provider runs itself (web search),
+	// sent verbatim; Name names it and the other fields are unused. Only providers that
+	// report the ability (see [SupportsServerWebSearch]) accept one.
+	Raw json.RawMessage
 }
 
 // Thinking turns on extended thinking with a token budget.

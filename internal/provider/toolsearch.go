@@ -29,3 +29,26 @@ func SupportsNativeToolSearch(p Provider) bool {
 	}
 	return false
 }
+
+// ServerWebSearcher is a provider whose API runs web searches itself, through a server tool
+// in the request (Anthropic's web_search), returning the results and cited answers as
+// content blocks.
+type ServerWebSearcher interface {
+	ServerWebSearch() bool
+}
+
+// SupportsServerWebSearch reports whether p, or a provider it wraps, runs web searches
+// server-side.
+func SupportsServerWebSearch(p Provider) bool {
+	for p != nil {
+		if s, ok := p.(ServerWebSearcher); ok {
+			return s.ServerWebSearch()
+		}
+		u, ok := p.(Unwrapper)
+		if !ok {
+			return false
+		}
+		p = u.Unwrap()
+	}
+	return false
+}

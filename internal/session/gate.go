@@ -71,11 +71,18 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		g.deny(call, d.Reason)
 		return tool.Errorf("Permission to use %s was denied. %s", call.Name, d.Reason), false
 	}
+	if call.Name == "WebFetch" {
+		// Only a rule naming the host lets WebFetch reach a private address (not a mode,
+		// not a one-time answer); the tool asks when it dials.
+		checker := g.checker
+		env.Explicit = func() bool { return checker.Explicit(req) }
+	}
 	g.s.noteTouched(req.Paths)
 	if !req.ReadOnly && isFileEdit(call.Name) {
 		for _, p := range req.Paths {
 			g.s.trackEdit(permission.ResolvePath(p, env.State.Cwd))
 		}
+		g.s.lspBefore(env, t, *call)
 	}
 	return tool.Result{}, true
 }
@@ -105,6 +112,8 @@ func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.
 	for _, c := range extra {
 		res.Content = append(res.Content, message.Text(c))
 	}
+	// After the hooks: a PostToolUse formatter may have changed the file again.
+	g.s.lspAfter(ctx, env, t, call, res, g.emit)
 }
 
 func (g *gate) runHooks(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome {

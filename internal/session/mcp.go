@@ -47,9 +47,17 @@ type MCPOptions struct {
 	// PermissionPromptTool names an MCP tool (mcp__server__tool) that answers permission
 	// questions instead of the asker.
 	PermissionPromptTool string
-	// Authorize sends the user to an OAuth authorization page (`keel mcp login`); nil leaves
-	// servers without stored tokens in needs-auth.
+	// Authorize sends the user to an OAuth authorization page when a server asks (an
+	// interactive session); nil leaves servers without usable tokens in needs-auth, and
+	// `keel mcp login` fixes that.
 	Authorize func(ctx context.Context, authURL string) error
+	// ClientSecret is $MCP_CLIENT_SECRET, the secret of pre-registered OAuth clients whose
+	// configuration gives none.
+	ClientSecret string
+	// Elicit asks the user an MCP server's question (the TUI's form, the Agent SDK's
+	// elicitation control request); nil means no one can be asked, and only Elicitation hooks
+	// answer. See [mcphost.ElicitFunc].
+	Elicit mcphost.ElicitFunc
 }
 
 // startMCP connects the session's MCP servers.
@@ -61,6 +69,7 @@ func (s *Session) startMCP(ctx context.Context) {
 	m, notices := OpenMCP(ctx, s.opts.MCP, MCPSetup{
 		Home: s.opts.Home, ProjectDir: s.projectDir, Cwd: s.opts.Cwd, AddDirs: s.state.AdditionalDirs,
 		Settings: s.settings, Trust: s.opts.Trust, Version: s.opts.Version, ContextWindow: window, Logger: s.logger,
+		Elicit: s.elicitor(),
 	})
 	s.mcp = m
 	s.nativeSearch = provider.SupportsNativeToolSearch(s.opts.Provider)
@@ -97,6 +106,8 @@ type MCPSetup struct {
 	Version       string
 	ContextWindow int64
 	Logger        *slog.Logger
+	// Elicit answers servers' questions; nil leaves the capability unadvertised.
+	Elicit mcphost.ElicitFunc
 }
 
 // OpenMCP loads the MCP configuration from every source and connects the enabled servers in
@@ -141,8 +152,9 @@ func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, 
 		Environ: environ, Dir: st.Cwd, Roots: append([]string{st.Cwd}, st.AddDirs...),
 		ConnectTimeout: o.ConnectTimeout, ToolTimeout: o.ToolTimeout, MaxOutputTokens: o.MaxOutputTokens,
 		ToolSearch: mcphost.ToolSearchOptions{Mode: o.ToolSearch, ContextWindow: int(st.ContextWindow)},
-		OAuth:      mcphost.OAuthOptions{Home: st.Home, Authorize: o.Authorize, ClientName: "keel"},
+		OAuth:      mcphost.OAuthOptions{Home: st.Home, Authorize: o.Authorize, ClientName: "keel", ClientSecret: o.ClientSecret},
 		ClientName: "keel", ClientVersion: st.Version, Logger: logger.With("component", "mcp"),
+		Elicit: st.Elicit,
 	})
 	m.Start(ctx)
 	return m, notices

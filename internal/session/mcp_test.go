@@ -8,12 +8,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/keel-dev/keel/internal/lsp/lsptest"
 	"github.com/keel-dev/keel/internal/mcphost/mcptest"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 )
 
 func TestMain(m *testing.M) {
 	mcptest.RunIfChild() // stdio MCP servers in these tests are this binary, re-executed
+	lsptest.RunIfChild() // and so are the fake language servers
 	os.Exit(m.Run())
 }
 

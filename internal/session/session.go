@@ -23,6 +23,7 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
+	"github.com/keel-dev/keel/internal/lsp"
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/message"
@@ -104,6 +105,9 @@ type Options struct {
 	// Model was chosen explicitly and wins over the agent's model.
 	Agent     string
 	ModelFlag bool
+	// LSPWait bounds how long an edit waits for its language server's diagnostics; 0 means
+	// lsp.DefaultWait.
+	LSPWait time.Duration
 
 	// Detacher reaches the supervisor: agents of this session that it still runs are
 	// mirrored again on open, and with DetachBackground the main thread's new background
@@ -154,6 +158,10 @@ type Session struct {
 	grants       *skill.Grants
 	// forkRunner runs fork-context skills as subagents; nil until agents are wired.
 	forkRunner skill.ForkRunner
+	// helpers counts what tools' own model requests use (WebFetch, WebSearch).
+	helpers helperMeter
+	// lsp runs the language servers of the lspServers settings; nil when none are set.
+	lsp *lsp.Manager
 
 	// mu guards history, state, busy and totals.
 	mu      sync.Mutex
@@ -236,6 +244,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger})
 	s.state.AdditionalDirs = policy.Dirs[1:]
 	s.buildHooks()
+	s.buildLSP()
 	s.buildCachePolicy()
 	if !opts.Offline {
 		s.startMCP(ctx)
@@ -257,6 +266,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	if err != nil {
 		s.closeTeam()
 		s.closeAgents()
+		s.lsp.Close()
 		s.jobs.Close()
 		if s.mcp != nil {
 			s.mcp.Close()
@@ -377,6 +387,7 @@ func (s *Session) release() {
 func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error {
 	started := time.Now()
 	agentUsage, agentCost := s.agentUsage()
+	helperUsage, helperCost := s.helpers.total()
 	pool := s.pool(ctx)
 	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode(),
 		Skills: s.skillNames(), Agents: s.agentNames(), MCPServers: s.mcpStatus()})
@@ -480,6 +491,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		res.Text = runErr.Error()
 	}
 	s.rollUpAgents(&res, agentUsage, agentCost)
+	s.rollUpHelpers(&res, helperUsage, helperCost)
 	sink.Emit(res)
 	if runErr != nil {
 		return fmt.Errorf("run prompt: %w", runErr)
@@ -496,6 +508,7 @@ func (s *Session) Close() error {
 	s.jobs.Close()
 	s.closeTeam()
 	s.closeAgents()
+	s.lsp.Close()
 	if s.mcp != nil {
 		s.mcp.Close()
 	}
@@ -580,6 +593,9 @@ func (s *Session) observers() []loop.Observer {
 	obs := []loop.Observer{rulesObserver{s}}
 	if s.mcp != nil {
 		obs = append(obs, s.mcp)
+	}
+	if s.lsp != nil {
+		obs = append(obs, lspObserver{s})
 	}
 	if s.team != nil && s.team.LeadInbox() != nil {
 		obs = append(obs, s.team.LeadInbox())

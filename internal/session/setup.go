@@ -39,7 +39,9 @@ func (s *Session) buildTools() []tool.Tool {
 		s.emit(event.Todos{Items: items})
 		s.recordMetadata(context.Background(), transcript.TypeTodos, items)
 	})
-	tools := builtin.Tools(builtin.Options{Jobs: s.jobs, Todos: s.todos})
+	opts := builtin.Options{Jobs: s.jobs, Todos: s.todos}
+	s.webTools(&opts)
+	tools := builtin.Tools(opts)
 	return append(tools, s.skills.Tool(skill.ToolOptions{Runner: s.forkRunner, Grants: s.grants}))
 }
 

@@ -359,3 +359,35 @@ case "$in" in *forbidden*) echo 'no forbidden tasks' >&2; exit 2;; esac`)
 		}
 	}
 }
+
+// A teammate in plan mode may not write; it sends its plan to the lead, whose approval takes
+// it out of plan mode (into the lead's mode), and the write then goes through.
+func TestTeamPlanApproval(t *testing.T) {
+	alice := func(m scripted.Match) scripted.Match { m.System = mateIs("alice").System; return m }
+	write := scripted.ToolUse("Write", map[string]any{"file_path": "plan.txt", "content": "the plan\n"})
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{Name: "alice tries", When: alice(scripted.Match{UserText: "write the plan file"}), Reply: []scripted.Block{write}},
+		{Name: "alice asks", When: alice(scripted.Match{ToolResult: "Write", Contains: "plan mode"}), Reply: []scripted.Block{
+			scripted.ToolUse("SendMessage", map[string]any{"to": "team-lead", "message": map[string]any{"type": "plan_approval_request", "plan": "write plan.txt"}})}},
+		{Name: "alice waits", When: alice(scripted.Match{ToolResult: "SendMessage"}), Reply: []scripted.Block{scripted.Text("waiting for approval")}},
+		{Name: "alice approved", When: alice(scripted.Match{UserText: `type="plan_approval_response"`}), Reply: []scripted.Block{write}},
+		{Name: "alice wrote", When: alice(scripted.Match{ToolResult: "Write"}), Reply: []scripted.Block{scripted.Text("written")}},
+		{Name: "lead spawns", When: leadTurn(scripted.Match{UserText: "go"}), Reply: []scripted.Block{
+			scripted.ToolUse("Agent", map[string]any{"description": "planner", "prompt": "write the plan file", "name": "alice", "mode": "plan"})}},
+		{Name: "lead approves", When: leadTurn(scripted.Match{UserText: `type="plan_approval_request"`}), Reply: []scripted.Block{
+			scripted.ToolUse("SendMessage", map[string]any{"to": "alice", "message": map[string]any{"type": "plan_approval_response", "approve": true}})}},
+		{Name: "lead waits", When: leadTurn(scripted.Match{ToolResult: "Agent"}), Reply: []scripted.Block{scripted.Text("waiting")}},
+		{Name: "lead done", When: leadTurn(scripted.Match{ToolResult: "SendMessage"}), Reply: []scripted.Block{scripted.Text("approved")}},
+	}}
+	h := newHarness(t, sc, Options{PermissionMode: "acceptEdits", Team: TeamOptions{Enabled: true, ShutdownTimeout: waittest.Timeout()}})
+	h.send(t, "go")
+	drain(t, h.sess)
+	if got, err := os.ReadFile(filepath.Join(h.sess.Cwd(), "plan.txt")); err != nil || string(got) != "the plan\n" {
+		t.Errorf("plan.txt = %q, %v; want it written after the approval (rules: %v)", got, err, ruleNames(h))
+	}
+	for _, want := range []string{"alice asks", "lead approves", "alice approved", "alice wrote"} {
+		if !slicesContains(ruleNames(h), want) {
+			t.Errorf("rule %q never answered: %v", want, ruleNames(h))
+		}
+	}
+}

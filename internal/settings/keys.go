@@ -40,6 +40,10 @@ type Settings struct {
 	// AutoCompactThreshold is the percentage (1–100) of the context window at which the
 	// conversation is compacted.
 	AutoCompactThreshold Value[float64]
+	// WebSearch picks the WebSearch tool's backend.
+	WebSearch WebSearch
+	// LSPServers are the language servers by name; edits are checked with them.
+	LSPServers map[string]Value[LSPServer]
 	// Coordination picks the teams' coordination backend (coordination.go).
 	Coordination Coordination
 
@@ -85,6 +89,8 @@ var keyTable = []keyDef{
 	scalar("teammateMode", func(s *Settings) *Value[string] { return &s.TeammateMode }, decOneOf(TeammateModes...)),
 	list("cacheTTL1h", func(s *Settings) *[]Value[string] { return &s.CacheTTL1h }, decPattern),
 	scalar("autoCompactThreshold", func(s *Settings) *Value[float64] { return &s.AutoCompactThreshold }, decNumberIn(1, 100, "a percentage of the context window")),
+	webSearchKey(),
+	lspKey(),
 	coordinationKey(),
 }
 

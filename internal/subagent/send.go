@@ -40,7 +40,7 @@ const sendTeamSchema = `{"type":"object","properties":{` +
 	`{"type":"object","properties":{"type":{"const":"shutdown_request"},"reason":{"type":"string"}},"required":["type"]},` +
 	`{"type":"object","properties":{"type":{"const":"shutdown_response"},"request_id":{"type":"string"},"approve":{"type":"boolean"},"reason":{"type":"string"}},"required":["type","request_id","approve"]},` +
 	`{"type":"object","properties":{"type":{"const":"plan_approval_request"},"plan":{"type":"string"}},"required":["type","plan"]},` +
-	`{"type":"object","properties":{"type":{"const":"plan_approval_response"},"request_id":{"type":"string"},"approve":{"type":"boolean"},"feedback":{"type":"string"}},"required":["type","request_id","approve"]},` +
+	`{"type":"object","properties":{"type":{"const":"plan_approval_response"},"request_id":{"type":"string"},"approve":{"type":"boolean"},"feedback":{"type":"string"}},"required":["type","approve"]},` +
 	`{"type":"object","properties":{"type":{"const":"permission_response"},"request_id":{"type":"string","description":"optional when the teammate has one open request"},"approve":{"type":"boolean"},"reason":{"type":"string"},"always":{"type":"boolean"}},"required":["type","approve"]}]},` +
 	`"summary":{"type":"string","description":"A 5-10 word preview shown in the UI"}},` +
 	`"required":["to","message"],"additionalProperties":false}`

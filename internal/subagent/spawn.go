@@ -310,8 +310,11 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 			}
 			c.mcp = m
 		}
+		// Read once: the parent's Parent is replaced at the start of its next turn, while a
+		// background child or a teammate goes on running.
+		parentPool := p.p.Pool
 		agent.Pool = func(ctx context.Context) *tool.Pool {
-			pool := p.p.Pool(ctx)
+			pool := parentPool(ctx)
 			if c.mcp != nil {
 				pool = tool.Assemble(pool.Tools(), c.mcp.Tools(ctx))
 			}
@@ -319,7 +322,7 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 		}
 		cwd := state.Cwd
 		if s.mate != nil {
-			agent.System = s.mate.system(p, def)
+			agent.System = s.mate.system(p.p.System, def)
 		} else if r.cfg.System != nil {
 			agent.System = func(ctx context.Context) loop.System { return r.cfg.System(ctx, def, cwd) }
 		} else {

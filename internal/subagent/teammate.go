@@ -40,13 +40,13 @@ func (s spawn) permissionMode() string {
 // addendum and the definition's instructions; replace: only the given prompt; append: the
 // default and then the given prompt. The teammate's name comes last, so teammates of one
 // lead share every cached byte before it.
-func (m *mate) system(p *node, def *agentdef.Definition) func(context.Context) loop.System {
+func (m *mate) system(parent func(context.Context) loop.System, def *agentdef.Definition) func(context.Context) loop.System {
 	return func(ctx context.Context) loop.System {
 		var sys loop.System
 		if m.systemMode == "replace" {
 			sys = loop.System{Blocks: []provider.SystemBlock{{Text: m.systemPrompt}}, Names: []string{"teammate:replace"}}
 		} else {
-			base := p.p.System(ctx)
+			base := parent(ctx)
 			sys.Blocks = append(sys.Blocks, base.Blocks...)
 			sys.Names = append(sys.Names, base.Names...)
 			sys.Blocks = append(sys.Blocks, provider.SystemBlock{Text: m.addendum})
@@ -86,7 +86,8 @@ func (r *Runner) PrepareTeammate(ctx context.Context, spec team.Spec, asker perm
 	}
 	s := spawn{parent: main, def: def, id: spec.ID, foreground: true,
 		in:   Input{Description: "teammate " + spec.Name, Prompt: spec.Prompt, Model: spec.Model, Isolation: spec.Isolation},
-		mate: &mate{name: spec.Name, color: spec.Color, asker: asker, addendum: addendum, mode: spec.Mode}}
+		mate: &mate{name: spec.Name, color: spec.Color, asker: asker, addendum: addendum, mode: spec.Mode,
+			systemMode: spec.SystemPromptMode, systemPrompt: spec.SystemPrompt}}
 	path := ""
 	if r.cfg.SessionPath != "" {
 		path, _ = transcript.AgentPaths(r.cfg.SessionPath, spec.ID)
@@ -113,9 +114,14 @@ func (r *Runner) PrepareTeammate(ctx context.Context, spec team.Spec, asker perm
 		path = c.sink.w.Path()
 	}
 	closed := false
+	lead := main.p.Checker
 	return &team.Prepared{
 		Agent: c.agent, History: c.history, Initial: c.initial, Transcript: path,
-		SetMode: c.checker.SetMode,
+		LeavePlan: func() {
+			if c.checker.Policy().Mode == permission.ModePlan {
+				c.checker.SetMode(lead.Policy().Mode)
+			}
+		},
 		Close: func() {
 			if closed {
 				return

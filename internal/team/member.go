@@ -27,6 +27,11 @@ type Spec struct {
 	Isolation string `json:"isolation,omitempty"`
 	// Mode is the teammate's permission mode; empty takes the lead's.
 	Mode string `json:"mode,omitempty"`
+	// SystemPromptMode is default, replace or append (DESIGN §3): replace sends only
+	// SystemPrompt; append adds it after the default prompt and the team addendum. No
+	// model-facing field sets them; library callers and tests do.
+	SystemPromptMode string `json:"systemPromptMode,omitempty"`
+	SystemPrompt     string `json:"systemPrompt,omitempty"`
 	// Resume continues the teammate from its transcript instead of starting it.
 	Resume bool `json:"-"`
 }
@@ -45,8 +50,9 @@ type Prepared struct {
 	// Initial are the messages of History not yet in the transcript.
 	Initial    []message.Message
 	Transcript string
-	// SetMode switches the teammate's permission mode (an approved plan leaves plan mode).
-	SetMode func(permission.Mode)
+	// LeavePlan ends the teammate's plan mode (its lead approved the plan): it takes its
+	// lead's mode.
+	LeavePlan func()
 	// Close releases what preparing took (transcript, MCP servers, a worktree note).
 	Close func()
 }
@@ -369,6 +375,16 @@ func (m *Member) waitForWork() (message.Message, bool) {
 			timer.Stop()
 		}
 	}()
+	// A teammate in a process of its own outlives its lead to finish its work; idle with
+	// the lead gone and nothing to claim, it stops after a grace period instead of waiting
+	// forever.
+	var orphan <-chan time.Time
+	var orphanSince time.Time
+	if m.runner != RunnerInProcess {
+		tick := time.NewTicker(m.t.heartbeatEvery())
+		defer tick.Stop()
+		orphan = tick.C
+	}
 	for {
 		if blocks := m.inbox.Observe(m.ctx); len(blocks) > 0 {
 			return message.User(blocks...), true
@@ -395,9 +411,28 @@ func (m *Member) waitForWork() (message.Message, bool) {
 		case <-board:
 		case <-m.wake:
 		case <-lapse:
+		case <-orphan:
+			lead, err := m.t.record(m.ctx, LeadAlias)
+			gone := err != nil || m.t.liveness(lead) == StateStopped || m.t.liveness(lead) == StateDead
+			switch {
+			case !gone:
+				orphanSince = time.Time{}
+			case orphanSince.IsZero():
+				orphanSince = m.t.cfg.Now()
+			case m.t.cfg.Now().Sub(orphanSince) > orphanGrace*m.t.heartbeatEvery():
+				m.t.logger.Info("the lead is gone and nothing is left to do; stopping", "member", m.name)
+				m.mu.Lock()
+				m.stopping = true
+				m.mu.Unlock()
+				return message.Message{}, false
+			}
 		}
 	}
 }
+
+// orphanGrace is how many heartbeats an idle teammate process waits for a lead that is gone
+// (it may be coming back: keel --continue) before it stops.
+const orphanGrace = 15
 
 // claim takes the next task the member may work on.
 func (m *Member) claim() (message.Message, bool) {
@@ -480,8 +515,8 @@ func (m *Member) consume(ctx context.Context, msg coord.Message) bool {
 			return true
 		}
 	case TypePlanApprovalResponse:
-		if s.Approve != nil && *s.Approve && m.prep.SetMode != nil {
-			m.prep.SetMode(permission.ModeDefault)
+		if s.Approve != nil && *s.Approve && m.prep.LeavePlan != nil {
+			m.prep.LeavePlan()
 		}
 	}
 	return false

@@ -57,11 +57,11 @@ func (s Structured) check() error {
 		return fmt.Errorf("message type %q is not one of %s (or send a plain string)", s.Type, strings.Join(structuredTypes, ", "))
 	}
 	switch s.Type {
-	case TypePermissionResponse:
+	case TypePermissionResponse, TypePlanApprovalResponse:
 		if s.Approve == nil {
 			return fmt.Errorf("a %s needs approve: true or false", s.Type)
 		}
-	case TypeShutdownResponse, TypePlanApprovalResponse:
+	case TypeShutdownResponse:
 		if s.RequestID == "" {
 			return fmt.Errorf("a %s needs the request_id of the request it answers", s.Type)
 		}

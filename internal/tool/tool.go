@@ -49,6 +49,11 @@ type Env struct {
 	Progress func(msg string)
 	// Logger is the agent's logger; never nil.
 	Logger *slog.Logger
+	// Explicit reports whether a permission rule names this call's target explicitly (for
+	// WebFetch, a WebFetch(domain:HOST) allow rule for the URL's host). Tools ask it before
+	// what no mode or one-time answer may allow: WebFetch reaching a private address. The
+	// gate sets it; nil means no rule does.
+	Explicit func() bool
 }
 
 // State is the part of an agent's context that tools may change, through a [Modifier]

@@ -191,18 +191,31 @@ func (b *Backend) writeTemp(name string, data []byte, durable bool) (string, err
 }
 
 // publish makes data appear at dst whole, only if dst does not exist yet: it reports false
-// when dst already existed (nothing changed).
+// when dst already existed (nothing changed). With durable the data is synced before publish
+// returns — after the link, so a reader on this machine sees it without waiting for the disk
+// (the page cache it reads is the one being synced); only a power loss in between could take
+// it, and that takes its reader's unsynced state too.
 func (b *Backend) publish(dst, name string, data []byte, durable bool) (bool, error) {
-	tmp, err := b.writeTemp(name, data, durable)
+	f, err := os.CreateTemp(b.path("tmp"), name+".*.tmp")
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("create temporary file: %w", err)
 	}
+	tmp := f.Name()
 	defer os.Remove(tmp)
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		return false, fmt.Errorf("write temporary file %s: %w", tmp, err)
+	}
 	if err := os.Link(tmp, dst); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return false, nil
 		}
 		return false, fmt.Errorf("publish %s: %w", dst, err)
+	}
+	if durable {
+		if err := f.Sync(); err != nil {
+			return true, fmt.Errorf("sync %s: %w", dst, err)
+		}
 	}
 	return true, nil
 }

@@ -279,7 +279,7 @@ func BenchmarkMailboxLatencyPolling(b *testing.B) {
 }
 
 func benchLatency(b *testing.B, poll time.Duration) {
-	ctx := waittest.Context(b)
+	ctx := b.Context()
 	dir := b.TempDir()
 	be, err := fscoord.Open(dir, fscoord.Options{PollInterval: poll})
 	if err != nil {
@@ -309,7 +309,7 @@ func benchLatency(b *testing.B, poll time.Duration) {
 		for got := false; !got; {
 			select {
 			case <-ch:
-			case <-ctx.Done():
+			case <-time.After(waittest.Timeout()):
 				b.Fatal("no answer from the echo child")
 			}
 			msgs, err := mb.Fetch(ctx, "bench", 0)

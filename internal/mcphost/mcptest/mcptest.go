@@ -146,6 +146,25 @@ func New() *Server {
 			b, _ := json.Marshal(res.Content)
 			return text(res.Action + " " + string(b)), nil, nil
 		})
+	mcp.AddTool(s.Server, &mcp.Tool{Name: "ask_defaults", Description: "Ask with defaults for every field (SEP-1034)."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+			caps := req.Session.InitializeParams().Capabilities
+			if caps == nil || caps.Elicitation == nil {
+				return text("no elicitation capability"), nil, nil
+			}
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Confirm your details",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+					"name":     map[string]any{"type": "string", "default": "John Doe"},
+					"age":      map[string]any{"type": "integer", "default": 30},
+					"status":   map[string]any{"type": "string", "enum": []any{"active", "inactive"}, "default": "active"},
+					"verified": map[string]any{"type": "boolean", "default": true},
+				}}})
+			if err != nil {
+				return nil, nil, err
+			}
+			b, _ := json.Marshal(res.Content)
+			return text(res.Action + " " + string(b)), nil, nil
+		})
 	mcp.AddTool(s.Server, &mcp.Tool{Name: "roots", Description: "List the client's roots."},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
 			res, err := req.Session.ListRoots(ctx, nil)

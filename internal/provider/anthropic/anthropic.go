@@ -123,6 +123,10 @@ func (p *Provider) Model() string { return p.model }
 // history as they are.
 func (p *Provider) NativeToolSearch() bool { return true }
 
+// ServerWebSearch reports that the Messages API runs web searches itself (the web_search
+// server tool), so WebSearch needs no search service of its own.
+func (p *Provider) ServerWebSearch() bool { return true }
+
 // Stream sends req and yields its events as they arrive, then one [provider.Done]. It makes
 // exactly one HTTP attempt.
 func (p *Provider) Stream(ctx context.Context, req *provider.Request) iter.Seq2[provider.Event, error] {

@@ -97,6 +97,12 @@ func (w *writer) tools(tools []provider.ToolSpec) error {
 	deferred := false
 	for i, t := range tools {
 		w.comma(i)
+		if len(t.Raw) > 0 {
+			if err := w.rawBlock(message.Block{Type: "server tool " + t.Name, Raw: t.Raw, CacheControl: t.CacheControl}); err != nil {
+				return err
+			}
+			continue
+		}
 		w.raw(`{"name":`)
 		w.str(t.Name)
 		if t.Description != "" {
@@ -191,6 +197,12 @@ func (w *writer) block(b message.Block) error {
 	case message.TypeText:
 		w.raw(`,"text":`)
 		w.str(b.Text)
+		if len(b.Citations) > 0 {
+			w.raw(`,"citations":`)
+			if err := w.rawJSON(b.Citations); err != nil {
+				return fmt.Errorf("text citations: %w", err)
+			}
+		}
 	case message.TypeThinking:
 		w.raw(`,"thinking":`)
 		w.str(b.Thinking)

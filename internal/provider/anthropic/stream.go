@@ -31,6 +31,8 @@ type wireEvent struct {
 		Signature   string `json:"signature"`
 		PartialJSON string `json:"partial_json"`
 		StopReason  string `json:"stop_reason"`
+		// Citation is one source a text block cites (citations_delta), kept as sent.
+		Citation json.RawMessage `json:"citation"`
 	} `json:"delta"`
 	Usage *wireUsage `json:"usage"`
 }
@@ -38,6 +40,7 @@ type wireEvent struct {
 type wireBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text"`
+	Citations json.RawMessage `json:"citations"`
 	Thinking  string          `json:"thinking"`
 	Signature string          `json:"signature"`
 	Data      string          `json:"data"`
@@ -72,8 +75,9 @@ func (w wireUsage) mergeInto(u *message.Usage) {
 type assembler struct {
 	logger    *slog.Logger
 	blocks    map[int]*message.Block
-	inputs    map[int]*bytes.Buffer // accumulated input_json_delta per tool_use block
-	servers   map[int]*bytes.Buffer // the same for server tool blocks
+	inputs    map[int]*bytes.Buffer     // accumulated input_json_delta per tool_use block
+	servers   map[int]*bytes.Buffer     // the same for server tool blocks
+	citations map[int][]json.RawMessage // the citations of text blocks, in order
 	usage     message.Usage
 	stop      message.StopReason
 	model     string
@@ -83,7 +87,7 @@ type assembler struct {
 
 func newAssembler(logger *slog.Logger) *assembler {
 	return &assembler{logger: logger, blocks: map[int]*message.Block{}, inputs: map[int]*bytes.Buffer{},
-		servers: map[int]*bytes.Buffer{}}
+		servers: map[int]*bytes.Buffer{}, citations: map[int][]json.RawMessage{}}
 }
 
 func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
@@ -104,6 +108,10 @@ func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
 		switch cb.Type {
 		case message.TypeText:
 			a.blocks[ev.Index] = &message.Block{Type: cb.Type, Text: cb.Text}
+			var given []json.RawMessage
+			if json.Unmarshal(cb.Citations, &given) == nil && len(given) > 0 {
+				a.citations[ev.Index] = given
+			}
 			if cb.Text != "" {
 				return []provider.Event{provider.TextDelta{Index: ev.Index, Text: cb.Text}}, nil
 			}
@@ -146,6 +154,10 @@ func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
 			return []provider.Event{provider.ThinkingDelta{Index: ev.Index, Thinking: d.Thinking}}, nil
 		case "signature_delta":
 			b.Signature += d.Signature
+		case "citations_delta":
+			if len(d.Citation) > 0 && b.Type == message.TypeText {
+				a.citations[ev.Index] = append(a.citations[ev.Index], bytes.Clone(d.Citation))
+			}
 		case "input_json_delta":
 			if buf := a.servers[ev.Index]; buf != nil {
 				buf.WriteString(d.PartialJSON)
@@ -157,6 +169,16 @@ func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
 			return []provider.Event{provider.InputDelta{Index: ev.Index, PartialJSON: d.PartialJSON}}, nil
 		}
 	case "content_block_stop":
+		if cs := a.citations[ev.Index]; len(cs) > 0 {
+			all := []byte{'['}
+			for i, c := range cs {
+				if i > 0 {
+					all = append(all, ',')
+				}
+				all = append(all, c...)
+			}
+			a.blocks[ev.Index].Citations = append(all, ']')
+		}
 		if buf := a.servers[ev.Index]; buf != nil && len(bytes.TrimSpace(buf.Bytes())) > 0 {
 			b := a.blocks[ev.Index]
 			raw, err := withInput(b.Raw, buf.Bytes())

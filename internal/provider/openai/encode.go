@@ -98,6 +98,9 @@ func EncodeRequest(req *provider.Request, model string) ([]byte, error) {
 		out.Messages = append(out.Messages, msgs...)
 	}
 	for _, t := range req.Tools {
+		if len(t.Raw) > 0 {
+			return nil, fmt.Errorf("encode request: tool %q is a server tool, which chat completions do not have", t.Name)
+		}
 		if len(t.InputSchema) == 0 || !json.Valid(t.InputSchema) {
 			return nil, fmt.Errorf("encode request: tool %q input_schema is not valid JSON", t.Name)
 		}

@@ -41,7 +41,11 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		writeAnthropicError(w, f.Status, d.rec.Error)
 		return
 	}
-	rep := buildReply(d.rec.N, p.view.model, d.rule, p.view.searchTool)
+	rep, err := buildReply(d.rec.N, p.view.model, d.rule, replyEnv{search: p.view.searchTool, web: p.view.webSearch})
+	if err != nil {
+		writeAnthropicError(w, http.StatusInternalServerError, "scripted: "+err.Error())
+		return
+	}
 	if p.stream {
 		writeSSE(r.Context(), w, anthropicEvents(rep, d.rec.Cache), d.fault)
 		return
@@ -168,7 +172,12 @@ type anthropicUsage struct {
 	CacheReadInputTokens     int            `json:"cache_read_input_tokens"`
 	CacheCreation            *cacheCreation `json:"cache_creation,omitempty"`
 	OutputTokens             int            `json:"output_tokens"`
+	ServerToolUse            *serverToolUse `json:"server_tool_use,omitempty"`
 	ServiceTier              string         `json:"service_tier,omitempty"`
+}
+
+type serverToolUse struct {
+	WebSearchRequests int `json:"web_search_requests"`
 }
 
 type cacheCreation struct {
@@ -240,6 +249,13 @@ func wireBlock(b replyBlock, full bool) any {
 			su.Input = json.RawMessage("{}")
 		}
 		return su
+	case kindWebResult:
+		return webResultWireBlock(b)
+	case kindCitedText:
+		if !full {
+			return textBlock{Type: "text"}
+		}
+		return citedTextBlock{Type: "text", Text: b.text, Citations: citationsOf(b)}
 	case kindSearchResult:
 		r := searchResultBlock{Type: "tool_search_tool_result", ToolUseID: b.id}
 		r.Content.Type = "tool_search_tool_search_result"
@@ -282,6 +298,9 @@ type anthropicMsgBody struct {
 func anthropicMessage(rep *reply, acc CacheAccount) anthropicMsgBody {
 	m := anthropicMsgBody{ID: rep.id, Type: "message", Role: "assistant", Model: rep.model,
 		Content: []any{}, StopReason: &rep.stopReason, Usage: usageOf(acc, rep.outputTokens)}
+	if rep.webSearches > 0 {
+		m.Usage.ServerToolUse = &serverToolUse{WebSearchRequests: rep.webSearches}
+	}
 	for _, b := range rep.blocks {
 		m.Content = append(m.Content, wireBlock(b, true))
 	}
@@ -307,11 +326,12 @@ func event(name string, v any) sseEvent {
 // ping after the first start, message_delta (stop reason, final usage), message_stop.
 func anthropicEvents(rep *reply, acc CacheAccount) []sseEvent {
 	type delta struct {
-		Type        string  `json:"type"`
-		Text        string  `json:"text,omitempty"`
-		Thinking    string  `json:"thinking,omitempty"`
-		Signature   string  `json:"signature,omitempty"`
-		PartialJSON *string `json:"partial_json,omitempty"`
+		Type        string    `json:"type"`
+		Text        string    `json:"text,omitempty"`
+		Thinking    string    `json:"thinking,omitempty"`
+		Signature   string    `json:"signature,omitempty"`
+		PartialJSON *string   `json:"partial_json,omitempty"`
+		Citation    *citation `json:"citation,omitempty"`
 	}
 	type blockDelta struct {
 		Type  string `json:"type"`
@@ -344,6 +364,13 @@ func anthropicEvents(rep *reply, acc CacheAccount) []sseEvent {
 			for _, c := range chunks(b.text, textChunk) {
 				add(delta{Type: "text_delta", Text: c})
 			}
+		case kindCitedText:
+			for _, c := range citationsOf(b) {
+				add(delta{Type: "citations_delta", Citation: &c})
+			}
+			for _, c := range chunks(b.text, textChunk) {
+				add(delta{Type: "text_delta", Text: c})
+			}
 		case KindThinking:
 			for _, c := range chunks(b.text, textChunk) {
 				add(delta{Type: "thinking_delta", Thinking: c})
@@ -366,6 +393,9 @@ func anthropicEvents(rep *reply, acc CacheAccount) []sseEvent {
 	}
 	final := usageOf(acc, rep.outputTokens)
 	final.CacheCreation, final.ServiceTier = nil, ""
+	if rep.webSearches > 0 {
+		final.ServerToolUse = &serverToolUse{WebSearchRequests: rep.webSearches}
+	}
 	evs = append(evs, event("message_delta", struct {
 		Type  string         `json:"type"`
 		Delta any            `json:"delta"`

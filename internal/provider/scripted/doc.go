@@ -43,6 +43,11 @@
 //	      - thinking: S
 //	      - tool_use: {name: T, input: {any: YAML map, sent as a JSON object in key order}}
 //	      - tool_search: {query: S, found: [T, …]}  # the API's own tool search (see below)
+//	      - web_search:   # the API's web_search server tool (see below)
+//	          query: S
+//	          results: [{title: S, url: U, page_age: S, text: S}, …]
+//	          answer: S   # optional: a text block citing every result
+//	          error: E    # optional: fail with this error_code (max_uses_exceeded, …)
 //	    stop_reason: R  # end_turn|tool_use|max_tokens|stop_sequence|pause_turn|refusal
 //	                    # (default tool_use if the reply has a tool_use block, else end_turn)
 //	    fault:          # optional failure
@@ -157,6 +162,21 @@
 // canonical definitions of the tools it references, at its own position — where the API
 // inlines them — so they join the cached prefix from there on and the tool list never changes.
 // A reference to a tool that is not deferred in the request is a 400.
+//
+// # Web search
+//
+// A web_search reply block needs a web_search tool (type web_search_20250305 or
+// web_search_20260209, name web_search) in the request; its definition is checked as the API
+// checks it (known fields only, max_uses above 0, not both allowed_domains and
+// blocked_domains, bare domains) and a 400 names what is wrong. The block becomes a
+// server_tool_use (id srvtoolu_scripted_NNNN_wK, input {"query": S}, streamed as
+// input_json_delta), a web_search_tool_result whole in its content_block_start — results
+// outside allowed_domains or inside blocked_domains dropped, and an error max_uses_exceeded
+// past max_uses — and, with an answer, a text block whose citations_delta events
+// (web_search_result_location, cited_text = the result's text) come before its text. Usage
+// then reports server_tool_use.web_search_requests. A scenario that searches when the request
+// has no web_search tool is answered with a 500 naming the problem; chat completions leave the
+// block out.
 //
 // # Request log
 //

@@ -21,8 +21,10 @@ var (
 	ruleKeys     = []string{"name", "when", "times", "reply", "stop_reason", "fault"}
 	fallbackKeys = []string{"reply", "stop_reason", "fault"}
 	whenKeys     = []string{"user_text", "tool_result", "has_tool", "lacks_tool", "request", "system", "contains", "model"}
-	blockKeys    = []string{"text", "thinking", "tool_use", "tool_search"}
+	blockKeys    = []string{"text", "thinking", "tool_use", "tool_search", "web_search"}
 	searchKeys   = []string{"query", "found"}
+	webKeys      = []string{"query", "results", "answer", "error"}
+	resultKeys   = []string{"title", "url", "page_age", "text"}
 	toolUseKeys  = []string{"name", "input"}
 	faultKeys    = []string{"status", "retry_after", "retry_after_ms", "message", "drop_after", "delay"}
 	cacheKeys    = []string{"min_tokens", "lookback"}
@@ -265,6 +267,9 @@ func (d *decoder) block(n ast.Node) (Block, error) {
 		case "thinking":
 			b.Kind = KindThinking
 			return d.string(v, key, &b.Text)
+		case "web_search":
+			b.Kind = KindWebSearch
+			return d.webSearch(v, &b)
 		case "tool_search":
 			b.Kind = KindToolSearch
 			return d.mapping(v, "tool_search", searchKeys, func(key string, v ast.Node) error {
@@ -298,10 +303,46 @@ func (d *decoder) block(n ast.Node) (Block, error) {
 	if err == nil && b.Kind == KindToolUse && b.Name == "" {
 		err = d.errorf(n, "tool_use needs a name")
 	}
+	if err == nil && b.Kind == KindWebSearch && b.Text == "" {
+		err = d.errorf(n, "web_search needs a query")
+	}
 	if err == nil && b.Kind == KindToolSearch && len(b.Found) == 0 {
 		err = d.errorf(n, "tool_search needs found: a list of deferred tool names")
 	}
 	return b, err
+}
+
+// webSearch reads {query, results: [{title, url, page_age, text}], answer, error}.
+func (d *decoder) webSearch(n ast.Node, b *Block) error {
+	return d.mapping(n, "web_search", webKeys, func(key string, v ast.Node) error {
+		switch key {
+		case "query":
+			return d.string(v, key, &b.Text)
+		case "answer":
+			return d.string(v, key, &b.Answer)
+		case "error":
+			return d.string(v, key, &b.SearchError)
+		}
+		return d.sequence(v, key, func(_ int, n ast.Node) error {
+			var r WebResult
+			err := d.mapping(n, "web_search result", resultKeys, func(key string, v ast.Node) error {
+				switch key {
+				case "title":
+					return d.string(v, key, &r.Title)
+				case "url":
+					return d.string(v, key, &r.URL)
+				case "page_age":
+					return d.string(v, key, &r.PageAge)
+				}
+				return d.string(v, key, &r.Text)
+			})
+			if err == nil && r.URL == "" {
+				err = d.errorf(n, "a web_search result needs a url")
+			}
+			b.Results = append(b.Results, r)
+			return err
+		})
+	})
 }
 
 func (d *decoder) fault(n ast.Node, f *Fault) error {

@@ -146,7 +146,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, f.Status, d.rec.Error)
 		return
 	}
-	rep := buildReply(d.rec.N, p.view.model, d.rule, p.view.searchTool)
+	rep, err := buildReply(d.rec.N, p.view.model, d.rule, replyEnv{search: p.view.searchTool, chat: true})
+	if err != nil {
+		writeOpenAIError(w, http.StatusInternalServerError, "scripted: "+err.Error())
+		return
+	}
 	created := s.now().Unix()
 	if p.stream {
 		writeSSE(r.Context(), w, chatChunks(rep, d.rec.Cache, created, p.includeUsage), d.fault)

@@ -32,6 +32,8 @@ type reply struct {
 	blocks       []replyBlock
 	stopReason   string
 	outputTokens int
+	// webSearches counts the reply's web searches (usage.server_tool_use).
+	webSearches int
 }
 
 type replyBlock struct {
@@ -42,6 +44,10 @@ type replyBlock struct {
 	name      string
 	input     json.RawMessage
 	found     []string // tool search result
+	// results and searchError are a web search's (kindWebResult) or the results a text cites
+	// (kindCitedText).
+	results     []WebResult
+	searchError string
 }
 
 // Kinds of the two wire blocks a tool_search block becomes.
@@ -50,16 +56,38 @@ const (
 	kindSearchResult BlockKind = "tool_search_tool_result"
 )
 
+// replyEnv is what of the request shapes a reply: its tool search tool's name, its web_search
+// definition, and whether it is a chat completion (which has no server tools).
+type replyEnv struct {
+	search string
+	web    *webSearchTool
+	chat   bool
+}
+
 // buildReply turns rule r into the answer to request n. Ids are msg_scripted_NNNN and
 // toolu_scripted_NNNN_K (K counts the tool_use blocks of the reply from 0); a tool search is
 // srvtoolu_scripted_NNNN_K (K counts the searches) run by the request's search tool, search
-// (tool_search_tool_regex when the request has none).
-func buildReply(n int, model string, r *Rule, search string) *reply {
+// (tool_search_tool_regex when the request has none); a web search srvtoolu_scripted_NNNN_wK.
+// It fails when the scenario uses a server tool the request does not have.
+func buildReply(n int, model string, r *Rule, env replyEnv) (*reply, error) {
+	search := env.search
 	rep := &reply{id: fmt.Sprintf("msg_scripted_%04d", n), model: model, stopReason: r.StopReason}
 	tools, thinks, searches := 0, 0, 0
 	for _, b := range r.Reply {
 		rb := replyBlock{kind: b.Kind, text: b.Text}
 		switch b.Kind {
+		case KindWebSearch:
+			if env.chat {
+				continue
+			}
+			blocks, err := webSearchBlocks(n, b, env.web, rep.webSearches)
+			if err != nil {
+				return nil, err
+			}
+			rep.webSearches++
+			rep.outputTokens += tokensOf(blocks[0].input) + tokensOf([]byte(b.Answer))
+			rep.blocks = append(rep.blocks, blocks...)
+			continue
 		case KindToolSearch:
 			if search == "" {
 				search = "tool_search_tool_regex"
@@ -104,7 +132,7 @@ func buildReply(n int, model string, r *Rule, search string) *reply {
 			rep.stopReason = "tool_use"
 		}
 	}
-	return rep
+	return rep, nil
 }
 
 // chunks splits s into stream fragments of about size bytes, never inside a UTF-8 sequence,

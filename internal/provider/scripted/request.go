@@ -18,6 +18,8 @@ type view struct {
 	results  []string // tool names of the tool results in the last user message
 	// searchTool is the name of the request's server-side tool search tool, if any.
 	searchTool string
+	// webSearch is the request's web_search server tool, if any.
+	webSearch *webSearchTool
 }
 
 // cacheBlock is one unit of the prompt prefix: a tool definition, a system block or a message
@@ -172,6 +174,13 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 		}
 		if strings.HasPrefix(head.Type, "tool_search_tool_") {
 			p.view.searchTool = head.Name
+		}
+		if strings.HasPrefix(head.Type, "web_search_") {
+			def, err := parseWebSearchTool(tag, t, head.Type, head.Name)
+			if err != nil {
+				return nil, err
+			}
+			p.view.webSearch = def
 		}
 		obj, err := add(tag, t)
 		if err != nil {

@@ -95,6 +95,12 @@ type Block struct {
 	RawInput string
 	// Found names the deferred tools a tool_search block finds (its query is Text).
 	Found []string
+	// Results are what a web_search block finds (its query is Text); Answer, if set, is a
+	// text block after it citing them; SearchError makes the search fail with that
+	// error_code instead.
+	Results     []WebResult
+	Answer      string
+	SearchError string
 }
 
 // Text returns a text block.
@@ -203,8 +209,12 @@ func (r *Rule) validate() error {
 			if len(b.Found) == 0 {
 				return fmt.Errorf("reply block %d: tool_search needs found tools", j+1)
 			}
+		case KindWebSearch:
+			if b.Text == "" {
+				return fmt.Errorf("reply block %d: web_search needs a query", j+1)
+			}
 		default:
-			return fmt.Errorf("reply block %d: kind %q is not one of text, thinking, tool_use, tool_search", j+1, b.Kind)
+			return fmt.Errorf("reply block %d: kind %q is not one of text, thinking, tool_use, tool_search, web_search", j+1, b.Kind)
 		}
 	}
 	if f := r.Fault; f != nil {

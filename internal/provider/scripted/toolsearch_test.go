@@ -89,7 +89,10 @@ func TestToolSearchReply(t *testing.T) {
 	if err := (&Scenario{Rules: []Rule{*rule}}).Validate(); err != nil {
 		t.Fatal(err)
 	}
-	rep := buildReply(3, "m", rule, "tool_search_tool_regex")
+	rep, err := buildReply(3, "m", rule, replyEnv{search: "tool_search_tool_regex"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if rep.stopReason != "tool_use" {
 		t.Errorf("stop reason %q, want tool_use", rep.stopReason)
 	}

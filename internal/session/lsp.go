@@ -1,0 +1,110 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/lsp"
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+// buildLSP starts the language-server manager of the lspServers settings (no server runs
+// until a file of its language is read or edited). Servers a project configures run only
+// once the workspace is trusted, as its hooks do.
+func (s *Session) buildLSP() {
+	var servers []lsp.Config
+	for _, name := range slices.Sorted(maps.Keys(s.settings.LSPServers)) {
+		v := s.settings.LSPServers[name]
+		if v.From.Scope.ProjectProvided() && !s.trusted() {
+			s.notices = append(s.notices, event.Notice{Level: "warn",
+				Text: fmt.Sprintf("lspServers.%s in %s is ignored until this workspace is trusted (keel trust)", name, v.From.Path)})
+			continue
+		}
+		srv := v.V
+		cfg := lsp.Config{Name: name, Command: srv.Command, Args: srv.Args, Env: srv.Env, Extensions: srv.ExtensionToLanguage,
+			InitializationOptions: srv.InitializationOptions, Settings: srv.Settings, WorkspaceFolder: srv.WorkspaceFolder,
+			StartupTimeout:  time.Duration(srv.StartupTimeout * float64(time.Millisecond)),
+			ShutdownTimeout: time.Duration(srv.ShutdownTimeout * float64(time.Millisecond)),
+			NoRestart:       srv.RestartOnCrash != nil && !*srv.RestartOnCrash}
+		if srv.MaxRestarts != nil {
+			cfg.MaxRestarts = *srv.MaxRestarts
+		}
+		servers = append(servers, cfg)
+	}
+	if len(servers) == 0 {
+		return
+	}
+	environ := s.opts.MCP.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	s.lsp = lsp.New(lsp.Options{Servers: servers, Root: s.projectDir, Environ: environ, Wait: s.opts.LSPWait, Logger: s.logger})
+}
+
+// lspPaths are the files a call touches, resolved the way the permission check resolves them.
+func lspPaths(t tool.Tool, call tool.Call, cwd string) []string {
+	req := permissionRequest(t, call.Input, cwd)
+	out := make([]string, 0, len(req.Paths))
+	for _, p := range req.Paths {
+		out = append(out, permission.ResolvePath(p, cwd))
+	}
+	return out
+}
+
+// lspBefore notes the diagnostics of the files an edit is about to change.
+func (s *Session) lspBefore(env *tool.Env, t tool.Tool, call tool.Call) {
+	if s.lsp == nil || !isFileEdit(call.Name) {
+		return
+	}
+	for _, p := range lspPaths(t, call, env.State.Cwd) {
+		s.lsp.Before(env.AgentID, p)
+	}
+}
+
+// lspAfter opens files that were read in their servers, and adds to an edit's result the
+// problems it introduced (and earlier edits' problems that arrived since).
+func (s *Session) lspAfter(ctx context.Context, env *tool.Env, t tool.Tool, call tool.Call, res *tool.Result, emit func(event.Event)) {
+	if s.lsp == nil {
+		return
+	}
+	var files []lsp.FileDiagnostics
+	if !res.IsError {
+		switch {
+		case call.Name == "Read":
+			for _, p := range lspPaths(t, call, env.State.Cwd) {
+				s.lsp.Touch(p)
+			}
+		case isFileEdit(call.Name):
+			for _, p := range lspPaths(t, call, env.State.Cwd) {
+				rep := s.lsp.After(ctx, env.AgentID, p)
+				files = append(files, rep.Files...)
+				if rep.Note != "" {
+					res.Content = append(res.Content, message.Text("("+rep.Note+")"))
+					emit(event.Notice{Level: "warn", Text: rep.Note})
+				}
+			}
+		}
+	}
+	files = append(files, s.lsp.Late(env.AgentID)...)
+	if text := lsp.Format(files, env.State.Cwd); text != "" {
+		res.Content = append(res.Content, message.Text(text))
+	}
+}
+
+// lspObserver hands the main agent diagnostics that arrived after its edit's result was
+// returned, at the next request boundary.
+type lspObserver struct{ s *Session }
+
+func (o lspObserver) Observe(context.Context) []message.Block {
+	if text := lsp.Format(o.s.lsp.Late(""), o.s.Cwd()); text != "" {
+		return []message.Block{message.Text(text)}
+	}
+	return nil
+}

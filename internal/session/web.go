@@ -1,0 +1,134 @@
+package session
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/keel-dev/keel/internal/builtin"
+	"github.com/keel-dev/keel/internal/cost"
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/mcphost"
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/provider/connect"
+	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/webfetch"
+	"github.com/keel-dev/keel/internal/websearch"
+)
+
+// webTools configures WebFetch and WebSearch: pages are read by the small model, searches go
+// to the backend settings name (or the provider's own search).
+func (s *Session) webTools(opts *builtin.Options) {
+	opts.Fetcher = webfetch.New(webfetch.Options{Logger: s.logger})
+	opts.Reader = builtin.ModelReader{Provider: s.opts.Provider, Model: s.smallModel, Usage: s.helpers.add}
+	opts.Search = s.searchBackend()
+}
+
+// smallModel is the model helpers such as WebFetch ask: the haiku-class model behind the
+// "haiku" alias on the Anthropic API, the session's own model elsewhere (an OpenAI-compatible
+// server has no such alias).
+func (s *Session) smallModel() string {
+	if provider.SupportsServerWebSearch(s.opts.Provider) {
+		return connect.ResolveModel("haiku")
+	}
+	return s.Model()
+}
+
+// searchBackend picks WebSearch's backend from the webSearch settings; nil means off.
+// Settings from the project itself are used only once the workspace is trusted: they could
+// send the user's queries — and keys from the environment — anywhere.
+func (s *Session) searchBackend() websearch.Backend {
+	ws := s.settings.WebSearch
+	for _, v := range []settings.Origin{ws.Backend.From, ws.URL.From, ws.APIKey.From} {
+		if v.Scope.ProjectProvided() && !s.trusted() {
+			s.notices = append(s.notices, event.Notice{Level: "warn",
+				Text: fmt.Sprintf("webSearch in %s is ignored until this workspace is trusted (keel trust)", v.Path)})
+			ws = settings.WebSearch{}
+			break
+		}
+	}
+	server := func() websearch.Backend {
+		return &websearch.Server{Provider: s.opts.Provider, Model: s.Model, Usage: s.helpers.add}
+	}
+	native := provider.SupportsServerWebSearch(s.opts.Provider)
+	switch kind := ws.Backend.V; kind {
+	case "", "auto":
+		if native {
+			return server()
+		}
+		return nil
+	case "off":
+		return nil
+	case "anthropic":
+		if native {
+			return server()
+		}
+		s.notices = append(s.notices, event.Notice{Level: "warn",
+			Text: fmt.Sprintf("webSearch.backend is anthropic (%s), but this provider has no server-side web search; WebSearch is off", ws.Backend.From)})
+		return nil
+	default:
+		env := s.environ()
+		expand := func(v string) string {
+			out, missing := mcphost.Expand(v, env)
+			if len(missing) > 0 {
+				s.notices = append(s.notices, event.Notice{Level: "warn",
+					Text: fmt.Sprintf("webSearch: %s is not set in the environment", strings.Join(missing, ", "))})
+			}
+			return out
+		}
+		return &websearch.Service{Kind: kind, URL: expand(ws.URL.V), APIKey: expand(string(ws.APIKey.V)), MaxResults: int(ws.MaxResults.V)}
+	}
+}
+
+// environ is the environment ${VAR} references in settings expand from.
+func (s *Session) environ() map[string]string {
+	list := s.opts.MCP.Environ
+	if list == nil {
+		list = os.Environ()
+	}
+	env := map[string]string{}
+	for _, kv := range list {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// helperMeter adds up what model requests made by tools (WebFetch's page reading, WebSearch)
+// used, so a run's result and the session's totals include them.
+type helperMeter struct {
+	// mu guards usage and costUSD.
+	mu      sync.Mutex
+	usage   message.Usage
+	costUSD float64
+}
+
+func (h *helperMeter) add(model string, u message.Usage) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.usage = h.usage.Add(u)
+	h.costUSD += cost.USD(model, u)
+}
+
+func (h *helperMeter) total() (message.Usage, float64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.usage, h.costUSD
+}
+
+// rollUpHelpers adds what tools' own model requests used during this run to its result.
+func (s *Session) rollUpHelpers(res *event.Result, before message.Usage, beforeCost float64) {
+	u, c := s.helpers.total()
+	d := message.Usage{InputTokens: u.InputTokens - before.InputTokens, OutputTokens: u.OutputTokens - before.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens - before.CacheCreationInputTokens,
+		CacheReadInputTokens:     u.CacheReadInputTokens - before.CacheReadInputTokens}
+	res.Usage = res.Usage.Add(d)
+	res.CostUSD += c - beforeCost
+	s.mu.Lock()
+	s.totals = s.totals.Add(d)
+	s.costUSD += c - beforeCost
+	s.mu.Unlock()
+}
