@@ -277,9 +277,15 @@ func (m *mailbox) Ack(ctx context.Context, member string, ids ...string) error {
 	}
 	what := "ack messages of " + member
 	return m.b.retry(ctx, what, func(ctx context.Context) error {
-		held, _, err := m.refresh(ctx, member)
-		if err != nil && !errors.Is(err, coord.ErrCorrupt) {
-			return fmt.Errorf("%s: %w", what, err)
+		// The usual ack follows this handle's own Fetch: the messages are known, with their
+		// sequences, and need no read. Others are looked up.
+		held, ok := m.cached(member, ids)
+		if !ok {
+			var err error
+			held, _, err = m.refresh(ctx, member)
+			if err != nil && !errors.Is(err, coord.ErrCorrupt) {
+				return fmt.Errorf("%s: %w", what, err)
+			}
 		}
 		var acked []uint64
 		for _, s := range held {
@@ -304,6 +310,20 @@ func (m *mailbox) Ack(ctx context.Context, member string, ids ...string) error {
 		m.forget(member, acked)
 		return nil
 	})
+}
+
+// cached returns the remembered messages with the given ids, and whether all were there.
+func (m *mailbox) cached(member string, ids []string) ([]stored, bool) {
+	in := m.inbox(member)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var out []stored
+	for _, s := range in.msgs {
+		if slices.Contains(ids, s.msg.ID) {
+			out = append(out, s)
+		}
+	}
+	return out, len(out) == len(ids)
 }
 
 // notFound reports a delete of a message that is already gone.
