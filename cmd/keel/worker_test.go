@@ -93,7 +93,9 @@ func TestWorkersFinishBoardThroughNATS(t *testing.T) {
 	t.Cleanup(func() { _ = msrv.Close() })
 	root := t.TempDir()
 	const teamName = "board20"
-	lease := waittest.Scale(3 * time.Second)
+	// The lease also sets the heartbeat (a fifth of it) and when a silent member counts as
+	// dead: long enough that a loaded machine does not make the live worker look dead.
+	lease := waittest.Scale(6 * time.Second)
 	env := func(host string) []string {
 		return []string{"KEEL_HOME=" + filepath.Join(root, host, "keel-home"), "HOME=" + filepath.Join(root, host, "home"),
 			"PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + msrv.URL(), "ANTHROPIC_API_KEY=test-key",
