@@ -73,16 +73,14 @@ func (bd *board) change(ctx context.Context, what string, fn func(ctx context.Co
 		return err
 	}
 	return bd.b.retry(ctx, what, func(ctx context.Context) error {
-		for {
-			s, err := bd.view.fence(ctx)
-			if err != nil {
+		s, err := bd.view.fence(ctx)
+		for err == nil {
+			if err = fn(ctx, s); !errors.Is(err, errLost) {
 				return err
 			}
-			err = fn(ctx, s)
-			if !errors.Is(err, errLost) {
-				return err
-			}
+			s, err = bd.view.after(ctx, s)
 		}
+		return err
 	})
 }
 

@@ -38,6 +38,8 @@ type view struct {
 
 // snap is a consistent copy of the view.
 type snap struct {
+	// seen is the last revision the copy includes.
+	seen    uint64
 	tasks   map[string]coord.Task
 	revs    map[string]uint64
 	bad     map[string]error
@@ -185,10 +187,7 @@ func (v *view) fence(ctx context.Context) (snap, error) {
 	for {
 		v.mu.Lock()
 		if v.seen >= last {
-			s := snap{
-				tasks: maps.Clone(v.tasks), revs: maps.Clone(v.revs), bad: maps.Clone(v.bad),
-				next: v.next, nextRev: v.nextRev, lockRev: v.lockRev,
-			}
+			s := v.copyLocked()
 			v.mu.Unlock()
 			return s, nil
 		}
@@ -202,6 +201,39 @@ func (v *view) fence(ctx context.Context) (snap, error) {
 			v.restart()
 			wait = min(2*wait, 2*time.Second)
 			stall.Reset(wait)
+		}
+	}
+}
+
+func (v *view) copyLocked() snap {
+	return snap{
+		seen:  v.seen,
+		tasks: maps.Clone(v.tasks), revs: maps.Clone(v.revs), bad: maps.Clone(v.bad),
+		next: v.next, nextRev: v.nextRev, lockRev: v.lockRev,
+	}
+}
+
+// after returns the view once it holds more than s did: a compare-and-set against s lost to
+// a write the watch is about to deliver, so waiting for it spares the round trip of another
+// fence. A watch that stays silent (it lost its consumer) is fenced after all.
+func (v *view) after(ctx context.Context, s snap) (snap, error) {
+	t := time.NewTimer(stallWait)
+	defer t.Stop()
+	for {
+		v.mu.Lock()
+		if v.seen > s.seen {
+			c := v.copyLocked()
+			v.mu.Unlock()
+			return c, nil
+		}
+		ch := v.advanced
+		v.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return snap{}, context.Cause(ctx)
+		case <-ch:
+		case <-t.C:
+			return v.fence(ctx)
 		}
 	}
 }
