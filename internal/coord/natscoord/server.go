@@ -2,6 +2,7 @@ package natscoord
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -31,6 +32,8 @@ type ServerOptions struct {
 	SyncAlways bool
 	// Cluster, when set, joins a JetStream cluster.
 	Cluster *ClusterOptions
+	// TLS, when set, makes clients connect with TLS (tls:// URLs).
+	TLS *tls.Config
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
 }
@@ -78,6 +81,9 @@ func StartServer(opts ServerOptions) (*Server, error) {
 		// No HTTP monitoring, no leaf nodes, no gateways: a client port (and a route port in
 		// a cluster) and nothing else.
 		HTTPPort: 0,
+	}
+	if opts.TLS != nil {
+		so.TLSConfig, so.TLS, so.TLSTimeout = opts.TLS, true, 5
 	}
 	if c := opts.Cluster; c != nil {
 		cport := c.Port
