@@ -129,6 +129,17 @@ func TestWorkersFinishBoardThroughNATS(t *testing.T) {
 		return w
 	}
 	workers := []*worker{start("w1"), start("w2")}
+	var leadLines []string
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, w := range workers {
+			b, _ := os.ReadFile(filepath.Join(root, w.name+".log"))
+			t.Logf("%s's output:\n%s", w.name, b)
+		}
+		t.Logf("the lead's output:\n%s", strings.Join(leadLines, "\n"))
+	})
 
 	// The test's own view of the team, through the same NATS.
 	view, err := natscoord.Open(ctx, natscoord.Options{URL: nsrv.URL(), Team: teamName})
@@ -163,7 +174,6 @@ func TestWorkersFinishBoardThroughNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	leadDone := make(chan error, 1)
-	var leadLines []string
 	go func() {
 		sc := bufio.NewScanner(leadOut)
 		sc.Buffer(make([]byte, 1<<20), 1<<24)

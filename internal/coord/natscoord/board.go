@@ -38,31 +38,19 @@ func (bd *board) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		info, err := stream.Info(ctx)
-		if err != nil {
-			return err
-		}
-		// The watch lives as long as the handle, unless this attempt fails.
-		wctx, cancel := context.WithCancel(bd.b.stop)
-		w, err := bd.kv.WatchAll(wctx)
-		if err != nil {
-			cancel()
-			return err
-		}
 		v := newView(bd.kv, stream)
-		ready := make(chan struct{})
-		bd.b.wg.Go(func() {
-			defer cancel()
-			v.run(wctx, w, info.State.LastSeq, ready)
-		})
-		select {
-		case <-ready:
-			bd.view = v
-			return nil
-		case <-ctx.Done():
-			cancel()
-			return fmt.Errorf("%s: %w", what, context.Cause(ctx))
+		last, err := v.load(ctx)
+		if err != nil {
+			return err
 		}
+		// The watch lives as long as the handle.
+		w, err := bd.kv.WatchAll(bd.b.stop, jetstream.ResumeFromRevision(last+1))
+		if err != nil {
+			return err
+		}
+		bd.view = v
+		bd.b.wg.Go(func() { v.run(bd.b.stop, w) })
+		return nil
 	})
 }
 

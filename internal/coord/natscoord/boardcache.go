@@ -3,6 +3,7 @@ package natscoord
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -27,9 +28,10 @@ type view struct {
 	tasks    map[string]coord.Task
 	revs     map[string]uint64
 	bad      map[string]error
-	next     uint64 // the id counter's value
-	nextRev  uint64 // and its key's revision (0: no counter yet)
-	lockRev  uint64 // the graph lock's revision (0: free)
+	keyRevs  map[string]uint64 // every key's last revision applied
+	next     uint64            // the id counter's value
+	nextRev  uint64            // and its key's revision (0: no counter yet)
+	lockRev  uint64            // the graph lock's revision (0: free)
 	seen     uint64
 	advanced chan struct{}
 	kick     chan struct{}
@@ -51,17 +53,39 @@ type snap struct {
 func newView(kv jetstream.KeyValue, stream jetstream.Stream) *view {
 	return &view{
 		kv: kv, stream: stream,
-		tasks: map[string]coord.Task{}, revs: map[string]uint64{}, bad: map[string]error{},
+		tasks: map[string]coord.Task{}, revs: map[string]uint64{}, bad: map[string]error{}, keyRevs: map[string]uint64{},
 		advanced: make(chan struct{}), kick: make(chan struct{}, 1), subs: map[*signal]struct{}{},
 	}
 }
 
-// run feeds the view from a watch of the bucket until ctx ends. The first updates are every
-// key's current value; nil marks the end of those, and ready is closed then. A kick (a fence
-// that waits too long, a reconnect) replaces the watch with one that resumes after the last
-// revision seen: a watch whose consumer lived on a server that died would otherwise stay
-// silent until its heartbeats were missed.
-func (v *view) run(ctx context.Context, w jetstream.KeyWatcher, floor uint64, ready chan<- struct{}) {
+// load fills the view with every key's current value, listed from the stream's own
+// per-subject state (a watch's initial listing can leave keys out while others write), and
+// returns the stream's last sequence at that moment: the watch resumes after it.
+func (v *view) load(ctx context.Context) (uint64, error) {
+	prefix := "$KV." + v.kv.Bucket() + "."
+	info, err := v.stream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return 0, err
+	}
+	for subj := range info.State.Subjects {
+		e, err := v.kv.Get(ctx, strings.TrimPrefix(subj, prefix))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		v.apply(e)
+	}
+	v.advance(info.State.LastSeq)
+	return info.State.LastSeq, nil
+}
+
+// run feeds the view from a watch of the bucket that resumes after what load read, until
+// ctx ends. A kick (a fence that waits too long, a reconnect) replaces the watch with one
+// that resumes after the last revision seen: a watch whose consumer lived on a server that
+// died would otherwise stay silent until its heartbeats were missed.
+func (v *view) run(ctx context.Context, w jetstream.KeyWatcher) {
 	defer func() {
 		if w != nil {
 			_ = w.Stop()
@@ -87,15 +111,9 @@ func (v *view) run(ctx context.Context, w jetstream.KeyWatcher, floor uint64, re
 				updates = nil // ended: wait for a kick
 				continue
 			}
-			if e == nil {
-				if ready != nil {
-					v.advance(floor)
-					close(ready)
-					ready = nil
-				}
-				continue
+			if e != nil { // nil: caught up
+				v.apply(e)
 			}
-			v.apply(e)
 		}
 	}
 }
@@ -118,6 +136,12 @@ func (v *view) apply(e jetstream.KeyValueEntry) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	key, rev := e.Key(), e.Revision()
+	if rev <= v.keyRevs[key] {
+		// Older than what load read: the watch replays from the listing's point on.
+		v.advanceLocked(rev)
+		return
+	}
+	v.keyRevs[key] = rev
 	gone := e.Operation() != jetstream.KeyValuePut
 	switch {
 	case strings.HasPrefix(key, "task."):

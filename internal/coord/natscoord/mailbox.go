@@ -376,7 +376,7 @@ func (m *mailbox) Delivered(ctx context.Context, member string, limit int) ([]co
 	var msgs []coord.Message
 	err := m.b.retry(ctx, "read delivered messages of "+member, func(ctx context.Context) error {
 		msgs = nil
-		return eachValue(ctx, m.b.stateKV, "done."+member+".*", func(e jetstream.KeyValueEntry) {
+		return eachValue(ctx, m.b, "done."+member+".*", func(e jetstream.KeyValueEntry) {
 			var msg coord.Message
 			if json.Unmarshal(e.Value(), &msg) == nil {
 				msgs = append(msgs, msg)
@@ -393,22 +393,30 @@ func (m *mailbox) Delivered(ctx context.Context, member string, limit int) ([]co
 	return msgs, nil
 }
 
-// eachValue calls fn with the current value of every key matching filter.
-func eachValue(ctx context.Context, kv jetstream.KeyValue, filter string, fn func(jetstream.KeyValueEntry)) error {
-	w, err := kv.WatchFiltered(ctx, []string{filter}, jetstream.IgnoreDeletes())
+// eachValue calls fn with the current value of every key of the state bucket matching
+// filter (a KV key pattern). The keys come from the stream's own per-subject state, then each
+// value is read: a KV watch's initial listing can end early while keys are being written
+// (heartbeats are), and a listing must never leave out a key that exists.
+func eachValue(ctx context.Context, b *Backend, filter string, fn func(jetstream.KeyValueEntry)) error {
+	prefix := "$KV." + b.stateKV.Bucket() + "."
+	info, err := b.stateStr.Info(ctx, jetstream.WithSubjectFilter(prefix+filter))
 	if err != nil {
 		return err
 	}
-	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case e, ok := <-w.Updates():
-			if !ok || e == nil {
-				return nil
-			}
-			fn(e)
-		}
+	keys := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		keys = append(keys, strings.TrimPrefix(subj, prefix))
 	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		e, err := b.stateKV.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // deleted (its marker is a message of the subject)
+		}
+		if err != nil {
+			return err
+		}
+		fn(e)
+	}
+	return nil
 }

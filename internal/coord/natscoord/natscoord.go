@@ -104,9 +104,10 @@ type Backend struct {
 	ownConn bool
 	js      jetstream.JetStream
 
-	boardKV jetstream.KeyValue
-	stateKV jetstream.KeyValue
-	mailStr jetstream.Stream
+	boardKV  jetstream.KeyValue
+	stateKV  jetstream.KeyValue
+	stateStr jetstream.Stream // the state bucket's stream, for listing its keys
+	mailStr  jetstream.Stream
 
 	mail     *mailbox
 	board    *board
@@ -177,6 +178,10 @@ func (b *Backend) provision(ctx context.Context, replicas int) error {
 			return err
 		}
 		b.stateKV, err = b.bucket(ctx, "state", replicas)
+		if err != nil {
+			return err
+		}
+		b.stateStr, err = b.js.Stream(ctx, "KV_"+b.stateKV.Bucket())
 		if err != nil {
 			return err
 		}

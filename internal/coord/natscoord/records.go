@@ -196,7 +196,7 @@ func (r *records) List(ctx context.Context, prefix string) ([]coord.Record, erro
 	var errs []error
 	err := r.b.retry(ctx, "list records", func(ctx context.Context) error {
 		out, errs = nil, nil
-		return eachValue(ctx, r.b.stateKV, "rec.*", func(e jetstream.KeyValueEntry) {
+		return eachValue(ctx, r.b, "rec.*", func(e jetstream.KeyValueEntry) {
 			key := recordKey(e.Key())
 			if !strings.HasPrefix(key, prefix) {
 				return

@@ -80,7 +80,7 @@ func (r *requests) Pending(ctx context.Context, to string) ([]coord.Request, err
 	var errs []error
 	err := r.b.retry(ctx, "list requests", func(ctx context.Context) error {
 		out, errs = nil, nil
-		return eachValue(ctx, r.b.stateKV, "req.*", func(e jetstream.KeyValueEntry) {
+		return eachValue(ctx, r.b, "req.*", func(e jetstream.KeyValueEntry) {
 			var re requestEntry
 			if err := json.Unmarshal(e.Value(), &re); err != nil {
 				errs = append(errs, fmt.Errorf("request under key %s: %v: %w", e.Key(), err, coord.ErrCorrupt))
