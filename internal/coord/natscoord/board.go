@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -62,14 +63,31 @@ func (bd *board) change(ctx context.Context, what string, fn func(ctx context.Co
 	}
 	return bd.b.retry(ctx, what, func(ctx context.Context) error {
 		s, err := bd.view.fence(ctx)
-		for err == nil {
+		for lost := 0; err == nil; lost++ {
 			if err = fn(ctx, s); !errors.Is(err, errLost) {
 				return err
 			}
-			s, err = bd.view.after(ctx, s)
+			// Many claimers go for the same (lowest) task: a loser steps back for a random
+			// moment, growing with its losses, so that they do not all pile onto the next one.
+			if err = pause(ctx, lost); err == nil {
+				s, err = bd.view.after(ctx, s)
+			}
 		}
 		return err
 	})
+}
+
+// pause waits a random moment of up to 100µs·2^lost (at most 25 ms).
+func pause(ctx context.Context, lost int) error {
+	d := rand.N(min(100*time.Microsecond<<min(lost, 8), 25*time.Millisecond))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
 }
 
 // errLost marks a compare-and-set that lost a race; [board.change] runs the step again.
