@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/coord"
+	"github.com/keel-dev/keel/internal/coord/natscoord"
 	"github.com/keel-dev/keel/internal/daemon"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/waittest"
@@ -105,7 +107,12 @@ func newSupervisorRig(t *testing.T) *supervisorRig {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waittest.Timeout())
 		defer cancel()
-		_, _ = r.client.Shutdown(ctx)
+		if _, err := r.client.Shutdown(ctx); err != nil {
+			t.Errorf("stop the supervisor: %v", err)
+			if st, err := r.client.Status(context.Background()); err == nil && st.Info != nil {
+				_ = syscall.Kill(st.Info.PID, syscall.SIGKILL) // never leave one behind
+			}
+		}
 		_ = r.client.Close()
 	})
 	return r
@@ -399,5 +406,56 @@ func TestSupervisorRecoversAgents(t *testing.T) {
 		if n := r.transcriptCount(a.Agent.SessionID, a.Agent.ID); n != 1 {
 			t.Errorf("the report of %s is in its session %d times, want once", a.Agent.ID, n)
 		}
+	}
+}
+
+// With coordination.backend "nats" and no URL, the supervisor runs an embedded nats-server
+// (JetStream, loopback, its store under the keel home) and teams use it; after a restart it
+// serves the same URL and what was stored is still there.
+func TestSupervisorEmbeddedNATS(t *testing.T) {
+	r := newSupervisorRig(t)
+	if err := os.WriteFile(filepath.Join(r.home, "settings.json"), []byte(`{"coordination": {"backend": "nats"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.run("supervisor", "start")
+	natsURL := func() string {
+		var st daemon.Status
+		if err := json.Unmarshal([]byte(r.run("supervisor", "status", "--json")), &st); err != nil || st.Info == nil {
+			t.Fatalf("status: %+v, %v", st, err)
+		}
+		return st.Info.NATSURL
+	}
+	url := natsURL()
+	if !strings.HasPrefix(url, "nats://127.0.0.1:") {
+		t.Fatalf("embedded NATS at %q; want one on loopback", url)
+	}
+	ctx := waittest.Context(t)
+	b, err := natscoord.Open(ctx, natscoord.Options{URL: url, Team: "local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Board().Create(ctx, coord.Task{Subject: "kept across a restart"}); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Close()
+	if _, err := os.Stat(filepath.Join(r.home, "supervisor", "nats", "jetstream")); err != nil {
+		t.Errorf("the JetStream store is not under the keel home: %v", err)
+	}
+	// keel team reaches the team through the same server, found through the supervisor.
+	if out := r.run("team", "tasks", "--team", "local"); !strings.Contains(out, "kept across a restart") {
+		t.Errorf("keel team tasks on the embedded server: %q", out)
+	}
+	r.run("supervisor", "stop")
+	r.run("supervisor", "start")
+	if again := natsURL(); again != url {
+		t.Errorf("after a restart the embedded NATS is at %s, was %s", again, url)
+	}
+	b, err = natscoord.Open(ctx, natscoord.Options{URL: url, Team: "local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if tasks, err := b.Board().List(ctx); err != nil || len(tasks) != 1 {
+		t.Errorf("after a restart the board holds %v (%v); want the task", tasks, err)
 	}
 }
