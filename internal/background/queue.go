@@ -136,6 +136,7 @@ func (q *Queue) Push(n Notification) error {
 // Observe hands the pending notifications to the next request, as text blocks; it is the
 // queue's [loop.Observer] side. They stay on disk until Ack.
 func (q *Queue) Observe(ctx context.Context) []message.Block {
+	q.rescan()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var blocks []message.Block

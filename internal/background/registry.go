@@ -66,6 +66,10 @@ type Spec struct {
 	// Announced says task_started was already emitted (a foreground agent moved to the
 	// background keeps its id and was announced when it started).
 	Announced bool
+	// Remote says the task runs outside this process (in the supervisor), which queues its
+	// notification itself, in the owner's queue directory: this process only mirrors its state
+	// (see remote.go). Closing the registry leaves a remote task running.
+	Remote bool
 }
 
 // Info is a snapshot of one task.
@@ -224,6 +228,10 @@ func (r *Registry) Start(spec Spec, run func(ctx context.Context, t *Task) (stri
 			status, errText = StatusKilled, ErrKilled.Error()
 		case err != nil:
 			status, errText = StatusFailed, err.Error()
+		}
+		if spec.Remote {
+			r.finishRemote(ctx, t, result, err)
+			return
 		}
 		t.setStatus(status, result, errText)
 		r.notify(t, Notification{TaskID: spec.ID, ToolUseID: spec.ToolUseID, Status: status,
@@ -424,7 +432,9 @@ func (r *Registry) WaitIdle(ctx context.Context, owner string) (int, error) {
 func (r *Registry) Close() {
 	r.mu.Lock()
 	for _, t := range r.tasks {
-		t.stop(ErrKilled)
+		if !t.spec.Remote {
+			t.stop(ErrKilled)
+		}
 	}
 	r.mu.Unlock()
 	r.cancel()

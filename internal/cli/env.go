@@ -21,6 +21,8 @@ type Env struct {
 	TeamLease time.Duration
 	// InTmux is whether keel runs inside tmux ($TMUX).
 	InTmux bool
+	// NATSURL is KEEL_NATS_URL: the NATS server(s) of the coordination backend.
+	NATSURL string
 }
 
 func loadEnv(getenv func(string) string) Env {
@@ -36,6 +38,7 @@ func loadEnv(getenv func(string) string) Env {
 		}
 	}
 	env.Home, env.MaxTurns = home, getenv("KEEL_MAX_TURNS")
+	env.NATSURL = strings.TrimSpace(getenv("KEEL_NATS_URL"))
 	return env
 }
 

@@ -54,6 +54,7 @@ type runFlags struct {
 	maxTurnsSet          bool
 	ignoreSettingsErrors bool
 	teammateMode         string
+	teamName             string
 }
 
 // DefaultHeadlessMaxTurns caps the model turns of a `keel -p` run that sets no --max-turns,
@@ -95,6 +96,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.noWait, "no-wait", false, "with -p: exit without waiting for background agents (and teammates)")
 	f.sdk.register(cmd)
 	fl.BoolVar(&f.ignoreSettingsErrors, "ignore-settings-errors", false, "run even when a settings file does not parse (its settings, deny rules included, are not used)")
+	fl.StringVar(&f.teamName, "team-name", "", "the name of this session's agent team (default: derived from the session id); keel worker --team joins it")
 	fl.StringVar(&f.teammateMode, "teammate-mode", "", "where agent teammates run: in-process, process, tmux or auto (default: the teammateMode setting, else in-process)")
 	for _, alias := range [][2]string{{"allowed-tools", "allowedTools"}, {"disallowed-tools", "disallowedTools"}} {
 		fl.StringArrayVar(aliasTarget(f, alias[1]), alias[0], nil, "same as --"+alias[1])
@@ -147,7 +149,8 @@ func (a *app) sessionOptions(f *runFlags) session.Options {
 		ForkSubagents: f.forkSubagents,
 		Agent:         f.agent,
 		ModelFlag:     f.model != "",
-		Team:          session.TeamOptions{Enabled: a.env.Teams, Mode: f.teammateMode, Lease: a.env.TeamLease, InTmux: a.env.InTmux},
+		Team:          session.TeamOptions{Enabled: a.env.Teams, Mode: f.teammateMode, Lease: a.env.TeamLease, InTmux: a.env.InTmux, Name: f.teamName},
+		Coordination:  a.coordinationOptions(),
 
 		IgnoreSettingsErrors: f.ignoreSettingsErrors,
 	}
@@ -243,6 +246,11 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 	opts, err := a.headlessOptions(cmd, f)
 	if err != nil {
 		return err
+	}
+	if sup, err := a.detachOptions(f, &opts, opts.Model); err != nil {
+		return err
+	} else if sup != nil {
+		defer sup.Close()
 	}
 	sess, err := session.New(ctx, opts)
 	if err != nil {

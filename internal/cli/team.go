@@ -43,7 +43,7 @@ func (a *app) teamCommand() *cobra.Command {
 			}
 			name = names[0]
 		}
-		return session.OpenTeam(ctx, a.env.Home, name)
+		return a.openTeam(ctx, name)
 	}
 	list := &cobra.Command{
 		Use:   "list",
@@ -56,7 +56,7 @@ func (a *app) teamCommand() *cobra.Command {
 			}
 			all := map[string][]team.MemberInfo{}
 			for _, name := range names {
-				t, done, err := session.OpenTeam(cmd.Context(), a.env.Home, name)
+				t, done, err := a.openTeam(cmd.Context(), name)
 				if err != nil {
 					return err
 				}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -111,7 +112,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 	}
 	runner := subagent.New(subagent.Config{
 		Defs: set, Provider: s.opts.Provider, Tasks: tasks,
-		SessionID: s.id, SessionPath: s.agentSessionPath(), Version: s.opts.Version,
+		SessionID: s.id, SessionPath: cmp.Or(s.opts.DetachedFrom, s.agentSessionPath()), Version: s.opts.Version,
 		Forks:     s.opts.ForkSubagents || s.settings.ForkSubagents.V,
 		Teams:     s.teamsEnabled(),
 		MaxDepth:  s.opts.MaxAgentDepth,
@@ -129,10 +130,13 @@ func (s *Session) buildAgents(ctx context.Context) {
 		},
 		Worktrees: &worktree.Manager{Root: s.projectDir, Logger: s.logger,
 			Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) }}},
-		Emit:   s.emitAgent,
-		Logger: s.logger,
+		Emit:     s.emitAgent,
+		Logger:   s.logger,
+		Detacher: s.opts.Detacher,
+		Detach:   s.opts.DetachBackground,
 	})
 	s.agents = &agents{tasks: tasks, queue: queue, runner: runner}
+	s.reattachAgents(ctx)
 	s.builtins = append(s.builtins, runner.Tool(), runner.SendMessageTool(), background.OutputTool(tasks), background.StopTool(tasks))
 	s.setMainParent()
 }

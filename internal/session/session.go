@@ -35,6 +35,7 @@ import (
 	"github.com/keel-dev/keel/internal/shell"
 	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/snapshot"
+	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/team"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/toolsearch"
@@ -123,9 +124,22 @@ type Options struct {
 	LSPWait time.Duration
 	// SDK holds what the Agent SDK's options add (sdk.go).
 	SDK SDKOptions
+
+	// Detacher reaches the supervisor: agents of this session that it still runs are
+	// mirrored again on open, and with DetachBackground the main thread's new background
+	// agents run there, so that they outlive this process (detached.go).
+	Detacher         subagent.Detacher
+	DetachBackground bool
+	// DetachedFrom is the transcript path of another session whose detached agent this one
+	// runs (the supervisor's job): the agent's transcript goes beside that one. Use it with
+	// NoPersistence and that session's SessionID.
+	DetachedFrom string
 	// Team configures agent teams (off unless enabled here, by the teams setting or by
 	// CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1).
 	Team TeamOptions
+	// Coordination says how teams reach NATS when settings choose that backend
+	// (coordination.go).
+	Coordination CoordinationOptions
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.

@@ -54,6 +54,10 @@ type TeamWorker struct {
 	LeadTranscript string
 	// Events receives the teammate's events (the worker prints them).
 	Events func(event.Event)
+	// Remote says the worker joined the team by itself (`keel worker`, on any host) rather
+	// than being started by the lead: it becomes a member of its own, which claims tasks
+	// from the board.
+	Remote bool
 }
 
 // teamFile is the session's note of its team, beside its transcript, so --continue finds
@@ -98,9 +102,9 @@ func (s *Session) buildTeam(ctx context.Context, resumed bool) error {
 	if err != nil {
 		return err
 	}
-	be, err := fscoord.Open(dir, fscoord.Options{Config: coord.Config{Logger: s.logger}})
+	be, err := s.openTeamBackend(ctx, name, dir)
 	if err != nil {
-		return fmt.Errorf("open team %s: %w", name, err)
+		return err
 	}
 	mode := o.Mode
 	if mode == "" {
@@ -183,7 +187,7 @@ func (s *Session) teamLocation(resumed bool) (string, string, error) {
 	}
 	dir := filepath.Join(TeamsDir(home), name)
 	if side != "" {
-		b, _ := json.MarshalIndent(teamFile{Name: name, Backend: "fs", Dir: dir}, "", "  ")
+		b, _ := json.MarshalIndent(teamFile{Name: name, Backend: s.coordinationBackend(), Dir: dir}, "", "  ")
 		if err := os.MkdirAll(filepath.Dir(side), 0o700); err == nil {
 			_ = os.WriteFile(side, append(b, '\n'), 0o600)
 		}
@@ -194,7 +198,7 @@ func (s *Session) teamLocation(resumed bool) (string, string, error) {
 // agentSessionPath is the transcript subagents' and teammates' transcripts go beside: the
 // session's own, or for a team worker the lead's.
 func (s *Session) agentSessionPath() string {
-	if w := s.opts.Team.Worker; w != nil {
+	if w := s.opts.Team.Worker; w != nil && w.LeadTranscript != "" {
 		return w.LeadTranscript
 	}
 	return s.TranscriptPath()
@@ -269,6 +273,9 @@ func (s *Session) RunTeammate(ctx context.Context) error {
 	w := s.opts.Team.Worker
 	if w == nil || s.team == nil {
 		return errors.New("this session is not a team worker")
+	}
+	if w.Remote {
+		return s.team.JoinRemote(ctx, w.Member, w.Resume)
 	}
 	return s.team.Join(ctx, w.Member, w.Resume)
 }

@@ -11,6 +11,9 @@ type Env struct {
 	// Home is keel's directory for user settings, trust records and logs: $KEEL_HOME, else
 	// $HOME/.keel; empty when neither is set.
 	Home string
+	// NATSURL is KEEL_NATS_URL: the NATS server(s) of the coordination backend; set, it
+	// overrides coordination.url and, unless coordination.backend says otherwise, selects nats.
+	NATSURL string
 	// Debug is KEEL_DEBUG set to anything but "", "0" or "false".
 	Debug bool
 	// Vars is every KEEL_* variable, including those no field names yet.
@@ -41,6 +44,7 @@ func EnvFrom(environ []string) Env {
 	case home != "":
 		e.Home = filepath.Join(home, ".keel")
 	}
+	e.NATSURL = strings.TrimSpace(e.Vars["KEEL_NATS_URL"])
 	switch strings.ToLower(e.Vars["KEEL_DEBUG"]) {
 	case "", "0", "false":
 	default:

@@ -44,6 +44,8 @@ type Settings struct {
 	WebSearch WebSearch
 	// LSPServers are the language servers by name; edits are checked with them.
 	LSPServers map[string]Value[LSPServer]
+	// Coordination picks the teams' coordination backend (coordination.go).
+	Coordination Coordination
 
 	// Unknown holds keys keel does not know, by dotted key, highest source winning. They are
 	// kept (and warned about) because real files carry many keys for other tools.
@@ -93,6 +95,7 @@ var keyTable = []keyDef{
 	scalar("autoCompactThreshold", func(s *Settings) *Value[float64] { return &s.AutoCompactThreshold }, decNumberIn(1, 100, "a percentage of the context window")),
 	webSearchKey(),
 	lspKey(),
+	coordinationKey(),
 }
 
 // keyDef reads one key. Sources are applied highest first, so apply only fills what is unset

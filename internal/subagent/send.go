@@ -93,6 +93,9 @@ func (r *Runner) Send(ctx context.Context, from, toolUseID, to, msg string) tool
 	if live != nil && to != "" {
 		return tool.Text(fmt.Sprintf("Message delivered to running agent %s; it reads it at its next step and reports when it finishes.", to))
 	}
+	if r.runningRemote(to) {
+		return tool.Errorf("agent %s is running in the keel supervisor; its report arrives by itself when it finishes, and then SendMessage can continue it", to)
+	}
 	caller := r.node(from)
 	if caller == nil {
 		return tool.Errorf("agent %s cannot send messages here", from)

@@ -74,6 +74,9 @@ type result struct {
 // launch prepares the child and runs it in the foreground or as a background task.
 func (r *Runner) launch(ctx context.Context, s spawn) tool.Result {
 	s.background = !s.foreground && (s.background || s.in.RunInBackground || s.def.Background)
+	if r.detachable(s) {
+		return r.detach(ctx, s)
+	}
 	c, err := r.prepare(ctx, s)
 	if err != nil {
 		return tool.Errorf("start agent: %v", err)

@@ -135,6 +135,10 @@ type Config struct {
 	// Emit receives children's events; nil drops them. Called from children's goroutines.
 	Emit   func(event.Event)
 	Logger *slog.Logger
+	// Detacher reaches the supervisor; with Detach, the main thread's new background agents
+	// run there, so that they outlive this process (detach.go).
+	Detacher Detacher
+	Detach   bool
 }
 
 // Parent is what a child inherits from the agent that starts it. The session fills one for
@@ -170,6 +174,8 @@ type Runner struct {
 	// SendMessage continues them without a transcript.
 	done   map[string]*record
 	ledger cost.Ledger
+	// remote are the agents handed to the supervisor (detach.go).
+	remote map[string]bool
 	// tm is the session's team, nil without one.
 	tm Team
 }
@@ -233,7 +239,7 @@ func New(cfg Config) *Runner {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{cfg: cfg, logger: logger, agents: map[string]*node{}, done: map[string]*record{},
+	return &Runner{cfg: cfg, logger: logger, agents: map[string]*node{}, done: map[string]*record{}, remote: map[string]bool{},
 		fg: map[string]map[*foreground]struct{}{}}
 }
 

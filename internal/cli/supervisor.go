@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/keel-dev/keel/internal/daemon"
+	"github.com/keel-dev/keel/internal/provider/connect"
+	"github.com/keel-dev/keel/internal/session"
+	"github.com/keel-dev/keel/internal/settings"
+)
+
+// supervisorCommand is `keel supervisor …`: the per-user process that owns background agents
+// beyond the life of the keel that started them.
+func (a *app) supervisorCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "supervisor",
+		Short: "the per-user supervisor that keeps background agents alive: status, stop, logs",
+		Long: `The supervisor runs background agents so that they outlive the keel that started them
+(keel -p … --no-wait, or one killed meanwhile); their results reach the session when it next
+runs (keel --continue). It starts on demand; its environment comes from settings (the env key
+of the user and managed settings), never from the shell that started it. With
+coordination.backend "nats" and no url, it also runs an embedded nats-server.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.supervisorStatus(cmd.Context(), false) },
+	}
+	var asJSON, withNATS bool
+	status := &cobra.Command{
+		Use: "status", Short: "say whether the supervisor runs, and list its agents", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.supervisorStatus(cmd.Context(), asJSON) },
+	}
+	status.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	start := &cobra.Command{
+		Use: "start", Short: "start the supervisor unless it runs", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			info, err := a.supervisorClient(daemon.Launch{}).Ensure(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.std.Out, "supervisor running (pid %d)\n", info.PID)
+			return nil
+		},
+	}
+	stop := &cobra.Command{
+		Use: "stop", Short: "stop the supervisor (running agents go on; the next supervisor adopts them)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := a.supervisorClient(daemon.Launch{})
+			defer c.Close()
+			stopped, err := c.Shutdown(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if stopped {
+				fmt.Fprintln(a.std.Out, "supervisor stopped")
+			} else {
+				fmt.Fprintln(a.std.Out, "no supervisor is running")
+			}
+			return nil
+		},
+	}
+	var lines int
+	logs := &cobra.Command{
+		Use: "logs", Short: "print the supervisor's log", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := os.ReadFile(daemon.NewLayout(a.env.Home).Log)
+			if errors.Is(err, os.ErrNotExist) {
+				return errors.New("the supervisor has not run yet: no log")
+			}
+			if err != nil {
+				return err
+			}
+			all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+			if lines > 0 && len(all) > lines {
+				all = all[len(all)-lines:]
+			}
+			fmt.Fprintln(a.std.Out, strings.Join(all, "\n"))
+			return nil
+		},
+	}
+	logs.Flags().IntVarP(&lines, "lines", "n", 100, "print the last N lines (0: all)")
+	run := &cobra.Command{
+		Use: "run", Short: "run the supervisor in the foreground (what starting it on demand runs)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger := slog.New(slog.NewTextHandler(a.std.Err, nil))
+			err := daemon.Run(cmd.Context(), daemon.Config{Home: a.env.Home, Exe: a.keelExe(), Env: a.supervisorEnv(),
+				NATS: withNATS || a.embeddedNATS(), Version: Version, Logger: logger})
+			if errors.Is(err, daemon.ErrRunning) {
+				fmt.Fprintln(a.std.Err, "keel: a supervisor is already running")
+				return nil
+			}
+			return err
+		},
+	}
+	run.Flags().BoolVar(&withNATS, "nats", false, "also run the embedded nats-server")
+	runJob := &cobra.Command{
+		Use: "run-job AGENT_ID", Hidden: true, Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			logger := slog.New(slog.NewTextHandler(a.std.Err, nil))
+			return daemon.RunJob(cmd.Context(), a.env.Home, args[0], a.openJob, logger)
+		},
+	}
+	cmd.AddCommand(status, start, stop, logs, run, runJob)
+	return cmd
+}
+
+func (a *app) supervisorStatus(ctx context.Context, asJSON bool) error {
+	c := a.supervisorClient(daemon.Launch{})
+	defer c.Close()
+	st, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(a.std.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	if st.Info != nil {
+		fmt.Fprintf(a.std.Out, "supervisor running: pid %d since %s (keel %s)\n", st.Info.PID, st.Info.Started.Format(time.DateTime), st.Info.Version)
+		if st.Info.NATSURL != "" {
+			fmt.Fprintf(a.std.Out, "embedded NATS: %s\n", st.Info.NATSURL)
+		}
+	} else {
+		fmt.Fprintln(a.std.Out, "supervisor not running (it starts when a background agent needs it)")
+	}
+	fmt.Fprintf(a.std.Out, "log: %s\n", st.Log)
+	if len(st.Jobs) == 0 {
+		fmt.Fprintln(a.std.Out, "no background agents")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.std.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nAGENT\tSTATE\tDELIVERED\tSESSION\tDESCRIPTION")
+	for _, j := range st.Jobs {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", j.Agent.ID, j.State, j.Delivered, j.Agent.SessionID, j.Agent.Description)
+	}
+	return tw.Flush()
+}
+
+// keelExe is the binary that runs the supervisor and its jobs: this one, as it was invoked
+// (a name found on PATH resolved there), so that a wrapper or test harness that dispatches
+// on its name works too.
+func (a *app) keelExe() string {
+	arg0 := os.Args[0]
+	if !strings.ContainsRune(arg0, filepath.Separator) {
+		if p, err := exec.LookPath(arg0); err == nil {
+			if abs, err := filepath.Abs(p); err == nil {
+				return abs
+			}
+		}
+	} else if abs, err := filepath.Abs(arg0); err == nil {
+		return abs
+	}
+	exe, _ := os.Executable()
+	return exe
+}
+
+// userSettings are the user's and the administrator's settings: the supervisor belongs to
+// the user, not to a project.
+func (a *app) userSettings() *settings.Settings {
+	st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}})
+	return st
+}
+
+// supervisorEnv is the supervisor's environment, from settings (see daemon.Environ).
+func (a *app) supervisorEnv() []string {
+	env := map[string]string{}
+	for k, v := range a.userSettings().Env {
+		env[k] = v.V
+	}
+	return daemon.Environ(a.getenv, a.env.Home, env)
+}
+
+// embeddedNATS reports whether the user's settings ask for the NATS backend without naming a
+// server: then the supervisor runs one.
+func (a *app) embeddedNATS() bool {
+	backend, n := a.userSettings().CoordinationBackend(settings.Env{})
+	return backend == "nats" && n.URL == ""
+}
+
+func (a *app) supervisorClient(launch daemon.Launch) *daemon.Client {
+	return daemon.NewClient(daemon.ClientConfig{Home: a.env.Home, Exe: a.keelExe(), Env: a.supervisorEnv(),
+		NATS: a.embeddedNATS(), Launch: launch})
+}
+
+// detachOptions gives a headless run the supervisor: agents it left running are mirrored, and
+// with --no-wait its background agents run there, so that they outlive it.
+func (a *app) detachOptions(f *runFlags, opts *session.Options, model string) (*daemon.Client, error) {
+	if a.env.Home == "" || f.noPersistence {
+		return nil, nil
+	}
+	cwd := f.cwd
+	if cwd == "" {
+		var err error
+		if cwd, err = os.Getwd(); err != nil {
+			return nil, err
+		}
+	}
+	cwd, _ = filepath.Abs(cwd)
+	launch := daemon.Launch{Cwd: cwd, Model: model, Provider: f.providerName, BaseURL: f.baseURL,
+		PermissionMode: opts.PermissionMode, AllowedTools: opts.SettingsFlags.AllowedTools,
+		DisallowedTools: opts.SettingsFlags.DisallowedTools, AddDirs: f.addDirs, SettingsArgs: f.settings,
+		Agents: f.agents, Trust: f.trust}
+	c := a.supervisorClient(launch)
+	opts.Detacher, opts.DetachBackground = c, f.noWait
+	return c, nil
+}
+
+// openJob opens the session that runs a supervisor job: the launching session's
+// configuration, no transcript of its own, the agent's transcript beside the launcher's.
+func (a *app) openJob(ctx context.Context, j daemon.Job) (daemon.AgentRunner, error) {
+	l := j.Launch
+	prov, model, err := connect.Open(connect.Config{Provider: l.Provider, Model: l.Model, BaseURL: l.BaseURL}, a.getenv)
+	if err != nil {
+		return nil, err
+	}
+	return session.New(ctx, session.Options{
+		Cwd: l.Cwd, Home: a.env.Home, Provider: prov, Model: model, PermissionMode: l.PermissionMode, Version: Version,
+		SettingsFlags: settings.Flags{Model: l.Model, PermissionMode: l.PermissionMode, AllowedTools: l.AllowedTools,
+			DisallowedTools: l.DisallowedTools, AddDirs: l.AddDirs},
+		SettingsArgs: l.SettingsArgs, Trust: l.Trust, Agents: l.Agents, MaxAgentDepth: l.MaxAgentDepth,
+		SessionID: j.Agent.SessionID, NoPersistence: true, DetachedFrom: j.Agent.SessionPath,
+		ModelFlag: l.Model != "",
+	})
+}

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/keel-dev/keel/internal/daemon"
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/provider/connect"
+	"github.com/keel-dev/keel/internal/render"
+	"github.com/keel-dev/keel/internal/session"
+	"github.com/keel-dev/keel/internal/team"
+)
+
+// workerCmd is `keel worker --team T`: this host joins a team by itself — through NATS when
+// the team lives there — claims tasks from its board and runs a teammate's loop here, with
+// this host's tools and files, until the lead shuts the team down.
+func (a *app) workerCmd() *cobra.Command {
+	f := &runFlags{}
+	var teamName, name string
+	var resume bool
+	cmd := &cobra.Command{
+		Use:   "worker --team TEAM [--name NAME]",
+		Short: "join an agent team from this host: claim tasks from its board and work on them here",
+		Long: `keel worker joins the team TEAM as a member of its own: it claims the next task of the team's
+board, works on it with this host's tools in its working directory (--cwd), reports to the lead,
+and claims the next, until the lead shuts the team down. The lead sees it in ListAgents and its
+UI like a local teammate; its permission questions go to the lead.
+
+Workers on other hosts reach the team through NATS: set coordination.backend "nats" and
+coordination.url (or KEEL_NATS_URL) on every host, the lead's included. If the worker dies, its
+task goes back to the board when its claim's lease lapses and another member finishes it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if teamName == "" {
+				return usageError{errors.New("keel worker needs --team (the lead's team name: keel team list, or --team-name when the lead starts)")}
+			}
+			if name == "" {
+				name = defaultWorkerName()
+			}
+			prov, model, err := connect.Open(connect.Config{Provider: f.providerName, Model: f.model, BaseURL: f.baseURL}, a.getenv)
+			if err != nil {
+				return err
+			}
+			var mu sync.Mutex
+			view := render.NewConversation(a.std.Out, false)
+			opts := a.sessionOptions(f)
+			opts.Provider, opts.Model = prov, model
+			opts.Team.Worker = &session.TeamWorker{Team: teamName, Member: name, Resume: resume, Remote: true,
+				Events: func(e event.Event) {
+					mu.Lock()
+					defer mu.Unlock()
+					_ = view.Render(e)
+				}}
+			sess, err := session.New(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			fmt.Fprintf(a.std.Err, "keel: worker %s joined team %s\n", name, teamName)
+			return sess.RunTeammate(cmd.Context())
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&teamName, "team", "", "the team to join")
+	cmd.Flags().StringVar(&name, "name", "", "this worker's member name (default: from the host name and process id)")
+	cmd.Flags().BoolVar(&resume, "resume-member", false, "continue a stopped member of that name from its transcript, when it is on this host")
+	return cmd
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+func defaultWorkerName() string {
+	host, _ := os.Hostname()
+	host = strings.Trim(unsafeName.ReplaceAllString(strings.Split(host, ".")[0], "-"), "-")
+	if host == "" {
+		host = "host"
+	}
+	if len(host) > 40 {
+		host = host[:40]
+	}
+	return fmt.Sprintf("worker-%s-%d", host, os.Getpid())
+}
+
+// coordinationOptions are how this process's teams reach NATS (session.CoordinationOptions).
+func (a *app) coordinationOptions() session.CoordinationOptions {
+	return session.CoordinationOptions{NATSURL: a.env.NATSURL, LocalNATS: a.localNATS, Name: "keel " + Version}
+}
+
+// localNATS is the supervisor's embedded nats-server, started with the supervisor if needed.
+func (a *app) localNATS(ctx context.Context) (string, error) {
+	c := daemon.NewClient(daemon.ClientConfig{Home: a.env.Home, Exe: a.keelExe(), Env: a.supervisorEnv(), NATS: true})
+	defer c.Close()
+	info, err := c.Ensure(ctx)
+	if err != nil {
+		return "", err
+	}
+	if info.NATSURL == "" {
+		return "", errors.New("the running keel supervisor serves no NATS (it started before the nats backend was chosen); restart it with: keel supervisor stop && keel supervisor start")
+	}
+	return info.NATSURL, nil
+}
+
+// openTeam opens team name for `keel team`, on the backend settings choose.
+func (a *app) openTeam(ctx context.Context, name string) (*team.Team, func(), error) {
+	_, root, err := workDirs()
+	if err != nil {
+		return nil, nil, err
+	}
+	return session.OpenTeamWith(ctx, session.OpenTeamOptions{Home: a.env.Home, Name: name, ProjectDir: root, Coordination: a.coordinationOptions()})
+}

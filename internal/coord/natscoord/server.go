@@ -1,0 +1,172 @@
+package natscoord
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// ServerOptions configure an embedded nats-server: the official server as a library, with
+// JetStream on. The supervisor runs one as the local broker, so that one machine gets durable
+// coordination with nothing to install; tests run one (or a cluster of three) in-process.
+type ServerOptions struct {
+	// Name identifies the server; unique within a cluster. Empty: "keel".
+	Name string
+	// Host is the address clients connect to; empty is 127.0.0.1. The embedded server is
+	// meant for one machine: only a caller that means it listens on anything else.
+	Host string
+	// Port for clients; 0 picks a free one (see [Server.URL]).
+	Port int
+	// StoreDir holds JetStream's file store; required.
+	StoreDir string
+	// SyncAlways makes the file store fsync every write. JetStream otherwise fsyncs every
+	// two minutes: a kill -9 of the server loses nothing (the kernel has the pages), a power
+	// loss could lose the last two minutes.
+	SyncAlways bool
+	// Cluster, when set, joins a JetStream cluster.
+	Cluster *ClusterOptions
+	// TLS, when set, makes clients connect with TLS (tls:// URLs).
+	TLS *tls.Config
+	// Logger receives the server's log; nil discards it.
+	Logger *slog.Logger
+}
+
+// ClusterOptions place an embedded server in a cluster.
+type ClusterOptions struct {
+	// Name is the cluster's name, the same on every node.
+	Name string
+	// Port is where routes from other nodes arrive; 0 picks a free one.
+	Port int
+	// Routes are the other nodes' route URLs (nats://host:port).
+	Routes []string
+}
+
+// Server is a running embedded nats-server.
+type Server struct {
+	srv  *server.Server
+	opts ServerOptions
+}
+
+// StartServer starts an embedded nats-server and waits until it accepts connections.
+func StartServer(opts ServerOptions) (*Server, error) {
+	if opts.StoreDir == "" {
+		panic("natscoord.StartServer: no StoreDir")
+	}
+	if opts.Name == "" {
+		opts.Name = "keel"
+	}
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	port := opts.Port
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	so := &server.Options{
+		ServerName: opts.Name,
+		Host:       opts.Host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   opts.StoreDir,
+		SyncAlways: opts.SyncAlways,
+		NoSigs:     true,
+		NoLog:      opts.Logger == nil,
+		// No HTTP monitoring, no leaf nodes, no gateways: a client port (and a route port in
+		// a cluster) and nothing else.
+		HTTPPort: 0,
+	}
+	if opts.TLS != nil {
+		so.TLSConfig, so.TLS, so.TLSTimeout = opts.TLS, true, 5
+	}
+	if c := opts.Cluster; c != nil {
+		cport := c.Port
+		if cport == 0 {
+			cport = server.RANDOM_PORT
+		}
+		so.Cluster = server.ClusterOpts{Name: c.Name, Host: opts.Host, Port: cport}
+		for _, r := range c.Routes {
+			u, err := url.Parse(r)
+			if err != nil {
+				return nil, fmt.Errorf("start nats-server %s: route %q: %w", opts.Name, r, err)
+			}
+			so.Routes = append(so.Routes, u)
+		}
+	}
+	srv, err := server.NewServer(so)
+	if err != nil {
+		return nil, fmt.Errorf("start nats-server %s: %w", opts.Name, err)
+	}
+	if opts.Logger != nil {
+		srv.SetLoggerV2(serverLog{opts.Logger.With("component", "nats-server", "server", opts.Name)}, false, false, false)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("start nats-server %s on %s: not ready after 30s", opts.Name, net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)))
+	}
+	return &Server{srv: srv, opts: opts}, nil
+}
+
+// URL is where clients connect (nats://127.0.0.1:port).
+func (s *Server) URL() string { return s.srv.ClientURL() }
+
+// Name is the server's name.
+func (s *Server) Name() string { return s.opts.Name }
+
+// ClusterURL is where other nodes route to; empty when the server is not clustered.
+func (s *Server) ClusterURL() string {
+	a := s.srv.ClusterAddr()
+	if a == nil {
+		return ""
+	}
+	return "nats://" + a.String()
+}
+
+// JetStreamReady reports whether JetStream can serve requests: standalone, at once; in a
+// cluster, once the nodes have elected a meta leader and this node follows it.
+func (s *Server) JetStreamReady() bool {
+	if !s.srv.JetStreamEnabled() {
+		return false
+	}
+	if s.opts.Cluster == nil {
+		return true
+	}
+	return s.srv.JetStreamIsCurrent()
+}
+
+// WaitJetStream waits until [Server.JetStreamReady] or ctx ends.
+func (s *Server) WaitJetStream(ctx context.Context) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !s.JetStreamReady() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for JetStream on %s: %w", s.opts.Name, context.Cause(ctx))
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// Shutdown stops the server and waits until it has stopped; JetStream's store is flushed.
+func (s *Server) Shutdown() {
+	s.srv.Shutdown()
+	s.srv.WaitForShutdown()
+}
+
+// serverLog adapts slog to the server's logger.
+type serverLog struct{ l *slog.Logger }
+
+func (s serverLog) Noticef(format string, v ...any) { s.l.Info(fmt.Sprintf(format, v...)) }
+func (s serverLog) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
+func (s serverLog) Fatalf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
+func (s serverLog) Errorf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
+func (s serverLog) Debugf(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s serverLog) Tracef(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
