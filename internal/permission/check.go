@@ -425,6 +425,8 @@ func modeDecision(mode Mode, pol Policy, p *prepared) Decision {
 		return ask("shell commands need approval unless an allow rule covers each part")
 	case KindFetch:
 		return ask("fetching from %s needs approval", p.host)
+	case KindSearch:
+		return ask("a web search sends its query off this machine and needs approval")
 	}
 	if p.req.ReadOnly {
 		return allow(p.req.Tool + " is read-only")

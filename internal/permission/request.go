@@ -22,6 +22,9 @@ const (
 	KindShell
 	// KindFetch is WebFetch: WebFetch(domain:...) rules apply to the URL.
 	KindFetch
+	// KindSearch is WebSearch: it changes nothing, but its query leaves the machine, so it
+	// is asked about (as in Claude Code) unless a rule allows it.
+	KindSearch
 	// KindSafe tools change only session state (the todo list, starting a
 	// subagent whose own calls are checked) and are allowed unless a rule
 	// says otherwise.
@@ -42,6 +45,7 @@ var kinds = map[string]Kind{
 	"Read": KindRead, "Glob": KindRead, "Grep": KindRead, "LS": KindRead, "NotebookRead": KindRead,
 	"Bash":      KindShell,
 	"WebFetch":  KindFetch,
+	"WebSearch": KindSearch,
 	"TodoWrite": KindSafe, "Agent": KindSafe, "ToolSearch": KindSafe,
 	// The team's tools change only the team's shared state; SendMessage only talks.
 	"SendMessage": KindSafe, "TaskCreate": KindSafe, "TaskUpdate": KindSafe,

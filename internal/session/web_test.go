@@ -95,7 +95,7 @@ func TestWebSearchEndToEnd(t *testing.T) {
 			Reply: []scripted.Block{scripted.ToolUse("WebSearch", map[string]any{"query": "python 2 end of life", "allowed_domains": []string{"python.org"}})}},
 		{Name: "done", When: scripted.Match{ToolResult: "WebSearch"}, Reply: []scripted.Block{scripted.Text("done")}},
 	}}
-	h := newHarness(t, sc, Options{})
+	h := newHarness(t, sc, Options{SettingsArgs: []string{allowWebSearch}})
 	h.send(t, "when did python 2 die")
 	text, isErr := toolResultText(t, h.sess.History())
 	if isErr {
@@ -128,7 +128,7 @@ func TestWebSearchService(t *testing.T) {
 		{Name: "done", When: scripted.Match{ToolResult: "WebSearch"}, Reply: []scripted.Block{scripted.Text("done")}},
 	}}
 	settings := fmt.Sprintf(`{"webSearch": {"backend": "searxng", "url": %q}}`, searx.URL)
-	h := newHarness(t, sc, Options{SettingsArgs: []string{settings}})
+	h := newHarness(t, sc, Options{SettingsArgs: []string{settings, allowWebSearch}})
 	h.send(t, "generics")
 	text, isErr := toolResultText(t, h.sess.History())
 	if isErr {
@@ -145,16 +145,41 @@ func TestWebSearchService(t *testing.T) {
 	}
 }
 
+// allowWebSearch is the rule a user adds so WebSearch runs without asking: its query leaves
+// the machine, so without a rule it is asked about (and refused headless).
+const allowWebSearch = `{"permissions": {"allow": ["WebSearch"]}}`
+
 func TestWebSearchOff(t *testing.T) {
 	sc := &scripted.Scenario{Rules: []scripted.Rule{
 		{Name: "ask", When: scripted.Match{UserText: "search"}, Times: 1,
 			Reply: []scripted.Block{scripted.ToolUse("WebSearch", map[string]any{"query": "anything"})}},
 		{Name: "done", When: scripted.Match{ToolResult: "WebSearch"}, Reply: []scripted.Block{scripted.Text("done")}},
 	}}
-	h := newHarness(t, sc, Options{SettingsArgs: []string{`{"webSearch": {"backend": "off"}}`}})
+	h := newHarness(t, sc, Options{SettingsArgs: []string{`{"webSearch": {"backend": "off"}}`, allowWebSearch}})
 	h.send(t, "search")
 	if text, isErr := toolResultText(t, h.sess.History()); !isErr || text != builtin.WebSearchOff {
 		t.Errorf("tool result (error %v) = %q", isErr, text)
+	}
+}
+
+// TestWebSearchAsks: without a rule, a search is a question; headless nobody answers it, and
+// no query leaves the machine.
+func TestWebSearchAsks(t *testing.T) {
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{Name: "searcher", When: scripted.Match{HasTool: "web_search"}, Reply: []scripted.Block{scripted.Text("must not be asked")}},
+		{Name: "ask", When: scripted.Match{UserText: "search"}, Times: 1,
+			Reply: []scripted.Block{scripted.ToolUse("WebSearch", map[string]any{"query": "anything"})}},
+		{Name: "done", When: scripted.Match{ToolResult: "WebSearch"}, Reply: []scripted.Block{scripted.Text("done")}},
+	}}
+	h := newHarness(t, sc, Options{})
+	h.send(t, "search")
+	if text, isErr := toolResultText(t, h.sess.History()); !isErr || !strings.Contains(text, `add "WebSearch" to permissions.allow`) {
+		t.Errorf("tool result (error %v) = %q", isErr, text)
+	}
+	for _, r := range h.srv.Requests() {
+		if r.Rule == "searcher" {
+			t.Error("the search ran without permission")
+		}
 	}
 }
 
