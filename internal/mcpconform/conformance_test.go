@@ -207,11 +207,29 @@ func TestClientConformance(t *testing.T) {
 		t.Fatalf("the suite did not finish: %v\n%s", ctx.Err(), log)
 	}
 	passed, why := results(t, out)
+	// A timing check measures the machine as much as keel when 26 scenarios run at once on a
+	// loaded machine: a failed one runs once more, alone, and that run decides.
+	for _, s := range timingScenarios {
+		if ok, ran := passed[s]; ran && !ok {
+			alone := t.TempDir()
+			again := exec.CommandContext(ctx, node, index, "client", "--command", self, "--scenario", s, "--timeout", "60000", "-o", alone)
+			again.Dir, again.Env = alone, cmd.Env
+			more, _ := again.CombinedOutput()
+			p, w := results(t, alone)
+			t.Logf("%s failed among the others (%s); alone: pass %v", s, strings.Join(why[s], "; "), p[s])
+			passed[s], why[s] = p[s], w[s]
+			log = append(log, more...)
+		}
+	}
 	compare(t, "client-expected.txt", passed, why, scenarios(t, node, index, "client"))
 	if t.Failed() {
 		t.Logf("suite output:\n%s", log)
 	}
 }
+
+// timingScenarios are the client scenarios whose checks are timings (sse-retry: the client
+// reconnects after the server's retry interval, not much later).
+var timingScenarios = []string{"sse-retry"}
 
 // TestServerConformance runs the suite's server scenarios against keel mcp serve --http.
 func TestServerConformance(t *testing.T) {
