@@ -37,7 +37,7 @@ func (m ModelReader) ReadPage(ctx context.Context, pageURL, content, prompt stri
 			pageURL, content, prompt)))},
 		Source: "webfetch",
 	}
-	done, err := complete(ctx, m.Provider, req)
+	done, err := provider.Complete(ctx, m.Provider, req)
 	if err != nil {
 		return "", err
 	}
@@ -49,17 +49,4 @@ func (m ModelReader) ReadPage(ctx context.Context, pageURL, content, prompt stri
 		return "", fmt.Errorf("the model returned no text (stop reason %s)", done.StopReason)
 	}
 	return text, nil
-}
-
-// complete streams req and returns the finished response.
-func complete(ctx context.Context, p provider.Provider, req *provider.Request) (*provider.Done, error) {
-	for ev, err := range p.Stream(ctx, req) {
-		if err != nil {
-			return nil, err
-		}
-		if d, ok := ev.(provider.Done); ok {
-			return &d, nil
-		}
-	}
-	return nil, fmt.Errorf("the response ended before it was complete")
 }

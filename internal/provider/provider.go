@@ -7,6 +7,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"iter"
 	"time"
 
@@ -130,3 +131,20 @@ func (ToolUseStart) providerEvent()  {}
 func (InputDelta) providerEvent()    {}
 func (Retrying) providerEvent()      {}
 func (Done) providerEvent()          {}
+
+// ErrIncomplete is returned by [Complete] for a stream that ended without a Done event.
+var ErrIncomplete = errors.New("the response ended before it was complete")
+
+// Complete streams req and returns the finished response, for callers that want the whole
+// message rather than its deltas (compaction, the permission classifier, WebFetch's reader).
+func Complete(ctx context.Context, p Provider, req *Request) (*Done, error) {
+	for ev, err := range p.Stream(ctx, req) {
+		if err != nil {
+			return nil, err
+		}
+		if d, ok := ev.(Done); ok {
+			return &d, nil
+		}
+	}
+	return nil, ErrIncomplete
+}

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -53,15 +52,11 @@ func (c autoClassifier) Classify(ctx context.Context, r permission.ClassifyReque
 		Messages: []message.Message{message.User(message.Text(b.String()))},
 		Source:   ClassifierSource,
 	}
-	for ev, err := range s.opts.Provider.Stream(ctx, req) {
-		if err != nil {
-			return permission.Verdict{}, fmt.Errorf("classifier request: %w", err)
-		}
-		if done, ok := ev.(provider.Done); ok {
-			return permission.ParseVerdict(done.Message.TextOf()), nil
-		}
+	done, err := provider.Complete(ctx, s.opts.Provider, req)
+	if err != nil {
+		return permission.Verdict{}, fmt.Errorf("classifier request: %w", err)
 	}
-	return permission.Verdict{}, errors.New("classifier request: stream ended without a message")
+	return permission.ParseVerdict(done.Message.TextOf()), nil
 }
 
 // lastPrompt is the text of the newest user message that is not only tool results.

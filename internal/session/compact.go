@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -163,19 +164,11 @@ func sameJSON(a, b any) bool {
 // complete sends one request and returns the reply's text, the model that answered and the
 // usage.
 func (s *Session) complete(ctx context.Context, req *provider.Request) (string, string, message.Usage, error) {
-	for ev, err := range s.opts.Provider.Stream(ctx, req) {
-		if err != nil {
-			return "", "", message.Usage{}, fmt.Errorf("compaction request: %w", err)
-		}
-		if done, ok := ev.(provider.Done); ok {
-			model := done.Model
-			if model == "" {
-				model = req.Model
-			}
-			return done.Message.TextOf(), model, done.Usage, nil
-		}
+	done, err := provider.Complete(ctx, s.opts.Provider, req)
+	if err != nil {
+		return "", "", message.Usage{}, fmt.Errorf("compaction request: %w", err)
 	}
-	return "", "", message.Usage{}, errors.New("compaction request: stream ended without a message")
+	return done.Message.TextOf(), cmp.Or(done.Model, req.Model), done.Usage, nil
 }
 
 // builtinCommand runs the session commands that are not prompts: /compact [instructions]

@@ -72,7 +72,7 @@ func (s *Server) Search(ctx context.Context, q Query) (*Result, error) {
 	}
 	res := &Result{}
 	for pause := 0; ; pause++ {
-		done, err := complete(ctx, s.Provider, req)
+		done, err := provider.Complete(ctx, s.Provider, req)
 		if err != nil {
 			return nil, fmt.Errorf("server-side web search: %w", err)
 		}
@@ -147,17 +147,4 @@ func textJSON(b message.Block) json.RawMessage {
 		out = append(append(out, `,"citations":`...), b.Citations...)
 	}
 	return append(out, '}')
-}
-
-// complete streams req and returns the finished response.
-func complete(ctx context.Context, p provider.Provider, req *provider.Request) (*provider.Done, error) {
-	for ev, err := range p.Stream(ctx, req) {
-		if err != nil {
-			return nil, err
-		}
-		if d, ok := ev.(provider.Done); ok {
-			return &d, nil
-		}
-	}
-	return nil, fmt.Errorf("the response ended before it was complete")
 }
