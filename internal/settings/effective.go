@@ -6,8 +6,14 @@ import "strings"
 // settings file (get_settings answers with it). Unknown keys are left out.
 func (s *Settings) Effective() map[string]any {
 	known, _ := s.items()
+	return settingsTree(known, func(it shown) any { return it.value })
+}
+
+// settingsTree nests items by their dotted keys into the settings' own shape, with leaf(it)
+// at each leaf and a list of them where the key is a list.
+func settingsTree[V any](items []shown, leaf func(shown) V) map[string]any {
 	tree := map[string]any{}
-	for _, it := range known {
+	for _, it := range items {
 		parts := strings.Split(it.key, ".")
 		m := tree
 		for _, p := range parts[:len(parts)-1] {
@@ -18,12 +24,12 @@ func (s *Settings) Effective() map[string]any {
 			}
 			m = next
 		}
-		leaf := parts[len(parts)-1]
+		name := parts[len(parts)-1]
 		if it.list {
-			l, _ := m[leaf].([]any)
-			m[leaf] = append(l, it.value)
+			l, _ := m[name].([]V)
+			m[name] = append(l, leaf(it))
 		} else {
-			m[leaf] = it.value
+			m[name] = leaf(it)
 		}
 	}
 	return tree

@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strings"
 	"text/tabwriter"
 )
 
@@ -86,27 +85,7 @@ type jsonProblem struct {
 // an untrusted workspace's files could not set) when there are any.
 func (s *Settings) RenderJSON(w io.Writer) error {
 	known, unknown := s.items()
-	tree := map[string]any{}
-	for _, it := range known {
-		parts := strings.Split(it.key, ".")
-		m := tree
-		for _, p := range parts[:len(parts)-1] {
-			next, ok := m[p].(map[string]any)
-			if !ok {
-				next = map[string]any{}
-				m[p] = next
-			}
-			m = next
-		}
-		leaf := parts[len(parts)-1]
-		v := jsonValue{Value: it.value, Origin: it.from}
-		if it.list {
-			l, _ := m[leaf].([]jsonValue)
-			m[leaf] = append(l, v)
-		} else {
-			m[leaf] = v
-		}
-	}
+	tree := settingsTree(known, func(it shown) jsonValue { return jsonValue{Value: it.value, Origin: it.from} })
 	unk := map[string]jsonValue{}
 	for _, it := range unknown {
 		unk[it.key] = jsonValue{Value: it.value, Origin: it.from}
