@@ -122,8 +122,13 @@ func (p Price) Request(u message.Usage) float64 {
 		perToken(u.CacheCreationInputTokens-oneHour, r.CacheWrite5m) +
 		perToken(oneHour, r.CacheWrite1h) +
 		perToken(u.CacheReadInputTokens, r.CacheRead) +
-		perToken(u.OutputTokens, r.Output)
+		perToken(u.OutputTokens, r.Output) +
+		float64(u.WebSearchRequests)*WebSearchUSD
 }
+
+// WebSearchUSD is the price of one server-side web search on the Anthropic API ($10 per
+// 1,000 searches, on top of the tokens the results add).
+const WebSearchUSD = 10.0 / 1000
 
 // USD is what one request with usage u on model cost, and whether the model's price is known.
 func USD(model string, u message.Usage) (float64, bool) {

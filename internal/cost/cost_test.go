@@ -40,6 +40,14 @@ func TestUSD(t *testing.T) {
 	}
 }
 
+// TestWebSearchesArePriced: server-side searches cost $10 per 1,000 besides their tokens.
+func TestWebSearchesArePriced(t *testing.T) {
+	got, ok := USD("claude-sonnet-5-5", message.Usage{InputTokens: 1_000_000, WebSearchRequests: 3})
+	if !ok || !near(got, 2+0.03) {
+		t.Errorf("USD = %v, %v; want 2.03", got, ok)
+	}
+}
+
 // TestTTLRates: one-hour writes cost twice the input price, five-minute ones 1.25 times.
 func TestTTLRates(t *testing.T) {
 	five, _ := USD("claude-opus-5-5", message.Usage{CacheCreationInputTokens: 1_000_000})

@@ -161,6 +161,9 @@ type Usage struct {
 	// one-hour TTL (the API's cache_creation.ephemeral_1h_input_tokens), which costs more
 	// than the five-minute rest.
 	CacheCreation1hInputTokens int64 `json:"cache_creation_1h_input_tokens,omitempty"`
+	// WebSearchRequests counts the provider's server-side web searches (the API's
+	// server_tool_use.web_search_requests), which are billed per search.
+	WebSearchRequests int64 `json:"web_search_requests,omitempty"`
 }
 
 // Add sums two usages.
@@ -171,6 +174,7 @@ func (u Usage) Add(o Usage) Usage {
 		CacheCreationInputTokens:   u.CacheCreationInputTokens + o.CacheCreationInputTokens,
 		CacheReadInputTokens:       u.CacheReadInputTokens + o.CacheReadInputTokens,
 		CacheCreation1hInputTokens: u.CacheCreation1hInputTokens + o.CacheCreation1hInputTokens,
+		WebSearchRequests:          u.WebSearchRequests + o.WebSearchRequests,
 	}
 }
 
@@ -182,6 +186,7 @@ func (u Usage) Sub(o Usage) Usage {
 		CacheCreationInputTokens:   u.CacheCreationInputTokens - o.CacheCreationInputTokens,
 		CacheReadInputTokens:       u.CacheReadInputTokens - o.CacheReadInputTokens,
 		CacheCreation1hInputTokens: u.CacheCreation1hInputTokens - o.CacheCreation1hInputTokens,
+		WebSearchRequests:          u.WebSearchRequests - o.WebSearchRequests,
 	}
 }
 

@@ -76,9 +76,8 @@ func fullUsage(u message.Usage) usageLine {
 	return usageLine{
 		InputTokens: u.InputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens,
 		CacheReadInputTokens: u.CacheReadInputTokens, OutputTokens: u.OutputTokens, ServiceTier: "standard",
-		// keel does not split cache writes by lifetime; they are counted as 5-minute writes,
-		// the API's default.
-		CacheCreation: &cacheCreation{Ephemeral5m: u.CacheCreationInputTokens},
+		ServerToolUse: serverToolUse{WebSearchRequests: u.WebSearchRequests},
+		CacheCreation: &cacheCreation{Ephemeral1h: u.CacheCreation1hInputTokens, Ephemeral5m: u.CacheCreationInputTokens - u.CacheCreation1hInputTokens},
 	}
 }
 
@@ -276,7 +275,7 @@ func modelUsageLine(m map[string]event.ModelUsage) map[string]modelUsageEntry {
 		}
 		out[model] = modelUsageEntry{
 			InputTokens: u.Usage.InputTokens, OutputTokens: u.Usage.OutputTokens, CacheReadInputTokens: u.Usage.CacheReadInputTokens,
-			CacheCreationInputTokens: u.Usage.CacheCreationInputTokens, CostUSD: u.CostUSD, ContextWindow: u.ContextWindow,
+			CacheCreationInputTokens: u.Usage.CacheCreationInputTokens, WebSearchRequests: u.Usage.WebSearchRequests, CostUSD: u.CostUSD, ContextWindow: u.ContextWindow,
 			MaxOutputTokens: u.MaxOutputTokens, CostBasis: basis,
 		}
 	}

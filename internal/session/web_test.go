@@ -96,12 +96,24 @@ func TestWebSearchEndToEnd(t *testing.T) {
 		{Name: "done", When: scripted.Match{ToolResult: "WebSearch"}, Reply: []scripted.Block{scripted.Text("done")}},
 	}}
 	h := newHarness(t, sc, Options{SettingsArgs: []string{allowWebSearch}})
-	h.send(t, "when did python 2 die")
+	events := h.send(t, "when did python 2 die")
 	text, isErr := toolResultText(t, h.sess.History())
 	if isErr {
 		t.Fatalf("WebSearch failed: %s", text)
 	}
 	goldentest.Check(t, "websearch_result.txt", []byte(text))
+	// The search is counted and priced in the run's result, by model.
+	res := result(t, events)
+	if res.Usage.WebSearchRequests != 1 {
+		t.Errorf("result usage counts %d web searches, want 1", res.Usage.WebSearchRequests)
+	}
+	var searches int64
+	for _, mu := range res.ModelUsage {
+		searches += mu.Usage.WebSearchRequests
+	}
+	if searches != 1 {
+		t.Errorf("modelUsage counts %d web searches, want 1: %+v", searches, res.ModelUsage)
+	}
 	// The search request carried the domain filter in the server tool.
 	var searched string
 	for _, r := range h.srv.Requests() {

@@ -50,7 +50,9 @@ func TestTeamView(t *testing.T) {
 		}
 		return true
 	}
-	d.until(func() bool { return containsAll(frame(m), "thanks alice", "Team (/team)", "✉ alice → team-lead: greeting") })
+	d.until(func() bool {
+		return containsAll(frame(m), "thanks alice", "Team (/team)", "✉ alice → team-lead: greeting")
+	})
 	d.until(func() bool { return strings.Contains(frame(m), "alice · idle") })
 	typeKeys(m, "/team alice")
 	_, cmd := m.Update(press("enter"))

@@ -59,6 +59,9 @@ type wireUsage struct {
 	CacheCreation            *struct {
 		Ephemeral1h *int64 `json:"ephemeral_1h_input_tokens"`
 	} `json:"cache_creation"`
+	ServerToolUse *struct {
+		WebSearchRequests *int64 `json:"web_search_requests"`
+	} `json:"server_tool_use"`
 }
 
 func (w wireUsage) mergeInto(u *message.Usage) {
@@ -73,6 +76,9 @@ func (w wireUsage) mergeInto(u *message.Usage) {
 	set(&u.CacheReadInputTokens, w.CacheReadInputTokens)
 	if w.CacheCreation != nil {
 		set(&u.CacheCreation1hInputTokens, w.CacheCreation.Ephemeral1h)
+	}
+	if w.ServerToolUse != nil {
+		set(&u.WebSearchRequests, w.ServerToolUse.WebSearchRequests)
 	}
 }
 
