@@ -123,6 +123,9 @@ test('background agent: task_started and task_notification, then a turn for its 
   assert.ok(note, 'no task_notification line');
   assert.equal(note.task_id, started.task_id);
   assert.equal(note.status, 'completed');
-  assert.equal(r.results[0].result, 'Launched in the background.');
+  // The report reaches the model once: in the request after the launch when the agent was
+  // already done by then, else in a turn of its own after the launch receipt.
   assert.equal(r.results.at(-1).result, 'The background agent reported.');
+  if (r.results.length > 1) assert.equal(r.results[0].result, 'Launched in the background.');
+  assert.ok(r.results.length <= 2, `results: ${r.results.map((x) => x.result).join(' | ')}`);
 });
