@@ -3,8 +3,9 @@ package main
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/keel-dev/keel/internal/buildtest"
 
 	"github.com/keel-dev/keel/internal/provider/scripted"
 )
@@ -12,12 +13,7 @@ import (
 // buildKeel compiles the real binary once per benchmark.
 func buildKeel(b *testing.B) string {
 	b.Helper()
-	bin := filepath.Join(b.TempDir(), "keel")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return buildtest.Keel(b, buildtest.Options{})
 }
 
 // BenchmarkVersion is the start-up cost of the binary: `keel --version`, process start to exit.

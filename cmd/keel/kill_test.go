@@ -16,15 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keel-dev/keel/internal/buildtest"
+
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/waittest"
 )
-
-// asKeelEnv makes the test binary run as keel (see TestMain), so the kill test drives the
-// real command line in a process of its own.
-const asKeelEnv = "KEEL_TEST_AS_KEEL"
 
 // The task the scripted model works through: a command and a new file in one turn (so a kill
 // during the command leaves a call that never started), a read, an edit, a second command.
@@ -108,10 +106,9 @@ func TestProcessKill(t *testing.T) {
 			t.Fatalf("KEEL_PROCESS_KILLS=%q is not a positive number", s)
 		}
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A plain build: the race-enabled test binary starts and runs several times slower, and
+	// this test starts keel hundreds of times; the in-process tests race-check the same code.
+	exe := buildtest.Keel(t, buildtest.Options{})
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("KEEL_PROCESS_KILL_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
@@ -162,7 +159,7 @@ func killCycle(t *testing.T, exe, dir string, rng *rand.Rand, st *killStats) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), asKeelEnv+"=1", "KEEL_HOME="+filepath.Join(dir, ".keel-home"), "HOME="+filepath.Join(dir, ".home"),
+	env := append(os.Environ(), "KEEL_HOME="+filepath.Join(dir, ".keel-home"), "HOME="+filepath.Join(dir, ".home"),
 		"ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=test", "ANTHROPIC_MODEL=claude-test")
 	keel := func(args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(t.Context(), exe, args...)

@@ -16,9 +16,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(asKeelEnv) == "1" {
-		os.Exit(cli.Main(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv))
-	}
 	testscript.Main(m, map[string]func(){
 		"keel": func() {
 			os.Exit(cli.Main(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv))

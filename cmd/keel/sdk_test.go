@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/buildtest"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/waittest"
 )
@@ -29,15 +30,8 @@ func TestAgentSDK(t *testing.T) {
 		t.Skip("SKIPPED: node is not installed, so the Agent SDK suite cannot run (install Node.js 18.14 or later)")
 	}
 	sdk := agentSDKDir(t)
-	bin := filepath.Join(t.TempDir(), "keel")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, ".")...)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build keel: %v\n%s", err, out)
-	}
+	// Race-enabled under -race, so a data race on the control protocol's paths fails the suite.
+	bin := buildtest.Keel(t, buildtest.Options{Race: buildtest.RaceEnabled})
 	sc, err := scripted.LoadScenario(filepath.Join("testdata", "sdk", "scenario.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keel-dev/keel/internal/buildtest"
+
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
@@ -72,13 +74,7 @@ func repoRoot(t *testing.T) string {
 
 // buildKeel builds the keel binary under test.
 func buildKeel(t *testing.T) string {
-	bin := filepath.Join(t.TempDir(), "keel")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/keel")
-	cmd.Dir = repoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build keel: %v\n%s", err, out)
-	}
-	return bin
+	return buildtest.Keel(t, buildtest.Options{})
 }
 
 // results reads the suite's output directory: scenario → passed (every check SUCCESS or

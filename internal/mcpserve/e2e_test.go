@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/buildtest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/keel-dev/keel/internal/waittest"
@@ -25,16 +27,7 @@ func serveKeel(t *testing.T) (url, ws string) {
 	if testing.Short() {
 		t.Skip("builds and runs the keel binary; skipped in -short mode")
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "keel")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/keel")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build keel: %v\n%s", err, out)
-	}
+	bin := buildtest.Keel(t, buildtest.Options{})
 	ws = t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	serve := exec.CommandContext(ctx, bin, "mcp", "serve", "--http", "127.0.0.1:0")

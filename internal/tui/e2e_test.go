@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/buildtest"
+
 	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/waittest"
 )
@@ -41,12 +43,7 @@ func keelBinary(t testing.TB) string {
 			return
 		}
 		// keel hands interactive runs to keel-tui beside it, as installed by go install ./cmd/...
-		binPath = filepath.Join(binDir, "keel")
-		out, err := exec.Command("go", "build", "-o", binDir+string(filepath.Separator),
-			"github.com/keel-dev/keel/cmd/keel", "github.com/keel-dev/keel/cmd/keel-tui").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		binPath, buildErr = buildtest.Build(binDir, buildtest.Options{TUI: true})
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

@@ -1,0 +1,71 @@
+// Package buildtest builds keel's own commands for tests that run them as processes of their
+// own: the Agent SDK suite, the MCP conformance suite, the process-level kill test, the
+// terminal UI in tmux, benchmarks of whole runs.
+package buildtest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Options say how to build.
+type Options struct {
+	// Race builds race-enabled binaries ([RaceEnabled] passes on the test's own mode). They
+	// start and run several times slower, so tests that start hundreds of processes use
+	// plain ones; the race detector still sees the same code in the in-process tests.
+	Race bool
+	// TUI builds cmd/keel-tui beside cmd/keel, as go install ./cmd/... does: keel hands
+	// interactive runs to keel-tui in its own directory.
+	TUI bool
+}
+
+// Keel builds cmd/keel (and cmd/keel-tui with opts.TUI) into a new directory of t and returns
+// the keel binary's path.
+func Keel(t testing.TB, opts Options) string {
+	t.Helper()
+	bin, err := Build(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// Build builds into dir, for callers that share one build across tests (a sync.Once over a
+// directory of their own), and returns the keel binary's path.
+func Build(dir string, opts Options) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	if opts.Race {
+		args = append(args, "-race")
+	}
+	args = append(args, "./cmd/keel")
+	if opts.TUI {
+		args = append(args, "./cmd/keel-tui")
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return filepath.Join(dir, "keel"), nil
+}
+
+// moduleRoot is the directory of keel's go.mod, found from the test's working directory.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("not inside the keel module")
+	}
+	return filepath.Dir(mod), nil
+}
