@@ -179,7 +179,11 @@ func New(opts Options) *Manager {
 	names := map[string]bool{}
 	for _, cfg := range opts.Servers {
 		names[cfg.Name] = true
-		m.conns = append(m.conns, newConn(m, cfg))
+		c := newConn(m, cfg)
+		if cfg.Type == TypeSDK {
+			c.tr = opts.Transports[cfg.Name]
+		}
+		m.conns = append(m.conns, c)
 	}
 	for name := range opts.InProcess {
 		if !names[name] {
@@ -244,6 +248,13 @@ func (m *Manager) Close() error {
 	m.stop()
 	m.wg.Wait()
 	return nil
+}
+
+// Len returns how many servers are configured, whatever their state.
+func (m *Manager) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.conns)
 }
 
 // Generation returns the current generation number.

@@ -211,9 +211,10 @@ type Session struct {
 	mainAgent   *agentdef.Definition
 	initialSent bool
 	// sdk is the state of the SDK options (sdk.go); watched the files FileChanged hooks
-	// watch (filewatch.go).
+	// watch (filewatch.go); dynamic the MCP servers set while it runs (mcpdynamic.go).
 	sdk     sdkState
 	watched fileWatch
+	dynamic dynamicMCP
 	// team is the session's agent team (team.go); teamBackend its store; teamTemp a
 	// directory to remove when the session has no keel directory.
 	team        *team.Team
