@@ -274,6 +274,7 @@ type (
 	Todos            = event.Todos
 	TaskStarted      = event.TaskStarted
 	TaskUpdated      = event.TaskUpdated
+	TaskProgress     = event.TaskProgress
 	TaskNotification = event.TaskNotification
 	Notice           = event.Notice
 	Result           = event.Result

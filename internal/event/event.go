@@ -163,6 +163,22 @@ type TaskUpdated struct {
 	Status string
 }
 
+// TaskProgress reports a subagent task's work so far: sent after each of its replies that
+// calls tools, with its tool calls, tokens and running time since it started.
+type TaskProgress struct {
+	Origin
+	TaskID       string
+	ToolUseID    string
+	Description  string
+	SubagentType string
+	// TotalTokens counts every token of the agent's requests so far: input (cached and not)
+	// and output, as the Agent tool's usage trailer does.
+	TotalTokens  int64
+	ToolUses     int
+	Duration     time.Duration
+	LastToolName string
+}
+
 // TaskNotification says a background task ended and its result is queued for the parent.
 type TaskNotification struct {
 	Origin

@@ -366,6 +366,10 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 		agent.Observers = append(agent.Observers, r.cfg.Observers(agent.Pool, c.history)...)
 	}
 	c.sink = &childSink{r: r, queue: queue, w: s.writer}
+	if s.mate == nil {
+		c.sink.progress = &progress{id: c.n.id, toolUseID: s.toolUseID, description: s.in.Description, subagentType: s.def.Name,
+			origin: agent.Origin, started: c.started}
+	}
 	if c.sink.w == nil && r.cfg.SessionPath != "" {
 		if err := r.openTranscript(ctx, c, state.Cwd); err != nil {
 			return nil, err
