@@ -145,10 +145,12 @@ func Run(ctx context.Context, cfg Config) error {
 // blocked on one is interrupted.
 func (c *controller) read(ctx context.Context) {
 	defer func() {
-		c.inbox.close()
+		// The outbox closes first: once the turns see the end of the prompts, everything
+		// after them (SessionEnd) knows that no answer can come.
 		if c.out.close() {
 			c.interrupt(errSDKGone)
 		}
+		c.inbox.close()
 	}()
 	br := bufio.NewReaderSize(c.cfg.In, 64<<10)
 	for n := 1; ; n++ {

@@ -562,7 +562,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 // Close ends the session and releases what it holds.
 func (s *Session) Close() error {
 	if !s.opts.Offline {
-		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "exit"}))
+		// "other": the SDK's ExitReason for a session that simply ended (its input did).
+		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "other"}))
 	}
 	s.closeWatch()
 	s.hooks.Wait()

@@ -87,6 +87,22 @@ test('SessionStart: source startup; its context joins the first prompt', { timeo
   assert.equal(r.result.result, 'Saw the session start context.');
 });
 
+test('SessionEnd: the callback runs when the query ends, after the result, with reason other', { timeout }, async () => {
+  const ws = workspace();
+  const order = [];
+  const end = hook(() => { order.push('SessionEnd'); return {}; });
+  const r = await run('PRB-HELLO say hello', ws, { hooks: { SessionEnd: end.matchers } }, (m) => { if (m.type === 'result') order.push('result'); });
+  assert.equal(r.error, undefined);
+  assert.equal(r.result.subtype, 'success');
+  // The SDK closed stdin after the result; the callback still ran before the query ended.
+  assert.deepEqual(order, ['result', 'SessionEnd']);
+  const { input } = end.inputs[0];
+  assert.equal(input.hook_event_name, 'SessionEnd');
+  assert.equal(input.reason, 'other');
+  assert.equal(input.session_id, r.init.session_id);
+  assert.ok(input.transcript_path, 'no transcript_path');
+});
+
 test('Stop: a block sends the model back to work, once', { timeout }, async () => {
   const ws = workspace();
   const stop = hook((input) => (input.stop_hook_active ? {} : { decision: 'block', reason: 'PRB-STOP-REASON keep going' }));
