@@ -279,3 +279,18 @@ test('UserPromptExpansion for a /command; MessageDisplay changes what is shown',
   assert.equal(shown.assistantText, 'PRB-SHOWN-TEXT');
   assert.equal(display.inputs[0].input.final, true);
 });
+
+test('a background agent after the result: the session stays running, so its hook callbacks are answered', { timeout }, async () => {
+  const ws = workspace({ 'progress.txt': 'progress probe\n' });
+  const pre = hook(() => ({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'allow' } }));
+  const states = [];
+  const r = await run('PRB-PROGRESS-BG look', ws, { hooks: { PreToolUse: pre.matchers } }, (m) => {
+    if (m.type === 'result') states.push('result');
+  });
+  assert.equal(r.error, undefined);
+  assert.ok(pre.inputs.some(({ input }) => input.tool_name === 'Read'), `PreToolUse saw ${JSON.stringify(pre.inputs.map((i) => i.input.tool_name))}`);
+  assert.deepEqual(states, ['result', 'result'], 'the report turn has its own result');
+  assert.equal(r.results.at(-1).result, 'The background agent reported.');
+  const [res] = toolResults(r.messages.filter((m) => m.parent_tool_use_id));
+  assert.match(resultText(res), /progress probe/);
+});
