@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/background"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 )
@@ -65,14 +66,37 @@ func TestTaskProgress(t *testing.T) {
 		if p.TaskID != id || p.ToolUseID != started.ToolUseID || p.Origin.AgentID != id || p.Description != "look around" || p.SubagentType != "general-purpose" {
 			t.Errorf("progress %d names %+v, want task %s of tool use %s", i, p, id, started.ToolUseID)
 		}
-		if p.ToolUses != want.uses || p.LastToolName != want.last {
-			t.Errorf("progress %d: %d tool uses, last %q; want %d, %q", i, p.ToolUses, p.LastToolName, want.uses, want.last)
+		if p.Usage.ToolUses != want.uses || p.LastToolName != want.last {
+			t.Errorf("progress %d: %d tool uses, last %q; want %d, %q", i, p.Usage.ToolUses, p.LastToolName, want.uses, want.last)
 		}
-		if p.TotalTokens <= 0 || p.Duration <= 0 {
-			t.Errorf("progress %d: %d tokens in %v, want both positive", i, p.TotalTokens, p.Duration)
+		if p.Usage.TotalTokens <= 0 || p.Usage.Duration <= 0 {
+			t.Errorf("progress %d: %d tokens in %v, want both positive", i, p.Usage.TotalTokens, p.Usage.Duration)
 		}
 	}
-	if a, b := progress[0].TotalTokens, progress[1].TotalTokens; !(a < b && b < trailer) {
+	if a, b := progress[0].Usage.TotalTokens, progress[1].Usage.TotalTokens; !(a < b && b < trailer) {
 		t.Errorf("tokens %d then %d, trailer %d: want them growing, and below the final count", a, b, trailer)
+	}
+}
+
+// TestTaskNotificationUsage: a background agent's notification event carries what it used.
+func TestTaskNotificationUsage(t *testing.T) {
+	w := newWorld(t, backgroundScenario(), worldOptions{})
+	w.run("start")
+	if n, err := w.tasks.WaitIdle(t.Context(), background.MainOwner); err != nil || n != 1 {
+		t.Fatalf("WaitIdle = %d, %v", n, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var note *event.TaskNotification
+	for _, e := range w.events {
+		if n, ok := e.(event.TaskNotification); ok {
+			note = &n
+		}
+	}
+	if note == nil || note.Usage == nil {
+		t.Fatalf("notification %+v, want one with usage", note)
+	}
+	if u := note.Usage; u.TotalTokens <= 0 || u.ToolUses != 0 || u.Duration <= 0 {
+		t.Errorf("usage = %+v, want tokens and a duration, no tool uses", *u)
 	}
 }

@@ -70,7 +70,7 @@ func (p *progress) observe(e event.Event) (event.TaskProgress, bool) {
 		return event.TaskProgress{}, false
 	}
 	return event.TaskProgress{Origin: p.origin, TaskID: p.id, ToolUseID: p.toolUseID, Description: p.description, SubagentType: p.subagentType,
-		TotalTokens: total, ToolUses: uses, Duration: time.Since(p.started), LastToolName: calls[len(calls)-1].Name}, true
+		Usage: event.TaskUsage{TotalTokens: total, ToolUses: uses, Duration: time.Since(p.started)}, LastToolName: calls[len(calls)-1].Name}, true
 }
 
 func (k *childSink) Append(ctx context.Context, m message.Message) (string, error) {

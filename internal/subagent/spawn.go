@@ -91,6 +91,7 @@ func (r *Runner) launch(ctx context.Context, s spawn) tool.Result {
 	if s.background {
 		_, err := r.cfg.Tasks.Start(task, func(ctx context.Context, t *background.Task) (string, error) {
 			res := r.run(ctx, c)
+			t.SetUsage(res.taskUsage())
 			return res.text, res.err
 		})
 		if err != nil {
@@ -122,6 +123,11 @@ func (r *Runner) launch(ctx context.Context, s spawn) tool.Result {
 	}
 	r.emit(event.TaskUpdated{Origin: c.agent.Origin, TaskID: c.n.id, Status: status})
 	return r.toolResult(c, res)
+}
+
+// taskUsage is the run's use, as task events report it.
+func (res result) taskUsage() event.TaskUsage {
+	return event.TaskUsage{TotalTokens: res.usage.TotalInput() + res.usage.OutputTokens, ToolUses: res.toolUses, Duration: res.duration}
 }
 
 func trailerLine(id string) string {

@@ -156,6 +156,9 @@ test('task_progress: a subagent reports its tool calls and tokens as it works', 
 test('task_progress: a background agent too, before its notification', { timeout }, async () => {
   const ws = workspace({ 'progress.txt': 'progress probe\n' });
   const r = await run('PRB-PROGRESS-BG look', ws);
-  progressOf(r, 'background progress probe');
+  const p = progressOf(r, 'background progress probe');
+  const note = r.messages.find((m) => m.type === 'system' && m.subtype === 'task_notification' && m.task_id === p.task_id);
+  assert.equal(note.usage.tool_uses, 1);
+  assert.ok(note.usage.total_tokens > p.usage.total_tokens, `notification usage ${JSON.stringify(note.usage)} after progress ${JSON.stringify(p.usage)}`);
   assert.equal(r.results.at(-1).result, 'The background agent reported.');
 });
