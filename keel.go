@@ -275,6 +275,7 @@ type (
 	TaskStarted      = event.TaskStarted
 	TaskUpdated      = event.TaskUpdated
 	TaskProgress     = event.TaskProgress
+	TaskUsage        = event.TaskUsage
 	TaskNotification = event.TaskNotification
 	Notice           = event.Notice
 	Result           = event.Result
