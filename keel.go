@@ -274,6 +274,8 @@ type (
 	Todos            = event.Todos
 	TaskStarted      = event.TaskStarted
 	TaskUpdated      = event.TaskUpdated
+	TaskProgress     = event.TaskProgress
+	TaskUsage        = event.TaskUsage
 	TaskNotification = event.TaskNotification
 	Notice           = event.Notice
 	Result           = event.Result

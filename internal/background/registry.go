@@ -94,9 +94,17 @@ type Task struct {
 	done chan struct{}
 	stop context.CancelCauseFunc
 
-	// mu guards info.
-	mu   sync.Mutex
-	info Info
+	// mu guards info and usage.
+	mu    sync.Mutex
+	info  Info
+	usage *event.TaskUsage
+}
+
+// SetUsage records what the task used, for its notification event.
+func (t *Task) SetUsage(u event.TaskUsage) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.usage = &u
 }
 
 // ID returns the task id.
@@ -271,8 +279,11 @@ func (r *Registry) notify(t *Task, n Notification) {
 	if err != nil {
 		r.opts.Logger.Error("queue task notification", "task", n.TaskID, "err", err)
 	}
+	t.mu.Lock()
+	usage := t.usage
+	t.mu.Unlock()
 	r.emit(event.TaskNotification{Origin: t.spec.Origin, TaskID: n.TaskID, ToolUseID: n.ToolUseID, Status: string(n.Status),
-		Summary: n.Summary, Result: n.Result})
+		Summary: n.Summary, Result: n.Result, Usage: usage})
 	r.signal()
 }
 

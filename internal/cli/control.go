@@ -111,6 +111,8 @@ func withInit(opts session.Options, init *control.Init) (session.Options, error)
 		opts.Asker = init.Asker
 	}
 	opts.MCP.Transports = init.SDKServers
+	// The SDK may add servers later (mcp_set_servers), even to a session that starts with none.
+	opts.MCP.Dynamic = true
 	// The SDK answers MCP servers' questions through its onElicitation callback (it declines
 	// when the program registered none).
 	opts.MCP.Elicit = init.Elicit

@@ -159,12 +159,30 @@ func compact(b []byte) []byte {
 
 // callHook runs one of the SDK's hook callbacks through a hook_callback request; the answer
 // is the callback's HookJSONOutput.
+//
+// SessionEnd comes once stdin has ended — the SDK closes it when the query is done, and that
+// is what ends the session — so its answer cannot come back. The request is sent all the
+// same: the SDK reads stdout until keel exits and runs the callback as the line arrives (it
+// drops the answer it cannot write). SessionEnd decides nothing, so nothing waits for it.
+// Claude Code instead fails the callback with "Stream closed" and it never runs.
 func (c *controller) callHook(ctx context.Context, id string, input json.RawMessage, toolUseID string) (json.RawMessage, error) {
 	req := map[string]any{"subtype": "hook_callback", "callback_id": id, "input": input}
 	if toolUseID != "" {
 		req["tool_use_id"] = toolUseID
 	}
+	if c.out.isClosed() && hookEvent(input) == "SessionEnd" {
+		return json.RawMessage(`{}`), c.out.post(req)
+	}
 	return c.request(ctx, req)
+}
+
+// hookEvent is the hook_event_name of a hook input.
+func hookEvent(input json.RawMessage) string {
+	var in struct {
+		Event string `json:"hook_event_name"`
+	}
+	_ = json.Unmarshal(input, &in)
+	return in.Event
 }
 
 // wire fills init's seams back to the SDK.

@@ -145,10 +145,12 @@ func Run(ctx context.Context, cfg Config) error {
 // blocked on one is interrupted.
 func (c *controller) read(ctx context.Context) {
 	defer func() {
-		c.inbox.close()
+		// The outbox closes first: once the turns see the end of the prompts, everything
+		// after them (SessionEnd) knows that no answer can come.
 		if c.out.close() {
 			c.interrupt(errSDKGone)
 		}
+		c.inbox.close()
 	}()
 	br := bufio.NewReaderSize(c.cfg.In, 64<<10)
 	for n := 1; ; n++ {
@@ -256,15 +258,12 @@ func (c *controller) turns(ctx context.Context) error {
 		_ = c.r.Render(n)
 	}
 	for {
-		p, ok := c.prompts.pop(ctx)
+		p, ok := c.next(ctx)
 		if !ok {
 			break
 		}
 		c.setState("running")
 		c.turn(ctx, c.sess.Send, p.text)
-		if len(c.prompts.snapshot()) == 0 && len(c.inbox.snapshot()) == 0 {
-			c.setState("idle")
-		}
 	}
 	if ctx.Err() == nil && c.cfg.WaitBackground {
 		c.drainBackground(ctx)
@@ -289,6 +288,63 @@ func (c *controller) turns(ctx context.Context) error {
 type backgrounder interface {
 	WaitBackground(ctx context.Context) (int, error)
 	SendPending(ctx context.Context) func(yield func(event.Event, error) bool)
+}
+
+// taskWaiter is a session whose background agents can be waited for between prompts.
+type taskWaiter interface {
+	backgrounder
+	WaitTasks(ctx context.Context) (int, error)
+	BackgroundOutstanding() int
+}
+
+// next waits for the next prompt; false once stdin has ended and every prompt ran, or ctx
+// ended. Meanwhile a background agent of the main thread that reports gets a turn of its
+// own, as at the end of `keel -p`, and the session reads idle only when nothing is left to
+// do: the SDK keeps stdin open until then, so those agents' questions and hook callbacks
+// can still be answered.
+func (c *controller) next(ctx context.Context) (prompt, bool) {
+	w, _ := c.sess.(taskWaiter)
+	for {
+		if c.prompts.available() || ctx.Err() != nil {
+			return c.prompts.pop(ctx)
+		}
+		if w == nil || w.BackgroundOutstanding() == 0 {
+			if len(c.inbox.snapshot()) == 0 {
+				c.setState("idle")
+			}
+			return c.prompts.pop(ctx)
+		}
+		if n := c.waitReport(ctx, w); n > 0 {
+			c.setState("running")
+			c.turn(ctx, func(ctx context.Context, _ string) iter.Seq2[event.Event, error] { return w.SendPending(ctx) }, "")
+		}
+	}
+}
+
+// waitReport waits until a background agent reports (how many reports wait), the agents
+// are done, or a prompt or the end of stdin arrives (0).
+func (c *controller) waitReport(ctx context.Context, w taskWaiter) int {
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	reports := make(chan int, 1)
+	wg.Go(func() {
+		n, err := w.WaitTasks(wctx)
+		if err == nil {
+			reports <- n
+		}
+		cancel()
+	})
+	wg.Go(func() {
+		c.prompts.wait(wctx)
+		cancel()
+	})
+	wg.Wait()
+	select {
+	case n := <-reports:
+		return n
+	default:
+		return 0
+	}
 }
 
 // drainBackground waits for background agents still running and gives the model a turn for

@@ -150,6 +150,23 @@ func (o *outbox) request(ctx context.Context, req any) (json.RawMessage, error) 
 	}
 }
 
+// post sends req with the next id and does not wait: for a request whose answer cannot come
+// (stdin has ended) but whose delivery still matters.
+func (o *outbox) post(req any) error {
+	o.mu.Lock()
+	o.next++
+	id := requestPrefix + strconv.Itoa(o.next)
+	o.mu.Unlock()
+	return o.w.line(controlRequest{Type: "control_request", RequestID: id, Request: req})
+}
+
+// isClosed reports whether stdin has ended.
+func (o *outbox) isClosed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.closed
+}
+
 // forget drops a pending request; it reports whether it was still pending.
 func (o *outbox) forget(id string) bool {
 	o.mu.Lock()

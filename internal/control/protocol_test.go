@@ -162,3 +162,23 @@ func TestParseInit(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionEndAfterStdin: once stdin has ended, a SessionEnd callback is still sent to the
+// SDK (which reads stdout until keel exits and runs it) and nothing waits for its answer;
+// any other callback then fails at once, as no answer can come.
+func TestSessionEndAfterStdin(t *testing.T) {
+	c, sdk := newPair(t)
+	c.out.close()
+	out, err := c.callHook(waittest.Context(t), "hook_7", json.RawMessage(`{"hook_event_name":"SessionEnd","reason":"other"}`), "")
+	if err != nil || string(out) != "{}" {
+		t.Fatalf("SessionEnd callback = %s, %v; want {} at once", out, err)
+	}
+	req := sdk.next(t)
+	inner, _ := req["request"].(map[string]any)
+	if req["type"] != "control_request" || inner["subtype"] != "hook_callback" || inner["callback_id"] != "hook_7" {
+		t.Errorf("sent %v, want the hook_callback request", req)
+	}
+	if _, err := c.callHook(waittest.Context(t), "hook_8", json.RawMessage(`{"hook_event_name":"Stop"}`), ""); !errors.Is(err, errSDKGone) {
+		t.Errorf("Stop callback after stdin ended = %v, want errSDKGone", err)
+	}
+}

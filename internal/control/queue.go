@@ -72,6 +72,28 @@ func (q *queue[T]) pop(ctx context.Context) (v T, ok bool) {
 	}
 }
 
+// available reports whether pop would return at once: an item waits or the queue is closed.
+func (q *queue[T]) available() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) > 0 || q.closed
+}
+
+// wait blocks until pop would return at once (true), or ctx ends (false).
+func (q *queue[T]) wait(ctx context.Context) bool {
+	for {
+		if q.available() {
+			q.signal() // the signal taken belongs to pop
+			return true
+		}
+		select {
+		case <-q.ready:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
 // snapshot returns the queued items without removing them.
 func (q *queue[T]) snapshot() []T {
 	q.mu.Lock()

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/keel-dev/keel/internal/mcphost"
 )
 
@@ -47,7 +49,7 @@ func (c *controller) onMCPStatus(context.Context, json.RawMessage) (any, error) 
 			} else if st.Server != "" {
 				s.ServerInfo = &mcpServerInfo{Name: st.Server}
 			}
-			if st.Type == mcphost.TypeSDK && s.Scope == string(mcphost.ScopeCLI) {
+			if st.Type == mcphost.TypeSDK && (st.Scope == mcphost.ScopeCLI || st.Scope == mcphost.ScopeDynamic) {
 				s.Scope = "sdk"
 			}
 			out = append(out, s)
@@ -78,8 +80,10 @@ type mcpToggler interface {
 	ToggleMCP(ctx context.Context, name string, enabled bool) error
 }
 
+// mcpReplacer is a session whose MCP servers the SDK can replace at runtime
+// (mcp_set_servers); transports reach the SDK's in-process servers among servers.
 type mcpReplacer interface {
-	SetMCPServers(ctx context.Context, config string) (added, removed []string, errs map[string]string, err error)
+	SetMCPServers(ctx context.Context, servers map[string]json.RawMessage, transports map[string]mcp.Transport) (added, removed []string, errs map[string]string, err error)
 }
 
 func (c *controller) onMCPToggle(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -100,25 +104,34 @@ func (c *controller) onMCPToggle(ctx context.Context, raw json.RawMessage) (any,
 	return map[string]any{}, nil
 }
 
+// onMCPSetServers replaces the servers the SDK manages: its in-process servers (entries
+// {"type":"sdk"}, reached over mcp_message like those of initialize) and process servers,
+// and answers with what was added, removed, and the errors by server (McpSetServersResult).
 func (c *controller) onMCPSetServers(ctx context.Context, raw json.RawMessage) (any, error) {
 	var req struct {
-		Servers json.RawMessage `json:"servers"`
+		Servers map[string]json.RawMessage `json:"servers"`
 	}
-	if err := json.Unmarshal(raw, &req); err != nil || len(req.Servers) == 0 {
+	if err := json.Unmarshal(raw, &req); err != nil || req.Servers == nil {
 		return nil, errors.New("mcp_set_servers: want {\"servers\": {name: config, …}}")
 	}
 	r, ok := c.sess.(mcpReplacer)
 	if !ok {
-		return nil, errors.New("mcp_set_servers: keel cannot change the MCP servers of a running session; start a new query with the servers in mcpServers")
+		return nil, errors.New("mcp_set_servers: this session cannot change its MCP servers")
 	}
-	cfg, err := json.Marshal(map[string]json.RawMessage{"mcpServers": req.Servers})
+	var sdkNames []string
+	for name, entry := range req.Servers {
+		var head struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(entry, &head) == nil && head.Type == mcphost.TypeSDK {
+			sdkNames = append(sdkNames, name)
+		}
+	}
+	added, removed, errs, err := r.SetMCPServers(ctx, req.Servers, c.sdkTransports(sdkNames))
 	if err != nil {
 		return nil, err
 	}
-	added, removed, errs, err := r.SetMCPServers(ctx, string(cfg))
-	if err != nil {
-		return nil, err
-	}
+	c.forgetSDKServers(removed)
 	if errs == nil {
 		errs = map[string]string{}
 	}

@@ -17,9 +17,9 @@ type sdkServer struct {
 	t    *mcphost.ControlTransport
 }
 
-// sdkTransports builds a transport for each in-process server the initialize request
-// named: keel's messages go out as mcp_message requests and the server's answers come back
-// in their responses.
+// sdkTransports returns a transport for each in-process server named (by initialize or
+// mcp_set_servers): keel's messages go out as mcp_message requests and the server's answers
+// come back in their responses. A server known already keeps its transport.
 func (c *controller) sdkTransports(names []string) map[string]mcp.Transport {
 	if len(names) == 0 {
 		return nil
@@ -28,6 +28,10 @@ func (c *controller) sdkTransports(names []string) map[string]mcp.Transport {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, name := range names {
+		if srv := c.sdkMCP[name]; srv != nil {
+			out[name] = srv.t
+			continue
+		}
 		srv := &sdkServer{name: name}
 		srv.t = &mcphost.ControlTransport{Send: func(ctx context.Context, msg json.RawMessage) (json.RawMessage, error) {
 			return c.sendMCP(ctx, name, msg)
@@ -36,6 +40,16 @@ func (c *controller) sdkTransports(names []string) map[string]mcp.Transport {
 		out[name] = srv.t
 	}
 	return out
+}
+
+// forgetSDKServers drops the transports of servers the session removed: the SDK's
+// mcp_message for one of them is an error from now on.
+func (c *controller) forgetSDKServers(names []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, name := range names {
+		delete(c.sdkMCP, name)
+	}
 }
 
 // sendMCP sends one JSON-RPC message to an SDK server and returns its mcp_response.

@@ -163,6 +163,26 @@ type TaskUpdated struct {
 	Status string
 }
 
+// TaskProgress reports a subagent task's work so far: sent after each of its replies that
+// calls tools, with its tool calls, tokens and running time since it started.
+type TaskProgress struct {
+	Origin
+	TaskID       string
+	ToolUseID    string
+	Description  string
+	SubagentType string
+	Usage        TaskUsage
+	LastToolName string
+}
+
+// TaskUsage is what an agent task used: TotalTokens counts every token of its requests,
+// input (cached and not) and output, as the Agent tool's usage trailer does.
+type TaskUsage struct {
+	TotalTokens int64
+	ToolUses    int
+	Duration    time.Duration
+}
+
 // TaskNotification says a background task ended and its result is queued for the parent.
 type TaskNotification struct {
 	Origin
@@ -171,6 +191,8 @@ type TaskNotification struct {
 	Status    string
 	Summary   string
 	Result    string
+	// Usage is an agent task's use over its run; nil when the task does not know it.
+	Usage *TaskUsage
 }
 
 // Status reports a change of the session's state that a controlling program shows: the

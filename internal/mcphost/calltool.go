@@ -53,8 +53,11 @@ var progressSeq atomic.Uint64
 func (t *mcpTool) Call(ctx context.Context, env *tool.Env, input json.RawMessage) tool.Result {
 	m := t.c.m
 	m.mu.Lock()
-	sess, status, reason := t.c.session, t.c.status, t.c.reason
+	sess, status, reason, off := t.c.session, t.c.status, t.c.reason, t.c.off
 	m.mu.Unlock()
+	if off {
+		return tool.Errorf("MCP server %q is switched off for this session; its tool %s is not available.", t.server, t.name)
+	}
 	if sess == nil || status != StatusConnected {
 		return tool.Errorf("MCP server %q is %s (%s); its tool %s is not available. Do not retry it unless the server reconnects.", t.server, status, reason, t.name)
 	}

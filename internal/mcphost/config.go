@@ -43,6 +43,9 @@ const (
 	ScopeLocal   Scope = "local"
 	ScopeProject Scope = "project"
 	ScopeUser    Scope = "user"
+	// ScopeDynamic marks servers added while the session runs (the Agent SDK's
+	// mcp_set_servers); no file holds them.
+	ScopeDynamic Scope = "dynamic"
 )
 
 // scopeOrder is the precedence: for a name given by several sources, the first wins.

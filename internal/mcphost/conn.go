@@ -32,8 +32,18 @@ type conn struct {
 	reconnect chan struct{}
 	relist    chan struct{}
 
+	// tr reaches a server in the driving program (an Agent SDK's in-process server); nil
+	// for the other types. Set before the conn is shared.
+	tr mcp.Transport
+
 	// Guarded by m.mu:
-	started      bool
+	// cancel ends the goroutine running the server (nil when none runs) and done is closed
+	// when it has returned; see launchLocked and halt.
+	cancel context.CancelFunc
+	done   chan struct{}
+	// off: switched off for this session ([Manager.Disable]): its process is stopped, its
+	// status reads disabled and its tools are gone until [Manager.Enable].
+	off          bool
 	status       Status
 	reason       string
 	session      *mcp.ClientSession
@@ -76,7 +86,16 @@ func newConn(m *Manager, cfg ServerConfig) *conn {
 	return c
 }
 
-func (c *conn) relistPending() bool { return c.status == StatusConnected && c.dirty != c.listed }
+func (c *conn) relistPending() bool { return c.live() && c.dirty != c.listed }
+
+// live reports whether the server is connected and on; m.mu must be held.
+func (c *conn) live() bool { return c.status == StatusConnected && !c.off }
+
+// pendingLocked reports whether the server is still connecting; signIn counts one that waits
+// for the user to sign in as settled. m.mu must be held.
+func (c *conn) pendingLocked(signIn bool) bool {
+	return !c.off && c.status == StatusPending && (!signIn || c.signIn == "")
+}
 
 func (c *conn) statusLocked() ServerStatus {
 	s := ServerStatus{Name: c.cfg.Name, Scope: c.cfg.Scope, Type: c.cfg.Type, Target: target(c.cfg),
@@ -84,7 +103,10 @@ func (c *conn) statusLocked() ServerStatus {
 	if c.status == StatusPending && c.signIn != "" {
 		s.Reason = "waiting for you to sign in: " + c.signIn
 	}
-	if c.status == StatusConnected {
+	if c.off {
+		s.Status, s.Reason = StatusDisabled, reasonOff
+	}
+	if c.live() {
 		s.Tools, s.Prompts, s.Resources = len(c.tools), len(c.prompts), len(c.resources)
 	}
 	return s
@@ -101,9 +123,6 @@ func target(cfg ServerConfig) string {
 // reconnect with backoff (HTTP, SSE) or wait for an explicit Reconnect (stdio, whose exit is
 // usually a bug or a missing dependency that retrying would not fix).
 func (c *conn) run(ctx context.Context) {
-	c.m.mu.Lock()
-	c.started = true
-	c.m.mu.Unlock()
 	attempt := 0
 	for {
 		sess, err := c.connect(ctx)

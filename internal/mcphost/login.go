@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -36,11 +35,10 @@ func (c *conn) loginState() *loginState {
 // stored and the server stays connected. It gives the user OAuth.LoginTimeout. A server
 // that never asks gives [ErrNoAuthorizationAsked] (and stays connected).
 func (m *Manager) Login(ctx context.Context, name string, authorize func(ctx context.Context, authURL string) error) error {
-	i := slices.IndexFunc(m.conns, func(c *conn) bool { return c.cfg.Name == name })
-	if i < 0 {
+	c := m.find(name)
+	if c == nil {
 		return fmt.Errorf("login %s: no such MCP server", name)
 	}
-	c := m.conns[i]
 	if c.cfg.Type != TypeHTTP {
 		return fmt.Errorf("login %s: only streamable HTTP servers use OAuth; this one is %s", name, c.cfg.Type)
 	}

@@ -108,19 +108,27 @@ type ServerStatus struct {
 }
 
 // Manager runs the configured servers and offers their tools by generation. It is safe for
-// concurrent use. Close stops every server.
+// concurrent use. Servers can be added, removed, switched off and on while it runs (see
+// runtime.go); each such change is a new generation. Close stops every server.
 type Manager struct {
 	opts   Options
 	logger *slog.Logger
-	conns  []*conn // sorted by name; fixed after New
 
 	// stop ends every server goroutine; wg waits for them.
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 	base context.Context
+	// ops serialises the changes to the server set (Add, Remove, Disable, Enable), which
+	// wait for servers to stop and start.
+	ops sync.Mutex
 
-	// mu guards gen, changed, snapshot, notes and every conn's state fields.
-	mu       sync.Mutex
+	// mu guards conns, closed, gen, changed, snapshot, notes and every conn's state fields.
+	mu sync.Mutex
+	// conns is sorted by name. It is replaced, never changed in place, so a copy taken
+	// under mu can be ranged over without it.
+	conns []*conn
+	// closed is set by Close: no server goroutine starts after it.
+	closed   bool
 	gen      uint64
 	changed  chan struct{} // closed and replaced whenever gen moves or a server settles
 	snapshot *generation
@@ -171,7 +179,11 @@ func New(opts Options) *Manager {
 	names := map[string]bool{}
 	for _, cfg := range opts.Servers {
 		names[cfg.Name] = true
-		m.conns = append(m.conns, newConn(m, cfg))
+		c := newConn(m, cfg)
+		if cfg.Type == TypeSDK {
+			c.tr = opts.Transports[cfg.Name]
+		}
+		m.conns = append(m.conns, c)
 	}
 	for name := range opts.InProcess {
 		if !names[name] {
@@ -179,9 +191,11 @@ func New(opts Options) *Manager {
 			m.conns = append(m.conns, newConn(m, ServerConfig{Name: name, Type: TypeSDK, Scope: ScopeCLI}))
 		}
 	}
-	for name := range opts.Transports {
+	for name, tr := range opts.Transports {
 		if !names[name] {
-			m.conns = append(m.conns, newConn(m, ServerConfig{Name: name, Type: TypeSDK, Scope: ScopeCLI}))
+			c := newConn(m, ServerConfig{Name: name, Type: TypeSDK, Scope: ScopeCLI})
+			c.tr = tr
+			m.conns = append(m.conns, c)
 		}
 	}
 	slices.SortFunc(m.conns, func(a, b *conn) int { return strings.Compare(a.cfg.Name, b.cfg.Name) })
@@ -194,12 +208,13 @@ func New(opts Options) *Manager {
 // or when ctx ends; connecting goes on after that, and a server whose sign-in completes
 // joins the next generation.
 func (m *Manager) Start(ctx context.Context) {
+	m.mu.Lock()
 	for _, c := range m.conns {
-		if c.cfg.Disabled != "" {
-			continue
+		if c.cfg.Disabled == "" {
+			m.launchLocked(c)
 		}
-		m.wg.Go(func() { c.run(m.base) })
 	}
+	m.mu.Unlock()
 	m.waitSettled(ctx, true)
 }
 
@@ -211,7 +226,7 @@ func (m *Manager) WaitSettled(ctx context.Context) { m.waitSettled(ctx, false) }
 func (m *Manager) waitSettled(ctx context.Context, signIn bool) {
 	for {
 		m.mu.Lock()
-		pending := slices.ContainsFunc(m.conns, func(c *conn) bool { return c.status == StatusPending && (!signIn || c.signIn == "") })
+		pending := slices.ContainsFunc(m.conns, func(c *conn) bool { return c.pendingLocked(signIn) })
 		ch := m.changed
 		m.mu.Unlock()
 		if !pending {
@@ -227,9 +242,19 @@ func (m *Manager) waitSettled(ctx context.Context, signIn bool) {
 
 // Close disconnects every server and waits for their goroutines.
 func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
 	m.stop()
 	m.wg.Wait()
 	return nil
+}
+
+// Len returns how many servers are configured, whatever their state.
+func (m *Manager) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.conns)
 }
 
 // Generation returns the current generation number.
@@ -288,7 +313,7 @@ func (m *Manager) current() *generation {
 	g := &generation{gen: m.gen}
 	var all []*mcpTool
 	for _, c := range m.conns {
-		if c.status == StatusConnected {
+		if c.live() {
 			all = append(all, c.tools...)
 		}
 	}
@@ -371,7 +396,7 @@ func (m *Manager) Instructions() []Instructions {
 	defer m.mu.Unlock()
 	var out []Instructions
 	for _, c := range m.conns {
-		if c.status == StatusConnected && strings.TrimSpace(c.instructions) != "" {
+		if c.live() && strings.TrimSpace(c.instructions) != "" {
 			out = append(out, Instructions{Server: c.cfg.Name, Text: c.instructions})
 		}
 	}
@@ -408,23 +433,24 @@ func (m *Manager) Observe(ctx context.Context) []message.Block {
 // Reconnect restarts the server called name and waits until it has connected or failed, or
 // ctx ends.
 func (m *Manager) Reconnect(ctx context.Context, name string) error {
-	i := slices.IndexFunc(m.conns, func(c *conn) bool { return c.cfg.Name == name })
-	if i < 0 {
+	c := m.find(name)
+	if c == nil {
 		return fmt.Errorf("reconnect %s: no such MCP server", name)
 	}
-	c := m.conns[i]
 	if c.cfg.Disabled != "" {
 		return fmt.Errorf("reconnect %s: server is disabled: %s", name, c.cfg.Disabled)
 	}
 	m.mu.Lock()
+	if c.off {
+		m.mu.Unlock()
+		return fmt.Errorf("reconnect %s: server is switched off for this session; switch it on instead", name)
+	}
 	c.status, c.reason = StatusPending, ""
-	started := c.started
-	c.started = true
+	running := c.cancel != nil
+	m.launchLocked(c)
 	m.wake()
 	m.mu.Unlock()
-	if !started {
-		m.wg.Go(func() { c.run(m.base) })
-	} else {
+	if running {
 		select {
 		case c.reconnect <- struct{}{}:
 		default:
@@ -435,6 +461,16 @@ func (m *Manager) Reconnect(ctx context.Context, name string) error {
 	defer m.mu.Unlock()
 	if c.status != StatusConnected {
 		return fmt.Errorf("reconnect %s: %s: %s", name, c.status, c.reason)
+	}
+	return nil
+}
+
+// find returns the server called name, or nil.
+func (m *Manager) find(name string) *conn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i := slices.IndexFunc(m.conns, func(c *conn) bool { return c.cfg.Name == name }); i >= 0 {
+		return m.conns[i]
 	}
 	return nil
 }

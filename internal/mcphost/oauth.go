@@ -543,11 +543,11 @@ func (m *Manager) saveAuth(cfg ServerConfig, st *storedAuth) error {
 
 // Logout forgets the stored tokens of the server called name.
 func (m *Manager) Logout(name string) error {
-	i := slices.IndexFunc(m.conns, func(c *conn) bool { return c.cfg.Name == name })
-	if i < 0 {
+	c := m.find(name)
+	if c == nil {
 		return fmt.Errorf("logout %s: no such MCP server", name)
 	}
-	cfg := m.conns[i].cfg
+	cfg := c.cfg
 	if m.opts.OAuth.Home == "" {
 		m.authMem.Delete(AuthKey(cfg))
 		return nil

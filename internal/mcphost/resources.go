@@ -71,7 +71,7 @@ func (m *Manager) listResources(ctx context.Context, server string) tool.Result 
 			continue
 		}
 		found = true
-		if c.status != StatusConnected {
+		if !c.live() {
 			continue
 		}
 		for _, r := range c.resources {
@@ -95,6 +95,9 @@ func (m *Manager) session(server string) (*mcp.ClientSession, error) {
 	defer m.mu.Unlock()
 	for _, c := range m.conns {
 		if c.cfg.Name == server {
+			if c.off {
+				return nil, fmt.Errorf("MCP server %q is switched off for this session", server)
+			}
 			if c.session == nil || c.status != StatusConnected {
 				return nil, fmt.Errorf("MCP server %q is %s: %s", server, c.status, c.reason)
 			}
@@ -135,7 +138,7 @@ func (m *Manager) Prompts() []Prompt {
 	defer m.mu.Unlock()
 	var out []Prompt
 	for _, c := range m.conns {
-		if c.status != StatusConnected {
+		if !c.live() {
 			continue
 		}
 		for _, p := range c.prompts {

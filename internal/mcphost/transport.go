@@ -25,8 +25,8 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 				c.m.mu.Unlock()
 			}}, nil
 	case TypeSDK:
-		if t := c.m.opts.Transports[c.cfg.Name]; t != nil {
-			return t, nil
+		if c.tr != nil {
+			return c.tr, nil
 		}
 		srv := c.m.opts.InProcess[c.cfg.Name]
 		if srv == nil {

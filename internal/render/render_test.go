@@ -33,7 +33,10 @@ func run() []event.Event {
 		event.UserMessage{UUID: "u-2", Message: message.User(message.ToolResult("toolu_1", []message.Block{message.Text("1\thello")}, false))},
 		event.CacheBreak{Segment: "system", Reason: `section "env" changed`},
 		event.TaskStarted{TaskID: "t-1", ToolUseID: "toolu_9", Description: "survey", SubagentType: "Explore", TaskType: "local_agent", Prompt: "survey"},
-		event.TaskNotification{TaskID: "t-1", ToolUseID: "toolu_9", Status: "completed", Summary: "survey done"},
+		event.TaskProgress{Origin: event.Origin{AgentID: "t-1", ParentToolUseID: "toolu_9"}, TaskID: "t-1", ToolUseID: "toolu_9", Description: "survey",
+			SubagentType: "Explore", Usage: event.TaskUsage{TotalTokens: 4321, ToolUses: 3, Duration: 1250 * time.Millisecond}, LastToolName: "Grep"},
+		event.TaskNotification{TaskID: "t-1", ToolUseID: "toolu_9", Status: "completed", Summary: "survey done",
+			Usage: &event.TaskUsage{TotalTokens: 5000, ToolUses: 4, Duration: 2 * time.Second}},
 		event.TextDelta{Origin: event.Origin{AgentID: "a-1", AgentName: "Explore"}, Text: "child text"},
 		event.AssistantMessage{Message: message.Assistant(message.Text("It says hello.")), StopReason: message.StopEndTurn,
 			Usage: message.Usage{CacheReadInputTokens: 3010, OutputTokens: 5}, Model: "claude-sonnet-4-5", RequestID: "req_2"},
@@ -121,5 +124,22 @@ func TestStreamJSONTeammateLines(t *testing.T) {
 	}
 	if _, ok := lines[3]["agent_id"]; ok {
 		t.Errorf("a subagent's line (inside a tool call) changed shape: %v", lines[3])
+	}
+}
+
+// TestStreamJSONStoppedTask: a task stopped with stop_task is "stopped" in its notification,
+// the only word SDKTaskNotificationMessage has for it.
+func TestStreamJSONStoppedTask(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewStreamJSON(&buf, StreamOptions{})
+	if err := r.Render(event.TaskNotification{TaskID: "t-1", Status: "killed", Summary: "Agent \"x\" killed"}); err != nil {
+		t.Fatal(err)
+	}
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line["status"] != "stopped" {
+		t.Errorf("status = %v, want stopped", line["status"])
 	}
 }

@@ -136,8 +136,15 @@ func (r *streamJSON) Render(e event.Event) error {
 		line = obj{{"type", "system"}, {"subtype", "task_started"}, {"task_id", e.TaskID}, {"tool_use_id", e.ToolUseID}, {"description", e.Description}, {"subagent_type", e.SubagentType}, {"task_type", e.TaskType}, {"prompt", e.Prompt}}
 	case event.TaskUpdated:
 		line = obj{{"type", "system"}, {"subtype", "task_updated"}, {"task_id", e.TaskID}, {"patch", obj{{"status", e.Status}}}}
+	case event.TaskProgress:
+		line = obj{{"type", "system"}, {"subtype", "task_progress"}, {"task_id", e.TaskID}, {"tool_use_id", e.ToolUseID}, {"description", e.Description},
+			{"subagent_type", e.SubagentType}, {"usage", taskUsage(e.Usage)},
+			{"last_tool_name", e.LastToolName}}
 	case event.TaskNotification:
-		line = obj{{"type", "system"}, {"subtype", "task_notification"}, {"task_id", e.TaskID}, {"tool_use_id", e.ToolUseID}, {"status", e.Status}, {"output_file", ""}, {"summary", e.Summary}}
+		line = obj{{"type", "system"}, {"subtype", "task_notification"}, {"task_id", e.TaskID}, {"tool_use_id", e.ToolUseID}, {"status", notificationStatus(e.Status)}, {"output_file", ""}, {"summary", e.Summary}}
+		if e.Usage != nil {
+			line = append(line, kv{"usage", taskUsage(*e.Usage)})
+		}
 	case event.CacheBreak:
 		line = obj{{"type", "system"}, {"subtype", "cache_break"}, {"segment", e.Segment}, {"reason", e.Reason}, {"parent_tool_use_id", parentOf(e)}}
 	case event.Compacted:
@@ -181,6 +188,20 @@ func (r *streamJSON) Render(e event.Event) error {
 		line = append(line, kv{"uuid", uuid.NewString()})
 	}
 	return writeLine(r.w, line)
+}
+
+// taskUsage is the usage member of task_progress and task_notification lines.
+func taskUsage(u event.TaskUsage) obj {
+	return obj{{"total_tokens", u.TotalTokens}, {"tool_uses", u.ToolUses}, {"duration_ms", u.Duration.Milliseconds()}}
+}
+
+// notificationStatus is a finished task's status as SDKTaskNotificationMessage names it:
+// completed, failed or stopped (keel's "killed").
+func notificationStatus(s string) string {
+	if s == "killed" {
+		return "stopped"
+	}
+	return s
 }
 
 // maxRetries is the provider's retry budget (provider.WithRetries), for api_retry lines.

@@ -224,6 +224,25 @@ func (s *Session) WaitBackground(ctx context.Context) (int, error) {
 	return s.waitTeam(ctx)
 }
 
+// WaitTasks is WaitBackground without the team: it blocks until the main thread's
+// background tasks are done or one of them has reported, and returns how many reports wait.
+// A driving program that may still send prompts calls it between them.
+func (s *Session) WaitTasks(ctx context.Context) (int, error) {
+	if s.agents == nil {
+		return 0, nil
+	}
+	return s.agents.tasks.WaitIdle(ctx, background.MainOwner)
+}
+
+// BackgroundOutstanding says how many of the main thread's background tasks have not ended,
+// plus the reports that wait for its next turn.
+func (s *Session) BackgroundOutstanding() int {
+	if s.agents == nil {
+		return 0
+	}
+	return s.agents.tasks.Outstanding(background.MainOwner) + s.agents.queue.Len()
+}
+
 // PendingNotifications says how many background reports wait for the main thread.
 func (s *Session) PendingNotifications() int {
 	if s.agents == nil {

@@ -31,7 +31,7 @@ func (s *Session) deferredTools(ctx context.Context) []tool.Tool {
 // order, custom tools, and the MCP resource tools when servers are configured.
 func (s *Session) fixedTools() []tool.Tool {
 	fixed := append(append([]tool.Tool(nil), s.builtins...), s.opts.Tools...)
-	if s.mcp != nil {
+	if s.mcp != nil && s.mcp.Len() > 0 {
 		fixed = append(fixed, s.mcp.ResourceTools()...)
 	}
 	return fixed

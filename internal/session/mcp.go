@@ -58,6 +58,26 @@ type MCPOptions struct {
 	// elicitation control request); nil means no one can be asked, and only Elicitation hooks
 	// answer. See [mcphost.ElicitFunc].
 	Elicit mcphost.ElicitFunc
+	// Dynamic keeps an MCP manager even when no server is configured, so servers can be
+	// added while the session runs ([Session.SetMCPServers], the Agent SDK's
+	// mcp_set_servers).
+	Dynamic bool
+}
+
+// mcpEnviron is the environment of stdio servers and of ${VAR} expansion in configurations,
+// as a list and as a map.
+func mcpEnviron(o MCPOptions) ([]string, map[string]string) {
+	environ := o.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return environ, env
 }
 
 // startMCP connects the session's MCP servers.
@@ -108,18 +128,9 @@ type MCPSetup struct {
 
 // OpenMCP loads the MCP configuration from every source and connects the enabled servers in
 // parallel; servers that fail are reported in their status and nothing else waits for them.
-// It returns nil when no server is configured. `keel mcp list` uses it too.
+// It returns nil when no server is configured, unless o.Dynamic asks for a manager anyway. `keel mcp list` uses it too.
 func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, []event.Notice) {
-	environ := o.Environ
-	if environ == nil {
-		environ = os.Environ()
-	}
-	env := map[string]string{}
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
+	environ, env := mcpEnviron(o)
 	var notices []event.Notice
 	cfg := mcphost.Load(mcphost.LoadOptions{Home: st.Home, ProjectDir: st.ProjectDir, CLIConfigs: o.Configs, Strict: o.Strict, Env: env})
 	for _, p := range cfg.Problems {
@@ -137,7 +148,7 @@ func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, 
 			cfg.Servers = append(cfg.Servers, mcphost.ServerConfig{Name: name, Type: mcphost.TypeSDK, Scope: mcphost.ScopeCLI})
 		}
 	}
-	if len(cfg.Servers) == 0 {
+	if len(cfg.Servers) == 0 && !o.Dynamic {
 		return nil, notices
 	}
 	trusted := st.Trust
@@ -178,13 +189,7 @@ func (s *Session) MCPStatus() []mcphost.ServerStatus {
 	if s.mcp == nil {
 		return nil
 	}
-	out := s.mcp.Status()
-	for i := range out {
-		if s.mcpOff(out[i].Name) {
-			out[i].Status, out[i].Reason = mcphost.StatusDisabled, "switched off for this session"
-		}
-	}
-	return out
+	return s.mcp.Status()
 }
 
 // LoginMCP signs the user in to the HTTP server called name anew (OAuth), through
@@ -212,10 +217,6 @@ func (s *Session) ReconnectMCP(ctx context.Context, name string) error {
 // so the call gets the server's own clear error instead of "no such tool".
 func (s *Session) lookupTool(name string) (tool.Tool, bool) {
 	if s.mcp == nil || !tool.IsMCP(name) {
-		return nil, false
-	}
-	if server, _, ok := mcphost.ParseName(name); ok && s.mcpOff(server) {
-		// Switched off (mcp_toggle): the call gets the runner's "no such tool" answer.
 		return nil, false
 	}
 	return s.mcp.Lookup(name)
@@ -313,16 +314,7 @@ func (c childMCP) StartServers(ctx context.Context, def *agentdef.Definition, se
 	if err != nil {
 		return nil, err
 	}
-	environ := c.s.opts.MCP.Environ
-	if environ == nil {
-		environ = os.Environ()
-	}
-	env := map[string]string{}
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
+	environ, env := mcpEnviron(c.s.opts.MCP)
 	cfg := mcphost.Load(mcphost.LoadOptions{CLIConfigs: []string{string(doc)}, Strict: true, Env: env})
 	var problems []error
 	for _, p := range cfg.Problems {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"github.com/google/uuid"
 	"iter"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -16,7 +15,6 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
-	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
@@ -81,8 +79,6 @@ type sdkState struct {
 	// prompt is the prompt of the Send in progress, for auto mode's classifier; turn names
 	// it for hooks.
 	prompt, turn string
-	// mcpOff are the MCP servers switched off (mcp_toggle), by normalized name.
-	mcpOff map[string]bool
 }
 
 func (st *sdkState) setCancel(c context.CancelCauseFunc) {
@@ -142,20 +138,14 @@ func (s *Session) sdkFilter(p *tool.Pool) *tool.Pool {
 			denied[r.Tool] = true
 		}
 	}
-	s.sdk.mu.Lock()
-	off := maps.Clone(s.sdk.mcpOff)
-	s.sdk.mu.Unlock()
 	limit := s.opts.SDK.LimitTools
-	if !limit && len(denied) == 0 && len(off) == 0 {
+	if !limit && len(denied) == 0 {
 		return p
 	}
 	var keep []tool.Tool
 	for _, t := range p.Tools() {
 		name := t.Name()
 		if denied[name] || (name == "Agent" && denied["Task"]) {
-			continue
-		}
-		if server, _, ok := mcphost.ParseName(name); ok && off[server] {
 			continue
 		}
 		if limit && builtin[name] && name != structuredToolName && !slices.Contains(s.opts.SDK.BuiltinTools, name) &&
@@ -431,38 +421,20 @@ func (s *Session) resumeAt(ctx context.Context) error {
 }
 
 // ToggleMCP switches an MCP server off or on for the following requests (mcp_toggle): off,
-// its tools are no longer offered and its status reads disabled; on, they are back, after a
-// reconnect if the server had failed. The server's process keeps running while it is off.
+// its process is stopped (before ToggleMCP returns), its tools are no longer offered and its
+// status reads disabled; on, it starts again and ToggleMCP waits for it to connect. A server
+// that is on but failed is reconnected.
 func (s *Session) ToggleMCP(ctx context.Context, name string, enabled bool) error {
-	if s.mcp == nil || !slices.ContainsFunc(s.mcp.Status(), func(st mcphost.ServerStatus) bool { return st.Name == name }) {
+	if s.mcp == nil {
 		return fmt.Errorf("no MCP server named %q", name)
 	}
-	s.sdk.mu.Lock()
-	if s.sdk.mcpOff == nil {
-		s.sdk.mcpOff = map[string]bool{}
+	if _, ok := s.mcp.Config(name); !ok {
+		return fmt.Errorf("no MCP server named %q", name)
 	}
 	if enabled {
-		delete(s.sdk.mcpOff, mcphost.Normalize(name))
-	} else {
-		s.sdk.mcpOff[mcphost.Normalize(name)] = true
+		return s.mcp.Enable(ctx, name)
 	}
-	s.sdk.mu.Unlock()
-	if !enabled {
-		return nil
-	}
-	for _, st := range s.mcp.Status() {
-		if st.Name == name && st.Status == mcphost.StatusFailed {
-			return s.mcp.Reconnect(ctx, name)
-		}
-	}
-	return nil
-}
-
-// mcpOff reports whether a server was switched off with ToggleMCP.
-func (s *Session) mcpOff(name string) bool {
-	s.sdk.mu.Lock()
-	defer s.sdk.mu.Unlock()
-	return s.sdk.mcpOff[mcphost.Normalize(name)]
+	return s.mcp.Disable(ctx, name)
 }
 
 // WorkingDirs returns the directories the main agent may work in, the first being its own.

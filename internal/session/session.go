@@ -211,9 +211,10 @@ type Session struct {
 	mainAgent   *agentdef.Definition
 	initialSent bool
 	// sdk is the state of the SDK options (sdk.go); watched the files FileChanged hooks
-	// watch (filewatch.go).
+	// watch (filewatch.go); dynamic the MCP servers set while it runs (mcpdynamic.go).
 	sdk     sdkState
 	watched fileWatch
+	dynamic dynamicMCP
 	// team is the session's agent team (team.go); teamBackend its store; teamTemp a
 	// directory to remove when the session has no keel directory.
 	team        *team.Team
@@ -561,7 +562,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 // Close ends the session and releases what it holds.
 func (s *Session) Close() error {
 	if !s.opts.Offline {
-		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "exit"}))
+		// "other": the SDK's ExitReason for a session that simply ended (its input did).
+		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "other"}))
 	}
 	s.closeWatch()
 	s.hooks.Wait()

@@ -79,11 +79,12 @@ func (r *Runner) runForeground(ctx context.Context, c *child, task background.Sp
 		return res, false
 	}
 	task.Announced = true
-	_, err := r.cfg.Tasks.Start(task, func(tctx context.Context, _ *background.Task) (string, error) {
+	_, err := r.cfg.Tasks.Start(task, func(tctx context.Context, t *background.Task) (string, error) {
 		stop := context.AfterFunc(tctx, func() { cancel(context.Cause(tctx)) })
 		defer stop()
 		res := <-done
 		cancel(nil)
+		t.SetUsage(res.taskUsage())
 		return res.text, res.err
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -25,11 +26,52 @@ type childSink struct {
 	queue *background.Queue
 	// last is the newest entry appended: the assistant entry while its calls run.
 	last string
+	// progress, for a child that is a task (not a teammate), turns its replies into
+	// task_progress events.
+	progress *progress
 }
 
 var _ loop.ToolRecorder = (*childSink)(nil)
 
-func (k *childSink) Emit(e event.Event) { k.r.emit(e) }
+func (k *childSink) Emit(e event.Event) {
+	k.r.emit(e)
+	if k.progress != nil {
+		if p, ok := k.progress.observe(e); ok {
+			k.r.emit(p)
+		}
+	}
+}
+
+// progress adds up a child's work for its task_progress events.
+type progress struct {
+	id, toolUseID, description, subagentType string
+	origin                                   event.Origin
+	started                                  time.Time
+
+	// mu guards total and uses.
+	mu    sync.Mutex
+	total int64
+	uses  int
+}
+
+// observe counts a reply of the child; one that calls tools makes a progress event.
+func (p *progress) observe(e event.Event) (event.TaskProgress, bool) {
+	a, ok := e.(event.AssistantMessage)
+	if !ok || a.Origin.AgentID != p.origin.AgentID {
+		return event.TaskProgress{}, false
+	}
+	calls := a.Message.ToolUses()
+	p.mu.Lock()
+	p.total += a.Usage.TotalInput() + a.Usage.OutputTokens
+	p.uses += len(calls)
+	total, uses := p.total, p.uses
+	p.mu.Unlock()
+	if len(calls) == 0 {
+		return event.TaskProgress{}, false
+	}
+	return event.TaskProgress{Origin: p.origin, TaskID: p.id, ToolUseID: p.toolUseID, Description: p.description, SubagentType: p.subagentType,
+		Usage: event.TaskUsage{TotalTokens: total, ToolUses: uses, Duration: time.Since(p.started)}, LastToolName: calls[len(calls)-1].Name}, true
+}
 
 func (k *childSink) Append(ctx context.Context, m message.Message) (string, error) {
 	if k.w == nil {

@@ -91,6 +91,7 @@ func (r *Runner) launch(ctx context.Context, s spawn) tool.Result {
 	if s.background {
 		_, err := r.cfg.Tasks.Start(task, func(ctx context.Context, t *background.Task) (string, error) {
 			res := r.run(ctx, c)
+			t.SetUsage(res.taskUsage())
 			return res.text, res.err
 		})
 		if err != nil {
@@ -122,6 +123,11 @@ func (r *Runner) launch(ctx context.Context, s spawn) tool.Result {
 	}
 	r.emit(event.TaskUpdated{Origin: c.agent.Origin, TaskID: c.n.id, Status: status})
 	return r.toolResult(c, res)
+}
+
+// taskUsage is the run's use, as task events report it.
+func (res result) taskUsage() event.TaskUsage {
+	return event.TaskUsage{TotalTokens: res.usage.TotalInput() + res.usage.OutputTokens, ToolUses: res.toolUses, Duration: res.duration}
 }
 
 func trailerLine(id string) string {
@@ -366,6 +372,10 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 		agent.Observers = append(agent.Observers, r.cfg.Observers(agent.Pool, c.history)...)
 	}
 	c.sink = &childSink{r: r, queue: queue, w: s.writer}
+	if s.mate == nil {
+		c.sink.progress = &progress{id: c.n.id, toolUseID: s.toolUseID, description: s.in.Description, subagentType: s.def.Name,
+			origin: agent.Origin, started: c.started}
+	}
 	if c.sink.w == nil && r.cfg.SessionPath != "" {
 		if err := r.openTranscript(ctx, c, state.Cwd); err != nil {
 			return nil, err

@@ -129,3 +129,39 @@ test('background agent: task_started and task_notification, then a turn for its 
   if (r.results.length > 1) assert.equal(r.results[0].result, 'Launched in the background.');
   assert.ok(r.results.length <= 2, `results: ${r.results.map((x) => x.result).join(' | ')}`);
 });
+
+// progressOf checks the task_progress lines of one task: one per reply of the agent that
+// called tools, in the SDK's SDKTaskProgressMessage shape.
+function progressOf(r, description) {
+  const started = r.messages.find((m) => m.type === 'system' && m.subtype === 'task_started' && m.description === description);
+  assert.ok(started, `no task_started line for ${description}`);
+  const progress = r.messages.filter((m) => m.type === 'system' && m.subtype === 'task_progress' && m.task_id === started.task_id);
+  assert.equal(progress.length, 1, `task_progress lines: ${JSON.stringify(progress)}`);
+  const [p] = progress;
+  assert.equal(p.tool_use_id, started.tool_use_id);
+  assert.equal(p.description, description);
+  assert.equal(p.subagent_type, 'general-purpose');
+  assert.equal(p.last_tool_name, 'Read');
+  assert.equal(p.usage.tool_uses, 1);
+  assert.ok(p.usage.total_tokens > 0 && p.usage.duration_ms >= 0, JSON.stringify(p.usage));
+  const note = r.messages.findIndex((m) => m.type === 'system' && m.subtype === 'task_notification' && m.task_id === started.task_id);
+  if (note >= 0) assert.ok(r.messages.indexOf(p) < note, 'task_progress came after the task ended');
+  return p;
+}
+
+test('task_progress: a subagent reports its tool calls and tokens as it works', { timeout }, async () => {
+  const ws = workspace({ 'progress.txt': 'progress probe\n' });
+  const r = await run('PRB-PROGRESS-FG look', ws);
+  progressOf(r, 'progress probe');
+  assert.equal(r.result.result, 'The agent made progress.');
+});
+
+test('task_progress: a background agent too, before its notification', { timeout }, async () => {
+  const ws = workspace({ 'progress.txt': 'progress probe\n' });
+  const r = await run('PRB-PROGRESS-BG look', ws);
+  const p = progressOf(r, 'background progress probe');
+  const note = r.messages.find((m) => m.type === 'system' && m.subtype === 'task_notification' && m.task_id === p.task_id);
+  assert.equal(note.usage.tool_uses, 1);
+  assert.ok(note.usage.total_tokens > p.usage.total_tokens, `notification usage ${JSON.stringify(note.usage)} after progress ${JSON.stringify(p.usage)}`);
+  assert.equal(r.results.at(-1).result, 'The background agent reported.');
+});

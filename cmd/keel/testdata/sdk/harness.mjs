@@ -102,6 +102,10 @@ export function requiredFields(m) {
       if (m.subtype === 'hook_response') has(m, 'system/hook_response', 'hook_id', 'hook_name', 'hook_event', 'output', 'stdout', 'stderr', 'outcome');
       if (m.subtype === 'task_started') has(m, 'system/task_started', 'task_id', 'description');
       if (m.subtype === 'task_notification') has(m, 'system/task_notification', 'task_id', 'status', 'output_file', 'summary');
+      if (m.subtype === 'task_progress') {
+        has(m, 'system/task_progress', 'task_id', 'description', 'usage');
+        has(m.usage, 'task_progress.usage', 'total_tokens', 'tool_uses', 'duration_ms');
+      }
       break;
     case 'assistant':
       has(m, 'assistant', 'message', 'parent_tool_use_id', 'uuid', 'session_id');

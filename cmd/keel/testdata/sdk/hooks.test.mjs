@@ -87,6 +87,22 @@ test('SessionStart: source startup; its context joins the first prompt', { timeo
   assert.equal(r.result.result, 'Saw the session start context.');
 });
 
+test('SessionEnd: the callback runs when the query ends, after the result, with reason other', { timeout }, async () => {
+  const ws = workspace();
+  const order = [];
+  const end = hook(() => { order.push('SessionEnd'); return {}; });
+  const r = await run('PRB-HELLO say hello', ws, { hooks: { SessionEnd: end.matchers } }, (m) => { if (m.type === 'result') order.push('result'); });
+  assert.equal(r.error, undefined);
+  assert.equal(r.result.subtype, 'success');
+  // The SDK closed stdin after the result; the callback still ran before the query ended.
+  assert.deepEqual(order, ['result', 'SessionEnd']);
+  const { input } = end.inputs[0];
+  assert.equal(input.hook_event_name, 'SessionEnd');
+  assert.equal(input.reason, 'other');
+  assert.equal(input.session_id, r.init.session_id);
+  assert.ok(input.transcript_path, 'no transcript_path');
+});
+
 test('Stop: a block sends the model back to work, once', { timeout }, async () => {
   const ws = workspace();
   const stop = hook((input) => (input.stop_hook_active ? {} : { decision: 'block', reason: 'PRB-STOP-REASON keep going' }));
@@ -262,4 +278,19 @@ test('UserPromptExpansion for a /command; MessageDisplay changes what is shown',
   const shown = await run('PRB-DISPLAY say it', ws, { hooks: { MessageDisplay: display.matchers } });
   assert.equal(shown.assistantText, 'PRB-SHOWN-TEXT');
   assert.equal(display.inputs[0].input.final, true);
+});
+
+test('a background agent after the result: the session stays running, so its hook callbacks are answered', { timeout }, async () => {
+  const ws = workspace({ 'progress.txt': 'progress probe\n' });
+  const pre = hook(() => ({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'allow' } }));
+  const states = [];
+  const r = await run('PRB-PROGRESS-BG look', ws, { hooks: { PreToolUse: pre.matchers } }, (m) => {
+    if (m.type === 'result') states.push('result');
+  });
+  assert.equal(r.error, undefined);
+  assert.ok(pre.inputs.some(({ input }) => input.tool_name === 'Read'), `PreToolUse saw ${JSON.stringify(pre.inputs.map((i) => i.input.tool_name))}`);
+  assert.deepEqual(states, ['result', 'result'], 'the report turn has its own result');
+  assert.equal(r.results.at(-1).result, 'The background agent reported.');
+  const [res] = toolResults(r.messages.filter((m) => m.parent_tool_use_id));
+  assert.match(resultText(res), /progress probe/);
 });
