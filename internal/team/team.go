@@ -23,8 +23,11 @@
 // # Liveness
 //
 // Every member's record carries its state (working, idle, stopped), pid, host and a
-// heartbeat; a member whose heartbeat is stale or whose process is gone is dead, and the
-// claims it held lapse with their leases, so another member takes its task over.
+// heartbeat. A member is dead only on evidence — its process on this host is gone, or its
+// heartbeat has not moved for its lease and a margin, timed by the observer's own clock — and
+// the claims it held lapse with their leases, so another member takes its task over. A
+// headless lead settles only on a team it could read whole; work left with every member dead
+// wakes the lead once instead of ending the run quietly.
 package team
 
 import (
@@ -115,14 +118,21 @@ type Team struct {
 	wg        sync.WaitGroup
 	// spawnMu serialises spawns.
 	spawnMu sync.Mutex
+	// seenMu guards seen, the heartbeats this handle saw, by member ([Team.silence]).
+	seenMu sync.Mutex
+	seen   map[string]sighting
 
-	// mu guards members, used, stopping and closed.
+	// mu guards members, used, stopping, closed, trouble and stalledKey.
 	mu      sync.Mutex
 	members map[string]*Member // run by this process, by name
 	used    cost.Ledger
 	// stopping is set while Shutdown runs.
 	stopping bool
 	closed   bool
+	// trouble is why the lead's last look could not read the team ("" when it could);
+	// stalledKey names the stall the lead was last told of.
+	trouble    string
+	stalledKey string
 }
 
 // ErrNotMember is returned for a name that is no member of the team.
@@ -426,7 +436,7 @@ func validName(name string) error {
 	if err := coord.CheckName(name); err != nil {
 		return err
 	}
-	if strings.EqualFold(name, LeadAlias) || slices.Contains([]string{"lead", "all", "everyone"}, strings.ToLower(name)) {
+	if strings.EqualFold(name, LeadAlias) || slices.Contains([]string{"lead", "all", "everyone", RuntimeName, UserName}, strings.ToLower(name)) {
 		return fmt.Errorf("the name %q is reserved; choose another", name)
 	}
 	return nil
