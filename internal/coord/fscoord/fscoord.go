@@ -12,6 +12,7 @@
 //	requests/pending/<id>.json  open requests
 //	requests/resolved/<id>.json their answers
 //	records/<key>.json          records, "/" in keys written as "%"
+//	events/<member>.log, .log.1 a member's event log, newest entries last (see events.go)
 //
 // A message is written to tmp/ and published with link(2) to new/<id>.json: the receiver
 // sees it whole or not at all, and a second send of the same id fails to link (deduplicated)
@@ -66,19 +67,23 @@ type Backend struct {
 	board    *board
 	requests *requests
 	records  *records
+	events   *events
 
 	// mu guards closed.
 	mu     sync.Mutex
 	closed bool
 }
 
-var _ coord.Backend = (*Backend)(nil)
+var (
+	_ coord.Backend  = (*Backend)(nil)
+	_ coord.EventLog = (*Backend)(nil)
+)
 
 // Open opens (creating it if needed) the team directory dir.
 func Open(dir string, opts Options) (*Backend, error) {
 	cfg := opts.Config.WithDefaults()
 	b := &Backend{root: dir, cfg: cfg, logger: cfg.Logger}
-	for _, d := range []string{"tmp", "mail", "board/tasks", "requests/pending", "requests/resolved", "records"} {
+	for _, d := range []string{"tmp", "mail", "board/tasks", "requests/pending", "requests/resolved", "records", "events"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return nil, fmt.Errorf("open team directory %s: %w", dir, err)
 		}
@@ -89,6 +94,7 @@ func Open(dir string, opts Options) (*Backend, error) {
 	b.board = &board{b: b, lock: newLock(filepath.Join(dir, "board", "lock"))}
 	b.requests = &requests{b: b}
 	b.records = &records{b: b, lock: newLock(filepath.Join(dir, "records", "lock"))}
+	b.events = newEvents(b)
 	return b, nil
 }
 
