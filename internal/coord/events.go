@@ -27,6 +27,9 @@ type Events interface {
 	// Read returns member's entries with Seq after after, oldest first, at most max of them
 	// (0: all kept). A log never written is empty, not an error.
 	Read(ctx context.Context, member string, after uint64, max int) ([]Entry, error)
+	// Last returns the Seq of member's newest entry, 0 for a log never written: where a
+	// follower that wants only what comes next starts.
+	Last(ctx context.Context, member string) (uint64, error)
 	// Watch signals whenever member's log may have grown.
 	Watch(ctx context.Context, member string) (<-chan struct{}, error)
 }

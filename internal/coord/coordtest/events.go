@@ -63,6 +63,9 @@ func testEventsAppendRead(t *testing.T, s *store) {
 	if got := readEvents(t, r, "alice", 0, 0); len(got) != 0 {
 		t.Fatalf("a log never written has %d entries", len(got))
 	}
+	if last := must[uint64](t, "last of an empty log")(r.Last(ctxOf(t), "alice")); last != 0 {
+		t.Fatalf("the last entry of a log never written is %d, want 0", last)
+	}
 	appendEvents(t, w, "alice", "e1", "e2")
 	appendEvents(t, w, "alice", "e3")
 	appendEvents(t, w, "bob", "b1")
@@ -82,6 +85,9 @@ func testEventsAppendRead(t *testing.T, s *store) {
 	}
 	if diff := cmp.Diff([]string{"b1"}, entryTexts(t, readEvents(t, r, "bob", 0, 0))); diff != "" {
 		t.Errorf("bob's log mismatch (-want +got):\n%s", diff)
+	}
+	if last := must[uint64](t, "last of alice's log")(r.Last(ctxOf(t), "alice")); last != all[4].Seq {
+		t.Errorf("Last = %d, want the fifth entry's %d", last, all[4].Seq)
 	}
 	if got := readEvents(t, r, "alice", all[4].Seq, 0); len(got) != 0 {
 		t.Errorf("read after the last entry returned %v", entryTexts(t, got))
@@ -161,7 +167,18 @@ func testEventsBound(t *testing.T, s *store) {
 	}
 	appendEvents(t, ev, "alice", "e47", "e48", "e49")
 	want = append(want, "e47", "e48", "e49")
-	got := entryTexts(t, readEvents(t, eventsOf(t, s.handle(t)), "alice", 0, 0))
+	var batch []string
+	for i := 50; i < 50+budget+3; i++ {
+		batch = append(batch, fmt.Sprintf("e%02d", i))
+	}
+	appendEvents(t, ev, "alice", batch...) // one append larger than the budget
+	want = append(want, batch...)
+	r := eventsOf(t, s.handle(t))
+	kept := readEvents(t, r, "alice", 0, 0)
+	got := entryTexts(t, kept)
+	if last := must[uint64](t, "last of a full log")(r.Last(ctxOf(t), "alice")); len(kept) > 0 && last != kept[len(kept)-1].Seq {
+		t.Errorf("Last = %d, want the newest entry's %d", last, kept[len(kept)-1].Seq)
+	}
 	if len(got) > budget || len(got) < budget/2 {
 		t.Fatalf("the log kept %d entries, want between %d and %d: %v", len(got), budget/2, budget, got)
 	}

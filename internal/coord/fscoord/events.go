@@ -75,65 +75,88 @@ func (e *events) Append(ctx context.Context, member string, data ...json.RawMess
 	if len(data) == 0 {
 		return nil
 	}
-	cur, prev, lock := e.paths(member)
+	cur, _, lock := e.paths(member)
 	if err := os.MkdirAll(filepath.Dir(cur), 0o700); err != nil {
 		return fmt.Errorf("append events of %s: %w", member, err)
 	}
 	return withLockAt(ctx, lock, func() error {
-		f, err := os.OpenFile(cur, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return fmt.Errorf("append events of %s: %w", member, err)
-		}
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			return fmt.Errorf("append events of %s: %w", member, err)
-		}
-		e.mu.Lock()
-		t, known := e.tails[member]
-		e.mu.Unlock()
-		var buf bytes.Buffer
-		if !known || !os.SameFile(t.file, st) || t.size != st.Size() {
-			// Someone else appended, or rotated: find where the log stands.
-			last, count, ended := scanLog(cur)
-			if count == 0 {
-				last, _, _ = scanLog(prev)
-			}
-			t = tail{file: st, size: st.Size(), seq: last, count: count}
-			if !ended {
-				buf.WriteByte('\n') // end a torn line, so the next one starts clean
-			}
-		}
-		now := e.b.cfg.Now()
-		for _, d := range data {
-			t.seq++
-			t.count++
-			line, err := json.Marshal(coord.Entry{Seq: t.seq, Time: now, Data: d})
+		// A file takes what fits before it is rotated; the rest goes into the next one.
+		for len(data) > 0 {
+			n, err := e.appendSome(member, data)
 			if err != nil {
 				return fmt.Errorf("append events of %s: %w", member, err)
 			}
-			buf.Write(line)
-			buf.WriteByte('\n')
+			data = data[n:]
 		}
-		if _, err := f.Write(buf.Bytes()); err != nil {
-			return fmt.Errorf("append events of %s: %w", member, err)
-		}
-		t.size += int64(buf.Len())
-		if t.count >= max(e.b.cfg.Limits.EventEntries/2, 1) || t.size >= rotateBytes {
-			if err := os.Rename(cur, prev); err != nil {
-				return fmt.Errorf("rotate events of %s: %w", member, err)
-			}
-			t = tail{} // the next append starts a new file and finds the sequence in .1
-		}
-		e.mu.Lock()
-		if t.file == nil {
-			delete(e.tails, member)
-		} else {
-			e.tails[member] = t
-		}
-		e.mu.Unlock()
 		return nil
 	})
+}
+
+// appendSome appends as many of data as the current file takes before it is rotated, with
+// one write, and rotates it when it is full. It returns how many it appended. The caller holds
+// the log's lock.
+func (e *events) appendSome(member string, data []json.RawMessage) (int, error) {
+	cur, prev, _ := e.paths(member)
+	f, err := os.OpenFile(cur, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	e.mu.Lock()
+	t, known := e.tails[member]
+	e.mu.Unlock()
+	var buf bytes.Buffer
+	if !known || !os.SameFile(t.file, st) || t.size != st.Size() {
+		// Someone else appended, or rotated: find where the log stands.
+		last, count, ended := scanLog(cur)
+		if count == 0 {
+			last, _, _ = scanLog(prev)
+		}
+		t = tail{file: st, size: st.Size(), seq: last, count: count}
+		if !ended {
+			buf.WriteByte('\n') // end a torn line, so the next one starts clean
+		}
+	}
+	half := max(e.b.cfg.Limits.EventEntries/2, 1)
+	now := e.b.cfg.Now()
+	n := 0
+	for _, d := range data {
+		if t.count >= half || t.size+int64(buf.Len()) >= rotateBytes {
+			break
+		}
+		t.seq++
+		t.count++
+		line, err := json.Marshal(coord.Entry{Seq: t.seq, Time: now, Data: d})
+		if err != nil {
+			return 0, err
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+		n++
+	}
+	if buf.Len() > 0 {
+		if _, err := f.Write(buf.Bytes()); err != nil {
+			return 0, err
+		}
+		t.size += int64(buf.Len())
+	}
+	if t.count >= half || t.size >= rotateBytes {
+		if err := os.Rename(cur, prev); err != nil {
+			return 0, fmt.Errorf("rotate: %w", err)
+		}
+		e.mu.Lock()
+		delete(e.tails, member) // the next append starts a new file and finds the sequence in .1
+		e.mu.Unlock()
+		return n, nil
+	}
+	e.mu.Lock()
+	e.tails[member] = t
+	e.mu.Unlock()
+	return n, nil
 }
 
 // scanLog reads a log file for its last entry's sequence and its count of entries, and says
@@ -243,6 +266,21 @@ func (e *events) Read(ctx context.Context, member string, after uint64, limit in
 	e.cursors[member] = cursor{file: st, off: end, seq: seq}
 	e.mu.Unlock()
 	return out, nil
+}
+
+func (e *events) Last(ctx context.Context, member string) (uint64, error) {
+	if err := e.b.live(ctx, "read events"); err != nil {
+		return 0, err
+	}
+	if err := coord.CheckName(member); err != nil {
+		return 0, fmt.Errorf("read events: %w", err)
+	}
+	cur, prev, _ := e.paths(member)
+	last, count, _ := scanLog(cur)
+	if count == 0 {
+		last, _, _ = scanLog(prev)
+	}
+	return last, nil
 }
 
 func (e *events) Watch(ctx context.Context, member string) (<-chan struct{}, error) {

@@ -121,6 +121,33 @@ func (e events) Read(ctx context.Context, member string, after uint64, limit int
 	return out, nil
 }
 
+func (e events) Last(ctx context.Context, member string) (uint64, error) {
+	b := e.b
+	if err := b.live(ctx, "read events"); err != nil {
+		return 0, err
+	}
+	if err := coord.CheckName(member); err != nil {
+		return 0, fmt.Errorf("read events: %w", err)
+	}
+	var seq uint64
+	err := b.retry(ctx, "read the last event of "+member, func(ctx context.Context) error {
+		raw, err := b.eventStr.GetLastMsgForSubject(ctx, b.eventSubject(member))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			seq = 0
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		seq = raw.Sequence
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read the last event of %s: %w", member, err)
+	}
+	return seq, nil
+}
+
 func (e events) Watch(ctx context.Context, member string) (<-chan struct{}, error) {
 	b := e.b
 	if err := coord.CheckName(member); err != nil {
