@@ -122,7 +122,7 @@ type Team struct {
 	seenMu sync.Mutex
 	seen   map[string]sighting
 
-	// mu guards members, used, stopping, closed, trouble and stalledKey.
+	// mu guards members, used, stopping, closed, trouble, stalledKey and pub.
 	mu      sync.Mutex
 	members map[string]*Member // run by this process, by name
 	used    cost.Ledger
@@ -133,6 +133,10 @@ type Team struct {
 	// stalledKey names the stall the lead was last told of.
 	trouble    string
 	stalledKey string
+	// pub publishes a worker's events to its member's log (nil in a lead's handle).
+	pub *publisher
+	// opened is when the handle was opened; a lead shows no member's events from before.
+	opened time.Time
 }
 
 // ErrNotMember is returned for a name that is no member of the team.
@@ -165,7 +169,7 @@ func Open(ctx context.Context, cfg Config) (*Team, error) {
 	host, _ := os.Hostname()
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	t := &Team{cfg: cfg, be: cfg.Backend, logger: cfg.Logger.With("team", cfg.Name), host: host, pid: os.Getpid(),
-		ctx: runCtx, cancel: cancel, members: map[string]*Member{}}
+		ctx: runCtx, cancel: cancel, members: map[string]*Member{}, opened: cfg.Now()}
 	if cfg.Lead {
 		t.leadInbox = newInbox(t.be.Mailbox(), LeadAlias, t.logger, t.colorOf)
 		t.leadInbox.consume = t.consumeLead
@@ -175,6 +179,8 @@ func Open(ctx context.Context, cfg Config) (*Team, error) {
 		}
 		t.wg.Go(t.leadHeartbeat)
 		t.wg.Go(t.serveRequests)
+		from := t.followFrom(ctx)
+		t.wg.Go(func() { t.follow(from) })
 	}
 	return t, nil
 }
