@@ -259,21 +259,34 @@ func (t *Team) follow(from map[string]uint64) {
 		t.logger.Warn("follow teammates' events", "err", err)
 		return
 	}
+	// A member that dies says nothing: the lead tells its UI when it sees one dead.
+	tick := time.NewTicker(t.heartbeatEvery())
+	defer tick.Stop()
 	followed := map[string]bool{}
+	dead := map[string]bool{}
 	for {
 		recs, _ := t.records(ctx)
 		for _, r := range recs {
-			if r.Name == LeadAlias || followed[r.Name] {
+			if r.Name == LeadAlias {
 				continue
 			}
-			followed[r.Name] = true
-			after := from[r.Name]
-			t.wg.Go(func() { t.followMember(ctx, ev, r.Name, after) })
+			if !followed[r.Name] {
+				followed[r.Name] = true
+				after := from[r.Name]
+				t.wg.Go(func() { t.followMember(ctx, ev, r.Name, after) })
+			}
+			isDead := !t.runsHere(r.Name) && t.liveness(r) == StateDead
+			if isDead && !dead[r.Name] {
+				t.emit(event.TeammateState{Origin: event.Origin{AgentID: r.ID, AgentName: r.Name}, Name: r.Name, Color: r.Color,
+					State: string(StateDead), Task: r.Task})
+			}
+			dead[r.Name] = isDead
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-watch:
+		case <-tick.C:
 		}
 	}
 }

@@ -2,6 +2,7 @@ package team
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -166,4 +167,27 @@ func TestPublisherFlushesOnClose(t *testing.T) {
 	if s, ok := last.(event.TeammateState); err != nil || !ok || s.State != "stopped" {
 		t.Errorf("the last entry is %+v (%v), want the stopped state", last, err)
 	}
+}
+
+// A member that dies in another process says nothing; the lead's UI hears it from the lead.
+func TestLeadTellsOfADeadRemoteMember(t *testing.T) {
+	var got recorder
+	tm := openLeadAt(t, t.TempDir(), Config{Lease: time.Minute, Emit: got.emit})
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := tm.putRecord(t.Context(), Record{ID: "a00000000000000c1", Name: "carol", Color: "pink", Runner: RunnerProcess, State: StateWorking,
+		Task: "2", PID: gone.Process.Pid, Host: tm.host, Heartbeat: now, Started: now}); err != nil {
+		t.Fatal(err)
+	}
+	waittest.Until(t, "carol's death at the lead", func() bool {
+		for _, e := range got.from("carol") {
+			if s, ok := e.(event.TeammateState); ok && s.State == "dead" && s.Task == "2" && s.Origin.AgentID == "a00000000000000c1" {
+				return true
+			}
+		}
+		return false
+	})
 }
