@@ -1,6 +1,7 @@
 package team
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -40,8 +41,9 @@ func heartbeatChild(dir, name string) int {
 		return 1
 	}
 	started := time.Now()
+	runner := cmp.Or(os.Getenv("TEAM_TEST_RUNNER"), RunnerRemote)
 	for {
-		rec := Record{ID: "a00000000000000a1", Name: name, Runner: RunnerRemote, State: StateWorking, PID: os.Getpid(),
+		rec := Record{ID: "a00000000000000a1", Name: name, Runner: runner, State: StateWorking, PID: os.Getpid(),
 			Host: tm.host, Heartbeat: time.Now(), Started: started}
 		if err := tm.putRecord(context.Background(), rec); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -388,5 +390,52 @@ func TestWaitLeadStalledTeam(t *testing.T) {
 	}
 	if seen.saying("stopping with work left undone") != 1 || seen.saying("#1 write the parser") == 0 {
 		t.Errorf("notices %q; want one naming the work left undone", seen.got)
+	}
+}
+
+// A teammate process this team started on this host that leaves a shutdown request
+// unanswered is ended after the timeout — its process group gone — and the task it held goes
+// back to the board at once, without waiting for its lease.
+func TestShutdownAbortsUnansweringProcess(t *testing.T) {
+	dir := t.TempDir()
+	tm := openLeadAt(t, dir, Config{Lease: time.Minute, ShutdownTimeout: 200 * time.Millisecond})
+	ctx := waittest.Context(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TEAM_TEST_HEARTBEAT="+dir, "TEAM_TEST_MEMBER=alice", "TEAM_TEST_RUNNER="+RunnerProcess)
+	detach(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	waittest.Until(t, "alice's heartbeat", func() bool {
+		r, err := tm.record(ctx, "alice")
+		return err == nil && tm.liveness(r) == StateWorking
+	})
+	if _, err := tm.be.Board().Create(ctx, coord.Task{Subject: "the task"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tm.be.Board().Claim(ctx, "1", "alice", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	err = tm.Shutdown(ctx, "done")
+	if err == nil || !strings.Contains(err.Error(), "[alice] did not stop") || !strings.Contains(err.Error(), "aborted") {
+		t.Fatalf("Shutdown = %v; want alice aborted", err)
+	}
+	waittest.Recv(t, "alice's process to be reaped", exited)
+	tk, err := tm.be.Board().Get(ctx, "1")
+	if err != nil || tk.Status != coord.StatusPending || tk.Owner != "" {
+		t.Errorf("task 1 after the abort: %+v, %v; want pending and unowned", tk, err)
+	}
+	if r, err := tm.record(ctx, "alice"); err != nil || r.State != StateStopped {
+		t.Errorf("alice's record after the abort: %+v, %v; want stopped", r, err)
+	}
+	if msgs, _ := tm.be.Mailbox().Fetch(ctx, "alice", 0); len(msgs) != 1 || msgs[0].Type != TypeShutdownRequest {
+		t.Errorf("alice's inbox: %+v; want the unanswered shutdown request", msgs)
 	}
 }

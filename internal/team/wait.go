@@ -240,8 +240,10 @@ func (t *Team) shuttingDown() bool {
 }
 
 // Shutdown stops every running member gracefully: a shutdown request each, answered by the
-// member (or by its runtime when it is idle); members still running after the timeout are
-// aborted (in this process) or left to their leases (elsewhere).
+// member (or by its runtime when it is idle). Members still running after the timeout are
+// aborted — their loops cancelled in this process, their processes ended when this process's
+// team started them on this host — and the tasks they held go back to the board; members
+// that joined by themselves or run on other hosts are left to their leases.
 func (t *Team) Shutdown(ctx context.Context, reason string) error {
 	t.mu.Lock()
 	t.stopping = true
@@ -299,31 +301,64 @@ func (t *Team) Shutdown(ctx context.Context, reason string) error {
 		}
 		select {
 		case <-wctx.Done():
-			t.abort(left)
+			aborted, elsewhere := t.abort(ctx, left)
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
-			return fmt.Errorf("shut down team %s: %v did not stop within %v and were aborted", t.cfg.Name, left, t.cfg.ShutdownTimeout)
+			var errs []error
+			if len(aborted) > 0 {
+				errs = append(errs, fmt.Errorf("%v did not stop within %v and were aborted", aborted, t.cfg.ShutdownTimeout))
+			}
+			if len(elsewhere) > 0 {
+				errs = append(errs, fmt.Errorf("%v did not stop within %v and run where the lead cannot abort them; their tasks go back to the board when their leases lapse",
+					elsewhere, t.cfg.ShutdownTimeout))
+			}
+			return fmt.Errorf("shut down team %s: %w", t.cfg.Name, errors.Join(errs...))
 		case <-watch:
 		case <-tick.C:
 		}
 	}
 }
 
-// abort cancels the loops of the named members that run in this process.
-func (t *Team) abort(names []string) {
+// abort ends the named members: the loops of those this process runs, the processes of those
+// this team started on this host (their tasks released and their records stopped here, since
+// they cannot). It returns whom it aborted and whom it could not reach.
+func (t *Team) abort(ctx context.Context, names []string) (aborted, elsewhere []string) {
+	ctx = context.WithoutCancel(ctx)
 	for _, name := range names {
 		t.mu.Lock()
 		m := t.members[name]
 		t.mu.Unlock()
-		if m == nil {
+		if m != nil {
+			m.mu.Lock()
+			m.stopping = true
+			m.mu.Unlock()
+			m.cancel(errors.New("shutdown timed out"))
+			<-m.done
+			m.stop()
+			aborted = append(aborted, name)
 			continue
 		}
-		m.mu.Lock()
-		m.stopping = true
-		m.mu.Unlock()
-		m.cancel(errors.New("shutdown timed out"))
-		<-m.done
-		m.stop()
+		r, err := t.record(ctx, name)
+		if err != nil || r.Host != t.host || r.PID <= 0 || (r.Runner != RunnerProcess && r.Runner != RunnerTmux) {
+			elsewhere = append(elsewhere, name)
+			continue
+		}
+		if !killTeammate(r.PID, max(t.heartbeatEvery(), time.Second)) {
+			t.logger.Warn("teammate process does not end", "member", name, "pid", r.PID)
+			elsewhere = append(elsewhere, name)
+			continue
+		}
+		if task := t.heldBy(ctx, name); task != "" {
+			if _, err := t.be.Board().Release(ctx, task, name); err != nil {
+				t.logger.Warn("release aborted teammate's task", "member", name, "task", task, "err", err)
+			}
+		}
+		if err := t.updateRecord(ctx, name, func(r *Record) { r.State, r.Task = StateStopped, "" }); err != nil {
+			t.logger.Warn("record aborted teammate", "member", name, "err", err)
+		}
+		t.emit(event.TeammateState{Origin: event.Origin{AgentID: r.ID, AgentName: name}, Name: name, Color: r.Color, State: string(StateStopped)})
+		aborted = append(aborted, name)
 	}
+	return aborted, elsewhere
 }
