@@ -29,11 +29,36 @@ const rotateBytes = 2 << 20
 type events struct {
 	b *Backend
 
-	// mu guards tails and cursors: what this handle knows of each member's current file, as
-	// its appender (the last sequence, to continue from) and as its reader (how far it read).
+	// mu guards tails, cursors and locks: what this handle knows of each member's current
+	// file, as its appender (the last sequence, to continue from) and as its reader (how far
+	// it read), and the logs' locks it keeps open.
 	mu      sync.Mutex
 	tails   map[string]tail
 	cursors map[string]cursor
+	locks   map[string]*fileLock
+}
+
+// lock returns member's log lock at path, kept open for the handle's next appends.
+func (e *events) lock(member, path string) *fileLock {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if l := e.locks[member]; l != nil {
+		return l
+	}
+	l := newLock(path)
+	e.locks[member] = l
+	return l
+}
+
+func (e *events) close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var errs []error
+	for _, l := range e.locks {
+		errs = append(errs, l.close())
+	}
+	e.locks = map[string]*fileLock{}
+	return errors.Join(errs...)
 }
 
 var _ coord.Events = (*events)(nil)
@@ -54,7 +79,7 @@ type cursor struct {
 }
 
 func newEvents(b *Backend) *events {
-	return &events{b: b, tails: map[string]tail{}, cursors: map[string]cursor{}}
+	return &events{b: b, tails: map[string]tail{}, cursors: map[string]cursor{}, locks: map[string]*fileLock{}}
 }
 
 // Events returns the team's event logs.
@@ -79,7 +104,7 @@ func (e *events) Append(ctx context.Context, member string, data ...json.RawMess
 	if err := os.MkdirAll(filepath.Dir(cur), 0o700); err != nil {
 		return fmt.Errorf("append events of %s: %w", member, err)
 	}
-	return withLockAt(ctx, lock, func() error {
+	return e.lock(member, lock).with(ctx, func() error {
 		// A file takes what fits before it is rotated; the rest goes into the next one.
 		for len(data) > 0 {
 			n, err := e.appendSome(member, data)
