@@ -20,6 +20,7 @@ package keel
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"log/slog"
 	"os"
@@ -28,12 +29,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/keel-dev/keel/internal/daemon"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -128,13 +131,36 @@ type Options struct {
 	// servers stay needs-auth until `keel mcp login NAME`. A pre-registered client's secret
 	// may come from MCP_CLIENT_SECRET (through Getenv).
 	MCPAuthorize func(ctx context.Context, server, authURL string) error
+	// Supervisor hands the main thread's background agents to the keel supervisor (`keel
+	// supervisor`), which runs each in a process of its own beyond this session's life; their
+	// reports reach this session exactly once, or the next one that continues it, which also
+	// mirrors the agents the supervisor still runs for it. Nil runs background agents in this
+	// process. It needs persistence (a transcript) and is ignored with NoPersistence.
+	Supervisor *Supervisor
 	// Logger receives keel's logs; nil discards them.
 	Logger *slog.Logger
+}
+
+// Supervisor says how a session reaches the keel supervisor.
+type Supervisor struct {
+	// Program is the keel executable that runs the supervisor, and its agents, when none
+	// runs yet; required.
+	Program string
+	// Env is the environment of a supervisor this session starts. The agents take their
+	// credentials and model address from it, never from Options.APIKey or this process's
+	// shell: build it from settings (keel's CLI does, from the env key of the user's
+	// settings). Nil gives the supervisor an empty environment.
+	Env []string
+	// NATS makes a supervisor this session starts run the embedded NATS server as well (the
+	// nats coordination backend with no URL).
+	NATS bool
 }
 
 // Session is one conversation with an agent.
 type Session struct {
 	s *session.Session
+	// sup reaches the supervisor (nil without [Options.Supervisor]).
+	sup *daemon.Client
 }
 
 // New starts a session.
@@ -158,6 +184,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		return nil, err
 	}
 	env := getenv(opts.Getenv)
+	sup := supervisorClient(opts, home, model)
 	s, err := session.New(ctx, session.Options{
 		Cwd:                opts.Cwd,
 		Home:               home,
@@ -194,11 +221,16 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 			Authorize: opts.MCPAuthorize, ClientSecret: env("MCP_CLIENT_SECRET")},
 		Team: session.TeamOptions{Enabled: opts.Teams || truthy(env("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS")), Mode: opts.TeammateMode,
 			WorkerCommand: opts.TeammateCommand, InTmux: env("TMUX") != ""},
+		Detacher:         detacher(sup),
+		DetachBackground: sup != nil,
 	})
 	if err != nil {
+		if sup != nil {
+			_ = sup.Close()
+		}
 		return nil, err
 	}
-	return &Session{s: s}, nil
+	return &Session{s: s, sup: sup}, nil
 }
 
 // ID returns the session id (the transcript's name).
@@ -210,8 +242,15 @@ func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[Event, erro
 	return s.s.Send(ctx, prompt)
 }
 
-// Close ends the session, flushing its transcript.
-func (s *Session) Close() error { return s.s.Close() }
+// Close ends the session, flushing its transcript. Background agents in the supervisor go
+// on; their reports wait for the next session that continues this one.
+func (s *Session) Close() error {
+	err := s.s.Close()
+	if s.sup != nil {
+		err = errors.Join(err, s.sup.Close())
+	}
+	return err
+}
 
 // PermissionMode returns the current permission mode.
 func (s *Session) PermissionMode() string { return s.s.PermissionMode() }
@@ -311,4 +350,35 @@ func truthy(s string) bool {
 		return true
 	}
 	return false
+}
+
+// supervisorClient is the supervisor's client for a session that hands it its background
+// agents, with this session's configuration for the agents' processes; nil without one.
+func supervisorClient(opts Options, home, model string) *daemon.Client {
+	if opts.Supervisor == nil || opts.NoPersistence {
+		return nil
+	}
+	if opts.Supervisor.Program == "" {
+		panic("keel.New: Options.Supervisor.Program is required")
+	}
+	cwd := opts.Cwd
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	if abs, err := filepath.Abs(cwd); err == nil {
+		cwd = abs
+	}
+	launch := daemon.Launch{Cwd: cwd, Model: model, Provider: opts.Provider, BaseURL: opts.BaseURL, PermissionMode: opts.PermissionMode,
+		AllowedTools: opts.AllowedTools, DisallowedTools: opts.DisallowedTools, AddDirs: opts.AddDirs, SettingsArgs: opts.Settings,
+		Agents: opts.Agents, Trust: opts.Trust}
+	return daemon.NewClient(daemon.ClientConfig{Home: home, Exe: opts.Supervisor.Program, Env: opts.Supervisor.Env,
+		NATS: opts.Supervisor.NATS, Launch: launch, Logger: opts.Logger})
+}
+
+// detacher keeps a nil client a nil interface.
+func detacher(c *daemon.Client) subagent.Detacher {
+	if c == nil {
+		return nil
+	}
+	return c
 }

@@ -83,6 +83,10 @@ func (s *Session) MessageTeammate(ctx context.Context, to, text string) error {
 // TeamUnread counts the messages from teammates that wait for the lead (the main agent).
 func (s *Session) TeamUnread(ctx context.Context) int { return s.s.LeadUnread(ctx) }
 
+// PendingReports counts the background agents' reports that wait for the main agent's next
+// turn ([Session.SendPending] gives it one).
+func (s *Session) PendingReports() int { return s.s.PendingNotifications() }
+
 // SendPending gives the main agent a turn for what waits for it: teammates' messages and
 // background agents' reports. It yields nothing when nothing waits.
 func (s *Session) SendPending(ctx context.Context) iter.Seq2[Event, error] {

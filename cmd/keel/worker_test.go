@@ -257,6 +257,43 @@ func TestWorkersFinishBoardThroughNATS(t *testing.T) {
 	if !slices.Equal(done[victimTask], []string{survivor.name}) {
 		t.Errorf("the victim task was done by %v, want the survivor %s", done[victimTask], survivor.name)
 	}
+	// The remote workers' work shows in the lead's stream-json as a local teammate's would:
+	// their states, and their replies with the commands they ran, under their agent ids.
+	states := map[string]bool{}
+	var survivorRan []string
+	for _, l := range leadLines {
+		var line struct {
+			Type, Subtype, State string
+			AgentName            string `json:"agent_name"`
+			Message              struct {
+				Content []struct {
+					Type  string
+					Input struct{ Command string }
+				}
+			}
+		}
+		if json.Unmarshal([]byte(l), &line) != nil {
+			continue
+		}
+		if line.Subtype == "teammate_state" {
+			states[line.AgentName+" "+line.State] = true
+		}
+		if line.Type == "assistant" && line.AgentName == survivor.name {
+			for _, c := range line.Message.Content {
+				if c.Type == "tool_use" && c.Input.Command != "" {
+					survivorRan = append(survivorRan, c.Input.Command)
+				}
+			}
+		}
+	}
+	for _, w := range workers {
+		if !states[w.name+" working"] {
+			t.Errorf("the lead's stream has no teammate_state working line of the remote worker %s: %v", w.name, states)
+		}
+	}
+	if !slices.ContainsFunc(survivorRan, func(c string) bool { return strings.Contains(c, fmt.Sprintf("task-%d.txt", victimTask)) }) {
+		t.Errorf("the lead's stream does not show the survivor %s run the victim task's command; it shows %q", survivor.name, survivorRan)
+	}
 	for _, w := range workers {
 		n := 0
 		for _, names := range done {

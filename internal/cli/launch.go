@@ -90,5 +90,27 @@ func (a *app) libraryOptions(f *runFlags) keel.Options {
 		PermissionPromptTool: f.mcp.permissionPromptTool,
 		Getenv:               a.getenv,
 		IgnoreSettingsErrors: f.ignoreSettingsErrors,
+		Supervisor:           a.librarySupervisor(f),
 	}
+}
+
+// librarySupervisor hands the terminal UI's background agents to the supervisor, as keel -p
+// --no-wait does: they outlive the UI, and their reports reach it (or the next --continue)
+// once. The agents run under the keel binary beside keel-tui, which starts without the UI.
+func (a *app) librarySupervisor(f *runFlags) *keel.Supervisor {
+	if a.env.Home == "" || f.noPersistence {
+		return nil
+	}
+	exe := a.keelExe()
+	if filepath.Base(exe) == tuiBinary {
+		if plain := filepath.Join(filepath.Dir(exe), "keel"); isFile(plain) {
+			exe = plain
+		}
+	}
+	return &keel.Supervisor{Program: exe, Env: a.supervisorEnv(), NATS: a.embeddedNATS()}
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -319,6 +320,17 @@ func (a *app) headlessOptions(cmd *cobra.Command, f *runFlags) (session.Options,
 // their reports, until none is left.
 func (a *app) headless(ctx context.Context, sess *session.Session, prompts func() (string, bool, error), r render.Renderer, wait bool) error {
 	var last *event.Result
+	// While the lead waits, its team works (teammates here and in other processes): their
+	// events are shown as they happen, between the lead's turns.
+	var mu sync.Mutex
+	finished := false // guarded by mu: nothing is written after the last line
+	idle := func(e event.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !finished {
+			_ = r.Render(e)
+		}
+	}
 	for {
 		prompt, ok, err := prompts()
 		if err != nil {
@@ -328,7 +340,9 @@ func (a *app) headless(ctx context.Context, sess *session.Session, prompts func(
 			if !wait {
 				break
 			}
+			sess.SetIdleEvents(idle)
 			n, err := sess.WaitBackground(ctx)
+			sess.SetIdleEvents(nil)
 			if err != nil {
 				return err
 			}
@@ -351,11 +365,17 @@ func (a *app) headless(ctx context.Context, sess *session.Session, prompts func(
 			if res, ok := e.(event.Result); ok && res.Origin.AgentID == "" {
 				last = &res
 			}
-			if err := r.Render(e); err != nil {
+			mu.Lock()
+			err := r.Render(e)
+			mu.Unlock()
+			if err != nil {
 				return fmt.Errorf("write output: %w", err)
 			}
 		}
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	finished = true
 	if err := r.Finish(); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}

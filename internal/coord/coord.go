@@ -64,11 +64,14 @@ type Limits struct {
 	// InboxBytes and InboxMessages cap what one inbox holds unacked.
 	InboxBytes    int64
 	InboxMessages int
+	// EventEntries bounds one member's event log ([Events]): older entries are dropped.
+	EventEntries int
 }
 
 // DefaultLimits: a message of 256 KiB is already more than a model should read at once; an
-// inbox of 8 MiB or 1000 messages means its reader is not reading.
-var DefaultLimits = Limits{MessageBytes: 256 << 10, InboxBytes: 8 << 20, InboxMessages: 1000}
+// inbox of 8 MiB or 1000 messages means its reader is not reading; an event log of 2000
+// entries holds a few hundred turns of a teammate's work.
+var DefaultLimits = Limits{MessageBytes: 256 << 10, InboxBytes: 8 << 20, InboxMessages: 1000, EventEntries: 2000}
 
 // WithDefaults fills the zero fields of c.
 func (c Config) WithDefaults() Config {
@@ -83,6 +86,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Limits.InboxMessages <= 0 {
 		c.Limits.InboxMessages = DefaultLimits.InboxMessages
+	}
+	if c.Limits.EventEntries <= 0 {
+		c.Limits.EventEntries = DefaultLimits.EventEntries
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -232,7 +232,12 @@ func isTerminal(v any) bool {
 	return ok && term.IsTerminal(f.Fd())
 }
 
-var _ tui.Teamer = (*backend)(nil)
+var (
+	_ tui.Teamer   = (*backend)(nil)
+	_ tui.Reporter = (*backend)(nil)
+)
+
+func (b *backend) PendingReports() int { return b.s().PendingReports() }
 
 func (b *backend) TeamName() string { return b.s().TeamName() }
 

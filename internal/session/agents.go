@@ -54,9 +54,15 @@ func (s *Session) warn(text string) {
 // emitAgent sends an event of a subagent or background task to the Send in progress, or
 // holds it for the next Send.
 func (s *Session) emitAgent(e event.Event) {
-	if w := s.opts.Team.Worker; w != nil && w.Events != nil {
-		w.Events(e)
-		return
+	if w := s.opts.Team.Worker; w != nil {
+		// A worker's events are its member's: they go to its log for the lead to show.
+		if s.team != nil {
+			s.team.Publish(e)
+		}
+		if w.Events != nil {
+			w.Events(e)
+			return
+		}
 	}
 	s.mu.Lock()
 	sink := s.sink

@@ -391,3 +391,50 @@ func TestTeamPlanApproval(t *testing.T) {
 		}
 	}
 }
+
+// A teammate that does not answer a shutdown request — its model is mid-answer — is aborted
+// once the timeout passes: its loop ends, the task it held goes back to the board, and its
+// record says it stopped.
+func TestTeamShutdownAbortsUnansweringTeammate(t *testing.T) {
+	alice := func(m scripted.Match) scripted.Match { m.System = mateIs("alice").System; return m }
+	hold := make(chan struct{})
+	defer close(hold)
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{Name: "alice starts", When: alice(scripted.Match{UserText: "work the board"}), Reply: []scripted.Block{scripted.Text("ready")}},
+		{Name: "alice stuck", When: alice(scripted.Match{UserText: `<task-assignment id="1"`}),
+			Reply: []scripted.Block{scripted.Text("working")}, Fault: &scripted.Fault{Hold: hold}},
+		{Name: "lead starts", When: leadTurn(scripted.Match{UserText: "start"}), Reply: []scripted.Block{
+			scripted.ToolUse("TaskCreate", map[string]any{"subject": "the task"}),
+			scripted.ToolUse("Agent", map[string]any{"description": "worker", "prompt": "work the board", "name": "alice"})}},
+		{Name: "lead waits", When: leadTurn(scripted.Match{ToolResult: "Agent"}), Reply: []scripted.Block{scripted.Text("started")}},
+	}}
+	// Nothing else must happen within the timeout: alice stays stuck however long it is.
+	const timeout = 300 * time.Millisecond
+	h := newHarness(t, sc, Options{Team: TeamOptions{Enabled: true, Lease: time.Minute, ShutdownTimeout: timeout}})
+	h.send(t, "start")
+	ctx := waittest.Context(t)
+	tm := h.sess.Team()
+	waittest.Until(t, "alice to be mid-task", func() bool { return slicesContains(ruleNames(h), "alice stuck") })
+	if tk, err := tm.Backend().Board().Get(ctx, "1"); err != nil || tk.Status != coord.StatusInProgress || tk.Owner != "alice" {
+		t.Fatalf("task 1 before the shutdown: %+v, %v; want in progress, held by alice", tk, err)
+	}
+	err := tm.Shutdown(ctx, "the test is over")
+	if err == nil || !strings.Contains(err.Error(), "[alice] did not stop within 300ms and were aborted") {
+		t.Fatalf("Shutdown = %v; want an error naming alice as aborted", err)
+	}
+	tk, err := tm.Backend().Board().Get(ctx, "1")
+	if err != nil || tk.Status != coord.StatusPending || tk.Owner != "" || !tk.LeaseUntil.IsZero() {
+		t.Errorf("task 1 after the abort: %+v, %v; want pending, unowned, no lease", tk, err)
+	}
+	members, _ := tm.Members(ctx)
+	for _, m := range members {
+		if m.Name == "alice" && (m.State != team.StateStopped || m.Task != "") {
+			t.Errorf("alice after the abort: %s holding %q; want stopped, holding nothing", m.State, m.Task)
+		}
+	}
+	// She was asked first: the request is in her inbox, unread.
+	msgs, _ := tm.Backend().Mailbox().Fetch(ctx, "alice", 0)
+	if len(msgs) != 1 || msgs[0].Type != team.TypeShutdownRequest {
+		t.Errorf("alice's inbox: %+v; want the unanswered shutdown request", msgs)
+	}
+}

@@ -131,6 +131,7 @@ func (t *Team) start(ctx context.Context, spec Spec, runner string) (*Member, er
 	if err := m.writeRecord(ctx); err != nil {
 		t.logger.Warn("record teammate", "member", spec.Name, "err", err)
 	}
+	t.startPublishing(spec.Name)
 	t.emit(event.TeammateState{Origin: m.origin(), Name: m.name, Color: m.color, State: string(StateWorking), Task: m.task})
 	t.wg.Go(m.run)
 	t.wg.Go(m.heartbeat)

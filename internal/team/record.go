@@ -56,19 +56,66 @@ type Record struct {
 	rev uint64
 }
 
-// liveness is the state a member is seen in now.
+// liveness is the state a member is seen in now. A member is dead only on evidence: its
+// process, on this host, is provably gone, or its record has gone unwritten for longer than
+// its lease and a margin ([Team.deadAfter]) — a heartbeat late on a loaded machine, or a
+// worker whose clock runs behind, is not death. How long a record has been silent is measured
+// by this handle's own clock from when it saw the heartbeat change (see [Team.silence]), so
+// hosts need not agree on the time.
 func (t *Team) liveness(r Record) State {
 	if r.State == StateStopped {
 		return StateStopped
 	}
-	stale := 3*t.heartbeatEvery() + time.Second
-	if t.cfg.Now().Sub(r.Heartbeat) > stale {
-		return StateDead
-	}
 	if r.Host == t.host && r.PID > 0 && !pidAlive(r.PID) {
 		return StateDead
 	}
+	if t.silence(r) > t.deadAfter() {
+		return StateDead
+	}
 	return r.State
+}
+
+// deadAfter is how long a member's heartbeat may be silent before it counts as dead: its
+// lease (a claim lapses then anyway) plus half as much again, at least a second. The
+// heartbeat writes five times a lease, so a member seen dead missed at least seven.
+func (t *Team) deadAfter() time.Duration { return t.cfg.Lease + max(t.cfg.Lease/2, time.Second) }
+
+// sighting is what this handle last saw of a member's heartbeat: the record's revision, its
+// heartbeat field, and when (by this handle's clock) that heartbeat was first seen.
+type sighting struct {
+	rev uint64
+	hb  time.Time
+	at  time.Time
+}
+
+// silence is how long r's heartbeat has not moved. The first sight of a member trusts the
+// heartbeat's own time (never in the future); after that only a changed heartbeat counts,
+// timed by this handle's clock.
+func (t *Team) silence(r Record) time.Duration {
+	now := t.cfg.Now()
+	first := r.Heartbeat
+	if first.After(now) {
+		first = now
+	}
+	if r.rev == 0 || r.Name == "" {
+		return now.Sub(first)
+	}
+	t.seenMu.Lock()
+	defer t.seenMu.Unlock()
+	s, ok := t.seen[r.Name]
+	switch {
+	case !ok:
+		s = sighting{rev: r.rev, hb: r.Heartbeat, at: first}
+	case r.rev != s.rev && !r.Heartbeat.Equal(s.hb):
+		s = sighting{rev: r.rev, hb: r.Heartbeat, at: now}
+	default:
+		s.rev = r.rev
+	}
+	if t.seen == nil {
+		t.seen = map[string]sighting{}
+	}
+	t.seen[r.Name] = s
+	return now.Sub(s.at)
 }
 
 // pidAlive reports whether a process with that id exists on this machine.

@@ -23,8 +23,11 @@
 // # Liveness
 //
 // Every member's record carries its state (working, idle, stopped), pid, host and a
-// heartbeat; a member whose heartbeat is stale or whose process is gone is dead, and the
-// claims it held lapse with their leases, so another member takes its task over.
+// heartbeat. A member is dead only on evidence — its process on this host is gone, or its
+// heartbeat has not moved for its lease and a margin, timed by the observer's own clock — and
+// the claims it held lapse with their leases, so another member takes its task over. A
+// headless lead settles only on a team it could read whole; work left with every member dead
+// wakes the lead once instead of ending the run quietly.
 package team
 
 import (
@@ -115,14 +118,25 @@ type Team struct {
 	wg        sync.WaitGroup
 	// spawnMu serialises spawns.
 	spawnMu sync.Mutex
+	// seenMu guards seen, the heartbeats this handle saw, by member ([Team.silence]).
+	seenMu sync.Mutex
+	seen   map[string]sighting
 
-	// mu guards members, used, stopping and closed.
+	// mu guards members, used, stopping, closed, trouble, stalledKey and pub.
 	mu      sync.Mutex
 	members map[string]*Member // run by this process, by name
 	used    cost.Ledger
 	// stopping is set while Shutdown runs.
 	stopping bool
 	closed   bool
+	// trouble is why the lead's last look could not read the team ("" when it could);
+	// stalledKey names the stall the lead was last told of.
+	trouble    string
+	stalledKey string
+	// pub publishes a worker's events to its member's log (nil in a lead's handle).
+	pub *publisher
+	// opened is when the handle was opened; a lead shows no member's events from before.
+	opened time.Time
 }
 
 // ErrNotMember is returned for a name that is no member of the team.
@@ -155,7 +169,7 @@ func Open(ctx context.Context, cfg Config) (*Team, error) {
 	host, _ := os.Hostname()
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	t := &Team{cfg: cfg, be: cfg.Backend, logger: cfg.Logger.With("team", cfg.Name), host: host, pid: os.Getpid(),
-		ctx: runCtx, cancel: cancel, members: map[string]*Member{}}
+		ctx: runCtx, cancel: cancel, members: map[string]*Member{}, opened: cfg.Now()}
 	if cfg.Lead {
 		t.leadInbox = newInbox(t.be.Mailbox(), LeadAlias, t.logger, t.colorOf)
 		t.leadInbox.consume = t.consumeLead
@@ -165,6 +179,8 @@ func Open(ctx context.Context, cfg Config) (*Team, error) {
 		}
 		t.wg.Go(t.leadHeartbeat)
 		t.wg.Go(t.serveRequests)
+		from := t.followFrom(ctx)
+		t.wg.Go(func() { t.follow(from) })
 	}
 	return t, nil
 }
@@ -426,7 +442,7 @@ func validName(name string) error {
 	if err := coord.CheckName(name); err != nil {
 		return err
 	}
-	if strings.EqualFold(name, LeadAlias) || slices.Contains([]string{"lead", "all", "everyone"}, strings.ToLower(name)) {
+	if strings.EqualFold(name, LeadAlias) || slices.Contains([]string{"lead", "all", "everyone", RuntimeName, UserName}, strings.ToLower(name)) {
 		return fmt.Errorf("the name %q is reserved; choose another", name)
 	}
 	return nil

@@ -115,6 +115,15 @@ type Backgrounder interface {
 	Background(ctx context.Context) error
 }
 
+// Reporter is a session whose background agents report between turns: the UI shows their
+// events as they happen and, when the main agent is idle, gives it a turn for the reports
+// that wait for it.
+type Reporter interface {
+	PendingReports() int
+	SendPending(ctx context.Context) iter.Seq2[keel.Event, error]
+	OnIdleEvents(fn func(keel.Event))
+}
+
 // TeamMember is one member of the session's agent team.
 type TeamMember struct {
 	Name, Color, State, Task, Runner, AgentID string

@@ -41,10 +41,13 @@ func (m *Model) teamer() (Teamer, bool) {
 	return t, true
 }
 
-// watchTeam routes the team's events between turns into the program.
+// watchTeam routes the events of work between turns (the team's, background agents') into
+// the program.
 func (m *Model) watchTeam(p *tea.Program) {
 	if t, ok := m.teamer(); ok {
 		t.OnIdleEvents(func(e keel.Event) { p.Send(idleEventMsg{e}) })
+	} else if r, ok := m.b.(Reporter); ok {
+		r.OnIdleEvents(func(e keel.Event) { p.Send(idleEventMsg{e}) })
 	}
 }
 
@@ -136,17 +139,28 @@ func (m *Model) onIdleEvent(ev keel.Event) tea.Cmd {
 	if msg, ok := ev.(keel.TeamMessage); ok && msg.Recipient == "team-lead" && !m.working {
 		return m.wakeLead()
 	}
+	if _, ok := ev.(keel.TaskNotification); ok && !m.working { // the main agent's, if its reports wait
+		return m.wakeLead()
+	}
 	return nil
 }
 
-// wakeLead gives the lead a turn for the teammates' messages waiting for it.
+// wakeLead gives the main agent (the team's lead) a turn for what waits for it: teammates'
+// messages, background agents' reports.
 func (m *Model) wakeLead() tea.Cmd {
-	t, ok := m.teamer()
-	if !ok || m.working || t.TeamUnread(context.Background()) == 0 {
+	if m.working {
 		return nil
 	}
-	m.addItem(&item{kind: kindNotice, text: "teammates wrote to the lead; it reads their messages"})
-	return m.startRun(t.SendPending)
+	ctx := context.Background()
+	if t, ok := m.teamer(); ok && t.TeamUnread(ctx) > 0 {
+		m.addItem(&item{kind: kindNotice, text: "teammates wrote to the lead; it reads their messages"})
+		return m.startRun(t.SendPending)
+	}
+	if r, ok := m.b.(Reporter); ok && r.PendingReports() > 0 {
+		m.addItem(&item{kind: kindNotice, text: "a background agent reported; the agent reads its report"})
+		return m.startRun(r.SendPending)
+	}
+	return nil
 }
 
 // teamCommand is /team [NAME|lead] and /msg NAME TEXT.

@@ -1,7 +1,8 @@
 // Package coordtest is the conformance suite every [coord.Backend] must pass: atomic claims
 // under contention, lost races visible, blocked and completed tasks refused, completion
 // unblocking dependents, lapsed leases re-claimable, mailbox order, ack, redelivery and
-// deduplication by id, size budgets, permission requests, and records with watches.
+// deduplication by id, size budgets, permission requests, records with watches, and members'
+// event logs (where a backend has them: [coord.EventLog]).
 //
 // A backend's test calls [Run] with a function that makes a fresh, empty store and returns
 // how to open handles on it; every handle stands for another process on the same storage.
@@ -54,6 +55,11 @@ func Run(t *testing.T, newStore func(t *testing.T) Open) {
 		{"records/cas", testRecordsCAS},
 		{"records/watch", testRecordsWatch},
 		{"records/invalid-keys", testRecordsInvalid},
+		{"events/append-read", testEventsAppendRead},
+		{"events/follow", testEventsFollow},
+		{"events/bound", testEventsBound},
+		{"events/watch", testEventsWatch},
+		{"events/invalid", testEventsInvalid},
 		{"close", testClose},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

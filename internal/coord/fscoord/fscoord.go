@@ -12,9 +12,12 @@
 //	requests/pending/<id>.json  open requests
 //	requests/resolved/<id>.json their answers
 //	records/<key>.json          records, "/" in keys written as "%"
+//	events/<member>.log, .log.1 a member's event log, newest entries last (see events.go)
 //
-// A message is written to tmp/ and published with link(2) to new/<id>.json: the receiver
-// sees it whole or not at all, and a second send of the same id fails to link (deduplicated)
+// A message is written to a file in tmp/ and published with link(2) to new/<id>.json — on
+// Linux an unnamed file (O_TMPFILE) that the handle made before it was needed, so a send
+// neither creates nor removes a name on the path the message travels (spares.go): the
+// receiver sees it whole or not at all, and a second send of the same id fails to link (deduplicated)
 // — rename would silently replace. Ack renames new/ to cur/, so at no instant is a message in
 // neither; a send that finds its id in cur/ (already delivered) withdraws itself.
 //
@@ -66,19 +69,24 @@ type Backend struct {
 	board    *board
 	requests *requests
 	records  *records
+	events   *events
+	spares   *spares
 
 	// mu guards closed.
 	mu     sync.Mutex
 	closed bool
 }
 
-var _ coord.Backend = (*Backend)(nil)
+var (
+	_ coord.Backend  = (*Backend)(nil)
+	_ coord.EventLog = (*Backend)(nil)
+)
 
 // Open opens (creating it if needed) the team directory dir.
 func Open(dir string, opts Options) (*Backend, error) {
 	cfg := opts.Config.WithDefaults()
 	b := &Backend{root: dir, cfg: cfg, logger: cfg.Logger}
-	for _, d := range []string{"tmp", "mail", "board/tasks", "requests/pending", "requests/resolved", "records"} {
+	for _, d := range []string{"tmp", "mail", "board/tasks", "requests/pending", "requests/resolved", "records", "events"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return nil, fmt.Errorf("open team directory %s: %w", dir, err)
 		}
@@ -89,6 +97,8 @@ func Open(dir string, opts Options) (*Backend, error) {
 	b.board = &board{b: b, lock: newLock(filepath.Join(dir, "board", "lock"))}
 	b.requests = &requests{b: b}
 	b.records = &records{b: b, lock: newLock(filepath.Join(dir, "records", "lock"))}
+	b.events = newEvents(b)
+	b.spares = newSpares(b.path("tmp"), b.logger)
 	return b, nil
 }
 
@@ -117,7 +127,8 @@ func (b *Backend) Close() error {
 	b.closed = true
 	b.mu.Unlock()
 	b.hub.close()
-	return errors.Join(b.board.lock.close(), b.records.lock.close())
+	b.spares.close()
+	return errors.Join(b.board.lock.close(), b.records.lock.close(), b.mail.close(), b.events.close())
 }
 
 // live fails once the handle is closed; every operation starts with it.
@@ -196,6 +207,17 @@ func (b *Backend) writeTemp(name string, data []byte, durable bool) (string, err
 // (the page cache it reads is the one being synced); only a power loss in between could take
 // it, and that takes its reader's unsynced state too.
 func (b *Backend) publish(dst, name string, data []byte, durable bool) (bool, error) {
+	if f := b.spares.take(); f != nil {
+		defer f.Close()
+		if _, err := f.Write(data); err != nil {
+			return false, fmt.Errorf("write %s: %w", dst, err)
+		}
+		err := linkUnnamed(f, dst)
+		if err == nil || errors.Is(err, os.ErrExist) {
+			return b.published(f, dst, err, durable)
+		}
+		b.spares.disable(err) // no /proc, say: named temporary files from now on
+	}
 	f, err := os.CreateTemp(b.path("tmp"), name+".*.tmp")
 	if err != nil {
 		return false, fmt.Errorf("create temporary file: %w", err)
@@ -206,7 +228,13 @@ func (b *Backend) publish(dst, name string, data []byte, durable bool) (bool, er
 	if _, err := f.Write(data); err != nil {
 		return false, fmt.Errorf("write temporary file %s: %w", tmp, err)
 	}
-	if err := os.Link(tmp, dst); err != nil {
+	return b.published(f, dst, os.Link(tmp, dst), durable)
+}
+
+// published finishes a publish whose link returned err: an existing dst is no news, a linked
+// one is synced when durable.
+func (b *Backend) published(f *os.File, dst string, err error, durable bool) (bool, error) {
+	if err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return false, nil
 		}

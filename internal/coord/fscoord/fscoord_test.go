@@ -157,3 +157,37 @@ func TestDeliveredHistory(t *testing.T) {
 		t.Errorf("delivered: %v, %v", got, err)
 	}
 }
+
+// A line torn by a crash mid-append is skipped by readers and ended by the next append;
+// nothing else of the log is lost.
+func TestEventLogTornLine(t *testing.T) {
+	ctx := waittest.Context(t)
+	dir := t.TempDir()
+	ev := open(t, dir).Events()
+	if err := ev.Append(ctx, "alice", json.RawMessage(`"one"`)); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "events", "alice.log"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"seq":2,"time":"2026-01-01T00:00:00Z","data":"tw`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// Another process's handle appends next (this one would too: the file grew behind it).
+	if err := open(t, dir).Events().Append(ctx, "alice", json.RawMessage(`"two"`), json.RawMessage(`"three"`)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ev.Read(ctx, "alice", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, e := range got {
+		texts = append(texts, string(e.Data))
+	}
+	if want := []string{`"one"`, `"two"`, `"three"`}; strings.Join(texts, " ") != strings.Join(want, " ") {
+		t.Errorf("after a torn line the log reads %v, want %v", texts, want)
+	}
+}

@@ -51,11 +51,3 @@ func (l *fileLock) close() error {
 	l.f = nil
 	return err
 }
-
-// withLockAt runs fn holding the lock file at path, opened for this call only (locks taken
-// rarely per path, such as one inbox's).
-func withLockAt(ctx context.Context, path string, fn func() error) error {
-	l := newLock(path)
-	defer l.close()
-	return l.with(ctx, fn)
-}

@@ -21,10 +21,45 @@ const keepDelivered = 1000
 type mailbox struct {
 	b *Backend
 
-	// mu guards lastSent and acks.
+	// mu guards lastSent, acks and inboxes.
 	mu       sync.Mutex
 	lastSent time.Time
 	acks     int
+	// inboxes are the inboxes this handle sent to: their folders exist, and their lock
+	// stays open, so a send costs no directory checks and no open of the lock file.
+	inboxes map[string]*fileLock
+}
+
+// inboxLock returns the lock of member's inbox, making its folders on first use.
+func (m *mailbox) inboxLock(member string) (*fileLock, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l := m.inboxes[member]; l != nil {
+		return l, nil
+	}
+	for _, d := range []string{m.dir(member, "new"), m.dir(member, "cur")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if m.inboxes == nil {
+		m.inboxes = map[string]*fileLock{}
+	}
+	l := newLock(m.dir(member, "lock"))
+	m.inboxes[member] = l
+	return l, nil
+}
+
+// close releases the inboxes' locks.
+func (m *mailbox) close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for _, l := range m.inboxes {
+		errs = append(errs, l.close())
+	}
+	m.inboxes = nil
+	return errors.Join(errs...)
 }
 
 var (
@@ -70,10 +105,8 @@ func (m *mailbox) Send(ctx context.Context, msg coord.Message) error {
 	}
 	name := msg.ID + ".json"
 	newDir, curDir := m.dir(msg.To, "new"), m.dir(msg.To, "cur")
-	if err := os.MkdirAll(newDir, 0o700); err != nil {
-		return fmt.Errorf("send message to %s: %w", msg.To, err)
-	}
-	if err := os.MkdirAll(curDir, 0o700); err != nil {
+	lock, err := m.inboxLock(msg.To)
+	if err != nil {
 		return fmt.Errorf("send message to %s: %w", msg.To, err)
 	}
 	if exists(curDir + "/" + name) {
@@ -81,8 +114,12 @@ func (m *mailbox) Send(ctx context.Context, msg coord.Message) error {
 	}
 	// The budget check and the publish happen under the inbox's lock, so concurrent senders
 	// cannot together overfill it.
-	return withLockAt(ctx, m.dir(msg.To, "lock"), func() error {
+	return lock.with(ctx, func() error {
 		n, size, err := usage(newDir)
+		if errors.Is(err, os.ErrNotExist) {
+			// Removed since this handle made it (a team directory cleared by hand).
+			err = errors.Join(os.MkdirAll(newDir, 0o700), os.MkdirAll(curDir, 0o700))
+		}
 		if err != nil {
 			return fmt.Errorf("send message to %s: %w", msg.To, err)
 		}

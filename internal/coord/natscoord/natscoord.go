@@ -6,6 +6,7 @@
 // One team is one JetStream stream and two key-value buckets, named after the team:
 //
 //	stream keel-<team>-mail     subjects keel.<team>.mail.<member>: each member's inbox
+//	stream keel-<team>-events   subjects keel.<team>.events.<member>: event logs (events.go)
 //	bucket keel-<team>-board    task.<id> (one task each), next (the id counter),
 //	                            lock.graph (held while dependencies change; per-key TTL)
 //	bucket keel-<team>-state    rec.<key> (records), req.<id> (requests and answers),
@@ -108,6 +109,7 @@ type Backend struct {
 	stateKV  jetstream.KeyValue
 	stateStr jetstream.Stream // the state bucket's stream, for listing its keys
 	mailStr  jetstream.Stream
+	eventStr jetstream.Stream
 
 	mail     *mailbox
 	board    *board
@@ -125,7 +127,10 @@ type Backend struct {
 	watchers map[*signal]struct{}
 }
 
-var _ coord.Backend = (*Backend)(nil)
+var (
+	_ coord.Backend  = (*Backend)(nil)
+	_ coord.EventLog = (*Backend)(nil)
+)
 
 // Open connects to NATS and opens (creating them if needed) the team's stream and buckets.
 // An unreachable server is an error naming the URL; nothing falls back to another backend.
@@ -185,7 +190,10 @@ func (b *Backend) provision(ctx context.Context, replicas int) error {
 		if err != nil {
 			return err
 		}
-		b.mailStr, err = b.mailStream(ctx, replicas)
+		if b.mailStr, err = b.mailStream(ctx, replicas); err != nil {
+			return err
+		}
+		b.eventStr, err = b.eventStream(ctx, replicas)
 		return err
 	})
 	if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
