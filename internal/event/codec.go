@@ -43,7 +43,7 @@ type envelope struct {
 
 // kinds names every event type, for Decode; a test checks it lists each one of this package.
 var kinds = typeTable(Init{}, TextDelta{}, ThinkingDelta{}, AssistantMessage{}, UserMessage{}, ToolStart{}, ToolProgress{},
-	ToolEnd{}, PermissionDenied{}, Retry{}, CacheBreak{}, Compacted{}, Todos{}, TaskStarted{}, TaskUpdated{},
+	ToolEnd{}, PermissionDenied{}, Retry{}, CacheBreak{}, Compacted{}, Todos{}, TaskStarted{}, TaskUpdated{}, TaskProgress{},
 	TaskNotification{}, Status{}, HookStarted{}, HookResponse{}, Notice{}, Result{}, TeammateState{}, TeamMessage{})
 
 func typeTable(evs ...Event) map[string]reflect.Type {
