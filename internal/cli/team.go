@@ -224,26 +224,7 @@ func (a *app) teamWorkerCommand() *cobra.Command {
 			if teamName == "" || member == "" {
 				return usageError{errors.New("team worker needs --team and --member")}
 			}
-			prov, model, err := connect.Open(connect.Config{Provider: f.providerName, Model: f.model, BaseURL: f.baseURL}, a.getenv)
-			if err != nil {
-				return err
-			}
-			var mu sync.Mutex
-			view := render.NewConversation(a.std.Out, false)
-			opts := a.sessionOptions(f)
-			opts.Provider, opts.Model = prov, model
-			opts.Team.Worker = &session.TeamWorker{Team: teamName, Member: member, Resume: resume, LeadTranscript: leadTranscript,
-				Events: func(e event.Event) {
-					mu.Lock()
-					defer mu.Unlock()
-					_ = view.Render(e)
-				}}
-			sess, err := session.New(cmd.Context(), opts)
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			return sess.RunTeammate(cmd.Context())
+			return a.runTeamWorker(cmd.Context(), f, session.TeamWorker{Team: teamName, Member: member, Resume: resume, LeadTranscript: leadTranscript}, nil)
 		},
 	}
 	f.register(cmd)
@@ -315,4 +296,32 @@ func selfPath() string {
 	}
 	exe, _ := os.Executable()
 	return exe
+}
+
+// runTeamWorker runs one member's loop in this process, rendering its events as a conversation
+// on stdout; joined, when set, runs once the session is up.
+func (a *app) runTeamWorker(ctx context.Context, f *runFlags, w session.TeamWorker, joined func()) error {
+	prov, model, err := connect.Open(connect.Config{Provider: f.providerName, Model: f.model, BaseURL: f.baseURL}, a.getenv)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	view := render.NewConversation(a.std.Out, false)
+	opts := a.sessionOptions(f)
+	opts.Provider, opts.Model = prov, model
+	w.Events = func(e event.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = view.Render(e)
+	}
+	opts.Team.Worker = &w
+	sess, err := session.New(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	if joined != nil {
+		joined()
+	}
+	return sess.RunTeammate(ctx)
 }

@@ -7,14 +7,10 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/daemon"
-	"github.com/keel-dev/keel/internal/event"
-	"github.com/keel-dev/keel/internal/provider/connect"
-	"github.com/keel-dev/keel/internal/render"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/team"
 )
@@ -45,27 +41,9 @@ task goes back to the board when its claim's lease lapses and another member fin
 			if name == "" {
 				name = defaultWorkerName()
 			}
-			prov, model, err := connect.Open(connect.Config{Provider: f.providerName, Model: f.model, BaseURL: f.baseURL}, a.getenv)
-			if err != nil {
-				return err
-			}
-			var mu sync.Mutex
-			view := render.NewConversation(a.std.Out, false)
-			opts := a.sessionOptions(f)
-			opts.Provider, opts.Model = prov, model
-			opts.Team.Worker = &session.TeamWorker{Team: teamName, Member: name, Resume: resume, Remote: true,
-				Events: func(e event.Event) {
-					mu.Lock()
-					defer mu.Unlock()
-					_ = view.Render(e)
-				}}
-			sess, err := session.New(cmd.Context(), opts)
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			fmt.Fprintf(a.std.Err, "keel: worker %s joined team %s\n", name, teamName)
-			return sess.RunTeammate(cmd.Context())
+			return a.runTeamWorker(cmd.Context(), f, session.TeamWorker{Team: teamName, Member: name, Resume: resume, Remote: true}, func() {
+				fmt.Fprintf(a.std.Err, "keel: worker %s joined team %s\n", name, teamName)
+			})
 		},
 	}
 	f.register(cmd)

@@ -312,6 +312,50 @@ func TestTeamPermissionThroughLeadModel(t *testing.T) {
 	}
 }
 
+// A headless lead's model that ends its turn without answering a teammate's permission
+// request is asked once more; ending the next turn without an answer denies the request, so
+// the team does not wait out the permission timeout (ten minutes) on nobody.
+func TestTeamPermissionUnansweredIsChased(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		answers   bool
+		wantAlice string
+	}{{"answered after the reminder", true, "alice done"}, {"ignored twice", false, "alice denied"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			extra := []scripted.Rule{{Name: "lead ignores", When: leadTurn(scripted.Match{UserText: "asks for permission"}), Times: 1,
+				Reply: []scripted.Block{scripted.Text("noted")}}}
+			reminder := scripted.Rule{Name: "lead reminded", When: leadTurn(scripted.Match{UserText: "still blocked waiting for your answer"}),
+				Reply: []scripted.Block{scripted.Text("noted again")}}
+			if tc.answers {
+				reminder.Times = 1
+				reminder.Reply = []scripted.Block{scripted.ToolUse("SendMessage", map[string]any{"to": "alice",
+					"message": map[string]any{"type": "permission_response", "approve": true, "always": true}})}
+				extra = append(extra, scripted.Rule{Name: "lead answered", When: leadTurn(scripted.Match{ToolResult: "SendMessage"}),
+					Reply: []scripted.Block{scripted.Text("answered")}})
+			}
+			h := newHarness(t, permScenario(append(extra, reminder)...), Options{Team: TeamOptions{Enabled: true, ShutdownTimeout: waittest.Timeout()}})
+			h.send(t, "go")
+			drain(t, h.sess)
+			rules := ruleNames(h)
+			if !slicesContains(rules, "lead ignores") || !slicesContains(rules, "lead reminded") {
+				t.Fatalf("the lead was not asked, then reminded: %v", rules)
+			}
+			var final string
+			for _, r := range h.srv.Requests() {
+				if strings.HasPrefix(r.Rule, "alice") {
+					final = r.Rule
+				}
+				if r.Rule == "alice denied" && !strings.Contains(string(r.Body), "ended its turn twice without answering") {
+					t.Errorf("alice's denial does not say why: %s", r.Body)
+				}
+			}
+			if final != tc.wantAlice {
+				t.Errorf("alice's last turn was %q, want %q (rules: %v)", final, tc.wantAlice, rules)
+			}
+		})
+	}
+}
+
 // TaskCreated, TaskCompleted and TeammateIdle hooks: exit 2 refuses a task, keeps a task
 // open, keeps a teammate working; each hook sees the team's fields on stdin.
 func TestTeamHooks(t *testing.T) {

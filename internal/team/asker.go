@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/coord"
+	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/permission"
 )
 
@@ -175,7 +176,7 @@ func (t *Team) serve(r coord.Request) {
 		// The lead's model answers: the question joins its inbox (once: the id dedups).
 		text := fmt.Sprintf("%s asks for permission to %s: %s.\nAnswer with SendMessage to %q and the message {\"type\": \"permission_response\", \"request_id\": %q, \"approve\": true or false, \"reason\": \"…\"}; add \"always\": true to allow %s for the rest of its session.",
 			r.From, describeRequest(q.Request), q.Reason, r.From, r.ID, suggestionsText(q.Suggestions))
-		msg := coord.Message{ID: "ask-" + r.ID, From: r.From, To: LeadAlias, Type: TypePermissionRequest, Text: text, Summary: "permission request"}
+		msg := coord.Message{ID: askID(r.ID), From: r.From, To: LeadAlias, Type: TypePermissionRequest, Text: text, Summary: "permission request"}
 		if err := t.be.Mailbox().Send(t.ctx, msg); err != nil {
 			t.logger.Warn("forward permission request", "from", r.From, "err", err)
 		}
@@ -228,7 +229,7 @@ func (t *Team) answerPermission(ctx context.Context, to string, s Structured) er
 			a.Reason = "the team lead denied this call"
 		}
 		t.resolve(ctx, r, a)
-		_ = t.be.Mailbox().Ack(ctx, LeadAlias, "ask-"+r.ID)
+		_ = t.be.Mailbox().Ack(ctx, LeadAlias, askID(r.ID), remindID(r.ID))
 		return nil
 	}
 	if s.RequestID == "" {
@@ -238,6 +239,52 @@ func (t *Team) answerPermission(ctx context.Context, to string, s Structured) er
 		return fmt.Errorf("permission request %s was already answered", s.RequestID)
 	}
 	return fmt.Errorf("there is no open permission request %s", s.RequestID)
+}
+
+// chaseUnanswered follows up the permission requests the lead's model was shown and ended
+// its turn without answering — the asking teammate is blocked until someone does. The first
+// time the question is put again, plainly marked as still open; a second turn without an
+// answer denies it, with a notice, so a headless team never waits out the permission
+// timeout on a question nobody is going to answer. It reports whether it wrote the lead.
+func (t *Team) chaseUnanswered(ctx context.Context) bool {
+	if t.cfg.LeadAsker != nil || t.leadInbox == nil {
+		return false
+	}
+	pending, _ := t.be.Requests().Pending(ctx, LeadAlias)
+	wrote := false
+	for _, r := range pending {
+		switch {
+		case t.leadInbox.Delivered(remindID(r.ID)):
+			reason := "the team lead ended its turn twice without answering this request"
+			t.resolve(ctx, r, permissionAnswer{Behavior: "deny", Reason: reason})
+			t.logger.Warn("permission request unanswered", "from", r.From, "id", r.ID)
+			t.emit(event.Notice{Level: "warn", Text: fmt.Sprintf("team %s: denied %s's permission request %s: %s", t.cfg.Name, r.From, r.ID, reason)})
+		case t.leadInbox.Delivered(askID(r.ID)) && !t.leadInbox.Delivered(remindID(r.ID)):
+			var q permissionQuestion
+			_ = json.Unmarshal(r.Data, &q)
+			text := fmt.Sprintf("%s is still blocked waiting for your answer to permission request %s (to %s). Answer it now with SendMessage to %q and {\"type\": \"permission_response\", \"request_id\": %q, \"approve\": true or false}; if you end your turn again without answering, it is denied.",
+				r.From, r.ID, describeRequest(q.Request), r.From, r.ID)
+			msg := coord.Message{ID: remindID(r.ID), From: RuntimeName, To: LeadAlias, Type: TypePermissionRequest, Text: text, Summary: "permission request still open"}
+			if err := t.be.Mailbox().Send(ctx, msg); err != nil {
+				t.logger.Warn("remind the lead of a permission request", "id", r.ID, "err", err)
+				continue
+			}
+			wrote = true
+		}
+	}
+	return wrote
+}
+
+// The lead's inbox messages that carry a permission request: the question, and the reminder.
+func askID(request string) string    { return "ask-" + request }
+func remindID(request string) string { return "remind-" + request }
+
+// requestOfMessage is the permission request an ask or reminder message carries.
+func requestOfMessage(id string) string {
+	if r, ok := strings.CutPrefix(id, "remind-"); ok {
+		return r
+	}
+	return strings.TrimPrefix(id, "ask-")
 }
 
 // failPending denies every open request to the lead (the lead is going away).

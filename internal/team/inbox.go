@@ -150,6 +150,13 @@ func (in *Inbox) Reconcile(ctx context.Context, history []message.Message) {
 	}
 }
 
+// Delivered says whether message id went out in a request of this process (acked or not).
+func (in *Inbox) Delivered(id string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.seen[id]
+}
+
 // Unread counts the messages waiting that would wake their reader: everything but idle
 // notices.
 func (in *Inbox) Unread(ctx context.Context) int {

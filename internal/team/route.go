@@ -177,8 +177,7 @@ func (t *Team) consumeLead(ctx context.Context, m coord.Message) bool {
 	switch m.Type {
 	case TypePermissionRequest:
 		// Answered meanwhile (by a timeout, or the lead's UI): nothing left to decide.
-		id := strings.TrimPrefix(m.ID, "ask-")
-		_, err := t.be.Requests().Resolution(ctx, id)
+		_, err := t.be.Requests().Resolution(ctx, requestOfMessage(m.ID))
 		return err == nil
 	case TypeShutdownResponse:
 		return t.shuttingDown()

@@ -158,6 +158,9 @@ func (t *Team) WaitLead(ctx context.Context) (int, error) {
 		if n := t.leadInbox.Unread(ctx); n > 0 {
 			return n, nil
 		}
+		if t.chaseUnanswered(ctx) {
+			continue
+		}
 		s := t.settle(ctx)
 		t.noteTrouble(s)
 		switch s.kind {
