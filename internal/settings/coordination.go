@@ -83,7 +83,9 @@ func decFilePath(f *fileCtx, key string, n *node) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if !filepath.IsAbs(s) && f.src.Path != "" && !f.src.flag && f.src.Inline == nil {
+	// A path from "~" or "$VAR" is expanded where it is opened (as nats.go does), not here.
+	expanded := strings.HasPrefix(s, "~") || strings.HasPrefix(s, "$")
+	if !filepath.IsAbs(s) && !expanded && f.src.Path != "" && !f.src.flag && f.src.Inline == nil {
 		s = filepath.Join(filepath.Dir(f.src.Path), s)
 	}
 	return s, true

@@ -34,6 +34,22 @@ func TestCoordination(t *testing.T) {
 	}
 }
 
+// A creds path from ~ or $VAR is left for the opener to expand, not joined to the settings
+// file's folder (which made "~/team.creds" a path under .claude/).
+func TestCoordinationCredsFileExpandedLater(t *testing.T) {
+	for _, p := range []string{"~/team.creds", "$HOME/team.creds", "${CREDS}"} {
+		l := newLayout(t)
+		l.write(t, l.files()["project"], `{"coordination": {"backend": "nats", "url": "nats://a:4222", "credsFile": "`+p+`"}}`)
+		s, err := Load(l.options())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, n := s.CoordinationBackend(Env{}); n.CredsFile != p {
+			t.Errorf("credsFile %q became %q, want it as written", p, n.CredsFile)
+		}
+	}
+}
+
 func TestCoordinationDefault(t *testing.T) {
 	s := &Settings{}
 	if b, _ := s.CoordinationBackend(Env{}); b != "fs" {

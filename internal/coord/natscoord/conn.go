@@ -74,14 +74,25 @@ func dial(opts Options, log *slog.Logger, reconnected func()) (*nats.Conn, error
 		user = claims
 		no = append(no, nats.UserCredentials(path))
 	}
-	if opts.TLS.CAFile != "" {
-		no = append(no, nats.RootCAs(opts.TLS.CAFile))
+	tlsFiles := opts.TLS
+	for _, f := range []*string{&tlsFiles.CAFile, &tlsFiles.CertFile, &tlsFiles.KeyFile} {
+		if *f == "" {
+			continue
+		}
+		p, err := expandPath(*f)
+		if err != nil {
+			return nil, fmt.Errorf("connect to NATS at %s: tls file %s: %w", Redact(opts.URL), *f, err)
+		}
+		*f = p
 	}
-	if opts.TLS.CertFile != "" || opts.TLS.KeyFile != "" {
-		if opts.TLS.CertFile == "" || opts.TLS.KeyFile == "" {
+	if tlsFiles.CAFile != "" {
+		no = append(no, nats.RootCAs(tlsFiles.CAFile))
+	}
+	if tlsFiles.CertFile != "" || tlsFiles.KeyFile != "" {
+		if tlsFiles.CertFile == "" || tlsFiles.KeyFile == "" {
 			return nil, fmt.Errorf("connect to NATS at %s: tls needs both certFile and keyFile for a client certificate", Redact(opts.URL))
 		}
-		no = append(no, nats.ClientCert(opts.TLS.CertFile, opts.TLS.KeyFile))
+		no = append(no, nats.ClientCert(tlsFiles.CertFile, tlsFiles.KeyFile))
 	}
 	nc, err := nats.Connect(opts.URL, no...)
 	if err != nil {
@@ -97,7 +108,7 @@ func dial(opts Options, log *slog.Logger, reconnected func()) (*nats.Conn, error
 // malformed file is reported as such, naming it, instead of as a failed handshake. It
 // returns the file's expanded path and its user's claims, for explaining a refusal.
 func checkCreds(file string) (string, *jwt.UserClaims, error) {
-	path, err := credsPath(file)
+	path, err := expandPath(file)
 	if err != nil {
 		return "", nil, fmt.Errorf("credentials file %s: %w", file, err)
 	}
@@ -125,9 +136,10 @@ func checkCreds(file string) (string, *jwt.UserClaims, error) {
 	return path, claims, nil
 }
 
-// credsPath expands environment variables and a leading ~ (the home directory) in a
-// credentials path, as nats.go does for the file's JWT (though not for its seed).
-func credsPath(file string) (string, error) {
+// expandPath expands environment variables and a leading ~ (the home directory) in a
+// credentials or TLS file's path, as nats.go does for a creds file's JWT (though not for its
+// seed, nor for TLS files).
+func expandPath(file string) (string, error) {
 	p := os.ExpandEnv(file)
 	rest, ok := strings.CutPrefix(p, "~")
 	if !ok {

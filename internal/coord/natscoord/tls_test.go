@@ -57,7 +57,9 @@ func TestTLS(t *testing.T) {
 	t.Cleanup(srv.Shutdown)
 	url := strings.Replace(srv.URL(), "nats://", "tls://", 1)
 	ctx := waittest.Context(t)
-	b, err := natscoord.Open(ctx, natscoord.Options{URL: url, Team: "secure", TLS: natscoord.TLS{CAFile: ca}})
+	// The CA file's path as settings may give it, with a variable to expand.
+	t.Setenv("KEEL_TEST_CA", ca)
+	b, err := natscoord.Open(ctx, natscoord.Options{URL: url, Team: "secure", TLS: natscoord.TLS{CAFile: "$KEEL_TEST_CA"}})
 	if err != nil {
 		t.Fatalf("open with the CA: %v", err)
 	}
