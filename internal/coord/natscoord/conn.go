@@ -37,6 +37,9 @@ func dial(opts Options, log *slog.Logger, reconnected func()) (*nats.Conn, error
 	no := []nats.Option{
 		nats.Name(cmp.Or(opts.Name, "keel")),
 		nats.MaxReconnects(-1),
+		// Without this nats.go stops reconnecting for good after the same authorization error
+		// twice (a credentials rotation half done); keep trying with backoff, the state shows it.
+		nats.IgnoreAuthErrorAbort(),
 		nats.CustomReconnectDelay(func(attempts int) time.Duration {
 			d := reconnectFirst << min(attempts, 6)
 			return min(d, reconnectMax)
