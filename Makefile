@@ -12,7 +12,7 @@ test-stress:
 	./scripts/stress.sh
 
 build:
-	go build -o bin/ ./cmd/keel ./cmd/keel-tui
+	go build -o bin/ ./cmd/keel ./cmd/keel-tui ./cmd/keel-nats
 
 bench:
 	./scripts/bench.sh

@@ -63,6 +63,17 @@ func TestDependencyRules(t *testing.T) {
 				}
 			}
 		}
+		// Nor does it link the nats-server: every keel process would pay for its init and pages,
+		// though only the supervisor runs one, in keel-nats.
+		if (name == "" || hasPrefix(name, "cmd/keel", "internal/cli", "internal/daemon", "internal/coord/natscoord")) &&
+			!hasPrefix(name, "internal/coord/natscoord/natsserver", "internal/coord/natscoord/natstest") {
+			for _, d := range p.deps {
+				if hasPrefix(d, "github.com/nats-io/nats-server") {
+					t.Errorf("%s depends on %s: the embedded server belongs in keel-nats (natscoord/natsserver)", name, d)
+					break
+				}
+			}
+		}
 		if name == "" || hasPrefix(name, "internal/loop", "internal/provider", "internal/tool", "internal/coord") {
 			for _, d := range p.deps {
 				if hasPrefix(d, terminalUI...) {

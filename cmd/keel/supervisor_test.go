@@ -10,19 +10,38 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/buildtest"
 	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/coord/natscoord"
 	"github.com/keel-dev/keel/internal/daemon"
+	"github.com/keel-dev/keel/internal/procgroup"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // The supervisor tests run the real keel binary (this test binary under the name keel, as
 // testscript installs it on PATH): launchers that are SIGKILLed, the supervisor they start,
-// and its job processes.
+// and its job processes. keel-nats, which the supervisor runs for the embedded nats-server, is
+// built once into the same directory, where the supervisor finds it as it finds it beside an
+// installed keel.
+
+var (
+	natsOnce sync.Once
+	natsErr  error
+)
+
+// installKeelNATS builds cmd/keel-nats beside the keel binary at keel, once per test binary.
+func installKeelNATS(t *testing.T, keel string) {
+	t.Helper()
+	natsOnce.Do(func() { _, natsErr = buildtest.KeelNATS(filepath.Dir(keel)) })
+	if natsErr != nil {
+		t.Fatal(natsErr)
+	}
+}
 
 const supervisorScenario = `
 rules:
@@ -66,6 +85,7 @@ func newSupervisorRig(t *testing.T) *supervisorRig {
 	if err != nil {
 		t.Fatalf("the keel command testscript installs is not on PATH: %v", err)
 	}
+	installKeelNATS(t, keel)
 	sc, err := scripted.ParseScenario("supervisor.yaml", []byte(supervisorScenario))
 	if err != nil {
 		t.Fatal(err)
@@ -418,13 +438,14 @@ func TestSupervisorEmbeddedNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.run("supervisor", "start")
-	natsURL := func() string {
+	info := func() daemon.Info {
 		var st daemon.Status
 		if err := json.Unmarshal([]byte(r.run("supervisor", "status", "--json")), &st); err != nil || st.Info == nil {
 			t.Fatalf("status: %+v, %v", st, err)
 		}
-		return st.Info.NATSURL
+		return *st.Info
 	}
+	natsURL := func() string { return info().NATSURL }
 	url := natsURL()
 	if !strings.HasPrefix(url, "nats://127.0.0.1:") {
 		t.Fatalf("embedded NATS at %q; want one on loopback", url)
@@ -458,4 +479,15 @@ func TestSupervisorEmbeddedNATS(t *testing.T) {
 	if tasks, err := b.Board().List(ctx); err != nil || len(tasks) != 1 {
 		t.Errorf("after a restart the board holds %v (%v); want the task", tasks, err)
 	}
+
+	// The server runs in keel-nats, a child of the supervisor that never outlives it: a
+	// SIGKILLed supervisor takes it along (keel-nats stays in the supervisor's process group).
+	sup := info()
+	if sup.NATSPID <= 0 || sup.NATSPID == sup.PID {
+		t.Fatalf("embedded NATS in pid %d, supervisor %d; want a process of its own", sup.NATSPID, sup.PID)
+	}
+	if err := syscall.Kill(sup.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waittest.Until(t, "keel-nats ends with its SIGKILLed supervisor", func() bool { return procgroup.Gone(sup.PID) })
 }

@@ -21,9 +21,12 @@ type Options struct {
 	// TUI builds cmd/keel-tui beside cmd/keel, as go install ./cmd/... does: keel hands
 	// interactive runs to keel-tui in its own directory.
 	TUI bool
+	// NATS builds cmd/keel-nats beside cmd/keel: the supervisor runs it for the embedded
+	// nats-server. It is never race-enabled: the server's own code is not under test.
+	NATS bool
 }
 
-// Keel builds cmd/keel (and cmd/keel-tui with opts.TUI) into a new directory of t and returns
+// Keel builds cmd/keel (and cmd/keel-tui, cmd/keel-nats as opts say) into a new directory of t and returns
 // the keel binary's path.
 func Keel(t testing.TB, opts Options) string {
 	t.Helper()
@@ -37,24 +40,46 @@ func Keel(t testing.TB, opts Options) string {
 // Build builds into dir, for callers that share one build across tests (a sync.Once over a
 // directory of their own), and returns the keel binary's path.
 func Build(dir string, opts Options) (string, error) {
-	root, err := moduleRoot()
-	if err != nil {
+	pkgs := []string{"./cmd/keel"}
+	if opts.TUI {
+		pkgs = append(pkgs, "./cmd/keel-tui")
+	}
+	if err := build(dir, opts.Race, pkgs...); err != nil {
 		return "", err
 	}
+	if opts.NATS {
+		if _, err := KeelNATS(dir); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(dir, "keel"), nil
+}
+
+// KeelNATS builds cmd/keel-nats alone into dir and returns its path: for tests whose keel is
+// another binary (testscript's copy of the test binary) or that run the supervisor in-process.
+func KeelNATS(dir string) (string, error) {
+	if err := build(dir, false, "./cmd/keel-nats"); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "keel-nats"), nil
+}
+
+func build(dir string, race bool, pkgs ...string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
 	args := []string{"build", "-o", dir + string(filepath.Separator)}
-	if opts.Race {
+	if race {
 		args = append(args, "-race")
 	}
-	args = append(args, "./cmd/keel")
-	if opts.TUI {
-		args = append(args, "./cmd/keel-tui")
-	}
+	args = append(args, pkgs...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return filepath.Join(dir, "keel"), nil
+	return nil
 }
 
 // moduleRoot is the directory of keel's go.mod, found from the test's working directory.

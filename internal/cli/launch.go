@@ -2,15 +2,14 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/keel-dev/keel"
+	"github.com/keel-dev/keel/internal/companion"
 )
 
 // Interactive runs the terminal UI on a session opened with opts. cmd/keel-tui provides it;
@@ -39,17 +38,12 @@ func (a *app) runInteractive(ctx context.Context, f *runFlags, args []string) er
 }
 
 func findTUI() (string, error) {
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), tuiBinary)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p, nil
-		}
+	p, err := companion.Find(tuiBinary)
+	if err != nil {
+		return "", fmt.Errorf("the terminal UI is the keel-tui binary: %w: "+
+			"install both with `go install ./cmd/...` (or run `go run ./cmd/keel-tui`), or run headless with keel -p PROMPT", err)
 	}
-	if p, err := exec.LookPath(tuiBinary); err == nil {
-		return p, nil
-	}
-	return "", errors.New("the terminal UI is the keel-tui binary, which is not installed beside keel or on PATH: " +
-		"install both with `go install ./cmd/...` (or run `go run ./cmd/keel-tui`), or run headless with keel -p PROMPT")
+	return p, nil
 }
 
 // libraryOptions turns the run flags into the library's options, for the terminal UI.

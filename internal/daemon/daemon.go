@@ -12,6 +12,7 @@
 //	jobs/<id>.lock       flock'd by the process running the job
 //	jobs/<id>.log        that process's output
 //	nats/                the embedded nats-server's JetStream store, when it runs one
+//	nats.port            the port it listened on last, which the next start asks for
 //
 // A job's life: the launcher creates its record (queued) and makes sure a supervisor runs;
 // the supervisor marks it running and starts its process; the process runs the agent, writes
@@ -137,4 +138,6 @@ type Info struct {
 	Version string    `json:"version"`
 	// NATSURL is the embedded nats-server's URL when the supervisor runs one.
 	NATSURL string `json:"natsUrl,omitempty"`
+	// NATSPID is the process running it (keel-nats).
+	NATSPID int `json:"natsPid,omitempty"`
 }

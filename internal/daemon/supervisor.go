@@ -9,8 +9,6 @@ import (
 	"os/exec"
 	"sync"
 	"time"
-
-	"github.com/keel-dev/keel/internal/coord/natscoord"
 )
 
 // Config configures the supervisor.
@@ -21,8 +19,12 @@ type Config struct {
 	Exe string
 	// Env is the environment of the jobs, built from settings ([Environ]).
 	Env []string
-	// NATS runs the embedded nats-server for the coordination backend.
+	// NATS runs the embedded nats-server for the coordination backend: the keel-nats binary,
+	// as a child of the supervisor.
 	NATS bool
+	// NATSBinary is keel-nats's path; empty finds it beside Exe, beside this executable, then
+	// on PATH.
+	NATSBinary string
 	// Version is keel's, for status.
 	Version string
 	Logger  *slog.Logger
@@ -80,22 +82,43 @@ func Run(ctx context.Context, cfg Config) error {
 	defer st.close()
 	s := &supervisor{cfg: cfg, l: l, store: st, logger: logger, exited: make(chan string, 16), procs: map[string]*exec.Cmd{}}
 	info := Info{PID: os.Getpid(), Started: time.Now(), Version: cfg.Version}
+	// A failure of the embedded server that restarting does not cure stops the supervisor, as
+	// a first start that fails does.
+	runCtx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
 	// Once a team used the embedded server, it is served on every start: its clients expect
 	// it back after a restart.
+	var nats *natsChild
 	if _, err := os.Stat(l.NATS); cfg.NATS || err == nil {
-		srv, err := s.startNATS()
-		if err != nil {
+		if nats, err = s.startNATS(ctx); err != nil {
 			return err
 		}
-		defer srv.Shutdown()
-		info.NATSURL = srv.URL()
+		info.NATSURL, info.NATSPID = nats.url, nats.cmd.Process.Pid
 	}
 	if err := st.putInfo(ctx, info); err != nil {
+		if nats != nil {
+			nats.stop()
+		}
 		return fmt.Errorf("record the supervisor: %w", err)
 	}
+	if nats != nil {
+		kept := make(chan struct{})
+		go func() {
+			defer close(kept)
+			s.keepNATS(runCtx, nats, info, fail)
+		}()
+		defer func() {
+			fail(nil)
+			<-kept
+		}()
+	}
 	logger.Info("supervisor started", "pid", info.PID, "nats", info.NATSURL)
-	err = s.loop(ctx)
+	err = s.loop(runCtx)
 	s.wg.Wait()
+	if ctx.Err() == nil && runCtx.Err() != nil {
+		err = context.Cause(runCtx)
+		logger.Error("supervisor stopping", "err", err)
+	}
 	logger.Info("supervisor stopped")
 	return err
 }
@@ -276,29 +299,4 @@ func (s *supervisor) deliver(ctx context.Context, j Job) error {
 	})
 	s.logger.Info("result delivered", "agent", j.Agent.ID, "state", j.State)
 	return ignoreSkip(err)
-}
-
-// startNATS runs the embedded nats-server: JetStream on, its store under the supervisor's
-// directory, loopback only, on the port it used last time when that is free (so clients
-// reconnect to the same URL after a restart), fsyncing every write.
-func (s *supervisor) startNATS() (*natscoord.Server, error) {
-	portFile := s.l.NATS + ".port"
-	port := 0
-	if b, err := os.ReadFile(portFile); err == nil {
-		_, _ = fmt.Sscan(string(b), &port)
-	}
-	opts := natscoord.ServerOptions{Name: "keel-" + s.l.id(), Host: "127.0.0.1", Port: port, StoreDir: s.l.NATS, SyncAlways: true, Logger: s.logger}
-	srv, err := natscoord.StartServer(opts)
-	if err != nil && port != 0 {
-		opts.Port = 0 // taken by something else now
-		srv, err = natscoord.StartServer(opts)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("start the embedded nats-server: %w", err)
-	}
-	var p int
-	if _, err := fmt.Sscanf(srv.URL(), "nats://127.0.0.1:%d", &p); err == nil {
-		_ = os.WriteFile(portFile, []byte(fmt.Sprint(p)), 0o600)
-	}
-	return srv, nil
 }

@@ -1,6 +1,6 @@
 // Package natscoord is the coordination backend on NATS JetStream, for teams that span
 // machines: every host points at one NATS cluster (or, on one machine, the supervisor's
-// embedded server, [StartServer]). It passes the same conformance suite as the filesystem
+// embedded server, which the keel-nats binary runs). It passes the same conformance suite as the filesystem
 // backend.
 //
 // One team is one JetStream stream and two key-value buckets, named after the team:

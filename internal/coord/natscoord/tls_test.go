@@ -18,6 +18,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/coord/natscoord"
+	"github.com/keel-dev/keel/internal/coord/natscoord/natsserver"
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
@@ -49,7 +50,7 @@ func selfSigned(t *testing.T, dir string) (tls.Certificate, string) {
 func TestTLS(t *testing.T) {
 	dir := t.TempDir()
 	cert, ca := selfSigned(t, dir)
-	srv, err := natscoord.StartServer(natscoord.ServerOptions{Name: "tls", StoreDir: filepath.Join(dir, "store"),
+	srv, err := natsserver.Start(natsserver.Options{Name: "tls", StoreDir: filepath.Join(dir, "store"),
 		TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
 	if err != nil {
 		t.Fatal(err)

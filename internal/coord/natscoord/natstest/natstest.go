@@ -13,14 +13,14 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/keel-dev/keel/internal/coord/natscoord"
+	"github.com/keel-dev/keel/internal/coord/natscoord/natsserver"
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // Start runs one server for the test; it stops when the test ends.
-func Start(t testing.TB) *natscoord.Server {
+func Start(t testing.TB) *natsserver.Server {
 	t.Helper()
-	s, err := natscoord.StartServer(natscoord.ServerOptions{Name: "test", StoreDir: t.TempDir()})
+	s, err := natsserver.Start(natsserver.Options{Name: "test", StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func Start(t testing.TB) *natscoord.Server {
 type Cluster struct {
 	// mu guards nodes.
 	mu    sync.Mutex
-	nodes []*natscoord.Server
+	nodes []*natsserver.Server
 	urls  []string
 }
 
@@ -55,10 +55,10 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	}
 	c := &Cluster{}
 	for i := range n {
-		s, err := natscoord.StartServer(natscoord.ServerOptions{
+		s, err := natsserver.Start(natsserver.Options{
 			Name:     fmt.Sprintf("n%d", i+1),
 			StoreDir: t.TempDir(),
-			Cluster:  &natscoord.ClusterOptions{Name: "keeltest", Port: ports[i], Routes: routes},
+			Cluster:  &natsserver.ClusterOptions{Name: "keeltest", Port: ports[i], Routes: routes},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +80,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 func (c *Cluster) URL() string { return strings.Join(c.urls, ",") }
 
 // Node returns node i.
-func (c *Cluster) Node(i int) *natscoord.Server {
+func (c *Cluster) Node(i int) *natsserver.Server {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.nodes[i]
@@ -95,17 +95,17 @@ func (c *Cluster) Kill(i int) {
 // same store, to see clients ride out an outage.
 type Restartable struct {
 	t    testing.TB
-	opts natscoord.ServerOptions
+	opts natsserver.Options
 	// mu guards cur.
 	mu  sync.Mutex
-	cur *natscoord.Server
+	cur *natsserver.Server
 	url string
 }
 
 // StartRestartable runs a server on a random port that [Restartable.Start] reuses.
 func StartRestartable(t testing.TB) *Restartable {
 	t.Helper()
-	r := &Restartable{t: t, opts: natscoord.ServerOptions{Name: "test", StoreDir: t.TempDir()}}
+	r := &Restartable{t: t, opts: natsserver.Options{Name: "test", StoreDir: t.TempDir()}}
 	r.Start()
 	u, err := url.Parse(r.url)
 	if err != nil {
@@ -137,7 +137,7 @@ func (r *Restartable) Start() {
 	if r.cur != nil {
 		return
 	}
-	s, err := natscoord.StartServer(r.opts)
+	s, err := natsserver.Start(r.opts)
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package natscoord
+// Package natsserver runs the official nats-server as a library, JetStream on. Only the
+// keel-nats binary (the supervisor's local broker) and tests import it: linking the server
+// into keel itself would make every keel process pay for its package init and pages, though
+// only the supervisor runs one. natscoord, the client backend, stays free of it.
+package natsserver
 
 import (
 	"context"
@@ -13,10 +17,10 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// ServerOptions configure an embedded nats-server: the official server as a library, with
-// JetStream on. The supervisor runs one as the local broker, so that one machine gets durable
-// coordination with nothing to install; tests run one (or a cluster of three) in-process.
-type ServerOptions struct {
+// Options configure an embedded nats-server. keel-nats runs one for the supervisor, so that
+// one machine gets durable coordination with nothing else to install; tests run one (or a
+// cluster of three) in-process.
+type Options struct {
 	// Name identifies the server; unique within a cluster. Empty: "keel".
 	Name string
 	// Host is the address clients connect to; empty is 127.0.0.1. The embedded server is
@@ -51,13 +55,13 @@ type ClusterOptions struct {
 // Server is a running embedded nats-server.
 type Server struct {
 	srv  *server.Server
-	opts ServerOptions
+	opts Options
 }
 
-// StartServer starts an embedded nats-server and waits until it accepts connections.
-func StartServer(opts ServerOptions) (*Server, error) {
+// Start starts an embedded nats-server and waits until it accepts connections.
+func Start(opts Options) (*Server, error) {
 	if opts.StoreDir == "" {
-		panic("natscoord.StartServer: no StoreDir")
+		panic("natsserver.Start: no StoreDir")
 	}
 	if opts.Name == "" {
 		opts.Name = "keel"
@@ -77,7 +81,6 @@ func StartServer(opts ServerOptions) (*Server, error) {
 		StoreDir:   opts.StoreDir,
 		SyncAlways: opts.SyncAlways,
 		NoSigs:     true,
-		NoLog:      opts.Logger == nil,
 		// No HTTP monitoring, no leaf nodes, no gateways: a client port (and a route port in
 		// a cluster) and nothing else.
 		HTTPPort: 0,
@@ -103,13 +106,28 @@ func StartServer(opts ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start nats-server %s: %w", opts.Name, err)
 	}
-	if opts.Logger != nil {
-		srv.SetLoggerV2(serverLog{opts.Logger.With("component", "nats-server", "server", opts.Name)}, false, false, false)
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
+	// A listener that fails (a port taken) is reported only through the log's Fatalf; the
+	// server's own readiness wait would just run out.
+	fatal := make(chan string, 1)
+	srv.SetLoggerV2(serverLog{l: logger.With("component", "nats-server", "server", opts.Name), fatal: fatal}, false, false, false)
 	srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
-		srv.Shutdown()
-		return nil, fmt.Errorf("start nats-server %s on %s: not ready after 30s", opts.Name, net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)))
+	addr := net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port))
+	deadline := time.Now().Add(30 * time.Second)
+	for !srv.ReadyForConnections(50 * time.Millisecond) {
+		select {
+		case msg := <-fatal:
+			srv.Shutdown()
+			return nil, fmt.Errorf("start nats-server %s on %s: %s", opts.Name, addr, msg)
+		default:
+		}
+		if time.Now().After(deadline) {
+			srv.Shutdown()
+			return nil, fmt.Errorf("start nats-server %s on %s: not ready after 30s", opts.Name, addr)
+		}
 	}
 	return &Server{srv: srv, opts: opts}, nil
 }
@@ -161,12 +179,22 @@ func (s *Server) Shutdown() {
 	s.srv.WaitForShutdown()
 }
 
-// serverLog adapts slog to the server's logger.
-type serverLog struct{ l *slog.Logger }
+// serverLog adapts slog to the server's logger; the first fatal message also goes to fatal.
+type serverLog struct {
+	l     *slog.Logger
+	fatal chan<- string
+}
 
 func (s serverLog) Noticef(format string, v ...any) { s.l.Info(fmt.Sprintf(format, v...)) }
 func (s serverLog) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
-func (s serverLog) Fatalf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
-func (s serverLog) Errorf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
-func (s serverLog) Debugf(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
-func (s serverLog) Tracef(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s serverLog) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	s.l.Error(msg)
+	select {
+	case s.fatal <- msg:
+	default:
+	}
+}
+func (s serverLog) Errorf(format string, v ...any) { s.l.Error(fmt.Sprintf(format, v...)) }
+func (s serverLog) Debugf(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s serverLog) Tracef(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }

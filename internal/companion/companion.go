@@ -1,0 +1,45 @@
+// Package companion finds keel's companion binaries: keel-tui (the terminal UI) and keel-nats
+// (the supervisor's embedded nats-server). They are separate programs so that every keel
+// process does not pay for linking what only some runs use; `go install ./cmd/...` and
+// `make build` put them beside keel.
+package companion
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// ErrNotFound: the program is neither beside the executables searched nor on PATH.
+var ErrNotFound = errors.New("not found")
+
+// Find returns the path of program name: in the directory of each of beside (keel binaries
+// the caller knows of, such as the one that will run jobs), then in this executable's
+// directory, then on PATH. An error wraps [ErrNotFound] and names every place looked in.
+func Find(name string, beside ...string) (string, error) {
+	if self, err := os.Executable(); err == nil {
+		beside = append(beside, self)
+	}
+	var dirs []string
+	for _, exe := range beside {
+		if exe == "" {
+			continue
+		}
+		dir := filepath.Dir(exe)
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
+		if !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("%s %w in %s or on PATH", name, ErrNotFound, strings.Join(dirs, ", "))
+}
