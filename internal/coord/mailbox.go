@@ -35,7 +35,8 @@ func (m Message) Size() int {
 	return len(b)
 }
 
-// Check reports a message that no backend may store: no id or no recipient, or one larger
+// Check reports a message that no backend may store: no id, no recipient or one that is no
+// member name, or one larger
 // than limits allow.
 func (m Message) Check(limits Limits) error {
 	switch {
@@ -47,6 +48,9 @@ func (m Message) Check(limits Limits) error {
 	if n := m.Size(); limits.MessageBytes > 0 && n > limits.MessageBytes {
 		return fmt.Errorf("send message to %s: %d bytes is over the %d-byte budget per message; shorten it or put the detail in a file and send its path: %w",
 			m.To, n, limits.MessageBytes, ErrTooLarge)
+	}
+	if err := CheckName(m.To); err != nil {
+		return fmt.Errorf("send message: %w", err)
 	}
 	return nil
 }

@@ -92,9 +92,6 @@ func (m *mailbox) Send(ctx context.Context, msg coord.Message) error {
 	if err := msg.Check(m.b.cfg.Limits); err != nil {
 		return err
 	}
-	if err := coord.CheckName(msg.To); err != nil {
-		return fmt.Errorf("send message: %w", err)
-	}
 	if err := checkID("send message", msg.ID); err != nil {
 		return err
 	}
