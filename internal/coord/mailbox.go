@@ -36,8 +36,7 @@ func (m Message) Size() int {
 }
 
 // Check reports a message that no backend may store: no id, no recipient or one that is no
-// member name, or one larger
-// than limits allow.
+// member name, or one larger than limits allow.
 func (m Message) Check(limits Limits) error {
 	switch {
 	case m.ID == "":
