@@ -33,16 +33,8 @@ func (b *Backend) Events() coord.Events { return events{b} }
 func (b *Backend) eventSubject(member string) string { return "keel." + b.team + ".events." + member }
 
 func (b *Backend) eventStream(ctx context.Context, replicas int) (jetstream.Stream, error) {
-	name := fmt.Sprintf("keel-%s-events", b.team)
-	s, err := b.js.Stream(ctx, name)
-	if err == nil {
-		return s, nil
-	}
-	if !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, err
-	}
-	s, err = b.js.CreateStream(ctx, jetstream.StreamConfig{
-		Name:              name,
+	return b.ensureStream(ctx, jetstream.StreamConfig{
+		Name:              fmt.Sprintf("keel-%s-events", b.team),
 		Description:       fmt.Sprintf("keel team %s: members' event logs", b.team),
 		Subjects:          []string{b.eventSubject("*")},
 		Storage:           jetstream.FileStorage,
@@ -53,10 +45,6 @@ func (b *Backend) eventStream(ctx context.Context, replicas int) (jetstream.Stre
 		MaxAge:            eventsMaxAge,
 		Duplicates:        2 * time.Minute,
 	})
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		return b.js.Stream(ctx, name)
-	}
-	return s, err
 }
 
 func (e events) Append(ctx context.Context, member string, data ...json.RawMessage) error {

@@ -233,16 +233,8 @@ func (b *Backend) bucket(ctx context.Context, kind string, replicas int) (jetstr
 }
 
 func (b *Backend) mailStream(ctx context.Context, replicas int) (jetstream.Stream, error) {
-	name := fmt.Sprintf("keel-%s-mail", b.team)
-	s, err := b.js.Stream(ctx, name)
-	if err == nil {
-		return s, nil
-	}
-	if !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, err
-	}
-	s, err = b.js.CreateStream(ctx, jetstream.StreamConfig{
-		Name:        name,
+	return b.ensureStream(ctx, jetstream.StreamConfig{
+		Name:        fmt.Sprintf("keel-%s-mail", b.team),
 		Description: fmt.Sprintf("keel team %s: mailboxes", b.team),
 		Subjects:    []string{b.mailSubject("*")},
 		Storage:     jetstream.FileStorage,
@@ -252,8 +244,21 @@ func (b *Backend) mailStream(ctx context.Context, replicas int) (jetstream.Strea
 		// budgets are per inbox, checked by the senders.
 		Duplicates: 10 * time.Minute,
 	})
+}
+
+// ensureStream opens the stream cfg names, creating it with cfg when there is none yet (or
+// taking the one another handle made first).
+func (b *Backend) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	s, err := b.js.Stream(ctx, cfg.Name)
+	if err == nil {
+		return s, nil
+	}
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, err
+	}
+	s, err = b.js.CreateStream(ctx, cfg)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		return b.js.Stream(ctx, name)
+		return b.js.Stream(ctx, cfg.Name)
 	}
 	return s, err
 }
