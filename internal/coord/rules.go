@@ -304,3 +304,18 @@ func cyclePath(all map[string]Task, from, to string) string {
 	}
 	return to + " → " + strings.Join(path, " → ")
 }
+
+// WithoutBlocker is t no longer blocked by the deleted task id, its revision bumped, or false
+// when id did not block t.
+func WithoutBlocker(t Task, id string, now time.Time) (Task, bool) {
+	if !slices.Contains(t.BlockedBy, id) {
+		return t, false
+	}
+	t.BlockedBy = slices.DeleteFunc(slices.Clone(t.BlockedBy), func(b string) bool { return b == id })
+	if len(t.BlockedBy) == 0 {
+		t.BlockedBy = nil
+	}
+	t.Revision++
+	t.Updated = now
+	return t, true
+}

@@ -387,15 +387,10 @@ func (bd *board) Delete(ctx context.Context, id string) error {
 		}
 		now := bd.b.cfg.Now()
 		for _, t := range v.all {
-			if !slices.Contains(t.BlockedBy, id) {
+			t, ok := coord.WithoutBlocker(t, id, now)
+			if !ok {
 				continue
 			}
-			t.BlockedBy = slices.DeleteFunc(slices.Clone(t.BlockedBy), func(b string) bool { return b == id })
-			if len(t.BlockedBy) == 0 {
-				t.BlockedBy = nil
-			}
-			t.Revision++
-			t.Updated = now
 			v.put(t)
 		}
 		v.del(id)

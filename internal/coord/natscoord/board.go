@@ -289,15 +289,10 @@ func (bd *board) dropEdges(ctx context.Context, id string) error {
 		lost := false
 		now := bd.b.cfg.Now()
 		for _, t := range s.tasks {
-			if !slices.Contains(t.BlockedBy, id) {
+			t, ok := coord.WithoutBlocker(t, id, now)
+			if !ok {
 				continue
 			}
-			t.BlockedBy = slices.DeleteFunc(slices.Clone(t.BlockedBy), func(b string) bool { return b == id })
-			if len(t.BlockedBy) == 0 {
-				t.BlockedBy = nil
-			}
-			t.Revision++
-			t.Updated = now
 			if err := bd.put(ctx, t, s.revs[t.ID]); errors.Is(err, errLost) {
 				lost = true
 			} else if err != nil {
