@@ -128,9 +128,6 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 	if err := drain(ctx, sess, show); err != nil {
 		return err
 	}
-	// The team is done; the members' last state changes, which may still trickle in while the
-	// session closes, would only print below the summary.
-	sess.SetIdleEvents(nil)
 	if note, err := os.ReadFile(work + "/RELEASE.md"); err == nil {
 		fmt.Fprintf(out, "\nRELEASE.md, written by a teammate:\n%s", note)
 	}
