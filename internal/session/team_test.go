@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -79,6 +80,13 @@ func drain(t *testing.T, s *Session) []event.Event {
 
 func TestTeamLeadSpawnsTeammateThatWorksTheBoard(t *testing.T) {
 	h := newHarness(t, teamScenario(), Options{Team: TeamOptions{Enabled: true, Lease: 2 * time.Second, ShutdownTimeout: waittest.Timeout()}})
+	var idleMu sync.Mutex
+	var idle []event.Event
+	h.sess.SetIdleEvents(func(e event.Event) {
+		idleMu.Lock()
+		defer idleMu.Unlock()
+		idle = append(idle, e)
+	})
 	events := h.send(t, "build the thing")
 	if r := result(t, events); r.IsError || r.Text != "alice is on it" {
 		t.Fatalf("first turn: %+v", r)
@@ -96,6 +104,17 @@ func TestTeamLeadSpawnsTeammateThatWorksTheBoard(t *testing.T) {
 	}
 	if r := result(t, more); r.Text != "the team finished" {
 		t.Errorf("the lead's wrap-up: %+v", r)
+	}
+	// The team was shut down before the wait returned, and its members' last events with it
+	// (not trickling in later, below whatever the caller prints next).
+	idleMu.Lock()
+	stopped := slices.ContainsFunc(append(more, idle...), func(e event.Event) bool {
+		s, ok := e.(event.TeammateState)
+		return ok && s.Name == "alice" && s.State == string(team.StateStopped)
+	})
+	idleMu.Unlock()
+	if !stopped {
+		t.Error("the wait for the team returned before alice's stopped state was emitted")
 	}
 	tm := h.sess.Team()
 	tasks, err := tm.Backend().Board().List(waittest.Context(t))

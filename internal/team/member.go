@@ -313,10 +313,12 @@ func (m *Member) stop() {
 	if task != "" {
 		_, _ = m.t.be.Board().Release(ctx, task, m.name)
 	}
+	// The event goes out before the record says stopped: a Shutdown waiting on the records
+	// returns only after its members' last events were shown, never with them still to come.
+	m.t.emit(event.TeammateState{Origin: m.origin(), Name: m.name, Color: m.color, State: string(StateStopped)})
 	if err := m.writeRecord(ctx); err != nil {
 		m.t.logger.Warn("record stopped teammate", "member", m.name, "err", err)
 	}
-	m.t.emit(event.TeammateState{Origin: m.origin(), Name: m.name, Color: m.color, State: string(StateStopped)})
 }
 
 func (m *Member) idleText(out *loop.Outcome) string {
