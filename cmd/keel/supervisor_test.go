@@ -450,6 +450,9 @@ func TestSupervisorEmbeddedNATS(t *testing.T) {
 	if !strings.HasPrefix(url, "nats://127.0.0.1:") {
 		t.Fatalf("embedded NATS at %q; want one on loopback", url)
 	}
+	if out, want := r.run("supervisor", "status"), fmt.Sprintf("embedded NATS: %s (keel-nats, pid %d)", url, info().NATSPID); !strings.Contains(out, want) {
+		t.Errorf("supervisor status says:\n%s\nwant a line %q", out, want)
+	}
 	ctx := waittest.Context(t)
 	b, err := natscoord.Open(ctx, natscoord.Options{URL: url, Team: "local"})
 	if err != nil {

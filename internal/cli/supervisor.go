@@ -129,7 +129,7 @@ func (a *app) supervisorStatus(ctx context.Context, asJSON bool) error {
 	if st.Info != nil {
 		fmt.Fprintf(a.std.Out, "supervisor running: pid %d since %s (keel %s)\n", st.Info.PID, st.Info.Started.Format(time.DateTime), st.Info.Version)
 		if st.Info.NATSURL != "" {
-			fmt.Fprintf(a.std.Out, "embedded NATS: %s\n", st.Info.NATSURL)
+			fmt.Fprintf(a.std.Out, "embedded NATS: %s (keel-nats, pid %d)\n", st.Info.NATSURL, st.Info.NATSPID)
 		}
 	} else {
 		fmt.Fprintln(a.std.Out, "supervisor not running (it starts when a background agent needs it)")

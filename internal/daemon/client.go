@@ -131,14 +131,18 @@ func (c *Client) waitInfo(ctx context.Context, st *store, pid int, exited <-chan
 	delay := 2 * time.Millisecond
 	for {
 		if c.Running() {
-			if info, err := st.info(ctx); err == nil && alive(info.PID) {
+			// The record may still be the last supervisor's: while the one just started runs,
+			// only its own record will do.
+			if info, err := st.info(ctx); err == nil && alive(info.PID) && (pid == 0 || info.PID == pid) {
 				return info, nil
 			}
 		}
 		select {
 		case <-exited:
+			exited = nil
 			if c.Running() {
-				continue // another supervisor won the race
+				pid = 0 // another supervisor won the race
+				continue
 			}
 			return Info{}, fmt.Errorf("the keel supervisor (pid %d) exited at start: %s", pid, c.logTail())
 		case <-ctx.Done():
@@ -290,17 +294,22 @@ func (c *Client) Shutdown(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	// Without a live record the lock's holder is on its way out (a killed supervisor's
+	// threads still ending): wait for the lock as for one asked to stop.
 	info, err := st.info(ctx)
-	if err != nil || !alive(info.PID) {
-		return false, fmt.Errorf("the supervisor holds its lock but has no record; stop it by hand (see %s)", c.l.Log)
-	}
-	if err := terminateOne(info.PID); err != nil {
-		return false, fmt.Errorf("stop the supervisor (pid %d): %w", info.PID, err)
+	recorded := err == nil && alive(info.PID)
+	if recorded {
+		if err := terminateOne(info.PID); err != nil {
+			return false, fmt.Errorf("stop the supervisor (pid %d): %w", info.PID, err)
+		}
 	}
 	delay := 2 * time.Millisecond
 	for c.Running() {
 		select {
 		case <-ctx.Done():
+			if !recorded {
+				return false, fmt.Errorf("the supervisor holds its lock but has no record; stop it by hand (see %s)", c.l.Log)
+			}
 			return false, fmt.Errorf("wait for the supervisor (pid %d) to stop: %w", info.PID, context.Cause(ctx))
 		case <-time.After(delay):
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/keel-dev/keel/internal/procgroup"
 )
 
 // tryLock takes an exclusive flock(2) on path without waiting: held is false when another
@@ -43,8 +45,9 @@ func detachAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: tru
 // terminate asks the process group pgid to stop.
 func terminate(pgid int) error { return syscall.Kill(-pgid, syscall.SIGTERM) }
 
-// alive reports whether pid exists.
-func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
+// alive reports whether pid runs. A zombie does not: a stopped supervisor stays one for good
+// where init does not reap, and must not pass for the supervisor that runs now.
+func alive(pid int) bool { return procgroup.Alive(pid) }
 
 // terminateOne asks process pid to stop.
 func terminateOne(pid int) error { return syscall.Kill(pid, syscall.SIGTERM) }

@@ -18,3 +18,10 @@ func Gone(pgid int) bool {
 	}
 	return onlyZombies(pgid)
 }
+
+// Alive reports whether process pid runs: it exists and is no zombie. A zombie whose parent
+// never reaps it (a daemon's exited child under an init that does not reap) looks alive to
+// signal 0 for good; where zombies cannot be told apart (no /proc), it counts as alive.
+func Alive(pid int) bool {
+	return pid > 0 && syscall.Kill(pid, 0) == nil && !zombie(pid)
+}

@@ -118,6 +118,12 @@ func TestZombiesAreGone(t *testing.T) {
 	if !Gone(pid) {
 		t.Error("a group of one zombie is reported running")
 	}
+	if Alive(pid) {
+		t.Error("a zombie is reported alive")
+	}
+	if !Alive(os.Getpid()) {
+		t.Error("this process is reported not alive")
+	}
 }
 
 func TestParseStat(t *testing.T) {

@@ -31,6 +31,16 @@ func onlyZombies(pgid int) bool {
 	return true
 }
 
+// zombie reports whether process pid has exited and waits to be reaped.
+func zombie(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	state, _, ok := parseStat(stat)
+	return ok && (state == 'Z' || state == 'X')
+}
+
 // parseStat returns the state and process group fields of a /proc/PID/stat line: "pid (comm)
 // state ppid pgrp …", where comm may itself hold spaces and parentheses.
 func parseStat(stat []byte) (state byte, pgrp []byte, ok bool) {
