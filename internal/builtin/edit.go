@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -144,7 +145,7 @@ func editMissing(env *tool.Env, t target, in editInput) tool.Result {
 		return tool.Errorf("Cannot create the directory of %s: %v", t.abs, err)
 	}
 	content := []byte(in.NewString)
-	if err := os.WriteFile(t.real, content, 0o644); err != nil {
+	if err := atomicfile.Create(t.real, content, 0o644); err != nil {
 		return tool.Errorf("Cannot write %s: %v", t.abs, err)
 	}
 	if info, err := os.Stat(t.real); err == nil {

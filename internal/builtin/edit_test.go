@@ -1,12 +1,15 @@
 package builtin
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/keel-dev/keel/internal/tool"
 )
 
 func TestEdit(t *testing.T) {
@@ -93,6 +96,9 @@ func TestEditKeepsModeAndAllowsRepeatedEdits(t *testing.T) {
 	if err := os.WriteFile(path, []byte("#!/bin/sh\necho a\n"), 0o751); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Chmod(path, 0o751); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
 	env := newEnv(t, dir)
 	call(t, Read(), env, readInput{FilePath: path})
 	for _, e := range []editInput{{FilePath: path, OldString: "echo a", NewString: "echo b"}, {FilePath: path, OldString: "echo b", NewString: "echo c"}} {
@@ -105,6 +111,71 @@ func TestEditKeepsModeAndAllowsRepeatedEdits(t *testing.T) {
 	}
 	if mode := mustStat(t, path).Mode().Perm(); mode != 0o751 {
 		t.Errorf("mode = %v, want 0751", mode)
+	}
+}
+
+// A kill at any moment of an Edit or a Write must leave the old content or the new: the new
+// content takes the file's place whole, so a reader that opened the file before still reads the
+// old content (an in-place rewrite truncates first, and a kill there left an empty file).
+func TestEditAndWriteSwapTheFileWhole(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.txt")
+	writeFiles(t, dir, map[string]string{"f.txt": "content: draft\n"})
+	env := newEnv(t, dir)
+	call(t, Read(), env, readInput{FilePath: path})
+	steps := []struct {
+		name string
+		run  func() tool.Result
+		want string
+	}{
+		{"Edit", func() tool.Result {
+			return call(t, Edit(), env, editInput{FilePath: path, OldString: "draft", NewString: "final"})
+		}, "content: final\n"},
+		{"Write", func() tool.Result { return call(t, Write(), env, writeInput{FilePath: path, Content: "rewritten\n"}) }, "rewritten\n"},
+	}
+	for _, step := range steps {
+		before := readFile(t, path)
+		reader, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := step.run(); res.IsError {
+			t.Fatalf("%s: %s", step.name, res.ResultText())
+		}
+		old, err := io.ReadAll(reader)
+		reader.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(old) != before {
+			t.Errorf("%s rewrote the file in place: a reader that opened it before reads %q, want %q", step.name, old, before)
+		}
+		if got := readFile(t, path); got != step.want {
+			t.Errorf("after %s the file is %q, want %q", step.name, got, step.want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("temp files left behind: %v", entries)
+	}
+}
+
+// A file with other hard links is edited in place, so every name shows the change.
+func TestEditHardLinkedFileChangesEveryName(t *testing.T) {
+	dir := t.TempDir()
+	path, other := filepath.Join(dir, "f.txt"), filepath.Join(dir, "link.txt")
+	writeFiles(t, dir, map[string]string{"f.txt": "one\n"})
+	if err := os.Link(path, other); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	env := newEnv(t, dir)
+	call(t, Read(), env, readInput{FilePath: path})
+	if res := call(t, Edit(), env, editInput{FilePath: path, OldString: "one", NewString: "two"}); res.IsError {
+		t.Fatal(res.ResultText())
+	}
+	for _, p := range []string{path, other} {
+		if got := readFile(t, p); got != "two\n" {
+			t.Errorf("%s = %q, want the edit through every link", filepath.Base(p), got)
+		}
 	}
 }
 

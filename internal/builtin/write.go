@@ -2,11 +2,13 @@ package builtin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -59,7 +61,7 @@ func runWrite(ctx context.Context, env *tool.Env, in writeInput) tool.Result {
 		if err := os.MkdirAll(filepath.Dir(t.real), 0o755); err != nil {
 			return tool.Errorf("Cannot create the directory of %s: %v", t.abs, err)
 		}
-		if err := os.WriteFile(t.real, content, 0o644); err != nil {
+		if err := atomicfile.Create(t.real, content, 0o644); err != nil {
 			return tool.Errorf("Cannot write %s: %v", t.abs, err)
 		}
 	default:
@@ -77,9 +79,25 @@ func runWrite(ctx context.Context, env *tool.Env, in writeInput) tool.Result {
 	}
 }
 
-// overwrite replaces the content of an existing file in place, so its mode, owner and hard
-// links stay as they were.
+// overwrite gives an existing file new content so that a kill or crash at any moment leaves
+// the old content or the new, never an empty or half-written file: the new content goes into a
+// file beside it that then takes its place, with its mode and owner. A file that cannot be
+// swapped without changing what it is (other hard links, an owner keel cannot give a file, a
+// directory keel cannot create in) is written in place instead.
 func overwrite(path string, content []byte) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	err = atomicfile.Replace(path, content, info)
+	if errors.Is(err, atomicfile.ErrNotReplaceable) {
+		return overwriteInPlace(path, content)
+	}
+	return err
+}
+
+// overwriteInPlace rewrites the file itself, so its links and owner stay as they were.
+func overwriteInPlace(path string, content []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		return err
