@@ -12,7 +12,9 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/keel-dev/keel/internal/cli"
+	"github.com/keel-dev/keel/internal/daemon"
 	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 func TestMain(m *testing.M) {
@@ -34,7 +36,11 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
-			env.Setenv("KEEL_HOME", filepath.Join(env.WorkDir, ".keel-home"))
+			home := filepath.Join(env.WorkDir, ".keel-home")
+			env.Setenv("KEEL_HOME", home)
+			// A script that fails before its `keel supervisor stop` must not leave a
+			// supervisor running after the test.
+			env.Defer(func() { stopSupervisor(env.T(), home) })
 			env.Setenv("HOME", filepath.Join(env.WorkDir, ".home"))
 			env.Setenv("ANTHROPIC_API_KEY", "")
 			env.Setenv("ANTHROPIC_BASE_URL", "")
@@ -55,6 +61,17 @@ func TestScripts(t *testing.T) {
 			"model": startModel,
 		},
 	})
+}
+
+// stopSupervisor stops the supervisor a script started under home, if one runs.
+func stopSupervisor(t testscript.T, home string) {
+	c := daemon.NewClient(daemon.ClientConfig{Home: home})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Timeout())
+	defer cancel()
+	if _, err := c.Shutdown(ctx); err != nil {
+		t.Log("stop the script's supervisor: " + err.Error())
+	}
 }
 
 // startModel serves a scenario file and points the Anthropic and OpenAI variables at it.

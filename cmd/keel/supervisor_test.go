@@ -276,7 +276,7 @@ func TestBackgroundAgentOutlivesKilledLauncher(t *testing.T) {
 // slowScenario adds to supervisorScenario an agent that holds (in a Bash loop the test
 // releases) and writes what it sees of its environment.
 func slowScenario(root string) string {
-	script := fmt.Sprintf(`touch %[1]s/slow-started; echo "settings=$FROM_SETTINGS shell=$FROM_SHELL" > %[1]s/env.txt; while ! test -e %[1]s/slow-release; do sleep 0.02; done`, root)
+	script := fmt.Sprintf(`touch %[1]s/slow-started; echo "settings=$FROM_SETTINGS shell=$FROM_SHELL" > %[1]s/env.txt; while ! test -e %[1]s/slow-release && test -d %[1]s; do sleep 0.02; done`, root)
 	return supervisorScenario + fmt.Sprintf(`
   - name: bg-resumed
     # Before bg-slow: a continued agent's history still holds its first prompt.
@@ -383,7 +383,10 @@ func TestSupervisorRecoversAgents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(release) // let a killed agent's shell loop end
+	// Let the shell loop end when its agent is done with it. A killed agent leaves its loop
+	// behind (the job started again does not run it twice): that loop ends with the test's
+	// directory, so no test run leaves a process going.
+	t.Cleanup(release)
 
 	// The supervisor dies mid-agent.
 	agent := r.launchSlow(root)

@@ -36,7 +36,7 @@ func RunJob(ctx context.Context, home, id string, open OpenFunc, logger *slog.Lo
 	if err := os.MkdirAll(l.Jobs, 0o700); err != nil {
 		return fmt.Errorf("run job %s: %w", id, err)
 	}
-	lock, held, err := tryLock(l.jobLock(id))
+	lock, held, err := takeLock(l.jobLock(id))
 	if err != nil {
 		return err
 	}

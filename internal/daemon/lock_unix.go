@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/keel-dev/keel/internal/procgroup"
 )
@@ -28,14 +29,48 @@ func tryLock(path string) (f *os.File, held bool, err error) {
 	return f, false, nil
 }
 
-// locked reports whether some process holds the lock at path.
-func locked(path string) bool {
-	f, held, err := tryLock(path)
-	if err != nil || held {
-		return held
+// lockPatience is how long takeLock keeps trying a lock that another process holds.
+const lockPatience = time.Second
+
+// onLockBusy is called each time takeLock finds the lock held (a test's hook).
+var onLockBusy = func() {}
+
+// takeLock is tryLock for a process that is to be the lock's holder (a supervisor, a job):
+// held is true only when the lock stays held for lockPatience. A probe of locked takes the
+// lock for an instant, and a supervisor that started during one must not take the probe for
+// a supervisor already running and exit — the client that started it would then find no
+// supervisor at all.
+func takeLock(path string) (*os.File, bool, error) {
+	deadline := time.Now().Add(lockPatience)
+	delay := time.Millisecond
+	for {
+		f, held, err := tryLock(path)
+		if err != nil || !held || time.Now().After(deadline) {
+			return f, held, err
+		}
+		onLockBusy()
+		time.Sleep(delay)
+		delay = min(2*delay, 50*time.Millisecond)
 	}
-	_ = f.Close()
-	return false
+}
+
+// locked reports whether some process holds the lock at path. It probes by taking the lock,
+// so two probes at once can each see the other's: only a lock held at three tries counts.
+func locked(path string) bool {
+	for try := 1; ; try++ {
+		f, held, err := tryLock(path)
+		if err != nil {
+			return false
+		}
+		if !held {
+			_ = f.Close()
+			return false
+		}
+		if try == 3 {
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // detach makes a started process its own session leader: a terminal's hangup or a signal to

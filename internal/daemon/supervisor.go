@@ -67,7 +67,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("supervisor directory: %w", err)
 		}
 	}
-	lock, held, err := tryLock(l.Lock)
+	lock, held, err := takeLock(l.Lock)
 	if err != nil {
 		return err
 	}
