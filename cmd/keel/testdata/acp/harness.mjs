@@ -39,7 +39,11 @@ export function spawnKeel(ws, args = []) {
   const proc = spawn(process.env.KEEL_BIN, ['acp', ...args], { cwd: ws.dir, env: ws.env, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (d) => { stderr += d; });
-  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => {
+    // An exit the test did not ask for (a panic, a race report) shows keel's stderr.
+    if (code !== 0) console.error(`keel acp exited with ${code ?? signal}; stderr:\n${stderr}`);
+    resolve({ code, signal });
+  }));
   return { proc, exited, stderr: () => stderr };
 }
 
