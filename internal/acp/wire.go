@@ -156,25 +156,28 @@ func validID(raw json.RawMessage) bool {
 	return false
 }
 
+// errorReply is a JSON-RPC error response.
+type errorReply struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   replyError      `json:"error"`
+}
+
+type replyError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
 // reply writes an error response; id nil answers with id null, as JSON-RPC says for a message
 // whose id could not be read.
 func (g *guard) reply(id *json.RawMessage, code int, msg string) {
-	rawID := json.RawMessage("null")
+	r := errorReply{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: replyError{Code: code, Message: msg}}
 	if id != nil {
-		rawID = *id
+		r.ID = *id
 	}
-	b, err := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: rawID, Error: struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}{code, msg}})
+	b, err := json.Marshal(r)
 	if err != nil {
+		g.logger.Error("acp: error reply not encoded", "err", err)
 		return
 	}
 	if _, err := g.out.Write(append(b, '\n')); err != nil {
