@@ -117,3 +117,41 @@ test('Bash: the title a person reads, kind execute, the output in the completed 
     await c.close();
   }
 });
+
+test('an image and a resource in the prompt reach the conversation (load shows them back)', { timeout }, async () => {
+  const ws = workspace();
+  const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+  const c = await connect(ws);
+  const { sessionId } = await c.newSession();
+  const resp = await c.agent.request('session/prompt', {
+    sessionId,
+    prompt: [
+      { type: 'text', text: 'ACP-STREAM look at this' },
+      { type: 'image', mimeType: 'image/png', data: png },
+      { type: 'resource', resource: { uri: `file://${ws.file('spec.md')}`, text: 'ACP-EMBEDDED-SPEC' } },
+    ],
+  });
+  assert.equal(resp.stopReason, 'end_turn');
+  await c.close();
+  const again = await connect(ws);
+  try {
+    await again.agent.request('session/load', { sessionId, cwd: ws.dir, mcpServers: [] });
+    const user = again.of(sessionId).filter((u) => u.sessionUpdate === 'user_message_chunk');
+    assert.match(text(user, 'user_message_chunk'), /ACP-STREAM look at this\n<context ref="file:\/\/.*spec\.md">\nACP-EMBEDDED-SPEC\n<\/context>/);
+    assert.ok(user.some((u) => u.content.type === 'image' && u.content.data === png && u.content.mimeType === 'image/png'), 'the image is not in the conversation');
+  } finally {
+    await again.close();
+  }
+});
+
+test('without an API key: session/new answers authentication required', { timeout }, async () => {
+  const ws = workspace();
+  delete ws.env.ANTHROPIC_API_KEY;
+  const c = await connect(ws);
+  try {
+    await assert.rejects(c.newSession(), (e) => e.code === -32000);
+    await assert.rejects(c.agent.request('authenticate', { methodId: 'anthropic-api-key' }), (e) => e.code === -32000);
+  } finally {
+    await c.close();
+  }
+});
