@@ -10,17 +10,8 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/keel-dev/keel"
+	"github.com/keel-dev/keel/internal/mcphost"
 )
-
-// mcpServer is one entry of keel's MCP configuration (.mcp.json's shape).
-type mcpServer struct {
-	Type    string            `json:"type"`
-	Command string            `json:"command,omitempty"`
-	Args    []string          `json:"args,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	URL     string            `json:"url,omitempty"`
-	Headers map[string]string `json:"headers,omitempty"`
-}
 
 // mcpConfig turns the client's MCP servers into one MCP configuration text for the session,
 // connected alongside the project's and the user's under keel's usual rules; "" for none.
@@ -28,8 +19,8 @@ func mcpConfig(servers []sdk.McpServer) (string, error) {
 	if len(servers) == 0 {
 		return "", nil
 	}
-	out := map[string]mcpServer{}
-	add := func(name string, s mcpServer) error {
+	out := map[string]mcphost.ServerConfig{}
+	add := func(name string, s mcphost.ServerConfig) error {
 		if name == "" {
 			return sdk.NewInvalidParams(map[string]any{"error": "an MCP server has no name"})
 		}
@@ -47,11 +38,11 @@ func mcpConfig(servers []sdk.McpServer) (string, error) {
 			for _, e := range s.Stdio.Env {
 				env[e.Name] = e.Value
 			}
-			err = add(s.Stdio.Name, mcpServer{Type: "stdio", Command: s.Stdio.Command, Args: s.Stdio.Args, Env: env})
+			err = add(s.Stdio.Name, mcphost.ServerConfig{Type: "stdio", Command: s.Stdio.Command, Args: s.Stdio.Args, Env: env})
 		case s.Http != nil:
-			err = add(s.Http.Name, mcpServer{Type: "http", URL: s.Http.Url, Headers: headers(s.Http.Headers)})
+			err = add(s.Http.Name, mcphost.ServerConfig{Type: "http", URL: s.Http.Url, Headers: headers(s.Http.Headers)})
 		case s.Sse != nil:
-			err = add(s.Sse.Name, mcpServer{Type: "sse", URL: s.Sse.Url, Headers: headers(s.Sse.Headers)})
+			err = add(s.Sse.Name, mcphost.ServerConfig{Type: "sse", URL: s.Sse.Url, Headers: headers(s.Sse.Headers)})
 		default:
 			err = sdk.NewInvalidParams(map[string]any{"error": "an MCP server's transport is not one keel speaks (stdio, http, sse)"})
 		}

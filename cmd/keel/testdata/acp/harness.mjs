@@ -7,31 +7,19 @@
 //   KEEL_ACP_TIMEOUT_MS   the time limit of one test (scaled by KEEL_TEST_TIMEOUT_SCALE)
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
+import { makeWorkspace } from '../workspace.mjs';
 
 export const modulesDir = join(process.env.KEEL_ACP_SDK, 'node_modules');
 // The unstable entry point: session/fork is still unstable in the published schema.
 export const acp = await import(pathToFileURL(join(modulesDir, '@agentclientprotocol/sdk/dist/v1/unstable/acp.js')).href);
 export const timeout = Number(process.env.KEEL_ACP_TIMEOUT_MS || 60000);
 
-// workspace makes a project directory and a private home for one test: keel keeps its
-// transcripts under KEEL_HOME, so tests never see each other's sessions.
+// workspace makes a project directory and a private home for one test.
 export function workspace(files = {}) {
-  const root = realpathSync(mkdtempSync(join(tmpdir(), 'keel-acp-')));
-  const dir = join(root, 'proj');
-  const home = join(root, 'home');
-  mkdirSync(dir, { recursive: true });
-  mkdirSync(home, { recursive: true });
-  for (const [name, content] of Object.entries(files)) {
-    mkdirSync(join(dir, name, '..'), { recursive: true });
-    writeFileSync(join(dir, name), content);
-  }
-  const env = { ...process.env, HOME: home, KEEL_HOME: join(home, '.keel') };
-  return { root, dir, home, env, file: (name) => join(dir, name) };
+  return makeWorkspace('keel-acp-', files);
 }
 
 // spawnKeel starts `keel acp` in ws, its stderr kept for failure messages.
