@@ -39,18 +39,17 @@ func newAgent(cfg Config, g *guard) *agent {
 	return &agent{cfg: cfg, g: g, sessions: map[string]*session{}}
 }
 
-// stop refuses new sessions and interrupts the turns that run.
-func (a *agent) stop() {
+// stop refuses new sessions and hands over the open ones, for shutdown to close.
+func (a *agent) stop() []*session {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.stopped = true
 	sessions := make([]*session, 0, len(a.sessions))
 	for _, s := range a.sessions {
 		sessions = append(sessions, s)
 	}
-	a.mu.Unlock()
-	for _, s := range sessions {
-		s.cancelTurn()
-	}
+	a.sessions = map[string]*session{}
+	return sessions
 }
 
 func (a *agent) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.InitializeResponse, error) {

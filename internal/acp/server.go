@@ -47,22 +47,14 @@ func Run(ctx context.Context, cfg Config) error {
 	return a.shutdown()
 }
 
-// shutdown interrupts what runs and closes every session.
+// shutdown closes every session: each running turn is interrupted and waited for first.
 func (a *agent) shutdown() error {
-	a.stop()
-	a.mu.Lock()
-	sessions := make([]*session, 0, len(a.sessions))
-	for _, s := range a.sessions {
-		sessions = append(sessions, s)
-	}
-	a.sessions = map[string]*session{}
-	a.mu.Unlock()
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
 	)
-	for _, s := range sessions {
+	for _, s := range a.stop() {
 		wg.Go(func() {
 			if err := s.close(); err != nil {
 				mu.Lock()
