@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { answer, connect, statuses, timeout, toolCalls, workspace } from './harness.mjs';
+import { answer, connect, statuses, timeout, toolCalls, until, workspace } from './harness.mjs';
 
 test('permission allowed once: the command runs', { timeout }, async () => {
   const ws = workspace();
@@ -91,6 +91,32 @@ test('set_mode acceptEdits: a write goes through without a question; the mode up
     assert.equal(readFileSync(ws.file('accepted.txt'), 'utf8'), 'written in acceptEdits\n');
     await assert.rejects(c.agent.request('session/set_mode', { sessionId, modeId: 'yolo' }),
       (e) => e.code === -32602 && /default, acceptEdits, plan, dontAsk, bypassPermissions/.test(JSON.stringify(e.data)));
+  } finally {
+    await c.close();
+  }
+});
+
+test("a teammate's question reaches the editor with the teammate's name", { timeout }, async () => {
+  const ws = workspace();
+  ws.env.CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS = '1';
+  let asked;
+  const question = new Promise((resolve) => { asked = resolve; });
+  const c = await connect(ws, {
+    handlers: {
+      'session/request_permission': ({ params }) => {
+        asked(params);
+        return { outcome: { outcome: 'selected', optionId: 'allow_once' } };
+      },
+    },
+  });
+  try {
+    const { sessionId } = await c.newSession();
+    const resp = await c.prompt(sessionId, 'ACP-LEAD-SPAWN start alice');
+    assert.equal(resp.stopReason, 'end_turn');
+    const q = await question;
+    assert.equal(q.sessionId, sessionId);
+    assert.equal(q.toolCall.title, 'alice: Bash: touch team.txt');
+    await until(() => existsSync(ws.file('team.txt')), "alice's command, once allowed");
   } finally {
     await c.close();
   }
