@@ -89,6 +89,9 @@ test('set_mode acceptEdits: a write goes through without a question; the mode up
     assert.equal(resp.stopReason, 'end_turn');
     assert.equal(asked.length, 0, 'asked in acceptEdits');
     assert.equal(readFileSync(ws.file('accepted.txt'), 'utf8'), 'written in acceptEdits\n');
+    const [write] = toolCalls(c.of(sessionId));
+    assert.equal(write[0].title, 'Write accepted.txt');
+    assert.deepEqual(write[0].content, [{ type: 'diff', path: ws.file('accepted.txt'), newText: 'written in acceptEdits\n' }], 'a new file: a diff without old text');
     await assert.rejects(c.agent.request('session/set_mode', { sessionId, modeId: 'yolo' }),
       (e) => e.code === -32602 && /default, acceptEdits, plan, dontAsk, bypassPermissions/.test(JSON.stringify(e.data)));
   } finally {

@@ -1,7 +1,8 @@
 // A prompt turn as the editor sees it: initialize, streamed text and thoughts, tool calls with
 // titles, kinds, locations and diffs, the plan, and the commands of a new session.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { answer, connect, statuses, text, timeout, toolCalls, workspace } from './harness.mjs';
 
@@ -46,6 +47,8 @@ test('a turn streams thoughts and text as chunks and ends with end_turn', { time
 
 test('ordering trap: updates may come before the response they belong to; the commands arrive', { timeout }, async () => {
   const ws = workspace();
+  mkdirSync(join(ws.env.KEEL_HOME, 'skills', 'greet'), { recursive: true });
+  writeFileSync(join(ws.env.KEEL_HOME, 'skills', 'greet', 'SKILL.md'), '---\nname: greet\ndescription: Greet the user warmly\n---\nSay hello.\n');
   const c = await connect(ws);
   try {
     const { sessionId } = await c.newSession();
@@ -53,7 +56,8 @@ test('ordering trap: updates may come before the response they belong to; the co
     // the recorder has it: nothing is dropped for a session id not yet known.
     const cmds = await c.waitFor(sessionId, (u) => u.sessionUpdate === 'available_commands_update');
     const names = cmds.availableCommands.map((x) => x.name);
-    for (const n of ['compact', 'clear', 'add-dir']) assert.ok(names.includes(n), `command ${n} missing from ${names}`);
+    for (const n of ['compact', 'clear', 'add-dir', 'greet']) assert.ok(names.includes(n), `command ${n} missing from ${names}`);
+    assert.equal(cmds.availableCommands.find((x) => x.name === 'greet').description, 'Greet the user warmly');
   } finally {
     await c.close();
   }
