@@ -59,8 +59,9 @@ func (a *agent) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Init
 	a.g.initialized.Store(true)
 	desc := "Set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN for a gateway) in the environment the editor starts keel with."
 	return sdk.InitializeResponse{
-		// keel speaks version 1; a client asking for a newer one gets the version keel has.
-		ProtocolVersion: sdk.ProtocolVersion(min(int(p.ProtocolVersion), sdk.ProtocolVersionNumber)),
+		// keel speaks version 1 only: a client that asked for another one learns it from
+		// this answer and may disconnect.
+		ProtocolVersion: sdk.ProtocolVersionNumber,
 		AgentInfo:       &sdk.Implementation{Name: "keel", Title: sdk.Ptr("keel"), Version: a.cfg.Version},
 		AgentCapabilities: sdk.AgentCapabilities{
 			LoadSession:        true,
