@@ -74,7 +74,7 @@ func TestDependencyRules(t *testing.T) {
 				}
 			}
 		}
-		if name == "" || hasPrefix(name, "internal/loop", "internal/provider", "internal/tool", "internal/coord") {
+		if name == "" || hasPrefix(name, "internal/loop", "internal/provider", "internal/tool", "internal/coord", "internal/acp") {
 			for _, d := range p.deps {
 				if hasPrefix(d, terminalUI...) {
 					t.Errorf("%s depends on %s: embedding keel must not pull in a terminal UI", name, d)

@@ -2,6 +2,7 @@ package keel
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/keel-dev/keel/internal/permission"
 )
@@ -23,12 +24,17 @@ type PermissionRequest struct {
 	Agent      string
 	AgentColor string
 	AgentID    string
+	// ToolUseID is the tool call being decided (the id of its tool_use block, as in the
+	// [AssistantMessage] that made it and the [ToolStart] that follows), and Input its input.
+	ToolUseID string
+	Input     json.RawMessage
 }
 
 // PermissionAnswer answers a PermissionRequest.
 type PermissionAnswer struct {
 	// Allow lets the call run; Always also allows the suggested rules for the rest of the
-	// session (the caller persists them if it wants to).
+	// session (the caller persists them if it wants to). Always without Allow denies them
+	// for the rest of the session instead.
 	Allow, Always bool
 	// Reason goes back to the model when the call is denied.
 	Reason string
@@ -39,7 +45,8 @@ type askerFunc func(ctx context.Context, req PermissionRequest) PermissionAnswer
 
 func (f askerFunc) Ask(ctx context.Context, r permission.AskRequest) (permission.Answer, error) {
 	req := PermissionRequest{Tool: r.Request.Tool, Command: r.Request.Command, Paths: r.Request.Paths, URL: r.Request.URL,
-		Reason: r.Reason, Agent: r.Agent.Name, AgentColor: r.Agent.Color, AgentID: r.Agent.ID}
+		Reason: r.Reason, Agent: r.Agent.Name, AgentColor: r.Agent.Color, AgentID: r.Agent.ID,
+		ToolUseID: r.Request.ToolUseID, Input: r.Request.Input}
 	for _, s := range r.Suggestions {
 		req.Suggestions = append(req.Suggestions, s.String())
 	}
@@ -49,6 +56,8 @@ func (f askerFunc) Ask(ctx context.Context, r permission.AskRequest) (permission
 		return permission.AllowAlways(r.Suggestions...), nil
 	case a.Allow:
 		return permission.AllowOnce(), nil
+	case a.Always:
+		return permission.DenyAlways(a.Reason, r.Suggestions...), nil
 	}
 	return permission.DenyAnswer(a.Reason), nil
 }

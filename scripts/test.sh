@@ -2,9 +2,9 @@
 # Runs keel's whole test suite on a fresh machine: installs what the tests use (ripgrep for the
 # Grep parity test, tmux for the terminal end-to-end tests, bash for the differential fuzz of
 # the permission engine's shell parser, Jupyter's nbformat to validate notebook edits; from npm
-# the MCP reference servers, the MCP conformance suite with the node it needs and the Agent
-# SDK; a pinned gopls), each once into a cache directory, then go vet, staticcheck and go test
-# -race.
+# the MCP reference servers, the MCP conformance suite with the node it needs, the Agent SDK
+# and the Agent Client Protocol's library; a pinned gopls), each once into a cache directory,
+# then go vet, staticcheck and go test -race.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,6 +50,8 @@ npm_cache() {
 npm_cache KEEL_NPM_CACHE "${KEEL_NPM_CACHE:-$PWD/.cache/npm}" scripts/npm-servers.txt
 npm_cache KEEL_CONFORMANCE_DIR "${KEEL_CONFORMANCE_DIR:-$PWD/.cache/conformance}" scripts/conformance.txt
 npm_cache KEEL_AGENT_SDK "${KEEL_AGENT_SDK:-$PWD/.cache/agent-sdk}" scripts/agent-sdk.txt --omit=optional
+# The Agent Client Protocol's TypeScript library, whose client side drives `keel acp`.
+npm_cache KEEL_ACP_SDK "${KEEL_ACP_SDK:-$PWD/.cache/acp-sdk}" scripts/acp-sdk.txt
 
 # gopls, pinned, built once into a cache the LSP tests find via KEEL_GOPLS (about 3 minutes
 # the first time).

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keel-dev/keel/internal/buildtest"
-	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
@@ -30,40 +26,8 @@ func TestAgentSDK(t *testing.T) {
 		t.Skip("SKIPPED: node is not installed, so the Agent SDK suite cannot run (install Node.js 18.14 or later)")
 	}
 	sdk := agentSDKDir(t)
-	// Race-enabled under -race, so a data race on the control protocol's paths fails the suite.
-	bin := buildtest.Keel(t, buildtest.Options{Race: buildtest.RaceEnabled})
-	sc, err := scripted.LoadScenario(filepath.Join("testdata", "sdk", "scenario.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := scripted.Start(t.Context(), "127.0.0.1:0", sc, scripted.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-
-	files, err := filepath.Glob(filepath.Join("testdata", "sdk", "*.test.mjs"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no SDK test files: %v", err)
-	}
-	if only := os.Getenv("KEEL_SDK_TESTS"); only != "" {
-		files = filterFiles(files, strings.Split(only, ","))
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), sdkSuiteTimeoutFactor*waittest.Timeout())
-	defer cancel()
-	nodeArgs := append([]string{"--test", "--test-reporter=spec", "--test-concurrency=4"}, files...)
-	cmd := exec.CommandContext(ctx, node, nodeArgs...)
-	// A race report makes keel exit 66, which the SDK reports as an error.
-	cmd.Env = append(sdkEnv(), "GORACE=exitcode=66", "KEEL_BIN="+bin, "KEEL_AGENT_SDK="+sdk,
-		"ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=sk-ant-scripted",
-		"KEEL_SDK_TIMEOUT_MS="+strconv.FormatInt(waittest.Timeout().Milliseconds(), 10))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	t.Logf("node --test %s\n%s", strings.Join(files, " "), out.String())
-	if err != nil {
-		t.Fatalf("the Agent SDK suite failed: %v (output above)", err)
-	}
+	nodeSuite{dir: "sdk", onlyVar: "KEEL_SDK_TESTS", env: []string{"KEEL_AGENT_SDK=" + sdk,
+		"KEEL_SDK_TIMEOUT_MS=" + strconv.FormatInt(waittest.Timeout().Milliseconds(), 10)}}.run(t, node)
 }
 
 // agentSDKDir finds the pinned SDK: $KEEL_AGENT_SDK, else the repository's .cache, where

@@ -64,7 +64,7 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs)
 	if in.Timeout > 0 {
 		timeout = min(time.Duration(in.Timeout)*time.Millisecond, shell.MaxTimeout)
 	}
-	res, err := shell.Run(ctx, shell.Command{Script: in.Command, Dir: dir, Timeout: timeout, TempDir: jobs.TempDir(), OnLine: outputProgress(env.Progress)})
+	res, err := runCommand(ctx, env.ToolUseID, shell.Command{Script: in.Command, Dir: dir, Timeout: timeout, TempDir: jobs.TempDir(), OnLine: outputProgress(env.Progress)})
 	if err != nil {
 		return tool.Errorf("Cannot run the command: %v", err)
 	}

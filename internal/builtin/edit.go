@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -52,9 +51,12 @@ func runEdit(ctx context.Context, env *tool.Env, in editInput) tool.Result {
 		return res
 	}
 	data, err := os.ReadFile(t.real)
+	if err == nil {
+		data, err = readBytes(ctx, t.real)
+	}
 	if err != nil {
 		if notExist(err) {
-			return editMissing(env, t, in)
+			return editMissing(ctx, env, t, in)
 		}
 		if info, serr := os.Stat(t.real); serr == nil && info.IsDir() {
 			return tool.Errorf("%s is a directory.", t.abs)
@@ -85,7 +87,7 @@ func runEdit(ctx context.Context, env *tool.Env, in editInput) tool.Result {
 		if err != nil {
 			return tool.Errorf("%v", err)
 		}
-		return applyEdit(env, t, append(append([]byte(nil), enc.bom...), body...), repl, 0, 1, repl)
+		return applyEdit(ctx, env, t, append(append([]byte(nil), enc.bom...), body...), repl, 0, 1, repl)
 	}
 	out, n, at, repl, err := enc.splice(data, in.OldString, in.NewString, in.ReplaceAll, crlf)
 	switch {
@@ -104,7 +106,7 @@ func runEdit(ctx context.Context, env *tool.Env, in editInput) tool.Result {
 	if err != nil {
 		return tool.Errorf("Cannot read %s: %v", t.abs, err)
 	}
-	return applyEdit(env, t, out, newText, len(before), n, repl)
+	return applyEdit(ctx, env, t, out, newText, len(before), n, repl)
 }
 
 // usesCRLF reports whether most line endings of text are CRLF.
@@ -116,13 +118,13 @@ func usesCRLF(text string) bool {
 // applyEdit writes the new content — the old bytes with only the replaced ones changed — and
 // shows the lines of text (the content decoded) around the change, which starts at byte at
 // of text and is repl.
-func applyEdit(env *tool.Env, t target, content []byte, text string, at, n int, repl string) tool.Result {
-	if err := overwrite(t.real, content); err != nil {
+func applyEdit(ctx context.Context, env *tool.Env, t target, content []byte, text string, at, n int, repl string) tool.Result {
+	if err := overwrite(ctx, t.real, content); err != nil {
 		return tool.Errorf("Cannot write %s: %v", t.abs, err)
 	}
-	if info, err := os.Stat(t.real); err == nil {
-		recordWrite(env, t, content, info)
-	}
+	// A host may not have saved the file yet; the hash is what counts.
+	info, _ := os.Stat(t.real)
+	recordWrite(env, t, content, info)
 	times := "1 replacement"
 	if n > 1 {
 		times = fmt.Sprintf("%d replacements; the first shown", n)
@@ -132,7 +134,7 @@ func applyEdit(env *tool.Env, t target, content []byte, text string, at, n int, 
 
 // editMissing handles an Edit of a file that does not exist: an empty old_string creates it;
 // otherwise the error says whether it was deleted since it was read.
-func editMissing(env *tool.Env, t target, in editInput) tool.Result {
+func editMissing(ctx context.Context, env *tool.Env, t target, in editInput) tool.Result {
 	if in.OldString != "" {
 		if env.Files != nil {
 			if _, read := env.Files.Lookup(t.real); read {
@@ -145,12 +147,12 @@ func editMissing(env *tool.Env, t target, in editInput) tool.Result {
 		return tool.Errorf("Cannot create the directory of %s: %v", t.abs, err)
 	}
 	content := []byte(in.NewString)
-	if err := atomicfile.Create(t.real, content, 0o644); err != nil {
+	if err := create(ctx, t.real, content); err != nil {
 		return tool.Errorf("Cannot write %s: %v", t.abs, err)
 	}
-	if info, err := os.Stat(t.real); err == nil {
-		recordWrite(env, t, content, info)
-	}
+	// A host may not have saved the file yet; the hash is what counts.
+	info, _ := os.Stat(t.real)
+	recordWrite(env, t, content, info)
 	return tool.Text(fmt.Sprintf("Created %s (%s).", t.abs, lines(lineCount(in.NewString))))
 }
 

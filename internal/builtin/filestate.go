@@ -33,10 +33,14 @@ func checkFresh(env *tool.Env, t target, data []byte) (tool.Result, bool) {
 }
 
 // recordWrite makes what the agent just wrote the file's known content, so it can edit the
-// file again without re-reading it.
+// file again without re-reading it. info may be nil (a file an editor holds but has not saved).
 func recordWrite(env *tool.Env, t target, data []byte, info fs.FileInfo) {
 	if env.Files == nil {
 		return
 	}
-	env.Files.Record(t.real, tool.FileRead{ModTime: info.ModTime(), Size: info.Size(), Hash: hashOf(data)})
+	rec := tool.FileRead{Hash: hashOf(data)}
+	if info != nil {
+		rec.ModTime, rec.Size = info.ModTime(), info.Size()
+	}
+	env.Files.Record(t.real, rec)
 }

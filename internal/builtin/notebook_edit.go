@@ -93,7 +93,7 @@ func runNotebookEdit(ctx context.Context, env *tool.Env, in notebookEditInput) t
 		// Only a bug gets here; refusing keeps the user's file intact.
 		return tool.Errorf("NotebookEdit produced an invalid notebook (%v); %s was left unchanged.", err, t.abs)
 	}
-	if err := overwrite(t.real, out); err != nil {
+	if err := overwriteFile(t.real, out); err != nil {
 		return tool.Errorf("Cannot write %s: %v", t.abs, err)
 	}
 	if info, err := os.Stat(t.real); err == nil {

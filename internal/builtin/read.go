@@ -110,13 +110,24 @@ func runRead(ctx context.Context, env *tool.Env, in readInput) tool.Result {
 		return tool.Errorf("%s is %d KB, over the %d KB Read returns at once. Read it in parts with offset and limit (e.g. offset=1, limit=500), or use Grep to find the lines you need.",
 			t.abs, info.Size()>>10, maxReadBytes>>10)
 	}
+	if h := toolHost(ctx); h != nil {
+		// The editor's buffer is what the user sees, unsaved changes included; it hands over
+		// text, so no encoding is left to undo.
+		text, err := h.ReadTextFile(ctx, t.real)
+		if !errors.Is(err, ErrNotHosted) {
+			if err != nil {
+				return tool.Errorf("Cannot read %s: %v", t.abs, err)
+			}
+			return readText(env, t, strings.NewReader(text), info, in, utf8Text)
+		}
+	}
 	return readText(env, t, f, info, in, enc)
 }
 
 // readText formats lines like `cat -n`: the number right-aligned in six columns, a tab, the
 // line. It reads the whole file to hash it, but keeps only the requested lines.
 // A file in another encoding than UTF-8 is decoded on the way (enc); the hash is of its bytes.
-func readText(env *tool.Env, t target, f *os.File, info os.FileInfo, in readInput, enc textEncoding) tool.Result {
+func readText(env *tool.Env, t target, f io.Reader, info os.FileInfo, in readInput, enc textEncoding) tool.Result {
 	start := max(in.Offset, 1)
 	limit := in.Limit
 	if limit == 0 {

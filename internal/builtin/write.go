@@ -44,6 +44,9 @@ func runWrite(ctx context.Context, env *tool.Env, in writeInput) tool.Result {
 	}
 	content := []byte(in.Content)
 	old, err := os.ReadFile(t.real)
+	if err == nil {
+		old, err = readBytes(ctx, t.real)
+	}
 	verb := "Updated"
 	switch {
 	case err == nil:
@@ -53,7 +56,7 @@ func runWrite(ctx context.Context, env *tool.Env, in writeInput) tool.Result {
 		if content, err = keepEncoding(old, in.Content); err != nil {
 			return tool.Errorf("%v", err)
 		}
-		if err := overwrite(t.real, content); err != nil {
+		if err := overwrite(ctx, t.real, content); err != nil {
 			return tool.Errorf("Cannot write %s: %v", t.abs, err)
 		}
 	case notExist(err):
@@ -61,7 +64,7 @@ func runWrite(ctx context.Context, env *tool.Env, in writeInput) tool.Result {
 		if err := os.MkdirAll(filepath.Dir(t.real), 0o755); err != nil {
 			return tool.Errorf("Cannot create the directory of %s: %v", t.abs, err)
 		}
-		if err := atomicfile.Create(t.real, content, 0o644); err != nil {
+		if err := create(ctx, t.real, content); err != nil {
 			return tool.Errorf("Cannot write %s: %v", t.abs, err)
 		}
 	default:
@@ -70,9 +73,9 @@ func runWrite(ctx context.Context, env *tool.Env, in writeInput) tool.Result {
 		}
 		return tool.Errorf("Cannot read %s before writing it: %v", t.abs, err)
 	}
-	if info, err := os.Stat(t.real); err == nil {
-		recordWrite(env, t, content, info)
-	}
+	// A host may not have saved the file yet; the hash is what counts.
+	info, _ := os.Stat(t.real)
+	recordWrite(env, t, content, info)
 	return tool.Result{
 		Content: tool.Text(fmt.Sprintf("%s %s (%s).", verb, t.abs, lines(lineCount(in.Content)))).Content,
 		Output:  map[string]any{"type": strings.ToLower(verb), "filePath": t.abs},
@@ -84,7 +87,17 @@ func runWrite(ctx context.Context, env *tool.Env, in writeInput) tool.Result {
 // file beside it that then takes its place, with its mode and owner. A file that cannot be
 // swapped without changing what it is (other hard links, an owner keel cannot give a file, a
 // directory keel cannot create in) is written in place instead.
-func overwrite(path string, content []byte) error {
+//
+// Through a [Host] the host writes it (an editor's buffer, saved by the editor).
+func overwrite(ctx context.Context, path string, content []byte) error {
+	if ok, err := hostedWrite(ctx, path, content); ok {
+		return err
+	}
+	return overwriteFile(path, content)
+}
+
+// overwriteFile is overwrite on disk.
+func overwriteFile(path string, content []byte) error {
 	info, err := os.Stat(path)
 	if err != nil {
 		return err
@@ -94,6 +107,14 @@ func overwrite(path string, content []byte) error {
 		return overwriteInPlace(path, content)
 	}
 	return err
+}
+
+// create makes a new file with content, through the context's [Host] when there is one.
+func create(ctx context.Context, path string, content []byte) error {
+	if ok, err := hostedWrite(ctx, path, content); ok {
+		return err
+	}
+	return atomicfile.Create(path, content, 0o644)
 }
 
 // overwriteInPlace rewrites the file itself, so its links and owner stay as they were.

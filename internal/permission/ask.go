@@ -73,6 +73,17 @@ func AllowAlways(updates ...Rule) Answer { return Answer{Behavior: Allow, Update
 // DenyAnswer denies the call; reason reaches the model.
 func DenyAnswer(reason string) Answer { return Answer{Behavior: Deny, Reason: reason} }
 
+// DenyAlways denies the call and adds the given rules as deny rules for the rest of the
+// session (an editor's "reject always"), so calls they match are refused without asking.
+func DenyAlways(reason string, rules ...Rule) Answer {
+	updates := make([]Rule, len(rules))
+	for i, r := range rules {
+		r.Behavior = Deny
+		updates[i] = r
+	}
+	return Answer{Behavior: Deny, Reason: reason, Updates: updates}
+}
+
 // Headless is the asker for runs with nobody to ask: it denies, naming the
 // rule that would allow the call next time.
 type Headless struct{}

@@ -192,6 +192,7 @@ func (c *Checker) ask(ctx context.Context, req Request, d Decision) Decision {
 		return Decision{Behavior: Deny, Reason: fmt.Sprintf("asking for permission: %v", err), Suggestions: d.Suggestions}
 	}
 	if ans.Behavior != Allow {
+		c.addRules(ans.Updates) // deny rules of a "reject always"
 		reason := ans.Reason
 		if reason == "" {
 			reason = "the user denied this call"

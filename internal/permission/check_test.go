@@ -315,3 +315,25 @@ func TestCdTrackerLosesTrack(t *testing.T) {
 		}
 	}
 }
+
+// TestAskerDeniesAlways: "reject always" denies the call and, through the suggested rules
+// turned into deny rules, the calls like it, without asking again.
+func TestAskerDeniesAlways(t *testing.T) {
+	var asked atomic.Int32
+	c := New(Config{Policy: Policy{Mode: ModeDefault, Dirs: []string{t.TempDir()}}, Asker: AskerFunc(func(ctx context.Context, req AskRequest) (Answer, error) {
+		asked.Add(1)
+		return DenyAlways("never", req.Suggestions...), nil
+	})})
+	if d := c.Check(t.Context(), Request{Tool: "Bash", Command: "go test ./..."}); d.Behavior != Deny || d.Reason != "never" {
+		t.Fatalf("first go test: %+v", d)
+	}
+	if d := c.Check(t.Context(), Request{Tool: "Bash", Command: "go test -run X ./..."}); d.Behavior != Deny || d.Asked {
+		t.Errorf("second go test should be denied by the added rule without asking: %+v", d)
+	}
+	if d := c.Check(t.Context(), Request{Tool: "Bash", Command: "make"}); !d.Asked {
+		t.Errorf("make matched the deny rule of another command: %+v", d)
+	}
+	if n := asked.Load(); n != 2 {
+		t.Errorf("asked %d times; want 2", n)
+	}
+}

@@ -32,7 +32,7 @@ func (s *Session) submitPrompt(ctx context.Context, prompt string, sink *chanSin
 	if out.Decision == hooks.DecisionBlock {
 		return nil, fmt.Errorf("prompt blocked by a UserPromptSubmit hook: %s", out.Reason)
 	}
-	blocks := []message.Block{message.Text(prompt)}
+	blocks := append([]message.Block{message.Text(prompt)}, attachments(ctx)...)
 	s.mu.Lock()
 	extra := append(s.startContext, out.AdditionalContext...)
 	s.startContext = nil

@@ -106,9 +106,20 @@ func (r *Runner) one(ctx context.Context, c Call, env *Env) (res Result) {
 		return Errorf("%s", NotRunText)
 	}
 	started := time.Now()
+	// The observer hears of a call once it may run — after the gate, so a UI shows it
+	// running only once it was allowed — or, for a call refused before, just before its end.
+	announced := false
+	announce := func() {
+		if r.Observer != nil && !announced {
+			announced = true
+			r.Observer.ToolStarted(c)
+		}
+	}
 	if r.Observer != nil {
-		r.Observer.ToolStarted(c)
-		defer func() { r.Observer.ToolEnded(c, res, time.Since(started)) }()
+		defer func() {
+			announce()
+			r.Observer.ToolEnded(c, res, time.Since(started))
+		}()
 	}
 	t, ok := r.lookup(c.Name)
 	if !ok {
@@ -125,6 +136,7 @@ func (r *Runner) one(ctx context.Context, c Call, env *Env) (res Result) {
 			return inputError(Errorf("InputValidationError (after a hook rewrote the input): %v", err))
 		}
 	}
+	announce()
 	res = t.Call(ctx, env, c.Input)
 	if ctx.Err() != nil {
 		res.Content = append(res.Content, Errorf("%s", InterruptedText).Content...)

@@ -6,10 +6,9 @@
 //   ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY   the scripted model on 127.0.0.1
 //   KEEL_SDK_TIMEOUT_MS   the time limit of one test (scaled by KEEL_TEST_TIMEOUT_SCALE)
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { makeWorkspace } from '../workspace.mjs';
 
 const modules = join(process.env.KEEL_AGENT_SDK, 'node_modules');
 export const sdk = await import(pathToFileURL(join(modules, '@anthropic-ai/claude-agent-sdk/sdk.mjs')).href);
@@ -17,20 +16,9 @@ export const zod = await import(pathToFileURL(join(modules, 'zod/index.js')).hre
 export const modulesDir = modules;
 export const timeout = Number(process.env.KEEL_SDK_TIMEOUT_MS || 60000);
 
-// workspace makes a project directory and a private home for one test: keel keeps its
-// transcripts under KEEL_HOME, so tests never see each other's sessions.
+// workspace makes a project directory and a private home for one test.
 export function workspace(files = {}) {
-  const root = realpathSync(mkdtempSync(join(tmpdir(), 'keel-sdk-')));
-  const dir = join(root, 'proj');
-  const home = join(root, 'home');
-  mkdirSync(dir, { recursive: true });
-  mkdirSync(home, { recursive: true });
-  for (const [name, content] of Object.entries(files)) {
-    mkdirSync(join(dir, name, '..'), { recursive: true });
-    writeFileSync(join(dir, name), content);
-  }
-  const env = { ...process.env, HOME: home, KEEL_HOME: join(home, '.keel') };
-  return { root, dir, home, env, file: (name) => join(dir, name) };
+  return makeWorkspace('keel-sdk-', files);
 }
 
 // options are the query options that point the SDK at keel in ws.

@@ -1,0 +1,85 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/keel-dev/keel/internal/shell"
+)
+
+// Host is where Read, Write and Edit read and write text files and where Bash runs its
+// foreground commands when that is not this process's file system and shell: an editor
+// driving keel over the Agent Client Protocol offers its buffers (the agent reads unsaved
+// changes, and its writes land in the editor's undo history) and its terminals (the user
+// watches the command run). Permission checks, path resolution and the read-before-write
+// rule stay keel's: a Host only performs the I/O the tools already decided on.
+//
+// A method returns [ErrNotHosted] to leave that call to the operating system (a client that
+// offers terminals but not files). Methods may be called from several goroutines at once.
+type Host interface {
+	// ReadTextFile returns the text of the file at the absolute path as the user sees it.
+	ReadTextFile(ctx context.Context, path string) (string, error)
+	// WriteTextFile replaces (or creates) the file at the absolute path with content.
+	WriteTextFile(ctx context.Context, path, content string) error
+	// RunCommand runs c for the tool call toolUseID and returns what [shell.Run] would:
+	// output, exit code, and whether it timed out or was interrupted (ctx ended). It must
+	// not return before the command has stopped.
+	RunCommand(ctx context.Context, toolUseID string, c shell.Command) (shell.Result, error)
+}
+
+// ErrNotHosted is a [Host]'s answer for a call it leaves to the operating system.
+var ErrNotHosted = errors.New("not hosted")
+
+// hostKey is the context key of a Host.
+type hostKey struct{}
+
+// WithHost returns ctx carrying h: the built-in tools of every agent that runs under ctx (the
+// main agent of one Send, and the subagents it starts) do their file and command I/O through
+// h. The context carries it because the host belongs to the request — the editor connection
+// that sent the prompt — not to the session.
+func WithHost(ctx context.Context, h Host) context.Context {
+	return context.WithValue(ctx, hostKey{}, h)
+}
+
+func toolHost(ctx context.Context) Host {
+	h, _ := ctx.Value(hostKey{}).(Host)
+	return h
+}
+
+// readBytes returns the content of the file at path: through the context's host when it
+// holds it, else from disk.
+func readBytes(ctx context.Context, path string) ([]byte, error) {
+	if h := toolHost(ctx); h != nil {
+		text, err := h.ReadTextFile(ctx, path)
+		if !errors.Is(err, ErrNotHosted) {
+			return []byte(text), err
+		}
+	}
+	return os.ReadFile(path)
+}
+
+// hostedWrite writes content through the context's host; ok is false when there is none or
+// it leaves writes to the operating system.
+func hostedWrite(ctx context.Context, path string, content []byte) (ok bool, err error) {
+	h := toolHost(ctx)
+	if h == nil {
+		return false, nil
+	}
+	err = h.WriteTextFile(ctx, path, string(content))
+	if errors.Is(err, ErrNotHosted) {
+		return false, nil
+	}
+	return true, err
+}
+
+// runCommand runs a foreground command through the context's host, else with [shell.Run].
+func runCommand(ctx context.Context, toolUseID string, c shell.Command) (shell.Result, error) {
+	if h := toolHost(ctx); h != nil {
+		res, err := h.RunCommand(ctx, toolUseID, c)
+		if !errors.Is(err, ErrNotHosted) {
+			return res, err
+		}
+	}
+	return shell.Run(ctx, c)
+}
