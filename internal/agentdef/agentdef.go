@@ -72,6 +72,8 @@ type Definition struct {
 	Extra map[string]any `json:"extra,omitempty"`
 
 	Source Source `json:"source"`
+	// Plugin names the plugin a SourcePlugin definition came from.
+	Plugin string `json:"plugin,omitempty"`
 	Format Format `json:"format"`
 	// Path is the file the definition came from; empty for built-ins, "--agents" for the CLI.
 	Path string `json:"path,omitempty"`

@@ -511,3 +511,21 @@ func TestProblemsAreReported(t *testing.T) {
 		t.Errorf("reports mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// A plugin's hooks run in an untrusted workspace (the plugin was enabled, which is the gate)
+// and see the plugin's variables in their environment.
+func TestPluginHookEnvironment(t *testing.T) {
+	e := newEnv(t)
+	cmd := e.script("plug.sh", `cat >/dev/null; printf '%s|%s' "$CLAUDE_PLUGIN_ROOT" "$CLAUDE_PLUGIN_DATA" > plugin-env.txt`)
+	g := hookFrom(settings.ScopePlugin, "Stop", "", 0, cmd)
+	g.Hooks[0].Env = []string{"CLAUDE_PLUGIN_ROOT=/plugins/p", "CLAUDE_PLUGIN_DATA=/data/p"}
+	r, _ := New(Config{Hooks: []settings.HookGroup{g}, ProjectDir: e.dir, Trusted: false})
+	r.Run(t.Context(), Stop, Input{SessionID: "s"})
+	got, err := os.ReadFile(filepath.Join(e.dir, "plugin-env.txt"))
+	if err != nil {
+		t.Fatalf("the plugin hook did not run in an untrusted workspace: %v", err)
+	}
+	if string(got) != "/plugins/p|/data/p" {
+		t.Errorf("plugin hook environment = %q", got)
+	}
+}

@@ -389,6 +389,7 @@ func (r *Runner) exec(ctx context.Context, ev Event, in Input, p planned, stdin 
 	}
 	env = append(env[:len(env):len(env)],
 		"KEEL_PROJECT_DIR="+r.cfg.ProjectDir, "CLAUDE_PROJECT_DIR="+r.cfg.ProjectDir)
+	env = append(env, p.cmd.Env...)
 	res := runCommand(ctx, p.cmd.Command, r.cfg.ProjectDir, env, stdin, timeout)
 	res.From = p.from
 	if r.cfg.OnRun != nil {

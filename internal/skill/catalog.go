@@ -50,10 +50,14 @@ func (c *Catalog) All() []Skill {
 	return out
 }
 
-// Lookup finds an entry by name; a leading "/" is ignored.
+// Lookup finds an entry by name; a leading "/" is ignored. A plugin's entry is also found by
+// its name without the plugin's namespace, while no other plugin has that name.
 func (c *Catalog) Lookup(name string) (Skill, bool) {
 	name = strings.TrimPrefix(strings.TrimSpace(name), "/")
 	if s, ok := c.byName[name]; ok {
+		return *s, true
+	}
+	if s, ok := c.bareLookup(name); ok {
 		return *s, true
 	}
 	if strings.HasPrefix(name, "mcp__") {
@@ -117,6 +121,9 @@ func (c *Catalog) Invoke(ctx context.Context, name, args string, by Invoker, cwd
 		cwd = c.opts.Cwd
 	}
 	body = strings.TrimLeft(body, "\n")
+	if s.pluginVars != nil {
+		body = s.pluginVars.Replace(body)
+	}
 	e := &expander{opts: c.opts, cwd: cwd, allowed: s.Grants(), untrusted: s.Untrusted}
 	if by == ByModel {
 		e.onlyRefs = authorRefs(body, s.Dir)
