@@ -37,7 +37,9 @@ type Ref struct {
 	Path   string `json:"path,omitempty"`
 }
 
-func refOf(d *Definition) Ref { return Ref{Source: d.Source, Plugin: d.Plugin, Format: d.Format, Path: d.Path} }
+func refOf(d *Definition) Ref {
+	return Ref{Source: d.Source, Plugin: d.Plugin, Format: d.Format, Path: d.Path}
+}
 
 // sourceLabel is a definition's source as shown: "plugin (feature-dev)", "user (codex)".
 func sourceLabel(source Source, plugin string, format Format) string {
