@@ -529,3 +529,33 @@ func TestPluginHookEnvironment(t *testing.T) {
 		t.Errorf("plugin hook environment = %q", got)
 	}
 }
+
+// SetPlugins swaps the plugins' hooks: the events fired afterwards see the new set, and the
+// settings' own hooks stay.
+func TestSetPlugins(t *testing.T) {
+	e := newEnv(t)
+	user := e.script("user.sh", "cat >/dev/null")
+	plug := e.script("plug.sh", "cat >/dev/null")
+	r, _ := New(Config{Hooks: []settings.HookGroup{userHook("Stop", "", 0, user)}, ProjectDir: e.dir, Trusted: true,
+		Plugins: []settings.HookGroup{hookFrom(settings.ScopePlugin, "Stop", "", 0, plug)}})
+	ran := func() []string {
+		var out []string
+		for _, res := range r.Run(t.Context(), Stop, Input{}).Results {
+			out = append(out, res.Command)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{user, plug}, ran()); diff != "" {
+		t.Errorf("with the plugin (-want +got):\n%s", diff)
+	}
+	if problems := r.SetPlugins(nil); len(problems) != 0 || r.Has(SessionStart) {
+		t.Errorf("problems %v", problems)
+	}
+	if diff := cmp.Diff([]string{user}, ran()); diff != "" {
+		t.Errorf("plugin disabled (-want +got):\n%s", diff)
+	}
+	problems := r.SetPlugins([]settings.HookGroup{hookFrom(settings.ScopePlugin, "NoSuchEvent", "", 0, plug), hookFrom(settings.ScopePlugin, "SessionStart", "", 0, plug)})
+	if len(problems) != 1 || !r.Has(SessionStart) {
+		t.Errorf("problems %v, has SessionStart %v", problems, r.Has(SessionStart))
+	}
+}
