@@ -91,7 +91,9 @@ func New(cfg Config) (*Runner, []settings.Problem) {
 	}
 	r := &Runner{cfg: cfg, onceDone: map[string]bool{}}
 	var problems []settings.Problem
-	warn := func(o settings.Origin, format string, args ...any) { problems = append(problems, warning(o, format, args...)) }
+	warn := func(o settings.Origin, format string, args ...any) {
+		problems = append(problems, warning(o, format, args...))
+	}
 	r.groups, problems = compile(cfg.Hooks)
 	r.plugins, problems = compile(cfg.Plugins, problems...)
 	for _, cb := range cfg.Callbacks {
@@ -118,7 +120,9 @@ func New(cfg Config) (*Runner, []settings.Problem) {
 // compile turns settings' hook groups into runnable ones; the problems are appended to those
 // given.
 func compile(groups []settings.HookGroup, problems ...settings.Problem) ([]group, []settings.Problem) {
-	warn := func(o settings.Origin, format string, args ...any) { problems = append(problems, warning(o, format, args...)) }
+	warn := func(o settings.Origin, format string, args ...any) {
+		problems = append(problems, warning(o, format, args...))
+	}
 	var out []group
 	for _, g := range groups {
 		ev := Event(g.Event)
