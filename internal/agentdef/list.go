@@ -60,9 +60,12 @@ func (s *Set) List() Listing {
 	if l.Diagnostics == nil {
 		l.Diagnostics = []Diagnostic{}
 	}
+	s.mu.RLock()
+	all := s.defs
+	s.mu.RUnlock()
 	for _, win := range s.Agents() {
 		var losers []*Definition
-		for _, d := range s.defs {
+		for _, d := range all {
 			if d.Name == win.Name && d != win {
 				losers = append(losers, d)
 			}

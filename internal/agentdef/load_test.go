@@ -222,3 +222,21 @@ func TestLoadPluginFilesAndFolders(t *testing.T) {
 		t.Errorf("listing does not show the plugin origin:\n%s", out.String())
 	}
 }
+
+func TestSetReplace(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "a.md"), agentMD("a", "from the plugin"))
+	with, err := Load(t.Context(), Options{Plugins: []Plugin{{Name: "p", Dir: root}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, _ := Load(t.Context(), Options{})
+	held := with // what a subagent runner holds
+	held.Replace(without)
+	if _, ok := held.Get("p:a"); ok {
+		t.Error("p:a is still active after Replace")
+	}
+	if len(held.List().Agents) != len(without.List().Agents) {
+		t.Error("the listing kept the old definitions")
+	}
+}

@@ -313,6 +313,8 @@ func (c *Catalog) add(s Skill) {
 
 // sorted returns the file-based entries in name order.
 func (c *Catalog) sorted() []*Skill {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	out := make([]*Skill, 0, len(c.byName))
 	for _, s := range c.byName {
 		out = append(out, s)

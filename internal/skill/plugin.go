@@ -91,6 +91,8 @@ func loadCommandFile(path string, src Source) ([]Skill, []Problem) {
 
 // bareLookup finds the one plugin entry whose name without its plugin namespace is name.
 func (c *Catalog) bareLookup(name string) (*Skill, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	var match *Skill
 	for _, s := range c.byName {
 		if s.Plugin != "" && strings.TrimPrefix(s.Name, s.Plugin+":") == name {

@@ -76,3 +76,23 @@ func TestPluginEntries(t *testing.T) {
 		t.Errorf("keel skills does not show the plugin:\n%s", listing.String())
 	}
 }
+
+// Replace swaps a catalog's entries in place, so the Skill tool and every other holder of the
+// catalog see a disabled plugin's entries go.
+func TestCatalogReplace(t *testing.T) {
+	l := newLayout(t)
+	plug := filepath.Join(t.TempDir(), "plug")
+	write(t, plug, "commands/c.md", "---\ndescription: c\n---\nc")
+	cat, _ := l.load(t, func(o *Options) { o.Plugins = []Plugin{{Name: "plug", Root: plug, Commands: []string{filepath.Join(plug, "commands")}}} })
+	if _, ok := cat.Lookup("plug:c"); !ok {
+		t.Fatal("plug:c not loaded")
+	}
+	without, _ := l.load(t)
+	cat.Replace(without)
+	if _, ok := cat.Lookup("plug:c"); ok {
+		t.Error("plug:c is still there after Replace")
+	}
+	if _, _, err := cat.Expand(t.Context(), "/plug:c"); err == nil {
+		t.Error("/plug:c still expands")
+	}
+}
