@@ -83,7 +83,9 @@ func TestCatalogReplace(t *testing.T) {
 	l := newLayout(t)
 	plug := filepath.Join(t.TempDir(), "plug")
 	write(t, plug, "commands/c.md", "---\ndescription: c\n---\nc")
-	cat, _ := l.load(t, func(o *Options) { o.Plugins = []Plugin{{Name: "plug", Root: plug, Commands: []string{filepath.Join(plug, "commands")}}} })
+	cat, _ := l.load(t, func(o *Options) {
+		o.Plugins = []Plugin{{Name: "plug", Root: plug, Commands: []string{filepath.Join(plug, "commands")}}}
+	})
 	if _, ok := cat.Lookup("plug:c"); !ok {
 		t.Fatal("plug:c not loaded")
 	}
