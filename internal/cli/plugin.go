@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -23,6 +25,20 @@ func (a *app) pluginManager(yes bool) (*plugin.Manager, error) {
 	trusted, _ := trust.IsTrusted(a.env.Home, root)
 	st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root, Untrusted: !trusted})
 	return &plugin.Manager{Home: a.env.Home, Cwd: cwd, Settings: st.Plugins, Confirm: a.confirmPlugin(yes)}, nil
+}
+
+// sessionPlugins is the set of installed plugins a session in root would load, for the
+// listings (keel agents, skills, mcp list) to show what plugins bring.
+func (a *app) sessionPlugins(ctx context.Context, cwd, root string) *plugin.Set {
+	trusted, _ := trust.IsTrusted(a.env.Home, root)
+	st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root, Untrusted: !trusted})
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return plugin.LoadSet(ctx, plugin.SetOptions{Home: a.env.Home, Cwd: cwd, Settings: st.Plugins, Env: env})
 }
 
 // confirmPlugin asks on the terminal whether to install a plugin that runs code; --yes agrees
