@@ -160,7 +160,7 @@ var (
 	PermissionModes = []PermissionMode{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk, ModeBypassPermissions, ModeAuto, ModeBubble}
 	MemoryScopes    = []MemoryScope{MemoryUser, MemoryProject, MemoryLocal}
 	Isolations      = []Isolation{IsolationWorktree}
-	EffortLevels    = []string{"low", "medium", "high", "max"}
+	EffortLevels    = []string{"low", "medium", "high", "xhigh", "max"}
 	Colors          = []string{"red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan"}
 )
 
