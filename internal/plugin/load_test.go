@@ -39,6 +39,15 @@ func errorLines(root string, errs []Error) []string {
 	return out
 }
 
+// rels renders paths relative to root, as ./x.
+func rels(root string, paths []string) []string {
+	var out []string
+	for _, x := range paths {
+		out = append(out, rel(root, x))
+	}
+	return out
+}
+
 func TestLoadDefaultLayout(t *testing.T) {
 	root := writeTree(t, filepath.Join(t.TempDir(), "folder-name"), map[string]string{
 		"commands/hello.md":               "---\ndescription: hi\n---\nhi",
@@ -61,14 +70,7 @@ func TestLoadDefaultLayout(t *testing.T) {
 	if len(p.Errors) != 0 {
 		t.Errorf("problems: %v", errorLines(root, p.Errors))
 	}
-	rels := func(paths []string) []string {
-		var out []string
-		for _, x := range paths {
-			out = append(out, rel(root, x))
-		}
-		return out
-	}
-	got := map[string][]string{"commands": rels(p.Commands), "agents": rels(p.Agents), "skills": rels(p.Skills), "bin": rels([]string{p.BinDir})}
+	got := map[string][]string{"commands": rels(root, p.Commands), "agents": rels(root, p.Agents), "skills": rels(root, p.Skills), "bin": rels(root, []string{p.BinDir})}
 	want := map[string][]string{"commands": {"./commands"}, "agents": {"./agents"}, "skills": {"./skills"}, "bin": {"./bin"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("component folders mismatch (-want +got):\n%s", diff)
@@ -121,14 +123,7 @@ func TestLoadManifestPathKeys(t *testing.T) {
 	if len(p.Errors) != 0 {
 		t.Fatalf("problems: %v", errorLines(root, p.Errors))
 	}
-	rels := func(paths []string) []string {
-		var out []string
-		for _, x := range paths {
-			out = append(out, rel(root, x))
-		}
-		return out
-	}
-	got := map[string][]string{"commands": rels(p.Commands), "agents": rels(p.Agents), "skills": rels(p.Skills)}
+	got := map[string][]string{"commands": rels(root, p.Commands), "agents": rels(root, p.Agents), "skills": rels(root, p.Skills)}
 	want := map[string][]string{
 		"commands": {"./custom/one.md", "./commands"},
 		"agents":   {"./team/a.md"},

@@ -63,11 +63,13 @@ var sourceFields = map[string]string{
 }
 
 func enabledPluginsKey() keyDef {
-	return mapKey("enabledPlugins", func(s *Settings) *map[string]Value[bool] { return &s.Plugins.Enabled }, decPluginEnabled)
+	return mapKey("enabledPlugins", `an object {"name@marketplace": true}`,
+		func(s *Settings) *map[string]Value[bool] { return &s.Plugins.Enabled }, decPluginEnabled)
 }
 
 func extraKnownMarketplacesKey() keyDef {
-	return mapKey("extraKnownMarketplaces", func(s *Settings) *map[string]Value[KnownMarketplace] { return &s.Plugins.ExtraMarketplaces }, decKnownMarketplace)
+	return mapKey("extraKnownMarketplaces", `an object {"name": {"source": {"source": "github", "repo": "owner/repo"}}}`,
+		func(s *Settings) *map[string]Value[KnownMarketplace] { return &s.Plugins.ExtraMarketplaces }, decKnownMarketplace)
 }
 
 func strictKnownMarketplacesKey() keyDef {
@@ -79,12 +81,13 @@ func blockedMarketplacesKey() keyDef {
 }
 
 // mapKey merges an object key by key: for each key the highest source that sets it wins.
-func mapKey[T any](name string, field func(*Settings) *map[string]Value[T], dec decoder[T]) keyDef {
+// want describes the object for the message when the value is something else.
+func mapKey[T any](name, want string, field func(*Settings) *map[string]Value[T], dec decoder[T]) keyDef {
 	return keyDef{
 		name: name,
 		apply: func(s *Settings, f *fileCtx, key string, n *node) {
 			if n.kind != kindObject {
-				wrongType(f, key, n, "an object")
+				wrongType(f, key, n, want)
 				return
 			}
 			dst := field(s)
@@ -234,12 +237,7 @@ func pluginMember(s *Settings, path string, data []byte, key string, def keyDef)
 	f := &fileCtx{src: Source{Scope: ScopePlugin, Path: path}, data: data, problems: &s.Problems}
 	root, err := parseTree(data)
 	if err != nil {
-		var pe *posError
-		off := 0
-		if errors.As(err, &pe) {
-			off = pe.off
-		}
-		f.errorf(off, "%v", err)
+		f.errorf(errOffset(err), "%v", err)
 		return
 	}
 	if key == "" {
