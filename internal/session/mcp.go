@@ -181,7 +181,11 @@ func (s *Session) mcpStatus() []event.MCPServerStatus {
 	}
 	var out []event.MCPServerStatus
 	for _, st := range s.MCPStatus() {
-		out = append(out, event.MCPServerStatus{Name: st.Name, Status: string(st.Status), Source: string(st.Scope)})
+		status := event.MCPServerStatus{Name: st.Name, Status: string(st.Status)}
+		if st.Scope == mcphost.ScopePlugin {
+			status.Source = string(st.Scope) // the other sources are not named yet
+		}
+		out = append(out, status)
 	}
 	return out
 }
