@@ -72,6 +72,8 @@ type Definition struct {
 	Extra map[string]any `json:"extra,omitempty"`
 
 	Source Source `json:"source"`
+	// Plugin names the plugin a SourcePlugin definition came from.
+	Plugin string `json:"plugin,omitempty"`
 	Format Format `json:"format"`
 	// Path is the file the definition came from; empty for built-ins, "--agents" for the CLI.
 	Path string `json:"path,omitempty"`
@@ -158,7 +160,7 @@ var (
 	PermissionModes = []PermissionMode{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk, ModeBypassPermissions, ModeAuto, ModeBubble}
 	MemoryScopes    = []MemoryScope{MemoryUser, MemoryProject, MemoryLocal}
 	Isolations      = []Isolation{IsolationWorktree}
-	EffortLevels    = []string{"low", "medium", "high", "max"}
+	EffortLevels    = []string{"low", "medium", "high", "xhigh", "max"}
 	Colors          = []string{"red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan"}
 )
 

@@ -32,11 +32,26 @@ type Entry struct {
 // Ref points at one definition: its source and file.
 type Ref struct {
 	Source Source `json:"source"`
+	Plugin string `json:"plugin,omitempty"`
 	Format Format `json:"format"`
 	Path   string `json:"path,omitempty"`
 }
 
-func refOf(d *Definition) Ref { return Ref{Source: d.Source, Format: d.Format, Path: d.Path} }
+func refOf(d *Definition) Ref {
+	return Ref{Source: d.Source, Plugin: d.Plugin, Format: d.Format, Path: d.Path}
+}
+
+// sourceLabel is a definition's source as shown: "plugin (feature-dev)", "user (codex)".
+func sourceLabel(source Source, plugin string, format Format) string {
+	s := string(source)
+	if plugin != "" {
+		s += " (" + plugin + ")"
+	}
+	if format != FormatKeel {
+		s += " (" + string(format) + ")"
+	}
+	return s
+}
 
 // List returns every definition with what it overrides or is overridden by, in the order of
 // [Set.Agents], each active definition followed by the ones it replaces.
@@ -45,9 +60,12 @@ func (s *Set) List() Listing {
 	if l.Diagnostics == nil {
 		l.Diagnostics = []Diagnostic{}
 	}
+	s.mu.RLock()
+	all := s.defs
+	s.mu.RUnlock()
 	for _, win := range s.Agents() {
 		var losers []*Definition
-		for _, d := range s.defs {
+		for _, d := range all {
 			if d.Name == win.Name && d != win {
 				losers = append(losers, d)
 			}
@@ -79,10 +97,7 @@ func (l Listing) WriteJSON(w io.Writer) error {
 func (l Listing) WriteText(w io.Writer, projectDir, homeDir string) error {
 	short := func(p string) string { return shortPath(p, projectDir, homeDir) }
 	where := func(r Ref) string {
-		s := string(r.Source)
-		if r.Format != FormatKeel {
-			s += " (" + string(r.Format) + ")"
-		}
+		s := sourceLabel(r.Source, r.Plugin, r.Format)
 		if r.Path != "" {
 			s += " " + short(r.Path)
 		}
@@ -104,10 +119,7 @@ func (l Listing) WriteText(w io.Writer, projectDir, homeDir string) error {
 		} else {
 			notes = append(notes, "overridden by "+where(*e.OverriddenBy))
 		}
-		source := string(e.Source)
-		if e.Format != FormatKeel {
-			source += " (" + string(e.Format) + ")"
-		}
+		source := sourceLabel(e.Source, e.Plugin, e.Format)
 		file := "-"
 		if e.Path != "" {
 			file = short(e.Path)

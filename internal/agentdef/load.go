@@ -34,8 +34,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Plugin is one plugin's agents folder. Its agents are named "<Name>:<agent>" so that two
-// plugins cannot collide with each other or with the user's agents.
+// Plugin is one plugin's agents folder, or one agent file of it. Its agents are named
+// "<Name>:<agent>" so that two plugins cannot collide with each other or with the user's
+// agents.
 type Plugin struct {
 	Name string
 	Dir  string
@@ -117,6 +118,7 @@ func Load(ctx context.Context, o Options) (*Set, error) {
 			d.Source = source
 			if prefix != "" {
 				d.Name = prefix + ":" + d.Name
+				d.Plugin = prefix
 			}
 		}
 		defs = append(defs, ds...)
@@ -198,6 +200,9 @@ func (l location) files() ([]string, []Diagnostic) {
 	want := func(name string) bool { return slices.Contains(exts, strings.ToLower(filepath.Ext(name))) }
 	var files []string
 	var diags []Diagnostic
+	if st, err := os.Stat(l.dir); err == nil && st.Mode().IsRegular() {
+		return []string{l.dir}, nil // a plugin that names its agent files one by one
+	}
 	if l.layout == layoutFlat {
 		entries, err := os.ReadDir(l.dir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {

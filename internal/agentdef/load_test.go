@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -187,5 +188,55 @@ func TestLoadCanceled(t *testing.T) {
 	cancel()
 	if _, err := Load(ctx, Options{ProjectDir: project}); err == nil {
 		t.Fatal("Load with a canceled context returned no error")
+	}
+}
+
+// A plugin that names its agent files one by one loads just those, namespaced and marked with
+// the plugin; a folder loads all of it.
+func TestLoadPluginFilesAndFolders(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "agents/one.md"), agentMD("one", "first"))
+	writeFile(t, filepath.Join(root, "agents/two.md"), agentMD("two", "second"))
+	writeFile(t, filepath.Join(root, "more/three.md"), agentMD("three", "third"))
+	set, err := Load(t.Context(), Options{Plugins: []Plugin{
+		{Name: "p", Dir: filepath.Join(root, "agents/two.md")},
+		{Name: "q", Dir: filepath.Join(root, "more")},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range set.Agents() {
+		if d.Source == SourcePlugin {
+			got = append(got, d.Name+"@"+d.Plugin)
+		}
+	}
+	if diff := cmp.Diff([]string{"p:two@p", "q:three@q"}, got); diff != "" {
+		t.Errorf("plugin agents mismatch (-want +got):\n%s", diff)
+	}
+	var out strings.Builder
+	if err := set.List().WriteText(&out, root, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "p:two") || !strings.Contains(out.String(), "plugin (p)") {
+		t.Errorf("listing does not show the plugin origin:\n%s", out.String())
+	}
+}
+
+func TestSetReplace(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "a.md"), agentMD("a", "from the plugin"))
+	with, err := Load(t.Context(), Options{Plugins: []Plugin{{Name: "p", Dir: root}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, _ := Load(t.Context(), Options{})
+	held := with // what a subagent runner holds
+	held.Replace(without)
+	if _, ok := held.Get("p:a"); ok {
+		t.Error("p:a is still active after Replace")
+	}
+	if len(held.List().Agents) != len(without.List().Agents) {
+		t.Error("the listing kept the old definitions")
 	}
 }

@@ -4,16 +4,30 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Set is the merged result of loading every source: for each name, the definition from the
 // highest-precedence source is active and the others are kept to show what it overrides. A Set
-// is not modified after it is built, so it may be shared between goroutines; the definitions
-// it returns are shared too and must not be modified.
+// is safe for concurrent use; only [Set.Replace] changes it. The definitions it returns are
+// shared and must not be modified.
 type Set struct {
+	// mu guards defs, active and diags.
+	mu     sync.RWMutex
 	defs   []*Definition          // every definition, lowest precedence first
 	active map[string]*Definition // name → winner
 	diags  []Diagnostic
+}
+
+// Replace gives s the contents of other (the sources were read again: a plugin enabled or
+// disabled); every holder of s sees the new definitions from then on.
+func (s *Set) Replace(other *Set) {
+	other.mu.RLock()
+	defs, active, diags := other.defs, other.active, other.diags
+	other.mu.RUnlock()
+	s.mu.Lock()
+	s.defs, s.active, s.diags = defs, active, diags
+	s.mu.Unlock()
 }
 
 // NewSet builds a set from definitions given lowest precedence first: for each name the last
@@ -28,6 +42,8 @@ func NewSet(defs []*Definition) *Set {
 
 // Get returns the active definition of an agent name; names are matched exactly.
 func (s *Set) Get(name string) (*Definition, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	d, ok := s.active[name]
 	return d, ok
 }
@@ -36,6 +52,8 @@ func (s *Set) Get(name string) (*Definition, bool) {
 // others sorted by name, so that a list rendered from them is stable across runs (it may end
 // up in a cached prompt).
 func (s *Set) Agents() []*Definition {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	out := make([]*Definition, 0, len(s.active))
 	for _, d := range s.active {
 		out = append(out, d)
@@ -45,7 +63,11 @@ func (s *Set) Agents() []*Definition {
 }
 
 // Diagnostics returns the errors and warnings of every file read, in load order.
-func (s *Set) Diagnostics() []Diagnostic { return slices.Clone(s.diags) }
+func (s *Set) Diagnostics() []Diagnostic {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.diags)
+}
 
 // Errors returns only the diagnostics that dropped a definition.
 func (s *Set) Errors() []Diagnostic {

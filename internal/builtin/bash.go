@@ -29,18 +29,26 @@ const bashSchema = `{"type":"object","properties":{
 
 // Bash returns the Bash tool. Foreground commands run in the agent's cwd with a timeout, and a
 // `cd` persists to later calls through a [tool.Modifier]; background ones go to jobs.
-func Bash(jobs *shell.Jobs) tool.Tool {
+func Bash(jobs *shell.Jobs) tool.Tool { return bashTool(jobs, nil) }
+
+// bashTool is Bash whose commands get environ's environment (nil: keel's own), read at each
+// call so a change (a plugin's bin/ joining PATH) applies to the next command.
+func bashTool(jobs *shell.Jobs, environ func() []string) tool.Tool {
 	return tool.New(tool.Spec[bashInput]{
 		Name:        "Bash",
 		Description: description("Bash"),
 		Schema:      []byte(bashSchema),
 		Run: func(ctx context.Context, env *tool.Env, in bashInput) tool.Result {
-			return runBash(ctx, env, in, jobs)
+			var vars []string
+			if environ != nil {
+				vars = environ()
+			}
+			return runBash(ctx, env, in, jobs, vars)
 		},
 	})
 }
 
-func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs) tool.Result {
+func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs, vars []string) tool.Result {
 	if strings.TrimSpace(in.Command) == "" {
 		return tool.Errorf("command is empty.")
 	}
@@ -50,7 +58,7 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs)
 	}
 	effects := []string{"ran: " + in.Command}
 	if in.RunInBackground {
-		id, err := jobs.Start(shell.Command{Script: in.Command, Dir: dir})
+		id, err := jobs.Start(shell.Command{Script: in.Command, Dir: dir, Env: vars})
 		if err != nil {
 			return tool.Errorf("Cannot start the command: %v", err)
 		}
@@ -64,7 +72,7 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs)
 	if in.Timeout > 0 {
 		timeout = min(time.Duration(in.Timeout)*time.Millisecond, shell.MaxTimeout)
 	}
-	res, err := runCommand(ctx, env.ToolUseID, shell.Command{Script: in.Command, Dir: dir, Timeout: timeout, TempDir: jobs.TempDir(), OnLine: outputProgress(env.Progress)})
+	res, err := runCommand(ctx, env.ToolUseID, shell.Command{Script: in.Command, Dir: dir, Env: vars, Timeout: timeout, TempDir: jobs.TempDir(), OnLine: outputProgress(env.Progress)})
 	if err != nil {
 		return tool.Errorf("Cannot run the command: %v", err)
 	}

@@ -145,3 +145,27 @@ func TestTodoWrite(t *testing.T) {
 		t.Error("a rejected TodoWrite changed the list")
 	}
 }
+
+// The environment Options.BashEnviron gives is read at each call: a folder put on PATH
+// between two calls (an enabled plugin's bin/) is found by the next command.
+func TestBashEnviron(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(t.TempDir(), "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "plugin-tool"), []byte("#!/bin/sh\necho from the plugin\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := os.Getenv("PATH")
+	bash := bashTool(shell.NewJobs(), func() []string { return []string{"PATH=" + path} })
+	res := call(t, bash, newEnv(t, dir), bashInput{Command: "plugin-tool"})
+	if !res.IsError {
+		t.Fatalf("plugin-tool ran before its folder was on PATH: %v", res.Content)
+	}
+	path = bin + string(os.PathListSeparator) + path
+	res = call(t, bash, newEnv(t, dir), bashInput{Command: "plugin-tool"})
+	if res.IsError || !strings.Contains(render(res, dir), "from the plugin") {
+		t.Errorf("plugin-tool on PATH: %s", render(res, dir))
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/control"
+	"github.com/keel-dev/keel/internal/plugin"
 	"github.com/keel-dev/keel/internal/render"
 	"github.com/keel-dev/keel/internal/session"
 )
@@ -123,6 +124,9 @@ func withInit(opts session.Options, init *control.Init) (session.Options, error)
 		opts.SettingsArgs = append(opts.SettingsArgs, init.Settings)
 	}
 	opts.SettingsFlags.DisallowedTools = append(opts.SettingsFlags.DisallowedTools, init.DisallowedTools...)
+	for _, p := range init.Plugins {
+		opts.Plugins = append(opts.Plugins, plugin.DirSpec{Path: p.Path, Kind: plugin.OriginSDK, NoMCP: p.SkipMCP})
+	}
 	return opts, nil
 }
 

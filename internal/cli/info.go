@@ -85,7 +85,9 @@ func (a *app) infoCommands() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			set, err := agentdef.Load(cmd.Context(), agentdef.Options{ProjectDir: root, HomeDir: userHomeDir(), KeelHome: a.env.Home})
+			cwd, _, _ := workDirs()
+			set, err := agentdef.Load(cmd.Context(), agentdef.Options{ProjectDir: root, HomeDir: userHomeDir(), KeelHome: a.env.Home,
+				Plugins: a.sessionPlugins(cmd.Context(), cwd, root).AgentSources()})
 			if err != nil {
 				return err
 			}
@@ -104,7 +106,8 @@ func (a *app) infoCommands() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			cat, problems := skill.Load(skill.Options{Cwd: cwd, ProjectRoot: root, Home: userHomeDir(), KeelHome: a.env.Home})
+			cat, problems := skill.Load(skill.Options{Cwd: cwd, ProjectRoot: root, Home: userHomeDir(), KeelHome: a.env.Home,
+				Plugins: a.sessionPlugins(cmd.Context(), cwd, root).SkillSources()})
 			if asJSON {
 				return skill.RenderJSON(a.std.Out, cat.All(), problems)
 			}

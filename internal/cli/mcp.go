@@ -93,7 +93,8 @@ func (a *app) mcpCommand() *cobra.Command {
 			return nil, err
 		}
 		st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root})
-		m, notices := session.OpenMCP(ctx, o, session.MCPSetup{Home: a.env.Home, ProjectDir: root, Cwd: cwd, Settings: st, Version: Version})
+		m, notices := session.OpenMCP(ctx, o, session.MCPSetup{Home: a.env.Home, ProjectDir: root, Cwd: cwd, Settings: st, Version: Version,
+			Plugins: a.sessionPlugins(ctx, cwd, root).MCPServers()})
 		for _, n := range notices {
 			fmt.Fprintf(a.std.Err, "%s: %s\n", n.Level, n.Text)
 		}

@@ -152,6 +152,7 @@ func (a *app) sessionOptions(f *runFlags) session.Options {
 		ModelFlag:     f.model != "",
 		Team:          session.TeamOptions{Enabled: a.env.Teams, Mode: f.teammateMode, Lease: a.env.TeamLease, InTmux: a.env.InTmux, Name: f.teamName},
 		Coordination:  a.coordinationOptions(),
+		Plugins:       f.sdk.plugins(),
 
 		IgnoreSettingsErrors: f.ignoreSettingsErrors,
 	}

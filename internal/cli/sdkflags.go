@@ -11,11 +11,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/plugin"
 )
 
 // sdkFlags are the flags the Agent SDKs pass to the CLI they drive (the SDK's option →
 // flag mapping). keel accepts every one: most act as in Claude Code; the few naming things
-// keel has no counterpart for (plugins, betas) are reported as ignored, never refused.
+// keel has no counterpart for (channels, betas) are reported as ignored, never refused.
 type sdkFlags struct {
 	settingSources     string
 	settingSourcesSet  bool
@@ -37,12 +38,15 @@ type sdkFlags struct {
 	// init, initOnly and maintenance run the Setup hooks first.
 	init, initOnly, maintenance bool
 
+	// pluginDirs are --plugin-dir folders or zips; pluginDirsNoMCP the same without their MCP
+	// servers (the SDK's skipMcpDiscovery).
+	pluginDirs, pluginDirsNoMCP []string
 	// accepted without a counterpart in keel; named in a notice when given.
-	pluginDirs, pluginDirsNoMCP, channels []string
-	betas, permissionPrompts, taskBudget  string
-	managedSettings, projectConfigRoot    string
-	resumeDropsTurn                       string
-	sessionMirror, managedInInitialize    bool
+	channels                             []string
+	betas, permissionPrompts, taskBudget string
+	managedSettings, projectConfigRoot   string
+	resumeDropsTurn                      string
+	sessionMirror, managedInInitialize   bool
 	// accepted because keel already behaves as they ask.
 	awaitInitialize, allowSkipPermissions, noOptionalLocks bool
 	initializeFields                                       string
@@ -88,8 +92,8 @@ func (f *sdkFlags) register(cmd *cobra.Command) {
 		}
 		_ = fl.MarkHidden(name)
 	}
-	ignored(&f.pluginDirs, "plugin-dir", "accepted for the Agent SDK; keel has no plugins")
-	ignored(&f.pluginDirsNoMCP, "plugin-dir-no-mcp", "accepted for the Agent SDK; keel has no plugins")
+	fl.StringArrayVar(&f.pluginDirs, "plugin-dir", nil, "load a plugin from this folder or .zip for this session (repeatable)")
+	fl.StringArrayVar(&f.pluginDirsNoMCP, "plugin-dir-no-mcp", nil, "like --plugin-dir, without the plugin's MCP servers")
 	ignored(&f.channels, "channels", "accepted for the Agent SDK; keel has no channels")
 	ignored(&f.betas, "betas", "accepted for the Agent SDK; keel sends no beta headers")
 	ignored(&f.permissionPrompts, "permission-prompts", "accepted for the Agent SDK")
@@ -122,6 +126,18 @@ func (f *sdkFlags) validate(cmd *cobra.Command) error {
 		return usageError{fmt.Errorf("--max-thinking-tokens and --max-budget-usd must not be negative")}
 	}
 	return nil
+}
+
+// plugins are the --plugin-dir and --plugin-dir-no-mcp plugins, in that order.
+func (f *sdkFlags) plugins() []plugin.DirSpec {
+	var out []plugin.DirSpec
+	for _, d := range f.pluginDirs {
+		out = append(out, plugin.DirSpec{Path: d, Kind: plugin.OriginDir})
+	}
+	for _, d := range f.pluginDirsNoMCP {
+		out = append(out, plugin.DirSpec{Path: d, Kind: plugin.OriginDir, NoMCP: true})
+	}
+	return out
 }
 
 // setupTrigger is the Setup hooks' trigger the flags ask for, "" for none.
@@ -166,7 +182,7 @@ func (f *sdkFlags) builtinTools(cmd *cobra.Command) []string {
 // ignoredNotices names the flags given that keel accepts without acting on them.
 func (f *sdkFlags) ignoredNotices(cmd *cobra.Command) []event.Notice {
 	var names []string
-	for _, n := range []string{"plugin-dir", "plugin-dir-no-mcp", "channels", "betas", "permission-prompts", "task-budget",
+	for _, n := range []string{"channels", "betas", "permission-prompts", "task-budget",
 		"managed-settings", "managed-settings-in-initialize", "project-config-root", "resume-drops-turn", "session-mirror"} {
 		if cmd.Flags().Changed(n) {
 			names = append(names, "--"+n)

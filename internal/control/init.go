@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/plugin"
 	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/skill"
 )
@@ -50,6 +52,9 @@ type Init struct {
 	MCPConfig       string
 	Settings        string
 	DisallowedTools []string
+	// Plugins are the SDK's plugins option sent in initialize (pluginsViaInitialize) rather
+	// than as --plugin-dir flags.
+	Plugins []PluginDir
 	// Asker puts permission questions to the SDK (can_use_tool); nil unless keel was started
 	// with --permission-prompt-tool stdio.
 	Asker permission.Asker
@@ -62,6 +67,13 @@ type Init struct {
 	sdkServers []string
 }
 
+// PluginDir is one entry of the SDK's plugins option: {type: "local", path, skipMcpDiscovery}.
+type PluginDir struct {
+	Type    string `json:"type"`
+	Path    string `json:"path"`
+	SkipMCP bool   `json:"skipMcpDiscovery"`
+}
+
 // initializeRequest is the part of the SDK's initialize request keel reads.
 type initializeRequest struct {
 	Hooks map[string][]struct {
@@ -69,22 +81,22 @@ type initializeRequest struct {
 		HookCallbackIDs []string `json:"hookCallbackIds"`
 		Timeout         float64  `json:"timeout"`
 	} `json:"hooks"`
-	SDKMCPServers      []string          `json:"sdkMcpServers"`
-	JSONSchema         json.RawMessage   `json:"jsonSchema"`
-	SystemPrompt       json.RawMessage   `json:"systemPrompt"`
-	AppendSystemPrompt string            `json:"appendSystemPrompt"`
-	Agents             json.RawMessage   `json:"agents"`
-	MCPServers         json.RawMessage   `json:"mcpServers"`
-	Settings           json.RawMessage   `json:"settings"`
-	DisallowedTools    []string          `json:"disallowedTools"`
-	Plugins            []json.RawMessage `json:"plugins"`
+	SDKMCPServers      []string        `json:"sdkMcpServers"`
+	JSONSchema         json.RawMessage `json:"jsonSchema"`
+	SystemPrompt       json.RawMessage `json:"systemPrompt"`
+	AppendSystemPrompt string          `json:"appendSystemPrompt"`
+	Agents             json.RawMessage `json:"agents"`
+	MCPServers         json.RawMessage `json:"mcpServers"`
+	Settings           json.RawMessage `json:"settings"`
+	DisallowedTools    []string        `json:"disallowedTools"`
+	Plugins            []PluginDir     `json:"plugins"`
 }
 
 // ignoredInit are initialize fields keel accepts without acting on them.
 var ignoredInit = []string{"planModeInstructions", "systemPromptSnapshot", "appendSubagentSystemPrompt", "toolAliases",
 	"codeRunningMcpTools", "excludeDynamicSections", "title", "skills", "webSearchIsolationExemptMcpServers",
 	"promptSuggestions", "agentProgressSummaries", "forwardSubagentText", "supportedDialogKinds", "perTaskStopAffordance",
-	"rapidFollowupPreempt", "forwardNestedSubagentToolCalls", "workspaceTrust", "plugins", "managedSettings"}
+	"rapidFollowupPreempt", "forwardNestedSubagentToolCalls", "workspaceTrust", "managedSettings"}
 
 // parseInit reads an initialize request into an Init; a malformed one is an error for the
 // response, and the session is not opened from it.
@@ -137,6 +149,12 @@ func parseInit(raw json.RawMessage) (*Init, error) {
 	}
 	if len(req.Settings) > 0 && string(req.Settings) != "null" {
 		init.Settings = string(req.Settings)
+	}
+	for i, p := range req.Plugins {
+		if p.Type != "local" || p.Path == "" {
+			return nil, fmt.Errorf("initialize: plugins[%d]: type %q with path %q; only {type: \"local\", path} is supported", i, p.Type, p.Path)
+		}
+		init.Plugins = append(init.Plugins, p)
 	}
 	var all map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &all)
@@ -242,7 +260,34 @@ func (c *controller) initializeResponse() map[string]any {
 	if len(c.init.DisallowedTools) > 0 {
 		resp["disallowed_tools_applied"] = true
 	}
+	if len(c.init.Plugins) > 0 {
+		resp["plugins_applied"] = c.pluginsApplied()
+	}
 	return resp
+}
+
+// pluginsApplied says every plugin initialize listed is loaded: none of them is among the
+// session's plugin errors as a path that did not load.
+func (c *controller) pluginsApplied() bool {
+	pe, ok := c.sess.(interface {
+		PluginErrors() []plugin.Error
+		Cwd() string
+	})
+	if !ok {
+		return false
+	}
+	for _, e := range pe.PluginErrors() {
+		for _, p := range c.init.Plugins {
+			path := p.Path
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(pe.Cwd(), path)
+			}
+			if e.Path == path {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // models lists the session's model and the aliases --model and set_model take.

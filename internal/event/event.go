@@ -36,12 +36,35 @@ type Init struct {
 	MCPServers     []MCPServerStatus
 	Agents         []string
 	Skills         []string
+	// Plugins are the loaded plugins; PluginErrors what went wrong loading them (the Agent
+	// SDK's init.plugins and init.plugin_errors).
+	Plugins      []PluginInfo
+	PluginErrors []PluginError
 }
 
 // MCPServerStatus is one configured MCP server as the session sees it.
 type MCPServerStatus struct {
 	Name   string `json:"name"`
 	Status string `json:"status"`
+	// Source is the configuration scope it came from (user, project, plugin, …).
+	Source string `json:"source,omitempty"`
+}
+
+// PluginInfo is one loaded plugin.
+type PluginInfo struct {
+	Name    string `json:"name"`
+	Path    string `json:"path"`
+	Version string `json:"version,omitempty"`
+	// Source is name@marketplace (name@inline for a folder).
+	Source string `json:"source"`
+}
+
+// PluginError is one problem loading a plugin, in the Agent SDK's plugin_errors shape.
+type PluginError struct {
+	Plugin  string `json:"plugin"`
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	Path    string `json:"path,omitempty"`
 }
 
 // TextDelta is streamed assistant text.

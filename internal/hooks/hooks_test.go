@@ -511,3 +511,51 @@ func TestProblemsAreReported(t *testing.T) {
 		t.Errorf("reports mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// A plugin's hooks run in an untrusted workspace (the plugin was enabled, which is the gate)
+// and see the plugin's variables in their environment.
+func TestPluginHookEnvironment(t *testing.T) {
+	e := newEnv(t)
+	cmd := e.script("plug.sh", `cat >/dev/null; printf '%s|%s' "$CLAUDE_PLUGIN_ROOT" "$CLAUDE_PLUGIN_DATA" > plugin-env.txt`)
+	g := hookFrom(settings.ScopePlugin, "Stop", "", 0, cmd)
+	g.Hooks[0].Env = []string{"CLAUDE_PLUGIN_ROOT=/plugins/p", "CLAUDE_PLUGIN_DATA=/data/p"}
+	r, _ := New(Config{Hooks: []settings.HookGroup{g}, ProjectDir: e.dir, Trusted: false})
+	r.Run(t.Context(), Stop, Input{SessionID: "s"})
+	got, err := os.ReadFile(filepath.Join(e.dir, "plugin-env.txt"))
+	if err != nil {
+		t.Fatalf("the plugin hook did not run in an untrusted workspace: %v", err)
+	}
+	if string(got) != "/plugins/p|/data/p" {
+		t.Errorf("plugin hook environment = %q", got)
+	}
+}
+
+// SetPlugins swaps the plugins' hooks: the events fired afterwards see the new set, and the
+// settings' own hooks stay.
+func TestSetPlugins(t *testing.T) {
+	e := newEnv(t)
+	user := e.script("user.sh", "cat >/dev/null")
+	plug := e.script("plug.sh", "cat >/dev/null")
+	r, _ := New(Config{Hooks: []settings.HookGroup{userHook("Stop", "", 0, user)}, ProjectDir: e.dir, Trusted: true,
+		Plugins: []settings.HookGroup{hookFrom(settings.ScopePlugin, "Stop", "", 0, plug)}})
+	ran := func() []string {
+		var out []string
+		for _, res := range r.Run(t.Context(), Stop, Input{}).Results {
+			out = append(out, res.Command)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{user, plug}, ran()); diff != "" {
+		t.Errorf("with the plugin (-want +got):\n%s", diff)
+	}
+	if problems := r.SetPlugins(nil); len(problems) != 0 || r.Has(SessionStart) {
+		t.Errorf("problems %v", problems)
+	}
+	if diff := cmp.Diff([]string{user}, ran()); diff != "" {
+		t.Errorf("plugin disabled (-want +got):\n%s", diff)
+	}
+	problems := r.SetPlugins([]settings.HookGroup{hookFrom(settings.ScopePlugin, "NoSuchEvent", "", 0, plug), hookFrom(settings.ScopePlugin, "SessionStart", "", 0, plug)})
+	if len(problems) != 1 || !r.Has(SessionStart) {
+		t.Errorf("problems %v, has SessionStart %v", problems, r.Has(SessionStart))
+	}
+}

@@ -22,6 +22,9 @@ const DefaultTimeout = 60 * time.Second
 type Config struct {
 	// Hooks are the merged settings' hook groups ([settings.Settings.Hooks]).
 	Hooks []settings.HookGroup
+	// Plugins are the enabled plugins' hook groups; [Runner.SetPlugins] replaces them when the
+	// plugins change.
+	Plugins []settings.HookGroup
 	// DisableAll turns every hook off (the disableAllHooks setting).
 	DisableAll bool
 	// ProjectDir is where hooks run, and the value of KEEL_PROJECT_DIR and CLAUDE_PROJECT_DIR.
@@ -64,6 +67,9 @@ type Runner struct {
 	// mu guards onceDone.
 	mu       sync.Mutex
 	onceDone map[string]bool
+	// pluginMu guards plugins, the groups of the enabled plugins.
+	pluginMu sync.RWMutex
+	plugins  []group
 }
 
 type group struct {
@@ -86,30 +92,10 @@ func New(cfg Config) (*Runner, []settings.Problem) {
 	r := &Runner{cfg: cfg, onceDone: map[string]bool{}}
 	var problems []settings.Problem
 	warn := func(o settings.Origin, format string, args ...any) {
-		problems = append(problems, settings.Problem{Severity: settings.SeverityWarning,
-			Path: o.Path, Line: o.Line, Col: o.Col, Msg: fmt.Sprintf(format, args...)})
+		problems = append(problems, warning(o, format, args...))
 	}
-	for _, g := range cfg.Hooks {
-		ev := Event(g.Event)
-		if _, ok := eventTable[ev]; !ok {
-			warn(g.From, "hooks.%s: keel does not fire this event, so its hooks never run (events: %s)", g.Event, eventList())
-			continue
-		}
-		m, err := compileMatcher(g.Matcher)
-		if err != nil {
-			warn(g.From, "hooks.%s: matcher %q is not a valid regular expression (%v); its hooks never run", g.Event, g.Matcher, err)
-			continue
-		}
-		cg := group{event: ev, matcher: m, from: g.From}
-		for _, h := range g.Hooks {
-			if h.Type != "command" {
-				warn(h.From, "hooks.%s: hook type %q is not supported (only \"command\"); skipped", g.Event, h.Type)
-				continue
-			}
-			cg.hooks = append(cg.hooks, h)
-		}
-		r.groups = append(r.groups, cg)
-	}
+	r.groups, problems = compile(cfg.Hooks)
+	r.plugins, problems = compile(cfg.Plugins, problems...)
 	for _, cb := range cfg.Callbacks {
 		from := settings.Origin{Scope: settings.ScopeCLI, Path: "initialize"}
 		ev := Event(cb.Event)
@@ -129,6 +115,62 @@ func New(cfg Config) (*Runner, []settings.Problem) {
 		r.groups = append(r.groups, cg)
 	}
 	return r, problems
+}
+
+// compile turns settings' hook groups into runnable ones; the problems are appended to those
+// given.
+func compile(groups []settings.HookGroup, problems ...settings.Problem) ([]group, []settings.Problem) {
+	warn := func(o settings.Origin, format string, args ...any) {
+		problems = append(problems, warning(o, format, args...))
+	}
+	var out []group
+	for _, g := range groups {
+		ev := Event(g.Event)
+		if _, ok := eventTable[ev]; !ok {
+			warn(g.From, "hooks.%s: keel does not fire this event, so its hooks never run (events: %s)", g.Event, eventList())
+			continue
+		}
+		m, err := compileMatcher(g.Matcher)
+		if err != nil {
+			warn(g.From, "hooks.%s: matcher %q is not a valid regular expression (%v); its hooks never run", g.Event, g.Matcher, err)
+			continue
+		}
+		cg := group{event: ev, matcher: m, from: g.From}
+		for _, h := range g.Hooks {
+			if h.Type != "command" {
+				warn(h.From, "hooks.%s: hook type %q is not supported (only \"command\"); skipped", g.Event, h.Type)
+				continue
+			}
+			cg.hooks = append(cg.hooks, h)
+		}
+		out = append(out, cg)
+	}
+	return out, problems
+}
+
+func warning(o settings.Origin, format string, args ...any) settings.Problem {
+	return settings.Problem{Severity: settings.SeverityWarning, Path: o.Path, Line: o.Line, Col: o.Col, Msg: fmt.Sprintf(format, args...)}
+}
+
+// SetPlugins replaces the plugins' hook groups (a plugin enabled or disabled while the session
+// runs); events fired from then on use the new set. It returns the groups' problems as New
+// does.
+func (r *Runner) SetPlugins(groups []settings.HookGroup) []settings.Problem {
+	compiled, problems := compile(groups)
+	r.pluginMu.Lock()
+	r.plugins = compiled
+	r.pluginMu.Unlock()
+	return problems
+}
+
+// allGroups are the settings' groups (callbacks included), then the plugins'.
+func (r *Runner) allGroups() []group {
+	r.pluginMu.RLock()
+	defer r.pluginMu.RUnlock()
+	if len(r.plugins) == 0 {
+		return r.groups
+	}
+	return append(r.groups[:len(r.groups):len(r.groups)], r.plugins...)
 }
 
 func eventList() string {
@@ -305,7 +347,7 @@ func (r *Runner) report(ev Event, res Result) {
 func (r *Runner) plan(ev Event, spec eventSpec, in Input, out *Outcome) []planned {
 	var plan []planned
 	seen := map[string]bool{}
-	for _, g := range r.groups {
+	for _, g := range r.allGroups() {
 		if g.event != ev || (spec.matchOn != nil && !g.matcher.match(spec.matchOn(in))) {
 			continue
 		}
@@ -352,7 +394,7 @@ func (r *Runner) Has(ev Event) bool {
 	if r.cfg.DisableAll {
 		return false
 	}
-	for _, g := range r.groups {
+	for _, g := range r.allGroups() {
 		if g.event == ev && (r.cfg.Trusted || !g.from.Scope.ProjectProvided()) {
 			return true
 		}
@@ -389,6 +431,7 @@ func (r *Runner) exec(ctx context.Context, ev Event, in Input, p planned, stdin 
 	}
 	env = append(env[:len(env):len(env)],
 		"KEEL_PROJECT_DIR="+r.cfg.ProjectDir, "CLAUDE_PROJECT_DIR="+r.cfg.ProjectDir)
+	env = append(env, p.cmd.Env...)
 	res := runCommand(ctx, p.cmd.Command, r.cfg.ProjectDir, env, stdin, timeout)
 	res.From = p.from
 	if r.cfg.OnRun != nil {

@@ -1,5 +1,5 @@
 // Package mcphost connects keel to MCP servers: it loads their configuration from every
-// source (user, project .mcp.json, local, --mcp-config, managed), gates what a project provides
+// source (user, project .mcp.json, local, --mcp-config, managed, enabled plugins), gates what a project provides
 // behind workspace trust and the managed allow/deny lists, connects over stdio, streamable
 // HTTP or SSE (with OAuth where a server asks for it), and turns each server's tools into
 // [tool.Tool] values named mcp__<server>__<tool>.
@@ -48,8 +48,9 @@ const (
 	ScopeDynamic Scope = "dynamic"
 )
 
-// scopeOrder is the precedence: for a name given by several sources, the first wins.
-var scopeOrder = []Scope{ScopeManaged, ScopeCLI, ScopeLocal, ScopeProject, ScopeUser}
+// scopeOrder is the precedence: for a name given by several sources, the first wins. Plugin
+// servers are named plugin_<plugin>_<server>, so they only ever meet each other.
+var scopeOrder = []Scope{ScopeManaged, ScopeCLI, ScopeLocal, ScopeProject, ScopeUser, ScopePlugin}
 
 // File names under $KEEL_HOME and in a project.
 const (
@@ -110,6 +111,9 @@ type LoadOptions struct {
 	Strict     bool     // --strict-mcp-config: only CLIConfigs (and managed) count
 	Managed    string   // managed MCP file; empty means none
 	Env        map[string]string
+	// Plugins are the enabled plugins' servers ([ParsePlugin]); Strict does not drop them
+	// (a plugin that should bring none is loaded without its MCP discovery instead).
+	Plugins []ServerConfig
 }
 
 // Config is the merged server list.
@@ -173,6 +177,7 @@ func Load(opts LoadOptions) *Config {
 			readFile(ScopeUser, filepath.Join(opts.Home, UserFile))
 		}
 	}
+	byScope[ScopePlugin] = append(byScope[ScopePlugin], opts.Plugins...)
 	seen := map[string]bool{}
 	for _, scope := range scopeOrder {
 		for _, s := range byScope[scope] {

@@ -223,13 +223,25 @@ func retryError(msg string) string {
 func (r *streamJSON) initLine(e event.Init) obj {
 	servers := make([]obj, 0, len(e.MCPServers))
 	for _, s := range e.MCPServers {
-		servers = append(servers, obj{{"name", s.Name}, {"status", s.Status}})
+		server := obj{{"name", s.Name}, {"status", s.Status}}
+		if s.Source != "" {
+			server = append(server, kv{"source", s.Source})
+		}
+		servers = append(servers, server)
 	}
-	return obj{{"type", "system"}, {"subtype", "init"}, {"cwd", e.Cwd}, {"session_id", e.SessionID}, {"tools", nonNil(e.Tools)},
+	plugins := e.Plugins
+	if plugins == nil {
+		plugins = []event.PluginInfo{}
+	}
+	line := obj{{"type", "system"}, {"subtype", "init"}, {"cwd", e.Cwd}, {"session_id", e.SessionID}, {"tools", nonNil(e.Tools)},
 		{"mcp_servers", servers}, {"model", e.Model}, {"permissionMode", e.PermissionMode},
 		{"slash_commands", nonNil(e.Skills)}, {"apiKeySource", orNone(r.opts.APIKeySource)},
 		{"claude_code_version", r.opts.Version}, {"output_style", "default"},
-		{"agents", nonNil(e.Agents)}, {"skills", nonNil(e.Skills)}, {"plugins", []any{}}}
+		{"agents", nonNil(e.Agents)}, {"skills", nonNil(e.Skills)}, {"plugins", plugins}}
+	if len(e.PluginErrors) > 0 {
+		line = append(line, kv{"plugin_errors", e.PluginErrors})
+	}
+	return line
 }
 
 func orNone(s string) string {

@@ -84,10 +84,8 @@ func (s *Session) emitAgent(e event.Event) {
 	}
 }
 
-// buildAgents loads the agent definitions and wires the runner. It runs after the transcript
-// is open, so subagent transcripts and notifications live beside it, and after restore, so
-// notifications that a crashed process already delivered are dropped, not sent twice.
-func (s *Session) buildAgents(ctx context.Context) {
+// agentDefOptions says where the session's agent definitions come from.
+func (s *Session) agentDefOptions() agentdef.Options {
 	projectDir, home, keelHome := s.projectDir, userHome(), s.opts.Home
 	if !s.sourceAllowed("project") {
 		projectDir = ""
@@ -95,7 +93,15 @@ func (s *Session) buildAgents(ctx context.Context) {
 	if !s.sourceAllowed("user") {
 		home, keelHome = "", ""
 	}
-	set, err := agentdef.Load(ctx, agentdef.Options{ProjectDir: projectDir, HomeDir: home, KeelHome: keelHome, CLIAgents: s.opts.Agents, Logger: s.logger})
+	return agentdef.Options{ProjectDir: projectDir, HomeDir: home, KeelHome: keelHome, CLIAgents: s.opts.Agents,
+		Plugins: s.plugins().AgentSources(), Logger: s.logger}
+}
+
+// buildAgents loads the agent definitions and wires the runner. It runs after the transcript
+// is open, so subagent transcripts and notifications live beside it, and after restore, so
+// notifications that a crashed process already delivered are dropped, not sent twice.
+func (s *Session) buildAgents(ctx context.Context) {
+	set, err := agentdef.Load(ctx, s.agentDefOptions())
 	if err != nil {
 		set = agentdef.NewSet(agentdef.Builtins())
 	}

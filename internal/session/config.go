@@ -41,15 +41,7 @@ func ProjectRoot(dir string) string {
 // it: its deny rules must never vanish silently. An untrusted workspace's own files may only
 // narrow what keel may do (settings.Options.Untrusted).
 func (s *Session) loadSettings() error {
-	st, _ := settings.Load(settings.Options{
-		Env:          settings.Env{Home: s.opts.Home},
-		ProjectDir:   s.projectDir,
-		ManagedPath:  s.opts.ManagedSettingsPath,
-		Flags:        s.opts.SettingsFlags,
-		SettingsArgs: s.opts.SettingsArgs,
-		FileScopes:   s.fileScopes(),
-		Untrusted:    !s.trusted(),
-	})
+	st, _ := settings.Load(s.settingsOptions())
 	s.settings = st
 	if bad := st.Unreadable(); len(bad) > 0 && !s.opts.IgnoreSettingsErrors {
 		var lines []string
@@ -63,6 +55,19 @@ func (s *Session) loadSettings() error {
 		s.notices = append(s.notices, event.Notice{Level: string(p.Severity), Text: p.Error()})
 	}
 	return nil
+}
+
+// settingsOptions says where the session's settings come from.
+func (s *Session) settingsOptions() settings.Options {
+	return settings.Options{
+		Env:          settings.Env{Home: s.opts.Home},
+		ProjectDir:   s.projectDir,
+		ManagedPath:  s.opts.ManagedSettingsPath,
+		Flags:        s.opts.SettingsFlags,
+		SettingsArgs: s.opts.SettingsArgs,
+		FileScopes:   s.fileScopes(),
+		Untrusted:    !s.trusted(),
+	}
 }
 
 // permissionPolicy turns settings and flags into the main agent's policy.
@@ -211,6 +216,7 @@ func (s *Session) buildHooks() {
 	trusted := s.trusted()
 	runner, problems := hooks.New(hooks.Config{
 		Hooks:      s.settings.Hooks,
+		Plugins:    s.plugins().Hooks(),
 		DisableAll: s.settings.DisableAllHooks.V,
 		ProjectDir: s.projectDir,
 		Trusted:    trusted,

@@ -20,8 +20,10 @@ import (
 // once the workspace is trusted, as its hooks do.
 func (s *Session) buildLSP() {
 	var servers []lsp.Config
-	for _, name := range slices.Sorted(maps.Keys(s.settings.LSPServers)) {
-		v := s.settings.LSPServers[name]
+	all := s.pluginLSP()
+	maps.Copy(all, s.settings.LSPServers)
+	for _, name := range slices.Sorted(maps.Keys(all)) {
+		v := all[name]
 		if v.From.Scope.ProjectProvided() && !s.trusted() {
 			s.notices = append(s.notices, event.Notice{Level: "warn",
 				Text: fmt.Sprintf("lspServers.%s in %s is ignored until this workspace is trusted (keel trust)", name, v.From.Path)})

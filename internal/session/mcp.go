@@ -86,7 +86,7 @@ func (s *Session) startMCP(ctx context.Context) {
 	m, notices := OpenMCP(ctx, s.opts.MCP, MCPSetup{
 		Home: s.opts.Home, ProjectDir: s.projectDir, Cwd: s.opts.Cwd, AddDirs: s.state.AdditionalDirs,
 		Settings: s.settings, Trust: s.opts.Trust, Version: s.opts.Version, ContextWindow: window, Logger: s.logger,
-		Elicit: s.elicitor(),
+		Elicit: s.elicitor(), Plugins: s.plugins().MCPServers(),
 	})
 	s.mcp = m
 	s.notices = append(s.notices, notices...)
@@ -124,6 +124,8 @@ type MCPSetup struct {
 	Logger        *slog.Logger
 	// Elicit answers servers' questions; nil leaves the capability unadvertised.
 	Elicit mcphost.ElicitFunc
+	// Plugins are the enabled plugins' servers (scope plugin).
+	Plugins []mcphost.ServerConfig
 }
 
 // OpenMCP loads the MCP configuration from every source and connects the enabled servers in
@@ -132,7 +134,7 @@ type MCPSetup struct {
 func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, []event.Notice) {
 	environ, env := mcpEnviron(o)
 	var notices []event.Notice
-	cfg := mcphost.Load(mcphost.LoadOptions{Home: st.Home, ProjectDir: st.ProjectDir, CLIConfigs: o.Configs, Strict: o.Strict, Env: env})
+	cfg := mcphost.Load(mcphost.LoadOptions{Home: st.Home, ProjectDir: st.ProjectDir, CLIConfigs: o.Configs, Strict: o.Strict, Env: env, Plugins: st.Plugins})
 	for _, p := range cfg.Problems {
 		level := "error"
 		if p.Warning {
@@ -179,7 +181,11 @@ func (s *Session) mcpStatus() []event.MCPServerStatus {
 	}
 	var out []event.MCPServerStatus
 	for _, st := range s.MCPStatus() {
-		out = append(out, event.MCPServerStatus{Name: st.Name, Status: string(st.Status)})
+		status := event.MCPServerStatus{Name: st.Name, Status: string(st.Status)}
+		if st.Scope == mcphost.ScopePlugin {
+			status.Source = string(st.Scope) // the other sources are not named yet
+		}
+		out = append(out, status)
 	}
 	return out
 }

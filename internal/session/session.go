@@ -29,6 +29,7 @@ import (
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/models"
 	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/plugin"
 	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/settings"
@@ -124,6 +125,9 @@ type Options struct {
 	LSPWait time.Duration
 	// SDK holds what the Agent SDK's options add (sdk.go).
 	SDK SDKOptions
+	// Plugins are the plugins given by path (--plugin-dir, the Agent SDK's plugins option),
+	// loaded beside the enabled installed ones (plugins.go).
+	Plugins []plugin.DirSpec
 
 	// Detacher reaches the supervisor: agents of this session that it still runs are
 	// mirrored again on open, and with DetachBackground the main thread's new background
@@ -215,6 +219,8 @@ type Session struct {
 	sdk     sdkState
 	watched fileWatch
 	dynamic dynamicMCP
+	// pluginState is the loaded plugins (plugins.go).
+	pluginState pluginState
 	// team is the session's agent team (team.go); teamBackend its store; teamTemp a
 	// directory to remove when the session has no keel directory.
 	team        *team.Team
@@ -261,6 +267,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	if err := s.loadSettings(); err != nil {
 		return nil, err
 	}
+	s.loadPlugins(ctx)
 	policy, problems := s.permissionPolicy()
 	s.notices = append(s.notices, problems...)
 	var asker permission.Asker = permission.Headless{}
@@ -436,9 +443,14 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	s.beginRun(prompt)
 	agentsBefore := s.agentLedger()
 	helpersBefore := s.helpers.ledger()
+	reloaded := s.reloadPlugins(ctx)
 	pool := s.pool(ctx)
+	plugins, pluginErrors := s.initPlugins()
 	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode(),
-		Skills: s.skillNames(), Agents: s.agentNames(), MCPServers: s.mcpStatus()})
+		Skills: s.skillNames(), Agents: s.agentNames(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
+	for _, n := range reloaded {
+		sink.Emit(n)
+	}
 	for _, n := range s.takeNotices() {
 		sink.Emit(n)
 	}

@@ -14,17 +14,23 @@ import (
 // loadSkills reads the skills and custom commands; a bad file is a notice, never a failure.
 func (s *Session) loadSkills() {
 	s.grants = skill.NewGrants()
+	cat, problems := skill.Load(s.skillOptions())
+	s.skills = cat
+	for _, p := range problems {
+		s.notices = append(s.notices, event.Notice{Level: "warn", Text: p.Error()})
+	}
+}
+
+// skillOptions says where the session's skills and commands come from.
+func (s *Session) skillOptions() skill.Options {
 	home, keelHome := userHome(), s.opts.Home
 	if !s.sourceAllowed("user") {
 		home, keelHome = "", ""
 	}
-	cat, problems := skill.Load(skill.Options{
+	return skill.Options{
 		Cwd: s.opts.Cwd, ProjectRoot: s.projectDir, Home: home, KeelHome: keelHome, NoProject: !s.sourceAllowed("project"),
 		AllowShell: s.allowSkillShell, Prompts: mcpPrompts{s}, Logger: s.logger, UntrustedProject: !s.trusted(),
-	})
-	s.skills = cat
-	for _, p := range problems {
-		s.notices = append(s.notices, event.Notice{Level: "warn", Text: p.Error()})
+		Plugins: s.plugins().SkillSources(),
 	}
 }
 

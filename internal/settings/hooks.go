@@ -22,6 +22,9 @@ type HookCommand struct {
 	Once          bool    `json:"once,omitempty"`
 	StatusMessage string  `json:"statusMessage,omitempty"`
 	From          Origin  `json:"-"`
+	// Env is added to the hook's environment ("KEY=value"): a plugin's hooks get its
+	// CLAUDE_PLUGIN_ROOT and CLAUDE_PLUGIN_DATA. Settings files cannot set it.
+	Env []string `json:"-"`
 }
 
 // longTimeout is where a timeout in seconds looks like it was written in milliseconds.

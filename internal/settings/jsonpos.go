@@ -68,6 +68,15 @@ func parseTree(data []byte) (*node, error) {
 	return n, nil
 }
 
+// errOffset is where a parse error happened: a posError's offset, else the start.
+func errOffset(err error) int {
+	var pe *posError
+	if errors.As(err, &pe) {
+		return pe.off
+	}
+	return 0
+}
+
 type posError struct {
 	off int
 	msg string

@@ -46,6 +46,9 @@ type Settings struct {
 	LSPServers map[string]Value[LSPServer]
 	// Coordination picks the teams' coordination backend (coordination.go).
 	Coordination Coordination
+	// Plugins are enabledPlugins, extraKnownMarketplaces and the managed marketplace lists
+	// (plugins.go).
+	Plugins Plugins
 
 	// Unknown holds keys keel does not know, by dotted key, highest source winning. They are
 	// kept (and warned about) because real files carry many keys for other tools.
@@ -96,6 +99,10 @@ var keyTable = []keyDef{
 	webSearchKey(),
 	lspKey(),
 	coordinationKey(),
+	enabledPluginsKey(),
+	extraKnownMarketplacesKey(),
+	strictKnownMarketplacesKey(),
+	blockedMarketplacesKey(),
 }
 
 // keyDef reads one key. Sources are applied highest first, so apply only fills what is unset
@@ -240,6 +247,7 @@ var wideningKeys = map[string]bool{
 	"permissions.allow": true, "permissions.defaultMode": true, "permissions.additionalDirectories": true,
 	"env": true, "hooks": true, "apiKeyHelper": true, "awsAuthRefresh": true, "awsCredentialExport": true,
 	"otelHeadersHelper": true, "statusLine": true, "fileSuggestion": true,
+	"enabledPlugins": true, "extraKnownMarketplaces": true,
 }
 
 // applyMembers applies each member of n with its keyDef, keeping and warning about unknown keys.

@@ -128,12 +128,7 @@ func (s *Settings) apply(src Source, data []byte) error {
 	}
 	root, err := parseTree(data)
 	if err != nil {
-		var pe *posError
-		off := 0
-		if errors.As(err, &pe) {
-			off = pe.off
-		}
-		f.errorf(off, "%v (file ignored)", err)
+		f.errorf(errOffset(err), "%v (file ignored)", err)
 		return err
 	}
 	if root.kind != kindObject {

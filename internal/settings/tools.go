@@ -2,9 +2,7 @@ package settings
 
 import (
 	"encoding/json"
-	"maps"
 	"net/url"
-	"slices"
 	"strings"
 )
 
@@ -89,31 +87,8 @@ var lspServerKeys = []string{"command", "args", "extensionToLanguage", "env", "i
 
 // lspKey merges lspServers by server name: the highest source that names a server defines it.
 func lspKey() keyDef {
-	return keyDef{
-		name: "lspServers",
-		apply: func(s *Settings, f *fileCtx, key string, n *node) {
-			if n.kind != kindObject {
-				wrongType(f, key, n, `an object of servers, {"gopls": {"command": "gopls", "extensionToLanguage": {".go": "go"}}}`)
-				return
-			}
-			if s.LSPServers == nil {
-				s.LSPServers = map[string]Value[LSPServer]{}
-			}
-			for _, m := range n.members {
-				srv, ok := decLSPServer(f, key+"."+m.key, m.val)
-				if _, seen := s.LSPServers[m.key]; ok && !seen {
-					s.LSPServers[m.key] = Value[LSPServer]{V: srv, From: f.origin(m.val)}
-				}
-			}
-		},
-		show: func(s *Settings, key string) []shown {
-			var out []shown
-			for _, k := range slices.Sorted(maps.Keys(s.LSPServers)) {
-				out = append(out, shown{key: key + "." + k, value: s.LSPServers[k].V, from: s.LSPServers[k].From})
-			}
-			return out
-		},
-	}
+	return mapKey("lspServers", `an object of servers, {"gopls": {"command": "gopls", "extensionToLanguage": {".go": "go"}}}`,
+		func(s *Settings) *map[string]Value[LSPServer] { return &s.LSPServers }, decLSPServer)
 }
 
 func decLSPServer(f *fileCtx, key string, n *node) (LSPServer, bool) {

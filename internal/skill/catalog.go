@@ -7,13 +7,29 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Catalog is the loaded set of skills and commands, plus the MCP prompts its PromptSource
-// lists at the time of each call. It is read-only after [Load] and safe for concurrent use.
+// lists at the time of each call. It is safe for concurrent use; only [Catalog.Replace]
+// changes it after [Load].
 type Catalog struct {
-	opts   Options
+	opts Options
+	// mu guards byName.
+	mu     sync.RWMutex
 	byName map[string]*Skill
+}
+
+// Replace gives c the entries of other, loaded anew with the same options but other plugins
+// (one was enabled or disabled): every holder of c — the Skill tool, /commands, subagents —
+// sees them from then on.
+func (c *Catalog) Replace(other *Catalog) {
+	other.mu.RLock()
+	byName := other.byName
+	other.mu.RUnlock()
+	c.mu.Lock()
+	c.byName = byName
+	c.mu.Unlock()
 }
 
 // Invoker says who invoked an entry; the rules differ (see [Catalog.Invoke]).
@@ -50,10 +66,17 @@ func (c *Catalog) All() []Skill {
 	return out
 }
 
-// Lookup finds an entry by name; a leading "/" is ignored.
+// Lookup finds an entry by name; a leading "/" is ignored. A plugin's entry is also found by
+// its name without the plugin's namespace, while no other plugin has that name.
 func (c *Catalog) Lookup(name string) (Skill, bool) {
 	name = strings.TrimPrefix(strings.TrimSpace(name), "/")
-	if s, ok := c.byName[name]; ok {
+	c.mu.RLock()
+	found, ok := c.byName[name]
+	c.mu.RUnlock()
+	if ok {
+		return *found, true
+	}
+	if s, ok := c.bareLookup(name); ok {
 		return *s, true
 	}
 	if strings.HasPrefix(name, "mcp__") {
@@ -117,6 +140,9 @@ func (c *Catalog) Invoke(ctx context.Context, name, args string, by Invoker, cwd
 		cwd = c.opts.Cwd
 	}
 	body = strings.TrimLeft(body, "\n")
+	if s.pluginVars != nil {
+		body = s.pluginVars.Replace(body)
+	}
 	e := &expander{opts: c.opts, cwd: cwd, allowed: s.Grants(), untrusted: s.Untrusted}
 	if by == ByModel {
 		e.onlyRefs = authorRefs(body, s.Dir)

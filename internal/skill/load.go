@@ -31,6 +31,8 @@ type Options struct {
 	NoProject bool
 	// Prompts lists MCP prompts; nil means none.
 	Prompts PromptSource
+	// Plugins are the enabled plugins, in load order.
+	Plugins []Plugin
 	// AllowShell decides whether a "!" shell command in a body may run, given the entry's
 	// allowed-tools; a non-nil error denies it and is shown in its place. Nil denies every
 	// command: running shell from a file needs a permission check.
@@ -76,6 +78,14 @@ func Load(opts Options) (*Catalog, []Problem) {
 		for _, s := range bundledSkills() {
 			c.add(s)
 		}
+	}
+	for _, p := range opts.Plugins {
+		found, probs := loadPlugin(p)
+		opts.Logger.Debug("plugin entries loaded", "plugin", p.Name, "found", len(found), "problems", len(probs))
+		for _, s := range found {
+			c.add(s)
+		}
+		problems = append(problems, probs...)
 	}
 	for _, d := range searchDirs(opts) {
 		var found []Skill
@@ -170,23 +180,30 @@ func loadSkillDir(dir string, src Source) ([]Skill, []Problem) {
 		if st, err := os.Stat(sub); err != nil || !st.IsDir() { // follows symlinked skill folders
 			continue
 		}
-		path := filepath.Join(sub, "SKILL.md")
-		data, err := os.ReadFile(path)
-		if err != nil {
-			if !os.IsNotExist(err) {
-				problems = append(problems, Problem{Path: path, Msg: err.Error(), Skipped: true})
-			}
-			continue
-		}
-		s, probs, ok := parseSkill(path, e.Name(), data, KindSkill, src)
+		found, probs := loadOneSkill(sub, src)
+		out = append(out, found...)
 		problems = append(problems, probs...)
-		if ok {
-			s.Dir = sub
-			s.read = fileBody(path)
-			out = append(out, s)
-		}
 	}
 	return out, problems
+}
+
+// loadOneSkill loads the skill folder dir (its SKILL.md); a folder without one holds no skill.
+func loadOneSkill(dir string, src Source) ([]Skill, []Problem) {
+	path := filepath.Join(dir, "SKILL.md")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			return nil, []Problem{{Path: path, Msg: err.Error(), Skipped: true}}
+		}
+		return nil, nil
+	}
+	s, probs, ok := parseSkill(path, filepath.Base(dir), data, KindSkill, src)
+	if !ok {
+		return nil, probs
+	}
+	s.Dir = dir
+	s.read = fileBody(path)
+	return []Skill{s}, probs
 }
 
 // loadCommandDir loads every markdown file below dir; subdirectories namespace the name
@@ -296,6 +313,8 @@ func (c *Catalog) add(s Skill) {
 
 // sorted returns the file-based entries in name order.
 func (c *Catalog) sorted() []*Skill {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	out := make([]*Skill, 0, len(c.byName))
 	for _, s := range c.byName {
 		out = append(out, s)

@@ -14,7 +14,11 @@ func RenderText(w io.Writer, skills []Skill, problems []Problem) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tSOURCE\tRUNS\tINVOKED BY\tDESCRIPTION")
 	for _, s := range skills {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.Source, runs(s), invokedBy(s),
+		source := string(s.Source)
+		if s.Plugin != "" {
+			source += " (" + s.Plugin + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, source, runs(s), invokedBy(s),
 			truncate(oneLine(s.Description), 60))
 	}
 	if len(skills) == 0 {
@@ -62,6 +66,7 @@ type jsonSkill struct {
 	Name           string         `json:"name"`
 	Kind           Kind           `json:"kind"`
 	Source         Source         `json:"source"`
+	Plugin         string         `json:"plugin,omitempty"`
 	Path           string         `json:"path"`
 	Description    string         `json:"description"`
 	ArgumentHint   string         `json:"argumentHint,omitempty"`
@@ -90,7 +95,7 @@ func RenderJSON(w io.Writer, skills []Skill, problems []Problem) error {
 	}{Skills: []jsonSkill{}, Problems: []jsonProblem{}}
 	for _, s := range skills {
 		doc.Skills = append(doc.Skills, jsonSkill{
-			Name: s.Name, Kind: s.Kind, Source: s.Source, Path: s.Path, Description: s.Description,
+			Name: s.Name, Kind: s.Kind, Source: s.Source, Plugin: s.Plugin, Path: s.Path, Description: s.Description,
 			ArgumentHint: s.ArgumentHint, Context: s.Context, Agent: s.Agent, Model: s.Model,
 			AllowedTools: s.AllowedTools, UserInvocable: s.UserInvocable, ModelInvocable: s.ModelInvocable(),
 			Overrides: s.Overrides, Extra: s.Extra,

@@ -11,7 +11,8 @@
 // Entries are gathered from these places, lowest priority first; a later entry with the same
 // name replaces an earlier one (and remembers the paths it overrode):
 //
-//  1. bundled skills, embedded in keel;
+//  1. bundled skills, embedded in keel; then the enabled plugins' commands and skills, named
+//     plugin:entry;
 //  2. ~/.claude/commands, then ~/.claude/skills (Claude Code's user level);
 //  3. $KEEL_HOME/commands, then $KEEL_HOME/skills;
 //  4. for every directory from the project root down to the working directory:
@@ -46,6 +47,7 @@ type Source string
 // Sources, lowest priority first.
 const (
 	SourceBundled       Source = "bundled"
+	SourcePlugin        Source = "plugin"
 	SourceClaudeUser    Source = "claude-user"
 	SourceUser          Source = "user"
 	SourceClaudeProject Source = "claude-project"
@@ -100,6 +102,8 @@ type Skill struct {
 	Extra map[string]any `json:"-"`
 	// Overrides lists the paths of lower-priority entries of the same name, highest first.
 	Overrides []string
+	// Plugin names the plugin a SourcePlugin entry came from.
+	Plugin string `json:"-"`
 
 	// hasDescription is false when Description was derived from the body.
 	hasDescription bool
@@ -107,6 +111,8 @@ type Skill struct {
 	read func() (string, error)
 	// prompt is the MCP prompt behind an mcp-prompt entry.
 	prompt *PromptInfo
+	// pluginVars replaces a plugin's ${CLAUDE_PLUGIN_ROOT} and ${CLAUDE_PLUGIN_DATA} in its body.
+	pluginVars *strings.Replacer
 }
 
 // Grants returns the allowed-tools the skill grants while it runs: none for an untrusted

@@ -26,7 +26,7 @@ import (
 // EffortBudgets maps a definition's effort level to the thinking budget (tokens) of the
 // agent's requests. "max" stays under the default max_tokens of 32000, which the budget must
 // not reach. An integer effort is used as the budget as written.
-var EffortBudgets = map[string]int64{"low": 2048, "medium": 8192, "high": 16384, "max": 31999}
+var EffortBudgets = map[string]int64{"low": 2048, "medium": 8192, "high": 16384, "xhigh": 24576, "max": 31999}
 
 // EffortBudget returns the thinking budget for e, 0 when e is not set.
 func EffortBudget(e agentdef.Effort) int64 {

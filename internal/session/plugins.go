@@ -1,0 +1,222 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/agentdef"
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/mcphost"
+	"github.com/keel-dev/keel/internal/plugin"
+	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/skill"
+)
+
+// pluginState is the session's plugins: loaded when it opens and read again at a request
+// boundary when their records or the settings that enable them changed.
+type pluginState struct {
+	// set is the loaded plugins; guarded by Session.mu (the Bash tool reads it from its
+	// goroutine).
+	set *plugin.Set
+	// stamp is what the files that decide the set looked like when it was loaded.
+	stamp string
+}
+
+// loadPlugins loads the --plugin-dir and SDK plugins and the enabled installed ones; each
+// problem is a notice (and a plugin_errors entry of the init message).
+func (s *Session) loadPlugins(ctx context.Context) {
+	s.pluginState.stamp = s.pluginStamp()
+	set := s.readPlugins(ctx, s.settings.Plugins)
+	s.mu.Lock()
+	s.pluginState.set = set
+	s.mu.Unlock()
+	for _, e := range set.Errors() {
+		s.notices = append(s.notices, pluginNotice(e))
+	}
+}
+
+func (s *Session) readPlugins(ctx context.Context, st settings.Plugins) *plugin.Set {
+	_, env := mcpEnviron(s.opts.MCP)
+	home := s.opts.Home
+	if !s.sourceAllowed("user") {
+		home = "" // --setting-sources without user: no installed plugins either
+	}
+	return plugin.LoadSet(ctx, plugin.SetOptions{Home: home, Cwd: s.opts.Cwd, Dirs: s.opts.Plugins, Settings: st, Env: env, Logger: s.logger})
+}
+
+func pluginNotice(e plugin.Error) event.Notice {
+	level := "warn"
+	if e.Severity == plugin.SeverityError {
+		level = "error"
+	}
+	return event.Notice{Level: level, Text: "plugin " + e.Plugin + ": " + e.Error()}
+}
+
+// plugins is the current set.
+func (s *Session) plugins() *plugin.Set {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pluginState.set
+}
+
+// pluginStamp describes the files a change of plugins shows in: the settings files (for
+// enabledPlugins) and the install records.
+func (s *Session) pluginStamp() string {
+	if len(s.opts.Plugins) == 0 && s.opts.Home == "" {
+		return ""
+	}
+	var files []string
+	for _, f := range s.settings.Files {
+		files = append(files, f.Path)
+	}
+	if s.opts.Home != "" {
+		files = append(files, plugin.LayoutOf(s.opts.Home).Records()...)
+	}
+	var b strings.Builder
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			fmt.Fprintf(&b, "%s %d %d\n", f, st.Size(), st.ModTime().UnixNano())
+		}
+	}
+	return b.String()
+}
+
+// reloadPlugins runs at the start of each Send, a request boundary: when a plugin was
+// installed, enabled, disabled or removed since the set was loaded, the new set's hooks,
+// commands, skills, agents and MCP servers replace the old ones before the request is
+// assembled, and the cache watcher is told the prefix changes on purpose. Nothing is re-read
+// while nothing changed, so the tool pool stays byte-stable.
+func (s *Session) reloadPlugins(ctx context.Context) []event.Notice {
+	stamp := s.pluginStamp()
+	if stamp == s.pluginState.stamp {
+		return nil
+	}
+	s.pluginState.stamp = stamp
+	st, _ := settings.Load(s.settingsOptions())
+	old := s.plugins()
+	set := s.readPlugins(ctx, st.Plugins)
+	s.mu.Lock()
+	s.pluginState.set = set
+	s.mu.Unlock()
+	var notices []event.Notice
+	for _, e := range set.Errors() {
+		if !slices.Contains(old.Errors(), e) {
+			notices = append(notices, pluginNotice(e))
+		}
+	}
+	if set.Key() == old.Key() {
+		return notices
+	}
+	for _, p := range s.hooks.SetPlugins(set.Hooks()) {
+		notices = append(notices, event.Notice{Level: string(p.Severity), Text: p.Error()})
+	}
+	cat, _ := skill.Load(s.skillOptions())
+	s.skills.Replace(cat)
+	if s.agents != nil {
+		if defs, err := agentdef.Load(ctx, s.agentDefOptions()); err == nil {
+			s.agents.runner.Definitions().Replace(defs)
+		}
+	}
+	notices = append(notices, s.swapPluginServers(ctx, old.MCPServers(), set.MCPServers())...)
+	if !slices.EqualFunc(old.LSPServers(), set.LSPServers(), func(a, b plugin.LSPServer) bool { return a.Name == b.Name }) {
+		notices = append(notices, event.Notice{Level: "warn", Text: "the plugins' language servers changed; they apply from the next session"})
+	}
+	s.watch.Announce("plugins changed")
+	notices = append(notices, event.Notice{Level: "info", Text: "plugins changed: " + pluginNames(set)})
+	return notices
+}
+
+func pluginNames(set *plugin.Set) string {
+	var names []string
+	for _, i := range set.Infos() {
+		names = append(names, i.Source)
+	}
+	if len(names) == 0 {
+		return "none loaded"
+	}
+	return strings.Join(names, ", ")
+}
+
+// swapPluginServers removes the servers of plugins that went and starts those of plugins that
+// came; a server whose configuration changed is restarted.
+func (s *Session) swapPluginServers(ctx context.Context, before, after []mcphost.ServerConfig) []event.Notice {
+	if len(before) == 0 && len(after) == 0 {
+		return nil
+	}
+	if s.mcp == nil {
+		return []event.Notice{{Level: "warn", Text: "the plugins' MCP servers changed; they start with the next session"}}
+	}
+	same := func(a, b mcphost.ServerConfig) bool {
+		return a.Name == b.Name && a.Command == b.Command && slices.Equal(a.Args, b.Args) && a.URL == b.URL
+	}
+	var notices []event.Notice
+	for _, o := range before {
+		if !slices.ContainsFunc(after, func(n mcphost.ServerConfig) bool { return same(o, n) }) {
+			if err := s.mcp.Remove(ctx, o.Name); err != nil {
+				notices = append(notices, event.Notice{Level: "warn", Text: "MCP: " + err.Error()})
+			}
+		}
+	}
+	added := slices.DeleteFunc(slices.Clone(after), func(n mcphost.ServerConfig) bool {
+		return slices.ContainsFunc(before, func(o mcphost.ServerConfig) bool { return same(o, n) })
+	})
+	for _, cfg := range mcphost.PolicyFrom(s.settings, s.trusted()).Apply(added) {
+		if err := s.mcp.Add(ctx, cfg, nil); err != nil {
+			notices = append(notices, event.Notice{Level: "warn", Text: fmt.Sprintf("MCP server %q of a plugin: %v", cfg.Name, err)})
+		}
+	}
+	return notices
+}
+
+// bashEnviron is the Bash tool's environment: keel's, with the enabled plugins' bin/ folders
+// first on PATH. Nil (inherit) when no plugin has one.
+func (s *Session) bashEnviron() []string {
+	bins := s.plugins().BinDirs()
+	if len(bins) == 0 {
+		return nil
+	}
+	env := os.Environ()
+	path := strings.Join(bins, string(os.PathListSeparator))
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			env[i] = "PATH=" + path + string(os.PathListSeparator) + v
+			return env
+		}
+	}
+	return append(env, "PATH="+path)
+}
+
+// Plugins lists the loaded plugins, as init.plugins does.
+func (s *Session) Plugins() []plugin.Info { return s.plugins().Infos() }
+
+// PluginErrors are the problems of the loaded plugins, as init.plugin_errors lists them.
+func (s *Session) PluginErrors() []plugin.Error { return s.plugins().Errors() }
+
+// OutputStyles are the enabled plugins' output styles. Choosing one is the terminal UI's
+// setting; the system prompt does not apply them yet.
+func (s *Session) OutputStyles() []plugin.OutputStyle { return s.plugins().OutputStyles() }
+
+// initPlugins is the init event's plugins and plugin_errors.
+func (s *Session) initPlugins() ([]event.PluginInfo, []event.PluginError) {
+	infos := []event.PluginInfo{}
+	for _, i := range s.Plugins() {
+		infos = append(infos, event.PluginInfo{Name: i.Name, Path: i.Path, Version: i.Version, Source: i.Source})
+	}
+	var errs []event.PluginError
+	for _, e := range s.PluginErrors() {
+		errs = append(errs, event.PluginError{Plugin: e.Plugin, Type: e.Type, Message: e.SDKMessage(), Path: e.Path})
+	}
+	return infos, errs
+}
+
+// pluginLSP are the plugins' language servers as settings values, beside the settings' own.
+func (s *Session) pluginLSP() map[string]settings.Value[settings.LSPServer] {
+	out := map[string]settings.Value[settings.LSPServer]{}
+	for _, l := range s.plugins().LSPServers() {
+		out[l.Name] = l.Server
+	}
+	return out
+}
