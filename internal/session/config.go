@@ -10,6 +10,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/cachewatch"
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/gitexec"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/memory"
@@ -230,7 +231,7 @@ func (s *Session) buildHooks() {
 // read once here; the rendered sections are memoized for the whole session.
 func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 	if env == nil {
-		detected := prompt.DetectEnvironment(ctx, s.opts.Cwd, s.now())
+		detected := prompt.DetectEnvironment(ctx, s.opts.Cwd, s.now(), gitexec.Runner{Trusted: s.trusted()})
 		env = &detected
 		s.recordMetadata(ctx, transcript.TypeAgentSetting, agentSetting{Environment: env, Model: s.opts.Model})
 	}
