@@ -40,7 +40,7 @@ func ProjectRoot(dir string) string {
 // loadSettings reads every settings source; problems become notices. A file that cannot be
 // read or parsed at all is an error unless Options.IgnoreSettingsErrors says to go on without
 // it: its deny rules must never vanish silently. An untrusted workspace's own files may only
-// narrow what keel may do (settings.Options.Untrusted).
+// narrow what keel may do (settings.Load applies trust.Decide itself).
 func (s *Session) loadSettings() error {
 	st, _ := settings.Load(settings.Options{
 		Env:          settings.Env{Home: s.opts.Home},
@@ -49,7 +49,7 @@ func (s *Session) loadSettings() error {
 		Flags:        s.opts.SettingsFlags,
 		SettingsArgs: s.opts.SettingsArgs,
 		FileScopes:   s.fileScopes(),
-		Untrusted:    !s.trusted(),
+		Trust:        s.opts.Trust,
 	})
 	s.settings = st
 	if bad := st.Unreadable(); len(bad) > 0 && !s.opts.IgnoreSettingsErrors {
@@ -165,12 +165,7 @@ func (s *Session) ruleDir(o settings.Origin) string {
 // mode, hooks, MCP servers, skill shell lines and allowed-tools, memory includes outside it.
 // It is decided once, when the session opens.
 func (s *Session) trusted() bool {
-	s.trustOnce.Do(func() {
-		s.isTrusted = s.opts.Trust
-		if !s.isTrusted && s.opts.Home != "" {
-			s.isTrusted, _ = trust.IsTrusted(s.opts.Home, s.projectDir)
-		}
-	})
+	s.trustOnce.Do(func() { s.isTrusted = trust.Decide(s.opts.Home, s.projectDir, s.opts.Trust) })
 	return s.isTrusted
 }
 
