@@ -261,13 +261,15 @@ type prepared struct {
 	kind  Kind
 	paths []preparedPath
 	shell shellAnalysis
-	// reads and writes are the files a command's redirections open; args are the files its
-	// arguments name (resolved only when Read deny or ask rules exist), and argsAfterCd says
-	// some were relative after a cd, so which files they name is unknown.
-	reads, writes, args []preparedPath
-	argsAfterCd         bool
-	host                string
-	home                string
+	// files is what a command line does with files: the files its redirections open, and —
+	// when Read or Edit deny or ask rules exist — what its arguments name.
+	files shellFiles
+	// otherNames says why keel could not find every name of a file the call touches (a hard
+	// link, see identity.go); multiLinked names an edited file that has other names.
+	otherNames  string
+	multiLinked string
+	host        string
+	home        string
 }
 
 type preparedPath struct {
@@ -285,6 +287,7 @@ func (c *Checker) prepare(req Request, pol Policy) *prepared {
 		r := toolpath.Resolve(path, cwd, c.home)
 		return preparedPath{clean: r.Abs, resolved: r.Real}
 	}
+	restricted := hasPathRestrictions(pol, "")
 	switch p.kind {
 	case KindRead, KindEdit:
 		paths := req.Paths
@@ -294,21 +297,34 @@ func (c *Checker) prepare(req Request, pol Policy) *prepared {
 		for _, path := range paths {
 			p.paths = append(p.paths, resolve(path))
 		}
+		if p.kind == KindEdit {
+			p.multiLinked = multiLinked(p.paths)
+		}
+		if restricted {
+			var extra []preparedPath
+			extra, p.otherNames = otherNames(p.paths, pol, cwd, c.home)
+			p.paths = append(p.paths, extra...)
+		}
 	case KindShell:
 		p.shell = analyzeShell(req.Command)
-		for _, list := range []struct {
-			in  []string
-			out *[]preparedPath
-		}{{p.shell.reads, &p.reads}, {p.shell.writes, &p.writes}} {
-			for _, path := range list.in {
-				if p.shell.changesDir && !filepath.IsAbs(toolpath.Expand(path, c.home)) {
-					p.shell.addBlind("a relative redirection after a change of directory")
-				}
-				*list.out = append(*list.out, resolve(path))
+		for _, f := range append(slices.Clone(p.shell.reads), p.shell.writes...) {
+			if p.shell.changesDir && !f.tilde && !filepath.IsAbs(f.literal()) {
+				p.shell.addBlind("a relative redirection after a change of directory")
 			}
 		}
-		if hasReadRestrictions(pol) {
-			p.args, p.argsAfterCd = argPaths(p.shell, cwd, c.home, resolve)
+		sa := p.shell
+		if !restricted {
+			sa.uses = fileUses{} // arguments are resolved only for Read and Edit rules
+		}
+		p.files = resolveFiles(sa, cwd, c.home, resolve)
+		if restricted {
+			for _, list := range []*[]preparedPath{&p.files.reads, &p.files.writes} {
+				extra, why := otherNames(*list, pol, cwd, c.home)
+				*list = append(*list, extra...)
+				if why != "" && p.otherNames == "" {
+					p.otherNames = why
+				}
+			}
 		}
 		if hasBashRestrictions(pol) {
 			p.shell.deny = append(p.shell.deny, programIdentities(p.shell.deny, cwd)...)
@@ -348,9 +364,11 @@ func (c *Checker) evaluateLayer(pol Policy, p *prepared) Decision {
 	d := Decision{}
 	if r := firstMatch(pol.Rules, Ask, p, cwd); r != nil {
 		d = Decision{Behavior: Ask, Reason: fmt.Sprintf("rule %q from %s asks", r.String(), r.Source), Rule: r}
-	} else if p.argsAfterCd && hasReadRestrictions(Policy{Rules: pol.Rules}) {
-		d = Decision{Behavior: Ask, Reason: "the command names files after a cd keel cannot follow, so the Read deny and ask rules cannot be checked against them"}
-	} else if path, part := protectedEdit(pol, p, mode, cwd); path != "" {
+	} else if why, r := p.pathAsk(pol.Rules, cwd); why != "" {
+		d = Decision{Behavior: Ask, Reason: why, Rule: r}
+	} else if path, part := protectedEdit(pol, p, mode, cwd); path == p.multiLinked && path != "" {
+		d = Decision{Behavior: Ask, Reason: fmt.Sprintf("%s has other hard links, one of which may be protected: writing it asks in every mode but bypassPermissions", path)}
+	} else if path != "" {
 		d = Decision{Behavior: Ask, Reason: fmt.Sprintf("%s is in %s, which is protected: writing there asks in every mode but bypassPermissions", path, part)}
 	} else if r := allowMatch(pol.Rules, p, cwd, pol.Dirs); r != nil {
 		return Decision{Behavior: Allow, Reason: fmt.Sprintf("allowed by rule %q from %s", r.String(), r.Source), Rule: r}
@@ -369,6 +387,10 @@ func (c *Checker) evaluateLayer(pol Policy, p *prepared) Decision {
 func protectedEdit(pol Policy, p *prepared, mode Mode, cwd string) (path, part string) {
 	if p.kind != KindEdit || mode == ModeBypassPermissions {
 		return "", ""
+	}
+	if p.multiLinked != "" {
+		// Another name of the file may be a protected one (.git/config, a settings file).
+		return p.multiLinked, ""
 	}
 	path, part = protected(p, pol)
 	if path == "" {
@@ -469,8 +491,8 @@ func firstMatch(rules []Rule, b Behavior, p *prepared, cwd string) *Rule {
 			return r
 		}
 		if p.kind == KindShell && r.path != nil {
-			if r.toolMatches("Read", KindRead) && (r.matchesPaths(p.reads, p.home, cwd) || r.matchesPaths(p.args, p.home, cwd)) ||
-				r.toolMatches("Edit", KindEdit) && r.matchesPaths(p.writes, p.home, cwd) {
+			if r.toolMatches("Read", KindRead) && r.matchesPaths(p.files.reads, p.home, cwd) ||
+				r.toolMatches("Edit", KindEdit) && r.matchesPaths(p.files.writes, p.home, cwd) {
 				return r
 			}
 		}
@@ -563,7 +585,7 @@ func allowMatch(rules []Rule, p *prepared, cwd string, dirs []string) *Rule {
 			}
 		}
 		// A redirection that reads outside the working directories is a Read there.
-		for _, path := range p.reads {
+		for _, path := range p.files.redirectReads {
 			if outside([]preparedPath{path}, dirs) == "" {
 				continue
 			}

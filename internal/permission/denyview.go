@@ -232,5 +232,8 @@ func (a *shellAnalysis) denyScript(script string, depth int) {
 		a.deny = append(a.deny, v)
 	}
 	a.uncheckedWhy = append(a.uncheckedWhy, inner.uncheckedWhy...)
-	a.args = append(a.args, inner.args...)
+	a.uses.args = append(a.uses.args, inner.uses.args...)
+	for _, why := range inner.uses.unknowns {
+		a.uses.unknown(why)
+	}
 }
