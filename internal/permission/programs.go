@@ -58,10 +58,10 @@ type progSpec struct {
 type writeMode int
 
 const (
-	writeNone writeMode = iota
-	writeAll            // every operand (rm, touch, tee, mv, sed -i)
-	writeLast           // the last operand, or -t/--target-directory's value (cp, install, ln)
-	writeUnknown        // any word (a program keel has no table for)
+	writeNone    writeMode = iota
+	writeAll               // every operand (rm, touch, tee, mv, sed -i)
+	writeLast              // the last operand, or -t/--target-directory's value (cp, install, ln)
+	writeUnknown           // any word (a program keel has no table for)
 )
 
 // programs is the table. Programs not listed are writeUnknown.
