@@ -370,10 +370,10 @@ func (c *Checker) evaluateLayer(pol Policy, p *prepared) Decision {
 		d = Decision{Behavior: Ask, Reason: fmt.Sprintf("%s has other hard links, one of which may be protected: writing it asks in every mode but bypassPermissions", path)}
 	} else if path != "" {
 		d = Decision{Behavior: Ask, Reason: fmt.Sprintf("%s is in %s, which is protected: writing there asks in every mode but bypassPermissions", path, part)}
-	} else if r := allowMatch(pol.Rules, p, cwd, pol.Dirs); r != nil {
+	} else if r, why := allowMatch(pol.Rules, p, cwd, pol.Dirs); r != nil {
 		return Decision{Behavior: Allow, Reason: fmt.Sprintf("allowed by rule %q from %s", r.String(), r.Source), Rule: r}
-	} else {
-		d = modeDecision(mode, pol, p)
+	} else if d = modeDecision(mode, pol, p); d.Behavior == Ask && why != "" {
+		d.Reason = why
 	}
 	if d.Behavior == Ask && mode == ModeDontAsk {
 		d.Behavior = Deny
@@ -552,7 +552,7 @@ func resolveHome(home string) string {
 // allowMatch finds allow rules covering every part of the call: every
 // resolved path, or every sub-command of a command line with nothing
 // opaque in it. It returns the first rule used.
-func allowMatch(rules []Rule, p *prepared, cwd string, dirs []string) *Rule {
+func allowMatch(rules []Rule, p *prepared, cwd string, dirs []string) (*Rule, string) {
 	var used *Rule
 	covers := func(pred func(r *Rule) bool) *Rule {
 		for i := range rules {
@@ -564,21 +564,33 @@ func allowMatch(rules []Rule, p *prepared, cwd string, dirs []string) *Rule {
 		return nil
 	}
 	if r := covers(func(r *Rule) bool { return r.Specifier == "" }); r != nil {
-		return r
+		return r, ""
 	}
 	switch p.kind {
 	case KindShell:
 		if len(p.shell.opaque) > 0 {
-			return nil
+			return nil, ""
 		}
 		cds := newCdTracker(p.req.Cwd, cwd, dirs)
 		for i, cmd := range p.shell.allow {
 			if cds.inside(p.shell.cmds[i]) {
 				continue
 			}
-			r := covers(func(r *Rule) bool { return r.bash != nil && r.bash.match(cmd) })
+			// A rule covers the command unless the command uses an option that runs code or
+			// writes files and the rule does not name it (dangerous.go).
+			danger := ""
+			r := covers(func(r *Rule) bool {
+				if r.bash == nil || !r.bash.match(cmd) {
+					return false
+				}
+				if why := r.bash.dangerousIn(cmd); why != "" {
+					danger = why
+					return false
+				}
+				return true
+			})
 			if r == nil {
-				return nil
+				return nil, danger
 			}
 			if used == nil {
 				used = r
@@ -593,23 +605,23 @@ func allowMatch(rules []Rule, p *prepared, cwd string, dirs []string) *Rule {
 				return r.Behavior == Allow && r.toolMatches("Read", KindRead) && r.path != nil &&
 					r.path.match(path.resolved, toolpath.Real(r.root(cwd)), resolveHome(p.home))
 			}) {
-				return nil
+				return nil, ""
 			}
 		}
-		return used
+		return used, ""
 	case KindRead, KindEdit:
 		for _, path := range p.paths {
 			r := covers(func(r *Rule) bool {
 				return r.path != nil && r.path.match(path.resolved, toolpath.Real(r.root(cwd)), resolveHome(p.home))
 			})
 			if r == nil {
-				return nil
+				return nil, ""
 			}
 			if used == nil {
 				used = r
 			}
 		}
-		return used
+		return used, ""
 	}
-	return covers(func(r *Rule) bool { return r.matchesOther(p) })
+	return covers(func(r *Rule) bool { return r.matchesOther(p) }), ""
 }

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/keel-dev/keel/internal/toolpath"
 )
@@ -31,57 +30,87 @@ func multiLinked(paths []preparedPath) string {
 // otherNames returns the other names of paths that the deny and ask path rules of pol (and
 // its ceilings) could cover: the same place seen through another mount, and, for a file with
 // several hard links, the links found below the rules' scopes. why is set when a search for
-// links ran past its budget.
+// links ran past its budget without finding them.
 func otherNames(paths []preparedPath, pol Policy, cwd, home string) (extra []preparedPath, why string) {
-	var linked []fileID
+	var (
+		idx    *linkIndex
+		mounts = readMounts()
+	)
 	for _, p := range paths {
-		for _, a := range mountAliases(p.resolved) {
+		for _, a := range aliasesIn(mounts, p.resolved) {
 			extra = append(extra, preparedPath{clean: a, resolved: a})
 		}
-		if id, links, ok := identity(p.resolved); ok && links > 1 && !slices.Contains(linked, id) {
-			linked = append(linked, id)
+		id, links, ok := identity(p.resolved)
+		if !ok || links < 2 {
+			continue
+		}
+		if idx == nil {
+			idx = newLinkIndex(restrictingRules(pol), cwd, home)
+		}
+		names, complete := idx.names(id)
+		for _, n := range names {
+			extra = append(extra, preparedPath{clean: n, resolved: n})
+		}
+		if !complete && len(names) == 0 && why == "" {
+			why = fmt.Sprintf("%s has other names (hard links), and keel could not search everything its rules cover for them", p.resolved)
 		}
 	}
-	if len(linked) == 0 {
-		return extra, ""
-	}
-	budget := maxTreeEntries
-	seen := map[string]bool{}
+	return extra, why
+}
+
+// restrictingRules are the deny and ask path rules of pol and its ceilings.
+func restrictingRules(pol Policy) []*Rule {
+	var out []*Rule
 	for _, layer := range append([]Policy{pol}, pol.Ceilings...) {
 		for i := range layer.Rules {
-			r := &layer.Rules[i]
-			if r.Behavior == Allow || r.path == nil {
-				continue
-			}
-			root, rhome := toolpath.Real(r.root(cwd)), resolveHome(home)
-			base := r.path.base(root, rhome)
-			if base == "" {
-				continue
-			}
-			scope := filepath.Join(append([]string{base}, r.path.literalSegments()...)...)
-			if seen[scope] {
-				continue
-			}
-			seen[scope] = true
-			err := filepath.WalkDir(scope, func(p string, d fs.DirEntry, err error) error {
-				if budget--; budget < 0 {
-					return fs.ErrInvalid
-				}
-				if err != nil || !d.Type().IsRegular() {
-					return nil
-				}
-				if id, links, ok := identity(p); ok && links > 1 && slices.Contains(linked, id) {
-					extra = append(extra, preparedPath{clean: p, resolved: p})
-				}
-				return nil
-			})
-			if err != nil && budget < 0 {
-				return extra, fmt.Sprintf("%s has other names (hard links), and keel could not search all of %s for them", paths[0].resolved, scope)
+			if r := &layer.Rules[i]; r.Behavior != Allow && r.path != nil {
+				out = append(out, r)
 			}
 		}
 	}
-	return extra, ""
+	return out
 }
+
+// linkIndex maps the identities of multiply-linked files below some rules' scopes to their
+// paths, built once by walking those scopes within a budget.
+type linkIndex struct {
+	byID     map[fileID][]string
+	complete bool
+}
+
+func newLinkIndex(rules []*Rule, cwd, home string) *linkIndex {
+	idx := &linkIndex{byID: map[fileID][]string{}, complete: true}
+	budget := maxTreeEntries
+	seen := map[string]bool{}
+	for _, r := range rules {
+		base := r.path.base(toolpath.Real(r.root(cwd)), resolveHome(home))
+		if base == "" {
+			continue
+		}
+		scope := filepath.Join(append([]string{base}, r.path.literalSegments()...)...)
+		if seen[scope] {
+			continue
+		}
+		seen[scope] = true
+		_ = filepath.WalkDir(scope, func(p string, d fs.DirEntry, err error) error {
+			if budget--; budget < 0 {
+				idx.complete = false
+				return filepath.SkipAll
+			}
+			if err != nil || !d.Type().IsRegular() {
+				return nil
+			}
+			if id, links, ok := identity(p); ok && links > 1 {
+				idx.byID[id] = append(idx.byID[id], p)
+			}
+			return nil
+		})
+	}
+	return idx
+}
+
+// names returns the indexed paths of a file, and whether the index is complete.
+func (x *linkIndex) names(id fileID) ([]string, bool) { return x.byID[id], x.complete }
 
 // identity returns a file's identity and its number of hard links; ok is false when p is not
 // a regular file (or the platform has no inodes).

@@ -15,12 +15,15 @@ type mount struct{ dev, root, point string }
 // mountAliases returns the other paths under which p is mounted: where the same part of the
 // same filesystem is mounted again (a bind mount). Nothing where /proc/self/mountinfo is
 // missing (other systems).
-func mountAliases(p string) []string {
+func mountAliases(p string) []string { return aliasesIn(readMounts(), p) }
+
+// readMounts reads this process's mount table; nil where there is none to read.
+func readMounts() []mount {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil
 	}
-	return aliasesIn(parseMountinfo(string(data)), p)
+	return parseMountinfo(string(data))
 }
 
 func parseMountinfo(s string) []mount {
