@@ -8,20 +8,13 @@ import (
 	"github.com/keel-dev/keel/internal/toolpath"
 )
 
-// hasReadRestrictions reports whether a deny or ask rule for reading exists in pol or any
-// ceiling over it.
-func hasReadRestrictions(pol Policy) bool { return hasPathRestrictions(pol, "Read") }
-
-// hasPathRestrictions reports whether a deny or ask path rule for tool ("Read" or "Edit";
-// "" for either) exists in pol or any ceiling over it: only then are a command's arguments
-// resolved as paths.
-func hasPathRestrictions(pol Policy, tool string) bool {
+// hasPathRestrictions reports whether a deny or ask path rule (Read, Edit or one of their
+// tools) exists in pol or any ceiling over it: only then are a command's arguments resolved
+// as paths.
+func hasPathRestrictions(pol Policy) bool {
 	for _, layer := range append([]Policy{pol}, pol.Ceilings...) {
 		for _, r := range layer.Rules {
-			if r.Behavior == Allow || r.path == nil {
-				continue
-			}
-			if tool == "" || r.toolMatches(tool, kinds[tool]) {
+			if r.Behavior != Allow && r.path != nil {
 				return true
 			}
 		}

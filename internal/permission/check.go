@@ -287,7 +287,7 @@ func (c *Checker) prepare(req Request, pol Policy) *prepared {
 		r := toolpath.Resolve(path, cwd, c.home)
 		return preparedPath{clean: r.Abs, resolved: r.Real}
 	}
-	restricted := hasPathRestrictions(pol, "")
+	restricted := hasPathRestrictions(pol)
 	switch p.kind {
 	case KindRead, KindEdit:
 		paths := req.Paths

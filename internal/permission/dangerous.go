@@ -30,8 +30,10 @@ type dangerSpec struct {
 	// beforeOperand: only options before the first operand are the program's own (python
 	// script.py -c x passes -c to the script).
 	beforeOperand bool
-	// check looks at the other words (a sed script, an awk program, make's VAR=value).
-	check func(words []shellWord) string
+	// check looks at the other words (a sed script, an awk program, make's VAR=value);
+	// checkDoc says what it looks for, for PERMISSIONS.md.
+	check    func(words []shellWord) string
+	checkDoc string
 }
 
 func danger(reason string, names ...string) dangerousOption {
@@ -54,7 +56,7 @@ var dangerous = map[string]dangerSpec{
 	"sed": {options: []dangerousOption{
 		danger("edits its files in place", "-i", "--in-place"),
 		danger("reads its script from a file keel cannot check", "-f", "--file"),
-	}, check: sedDanger},
+	}, check: sedDanger, checkDoc: "a script with the `e` command or `s///e` (runs a shell command), `w`/`W` or `s///w` (writes a file), or one keel cannot read"},
 	"awk": awkSpec, "gawk": awkSpec, "mawk": awkSpec, "nawk": awkSpec,
 	"sort": {options: []dangerousOption{
 		danger(writesFile, "-o", "--output"),
@@ -71,7 +73,7 @@ var dangerous = map[string]dangerSpec{
 	"env": {options: []dangerousOption{
 		danger("splits a string into a command keel cannot see", "-S", "--split-string"),
 		danger("runs the command in another directory", "-C", "--chdir"),
-	}, check: envDanger},
+	}, check: envDanger, checkDoc: "`NAME=value` for variables that make programs load or run code: `LD_*`, `DYLD_*`, `BASH_ENV`, `ENV`, `PATH`, `PYTHON*`, `NODE_OPTIONS`, `PERL5OPT`, `RUBYOPT`, `GIT_*`, `PAGER`, `EDITOR`, `LESSOPEN`…"},
 	"less": lessSpec, "more": lessSpec, "most": lessSpec,
 	"man": {options: []dangerousOption{
 		danger(runsCode+" (a pager, browser or preprocessor)", "-P", "--pager", "-H", "--html", "-p", "--preprocessor"),
@@ -122,7 +124,7 @@ var (
 	awkSpec = dangerSpec{options: []dangerousOption{
 		danger("runs a program from a file keel cannot check", "-f", "--file", "-i", "--include", "-E", "--exec"),
 		danger("loads a shared library", "-l", "--load"),
-	}, check: awkDanger}
+	}, check: awkDanger, checkDoc: "a program using `system`, `|`, `>`, `getline`, `close`, `fflush`, `ENVIRON`, `PROCINFO`, `@load`, `@include` (runs commands, reads or writes files), or one that is computed"}
 	lessSpec = dangerSpec{options: []dangerousOption{
 		danger(writesFile+" (a log of its input)", "-o", "-O", "--log-file", "--LOG-FILE"),
 		danger("reads key bindings that can run commands", "-k", "--lesskey-file", "--lesskey-src"),
@@ -139,7 +141,7 @@ var (
 			}
 		}
 		return ""
-	}}
+	}, checkDoc: "`VAR=value` arguments: they override the makefile's variables (`SHELL`, `CC`…), which the recipes run"}
 	npmSpec = dangerSpec{options: []dangerousOption{
 		danger(runsCode+" (the shell for package scripts)", "--script-shell"),
 		danger(runsCode, "-c", "--call", "--node-options"),

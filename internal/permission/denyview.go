@@ -233,6 +233,8 @@ func (a *shellAnalysis) denyScript(script string, depth int) {
 	}
 	a.uncheckedWhy = append(a.uncheckedWhy, inner.uncheckedWhy...)
 	a.uses.args = append(a.uses.args, inner.uses.args...)
+	a.reads = append(a.reads, inner.reads...)
+	a.writes = append(a.writes, inner.writes...)
 	for _, why := range inner.uses.unknowns {
 		a.uses.unknown(why)
 	}

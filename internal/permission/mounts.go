@@ -12,12 +12,8 @@ import (
 // mounted where (point).
 type mount struct{ dev, root, point string }
 
-// mountAliases returns the other paths under which p is mounted: where the same part of the
-// same filesystem is mounted again (a bind mount). Nothing where /proc/self/mountinfo is
-// missing (other systems).
-func mountAliases(p string) []string { return aliasesIn(readMounts(), p) }
-
-// readMounts reads this process's mount table; nil where there is none to read.
+// readMounts reads this process's mount table; nil where there is none to read (other
+// systems).
 func readMounts() []mount {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
@@ -65,6 +61,8 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
+// aliasesIn returns the other paths under which p is mounted: where the same part of the
+// same filesystem is mounted again (a bind mount).
 func aliasesIn(mounts []mount, p string) []string {
 	var m *mount
 	for i := range mounts {

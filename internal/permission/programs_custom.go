@@ -246,7 +246,20 @@ func findFiles(c simpleCmd, u *fileUses) {
 				end++
 			}
 			if end > i+1 {
-				u.commandFiles(simpleCmd{words: c.words[i+1 : end]}, 1)
+				// The command's "{}" is every file found: what it does with "{}" it does to
+				// the start points' trees.
+				var inner fileUses
+				inner.commandFiles(simpleCmd{words: c.words[i+1 : end]}, 1)
+				for _, a := range inner.args {
+					if strings.Contains(a.f.pattern, "{}") {
+						role |= a.role << 2
+						continue
+					}
+					u.args = append(u.args, a)
+				}
+				for _, why := range inner.unknowns {
+					u.unknown(why)
+				}
 			}
 			i = end
 		case "-delete":

@@ -142,8 +142,10 @@ func parseSed(s string) (sc sedScript, ok bool) {
 			}
 			d := s[i]
 			i++
-			if !delimited(d) || !delimited(d) {
-				return sc, false
+			for range 2 { // the pattern, then the replacement
+				if !delimited(d) {
+					return sc, false
+				}
 			}
 			if cmd == 'y' {
 				continue

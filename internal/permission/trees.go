@@ -16,7 +16,7 @@ const maxTreeEntries = 20000
 // the paths it names: files keel could not resolve, trees holding covered files, files with
 // other names it could not all find. The rule is the one a tree meets, if any.
 func (p *prepared) pathAsk(rules []Rule, cwd string) (string, *Rule) {
-	restricted := hasPathRestrictions(Policy{Rules: rules}, "")
+	restricted := hasPathRestrictions(Policy{Rules: rules})
 	if !restricted {
 		return "", nil
 	}
