@@ -306,17 +306,17 @@ func (c *Checker) prepare(req Request, pol Policy) *prepared {
 			p.paths = append(p.paths, extra...)
 		}
 	case KindShell:
-		p.shell = analyzeShell(req.Command)
+		if restricted {
+			p.shell = analyzeShellFiles(req.Command)
+		} else {
+			p.shell = analyzeShell(req.Command)
+		}
 		for _, f := range append(slices.Clone(p.shell.reads), p.shell.writes...) {
 			if p.shell.changesDir && !f.tilde && !filepath.IsAbs(f.literal()) {
 				p.shell.addBlind("a relative redirection after a change of directory")
 			}
 		}
-		sa := p.shell
-		if !restricted {
-			sa.uses = fileUses{} // arguments are resolved only for Read and Edit rules
-		}
-		p.files = resolveFiles(sa, cwd, c.home, resolve)
+		p.files = resolveFiles(p.shell, cwd, c.home, resolve)
 		if restricted {
 			for _, list := range []*[]preparedPath{&p.files.reads, &p.files.writes} {
 				extra, why := otherNames(*list, pol, cwd, c.home)

@@ -220,7 +220,7 @@ func (a *shellAnalysis) denyScript(script string, depth int) {
 		a.addBlind("commands nested deeper than %d levels", maxShellDepth)
 		return
 	}
-	inner := analyzeShellDepth(script, depth+1)
+	inner := analyzeShellDepth(script, depth+1, a.files)
 	for _, v := range inner.deny {
 		if a.denyWords += len(v.words); a.denyWords > maxDenyWords {
 			if !a.overBudget {

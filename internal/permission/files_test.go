@@ -3,7 +3,10 @@ package permission
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // fileFixture is a project with secrets/token.txt, protected/keep.txt, src/a.go and x.txt,
@@ -234,5 +237,37 @@ func TestMountAliases(t *testing.T) {
 	}
 	if got := aliasesIn(parseMountinfo(info), "/proc/1/status"); len(got) != 0 {
 		t.Errorf("aliases of a file mounted once = %q", got)
+	}
+}
+
+// TestComplexFileCommandsAsk: with file rules in force, lines whose files are too many or too
+// costly to resolve are asked about quickly — never a crash, a hang or an allow.
+func TestComplexFileCommandsAsk(t *testing.T) {
+	dir := fileFixture(t)
+	rules := append(projectRules(t, dir, Deny, "Read(./secrets/**)", "Edit(./protected/**)"), mustRules(t, Allow, "Bash(cat:*)", "Bash(echo:*)")...)
+	c := New(Config{Policy: Policy{Mode: ModeBypassPermissions, Rules: rules, Dirs: []string{dir}}})
+	// Each must finish; those marked true must not be allowed, the others may be (their
+	// files resolve to nothing covered).
+	for _, tt := range []struct {
+		name, cmd string
+		asks      bool
+	}{
+		{"deep glob", "cat /" + strings.Repeat("*/", 12) + "x", true},
+		{"many globs", "cat " + strings.Repeat("/*/* ", 600), true},
+		{"huge brace", "cat {1..100000}{a,b}", true},
+		{"nested braces", "cat " + strings.Repeat("{a,b}", 30), true},
+		{"nested bash -c", "bash -c " + strings.Repeat(`"bash -c `, 10) + "cat x.txt", true},
+		{"wrapped writers", strings.Repeat("sudo ", 300) + "tee protected/keep.txt", true},
+		{"many arguments", "cat " + strings.Repeat("x.txt ", 5000), false},
+		{"many cds", strings.Repeat("cd src && cd .. && ", 40) + "cat x.txt", false},
+		{"glued options", "cat -" + strings.Repeat("x", 5000), false},
+		{"a tree of globs", "grep -r x " + strings.Repeat("*/", 40), false},
+		{"many redirections", "cat" + strings.Repeat(" < x.txt", 3000), false},
+	} {
+		done := make(chan Decision, 1)
+		go func() { done <- c.Evaluate(Request{Tool: "Bash", Command: tt.cmd, Cwd: dir}) }()
+		if d := waittest.Recv(t, tt.name, done); tt.asks && d.Behavior == Allow {
+			t.Errorf("%s: allowed (%s)", tt.name, d.Reason)
+		}
 	}
 }

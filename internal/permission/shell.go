@@ -118,6 +118,8 @@ type shellAnalysis struct {
 	// denyWords counts the words of every deny view, against maxDenyWords.
 	denyWords  int
 	overBudget bool
+	// files says uses are wanted (analyzeShellFiles).
+	files bool
 }
 
 func (a *shellAnalysis) addOpaque(format string, args ...any) {
@@ -150,11 +152,17 @@ const (
 )
 
 func analyzeShell(command string) shellAnalysis {
-	return analyzeShellDepth(command, 0)
+	return analyzeShellDepth(command, 0, false)
 }
 
-func analyzeShellDepth(command string, depth int) shellAnalysis {
-	var a shellAnalysis
+// analyzeShellFiles also reads what the commands do with files (uses), which Read and Edit
+// rules need and nothing else does.
+func analyzeShellFiles(command string) shellAnalysis {
+	return analyzeShellDepth(command, 0, true)
+}
+
+func analyzeShellDepth(command string, depth int, files bool) shellAnalysis {
+	a := shellAnalysis{files: files}
 	if strings.TrimSpace(command) == "" {
 		a.addOpaque("empty command")
 		return a
@@ -239,7 +247,7 @@ func (a *shellAnalysis) addSplitVariant(command string, depth int) {
 		a.addBlind("commands nested deeper than %d levels", maxShellDepth)
 		return
 	}
-	inner := analyzeShellDepth(v, depth+1)
+	inner := analyzeShellDepth(v, depth+1, a.files)
 	a.deny = append(a.deny, inner.deny...)
 	a.denyWords += inner.denyWords
 }
@@ -325,7 +333,9 @@ func (a *shellAnalysis) callExpr(src string, c *syntax.CallExpr, depth int) {
 	case strings.ContainsAny(head, "{}"):
 		a.addOpaque("brace expansion in the command name %s", head)
 	}
-	a.uses.commandFiles(cmd, 0)
+	if a.files {
+		a.uses.commandFiles(cmd, 0)
+	}
 	view := a.allowView(cmd)
 	switch view.name() {
 	case "cd", "pushd", "popd":
