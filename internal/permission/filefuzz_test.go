@@ -426,3 +426,38 @@ func TestPathGenSpellsTheSamePath(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFileRules is the native fuzz target for what a command does with files: reading any
+// line with file rules in force never panics or hangs, and a line naming the secret plainly
+// is never allowed.
+func FuzzFileRules(f *testing.F) {
+	g := &pathGen{r: rand.New(rand.NewPCG(5, 5))}
+	for range 40 {
+		f.Add(g.readLine())
+		f.Add(g.editLine())
+	}
+	for _, s := range []string{"sed -n '1{/x/w out\n}' f", "tar -C d -xvzf a.tgz", "git -C x show HEAD:s", "find . -exec sh -c 'cat {}' \\;"} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	ff := &fileFuzz{secret: "s", archive: nil}
+	if err := ff.setup(dir); err != nil {
+		f.Fatal(err)
+	}
+	var rules []Rule
+	for _, text := range []string{"Read(./secret/**)", "Edit(./protected/**)"} {
+		r, err := ParseRule(text, Deny, Source{Name: "project", Dir: dir})
+		if err != nil {
+			f.Fatal(err)
+		}
+		rules = append(rules, r)
+	}
+	c := New(Config{Policy: Policy{Mode: ModeBypassPermissions, Rules: rules, Dirs: []string{dir}}, Home: dir})
+	f.Fuzz(func(t *testing.T, line string) {
+		d := c.Evaluate(Request{Tool: "Bash", Command: line, Cwd: dir})
+		if d.Behavior == Allow && (strings.Contains(line, "cat secret/token.txt") || strings.Contains(line, "> protected/keep.txt")) {
+			t.Errorf("%q was allowed (%s)", line, d.Reason)
+		}
+		_, _ = parseSed(line)
+	})
+}
