@@ -164,7 +164,7 @@ func wordValues(f wordFile, base, home string) (vals []string, why string) {
 		}
 		pat = quotePattern(h) + pat
 	}
-	vals = []string{unescapePattern(pat)}
+	vals = []string{toolpath.UnescapeGlob(pat)}
 	if !f.glob {
 		return vals, ""
 	}

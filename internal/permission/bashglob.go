@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/keel-dev/keel/internal/toolpath"
 	"mvdan.cc/sh/v3/pattern"
 )
 
@@ -32,7 +33,7 @@ func bashGlob(pat, base string) (matches []string, ok bool) {
 	for i, part := range parts {
 		last := i == len(parts)-1
 		if !pattern.HasMeta(part, 0) {
-			lit := unescapePattern(part)
+			lit := toolpath.UnescapeGlob(part)
 			for j := range prefixes {
 				prefixes[j] = joinGlob(prefixes[j], lit)
 			}

@@ -138,32 +138,9 @@ func fileState(dir string) string {
 	return b.String()
 }
 
-func fuzzCount(t *testing.T) (int, uint64) {
-	n := 1500
-	if v := os.Getenv("KEEL_FILEFUZZ_N"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
-			t.Fatalf("KEEL_FILEFUZZ_N=%q is not a positive number", v)
-		}
-	}
-	seed := uint64(1)
-	switch v := os.Getenv("KEEL_FILEFUZZ_SEED"); v {
-	case "":
-	case "random":
-		seed = uint64(time.Now().UnixNano())
-	default:
-		s, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("KEEL_FILEFUZZ_SEED=%q is not a number or \"random\"", v)
-		}
-		seed = s
-	}
-	return n, seed
-}
-
 // TestFileRulesDifferentialFuzzRead is the Read mode.
 func TestFileRulesDifferentialFuzzRead(t *testing.T) {
-	n, seed := fuzzCount(t)
+	n, seed := fuzzSettings(t, "KEEL_FILEFUZZ", 1500)
 	f := newFileFuzz(t)
 	gen := &pathGen{r: rand.New(rand.NewPCG(seed, seed^0x51))}
 	var public atomic.Int64
@@ -185,7 +162,7 @@ func TestFileRulesDifferentialFuzzRead(t *testing.T) {
 
 // TestFileRulesDifferentialFuzzEdit is the Edit mode.
 func TestFileRulesDifferentialFuzzEdit(t *testing.T) {
-	n, seed := fuzzCount(t)
+	n, seed := fuzzSettings(t, "KEEL_FILEFUZZ", 1500)
 	f := newFileFuzz(t)
 	gen := &pathGen{r: rand.New(rand.NewPCG(seed, seed^0xed17))}
 	var wrote atomic.Int64

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/toolpath"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/pattern"
 	"mvdan.cc/sh/v3/syntax"
@@ -31,21 +32,7 @@ type wordFile struct {
 }
 
 // literal is the word's value when no glob applies: the pattern with its escapes removed.
-func (f wordFile) literal() string { return unescapePattern(f.pattern) }
-
-func unescapePattern(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+func (f wordFile) literal() string { return toolpath.UnescapeGlob(f.pattern) }
 
 // maxBraceFields caps the words one brace expansion is read as.
 const maxBraceFields = 256
@@ -111,7 +98,7 @@ func fileWord(parts []syntax.WordPart) wordFile {
 				unresolved("a ~ after = or : in an assignment-like word")
 			}
 			b.WriteString(v)
-			guess.WriteString(unescapePattern(v))
+			guess.WriteString(toolpath.UnescapeGlob(v))
 		case *syntax.SglQuoted:
 			v := p.Value
 			if p.Dollar && strings.Contains(v, `\`) {
