@@ -29,6 +29,8 @@ const (
 	maxCdBases = 16
 	// maxFileCandidates caps the paths one line's words are resolved to.
 	maxFileCandidates = 4096
+	// maxGlobWords caps the glob words one line expands against the filesystem.
+	maxGlobWords = 64
 )
 
 // shellFiles is what a command line does with files, resolved.
@@ -70,7 +72,20 @@ func resolveFiles(a shellAnalysis, cwd, home string, resolve func(string) prepar
 	for _, why := range a.uses.unknowns {
 		out.unknown(why)
 	}
-	n := 0
+	n, globs := 0, 0
+	values := func(f wordFile, base string) []string {
+		if f.glob {
+			if globs++; globs > maxGlobWords {
+				out.unknown("more globs than keel expands in one line")
+				return nil
+			}
+		}
+		vals, why := wordValues(f, base, home)
+		if why != "" {
+			out.unknown(why)
+		}
+		return vals
+	}
 	add := func(role fileRole, repo bool, p preparedPath) {
 		if n++; n > maxFileCandidates {
 			out.unknown("more paths than keel checks in one line")
@@ -95,11 +110,7 @@ func resolveFiles(a shellAnalysis, cwd, home string, resolve func(string) prepar
 	}
 	for _, arg := range a.uses.args {
 		for _, base := range bases {
-			vals, why := wordValues(arg.f, base, home)
-			if why != "" {
-				out.unknown(why)
-			}
-			for _, v := range vals {
+			for _, v := range values(arg.f, base) {
 				if a.cdUnknown && !filepath.IsAbs(v) {
 					out.unknown("a relative path after a cd keel cannot follow")
 					continue
@@ -123,11 +134,7 @@ func resolveFiles(a shellAnalysis, cwd, home string, resolve func(string) prepar
 		role fileRole
 	}{{a.reads, roleRead}, {a.writes, roleWrite}} {
 		for _, f := range list.in {
-			vals, why := wordValues(f, cwd, home)
-			if why != "" {
-				out.unknown(why)
-			}
-			for _, v := range vals {
+			for _, v := range values(f, cwd) {
 				p := resolve(joinBase(cwd, v))
 				add(list.role, false, p)
 				if list.role == roleRead {
