@@ -39,12 +39,20 @@ type shellFiles struct {
 	// readTrees and writeTrees are directories whose every file the line may read or write;
 	// repoTrees are repositories (or paths in them) whose history it reads.
 	readTrees, writeTrees, repoTrees []preparedPath
+	// trackedTrees are trees of which the line reads only what git tracks (git diff), with
+	// the work tree they belong to.
+	trackedTrees []trackedTree
 	// redirectReads are the reads of input redirections alone (also in reads): outside the
 	// working directories they need a Read allow rule.
 	redirectReads []preparedPath
 	// unresolved says why some file the line uses cannot be known: a word keel cannot expand
 	// as bash would, a cd it cannot follow, names a program reads from elsewhere.
 	unresolved string
+}
+
+type trackedTree struct {
+	tree preparedPath
+	root string
 }
 
 func (s *shellFiles) unknown(why string) {
@@ -73,6 +81,7 @@ func resolveFiles(a shellAnalysis, cwd, home string, resolve func(string) prepar
 		out.unknown(why)
 	}
 	n, globs := 0, 0
+	trackedRoot := "" // the work tree of a tracked-files tree being added
 	values := func(f wordFile, base string) []string {
 		if f.glob {
 			if globs++; globs > maxGlobWords {
@@ -89,6 +98,11 @@ func resolveFiles(a shellAnalysis, cwd, home string, resolve func(string) prepar
 	add := func(role fileRole, repo bool, p preparedPath) {
 		if n++; n > maxFileCandidates {
 			out.unknown("more paths than keel checks in one line")
+			return
+		}
+		if repo && role&roleReadTree != 0 && role&roleWriteTree == 0 && trackedRoot != "" {
+			out.reads = append(out.reads, p)
+			out.trackedTrees = append(out.trackedTrees, trackedTree{p, trackedRoot})
 			return
 		}
 		if role&roleRead != 0 {
@@ -109,21 +123,26 @@ func resolveFiles(a shellAnalysis, cwd, home string, resolve func(string) prepar
 		}
 	}
 	for _, arg := range a.uses.args {
+		trackedRoot = ""
 		for _, base := range bases {
+			if arg.tracked {
+				trackedRoot = repoRoot(base)
+			}
 			for _, v := range values(arg.f, base) {
 				if a.cdUnknown && !filepath.IsAbs(v) {
 					out.unknown("a relative path after a cd keel cannot follow")
 					continue
 				}
+				repo := arg.repo || arg.tracked
 				for _, d := range derivedPaths(v) {
-					if d == "." && arg.repo {
+					if d == "." && repo {
 						add(arg.role, true, resolve(repoRoot(base)))
 						continue
 					}
-					add(arg.role, arg.repo, resolve(joinBase(base, d)))
-					if arg.repo && d != v && !filepath.IsAbs(d) {
+					add(arg.role, repo, resolve(joinBase(base, d)))
+					if repo && d != v && !filepath.IsAbs(d) {
 						// REV:path names a path from the repository's top.
-						add(arg.role, arg.repo, resolve(joinBase(repoRoot(base), d)))
+						add(arg.role, repo, resolve(joinBase(repoRoot(base), d)))
 					}
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/gittest"
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
@@ -97,7 +98,6 @@ func TestReadDenyArgumentsAsBashExpands(t *testing.T) {
 		{"grep -R TOKEN", Ask},
 		{"rg TOKEN", Ask},
 		{"rg TOKEN .", Ask},
-		{"git grep TOKEN", Ask},
 		{"git archive HEAD", Ask},
 		{"git log -p", Ask},
 		{"tar -c .", Ask},
@@ -121,6 +121,27 @@ func TestReadDenyArgumentsAsBashExpands(t *testing.T) {
 		c := New(Config{Policy: Policy{Mode: mode, Rules: rules, Dirs: []string{dir}}, Home: t.TempDir()})
 		checkCommands(t, c, dir, mode, cases)
 	}
+}
+
+// TestGitReadsTrackedFiles: git diff and git grep without revisions print only files git
+// tracks, so an untracked file a rule denies lets them run, and a tracked one makes them ask
+// (keel reads the index itself); git show and git log -p read history, which may hold any
+// file, and ask either way.
+func TestGitReadsTrackedFiles(t *testing.T) {
+	repo := gittest.New(t)
+	repo.Write("src/a.go", "package a\n")
+	repo.Commit("a")
+	repo.Write(".env", "TOKEN=1\n")
+	rules := append(projectRules(t, repo.Dir, Deny, "Read(./.env)"), mustRules(t, Allow, "Bash(git diff:*)", "Bash(git grep:*)",
+		"Bash(git show:*)", "Bash(git log:*)")...)
+	c := New(Config{Policy: Policy{Mode: ModeDefault, Rules: rules, Dirs: []string{repo.Dir}}})
+	untracked := []cmdCase{
+		{"git diff", Allow}, {"git diff --stat", Allow}, {"git grep TOKEN", Allow}, {"git grep -e TOKEN -- src", Allow},
+		{"git show", Ask}, {"git log -p", Ask}, {"git diff HEAD~1", Ask}, {"git diff --cached", Ask}, {"git grep TOKEN HEAD", Ask},
+	}
+	checkCommands(t, c, repo.Dir, ModeDefault, untracked)
+	repo.Git("add", ".env")
+	checkCommands(t, c, repo.Dir, ModeDefault, []cmdCase{{"git diff", Ask}, {"git grep TOKEN", Ask}, {"git diff -- src", Allow}})
 }
 
 // TestEditDenySeesArguments: in bypassPermissions a deny Edit rule holds against redirection

@@ -27,8 +27,9 @@ type fileArg struct {
 	f    wordFile
 	role fileRole
 	// repo says the path stands for the git repository holding it, history included: a rule
-	// covering anything in it applies, whether or not the file exists now.
-	repo bool
+	// covering anything in it applies, whether or not the file exists now. tracked narrows
+	// that to the files git tracks now (git diff and git grep without revisions).
+	repo, tracked bool
 }
 
 // maxFileArgs caps the words one line offers to Read and Edit rules.

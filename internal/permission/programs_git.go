@@ -95,14 +95,54 @@ func gitFiles(c simpleCmd, u *fileUses) {
 	if writes {
 		role |= roleWriteTree
 	}
+	tracked := reads && !writes && gitReadsTrackedOnly(sub, args)
+	mark := func(from int) {
+		for k := range u.args[from:] {
+			u.args[from+k].repo, u.args[from+k].tracked = reads && !tracked, tracked
+		}
+	}
 	// Pathspecs after "--" narrow the trees; without them, the whole repository.
+	from := len(u.args)
 	if i := slices.IndexFunc(args.words, func(w shellWord) bool { return w.value == "--" }); i >= 0 && i+1 < len(args.words) {
 		for _, w := range args.words[i+1:] {
-			u.addWord(w, role, reads)
+			u.add(w, role)
 		}
+		mark(from)
 		return
 	}
-	u.addPath(".", role, true)
+	u.addPath(".", role, false)
+	mark(from)
+}
+
+// gitReadsTrackedOnly reports whether a git diff or git grep reads only the files git tracks
+// now — no revision, no --cached, no other repository — so the index tells which files it
+// can print.
+func gitReadsTrackedOnly(sub string, args simpleCmd) bool {
+	if sub != "diff" && sub != "grep" {
+		return false
+	}
+	operands, explicitPattern := 0, false
+	for _, w := range args.words[1:] {
+		v := w.value
+		if v == "--" {
+			break
+		}
+		switch {
+		case !w.static:
+			return false
+		case v == "--cached" || v == "--staged" || v == "--merge-base" || v == "--no-index" || v == "--untracked" ||
+			strings.HasPrefix(v, "--recurse-submodules") || strings.HasPrefix(v, "--no-exclude-standard"):
+			return false
+		case v == "-e" || v == "-f" || strings.HasPrefix(v, "--regexp") || strings.HasPrefix(v, "--file"):
+			explicitPattern = true
+		case !strings.HasPrefix(v, "-"):
+			operands++
+		}
+	}
+	if sub == "grep" && !explicitPattern {
+		operands-- // the pattern
+	}
+	return operands <= 0
 }
 
 // gitGlobalNames are the option names before git's subcommand.

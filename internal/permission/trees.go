@@ -46,6 +46,11 @@ func (p *prepared) pathAsk(rules []Rule, cwd string) (string, *Rule) {
 					return fmt.Sprintf("the command reads the git repository at %s, history included, where rule %q from %s covers %s", t.resolved, r.String(), r.Source, f), r
 				}
 			}
+			for _, t := range p.files.trackedTrees {
+				if f := r.coversTracked(t, cwd, p.home, &budget); f != "" {
+					return fmt.Sprintf("the command reads the files git tracks below %s, among them %s (rule %q from %s)", t.tree.resolved, f, r.String(), r.Source), r
+				}
+			}
 		}
 		if r.toolMatches("Edit", KindEdit) {
 			for _, t := range p.files.writeTrees {
@@ -86,6 +91,29 @@ func (r *Rule) coversBelow(t preparedPath, cwd, home string, exists bool, budget
 		}
 		if f := r.walkFor(start, v.root, v.home, budget); f != "" {
 			return f
+		}
+	}
+	return ""
+}
+
+// coversTracked returns a file git tracks below t.tree that r covers, or "". When keel cannot
+// read the index, every file of the repository counts (history included).
+func (r *Rule) coversTracked(t trackedTree, cwd, home string, budget *int) string {
+	paths, ok := trackedPaths(t.root)
+	if !ok {
+		return r.coversBelow(t.tree, cwd, home, false, budget)
+	}
+	root, rroot := r.root(cwd), toolpath.Real(r.root(cwd))
+	for _, rel := range paths {
+		abs := filepath.Join(t.root, filepath.FromSlash(rel))
+		if *budget--; *budget < 0 {
+			return t.tree.resolved + " (too many tracked files to check)"
+		}
+		if !toolpath.Within(abs, t.tree.resolved) && !toolpath.Within(abs, t.tree.clean) {
+			continue
+		}
+		if r.path.match(abs, root, home) || r.path.match(abs, rroot, resolveHome(home)) {
+			return abs
 		}
 	}
 	return ""
