@@ -46,12 +46,8 @@ func InspectWorkspace(opts Options) (Workspace, error) {
 	if err != nil {
 		return Workspace{}, err
 	}
-	w := Workspace{Dir: session.ProjectRoot(abs), Trusted: opts.Trust}
-	if !w.Trusted {
-		if home := homeOf(opts); home != "" {
-			w.Trusted, _ = trust.IsTrusted(home, w.Dir)
-		}
-	}
+	w := Workspace{Dir: session.ProjectRoot(abs)}
+	w.Trusted = trust.Decide(homeOf(opts), w.Dir, opts.Trust)
 	for _, p := range projectProvided {
 		if _, err := os.Stat(filepath.Join(w.Dir, p)); err == nil {
 			w.Provides = append(w.Provides, p)

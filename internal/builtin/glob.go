@@ -15,8 +15,19 @@ import (
 	"github.com/keel-dev/keel/internal/toolpath"
 )
 
-// hidden reports whether the gate's deny rules keep a found file out of search results.
+// hidden reports whether the gate's deny and ask rules keep a found file out of search results.
 func hidden(env *tool.Env, path string) bool { return env.Hidden != nil && env.Hidden(path) }
+
+// searchResult is a search's text with the gate's note on what it left out that the model
+// may still ask for (files an ask rule covers).
+func searchResult(env *tool.Env, text string) tool.Result {
+	if env.HiddenNote != nil {
+		if note := env.HiddenNote(); note != "" {
+			text += "\n" + note
+		}
+	}
+	return tool.Text(text)
+}
 
 // maxGlobResults caps the paths Glob returns.
 const maxGlobResults = 100
@@ -75,7 +86,7 @@ func runGlob(ctx context.Context, env *tool.Env, in globInput) tool.Result {
 		return tool.Errorf("Glob in %s: %v", root, err)
 	}
 	if len(hits) == 0 {
-		return tool.Text("No files found.")
+		return searchResult(env, "No files found.")
 	}
 	slices.SortFunc(hits, func(a, b hit) int {
 		if c := b.mtime.Compare(a.mtime); c != 0 {
@@ -91,5 +102,5 @@ func runGlob(ctx context.Context, env *tool.Env, in globInput) tool.Result {
 	if left := len(hits) - maxGlobResults; left > 0 {
 		fmt.Fprintf(&b, "[%d more files not shown (%d matched). Use a narrower pattern or path.]\n", left, len(hits))
 	}
-	return tool.Text(strings.TrimSuffix(b.String(), "\n"))
+	return searchResult(env, strings.TrimSuffix(b.String(), "\n"))
 }

@@ -155,7 +155,7 @@ func runGrep(ctx context.Context, env *tool.Env, in grepInput, engine GrepEngine
 	// file, and ripgrep's output for one is dropped here.
 	files = slices.DeleteFunc(files, func(f grepFile) bool { return q.hidden != nil && q.hidden(f.path) })
 	slices.SortFunc(files, func(a, b grepFile) int { return strings.Compare(a.path, b.path) })
-	return tool.Text(formatGrep(files, q, in.LineNums == nil || *in.LineNums, in.HeadLimit))
+	return searchResult(env, formatGrep(files, q, in.LineNums == nil || *in.LineNums, in.HeadLimit))
 }
 
 func newGrepQuery(st tool.State, in grepInput) (grepQuery, tool.Result, bool) {

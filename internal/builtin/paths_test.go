@@ -1,12 +1,15 @@
 package builtin
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/keel-dev/keel/internal/permission"
 )
 
 // TestToolsOpenWhatTheCheckResolves checks that the file tools act on the path the shared
@@ -95,4 +98,50 @@ func sortedCopy(s []string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)
 	return out
+}
+
+// TestSearchHonoursAskRules: with `ask Read(./secrets/**)`, Grep from the root neither quotes
+// the secret nor lists it, and Glob does not list it; both say what they left out and that
+// reading it asks. A file a deny rule covers is left out without a word; a hard link to it
+// elsewhere is left out too. Other files are found as before.
+func TestSearchHonoursAskRules(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"secrets/token.txt": "TOKEN-VALUE\n", "denied/key.txt": "TOKEN-KEY\n", "src/a.go": "// TOKEN-SAFE\n"})
+	env := newEnv(t, dir)
+	if err := os.Link(filepath.Join(env.State.Cwd, "denied", "key.txt"), filepath.Join(env.State.Cwd, "src", "alias.txt")); err != nil {
+		t.Fatal(err)
+	}
+	src := permission.Source{Name: "project", Dir: env.State.Cwd}
+	ask, err := permission.ParseRule("Read(./secrets/**)", permission.Ask, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deny, err := permission.ParseRule("Read(./denied/**)", permission.Deny, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := permission.New(permission.Config{Policy: permission.Policy{Mode: permission.ModeDefault,
+		Rules: []permission.Rule{ask, deny}, Dirs: []string{env.State.Cwd}}})
+	engines := []GrepEngine{GrepBuiltin}
+	if rgAvailable() {
+		engines = append(engines, GrepRipgrep)
+	}
+	check := func(what, got string) {
+		t.Helper()
+		if strings.Contains(got, "TOKEN-VALUE") || strings.Contains(got, "TOKEN-KEY") || strings.Contains(got, "alias") ||
+			strings.Contains(got, "key.txt") || !strings.Contains(got, "a.go") {
+			t.Errorf("%s returned %q", what, got)
+		}
+		if !strings.Contains(got, "Left out of this search") || !strings.Contains(got, "secrets/token.txt") || !strings.Contains(got, "Read(./secrets/**)") {
+			t.Errorf("%s does not say what the ask rule left out: %q", what, got)
+		}
+	}
+	env.Hidden, env.HiddenNote = checker.SearchFilter()
+	check("Glob", call(t, Glob(), env, globInput{Pattern: "**/*"}).ResultText())
+	for _, e := range engines {
+		for _, mode := range []string{"content", "files_with_matches", "count"} {
+			env.Hidden, env.HiddenNote = checker.SearchFilter()
+			check(fmt.Sprintf("engine %d, Grep %s", e, mode), call(t, Grep(e, ""), env, grepInput{Pattern: "TOKEN", OutputMode: mode}).ResultText())
+		}
+	}
 }

@@ -46,9 +46,8 @@ func (a *app) infoCommands() []*cobra.Command {
 				return err
 			}
 			// Show what a session here would use: an untrusted workspace's widening keys are
-			// listed as ignored, not as settings.
-			trusted, _ := trust.IsTrusted(a.env.Home, root)
-			st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root, Untrusted: !trusted})
+			// listed as ignored, not as settings (Load decides trust).
+			st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root})
 			if asJSON {
 				return st.RenderJSON(a.std.Out)
 			}

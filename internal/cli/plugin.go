@@ -12,7 +12,6 @@ import (
 
 	"github.com/keel-dev/keel/internal/plugin"
 	"github.com/keel-dev/keel/internal/settings"
-	"github.com/keel-dev/keel/internal/trust"
 )
 
 // pluginManager is the plugin manager of the current directory: its settings' plugin keys
@@ -22,16 +21,14 @@ func (a *app) pluginManager(yes bool) (*plugin.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	trusted, _ := trust.IsTrusted(a.env.Home, root)
-	st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root, Untrusted: !trusted})
+	st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root})
 	return &plugin.Manager{Home: a.env.Home, Cwd: cwd, Settings: st.Plugins, Confirm: a.confirmPlugin(yes)}, nil
 }
 
 // sessionPlugins is the set of installed plugins a session in root would load, for the
 // listings (keel agents, skills, mcp list) to show what plugins bring.
 func (a *app) sessionPlugins(ctx context.Context, cwd, root string) *plugin.Set {
-	trusted, _ := trust.IsTrusted(a.env.Home, root)
-	st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root, Untrusted: !trusted})
+	st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root})
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok {

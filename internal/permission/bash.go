@@ -26,6 +26,8 @@ type bashPattern struct {
 	// pattern never covers a command that runs other code (bash -c, sudo,
 	// xargs, python...), or `Bash(* --help)` would allow `bash -c 'rm -rf ~' --help`.
 	wildHead bool
+	// named are a wildcard rule's own words, for the options it names (dangerous.go).
+	named []string
 }
 
 func parseBashPattern(spec string) (*bashPattern, error) {
@@ -87,7 +89,7 @@ func compileWildcard(spec string) (*bashPattern, error) {
 		stars int
 	)
 	head, _, _ := strings.Cut(strings.TrimSpace(spec), " ")
-	p := &bashPattern{form: bashWildcard, wildHead: hasUnescapedStar(head)}
+	p := &bashPattern{form: bashWildcard, wildHead: hasUnescapedStar(head), named: strings.Fields(spec)}
 	// "ls *" also matches plain "ls", as in Claude Code: a single trailing
 	// " *" is optional.
 	body, optionalTail := spec, false

@@ -262,13 +262,15 @@ type prepared struct {
 	kind  Kind
 	paths []preparedPath
 	shell shellAnalysis
-	// reads and writes are the files a command's redirections open; args are the files its
-	// arguments name (resolved only when Read deny or ask rules exist), and argsAfterCd says
-	// some were relative after a cd, so which files they name is unknown.
-	reads, writes, args []preparedPath
-	argsAfterCd         bool
-	host                string
-	home                string
+	// files is what a command line does with files: the files its redirections open, and —
+	// when Read or Edit deny or ask rules exist — what its arguments name.
+	files shellFiles
+	// otherNames says why keel could not find every name of a file the call touches (a hard
+	// link, see identity.go); multiLinked names an edited file that has other names.
+	otherNames  string
+	multiLinked string
+	host        string
+	home        string
 }
 
 type preparedPath struct {
@@ -286,6 +288,7 @@ func (c *Checker) prepare(req Request, pol Policy) *prepared {
 		r := toolpath.Resolve(path, cwd, c.home)
 		return preparedPath{clean: r.Abs, resolved: r.Real}
 	}
+	restricted := hasPathRestrictions(pol)
 	switch p.kind {
 	case KindRead, KindEdit:
 		paths := req.Paths
@@ -295,21 +298,34 @@ func (c *Checker) prepare(req Request, pol Policy) *prepared {
 		for _, path := range paths {
 			p.paths = append(p.paths, resolve(path))
 		}
+		if p.kind == KindEdit {
+			p.multiLinked = multiLinked(p.paths)
+		}
+		if restricted {
+			var extra []preparedPath
+			extra, p.otherNames = otherNames(p.paths, pol, cwd, c.home)
+			p.paths = append(p.paths, extra...)
+		}
 	case KindShell:
-		p.shell = analyzeShell(req.Command)
-		for _, list := range []struct {
-			in  []string
-			out *[]preparedPath
-		}{{p.shell.reads, &p.reads}, {p.shell.writes, &p.writes}} {
-			for _, path := range list.in {
-				if p.shell.changesDir && !filepath.IsAbs(toolpath.Expand(path, c.home)) {
-					p.shell.addBlind("a relative redirection after a change of directory")
-				}
-				*list.out = append(*list.out, resolve(path))
+		if restricted {
+			p.shell = analyzeShellFiles(req.Command)
+		} else {
+			p.shell = analyzeShell(req.Command)
+		}
+		for _, f := range append(slices.Clone(p.shell.reads), p.shell.writes...) {
+			if p.shell.changesDir && !f.tilde && !filepath.IsAbs(f.literal()) {
+				p.shell.addBlind("a relative redirection after a change of directory")
 			}
 		}
-		if hasReadRestrictions(pol) {
-			p.args, p.argsAfterCd = argPaths(p.shell, cwd, c.home, resolve)
+		p.files = resolveFiles(p.shell, cwd, c.home, resolve)
+		if restricted {
+			for _, list := range []*[]preparedPath{&p.files.reads, &p.files.writes} {
+				extra, why := otherNames(*list, pol, cwd, c.home)
+				*list = append(*list, extra...)
+				if why != "" && p.otherNames == "" {
+					p.otherNames = why
+				}
+			}
 		}
 		if hasBashRestrictions(pol) {
 			p.shell.deny = append(p.shell.deny, programIdentities(p.shell.deny, cwd)...)
@@ -349,14 +365,16 @@ func (c *Checker) evaluateLayer(pol Policy, p *prepared) Decision {
 	d := Decision{}
 	if r := firstMatch(pol.Rules, Ask, p, cwd); r != nil {
 		d = Decision{Behavior: Ask, Reason: fmt.Sprintf("rule %q from %s asks", r.String(), r.Source), Rule: r}
-	} else if p.argsAfterCd && hasReadRestrictions(Policy{Rules: pol.Rules}) {
-		d = Decision{Behavior: Ask, Reason: "the command names files after a cd keel cannot follow, so the Read deny and ask rules cannot be checked against them"}
-	} else if path, part := protectedEdit(pol, p, mode, cwd); path != "" {
+	} else if why, r := p.pathAsk(pol.Rules, cwd); why != "" {
+		d = Decision{Behavior: Ask, Reason: why, Rule: r}
+	} else if path, part := protectedEdit(pol, p, mode, cwd); path == p.multiLinked && path != "" {
+		d = Decision{Behavior: Ask, Reason: fmt.Sprintf("%s has other hard links, one of which may be protected: writing it asks in every mode but bypassPermissions", path)}
+	} else if path != "" {
 		d = Decision{Behavior: Ask, Reason: fmt.Sprintf("%s is in %s, which is protected: writing there asks in every mode but bypassPermissions", path, part)}
-	} else if r := allowMatch(pol.Rules, p, cwd, pol.Dirs); r != nil {
+	} else if r, why := allowMatch(pol.Rules, p, cwd, pol.Dirs); r != nil {
 		return Decision{Behavior: Allow, Reason: fmt.Sprintf("allowed by rule %q from %s", r.String(), r.Source), Rule: r}
-	} else {
-		d = modeDecision(mode, pol, p)
+	} else if d = modeDecision(mode, pol, p); d.Behavior == Ask && why != "" {
+		d.Reason = why
 	}
 	if d.Behavior == Ask && mode == ModeDontAsk {
 		d.Behavior = Deny
@@ -370,6 +388,10 @@ func (c *Checker) evaluateLayer(pol Policy, p *prepared) Decision {
 func protectedEdit(pol Policy, p *prepared, mode Mode, cwd string) (path, part string) {
 	if p.kind != KindEdit || mode == ModeBypassPermissions {
 		return "", ""
+	}
+	if p.multiLinked != "" {
+		// Another name of the file may be a protected one (.git/config, a settings file).
+		return p.multiLinked, ""
 	}
 	path, part = protected(p, pol)
 	if path == "" {
@@ -447,148 +469,4 @@ func outside(paths []preparedPath, dirs []string) string {
 		}
 	}
 	return ""
-}
-
-// hasRestrictions reports whether deny or ask rules exist that a shell command could evade
-// by running what keel cannot read: Bash rules, and Read or Edit rules (redirections).
-func hasRestrictions(rules []Rule) bool {
-	return slices.ContainsFunc(rules, func(r Rule) bool {
-		return r.Behavior != Allow && (r.bash != nil || r.path != nil)
-	})
-}
-
-// firstMatch finds a deny or ask rule covering any part of the call: any
-// path (as written or resolved), any sub-command or wrapped command, and for a command line
-// the files its redirections read (Read rules) and write (Edit rules).
-func firstMatch(rules []Rule, b Behavior, p *prepared, cwd string) *Rule {
-	for i := range rules {
-		r := &rules[i]
-		if r.Behavior != b {
-			continue
-		}
-		if r.toolMatches(p.tool, p.kind) && (r.Specifier == "" || r.matchesAny(p, cwd)) {
-			return r
-		}
-		if p.kind == KindShell && r.path != nil {
-			if r.toolMatches("Read", KindRead) && (r.matchesPaths(p.reads, p.home, cwd) || r.matchesPaths(p.args, p.home, cwd)) ||
-				r.toolMatches("Edit", KindEdit) && r.matchesPaths(p.writes, p.home, cwd) {
-				return r
-			}
-		}
-	}
-	return nil
-}
-
-func (r *Rule) root(cwd string) string {
-	if r.Source.Dir != "" {
-		return r.Source.Dir
-	}
-	return cwd
-}
-
-func (r *Rule) matchesAny(p *prepared, cwd string) bool {
-	switch {
-	case r.path != nil:
-		return r.matchesPaths(p.paths, p.home, cwd)
-	case r.bash != nil:
-		return slices.ContainsFunc(p.shell.deny, r.bash.matchDeny)
-	}
-	return r.matchesOther(p)
-}
-
-// matchesPaths reports whether a path rule covers any of paths, as written or resolved.
-func (r *Rule) matchesPaths(paths []preparedPath, home, cwd string) bool {
-	root := r.root(cwd)
-	rroot := toolpath.Real(root)
-	for _, path := range paths {
-		if r.path.match(path.clean, root, home) || r.path.match(path.resolved, rroot, resolveHome(home)) {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *Rule) matchesOther(p *prepared) bool {
-	switch {
-	case r.domain != "":
-		if d, ok := strings.CutPrefix(r.domain, "*."); ok {
-			return strings.HasSuffix(p.host, "."+d)
-		}
-		return p.host == r.domain
-	case r.path != nil || r.bash != nil:
-		return false
-	}
-	return p.req.Argument == r.Specifier
-}
-
-func resolveHome(home string) string {
-	if home == "" {
-		return ""
-	}
-	return toolpath.Real(home)
-}
-
-// allowMatch finds allow rules covering every part of the call: every
-// resolved path, or every sub-command of a command line with nothing
-// opaque in it. It returns the first rule used.
-func allowMatch(rules []Rule, p *prepared, cwd string, dirs []string) *Rule {
-	var used *Rule
-	covers := func(pred func(r *Rule) bool) *Rule {
-		for i := range rules {
-			r := &rules[i]
-			if r.Behavior == Allow && r.toolMatches(p.tool, p.kind) && pred(r) {
-				return r
-			}
-		}
-		return nil
-	}
-	if r := covers(func(r *Rule) bool { return r.Specifier == "" }); r != nil {
-		return r
-	}
-	switch p.kind {
-	case KindShell:
-		if len(p.shell.opaque) > 0 {
-			return nil
-		}
-		cds := newCdTracker(p.req.Cwd, cwd, dirs)
-		for i, cmd := range p.shell.allow {
-			if cds.inside(p.shell.cmds[i]) {
-				continue
-			}
-			r := covers(func(r *Rule) bool { return r.bash != nil && r.bash.match(cmd) })
-			if r == nil {
-				return nil
-			}
-			if used == nil {
-				used = r
-			}
-		}
-		// A redirection that reads outside the working directories is a Read there.
-		for _, path := range p.reads {
-			if outside([]preparedPath{path}, dirs) == "" {
-				continue
-			}
-			if !slices.ContainsFunc(rules, func(r Rule) bool {
-				return r.Behavior == Allow && r.toolMatches("Read", KindRead) && r.path != nil &&
-					r.path.match(path.resolved, toolpath.Real(r.root(cwd)), resolveHome(p.home))
-			}) {
-				return nil
-			}
-		}
-		return used
-	case KindRead, KindEdit:
-		for _, path := range p.paths {
-			r := covers(func(r *Rule) bool {
-				return r.path != nil && r.path.match(path.resolved, toolpath.Real(r.root(cwd)), resolveHome(p.home))
-			})
-			if r == nil {
-				return nil
-			}
-			if used == nil {
-				used = r
-			}
-		}
-		return used
-	}
-	return covers(func(r *Rule) bool { return r.matchesOther(p) })
 }

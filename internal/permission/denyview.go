@@ -220,7 +220,7 @@ func (a *shellAnalysis) denyScript(script string, depth int) {
 		a.addBlind("commands nested deeper than %d levels", maxShellDepth)
 		return
 	}
-	inner := analyzeShellDepth(script, depth+1)
+	inner := analyzeShellDepth(script, depth+1, a.files)
 	for _, v := range inner.deny {
 		if a.denyWords += len(v.words); a.denyWords > maxDenyWords {
 			if !a.overBudget {
@@ -232,5 +232,10 @@ func (a *shellAnalysis) denyScript(script string, depth int) {
 		a.deny = append(a.deny, v)
 	}
 	a.uncheckedWhy = append(a.uncheckedWhy, inner.uncheckedWhy...)
-	a.args = append(a.args, inner.args...)
+	a.uses.args = append(a.uses.args, inner.uses.args...)
+	a.reads = append(a.reads, inner.reads...)
+	a.writes = append(a.writes, inner.writes...)
+	for _, why := range inner.uses.unknowns {
+		a.uses.unknown(why)
+	}
 }

@@ -10,7 +10,8 @@
 //
 //  1. a deny rule covering any part of the call denies;
 //  2. plan mode denies what is not read-only (the plan-exit tool excepted);
-//  3. an ask rule covering any part asks (in bypassPermissions too);
+//  3. an ask rule covering any part asks (in bypassPermissions too), as does a command
+//     whose files keel cannot resolve while Read or Edit rules restrict files;
 //  4. allow rules covering every part allow;
 //  5. otherwise the mode decides, and dontAsk turns an ask into a deny.
 //

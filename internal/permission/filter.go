@@ -1,48 +1,144 @@
 package permission
 
 import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
 	"github.com/keel-dev/keel/internal/toolpath"
 )
 
-// ReadFilter returns the test a search tool applies to each file it finds ([tool.Env.Hidden]):
-// true when a deny rule for reading covers the file, in this policy or any ceiling over it, in
-// every mode. The path is absolute with symlinks resolved. It is nil when no such rule
-// exists, so a search without deny rules pays nothing. The filter is a snapshot: rules added
-// later apply to later calls.
-func (c *Checker) ReadFilter() func(path string) bool {
+// SearchFilter returns what a search tool (Glob, Grep) applies to each file it finds, as
+// tool.Env.Hidden and tool.Env.HiddenNote. hide reports whether the file is left out: a deny
+// or an ask rule for reading covers it — by its path, another mount's path for it, or another
+// hard link — in this policy or any ceiling, in every mode. A file a deny rule covers is left
+// out silently; note says which files ask rules kept out and that reading one with the Read
+// tool asks the user, so an ask rule's file is never quoted without the question. Both are nil
+// when no such rule exists, so a search without them pays nothing. The filter is a snapshot:
+// rules added later apply to later calls. It is safe for concurrent use.
+func (c *Checker) SearchFilter() (hide func(path string) bool, note func() string) {
 	pol := c.Policy()
-	var rules []Rule
-	for _, layer := range append([]Policy{pol}, pol.Ceilings...) {
-		for _, r := range layer.Rules {
-			if r.Behavior == Deny && r.toolMatches("Read", KindRead) {
-				rules = append(rules, r)
-			}
-		}
-	}
-	if len(rules) == 0 {
-		return nil
-	}
 	var cwd string
 	if len(pol.Dirs) > 0 {
 		cwd = pol.Dirs[0]
 	}
-	// Rule anchors are resolved once here, not once per file found.
-	type anchored struct {
-		r           Rule
-		root, rroot string
+	f := &searchFilter{home: c.home, rhome: resolveHome(c.home), cwd: cwd}
+	for _, layer := range append([]Policy{pol}, pol.Ceilings...) {
+		for _, r := range layer.Rules {
+			if r.Behavior == Allow || !r.toolMatches("Read", KindRead) {
+				continue
+			}
+			// Rule anchors are resolved once here, not once per file found.
+			root := r.root(cwd)
+			a := anchoredRule{r: r, root: root, rroot: toolpath.Real(root)}
+			if r.Behavior == Deny {
+				f.deny = append(f.deny, a)
+			} else {
+				f.ask = append(f.ask, a)
+			}
+		}
 	}
-	home, rhome := c.home, resolveHome(c.home)
-	list := make([]anchored, len(rules))
-	for i, r := range rules {
-		root := r.root(cwd)
-		list[i] = anchored{r, root, toolpath.Real(root)}
+	if len(f.deny)+len(f.ask) == 0 {
+		return nil, nil
 	}
-	return func(path string) bool {
-		for _, a := range list {
-			if a.r.Specifier == "" || a.r.path != nil && (a.r.path.match(path, a.root, home) || a.r.path.match(path, a.rroot, rhome)) {
+	f.mounts = readMounts()
+	return f.hide, f.note
+}
+
+type anchoredRule struct {
+	r           Rule
+	root, rroot string
+}
+
+func (a anchoredRule) covers(path, home, rhome string) bool {
+	return a.r.Specifier == "" || a.r.path != nil && (a.r.path.match(path, a.root, home) || a.r.path.match(path, a.rroot, rhome))
+}
+
+type searchFilter struct {
+	deny, ask        []anchoredRule
+	home, rhome, cwd string
+	mounts           []mount
+
+	// mu guards links, asked and askRule.
+	mu      sync.Mutex
+	links   *linkIndex
+	asked   []string
+	askRule string
+}
+
+// maxNoted caps the files a note names.
+const maxNoted = 20
+
+func (f *searchFilter) hide(path string) bool {
+	names := append([]string{path}, aliasesIn(f.mounts, path)...)
+	if id, n, ok := identity(path); ok && n > 1 {
+		f.mu.Lock()
+		if f.links == nil {
+			var rules []*Rule
+			for i := range f.deny {
+				rules = append(rules, &f.deny[i].r)
+			}
+			for i := range f.ask {
+				rules = append(rules, &f.ask[i].r)
+			}
+			f.links = newLinkIndex(rules, f.cwd, f.home)
+		}
+		others, complete := f.links.names(id)
+		f.mu.Unlock()
+		if !complete && len(others) == 0 {
+			return f.noteAsked(path, "its other hard links could not all be checked")
+		}
+		names = append(names, others...)
+	}
+	for _, n := range names {
+		for _, a := range f.deny {
+			if a.covers(n, f.home, f.rhome) {
 				return true
 			}
 		}
-		return false
 	}
+	for _, n := range names {
+		for _, a := range f.ask {
+			if a.covers(n, f.home, f.rhome) {
+				return f.noteAsked(path, a.r.String())
+			}
+		}
+	}
+	return false
+}
+
+func (f *searchFilter) noteAsked(path, rule string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Contains(f.asked, path) {
+		f.asked = append(f.asked, path)
+	}
+	if f.askRule == "" {
+		f.askRule = rule
+	}
+	return true
+}
+
+func (f *searchFilter) note() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.asked) == 0 {
+		return ""
+	}
+	shown := f.asked[:min(len(f.asked), maxNoted)]
+	rel := make([]string, len(shown))
+	for i, p := range shown {
+		rel[i] = p
+		if r, err := filepath.Rel(f.cwd, p); err == nil && !strings.HasPrefix(r, "..") {
+			rel[i] = r
+		}
+	}
+	more := ""
+	if n := len(f.asked) - len(shown); n > 0 {
+		more = fmt.Sprintf(" and %d more", n)
+	}
+	return fmt.Sprintf("[Left out of this search: %d file(s) that the permission rules ask about before they are read (%s): %s%s. "+
+		"Read one with the Read tool to ask the user for it.]", len(f.asked), f.askRule, strings.Join(rel, ", "), more)
 }

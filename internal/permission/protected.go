@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,8 +40,40 @@ func protected(p *prepared, pol Policy) (path, part string) {
 				return pp.resolved, part
 			}
 		}
+		if d := gitDirOf(pp.resolved, dirs); d != "" {
+			return pp.resolved, d
+		}
 	}
 	return "", ""
+}
+
+// gitDirOf returns the directory at or above path's parent, within a working directory, that
+// git would take for a repository once path is written — HEAD, objects (or commondir) and
+// refs all present — or "". A repository written file by file inside the project (b/HEAD,
+// b/config with core.fsmonitor, b/objects/…, b/refs/…) is as protected as .git: the write
+// that completes it asks, and so does every write into it after.
+func gitDirOf(path string, dirs []string) string {
+	for d := filepath.Dir(path); slices.ContainsFunc(dirs, func(w string) bool { return toolpath.Within(d, w) }); d = filepath.Dir(d) {
+		has := func(names ...string) bool {
+			for _, n := range names {
+				p := filepath.Join(d, n)
+				if path == p || toolpath.Within(path, p) {
+					return true
+				}
+				if _, err := os.Lstat(p); err == nil {
+					return true
+				}
+			}
+			return false
+		}
+		if has("HEAD") && has("objects", "commondir") && has("refs") {
+			return d
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	return ""
 }
 
 // protectedPart names the protected directory or file cand lies in, judging only the part

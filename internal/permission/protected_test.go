@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -67,5 +68,57 @@ func TestProtectedPaths(t *testing.T) {
 	// Reading is not protected.
 	if d := c.Evaluate(Request{Tool: "Read", Paths: []string{".git/config"}}); d.Behavior != Allow {
 		t.Errorf("Read .git/config: got %s (%s); want allow", d.Behavior, d.Reason)
+	}
+}
+
+// TestNestedRepositoryIsProtected: a repository written file by file inside the project is
+// as protected as .git — the write that completes it (HEAD, objects, refs all there) asks in
+// acceptEdits, and so does any later write into it — so no `git status` there runs a
+// config the model wrote. A file named HEAD in an ordinary directory is no repository.
+func TestNestedRepositoryIsProtected(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Config{Policy: Policy{Mode: ModeAcceptEdits, Dirs: []string{dir}}})
+	write := func(rel string) Behavior {
+		p := filepath.Join(dir, rel)
+		d := c.Evaluate(Request{Tool: "Write", Paths: []string{p}, Cwd: dir})
+		if d.Behavior == Allow {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d.Behavior
+	}
+	for _, step := range []struct {
+		rel  string
+		want Behavior
+	}{
+		{"b/HEAD", Allow},
+		{"b/config", Allow},
+		{"b/objects/info/packs", Allow},
+		{"b/refs/heads/main", Ask}, // completes the repository
+		{"notes/HEAD", Allow},
+		{"notes/refs.txt", Allow},
+	} {
+		if got := write(step.rel); got != step.want {
+			t.Errorf("write %s: got %s; want %s", step.rel, got, step.want)
+		}
+	}
+	// Made by other means (a clone, a script), the repository's files ask all the same.
+	for _, d := range []string{"c/objects", "c/refs"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "c", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := write("c/config"); got != Ask {
+		t.Errorf("write c/config into a repository: got %s; want ask", got)
 	}
 }

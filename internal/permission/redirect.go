@@ -29,8 +29,12 @@ func (a *shellAnalysis) redirect(src string, r *syntax.Redirect) {
 	}
 	target := ""
 	static := r.Word != nil && staticWord(r.Word)
+	var files []wordFile
 	if static {
 		target, _ = expand.Literal(expandConfig(), r.Word)
+		// bash expands braces and globs in a redirection's word too (more than one result is
+		// an error): every file it could become is checked.
+		files = fileWords(r.Word)
 	}
 	if static && isNetworkPath(target) {
 		a.network = append(a.network, target)
@@ -43,7 +47,7 @@ func (a *shellAnalysis) redirect(src string, r *syntax.Redirect) {
 		case !static:
 			a.addBlind("input redirection from a computed path")
 		case !safeSources[target]:
-			a.reads = append(a.reads, target)
+			a.reads = append(a.reads, files...)
 		}
 	case syntax.DplIn, syntax.DplOut:
 		switch {
@@ -51,7 +55,7 @@ func (a *shellAnalysis) redirect(src string, r *syntax.Redirect) {
 			a.addBlind("redirection %s to a computed path", r.Op)
 		case !(isDigits(target) || target == "-" || safeSinks[target]):
 			a.addOpaque("redirection %s to a file", r.Op)
-			a.writes = append(a.writes, target)
+			a.writes = append(a.writes, files...)
 		}
 	case syntax.Hdoc, syntax.DashHdoc:
 		a.heredoc(src, r)
@@ -65,15 +69,15 @@ func (a *shellAnalysis) redirect(src string, r *syntax.Redirect) {
 			return
 		}
 		a.addOpaque("output redirection %s writes a file", r.Op)
-		a.reads = append(a.reads, target)
-		a.writes = append(a.writes, target)
+		a.reads = append(a.reads, files...)
+		a.writes = append(a.writes, files...)
 	default: // >, >>, >|, &>, &>>: these open files for writing.
 		switch {
 		case !static:
 			a.addBlind("output redirection %s to a computed path", r.Op)
 		case !safeSinks[target]:
 			a.addOpaque("output redirection %s writes a file", r.Op)
-			a.writes = append(a.writes, target)
+			a.writes = append(a.writes, files...)
 		}
 	}
 }

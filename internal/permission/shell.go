@@ -19,6 +19,8 @@ type shellWord struct {
 	value  string
 	static bool
 	guess  string
+	// files is what the word is as a file name, per brace-expanded field (words.go).
+	files []wordFile
 }
 
 // simpleCmd is one command the shell would execute: a name and arguments.
@@ -62,7 +64,7 @@ func (c simpleCmd) guessed() (simpleCmd, bool) {
 	out := simpleCmd{words: make([]shellWord, len(c.words))}
 	for i, w := range c.words {
 		if !w.static && w.guess != "" {
-			w = shellWord{value: w.guess, static: true}
+			w = shellWord{value: w.guess, static: true, files: w.files}
 			changed = true
 		}
 		out.words[i] = w
@@ -95,13 +97,14 @@ type shellAnalysis struct {
 	// skipped, inside wrappers, shells and eval, and as bash would split lines keel's parser
 	// joins.
 	deny []simpleCmd
-	// reads and writes are the files redirections open, as written; network lists the
-	// /dev/tcp and /dev/udp targets bash connects to.
-	reads, writes, network []string
-	// args are the commands' arguments that may name files (option values after "=", "~"
-	// and "$HOME" kept for expansion): Read deny and ask rules also refuse a command that
-	// names a file they cover (cat secrets/token.txt).
-	args []string
+	// reads and writes are the files redirections open; network lists the /dev/tcp and
+	// /dev/udp targets bash connects to.
+	reads, writes []wordFile
+	network       []string
+	// uses are the words the commands may use as files, with what they do with them
+	// (programs.go): Read and Edit deny and ask rules also refuse a command that names a file
+	// they cover (cat secrets/token.txt, cp x protected/y).
+	uses fileUses
 	// changesDir is set when a command may change the directory later relative redirections
 	// are opened from; cdTargets are the directories it changes to, in order, when all are
 	// known (cdUnknown otherwise).
@@ -115,6 +118,8 @@ type shellAnalysis struct {
 	// denyWords counts the words of every deny view, against maxDenyWords.
 	denyWords  int
 	overBudget bool
+	// files says uses are wanted (analyzeShellFiles).
+	files bool
 }
 
 func (a *shellAnalysis) addOpaque(format string, args ...any) {
@@ -147,11 +152,17 @@ const (
 )
 
 func analyzeShell(command string) shellAnalysis {
-	return analyzeShellDepth(command, 0)
+	return analyzeShellDepth(command, 0, false)
 }
 
-func analyzeShellDepth(command string, depth int) shellAnalysis {
-	var a shellAnalysis
+// analyzeShellFiles also reads what the commands do with files (uses), which Read and Edit
+// rules need and nothing else does.
+func analyzeShellFiles(command string) shellAnalysis {
+	return analyzeShellDepth(command, 0, true)
+}
+
+func analyzeShellDepth(command string, depth int, files bool) shellAnalysis {
+	a := shellAnalysis{files: files}
 	if strings.TrimSpace(command) == "" {
 		a.addOpaque("empty command")
 		return a
@@ -236,7 +247,7 @@ func (a *shellAnalysis) addSplitVariant(command string, depth int) {
 		a.addBlind("commands nested deeper than %d levels", maxShellDepth)
 		return
 	}
-	inner := analyzeShellDepth(v, depth+1)
+	inner := analyzeShellDepth(v, depth+1, a.files)
 	a.deny = append(a.deny, inner.deny...)
 	a.denyWords += inner.denyWords
 }
@@ -322,7 +333,9 @@ func (a *shellAnalysis) callExpr(src string, c *syntax.CallExpr, depth int) {
 	case strings.ContainsAny(head, "{}"):
 		a.addOpaque("brace expansion in the command name %s", head)
 	}
-	a.collectArgs(src, c.Args[1:])
+	if a.files {
+		a.uses.commandFiles(cmd, 0)
+	}
 	view := a.allowView(cmd)
 	switch view.name() {
 	case "cd", "pushd", "popd":
@@ -341,68 +354,22 @@ func (a *shellAnalysis) callExpr(src string, c *syntax.CallExpr, depth int) {
 	a.addDeny(cmd, depth)
 }
 
-// maxArgs caps the arguments one line offers to Read rules.
-const maxArgs = 512
-
-// collectArgs records the arguments that may name files: static words (an option's value
-// after "="), and words that start with ~ or $HOME and are literal after it.
-func (a *shellAnalysis) collectArgs(src string, words []*syntax.Word) {
-	for _, w := range words {
-		if len(a.args) >= maxArgs {
-			return
-		}
-		var vals []string
-		if staticWord(w) {
-			for _, sw := range wordsOf(src, w) {
-				vals = append(vals, sw.value)
-			}
-		} else if text := src[w.Pos().Offset():w.End().Offset()]; homeRelative(text) {
-			vals = append(vals, text)
-		}
-		for _, v := range vals {
-			if strings.HasPrefix(v, "-") {
-				_, after, ok := strings.Cut(v, "=")
-				if !ok || after == "" {
-					continue
-				}
-				v = after
-			}
-			a.args = append(a.args, v)
-		}
-	}
-}
-
-// homeRelative reports whether a word's text is ~, ~/…, $HOME/… or ${HOME}/… followed by
-// literal path characters only, so it can be expanded without running anything.
-func homeRelative(text string) bool {
-	rest, ok := "", false
-	for _, p := range []string{"~/", "$HOME/", "${HOME}/"} {
-		if r, found := strings.CutPrefix(text, p); found {
-			rest, ok = r, true
-			break
-		}
-	}
-	if text == "~" || text == "$HOME" || text == "${HOME}" {
-		return true
-	}
-	return ok && !strings.ContainsAny(rest, "$`\\'\"(){}<>|&;")
-}
-
 // wordsOf expands a static word the way bash would build argv from it
 // (quote removal, brace expansion; no globbing, so "*.go" stays one word)
 // and keeps a dynamic word as its source text.
 func wordsOf(src string, w *syntax.Word) []shellWord {
 	text := src[w.Pos().Offset():w.End().Offset()]
+	files := fileWords(w)
 	if staticWord(w) {
-		if fields, err := expand.Fields(expandConfig(), w); err == nil {
+		if fields, err := expand.Fields(expandConfig(), w); err == nil && len(fields) == len(files) {
 			out := make([]shellWord, len(fields))
 			for i, f := range fields {
-				out[i] = shellWord{value: f, static: true}
+				out[i] = shellWord{value: f, static: true, files: files[i : i+1]}
 			}
 			return out
 		}
 	}
-	dyn := shellWord{value: text}
+	dyn := shellWord{value: text, files: files}
 	if quotedOnly(w) {
 		if v, err := expand.Literal(expandConfig(), w); err == nil {
 			dyn.guess = v

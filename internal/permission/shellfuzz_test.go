@@ -27,6 +27,31 @@ import (
 // KEEL_SHELLFUZZ_N sets how many lines to generate (default 3000, the make test run);
 // KEEL_SHELLFUZZ_SEED picks the seed (default 1; "random" draws one and logs it).
 
+// fuzzSettings reads a fuzz's size and seed from PREFIX_N (default n) and PREFIX_SEED
+// (default 1; "random" draws one, which the caller logs).
+func fuzzSettings(t *testing.T, prefix string, n int) (int, uint64) {
+	t.Helper()
+	if v := os.Getenv(prefix + "_N"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			t.Fatalf("%s_N=%q is not a positive number", prefix, v)
+		}
+	}
+	seed := uint64(1)
+	switch v := os.Getenv(prefix + "_SEED"); v {
+	case "":
+	case "random":
+		seed = uint64(time.Now().UnixNano())
+	default:
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s_SEED=%q is not a number or \"random\"", prefix, v)
+		}
+		seed = s
+	}
+	return n, seed
+}
+
 // fuzzWords are the words the generator builds commands from; each gets a marker program.
 var fuzzWords = []string{"git", "status", "touch", "rm", "X", "cat", "ls", "echo", "env", "nice",
 	"timeout", "xargs", "find", "sudo", "sh", "bash", "true", "EOF", "E", "x", "y", "diff", "log",
@@ -109,25 +134,7 @@ func (h *fuzzHarness) run(ctx context.Context, scratch, cmd string) ([]string, e
 }
 
 func TestShellDifferentialFuzz(t *testing.T) {
-	n := 3000
-	if v := os.Getenv("KEEL_SHELLFUZZ_N"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
-			t.Fatalf("KEEL_SHELLFUZZ_N=%q is not a positive number", v)
-		}
-	}
-	seed := uint64(1)
-	switch v := os.Getenv("KEEL_SHELLFUZZ_SEED"); v {
-	case "":
-	case "random":
-		seed = uint64(time.Now().UnixNano())
-	default:
-		s, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("KEEL_SHELLFUZZ_SEED=%q is not a number or \"random\"", v)
-		}
-		seed = s
-	}
+	n, seed := fuzzSettings(t, "KEEL_SHELLFUZZ", 3000)
 	h := newFuzzHarness(t)
 	scratch := t.TempDir()
 	gen := newFuzzGen(seed)

@@ -1,13 +1,13 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/gitexec"
 )
 
 // git runs git for marketplaces and plugin sources. Nothing in a cloned repository runs: git
@@ -19,22 +19,15 @@ type git struct {
 }
 
 func (g git) run(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.hooksPath=" + os.DevNull, "-c", "advice.detachedHead=false"}, args...)...)
-	cmd.Dir = dir
 	env := g.env
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd.Env = append(env[:len(env):len(env)], "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	// A marketplace is nobody's trusted workspace: its repository's configuration runs nothing.
+	r := gitexec.Runner{Env: append(env[:len(env):len(env)], "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=")}
+	out, err := r.Output(ctx, dir, append([]string{"-c", "advice.detachedHead=false"}, args...)...)
 	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return "", fmt.Errorf("git %s: %s", args[0], msg)
+		return "", err
 	}
 	return strings.TrimSpace(string(out)), nil
 }

@@ -1,13 +1,13 @@
 package prompt
 
 import (
-	"bytes"
 	"context"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/keel-dev/keel/internal/gitexec"
 )
 
 // Environment is what the model is told about where it runs. It is captured once per session
@@ -29,34 +29,40 @@ const (
 	maxStatusBytes = 2000
 )
 
-// DetectEnvironment captures the environment of a session started in cwd at now. Git problems
-// (no git binary, not a repository) give GitRepo false, not an error.
-func DetectEnvironment(ctx context.Context, cwd string, now time.Time) Environment {
+// DetectEnvironment captures the environment of a session started in cwd at now, running git
+// through git (untrusted unless the workspace is: then the repository's own programs —
+// fsmonitor, filters, hooks — stay off). Git problems (no git binary, not a work tree, a
+// repository keel cannot run git in safely) give GitRepo false, not an error.
+func DetectEnvironment(ctx context.Context, cwd string, now time.Time, git gitexec.Runner) Environment {
 	env := Environment{
 		Cwd:      cwd,
 		Platform: runtime.GOOS + "/" + runtime.GOARCH,
 		Date:     now.Format(time.DateOnly),
 	}
-	if out, err := git(ctx, cwd, "rev-parse", "--is-inside-work-tree"); err != nil || out != "true" {
+	// One status with the branch line: it fails outside a work tree, as rev-parse would.
+	out, err := git.Output(ctx, cwd, "--no-optional-locks", "status", "--short", "--branch")
+	if err != nil {
 		return env
 	}
+	head, status, _ := strings.Cut(strings.TrimRight(string(out), "\n"), "\n")
 	env.GitRepo = true
-	env.Branch, _ = git(ctx, cwd, "branch", "--show-current")
-	if status, err := git(ctx, cwd, "status", "--short"); err == nil {
-		env.Status = snapshot(status)
-	}
+	env.Branch = branchOf(head)
+	env.Status = snapshot(status)
 	return env
 }
 
-func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"--no-optional-locks"}, args...)...)
-	cmd.Dir = dir
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	if err := cmd.Run(); err != nil {
-		return "", err
+// branchOf reads the branch from status --branch's first line: "## main...origin/main
+// [ahead 1]", "## No commits yet on main", or "## HEAD (no branch)" when detached.
+func branchOf(line string) string {
+	line = strings.TrimPrefix(line, "## ")
+	for _, p := range []string{"No commits yet on ", "Initial commit on "} {
+		line = strings.TrimPrefix(line, p)
 	}
-	return strings.TrimRight(out.String(), "\n"), nil
+	if strings.HasPrefix(line, "HEAD (no branch)") {
+		return ""
+	}
+	branch, _, _ := strings.Cut(line, "...")
+	return branch
 }
 
 // snapshot cuts a status listing to maxStatusLines lines and maxStatusBytes bytes and says how

@@ -140,7 +140,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Observers: func(pool func(context.Context) *tool.Pool, history []message.Message) []loop.Observer {
 			return []loop.Observer{s.newListing(pool, history)}
 		},
-		Worktrees: &worktree.Manager{Root: s.projectDir, Logger: s.logger,
+		Worktrees: &worktree.Manager{Root: s.projectDir, Trusted: s.trusted(), Logger: s.logger,
 			Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) }}},
 		Emit:     s.emitAgent,
 		Logger:   s.logger,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/cachewatch"
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/gitexec"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/memory"
@@ -39,7 +40,7 @@ func ProjectRoot(dir string) string {
 // loadSettings reads every settings source; problems become notices. A file that cannot be
 // read or parsed at all is an error unless Options.IgnoreSettingsErrors says to go on without
 // it: its deny rules must never vanish silently. An untrusted workspace's own files may only
-// narrow what keel may do (settings.Options.Untrusted).
+// narrow what keel may do (settings.Load applies trust.Decide itself).
 func (s *Session) loadSettings() error {
 	st, _ := settings.Load(s.settingsOptions())
 	s.settings = st
@@ -66,7 +67,7 @@ func (s *Session) settingsOptions() settings.Options {
 		Flags:        s.opts.SettingsFlags,
 		SettingsArgs: s.opts.SettingsArgs,
 		FileScopes:   s.fileScopes(),
-		Untrusted:    !s.trusted(),
+		Trust:        s.opts.Trust,
 	}
 }
 
@@ -169,12 +170,7 @@ func (s *Session) ruleDir(o settings.Origin) string {
 // mode, hooks, MCP servers, skill shell lines and allowed-tools, memory includes outside it.
 // It is decided once, when the session opens.
 func (s *Session) trusted() bool {
-	s.trustOnce.Do(func() {
-		s.isTrusted = s.opts.Trust
-		if !s.isTrusted && s.opts.Home != "" {
-			s.isTrusted, _ = trust.IsTrusted(s.opts.Home, s.projectDir)
-		}
-	})
+	s.trustOnce.Do(func() { s.isTrusted = trust.Decide(s.opts.Home, s.projectDir, s.opts.Trust) })
 	return s.isTrusted
 }
 
@@ -236,7 +232,7 @@ func (s *Session) buildHooks() {
 // read once here; the rendered sections are memoized for the whole session.
 func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 	if env == nil {
-		detected := prompt.DetectEnvironment(ctx, s.opts.Cwd, s.now())
+		detected := prompt.DetectEnvironment(ctx, s.opts.Cwd, s.now(), gitexec.Runner{Trusted: s.trusted()})
 		env = &detected
 		s.recordMetadata(ctx, transcript.TypeAgentSetting, agentSetting{Environment: env, Model: s.opts.Model})
 	}

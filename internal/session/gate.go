@@ -99,7 +99,7 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		call.Input = d.UpdatedInput
 		req = permissionRequest(t, call.Input, env.State.Cwd)
 	}
-	env.Hidden = g.checker.ReadFilter()
+	env.Hidden, env.HiddenNote = g.checker.SearchFilter()
 	if call.Name == "WebFetch" {
 		// Only a rule naming the host lets WebFetch reach a private address (not a mode,
 		// not a one-time answer); the tool asks when it dials.

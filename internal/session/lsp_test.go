@@ -170,7 +170,7 @@ func TestProjectLanguageServersWaitForTrust(t *testing.T) {
 	events := h.send(t, "hi")
 	found := false
 	for _, e := range events {
-		if n, ok := e.(event.Notice); ok && strings.Contains(n.Text, "lspServers.evil") && strings.Contains(n.Text, "keel trust") {
+		if n, ok := e.(event.Notice); ok && strings.Contains(n.Text, "lspServers") && strings.Contains(n.Text, "keel trust") {
 			found = true
 		}
 	}

@@ -153,10 +153,7 @@ func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, 
 	if len(cfg.Servers) == 0 && !o.Dynamic {
 		return nil, notices
 	}
-	trusted := st.Trust
-	if !trusted && st.Home != "" {
-		trusted, _ = trust.IsTrusted(st.Home, st.ProjectDir)
-	}
+	trusted := trust.Decide(st.Home, st.ProjectDir, st.Trust)
 	logger := st.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

@@ -54,9 +54,11 @@ type Settings struct {
 	// kept (and warned about) because real files carry many keys for other tools.
 	Unknown map[string]Value[json.RawMessage]
 	// Ignored lists the keys of an untrusted workspace's project and local files that were
-	// skipped because they could widen what keel may do (see [Options.Untrusted]); V is the
+	// skipped because they could widen what keel may do (see [Options.Trust]); V is the
 	// dotted key.
 	Ignored []Value[string]
+	// Trusted is the trust decision Load made for the project directory (true without one).
+	Trusted bool
 	// Files says what happened to each source, in precedence order.
 	Files []FileStatus
 	// Problems lists everything wrong in any source, in precedence order.
@@ -110,6 +112,7 @@ var keyTable = []keyDef{
 type keyDef struct {
 	name        string
 	managedOnly bool
+	sub         []keyDef // an object's keys
 	apply       func(s *Settings, f *fileCtx, key string, n *node)
 	show        func(s *Settings, key string) []shown
 }
@@ -183,6 +186,7 @@ func list[T any](name string, field func(*Settings) *[]Value[T], dec decoder[T])
 func object(name string, sub ...keyDef) keyDef {
 	return keyDef{
 		name: name,
+		sub:  sub,
 		apply: func(s *Settings, f *fileCtx, key string, n *node) {
 			if n.kind != kindObject {
 				wrongType(f, key, n, "an object")
@@ -240,15 +244,38 @@ func envKey() keyDef {
 }
 
 // wideningKeys are what a workspace's own files may not set until it is trusted: rules that
-// allow, a mode, directories, the environment of every command, and commands keel or another
-// tool reading the same file would run. A cloned repository can narrow (deny, ask) but never
-// widen.
+// allow, a mode, directories, the environment of every command (proxies and OTEL endpoints
+// included), commands keel or another tool reading the same file would run, and anything that
+// names a host or turns on a network feature — where team traffic goes (teams,
+// coordination), where search queries and keys go (webSearch), servers to start
+// (lspServers), telemetry endpoints and proxies. A cloned repository can narrow (deny, ask)
+// but never widen. Every key of keyTable is either here or in narrowingKeys (a test checks),
+// so a key added later has to be classified.
 var wideningKeys = map[string]bool{
 	"permissions.allow": true, "permissions.defaultMode": true, "permissions.additionalDirectories": true,
 	"env": true, "hooks": true, "apiKeyHelper": true, "awsAuthRefresh": true, "awsCredentialExport": true,
 	"otelHeadersHelper": true, "statusLine": true, "fileSuggestion": true,
 	"enabledPlugins": true, "extraKnownMarketplaces": true,
+	"teams": true, "coordination": true, "webSearch": true, "lspServers": true,
+	// Claude Code's and OpenTelemetry's names for endpoints and proxies, should keel read them.
+	"otelEndpoint": true, "otelExporterEndpoint": true, "telemetry": true, "proxy": true, "httpProxy": true,
+	"httpsProxy": true, "sandbox.network": true,
 }
+
+// narrowingKeys are the keys a workspace may set before it is trusted: they narrow, pick
+// among things the user already allows, or have a trust gate of their own (MCP servers of a
+// project start only once it is trusted).
+var narrowingKeys = map[string]bool{
+	"permissions.ask": true, "permissions.deny": true, "disableAllHooks": true, "model": true,
+	"enableAllProjectMcpServers": true, "enabledMcpjsonServers": true, "disabledMcpjsonServers": true,
+	"allowedMcpServers": true, "deniedMcpServers": true, "forkSubagents": true, "cacheTTL1h": true,
+	"autoCompactThreshold": true, "teammateMode": true,
+	// Managed-only policies: honoured only from managed settings, where they narrow.
+	"strictKnownMarketplaces": true, "blockedMarketplaces": true,
+}
+
+// WideningKeys lists the keys an untrusted workspace's files may not set, sorted.
+func WideningKeys() []string { return slices.Sorted(maps.Keys(wideningKeys)) }
 
 // applyMembers applies each member of n with its keyDef, keeping and warning about unknown keys.
 func applyMembers(s *Settings, f *fileCtx, prefix string, n *node, defs []keyDef) {

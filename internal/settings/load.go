@@ -16,6 +16,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
+
+	"github.com/keel-dev/keel/internal/trust"
 )
 
 // Options says where to look. The zero value reads only the managed file.
@@ -34,12 +36,14 @@ type Options struct {
 	// FileScopes, when not nil, limits the settings files read to these scopes (user,
 	// project, local: --setting-sources); managed policy and the command line always apply.
 	FileScopes []Scope
-	// Untrusted says the user has not trusted the workspace: its project and local files may
-	// add deny and ask rules but their permissions.allow, permissions.defaultMode,
-	// permissions.additionalDirectories, env, hooks and helper commands (apiKeyHelper,
-	// statusLine…) are skipped and listed in [Settings.Ignored]. User, managed and
-	// command-line settings are unaffected.
-	Untrusted bool
+	// Trust says the user vouched for the workspace on this run (--trust, keel.Options.Trust).
+	// Otherwise Load itself looks ProjectDir up in the trust records under Env.Home
+	// ([trust.Decide]), so no caller can forget the question: until the workspace is trusted,
+	// its project and local files may add deny and ask rules, but their widening keys
+	// (permissions.allow, defaultMode, additionalDirectories, env, hooks, helper commands,
+	// teams, coordination, webSearch, lspServers…: [WideningKeys]) are skipped and listed in
+	// [Settings.Ignored]. User, managed and command-line settings are unaffected.
+	Trust bool
 }
 
 // FileState says what Load did with a source.
@@ -63,8 +67,8 @@ type FileStatus struct {
 // error only for problems of severity error, joined, after loading all that could be loaded;
 // the returned Settings is always usable.
 func Load(opts Options) (*Settings, error) {
-	s := &Settings{}
-	for _, src := range Sources(opts) {
+	s := &Settings{Trusted: opts.ProjectDir == "" || trust.Decide(opts.Env.Home, opts.ProjectDir, opts.Trust)}
+	for _, src := range sources(opts, !s.Trusted) {
 		s.Files = append(s.Files, FileStatus{Scope: src.Scope, Path: src.Path, State: s.loadSource(src)})
 	}
 	return s, s.Err()

@@ -55,7 +55,7 @@ func TestPluginKeysUntrustedAndManagedOnly(t *testing.T) {
 	l.write(t, f["project"], `{"enabledPlugins": {"x@m": true}, "extraKnownMarketplaces": {"m": {"source": {"source": "git", "url": "https://example.com/m.git"}}},
   "strictKnownMarketplaces": []}`)
 	opts := l.options()
-	opts.Untrusted = true
+	opts.Trust = false
 	s, _ := Load(opts)
 	if len(s.Plugins.Enabled) != 0 || len(s.Plugins.ExtraMarketplaces) != 0 {
 		t.Errorf("an untrusted project widened the plugins: %+v", s.Plugins)

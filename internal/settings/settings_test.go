@@ -52,7 +52,7 @@ func (l layout) write(t *testing.T, path, content string) string {
 }
 
 func (l layout) options() Options {
-	return Options{Env: Env{Home: l.home}, ProjectDir: l.project, ManagedPath: l.managed}
+	return Options{Env: Env{Home: l.home}, ProjectDir: l.project, ManagedPath: l.managed, Trust: true}
 }
 
 // the files of every scope, by a short name used in the tests.
@@ -413,7 +413,7 @@ func TestUntrustedWorkspaceOnlyNarrows(t *testing.T) {
 }`)
 	l.write(t, f["claudeLocal"], `{"permissions": {"allow": ["Edit"]}}`)
 	opts := l.options()
-	opts.Untrusted = true
+	opts.Trust = false
 	s, err := Load(opts)
 	if err != nil {
 		t.Fatal(err)

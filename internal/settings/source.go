@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/trust"
 )
 
 // Scope is the kind of place a setting came from.
@@ -39,7 +41,7 @@ type Source struct {
 	// error.
 	Optional bool
 	// Untrusted marks a project or local file of a workspace the user has not trusted: its
-	// keys that could widen what keel may do are skipped (see [Options.Untrusted]).
+	// keys that could widen what keel may do are skipped (see [Options.Trust]).
 	Untrusted bool
 	// flag marks a source made from a command-line flag: its positions mean nothing.
 	flag bool
@@ -52,8 +54,13 @@ type Source struct {
 // .claude/settings.local.json, .keel/settings.json over .claude/settings.json), because a
 // project that has both wrote the .keel file for keel. Levels are not interleaved: a
 // .claude/settings.local.json still beats .keel/settings.json, as local beats project in
-// Claude Code. Flags beat --settings, and a later --settings beats an earlier one.
+// Claude Code. Flags beat --settings, and a later --settings beats an earlier one. Project and
+// local sources are marked Untrusted unless the workspace is trusted ([trust.Decide]).
 func Sources(opts Options) []Source {
+	return sources(opts, opts.ProjectDir != "" && !trust.Decide(opts.Env.Home, opts.ProjectDir, opts.Trust))
+}
+
+func sources(opts Options, untrusted bool) []Source {
 	var out []Source
 	managed := opts.ManagedPath
 	if managed == "" {
@@ -70,7 +77,7 @@ func Sources(opts Options) []Source {
 		}
 	}
 	if opts.ProjectDir != "" {
-		p, u := opts.ProjectDir, opts.Untrusted
+		p, u := opts.ProjectDir, untrusted
 		out = append(out,
 			Source{Scope: ScopeLocal, Path: filepath.Join(p, ".keel", "settings.local.json"), Optional: true, Untrusted: u},
 			Source{Scope: ScopeLocal, Path: filepath.Join(p, ".claude", "settings.local.json"), Optional: true, Untrusted: u},

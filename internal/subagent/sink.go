@@ -143,7 +143,7 @@ func (g checkGate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call 
 	if d.Behavior != permission.Allow {
 		return tool.Errorf("Permission to use %s was denied. %s", call.Name, d.Reason), false
 	}
-	env.Hidden = g.c.ReadFilter()
+	env.Hidden, env.HiddenNote = g.c.SearchFilter()
 	return tool.Result{}, true
 }
 

@@ -46,9 +46,13 @@ type Env struct {
 	// Files is the agent's file-read state; Read records into it, Write and Edit check it.
 	Files *FileState
 	// Hidden reports whether a search (Glob, Grep) must leave a file it found out of its
-	// results: the permission gate sets it from the deny rules for reading, so a file the user
-	// denied is never listed or quoted. path is absolute, symlinks resolved. Nil hides nothing.
+	// results: the permission gate sets it from the deny and ask rules for reading, so a file
+	// the user denied, or wants to be asked about, is never listed or quoted. path is
+	// absolute, symlinks resolved. Nil hides nothing.
 	Hidden func(path string) bool
+	// HiddenNote, set with Hidden, says what Hidden left out that the model may still ask for
+	// (files an ask rule covers); a search appends it to its result. Nil or "" says nothing.
+	HiddenNote func() string
 	// Progress reports a short progress note to the UI; never nil.
 	Progress func(msg string)
 	// Logger is the agent's logger; never nil.

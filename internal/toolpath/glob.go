@@ -15,7 +15,7 @@ import (
 func GlobRoot(pattern, path, cwd, home string) (root Path, rest string) {
 	pattern = filepath.ToSlash(Expand(pattern, home))
 	base, rest := doublestar.SplitPattern(pattern)
-	base = unescape(base)
+	base = UnescapeGlob(base)
 	switch {
 	case filepath.IsAbs(base):
 	case path != "":
@@ -29,9 +29,9 @@ func GlobRoot(pattern, path, cwd, home string) (root Path, rest string) {
 	return root, rest
 }
 
-// unescape removes doublestar's escaping from a pattern's literal base, which names a real
-// directory ("a\[1\]" is the directory "a[1]").
-func unescape(s string) string {
+// UnescapeGlob removes a glob's backslash escapes from a literal part of it, which names a
+// real file ("a\[1\]" is the directory "a[1]"); doublestar and shell patterns escape alike.
+func UnescapeGlob(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

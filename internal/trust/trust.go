@@ -73,6 +73,21 @@ func IsTrusted(home, dir string) (bool, error) {
 	return ok, nil
 }
 
+// Decide is the one trust rule every command applies: a workspace is trusted when the user
+// vouched for it on this run (granted: --trust, keel.Options.Trust) or recorded trust in it
+// under home. Without a keel home, or with a damaged record, it is untrusted: a record read
+// from anywhere else (the project's own directory) would let a project trust itself.
+func Decide(home, dir string, granted bool) bool {
+	if granted {
+		return true
+	}
+	if home == "" || dir == "" {
+		return false
+	}
+	ok, err := IsTrusted(home, dir)
+	return err == nil && ok
+}
+
 // Grant records trust in dir under home, creating home if needed. Concurrent grants from two
 // processes may lose one of them (last rename wins); the record itself is never torn.
 func Grant(home, dir string) error {

@@ -5,6 +5,9 @@
 // repositories that are not git, or that need a custom checkout).
 //
 // A worktree isolates files only: ports, databases and caches outside the tree stay shared.
+//
+// Git runs through [gitexec.Runner]: until the workspace is trusted, creating a worktree runs
+// none of the repository's hooks (post-checkout, reference-transaction) or filters.
 package worktree
 
 import (
@@ -14,10 +17,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/keel-dev/keel/internal/gitexec"
 )
 
 // DefaultSymlinks are the directories linked into a new worktree when the configuration
@@ -61,8 +65,11 @@ type Manager struct {
 	// DefaultSymlinks, an empty non-nil slice none.
 	Symlinks []string
 	// Hooks, if set, may take over creation and removal.
-	Hooks  Hooks
-	Logger *slog.Logger
+	Hooks Hooks
+	// Trusted says the workspace is trusted: git runs the repository's hooks and filters.
+	// Untrusted (the zero value), they are switched off (see [gitexec.Runner]).
+	Trusted bool
+	Logger  *slog.Logger
 
 	// listMu serializes the git commands that read and change the repository's list of
 	// worktrees (see [Manager.gitList]).
@@ -241,15 +248,7 @@ func (m *Manager) gitList(ctx context.Context, args ...string) ([]byte, error) {
 }
 
 func (m *Manager) git(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return out, nil
+	return gitexec.Runner{Trusted: m.Trusted}.Output(ctx, dir, args...)
 }
 
 func (m *Manager) logger() *slog.Logger {

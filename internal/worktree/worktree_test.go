@@ -191,3 +191,45 @@ func TestConcurrentCreateAndRemove(t *testing.T) {
 		t.Errorf("%d worktrees left, want none (all were unchanged)", len(entries))
 	}
 }
+
+// TestUntrustedCreateRunsNoRepositoryCode: an Agent call with isolation worktree asks nothing,
+// so creating its worktree in an untrusted workspace must run none of the repository's
+// programs — its post-checkout hook, a smudge filter on checkout. Trusted, both run (the
+// positive control: a trusted repository's hooks still work).
+func TestUntrustedCreateRunsNoRepositoryCode(t *testing.T) {
+	repo := gittest.New(t)
+	log := filepath.Join(t.TempDir(), "ran")
+	prog := filepath.Join(t.TempDir(), "marker")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\necho \"$*\" >> "+log+"\ncat\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	repo.Write(".gitattributes", "*.txt filter=evil\n")
+	repo.Write("a.txt", "a\n")
+	repo.Commit("filtered file")
+	repo.Git("config", "filter.evil.smudge", prog+" smudge")
+	hook := filepath.Join(repo.Dir, ".git", "hooks", "post-checkout")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\n"+prog+" post-checkout </dev/null\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	untrusted := &Manager{Root: repo.Dir}
+	wt, err := untrusted.Create(t.Context(), "untrusted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(wt.Path, "a.txt")); err != nil || string(data) != "a\n" {
+		t.Errorf("a.txt in the worktree = %q, %v", data, err)
+	}
+	if data, _ := os.ReadFile(log); len(data) > 0 {
+		t.Errorf("creating a worktree in an untrusted workspace ran the repository's programs:\n%s", data)
+	}
+	trusted := &Manager{Root: repo.Dir, Trusted: true}
+	if _, err := trusted.Create(t.Context(), "trusted"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(log)
+	for _, want := range []string{"post-checkout", "smudge"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("trusted worktree creation did not run %s; ran:\n%s", want, data)
+		}
+	}
+}
