@@ -116,4 +116,3 @@ func (h *hub) latest(ctx context.Context) ([]byte, uint64, <-chan struct{}) {
 }
 
 func (h *hub) close() { h.c.close() }
-

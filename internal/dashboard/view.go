@@ -12,7 +12,7 @@ import (
 // View is everything the page shows, as JSON: built from the records each time they may have
 // changed, and sent whole to the page when it differs from the last.
 type View struct {
-	Sessions []Session `json:"sessions"`
+	Sessions []Session  `json:"sessions"`
 	Teams    []TeamView `json:"teams"`
 	Jobs     []Job      `json:"jobs"`
 	// Problems are records that could not be read: shown as damaged, never a broken page.
