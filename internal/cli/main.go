@@ -121,5 +121,6 @@ results back until the work is done. Run "keel -p PROMPT" for one headless run, 
 	root.AddCommand(a.infoCommands()...)
 	root.AddCommand(a.sessionsCommand(), a.rewindCommand(), a.mcpCommand(), a.teamCommand())
 	root.AddCommand(a.supervisorCommand(), a.workerCmd())
+	root.AddCommand(a.dashboardCommand())
 	return root
 }

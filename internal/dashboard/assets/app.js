@@ -92,12 +92,18 @@
     el.replaceChildren();
     if (!data[0].length) { el.append(h("p", { class: "muted" }, "no requests recorded")); return; }
     const width = Math.max(320, el.clientWidth || 380);
-    const u = new uPlot({ width, height: 200, series: [{ label: "request" }, ...series], axes: [{ label: "request" }, { scale: series[0].scale }, ...(series.some((s) => s.scale === "y2") ? [{ scale: "y2", side: 1, grid: { show: false } }] : [])],
-      scales: { x: { time: false } } }, data, el);
-    for (const m of marks || []) {
-      const x = u.valToPos(m.n - 0.5, "x");
-      u.over.append(h("div", { class: "break-line", style: "left:" + x + "px" }), h("div", { class: "break-label", style: "left:" + x + "px", title: m.reason || "" }, m.label));
-    }
+    // Marks (cache breaks, compactions) are placed once uPlot has laid out its scales, and
+    // again whenever it redraws.
+    const mark = (u) => {
+      u.over.querySelectorAll(".break-line, .break-label").forEach((x) => x.remove());
+      for (const m of marks || []) {
+        const x = Math.round(u.valToPos(m.n - 0.5, "x"));
+        u.over.append(h("div", { class: "break-line", style: "left:" + x + "px" }), h("div", { class: "break-label", style: "left:" + x + "px", title: m.reason || "" }, m.label));
+      }
+    };
+    const axes = [{ label: "request" }, { scale: series[0].scale }];
+    if (series.some((s) => s.scale === "y2")) axes.push({ scale: "y2", side: 1, grid: { show: false } });
+    new uPlot({ width, height: 200, series: [{ label: "request" }, ...series], axes, scales: { x: { time: false } }, hooks: { draw: [mark] } }, data, el);
   }
 
   function plots(s) {
