@@ -69,8 +69,10 @@ type dashboardTeam struct {
 	done func()
 }
 
-func (d dashboardTeam) Members(ctx context.Context) ([]team.MemberInfo, error) { return d.t.Members(ctx) }
-func (d dashboardTeam) Backend() coord.Backend                                 { return d.t.Backend() }
+func (d dashboardTeam) Members(ctx context.Context) ([]team.MemberInfo, error) {
+	return d.t.Members(ctx)
+}
+func (d dashboardTeam) Backend() coord.Backend { return d.t.Backend() }
 func (d dashboardTeam) SendFromUser(ctx context.Context, to, text string) (string, error) {
 	return d.t.SendFromUser(ctx, to, text)
 }
