@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -141,6 +142,12 @@ func text(t *testing.T, bctx context.Context, a chromedp.Action[string]) (string
 	ctx, cancel := context.WithTimeout(bctx, waittest.Timeout())
 	defer cancel()
 	return chromedp.Run(ctx, a)
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2].Round(time.Millisecond)
 }
 
 func getJSON(ctx context.Context, url string, v any) error {
@@ -309,11 +316,25 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer be.Close()
-	written := time.Now()
-	task, err := be.Board().Create(ctx, coord.Task{Subject: "latency probe"})
-	if err != nil {
-		t.Fatal(err)
+	// Figures for the closing note (logged, never asserted): update latency over a few board
+	// writes, and the page's load time when opened again.
+	var latencies, loads []time.Duration
+	for i := range 5 {
+		written := time.Now()
+		task, err := be.Board().Create(ctx, coord.Task{Subject: fmt.Sprintf("latency probe %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait("the new task", fmt.Sprintf(`.team .task[data-id=%q]`, task.ID))
+		latencies = append(latencies, time.Since(written))
 	}
-	wait("the new task", fmt.Sprintf(`.team .task[data-id=%q]`, task.ID))
-	t.Logf("update latency (board task written → shown): %v", time.Since(written).Round(time.Millisecond))
+	for range 5 {
+		started := time.Now()
+		if err := do(t, bctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`.team .task`))); err != nil {
+			t.Fatal(err)
+		}
+		loads = append(loads, time.Since(started))
+	}
+	t.Logf("update latency (board task written → shown), median of 5: %v; page load (navigate → board shown), median of 5: %v",
+		median(latencies), median(loads))
 }

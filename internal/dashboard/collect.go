@@ -121,7 +121,14 @@ func (c *collector) teamView(ctx context.Context, name string, t Team, problems 
 	}
 	members, err := t.Members(ctx)
 	note("members", err)
-	tv.Members = members
+	tv.Members = make([]Member, 0, len(members))
+	for _, m := range members {
+		mv := Member{MemberInfo: m}
+		if m.Record != nil {
+			mv.Host = m.Record.Host
+		}
+		tv.Members = append(tv.Members, mv)
+	}
 	be := t.Backend()
 	tasks, err := be.Board().List(ctx)
 	note("board", err)

@@ -66,11 +66,18 @@ type Break struct {
 
 // TeamView is one team: its members, board, mail and open permission requests.
 type TeamView struct {
-	Name     string            `json:"name"`
-	Members  []team.MemberInfo `json:"members"`
-	Tasks    []coord.Task      `json:"tasks"`
-	Mail     []Mail            `json:"mail"`
-	Requests []Permission      `json:"requests"`
+	Name     string       `json:"name"`
+	Members  []Member     `json:"members"`
+	Tasks    []coord.Task `json:"tasks"`
+	Mail     []Mail       `json:"mail"`
+	Requests []Permission `json:"requests"`
+}
+
+// Member is a team member as the page shows it: where it runs, besides its state.
+type Member struct {
+	team.MemberInfo
+	// Host is the machine the member's process runs on (workers on other hosts).
+	Host string `json:"host,omitempty"`
 }
 
 // Mail is a message between members; Read says it was delivered to its recipient.

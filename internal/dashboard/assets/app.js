@@ -101,7 +101,7 @@
         u.over.append(h("div", { class: "break-line", style: "left:" + x + "px" }), h("div", { class: "break-label", style: "left:" + x + "px", title: m.reason || "" }, m.label));
       }
     };
-    const axes = [{ label: "request" }, { scale: series[0].scale }];
+    const axes = [{ label: "request", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500] }, { scale: series[0].scale }];
     if (series.some((s) => s.scale === "y2")) axes.push({ scale: "y2", side: 1, grid: { show: false } });
     new uPlot({ width, height: 200, series: [{ label: "request" }, ...series], axes, scales: { x: { time: false } }, hooks: { draw: [mark] } }, data, el);
   }
@@ -153,7 +153,7 @@
         h("div", {}, h("h3", {}, "Members"), h("table", { class: "members" }, h("tbody", {}, ...t.members.map((m) => h("tr", { class: "member", dataset: { name: m.name } },
           h("td", {}, h("span", { class: "dot", style: "background:" + (colors[m.color] || m.color || "#9ca3af") }), m.name),
           h("td", {}, h("span", { class: "state badge " + m.state }, m.state)),
-          h("td", { class: "muted" }, m.agent_type + " · " + m.runner),
+          h("td", { class: "muted" }, m.agent_type + " · " + m.runner + (m.host ? " @ " + m.host : "")),
           h("td", {}, m.task ? "#" + m.task : ""),
           h("td", { class: "muted" }, num(m.tokens) + " tok")))))),
         h("div", {}, h("h3", {}, "Board"), t.tasks.length ? h("table", { class: "board" }, h("tbody", {}, ...t.tasks.map((k) => h("tr", { class: "task", dataset: { id: k.id } },
