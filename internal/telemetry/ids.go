@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -61,14 +60,22 @@ func Traceparent(trace, span string) string {
 	return "00-" + trace + "-" + span + "-01"
 }
 
-var traceparentRE = regexp.MustCompile(`^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$`)
-
 // ParseTraceparent reads a W3C traceparent (TRACEPARENT in a headless or SDK run): the trace
-// id, the caller's span id and the flags.
+// id, the caller's span id and the flags. (No regular expression: a compiled one would be
+// package initialisation every keel start pays.)
 func ParseTraceparent(v string) (trace, span, flags string, err error) {
-	m := traceparentRE.FindStringSubmatch(strings.ToLower(strings.TrimSpace(v)))
-	if m == nil || m[1] == "ff" || strings.Trim(m[2], "0") == "" || strings.Trim(m[3], "0") == "" {
+	parts := strings.Split(strings.ToLower(strings.TrimSpace(v)), "-")
+	if len(parts) != 4 || !isHex(parts[0], 2) || parts[0] == "ff" || !isHex(parts[1], 32) || !isHex(parts[2], 16) || !isHex(parts[3], 2) ||
+		strings.Trim(parts[1], "0") == "" || strings.Trim(parts[2], "0") == "" {
 		return "", "", "", fmt.Errorf("TRACEPARENT %q is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)", v)
 	}
-	return m[2], m[3], m[4], nil
+	return parts[1], parts[2], parts[3], nil
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
 }
