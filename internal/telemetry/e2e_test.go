@@ -257,3 +257,37 @@ func TestTraceparentOfAToolCall(t *testing.T) {
 		t.Errorf("traceparent %s, want %s", got, want)
 	}
 }
+
+// An Agent SDK run (stream-json on stdin) is seen too, under the caller's TRACEPARENT.
+func TestTelemetryOfAnSDKRun(t *testing.T) {
+	bin := keel(t)
+	ctx := waittest.Context(t)
+	srv, err := scripted.Start(ctx, "", &scripted.Scenario{Rules: []scripted.Rule{
+		{When: scripted.Match{UserText: "say hello"}, Reply: []scripted.Block{scripted.Text("hello")}}}}, scripted.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	recv := oteltest.Start(t)
+	cmd := exec.CommandContext(ctx, bin, "--input-format", "stream-json", "--output-format", "stream-json", "--verbose")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "KEEL_HOME="+t.TempDir(), "HOME="+t.TempDir(), "ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=test-key",
+		"CLAUDE_CODE_ENABLE_TELEMETRY=1", "OTEL_LOGS_EXPORTER=otlp", "OTEL_TRACES_EXPORTER=otlp",
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_EXPORTER_OTLP_ENDPOINT="+recv.HTTPEndpoint(),
+		"TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	cmd.Stdin = strings.NewReader(`{"type":"user","message":{"role":"user","content":"say hello"}}` + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), `"result":"hello"`) {
+		t.Fatalf("keel: %v\n%s", err, out)
+	}
+	d := recv.Data()
+	if n := len(d.Events("claude_code.api_request")); n != 1 {
+		t.Errorf("%d api_request events, want 1", n)
+	}
+	found := false
+	for _, s := range d.Spans() {
+		found = found || (s.Name == "claude_code.interaction" && s.ParentID == "b7ad6b7169203331")
+	}
+	if !found {
+		t.Error("no interaction span under the caller's TRACEPARENT")
+	}
+}
