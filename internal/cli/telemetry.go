@@ -9,39 +9,53 @@ import (
 	"github.com/keel-dev/keel/internal/companion"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/render"
+	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/telemetry"
 )
 
 // telemetryFlush bounds how long a run's end waits for keel-otel's last export.
 const telemetryFlush = 10 * time.Second
 
-// telemetryEnv is where telemetry's configuration comes from: the process environment, then
-// the env of the user's and managed settings — never a project's, which an untrusted
-// repository could use to send the session's telemetry to a host of its choosing.
+// telemetryEnv is where telemetry's configuration comes from: the env of managed settings
+// (an organisation's policy wins), then the process environment, then the env of the user's
+// settings — never a project's, which an untrusted repository could use to send the session's
+// telemetry to a host of its choosing. Settings are read on the first lookup the environment
+// does not answer.
 func (a *app) telemetryEnv() func(string) string {
-	var fromSettings map[string]string
+	var managed, user map[string]string
+	load := func() {
+		if managed != nil {
+			return
+		}
+		managed, user = map[string]string{}, map[string]string{}
+		for name, v := range a.userSettings().Env {
+			if v.From.Scope == settings.ScopeManaged {
+				managed[name] = v.V
+			} else {
+				user[name] = v.V
+			}
+		}
+	}
 	return func(k string) string {
+		load()
+		if v, ok := managed[k]; ok {
+			return v
+		}
 		if v := a.getenv(k); v != "" {
 			return v
 		}
-		if fromSettings == nil {
-			fromSettings = map[string]string{}
-			for name, v := range a.userSettings().Env {
-				fromSettings[name] = v.V
-			}
-		}
-		return fromSettings[k]
+		return user[k]
 	}
 }
 
 // startTelemetry starts keel-otel for session id when telemetry is on; nil (and no cost)
 // when it is off. A run without keel-otel goes on without telemetry, with a notice.
 func (a *app) startTelemetry(ctx context.Context, f *runFlags, sessionID string) (*telemetry.Exporter, error) {
-	// Only whether it is on is read before the settings are: that costs nothing when it is off.
-	if !telemetryWanted(a.getenv) && !telemetryWanted(a.telemetryEnv()) {
+	env := a.telemetryEnv()
+	if !telemetryWanted(env) {
 		return nil, nil
 	}
-	cfg, err := telemetry.FromEnv(a.telemetryEnv())
+	cfg, err := telemetry.FromEnv(env)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("telemetry configuration: %w", err)}
 	}

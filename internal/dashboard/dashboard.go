@@ -53,6 +53,9 @@ type Server struct {
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
+	// stopping is closed when Serve's context ends: open event streams return, so the
+	// server's shutdown need not wait for their clients to go.
+	stopping chan struct{}
 }
 
 // Listen starts a dashboard on addr ("127.0.0.1:0" picks a free loopback port). Serve it with
@@ -78,7 +81,7 @@ func Listen(ctx context.Context, addr string, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: listen on %s: %w", addr, err)
 	}
-	s := &Server{cfg: cfg, ln: ln, logger: cfg.Logger, allow: allowedHosts(ln.Addr().(*net.TCPAddr))}
+	s := &Server{cfg: cfg, ln: ln, logger: cfg.Logger, allow: allowedHosts(ln.Addr().(*net.TCPAddr)), stopping: make(chan struct{})}
 	s.hub = newHub(newCollector(cfg), cfg.Interval, cfg.Logger)
 	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	return s, nil
@@ -98,6 +101,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	ctx, s.cancel = context.WithCancel(ctx)
 	s.wg.Go(func() { s.hub.run(ctx) })
 	stop := context.AfterFunc(ctx, func() {
+		close(s.stopping)
 		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = s.srv.Shutdown(shut)

@@ -41,6 +41,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-s.stopping:
+			return
 		case <-changed:
 		}
 	}
