@@ -49,8 +49,12 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs)
 		return tool.Errorf("The working directory %s no longer exists.", dir)
 	}
 	effects := []string{"ran: " + in.Command}
+	var procEnv []string // nil inherits keel's
+	if env.Traceparent != "" {
+		procEnv = append(os.Environ(), "TRACEPARENT="+env.Traceparent)
+	}
 	if in.RunInBackground {
-		id, err := jobs.Start(shell.Command{Script: in.Command, Dir: dir})
+		id, err := jobs.Start(shell.Command{Script: in.Command, Dir: dir, Env: procEnv})
 		if err != nil {
 			return tool.Errorf("Cannot start the command: %v", err)
 		}
@@ -64,7 +68,7 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs)
 	if in.Timeout > 0 {
 		timeout = min(time.Duration(in.Timeout)*time.Millisecond, shell.MaxTimeout)
 	}
-	res, err := shell.Run(ctx, shell.Command{Script: in.Command, Dir: dir, Timeout: timeout, TempDir: jobs.TempDir(), OnLine: outputProgress(env.Progress)})
+	res, err := shell.Run(ctx, shell.Command{Script: in.Command, Dir: dir, Env: procEnv, Timeout: timeout, TempDir: jobs.TempDir(), OnLine: outputProgress(env.Progress)})
 	if err != nil {
 		return tool.Errorf("Cannot run the command: %v", err)
 	}

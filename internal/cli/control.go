@@ -39,6 +39,7 @@ func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) e
 			if err != nil {
 				return nil, err
 			}
+			opts.Traceparent = func(toolUseID string) string { return tel.Traceparent(toolUseID) }
 			sess, err := session.New(ctx, opts)
 			if err != nil {
 				return nil, err

@@ -18,6 +18,7 @@ import (
 	"github.com/keel-dev/keel/internal/render"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/telemetry"
 )
 
 // runFlags are the flags of a headless or interactive run.
@@ -253,12 +254,14 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 	} else if sup != nil {
 		defer sup.Close()
 	}
+	var tel *telemetry.Exporter // started once the session has its id; nil-safe
+	opts.Traceparent = func(toolUseID string) string { return tel.Traceparent(toolUseID) }
 	sess, err := session.New(ctx, opts)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	tel, err := a.startTelemetry(ctx, f, sess.ID())
+	tel, err = a.startTelemetry(ctx, f, sess.ID())
 	if err != nil {
 		return err
 	}

@@ -249,12 +249,48 @@ func TestTelemetryContentWhenSwitchedOn(t *testing.T) {
 	}
 }
 
-// keel hands a tool call's process the TRACEPARENT of the call's span.
-func TestTraceparentOfAToolCall(t *testing.T) {
-	trace := "0af7651916cd43dd8448eb211c80319c"
-	want := "00-" + trace + "-" + telemetry.SpanID(trace, telemetry.KindTool, "toolu_1") + "-01"
-	if got := telemetry.Traceparent(trace, telemetry.SpanID(trace, telemetry.KindTool, "toolu_1")); got != want {
-		t.Errorf("traceparent %s, want %s", got, want)
+// A Bash command runs under the TRACEPARENT of its tool call's span, so what it traces joins
+// the session's trace.
+func TestBashGetsTheTraceparentOfItsCall(t *testing.T) {
+	bin := keel(t)
+	ctx := waittest.Context(t)
+	srv, err := scripted.Start(ctx, "", &scripted.Scenario{Rules: []scripted.Rule{
+		{When: scripted.Match{ToolResult: "Bash"}, Reply: []scripted.Block{scripted.Text("noted")}},
+		{When: scripted.Match{UserText: "trace it"}, Reply: []scripted.Block{scripted.ToolUse("Bash", map[string]any{"command": `printf %s "$TRACEPARENT" > tp.txt`})}},
+	}}, scripted.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	recv := oteltest.Start(t)
+	dir := t.TempDir()
+	cmd := exec.CommandContext(ctx, bin, "-p", "trace it", "--allowedTools", "Bash")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "KEEL_HOME="+t.TempDir(), "HOME="+t.TempDir(), "ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=test-key",
+		"CLAUDE_CODE_ENABLE_TELEMETRY=1", "OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_ENDPOINT="+recv.GRPCEndpoint(),
+		"TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("keel: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(dir + "/tp.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace, span, _, err := telemetry.ParseTraceparent(string(b))
+	if err != nil {
+		t.Fatalf("the command's TRACEPARENT: %v", err)
+	}
+	if trace != "0af7651916cd43dd8448eb211c80319c" {
+		t.Errorf("the command ran in trace %s, want the session's", trace)
+	}
+	var call oteltest.Span
+	for _, s := range recv.Data().Spans() {
+		if s.ID == span {
+			call = s
+		}
+	}
+	if call.Name != "claude_code.tool" || call.Attrs["tool_name"] != "Bash" {
+		t.Errorf("the command's parent span %s is %q %v, want its Bash call's", span, call.Name, call.Attrs)
 	}
 }
 
