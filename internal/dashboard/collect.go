@@ -123,7 +123,7 @@ func (c *collector) teamView(ctx context.Context, name string, t Team, problems 
 	note("members", err)
 	tv.Members = make([]Member, 0, len(members))
 	for _, m := range members {
-		mv := Member{MemberInfo: m}
+		mv := Member{Name: m.Name, Color: m.Color, AgentType: m.AgentType, Runner: m.Runner, State: m.State, Task: m.Task, Tokens: m.Tokens}
 		if m.Record != nil {
 			mv.Host = m.Record.Host
 		}

@@ -73,9 +73,16 @@ type TeamView struct {
 	Requests []Permission `json:"requests"`
 }
 
-// Member is a team member as the page shows it: where it runs, besides its state.
+// Member is a team member as the page shows it. Its heartbeat is left out: it changes every
+// few seconds and would make every view new.
 type Member struct {
-	team.MemberInfo
+	Name      string     `json:"name"`
+	Color     string     `json:"color,omitempty"`
+	AgentType string     `json:"agent_type"`
+	Runner    string     `json:"runner"`
+	State     team.State `json:"state"`
+	Task      string     `json:"task,omitempty"`
+	Tokens    int64      `json:"tokens"`
 	// Host is the machine the member's process runs on (workers on other hosts).
 	Host string `json:"host,omitempty"`
 }

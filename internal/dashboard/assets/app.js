@@ -129,8 +129,13 @@
     });
   }
 
+  // Teams are rebuilt only when they changed, so a button is not replaced under the pointer.
+  let teamsKey = "";
   function renderTeams() {
     const root = q("#teams");
+    const key = JSON.stringify(view.teams);
+    if (key === teamsKey) return;
+    teamsKey = key;
     if (!view.teams.length) { root.replaceChildren(h("p", { class: "muted" }, "No teams.")); return; }
     keepInputs(root, () => root.replaceChildren(...view.teams.map(team)));
   }
