@@ -104,7 +104,7 @@ func portOf(s *dashboard.Server) string {
 func TestViewReadsTranscripts(t *testing.T) {
 	home := t.TempDir()
 	ctx := t.Context()
-	path := transcript.SessionPath(home, "/work/project", "11111111-2222-4333-8444-555555555555")
+	path := transcript.SessionPath(home, filepath.Join(t.TempDir(), "project"), "11111111-2222-4333-8444-555555555555")
 	w, err := transcript.Create(ctx, path, transcript.Options{SessionID: "11111111-2222-4333-8444-555555555555"})
 	if err != nil {
 		t.Fatal(err)
