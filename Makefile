@@ -12,7 +12,7 @@ test-stress:
 	./scripts/stress.sh
 
 build:
-	go build -o bin/ ./cmd/keel ./cmd/keel-tui ./cmd/keel-nats
+	go build -o bin/ ./cmd/keel ./cmd/keel-tui ./cmd/keel-nats ./cmd/keel-otel
 
 bench:
 	./scripts/bench.sh

@@ -74,6 +74,18 @@ func TestDependencyRules(t *testing.T) {
 				}
 			}
 		}
+		// Nor the OpenTelemetry SDK and its exporters (gRPC, protobuf registries, the
+		// Prometheus client): their package init would cost every keel start, telemetry on or
+		// off. keel-otel links them; keel only talks to it (internal/telemetry).
+		if (name == "" || hasPrefix(name, "cmd/keel", "internal/cli", "internal/telemetry", "internal/dashboard")) &&
+			!hasPrefix(name, "internal/telemetry/otelexport", "internal/telemetry/oteltest") {
+			for _, d := range p.deps {
+				if hasPrefix(d, "go.opentelemetry.io", "google.golang.org/grpc", "github.com/prometheus") {
+					t.Errorf("%s depends on %s: the OpenTelemetry SDK belongs in keel-otel (internal/telemetry/otelexport)", name, d)
+					break
+				}
+			}
+		}
 		if name == "" || hasPrefix(name, "internal/loop", "internal/provider", "internal/tool", "internal/coord", "internal/acp") {
 			for _, d := range p.deps {
 				if hasPrefix(d, terminalUI...) {

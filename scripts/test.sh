@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs keel's whole test suite on a fresh machine: installs what the tests use (ripgrep for the
-# Grep parity test, tmux for the terminal end-to-end tests, bash for the differential fuzz of
+# Grep parity test, tmux for the terminal end-to-end tests, chromium for the dashboard's
+# browser test, bash for the differential fuzz of
 # the permission engine's shell parser, Jupyter's nbformat to validate notebook edits; from npm
 # the MCP reference servers, the MCP conformance suite with the node it needs, the Agent SDK
 # and the Agent Client Protocol's library; a pinned gopls), each once into a cache directory,
@@ -14,6 +15,9 @@ command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 command -v bash >/dev/null 2>&1 || need_apt+=(bash)
 /usr/bin/python3 -c 'import nbformat' >/dev/null 2>&1 || need_apt+=(python3-nbformat)
+# Debian's chromium for the dashboard's browser test (driven headless over the DevTools
+# protocol; the test passes the flags that work without network access).
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing ${need_apt[*]}"
@@ -63,6 +67,9 @@ if [ ! -x "$gopls_dir/gopls" ]; then
     || echo "warning: gopls could not be installed; the LSP tests against it will say so" >&2
 fi
 if [ -x "$gopls_dir/gopls" ]; then export KEEL_GOPLS="$gopls_dir/gopls"; fi
+
+# Screenshots and other artefacts tests leave for people to look at.
+export KEEL_TEST_OUTPUT="${KEEL_TEST_OUTPUT:-$PWD/.cache/test-output}"
 
 go vet ./...
 go tool staticcheck ./...

@@ -24,6 +24,8 @@ type Options struct {
 	// NATS builds cmd/keel-nats beside cmd/keel: the supervisor runs it for the embedded
 	// nats-server. It is never race-enabled: the server's own code is not under test.
 	NATS bool
+	// OTel builds cmd/keel-otel beside cmd/keel: keel runs it when telemetry is on.
+	OTel bool
 }
 
 // Keel builds cmd/keel (and cmd/keel-tui, cmd/keel-nats as opts say) into a new directory of t and returns
@@ -43,6 +45,9 @@ func Build(dir string, opts Options) (string, error) {
 	pkgs := []string{"./cmd/keel"}
 	if opts.TUI {
 		pkgs = append(pkgs, "./cmd/keel-tui")
+	}
+	if opts.OTel {
+		pkgs = append(pkgs, "./cmd/keel-otel")
 	}
 	if err := build(dir, opts.Race, pkgs...); err != nil {
 		return "", err

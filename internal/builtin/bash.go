@@ -57,8 +57,15 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs,
 		return tool.Errorf("The working directory %s no longer exists.", dir)
 	}
 	effects := []string{"ran: " + in.Command}
+	procEnv := vars // nil inherits keel's
+	if env.Traceparent != "" {
+		if procEnv == nil {
+			procEnv = os.Environ()
+		}
+		procEnv = append(procEnv[:len(procEnv):len(procEnv)], "TRACEPARENT="+env.Traceparent)
+	}
 	if in.RunInBackground {
-		id, err := jobs.Start(shell.Command{Script: in.Command, Dir: dir, Env: vars})
+		id, err := jobs.Start(shell.Command{Script: in.Command, Dir: dir, Env: procEnv})
 		if err != nil {
 			return tool.Errorf("Cannot start the command: %v", err)
 		}
@@ -72,7 +79,7 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs,
 	if in.Timeout > 0 {
 		timeout = min(time.Duration(in.Timeout)*time.Millisecond, shell.MaxTimeout)
 	}
-	res, err := runCommand(ctx, env.ToolUseID, shell.Command{Script: in.Command, Dir: dir, Env: vars, Timeout: timeout, TempDir: jobs.TempDir(), OnLine: outputProgress(env.Progress)})
+	res, err := runCommand(ctx, env.ToolUseID, shell.Command{Script: in.Command, Dir: dir, Env: procEnv, Timeout: timeout, TempDir: jobs.TempDir(), OnLine: outputProgress(env.Progress)})
 	if err != nil {
 		return tool.Errorf("Cannot run the command: %v", err)
 	}

@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/control"
+	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/plugin"
 	"github.com/keel-dev/keel/internal/render"
 	"github.com/keel-dev/keel/internal/session"
+	"github.com/keel-dev/keel/internal/telemetry"
 )
 
 // stdioPromptTool is the --permission-prompt-tool value with which the Agent SDK asks to
@@ -28,6 +31,8 @@ func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) e
 	if err != nil {
 		return err
 	}
+	var tel *telemetry.Exporter
+	defer func() { a.closeTelemetry(ctx, tel) }()
 	err = control.Run(ctx, control.Config{
 		In: a.std.In, Out: a.std.Out,
 		Open: func(ctx context.Context, init *control.Init) (control.Session, error) {
@@ -35,11 +40,16 @@ func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) e
 			if err != nil {
 				return nil, err
 			}
+			opts.Traceparent = func(toolUseID string) string { return tel.Traceparent(toolUseID) }
 			sess, err := session.New(ctx, opts)
 			if err != nil {
 				return nil, err
 			}
-			return controlSession{sess}, nil
+			if tel, err = a.startTelemetry(ctx, f, sess.ID()); err != nil {
+				sess.Close()
+				return nil, err
+			}
+			return controlSession{sess, tel}, nil
 		},
 		Render:         a.streamOptions(f),
 		PromptStdio:    f.mcp.permissionPromptTool == stdioPromptTool,
@@ -58,7 +68,15 @@ func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) e
 
 // controlSession adapts a session to the control protocol's optional interfaces where their
 // types differ; everything else is the session's own.
-type controlSession struct{ *session.Session }
+type controlSession struct {
+	*session.Session
+	tel *telemetry.Exporter
+}
+
+// Send is the session's, seen by telemetry when it is on.
+func (s controlSession) Send(ctx context.Context, prompt string) iter.Seq2[event.Event, error] {
+	return observedTurn(s.tel, prompt, s.Session.Send(ctx, prompt))
+}
 
 func (s controlSession) ContextUsage(ctx context.Context) control.ContextUsage {
 	u := s.Session.ContextUsage(ctx)

@@ -123,5 +123,6 @@ results back until the work is done. Run "keel -p PROMPT" for one headless run, 
 	root.AddCommand(a.supervisorCommand(), a.workerCmd())
 	root.AddCommand(a.acpCommand())
 	root.AddCommand(a.pluginCommand())
+	root.AddCommand(a.dashboardCommand())
 	return root
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/keel-dev/keel/internal/render"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/telemetry"
 )
 
 // runFlags are the flags of a headless or interactive run.
@@ -254,11 +255,18 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 	} else if sup != nil {
 		defer sup.Close()
 	}
+	var tel *telemetry.Exporter // started once the session has its id; nil-safe
+	opts.Traceparent = func(toolUseID string) string { return tel.Traceparent(toolUseID) }
 	sess, err := session.New(ctx, opts)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
+	tel, err = a.startTelemetry(ctx, f, sess.ID())
+	if err != nil {
+		return err
+	}
+	defer a.closeTelemetry(ctx, tel)
 	var r render.Renderer
 	if f.outputFormat == "stream-json" {
 		r = render.NewStreamJSON(a.std.Out, a.streamOptions(f))
@@ -269,6 +277,9 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 		return usageError{err}
 	}
 	r = render.WithNotices(r, f.outputFormat, f.verbose, a.std.Err)
+	if tel != nil {
+		r, prompts = observedRenderer{r, tel}, observedPrompts(prompts, tel)
+	}
 	err = a.headless(ctx, sess, prompts, r, !f.noWait)
 	if ec, ok := errors.AsType[exitCodeError](err); ok && strings.HasPrefix(ec.err.Error(), "error_max_turns") && !f.maxTurnsSet && a.env.MaxTurns == "" {
 		ec.err = fmt.Errorf("%w; headless runs stop after %d turns unless --max-turns says otherwise (--max-turns 0: no limit)", ec.err, opts.MaxTurns)

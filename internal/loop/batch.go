@@ -23,12 +23,17 @@ func (a *Agent) runBatch(ctx context.Context, calls []tool.Call, invalid map[str
 		}
 	}
 	ran := runner.Run(ctx, runnable, func(c tool.Call) *tool.Env {
+		traceparent := ""
+		if a.Traceparent != nil {
+			traceparent = a.Traceparent(c.ID)
+		}
 		return &tool.Env{
-			State:     state,
-			ToolUseID: c.ID,
-			SessionID: a.SessionID,
-			AgentID:   a.Origin.AgentID,
-			Files:     a.Files,
+			Traceparent: traceparent,
+			State:       state,
+			ToolUseID:   c.ID,
+			SessionID:   a.SessionID,
+			AgentID:     a.Origin.AgentID,
+			Files:       a.Files,
 			Progress: func(msg string) {
 				a.emit(event.ToolProgress{Origin: a.Origin, ID: c.ID, Name: c.Name, Message: msg})
 			},

@@ -97,6 +97,9 @@ type Agent struct {
 	Compact Compactor
 	Sink    Sink
 	Logger  *slog.Logger
+	// Traceparent, if set, gives each tool call the TRACEPARENT of its span (telemetry), for
+	// the processes it starts.
+	Traceparent func(toolUseID string) string
 	// AfterTurn, if set, is called with the request of every completed turn.
 	AfterTurn func(req *provider.Request, sys System, reply message.Message)
 	// Check, if set, is asked before every request but the first whether the run is over

@@ -123,7 +123,8 @@ func (s *Session) buildAgents(ctx context.Context) {
 		s.logger.Warn("reconcile notifications", "err", err)
 	}
 	runner := subagent.New(subagent.Config{
-		Defs: set, Provider: s.opts.Provider, Tasks: tasks,
+		Traceparent: s.opts.Traceparent,
+		Defs:        set, Provider: s.opts.Provider, Tasks: tasks,
 		SessionID: s.id, SessionPath: cmp.Or(s.opts.DetachedFrom, s.agentSessionPath()), Version: s.opts.Version,
 		Forks:     s.opts.ForkSubagents || s.settings.ForkSubagents.V,
 		Teams:     s.teamsEnabled(),

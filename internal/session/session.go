@@ -144,6 +144,9 @@ type Options struct {
 	// Coordination says how teams reach NATS when settings choose that backend
 	// (coordination.go).
 	Coordination CoordinationOptions
+	// Traceparent, when telemetry exports traces, gives a tool call the TRACEPARENT of its
+	// span, which the processes it starts (Bash) inherit (telemetry.Exporter.Traceparent).
+	Traceparent func(toolUseID string) string
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
@@ -514,6 +517,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Source:    "main",
 		Sink:      sink,
 		Logger:    s.logger,
+
+		Traceparent: s.opts.Traceparent,
 	}
 	compact.last = func() *loop.CacheSafe {
 		if cs := agent.LastCacheSafe(); cs != nil {

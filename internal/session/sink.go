@@ -48,6 +48,13 @@ func (k *chanSink) Emit(e event.Event) {
 	if a, ok := e.(event.AssistantMessage); ok {
 		e = k.s.messageDisplay(context.Background(), a)
 	}
+	// The main agent's request usage and cache breaks go into its transcript too, for readers
+	// such as the dashboard; a subagent's go into its own (subagent.childSink).
+	if rec, ok := transcript.RecordOf(e); ok && e.From().AgentID == "" && k.s.transcript != nil {
+		if _, err := k.s.transcript.Append(context.Background(), rec); err != nil {
+			k.s.logger.Warn("record usage", "err", err)
+		}
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if !k.closed {

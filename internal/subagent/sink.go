@@ -35,6 +35,11 @@ var _ loop.ToolRecorder = (*childSink)(nil)
 
 func (k *childSink) Emit(e event.Event) {
 	k.r.emit(e)
+	// The child's request usage and cache breaks go into its transcript, for readers such as
+	// the dashboard.
+	if rec, ok := transcript.RecordOf(e); ok && k.w != nil {
+		_, _ = k.w.Append(context.Background(), rec)
+	}
 	if k.progress != nil {
 		if p, ok := k.progress.observe(e); ok {
 			k.r.emit(p)

@@ -269,6 +269,8 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 		Logger:    r.logger.With("agent", id, "type", def.Name),
 		AfterTurn: r.AfterTurn(id),
 		Stop:      stopHook{r: r, n: n, hooks: hookRunner},
+
+		Traceparent: r.cfg.Traceparent,
 	}
 	if agent.MaxTurns == 0 {
 		agent.MaxTurns = DefaultMaxTurns

@@ -86,9 +86,11 @@ type HookRunner interface {
 
 // Config is what a Runner needs from the session. Defs, Provider and Tasks are required.
 type Config struct {
-	Defs     *agentdef.Set
-	Provider provider.Provider
-	Tasks    *background.Registry
+	// Traceparent gives a child's tool calls the TRACEPARENT of their spans (telemetry).
+	Traceparent func(toolUseID string) string
+	Defs        *agentdef.Set
+	Provider    provider.Provider
+	Tasks       *background.Registry
 	// SessionID is the parent session's id; SessionPath its transcript. Subagent transcripts
 	// go beside it (transcript.AgentPaths); empty keeps them in memory only.
 	SessionID   string

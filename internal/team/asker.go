@@ -198,15 +198,16 @@ func (t *Team) serve(r coord.Request) {
 	t.resolve(t.ctx, r, a)
 }
 
-func (t *Team) resolve(ctx context.Context, r coord.Request, a permissionAnswer) {
+func (t *Team) resolve(ctx context.Context, r coord.Request, a permissionAnswer) error {
 	data, _ := json.Marshal(a)
 	if err := t.be.Requests().Resolve(context.WithoutCancel(ctx), r.ID, coord.Resolution{By: LeadAlias, Data: data}); err != nil && !errors.Is(err, coord.ErrResolved) {
 		t.logger.Warn("resolve permission request", "id", r.ID, "err", err)
-		return
+		return err
 	}
 	approve := a.Behavior == "allow"
 	body, _ := jsonOf(Structured{Type: TypePermissionResponse, RequestID: r.ID, Approve: &approve, Reason: a.Reason})
 	_ = t.be.Mailbox().Send(context.WithoutCancel(ctx), coord.Message{ID: "ans-" + r.ID, From: LeadAlias, To: r.From, Type: TypePermissionResponse, Data: body})
+	return nil
 }
 
 // answerPermission is the lead's model answering a request of teammate to with a

@@ -57,6 +57,10 @@ type Env struct {
 	Progress func(msg string)
 	// Logger is the agent's logger; never nil.
 	Logger *slog.Logger
+	// Traceparent is the W3C trace context (TRACEPARENT) a process the call starts runs under:
+	// the call's span when telemetry exports traces, so the process's own spans join it; empty
+	// otherwise.
+	Traceparent string
 	// Explicit reports whether a permission rule names this call's target explicitly (for
 	// WebFetch, a WebFetch(domain:HOST) allow rule for the URL's host). Tools ask it before
 	// what no mode or one-time answer may allow: WebFetch reaching a private address. The

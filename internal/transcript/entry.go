@@ -69,6 +69,7 @@ const (
 	kindRewind
 	kindMetadata
 	kindToolStarted
+	kindRecord
 )
 
 func kindOf(t Type) kind {
@@ -81,6 +82,8 @@ func kindOf(t Type) kind {
 		return kindRewind
 	case TypeToolStarted:
 		return kindToolStarted
+	case TypeUsage, TypeCacheBreak:
+		return kindRecord
 	case TypeAgentName, TypeAgentColor, TypeAgentSetting, TypeMode, TypePRLink, TypeCustomTitle,
 		TypeFileHistorySnapshot, TypeTodos:
 		return kindMetadata

@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/spf13/cobra"
+
+	"github.com/keel-dev/keel/internal/browser"
+	"github.com/keel-dev/keel/internal/coord"
+	"github.com/keel-dev/keel/internal/daemon"
+	"github.com/keel-dev/keel/internal/dashboard"
+	"github.com/keel-dev/keel/internal/session"
+	"github.com/keel-dev/keel/internal/team"
+)
+
+func (a *app) dashboardCommand() *cobra.Command {
+	var listen string
+	var open bool
+	cmd := &cobra.Command{
+		Use:   "dashboard",
+		Short: "a live web page of this machine's sessions, teams and background agents",
+		Long: `dashboard serves a web page that shows, updating live, the sessions on this machine with
+their cost, tokens and prompt-cache economy per request; teams with their members, task
+board, mail and waiting permission requests; and the supervisor's background agents. From
+the page you can answer a teammate's permission request, message a teammate and stop a
+background agent.
+
+It listens on loopback and prints an address with a random token; without the token every
+request is refused. --listen chooses another address (the token still guards it).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, _, err := net.SplitHostPort(listen); err != nil {
+				return usageError{fmt.Errorf("--listen %q is not host:port: %w", listen, err)}
+			}
+			ctx := cmd.Context()
+			srv, err := dashboard.Listen(ctx, listen, dashboard.Config{Home: a.env.Home, Teams: dashboardTeams{a}, Jobs: dashboardJobs{a.supervisorClient(daemon.Launch{})}, Logger: a.logger})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.std.Out, "keel dashboard: %s\n", srv.URL())
+			if open {
+				_ = browser.Open(a.getenv("BROWSER"), srv.URL())
+			}
+			return srv.Serve(ctx)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on (default: a free loopback port)")
+	cmd.Flags().BoolVar(&open, "open", false, "open the page in the browser ($BROWSER)")
+	return cmd
+}
+
+// dashboardTeams opens the teams of KEEL_HOME for the dashboard, as `keel team` does.
+type dashboardTeams struct{ a *app }
+
+func (d dashboardTeams) Names() []string { return session.TeamNames(d.a.env.Home) }
+
+func (d dashboardTeams) Open(ctx context.Context, name string) (dashboard.Team, error) {
+	t, done, err := d.a.openTeam(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return dashboardTeam{t, done}, nil
+}
+
+type dashboardTeam struct {
+	t    *team.Team
+	done func()
+}
+
+func (d dashboardTeam) Members(ctx context.Context) ([]team.MemberInfo, error) {
+	return d.t.Members(ctx)
+}
+func (d dashboardTeam) Backend() coord.Backend { return d.t.Backend() }
+func (d dashboardTeam) SendFromUser(ctx context.Context, to, text string) (string, error) {
+	return d.t.SendFromUser(ctx, to, text)
+}
+func (d dashboardTeam) Answer(ctx context.Context, id string, allow bool, reason string) error {
+	return d.t.AnswerRequest(ctx, id, allow, reason)
+}
+func (d dashboardTeam) Close() error {
+	d.done()
+	return nil
+}
+
+// dashboardJobs lists and stops the supervisor's background agents without starting it.
+type dashboardJobs struct{ c *daemon.Client }
+
+func (d dashboardJobs) List(ctx context.Context) ([]dashboard.Job, error) {
+	st, err := d.c.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dashboard.Job, 0, len(st.Jobs))
+	for _, j := range st.Jobs {
+		out = append(out, dashboard.Job{ID: j.Agent.ID, Description: j.Agent.Description, AgentType: j.Agent.AgentType, SessionID: j.Agent.SessionID,
+			State: string(j.State), Created: j.Created, Ended: j.Ended, Result: j.Result, Error: j.Error})
+	}
+	return out, nil
+}
+
+func (d dashboardJobs) Stop(ctx context.Context, id string) error { return d.c.Stop(ctx, id) }
