@@ -169,6 +169,10 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	if home == "" {
 		home = defaultHome()
 	}
+	if opts.Resume == ResumeChoose {
+		_, err := FindSession(home, opts.Cwd, "")
+		return nil, err
+	}
 	cfg := connect.Config{
 		Provider: opts.Provider,
 		Model:    opts.Model,

@@ -52,12 +52,7 @@ func (s *Session) loadSettings() error {
 	})
 	s.settings = st
 	if bad := st.Unreadable(); len(bad) > 0 && !s.opts.IgnoreSettingsErrors {
-		var lines []string
-		for _, p := range bad {
-			p.Msg = strings.TrimSuffix(p.Msg, " (file ignored)")
-			lines = append(lines, p.Error())
-		}
-		return fmt.Errorf("%s; fix it, or pass --ignore-settings-errors to run without that file", strings.Join(lines, "; "))
+		return unreadableError(bad)
 	}
 	for _, p := range st.Problems {
 		s.notices = append(s.notices, event.Notice{Level: string(p.Severity), Text: p.Error()})

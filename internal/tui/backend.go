@@ -30,8 +30,10 @@ type SessionInfo struct {
 	ID          string
 	Title       string
 	FirstPrompt string
+	Branch      string // the git branch it was started on, if known
 	Modified    time.Time
 	Size        int64 // bytes of transcript
+	Messages    int
 }
 
 // SessionLister lists recent sessions, newest first.
@@ -44,10 +46,21 @@ type Resumer interface {
 	Resume(ctx context.Context, sessionID string) error
 }
 
+// Titler names the session (/rename), so --resume finds it by that title.
+type Titler interface {
+	SetTitle(ctx context.Context, title string) error
+}
+
 // Rewinder rewinds to just before the user message toUUID: files (code), history
 // (conversation) or both.
 type Rewinder interface {
 	Rewind(ctx context.Context, toUUID string, code, conversation bool) error
+}
+
+// ContextReporter measures what the next request would carry, by part (/context, and the
+// status line's figure for a resumed conversation before its first request).
+type ContextReporter interface {
+	ContextUsage(ctx context.Context) keel.ContextUsage
 }
 
 // Compactor summarises the conversation to free context; instructions may steer the summary.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ var commands = []complItem{
 	{"/compact", "summarise the conversation to free context"},
 	{"/resume", "resume an earlier session"},
 	{"/rewind", "rewind code and/or conversation to an earlier prompt"},
+	{"/rename", "name this session: /rename TITLE (keel --resume TITLE finds it)"},
 	{"/model", "show or switch the model: /model NAME"},
 	{"/agents", "list agent definitions"},
 	{"/mcp", "MCP servers; /mcp login NAME signs in"},
@@ -76,7 +78,7 @@ func (m *Model) command(line string) tea.Cmd {
 			m.errorf("clear: " + err.Error())
 			return nil
 		}
-		m.items, m.tools, m.prompts, m.ctxUsed = nil, map[string]*item{}, nil, 0
+		m.items, m.tools, m.prompts, m.ctxUsed, m.first = nil, map[string]*item{}, nil, 0, 0
 		m.notice("conversation cleared")
 	case "/compact":
 		c, ok := m.b.(Compactor)
@@ -90,6 +92,16 @@ func (m *Model) command(line string) tea.Cmd {
 		return m.openResume()
 	case "/rewind":
 		m.openRewind()
+	case "/rename":
+		t, ok := m.b.(Titler)
+		switch {
+		case !ok:
+			m.notice(unavailable("/rename"))
+		case arg == "":
+			m.notice("usage: /rename TITLE")
+		default:
+			return func() tea.Msg { return cmdDoneMsg{what: "named this session " + strconv.Quote(arg), err: t.SetTitle(ctx, arg)} }
+		}
 	case "/model":
 		if arg == "" {
 			m.notice("model: " + m.b.Model() + " (switch with /model NAME)")
@@ -149,6 +161,7 @@ type cmdDoneMsg struct {
 	err      error
 	rewindTo string // set by a rewind: drop the transcript from this prompt on
 	conv     bool
+	resumed  bool // set by /resume: show the conversation switched to
 }
 
 func (m *Model) listAgents() {

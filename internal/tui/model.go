@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"io"
 	"strings"
 	"time"
 
@@ -34,6 +35,9 @@ type Config struct {
 	Version string
 	// Now is the clock; nil means time.Now. Tests fix it so frames are stable.
 	Now func() time.Time
+	// Out receives the conversation when the UI ends, for the terminal's scrollback (the
+	// full-screen view leaves nothing behind), and how to resume it; nil writes nothing.
+	Out io.Writer
 }
 
 // contextWindow is the window the "context used" figure is measured against; every model
@@ -55,7 +59,10 @@ type Model struct {
 	width int
 	hgt   int
 
-	items    []*item
+	items []*item
+	// first is the first item rendered: the ones above it, of a long resumed conversation,
+	// are rendered only once the user pages up to them.
+	first    int
 	tools    map[string]*item
 	expanded bool
 	scroll   int // lines scrolled up from the bottom
@@ -91,8 +98,10 @@ type Model struct {
 
 	tasks   []*task
 	ctxUsed int64
-	usage   keel.Usage
-	cost    float64
+	// window is the context window ctxUsed is measured against.
+	window int64
+	usage  keel.Usage
+	cost   float64
 	// unpriced and priced say whether some model used so far has no known price, and whether
 	// some has one: cost alone would show an unknown price as $0.00.
 	unpriced, priced bool
@@ -137,6 +146,9 @@ func New(cfg Config) *Model {
 		tools: map[string]*item{}, input: ta, inp: newInputState(),
 	}
 	m.input.SetWidth(m.width - 2)
+	m.window = contextWindow
+	m.loadHistory()
+	m.refreshContext()
 	if n, ok := cfg.Backend.(Noticer); ok {
 		for _, e := range n.Notices() {
 			m.showNotice(e)

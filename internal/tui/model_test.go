@@ -291,7 +291,7 @@ func TestDenyWithReason(t *testing.T) {
 	defer m.Close()
 	reply := make(chan keel.PermissionAnswer, 1)
 	m.Update(askMsg{req: keel.PermissionRequest{Tool: "Bash", Command: "rm -rf /"}, reply: reply})
-	m.Update(press("3"))
+	m.Update(press("n"))
 	typeKeys(m, "use git clean")
 	m.Update(press("enter"))
 	want := keel.PermissionAnswer{Reason: "the user denied this call: use git clean"}

@@ -159,8 +159,9 @@ func (m *Model) onEvent(ev keel.Event) {
 	case keel.UserMessage:
 		if !sub && e.UUID != "" {
 			// System reminders (listings, notes) are the harness's additions, not prompts.
-			if t := promptText(e); t != "" && len(e.Message.ToolUses()) == 0 && !hasToolResult(e) {
+			if t, ok := userPrompt(e); ok {
 				m.prompts = append(m.prompts, rewindPoint{uuid: e.UUID, text: t})
+				m.markPrompt(e.UUID)
 			}
 		}
 	case keel.ToolStart:
@@ -265,14 +266,19 @@ func hasToolResult(e keel.UserMessage) bool {
 	return false
 }
 
-func toolEndText(e keel.ToolEnd) string {
-	var parts []string
-	for _, b := range e.Result {
-		if b.Text != "" {
-			parts = append(parts, b.Text)
+func toolEndText(e keel.ToolEnd) string { return resultText(e.Result) }
+
+// markPrompt gives the newest prompt shown without a transcript id the one the session
+// recorded it under, so a rewind finds it.
+func (m *Model) markPrompt(uuid string) {
+	for i := len(m.items) - 1; i >= 0; i-- {
+		if it := m.items[i]; it.kind == kindUser {
+			if it.uuid == "" {
+				it.uuid = uuid
+			}
+			return
 		}
 	}
-	return strings.TrimRight(strings.Join(parts, "\n"), "\n")
 }
 
 func todosText(e keel.Todos) string {

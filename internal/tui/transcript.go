@@ -31,6 +31,7 @@ type item struct {
 	kind  itemKind
 	text  string
 	agent string // subagent name, empty for the main agent
+	uuid  string // a prompt's transcript id, the point a rewind goes back to
 	url   string // a notice's address, shown whole under it
 
 	// tool calls
@@ -41,6 +42,7 @@ type item struct {
 	isErr    bool
 	done     bool
 	dur      time.Duration
+	replayed bool // from a stored conversation: no duration is known
 
 	streaming bool // assistant text still arriving
 	cacheW    int
@@ -139,8 +141,12 @@ func (m *Model) drawTool(it *item) string {
 		status = st.dim.Render("… " + it.progress)
 	case !it.done:
 		status = st.dim.Render("…")
+	case it.isErr && it.replayed:
+		status = st.fail.Render("✗")
 	case it.isErr:
 		status = st.fail.Render("✗ " + fmtDur(it.dur))
+	case it.replayed:
+		status = st.ok.Render("✓")
 	default:
 		status = st.ok.Render("✓ " + fmtDur(it.dur))
 	}

@@ -72,6 +72,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.rewindTo != "" && msg.conv {
 			m.dropFrom(msg.rewindTo)
 		}
+		if msg.resumed {
+			m.afterResume()
+		}
 		m.notice(msg.what)
 		return m, nil
 	case tea.PasteMsg:
@@ -142,13 +145,16 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		}
 	case "pgup":
 		m.scroll += max(m.hgt/2, 1)
+		if m.first > 0 && m.scroll >= len(m.transcriptLines())-m.hgt/2 {
+			m.pageEarlier()
+		}
 		return nil
 	case "pgdown":
 		m.scroll = max(m.scroll-max(m.hgt/2, 1), 0)
 		return nil
 	}
 	if m.picker != nil {
-		return m.pickerKey(k)
+		return m.pickerKey(msg)
 	}
 	if len(m.asks) > 0 && !m.askReason {
 		return m.askKey(k)
@@ -273,20 +279,16 @@ func (m *Model) afterEdit() {
 // dropFrom removes the transcript from the user message with uuid on (after a rewind).
 func (m *Model) dropFrom(uuid string) {
 	for i, p := range m.prompts {
-		if p.uuid != uuid {
-			continue
+		if p.uuid == uuid {
+			m.prompts = m.prompts[:i]
+			break
 		}
-		n := 0
-		for j, it := range m.items {
-			if it.kind == kindUser {
-				if n == i {
-					m.items = m.items[:j]
-					break
-				}
-				n++
-			}
+	}
+	for j, it := range m.items {
+		if it.kind == kindUser && it.uuid == uuid {
+			m.items = m.items[:j]
+			m.first = min(m.first, j)
+			return
 		}
-		m.prompts = m.prompts[:i]
-		return
 	}
 }

@@ -1,0 +1,21 @@
+package render
+
+import "testing"
+
+func TestReadable(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"plain words stay", "plain words stay"},
+		{"<system-reminder>\nThe skills are: a, b\n</system-reminder>\nfix the test", "fix the test"},
+		{"<task-notification>\n<task-id>a1b2</task-id>\n<tool-use-id>toolu_1</tool-use-id>\n<status>completed</status>\n<summary>Agent \"scan\" completed</summary>\n<result>found 3 files</result>\n</task-notification>",
+			`task a1b2 completed: Agent "scan" completed`},
+		{"<task-notification>\n<task-id>b7</task-id>\n<status>failed</status>\n<summary>Shell \"make\" failed</summary>\n<error>exit status 2</error>\n</task-notification>",
+			`task b7 failed: Shell "make" failed (exit status 2)`},
+		{"<teammate-message teammate_id=\"alice\" color=\"blue\" summary=\"tests &amp; docs\" id=\"9f\">\nall tests pass\n</teammate-message>", "alice: all tests pass"},
+		{"<teammate-message teammate_id=\"bob\" type=\"permission_request\" id=\"1\">\n{\"tool\":\"Bash\"}\n</teammate-message>", `bob (permission request): {"tool":"Bash"}`},
+		{"<bash-input>ls</bash-input>\n<bash-output>a.go\nb.go</bash-output>\n\nwhich is newer?", "! ls\na.go\nb.go\n\nwhich is newer?"},
+	} {
+		if got := Readable(tt.in); got != tt.want {
+			t.Errorf("Readable(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+		}
+	}
+}
