@@ -83,4 +83,6 @@ func (b *backend) ContextUsage(ctx context.Context) keel.ContextUsage { return b
 func (b *backend) TranscriptPath() string { return b.s().TranscriptPath() }
 
 // SetTitle names the session (/rename).
-func (b *backend) SetTitle(ctx context.Context, title string) error { return b.s().SetTitle(ctx, title) }
+func (b *backend) SetTitle(ctx context.Context, title string) error {
+	return b.s().SetTitle(ctx, title)
+}

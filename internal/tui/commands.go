@@ -100,7 +100,9 @@ func (m *Model) command(line string) tea.Cmd {
 		case arg == "":
 			m.notice("usage: /rename TITLE")
 		default:
-			return func() tea.Msg { return cmdDoneMsg{what: "named this session " + strconv.Quote(arg), err: t.SetTitle(ctx, arg)} }
+			return func() tea.Msg {
+				return cmdDoneMsg{what: "named this session " + strconv.Quote(arg), err: t.SetTitle(ctx, arg)}
+			}
 		}
 	case "/model":
 		if arg == "" {
