@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"html"
 	"regexp"
 	"strings"
@@ -64,4 +65,57 @@ func tagText(s, tag string) string {
 	}
 	v, _, _ := strings.Cut(rest, "</"+tag+">")
 	return strings.TrimSpace(v)
+}
+
+// MessageText is a team message as a person reads it: its text, and the fields of its data
+// (a permission request's call, an approval, a reason) in words rather than JSON. Text that
+// is itself a JSON object is read as data.
+func MessageText(text string, data []byte) string {
+	text = strings.TrimSpace(text)
+	if len(data) == 0 && strings.HasPrefix(text, "{") && json.Valid([]byte(text)) {
+		text, data = "", []byte(text)
+	}
+	words := dataWords(data)
+	switch {
+	case text == "":
+		return words
+	case words == "":
+		return Readable(text)
+	}
+	return Readable(text) + " — " + words
+}
+
+// dataWords renders the fields of a structured message; ids and colours are left out.
+func dataWords(data []byte) string {
+	var m map[string]any
+	if len(data) == 0 || json.Unmarshal(data, &m) != nil {
+		return strings.TrimSpace(string(data))
+	}
+	var parts []string
+	if req, ok := m["request"].(map[string]any); ok {
+		tool, _ := req["Tool"].(string)
+		input, _ := json.Marshal(req["Input"])
+		parts = append(parts, CallLabel(tool, input, ""))
+	}
+	if a, ok := m["approve"].(bool); ok {
+		parts = append(parts, map[bool]string{true: "approved", false: "declined"}[a])
+	}
+	if b, ok := m["behavior"].(string); ok {
+		parts = append(parts, map[string]string{"allow": "allowed", "deny": "denied"}[b])
+	}
+	for _, k := range []string{"reason", "feedback", "plan", "summary"} {
+		if v, ok := m[k].(string); ok && v != "" {
+			parts = append(parts, k+": "+v)
+		}
+	}
+	if s, ok := m["suggestions"].([]any); ok && len(s) > 0 {
+		var rules []string
+		for _, r := range s {
+			if t, ok := r.(string); ok {
+				rules = append(rules, t)
+			}
+		}
+		parts = append(parts, "would allow "+strings.Join(rules, ", "))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -19,3 +19,19 @@ func TestReadable(t *testing.T) {
 		}
 	}
 }
+
+func TestMessageText(t *testing.T) {
+	for _, tt := range []struct {
+		text, data, want string
+	}{
+		{"all tests pass", "", "all tests pass"},
+		{"", `{"request":{"Tool":"Bash","Command":"rm -rf build","Input":{"command":"rm -rf build"}},"reason":"shell commands need approval","suggestions":["Bash(rm:*)"],"color":"red","agentId":"a1"}`,
+			"Bash(rm -rf build); reason: shell commands need approval; would allow Bash(rm:*)"},
+		{`{"type":"shutdown_response","request_id":"r1","approve":true}`, "", "approved"},
+		{"please check", `{"behavior":"deny","reason":"not now"}`, "please check — denied; reason: not now"},
+	} {
+		if got := MessageText(tt.text, []byte(tt.data)); got != tt.want {
+			t.Errorf("MessageText(%q, %s)\n got %q\nwant %q", tt.text, tt.data, got, tt.want)
+		}
+	}
+}

@@ -72,15 +72,17 @@ type Model struct {
 	compl   completion
 	pending []string // shell outputs to hand to the model with the next prompt
 
-	working   bool
-	runStart  time.Time
-	runTokens int64
-	deltaLen  int
-	cancel    context.CancelFunc
-	stream    chan tea.Msg
-	runID     int
-	frame     int
-	queued    []string // prompts typed while working, sent after
+	working bool
+	// interrupted says the user stopped the current run: its end needs no error line.
+	interrupted bool
+	runStart    time.Time
+	runTokens   int64
+	deltaLen    int
+	cancel      context.CancelFunc
+	stream      chan tea.Msg
+	runID       int
+	frame       int
+	queued      []string // prompts typed while working, sent after
 
 	asks      []askMsg
 	askSel    int

@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/keel-dev/keel"
+	"github.com/keel-dev/keel/internal/render"
 )
 
 // Messages from the session's event stream, tagged with the run they belong to so a late
@@ -69,6 +70,7 @@ func (m *Model) interrupt() {
 	// The questions belong to the interrupted calls.
 	m.cancelForms()
 	m.hint = "interrupted"
+	m.interrupted = true
 }
 
 // finishRun ends the run and sends the next queued prompt.
@@ -186,7 +188,7 @@ func (m *Model) onEvent(ev keel.Event) {
 			it.done, it.isErr, it.result, it.cache = true, true, "denied: "+e.Reason, ""
 		}
 	case keel.Retry:
-		m.hint = fmt.Sprintf("retrying (attempt %d in %s): %s", e.Attempt, fmtDur(e.Delay), e.Err)
+		m.hint = strings.TrimPrefix(render.RetryLine(e), "keel: ")
 	case keel.CacheBreak:
 		if !sub {
 			m.notice(fmt.Sprintf("prompt cache broke at %s: %s", e.Segment, e.Reason))
@@ -221,8 +223,8 @@ func (m *Model) onEvent(ev keel.Event) {
 		if u, c := m.b.Usage(); c >= e.CostUSD {
 			m.usage, m.cost = u, c
 		}
-		if e.IsError && e.Text != "" {
-			m.errorf(e.Subtype + ": " + e.Text)
+		if e.IsError && !(m.interrupted && render.ResultMessage(e) == "Interrupted.") {
+			m.errorf(render.ResultMessage(e))
 		}
 	}
 }

@@ -3,13 +3,14 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"charm.land/glamour/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/keel-dev/keel/internal/render"
 )
 
 // itemKind is what a transcript entry shows.
@@ -228,40 +229,7 @@ func diffLines(st styles, name string, raw json.RawMessage) []string {
 
 // keyArg is the one argument that says what a tool call does.
 func keyArg(name string, raw json.RawMessage, cwd string) string {
-	var in map[string]any
-	if json.Unmarshal(raw, &in) != nil {
-		return ""
-	}
-	str := func(k string) string { s, _ := in[k].(string); return s }
-	var s string
-	switch name {
-	case "Bash":
-		s = str("command")
-	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
-		s = str("file_path")
-		if rel, err := filepath.Rel(cwd, s); err == nil && cwd != "" && !strings.HasPrefix(rel, "..") {
-			s = rel
-		}
-	case "Glob", "Grep":
-		s = str("pattern")
-	case "WebFetch":
-		s = str("url")
-	case "WebSearch":
-		s = str("query")
-	case "Task", "Agent":
-		s = str("description")
-	case "TodoWrite":
-		if todos, ok := in["todos"].([]any); ok {
-			s = fmt.Sprintf("%d items", len(todos))
-		}
-	default:
-		for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query", "description", "name"} {
-			if s = str(k); s != "" {
-				break
-			}
-		}
-	}
-	return strings.ReplaceAll(s, "\n", " ")
+	return render.KeyArg(name, raw, cwd)
 }
 
 // wrapPrefixed word-wraps text to width with a first-line and a continuation prefix.
