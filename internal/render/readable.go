@@ -5,6 +5,8 @@ import (
 	"html"
 	"regexp"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/message"
 )
 
 // The tags keel writes into messages for the model (Claude Code's formats): a person reading
@@ -118,4 +120,28 @@ func dataWords(data []byte) string {
 		parts = append(parts, "would allow "+strings.Join(rules, ", "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// MessageWords is a stored message in words on one line, for listings (`keel sessions
+// show`): its text read as [Readable], its tool calls as Bash(go test ./...), its tool results
+// as "result: " and their first line.
+func MessageWords(m message.Message) string {
+	var parts []string
+	for _, b := range m.Content {
+		switch b.Type {
+		case message.TypeText:
+			if t := Readable(b.Text); t != "" {
+				parts = append(parts, t)
+			}
+		case message.TypeToolUse:
+			parts = append(parts, "● "+CallLabel(b.Name, b.Input, ""))
+		case message.TypeToolResult:
+			what := "result"
+			if b.IsError {
+				what = "error"
+			}
+			parts = append(parts, what+": "+firstLine(message.Message{Content: b.Content}.TextOf()))
+		}
+	}
+	return oneLine(strings.Join(parts, " · "), 1<<20)
 }

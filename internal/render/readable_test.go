@@ -1,6 +1,11 @@
 package render
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/keel-dev/keel/internal/message"
+)
 
 func TestReadable(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
@@ -32,6 +37,22 @@ func TestMessageText(t *testing.T) {
 	} {
 		if got := MessageText(tt.text, []byte(tt.data)); got != tt.want {
 			t.Errorf("MessageText(%q, %s)\n got %q\nwant %q", tt.text, tt.data, got, tt.want)
+		}
+	}
+}
+
+func TestMessageWords(t *testing.T) {
+	in, _ := json.Marshal(map[string]string{"command": "go test ./..."})
+	for _, tt := range []struct {
+		m    message.Message
+		want string
+	}{
+		{message.User(message.Text("<system-reminder>\nskills: a\n</system-reminder>\nfix   the\ntest")), "fix the test"},
+		{message.Assistant(message.Text("Running them."), message.ToolUse("t1", "Bash", in)), "Running them. · ● Bash(go test ./...)"},
+		{message.User(message.ToolResult("t1", []message.Block{message.Text("FAIL x\nmore")}, true)), "error: FAIL x"},
+	} {
+		if got := MessageWords(tt.m); got != tt.want {
+			t.Errorf("MessageWords = %q, want %q", got, tt.want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/keel-dev/keel"
+	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/waittest"
 )
@@ -147,7 +149,8 @@ func TestFrames(t *testing.T) {
 		{name: "tools", w: 80, h: 24, msgs: func(m *Model) []tea.Msg {
 			return []tea.Msg{
 				eventMsg{ev: keel.ToolStart{ID: "1", Name: "Bash", Input: input(map[string]string{"command": "go test ./..."})}},
-				eventMsg{ev: keel.ToolEnd{ID: "1", Name: "Bash", Duration: 1200 * time.Millisecond}},
+				eventMsg{ev: keel.ToolEnd{ID: "1", Name: "Bash", Duration: 1200 * time.Millisecond,
+					Result: []message.Block{message.Text("ok  \tkeel/a\t0.1s\nok  \tkeel/b\t0.2s\nok  \tkeel/c\t0.3s\nok  \tkeel/d\t0.4s\nok  \tkeel/e\t0.5s")}}},
 				eventMsg{ev: keel.ToolStart{ID: "2", Name: "Edit", Input: input(map[string]string{"file_path": filepath.Join(m.cwd, "calc.go"), "old_string": "return a - b", "new_string": "return a + b"})}},
 				eventMsg{ev: keel.ToolEnd{ID: "2", Name: "Edit", Duration: 5 * time.Millisecond}},
 				eventMsg{ev: keel.ToolStart{ID: "3", Name: "Read", Input: input(map[string]string{"file_path": "missing.go"})}},
@@ -166,6 +169,21 @@ func TestFrames(t *testing.T) {
 		{name: "permission", w: 80, h: 24, msgs: func(m *Model) []tea.Msg {
 			return []tea.Msg{askMsg{req: keel.PermissionRequest{Tool: "Bash", Command: "rm -rf build", Reason: "shell commands need approval",
 				Suggestions: []string{"Bash(rm:*)"}, Agent: "cleaner", AgentColor: "red"}, reply: make(chan keel.PermissionAnswer, 1)}, press("down")}
+		}},
+		{name: "permission-bash", w: 80, h: 24, msgs: func(m *Model) []tea.Msg {
+			return []tea.Msg{askMsg{req: keel.PermissionRequest{Tool: "Bash", Command: "seq 1 10", Description: "Print the numbers one to ten",
+				Reason: "shell commands need approval", Suggestions: []string{"Bash(seq:*)"}}, reply: make(chan keel.PermissionAnswer, 1)}}
+		}},
+		{name: "permission-edit", w: 80, h: 24, msgs: func(m *Model) []tea.Msg {
+			return []tea.Msg{askMsg{req: keel.PermissionRequest{Tool: "Edit", Paths: []string{"calc.py"}, Reason: "edits need approval",
+				Suggestions: []string{"Edit(./calc.py)"}}, reply: make(chan keel.PermissionAnswer, 1)}, press("down"), press("down")}
+		}},
+		{name: "markdown-lines", w: 80, h: 24, msgs: func(m *Model) []tea.Msg {
+			var lines []string
+			for i := 1; i <= 12; i++ {
+				lines = append(lines, fmt.Sprintf("Step %d: do **thing** %d", i, i))
+			}
+			return []tea.Msg{eventMsg{ev: keel.TextDelta{Text: strings.Join(lines, "\n")}}, eventMsg{ev: keel.AssistantMessage{}}}
 		}},
 		{name: "commands", w: 80, h: 24, msgs: func(m *Model) []tea.Msg {
 			typeKeys(m, "/c")
@@ -403,5 +421,26 @@ func TestStartupNoticesAreShown(t *testing.T) {
 	got := frame(m)
 	if !strings.Contains(got, "settings.json:3:1") || !strings.Contains(got, "⚠ 1 warning") {
 		t.Errorf("start-up notice not on screen:\n%s", got)
+	}
+}
+
+// TestAllowAllEdits: "allow all edits this session" allows the edit and switches the session
+// to acceptEdits, so the next edits are not asked about.
+func TestAllowAllEdits(t *testing.T) {
+	sess, _ := newSession(t, nil)
+	m := New(Config{Backend: sess, NoColor: true})
+	defer m.Close()
+	reply := make(chan keel.PermissionAnswer, 1)
+	m.Update(askMsg{req: keel.PermissionRequest{Tool: "Write", Paths: []string{"a.txt"}, Suggestions: []string{"Edit(./a.txt)"}}, reply: reply})
+	m.Update(press("3"))
+	if got := waittest.Recv(t, "the permission answer", reply); !got.Allow || got.Always {
+		t.Errorf("answer %+v, want allowed once", got)
+	}
+	if mode := sess.PermissionMode(); mode != "acceptEdits" {
+		t.Errorf("permission mode %q after allowing all edits, want acceptEdits", mode)
+	}
+	m.Update(askMsg{req: keel.PermissionRequest{Tool: "Write", Paths: []string{"b.txt"}}, reply: make(chan keel.PermissionAnswer, 1)})
+	if strings.Contains(frame(m), "allow all edits") {
+		t.Errorf("allow all edits offered again in acceptEdits mode:\n%s", frame(m))
 	}
 }

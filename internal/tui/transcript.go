@@ -63,7 +63,9 @@ func (m *markdown) render(text string, width int) string {
 	if m.r == nil || m.width != width {
 		// One style for both: with NO_COLOR the program's colour profile drops the colours
 		// and keeps the layout (glamour's "notty" style would show raw Markdown).
-		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle("dark"), glamour.WithWordWrap(max(width-2, 20)))
+		// Preserved newlines: a model writes one line per item often without list syntax, and
+		// CommonMark would join them into one paragraph.
+		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle("dark"), glamour.WithWordWrap(max(width-2, 20)), glamour.WithPreservedNewLines())
 		if err != nil {
 			return text
 		}
@@ -158,8 +160,12 @@ func (m *Model) drawTool(it *item) string {
 	if m.expanded {
 		limit = 200
 	}
-	if d := diffLines(st, it.name, it.input); len(d) > 0 && !it.isErr {
+	d := diffLines(st, it.name, it.input)
+	if len(d) > 0 && !it.isErr {
 		writeBody(&b, d, limit, m.width, st)
+	}
+	if !m.expanded && it.done && !it.isErr && len(d) == 0 {
+		writeBody(&b, collapsedResult(it.name, it.result), collapsedLines, m.width, st)
 	}
 	if m.expanded {
 		if len(it.input) > 0 {
@@ -174,11 +180,32 @@ func (m *Model) drawTool(it *item) string {
 	return b.String()
 }
 
+// collapsedLines is how many lines of a tool's output show until ctrl+o expands it.
+const collapsedLines = 3
+
+// collapsedResult is what a finished call shows of its result while collapsed: a Read's line
+// count (the content is the file), nothing for a todo list (shown on its own), else the
+// output itself, of which writeBody keeps the first lines.
+func collapsedResult(name, result string) []string {
+	result = strings.TrimRight(result, "\n")
+	switch {
+	case result == "" || name == "TodoWrite":
+		return nil
+	case name == "Read":
+		n := strings.Count(result, "\n") + 1
+		if n == 1 {
+			return []string{"Read 1 line"}
+		}
+		return []string{fmt.Sprintf("Read %d lines", n)}
+	}
+	return strings.Split(result, "\n")
+}
+
 // writeBody adds lines under a tool line, indented, cut to limit lines and the width.
 func writeBody(b *strings.Builder, lines []string, limit, width int, st styles) {
 	for i, l := range lines {
 		if i == limit {
-			b.WriteString("\n    " + st.dim.Render(fmt.Sprintf("… +%d lines (ctrl+o to expand)", len(lines)-limit)))
+			b.WriteString("\n    " + st.dim.Render(fmt.Sprintf("… +%d lines (ctrl+o)", len(lines)-limit)))
 			return
 		}
 		prefix := "    "
