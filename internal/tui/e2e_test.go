@@ -129,9 +129,10 @@ func (tm *term) tmux(args ...string) string {
 
 func (tm *term) screen() string { return tm.tmux("capture-pane", "-p", "-t", tm.target) }
 
-// scrollback is the pane's history and screen, as the user scrolls back through it.
+// scrollback is the pane's history and screen, as the user scrolls back through it, with
+// wrapped lines joined.
 func (tm *term) scrollback() string {
-	return tm.tmux("capture-pane", "-p", "-S", "-1000", "-t", tm.target)
+	return tm.tmux("capture-pane", "-p", "-J", "-S", "-1000", "-t", tm.target)
 }
 
 // waitForAll polls the scrollback until it contains want.
