@@ -241,7 +241,7 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 			s.instructionsLoaded(ctx, s.memoryAllowed(mem.Files()), "session_start")
 		}
 	}
-	s.prompt = prompt.New(prompt.Options{
+	s.buildStyledPrompt(prompt.Options{
 		SystemPrompt:       s.opts.SystemPrompt,
 		AppendSystemPrompt: s.opts.AppendSystemPrompt,
 		Memory: func() []memory.File {

@@ -46,6 +46,10 @@ type Settings struct {
 	LSPServers map[string]Value[LSPServer]
 	// Coordination picks the teams' coordination backend (coordination.go).
 	Coordination Coordination
+	// StatusLine is the terminal UI's status line command (ui.go); OutputStyle names the
+	// output style (default, Explanatory, Learning, or one in an output-styles directory).
+	StatusLine  StatusLine
+	OutputStyle Value[string]
 
 	// Unknown holds keys keel does not know, by dotted key, highest source winning. They are
 	// kept (and warned about) because real files carry many keys for other tools.
@@ -96,6 +100,8 @@ var keyTable = []keyDef{
 	webSearchKey(),
 	lspKey(),
 	coordinationKey(),
+	statusLineKey(),
+	scalar("outputStyle", func(s *Settings) *Value[string] { return &s.OutputStyle }, decNonEmpty),
 }
 
 // keyDef reads one key. Sources are applied highest first, so apply only fills what is unset
