@@ -34,7 +34,7 @@ func systemText(t *testing.T, body []byte) string {
 func TestOutputStyle(t *testing.T) {
 	cwd := t.TempDir()
 	for path, text := range map[string]string{
-		".claude/settings.json":        `{"outputStyle": "explanatory"}`,
+		".claude/settings.json":         `{"outputStyle": "explanatory"}`,
 		".keel/output-styles/pirate.md": "---\ndescription: Talks like a pirate\n---\nAnswer like a pirate. Arr.\n",
 	} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(cwd, path)), 0o755); err != nil {
