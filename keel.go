@@ -161,6 +161,9 @@ type Session struct {
 	s *session.Session
 	// sup reaches the supervisor (nil without [Options.Supervisor]).
 	sup *daemon.Client
+	// opts and home are what the session was opened with (Doctor, SwitchModel).
+	opts Options
+	home string
 }
 
 // New starts a session.
@@ -234,7 +237,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		}
 		return nil, err
 	}
-	return &Session{s: s, sup: sup}, nil
+	return &Session{s: s, sup: sup, opts: opts, home: home}, nil
 }
 
 // ID returns the session id (the transcript's name).

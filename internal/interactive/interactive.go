@@ -89,6 +89,9 @@ func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, ou
 		NoColor:  noColor,
 		Version:  version,
 		Out:      out,
+		// The UI's preferences and bug reports live in keel's directory.
+		PrefsPath: inDataDir(opts, "tui.json"),
+		ReportDir: inDataDir(opts, "bug-reports"),
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/keel-dev/keel"
 	"github.com/keel-dev/keel/internal/tui"
@@ -85,4 +86,13 @@ func (b *backend) TranscriptPath() string { return b.s().TranscriptPath() }
 // SetTitle names the session (/rename).
 func (b *backend) SetTitle(ctx context.Context, title string) error {
 	return b.s().SetTitle(ctx, title)
+}
+
+// inDataDir is name in keel's directory, or "" when there is none.
+func inDataDir(opts keel.Options, name string) string {
+	dir := keel.DataDir(opts)
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, name)
 }

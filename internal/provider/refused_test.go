@@ -18,23 +18,23 @@ import (
 )
 
 // refusedLoopback is a real refused connection to a loopback port nothing listens on.
-func refusedLoopback(t *testing.T) (error, string) {
+func refusedLoopback(t *testing.T) (addr string, err error) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := "http://" + l.Addr().String() + "/v1/messages"
+	addr = "http://" + l.Addr().String() + "/v1/messages"
 	l.Close()
 	_, err = http.Post(addr, "application/json", strings.NewReader("{}"))
 	if err == nil || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Skipf("the closed port did not refuse: %v", err)
 	}
-	return err, addr
+	return addr, err
 }
 
 func TestTransportErrorRefused(t *testing.T) {
-	err, addr := refusedLoopback(t)
+	addr, err := refusedLoopback(t)
 	re, ok := errors.AsType[*provider.RefusedError](provider.TransportError(err, "--base-url or X_BASE_URL"))
 	if !ok || !re.Local || re.URL != addr || re.Error() != "connection refused to "+addr || !strings.Contains(re.Hint, "--base-url or X_BASE_URL") {
 		t.Fatalf("loopback refusal classified as %#v", re)
@@ -53,7 +53,7 @@ func TestTransportErrorRefused(t *testing.T) {
 // A local address that refuses the connection fails after a few quick attempts, saying where
 // it went and what to check; each retry says so too. A remote one gets the full patience.
 func TestWithRetriesLocalRefusedFailsFast(t *testing.T) {
-	err, addr := refusedLoopback(t)
+	addr, err := refusedLoopback(t)
 	refused := provider.TransportError(err, "--base-url or ANTHROPIC_BASE_URL")
 	synctest.Test(t, func(t *testing.T) {
 		a := attempts{fail(refused)}

@@ -7,6 +7,7 @@ package tui
 
 import (
 	"context"
+	"io"
 	"iter"
 	"time"
 
@@ -160,4 +161,64 @@ type Teamer interface {
 	SendPending(ctx context.Context) iter.Seq2[keel.Event, error]
 	// OnIdleEvents makes teammates' events between turns reach fn as they happen.
 	OnIdleEvents(fn func(keel.Event))
+}
+
+// Doctorer checks what the session depends on (/doctor).
+type Doctorer interface {
+	Doctor(ctx context.Context) []keel.Check
+}
+
+// ModelSwitcher lists the models and switches to one it knows (/model).
+type ModelSwitcher interface {
+	Models() []keel.ModelInfo
+	SwitchModel(ctx context.Context, name string) error
+}
+
+// RuleEditor lists, adds and removes permission rules (/permissions).
+type RuleEditor interface {
+	PermissionRules() []keel.PermissionRule
+	AddPermissionRule(behavior, rule string) error
+	RemovePermissionRule(behavior, rule string) error
+}
+
+// HookLister lists the configured hooks (/hooks).
+type HookLister interface {
+	Hooks() []keel.Hook
+}
+
+// TodoLister is the main agent's todo list (/todos).
+type TodoLister interface {
+	Todos() []keel.Todo
+}
+
+// ShellLister lists and stops the background shells (/bashes).
+type ShellLister interface {
+	Shells() []keel.Shell
+	KillShell(id string) error
+}
+
+// StyleSwitcher lists and switches output styles (/config).
+type StyleSwitcher interface {
+	OutputStyles() []keel.OutputStyle
+	OutputStyle() string
+	SetOutputStyle(ctx context.Context, name string) error
+}
+
+// StatusLiner is the statusLine setting; SetStatusLine keeps a new command in the user's
+// settings (/statusline).
+type StatusLiner interface {
+	StatusLine() keel.StatusLine
+	SetStatusLine(command string) error
+}
+
+// SettingsReporter says which settings files were read and what is wrong in them (/status,
+// /config).
+type SettingsReporter interface {
+	SettingsFiles() []keel.SettingsFile
+	SettingsProblems() []keel.Notice
+}
+
+// Exporter writes the conversation as Markdown (/export, /bug).
+type Exporter interface {
+	Export(ctx context.Context, w io.Writer) error
 }

@@ -46,10 +46,10 @@ func TestE2EInterruptSaysSo(t *testing.T) {
 	tm.keys("Enter")
 	tm.waitFor("esc to interrupt)")
 	tm.keys("Escape")
-	s := tm.waitFor("interrupted")
+	tm.waitFor("interrupted")
 	tm.typeText("now say hello")
 	tm.keys("Enter")
-	s = tm.waitFor("Hello from the scripted model.")
+	s := tm.waitFor("Hello from the scripted model.")
 	for _, code := range []string{"error_during_execution", "context canceled"} {
 		if strings.Contains(s, code) {
 			t.Errorf("the screen shows %q after Esc:\n%s", code, s)

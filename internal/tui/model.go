@@ -35,6 +35,9 @@ type Config struct {
 	Version string
 	// Now is the clock; nil means time.Now. Tests fix it so frames are stable.
 	Now func() time.Time
+	// PrefsPath is the file the UI keeps its theme and editor mode in; "" keeps them for this
+	// run only. ReportDir is where /bug writes reports; "" turns /bug off.
+	PrefsPath, ReportDir string
 	// Out receives the conversation when the UI ends, for the terminal's scrollback (the
 	// full-screen view leaves nothing behind), and how to resume it; nil writes nothing.
 	Out io.Writer
@@ -111,6 +114,14 @@ type Model struct {
 	prompts          []rewindPoint
 	always           []string
 	quitting         bool
+
+	// started is when the UI started (the status line's session duration).
+	started time.Time
+	prefs   prefs
+	vim     vimState
+	sl      statusLineState
+	// lineAsk, when set, is a question the next line typed answers (a rule to add).
+	lineAsk *lineAsk
 }
 
 // rewindPoint is a user message the conversation can be rewound to.
@@ -142,10 +153,13 @@ func New(cfg Config) *Model {
 	ta.MaxHeight = 0
 	ta.SetHeight(1)
 	ta.Focus()
+	p := loadPrefs(cfg.PrefsPath)
+	st := themeStyles(p.Theme, cfg.NoColor)
 	m := &Model{
-		cfg: cfg, b: cfg.Backend, st: newStyles(cfg.NoColor), md: &markdown{noColor: cfg.NoColor},
+		cfg: cfg, b: cfg.Backend, st: st, md: &markdown{noColor: cfg.NoColor, style: st.glamourStyle()},
 		now: now, cwd: cfg.Backend.Cwd(), done: make(chan struct{}), width: 80, hgt: 24,
 		tools: map[string]*item{}, input: ta, inp: newInputState(),
+		started: now(), prefs: p, vim: vimState{on: p.EditorMode == "vim"},
 	}
 	m.input.SetWidth(m.width - 2)
 	m.window = contextWindow
@@ -161,7 +175,7 @@ func New(cfg Config) *Model {
 
 // Init starts listening for permission asks and sends the first prompt, if any.
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{m.waitAsk(), m.waitElicit(), m.waitSignIn()}
+	cmds := []tea.Cmd{m.waitAsk(), m.waitElicit(), m.waitSignIn(), m.refreshStatusLine()}
 	if p := strings.TrimSpace(m.cfg.Prompt); p != "" {
 		cmds = append(cmds, m.submit(p))
 	}

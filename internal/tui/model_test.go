@@ -354,18 +354,53 @@ func TestHistoryAndPaste(t *testing.T) {
 	}
 }
 
-func TestInitWritesStarterMemory(t *testing.T) {
+// TestInitReadsProject: /init writes KEEL.md from what the project's files say — its
+// commands, what CI runs, its layout, its README — and never overwrites one.
+func TestInitReadsProject(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n"), 0o644)
-	path, err := writeStarterMemory(dir)
+	for path, text := range map[string]string{
+		"go.mod":                   "module example.com/calc\n\ngo 1.26\n",
+		"Makefile":                 "build:\n\tgo build ./...\ntest: build\n\tgo test ./...\nlint:\n\tgolangci-lint run\nhelper:\n\ttrue\n",
+		"README.md":                "# calc\n\n[![ci](x)](y)\n\nA calculator library\nwith a command line.\n\n## Install\n",
+		".github/workflows/ci.yml": "jobs:\n  test:\n    steps:\n      - run: make lint\n      - run: go test -race ./...\n      - run: echo done\n",
+		"cmd/calc/main.go":         "package main",
+		"internal/ops/add.go":      "package ops",
+		"internal/ops/sub.go":      "package ops",
+		"internal/ops/README":      "ops",
+		"node_modules/x/index.js":  "",
+		".golangci.yml":            "",
+		"AGENTS.md":                "be nice",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, path), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path, err := writeProjectMemory(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)
-	if !strings.Contains(string(b), "go test ./...") {
-		t.Errorf("KEEL.md lacks the Go test command:\n%s", b)
+	for _, want := range []string{
+		"A calculator library with a command line.",
+		"- Test: `go test ./...` (go.mod)",
+		"- make lint: `make lint` (Makefile)",
+		"- `go test -race ./...`",
+		"- `cmd/`: 1 files, mostly .go",
+		"- `internal/`: 3 files, mostly .go",
+		"- Follow golangci-lint (.golangci.yml).",
+		"AGENTS.md",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("KEEL.md lacks %q:\n%s", want, b)
+		}
 	}
-	if _, err := writeStarterMemory(dir); err == nil {
+	for _, unwanted := range []string{"node_modules", "make helper", "echo done"} {
+		if strings.Contains(string(b), unwanted) {
+			t.Errorf("KEEL.md mentions %q:\n%s", unwanted, b)
+		}
+	}
+	if _, err := writeProjectMemory(dir); err == nil {
 		t.Errorf("second /init overwrote KEEL.md")
 	}
 }

@@ -91,9 +91,9 @@ func (m *Model) finishRun() tea.Cmd {
 	if len(m.queued) > 0 {
 		p := m.queued[0]
 		m.queued = m.queued[1:]
-		return m.submit(p)
+		return tea.Batch(m.submit(p), m.refreshStatusLine())
 	}
-	return m.wakeLead()
+	return tea.Batch(m.wakeLead(), m.refreshStatusLine())
 }
 
 // flush re-renders the streaming assistant message; final also ends its streaming state.

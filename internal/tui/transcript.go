@@ -55,21 +55,27 @@ type item struct {
 // when the width changes: building one loads styles and is the costly part.
 type markdown struct {
 	noColor bool
-	width   int
-	r       *glamour.TermRenderer
+	// style is glamour's style name (dark, light); changing it builds the renderer anew.
+	style string
+	built string
+	width int
+	r     *glamour.TermRenderer
 }
 
 func (m *markdown) render(text string, width int) string {
-	if m.r == nil || m.width != width {
+	if m.style == "" {
+		m.style = "dark"
+	}
+	if m.r == nil || m.width != width || m.built != m.style {
 		// One style for both: with NO_COLOR the program's colour profile drops the colours
 		// and keeps the layout (glamour's "notty" style would show raw Markdown).
 		// Preserved newlines: a model writes one line per item often without list syntax, and
 		// CommonMark would join them into one paragraph.
-		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle("dark"), glamour.WithWordWrap(max(width-2, 20)), glamour.WithPreservedNewLines())
+		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle(m.style), glamour.WithWordWrap(max(width-2, 20)), glamour.WithPreservedNewLines())
 		if err != nil {
 			return text
 		}
-		m.r, m.width = r, width
+		m.r, m.width, m.built = r, width, m.style
 	}
 	out, err := m.r.Render(text)
 	if err != nil {

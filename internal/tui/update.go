@@ -63,10 +63,18 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case shellDoneMsg:
 		m.onShellDone(msg)
 		return m, nil
+	case noticeMsg:
+		m.hint = ""
+		m.notice(msg.text)
+		return m, nil
+	case statusLineMsg:
+		return m, m.onStatusLine(msg)
+	case statusLineTickMsg:
+		return m, m.refreshStatusLine()
 	case cmdDoneMsg:
 		m.hint = ""
 		if msg.err != nil {
-			m.errorf(msg.what + ": " + msg.err.Error())
+			m.errorf(msg.err.Error()) // errors say what failed; the done text would not fit
 			return m, nil
 		}
 		if msg.rewindTo != "" && msg.conv {
@@ -76,7 +84,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.afterResume()
 		}
 		m.notice(msg.what)
-		return m, nil
+		return m, m.refreshStatusLine()
 	case tea.PasteMsg:
 		if m.formActive() {
 			m.formPaste(msg.Content)
@@ -128,9 +136,9 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			}
 		}
 		if err := m.b.SetPermissionMode(next); err != nil {
-			m.errorf("permission mode: " + err.Error())
+			m.errorf("could not switch the permission mode: " + err.Error())
 		}
-		return nil
+		return m.refreshStatusLine()
 	case "ctrl+o":
 		m.expanded = !m.expanded
 		return nil
@@ -158,6 +166,9 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	if len(m.asks) > 0 && !m.askReason {
 		return m.askKey(k)
+	}
+	if m.vim.on && !m.askReason && m.vimKey(msg) {
+		return nil
 	}
 	if k == "esc" {
 		return m.escape(now)
@@ -215,6 +226,11 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 // escape interrupts a run; a second Esc while idle opens the rewind picker.
 func (m *Model) escape(now time.Time) tea.Cmd {
 	defer func() { m.lastEsc = now }()
+	if m.lineAsk != nil {
+		m.lineAsk = nil
+		m.input.Reset()
+		return nil
+	}
 	if m.askReason {
 		m.denyWithReason()
 		return nil
@@ -244,6 +260,14 @@ func (m *Model) enter() tea.Cmd {
 	v := strings.TrimSpace(m.inp.expand(raw))
 	if v == "" {
 		return nil
+	}
+	if la := m.lineAsk; la != nil {
+		m.lineAsk = nil
+		m.input.Reset()
+		return la.answer(v)
+	}
+	if m.vim.on {
+		m.vim.normal = false
 	}
 	m.inp.remember(raw)
 	m.input.Reset()

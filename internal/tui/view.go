@@ -92,11 +92,16 @@ func (m *Model) bottom() string {
 		}
 	case len(m.forms) > 0:
 		parts = append(parts, m.formBox())
+	case m.lineAsk != nil:
+		parts = append(parts, m.inputBox(m.lineAsk.label+" (enter adds, esc cancels)"))
 	default:
 		parts = append(parts, m.inputBox(""))
 		if c := m.complMenu(); c != "" {
 			parts = append(parts, c)
 		}
+	}
+	if s := m.statusLineView(); s != "" {
+		parts = append(parts, s)
 	}
 	if m.hint != "" {
 		parts = append(parts, m.st.warn.Render(ansi.Truncate(m.hint, m.width, "…")))
@@ -179,6 +184,9 @@ func (m *Model) statusLine() string {
 		modeText = m.st.warn.Render(mode)
 	}
 	left := m.b.Model() + " · " + modeText
+	if m.vim.on {
+		left = map[bool]string{true: "NORMAL", false: "INSERT"}[m.vim.normal] + " · " + left
+	}
 	if m.warnings > 0 {
 		left += " · " + m.st.warn.Render(warningCount(m.warnings))
 	}
