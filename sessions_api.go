@@ -179,3 +179,7 @@ func (s *Session) Agents() []AgentInfo {
 // and each one's result reaches the model as a task notification at its next request. It
 // returns an error when no subagent runs in the foreground.
 func (s *Session) Background(ctx context.Context) error { return s.s.Background(ctx) }
+
+// ReloadSkills reads the skills and custom commands from disk again, between prompts: the
+// main agent's listing, Skill tool and /commands use the new set.
+func (s *Session) ReloadSkills(ctx context.Context) error { return s.s.ReloadSkills(ctx) }

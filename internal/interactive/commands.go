@@ -59,3 +59,8 @@ func (b *backend) SetOutputStyle(ctx context.Context, name string) error {
 	return b.s().SetOutputStyle(ctx, name)
 }
 func (b *backend) Export(ctx context.Context, w io.Writer) error { return b.s().Export(ctx, w) }
+
+var _ tui.SkillReloader = (*backend)(nil)
+
+// ReloadSkills reads the skills again (/skills reload).
+func (b *backend) ReloadSkills(ctx context.Context) error { return b.s().ReloadSkills(ctx) }

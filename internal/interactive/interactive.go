@@ -167,15 +167,7 @@ func (b *backend) Agents() []tui.AgentInfo {
 	return out
 }
 
-func (b *backend) Skills() []tui.SkillInfo {
-	var out []tui.SkillInfo
-	for _, s := range b.s().Skills() {
-		if s.UserInvocable {
-			out = append(out, tui.SkillInfo{Name: s.Name, Description: s.Description})
-		}
-	}
-	return out
-}
+func (b *backend) Skills() []keel.SkillInfo { return b.s().Skills() }
 
 func (b *backend) MemoryFiles() []tui.MemoryFile {
 	var out []tui.MemoryFile

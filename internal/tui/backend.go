@@ -114,14 +114,14 @@ type MemoryLister interface {
 	MemoryFiles() []MemoryFile
 }
 
-// SkillInfo is one skill, offered in `/` completion.
-type SkillInfo struct {
-	Name, Description string
+// SkillLister lists the skills; those the user can invoke are offered in `/` completion.
+type SkillLister interface {
+	Skills() []keel.SkillInfo
 }
 
-// SkillLister lists the skills.
-type SkillLister interface {
-	Skills() []SkillInfo
+// SkillReloader reads the skills and commands from disk again (/skills reload).
+type SkillReloader interface {
+	ReloadSkills(ctx context.Context) error
 }
 
 // Backgrounder moves the running foreground subagents to the background.

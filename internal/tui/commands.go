@@ -26,6 +26,8 @@ var commands = []command{
 	{"/rewind", "rewind code and/or conversation to an earlier prompt", func(m *Model, _ string) tea.Cmd { m.openRewind(); return nil }},
 	{"/rename", "name this session: /rename TITLE (keel --resume TITLE finds it)", (*Model).cmdRename},
 	{"/export", "write the conversation as Markdown: /export [FILE]", (*Model).cmdExport},
+	{"/copy", "copy the last answer to the clipboard (through the terminal)", (*Model).cmdCopy},
+	{"/plan", "switch to plan mode: the agent plans before it changes anything", (*Model).cmdPlan},
 	{"/status", "version, session, model, account, settings and what is loaded", (*Model).cmdStatus},
 	{"/context", "what fills the context window, by part", (*Model).cmdContext},
 	{"/cost", "tokens and cost so far", func(m *Model, _ string) tea.Cmd { m.notice(m.costText()); return nil }},
@@ -37,7 +39,7 @@ var commands = []command{
 	{"/statusline", "show the status line command, or set one: /statusline COMMAND (off removes it)", (*Model).cmdStatusLine},
 	{"/doctor", "check the model API, settings, MCP servers and versions", (*Model).cmdDoctor},
 	{"/hooks", "list the configured hooks", (*Model).cmdHooks},
-	{"/skills", "list the skills and custom commands", (*Model).cmdSkills},
+	{"/skills", "list the skills and custom commands; /skills reload reads them again", (*Model).cmdSkills},
 	{"/agents", "list agent definitions", func(m *Model, _ string) tea.Cmd { m.listAgents(); return nil }},
 	{"/mcp", "MCP servers; /mcp login NAME signs in", (*Model).cmdMCP},
 	{"/memory", "list the memory files in use", (*Model).cmdMemory},
@@ -58,7 +60,9 @@ func (m *Model) commandItems() []complItem {
 	}
 	if sl, ok := m.b.(SkillLister); ok {
 		for _, s := range sl.Skills() {
-			items = append(items, complItem{"/" + s.Name, s.Description})
+			if s.UserInvocable {
+				items = append(items, complItem{"/" + s.Name, s.Description})
+			}
 		}
 	} else if m.init != nil {
 		for _, s := range m.init.Skills {
@@ -289,3 +293,25 @@ Keys
 	return b.String()
 }
 
+
+func (m *Model) cmdPlan(string) tea.Cmd {
+	if err := m.b.SetPermissionMode("plan"); err != nil {
+		m.errorf("could not switch to plan mode: " + err.Error())
+		return nil
+	}
+	m.notice("plan mode: the agent reads and plans, and asks before it changes anything (shift+tab leaves it)")
+	return m.refreshStatusLine()
+}
+
+// cmdCopy puts the newest answer on the clipboard with the terminal's OSC 52 sequence, which
+// works over ssh and in tmux (set-clipboard on).
+func (m *Model) cmdCopy(string) tea.Cmd {
+	for i := len(m.items) - 1; i >= 0; i-- {
+		if it := m.items[i]; it.kind == kindAssistant && strings.TrimSpace(it.text) != "" {
+			m.notice(fmt.Sprintf("copied the last answer (%d characters)", len(it.text)))
+			return tea.SetClipboard(it.text)
+		}
+	}
+	m.notice("no answer to copy yet")
+	return nil
+}

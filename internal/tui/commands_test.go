@@ -2,6 +2,7 @@ package tui
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,7 +115,7 @@ func TestInspectCommands(t *testing.T) {
 		{"/hooks", "No hooks configured"},
 		{"/todos", "No todos yet"},
 		{"/bashes", "No background shells"},
-		{"/skills", "skill"},
+		{"/skills", "Skills (run one with /NAME)"},
 	} {
 		runCommand(d, tt.line)
 		if got := untilNotice(d, tt.want); got == "" {
@@ -261,5 +262,36 @@ func TestOutputStyleFromConfig(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(dir, ".keel", "settings.local.json"))
 	if !strings.Contains(string(b), `"outputStyle": "Explanatory"`) {
 		t.Errorf("not kept: %s", b)
+	}
+}
+
+func TestPlanCopyAndReload(t *testing.T) {
+	d, dir := newCommandModel(t, scripted.Rule{Reply: []scripted.Block{scripted.Text("The answer is **42**.")}})
+	runCommand(d, "/plan")
+	if d.m.b.PermissionMode() != "plan" {
+		t.Errorf("mode %q after /plan", d.m.b.PermissionMode())
+	}
+	typeKeys(d.m, "/copy")
+	if _, cmd := d.m.Update(press("enter")); cmd != nil {
+		t.Error("/copy with no answer yet copied something")
+	}
+	d.run(d.m.submit("what is it"))
+	d.until(func() bool { return !d.m.working && len(d.m.prompts) == 1 })
+	typeKeys(d.m, "/copy")
+	_, cmd := d.m.Update(press("enter"))
+	if cmd == nil || fmt.Sprint(cmd()) != "The answer is **42**." {
+		t.Errorf("/copy did not put the answer on the clipboard")
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".keel", "skills", "greet"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".keel", "skills", "greet", "SKILL.md"), []byte("---\nname: greet\ndescription: Say hello nicely\n---\nSay hello.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runCommand(d, "/skills reload")
+	untilNotice(d, "read the skills again")
+	runCommand(d, "/skills")
+	if got := untilNotice(d, "Skills"); !strings.Contains(got, "/greet") {
+		t.Errorf("the new skill is not listed after /skills reload:\n%s", got)
 	}
 }

@@ -37,7 +37,7 @@ func TestE2ESlashCommandsInspect(t *testing.T) {
 	tm.command("/bashes")
 	tm.waitFor("No background shells")
 	tm.command("/skills")
-	tm.waitFor("No skills")
+	tm.waitFor("Skills (run one with /NAME)")
 	tm.command("/init")
 	tm.waitFor("from the project's files")
 	if b, err := os.ReadFile(filepath.Join(dir, "KEEL.md")); err != nil || !strings.Contains(string(b), "go test ./...") {

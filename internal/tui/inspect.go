@@ -161,13 +161,26 @@ func (m *Model) cmdHooks(string) tea.Cmd {
 	return nil
 }
 
-func (m *Model) cmdSkills(string) tea.Cmd {
+func (m *Model) cmdSkills(arg string) tea.Cmd {
 	sl, ok := m.b.(SkillLister)
 	if !ok {
 		m.notice(unavailable("/skills"))
 		return nil
 	}
-	skills := sl.Skills()
+	if arg == "reload" {
+		r, ok := m.b.(SkillReloader)
+		if !ok {
+			m.notice(unavailable("/skills reload"))
+			return nil
+		}
+		return later("read the skills again", r.ReloadSkills)
+	}
+	var skills []keel.SkillInfo
+	for _, s := range sl.Skills() {
+		if s.UserInvocable {
+			skills = append(skills, s)
+		}
+	}
 	if len(skills) == 0 {
 		m.notice("No skills. A skill is a folder with a SKILL.md in .keel/skills, .claude/skills or $KEEL_HOME/skills.")
 		return nil
