@@ -293,7 +293,6 @@ Keys
 	return b.String()
 }
 
-
 func (m *Model) cmdPlan(string) tea.Cmd {
 	if err := m.b.SetPermissionMode("plan"); err != nil {
 		m.errorf("could not switch to plan mode: " + err.Error())

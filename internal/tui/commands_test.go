@@ -162,12 +162,12 @@ func TestExportAndBug(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		"ANTHROPIC_API_KEY=sk-ant-api03-xyzxyzxyzxyz":       "ANTHROPIC_API_KEY=[redacted]",
-		`"apiKey": "abc123secret"`:                          `"apiKey": "[redacted]"`,
+		"ANTHROPIC_API_KEY=sk-ant-api03-xyzxyzxyzxyz":        "ANTHROPIC_API_KEY=[redacted]",
+		`"apiKey": "abc123secret"`:                           `"apiKey": "[redacted]"`,
 		"Authorization: Bearer eyJhbGciOi.payload.sig":       "Authorization: Bearer [redacted]",
-		"https://user:hunter2@example.com/x":                "https://user:[redacted]@example.com/x",
+		"https://user:hunter2@example.com/x":                 "https://user:[redacted]@example.com/x",
 		"a token ghp_abcdefghijklmnopqrstuvwxyz0123 in text": "a token [redacted] in text",
-		"nothing secret here":                               "nothing secret here",
+		"nothing secret here":                                "nothing secret here",
 	} {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)

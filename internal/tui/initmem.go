@@ -282,7 +282,9 @@ func countFiles(dir string) (int, string) {
 	for k := range exts {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(a, b int) bool { return exts[keys[a]] > exts[keys[b]] || exts[keys[a]] == exts[keys[b]] && keys[a] < keys[b] })
+	sort.Slice(keys, func(a, b int) bool {
+		return exts[keys[a]] > exts[keys[b]] || exts[keys[a]] == exts[keys[b]] && keys[a] < keys[b]
+	})
 	if len(keys) == 0 {
 		return n, ""
 	}

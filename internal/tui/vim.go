@@ -37,7 +37,9 @@ func (m *Model) cmdVim(string) tea.Cmd {
 }
 
 // textareaKey is a key as the input's own key map reads it.
-func textareaKey(code rune, mod tea.KeyMod) tea.KeyPressMsg { return tea.KeyPressMsg{Code: code, Mod: mod} }
+func textareaKey(code rune, mod tea.KeyMod) tea.KeyPressMsg {
+	return tea.KeyPressMsg{Code: code, Mod: mod}
+}
 
 // vimKey handles a key in vim mode; handled is false for keys the input treats as usual
 // (typing in insert mode, enter, the arrows).
