@@ -26,20 +26,7 @@ func TestNoticesReachStderr(t *testing.T) {
 		"keel: [Explore] async hook started\n"
 	for _, format := range []string{"text", "json", "stream-json"} {
 		t.Run(format, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			r, err := New(format, &out, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r = WithNotices(r, format, false, &errOut)
-			for _, e := range events {
-				if err := r.Render(e); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := r.Finish(); err != nil {
-				t.Fatal(err)
-			}
+			out, errOut := renderHeadless(t, format, events)
 			if format == "stream-json" {
 				if errOut.Len() != 0 || strings.Count(out.String(), `"subtype":"notice"`) != 3 {
 					t.Errorf("stream-json: stderr %q, stdout %s", errOut.String(), out.String())
@@ -71,26 +58,16 @@ func TestDenialsAndRetriesReachStderr(t *testing.T) {
 		"keel: [fixer] denied Bash(seq 1 3): denied by rule Bash(seq:*)\n"
 	for _, format := range []string{"text", "json", "stream-json"} {
 		t.Run(format, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			r, err := New(format, &out, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r = WithNotices(r, format, false, &errOut)
-			for _, e := range events {
-				if err := r.Render(e); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := r.Finish(); err != nil {
-				t.Fatal(err)
-			}
+			out, errOut := renderHeadless(t, format, events)
 			want := wantErr
 			if format == "stream-json" {
 				want = strings.SplitAfter(wantErr, "\n")[0]
 			}
 			if diff := cmp.Diff(want, errOut.String()); diff != "" {
 				t.Errorf("stderr mismatch (-want +got):\n%s", diff)
+			}
+			if format == "text" && out.String() != "I fixed it.\n" {
+				t.Errorf("stdout holds more than the answer: %q", out.String())
 			}
 		})
 	}
@@ -104,4 +81,25 @@ func TestDenialsAndRetriesReachStderr(t *testing.T) {
 			t.Errorf("the verbose view lacks %q:\n%s", w, conv.String())
 		}
 	}
+}
+
+// renderHeadless renders events as a headless run in format does, and returns stdout and
+// stderr.
+func renderHeadless(t *testing.T, format string, events []event.Event) (out, errOut *bytes.Buffer) {
+	t.Helper()
+	out, errOut = &bytes.Buffer{}, &bytes.Buffer{}
+	r, err := New(format, out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = WithNotices(r, format, false, errOut)
+	for _, e := range events {
+		if err := r.Render(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	return out, errOut
 }
