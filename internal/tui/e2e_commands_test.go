@@ -24,7 +24,7 @@ func TestE2ESlashCommandsInspect(t *testing.T) {
 	tm := startKeel(t, srv, dir, 120, 50)
 	tm.waitFor("shift+tab")
 	tm.command("/doctor")
-	s := tm.waitFor("Doctor ·")
+	tm.waitFor("Doctor ·")
 	mustContain(t, "/doctor", tm.waitFor("✓ go: go1."), "✓ model API: answers and accepts the key", "✓ keel:")
 	tm.command("/context")
 	mustContain(t, "/context", tm.waitFor("Free space"), "System prompt", "System tools", "Messages")
@@ -51,7 +51,7 @@ func TestE2ESlashCommandsInspect(t *testing.T) {
 		t.Errorf("/export wrote (%v):\n%s", err, b)
 	}
 	tm.command("/bug the answer was too short")
-	s = tm.waitFor("wrote the bug report to")
+	s := tm.waitFor("wrote the bug report to")
 	reports, _ := filepath.Glob(filepath.Join(dir+"-home", "bug-reports", "keel-bug-*.md"))
 	if len(reports) != 1 {
 		t.Errorf("/bug wrote %d reports:\n%s", len(reports), s)
