@@ -34,6 +34,7 @@ var commands = []command{
 	{"/model", "pick the model, or switch: /model NAME", (*Model).cmdModel},
 	{"/permissions", "list, add and remove permission rules", (*Model).cmdPermissions},
 	{"/config", "output style, theme, editor mode, model, permission mode, status line", (*Model).cmdConfig},
+	{"/output-style", "pick how keel answers, or set it: /output-style NAME", (*Model).cmdOutputStyle},
 	{"/theme", "pick the colour theme: dark, light, mono", (*Model).cmdTheme},
 	{"/vim", "switch between vim and normal editing of the prompt", (*Model).cmdVim},
 	{"/statusline", "show the status line command, or set one: /statusline COMMAND (off removes it)", (*Model).cmdStatusLine},

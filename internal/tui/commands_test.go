@@ -259,6 +259,8 @@ func TestOutputStyleFromConfig(t *testing.T) {
 	_, cmd := d.m.Update(press("enter"))
 	d.run(cmd)
 	untilNotice(d, "output style Explanatory")
+	runCommand(d, "/output-style shakespeare")
+	untilNotice(d, `no output style "shakespeare"`)
 	b, _ := os.ReadFile(filepath.Join(dir, ".keel", "settings.local.json"))
 	if !strings.Contains(string(b), `"outputStyle": "Explanatory"`) {
 		t.Errorf("not kept: %s", b)

@@ -169,6 +169,18 @@ func (m *Model) pickStyle(ss StyleSwitcher) tea.Cmd {
 	return nil
 }
 
+func (m *Model) cmdOutputStyle(arg string) tea.Cmd {
+	ss, ok := m.b.(StyleSwitcher)
+	switch {
+	case !ok:
+		m.notice(unavailable("/output-style"))
+		return nil
+	case arg == "":
+		return m.pickStyle(ss)
+	}
+	return later("output style "+arg+" from the next prompt", func(ctx context.Context) error { return ss.SetOutputStyle(ctx, arg) })
+}
+
 func (m *Model) pickMode() tea.Cmd {
 	modes := []string{"default", "acceptEdits", "plan", "bypassPermissions"}
 	m.picker = newPicker("Permission mode", modes, slices.Index(modes, m.b.PermissionMode()), func(i int) tea.Cmd {

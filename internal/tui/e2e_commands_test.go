@@ -105,8 +105,5 @@ func TestE2ESlashCommandsChange(t *testing.T) {
 	tm.keys("Escape")
 	tm.waitFor("NORMAL")
 	tm.typeText("0x")
-	s := tm.waitFor("ello there")
-	if strings.Contains(s, "❯ hello there") {
-		t.Errorf("x in normal mode did not delete:\n%s", s)
-	}
+	tm.waitFor("❯ ello there") // x deleted the first character
 }

@@ -257,7 +257,8 @@ func TestE2EResumeFromPicker(t *testing.T) {
 	tm2.waitFor("Resume a session")
 	tm2.waitFor("please say hello")
 	tm2.keys("Enter")
-	tm2.waitFor("resumed session")
+	tm2.waitFor("※ resumed")
+	tm2.waitFor("❯ please say hello") // the conversation it continues
 }
 
 // TestE2ETrustPrompt: keel asks before opening a workspace that provides settings, and what
