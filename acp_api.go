@@ -23,10 +23,6 @@ type (
 	ContentBlock = message.Block
 )
 
-// History returns the conversation the next request continues, oldest first — after a
-// compaction, its summary and what followed. An editor that loads a session replays it.
-func (s *Session) History() []Message { return s.s.History() }
-
 // SendContent is [Session.Send] with attachments (images, documents as text blocks) after the
 // prompt's text in the same user message.
 func (s *Session) SendContent(ctx context.Context, prompt string, attachments []ContentBlock) iter.Seq2[Event, error] {

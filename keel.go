@@ -161,6 +161,9 @@ type Session struct {
 	s *session.Session
 	// sup reaches the supervisor (nil without [Options.Supervisor]).
 	sup *daemon.Client
+	// opts and home are what the session was opened with (Doctor, SwitchModel).
+	opts Options
+	home string
 }
 
 // New starts a session.
@@ -168,6 +171,10 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	home := opts.Home
 	if home == "" {
 		home = defaultHome()
+	}
+	if opts.Resume == ResumeChoose {
+		_, err := FindSession(home, opts.Cwd, "")
+		return nil, err
 	}
 	cfg := connect.Config{
 		Provider: opts.Provider,
@@ -230,7 +237,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		}
 		return nil, err
 	}
-	return &Session{s: s, sup: sup}, nil
+	return &Session{s: s, sup: sup, opts: opts, home: home}, nil
 }
 
 // ID returns the session id (the transcript's name).

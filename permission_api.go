@@ -15,6 +15,8 @@ type PermissionRequest struct {
 	Command string
 	Paths   []string
 	URL     string
+	// Description is what the model says the call is for (the Bash tool's description).
+	Description string
 	// Reason says why approval is needed.
 	Reason string
 	// Suggestions are rules that, allowed always, would let this call through.
@@ -45,7 +47,7 @@ type askerFunc func(ctx context.Context, req PermissionRequest) PermissionAnswer
 
 func (f askerFunc) Ask(ctx context.Context, r permission.AskRequest) (permission.Answer, error) {
 	req := PermissionRequest{Tool: r.Request.Tool, Command: r.Request.Command, Paths: r.Request.Paths, URL: r.Request.URL,
-		Reason: r.Reason, Agent: r.Agent.Name, AgentColor: r.Agent.Color, AgentID: r.Agent.ID,
+		Description: inputDescription(r.Request.Input), Reason: r.Reason, Agent: r.Agent.Name, AgentColor: r.Agent.Color, AgentID: r.Agent.ID,
 		ToolUseID: r.Request.ToolUseID, Input: r.Request.Input}
 	for _, s := range r.Suggestions {
 		req.Suggestions = append(req.Suggestions, s.String())
@@ -60,4 +62,15 @@ func (f askerFunc) Ask(ctx context.Context, r permission.AskRequest) (permission
 		return permission.DenyAlways(a.Reason, r.Suggestions...), nil
 	}
 	return permission.DenyAnswer(a.Reason), nil
+}
+
+// inputDescription is the description field of a tool call's input, if it has one.
+func inputDescription(raw json.RawMessage) string {
+	var in struct {
+		Description string `json:"description"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &in) != nil {
+		return ""
+	}
+	return in.Description
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/keel-dev/keel/internal/transcript"
@@ -15,17 +16,23 @@ type SessionInfo struct {
 	ID          string
 	Title       string
 	FirstPrompt string
-	Updated     time.Time
+	// Branch is the git branch the first prompt was written on ("" when unknown).
+	Branch  string
+	Updated time.Time
 	// Size is the transcript's size in bytes; Messages counts its messages, all branches.
 	Size     int64
 	Messages int
 }
 
-// ListSessions lists the sessions stored for the working directory cwd under home (empty:
-// $KEEL_HOME or ~/.keel), newest first. It reads file tails and indexes, never whole files.
+// ListSessions lists the sessions stored for the working directory cwd (empty: the process's)
+// under home (empty: $KEEL_HOME or ~/.keel), newest first. It reads file tails and indexes, never whole files.
 func ListSessions(home, cwd string) ([]SessionInfo, error) {
 	if home == "" {
 		home = defaultHome()
+	}
+	// As the session resolves its directory: "" is the process's, a relative one from there.
+	if abs, err := filepath.Abs(cwd); err == nil {
+		cwd = abs
 	}
 	sums, err := transcript.List(transcript.ProjectDir(home, cwd))
 	if errors.Is(err, os.ErrNotExist) {
@@ -36,7 +43,7 @@ func ListSessions(home, cwd string) ([]SessionInfo, error) {
 	}
 	out := make([]SessionInfo, len(sums))
 	for i, s := range sums {
-		out[i] = SessionInfo{ID: s.ID, Title: s.Title, FirstPrompt: s.FirstPrompt, Updated: s.Updated, Size: s.Size, Messages: s.Messages}
+		out[i] = SessionInfo{ID: s.ID, Title: s.Title, FirstPrompt: s.FirstPrompt, Branch: s.Branch, Updated: s.Updated, Size: s.Size, Messages: s.Messages}
 	}
 	return out, nil
 }
@@ -172,3 +179,7 @@ func (s *Session) Agents() []AgentInfo {
 // and each one's result reaches the model as a task notification at its next request. It
 // returns an error when no subagent runs in the foreground.
 func (s *Session) Background(ctx context.Context) error { return s.s.Background(ctx) }
+
+// ReloadSkills reads the skills and custom commands from disk again, between prompts: the
+// main agent's listing, Skill tool and /commands use the new set.
+func (s *Session) ReloadSkills(ctx context.Context) error { return s.s.ReloadSkills(ctx) }

@@ -7,6 +7,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/keel-dev/keel"
 	"github.com/keel-dev/keel/internal/message"
 )
 
@@ -14,7 +15,16 @@ import (
 // compaction — as the updates it produced: the user's prompts, the agent's text and thoughts,
 // its tool calls with their results.
 func (s *session) replay(ctx context.Context) {
-	for _, m := range s.ks.History() {
+	for _, e := range s.ks.History() {
+		var m message.Message
+		switch e := e.(type) {
+		case keel.UserMessage:
+			m = e.Message
+		case keel.AssistantMessage:
+			m = e.Message
+		default:
+			continue
+		}
 		for _, b := range m.Content {
 			if u, ok := s.replayBlock(ctx, m.Role, b); ok {
 				s.update(ctx, u)

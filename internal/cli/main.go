@@ -58,7 +58,7 @@ func MainWith(args []string, std Streams, getenv func(string) string, interactiv
 	defer stop()
 	app := &app{std: std, env: loadEnv(getenv), getenv: getenv, interactive: interactive}
 	root := app.rootCommand()
-	root.SetArgs(args)
+	root.SetArgs(resumeWithoutValue(args))
 	root.SetIn(std.In)
 	root.SetOut(std.Out)
 	root.SetErr(std.Err)

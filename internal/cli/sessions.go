@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/provider/connect"
+	"github.com/keel-dev/keel/internal/render"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/transcript"
 )
@@ -82,10 +83,7 @@ func (a *app) sessionsCommand() *cobra.Command {
 			for _, e := range entries {
 				text := e.Summary
 				if e.Message != nil {
-					text = e.Message.TextOf()
-					if uses := e.Message.ToolUses(); len(uses) > 0 && text == "" {
-						text = "[tool call: " + uses[0].Name + "]"
-					}
+					text = render.MessageWords(*e.Message)
 				}
 				fmt.Fprintf(a.std.Out, "%s  %-9s %s\n", e.UUID, e.Type, oneLineCut(text, 100))
 			}

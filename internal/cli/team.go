@@ -190,13 +190,10 @@ func (a *app) showMessages(ctx context.Context, t *team.Team, args []string, asJ
 		if !s.Delivered {
 			state = "unread"
 		}
-		text := s.Message.Text
-		if len(s.Message.Data) > 0 {
-			text = strings.TrimSpace(text + " " + string(s.Message.Data))
-		}
+		text := render.MessageText(s.Message.Text, s.Message.Data)
 		kind := ""
 		if s.Message.Type != "" && s.Message.Type != team.TypeMessage {
-			kind = " [" + s.Message.Type + "]"
+			kind = " (" + strings.ReplaceAll(s.Message.Type, "_", " ") + ")"
 		}
 		fmt.Fprintf(a.std.Out, "%s %s → %s (%s)%s: %s\n", s.Message.Sent.Local().Format(time.DateTime), s.Message.From, s.Member, state, kind, firstLine(text))
 	}

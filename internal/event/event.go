@@ -137,8 +137,10 @@ type PermissionDenied struct {
 type Retry struct {
 	Origin
 	Attempt int
-	Delay   time.Duration
-	Err     string
+	// MaxAttempts is how many attempts are made in all (0 when unknown).
+	MaxAttempts int
+	Delay       time.Duration
+	Err         string
 }
 
 // CacheBreak says a request's prefix changed where the cache was expected to hit.

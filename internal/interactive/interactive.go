@@ -7,6 +7,7 @@ package interactive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -24,6 +25,13 @@ import (
 // first one. When in or out is not a terminal it falls back to a line-oriented loop: one
 // prompt per input line, plain text out.
 func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, out io.Writer, noColor bool, version string) error {
+	if opts.Resume != keel.ResumeChoose && opts.Resume != "" {
+		found, err := chooseSession(ctx, opts, noColor)
+		if err != nil {
+			return err
+		}
+		opts = found
+	}
 	if !isTerminal(in) || !isTerminal(out) {
 		pa := tui.NewPlainAsker(in, out)
 		// No trust question here: its answer would take the first line of piped input. The
@@ -38,12 +46,23 @@ func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, ou
 	}
 	asker := tui.NewAsker()
 	opts.Ask = asker.Ask
+	// A settings file that does not parse is said before the trust question, not after it.
+	if err := keel.CheckSettings(opts); err != nil {
+		return err
+	}
 	if q, ask := trustQuestion(opts); ask {
 		choice, err := tui.AskTrust(ctx, q, noColor)
 		if err != nil {
 			return err
 		}
 		opts = applyTrust(opts, choice, out)
+	}
+	opts, err := chooseSession(ctx, opts, noColor)
+	if errors.Is(err, errNoSession) {
+		return nil
+	}
+	if err != nil {
+		return err
 	}
 	elicitor := tui.NewElicitor()
 	opts.Elicit = elicitor.Elicit
@@ -52,6 +71,10 @@ func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, ou
 	opts.MCPAuthorize = signIns.Authorize
 	sess, err := keel.New(ctx, opts)
 	if err != nil {
+		return err
+	}
+	if ok, err := confirmBypass(ctx, sess, opts, noColor, out); !ok {
+		sess.Close()
 		return err
 	}
 	b := &backend{opts: opts, cur: sess}
@@ -65,6 +88,10 @@ func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, ou
 		Prompt:   prompt,
 		NoColor:  noColor,
 		Version:  version,
+		Out:      out,
+		// The UI's preferences and bug reports live in keel's directory.
+		PrefsPath: inDataDir(opts, "tui.json"),
+		ReportDir: inDataDir(opts, "bug-reports"),
 	})
 }
 
@@ -140,15 +167,7 @@ func (b *backend) Agents() []tui.AgentInfo {
 	return out
 }
 
-func (b *backend) Skills() []tui.SkillInfo {
-	var out []tui.SkillInfo
-	for _, s := range b.s().Skills() {
-		if s.UserInvocable {
-			out = append(out, tui.SkillInfo{Name: s.Name, Description: s.Description})
-		}
-	}
-	return out
-}
+func (b *backend) Skills() []keel.SkillInfo { return b.s().Skills() }
 
 func (b *backend) MemoryFiles() []tui.MemoryFile {
 	var out []tui.MemoryFile
@@ -190,11 +209,7 @@ func (b *backend) Rewind(ctx context.Context, toUUID string, code, conversation 
 
 func (b *backend) ListSessions() ([]tui.SessionInfo, error) {
 	list, err := keel.ListSessions(b.opts.Home, b.s().Cwd())
-	out := make([]tui.SessionInfo, 0, len(list))
-	for _, s := range list {
-		out = append(out, tui.SessionInfo{ID: s.ID, Title: s.Title, FirstPrompt: s.FirstPrompt, Modified: s.Updated, Size: s.Size})
-	}
-	return out, err
+	return sessionInfos(list), err
 }
 
 // Resume closes the current session and opens the stored one.

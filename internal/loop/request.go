@@ -98,7 +98,7 @@ func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, o
 			a.emit(event.ThinkingDelta{Origin: a.Origin, Thinking: ev.Thinking})
 		case provider.Retrying:
 			a.Logger.Warn("model request retrying", "attempt", ev.Attempt, "delay", ev.Delay, "err", ev.Err)
-			a.emit(event.Retry{Origin: a.Origin, Attempt: ev.Attempt, Delay: ev.Delay, Err: ev.Err.Error()})
+			a.emit(event.Retry{Origin: a.Origin, Attempt: ev.Attempt, MaxAttempts: ev.MaxAttempts, Delay: ev.Delay, Err: ev.Err.Error()})
 		case provider.Done:
 			reply, invalid := sanitizeToolInputs(dropBlankReplyText(ev.Message))
 			out.Usage = out.Usage.Add(ev.Usage)

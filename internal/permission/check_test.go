@@ -337,3 +337,29 @@ func TestAskerDeniesAlways(t *testing.T) {
 		t.Errorf("asked %d times; want 2", n)
 	}
 }
+
+// TestSuggestedShellRules: the rule offered is one a person would write: a command and its
+// subcommand, never a command and its first argument.
+func TestSuggestedShellRules(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct{ command, want string }{
+		{"seq 1 10", "Bash(seq:*)"},
+		{"go test ./...", "Bash(go test:*)"},
+		{"git commit -m fix", "Bash(git commit:*)"},
+		{"npm run build", "Bash(npm run:*)"},
+		{"cat notes.txt", "Bash(cat:*)"},
+		{"ls -la", "Bash(ls:*)"},
+		{"head -5 x", "Bash(head:*)"},
+	} {
+		var got []Rule
+		asker := AskerFunc(func(ctx context.Context, req AskRequest) (Answer, error) {
+			got = req.Suggestions
+			return DenyAnswer("no"), nil
+		})
+		c := New(Config{Policy: Policy{Mode: ModeDefault, Dirs: []string{dir}}, Asker: asker})
+		c.Check(t.Context(), Request{Tool: "Bash", Command: tt.command})
+		if diff := cmp.Diff([]string{tt.want}, ruleStrings(got)); diff != "" {
+			t.Errorf("%s: suggestions mismatch (-want +got):\n%s", tt.command, diff)
+		}
+	}
+}

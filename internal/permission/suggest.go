@@ -2,6 +2,7 @@ package permission
 
 import (
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -47,6 +48,10 @@ func suggest(p *prepared, dirs []string) []Rule {
 	return rules
 }
 
+// subcommandRE is a second word that reads as a subcommand: a word of letters, with digits,
+// dashes or underscores after the first letter.
+var subcommandRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+
 var globEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`, "{", `\{`, "}", `\}`)
 
 func suggestBash(c simpleCmd) string {
@@ -62,7 +67,9 @@ func suggestBash(c simpleCmd) string {
 	}
 	prefix := name
 	if len(c.words) > 1 {
-		if w := c.words[1].value; plainWordRE.MatchString(w) && !strings.HasPrefix(w, "-") && !strings.ContainsAny(w, "/.*?[]{}=") {
+		// A subcommand (go test, git commit, npm run) narrows the rule; an argument (seq 1,
+		// cat notes) would make a rule nobody writes, so it is left out.
+		if w := c.words[1].value; subcommandRE.MatchString(w) {
 			prefix += " " + w
 		}
 	}

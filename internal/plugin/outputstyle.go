@@ -10,8 +10,8 @@ import (
 )
 
 // OutputStyle is one output style a plugin brings: a markdown file whose body is the style's
-// instructions. keel loads and lists them; applying a style to the system prompt is the
-// terminal UI's setting (not done yet).
+// instructions. The session offers them beside the settings' own styles (outputStyle,
+// /output-style).
 type OutputStyle struct {
 	// Name is plugin:<name>, where <name> is the file's name without .md.
 	Name string

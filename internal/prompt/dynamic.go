@@ -14,6 +14,7 @@ const (
 	SectionEnv        = "env"
 	SectionLanguage   = "language"
 	SectionScratchpad = "scratchpad"
+	SectionStyle      = "output_style"
 	SectionAppend     = "append"
 )
 
@@ -48,6 +49,7 @@ func dynamicSections(opts Options) []Section {
 			return "# Scratchpad\nFor temporary files use " + opts.ScratchpadDir +
 				" instead of /tmp or the project; it belongs to this session and needs no permission prompt."
 		}),
+		Memoized(SectionStyle, func() string { return opts.OutputStyle }),
 		Memoized(SectionAppend, func() string { return opts.AppendSystemPrompt }),
 	}
 	return append(sections, opts.Extra...)

@@ -59,6 +59,12 @@ type Options struct {
 	ScratchpadDir string
 	// Extra are further sections other packages own, placed after the built-in dynamic ones.
 	Extra []Section
+	// OutputStyle is the instructions of the output style the user chose (internal/outputstyle),
+	// "" for keel's own: a style leaves out the concise-output section, and the coding
+	// instructions too unless KeepCodingInstructions, and its text comes before the appended
+	// prompt.
+	OutputStyle            string
+	KeepCodingInstructions bool
 }
 
 // Rendered is a system prompt ready to send. Treat it as immutable: forks and post-turn
@@ -169,6 +175,9 @@ func staticSections(opts Options) []Section {
 	}
 	out := make([]Section, 0, len(staticOrder))
 	for _, name := range staticOrder {
+		if opts.OutputStyle != "" && (name == "output_efficiency" || name == "doing_tasks" && !opts.KeepCodingInstructions) {
+			continue
+		}
 		data, err := staticFS.ReadFile("static/" + name + ".md")
 		if err != nil {
 			panic("prompt: missing embedded section " + name) // a build defect

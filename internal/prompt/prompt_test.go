@@ -3,6 +3,7 @@ package prompt
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -198,4 +199,41 @@ func TestGoldenPrompt(t *testing.T) {
 		t.Errorf("prompt contains the temporary directory")
 	}
 	golden(t, "prompt.golden", a.Bytes)
+}
+
+// TestOutputStyle: a style drops the concise-output section, drops the coding instructions
+// unless it keeps them, and adds its text near the end; no style leaves the prompt alone.
+func TestOutputStyle(t *testing.T) {
+	plain := string(New(Options{}).Render().Bytes)
+	for _, tt := range []struct {
+		keep       bool
+		wantCoding bool
+	}{{true, true}, {false, false}} {
+		r := New(Options{OutputStyle: "# Output style: Pirate\nArr.", KeepCodingInstructions: tt.keep, AppendSystemPrompt: "appended"}).Render()
+		text := string(r.Bytes)
+		if strings.Contains(text, "Keep replies short") {
+			t.Errorf("keep=%v: the concise-output section stayed", tt.keep)
+		}
+		if got := strings.Contains(text, doingTasks(t)); got != tt.wantCoding {
+			t.Errorf("keep=%v: coding instructions present = %v", tt.keep, got)
+		}
+		if i, j := strings.Index(text, "Arr."), strings.Index(text, "appended"); i < 0 || j < i || i < strings.Index(text, DynamicBoundary) {
+			t.Errorf("keep=%v: the style is not a dynamic section before the appended prompt:\n%s", tt.keep, text)
+		}
+		if !slices.Contains(r.Names, SectionStyle) {
+			t.Errorf("keep=%v: sections %v lack %s", tt.keep, r.Names, SectionStyle)
+		}
+	}
+	if !strings.Contains(plain, "Keep replies short") || !strings.Contains(plain, doingTasks(t)) {
+		t.Error("without a style the prompt lost a section")
+	}
+}
+
+func doingTasks(t *testing.T) string {
+	t.Helper()
+	b, err := staticFS.ReadFile("static/doing_tasks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))[:60]
 }

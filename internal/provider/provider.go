@@ -112,8 +112,10 @@ type InputDelta struct {
 // that accumulated deltas resets before the next attempt's events arrive.
 type Retrying struct {
 	Attempt int // the attempt that failed, from 1
-	Delay   time.Duration
-	Err     error
+	// MaxAttempts is how many attempts will be made in all.
+	MaxAttempts int
+	Delay       time.Duration
+	Err         error
 }
 
 // Done ends a successful stream with the whole assistant message, assembled from the deltas.

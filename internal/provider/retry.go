@@ -156,9 +156,13 @@ func IsRetryable(err error) bool {
 // RetryPolicy says how often and how patiently [WithRetries] tries again. The zero value is the
 // default: 10 attempts, 500 ms × 2^(attempt−1) up to 32 s, minus up to 25 % jitter.
 type RetryPolicy struct {
-	MaxAttempts int           // 0 means 10
-	BaseDelay   time.Duration // 0 means 500 ms
-	MaxDelay    time.Duration // 0 means 32 s
+	MaxAttempts int // 0 means 10
+	// LocalRefusedAttempts caps the attempts when a loopback or private address refuses the
+	// connection ([RefusedError]): a local server that is not running does not start by
+	// itself, and the user should hear so at once. 0 means 3.
+	LocalRefusedAttempts int
+	BaseDelay            time.Duration // 0 means 500 ms
+	MaxDelay             time.Duration // 0 means 32 s
 	// Sleep waits d or until ctx ends; nil uses a timer. Tests inject one so they never wait.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Jitter returns how much to take off a computed delay, in [0, d/4]; nil is random.
@@ -170,6 +174,9 @@ type RetryPolicy struct {
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MaxAttempts <= 0 {
 		p.MaxAttempts = 10
+	}
+	if p.LocalRefusedAttempts <= 0 {
+		p.LocalRefusedAttempts = 3
 	}
 	if p.BaseDelay <= 0 {
 		p.BaseDelay = 500 * time.Millisecond
@@ -269,14 +276,28 @@ func (r *retrying) Stream(ctx context.Context, req *Request) iter.Seq2[Event, er
 				yield(nil, failed)
 				return
 			}
-			if attempt >= r.policy.MaxAttempts {
-				yield(nil, fmt.Errorf("after %d attempts: %w", attempt, failed))
+			most := r.policy.MaxAttempts
+			refused, isRefused := errors.AsType[*RefusedError](failed)
+			if isRefused && refused.Local {
+				most = min(most, r.policy.LocalRefusedAttempts)
+			}
+			if attempt >= most {
+				err := fmt.Errorf("after %d attempts: %w", attempt, failed)
+				if isRefused {
+					err = &PermanentError{Err: err, Hint: refused.Hint}
+				}
+				yield(nil, err)
 				return
 			}
 			delay := r.policy.Delay(attempt, failed)
 			r.logger.Warn("model request failed, retrying",
 				"source", req.Source, "attempt", attempt, "delay", delay, "err", failed)
-			if !yield(Retrying{Attempt: attempt, Delay: delay, Err: failed}, nil) {
+			// A person reads the retry line: the refused address, not the adapter's wrapping.
+			shown := failed
+			if isRefused {
+				shown = refused
+			}
+			if !yield(Retrying{Attempt: attempt, MaxAttempts: most, Delay: delay, Err: shown}, nil) {
 				return
 			}
 			if err := r.policy.Sleep(ctx, delay); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -40,7 +41,51 @@ func TransportError(err error, urlSetting string) error {
 	case "tls":
 		return &PermanentError{Err: err, Hint: "the model API's TLS certificate does not verify; check " + urlSetting + " and the system's CA certificates"}
 	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return refused(err, urlSetting)
+	}
 	return err
+}
+
+// RefusedError is a connection to the model API that its address refused: nothing listens
+// there, or not yet. It is retried; [WithRetries] gives up on a local address (loopback or
+// private, where a server is started by hand) after a few quick attempts, with the Hint.
+type RefusedError struct {
+	URL string
+	// Local says the address is loopback, private or link-local.
+	Local bool
+	Hint  string
+	Err   error
+}
+
+func (e *RefusedError) Error() string { return "connection refused to " + e.URL }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// refused classifies a refused connection: where it went, and whether that is a local address.
+func refused(err error, urlSetting string) *RefusedError {
+	re := &RefusedError{Err: err, Hint: "nothing is listening there: start the model server, or check " + urlSetting}
+	host := ""
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		re.URL = ue.URL
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			re.URL = u.Scheme + "://" + u.Host + u.Path
+			host = u.Hostname()
+		}
+	}
+	if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Addr != nil {
+		if ta, ok := oe.Addr.(*net.TCPAddr); ok {
+			host = ta.IP.String()
+		}
+		if re.URL == "" {
+			re.URL = oe.Addr.String()
+		}
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		re.Local = ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast()
+	} else {
+		re.Local = host == "localhost"
+	}
+	return re
 }
 
 // permanentTransport names the kind of a transport failure that repeating cannot fix, or "".

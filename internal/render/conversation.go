@@ -52,10 +52,11 @@ func (c *Conversation) Render(e event.Event) error {
 	switch e := e.(type) {
 	case event.UserMessage:
 		for _, b := range e.Message.Content {
-			// System reminders are what keel told the model beside the prompt, not the user's words.
-			if b.Type == message.TypeText && o.AgentID == "" && !strings.HasPrefix(b.Text, "<system-reminder>") {
+			// System reminders are what keel told the model beside the prompt, not the user's
+			// words; background reports and teammates' messages read as words, not tags.
+			if text := Readable(b.Text); b.Type == message.TypeText && o.AgentID == "" && text != "" {
 				c.newline()
-				fmt.Fprintf(c.w, "\n> %s\n\n", oneLine(b.Text, 200))
+				fmt.Fprintf(c.w, "\n> %s\n\n", oneLine(text, 200))
 			}
 		}
 	case event.TextDelta:
@@ -68,7 +69,7 @@ func (c *Conversation) Render(e event.Event) error {
 		c.lastAgent = o.AgentID
 	case event.ToolStart:
 		c.newline()
-		fmt.Fprintf(c.w, "%s● %s(%s)\n", c.prefix(o), e.Name, oneLine(string(e.Input), 100))
+		fmt.Fprintf(c.w, "%s● %s\n", c.prefix(o), oneLine(CallLabel(e.Name, e.Input, ""), 120))
 	case event.ToolEnd:
 		status := "ok"
 		if e.IsError {
@@ -79,7 +80,10 @@ func (c *Conversation) Render(e event.Event) error {
 		fmt.Fprintf(c.w, "%s  ⎿ %s %s (%s): %s\n", c.prefix(o), e.Name, status, e.Duration.Round(1e6), oneLine(text, 120))
 	case event.Retry:
 		c.newline()
-		fmt.Fprintf(c.w, "  ↻ retrying model request (attempt %d failed: %s)\n", e.Attempt, oneLine(e.Err, 100))
+		fmt.Fprintf(c.w, "  ↻ %s\n", strings.TrimPrefix(RetryLine(e), "keel: "))
+	case event.PermissionDenied:
+		c.newline()
+		fmt.Fprintf(c.w, "  ✗ %s\n", strings.TrimPrefix(DenialLine(e), "keel: "))
 	case event.CacheBreak:
 		c.newline()
 		fmt.Fprintf(c.w, "  ⚠ cache break in %s: %s\n", e.Segment, e.Reason)
@@ -95,7 +99,11 @@ func (c *Conversation) Render(e event.Event) error {
 		fmt.Fprintf(c.w, "  ⧗ %s %s started: %s\n", kind, e.TaskID, e.Description)
 	case event.TaskNotification:
 		c.newline()
-		fmt.Fprintf(c.w, "  ✓ task %s %s\n", e.TaskID, e.Status)
+		line := fmt.Sprintf("  ✓ task %s %s", e.TaskID, e.Status)
+		if e.Summary != "" {
+			line += ": " + oneLine(e.Summary, 120)
+		}
+		fmt.Fprintln(c.w, line)
 	case event.TeammateState:
 		c.newline()
 		task := ""
@@ -107,7 +115,7 @@ func (c *Conversation) Render(e event.Event) error {
 		c.newline()
 		what := e.Summary
 		if what == "" {
-			what = oneLine(e.Text, 120)
+			what = oneLine(MessageText(e.Text, nil), 120)
 		}
 		fmt.Fprintf(c.w, "  ✉ %s → %s: %s\n", e.Sender, e.Recipient, what)
 	case event.AssistantMessage:
@@ -126,7 +134,7 @@ func (c *Conversation) Render(e event.Event) error {
 			c.priced = c.priced || mu.PriceKnown
 		}
 		if e.IsError {
-			fmt.Fprintf(c.w, "\n✗ %s: %s\n", e.Subtype, e.Text)
+			fmt.Fprintf(c.w, "\n✗ %s\n", ResultMessage(e))
 		}
 	}
 	return nil

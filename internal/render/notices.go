@@ -7,26 +7,42 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 )
 
-// WithNotices returns r for format, with notices (settings problems, hooks that timed out,
-// MCP servers that failed, a torn transcript tail…) also written to errW as
-// "keel: warning: …" lines where the format has no place for them: text and json print only
-// the result on stdout. stream-json carries them as system lines, and the verbose
-// conversation view prints them in place, so those are returned as they are.
+// WithNotices returns r for format, with what a person running keel must hear of written to
+// errW as lines where the format has no place for them: text and json print only the result
+// on stdout, so notices (settings problems, hooks that timed out, MCP servers that failed, a
+// torn transcript tail…) go there as "keel: warning: …", every denied tool call as "keel:
+// denied Edit(calc.py): …" and every retried model request as "keel: retrying (attempt 2 of
+// 10 in 1 s): …". stream-json carries notices and denials as system lines, so only its
+// retries are written; the verbose conversation view prints everything in place.
 func WithNotices(r Renderer, format string, verbose bool, errW io.Writer) Renderer {
-	if format == "stream-json" || (format == "text" || format == "") && verbose {
+	if (format == "text" || format == "") && verbose {
 		return r
 	}
-	return &noticeRenderer{Renderer: r, w: errW}
+	return &noticeRenderer{Renderer: r, w: errW, retriesOnly: format == "stream-json"}
 }
 
 type noticeRenderer struct {
 	Renderer
-	w io.Writer
+	w           io.Writer
+	retriesOnly bool
 }
 
 func (r *noticeRenderer) Render(e event.Event) error {
-	if n, ok := e.(event.Notice); ok {
-		if _, err := fmt.Fprintln(r.w, NoticeLine(n)); err != nil {
+	line := ""
+	switch e := e.(type) {
+	case event.Retry:
+		line = RetryLine(e)
+	case event.Notice:
+		if !r.retriesOnly {
+			line = NoticeLine(e)
+		}
+	case event.PermissionDenied:
+		if !r.retriesOnly {
+			line = DenialLine(e)
+		}
+	}
+	if line != "" {
+		if _, err := fmt.Fprintln(r.w, line); err != nil {
 			return err
 		}
 	}
@@ -43,10 +59,5 @@ func NoticeLine(n event.Notice) string {
 	case "error":
 		prefix += "error: "
 	}
-	if who := n.Origin.AgentName; who != "" {
-		prefix += "[" + who + "] "
-	} else if n.Origin.AgentID != "" {
-		prefix += "[agent " + n.Origin.AgentID + "] "
-	}
-	return prefix + n.Text
+	return prefix + agentPrefix(n.Origin) + n.Text
 }

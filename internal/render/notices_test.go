@@ -2,8 +2,10 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -24,20 +26,7 @@ func TestNoticesReachStderr(t *testing.T) {
 		"keel: [Explore] async hook started\n"
 	for _, format := range []string{"text", "json", "stream-json"} {
 		t.Run(format, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			r, err := New(format, &out, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r = WithNotices(r, format, false, &errOut)
-			for _, e := range events {
-				if err := r.Render(e); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := r.Finish(); err != nil {
-				t.Fatal(err)
-			}
+			out, errOut := renderHeadless(t, format, events)
 			if format == "stream-json" {
 				if errOut.Len() != 0 || strings.Count(out.String(), `"subtype":"notice"`) != 3 {
 					t.Errorf("stream-json: stderr %q, stdout %s", errOut.String(), out.String())
@@ -52,4 +41,65 @@ func TestNoticesReachStderr(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDenialsAndRetriesReachStderr: in text and json output every denied call and every retry
+// is a line on stderr, in words; stream-json keeps denials on stdout and says retries on both.
+func TestDenialsAndRetriesReachStderr(t *testing.T) {
+	events := []event.Event{
+		event.Retry{Attempt: 2, MaxAttempts: 10, Delay: 6800 * time.Millisecond, Err: "connection refused to http://127.0.0.1:9/v1/messages"},
+		event.PermissionDenied{ToolUseID: "t1", ToolName: "Edit", Input: json.RawMessage(`{"file_path":"calc.py","old_string":"-","new_string":"+"}`),
+			Reason: `permission to use Edit on calc.py was not granted: edits need approval, and there is no one to ask in a headless run; to allow it, add "Edit(./calc.py)" to permissions.allow in settings (or --allowedTools)`},
+		event.PermissionDenied{Origin: event.Origin{AgentID: "a1", AgentName: "fixer"}, ToolName: "Bash", Input: json.RawMessage(`{"command":"seq 1 3"}`), Reason: "denied by rule Bash(seq:*)"},
+		event.Result{Subtype: "success", Text: "I fixed it."},
+	}
+	wantErr := "keel: retrying (attempt 3 of 10 in 7 s): connection refused to http://127.0.0.1:9/v1/messages\n" +
+		`keel: denied Edit(calc.py): permission to use Edit on calc.py was not granted: edits need approval, and there is no one to ask in a headless run; to allow it, add "Edit(./calc.py)" to permissions.allow in settings (or --allowedTools)` + "\n" +
+		"keel: [fixer] denied Bash(seq 1 3): denied by rule Bash(seq:*)\n"
+	for _, format := range []string{"text", "json", "stream-json"} {
+		t.Run(format, func(t *testing.T) {
+			out, errOut := renderHeadless(t, format, events)
+			want := wantErr
+			if format == "stream-json" {
+				want = strings.SplitAfter(wantErr, "\n")[0]
+			}
+			if diff := cmp.Diff(want, errOut.String()); diff != "" {
+				t.Errorf("stderr mismatch (-want +got):\n%s", diff)
+			}
+			if format == "text" && out.String() != "I fixed it.\n" {
+				t.Errorf("stdout holds more than the answer: %q", out.String())
+			}
+		})
+	}
+	var conv bytes.Buffer
+	r, _ := New("text", &conv, true)
+	for _, e := range events {
+		_ = r.Render(e)
+	}
+	for _, w := range []string{"retrying (attempt 3 of 10 in 7 s): connection refused", "denied Edit(calc.py): permission to use Edit"} {
+		if !strings.Contains(conv.String(), w) {
+			t.Errorf("the verbose view lacks %q:\n%s", w, conv.String())
+		}
+	}
+}
+
+// renderHeadless renders events as a headless run in format does, and returns stdout and
+// stderr.
+func renderHeadless(t *testing.T, format string, events []event.Event) (out, errOut *bytes.Buffer) {
+	t.Helper()
+	out, errOut = &bytes.Buffer{}, &bytes.Buffer{}
+	r, err := New(format, out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = WithNotices(r, format, false, errOut)
+	for _, e := range events {
+		if err := r.Render(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	return out, errOut
 }

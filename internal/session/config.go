@@ -45,12 +45,7 @@ func (s *Session) loadSettings() error {
 	st, _ := settings.Load(s.settingsOptions())
 	s.settings = st
 	if bad := st.Unreadable(); len(bad) > 0 && !s.opts.IgnoreSettingsErrors {
-		var lines []string
-		for _, p := range bad {
-			p.Msg = strings.TrimSuffix(p.Msg, " (file ignored)")
-			lines = append(lines, p.Error())
-		}
-		return fmt.Errorf("%s; fix it, or pass --ignore-settings-errors to run without that file", strings.Join(lines, "; "))
+		return unreadableError(bad)
 	}
 	for _, p := range st.Problems {
 		s.notices = append(s.notices, event.Notice{Level: string(p.Severity), Text: p.Error()})
@@ -248,7 +243,7 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 			s.instructionsLoaded(ctx, s.memoryAllowed(mem.Files()), "session_start")
 		}
 	}
-	s.prompt = prompt.New(prompt.Options{
+	s.buildStyledPrompt(prompt.Options{
 		SystemPrompt:       s.opts.SystemPrompt,
 		AppendSystemPrompt: s.opts.AppendSystemPrompt,
 		Memory: func() []memory.File {

@@ -50,7 +50,7 @@ func (s *Session) openTranscript(ctx context.Context) (*transcript.State, error)
 		}
 		src = latest.Path
 	}
-	opts := transcript.Options{SessionID: s.id, CWD: s.opts.Cwd, Version: s.opts.Version, Logger: s.logger, Now: s.opts.Now}
+	opts := transcript.Options{SessionID: s.id, CWD: s.opts.Cwd, GitBranch: gitBranch(s.opts.Cwd), Version: s.opts.Version, Logger: s.logger, Now: s.opts.Now}
 	var (
 		w   *transcript.Writer
 		st  *transcript.State

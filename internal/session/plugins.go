@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/outputstyle"
+
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/mcphost"
@@ -195,9 +197,16 @@ func (s *Session) Plugins() []plugin.Info { return s.plugins().Infos() }
 // PluginErrors are the problems of the loaded plugins, as init.plugin_errors lists them.
 func (s *Session) PluginErrors() []plugin.Error { return s.plugins().Errors() }
 
-// OutputStyles are the enabled plugins' output styles. Choosing one is the terminal UI's
-// setting; the system prompt does not apply them yet.
-func (s *Session) OutputStyles() []plugin.OutputStyle { return s.plugins().OutputStyles() }
+// pluginOutputStyles are the enabled plugins' output styles as styles the session can
+// answer in (named plugin:style).
+func (s *Session) pluginOutputStyles() []outputstyle.Style {
+	var out []outputstyle.Style
+	for _, st := range s.plugins().OutputStyles() {
+		out = append(out, outputstyle.Style{Name: st.Name, Description: st.Description, Prompt: st.Body,
+			KeepCodingInstructions: st.KeepCodingInstructions, Source: st.Path})
+	}
+	return out
+}
 
 // initPlugins is the init event's plugins and plugin_errors.
 func (s *Session) initPlugins() ([]event.PluginInfo, []event.PluginError) {

@@ -232,6 +232,8 @@ type Session struct {
 	// idleEvents, if set, receives the events of background work between Sends (guarded by
 	// mu); without it they are held for the next Send.
 	idleEvents func(event.Event)
+	// style is the output style of the main agent's prompt (outputstyle.go).
+	style styleState
 }
 
 // ErrBusy is returned when Send is called while another Send runs.

@@ -49,6 +49,10 @@ type Settings struct {
 	// Plugins are enabledPlugins, extraKnownMarketplaces and the managed marketplace lists
 	// (plugins.go).
 	Plugins Plugins
+	// StatusLine is the terminal UI's status line command (ui.go); OutputStyle names the
+	// output style (default, Explanatory, Learning, or one in an output-styles directory).
+	StatusLine  StatusLine
+	OutputStyle Value[string]
 
 	// Unknown holds keys keel does not know, by dotted key, highest source winning. They are
 	// kept (and warned about) because real files carry many keys for other tools.
@@ -105,6 +109,8 @@ var keyTable = []keyDef{
 	extraKnownMarketplacesKey(),
 	strictKnownMarketplacesKey(),
 	blockedMarketplacesKey(),
+	statusLineKey(),
+	scalar("outputStyle", func(s *Settings) *Value[string] { return &s.OutputStyle }, decNonEmpty),
 }
 
 // keyDef reads one key. Sources are applied highest first, so apply only fills what is unset

@@ -13,7 +13,7 @@ import (
 )
 
 // indexVersion is the version of the listing index format.
-const indexVersion = 1
+const indexVersion = 2
 
 // firstPromptMax caps the first prompt kept in the index, in bytes.
 const firstPromptMax = 200
@@ -27,6 +27,8 @@ type indexFile struct {
 	Size        int64  `json:"size"`
 	FirstPrompt string `json:"firstPrompt,omitempty"`
 	Title       string `json:"title,omitempty"`
+	// Branch is the git branch the first prompt was written on.
+	Branch string `json:"branch,omitempty"`
 	// Messages counts the user and assistant entries in the file, all branches included.
 	Messages int `json:"messages"`
 }
@@ -42,7 +44,7 @@ func (ix *indexFile) add(e Entry, size int64) {
 	case TypeUser, TypeAssistant:
 		ix.Messages++
 		if e.Type == TypeUser && ix.FirstPrompt == "" && e.Message != nil {
-			ix.FirstPrompt = clip(e.Message.TextOf(), firstPromptMax)
+			ix.FirstPrompt, ix.Branch = clip(e.Message.TextOf(), firstPromptMax), e.GitBranch
 		}
 	case TypeCustomTitle:
 		var t string
@@ -128,7 +130,7 @@ func refreshIndex(transcript string, r io.ReaderAt, size int64) (indexFile, erro
 			if ix.FirstPrompt == "" && opensWithText(line) {
 				var e Entry
 				if json.Unmarshal(line, &e) == nil && e.Message != nil {
-					ix.FirstPrompt = clip(e.Message.TextOf(), firstPromptMax)
+					ix.FirstPrompt, ix.Branch = clip(e.Message.TextOf(), firstPromptMax), e.GitBranch
 				}
 			}
 		case TypeAssistant:

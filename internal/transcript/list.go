@@ -16,12 +16,14 @@ import (
 
 // Summary describes one session for listing.
 type Summary struct {
-	ID          string    `json:"id"`
-	Path        string    `json:"path"`
-	Title       string    `json:"title,omitempty"`
-	FirstPrompt string    `json:"firstPrompt,omitempty"`
-	Updated     time.Time `json:"updated"`
-	Size        int64     `json:"size"`
+	ID          string `json:"id"`
+	Path        string `json:"path"`
+	Title       string `json:"title,omitempty"`
+	FirstPrompt string `json:"firstPrompt,omitempty"`
+	// Branch is the git branch the first prompt was written on, when keel knew it.
+	Branch  string    `json:"branch,omitempty"`
+	Updated time.Time `json:"updated"`
+	Size    int64     `json:"size"`
 	// Messages counts the user and assistant entries in the file, all branches included.
 	Messages int `json:"messages"`
 }
@@ -83,7 +85,7 @@ func summarize(path, id string, open func(string) (listFile, error)) (Summary, e
 	if err != nil {
 		return Summary{}, err
 	}
-	return Summary{ID: id, Path: path, Title: ix.Title, FirstPrompt: ix.FirstPrompt,
+	return Summary{ID: id, Path: path, Title: ix.Title, FirstPrompt: ix.FirstPrompt, Branch: ix.Branch,
 		Updated: fi.ModTime(), Size: fi.Size(), Messages: ix.Messages}, nil
 }
 

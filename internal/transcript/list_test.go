@@ -70,8 +70,8 @@ func TestListReadsOnlyWhatTheIndexLacks(t *testing.T) {
 	}
 	bigSize := int64(len(readFile(t, big)))
 	want := []Summary{
-		{ID: "big", Path: big, Title: "title big", FirstPrompt: "first prompt of big", Updated: t0.Add(time.Hour), Size: bigSize, Messages: 501},
-		{ID: "small", Path: filepath.Join(dir, "small.jsonl"), Title: "title small", FirstPrompt: "hello", Updated: t0, Messages: 2},
+		{ID: "big", Path: big, Title: "title big", FirstPrompt: "first prompt of big", Branch: "main", Updated: t0.Add(time.Hour), Size: bigSize, Messages: 501},
+		{ID: "small", Path: filepath.Join(dir, "small.jsonl"), Title: "title small", FirstPrompt: "hello", Branch: "main", Updated: t0, Messages: 2},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Summary{}, "Size")); diff != "" {
 		t.Errorf("list mismatch (-want +got):\n%s", diff)

@@ -7,6 +7,7 @@ package tui
 
 import (
 	"context"
+	"io"
 	"iter"
 	"time"
 
@@ -30,8 +31,10 @@ type SessionInfo struct {
 	ID          string
 	Title       string
 	FirstPrompt string
+	Branch      string // the git branch it was started on, if known
 	Modified    time.Time
 	Size        int64 // bytes of transcript
+	Messages    int
 }
 
 // SessionLister lists recent sessions, newest first.
@@ -44,10 +47,21 @@ type Resumer interface {
 	Resume(ctx context.Context, sessionID string) error
 }
 
+// Titler names the session (/rename), so --resume finds it by that title.
+type Titler interface {
+	SetTitle(ctx context.Context, title string) error
+}
+
 // Rewinder rewinds to just before the user message toUUID: files (code), history
 // (conversation) or both.
 type Rewinder interface {
 	Rewind(ctx context.Context, toUUID string, code, conversation bool) error
+}
+
+// ContextReporter measures what the next request would carry, by part (/context, and the
+// status line's figure for a resumed conversation before its first request).
+type ContextReporter interface {
+	ContextUsage(ctx context.Context) keel.ContextUsage
 }
 
 // Compactor summarises the conversation to free context; instructions may steer the summary.
@@ -100,14 +114,14 @@ type MemoryLister interface {
 	MemoryFiles() []MemoryFile
 }
 
-// SkillInfo is one skill, offered in `/` completion.
-type SkillInfo struct {
-	Name, Description string
+// SkillLister lists the skills; those the user can invoke are offered in `/` completion.
+type SkillLister interface {
+	Skills() []keel.SkillInfo
 }
 
-// SkillLister lists the skills.
-type SkillLister interface {
-	Skills() []SkillInfo
+// SkillReloader reads the skills and commands from disk again (/skills reload).
+type SkillReloader interface {
+	ReloadSkills(ctx context.Context) error
 }
 
 // Backgrounder moves the running foreground subagents to the background.
@@ -147,4 +161,64 @@ type Teamer interface {
 	SendPending(ctx context.Context) iter.Seq2[keel.Event, error]
 	// OnIdleEvents makes teammates' events between turns reach fn as they happen.
 	OnIdleEvents(fn func(keel.Event))
+}
+
+// Doctorer checks what the session depends on (/doctor).
+type Doctorer interface {
+	Doctor(ctx context.Context) []keel.Check
+}
+
+// ModelSwitcher lists the models and switches to one it knows (/model).
+type ModelSwitcher interface {
+	Models() []keel.ModelInfo
+	SwitchModel(ctx context.Context, name string) error
+}
+
+// RuleEditor lists, adds and removes permission rules (/permissions).
+type RuleEditor interface {
+	PermissionRules() []keel.PermissionRule
+	AddPermissionRule(behavior, rule string) error
+	RemovePermissionRule(behavior, rule string) error
+}
+
+// HookLister lists the configured hooks (/hooks).
+type HookLister interface {
+	Hooks() []keel.Hook
+}
+
+// TodoLister is the main agent's todo list (/todos).
+type TodoLister interface {
+	Todos() []keel.Todo
+}
+
+// ShellLister lists and stops the background shells (/bashes).
+type ShellLister interface {
+	Shells() []keel.Shell
+	KillShell(id string) error
+}
+
+// StyleSwitcher lists and switches output styles (/config).
+type StyleSwitcher interface {
+	OutputStyles() []keel.OutputStyle
+	OutputStyle() string
+	SetOutputStyle(ctx context.Context, name string) error
+}
+
+// StatusLiner is the statusLine setting; SetStatusLine keeps a new command in the user's
+// settings (/statusline).
+type StatusLiner interface {
+	StatusLine() keel.StatusLine
+	SetStatusLine(command string) error
+}
+
+// SettingsReporter says which settings files were read and what is wrong in them (/status,
+// /config).
+type SettingsReporter interface {
+	SettingsFiles() []keel.SettingsFile
+	SettingsProblems() []keel.Notice
+}
+
+// Exporter writes the conversation as Markdown (/export, /bug).
+type Exporter interface {
+	Export(ctx context.Context, w io.Writer) error
 }

@@ -18,7 +18,8 @@ func TestCaptureSession(t *testing.T) {
 		t.Skip("set KEEL_TUI_CAPTURE to the file to write the capture to")
 	}
 	srv := startScripted(t, e2eRules...)
-	tm := startKeel(t, srv, t.TempDir(), 100, 32)
+	dir := t.TempDir()
+	tm := startKeelOpts(t, srv, dir, 100, 32, termOptions{keep: true})
 	tm.waitFor("shift+tab")
 	tm.typeText("please say hello")
 	tm.keys("Enter")
@@ -30,10 +31,18 @@ func TestCaptureSession(t *testing.T) {
 	tm.waitFor("The file is there now.")
 	tm.typeText("/c")
 	final := tm.waitFor("/compact")
+	tm.keys("C-u")
+	tm.typeText("/exit")
+	tm.keys("Enter")
+	exited := trimLines(tm.waitForAll("[keel exited 0]"))
+	resumed := startKeel(t, srv, dir, 100, 32, "--continue")
+	again := resumed.waitFor("The file is there now.")
 	var b strings.Builder
 	b.WriteString("keel in a 100×32 terminal against the scripted model (text of tmux capture-pane).\n\n")
 	b.WriteString("A permission prompt:\n\n" + strings.TrimRight(ask, "\n") + "\n\n")
-	b.WriteString("After approving, typing /c for command completion:\n\n" + strings.TrimRight(final, "\n") + "\n")
+	b.WriteString("After approving, typing /c for command completion:\n\n" + strings.TrimRight(final, "\n") + "\n\n")
+	b.WriteString("The terminal after /exit:\n\n" + strings.TrimRight(exited, "\n") + "\n\n")
+	b.WriteString("keel --continue, before any prompt:\n\n" + strings.TrimRight(again, "\n") + "\n")
 	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -54,4 +63,13 @@ func BenchmarkE2EFirstFrame(b *testing.B) {
 		tm.tmux("kill-server")
 		b.StartTimer()
 	}
+}
+
+// trimLines drops the spaces tmux keeps at the ends of joined lines.
+func trimLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
 }

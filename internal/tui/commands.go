@@ -2,45 +2,68 @@ package tui
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"strconv"
 	"strings"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/keel-dev/keel/internal/cost"
 )
 
+// command is a built-in slash command: run gets the text after the name.
+type command struct {
+	name, desc string
+	run        func(m *Model, arg string) tea.Cmd
+}
+
 // commands are the built-in slash commands, in help order.
-var commands = []complItem{
-	{"/help", "show commands and keys"},
-	{"/clear", "start a fresh conversation"},
-	{"/compact", "summarise the conversation to free context"},
-	{"/resume", "resume an earlier session"},
-	{"/rewind", "rewind code and/or conversation to an earlier prompt"},
-	{"/model", "show or switch the model: /model NAME"},
-	{"/agents", "list agent definitions"},
-	{"/mcp", "MCP servers; /mcp login NAME signs in"},
-	{"/memory", "list the memory files in use"},
-	{"/permissions", "show the permission mode and rules allowed this session"},
-	{"/cost", "show tokens and cost so far"},
-	{"/config", "show this session's configuration"},
-	{"/init", "write a starter KEEL.md for this project"},
-	{"/team", "show the agent team; /team NAME views a teammate"},
-	{"/tasks", "the team's task board"},
-	{"/msg", "message a teammate: /msg NAME TEXT"},
-	{"/exit", "quit"},
+var commands = []command{
+	{"/help", "show commands and keys", nil}, // run by command: the help lists this table
+	{"/clear", "start a fresh conversation", (*Model).cmdClear},
+	{"/compact", "summarise the conversation to free context: /compact [what to keep]", (*Model).cmdCompact},
+	{"/resume", "resume an earlier session", func(m *Model, _ string) tea.Cmd { return m.openResume() }},
+	{"/rewind", "rewind code and/or conversation to an earlier prompt", func(m *Model, _ string) tea.Cmd { m.openRewind(); return nil }},
+	{"/rename", "name this session: /rename TITLE (keel --resume TITLE finds it)", (*Model).cmdRename},
+	{"/export", "write the conversation as Markdown: /export [FILE]", (*Model).cmdExport},
+	{"/copy", "copy the last answer to the clipboard (through the terminal)", (*Model).cmdCopy},
+	{"/plan", "switch to plan mode: the agent plans before it changes anything", (*Model).cmdPlan},
+	{"/status", "version, session, model, account, settings and what is loaded", (*Model).cmdStatus},
+	{"/context", "what fills the context window, by part", (*Model).cmdContext},
+	{"/cost", "tokens and cost so far", func(m *Model, _ string) tea.Cmd { m.notice(m.costText()); return nil }},
+	{"/model", "pick the model, or switch: /model NAME", (*Model).cmdModel},
+	{"/permissions", "list, add and remove permission rules", (*Model).cmdPermissions},
+	{"/config", "output style, theme, editor mode, model, permission mode, status line", (*Model).cmdConfig},
+	{"/output-style", "pick how keel answers, or set it: /output-style NAME", (*Model).cmdOutputStyle},
+	{"/theme", "pick the colour theme: dark, light, mono", (*Model).cmdTheme},
+	{"/vim", "switch between vim and normal editing of the prompt", (*Model).cmdVim},
+	{"/statusline", "show the status line command, or set one: /statusline COMMAND (off removes it)", (*Model).cmdStatusLine},
+	{"/doctor", "check the model API, settings, MCP servers and versions", (*Model).cmdDoctor},
+	{"/hooks", "list the configured hooks", (*Model).cmdHooks},
+	{"/skills", "list the skills and custom commands; /skills reload reads them again", (*Model).cmdSkills},
+	{"/agents", "list agent definitions", func(m *Model, _ string) tea.Cmd { m.listAgents(); return nil }},
+	{"/mcp", "MCP servers; /mcp login NAME signs in", (*Model).cmdMCP},
+	{"/memory", "list the memory files in use", (*Model).cmdMemory},
+	{"/todos", "the agent's todo list", (*Model).cmdTodos},
+	{"/bashes", "background shells: list, stop", (*Model).cmdBashes},
+	{"/init", "write a KEEL.md from what the project's files say", (*Model).cmdInit},
+	{"/bug", "write a bug report (keys and tokens redacted): /bug WHAT WENT WRONG", (*Model).cmdBug},
+	{"/team", "show the agent team; /team NAME views a teammate", func(m *Model, arg string) tea.Cmd { return m.teamCommand("/team", arg) }},
+	{"/tasks", "the team's task board", func(m *Model, arg string) tea.Cmd { return m.teamCommand("/tasks", arg) }},
+	{"/msg", "message a teammate: /msg NAME TEXT", func(m *Model, arg string) tea.Cmd { return m.teamCommand("/msg", arg) }},
+	{"/exit", "quit", (*Model).cmdExit},
 }
 
 func (m *Model) commandItems() []complItem {
-	items := append([]complItem(nil), commands...)
+	items := make([]complItem, 0, len(commands))
+	for _, c := range commands {
+		items = append(items, complItem{c.name, c.desc})
+	}
 	if sl, ok := m.b.(SkillLister); ok {
 		for _, s := range sl.Skills() {
-			items = append(items, complItem{"/" + s.Name, s.Description})
+			if s.UserInvocable {
+				items = append(items, complItem{"/" + s.Name, s.Description})
+			}
 		}
 	} else if m.init != nil {
 		for _, s := range m.init.Skills {
@@ -59,88 +82,21 @@ func unavailable(what string) string {
 func (m *Model) command(line string) tea.Cmd {
 	name, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
 	arg = strings.TrimSpace(arg)
-	ctx := context.Background()
-	switch name {
-	case "/help":
-		m.notice(helpText())
-	case "/exit", "/quit":
-		m.quitting = true
-		return tea.Quit
-	case "/clear":
-		c, ok := m.b.(Clearer)
-		if !ok {
-			m.notice(unavailable("/clear"))
-			return nil
-		}
-		if err := c.Clear(ctx); err != nil {
-			m.errorf("clear: " + err.Error())
-			return nil
-		}
-		m.items, m.tools, m.prompts, m.ctxUsed = nil, map[string]*item{}, nil, 0
-		m.notice("conversation cleared")
-	case "/compact":
-		c, ok := m.b.(Compactor)
-		if !ok {
-			m.notice(unavailable("/compact"))
-			return nil
-		}
-		m.hint = "compacting…"
-		return func() tea.Msg { return cmdDoneMsg{what: "compacted", err: c.Compact(ctx, arg)} }
-	case "/resume":
-		return m.openResume()
-	case "/rewind":
-		m.openRewind()
-	case "/model":
-		if arg == "" {
-			m.notice("model: " + m.b.Model() + " (switch with /model NAME)")
-			return nil
-		}
-		m.b.SetModel(arg)
-		m.notice("model set to " + m.b.Model())
-	case "/agents":
-		m.listAgents()
-	case "/mcp":
-		if sub, name, _ := strings.Cut(arg, " "); sub == "login" {
-			return m.loginMCP(strings.TrimSpace(name))
-		}
-		m.listMCP()
-	case "/memory":
-		ml, ok := m.b.(MemoryLister)
-		if !ok {
-			m.notice(unavailable("/memory"))
-			return nil
-		}
-		var b strings.Builder
-		b.WriteString("Memory files")
-		for _, f := range ml.MemoryFiles() {
-			fmt.Fprintf(&b, "\n  %s (%s)", f.Path, f.Scope)
-		}
-		m.notice(b.String())
-	case "/permissions":
-		text := "permission mode: " + m.b.PermissionMode() + " (shift+tab cycles default → acceptEdits → plan)"
-		if len(m.always) > 0 {
-			text += "\nallowed this session (also in .keel/settings.local.json):\n  " + strings.Join(m.always, "\n  ")
-		}
-		m.notice(text)
-	case "/cost":
-		m.notice(m.costText())
-	case "/config":
-		m.notice(fmt.Sprintf("session %s\nmodel %s\npermission mode %s\ncwd %s\ncolour %v",
-			m.b.ID(), m.b.Model(), m.b.PermissionMode(), m.cwd, !m.cfg.NoColor))
-	case "/team", "/tasks", "/msg":
-		return m.teamCommand(name, arg)
-	case "/init":
-		path, err := writeStarterMemory(m.cwd)
-		if err != nil {
-			m.errorf("init: " + err.Error())
-			return nil
-		}
-		m.notice("wrote " + path + "; edit it to tell keel about this project")
-	default:
-		// A skill or an unknown command: the session expands skills from the prompt text.
-		return m.submit(line)
+	if name == "/quit" {
+		name = "/exit"
 	}
-	return nil
+	for _, c := range commands {
+		switch {
+		case c.name != name:
+		case c.run == nil:
+			m.notice(helpText())
+			return nil
+		default:
+			return c.run(m, arg)
+		}
+	}
+	// A skill or an unknown command: the session expands skills from the prompt text.
+	return m.submit(line)
 }
 
 // cmdDoneMsg reports a slow command that ran off the UI goroutine.
@@ -149,6 +105,81 @@ type cmdDoneMsg struct {
 	err      error
 	rewindTo string // set by a rewind: drop the transcript from this prompt on
 	conv     bool
+	resumed  bool // set by /resume: show the conversation switched to
+}
+
+// later runs work off the UI goroutine and reports it as done (what) or failed.
+func later(what string, work func(ctx context.Context) error) tea.Cmd {
+	return func() tea.Msg { return cmdDoneMsg{what: what, err: work(context.Background())} }
+}
+
+// noticeMsg is text a slow command produced, shown as a notice.
+type noticeMsg struct{ text string }
+
+func (m *Model) cmdExit(string) tea.Cmd {
+	m.quitting = true
+	return tea.Quit
+}
+
+func (m *Model) cmdClear(string) tea.Cmd {
+	c, ok := m.b.(Clearer)
+	if !ok {
+		m.notice(unavailable("/clear"))
+		return nil
+	}
+	if err := c.Clear(context.Background()); err != nil {
+		m.errorf("could not clear the conversation: " + err.Error())
+		return nil
+	}
+	m.items, m.tools, m.prompts, m.ctxUsed, m.first = nil, map[string]*item{}, nil, 0, 0
+	m.notice("conversation cleared")
+	return nil
+}
+
+func (m *Model) cmdCompact(arg string) tea.Cmd {
+	c, ok := m.b.(Compactor)
+	if !ok {
+		m.notice(unavailable("/compact"))
+		return nil
+	}
+	m.hint = "compacting…"
+	return later("compacted", func(ctx context.Context) error { return c.Compact(ctx, arg) })
+}
+
+func (m *Model) cmdRename(arg string) tea.Cmd {
+	t, ok := m.b.(Titler)
+	switch {
+	case !ok:
+		m.notice(unavailable("/rename"))
+	case arg == "":
+		m.notice("usage: /rename TITLE")
+	default:
+		return later("named this session "+strconv.Quote(arg), func(ctx context.Context) error { return t.SetTitle(ctx, arg) })
+	}
+	return nil
+}
+
+func (m *Model) cmdMCP(arg string) tea.Cmd {
+	if sub, name, _ := strings.Cut(arg, " "); sub == "login" {
+		return m.loginMCP(strings.TrimSpace(name))
+	}
+	m.listMCP()
+	return nil
+}
+
+func (m *Model) cmdMemory(string) tea.Cmd {
+	ml, ok := m.b.(MemoryLister)
+	if !ok {
+		m.notice(unavailable("/memory"))
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("Memory files")
+	for _, f := range ml.MemoryFiles() {
+		fmt.Fprintf(&b, "\n  %s (%s)", f.Path, f.Scope)
+	}
+	m.notice(b.String())
+	return nil
 }
 
 func (m *Model) listAgents() {
@@ -179,9 +210,7 @@ func (m *Model) loginMCP(name string) tea.Cmd {
 		return nil
 	}
 	m.hint = "signing in to " + name + "…"
-	return func() tea.Msg {
-		return cmdDoneMsg{what: "signed in to " + name, err: l.LoginMCP(context.Background(), name)}
-	}
+	return later("signed in to "+name, func(ctx context.Context) error { return l.LoginMCP(ctx, name) })
 }
 
 func (m *Model) listMCP() {
@@ -253,7 +282,7 @@ func helpText() string {
 	var b strings.Builder
 	b.WriteString("Commands")
 	for _, c := range commands {
-		fmt.Fprintf(&b, "\n  %-13s %s", c.value, c.desc)
+		fmt.Fprintf(&b, "\n  %-13s %s", c.name, c.desc)
 	}
 	b.WriteString(`
 Keys
@@ -265,77 +294,24 @@ Keys
 	return b.String()
 }
 
-// runShell runs a `!` command directly in the session's directory. It is the user's own
-// command, so it does not go through the agent's permission checks; the output is shown and
-// handed to the model with the next prompt, as context.
-func (m *Model) runShell(cmdline string) tea.Cmd {
-	dir := m.cwd
-	m.hint = "running " + cmdline
-	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		c := exec.CommandContext(ctx, "sh", "-c", cmdline)
-		c.Dir = dir
-		out, err := c.CombinedOutput()
-		return shellDoneMsg{cmd: cmdline, out: strings.TrimRight(string(out), "\n"), err: err}
+func (m *Model) cmdPlan(string) tea.Cmd {
+	if err := m.b.SetPermissionMode("plan"); err != nil {
+		m.errorf("could not switch to plan mode: " + err.Error())
+		return nil
 	}
+	m.notice("plan mode: the agent reads and plans, and asks before it changes anything (shift+tab leaves it)")
+	return m.refreshStatusLine()
 }
 
-type shellDoneMsg struct {
-	cmd, out string
-	err      error
-}
-
-func (m *Model) onShellDone(msg shellDoneMsg) {
-	m.hint = ""
-	text := msg.cmd
-	if msg.out != "" {
-		text += "\n" + msg.out
+// cmdCopy puts the newest answer on the clipboard with the terminal's OSC 52 sequence, which
+// works over ssh and in tmux (set-clipboard on).
+func (m *Model) cmdCopy(string) tea.Cmd {
+	for i := len(m.items) - 1; i >= 0; i-- {
+		if it := m.items[i]; it.kind == kindAssistant && strings.TrimSpace(it.text) != "" {
+			m.notice(fmt.Sprintf("copied the last answer (%d characters)", len(it.text)))
+			return tea.SetClipboard(it.text)
+		}
 	}
-	if msg.err != nil {
-		text += "\n(" + msg.err.Error() + ")"
-	}
-	m.addItem(&item{kind: kindShell, text: text})
-	m.pending = append(m.pending, fmt.Sprintf("<bash-input>%s</bash-input>\n<bash-output>%s</bash-output>", msg.cmd, msg.out))
-}
-
-// starterMemory is the KEEL.md /init writes; the build and test lines come from what the
-// project looks like.
-func writeStarterMemory(dir string) (string, error) {
-	path := filepath.Join(dir, "KEEL.md")
-	if _, err := os.Stat(path); err == nil {
-		return "", errors.New(path + " already exists; not overwriting it")
-	}
-	build, test := "", ""
-	switch {
-	case exists(dir, "go.mod"):
-		build, test = "go build ./...", "go test ./..."
-	case exists(dir, "package.json"):
-		build, test = "npm run build", "npm test"
-	case exists(dir, "Cargo.toml"):
-		build, test = "cargo build", "cargo test"
-	case exists(dir, "pyproject.toml"), exists(dir, "setup.py"):
-		build, test = "pip install -e .", "pytest"
-	case exists(dir, "Makefile"):
-		build, test = "make", "make test"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\nNotes for keel about this project. keel reads this file at the start of every session.\n\n", filepath.Base(dir))
-	b.WriteString("## Commands\n\n")
-	if build != "" {
-		fmt.Fprintf(&b, "- Build: `%s`\n- Test: `%s`\n", build, test)
-	} else {
-		b.WriteString("- Build: (how to build)\n- Test: (how to run the tests)\n")
-	}
-	b.WriteString("\n## Layout\n\n- (where the main code lives, what each directory is for)\n")
-	b.WriteString("\n## Conventions\n\n- (code style, naming, things to avoid)\n")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	return path, nil
-}
-
-func exists(dir, name string) bool {
-	_, err := os.Stat(filepath.Join(dir, name))
-	return err == nil
+	m.notice("no answer to copy yet")
+	return nil
 }

@@ -67,6 +67,20 @@ func startKeel(t testing.TB, srv *scripted.Server, dir string, w, h int, args ..
 // startKeelEnv is startKeel with extra environment variables (KEY=value).
 func startKeelEnv(t testing.TB, srv *scripted.Server, dir string, w, h int, extra []string, args ...string) *term {
 	t.Helper()
+	return startKeelOpts(t, srv, dir, w, h, termOptions{env: extra}, args...)
+}
+
+// termOptions are the less common ways to start keel in tmux.
+type termOptions struct {
+	env []string // extra environment variables (KEY=value)
+	// keep leaves the pane open after keel exits, with a line "[keel exited N]", so a test can
+	// read what keel left in the terminal.
+	keep bool
+}
+
+// startKeelOpts is startKeel with options.
+func startKeelOpts(t testing.TB, srv *scripted.Server, dir string, w, h int, o termOptions, args ...string) *term {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end terminal test; skipped in -short mode")
 	}
@@ -90,10 +104,14 @@ func startKeelEnv(t testing.TB, srv *scripted.Server, dir string, w, h int, extr
 		"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=test", "ANTHROPIC_MODEL=claude-scripted",
 		"KEEL_HOME=" + home, "HOME=" + home, "TERM=xterm-256color",
 	}
-	env = append(env, extra...)
-	cmdline := "cd " + shellQuote(dir) + " && exec env " + strings.Join(quoteAll(env), " ") + " " + shellQuote(bin)
+	env = append(env, o.env...)
+	run := "env " + strings.Join(quoteAll(env), " ") + " " + shellQuote(bin)
 	for _, a := range args {
-		cmdline += " " + shellQuote(a)
+		run += " " + shellQuote(a)
+	}
+	cmdline := "cd " + shellQuote(dir) + " && exec " + run
+	if o.keep {
+		cmdline = "cd " + shellQuote(dir) + " && " + run + "; printf '[keel exited %d]\\n' $?; exec sleep 100000"
 	}
 	tm.tmux("new-session", "-d", "-s", tm.target, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), cmdline)
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", tm.sock, "kill-server").Run() })
@@ -110,6 +128,22 @@ func (tm *term) tmux(args ...string) string {
 }
 
 func (tm *term) screen() string { return tm.tmux("capture-pane", "-p", "-t", tm.target) }
+
+// scrollback is the pane's history and screen, as the user scrolls back through it, with
+// wrapped lines joined.
+func (tm *term) scrollback() string {
+	return tm.tmux("capture-pane", "-p", "-J", "-S", "-1000", "-t", tm.target)
+}
+
+// waitForAll polls the scrollback until it contains want.
+func (tm *term) waitForAll(want string) string {
+	tm.t.Helper()
+	var s string
+	if !waittest.Poll(waittest.Context(tm.t), func() bool { s = tm.scrollback(); return strings.Contains(s, want) }) {
+		tm.t.Fatalf("the terminal never showed %q in %v; last scrollback:\n%s", want, waittest.Timeout(), s)
+	}
+	return s
+}
 
 // waitFor polls the screen until it contains want, or fails at waittest's limit.
 func (tm *term) waitFor(want string) string {
@@ -223,7 +257,8 @@ func TestE2EResumeFromPicker(t *testing.T) {
 	tm2.waitFor("Resume a session")
 	tm2.waitFor("please say hello")
 	tm2.keys("Enter")
-	tm2.waitFor("resumed session")
+	tm2.waitFor("※ resumed")
+	tm2.waitFor("❯ please say hello") // the conversation it continues
 }
 
 // TestE2ETrustPrompt: keel asks before opening a workspace that provides settings, and what

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"io"
 	"strings"
 	"time"
 
@@ -34,6 +35,12 @@ type Config struct {
 	Version string
 	// Now is the clock; nil means time.Now. Tests fix it so frames are stable.
 	Now func() time.Time
+	// PrefsPath is the file the UI keeps its theme and editor mode in; "" keeps them for this
+	// run only. ReportDir is where /bug writes reports; "" turns /bug off.
+	PrefsPath, ReportDir string
+	// Out receives the conversation when the UI ends, for the terminal's scrollback (the
+	// full-screen view leaves nothing behind), and how to resume it; nil writes nothing.
+	Out io.Writer
 }
 
 // contextWindow is the window the "context used" figure is measured against; every model
@@ -55,7 +62,10 @@ type Model struct {
 	width int
 	hgt   int
 
-	items    []*item
+	items []*item
+	// first is the first item rendered: the ones above it, of a long resumed conversation,
+	// are rendered only once the user pages up to them.
+	first    int
 	tools    map[string]*item
 	expanded bool
 	scroll   int // lines scrolled up from the bottom
@@ -65,15 +75,17 @@ type Model struct {
 	compl   completion
 	pending []string // shell outputs to hand to the model with the next prompt
 
-	working   bool
-	runStart  time.Time
-	runTokens int64
-	deltaLen  int
-	cancel    context.CancelFunc
-	stream    chan tea.Msg
-	runID     int
-	frame     int
-	queued    []string // prompts typed while working, sent after
+	working bool
+	// interrupted says the user stopped the current run: its end needs no error line.
+	interrupted bool
+	runStart    time.Time
+	runTokens   int64
+	deltaLen    int
+	cancel      context.CancelFunc
+	stream      chan tea.Msg
+	runID       int
+	frame       int
+	queued      []string // prompts typed while working, sent after
 
 	asks      []askMsg
 	askSel    int
@@ -91,8 +103,10 @@ type Model struct {
 
 	tasks   []*task
 	ctxUsed int64
-	usage   keel.Usage
-	cost    float64
+	// window is the context window ctxUsed is measured against.
+	window int64
+	usage  keel.Usage
+	cost   float64
 	// unpriced and priced say whether some model used so far has no known price, and whether
 	// some has one: cost alone would show an unknown price as $0.00.
 	unpriced, priced bool
@@ -100,6 +114,14 @@ type Model struct {
 	prompts          []rewindPoint
 	always           []string
 	quitting         bool
+
+	// started is when the UI started (the status line's session duration).
+	started time.Time
+	prefs   prefs
+	vim     vimState
+	sl      statusLineState
+	// lineAsk, when set, is a question the next line typed answers (a rule to add).
+	lineAsk *lineAsk
 }
 
 // rewindPoint is a user message the conversation can be rewound to.
@@ -131,12 +153,18 @@ func New(cfg Config) *Model {
 	ta.MaxHeight = 0
 	ta.SetHeight(1)
 	ta.Focus()
+	p := loadPrefs(cfg.PrefsPath)
+	st := themeStyles(p.Theme, cfg.NoColor)
 	m := &Model{
-		cfg: cfg, b: cfg.Backend, st: newStyles(cfg.NoColor), md: &markdown{noColor: cfg.NoColor},
+		cfg: cfg, b: cfg.Backend, st: st, md: &markdown{noColor: cfg.NoColor, style: st.glamourStyle()},
 		now: now, cwd: cfg.Backend.Cwd(), done: make(chan struct{}), width: 80, hgt: 24,
 		tools: map[string]*item{}, input: ta, inp: newInputState(),
+		started: now(), prefs: p, vim: vimState{on: p.EditorMode == "vim"},
 	}
 	m.input.SetWidth(m.width - 2)
+	m.window = contextWindow
+	m.loadHistory()
+	m.refreshContext()
 	if n, ok := cfg.Backend.(Noticer); ok {
 		for _, e := range n.Notices() {
 			m.showNotice(e)
@@ -147,7 +175,7 @@ func New(cfg Config) *Model {
 
 // Init starts listening for permission asks and sends the first prompt, if any.
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{m.waitAsk(), m.waitElicit(), m.waitSignIn()}
+	cmds := []tea.Cmd{m.waitAsk(), m.waitElicit(), m.waitSignIn(), m.refreshStatusLine()}
 	if p := strings.TrimSpace(m.cfg.Prompt); p != "" {
 		cmds = append(cmds, m.submit(p))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/keel-dev/keel"
+	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/waittest"
 )
@@ -106,6 +108,10 @@ func press(s string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: 'o', Mod: tea.ModCtrl}
 	case "ctrl+c":
 		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	case "pgup":
+		return tea.KeyPressMsg{Code: tea.KeyPgUp}
+	case "pgdown":
+		return tea.KeyPressMsg{Code: tea.KeyPgDown}
 	}
 	r := []rune(s)[0]
 	return tea.KeyPressMsg{Code: r, Text: s}
@@ -143,7 +149,8 @@ func TestFrames(t *testing.T) {
 		{name: "tools", w: 80, h: 24, msgs: func(m *Model) []tea.Msg {
 			return []tea.Msg{
 				eventMsg{ev: keel.ToolStart{ID: "1", Name: "Bash", Input: input(map[string]string{"command": "go test ./..."})}},
-				eventMsg{ev: keel.ToolEnd{ID: "1", Name: "Bash", Duration: 1200 * time.Millisecond}},
+				eventMsg{ev: keel.ToolEnd{ID: "1", Name: "Bash", Duration: 1200 * time.Millisecond,
+					Result: []message.Block{message.Text("ok  \tkeel/a\t0.1s\nok  \tkeel/b\t0.2s\nok  \tkeel/c\t0.3s\nok  \tkeel/d\t0.4s\nok  \tkeel/e\t0.5s")}}},
 				eventMsg{ev: keel.ToolStart{ID: "2", Name: "Edit", Input: input(map[string]string{"file_path": filepath.Join(m.cwd, "calc.go"), "old_string": "return a - b", "new_string": "return a + b"})}},
 				eventMsg{ev: keel.ToolEnd{ID: "2", Name: "Edit", Duration: 5 * time.Millisecond}},
 				eventMsg{ev: keel.ToolStart{ID: "3", Name: "Read", Input: input(map[string]string{"file_path": "missing.go"})}},
@@ -162,6 +169,21 @@ func TestFrames(t *testing.T) {
 		{name: "permission", w: 80, h: 24, msgs: func(m *Model) []tea.Msg {
 			return []tea.Msg{askMsg{req: keel.PermissionRequest{Tool: "Bash", Command: "rm -rf build", Reason: "shell commands need approval",
 				Suggestions: []string{"Bash(rm:*)"}, Agent: "cleaner", AgentColor: "red"}, reply: make(chan keel.PermissionAnswer, 1)}, press("down")}
+		}},
+		{name: "permission-bash", w: 80, h: 24, msgs: func(m *Model) []tea.Msg {
+			return []tea.Msg{askMsg{req: keel.PermissionRequest{Tool: "Bash", Command: "seq 1 10", Description: "Print the numbers one to ten",
+				Reason: "shell commands need approval", Suggestions: []string{"Bash(seq:*)"}}, reply: make(chan keel.PermissionAnswer, 1)}}
+		}},
+		{name: "permission-edit", w: 80, h: 24, msgs: func(m *Model) []tea.Msg {
+			return []tea.Msg{askMsg{req: keel.PermissionRequest{Tool: "Edit", Paths: []string{"calc.py"}, Reason: "edits need approval",
+				Suggestions: []string{"Edit(./calc.py)"}}, reply: make(chan keel.PermissionAnswer, 1)}, press("down"), press("down")}
+		}},
+		{name: "markdown-lines", w: 80, h: 24, msgs: func(m *Model) []tea.Msg {
+			var lines []string
+			for i := 1; i <= 12; i++ {
+				lines = append(lines, fmt.Sprintf("Step %d: do **thing** %d", i, i))
+			}
+			return []tea.Msg{eventMsg{ev: keel.TextDelta{Text: strings.Join(lines, "\n")}}, eventMsg{ev: keel.AssistantMessage{}}}
 		}},
 		{name: "commands", w: 80, h: 24, msgs: func(m *Model) []tea.Msg {
 			typeKeys(m, "/c")
@@ -291,7 +313,7 @@ func TestDenyWithReason(t *testing.T) {
 	defer m.Close()
 	reply := make(chan keel.PermissionAnswer, 1)
 	m.Update(askMsg{req: keel.PermissionRequest{Tool: "Bash", Command: "rm -rf /"}, reply: reply})
-	m.Update(press("3"))
+	m.Update(press("n"))
 	typeKeys(m, "use git clean")
 	m.Update(press("enter"))
 	want := keel.PermissionAnswer{Reason: "the user denied this call: use git clean"}
@@ -332,18 +354,53 @@ func TestHistoryAndPaste(t *testing.T) {
 	}
 }
 
-func TestInitWritesStarterMemory(t *testing.T) {
+// TestInitReadsProject: /init writes KEEL.md from what the project's files say — its
+// commands, what CI runs, its layout, its README — and never overwrites one.
+func TestInitReadsProject(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n"), 0o644)
-	path, err := writeStarterMemory(dir)
+	for path, text := range map[string]string{
+		"go.mod":                   "module example.com/calc\n\ngo 1.26\n",
+		"Makefile":                 "build:\n\tgo build ./...\ntest: build\n\tgo test ./...\nlint:\n\tgolangci-lint run\nhelper:\n\ttrue\n",
+		"README.md":                "# calc\n\n[![ci](x)](y)\n\nA calculator library\nwith a command line.\n\n## Install\n",
+		".github/workflows/ci.yml": "jobs:\n  test:\n    steps:\n      - run: make lint\n      - run: go test -race ./...\n      - run: echo done\n",
+		"cmd/calc/main.go":         "package main",
+		"internal/ops/add.go":      "package ops",
+		"internal/ops/sub.go":      "package ops",
+		"internal/ops/README":      "ops",
+		"node_modules/x/index.js":  "",
+		".golangci.yml":            "",
+		"AGENTS.md":                "be nice",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, path), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path, err := writeProjectMemory(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)
-	if !strings.Contains(string(b), "go test ./...") {
-		t.Errorf("KEEL.md lacks the Go test command:\n%s", b)
+	for _, want := range []string{
+		"A calculator library with a command line.",
+		"- Test: `go test ./...` (go.mod)",
+		"- make lint: `make lint` (Makefile)",
+		"- `go test -race ./...`",
+		"- `cmd/`: 1 files, mostly .go",
+		"- `internal/`: 3 files, mostly .go",
+		"- Follow golangci-lint (.golangci.yml).",
+		"AGENTS.md",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("KEEL.md lacks %q:\n%s", want, b)
+		}
 	}
-	if _, err := writeStarterMemory(dir); err == nil {
+	for _, unwanted := range []string{"node_modules", "make helper", "echo done"} {
+		if strings.Contains(string(b), unwanted) {
+			t.Errorf("KEEL.md mentions %q:\n%s", unwanted, b)
+		}
+	}
+	if _, err := writeProjectMemory(dir); err == nil {
 		t.Errorf("second /init overwrote KEEL.md")
 	}
 }
@@ -399,5 +456,26 @@ func TestStartupNoticesAreShown(t *testing.T) {
 	got := frame(m)
 	if !strings.Contains(got, "settings.json:3:1") || !strings.Contains(got, "⚠ 1 warning") {
 		t.Errorf("start-up notice not on screen:\n%s", got)
+	}
+}
+
+// TestAllowAllEdits: "allow all edits this session" allows the edit and switches the session
+// to acceptEdits, so the next edits are not asked about.
+func TestAllowAllEdits(t *testing.T) {
+	sess, _ := newSession(t, nil)
+	m := New(Config{Backend: sess, NoColor: true})
+	defer m.Close()
+	reply := make(chan keel.PermissionAnswer, 1)
+	m.Update(askMsg{req: keel.PermissionRequest{Tool: "Write", Paths: []string{"a.txt"}, Suggestions: []string{"Edit(./a.txt)"}}, reply: reply})
+	m.Update(press("3"))
+	if got := waittest.Recv(t, "the permission answer", reply); !got.Allow || got.Always {
+		t.Errorf("answer %+v, want allowed once", got)
+	}
+	if mode := sess.PermissionMode(); mode != "acceptEdits" {
+		t.Errorf("permission mode %q after allowing all edits, want acceptEdits", mode)
+	}
+	m.Update(askMsg{req: keel.PermissionRequest{Tool: "Write", Paths: []string{"b.txt"}}, reply: make(chan keel.PermissionAnswer, 1)})
+	if strings.Contains(frame(m), "allow all edits") {
+		t.Errorf("allow all edits offered again in acceptEdits mode:\n%s", frame(m))
 	}
 }

@@ -2,60 +2,142 @@ package tui
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-
-	"github.com/keel-dev/keel"
+	"github.com/charmbracelet/x/ansi"
 )
 
-// picker is a list overlay: the resume picker, the rewind picker and its mode choice.
+// picker is a list overlay: the resume picker, the rewind picker and its mode choice, the
+// model, permissions and settings pickers. With search set, what the user types filters it.
 type picker struct {
-	title  string
-	items  []string
+	title string
+	items []string
+	// sel is the position in shown; choose gets the index into items.
 	sel    int
 	choose func(i int) tea.Cmd
+	// search says whether item i matches the lower-cased query; nil means no typing filter
+	// (then j and k move too).
+	search func(i int, q string) bool
+	query  string
+	shown  []int
+	// empty is what the picker says when nothing matches.
+	empty string
 }
 
-func (m *Model) openResume() tea.Cmd {
-	sl, ok1 := m.b.(SessionLister)
-	_, ok2 := m.b.(Resumer)
-	if !ok1 || !ok2 {
-		m.notice(unavailable("/resume"))
-		return nil
-	}
-	list, err := sl.ListSessions()
-	if err != nil {
-		m.errorf("list sessions: " + err.Error())
-		return nil
-	}
-	if len(list) == 0 {
-		m.notice("no earlier sessions in this directory")
-		return nil
-	}
-	now := m.now()
-	items := make([]string, len(list))
-	for i, s := range list {
-		title := s.Title
-		if title == "" {
-			title = s.FirstPrompt
+// newPicker builds a picker over items with the selection at sel.
+func newPicker(title string, items []string, sel int, choose func(i int) tea.Cmd) *picker {
+	p := &picker{title: title, items: items, choose: choose}
+	p.filter()
+	p.sel = min(max(sel, 0), max(len(p.shown)-1, 0))
+	return p
+}
+
+// filter recomputes the items shown for the query.
+func (p *picker) filter() {
+	p.shown = p.shown[:0]
+	q := strings.ToLower(strings.TrimSpace(p.query))
+	for i := range p.items {
+		if q == "" || p.search == nil || p.search(i, q) {
+			p.shown = append(p.shown, i)
 		}
-		items[i] = fmt.Sprintf("%-32s %8s ago  %6s  %s", cut(title, 32), fmtAge(now.Sub(s.Modified)), fmtSize(s.Size), cut(s.FirstPrompt, 40))
 	}
-	m.picker = &picker{title: "Resume a session", items: items, choose: func(i int) tea.Cmd {
-		id := list[i].ID
-		r := m.b.(Resumer)
-		return func() tea.Msg {
-			return cmdDoneMsg{what: "resumed session " + id, err: r.Resume(context.Background(), id)}
+	p.sel = min(p.sel, max(len(p.shown)-1, 0))
+}
+
+func (m *Model) pickerKey(msg tea.KeyPressMsg) tea.Cmd {
+	p := m.picker
+	done, chosen := p.key(msg)
+	if !done {
+		return nil
+	}
+	m.picker = nil
+	if chosen < 0 {
+		return nil
+	}
+	return p.choose(chosen)
+}
+
+// key moves the selection, edits the search or ends the picker: done says it closed, chosen
+// is the index into items picked (-1 when closed without a choice).
+func (p *picker) key(msg tea.KeyPressMsg) (done bool, chosen int) {
+	k := msg.String()
+	n := max(len(p.shown), 1)
+	switch k {
+	case "up", "ctrl+p":
+		p.sel = (p.sel + n - 1) % n
+	case "down", "ctrl+n":
+		p.sel = (p.sel + 1) % n
+	case "esc", "ctrl+c":
+		return true, -1
+	case "enter":
+		if len(p.shown) > 0 {
+			return true, p.shown[p.sel]
 		}
-	}}
-	return nil
+	case "backspace":
+		if p.search != nil && p.query != "" {
+			r := []rune(p.query)
+			p.query = string(r[:len(r)-1])
+			p.filter()
+		}
+	default:
+		switch {
+		case p.search != nil && msg.Text != "":
+			p.query += msg.Text
+			p.sel = 0
+			p.filter()
+		case k == "k":
+			p.sel = (p.sel + n - 1) % n
+		case k == "j":
+			p.sel = (p.sel + 1) % n
+		}
+	}
+	return false, -1
+}
+
+func (m *Model) pickerBox() string {
+	return m.st.box.Width(m.width).Render(pickerText(m.picker, m.st, max(m.width-4, 20), m.hgt-8))
+}
+
+// pickerText draws a picker's title, search line and the window of items around the
+// selection, at most rows of them.
+func pickerText(p *picker, st styles, inner, rows int) string {
+	var b strings.Builder
+	keys := "  (↑/↓, enter, esc)"
+	if p.search != nil {
+		keys = "  (type to search · ↑/↓ · enter · esc)"
+	}
+	b.WriteString(st.accent.Render(p.title) + st.dim.Render(keys))
+	if p.search != nil {
+		b.WriteString("\n" + ansi.Truncate("Search: "+p.query+"▏", inner, "…"))
+		rows--
+	}
+	if len(p.shown) == 0 {
+		empty := p.empty
+		if empty == "" {
+			empty = "nothing matches"
+		}
+		b.WriteString("\n" + st.dim.Render("  "+empty))
+		return b.String()
+	}
+	rows = max(min(len(p.shown), rows), 1)
+	first := 0
+	if p.sel >= rows {
+		first = p.sel - rows + 1
+	}
+	for i := first; i < len(p.shown) && i < first+rows; i++ {
+		l := "  " + p.items[p.shown[i]]
+		if i == p.sel {
+			l = st.sel.Render("❯ " + p.items[p.shown[i]])
+		}
+		b.WriteString("\n" + ansi.Truncate(l, inner, "…"))
+	}
+	if more := len(p.shown) - (first + rows); more > 0 {
+		b.WriteString("\n" + st.dim.Render(fmt.Sprintf("  … %d more", more)))
+	}
+	return b.String()
 }
 
 func (m *Model) openRewind() {
@@ -72,134 +154,20 @@ func (m *Model) openRewind() {
 	for i, p := range m.prompts {
 		items[i] = cut(strings.ReplaceAll(p.text, "\n", " "), 70)
 	}
-	m.picker = &picker{title: "Rewind to before which prompt?", items: items, sel: len(items) - 1, choose: func(i int) tea.Cmd {
+	p := newPicker("Rewind to before which prompt?", items, len(items)-1, func(i int) tea.Cmd {
 		p := m.prompts[i]
-		m.picker = &picker{title: "Rewind what?", items: []string{"code and conversation", "conversation only", "code only"},
-			choose: func(j int) tea.Cmd {
+		m.picker = newPicker("Rewind what?", []string{"code and conversation", "conversation only", "code only"}, 0,
+			func(j int) tea.Cmd {
 				code, conv := j != 1, j != 2
 				m.input.SetValue(p.text)
 				return func() tea.Msg {
 					return cmdDoneMsg{what: "rewound", err: rw.Rewind(context.Background(), p.uuid, code, conv), rewindTo: p.uuid, conv: conv}
 				}
-			}}
+			})
 		return nil
-	}}
-}
-
-func (m *Model) pickerKey(k string) tea.Cmd {
-	p := m.picker
-	switch k {
-	case "up", "ctrl+p", "k":
-		p.sel = (p.sel + len(p.items) - 1) % len(p.items)
-	case "down", "ctrl+n", "j":
-		p.sel = (p.sel + 1) % len(p.items)
-	case "esc", "ctrl+c":
-		m.picker = nil
-	case "enter":
-		m.picker = nil
-		return p.choose(p.sel)
-	}
-	return nil
-}
-
-// askKey handles a key while a permission prompt is open.
-func (m *Model) askKey(k string) tea.Cmd {
-	a := m.asks[0]
-	answer := func(ans keel.PermissionAnswer) tea.Cmd {
-		a.reply <- ans
-		m.asks, m.askSel = m.asks[1:], 0
-		if ans.Allow && ans.Always {
-			m.always = append(m.always, a.req.Suggestions...)
-			if err := persistRules(m.cwd, a.req.Suggestions); err != nil {
-				m.errorf("save rule: " + err.Error())
-			}
-		}
-		return nil
-	}
-	switch k {
-	case "up", "k":
-		m.askSel = (m.askSel + 2) % 3
-	case "down", "j", "tab":
-		m.askSel = (m.askSel + 1) % 3
-	case "1", "y":
-		return answer(keel.PermissionAnswer{Allow: true})
-	case "2", "a":
-		return answer(keel.PermissionAnswer{Allow: true, Always: true})
-	case "3", "n":
-		m.askSel = 2
-		m.askReason = true
-		m.input.Reset()
-	case "esc":
-		return answer(keel.PermissionAnswer{Reason: "the user denied this call"})
-	case "enter":
-		switch m.askSel {
-		case 0:
-			return answer(keel.PermissionAnswer{Allow: true})
-		case 1:
-			return answer(keel.PermissionAnswer{Allow: true, Always: true})
-		}
-		m.askReason = true
-		m.input.Reset()
-	}
-	return nil
-}
-
-// denyWithReason answers the open ask with the text typed in the input.
-func (m *Model) denyWithReason() {
-	reason := strings.TrimSpace(m.input.Value())
-	if reason == "" {
-		reason = "the user denied this call"
-	} else {
-		reason = "the user denied this call: " + reason
-	}
-	m.asks[0].reply <- keel.PermissionAnswer{Reason: reason}
-	m.asks, m.askSel, m.askReason = m.asks[1:], 0, false
-	m.input.Reset()
-}
-
-// persistRules adds rules to permissions.allow of .keel/settings.local.json, keeping
-// everything else in the file.
-func persistRules(cwd string, rules []string) error {
-	if len(rules) == 0 {
-		return nil
-	}
-	path := filepath.Join(cwd, ".keel", "settings.local.json")
-	doc := map[string]any{}
-	if b, err := os.ReadFile(path); err == nil {
-		if err := json.Unmarshal(b, &doc); err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
-		}
-	}
-	perms, _ := doc["permissions"].(map[string]any)
-	if perms == nil {
-		perms = map[string]any{}
-	}
-	var allow []string
-	if list, ok := perms["allow"].([]any); ok {
-		for _, r := range list {
-			if s, ok := r.(string); ok {
-				allow = append(allow, s)
-			}
-		}
-	}
-	for _, r := range rules {
-		if !slices.Contains(allow, r) {
-			allow = append(allow, r)
-		}
-	}
-	perms["allow"] = allow
-	doc["permissions"] = perms
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	})
+	p.search = func(i int, q string) bool { return strings.Contains(strings.ToLower(m.prompts[i].text), q) }
+	m.picker = p
 }
 
 func cut(s string, n int) string {

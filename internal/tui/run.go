@@ -22,10 +22,13 @@ func Run(ctx context.Context, cfg Config, opts ...tea.ProgramOption) error {
 	m.watchTeam(p)
 	_, err := p.Run()
 	if err == tea.ErrProgramKilled && ctx.Err() != nil {
-		return nil
+		err = nil
 	}
 	if err != nil {
 		return fmt.Errorf("run terminal UI: %w", err)
+	}
+	if cfg.Out != nil {
+		m.writeScrollback(cfg.Out)
 	}
 	return nil
 }

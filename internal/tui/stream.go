@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/keel-dev/keel"
+	"github.com/keel-dev/keel/internal/render"
 )
 
 // Messages from the session's event stream, tagged with the run they belong to so a late
@@ -69,6 +70,7 @@ func (m *Model) interrupt() {
 	// The questions belong to the interrupted calls.
 	m.cancelForms()
 	m.hint = "interrupted"
+	m.interrupted = true
 }
 
 // finishRun ends the run and sends the next queued prompt.
@@ -89,9 +91,9 @@ func (m *Model) finishRun() tea.Cmd {
 	if len(m.queued) > 0 {
 		p := m.queued[0]
 		m.queued = m.queued[1:]
-		return m.submit(p)
+		return tea.Batch(m.submit(p), m.refreshStatusLine())
 	}
-	return m.wakeLead()
+	return tea.Batch(m.wakeLead(), m.refreshStatusLine())
 }
 
 // flush re-renders the streaming assistant message; final also ends its streaming state.
@@ -159,8 +161,9 @@ func (m *Model) onEvent(ev keel.Event) {
 	case keel.UserMessage:
 		if !sub && e.UUID != "" {
 			// System reminders (listings, notes) are the harness's additions, not prompts.
-			if t := promptText(e); t != "" && len(e.Message.ToolUses()) == 0 && !hasToolResult(e) {
+			if t, ok := userPrompt(e); ok {
 				m.prompts = append(m.prompts, rewindPoint{uuid: e.UUID, text: t})
+				m.markPrompt(e.UUID)
 			}
 		}
 	case keel.ToolStart:
@@ -185,7 +188,7 @@ func (m *Model) onEvent(ev keel.Event) {
 			it.done, it.isErr, it.result, it.cache = true, true, "denied: "+e.Reason, ""
 		}
 	case keel.Retry:
-		m.hint = fmt.Sprintf("retrying (attempt %d in %s): %s", e.Attempt, fmtDur(e.Delay), e.Err)
+		m.hint = strings.TrimPrefix(render.RetryLine(e), "keel: ")
 	case keel.CacheBreak:
 		if !sub {
 			m.notice(fmt.Sprintf("prompt cache broke at %s: %s", e.Segment, e.Reason))
@@ -220,8 +223,8 @@ func (m *Model) onEvent(ev keel.Event) {
 		if u, c := m.b.Usage(); c >= e.CostUSD {
 			m.usage, m.cost = u, c
 		}
-		if e.IsError && e.Text != "" {
-			m.errorf(e.Subtype + ": " + e.Text)
+		if e.IsError && !(m.interrupted && render.ResultMessage(e) == "Interrupted.") {
+			m.errorf(render.ResultMessage(e))
 		}
 	}
 }
@@ -265,14 +268,19 @@ func hasToolResult(e keel.UserMessage) bool {
 	return false
 }
 
-func toolEndText(e keel.ToolEnd) string {
-	var parts []string
-	for _, b := range e.Result {
-		if b.Text != "" {
-			parts = append(parts, b.Text)
+func toolEndText(e keel.ToolEnd) string { return resultText(e.Result) }
+
+// markPrompt gives the newest prompt shown without a transcript id the one the session
+// recorded it under, so a rewind finds it.
+func (m *Model) markPrompt(uuid string) {
+	for i := len(m.items) - 1; i >= 0; i-- {
+		if it := m.items[i]; it.kind == kindUser {
+			if it.uuid == "" {
+				it.uuid = uuid
+			}
+			return
 		}
 	}
-	return strings.TrimRight(strings.Join(parts, "\n"), "\n")
 }
 
 func todosText(e keel.Todos) string {

@@ -298,7 +298,7 @@ func (m *Model) startRun(send func(ctx context.Context) iter.Seq2[keel.Event, er
 	m.runID++
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
-	m.working, m.runStart, m.runTokens, m.deltaLen, m.hint = true, m.now(), 0, 0, ""
+	m.working, m.runStart, m.runTokens, m.deltaLen, m.hint, m.interrupted = true, m.now(), 0, 0, "", false
 	ch := make(chan tea.Msg, 64)
 	m.stream = ch
 	run, done := m.runID, m.done

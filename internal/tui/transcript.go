@@ -3,13 +3,14 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"charm.land/glamour/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/keel-dev/keel/internal/render"
 )
 
 // itemKind is what a transcript entry shows.
@@ -31,6 +32,7 @@ type item struct {
 	kind  itemKind
 	text  string
 	agent string // subagent name, empty for the main agent
+	uuid  string // a prompt's transcript id, the point a rewind goes back to
 	url   string // a notice's address, shown whole under it
 
 	// tool calls
@@ -41,6 +43,7 @@ type item struct {
 	isErr    bool
 	done     bool
 	dur      time.Duration
+	replayed bool // from a stored conversation: no duration is known
 
 	streaming bool // assistant text still arriving
 	cacheW    int
@@ -52,19 +55,27 @@ type item struct {
 // when the width changes: building one loads styles and is the costly part.
 type markdown struct {
 	noColor bool
-	width   int
-	r       *glamour.TermRenderer
+	// style is glamour's style name (dark, light); changing it builds the renderer anew.
+	style string
+	built string
+	width int
+	r     *glamour.TermRenderer
 }
 
 func (m *markdown) render(text string, width int) string {
-	if m.r == nil || m.width != width {
+	if m.style == "" {
+		m.style = "dark"
+	}
+	if m.r == nil || m.width != width || m.built != m.style {
 		// One style for both: with NO_COLOR the program's colour profile drops the colours
 		// and keeps the layout (glamour's "notty" style would show raw Markdown).
-		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle("dark"), glamour.WithWordWrap(max(width-2, 20)))
+		// Preserved newlines: a model writes one line per item often without list syntax, and
+		// CommonMark would join them into one paragraph.
+		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle(m.style), glamour.WithWordWrap(max(width-2, 20)), glamour.WithPreservedNewLines())
 		if err != nil {
 			return text
 		}
-		m.r, m.width = r, width
+		m.r, m.width, m.built = r, width, m.style
 	}
 	out, err := m.r.Render(text)
 	if err != nil {
@@ -139,8 +150,12 @@ func (m *Model) drawTool(it *item) string {
 		status = st.dim.Render("… " + it.progress)
 	case !it.done:
 		status = st.dim.Render("…")
+	case it.isErr && it.replayed:
+		status = st.fail.Render("✗")
 	case it.isErr:
 		status = st.fail.Render("✗ " + fmtDur(it.dur))
+	case it.replayed:
+		status = st.ok.Render("✓")
 	default:
 		status = st.ok.Render("✓ " + fmtDur(it.dur))
 	}
@@ -151,8 +166,12 @@ func (m *Model) drawTool(it *item) string {
 	if m.expanded {
 		limit = 200
 	}
-	if d := diffLines(st, it.name, it.input); len(d) > 0 && !it.isErr {
+	d := diffLines(st, it.name, it.input)
+	if len(d) > 0 && !it.isErr {
 		writeBody(&b, d, limit, m.width, st)
+	}
+	if !m.expanded && it.done && !it.isErr && len(d) == 0 {
+		writeBody(&b, collapsedResult(it.name, it.result), collapsedLines, m.width, st)
 	}
 	if m.expanded {
 		if len(it.input) > 0 {
@@ -167,11 +186,32 @@ func (m *Model) drawTool(it *item) string {
 	return b.String()
 }
 
+// collapsedLines is how many lines of a tool's output show until ctrl+o expands it.
+const collapsedLines = 3
+
+// collapsedResult is what a finished call shows of its result while collapsed: a Read's line
+// count (the content is the file), nothing for a todo list (shown on its own), else the
+// output itself, of which writeBody keeps the first lines.
+func collapsedResult(name, result string) []string {
+	result = strings.TrimRight(result, "\n")
+	switch {
+	case result == "" || name == "TodoWrite":
+		return nil
+	case name == "Read":
+		n := strings.Count(result, "\n") + 1
+		if n == 1 {
+			return []string{"Read 1 line"}
+		}
+		return []string{fmt.Sprintf("Read %d lines", n)}
+	}
+	return strings.Split(result, "\n")
+}
+
 // writeBody adds lines under a tool line, indented, cut to limit lines and the width.
 func writeBody(b *strings.Builder, lines []string, limit, width int, st styles) {
 	for i, l := range lines {
 		if i == limit {
-			b.WriteString("\n    " + st.dim.Render(fmt.Sprintf("… +%d lines (ctrl+o to expand)", len(lines)-limit)))
+			b.WriteString("\n    " + st.dim.Render(fmt.Sprintf("… +%d lines (ctrl+o)", len(lines)-limit)))
 			return
 		}
 		prefix := "    "
@@ -222,40 +262,7 @@ func diffLines(st styles, name string, raw json.RawMessage) []string {
 
 // keyArg is the one argument that says what a tool call does.
 func keyArg(name string, raw json.RawMessage, cwd string) string {
-	var in map[string]any
-	if json.Unmarshal(raw, &in) != nil {
-		return ""
-	}
-	str := func(k string) string { s, _ := in[k].(string); return s }
-	var s string
-	switch name {
-	case "Bash":
-		s = str("command")
-	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
-		s = str("file_path")
-		if rel, err := filepath.Rel(cwd, s); err == nil && cwd != "" && !strings.HasPrefix(rel, "..") {
-			s = rel
-		}
-	case "Glob", "Grep":
-		s = str("pattern")
-	case "WebFetch":
-		s = str("url")
-	case "WebSearch":
-		s = str("query")
-	case "Task", "Agent":
-		s = str("description")
-	case "TodoWrite":
-		if todos, ok := in["todos"].([]any); ok {
-			s = fmt.Sprintf("%d items", len(todos))
-		}
-	default:
-		for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query", "description", "name"} {
-			if s = str(k); s != "" {
-				break
-			}
-		}
-	}
-	return strings.ReplaceAll(s, "\n", " ")
+	return render.KeyArg(name, raw, cwd)
 }
 
 // wrapPrefixed word-wraps text to width with a first-line and a continuation prefix.

@@ -10,7 +10,8 @@ import (
 
 func TestTrustPrompt(t *testing.T) {
 	q := TrustQuestion{Dir: "/home/ada/project", Provides: []string{".claude/settings.json", ".mcp.json", "CLAUDE.md"}}
-	m := &trustModel{q: q, st: newStyles(true), width: 72}
+	m := trustQuestion(q, newStyles(true))
+	m.width = 72
 	var lines []string
 	for _, l := range strings.Split(ansi.Strip(m.text()), "\n") {
 		lines = append(lines, strings.TrimRight(l, " "))
@@ -35,7 +36,7 @@ func TestTrustPrompt(t *testing.T) {
 		{[]string{"ctrl+c"}, TrustNo},
 	}
 	for _, tt := range tests {
-		m := &trustModel{q: q, st: newStyles(true), width: 72}
+		m := trustQuestion(q, newStyles(true))
 		var cmd tea.Cmd
 		for _, k := range tt.keys {
 			_, cmd = m.Update(press(k))
@@ -44,8 +45,8 @@ func TestTrustPrompt(t *testing.T) {
 			t.Errorf("%v: the prompt did not finish", tt.keys)
 			continue
 		}
-		if _, ok := cmd().(tea.QuitMsg); !ok || m.choice != tt.want {
-			t.Errorf("%v: choice %d; want %d", tt.keys, m.choice, tt.want)
+		if _, ok := cmd().(tea.QuitMsg); !ok || trustChoices[m.sel] != tt.want {
+			t.Errorf("%v: choice %d; want %d", tt.keys, trustChoices[m.sel], tt.want)
 		}
 	}
 }

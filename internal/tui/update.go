@@ -63,17 +63,28 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case shellDoneMsg:
 		m.onShellDone(msg)
 		return m, nil
+	case noticeMsg:
+		m.hint = ""
+		m.notice(msg.text)
+		return m, nil
+	case statusLineMsg:
+		return m, m.onStatusLine(msg)
+	case statusLineTickMsg:
+		return m, m.refreshStatusLine()
 	case cmdDoneMsg:
 		m.hint = ""
 		if msg.err != nil {
-			m.errorf(msg.what + ": " + msg.err.Error())
+			m.errorf(msg.err.Error()) // errors say what failed; the done text would not fit
 			return m, nil
 		}
 		if msg.rewindTo != "" && msg.conv {
 			m.dropFrom(msg.rewindTo)
 		}
+		if msg.resumed {
+			m.afterResume()
+		}
 		m.notice(msg.what)
-		return m, nil
+		return m, m.refreshStatusLine()
 	case tea.PasteMsg:
 		if m.formActive() {
 			m.formPaste(msg.Content)
@@ -125,9 +136,9 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			}
 		}
 		if err := m.b.SetPermissionMode(next); err != nil {
-			m.errorf("permission mode: " + err.Error())
+			m.errorf("could not switch the permission mode: " + err.Error())
 		}
-		return nil
+		return m.refreshStatusLine()
 	case "ctrl+o":
 		m.expanded = !m.expanded
 		return nil
@@ -142,16 +153,22 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		}
 	case "pgup":
 		m.scroll += max(m.hgt/2, 1)
+		if m.first > 0 && m.scroll >= len(m.transcriptLines())-m.hgt/2 {
+			m.pageEarlier()
+		}
 		return nil
 	case "pgdown":
 		m.scroll = max(m.scroll-max(m.hgt/2, 1), 0)
 		return nil
 	}
 	if m.picker != nil {
-		return m.pickerKey(k)
+		return m.pickerKey(msg)
 	}
 	if len(m.asks) > 0 && !m.askReason {
 		return m.askKey(k)
+	}
+	if m.vim.on && !m.askReason && m.vimKey(msg) {
+		return nil
 	}
 	if k == "esc" {
 		return m.escape(now)
@@ -209,6 +226,11 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 // escape interrupts a run; a second Esc while idle opens the rewind picker.
 func (m *Model) escape(now time.Time) tea.Cmd {
 	defer func() { m.lastEsc = now }()
+	if m.lineAsk != nil {
+		m.lineAsk = nil
+		m.input.Reset()
+		return nil
+	}
 	if m.askReason {
 		m.denyWithReason()
 		return nil
@@ -238,6 +260,14 @@ func (m *Model) enter() tea.Cmd {
 	v := strings.TrimSpace(m.inp.expand(raw))
 	if v == "" {
 		return nil
+	}
+	if la := m.lineAsk; la != nil {
+		m.lineAsk = nil
+		m.input.Reset()
+		return la.answer(v)
+	}
+	if m.vim.on {
+		m.vim.normal = false
 	}
 	m.inp.remember(raw)
 	m.input.Reset()
@@ -273,20 +303,16 @@ func (m *Model) afterEdit() {
 // dropFrom removes the transcript from the user message with uuid on (after a rewind).
 func (m *Model) dropFrom(uuid string) {
 	for i, p := range m.prompts {
-		if p.uuid != uuid {
-			continue
+		if p.uuid == uuid {
+			m.prompts = m.prompts[:i]
+			break
 		}
-		n := 0
-		for j, it := range m.items {
-			if it.kind == kindUser {
-				if n == i {
-					m.items = m.items[:j]
-					break
-				}
-				n++
-			}
+	}
+	for j, it := range m.items {
+		if it.kind == kindUser && it.uuid == uuid {
+			m.items = m.items[:j]
+			m.first = min(m.first, j)
+			return
 		}
-		m.prompts = m.prompts[:i]
-		return
 	}
 }

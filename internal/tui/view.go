@@ -53,7 +53,10 @@ func (m *Model) transcriptLines() []string {
 	if len(m.items) == 0 {
 		out = append(out, m.st.accent.Render("✻ keel")+m.st.dim.Render(" "+m.cfg.Version+" · "+m.cwd), m.st.dim.Render("  /help for commands · esc to interrupt · ctrl+c twice to quit"), "")
 	}
-	for _, it := range m.items {
+	if m.first > 0 {
+		out = append(out, m.earlierLine(), "")
+	}
+	for _, it := range m.items[min(m.first, len(m.items)):] {
 		s := m.renderItem(it)
 		if s == "" {
 			continue
@@ -89,11 +92,16 @@ func (m *Model) bottom() string {
 		}
 	case len(m.forms) > 0:
 		parts = append(parts, m.formBox())
+	case m.lineAsk != nil:
+		parts = append(parts, m.inputBox(m.lineAsk.label+" (enter adds, esc cancels)"))
 	default:
 		parts = append(parts, m.inputBox(""))
 		if c := m.complMenu(); c != "" {
 			parts = append(parts, c)
 		}
+	}
+	if s := m.statusLineView(); s != "" {
+		parts = append(parts, s)
 	}
 	if m.hint != "" {
 		parts = append(parts, m.st.warn.Render(ansi.Truncate(m.hint, m.width, "…")))
@@ -131,69 +139,6 @@ func (m *Model) complMenu() string {
 		lines = append(lines, ansi.Truncate(l, m.width, "…"))
 	}
 	return strings.Join(lines, "\n")
-}
-
-func (m *Model) askBox() string {
-	a := m.asks[0].req
-	who := "keel"
-	if a.Agent != "" {
-		who = m.st.agentColor(a.AgentColor).Render(a.Agent)
-	}
-	var what string
-	switch {
-	case a.Command != "":
-		what = a.Command
-	case len(a.Paths) > 0:
-		what = strings.Join(a.Paths, ", ")
-	case a.URL != "":
-		what = a.URL
-	}
-	inner := max(m.width-4, 20)
-	var b strings.Builder
-	b.WriteString(m.st.accent.Render(a.Tool) + " · asked by " + who + "\n")
-	if what != "" {
-		b.WriteString(ansi.Wrap("  "+what, inner, " ") + "\n")
-	}
-	if a.Reason != "" {
-		b.WriteString(m.st.dim.Render(ansi.Wrap(a.Reason, inner, " ")) + "\n")
-	}
-	b.WriteString("Do you want to proceed?\n")
-	always := "Yes, and don't ask again"
-	if len(a.Suggestions) > 0 {
-		always += " for " + strings.Join(a.Suggestions, ", ")
-	}
-	opts := []string{"Yes", always, "No, and tell keel what to do differently (esc: just no)"}
-	for i, o := range opts {
-		l := fmt.Sprintf("  %d. %s", i+1, o)
-		if i == m.askSel {
-			l = m.st.sel.Render(fmt.Sprintf("❯ %d. %s", i+1, o))
-		}
-		b.WriteString(ansi.Truncate(l, inner, "…"))
-		if i < len(opts)-1 {
-			b.WriteString("\n")
-		}
-	}
-	return m.st.box.Width(m.width).Render(b.String())
-}
-
-func (m *Model) pickerBox() string {
-	p := m.picker
-	inner := max(m.width-4, 20)
-	shown := max(min(len(p.items), m.hgt-8), 1)
-	first := 0
-	if p.sel >= shown {
-		first = p.sel - shown + 1
-	}
-	var b strings.Builder
-	b.WriteString(m.st.accent.Render(p.title) + m.st.dim.Render("  (↑/↓, enter, esc)"))
-	for i := first; i < len(p.items) && i < first+shown; i++ {
-		l := "  " + p.items[i]
-		if i == p.sel {
-			l = m.st.sel.Render("❯ " + p.items[i])
-		}
-		b.WriteString("\n" + ansi.Truncate(l, inner, "…"))
-	}
-	return m.st.box.Width(m.width).Render(b.String())
 }
 
 func (m *Model) tasksPanel() string {
@@ -239,6 +184,9 @@ func (m *Model) statusLine() string {
 		modeText = m.st.warn.Render(mode)
 	}
 	left := m.b.Model() + " · " + modeText
+	if m.vim.on {
+		left = map[bool]string{true: "NORMAL", false: "INSERT"}[m.vim.normal] + " · " + left
+	}
 	if m.warnings > 0 {
 		left += " · " + m.st.warn.Render(warningCount(m.warnings))
 	}
@@ -247,7 +195,7 @@ func (m *Model) statusLine() string {
 	if in := u.TotalInput(); in > 0 {
 		share = int(u.CacheReadInputTokens * 100 / in)
 	}
-	right := fmt.Sprintf("ctx %d%% · %s tok · %scache %d%%", m.ctxUsed*100/contextWindow,
+	right := fmt.Sprintf("ctx %d%% · %s tok · %scache %d%%", m.ctxUsed*100/max(m.window, 1),
 		fmtTokens(u.TotalInput()+u.OutputTokens), m.statusCost(), share)
 	gap := m.width - lipgloss.Width(left) - lipgloss.Width(right)
 	if hint := m.st.dim.Render(" (shift+tab)"); gap > lipgloss.Width(hint) {

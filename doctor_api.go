@@ -1,0 +1,92 @@
+package keel
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/provider/connect"
+)
+
+// Check is one finding of [Session.Doctor].
+type Check struct {
+	// Area groups checks: API, settings, MCP, versions.
+	Area, Name string
+	// Status is ok, warn or fail; Detail says what was found and, when it is not ok, what to do.
+	Status, Detail string
+}
+
+// Doctor checks what the session depends on: that the model API answers and accepts the key
+// (a request for the model list, which costs nothing), the settings files, the MCP servers,
+// and the versions of what keel runs with. Checks other packages own (the sandbox's) are
+// added by the caller.
+func (s *Session) Doctor(ctx context.Context) []Check {
+	checks := []Check{s.apiCheck(ctx)}
+	for _, f := range s.SettingsFiles() {
+		switch f.State {
+		case "loaded":
+			checks = append(checks, Check{Area: "settings", Name: f.Path, Status: "ok", Detail: f.Scope + " settings, loaded"})
+		case "bad":
+			checks = append(checks, Check{Area: "settings", Name: f.Path, Status: "fail", Detail: f.Scope + " settings could not be read; nothing in it is used"})
+		}
+	}
+	for _, p := range s.SettingsProblems() {
+		status := "warn"
+		if p.Level == "error" {
+			status = "fail"
+		}
+		checks = append(checks, Check{Area: "settings", Name: "problem", Status: status, Detail: p.Text})
+	}
+	for _, m := range s.MCPServers() {
+		c := Check{Area: "MCP", Name: m.Name, Status: "ok", Detail: fmt.Sprintf("%s, %d tools", m.Status, m.Tools)}
+		switch m.Status {
+		case "connected", "disabled":
+		case "needs-auth":
+			c.Status, c.Detail = "warn", "needs a sign-in: /mcp login "+m.Name
+		case "pending":
+			c.Status, c.Detail = "warn", "still connecting"
+		default:
+			c.Status, c.Detail = "fail", strings.TrimSpace(m.Status+": "+m.Reason)
+		}
+		checks = append(checks, c)
+	}
+	return append(checks, versionChecks(ctx)...)
+}
+
+// apiCheck asks the model API for its model list with the session's key and address.
+func (s *Session) apiCheck(ctx context.Context) Check {
+	c := Check{Area: "API", Name: "model API"}
+	if s.opts.Provider != "" && s.opts.Provider != "anthropic" {
+		c.Status, c.Detail = "warn", "not checked for the "+s.opts.Provider+" provider; a prompt shows whether it answers"
+		return c
+	}
+	cfg := connect.Config{Provider: s.opts.Provider, Model: s.opts.Model, APIKey: s.opts.APIKey, BaseURL: s.opts.BaseURL}
+	cat, err := connect.LoadModels(ctx, cfg, getenv(s.opts.Getenv), s.home, true)
+	if err != nil {
+		c.Status, c.Detail = "fail", err.Error()
+		return c
+	}
+	c.Status, c.Detail = "ok", fmt.Sprintf("answers and accepts the key; %d models listed", len(cat.Listed()))
+	return c
+}
+
+// versionChecks report the Go runtime and system, and the tools keel runs when they are there.
+func versionChecks(ctx context.Context) []Check {
+	out := []Check{{Area: "versions", Name: "go", Status: "ok", Detail: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH}}
+	for _, tool := range []struct{ name, flag, missing string }{
+		{"git", "--version", "worktrees and the git facts in the prompt need it"},
+		{"rg", "--version", "Grep uses its own, slower search"},
+	} {
+		c := Check{Area: "versions", Name: tool.name, Status: "ok"}
+		out1, err := exec.CommandContext(ctx, tool.name, tool.flag).Output()
+		if err != nil {
+			c.Status, c.Detail = "warn", "not found on PATH; "+tool.missing
+		} else {
+			c.Detail = strings.TrimSpace(strings.SplitN(string(out1), "\n", 2)[0])
+		}
+		out = append(out, c)
+	}
+	return out
+}

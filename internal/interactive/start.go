@@ -1,0 +1,98 @@
+package interactive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/keel-dev/keel"
+	"github.com/keel-dev/keel/internal/tui"
+)
+
+// errNoSession means the user closed the resume picker without choosing: keel exits quietly.
+var errNoSession = errors.New("no session chosen")
+
+// chooseSession turns what --resume names into a session id: the picker for a bare --resume
+// (keel.ResumeChoose), else a whole id, a unique id prefix or an exact title.
+func chooseSession(ctx context.Context, opts keel.Options, noColor bool) (keel.Options, error) {
+	switch opts.Resume {
+	case "":
+		return opts, nil
+	case keel.ResumeChoose:
+		list, err := keel.ListSessions(opts.Home, opts.Cwd)
+		if err != nil {
+			return opts, err
+		}
+		id, err := tui.PickSession(ctx, sessionInfos(list), "", noColor)
+		if err != nil {
+			return opts, err
+		}
+		if id == "" {
+			return opts, errNoSession
+		}
+		opts.Resume = id
+		return opts, nil
+	}
+	s, err := keel.FindSession(opts.Home, opts.Cwd, opts.Resume)
+	if err != nil {
+		return opts, err
+	}
+	opts.Resume = s.ID
+	return opts, nil
+}
+
+// confirmBypass asks, once per keel directory, before the first session that runs in
+// bypassPermissions mode (by flag or by settings); no closes the session.
+func confirmBypass(ctx context.Context, sess *keel.Session, opts keel.Options, noColor bool, out io.Writer) (bool, error) {
+	if sess.PermissionMode() != "bypassPermissions" || keel.BypassAccepted(opts) {
+		return true, nil
+	}
+	ok, err := tui.ConfirmBypass(ctx, noColor)
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := keel.AcceptBypass(opts); err != nil {
+		fmt.Fprintf(out, "keel: warning: %v; you will be asked again\n", err)
+	}
+	return true, nil
+}
+
+func sessionInfos(list []keel.SessionInfo) []tui.SessionInfo {
+	out := make([]tui.SessionInfo, 0, len(list))
+	for _, s := range list {
+		out = append(out, tui.SessionInfo{ID: s.ID, Title: s.Title, FirstPrompt: s.FirstPrompt, Branch: s.Branch,
+			Modified: s.Updated, Size: s.Size, Messages: s.Messages})
+	}
+	return out
+}
+
+var (
+	_ tui.Historian       = (*backend)(nil)
+	_ tui.ContextReporter = (*backend)(nil)
+	_ tui.Persister       = (*backend)(nil)
+)
+
+// History is the conversation of the session, shown when it continues a stored one.
+func (b *backend) History() []keel.Event { return b.s().History() }
+
+// ContextUsage measures what the next request would carry (/context).
+func (b *backend) ContextUsage(ctx context.Context) keel.ContextUsage { return b.s().ContextUsage(ctx) }
+
+// TranscriptPath is where the conversation is kept, "" when it is not.
+func (b *backend) TranscriptPath() string { return b.s().TranscriptPath() }
+
+// SetTitle names the session (/rename).
+func (b *backend) SetTitle(ctx context.Context, title string) error {
+	return b.s().SetTitle(ctx, title)
+}
+
+// inDataDir is name in keel's directory, or "" when there is none.
+func inDataDir(opts keel.Options, name string) string {
+	dir := keel.DataDir(opts)
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, name)
+}

@@ -1,0 +1,43 @@
+package session
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// gitBranch is the branch checked out in the repository holding dir, read from its HEAD file
+// (no git process: it is asked on every session start), or "" outside a repository and on a
+// detached HEAD. A worktree's .git file points to its own HEAD.
+func gitBranch(dir string) string {
+	for d := dir; ; {
+		gitPath := filepath.Join(d, ".git")
+		if fi, err := os.Stat(gitPath); err == nil {
+			if !fi.IsDir() {
+				b, err := os.ReadFile(gitPath)
+				rest, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+				if err != nil || !ok {
+					return ""
+				}
+				gitPath = strings.TrimSpace(rest)
+				if !filepath.IsAbs(gitPath) {
+					gitPath = filepath.Join(d, gitPath)
+				}
+			}
+			head, err := os.ReadFile(filepath.Join(gitPath, "HEAD"))
+			if err != nil {
+				return ""
+			}
+			ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: refs/heads/")
+			if !ok {
+				return ""
+			}
+			return ref
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return ""
+		}
+		d = parent
+	}
+}

@@ -1,0 +1,109 @@
+package tui_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// command types a slash command and enters it.
+func (tm *term) command(line string) {
+	tm.typeText(line)
+	tm.keys("Enter")
+}
+
+// TestE2ESlashCommandsInspect: the commands that show what the session is made of answer
+// from a user's keystrokes (item 9).
+func TestE2ESlashCommandsInspect(t *testing.T) {
+	srv := startScripted(t, e2eRules...)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm := startKeel(t, srv, dir, 120, 50)
+	tm.waitFor("shift+tab")
+	tm.command("/doctor")
+	tm.waitFor("Doctor ·")
+	mustContain(t, "/doctor", tm.waitFor("✓ go: go1."), "✓ model API: answers and accepts the key", "✓ keel:")
+	tm.command("/context")
+	mustContain(t, "/context", tm.waitFor("Free space"), "System prompt", "System tools", "Messages")
+	tm.command("/status")
+	mustContain(t, "/status", tm.waitFor("permission mode"), "claude-scripted", "output style")
+	tm.command("/hooks")
+	tm.waitFor("No hooks configured")
+	tm.command("/todos")
+	tm.waitFor("No todos yet")
+	tm.command("/bashes")
+	tm.waitFor("No background shells")
+	tm.command("/skills")
+	tm.waitFor("Skills (run one with /NAME)")
+	tm.command("/init")
+	tm.waitFor("from the project's files")
+	if b, err := os.ReadFile(filepath.Join(dir, "KEEL.md")); err != nil || !strings.Contains(string(b), "go test ./...") {
+		t.Errorf("/init wrote (%v):\n%s", err, b)
+	}
+	tm.command("please say hello")
+	tm.waitFor("Hello from the scripted model.")
+	tm.command("/export chat.md")
+	tm.waitFor("wrote the conversation to")
+	if b, err := os.ReadFile(filepath.Join(dir, "chat.md")); err != nil || !strings.Contains(string(b), "please say hello") {
+		t.Errorf("/export wrote (%v):\n%s", err, b)
+	}
+	tm.command("/bug the answer was too short")
+	s := tm.waitFor("wrote the bug report to")
+	reports, _ := filepath.Glob(filepath.Join(dir+"-home", "bug-reports", "keel-bug-*.md"))
+	if len(reports) != 1 {
+		t.Errorf("/bug wrote %d reports:\n%s", len(reports), s)
+	}
+}
+
+// TestE2ESlashCommandsChange: the pickers of /model (checked against the model list),
+// /permissions and /config, and /statusline, /theme and /vim, from a user's keystrokes
+// (item 9).
+func TestE2ESlashCommandsChange(t *testing.T) {
+	srv := startScripted(t, e2eRules...)
+	dir := t.TempDir()
+	tm := startKeel(t, srv, dir, 120, 40)
+	tm.waitFor("shift+tab")
+	tm.command("/model gpt-99-turbo")
+	tm.waitFor(`unknown model "gpt-99-turbo"`)
+	tm.command("/model")
+	tm.waitFor("Model (now claude-scripted)")
+	tm.typeText("haiku")
+	tm.keys("Enter")
+	tm.waitFor("model set to claude-haiku")
+
+	tm.command("/permissions")
+	tm.waitFor("Permission rules")
+	tm.keys("Down", "Down", "Enter")
+	tm.waitFor("New deny rule")
+	tm.command("Bash(rm:*)")
+	tm.waitFor("added the deny rule Bash(rm:*)")
+	tm.command("/permissions")
+	tm.waitFor("deny   Bash(rm:*)")
+	tm.keys("Escape")
+	tm.waitFor(`Try "explain this codebase"`) // before typing on: an Esc and a key at once read as alt+key
+
+	tm.command("/config")
+	tm.waitFor("Output style      default")
+	tm.keys("Enter")
+	tm.waitFor("Output style (kept in")
+	tm.keys("Down", "Enter")
+	tm.waitFor("output style Explanatory from the next prompt")
+	if b, _ := os.ReadFile(filepath.Join(dir, ".keel", "settings.local.json")); !strings.Contains(string(b), `"outputStyle": "Explanatory"`) {
+		t.Errorf("the output style is not kept: %s", b)
+	}
+
+	tm.command(`/statusline printf 'sl: %s' "$(jq -r .model.id 2>/dev/null || echo model)"`)
+	tm.waitFor("sl: ")
+	tm.command("/theme mono")
+	tm.waitFor("theme mono")
+	tm.command("/vim")
+	tm.waitFor("vim editing on")
+	tm.typeText("hello there")
+	tm.keys("Escape")
+	tm.waitFor("NORMAL")
+	tm.typeText("0x")
+	tm.waitFor("❯ ello there") // x deleted the first character
+}

@@ -1,0 +1,171 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// statusLineInterval is the least time between two runs of the status line command, as in
+// Claude Code.
+const statusLineInterval = 300 * time.Millisecond
+
+// statusLineTimeout bounds one run of the status line command.
+const statusLineTimeout = 5 * time.Second
+
+// statusLineState is the statusLine command's last output and its runs: one at a time, the
+// next one after statusLineInterval when the state changed meanwhile.
+type statusLineState struct {
+	// override is the command /statusline set this run (set says there is one; "" removes).
+	override string
+	set      bool
+	out      string
+	running  bool
+	pending  bool
+}
+
+// command is the status line command in effect.
+func (s *statusLineState) command(sl StatusLiner) string {
+	if s.set {
+		return s.override
+	}
+	return sl.StatusLine().Command
+}
+
+// statusLineMsg is the output of one run.
+type statusLineMsg struct{ out string }
+
+// statusLineTickMsg lets a run that waited for the interval start.
+type statusLineTickMsg struct{}
+
+// refreshStatusLine runs the status line command with the session's state, unless a run is
+// going (then it runs again once that one is done).
+func (m *Model) refreshStatusLine() tea.Cmd {
+	sl, ok := m.b.(StatusLiner)
+	if !ok {
+		return nil
+	}
+	cmdline := m.sl.command(sl)
+	if cmdline == "" {
+		m.sl.out = ""
+		return nil
+	}
+	if m.sl.running {
+		m.sl.pending = true
+		return nil
+	}
+	m.sl.running = true
+	input, _ := json.Marshal(m.statusInput())
+	dir := m.cwd
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), statusLineTimeout)
+		defer cancel()
+		c := exec.CommandContext(ctx, "sh", "-c", cmdline)
+		c.Dir, c.Stdin = dir, bytes.NewReader(input)
+		out, err := c.Output()
+		if err != nil {
+			return statusLineMsg{} // a failing command blanks the line, as in Claude Code
+		}
+		first, _, _ := strings.Cut(strings.TrimRight(string(out), "\n"), "\n")
+		return statusLineMsg{out: first}
+	}
+}
+
+// onStatusLine takes a run's output and starts the next run if the state changed meanwhile.
+func (m *Model) onStatusLine(msg statusLineMsg) tea.Cmd {
+	m.sl.running, m.sl.out = false, msg.out
+	if !m.sl.pending {
+		return nil
+	}
+	m.sl.pending = false
+	return tea.Tick(statusLineInterval, func(time.Time) tea.Msg { return statusLineTickMsg{} })
+}
+
+// statusLineView is the status line command's output as shown under the input.
+func (m *Model) statusLineView() string {
+	if m.sl.out == "" {
+		return ""
+	}
+	pad := 0
+	if sl, ok := m.b.(StatusLiner); ok {
+		pad = sl.StatusLine().Padding
+	}
+	return ansi.Truncate(strings.Repeat(" ", pad)+m.sl.out, m.width, "…")
+}
+
+// statusInput is what the status line command reads on stdin: Claude Code's JSON.
+func (m *Model) statusInput() map[string]any {
+	model := m.b.Model()
+	transcriptPath := ""
+	if p, ok := m.b.(Persister); ok {
+		transcriptPath = p.TranscriptPath()
+	}
+	style := "default"
+	if ss, ok := m.b.(StyleSwitcher); ok {
+		style = ss.OutputStyle()
+	}
+	added, removed := m.linesChanged()
+	u := m.usage
+	used := float64(m.ctxUsed) * 100 / float64(max(m.window, 1))
+	return map[string]any{
+		"hook_event_name": "Status",
+		"session_id":      m.b.ID(),
+		"transcript_path": transcriptPath,
+		"cwd":             m.b.Cwd(),
+		"model":           map[string]any{"id": model, "display_name": displayName(model)},
+		"workspace":       map[string]any{"current_dir": m.b.Cwd(), "project_dir": m.cwd},
+		"version":         m.cfg.Version,
+		"output_style":    map[string]any{"name": style},
+		"cost": map[string]any{
+			"total_cost_usd": m.cost, "total_duration_ms": m.now().Sub(m.started).Milliseconds(),
+			"total_lines_added": added, "total_lines_removed": removed,
+		},
+		"context_window": map[string]any{
+			"total_input_tokens": u.TotalInput(), "total_output_tokens": u.OutputTokens, "context_window_size": m.window,
+			"used_percentage": used, "remaining_percentage": 100 - used,
+		},
+	}
+}
+
+// displayName is a model's short name: Opus 4.5 for claude-opus-4-5.
+func displayName(id string) string {
+	parts := strings.Split(strings.TrimPrefix(id, "claude-"), "-")
+	if len(parts) == 0 || parts[0] == "" {
+		return id
+	}
+	name := strings.ToUpper(parts[0][:1]) + parts[0][1:]
+	var version []string
+	for _, p := range parts[1:] {
+		if len(p) <= 2 {
+			version = append(version, p)
+		}
+	}
+	if len(version) > 0 {
+		name += " " + strings.Join(version, ".")
+	}
+	return name
+}
+
+// linesChanged counts the lines the session's edits added and removed, from the calls shown.
+func (m *Model) linesChanged() (added, removed int) {
+	for _, it := range m.items {
+		if it.kind != kindTool || !it.done || it.isErr {
+			continue
+		}
+		for _, l := range diffLines(themeStyles("mono", true), it.name, it.input) {
+			switch {
+			case strings.HasPrefix(l, "+ "):
+				added++
+			case strings.HasPrefix(l, "- "):
+				removed++
+			}
+		}
+	}
+	return added, removed
+}
