@@ -49,6 +49,9 @@ type Settings struct {
 	// Plugins are enabledPlugins, extraKnownMarketplaces and the managed marketplace lists
 	// (plugins.go).
 	Plugins Plugins
+	// AutoMemoryEnabled switches the project's auto memory (MEMORY.md under keel's home) on
+	// or off; unset is on.
+	AutoMemoryEnabled Value[bool]
 
 	// Unknown holds keys keel does not know, by dotted key, highest source winning. They are
 	// kept (and warned about) because real files carry many keys for other tools.
@@ -103,6 +106,7 @@ var keyTable = []keyDef{
 	extraKnownMarketplacesKey(),
 	strictKnownMarketplacesKey(),
 	blockedMarketplacesKey(),
+	scalar("autoMemoryEnabled", func(s *Settings) *Value[bool] { return &s.AutoMemoryEnabled }, decBool),
 }
 
 // keyDef reads one key. Sources are applied highest first, so apply only fills what is unset
