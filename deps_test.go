@@ -48,6 +48,13 @@ func TestDependencyRules(t *testing.T) {
 			if strings.HasPrefix(imp, "github.com/nats-io/") && !hasPrefix(name, "internal/coord/natscoord") {
 				t.Errorf("%s imports %s: only natscoord and natstest may import NATS", name, imp)
 			}
+			// The building blocks of work that outlasts a prompt (scheduled jobs, fan-outs, the
+			// shadow repository) declare what they need (cron.Runner, fanout.ItemRunner) and never
+			// import the session, supervisor or agent code that consumes them.
+			if hasPrefix(name, "internal/cron", "internal/fanout", "internal/shadow") && internal &&
+				hasPrefix(iname, "internal/session", "internal/daemon", "internal/subagent", "internal/loop", "internal/cli") {
+				t.Errorf("%s imports %s: it is consumed by that code, not the other way round", name, iname)
+			}
 			// A *test package may build on another (a conformance suite takes its time limits
 			// from waittest): both are still for tests only.
 			if internal && strings.HasSuffix(iname, "test") && strings.Contains(iname, "/") && !strings.HasSuffix(name, "test") {

@@ -3,10 +3,12 @@ package keel
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/gitexec"
 	"github.com/keel-dev/keel/internal/provider/connect"
 )
 
@@ -80,7 +82,13 @@ func versionChecks(ctx context.Context) []Check {
 		{"rg", "--version", "Grep uses its own, slower search"},
 	} {
 		c := Check{Area: "versions", Name: tool.name, Status: "ok"}
-		out1, err := exec.CommandContext(ctx, tool.name, tool.flag).Output()
+		var out1 []byte
+		var err error
+		if tool.name == "git" {
+			out1, err = gitexec.Runner{}.Output(ctx, os.TempDir(), tool.flag)
+		} else {
+			out1, err = exec.CommandContext(ctx, tool.name, tool.flag).Output()
+		}
 		if err != nil {
 			c.Status, c.Detail = "warn", "not found on PATH; "+tool.missing
 		} else {

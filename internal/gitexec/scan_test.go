@@ -27,6 +27,7 @@ var otherPrograms = map[string]string{
 	"internal/cli/launch.go":         "keel-tui (syscall.Exec)",
 	"internal/mcphost/stdio.go":      "an MCP server the configuration names (trust-gated)",
 	"internal/telemetry/exporter.go": "keel-otel, the telemetry exporter",
+	"doctor_api.go":                  "ripgrep --version for the doctor (git goes through gitexec)",
 }
 
 // TestEveryGitExecGoesThroughGitexec parses every Go file of the module and finds each place

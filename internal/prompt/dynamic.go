@@ -11,6 +11,7 @@ import (
 const (
 	SectionGuidance   = "guidance"
 	SectionMemory     = "memory"
+	SectionAutoMemory = "auto_memory"
 	SectionEnv        = "env"
 	SectionLanguage   = "language"
 	SectionScratchpad = "scratchpad"
@@ -29,6 +30,14 @@ func dynamicSections(opts Options) []Section {
 				return ""
 			}
 			return renderMemory(opts.Memory())
+		}),
+		// Memoized like every memory: what the model saves during the session changes the
+		// prompt at the next session (or after /clear, a compaction), never mid-session.
+		Memoized(SectionAutoMemory, func() string {
+			if opts.AutoMemory == nil {
+				return ""
+			}
+			return renderAutoMemory(opts.AutoMemory)
 		}),
 		Memoized(SectionEnv, func() string {
 			if opts.Environment == nil {

@@ -51,6 +51,8 @@ type Options struct {
 	Guidance string
 	// Memory returns the memory files to include; called once per memoization.
 	Memory func() []memory.File
+	// AutoMemory is the project's auto memory directory; nil leaves the section out.
+	AutoMemory *memory.Auto
 	// Environment is the session's environment snapshot; nil leaves the section out.
 	Environment *Environment
 	// Language, when set, asks the model to answer in it.

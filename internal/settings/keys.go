@@ -53,6 +53,9 @@ type Settings struct {
 	// output style (default, Explanatory, Learning, or one in an output-styles directory).
 	StatusLine  StatusLine
 	OutputStyle Value[string]
+	// AutoMemoryEnabled switches the project's auto memory (MEMORY.md under keel's home) on
+	// or off; unset is on.
+	AutoMemoryEnabled Value[bool]
 
 	// Unknown holds keys keel does not know, by dotted key, highest source winning. They are
 	// kept (and warned about) because real files carry many keys for other tools.
@@ -111,6 +114,7 @@ var keyTable = []keyDef{
 	blockedMarketplacesKey(),
 	statusLineKey(),
 	scalar("outputStyle", func(s *Settings) *Value[string] { return &s.OutputStyle }, decNonEmpty),
+	scalar("autoMemoryEnabled", func(s *Settings) *Value[bool] { return &s.AutoMemoryEnabled }, decBool),
 }
 
 // keyDef reads one key. Sources are applied highest first, so apply only fills what is unset
@@ -276,6 +280,9 @@ var narrowingKeys = map[string]bool{
 	"enableAllProjectMcpServers": true, "enabledMcpjsonServers": true, "disabledMcpjsonServers": true,
 	"allowedMcpServers": true, "deniedMcpServers": true, "forkSubagents": true, "cacheTTL1h": true,
 	"autoCompactThreshold": true, "teammateMode": true,
+	// A project's output style changes the prompt as its memory files do; auto memory is on
+	// unless switched off.
+	"outputStyle": true, "autoMemoryEnabled": true,
 	// Managed-only policies: honoured only from managed settings, where they narrow.
 	"strictKnownMarketplaces": true, "blockedMarketplaces": true,
 }
