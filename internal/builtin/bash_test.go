@@ -2,9 +2,11 @@ package builtin
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -144,4 +146,28 @@ func TestTodoWrite(t *testing.T) {
 	if len(got) != 1 || len(todos.List()) != 3 {
 		t.Error("a rejected TodoWrite changed the list")
 	}
+}
+
+// TestBashOutputHeldOpen: the issue's daemon case, `setsid sh -c 'exec sleep 600' & echo done`
+// with a 3 s timeout. The call returns with "done" and a note instead of waiting for the daemon
+// (which here waits until it left the group before the shell ends, so it is not killed).
+func TestBashOutputHeldOpen(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "ready"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, filepath.Join(dir, "pid")))); err == nil && pid > 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	env := newEnv(t, dir)
+	res := call(t, Bash(shell.NewJobs()), env, bashInput{
+		Command: `setsid sh -c 'echo $$ > pid.tmp && mv pid.tmp pid; echo > ready; exec sleep 600' & read x < ready; echo done`,
+		Timeout: 3000,
+	})
+	golden(t, "bash/output_held_open", render(res, env.State.Cwd))
 }

@@ -212,8 +212,8 @@ func (jb *job) stop() {
 	jb.mu.Unlock()
 	jb.p.kill()
 	<-jb.ended
-	<-jb.p.drained
 	jb.p.waitGone()
+	jb.p.drain()
 }
 
 // IDs returns the ids of all jobs, oldest first.

@@ -57,13 +57,20 @@ type Result struct {
 	TimedOut bool
 	// Interrupted is set when ctx was cancelled before the command ended.
 	Interrupted bool
+	// OutputHeldOpen is set when a process outside the command's process group (started with
+	// setsid, or a daemon) still held the output open after the group was gone: Run returned
+	// with the output read so far instead of waiting for that process to end.
+	OutputHeldOpen bool
 	// Cwd is the shell's working directory when it exited, symlinks resolved; empty when the
 	// shell did not get to report it (killed, or the script replaced its EXIT trap).
 	Cwd string
 }
 
 // Run runs c and waits for it and every process it started in its process group. An error is
-// returned only when the command could not be started; a failing command is a Result.
+// returned only when the command could not be started; a failing command is a Result. Once the
+// group is gone (ended, or killed by the timeout or ctx) Run waits for the rest of the output
+// at most half a second: a process that left the group and keeps the output open does not
+// hold the call (see [Result.OutputHeldOpen]).
 func Run(ctx context.Context, c Command) (Result, error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -108,8 +115,8 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	// The shell is gone; whatever it left running in its group would hold the output pipe
 	// open and outlive the call, so it goes too (use run_in_background to keep a process).
 	p.kill()
-	<-p.drained
 	p.waitGone()
+	res.OutputHeldOpen = !p.drain()
 	res.Output, res.Truncated = buf.String()
 	res.ExitCode = exitCode(p.err)
 	if res.TimedOut || res.Interrupted {
