@@ -194,3 +194,74 @@ func TestGrepOutputCap(t *testing.T) {
 		t.Errorf("output of %d bytes, ends %q", len(out), out[max(0, len(out)-200):])
 	}
 }
+
+// TestGrepCut: answers cut by the output limit or head_limit, with files read only in part
+// (more matches than can be shown), lines longer than the limits, and more matching files
+// than fit. ripgrep must give the same answer as the built-in engine here too.
+func TestGrepCut(t *testing.T) {
+	// Where the output is cut depends on the length of the paths: the root's is fixed.
+	dir := fixedLengthDir(t, 80)
+	var many strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&many, "hit %d\n", i)
+		if i%7 == 0 {
+			many.WriteString("quiet line\n")
+		}
+	}
+	files := map[string]string{
+		"a-many.txt":  many.String(),
+		"b-long.txt":  "short hit\n" + strings.Repeat("é", 1500) + " hit\n" + strings.Repeat("x", 300<<10) + " hit at the end\nlast hit\n",
+		"c-after.txt": "hit\n",
+	}
+	for i := range 600 {
+		files[fmt.Sprintf("d/f%04d.txt", i)] = "one hit\n"
+	}
+	writeFiles(t, dir, files)
+	rg, rgErr := exec.LookPath("rg")
+	tests := []struct {
+		name string
+		in   grepInput
+	}{
+		{"content", grepInput{Pattern: "hit", OutputMode: "content"}},
+		{"content context", grepInput{Pattern: "hit 1\\d\\d$", OutputMode: "content", Context: 2, Path: "a-many.txt"}},
+		{"content head limit", grepInput{Pattern: "hit", OutputMode: "content", HeadLimit: 20}},
+		{"long lines", grepInput{Pattern: "hit", OutputMode: "content", Path: "b-long.txt"}},
+		{"files", grepInput{Pattern: "hit"}},
+		{"count", grepInput{Pattern: "hit", OutputMode: "count"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newEnv(t, dir)
+			builtin := render(call(t, Grep(GrepBuiltin, ""), env, tt.in), env.State.Cwd)
+			golden(t, "grep/cut_"+strings.ReplaceAll(tt.name, " ", "_"), builtin)
+			if rgErr != nil {
+				t.Skip("rg is not on PATH; only the built-in engine was checked")
+			}
+			viaRg := render(call(t, Grep(GrepRipgrep, rg), env, tt.in), env.State.Cwd)
+			// rg prints a line past maxRgColumns in part: its length is not known.
+			builtin = strings.ReplaceAll(builtin, "[line truncated: 307215 bytes]", fmt.Sprintf("[line truncated: over %d bytes]", maxRgColumns))
+			if diff := cmp.Diff(builtin, viaRg); diff != "" {
+				t.Errorf("ripgrep disagrees with the built-in engine (-builtin +rg):\n%s", diff)
+			}
+		})
+	}
+}
+
+// fixedLengthDir returns a new directory whose absolute path (symlinks resolved) is n bytes
+// long.
+func fixedLengthDir(t *testing.T, n int) string {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := n - len(base) - 1
+	if pad < 1 {
+		t.Fatalf("the temporary directory %s is longer than %d bytes", base, n)
+	}
+	dir := filepath.Join(base, strings.Repeat("d", pad))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
