@@ -3,6 +3,7 @@ package builtin
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -91,5 +92,36 @@ func TestReadRecordsState(t *testing.T) {
 	}
 	if rec.Hash != hashOf([]byte("one\ntwo\n")) || rec.Size != 8 || !rec.Partial || rec.ModTime.IsZero() {
 		t.Errorf("record = %+v", rec)
+	}
+}
+
+// TestReadLongLineBoundedMemory: a 64 MiB line costs Read what it shows, not the line; the
+// bytes allocated during the call stay far below it.
+func TestReadLongLineBoundedMemory(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "one-line.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := []byte(strings.Repeat("x", 1<<20))
+	for range 64 {
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.WriteString("\nsecond line\n")
+	f.Close()
+	env := newEnv(t, dir)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res := call(t, Read(), env, readInput{FilePath: path, Offset: 1, Limit: 2})
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("allocated %d MiB reading a 64 MiB line", alloc>>20)
+	}
+	want := "1\t" + strings.Repeat("x", maxLineChars) + "… [line truncated: 67108864 chars]\n2\tsecond line"
+	if got := res.ResultText(); got != want {
+		t.Errorf("got %.100q…%q", got, got[max(0, len(got)-60):])
 	}
 }

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -264,4 +265,25 @@ func fixedLengthDir(t *testing.T, n int) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestGlobKeepsOnlyTheNewest: Glob holds the files it shows, not every match, and shows the
+// same ones whatever order the walk finds them in.
+func TestGlobKeepsOnlyTheNewest(t *testing.T) {
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	var all []hit
+	for i := range 10000 {
+		all = append(all, hit{fmt.Sprintf("/p/f%05d", i), base.Add(time.Duration(i%997) * time.Second)})
+	}
+	var n newestHits
+	for _, i := range rand.Perm(len(all)) {
+		n.add(all[i])
+		if len(n.hits) > maxGlobResults {
+			t.Fatalf("holding %d hits", len(n.hits))
+		}
+	}
+	slices.SortFunc(all, compareHits)
+	if diff := cmp.Diff(all[:maxGlobResults], n.hits, cmp.AllowUnexported(hit{})); diff != "" || n.total != len(all) {
+		t.Errorf("total %d; mismatch (-want +got):\n%s", n.total, diff)
+	}
 }
