@@ -107,8 +107,8 @@ func (s *scanner) scan(ctx context.Context, r io.Reader) (stopped bool, err erro
 }
 
 // window searches whole lines (the last may lack its newline at the end of the file). The
-// regular expression runs over the window for speed; each hit is checked against its line
-// alone, as a match must lie within one line. When the scan stops, rest says whether lines
+// regular expression runs over the window for speed; a hit that spans lines is checked
+// against its line alone, as a match must lie within one line. When the scan stops, rest says whether lines
 // of the window were left unread.
 func (s *scanner) window(win []byte) (stop, rest bool) {
 	for pos := 0; pos < len(win); {
@@ -131,7 +131,9 @@ func (s *scanner) window(win []byte) (stop, rest bool) {
 			return true, rest || ls < len(win)
 		}
 		line := win[ls:le]
-		if s.line1(line, len(line), s.q.re.Match(line)) {
+		// A hit within the line is a match of the line; one that spans lines is checked.
+		match := bytes.IndexByte(win[start:pos+loc[1]], '\n') < 0 || s.q.re.Match(line)
+		if s.line1(line, len(line), match) {
 			return true, le+1 < len(win)
 		}
 		pos = le + 1
