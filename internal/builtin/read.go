@@ -158,9 +158,8 @@ func readText(env *tool.Env, t target, f *os.File, info os.FileInfo, in readInpu
 		}
 	}
 	partial := start > 1 || last < lineNo
-	if env.Files != nil {
-		env.Files.Record(t.real, tool.FileRead{ModTime: info.ModTime(), Size: info.Size(), Hash: hex.EncodeToString(h.Sum(nil)), Partial: partial})
-	}
+	view := fmt.Sprintf("lines %d+%d", start, limit)
+	unchanged := recordRead(env, t, tool.FileRead{ModTime: info.ModTime(), Size: info.Size(), Hash: hex.EncodeToString(h.Sum(nil)), Partial: partial, View: view})
 	switch {
 	case lineNo == 0:
 		return tool.Text(fmt.Sprintf("%s is empty.", t.abs))
@@ -175,7 +174,26 @@ func readText(env *tool.Env, t target, f *os.File, info os.FileInfo, in readInpu
 	if note := enc.note(); note != "" {
 		out.WriteString("\n" + note)
 	}
+	if unchanged && out.Len() > len(unchangedStub) {
+		return tool.Text(unchangedStub)
+	}
 	return tool.Text(strings.TrimSuffix(out.String(), "\n"))
+}
+
+// unchangedStub answers a Read of what the agent's context already holds: the same view of
+// the file, unchanged since (Claude Code answers the same way).
+const unchangedStub = "Unchanged since your last Read of it, which is still current: refer to that result instead of reading again."
+
+// recordRead records what Read showed of a file, and reports whether the agent's context
+// already holds it: the same view of the same content, read by this agent, not dropped
+// since (a compaction or rewind forgets views, a child agent starts without them).
+func recordRead(env *tool.Env, t target, rec tool.FileRead) (unchanged bool) {
+	if env.Files == nil {
+		return false
+	}
+	prev, ok := env.Files.Lookup(t.real)
+	env.Files.Record(t.real, rec)
+	return ok && prev.View != "" && prev.View == rec.View && prev.Hash == rec.Hash
 }
 
 // keepLineBytes is as much of a line as Read may show: maxLineChars characters.
@@ -284,8 +302,8 @@ func readImage(env *tool.Env, t target, f *os.File, info os.FileInfo, mediaType 
 	if err != nil {
 		return tool.Errorf("Cannot read %s: %v", t.abs, err)
 	}
-	if env.Files != nil {
-		env.Files.Record(t.real, tool.FileRead{ModTime: info.ModTime(), Size: info.Size(), Hash: hashOf(data)})
+	if recordRead(env, t, tool.FileRead{ModTime: info.ModTime(), Size: info.Size(), Hash: hashOf(data), View: "image"}) {
+		return tool.Text(unchangedStub)
 	}
 	return tool.Result{Content: []message.Block{
 		message.Text(fmt.Sprintf("Image %s (%s, %d KB):", t.abs, mediaType, (len(data)+1023)>>10)),

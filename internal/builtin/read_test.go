@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/keel-dev/keel/internal/tool"
 )
 
 func TestRead(t *testing.T) {
@@ -124,4 +126,48 @@ func TestReadLongLineBoundedMemory(t *testing.T) {
 	if got := res.ResultText(); got != want {
 		t.Errorf("got %.100q…%q", got, got[max(0, len(got)-60):])
 	}
+}
+
+// TestReadUnchangedStub: a second Read of the same lines of an unchanged file returns a short
+// stub, as the agent's context holds the first; the content comes back when the file changed,
+// other lines are asked for, the agent edited it, its context lost the result (compaction:
+// ForgetViews) or the reader is another agent (a clone of the state).
+func TestReadUnchangedStub(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.go")
+	content := "package f\n\n// A comment long enough that the lines shown from the second on are longer than the stub.\nfunc F() int { return 1 }\n"
+	writeFiles(t, dir, map[string]string{"f.go": content})
+	read := func(env *tool.Env, in readInput) string {
+		in.FilePath = path
+		return call(t, Read(), env, in).ResultText()
+	}
+	full := func(t *testing.T, what, got string) {
+		t.Helper()
+		if !strings.Contains(got, "2\t\n3\t// A comment") {
+			t.Errorf("%s: want the content, got %q", what, got)
+		}
+	}
+	env := newEnv(t, dir)
+	full(t, "first read", read(env, readInput{}))
+	if got := read(env, readInput{}); got != unchangedStub {
+		t.Errorf("second read of the unchanged file: %q", got)
+	}
+	full(t, "other lines", read(env, readInput{Offset: 2}))
+	if got := read(env, readInput{Offset: 2}); got != unchangedStub {
+		t.Errorf("second read of the same other lines: %q", got)
+	}
+
+	child := &tool.Env{State: env.State, Files: env.Files.Clone(), Logger: env.Logger}
+	full(t, "another agent", read(child, readInput{Offset: 2}))
+
+	env.Files.ForgetViews()
+	full(t, "after compaction", read(env, readInput{}))
+
+	os.WriteFile(path, []byte(strings.Replace(content, "return 1", "return 2", 1)), 0o644) // same size
+	full(t, "after the file changed", read(env, readInput{}))
+
+	if res := call(t, Edit(), env, editInput{FilePath: path, OldString: "return 2", NewString: "return 3"}); res.IsError {
+		t.Fatal(res.ResultText())
+	}
+	full(t, "after the agent's edit", read(env, readInput{}))
 }
