@@ -32,6 +32,7 @@ func TestBash(t *testing.T) {
 		{"cd", bashInput{Command: "cd sub && pwd"}},
 		{"timeout", bashInput{Command: "echo started; sleep 30", Timeout: 1000}},
 		{"huge output", bashInput{Command: "seq 1 200000"}},
+		{"trimmed output", bashInput{Command: `printf '\033[32mok\033[0m\n'; for i in 1 2 3; do printf 'downloading %d%%\r' $((i*33)); done; echo; yes waiting | head -50; echo done`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/keel-dev/keel/internal/shell"
 )
 
 // grepBlock is one file's part of Grep's answer: its output lines as they are shown (content
@@ -221,7 +223,8 @@ func (bb *blockBuilder) add(num int, text []byte, size int, match bool) {
 	if match {
 		sep = ":"
 	}
-	shown := truncateLine(text, size)
+	// What a terminal would show of the line (no colour codes, no redrawn progress).
+	shown := shell.CleanLine(truncateLine(text, size))
 	if bb.lineNums {
 		bb.keep(bb.block.path + sep + strconv.Itoa(num) + sep + shown)
 	} else {

@@ -287,3 +287,22 @@ func TestGlobKeepsOnlyTheNewest(t *testing.T) {
 		t.Errorf("total %d; mismatch (-want +got):\n%s", n.total, diff)
 	}
 }
+
+// TestGrepShowsLinesAsATerminalWould: colour codes and what a carriage return redrew are
+// left out of the lines Grep shows, by both engines.
+func TestGrepShowsLinesAsATerminalWould(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"build.log": "\x1b[1;31mERROR\x1b[0m disk full\nfine\n 10%\r 55%\r100% ERROR again\n"})
+	want := "$ROOT/build.log:1:ERROR disk full\n$ROOT/build.log:3:100% ERROR again\n"
+	engines := []GrepEngine{GrepBuiltin}
+	if _, err := exec.LookPath("rg"); err == nil {
+		engines = append(engines, GrepRipgrep)
+	}
+	for _, e := range engines {
+		env := newEnv(t, dir)
+		got := render(call(t, Grep(e, ""), env, grepInput{Pattern: "ERROR", OutputMode: "content"}), env.State.Cwd)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("engine %d: mismatch (-want +got):\n%s", e, diff)
+		}
+	}
+}

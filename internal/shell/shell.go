@@ -1,7 +1,8 @@
 // Package shell runs shell commands for the Bash tool: one process group per command, so a
 // timeout or an interrupt kills everything the command started; stdout and stderr interleaved
-// into one capped buffer; the final working directory reported so a `cd` can persist; and
-// background jobs kept in a [Jobs] registry.
+// into one capped buffer, trimmed of escape sequences, redrawn progress and repeated lines;
+// the final working directory reported so a `cd` can persist; and background jobs kept in a
+// [Jobs] registry.
 package shell
 
 import (
@@ -47,7 +48,8 @@ type Command struct {
 
 // Result is how a command ended.
 type Result struct {
-	// Output is stdout and stderr interleaved as written, cut in the middle when over the limit.
+	// Output is stdout and stderr interleaved as written, trimmed as a terminal would have
+	// shown it and of what repeats (see [Trim]), cut in the middle when over the limit.
 	Output string
 	// Truncated is how many bytes were cut from the middle of Output.
 	Truncated int64
@@ -89,11 +91,12 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	defer os.Remove(cwdPath)
 
 	buf := newCappedBuffer(limit)
-	var out io.Writer = buf
+	trim := newTrimmer(buf) // what repeats is dropped before the cap counts it
+	var out io.Writer = trim
 	if c.OnLine != nil {
 		lw := &lineWriter{fn: c.OnLine}
 		defer lw.flush()
-		out = io.MultiWriter(buf, lw)
+		out = io.MultiWriter(trim, lw)
 	}
 	p, err := start(c.Script, c.Dir, c.Env, out, cwdPath)
 	if err != nil {
@@ -117,6 +120,7 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	p.kill()
 	p.waitGone()
 	res.OutputHeldOpen = !p.drain()
+	trim.Flush()
 	res.Output, res.Truncated = buf.String()
 	res.ExitCode = exitCode(p.err)
 	if res.TimedOut || res.Interrupted {
