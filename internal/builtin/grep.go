@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/keel-dev/keel/internal/tool"
@@ -50,38 +49,58 @@ const grepSchema = `{"type":"object","properties":{
 "head_limit":{"type":"integer","minimum":0,"description":"Show only the first N lines or entries"}},
 "required":["pattern"],"additionalProperties":false}`
 
-// fileTypes maps Grep's type names to file-name globs. Both engines use this table (ripgrep
-// gets it through --type-add), so they agree on what a type is.
-var fileTypes = map[string][]string{
-	"c":      {"*.c", "*.h"},
-	"cpp":    {"*.cpp", "*.cc", "*.cxx", "*.c++", "*.hpp", "*.hh", "*.hxx", "*.h", "*.inl"},
-	"cs":     {"*.cs"},
-	"css":    {"*.css", "*.scss", "*.sass", "*.less"},
-	"go":     {"*.go"},
-	"html":   {"*.html", "*.htm"},
-	"java":   {"*.java"},
-	"js":     {"*.js", "*.jsx", "*.mjs", "*.cjs", "*.vue"},
-	"json":   {"*.json", "*.jsonl"},
-	"kotlin": {"*.kt", "*.kts"},
-	"md":     {"*.md", "*.markdown", "*.mdx"},
-	"php":    {"*.php"},
-	"proto":  {"*.proto"},
-	"py":     {"*.py", "*.pyi"},
-	"rb":     {"*.rb", "*.gemspec", "Gemfile", "Rakefile"},
-	"rust":   {"*.rs"},
-	"sh":     {"*.sh", "*.bash", "*.zsh"},
-	"sql":    {"*.sql"},
-	"swift":  {"*.swift"},
-	"toml":   {"*.toml"},
-	"ts":     {"*.ts", "*.tsx", "*.mts", "*.cts"},
-	"txt":    {"*.txt"},
-	"xml":    {"*.xml"},
-	"yaml":   {"*.yaml", "*.yml"},
+// fileTypes lists Grep's type names, sorted, with their file-name globs. Both engines use this
+// table (ripgrep gets it through --type-add), so they agree on what a type is. A slice, not a
+// map: it is laid out by the linker, where a map would be built at every keel start.
+var fileTypes = []struct {
+	name  string
+	globs []string
+}{
+	{"c", []string{"*.c", "*.h"}},
+	{"cpp", []string{"*.cpp", "*.cc", "*.cxx", "*.c++", "*.hpp", "*.hh", "*.hxx", "*.h", "*.inl"}},
+	{"cs", []string{"*.cs"}},
+	{"css", []string{"*.css", "*.scss", "*.sass", "*.less"}},
+	{"go", []string{"*.go"}},
+	{"html", []string{"*.html", "*.htm"}},
+	{"java", []string{"*.java"}},
+	{"js", []string{"*.js", "*.jsx", "*.mjs", "*.cjs", "*.vue"}},
+	{"json", []string{"*.json", "*.jsonl"}},
+	{"kotlin", []string{"*.kt", "*.kts"}},
+	{"md", []string{"*.md", "*.markdown", "*.mdx"}},
+	{"php", []string{"*.php"}},
+	{"proto", []string{"*.proto"}},
+	{"py", []string{"*.py", "*.pyi"}},
+	{"rb", []string{"*.rb", "*.gemspec", "Gemfile", "Rakefile"}},
+	{"rust", []string{"*.rs"}},
+	{"sh", []string{"*.sh", "*.bash", "*.zsh"}},
+	{"sql", []string{"*.sql"}},
+	{"swift", []string{"*.swift"}},
+	{"toml", []string{"*.toml"}},
+	{"ts", []string{"*.ts", "*.tsx", "*.mts", "*.cts"}},
+	{"txt", []string{"*.txt"}},
+	{"xml", []string{"*.xml"}},
+	{"yaml", []string{"*.yaml", "*.yml"}},
 }
 
-var typeAliases = map[string]string{
-	"python": "py", "javascript": "js", "typescript": "ts", "rs": "rust", "markdown": "md",
-	"yml": "yaml", "golang": "go", "ruby": "rb", "csharp": "cs", "bash": "sh", "kt": "kotlin",
+// typeAliases are other names of the types, as [old, new] pairs.
+var typeAliases = [][2]string{
+	{"python", "py"}, {"javascript", "js"}, {"typescript", "ts"}, {"rs", "rust"}, {"markdown", "md"},
+	{"yml", "yaml"}, {"golang", "go"}, {"ruby", "rb"}, {"csharp", "cs"}, {"bash", "sh"}, {"kt", "kotlin"},
+}
+
+// typeGlobs returns the globs of a type name or alias.
+func typeGlobs(name string) ([]string, bool) {
+	for _, a := range typeAliases {
+		if a[0] == name {
+			name = a[1]
+		}
+	}
+	for _, t := range fileTypes {
+		if t.name == name {
+			return t.globs, true
+		}
+	}
+	return nil, false
 }
 
 // grepQuery is a validated Grep call, the same for both engines.
@@ -157,19 +176,12 @@ func newGrepQuery(st tool.State, in grepInput) (grepQuery, tool.Result, bool) {
 		return q, tool.Errorf("Path does not exist: %s.", root.Abs), false
 	}
 	if in.Type != "" {
-		name := strings.ToLower(in.Type)
-		if a, ok := typeAliases[name]; ok {
-			name = a
-		}
-		globs, ok := fileTypes[name]
+		globs, ok := typeGlobs(strings.ToLower(in.Type))
 		if !ok {
-			names := slices.Sorted(func(yield func(string) bool) {
-				for k := range fileTypes {
-					if !yield(k) {
-						return
-					}
-				}
-			})
+			names := make([]string, len(fileTypes))
+			for i, t := range fileTypes {
+				names[i] = t.name
+			}
 			return q, tool.Errorf("Unknown type %q. Known types: %s. Or use glob.", in.Type, strings.Join(names, ", ")), false
 		}
 		q.typeGlobs = globs
