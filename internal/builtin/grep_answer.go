@@ -219,6 +219,10 @@ func (bb *blockBuilder) add(num int, text []byte, size int, match bool) {
 		bb.keep("--")
 	}
 	bb.prev = num
+	if bb.full() {
+		bb.block.lineCount++ // counted, not shown: no need to format it
+		return
+	}
 	sep := "-"
 	if match {
 		sep = ":"
