@@ -97,6 +97,9 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs,
 		isErr = true
 		notes = append(notes, fmt.Sprintf("[Exit code %d]", res.ExitCode))
 	}
+	if res.OutputHeldOpen {
+		notes = append(notes, "[A process the command started outside its process group (setsid, a daemon) kept the output open; the call returned without waiting for it, and what it writes from now on is not read. Start long-running processes with run_in_background.]")
+	}
 	var mod tool.Modifier
 	if res.Cwd != "" && res.Cwd != realPath(dir) {
 		cwd := res.Cwd

@@ -2,9 +2,11 @@ package builtin
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +32,7 @@ func TestBash(t *testing.T) {
 		{"cd", bashInput{Command: "cd sub && pwd"}},
 		{"timeout", bashInput{Command: "echo started; sleep 30", Timeout: 1000}},
 		{"huge output", bashInput{Command: "seq 1 200000"}},
+		{"trimmed output", bashInput{Command: `printf '\033[32mok\033[0m\n'; for i in 1 2 3; do printf 'downloading %d%%\r' $((i*33)); done; echo; yes waiting | head -50; echo done`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,4 +171,28 @@ func TestBashEnviron(t *testing.T) {
 	if res.IsError || !strings.Contains(render(res, dir), "from the plugin") {
 		t.Errorf("plugin-tool on PATH: %s", render(res, dir))
 	}
+}
+
+// TestBashOutputHeldOpen: the issue's daemon case, `setsid sh -c 'exec sleep 600' & echo done`
+// with a 3 s timeout. The call returns with "done" and a note instead of waiting for the daemon
+// (which here waits until it left the group before the shell ends, so it is not killed).
+func TestBashOutputHeldOpen(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "ready"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, filepath.Join(dir, "pid")))); err == nil && pid > 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	env := newEnv(t, dir)
+	res := call(t, Bash(shell.NewJobs()), env, bashInput{
+		Command: `setsid sh -c 'echo $$ > pid.tmp && mv pid.tmp pid; echo > ready; exec sleep 600' & read x < ready; echo done`,
+		Timeout: 3000,
+	})
+	golden(t, "bash/output_held_open", render(res, env.State.Cwd))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/keel-dev/keel/internal/tool"
@@ -90,6 +91,16 @@ func runEdit(ctx context.Context, env *tool.Env, in editInput) tool.Result {
 		return applyEdit(ctx, env, t, append(append([]byte(nil), enc.bom...), body...), repl, 0, 1, repl)
 	}
 	out, n, at, repl, err := enc.splice(data, in.OldString, in.NewString, in.ReplaceAll, crlf)
+	if err == nil && n == 0 {
+		// Text copied from Read with its line numbers still matches.
+		if old, ok := withoutLineNumbers(in.OldString, true); ok {
+			newString := in.NewString
+			if s, ok := withoutLineNumbers(newString, false); ok {
+				newString = s
+			}
+			out, n, at, repl, err = enc.splice(data, old, newString, in.ReplaceAll, crlf)
+		}
+	}
 	switch {
 	case err != nil:
 		return tool.Errorf("%v", err)
@@ -107,6 +118,28 @@ func runEdit(ctx context.Context, env *tool.Env, in editInput) tool.Result {
 		return tool.Errorf("Cannot read %s: %v", t.abs, err)
 	}
 	return applyEdit(ctx, env, t, out, newText, len(before), n, repl)
+}
+
+// withoutLineNumbers returns s without the line numbers Read puts before each line ("12\t",
+// or padded to six columns as keel once wrote them), when every line of s has one (counting
+// up by one, if consecutive is set); ok is false otherwise.
+func withoutLineNumbers(s string, consecutive bool) (string, bool) {
+	lines := strings.Split(s, "\n")
+	prev := -1
+	for i, l := range lines {
+		rest := strings.TrimLeft(l, " ")
+		digits := len(rest) - len(strings.TrimLeft(rest, "0123456789"))
+		if digits == 0 || digits > 9 || !strings.HasPrefix(rest[digits:], "\t") {
+			return "", false
+		}
+		n, _ := strconv.Atoi(rest[:digits])
+		if consecutive && prev >= 0 && n != prev+1 {
+			return "", false
+		}
+		prev = n
+		lines[i] = rest[digits+1:]
+	}
+	return strings.Join(lines, "\n"), true
 }
 
 // usesCRLF reports whether most line endings of text are CRLF.

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -293,5 +294,66 @@ func TestWriteEscapes(t *testing.T) {
 	// A `..` that stays inside is fine.
 	if res := call(t, Write(), env, writeInput{FilePath: "sub/../in2.txt", Content: "ok\n"}); res.IsError {
 		t.Errorf("inside write refused: %s", res.ResultText())
+	}
+}
+
+// TestEditMatchesTextCopiedFromRead: Read numbers lines compactly ("7\tline"); Edit matches
+// the text after the tab, and also lines the model copied with their numbers (compact, or
+// padded as keel once wrote them), numbered or not in new_string. A file whose lines really
+// start with digits and a tab is matched literally first.
+func TestEditMatchesTextCopiedFromRead(t *testing.T) {
+	var code strings.Builder
+	for i := 1; i <= 12; i++ {
+		fmt.Fprintf(&code, "line %d\n", i)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.txt")
+	read := func(t *testing.T, env *tool.Env, content string) []string {
+		writeFiles(t, dir, map[string]string{"f.txt": content})
+		out := call(t, Read(), env, readInput{FilePath: path}).ResultText()
+		return strings.Split(out, "\n")
+	}
+	tests := []struct {
+		name     string
+		content  string
+		old, new func(shown []string) string
+		want     string
+	}{
+		{"text after the tab", code.String(),
+			func(shown []string) string { return "line 9\nline 10" },
+			func([]string) string { return "line nine\nline ten" },
+			strings.Replace(code.String(), "line 9\nline 10\n", "line nine\nline ten\n", 1)},
+		{"with compact numbers", code.String(),
+			func(shown []string) string { return shown[8] + "\n" + shown[9] },
+			func([]string) string { return "9\tline nine\n10\tline ten" },
+			strings.Replace(code.String(), "line 9\nline 10\n", "line nine\nline ten\n", 1)},
+		{"numbers only in old_string", code.String(),
+			func(shown []string) string { return shown[8] + "\n" + shown[9] },
+			func([]string) string { return "line nine" },
+			strings.Replace(code.String(), "line 9\nline 10\n", "line nine\n", 1)},
+		{"padded numbers", code.String(),
+			func([]string) string { return "     9\tline 9\n    10\tline 10" },
+			func([]string) string { return "     9\tline nine\n    10\tline ten" },
+			strings.Replace(code.String(), "line 9\nline 10\n", "line nine\nline ten\n", 1)},
+		{"tab-separated data", "1\tapple\n2\tpear\n",
+			func([]string) string { return "2\tpear" },
+			func([]string) string { return "2\tplum" },
+			"1\tapple\n2\tplum\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newEnv(t, dir)
+			shown := read(t, env, tt.content)
+			if tt.name == "with compact numbers" && shown[8] != "9\tline 9" {
+				t.Fatalf("Read shows line 9 as %q", shown[8])
+			}
+			res := call(t, Edit(), env, editInput{FilePath: path, OldString: tt.old(shown), NewString: tt.new(shown)})
+			if res.IsError {
+				t.Fatal(res.ResultText())
+			}
+			if got := readFile(t, path); got != tt.want {
+				t.Errorf("file mismatch (-want +got):\n%s", cmp.Diff(tt.want, got))
+			}
+		})
 	}
 }

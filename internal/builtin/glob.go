@@ -66,11 +66,7 @@ func runGlob(ctx context.Context, env *tool.Env, in globInput) tool.Result {
 	if info, err := os.Stat(root); err != nil || !info.IsDir() {
 		return tool.Errorf("%s is not a directory.", rootPath.Abs)
 	}
-	type hit struct {
-		path  string
-		mtime time.Time
-	}
-	var hits []hit
+	var newest newestHits
 	err := walkFiles(ctx, root, func(p string, d fs.DirEntry) {
 		rel, err := filepath.Rel(root, p)
 		if err != nil {
@@ -78,29 +74,56 @@ func runGlob(ctx context.Context, env *tool.Env, in globInput) tool.Result {
 		}
 		if ok, _ := doublestar.Match(pattern, filepath.ToSlash(rel)); ok && !hidden(env, p) {
 			if info, err := d.Info(); err == nil {
-				hits = append(hits, hit{p, info.ModTime()})
+				newest.add(hit{p, info.ModTime()})
 			}
 		}
 	})
 	if err != nil {
 		return tool.Errorf("Glob in %s: %v", root, err)
 	}
-	if len(hits) == 0 {
+	if newest.total == 0 {
 		return searchResult(env, "No files found.")
 	}
-	slices.SortFunc(hits, func(a, b hit) int {
-		if c := b.mtime.Compare(a.mtime); c != 0 {
-			return c
-		}
-		return strings.Compare(a.path, b.path)
-	})
 	var b strings.Builder
-	for _, h := range hits[:min(len(hits), maxGlobResults)] {
+	for _, h := range newest.hits {
 		b.WriteString(h.path)
 		b.WriteByte('\n')
 	}
-	if left := len(hits) - maxGlobResults; left > 0 {
-		fmt.Fprintf(&b, "[%d more files not shown (%d matched). Use a narrower pattern or path.]\n", left, len(hits))
+	if left := newest.total - len(newest.hits); left > 0 {
+		fmt.Fprintf(&b, "[%d more files not shown (%d matched). Use a narrower pattern or path.]\n", left, newest.total)
 	}
 	return searchResult(env, strings.TrimSuffix(b.String(), "\n"))
+}
+
+type hit struct {
+	path  string
+	mtime time.Time
+}
+
+// newestHits keeps the maxGlobResults newest of the files Glob finds, in the order it shows
+// them (newest first, then by path), and counts the rest: memory stays bounded by the answer
+// however many files match.
+type newestHits struct {
+	hits  []hit
+	total int
+}
+
+func (n *newestHits) add(h hit) {
+	n.total++
+	i, _ := slices.BinarySearchFunc(n.hits, h, compareHits)
+	if i == maxGlobResults {
+		return
+	}
+	if len(n.hits) == maxGlobResults {
+		n.hits = n.hits[:maxGlobResults-1]
+	}
+	n.hits = slices.Insert(n.hits, i, h)
+}
+
+// compareHits orders newest first, then by path.
+func compareHits(a, b hit) int {
+	if c := b.mtime.Compare(a.mtime); c != 0 {
+		return c
+	}
+	return strings.Compare(a.path, b.path)
 }

@@ -1,12 +1,12 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/keel-dev/keel/internal/tool"
@@ -49,38 +49,58 @@ const grepSchema = `{"type":"object","properties":{
 "head_limit":{"type":"integer","minimum":0,"description":"Show only the first N lines or entries"}},
 "required":["pattern"],"additionalProperties":false}`
 
-// fileTypes maps Grep's type names to file-name globs. Both engines use this table (ripgrep
-// gets it through --type-add), so they agree on what a type is.
-var fileTypes = map[string][]string{
-	"c":      {"*.c", "*.h"},
-	"cpp":    {"*.cpp", "*.cc", "*.cxx", "*.c++", "*.hpp", "*.hh", "*.hxx", "*.h", "*.inl"},
-	"cs":     {"*.cs"},
-	"css":    {"*.css", "*.scss", "*.sass", "*.less"},
-	"go":     {"*.go"},
-	"html":   {"*.html", "*.htm"},
-	"java":   {"*.java"},
-	"js":     {"*.js", "*.jsx", "*.mjs", "*.cjs", "*.vue"},
-	"json":   {"*.json", "*.jsonl"},
-	"kotlin": {"*.kt", "*.kts"},
-	"md":     {"*.md", "*.markdown", "*.mdx"},
-	"php":    {"*.php"},
-	"proto":  {"*.proto"},
-	"py":     {"*.py", "*.pyi"},
-	"rb":     {"*.rb", "*.gemspec", "Gemfile", "Rakefile"},
-	"rust":   {"*.rs"},
-	"sh":     {"*.sh", "*.bash", "*.zsh"},
-	"sql":    {"*.sql"},
-	"swift":  {"*.swift"},
-	"toml":   {"*.toml"},
-	"ts":     {"*.ts", "*.tsx", "*.mts", "*.cts"},
-	"txt":    {"*.txt"},
-	"xml":    {"*.xml"},
-	"yaml":   {"*.yaml", "*.yml"},
+// fileTypes lists Grep's type names, sorted, with their file-name globs. Both engines use this
+// table (ripgrep gets it through --type-add), so they agree on what a type is. A slice, not a
+// map: it is laid out by the linker, where a map would be built at every keel start.
+var fileTypes = []struct {
+	name  string
+	globs []string
+}{
+	{"c", []string{"*.c", "*.h"}},
+	{"cpp", []string{"*.cpp", "*.cc", "*.cxx", "*.c++", "*.hpp", "*.hh", "*.hxx", "*.h", "*.inl"}},
+	{"cs", []string{"*.cs"}},
+	{"css", []string{"*.css", "*.scss", "*.sass", "*.less"}},
+	{"go", []string{"*.go"}},
+	{"html", []string{"*.html", "*.htm"}},
+	{"java", []string{"*.java"}},
+	{"js", []string{"*.js", "*.jsx", "*.mjs", "*.cjs", "*.vue"}},
+	{"json", []string{"*.json", "*.jsonl"}},
+	{"kotlin", []string{"*.kt", "*.kts"}},
+	{"md", []string{"*.md", "*.markdown", "*.mdx"}},
+	{"php", []string{"*.php"}},
+	{"proto", []string{"*.proto"}},
+	{"py", []string{"*.py", "*.pyi"}},
+	{"rb", []string{"*.rb", "*.gemspec", "Gemfile", "Rakefile"}},
+	{"rust", []string{"*.rs"}},
+	{"sh", []string{"*.sh", "*.bash", "*.zsh"}},
+	{"sql", []string{"*.sql"}},
+	{"swift", []string{"*.swift"}},
+	{"toml", []string{"*.toml"}},
+	{"ts", []string{"*.ts", "*.tsx", "*.mts", "*.cts"}},
+	{"txt", []string{"*.txt"}},
+	{"xml", []string{"*.xml"}},
+	{"yaml", []string{"*.yaml", "*.yml"}},
 }
 
-var typeAliases = map[string]string{
-	"python": "py", "javascript": "js", "typescript": "ts", "rs": "rust", "markdown": "md",
-	"yml": "yaml", "golang": "go", "ruby": "rb", "csharp": "cs", "bash": "sh", "kt": "kotlin",
+// typeAliases are other names of the types, as [old, new] pairs.
+var typeAliases = [][2]string{
+	{"python", "py"}, {"javascript", "js"}, {"typescript", "ts"}, {"rs", "rust"}, {"markdown", "md"},
+	{"yml", "yaml"}, {"golang", "go"}, {"ruby", "rb"}, {"csharp", "cs"}, {"bash", "sh"}, {"kt", "kotlin"},
+}
+
+// typeGlobs returns the globs of a type name or alias.
+func typeGlobs(name string) ([]string, bool) {
+	for _, a := range typeAliases {
+		if a[0] == name {
+			name = a[1]
+		}
+	}
+	for _, t := range fileTypes {
+		if t.name == name {
+			return t.globs, true
+		}
+	}
+	return nil, false
 }
 
 // grepQuery is a validated Grep call, the same for both engines.
@@ -97,20 +117,6 @@ type grepQuery struct {
 	mode       string
 	// hidden is the gate's deny filter (tool.Env.Hidden); nil hides nothing.
 	hidden func(path string) bool
-}
-
-// grepFile is what one file contributed: its matching (and context) lines in content mode,
-// its match count in every mode.
-type grepFile struct {
-	path    string
-	lines   []grepLine
-	matches int
-}
-
-type grepLine struct {
-	num   int
-	text  string
-	match bool
 }
 
 // Grep returns the Grep tool. engine picks ripgrep or the built-in walker; rgPath names the
@@ -134,7 +140,10 @@ func runGrep(ctx context.Context, env *tool.Env, in grepInput, engine GrepEngine
 		return res
 	}
 	q.hidden = env.Hidden
-	var files []grepFile
+	lineNums := in.LineNums == nil || *in.LineNums
+	// Both engines' results pass the deny rules; the built-in one also never reads a hidden
+	// file, and ripgrep's output for one is dropped.
+	a := newGrepAnswer(q, in.HeadLimit, func(p string) bool { return q.hidden == nil || !q.hidden(p) })
 	var err error
 	rg := rgPath
 	if engine != GrepBuiltin && rg == "" {
@@ -144,18 +153,14 @@ func runGrep(ctx context.Context, env *tool.Env, in grepInput, engine GrepEngine
 	case engine == GrepRipgrep && rg == "":
 		return tool.Errorf("Grep is set to use ripgrep, but rg is not on PATH.")
 	case engine != GrepBuiltin && rg != "":
-		files, err = searchRipgrep(ctx, rg, q)
+		err = searchRipgrep(ctx, rg, q, a, lineNums)
 	default:
-		files, err = searchBuiltin(ctx, q)
+		err = searchBuiltin(ctx, q, a, lineNums)
 	}
 	if err != nil {
 		return tool.Errorf("Grep: %v", err)
 	}
-	// Both engines' results pass the deny rules; the built-in one also never reads a hidden
-	// file, and ripgrep's output for one is dropped here.
-	files = slices.DeleteFunc(files, func(f grepFile) bool { return q.hidden != nil && q.hidden(f.path) })
-	slices.SortFunc(files, func(a, b grepFile) int { return strings.Compare(a.path, b.path) })
-	return searchResult(env, formatGrep(files, q, in.LineNums == nil || *in.LineNums, in.HeadLimit))
+	return searchResult(env, a.String())
 }
 
 func newGrepQuery(st tool.State, in grepInput) (grepQuery, tool.Result, bool) {
@@ -171,19 +176,12 @@ func newGrepQuery(st tool.State, in grepInput) (grepQuery, tool.Result, bool) {
 		return q, tool.Errorf("Path does not exist: %s.", root.Abs), false
 	}
 	if in.Type != "" {
-		name := strings.ToLower(in.Type)
-		if a, ok := typeAliases[name]; ok {
-			name = a
-		}
-		globs, ok := fileTypes[name]
+		globs, ok := typeGlobs(strings.ToLower(in.Type))
 		if !ok {
-			names := slices.Sorted(func(yield func(string) bool) {
-				for k := range fileTypes {
-					if !yield(k) {
-						return
-					}
-				}
-			})
+			names := make([]string, len(fileTypes))
+			for i, t := range fileTypes {
+				names[i] = t.name
+			}
 			return q, tool.Errorf("Unknown type %q. Known types: %s. Or use glob.", in.Type, strings.Join(names, ", ")), false
 		}
 		q.typeGlobs = globs
@@ -209,77 +207,26 @@ func newGrepQuery(st tool.State, in grepInput) (grepQuery, tool.Result, bool) {
 	return q, tool.Result{}, true
 }
 
-// formatGrep renders the results of either engine the same way. Files come sorted by path.
-func formatGrep(files []grepFile, q grepQuery, lineNums bool, headLimit int) string {
-	if len(files) == 0 {
-		return "No matches found."
-	}
-	var out []string
-	total := 0
-	for _, f := range files {
-		total += f.matches
-		switch q.mode {
-		case "files_with_matches":
-			out = append(out, f.path)
-		case "count":
-			out = append(out, fmt.Sprintf("%s:%d", f.path, f.matches))
-		default:
-			if len(out) > 0 && (q.before > 0 || q.after > 0) {
-				out = append(out, "--")
-			}
-			prev := 0
-			for _, l := range f.lines {
-				if prev > 0 && l.num > prev+1 && (q.before > 0 || q.after > 0) {
-					out = append(out, "--")
-				}
-				prev = l.num
-				sep := "-"
-				if l.match {
-					sep = ":"
-				}
-				text := truncateLine(strings.TrimSuffix(l.text, "\r"))
-				if lineNums {
-					out = append(out, fmt.Sprintf("%s%s%d%s%s", f.path, sep, l.num, sep, text))
-				} else {
-					out = append(out, f.path+sep+text)
-				}
-			}
+// truncateLine returns a line as Grep shows it: without a trailing \r, and cut at
+// maxGrepLineChars with a note of its length. text is the line, or its first bytes when the
+// line is size bytes long (its \r not counted); size < 0 means longer than text holds, by
+// an unknown amount (ripgrep's preview of a line past maxRgColumns).
+func truncateLine(text []byte, size int) string {
+	if size == len(text) {
+		text = bytes.TrimSuffix(text, []byte("\r"))
+		size = len(text)
+		if size <= maxGrepLineChars {
+			return string(text)
 		}
 	}
-	var b strings.Builder
-	switch q.mode {
-	case "files_with_matches":
-		fmt.Fprintf(&b, "Found %s\n", plural(len(files), "file"))
-	case "count":
-		fmt.Fprintf(&b, "Found %s in %s\n", plural(total, "match"), plural(len(files), "file"))
-	}
-	shown := len(out)
-	if headLimit > 0 && headLimit < shown {
-		shown = headLimit
-	}
-	for i, line := range out[:shown] {
-		if b.Len()+len(line) > maxGrepOutput {
-			fmt.Fprintf(&b, "[Output cut at %d chars after %d of %d lines. Narrow the search (path, glob, type) or use head_limit.]\n", maxGrepOutput, i, len(out))
-			return strings.TrimSuffix(b.String(), "\n")
-		}
-		b.WriteString(line)
-		b.WriteByte('\n')
-	}
-	if shown < len(out) {
-		fmt.Fprintf(&b, "[Showing %d of %d lines (head_limit).]\n", shown, len(out))
-	}
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
-func truncateLine(s string) string {
-	if len(s) <= maxGrepLineChars {
-		return s
-	}
-	cut := maxGrepLineChars
-	for cut > 0 && !isRuneStart(s[cut]) {
+	cut := min(maxGrepLineChars, len(text))
+	for cut > 0 && cut < len(text) && !isRuneStart(text[cut]) {
 		cut--
 	}
-	return s[:cut] + fmt.Sprintf("… [line truncated: %d bytes]", len(s))
+	if size < 0 {
+		return string(text[:cut]) + fmt.Sprintf("… [line truncated: over %d bytes]", maxRgColumns)
+	}
+	return string(text[:cut]) + fmt.Sprintf("… [line truncated: %d bytes]", size)
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -3,39 +3,37 @@ package builtin
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
-	"strings"
 	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
 
 // searchBuiltin is Grep without ripgrep: one goroutine walks the tree (honouring .gitignore)
-// and GOMAXPROCS workers search the files it finds.
-func searchBuiltin(ctx context.Context, q grepQuery) ([]grepFile, error) {
+// and GOMAXPROCS workers search the files it finds, each file read in windows of whole lines
+// (see [scanner]) and only until its part of the answer is complete; what they find goes to
+// a.
+func searchBuiltin(ctx context.Context, q grepQuery, a *grepAnswer, lineNums bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	keep := fileFilter(q)
 	paths := make(chan string, 1024)
-	var (
-		mu    sync.Mutex // guards files
-		files []grepFile
-		wg    sync.WaitGroup
-	)
+	// One search at a time holds a big file (multiline) or a long line whole.
+	bigFile := make(chan struct{}, 1)
+	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for p := range paths {
 				if ctx.Err() != nil {
 					continue // drain
 				}
-				if f, ok := searchFile(p, q); ok {
-					mu.Lock()
-					files = append(files, f)
-					mu.Unlock()
-				}
+				searchFile(ctx, p, &q, a, lineNums, bigFile)
 			}
 		})
 	}
@@ -50,7 +48,7 @@ func searchBuiltin(ctx context.Context, q grepQuery) ([]grepFile, error) {
 	})
 	close(paths)
 	wg.Wait()
-	return files, err
+	return err
 }
 
 // fileFilter applies Grep's type and glob filters the way ripgrep does: a type matches the
@@ -100,29 +98,87 @@ func fileFilter(q grepQuery) func(path string) bool {
 	}
 }
 
+// searchFile searches one file and gives its block to a. Unreadable and binary files are
+// skipped.
+func searchFile(ctx context.Context, path string, q *grepQuery, a *grepAnswer, lineNums bool, bigFile chan struct{}) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var (
+		bb       *blockBuilder
+		maxCount int
+	)
+	if q.mode == "content" {
+		bb, maxCount = newBlockBuilder(path, *q, lineNums, a), a.maxFileMatches(q.root)
+	}
+	var (
+		matches int
+		stopped bool
+	)
+	if q.multiline {
+		matches, stopped, err = searchMultiline(f, q, bb, maxCount, a, bigFile)
+	} else {
+		s := &scanner{q: q, firstOnly: q.mode == "files_with_matches", bb: bb, maxCount: maxCount, big: bigFile}
+		stopped, err = s.scan(ctx, f)
+		matches = s.matches
+	}
+	switch {
+	case err != nil || matches == 0:
+	case bb != nil:
+		b := bb.block
+		b.matches, b.partial = matches, stopped
+		a.add(b)
+	default:
+		a.add(summaryBlock(q.mode, path, matches))
+	}
+}
+
+// searchMultiline searches a file whole (up to maxMultilineBytes), as a multiline match may
+// span any number of lines.
+func searchMultiline(f *os.File, q *grepQuery, bb *blockBuilder, maxCount int, a *grepAnswer, bigFile chan struct{}) (matches int, stopped bool, err error) {
+	info, err := f.Stat()
+	if err != nil {
+		return 0, false, err
+	}
+	size := min(info.Size(), maxMultilineBytes)
+	if size > scanChunk {
+		bigFile <- struct{}{}
+		defer func() { <-bigFile }()
+	}
+	data := make([]byte, size)
+	n, err := io.ReadFull(f, data)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return 0, false, err
+	}
+	data = data[:n]
+	if bytes.IndexByte(data, 0) >= 0 {
+		return 0, false, errBinaryFile
+	}
+	cut := info.Size() > maxMultilineBytes
+	if cut {
+		a.cutFile()
+	}
+	spans := multilineSpans(data, q.re, q.mode == "files_with_matches")
+	if len(spans) == 0 {
+		return 0, false, nil
+	}
+	stopped = cut
+	if bb != nil {
+		if len(spans) > maxCount {
+			spans, stopped = spans[:maxCount], true
+		}
+		contentLines(data, spans, q.before, q.after, bb)
+	}
+	return len(spans), stopped, nil
+}
+
 // span is a run of matching lines, 1-based and inclusive.
 type span struct{ first, last int }
 
-// searchFile searches one file; ok is false when nothing matched or the file is binary.
-func searchFile(path string, q grepQuery) (grepFile, bool) {
-	data, err := os.ReadFile(path)
-	if err != nil || bytes.IndexByte(data, 0) >= 0 {
-		return grepFile{}, false
-	}
-	spans := matchSpans(data, q, q.mode == "files_with_matches")
-	if len(spans) == 0 {
-		return grepFile{}, false
-	}
-	f := grepFile{path: path, matches: len(spans)}
-	if q.mode == "content" {
-		f.lines = contentLines(data, spans, q.before, q.after)
-	}
-	return f, true
-}
-
-// matchSpans finds the matching lines. Without multiline a match must lie within one line:
-// the whole buffer is searched for speed, and each hit is checked against its line alone.
-func matchSpans(data []byte, q grepQuery, firstOnly bool) []span {
+// multilineSpans finds the runs of lines the matches of re cover in data.
+func multilineSpans(data []byte, re *regexp.Regexp, firstOnly bool) []span {
 	var spans []span
 	line, cursor := 1, 0 // the line number at byte offset cursor
 	lineAt := func(off int) int {
@@ -130,35 +186,7 @@ func matchSpans(data []byte, q grepQuery, firstOnly bool) []span {
 		cursor = off
 		return line
 	}
-	if !q.multiline {
-		for pos := 0; pos <= len(data); {
-			loc := q.re.FindIndex(data[pos:])
-			if loc == nil {
-				break
-			}
-			start := pos + loc[0]
-			ls := bytes.LastIndexByte(data[:start], '\n') + 1
-			if ls == len(data) {
-				break // the empty "line" after a final newline
-			}
-			le := bytes.IndexByte(data[start:], '\n')
-			if le < 0 {
-				le = len(data)
-			} else {
-				le += start
-			}
-			if q.re.Match(data[ls:le]) {
-				n := lineAt(ls)
-				spans = append(spans, span{n, n})
-				if firstOnly {
-					break
-				}
-			}
-			pos = le + 1
-		}
-		return spans
-	}
-	for _, loc := range q.re.FindAllIndex(data, -1) {
+	for _, loc := range re.FindAllIndex(data, -1) {
 		s, e := loc[0], loc[1]
 		if s == len(data) && (s == 0 || data[s-1] == '\n') {
 			continue
@@ -181,19 +209,38 @@ func matchSpans(data []byte, q grepQuery, firstOnly bool) []span {
 	return spans
 }
 
-// contentLines returns the matching lines with before/after context, each line once; a line
-// that is both context and a match is a match.
-func contentLines(data []byte, spans []span, before, after int) []grepLine {
-	text := strings.Split(string(data), "\n")
-	if len(text) > 0 && text[len(text)-1] == "" {
-		text = text[:len(text)-1]
+// contentLines gives bb the matching lines with before/after context, each line once; a
+// line that is both context and a match is a match.
+func contentLines(data []byte, spans []span, before, after int, bb *blockBuilder) {
+	// Lines are given in increasing order, so one cursor walks the data once.
+	num, off := 1, 0 // line num starts at data[off]
+	lineText := func(n int) ([]byte, bool) {
+		for num < n && off < len(data) {
+			i := bytes.IndexByte(data[off:], '\n')
+			if i < 0 {
+				off = len(data)
+				break
+			}
+			off += i + 1
+			num++
+		}
+		if num != n || off >= len(data) {
+			return nil, false
+		}
+		end := bytes.IndexByte(data[off:], '\n')
+		if end < 0 {
+			return data[off:], true
+		}
+		return data[off : off+end], true
 	}
-	var out []grepLine
-	done := 0 // last line emitted
+	done := 0 // last line given
 	emit := func(n int, match bool) {
-		if n > done && n >= 1 && n <= len(text) {
-			out = append(out, grepLine{num: n, text: text[n-1], match: match})
+		if n <= done || n < 1 {
+			return
+		}
+		if text, ok := lineText(n); ok {
 			done = n
+			bb.add(n, text, len(text), match)
 		}
 	}
 	for i, s := range spans {
@@ -211,5 +258,4 @@ func contentLines(data []byte, spans []span, before, after int) []grepLine {
 			emit(n, false)
 		}
 	}
-	return out
 }

@@ -93,8 +93,8 @@ func readNotebook(env *tool.Env, t target, f *os.File, info os.FileInfo) tool.Re
 		return tool.Errorf("%s renders to %d KB, over the %d KB Read returns at once. Inspect it with Bash (e.g. `jq '.cells[0:10]' %s`).",
 			t.abs, out.Len()>>10, maxReadBytes>>10, t.abs)
 	}
-	if env.Files != nil {
-		env.Files.Record(t.real, tool.FileRead{ModTime: info.ModTime(), Size: info.Size(), Hash: hashOf(data)})
+	if recordRead(env, t, tool.FileRead{ModTime: info.ModTime(), Size: info.Size(), Hash: hashOf(data), View: "notebook"}) {
+		return tool.Text(unchangedStub)
 	}
 	if len(nb.Cells) == 0 {
 		out.WriteString("The notebook has no cells.")

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -124,9 +125,11 @@ func runRead(ctx context.Context, env *tool.Env, in readInput) tool.Result {
 	return readText(env, t, f, info, in, enc)
 }
 
-// readText formats lines like `cat -n`: the number right-aligned in six columns, a tab, the
-// line. It reads the whole file to hash it, but keeps only the requested lines.
-// A file in another encoding than UTF-8 is decoded on the way (enc); the hash is of its bytes.
+// readText formats lines like `cat -n`, with the line number as narrow as it is (Claude Code's
+// format: "7\tline"), a tab, the line. It reads the whole file to hash it, but keeps only the
+// requested lines, and of each line no more than it shows, so a file of any size (or a line
+// of any length) costs the same memory. A file in another encoding than UTF-8 is decoded on
+// the way (enc); the hash is of its bytes.
 func readText(env *tool.Env, t target, f io.Reader, info os.FileInfo, in readInput, enc textEncoding) tool.Result {
 	start := max(in.Offset, 1)
 	limit := in.Limit
@@ -141,36 +144,33 @@ func readText(env *tool.Env, t target, f io.Reader, info os.FileInfo, in readInp
 	if enc.enc != nil {
 		src = transform.NewReader(src, enc.enc.NewDecoder())
 	}
-	r := bufio.NewReaderSize(src, 64<<10)
+	lr := lineReader{r: bufio.NewReaderSize(src, 64<<10)}
 	var out strings.Builder
 	lineNo, shown, last := 0, 0, 0
 	stopped := false // output hit maxReadBytes
 	for {
-		line, err := r.ReadString('\n')
-		if line != "" {
-			lineNo++
-			if lineNo >= start && shown < limit && !stopped {
-				text := formatLine(lineNo, line)
-				if out.Len()+len(text) > maxReadBytes {
-					stopped = true
-				} else {
-					out.WriteString(text)
-					shown++
-					last = lineNo
-				}
-			}
-		}
-		if err == io.EOF {
-			break
-		}
+		head, chars, ok, err := lr.next()
 		if err != nil {
 			return tool.Errorf("Cannot read %s: %v", t.abs, err)
 		}
+		if !ok {
+			break
+		}
+		lineNo++
+		if lineNo >= start && shown < limit && !stopped {
+			text := numberedLine(lineNo, head, chars)
+			if out.Len()+len(text) > maxReadBytes {
+				stopped = true
+			} else {
+				out.WriteString(text)
+				shown++
+				last = lineNo
+			}
+		}
 	}
 	partial := start > 1 || last < lineNo
-	if env.Files != nil {
-		env.Files.Record(t.real, tool.FileRead{ModTime: info.ModTime(), Size: info.Size(), Hash: hex.EncodeToString(h.Sum(nil)), Partial: partial})
-	}
+	view := fmt.Sprintf("lines %d+%d", start, limit)
+	unchanged := recordRead(env, t, tool.FileRead{ModTime: info.ModTime(), Size: info.Size(), Hash: hex.EncodeToString(h.Sum(nil)), Partial: partial, View: view})
 	switch {
 	case lineNo == 0:
 		return tool.Text(fmt.Sprintf("%s is empty.", t.abs))
@@ -185,26 +185,107 @@ func readText(env *tool.Env, t target, f io.Reader, info os.FileInfo, in readInp
 	if note := enc.note(); note != "" {
 		out.WriteString("\n" + note)
 	}
+	if unchanged && out.Len() > len(unchangedStub) {
+		return tool.Text(unchangedStub)
+	}
 	return tool.Text(strings.TrimSuffix(out.String(), "\n"))
 }
 
+// unchangedStub answers a Read of what the agent's context already holds: the same view of
+// the file, unchanged since (Claude Code answers the same way).
+const unchangedStub = "Unchanged since your last Read of it, which is still current: refer to that result instead of reading again."
+
+// recordRead records what Read showed of a file, and reports whether the agent's context
+// already holds it: the same view of the same content, read by this agent, not dropped
+// since (a compaction or rewind forgets views, a child agent starts without them).
+func recordRead(env *tool.Env, t target, rec tool.FileRead) (unchanged bool) {
+	if env.Files == nil {
+		return false
+	}
+	prev, ok := env.Files.Lookup(t.real)
+	env.Files.Record(t.real, rec)
+	return ok && prev.View != "" && prev.View == rec.View && prev.Hash == rec.Hash
+}
+
+// keepLineBytes is as much of a line as Read may show: maxLineChars characters.
+const keepLineBytes = maxLineChars*utf8.UTFMax + 1
+
+// lineReader reads lines keeping no more of each than Read shows.
+type lineReader struct {
+	r    *bufio.Reader
+	head []byte
+}
+
+// next reads the next line: its first keepLineBytes bytes (without the newline, and without
+// a \r before it when they hold the whole line), and its length in characters (a \r before
+// the newline not counted). ok is false at the end of the input. head is valid until the
+// next call.
+func (lr *lineReader) next() (head []byte, chars int, ok bool, err error) {
+	lr.head = lr.head[:0]
+	size := 0
+	var last byte
+	for {
+		chunk, err := lr.r.ReadSlice('\n')
+		complete := len(chunk) > 0 && chunk[len(chunk)-1] == '\n'
+		if complete {
+			chunk = chunk[:len(chunk)-1]
+		}
+		if room := keepLineBytes - len(lr.head); room > 0 {
+			lr.head = append(lr.head, chunk[:min(room, len(chunk))]...)
+		}
+		for _, c := range chunk {
+			if !isContinuation(c) {
+				chars++
+			}
+		}
+		if len(chunk) > 0 {
+			last = chunk[len(chunk)-1]
+		}
+		size += len(chunk)
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil && !errors.Is(err, io.EOF):
+			return nil, 0, false, err
+		case !complete && size == 0:
+			return nil, 0, false, nil
+		}
+		if last == '\r' {
+			chars--
+			if len(lr.head) == size {
+				lr.head = lr.head[:size-1]
+			}
+		}
+		return lr.head, chars, true, nil
+	}
+}
+
+func isContinuation(c byte) bool { return c&0xC0 == 0x80 }
+
+// formatLine formats line n (its text without the newline) as Read shows it.
 func formatLine(n int, line string) string {
-	line = strings.TrimSuffix(line, "\n")
 	line = strings.TrimSuffix(line, "\r")
+	return numberedLine(n, []byte(line), utf8.RuneCountInString(line))
+}
+
+// numberedLine formats line n as Read shows it: its number, a tab, its text (head, the line
+// or its start) cut at maxLineChars characters with a note of its length (chars).
+func numberedLine(n int, head []byte, chars int) string {
+	line := string(head)
 	if !utf8.ValidString(line) {
 		line = strings.ToValidUTF8(line, "\uFFFD")
 	}
-	if len(line) > maxLineChars {
-		chars := 0
-		for i := range line {
-			if chars == maxLineChars {
-				line = fmt.Sprintf("%s… [line truncated: %d chars]", line[:i], utf8.RuneCountInString(line))
+	if chars > maxLineChars {
+		i, k := 0, 0
+		for i = range line {
+			if k == maxLineChars {
 				break
 			}
-			chars++
+			k++
 		}
+		line = fmt.Sprintf("%s… [line truncated: %d chars]", line[:i], chars)
 	}
-	return fmt.Sprintf("%6d\t%s\n", n, line)
+	return strconv.Itoa(n) + "\t" + line + "\n"
 }
 
 // imageType returns the media type of an image Read returns as an image block, by its magic
@@ -232,8 +313,8 @@ func readImage(env *tool.Env, t target, f *os.File, info os.FileInfo, mediaType 
 	if err != nil {
 		return tool.Errorf("Cannot read %s: %v", t.abs, err)
 	}
-	if env.Files != nil {
-		env.Files.Record(t.real, tool.FileRead{ModTime: info.ModTime(), Size: info.Size(), Hash: hashOf(data)})
+	if recordRead(env, t, tool.FileRead{ModTime: info.ModTime(), Size: info.Size(), Hash: hashOf(data), View: "image"}) {
+		return tool.Text(unchangedStub)
 	}
 	return tool.Result{Content: []message.Block{
 		message.Text(fmt.Sprintf("Image %s (%s, %d KB):", t.abs, mediaType, (len(data)+1023)>>10)),

@@ -3,8 +3,11 @@ package builtin
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/keel-dev/keel/internal/tool"
 )
 
 func TestRead(t *testing.T) {
@@ -92,4 +95,79 @@ func TestReadRecordsState(t *testing.T) {
 	if rec.Hash != hashOf([]byte("one\ntwo\n")) || rec.Size != 8 || !rec.Partial || rec.ModTime.IsZero() {
 		t.Errorf("record = %+v", rec)
 	}
+}
+
+// TestReadLongLineBoundedMemory: a 64 MiB line costs Read what it shows, not the line; the
+// bytes allocated during the call stay far below it.
+func TestReadLongLineBoundedMemory(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "one-line.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := []byte(strings.Repeat("x", 1<<20))
+	for range 64 {
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.WriteString("\nsecond line\n")
+	f.Close()
+	env := newEnv(t, dir)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res := call(t, Read(), env, readInput{FilePath: path, Offset: 1, Limit: 2})
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("allocated %d MiB reading a 64 MiB line", alloc>>20)
+	}
+	want := "1\t" + strings.Repeat("x", maxLineChars) + "… [line truncated: 67108864 chars]\n2\tsecond line"
+	if got := res.ResultText(); got != want {
+		t.Errorf("got %.100q…%q", got, got[max(0, len(got)-60):])
+	}
+}
+
+// TestReadUnchangedStub: a second Read of the same lines of an unchanged file returns a short
+// stub, as the agent's context holds the first; the content comes back when the file changed,
+// other lines are asked for, the agent edited it, its context lost the result (compaction:
+// ForgetViews) or the reader is another agent (a clone of the state).
+func TestReadUnchangedStub(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.go")
+	content := "package f\n\n// A comment long enough that the lines shown from the second on are longer than the stub.\nfunc F() int { return 1 }\n"
+	writeFiles(t, dir, map[string]string{"f.go": content})
+	read := func(env *tool.Env, in readInput) string {
+		in.FilePath = path
+		return call(t, Read(), env, in).ResultText()
+	}
+	full := func(t *testing.T, what, got string) {
+		t.Helper()
+		if !strings.Contains(got, "2\t\n3\t// A comment") {
+			t.Errorf("%s: want the content, got %q", what, got)
+		}
+	}
+	env := newEnv(t, dir)
+	full(t, "first read", read(env, readInput{}))
+	if got := read(env, readInput{}); got != unchangedStub {
+		t.Errorf("second read of the unchanged file: %q", got)
+	}
+	full(t, "other lines", read(env, readInput{Offset: 2}))
+	if got := read(env, readInput{Offset: 2}); got != unchangedStub {
+		t.Errorf("second read of the same other lines: %q", got)
+	}
+
+	child := &tool.Env{State: env.State, Files: env.Files.Clone(), Logger: env.Logger}
+	full(t, "another agent", read(child, readInput{Offset: 2}))
+
+	env.Files.ForgetViews()
+	full(t, "after compaction", read(env, readInput{}))
+
+	os.WriteFile(path, []byte(strings.Replace(content, "return 1", "return 2", 1)), 0o644) // same size
+	full(t, "after the file changed", read(env, readInput{}))
+
+	if res := call(t, Edit(), env, editInput{FilePath: path, OldString: "return 2", NewString: "return 3"}); res.IsError {
+		t.Fatal(res.ResultText())
+	}
+	full(t, "after the agent's edit", read(env, readInput{}))
 }

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,20 +145,31 @@ var grepCases = []struct {
 // engine: both must give the same answer on the same tree.
 func TestGrep(t *testing.T) {
 	dir := makeSearchTree(t)
-	rg, rgErr := exec.LookPath("rg")
 	for _, tt := range grepCases {
 		t.Run(tt.name, func(t *testing.T) {
-			env := newEnv(t, dir)
-			builtin := render(call(t, Grep(GrepBuiltin, ""), env, tt.in), env.State.Cwd)
-			golden(t, "grep/"+strings.ReplaceAll(tt.name, " ", "_"), builtin)
-			if rgErr != nil {
-				t.Skip("rg is not on PATH; only the built-in engine was checked")
-			}
-			viaRg := render(call(t, Grep(GrepRipgrep, rg), env, tt.in), env.State.Cwd)
-			if diff := cmp.Diff(builtin, viaRg); diff != "" {
-				t.Errorf("ripgrep disagrees with the built-in engine (-builtin +rg):\n%s", diff)
-			}
+			checkEngines(t, dir, tt.in, "grep/"+strings.ReplaceAll(tt.name, " ", "_"), nil)
 		})
+	}
+}
+
+// checkEngines compares the built-in engine's answer to in with the golden file name, and
+// ripgrep's (when rg is on PATH) with the built-in one's, after rgView adjusts the latter for
+// what rg cannot know.
+func checkEngines(t *testing.T, dir string, in grepInput, name string, rgView func(string) string) {
+	t.Helper()
+	env := newEnv(t, dir)
+	builtin := render(call(t, Grep(GrepBuiltin, ""), env, in), env.State.Cwd)
+	golden(t, name, builtin)
+	rg, err := exec.LookPath("rg")
+	if err != nil {
+		t.Skip("rg is not on PATH; only the built-in engine was checked")
+	}
+	viaRg := render(call(t, Grep(GrepRipgrep, rg), env, in), env.State.Cwd)
+	if rgView != nil {
+		builtin = rgView(builtin)
+	}
+	if diff := cmp.Diff(builtin, viaRg); diff != "" {
+		t.Errorf("ripgrep disagrees with the built-in engine (-builtin +rg):\n%s", diff)
 	}
 }
 
@@ -192,5 +204,108 @@ func TestGrepOutputCap(t *testing.T) {
 	out := call(t, Grep(GrepBuiltin, ""), env, grepInput{Pattern: "match", OutputMode: "content"}).ResultText()
 	if len(out) > maxGrepOutput+300 || !strings.Contains(out, "[Output cut at 30000 chars") || !strings.Contains(out, "[line truncated: 2006 bytes]") {
 		t.Errorf("output of %d bytes, ends %q", len(out), out[max(0, len(out)-200):])
+	}
+}
+
+// TestGrepCut: answers cut by the output limit or head_limit, with files read only in part
+// (more matches than can be shown), lines longer than the limits, and more matching files
+// than fit. ripgrep must give the same answer as the built-in engine here too.
+func TestGrepCut(t *testing.T) {
+	// Where the output is cut depends on the length of the paths: the root's is fixed.
+	dir := fixedLengthDir(t, 80)
+	var many strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&many, "hit %d\n", i)
+		if i%7 == 0 {
+			many.WriteString("quiet line\n")
+		}
+	}
+	files := map[string]string{
+		"a-many.txt":  many.String(),
+		"b-long.txt":  "short hit\n" + strings.Repeat("é", 1500) + " hit\n" + strings.Repeat("x", 300<<10) + " hit at the end\nlast hit\n",
+		"c-after.txt": "hit\n",
+	}
+	for i := range 600 {
+		files[fmt.Sprintf("d/f%04d.txt", i)] = "one hit\n"
+	}
+	writeFiles(t, dir, files)
+	tests := []struct {
+		name string
+		in   grepInput
+	}{
+		{"content", grepInput{Pattern: "hit", OutputMode: "content"}},
+		{"content context", grepInput{Pattern: "hit 1\\d\\d$", OutputMode: "content", Context: 2, Path: "a-many.txt"}},
+		{"content head limit", grepInput{Pattern: "hit", OutputMode: "content", HeadLimit: 20}},
+		{"long lines", grepInput{Pattern: "hit", OutputMode: "content", Path: "b-long.txt"}},
+		{"files", grepInput{Pattern: "hit"}},
+		{"count", grepInput{Pattern: "hit", OutputMode: "count"}},
+	}
+	// rg prints a line past maxRgColumns in part: its length is not known.
+	rgView := func(s string) string {
+		return strings.ReplaceAll(s, "[line truncated: 307215 bytes]", fmt.Sprintf("[line truncated: over %d bytes]", maxRgColumns))
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkEngines(t, dir, tt.in, "grep/cut_"+strings.ReplaceAll(tt.name, " ", "_"), rgView)
+		})
+	}
+}
+
+// fixedLengthDir returns a new directory whose absolute path (symlinks resolved) is n bytes
+// long.
+func fixedLengthDir(t *testing.T, n int) string {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := n - len(base) - 1
+	if pad < 1 {
+		t.Fatalf("the temporary directory %s is longer than %d bytes", base, n)
+	}
+	dir := filepath.Join(base, strings.Repeat("d", pad))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestGlobKeepsOnlyTheNewest: Glob holds the files it shows, not every match, and shows the
+// same ones whatever order the walk finds them in.
+func TestGlobKeepsOnlyTheNewest(t *testing.T) {
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	var all []hit
+	for i := range 10000 {
+		all = append(all, hit{fmt.Sprintf("/p/f%05d", i), base.Add(time.Duration(i%997) * time.Second)})
+	}
+	var n newestHits
+	for _, i := range rand.Perm(len(all)) {
+		n.add(all[i])
+		if len(n.hits) > maxGlobResults {
+			t.Fatalf("holding %d hits", len(n.hits))
+		}
+	}
+	slices.SortFunc(all, compareHits)
+	if diff := cmp.Diff(all[:maxGlobResults], n.hits, cmp.AllowUnexported(hit{})); diff != "" || n.total != len(all) {
+		t.Errorf("total %d; mismatch (-want +got):\n%s", n.total, diff)
+	}
+}
+
+// TestGrepShowsLinesAsATerminalWould: colour codes and what a carriage return redrew are
+// left out of the lines Grep shows, by both engines.
+func TestGrepShowsLinesAsATerminalWould(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"build.log": "\x1b[1;31mERROR\x1b[0m disk full\nfine\n 10%\r 55%\r100% ERROR again\n"})
+	want := "$ROOT/build.log:1:ERROR disk full\n$ROOT/build.log:3:100% ERROR again\n"
+	engines := []GrepEngine{GrepBuiltin}
+	if _, err := exec.LookPath("rg"); err == nil {
+		engines = append(engines, GrepRipgrep)
+	}
+	for _, e := range engines {
+		env := newEnv(t, dir)
+		got := render(call(t, Grep(e, ""), env, grepInput{Pattern: "ERROR", OutputMode: "content"}), env.State.Cwd)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("engine %d: mismatch (-want +got):\n%s", e, diff)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 )
 
@@ -39,23 +40,28 @@ type Records interface {
 	Watch(ctx context.Context, prefix string) (<-chan struct{}, error)
 }
 
-var keyRE = regexp.MustCompile(`^[A-Za-z0-9_=-][A-Za-z0-9_=.-]*(/[A-Za-z0-9_=-][A-Za-z0-9_=.-]*)*$`)
+// keyRE is compiled on first use, like nameRE: most keel processes never check a key.
+var keyRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9_=-][A-Za-z0-9_=.-]*(/[A-Za-z0-9_=-][A-Za-z0-9_=.-]*)*$`)
+})
 
 // CheckKey reports a record key a backend must refuse.
 func CheckKey(key string) error {
-	if !keyRE.MatchString(key) {
+	if !keyRE().MatchString(key) {
 		return fmt.Errorf("record key %q: want segments of letters, digits and _ = . - separated by /: %w", key, ErrInvalid)
 	}
 	return nil
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+// nameRE is compiled on first use: a counted repetition compiles to a program of thousands
+// of instructions, which every keel process paid at start (most never check an id).
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`) })
 
 // CheckName reports a member or inbox name a backend must refuse: names are 1–64 letters,
 // digits, _ and -, starting with a letter or digit, so they are safe as file names, NATS
 // subjects and record keys.
 func CheckName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return fmt.Errorf("member name %q: want 1-64 letters, digits, _ and -, starting with a letter or digit: %w", name, ErrInvalid)
 	}
 	return nil

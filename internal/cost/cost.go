@@ -6,6 +6,7 @@ package cost
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/keel-dev/keel/internal/message"
 )
@@ -49,51 +50,53 @@ func anthropic(input, output, read float64) Rates {
 // gpt-4o-2024-08-06) has the same. A release the table does not name — claude-opus-5-7 —
 // has no price, rather than its predecessor's: prices change between versions. Figures are
 // from platform.claude.com (the pricing page and each model's overview), checked 2026-12-01,
-// except where a Note says otherwise.
-var prices = map[string]Price{
-	"claude-fable-5-2": {Rates: anthropic(8, 40, 0.20),
-		Note: "input and output from the models overview; cache read $0.20 and 5-minute write $10 from a reseller quoting the list price; the 1-hour write ($16) is 2× input: no published figure found"},
-	"claude-fable-5-1":  {Rates: anthropic(10, 50, 0.25)},
-	"claude-mythos-5-1": {Rates: anthropic(10, 50, 0.25)},
-	"claude-fable-5":    {Rates: anthropic(10, 50, 1)},
-	"claude-mythos-5":   {Rates: anthropic(10, 50, 1)},
-	"claude-opus-5-5":   {Rates: anthropic(4, 20, 0.20)},
-	"claude-opus-5":     {Rates: anthropic(5, 25, 0.50)},
-	"claude-opus-4-8":   {Rates: anthropic(5, 25, 0.50)},
-	"claude-opus-4-7":   {Rates: anthropic(5, 25, 0.50)},
-	"claude-opus-4-6":   {Rates: anthropic(5, 25, 0.50)},
-	"claude-opus-4-5":   {Rates: anthropic(5, 25, 0.50)},
-	"claude-opus-4-1":   {Rates: anthropic(15, 75, 1.50)},
-	"claude-opus-4-0":   {Rates: anthropic(15, 75, 1.50)},
-	"claude-opus-4":     {Rates: anthropic(15, 75, 1.50)},
-	"claude-3-opus":     {Rates: anthropic(15, 75, 1.50)},
-	"claude-sonnet-5-5": {Rates: anthropic(2, 10, 0.10),
-		Note: "cache read $0.10 since 2026-10-07 (0.05× input) as three price trackers report; the model's overview page still showed $0.20"},
-	"claude-sonnet-5":   {Rates: anthropic(2, 10, 0.20)},
-	"claude-sonnet-4-6": {Rates: anthropic(3, 15, 0.30)},
-	"claude-sonnet-4-5": {Rates: anthropic(3, 15, 0.30)},
-	"claude-sonnet-4-0": {Rates: anthropic(3, 15, 0.30)},
-	"claude-sonnet-4":   {Rates: anthropic(3, 15, 0.30)},
-	"claude-3-7-sonnet": {Rates: anthropic(3, 15, 0.30)},
-	"claude-3-5-sonnet": {Rates: anthropic(3, 15, 0.30)},
-	"claude-haiku-5-5": {Rates: anthropic(0.10, 0.50, 0.01), LongThreshold: 100_000, LongPrompt: &Rates{Input: 0.50, Output: 2.50, CacheWrite5m: 0.625, CacheWrite1h: 1, CacheRead: 0.05},
-		Note: "cache reads ($0.01, over 100k tokens $0.05) as price trackers report; the overview page lists the other rates of both tiers"},
-	"claude-haiku-4-5": {Rates: anthropic(1, 5, 0.10)},
-	"claude-3-5-haiku": {Rates: Rates{Input: 0.80, Output: 4, CacheWrite5m: 1, CacheWrite1h: 1.6, CacheRead: 0.08}},
-	"claude-3-haiku":   {Rates: Rates{Input: 0.25, Output: 1.25, CacheWrite5m: 0.30, CacheWrite1h: 0.50, CacheRead: 0.03}},
-	// OpenAI: cached input is read at the listed rate; chat completions report no writes.
-	"gpt-4o-mini":  {Rates: Rates{Input: 0.15, Output: 0.60, CacheRead: 0.075}},
-	"gpt-4o":       {Rates: Rates{Input: 2.50, Output: 10, CacheRead: 1.25}},
-	"gpt-4.1":      {Rates: Rates{Input: 2, Output: 8, CacheRead: 0.50}},
-	"gpt-4.1-mini": {Rates: Rates{Input: 0.40, Output: 1.60, CacheRead: 0.10}},
-	"gpt-4.1-nano": {Rates: Rates{Input: 0.10, Output: 0.40, CacheRead: 0.025}},
-}
+// except where a Note says otherwise. The map is built on first use, not at every keel start.
+var prices = sync.OnceValue(func() map[string]Price {
+	return map[string]Price{
+		"claude-fable-5-2": {Rates: anthropic(8, 40, 0.20),
+			Note: "input and output from the models overview; cache read $0.20 and 5-minute write $10 from a reseller quoting the list price; the 1-hour write ($16) is 2× input: no published figure found"},
+		"claude-fable-5-1":  {Rates: anthropic(10, 50, 0.25)},
+		"claude-mythos-5-1": {Rates: anthropic(10, 50, 0.25)},
+		"claude-fable-5":    {Rates: anthropic(10, 50, 1)},
+		"claude-mythos-5":   {Rates: anthropic(10, 50, 1)},
+		"claude-opus-5-5":   {Rates: anthropic(4, 20, 0.20)},
+		"claude-opus-5":     {Rates: anthropic(5, 25, 0.50)},
+		"claude-opus-4-8":   {Rates: anthropic(5, 25, 0.50)},
+		"claude-opus-4-7":   {Rates: anthropic(5, 25, 0.50)},
+		"claude-opus-4-6":   {Rates: anthropic(5, 25, 0.50)},
+		"claude-opus-4-5":   {Rates: anthropic(5, 25, 0.50)},
+		"claude-opus-4-1":   {Rates: anthropic(15, 75, 1.50)},
+		"claude-opus-4-0":   {Rates: anthropic(15, 75, 1.50)},
+		"claude-opus-4":     {Rates: anthropic(15, 75, 1.50)},
+		"claude-3-opus":     {Rates: anthropic(15, 75, 1.50)},
+		"claude-sonnet-5-5": {Rates: anthropic(2, 10, 0.10),
+			Note: "cache read $0.10 since 2026-10-07 (0.05× input) as three price trackers report; the model's overview page still showed $0.20"},
+		"claude-sonnet-5":   {Rates: anthropic(2, 10, 0.20)},
+		"claude-sonnet-4-6": {Rates: anthropic(3, 15, 0.30)},
+		"claude-sonnet-4-5": {Rates: anthropic(3, 15, 0.30)},
+		"claude-sonnet-4-0": {Rates: anthropic(3, 15, 0.30)},
+		"claude-sonnet-4":   {Rates: anthropic(3, 15, 0.30)},
+		"claude-3-7-sonnet": {Rates: anthropic(3, 15, 0.30)},
+		"claude-3-5-sonnet": {Rates: anthropic(3, 15, 0.30)},
+		"claude-haiku-5-5": {Rates: anthropic(0.10, 0.50, 0.01), LongThreshold: 100_000, LongPrompt: &Rates{Input: 0.50, Output: 2.50, CacheWrite5m: 0.625, CacheWrite1h: 1, CacheRead: 0.05},
+			Note: "cache reads ($0.01, over 100k tokens $0.05) as price trackers report; the overview page lists the other rates of both tiers"},
+		"claude-haiku-4-5": {Rates: anthropic(1, 5, 0.10)},
+		"claude-3-5-haiku": {Rates: Rates{Input: 0.80, Output: 4, CacheWrite5m: 1, CacheWrite1h: 1.6, CacheRead: 0.08}},
+		"claude-3-haiku":   {Rates: Rates{Input: 0.25, Output: 1.25, CacheWrite5m: 0.30, CacheWrite1h: 0.50, CacheRead: 0.03}},
+		// OpenAI: cached input is read at the listed rate; chat completions report no writes.
+		"gpt-4o-mini":  {Rates: Rates{Input: 0.15, Output: 0.60, CacheRead: 0.075}},
+		"gpt-4o":       {Rates: Rates{Input: 2.50, Output: 10, CacheRead: 1.25}},
+		"gpt-4.1":      {Rates: Rates{Input: 2, Output: 8, CacheRead: 0.50}},
+		"gpt-4.1-mini": {Rates: Rates{Input: 0.40, Output: 1.60, CacheRead: 0.10}},
+		"gpt-4.1-nano": {Rates: Rates{Input: 0.10, Output: 0.40, CacheRead: 0.025}},
+	}
+})
 
 // Lookup returns the price of model and whether it is known. A model keel has no price for
 // (a local server's, a release newer than keel) is unknown, not free.
 func Lookup(model string) (Price, bool) {
 	model = strings.TrimSuffix(model, "[1m]")
-	if p, ok := prices[model]; ok {
+	if p, ok := prices()[model]; ok {
 		return p, true
 	}
 	// A snapshot: the id, a dash, then a date (digits and dashes) or "latest".
@@ -102,7 +105,7 @@ func Lookup(model string) (Price, bool) {
 		if rest != "latest" && strings.Trim(rest, "0123456789-") != "" {
 			break
 		}
-		if p, ok := prices[model[:i]]; ok && (rest == "latest" || len(strings.ReplaceAll(rest, "-", "")) >= 6) {
+		if p, ok := prices()[model[:i]]; ok && (rest == "latest" || len(strings.ReplaceAll(rest, "-", "")) >= 6) {
 			return p, true
 		}
 	}

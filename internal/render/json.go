@@ -79,6 +79,9 @@ func ResultLine(e event.Result) obj {
 	if len(e.StructuredOutput) > 0 {
 		line = append(line, kv{"structured_output", e.StructuredOutput})
 	}
+	if models := unpriced(e); len(models) > 0 {
+		line = append(line, kv{"unpriced_models", models})
+	}
 	id := e.UUID
 	if id == "" {
 		id = uuid.NewString()

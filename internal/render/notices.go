@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/keel-dev/keel/internal/event"
 )
@@ -25,28 +26,75 @@ type noticeRenderer struct {
 	Renderer
 	w           io.Writer
 	retriesOnly bool
+	prices      unpricedModels
 }
 
 func (r *noticeRenderer) Render(e event.Event) error {
-	line := ""
+	var lines []string
 	switch e := e.(type) {
 	case event.Retry:
-		line = RetryLine(e)
+		lines = append(lines, RetryLine(e))
 	case event.Notice:
 		if !r.retriesOnly {
-			line = NoticeLine(e)
+			lines = append(lines, NoticeLine(e))
 		}
 	case event.PermissionDenied:
 		if !r.retriesOnly {
-			line = DenialLine(e)
+			lines = append(lines, DenialLine(e))
 		}
 	}
-	if line != "" {
+	if !r.retriesOnly { // stream-json names unpriced models in its own system line
+		for _, n := range r.prices.notices(e) {
+			lines = append(lines, NoticeLine(n))
+		}
+	}
+	for _, line := range lines {
 		if _, err := fmt.Fprintln(r.w, line); err != nil {
 			return err
 		}
 	}
 	return r.Renderer.Render(e)
+}
+
+// unpricedModels says, once per model, that a model a run used has no known price — where
+// the cost is said, so a person or a program summing total_cost_usd knows the figure leaves
+// it out. The zero value is ready.
+type unpricedModels struct {
+	// warned holds the models already named.
+	warned map[string]bool
+}
+
+// notices returns the notices the main agent's result e calls for (none for other events).
+func (u *unpricedModels) notices(e event.Event) []event.Notice {
+	res, ok := e.(event.Result)
+	if !ok || res.Origin.AgentID != "" {
+		return nil
+	}
+	var out []event.Notice
+	for _, m := range unpriced(res) {
+		if u.warned[m] {
+			continue
+		}
+		if u.warned == nil {
+			u.warned = map[string]bool{}
+		}
+		u.warned[m] = true
+		out = append(out, event.Notice{Level: "warn",
+			Text: fmt.Sprintf("no price is known for model %s: its tokens are not in the cost (total_cost_usd counts priced models only)", m)})
+	}
+	return out
+}
+
+// unpriced lists the models of a result that have no known price, sorted.
+func unpriced(res event.Result) []string {
+	var models []string
+	for m, mu := range res.ModelUsage {
+		if !mu.PriceKnown {
+			models = append(models, m)
+		}
+	}
+	slices.Sort(models)
+	return models
 }
 
 // NoticeLine is how a notice reads on a terminal: "keel: warning: text", with the agent's

@@ -43,6 +43,7 @@ type streamJSON struct {
 	model     string
 	// partial is the reply streaming for each agent, by origin.
 	partial map[event.Origin]*partialMessage
+	prices  unpricedModels
 }
 
 // NewStreamJSON returns the stream-json renderer.
@@ -172,6 +173,12 @@ func (r *streamJSON) Render(e event.Event) error {
 	case event.Result:
 		if e.Origin.AgentID != "" {
 			return nil
+		}
+		for _, n := range r.prices.notices(e) {
+			if err := writeLine(r.w, obj{{"type", "system"}, {"subtype", "notice"}, {"level", n.Level}, {"text", n.Text},
+				{"session_id", r.sessionID}, {"uuid", uuid.NewString()}}); err != nil {
+				return err
+			}
 		}
 		return writeLine(r.w, resultLine(e, r.model))
 	default:

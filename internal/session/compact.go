@@ -101,6 +101,7 @@ func (c *compactor) Compact(ctx context.Context, history []message.Message, trig
 	s.prompt.Clear()
 	s.hooks.Run(ctx, hooks.SessionStart, s.hookInput(s.Cwd(), hooks.Input{Source: "compact"}))
 	compacted := []message.Message{summaryMessage(summary)}
+	s.files.ForgetViews() // the Read results the summary replaced are gone from the context
 	if c.listing != nil {
 		c.listing.reset(compacted)
 	}
@@ -203,6 +204,7 @@ func (s *Session) builtinCommand(ctx context.Context, prompt string, sink *chanS
 		s.mu.Lock()
 		s.history, s.uuids = nil, nil
 		s.mu.Unlock()
+		s.files.ForgetViews()
 		if s.transcript != nil {
 			if err := s.transcript.Rewind(ctx, ""); err != nil {
 				return true, cost.Ledger{}, err

@@ -40,7 +40,8 @@ func staticPrefixTokens(t *testing.T, body []byte) int {
 	return n + count(req.System[0])
 }
 
-// longSession is a scenario of reads of a large file, turn after turn, then a summary when
+// longSession is a scenario of reads of a large file, turn after turn (from another line
+// each time: a second Read of the same lines would be a short stub), then a summary when
 // asked for one.
 func longSession(t *testing.T, turns int) (*scripted.Scenario, string) {
 	t.Helper()
@@ -56,7 +57,7 @@ func longSession(t *testing.T, turns int) (*scripted.Scenario, string) {
 		Reply: []scripted.Block{scripted.Text("SUMMARY: big.txt was read many times.")}}}
 	for turn := 1; turn <= turns; turn++ {
 		rules = append(rules, scripted.Rule{When: scripted.Match{Request: turn}, Reply: []scripted.Block{
-			scripted.Text(fmt.Sprintf("reading, pass %d", turn)), scripted.ToolUse("Read", map[string]string{"file_path": "big.txt"})}})
+			scripted.Text(fmt.Sprintf("reading, pass %d", turn)), scripted.ToolUse("Read", map[string]any{"file_path": "big.txt", "offset": turn})}})
 	}
 	rules = append(rules, scripted.Rule{Reply: []scripted.Block{scripted.Text("done")}})
 	return &scripted.Scenario{Rules: rules}, cwd
@@ -151,5 +152,43 @@ func TestCompactionThresholdFollowsTheModel(t *testing.T) {
 	h.sess.opts.ContextWindow = 30_000
 	if got := h.sess.compactThreshold(); got != 25_500 {
 		t.Errorf("with a given window: %d", got)
+	}
+}
+
+// TestReadAfterCompactionShowsTheFile: a second Read of unchanged lines is a short stub while
+// the first result is in the context; after /compact it is not, so the content comes again.
+func TestReadAfterCompactionShowsTheFile(t *testing.T) {
+	cwd := t.TempDir()
+	if err := os.WriteFile(filepath.Join(cwd, "big.txt"), []byte(strings.Repeat("the quick brown fox jumps over the lazy dog\n", 20)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := scripted.ToolUse("Read", map[string]any{"file_path": "big.txt"})
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{Name: "summary", When: scripted.Match{UserText: "Summarise this conversation"}, Reply: []scripted.Block{scripted.Text("SUMMARY: big.txt was read.")}},
+		{Name: "read", When: scripted.Match{UserText: "read it"}, Times: 3, Reply: []scripted.Block{read}},
+		{Reply: []scripted.Block{scripted.Text("done")}},
+	}}
+	h := newHarness(t, sc, Options{Cwd: cwd})
+	lastToolResult := func() string {
+		reqs := h.srv.Requests()
+		body := string(reqs[len(reqs)-1].Body)
+		i := strings.LastIndex(body, `"type":"tool_result"`)
+		if i < 0 {
+			t.Fatal("no tool result in the last request")
+		}
+		return body[i:]
+	}
+	h.send(t, "read it")
+	if got := lastToolResult(); !strings.Contains(got, `1\tthe quick brown fox`) {
+		t.Fatalf("first read: %.200s", got)
+	}
+	h.send(t, "read it again")
+	if got := lastToolResult(); !strings.Contains(got, "Unchanged since your last Read") {
+		t.Errorf("second read, the first in context: %.200s", got)
+	}
+	h.send(t, "/compact")
+	h.send(t, "now read it")
+	if got := lastToolResult(); !strings.Contains(got, `1\tthe quick brown fox`) {
+		t.Errorf("read after compaction: %.200s", got)
 	}
 }

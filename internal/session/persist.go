@@ -62,11 +62,12 @@ func (s *Session) openTranscript(ctx context.Context) (*transcript.State, error)
 	case s.opts.ForkSession:
 		w, st, err = transcript.Fork(ctx, src, transcript.SessionPath(s.opts.Home, s.opts.Cwd, s.id), opts)
 	default:
-		st, err = transcript.Load(ctx, src)
+		// The session keeps its id: Resume takes it from the file. A --resume-session-at on
+		// a branch the default replay leaves aside resumes that branch.
+		opts.SessionID, opts.Leaf = "", s.opts.SDK.ResumeSessionAt
+		w, st, err = resumeLocked(ctx, src, opts)
 		if err == nil {
 			s.id = st.SessionID
-			opts.SessionID = st.SessionID
-			w, st, err = resumeLocked(ctx, src, opts)
 		}
 		if errors.Is(err, transcript.ErrLocked) {
 			return nil, fmt.Errorf("resume %s: the session is open in another process; use --fork-session to continue it as a new session", src)
@@ -126,6 +127,9 @@ func (s *Session) restore(ctx context.Context, st *transcript.State) *prompt.Env
 	}
 	if st.BadLines > 0 {
 		s.notices = append(s.notices, event.Notice{Level: "warn", Text: fmt.Sprintf("%d damaged transcript lines were skipped", st.BadLines)})
+	}
+	if st.Repairs.Any() {
+		s.notices = append(s.notices, event.Notice{Level: "warn", Text: st.Repairs.String()})
 	}
 	if todos := st.Todos(); len(todos) > 0 {
 		var items []event.Todo

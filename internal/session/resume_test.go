@@ -198,3 +198,45 @@ func TestResumeRestoresTodosAndMode(t *testing.T) {
 		t.Errorf("todos after resume = %+v", got)
 	}
 }
+
+// TestResumeReportsRepairs: a transcript whose first message was appended again (its uuid on
+// two lines) resumes whole, and the repair is reported in a notice with its count.
+func TestResumeReportsRepairs(t *testing.T) {
+	home, cwd := t.TempDir(), t.TempDir()
+	first := newHarness(t, echoScenario(), Options{Home: home, Cwd: cwd})
+	first.send(t, "hi")
+	first.send(t, "again")
+	path := first.sess.TranscriptPath()
+	first.sess.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var firstUser []byte
+	for l := range bytes.Lines(data) {
+		if bytes.HasPrefix(l, []byte(`{"type":"user"`)) {
+			firstUser = l
+			break
+		}
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(firstUser)
+	f.Close()
+
+	second := newHarness(t, echoScenario(), Options{Home: home, Cwd: cwd, Continue: true})
+	var notice string
+	for _, e := range second.send(t, "third") {
+		if n, ok := e.(event.Notice); ok && strings.Contains(n.Text, "repair") {
+			notice = n.Text
+		}
+	}
+	if !strings.Contains(notice, "1 line repeated an earlier entry") {
+		t.Errorf("no repair notice with its count: %q", notice)
+	}
+	if got := len(conversation(second.sess.History())); got != 6 {
+		t.Errorf("history after resume has %d messages, want 6", got)
+	}
+}

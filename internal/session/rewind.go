@@ -92,6 +92,7 @@ func (s *Session) Rewind(ctx context.Context, toUUID string, code, conversation 
 		}
 		s.history, s.uuids = s.history[:idx:idx], s.uuids[:idx:idx]
 		s.mu.Unlock()
+		s.files.ForgetViews()
 		if s.transcript != nil {
 			if err := s.transcript.Rewind(ctx, leaf); err != nil {
 				return rep, fmt.Errorf("rewind transcript: %w", err)

@@ -133,8 +133,8 @@ func (j *Jobs) get(id string) (*job, error) {
 	return jb, nil
 }
 
-// Read returns the job's output since the previous Read and its status. With a filter, only
-// the lines matching it are returned; the others are consumed all the same.
+// Read returns the job's output since the previous Read, trimmed (see [Trim]), and its status.
+// With a filter, only the lines matching it are returned; the others are consumed all the same.
 func (j *Jobs) Read(id string, filter *regexp.Regexp) (Snapshot, error) {
 	jb, err := j.get(id)
 	if err != nil {
@@ -142,7 +142,7 @@ func (j *Jobs) Read(id string, filter *regexp.Regexp) (Snapshot, error) {
 	}
 	jb.mu.Lock()
 	defer jb.mu.Unlock()
-	out := string(jb.unread)
+	out := Trim(string(jb.unread))
 	jb.unread = nil
 	if filter != nil {
 		out = strings.Join(slices.DeleteFunc(lines(out), func(l string) bool { return !filter.MatchString(l) }), "\n")
@@ -212,8 +212,8 @@ func (jb *job) stop() {
 	jb.mu.Unlock()
 	jb.p.kill()
 	<-jb.ended
-	<-jb.p.drained
 	jb.p.waitGone()
+	jb.p.drain()
 }
 
 // IDs returns the ids of all jobs, oldest first.

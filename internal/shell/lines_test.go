@@ -8,7 +8,8 @@ import (
 )
 
 // TestRunOnLine: each line of output reaches OnLine as it is written, stderr too, the last
-// one without a newline included; the result keeps the whole output.
+// one without a newline included; the result keeps the whole output (a CRLF line ending read
+// as the newline it shows as).
 func TestRunOnLine(t *testing.T) {
 	var lines []string
 	res, err := Run(t.Context(), Command{Script: "echo one; echo two >&2; printf 'three\\r\\nfour'", Dir: t.TempDir(),
@@ -19,7 +20,7 @@ func TestRunOnLine(t *testing.T) {
 	if diff := cmp.Diff([]string{"one", "two", "three", "four"}, lines); diff != "" {
 		t.Errorf("lines mismatch (-want +got):\n%s", diff)
 	}
-	if res.Output != "one\ntwo\nthree\r\nfour" {
+	if res.Output != "one\ntwo\nthree\nfour" {
 		t.Errorf("output = %q", res.Output)
 	}
 }

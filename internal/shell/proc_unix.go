@@ -20,8 +20,11 @@ type proc struct {
 	// done is closed when the shell has exited; err is its Wait error.
 	done chan struct{}
 	err  error
-	// drained is closed when the output pipe reached EOF: every process holding it is gone.
+	// drained is closed when the copy of the output ended: at EOF (every process holding the
+	// pipe is gone), or when drain gave up waiting for it.
 	drained chan struct{}
+	// out is the read end of the output pipe.
+	out *os.File
 }
 
 // start starts script in dir, its output (stdout and stderr on one pipe, so they interleave
@@ -44,7 +47,7 @@ func start(script, dir string, env []string, out io.Writer, cwdFile string) (*pr
 		return nil, fmt.Errorf("start shell in %s: %w", dir, err)
 	}
 	w.Close() // the children hold their copies; EOF comes when the last one exits
-	p := &proc{cmd: cmd, done: make(chan struct{}), drained: make(chan struct{})}
+	p := &proc{cmd: cmd, done: make(chan struct{}), drained: make(chan struct{}), out: r}
 	go func() {
 		defer close(p.drained)
 		defer r.Close()
@@ -73,4 +76,30 @@ func (p *proc) waitGone() {
 	ctx, cancel := context.WithTimeout(context.Background(), killGrace)
 	defer cancel()
 	_ = procgroup.Wait(ctx, p.cmd.Process.Pid) // past the grace there is nothing left to do
+}
+
+// drainGrace bounds how long the output is still read once the process group is gone. The
+// group's own output is in the pipe by then and is read in microseconds; a process that left
+// the group (setsid, a daemon) and kept the pipe open would make the wait for EOF last as long
+// as it lives.
+const drainGrace = 500 * time.Millisecond
+
+// drain waits for the output copy to reach EOF, up to drainGrace, then stops it; call it once
+// the group is gone. It reports whether EOF came: false means a process outside the group
+// still holds the output open, and what it writes later is not read.
+func (p *proc) drain() (eof bool) {
+	t := time.NewTimer(drainGrace)
+	defer t.Stop()
+	select {
+	case <-p.drained:
+		return true
+	case <-t.C:
+	}
+	// A deadline ends a Read in progress; pipes are pollable, but should this one not be,
+	// closing it ends the Read as well.
+	if err := p.out.SetReadDeadline(time.Now()); err != nil {
+		p.out.Close()
+	}
+	<-p.drained
+	return false
 }

@@ -1,7 +1,8 @@
 // Package shell runs shell commands for the Bash tool: one process group per command, so a
 // timeout or an interrupt kills everything the command started; stdout and stderr interleaved
-// into one capped buffer; the final working directory reported so a `cd` can persist; and
-// background jobs kept in a [Jobs] registry.
+// into one capped buffer, trimmed of escape sequences, redrawn progress and repeated lines;
+// the final working directory reported so a `cd` can persist; and background jobs kept in a
+// [Jobs] registry.
 package shell
 
 import (
@@ -47,7 +48,8 @@ type Command struct {
 
 // Result is how a command ended.
 type Result struct {
-	// Output is stdout and stderr interleaved as written, cut in the middle when over the limit.
+	// Output is stdout and stderr interleaved as written, trimmed as a terminal would have
+	// shown it and of what repeats (see [Trim]), cut in the middle when over the limit.
 	Output string
 	// Truncated is how many bytes were cut from the middle of Output.
 	Truncated int64
@@ -57,13 +59,20 @@ type Result struct {
 	TimedOut bool
 	// Interrupted is set when ctx was cancelled before the command ended.
 	Interrupted bool
+	// OutputHeldOpen is set when a process outside the command's process group (started with
+	// setsid, or a daemon) still held the output open after the group was gone: Run returned
+	// with the output read so far instead of waiting for that process to end.
+	OutputHeldOpen bool
 	// Cwd is the shell's working directory when it exited, symlinks resolved; empty when the
 	// shell did not get to report it (killed, or the script replaced its EXIT trap).
 	Cwd string
 }
 
 // Run runs c and waits for it and every process it started in its process group. An error is
-// returned only when the command could not be started; a failing command is a Result.
+// returned only when the command could not be started; a failing command is a Result. Once the
+// group is gone (ended, or killed by the timeout or ctx) Run waits for the rest of the output
+// at most half a second: a process that left the group and keeps the output open does not
+// hold the call (see [Result.OutputHeldOpen]).
 func Run(ctx context.Context, c Command) (Result, error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -82,11 +91,12 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	defer os.Remove(cwdPath)
 
 	buf := newCappedBuffer(limit)
-	var out io.Writer = buf
+	trim := newTrimmer(buf) // what repeats is dropped before the cap counts it
+	var out io.Writer = trim
 	if c.OnLine != nil {
 		lw := &lineWriter{fn: c.OnLine}
 		defer lw.flush()
-		out = io.MultiWriter(buf, lw)
+		out = io.MultiWriter(trim, lw)
 	}
 	p, err := start(c.Script, c.Dir, c.Env, out, cwdPath)
 	if err != nil {
@@ -108,8 +118,9 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	// The shell is gone; whatever it left running in its group would hold the output pipe
 	// open and outlive the call, so it goes too (use run_in_background to keep a process).
 	p.kill()
-	<-p.drained
 	p.waitGone()
+	res.OutputHeldOpen = !p.drain()
+	trim.Flush()
 	res.Output, res.Truncated = buf.String()
 	res.ExitCode = exitCode(p.err)
 	if res.TimedOut || res.Interrupted {

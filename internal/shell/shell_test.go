@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -298,4 +300,118 @@ func TestCwdFileInTempDir(t *testing.T) {
 	if _, err := os.Stat(other); err != nil {
 		t.Error("a file that is not a cwd file was removed")
 	}
+}
+
+// heldOpen prepares a script that starts a process in a session of its own (outside the
+// command's process group, so no kill of the group reaches it) keeping the output pipe open,
+// waits until that process left the group, prints "done" and runs rest. The process records
+// its own pid; the test kills it at the end, as nothing else would. pidFile exists once it
+// left the group.
+func heldOpen(t *testing.T, rest string) (script, pidFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	pidFile, ready := filepath.Join(dir, "pid"), filepath.Join(dir, "ready")
+	if err := mkfifo(ready); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if data, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	daemon := "echo $$ > " + quote(pidFile+".tmp") + " && mv " + quote(pidFile+".tmp") + " " + quote(pidFile) +
+		"; echo > " + quote(ready) + "; exec sleep 600"
+	return "setsid sh -c " + quote(daemon) + " & read x < " + quote(ready) + "; echo done; " + rest, pidFile
+}
+
+// TestRunOutputHeldOpen: a process that left the command's process group and keeps stdout
+// open does not hold the call, whether the shell ends by itself, by the timeout or by an
+// interrupt: Run returns with the output read so far and says the output was held open.
+func TestRunOutputHeldOpen(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	tests := []struct {
+		name, rest string
+		timeout    time.Duration
+		cancel     bool
+		want       Result
+	}{
+		{"shell exits", "", 0, false, Result{Output: "done\n", OutputHeldOpen: true}},
+		{"timeout", "sleep 600", 200 * time.Millisecond, false, Result{Output: "done\n", OutputHeldOpen: true, TimedOut: true, ExitCode: -1}},
+		{"interrupt", "sleep 600", 0, true, Result{Output: "done\n", OutputHeldOpen: true, Interrupted: true, ExitCode: -1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			c := Command{Dir: t.TempDir(), Timeout: tt.timeout}
+			if tt.cancel {
+				// The interrupt comes once the command printed "done".
+				cctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				ctx = cctx
+				c.OnLine = func(line string) {
+					if line == "done" {
+						cancel()
+					}
+				}
+			}
+			for {
+				var pidFile string
+				c.Script, pidFile = heldOpen(t, tt.rest)
+				done := make(chan Result, 1)
+				go func() {
+					got, err := Run(ctx, c)
+					if err != nil {
+						t.Error(err)
+					}
+					done <- got
+				}()
+				got := waittest.Recv(t, "Run to return while the output is held open", done)
+				if !strings.Contains(got.Output, "done") && tt.timeout > 0 && c.Timeout < waittest.Timeout() {
+					// The timeout fired before the script got going, which proves nothing.
+					t.Logf("the timeout of %v fired too early; again with twice that", c.Timeout)
+					c.Timeout *= 2
+					continue
+				}
+				got.Cwd = ""
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("mismatch (-want +got):\n%s", diff)
+				}
+				if pid := readPID(t, pidFile); !alive(pid) {
+					t.Errorf("the process holding the output (%d) is gone: the case proves nothing", pid)
+				}
+				return
+			}
+		})
+	}
+}
+
+// TestJobsKillOutputHeldOpen: KillShell returns although a process outside the job's group
+// keeps its output open.
+func TestJobsKillOutputHeldOpen(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	script, _ := heldOpen(t, "sleep 600")
+	jobs := NewJobs()
+	id, err := jobs.Start(Command{Script: script, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, jobs, id, "done\n")
+	killed := make(chan Snapshot, 1)
+	go func() {
+		s, err := jobs.Kill(id)
+		if err != nil {
+			t.Error(err)
+		}
+		killed <- s
+	}()
+	if s := waittest.Recv(t, "Kill to return while the output is held open", killed); s.Status != StatusKilled {
+		t.Errorf("status = %s", s.Status)
+	}
+	jobs.Close()
 }

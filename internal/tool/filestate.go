@@ -15,6 +15,11 @@ type FileRead struct {
 	Hash string
 	// Partial is true when only a range was read (offset/limit).
 	Partial bool
+	// View names what Read showed of the file (the lines asked for, an image, a notebook)
+	// while that result is in the agent's context; a Read of the same view of the unchanged
+	// file then returns a short stub instead. Empty when the agent only knows the content
+	// (it wrote or edited the file) or its context lost the result (see [FileState.ForgetViews]).
+	View string
 }
 
 // FileState is an agent's file-read state. It is safe for concurrent use: parallel Read calls
@@ -51,11 +56,41 @@ func (s *FileState) Forget(path string) {
 }
 
 // Clone returns an independent copy: a child agent starts from its parent's reads, and its
-// own reads never change the parent's state.
+// own reads never change the parent's state. It starts without their views: the parent's
+// Read results are not in the child's context.
 func (s *FileState) Clone() *FileState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &FileState{reads: maps.Clone(s.reads)}
+	c := &FileState{reads: maps.Clone(s.reads)}
+	for p, r := range c.reads {
+		r.View = ""
+		c.reads[p] = r
+	}
+	return c
+}
+
+// ForgetViews marks every Read result as gone from the agent's context, so the next Read of
+// each file returns its content again; Edit and Write still know what was read. The agent's
+// owner calls it whenever the context drops earlier results: a compaction, a rewind, a
+// /clear.
+func (s *FileState) ForgetViews() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p, r := range s.reads {
+		r.View = ""
+		s.reads[p] = r
+	}
+}
+
+// ForgetView does what ForgetViews does for one file: its Read result was cleared from the
+// context.
+func (s *FileState) ForgetView(path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.reads[path]; ok {
+		r.View = ""
+		s.reads[path] = r
+	}
 }
 
 // Len returns how many files are recorded.

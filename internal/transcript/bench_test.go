@@ -193,3 +193,51 @@ func BenchmarkResume1GiB(b *testing.B) {
 		})
 	}
 }
+
+// writeHugeLine writes a transcript whose one user message is a text of size bytes (with a
+// newline and a quote every 64 KiB, so the JSON has escapes), followed by a short reply.
+func writeHugeLine(tb testing.TB, path string, size int) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString(`{"type":"meta","uuid":"meta","parentUuid":null,"sessionId":"huge","schemaVersion":1}` + "\n")
+	w.WriteString(`{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"huge","timestamp":"2025-01-02T03:04:05Z","message":{"role":"user","content":[{"type":"text","text":"`)
+	block := strings.Repeat("x", 64<<10-3) + `\n\"`
+	for n := 0; n < size; n += 64 << 10 {
+		w.WriteString(block)
+	}
+	w.WriteString(`"}]}}` + "\n")
+	w.WriteString(`{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"huge","timestamp":"2025-01-02T03:04:06Z","message":{"role":"assistant","content":[{"type":"text","text":"done"}]}}` + "\n")
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkResumeHugeLine resumes a transcript with a 100 MiB line. Run:
+//
+//	go test -run '^$' -bench ResumeHugeLine -benchtime 3x ./internal/transcript/
+func BenchmarkResumeHugeLine(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "huge.jsonl")
+	writeHugeLine(b, path, 100<<20)
+	var rss float64
+	for b.Loop() {
+		rss = max(rss, peakRSS(b, func() {
+			w, st, err := Resume(b.Context(), path, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(st.Chain) != 2 {
+				b.Fatalf("chain of %d entries", len(st.Chain))
+			}
+			w.Close()
+		}))
+		os.Remove(indexPath(path)) // each run builds the index again, as for a file copied in
+	}
+	b.ReportMetric(rss, "peakRSS-MiB")
+}

@@ -195,8 +195,18 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 }
 
 // decodeEntry decodes a line. Replay calls it directly rather than json.Unmarshal(line, &e),
-// which would validate the line twice (once for Entry, once for wireEntry).
+// which would validate the line twice (once for Entry, once for wireEntry). A big line has
+// its big strings decoded apart (see bigLine).
 func decodeEntry(b []byte) (Entry, error) {
+	if len(b) >= bigLine {
+		if e, ok := decodeBigEntry(b); ok {
+			return e, nil
+		}
+	}
+	return decodeSmall(b)
+}
+
+func decodeSmall(b []byte) (Entry, error) {
 	var w wireEntry
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Entry{}, err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -111,6 +112,7 @@ func refreshIndex(transcript string, r io.ReaderAt, size int64) (indexFile, erro
 		return ix, nil
 	}
 	lr := newLineReader(io.NewSectionReader(r, ix.Size, size-ix.Size), ix.Size)
+	lr.max = indexLineMax
 	for {
 		line, _, err := lr.next()
 		if err != nil {
@@ -128,8 +130,9 @@ func refreshIndex(transcript string, r io.ReaderAt, size int64) (indexFile, erro
 		case TypeUser:
 			ix.Messages++
 			if ix.FirstPrompt == "" && opensWithText(line) {
-				var e Entry
-				if json.Unmarshal(line, &e) == nil && e.Message != nil {
+				if lr.cut {
+					ix.FirstPrompt = clip(textPrefix(line), firstPromptMax)
+				} else if e, err := decodeEntry(line); err == nil && e.Message != nil {
 					ix.FirstPrompt, ix.Branch = clip(e.Message.TextOf(), firstPromptMax), e.GitBranch
 				}
 			}
@@ -137,11 +140,52 @@ func refreshIndex(transcript string, r io.ReaderAt, size int64) (indexFile, erro
 			ix.Messages++
 		case TypeCustomTitle:
 			var e Entry
-			if json.Unmarshal(line, &e) == nil {
+			if !lr.cut && json.Unmarshal(line, &e) == nil {
 				ix.add(e, lr.off)
 			}
 		}
 	}
+}
+
+// indexLineMax is as much of a line as the index reads: its type and the start of its text are
+// in the first bytes, so a line of any length costs the index this much.
+const indexLineMax = 64 << 10
+
+// textPrefix returns the start of the first text in a user entry cut short (see
+// opensWithText): the JSON string is decoded as far as line holds it.
+func textPrefix(line []byte) string {
+	i := bytes.Index(line, []byte(`"role":"user","content":`))
+	if i < 0 {
+		return ""
+	}
+	rest := line[i+len(`"role":"user","content":`):]
+	if j := bytes.Index(rest, []byte(`"text":`)); bytes.HasPrefix(rest, []byte("[")) && j >= 0 {
+		rest = rest[j+len(`"text":`):]
+	}
+	lit := rest[:min(len(rest), 4*firstPromptMax)]
+	if len(lit) == 0 || lit[0] != '"' {
+		return ""
+	}
+	var s string
+	for j := 1; j < len(lit); j++ {
+		switch lit[j] {
+		case '\\':
+			j++
+		case '"':
+			if json.Unmarshal(lit[:j+1], &s) == nil {
+				return s
+			}
+			return ""
+		}
+	}
+	// The literal runs on past what was read: close it where it decodes (a cut may split an
+	// escape).
+	for k := len(lit); k > 1 && k > len(lit)-8; k-- {
+		if json.Unmarshal(append(slices.Clip(lit[:k]), '"'), &s) == nil {
+			return s
+		}
+	}
+	return ""
 }
 
 // opensWithText reports whether a user entry's message starts with text — a prompt, not tool

@@ -37,6 +37,9 @@ type State struct {
 	// Dangling is set when the chain points at a parent the file does not have: the history
 	// before it is lost (and Chain starts after it).
 	Dangling string
+	// Repairs says what was wrong with the file's parent links and how replay read it anyway;
+	// [Repairs.String] is the notice to show.
+	Repairs Repairs
 	// Scanned is how many bytes replay read, for tests and diagnostics.
 	Scanned int64
 	// Started holds the tool_started entries of the calls the chain leaves without a result,
@@ -96,12 +99,6 @@ func (s *State) metaString(t Type) string {
 	return v
 }
 
-// rawLine is a line kept by replay until it is decoded.
-type rawLine struct {
-	line    []byte
-	unknown bool
-}
-
 // Load replays the transcript at path without locking or changing it; a torn tail is reported
 // in State.TornTail and skipped.
 func Load(ctx context.Context, path string) (*State, error) {
@@ -129,7 +126,7 @@ func load(ctx context.Context, path string, f *os.File) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := replay(ctx, f, good)
+	st, err := replay(ctx, f, good, "")
 	if err != nil {
 		return nil, err
 	}
@@ -153,9 +150,10 @@ func (s *State) idFromName(path string) {
 // file without a meta line (written by another tool) is read as version 1.
 func checkVersion(path string, r io.ReaderAt) error {
 	lr := newLineReader(io.NewSectionReader(r, 0, 1<<62), 0)
+	lr.max = indexLineMax
 	line, _, err := lr.next()
-	if err != nil {
-		return nil // empty or torn: nothing to check
+	if err != nil || lr.cut {
+		return nil // empty or torn, or too long for a meta line: nothing to check
 	}
 	h, err := parseHeader(line)
 	if err != nil || h.Type != TypeMeta {
@@ -171,25 +169,37 @@ func checkVersion(path string, r io.ReaderAt) error {
 	return nil
 }
 
-// replay rebuilds the state from r[0:end], reading backwards. The newest chain or rewind entry
-// fixes the leaf; from there it follows parentUuid, keeping the raw lines of the chain (the
-// live history) and only the headers of everything else. It stops at a compaction boundary on
-// the chain, whose Metadata stands in for everything older.
-func replay(ctx context.Context, r io.ReaderAt, end int64) (*State, error) {
+// replay rebuilds the state from r[0:end], reading backwards. It keeps the headers of the
+// chain lines it passes (and the raw lines of the chain from the newest entry, which is all it
+// needs on a sound file) and stops at a compaction boundary on that chain, whose Metadata
+// stands in for everything older. Then it picks the leaf and the chain by the rule in
+// SCHEMA.md — leaf, if the file has it, is the entry to resume at — and decodes the chain.
+// A file whose links need repair (a uuid on two lines) is scanned whole.
+func replay(ctx context.Context, r io.ReaderAt, end int64, leaf string) (*State, error) {
 	st := &State{Metadata: map[Type]json.RawMessage{}}
+	g := newGraph()
+	meta := map[Type]metaLine{}
 	var (
-		leafKnown bool
+		starts    map[string][]span
+		order     int
+		leafKnown bool // the provisional chain: from the newest chain line or rewind
 		chainDone bool
 		wanted    string
-		raw       []rawLine // chain and unknown lines, newest first
-		starts    map[string][]span
 	)
-	err := scanBackward(ctx, r, end, func(line []byte, off int64) error {
+	err := scanBackward(ctx, r, end, func(line []byte, off int64, owned bool) error {
 		st.Scanned = end - off
+		o := order
+		order++
 		h, err := parseHeader(line)
 		if err != nil {
 			st.BadLines++
 			return nil
+		}
+		keep := func() []byte {
+			if owned {
+				return line
+			}
+			return slices.Clone(line)
 		}
 		switch kindOf(h.Type) {
 		case kindToolStarted:
@@ -205,85 +215,151 @@ func replay(ctx context.Context, r io.ReaderAt, end int64) (*State, error) {
 				}
 			}
 		case kindRewind:
-			if !leafKnown {
+			if g.rewindOrder < 0 {
 				var e Entry
 				if err := json.Unmarshal(line, &e); err != nil {
 					st.BadLines++
 					return nil
 				}
-				leafKnown, wanted = true, e.LeafUUID
-				st.Leaf = wanted
-				chainDone = wanted == ""
+				g.rewindOrder, g.rewindLeaf = o, e.LeafUUID
+				if !leafKnown {
+					leafKnown, wanted, chainDone = true, e.LeafUUID, e.LeafUUID == ""
+				}
 			}
 		case kindMetadata:
-			if _, ok := st.Metadata[h.Type]; !ok {
+			if _, ok := meta[h.Type]; !ok {
 				var e Entry
 				if err := json.Unmarshal(line, &e); err != nil {
 					st.BadLines++
 					return nil
 				}
-				st.Metadata[h.Type] = e.Value
+				meta[h.Type] = metaLine{order: o, value: e.Value}
 			}
 		case kindChain, kindUnknown:
 			unknown := kindOf(h.Type) == kindUnknown
-			if !leafKnown && !unknown {
-				leafKnown, wanted = true, h.UUID
-				st.Leaf = wanted
-			}
-			onChain := leafKnown && !chainDone && h.UUID != "" && h.UUID == wanted
-			if !onChain {
+			if h.UUID == "" {
 				if unknown {
-					raw = append(raw, rawLine{line: slices.Clone(line), unknown: true})
+					u := &node{off: off, size: len(line), order: o, newest: o}
+					g.raw[u] = keep()
+					g.unknowns = append(g.unknowns, u)
 				}
 				return nil
 			}
-			raw = append(raw, rawLine{line: slices.Clone(line), unknown: unknown})
+			n, dup := g.add(&node{id: idOf(h.UUID), parent: idOf(h.Parent), hasParent: h.Parent != "", kind: nodeKindOf(h.Type),
+				off: off, size: len(line), order: o, newest: o})
+			if dup {
+				return nil // an older copy of an entry: the newest line is its content
+			}
+			if unknown {
+				g.raw[n] = keep()
+				g.unknowns = append(g.unknowns, n)
+			}
+			if !leafKnown && !unknown {
+				leafKnown, wanted = true, h.UUID
+			}
+			if !leafKnown || chainDone || h.UUID != wanted {
+				return nil
+			}
+			if _, held := g.raw[n]; !held {
+				g.raw[n] = keep()
+			}
 			wanted = h.Parent
-			if h.Type == TypeSummary {
+			chainDone = wanted == ""
+			if h.Type == TypeSummary && leaf == "" && g.repairs.Duplicates == 0 && g.repairs.SharedIDs == 0 {
 				return errStop
 			}
-			chainDone = wanted == ""
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStop) {
 		return nil, err
 	}
-	if !chainDone && leafKnown && !errors.Is(err, errStop) {
-		st.Dangling = wanted
+	var boundary int
+	st.Leaf, boundary, err = decodeChain(r, st, g, leaf)
+	if err != nil {
+		return nil, err
 	}
-	slices.Reverse(raw)
-	st.Chain = make([]Entry, 0, len(raw))
-	for i, r := range raw {
-		raw[i] = rawLine{} // let the raw bytes go as they are decoded
-		line := r.line
-		if r.unknown {
-			st.Unknown = append(st.Unknown, line)
-			st.unknownAt = append(st.unknownAt, len(st.Chain))
-			continue
-		}
-		e, err := decodeEntry(line)
-		if err != nil {
-			st.BadLines++ // a damaged line on the chain: skip it, keep the rest
-			continue
-		}
-		if kindOf(e.Type) != kindChain {
-			continue
-		}
-		if st.SessionID == "" {
-			st.SessionID = e.SessionID
-		}
-		if e.Type == TypeSummary {
-			for t, v := range e.Metadata {
-				if _, ok := st.Metadata[t]; !ok {
-					st.Metadata[t] = v
-				}
+	if b, ok := st.Boundary(); ok {
+		for t, v := range b.Metadata {
+			if m, ok := meta[t]; !ok || m.order > boundary {
+				meta[t] = metaLine{order: boundary, value: v}
 			}
 		}
-		st.Chain = append(st.Chain, e)
+	}
+	for t, m := range meta {
+		if boundary < 0 || m.order <= boundary {
+			st.Metadata[t] = m.value
+		}
 	}
 	if err := resolveStarts(r, st, starts); err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// decodeChain resolves the graph and decodes the chain into st (oldest first), with the
+// unknown lines newer than its boundary; it returns the leaf and the boundary's order (-1
+// without one).
+func decodeChain(r io.ReaderAt, st *State, g *graph, want string) (leaf string, oldest int, err error) {
+	start, chain, orphan, branches := g.resolve(want)
+	for i, tip := range branches {
+		g.repairs.Branches[i].Leaf = g.header(r, tip).UUID
+	}
+	switch {
+	case start != nil && want != "" && idOf(want) == start.id:
+		leaf = want
+	case start != nil:
+		leaf = g.header(r, start).UUID
+	case g.rewindOrder >= 0:
+		leaf = g.rewindLeaf // a rewind to before the first entry, or to one the file lacks
+		st.Dangling = leaf
+	}
+	if orphan != nil {
+		h := g.header(r, orphan)
+		g.repairs.Orphan, st.Dangling = h.UUID, h.Parent
+	}
+	st.Repairs = g.repairs
+	oldest = -1
+	if n := len(chain); n > 0 && chain[n-1].kind == nodeSummary {
+		oldest = chain[n-1].order
+	}
+	// Unknown lines come in file order among the chain's entries, for Fork.
+	unknowns := slices.DeleteFunc(slices.Clone(g.unknowns), func(u *node) bool {
+		return oldest >= 0 && u.order > oldest
+	})
+	slices.Reverse(unknowns)
+	st.Chain = make([]Entry, 0, len(chain))
+	for i := len(chain) - 1; i >= 0; i-- {
+		n := chain[i]
+		for len(unknowns) > 0 && unknowns[0].order > n.order {
+			st.Unknown = append(st.Unknown, g.raw[unknowns[0]])
+			st.unknownAt = append(st.unknownAt, len(st.Chain))
+			unknowns = unknowns[1:]
+		}
+		if !n.isChain() {
+			continue // its line is among the unknown ones
+		}
+		line := g.raw[n]
+		if line == nil {
+			line = make([]byte, n.size)
+			if _, err := r.ReadAt(line, n.off); err != nil {
+				return "", 0, fmt.Errorf("read entry at %d: %w", n.off, err)
+			}
+		}
+		delete(g.raw, n) // let the raw bytes go as they are decoded
+		e, err := decodeEntry(line)
+		if err != nil || kindOf(e.Type) != kindChain {
+			st.BadLines++ // a damaged line on the chain: skip it, keep the rest
+			continue
+		}
+		if st.SessionID == "" {
+			st.SessionID = e.SessionID
+		}
+		st.Chain = append(st.Chain, e)
+	}
+	for _, u := range unknowns {
+		st.Unknown = append(st.Unknown, g.raw[u])
+		st.unknownAt = append(st.unknownAt, len(st.Chain))
+	}
+	return leaf, oldest, nil
 }

@@ -51,8 +51,12 @@ func TestRewindBranches(t *testing.T) {
 		if err := w.Sync(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(s.want, texts(mustLoad(t, path))); diff != "" {
+		st := mustLoad(t, path)
+		if diff := cmp.Diff(s.want, texts(st)); diff != "" {
 			t.Errorf("%s: messages mismatch (-want +got):\n%s", s.name, diff)
+		}
+		if st.Repairs.Any() {
+			t.Errorf("%s: a rewound branch reported as a repair: %s", s.name, st.Repairs)
 		}
 	}
 	// Branches are kept: every message ever written is still in the file.
@@ -155,7 +159,7 @@ func TestScanBackward(t *testing.T) {
 		}
 		var got []string
 		err := scanBackward(context.Background(), bytes.NewReader(file.Bytes()), int64(file.Len()),
-			func(line []byte, off int64) error {
+			func(line []byte, off int64, _ bool) error {
 				if !bytes.HasPrefix(file.Bytes()[off:], line) {
 					t.Fatalf("line at %d does not match the file", off)
 				}

@@ -16,69 +16,71 @@ const chunkSize = 256 << 10
 var errStop = errors.New("stop scan")
 
 // scanBackward calls fn for each line of r[0:end], newest first, with the line's offset. The
-// line has no newline and is only valid during the call. Each chunk is split forwards with
-// bytes.IndexByte (vectorised) and its lines visited in reverse, which keeps the scan at memory
-// speed; only a line that crosses a chunk edge is copied. fn returning errStop ends the scan.
-func scanBackward(ctx context.Context, r io.ReaderAt, end int64, fn func(line []byte, off int64) error) error {
+// line has no newline and is only valid during the call unless owned is set: a line longer
+// than a chunk is read once into a buffer of its own, which fn may keep. Each chunk is split
+// forwards with bytes.IndexByte (vectorised) and its lines visited in reverse, which keeps the
+// scan at memory speed; a line that crosses a chunk edge is read whole once its start is
+// found, so a line of any length costs its length once. fn returning errStop ends the scan.
+func scanBackward(ctx context.Context, r io.ReaderAt, end int64, fn func(line []byte, off int64, owned bool) error) error {
 	buf := make([]byte, chunkSize)
-	var pending []byte // start of the line that crosses into the chunk after this one
 	var starts []int
+	// lineEnd is the end of the line that runs on from the chunk before the current one
+	// into the chunks already scanned; -1 when the last chunk began with a line.
+	lineEnd := int64(-1)
+	if end > 0 {
+		lineEnd = end
+	}
+	// emit passes the line [from, lineEnd) on: read whole, unless it lies in chunk (at pos).
+	emit := func(from int64, chunk []byte, pos int64) error {
+		n := lineEnd - from
+		if n <= 0 {
+			return nil
+		}
+		if from >= pos && lineEnd <= pos+int64(len(chunk)) {
+			return fn(chunk[from-pos:lineEnd-pos], from, false)
+		}
+		line := make([]byte, n)
+		if _, err := r.ReadAt(line, from); err != nil && !(errors.Is(err, io.EOF) && from+n == end) {
+			return fmt.Errorf("read line at %d: %w", from, err)
+		}
+		return fn(line, from, true)
+	}
 	pos := end
+	var chunk []byte
 	for pos > 0 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := int64(chunkSize)
-		if pos < n {
-			n = pos
-		}
+		n := min(int64(chunkSize), pos)
 		pos -= n
-		chunk := buf[:n]
+		chunk = buf[:n]
 		if _, err := r.ReadAt(chunk, pos); err != nil && !(errors.Is(err, io.EOF) && pos+n == end) {
 			return fmt.Errorf("read at %d: %w", pos, err)
 		}
 		first := bytes.IndexByte(chunk, '\n')
-		if first < 0 && pos > 0 {
-			pending = append(append(make([]byte, 0, len(chunk)+len(pending)), chunk...), pending...)
-			continue
+		if first < 0 {
+			continue // the middle of a line longer than a chunk
 		}
-		// Lines inside the chunk start after each newline; the last one runs on into pending.
+		// Lines start after each newline; the last one runs on to lineEnd.
 		starts = starts[:0]
-		from := 0
-		if pos > 0 {
-			from = first + 1
-		}
-		starts = append(starts, from)
-		for i := from; ; {
-			j := bytes.IndexByte(chunk[i:], '\n')
+		for i := first; ; {
+			starts = append(starts, i+1)
+			j := bytes.IndexByte(chunk[i+1:], '\n')
 			if j < 0 {
 				break
 			}
 			i += j + 1
-			starts = append(starts, i)
 		}
-		last := starts[len(starts)-1]
-		joined := append(chunk[last:len(chunk):len(chunk)], pending...)
-		if len(joined) > 0 {
-			if err := fn(joined, pos+int64(last)); err != nil {
+		for k := len(starts) - 1; k >= 0; k-- {
+			from := pos + int64(starts[k])
+			if err := emit(from, chunk, pos); err != nil {
 				return err
 			}
-		}
-		for k := len(starts) - 2; k >= 0; k-- {
-			s, e := starts[k], starts[k+1]-1
-			if e > s {
-				if err := fn(chunk[s:e], pos+int64(s)); err != nil {
-					return err
-				}
-			}
-		}
-		pending = nil
-		if pos > 0 && first >= 0 {
-			pending = append([]byte(nil), chunk[:first]...)
+			lineEnd = from - 1 // the newline before it
 		}
 	}
-	if len(pending) > 0 {
-		return fn(pending, 0)
+	if lineEnd > 0 {
+		return emit(0, chunk, 0)
 	}
 	return nil
 }
@@ -103,13 +105,18 @@ func lastLineEnd(r io.ReaderAt, size int64) (int64, error) {
 	return 0, nil
 }
 
-// lineReader reads whole lines forwards with a bufio.Reader, whatever their length (a default
-// bufio.Scanner stops at 64 KB; real lines reach hundreds of KB). The returned line is valid
-// until the next call.
+// lineReader reads lines forwards with a bufio.Reader, whatever their length (a default
+// bufio.Scanner stops at 64 KB; real lines reach hundreds of KB). With max set, a longer line
+// is returned cut to its first max bytes (cut says so) and the rest is skipped, so a reader
+// that needs only the start of each line holds no more. The returned line is valid until the
+// next call.
 type lineReader struct {
 	br  *bufio.Reader
 	big []byte
 	off int64 // offset of the next line
+	max int
+	// cut is set when the line returned last was longer than max.
+	cut bool
 }
 
 func newLineReader(r io.Reader, off int64) *lineReader {
@@ -120,21 +127,34 @@ func newLineReader(r io.Reader, off int64) *lineReader {
 // no newline is torn: next returns io.ErrUnexpectedEOF with its length in n.
 func (lr *lineReader) next() (line []byte, off int64, err error) {
 	off = lr.off
+	lr.cut = false
 	b, err := lr.br.ReadSlice('\n')
+	n := int64(len(b))
 	if errors.Is(err, bufio.ErrBufferFull) {
 		lr.big = append(lr.big[:0], b...)
 		for errors.Is(err, bufio.ErrBufferFull) {
 			b, err = lr.br.ReadSlice('\n')
+			n += int64(len(b))
+			if lr.max > 0 && len(lr.big) >= lr.max {
+				lr.cut = true
+				continue
+			}
 			lr.big = append(lr.big, b...)
 		}
 		b = lr.big
 	}
-	lr.off += int64(len(b))
+	if lr.max > 0 && len(b) > lr.max {
+		b, lr.cut = b[:lr.max], true
+	}
+	lr.off += n
 	if err != nil {
-		if errors.Is(err, io.EOF) && len(b) > 0 {
+		if errors.Is(err, io.EOF) && n > 0 {
 			return b, off, io.ErrUnexpectedEOF
 		}
 		return nil, off, err
+	}
+	if lr.cut {
+		return b, off, nil
 	}
 	return b[:len(b)-1], off, nil
 }

@@ -36,6 +36,10 @@ type Options struct {
 	WrapFile func(File) File
 	// Now stamps entries; nil means time.Now.
 	Now func() time.Time
+	// Leaf, on Resume, names the entry the conversation continues from — one on a branch
+	// the default replay leaves aside (see SCHEMA.md) — when the file has it; otherwise the
+	// default leaf is taken.
+	Leaf string
 }
 
 // ErrLocked means another process (or another Writer in this one) has the session open.
@@ -152,7 +156,7 @@ func resume(ctx context.Context, path string, f *os.File, opts Options) (*Writer
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := replay(ctx, f, good)
+	st, err := replay(ctx, f, good, opts.Leaf)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -163,11 +163,13 @@ func (b *Backend) sweepTemp() {
 	}
 }
 
-var idRE = regexp.MustCompile(`^[A-Za-z0-9_=-][A-Za-z0-9_.=-]{0,127}$`)
+// idRE is compiled on first use: a counted repetition compiles to a program of thousands
+// of instructions, which every keel process paid at start (most never check an id).
+var idRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_=-][A-Za-z0-9_.=-]{0,127}$`) })
 
 // checkID reports an id that cannot be a file name.
 func checkID(what, id string) error {
-	if !idRE.MatchString(id) {
+	if !idRE().MatchString(id) {
 		return fmt.Errorf("%s: id %q: want 1-128 letters, digits and _ . = -: %w", what, id, coord.ErrInvalid)
 	}
 	return nil

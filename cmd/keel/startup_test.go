@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/keel-dev/keel/internal/buildtest"
+)
+
+// Budgets of the package initialisation every keel process pays, `keel --version` included,
+// as GODEBUG=inittrace=1 reports it. Measured at 3,417 allocations and 601 KB (Go 1.26, linux/
+// amd64) once the counted-repetition regexps of coord were compiled on first use; the budget
+// leaves about a tenth for noise and small additions. A package that compiles a regular
+// expression or builds a table at init for something most runs never do should do it on first
+// use instead (sync.OnceValue); raise the budget only for init work every run needs.
+const (
+	initAllocBudget = 3750
+	initBytesBudget = 680 << 10
+)
+
+// initCost is one package's line of GODEBUG=inittrace=1.
+type initCost struct {
+	pkg           string
+	bytes, allocs int
+}
+
+// TestStartupInitBudget fails when keel's package initialisation allocates past the budget,
+// naming the packages that allocate most, so a regression is caught here rather than by a
+// benchmark someone remembers to run.
+func TestStartupInitBudget(t *testing.T) {
+	bin := buildtest.Keel(t, buildtest.Options{})
+	cmd := exec.CommandContext(t.Context(), bin, "--version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("keel --version: %v\n%s", err, stderr.String())
+	}
+	costs, err := parseInitTrace(stderr.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var allocs, size int
+	for _, c := range costs {
+		allocs, size = allocs+c.allocs, size+c.bytes
+	}
+	t.Logf("%d packages initialised: %d allocations, %d KB", len(costs), allocs, size>>10)
+	if allocs <= initAllocBudget && size <= initBytesBudget {
+		return
+	}
+	slices.SortFunc(costs, func(a, b initCost) int { return b.allocs - a.allocs })
+	var top strings.Builder
+	for _, c := range costs[:min(15, len(costs))] {
+		fmt.Fprintf(&top, "\n  %6d allocs %8d bytes  %s", c.allocs, c.bytes, c.pkg)
+	}
+	t.Errorf("keel's package initialisation allocates %d times (budget %d), %d KB (budget %d KB); most:%s",
+		allocs, initAllocBudget, size>>10, initBytesBudget>>10, top.String())
+}
+
+// parseInitTrace reads lines like
+// "init net/http @1.2 ms, 0.05 ms clock, 4872 bytes, 50 allocs".
+func parseInitTrace(trace []byte) ([]initCost, error) {
+	var costs []initCost
+	sc := bufio.NewScanner(bytes.NewReader(trace))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 10 || f[0] != "init" || f[len(f)-1] != "allocs" || f[len(f)-3] != "bytes," {
+			continue
+		}
+		b, err1 := strconv.Atoi(f[len(f)-4])
+		a, err2 := strconv.Atoi(f[len(f)-2])
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("inittrace line %q: %v %v", sc.Text(), err1, err2)
+		}
+		costs = append(costs, initCost{pkg: f[1], bytes: b, allocs: a})
+	}
+	if len(costs) == 0 {
+		return nil, fmt.Errorf("no inittrace lines in %q", trace)
+	}
+	return costs, nil
+}
