@@ -20,23 +20,18 @@ package keel
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
 	"iter"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/keel-dev/keel/internal/daemon"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
-	"github.com/keel-dev/keel/internal/provider/connect"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
-	"github.com/keel-dev/keel/internal/settings"
-	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -139,6 +134,10 @@ type Options struct {
 	Supervisor *Supervisor
 	// Logger receives keel's logs; nil discards them.
 	Logger *slog.Logger
+	// Config is a whole run configuration in the JSON form keel's command line gives its
+	// terminal UI and its process teammates (`keel team worker --config FILE`); the fields
+	// above, where set, override it. Nil means none: the fields above are the configuration.
+	Config json.RawMessage
 }
 
 // Supervisor says how a session reaches the keel supervisor.
@@ -159,78 +158,65 @@ type Supervisor struct {
 // Session is one conversation with an agent.
 type Session struct {
 	s *session.Session
-	// sup reaches the supervisor (nil without [Options.Supervisor]).
-	sup *daemon.Client
 }
 
 // New starts a session.
 func New(ctx context.Context, opts Options) (*Session, error) {
-	home := opts.Home
-	if home == "" {
-		home = defaultHome()
-	}
-	cfg := connect.Config{
-		Provider: opts.Provider,
-		Model:    opts.Model,
-		APIKey:   opts.APIKey,
-		BaseURL:  opts.BaseURL,
-		Logger:   opts.Logger,
-	}
-	// The list of models the key can use, refreshed once a day; without it the built-in table
-	// resolves aliases, so a failed refresh is no reason not to start.
-	cfg.Models, _ = connect.LoadModels(ctx, cfg, getenv(opts.Getenv), home, false)
-	prov, model, err := connect.Open(cfg, getenv(opts.Getenv))
+	cfg, err := opts.config()
 	if err != nil {
 		return nil, err
 	}
-	env := getenv(opts.Getenv)
-	sup := supervisorClient(opts, home, model)
-	s, err := session.New(ctx, session.Options{
-		Cwd:                opts.Cwd,
-		Home:               home,
-		Provider:           prov,
-		Model:              model,
-		PlanModel:          connect.PlanModel(cfg, getenv(opts.Getenv)),
-		Models:             cfg.Models,
-		MaxTurns:           opts.MaxTurns,
-		SystemPrompt:       opts.SystemPrompt,
-		AppendSystemPrompt: opts.AppendSystemPrompt,
-		PermissionMode:     opts.PermissionMode,
-		Tools:              opts.Tools,
-		Logger:             opts.Logger,
-		Asker:              asker(opts.Ask),
-		SettingsFlags: settings.Flags{
-			Model: opts.Model, PermissionMode: opts.PermissionMode,
-			AllowedTools: opts.AllowedTools, DisallowedTools: opts.DisallowedTools, AddDirs: opts.AddDirs,
-		},
-		SettingsArgs:  opts.Settings,
-		Trust:         opts.Trust,
-		Resume:        opts.Resume,
-		Continue:      opts.Continue,
-		ForkSession:   opts.ForkSession,
-		SessionID:     opts.SessionID,
-		NoPersistence: opts.NoPersistence,
-		Agents:        opts.Agents,
-		Agent:         opts.Agent,
-		ModelFlag:     opts.Model != "",
-		ForkSubagents: opts.ForkSubagents,
+	s, err := session.Open(ctx, cfg, opts.seams())
+	if err != nil {
+		return nil, err
+	}
+	return &Session{s: s}, nil
+}
 
-		IgnoreSettingsErrors: opts.IgnoreSettingsErrors,
-		MCP: session.MCPOptions{Configs: opts.MCPConfig, Strict: opts.StrictMCPConfig, InProcess: opts.MCPServers,
-			ToolSearch: opts.ToolSearch, PermissionPromptTool: opts.PermissionPromptTool, Elicit: opts.Elicit,
-			Authorize: opts.MCPAuthorize, ClientSecret: env("MCP_CLIENT_SECRET")},
-		Team: session.TeamOptions{Enabled: opts.Teams || truthy(env("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS")), Mode: opts.TeammateMode,
-			WorkerCommand: opts.TeammateCommand, InTmux: env("TMUX") != ""},
-		Detacher:         detacher(sup),
-		DetachBackground: sup != nil,
-	})
-	if err != nil {
-		if sup != nil {
-			_ = sup.Close()
+// config is what opts ask for as the one run configuration every entry point opens a session
+// from: the one place an option reaches the session.
+func (opts Options) config() (runconfig.Config, error) {
+	var base runconfig.Config
+	if len(opts.Config) > 0 {
+		if err := json.Unmarshal(opts.Config, &base); err != nil {
+			return base, fmt.Errorf("keel.Options.Config: %w", err)
 		}
-		return nil, err
 	}
-	return &Session{s: s, sup: sup}, nil
+	if opts.Resume != "" || opts.Continue {
+		// Which stored session to continue, and as what, is chosen as one.
+		base.Resume, base.Continue, base.ForkSession, base.SessionID, base.ResumeSessionAt = "", false, false, "", ""
+	}
+	cfg := runconfig.Config{
+		Cwd: opts.Cwd, Home: opts.Home, Provider: opts.Provider, Model: opts.Model, BaseURL: opts.BaseURL,
+		MaxTurns: opts.MaxTurns, SystemPrompt: opts.SystemPrompt, AppendSystemPrompt: opts.AppendSystemPrompt,
+		PermissionMode: opts.PermissionMode, AllowedTools: opts.AllowedTools, DisallowedTools: opts.DisallowedTools,
+		AddDirs: opts.AddDirs, Settings: opts.Settings, Trust: opts.Trust, IgnoreSettingsErrors: opts.IgnoreSettingsErrors,
+		Resume: opts.Resume, Continue: opts.Continue, ForkSession: opts.ForkSession, SessionID: opts.SessionID,
+		NoPersistence: opts.NoPersistence, Agent: opts.Agent, Agents: opts.Agents, ForkSubagents: opts.ForkSubagents,
+		MCP: runconfig.MCP{Configs: opts.MCPConfig, Strict: opts.StrictMCPConfig, ToolSearch: opts.ToolSearch,
+			PermissionPromptTool: opts.PermissionPromptTool},
+		Team: runconfig.Team{Enabled: opts.Teams, Mode: opts.TeammateMode},
+	}
+	if opts.Supervisor != nil {
+		// The supervisor runs the main thread's background agents beyond this session.
+		cfg.Supervisor = runconfig.Supervisor{Use: true, Detach: true}
+	}
+	return runconfig.Overlay(base, cfg), nil
+}
+
+// seams are what opts give the session besides its configuration.
+func (opts Options) seams() session.Seams {
+	s := session.Seams{
+		Getenv: opts.Getenv, APIKey: opts.APIKey, Tools: opts.Tools, Logger: opts.Logger, Asker: asker(opts.Ask),
+		MCPServers: opts.MCPServers, Elicit: opts.Elicit, Authorize: opts.MCPAuthorize, TeammateCommand: opts.TeammateCommand,
+	}
+	if sup := opts.Supervisor; sup != nil {
+		if sup.Program == "" {
+			panic("keel.New: Options.Supervisor.Program is required")
+		}
+		s.Program, s.SupervisorEnv, s.SupervisorNATS = sup.Program, sup.Env, sup.NATS
+	}
+	return s
 }
 
 // ID returns the session id (the transcript's name).
@@ -244,13 +230,7 @@ func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[Event, erro
 
 // Close ends the session, flushing its transcript. Background agents in the supervisor go
 // on; their reports wait for the next session that continues this one.
-func (s *Session) Close() error {
-	err := s.s.Close()
-	if s.sup != nil {
-		err = errors.Join(err, s.sup.Close())
-	}
-	return err
-}
+func (s *Session) Close() error { return s.s.Close() }
 
 // PermissionMode returns the current permission mode.
 func (s *Session) PermissionMode() string { return s.s.PermissionMode() }
@@ -326,59 +306,5 @@ type (
 // model, subagents and fork children included; PriceKnown says whether CostUSD is a price.
 type ModelUsage = event.ModelUsage
 
-func getenv(f func(string) string) func(string) string {
-	if f == nil {
-		return connect.OSEnv
-	}
-	return f
-}
-
 // defaultHome is $KEEL_HOME, else ~/.keel, else nothing (no persistence).
-func defaultHome() string {
-	if h := os.Getenv("KEEL_HOME"); h != "" {
-		return h
-	}
-	if dir, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(dir, ".keel")
-	}
-	return ""
-}
-
-func truthy(s string) bool {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "true", "yes", "on":
-		return true
-	}
-	return false
-}
-
-// supervisorClient is the supervisor's client for a session that hands it its background
-// agents, with this session's configuration for the agents' processes; nil without one.
-func supervisorClient(opts Options, home, model string) *daemon.Client {
-	if opts.Supervisor == nil || opts.NoPersistence {
-		return nil
-	}
-	if opts.Supervisor.Program == "" {
-		panic("keel.New: Options.Supervisor.Program is required")
-	}
-	cwd := opts.Cwd
-	if cwd == "" {
-		cwd, _ = os.Getwd()
-	}
-	if abs, err := filepath.Abs(cwd); err == nil {
-		cwd = abs
-	}
-	launch := daemon.Launch{Cwd: cwd, Model: model, Provider: opts.Provider, BaseURL: opts.BaseURL, PermissionMode: opts.PermissionMode,
-		AllowedTools: opts.AllowedTools, DisallowedTools: opts.DisallowedTools, AddDirs: opts.AddDirs, SettingsArgs: opts.Settings,
-		Agents: opts.Agents, Trust: opts.Trust}
-	return daemon.NewClient(daemon.ClientConfig{Home: home, Exe: opts.Supervisor.Program, Env: opts.Supervisor.Env,
-		NATS: opts.Supervisor.NATS, Launch: launch, Logger: opts.Logger})
-}
-
-// detacher keeps a nil client a nil interface.
-func detacher(c *daemon.Client) subagent.Detacher {
-	if c == nil {
-		return nil
-	}
-	return c
-}
+func defaultHome() string { return runconfig.ReadEnv(nil).Home }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/trust"
 )
@@ -34,7 +35,11 @@ var projectProvided = []string{
 // InspectWorkspace finds the workspace a session with opts would open in and whether it is
 // trusted. It starts nothing and reads no file's content.
 func InspectWorkspace(opts Options) (Workspace, error) {
-	cwd := opts.Cwd
+	cfg, err := opts.config()
+	if err != nil {
+		return Workspace{}, err
+	}
+	cwd := cfg.Cwd
 	if cwd == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -46,9 +51,9 @@ func InspectWorkspace(opts Options) (Workspace, error) {
 	if err != nil {
 		return Workspace{}, err
 	}
-	w := Workspace{Dir: session.ProjectRoot(abs), Trusted: opts.Trust}
+	w := Workspace{Dir: session.ProjectRoot(abs), Trusted: cfg.Trust}
 	if !w.Trusted {
-		if home := homeOf(opts); home != "" {
+		if home := homeOf(cfg); home != "" {
 			w.Trusted, _ = trust.IsTrusted(home, w.Dir)
 		}
 	}
@@ -66,12 +71,16 @@ func TrustWorkspace(opts Options) error {
 	if err != nil {
 		return err
 	}
-	return trust.Grant(homeOf(opts), w.Dir)
+	cfg, err := opts.config()
+	if err != nil {
+		return err
+	}
+	return trust.Grant(homeOf(cfg), w.Dir)
 }
 
-func homeOf(opts Options) string {
-	if opts.Home != "" {
-		return opts.Home
+func homeOf(cfg runconfig.Config) string {
+	if cfg.Home != "" {
+		return cfg.Home
 	}
 	return defaultHome()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/runconfig"
 )
 
 // sdkFlags are the flags the Agent SDKs pass to the CLI they drive (the SDK's option →
@@ -18,7 +19,6 @@ import (
 // keel has no counterpart for (plugins, betas) are reported as ignored, never refused.
 type sdkFlags struct {
 	settingSources     string
-	settingSourcesSet  bool
 	includePartial     bool
 	replayUserMessages bool
 	includeHookEvents  bool
@@ -106,8 +106,7 @@ func (f *sdkFlags) register(cmd *cobra.Command) {
 }
 
 func (f *sdkFlags) validate(cmd *cobra.Command) error {
-	f.settingSourcesSet = cmd.Flags().Changed("setting-sources")
-	for _, s := range f.sources() {
+	for _, s := range f.sources(cmd) {
 		if !slices.Contains([]string{"user", "project", "local"}, s) {
 			return usageError{fmt.Errorf("--setting-sources: %q is not one of user, project, local", s)}
 		}
@@ -136,17 +135,11 @@ func (f *sdkFlags) setupTrigger() string {
 }
 
 // sources lists --setting-sources' entries; nil when the flag was not given (all sources).
-func (f *sdkFlags) sources() []string {
-	if !f.settingSourcesSet {
+func (f *sdkFlags) sources(cmd *cobra.Command) []string {
+	if !cmd.Flags().Changed("setting-sources") {
 		return nil
 	}
-	out := []string{}
-	for _, s := range strings.Split(f.settingSources, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
+	return runconfig.SplitCommas(f.settingSources)
 }
 
 // builtinTools is --tools as a list: nil when not given (every built-in tool).
@@ -154,13 +147,7 @@ func (f *sdkFlags) builtinTools(cmd *cobra.Command) []string {
 	if !cmd.Flags().Changed("tools") || f.tools == "default" {
 		return nil
 	}
-	out := []string{}
-	for _, t := range strings.Split(f.tools, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			out = append(out, t)
-		}
-	}
-	return out
+	return runconfig.SplitCommas(f.tools)
 }
 
 // ignoredNotices names the flags given that keel accepts without acting on them.
@@ -208,3 +195,5 @@ func isTerminal(r io.Reader) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

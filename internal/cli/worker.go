@@ -10,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/keel-dev/keel/internal/companion"
 	"github.com/keel-dev/keel/internal/daemon"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/team"
 )
@@ -41,7 +43,12 @@ task goes back to the board when its claim's lease lapses and another member fin
 			if name == "" {
 				name = defaultWorkerName()
 			}
-			return a.runTeamWorker(cmd.Context(), f, session.TeamWorker{Team: teamName, Member: name, Resume: resume, Remote: true}, func() {
+			cfg, err := a.runConfig(cmd, f)
+			if err != nil {
+				return err
+			}
+			cfg = cfg.Teammate(runconfig.Worker{Team: teamName, Member: name, Resume: resume, Remote: true})
+			return a.runTeamWorker(cmd.Context(), cfg, func() {
 				fmt.Fprintf(a.std.Err, "keel: worker %s joined team %s\n", name, teamName)
 			})
 		},
@@ -69,21 +76,10 @@ func defaultWorkerName() string {
 
 // coordinationOptions are how this process's teams reach NATS (session.CoordinationOptions).
 func (a *app) coordinationOptions() session.CoordinationOptions {
-	return session.CoordinationOptions{NATSURL: a.env.NATSURL, LocalNATS: a.localNATS, Name: "keel " + Version}
-}
-
-// localNATS is the supervisor's embedded nats-server, started with the supervisor if needed.
-func (a *app) localNATS(ctx context.Context) (string, error) {
-	c := daemon.NewClient(daemon.ClientConfig{Home: a.env.Home, Exe: a.keelExe(), Env: a.supervisorEnv(), NATS: true})
-	defer c.Close()
-	info, err := c.Ensure(ctx)
-	if err != nil {
-		return "", err
-	}
-	if info.NATSURL == "" {
-		return "", errors.New("the running keel supervisor serves no NATS (it started before the nats backend was chosen); restart it with: keel supervisor stop && keel supervisor start")
-	}
-	return info.NATSURL, nil
+	return session.CoordinationOptions{NATSURL: a.env.NATSURL, Name: "keel " + Version,
+		LocalNATS: func(ctx context.Context) (string, error) {
+			return session.LocalNATS(ctx, daemon.ClientConfig{Home: a.env.Home, Exe: companion.Self(), Env: a.supervisorEnv()})
+		}}
 }
 
 // openTeam opens team name for `keel team`, on the backend settings choose.

@@ -31,6 +31,7 @@ import (
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/shell"
 	"github.com/keel-dev/keel/internal/skill"
@@ -140,6 +141,9 @@ type Options struct {
 	// Coordination says how teams reach NATS when settings choose that backend
 	// (coordination.go).
 	Coordination CoordinationOptions
+	// Run is the configuration the session was opened from ([Open]): process teammates are
+	// launched with it.
+	Run runconfig.Config
 }
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
@@ -223,6 +227,8 @@ type Session struct {
 	// idleEvents, if set, receives the events of background work between Sends (guarded by
 	// mu); without it they are held for the next Send.
 	idleEvents func(event.Event)
+	// closers release what Open started for the session (the supervisor's client).
+	closers []func() error
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -574,10 +580,14 @@ func (s *Session) Close() error {
 	if s.mcp != nil {
 		s.mcp.Close()
 	}
+	var err error
 	if s.transcript != nil {
-		return s.transcript.Close()
+		err = s.transcript.Close()
 	}
-	return nil
+	for _, c := range s.closers {
+		err = errors.Join(err, c())
+	}
+	return err
 }
 
 // Notices returns the notices found while opening the session (settings problems, MCP servers

@@ -16,6 +16,7 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/team"
 	"github.com/keel-dev/keel/internal/transcript"
 )
@@ -74,15 +75,7 @@ func (s *Session) teamsEnabled() bool {
 	if o.Enabled || o.Worker != nil || s.settings.Teams.V {
 		return true
 	}
-	if v, ok := s.settings.Env["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"]; ok && truthy(v.V) {
-		return true
-	}
-	return false
-}
-
-func truthy(s string) bool {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "true", "yes", "on":
+	if v, ok := s.settings.Env["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"]; ok && runconfig.Truthy(v.V) {
 		return true
 	}
 	return false
@@ -119,9 +112,13 @@ func (s *Session) buildTeam(ctx context.Context, resumed bool) error {
 		Peers: s.teamPeers, Emit: s.emitAgent, Logger: s.logger,
 		LeadTranscript: s.agentSessionPath(),
 	}
-	if len(o.WorkerCommand) > 0 {
-		cfg.Launcher = &team.ExecLauncher{Command: o.WorkerCommand, Env: o.WorkerEnv, LogDir: filepath.Join(dir, "logs"), Tmux: o.InTmux,
-			TmuxEnv: []string{"KEEL_*", "ANTHROPIC_*", "OPENAI_*", "CLAUDE_*", "HOME", "PATH"}, Logger: s.logger}
+	if len(o.WorkerCommand) > 0 && o.Worker == nil {
+		launcher, err := s.teammateLauncher(dir)
+		if err != nil {
+			_ = be.Close()
+			return err
+		}
+		cfg.Launcher = launcher
 	}
 	t, err := team.Open(ctx, cfg)
 	if err != nil {
@@ -137,6 +134,21 @@ func (s *Session) buildTeam(ctx context.Context, resumed bool) error {
 		}
 	}
 	return nil
+}
+
+// teammateLauncher starts process teammates with `keel team worker --config FILE`, FILE
+// holding this session's configuration (runconfig.Config.Teammate makes each member's of
+// it): a process teammate is configured as its lead was, flags, agents and coordination
+// included.
+func (s *Session) teammateLauncher(dir string) (*team.ExecLauncher, error) {
+	o := s.opts.Team
+	path := filepath.Join(dir, "launch.json")
+	if err := s.opts.Run.Write(path); err != nil {
+		return nil, fmt.Errorf("team %s: %w", filepath.Base(dir), err)
+	}
+	command := append(slices.Clip(o.WorkerCommand), "--config", path)
+	return &team.ExecLauncher{Command: command, Env: o.WorkerEnv, LogDir: filepath.Join(dir, "logs"), Tmux: o.InTmux,
+		TmuxEnv: []string{"KEEL_*", "ANTHROPIC_*", "OPENAI_*", "CLAUDE_*", "HOME", "PATH"}, Logger: s.logger}, nil
 }
 
 // resumeTeam brings a resumed lead's teammates back, once the main agent is wired.
