@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/effort"
+
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/event"
@@ -48,12 +50,6 @@ type sdkFlags struct {
 	initializeFields                                       string
 }
 
-// effortLevels and thinkingModes are the values --effort and --thinking take.
-var (
-	effortLevels  = []string{"low", "medium", "high", "xhigh", "max"}
-	thinkingModes = []string{"adaptive", "enabled", "disabled"}
-)
-
 func (f *sdkFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.settingSources, "setting-sources", "", "settings sources to load, comma-separated: user, project, local (empty: none; managed policy and flags always apply)")
@@ -62,8 +58,8 @@ func (f *sdkFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.includeHookEvents, "include-hook-events", false, "with stream-json output: print hook_started and hook_response lines")
 	fl.StringVar(&f.jsonSchema, "json-schema", "", "JSON schema the final answer must match; it is returned as structured_output")
 	fl.StringVar(&f.tools, "tools", "", `built-in tools to offer, comma-separated ("default": all of them, "": none)`)
-	fl.StringVar(&f.effort, "effort", "", "reasoning effort: "+strings.Join(effortLevels, ", "))
-	fl.StringVar(&f.thinking, "thinking", "", "extended thinking: "+strings.Join(thinkingModes, ", "))
+	fl.StringVar(&f.effort, "effort", "", "reasoning effort: "+strings.Join(effort.Levels, ", "))
+	fl.StringVar(&f.thinking, "thinking", "", "extended thinking: "+strings.Join(runconfig.ThinkingModes, ", "))
 	fl.Int64Var(&f.maxThinkingTokens, "max-thinking-tokens", 0, "thinking budget in tokens (0: thinking off unless --thinking)")
 	fl.StringVar(&f.thinkingDisplay, "thinking-display", "", "how thinking is shown: summarized, omitted or highlights (keel shows it as sent)")
 	fl.StringVar(&f.fallbackModel, "fallback-model", "", "model to switch to when the main model is overloaded or unavailable")
@@ -111,11 +107,11 @@ func (f *sdkFlags) validate(cmd *cobra.Command) error {
 			return usageError{fmt.Errorf("--setting-sources: %q is not one of user, project, local", s)}
 		}
 	}
-	if f.effort != "" && !slices.Contains(effortLevels, f.effort) {
-		return usageError{fmt.Errorf("--effort %q is not one of %s", f.effort, strings.Join(effortLevels, ", "))}
+	if f.effort != "" && !effort.Valid(f.effort) {
+		return usageError{fmt.Errorf("--effort %q is not one of %s", f.effort, strings.Join(effort.Levels, ", "))}
 	}
-	if f.thinking != "" && !slices.Contains(thinkingModes, f.thinking) {
-		return usageError{fmt.Errorf("--thinking %q is not one of %s", f.thinking, strings.Join(thinkingModes, ", "))}
+	if f.thinking != "" && !slices.Contains(runconfig.ThinkingModes, f.thinking) {
+		return usageError{fmt.Errorf("--thinking %q is not one of %s", f.thinking, strings.Join(runconfig.ThinkingModes, ", "))}
 	}
 	if f.maxThinkingTokens < 0 || f.maxBudgetUSD < 0 {
 		return usageError{fmt.Errorf("--max-thinking-tokens and --max-budget-usd must not be negative")}

@@ -3,14 +3,17 @@ package session
 import (
 	"context"
 
+	"github.com/keel-dev/keel/internal/effort"
+
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/google/uuid"
 	"iter"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/google/uuid"
 
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
@@ -315,17 +318,15 @@ func initialThinking(o SDKOptions) *provider.Thinking {
 	case o.MaxThinkingTokens > 0:
 		return &provider.Thinking{BudgetTokens: o.MaxThinkingTokens}
 	}
-	if b, ok := effortBudgets[o.Effort]; ok {
+	if b, ok := effort.Budget(o.Effort); ok {
 		return &provider.Thinking{BudgetTokens: b}
 	}
 	if o.ThinkingMode != "" {
-		return &provider.Thinking{BudgetTokens: effortBudgets["medium"]}
+		b, _ := effort.Budget("medium")
+		return &provider.Thinking{BudgetTokens: b}
 	}
 	return nil
 }
-
-// effortBudgets are the thinking budgets of the effort levels (--effort), as for subagents.
-var effortBudgets = map[string]int64{"low": 2048, "medium": 8192, "high": 16384, "xhigh": 24576, "max": 31999}
 
 // SetMaxThinkingTokens sets the thinking budget of the following requests; 0 turns thinking
 // off (the SDK's setMaxThinkingTokens).

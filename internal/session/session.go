@@ -234,8 +234,10 @@ type Session struct {
 // ErrBusy is returned when Send is called while another Send runs.
 var ErrBusy = errors.New("session is busy with another prompt")
 
-// New opens a session.
-func New(ctx context.Context, opts Options) (*Session, error) {
+// New opens a session. When a step fails, whatever the steps before it started (MCP
+// servers, language servers, shell jobs, agents, the team, the transcript) is closed before
+// it returns.
+func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	if opts.Provider == nil {
 		return nil, errors.New("session: no model provider configured")
 	}
@@ -262,6 +264,11 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		state:      tool.State{Cwd: cwd},
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
+	defer func() {
+		if err != nil {
+			_ = s.shutdown()
+		}
+	}()
 	s.sdk.thinking = initialThinking(opts.SDK)
 	s.wrapFallback()
 	if err := s.loadSettings(); err != nil {
@@ -297,31 +304,13 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.logger = logger.With("session", s.id)
 	env := s.restore(ctx, st)
 	if err := s.resumeAt(ctx); err != nil {
-		s.jobs.Close()
-		if s.mcp != nil {
-			s.mcp.Close()
-		}
-		if s.transcript != nil {
-			_ = s.transcript.Close()
-		}
 		return nil, err
 	}
 	s.buildAgents(ctx)
-	err = s.buildTeam(ctx, st != nil)
-	if err == nil {
-		err = s.applyMainAgent()
+	if err := s.buildTeam(ctx, st != nil); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		s.closeTeam()
-		s.closeAgents()
-		s.lsp.Close()
-		s.jobs.Close()
-		if s.mcp != nil {
-			s.mcp.Close()
-		}
-		if s.transcript != nil {
-			_ = s.transcript.Close()
-		}
+	if err := s.applyMainAgent(); err != nil {
 		return nil, err
 	}
 	s.buildPrompt(ctx, env)
@@ -573,7 +562,15 @@ func (s *Session) Close() error {
 	}
 	s.closeWatch()
 	s.hooks.Wait()
-	s.jobs.Close()
+	return s.shutdown()
+}
+
+// shutdown stops everything the session started, in the reverse order of opening; every
+// part may be missing (New calls it when a step fails).
+func (s *Session) shutdown() error {
+	if s.jobs != nil {
+		s.jobs.Close()
+	}
 	s.closeTeam()
 	s.closeAgents()
 	s.lsp.Close()

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/effort"
+
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
@@ -23,17 +25,14 @@ import (
 	"github.com/keel-dev/keel/internal/tool"
 )
 
-// EffortBudgets maps a definition's effort level to the thinking budget (tokens) of the
-// agent's requests. "max" stays under the default max_tokens of 32000, which the budget must
-// not reach. An integer effort is used as the budget as written.
-var EffortBudgets = map[string]int64{"low": 2048, "medium": 8192, "high": 16384, "max": 31999}
-
-// EffortBudget returns the thinking budget for e, 0 when e is not set.
+// EffortBudget is the thinking budget of a definition's effort: the level's (see package
+// effort) or the integer as written; 0 for none.
 func EffortBudget(e agentdef.Effort) int64 {
 	if e.Tokens > 0 {
 		return int64(e.Tokens)
 	}
-	return EffortBudgets[e.Level]
+	b, _ := effort.Budget(e.Level)
+	return b
 }
 
 // thinkingHeadroom is what a reply keeps beyond the thinking budget when the agent's

@@ -35,9 +35,9 @@
 //     are started for the child ([MCPStarter]) and stopped when it ends.
 //   - hooks: run with the session's for the child's tool calls; a Stop hook there runs as
 //     SubagentStop. They are not active for any other agent.
-//   - effort: a thinking budget on the child's requests, [EffortBudgets] for the levels (low
-//     2048, medium 8192, high 16384, max 31999 tokens) or the integer as written; max_tokens is
-//     raised when it would not leave room for the budget.
+//   - effort: a thinking budget on the child's requests, the level's from package effort (low
+//     2048 … max 31999 tokens, as --effort) or the integer as written; max_tokens is raised
+//     when it would not leave room for the budget.
 //
 // # Moving a foreground agent to the background
 //
