@@ -140,6 +140,8 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Logger:   s.logger,
 		Detacher: s.opts.Detacher,
 		Detach:   s.opts.DetachBackground,
+		Seams: subagent.Seams{Validator: s.validator, Meter: &s.spend, Check: s.budgetCheck, Threshold: s.thresholdFor,
+			Breakpoints: s.breakpoints, Now: s.opts.Now},
 	})
 	s.agents = &agents{tasks: tasks, queue: queue, runner: runner}
 	s.reattachAgents(ctx)
@@ -170,13 +172,8 @@ func (s *Session) setMainParent() {
 	})
 }
 
-// wireAgent connects the main agent of one run to the runner: its turns become what forks
-// copy, and finished background tasks join its next request.
-func (s *Session) wireAgent(a *loop.Agent) {
-	if s.agents == nil {
-		return
-	}
-	s.setMainParent()
+// replayHeld shows, in the Send starting, the events background work had between Sends.
+func (s *Session) replayHeld() {
 	s.mu.Lock()
 	held := s.agents.held
 	s.agents.held = nil
@@ -184,8 +181,6 @@ func (s *Session) wireAgent(a *loop.Agent) {
 	for _, e := range held {
 		s.emit(e)
 	}
-	a.AfterTurn = s.agents.runner.AfterTurn("")
-	a.Observers = append(a.Observers, s.agents.queue)
 }
 
 // ackNotifications forgets the notifications the last request carried; the sink calls it

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/keel-dev/keel/internal/compact"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
@@ -115,7 +116,7 @@ func (s *Session) restore(ctx context.Context, st *transcript.State) *prompt.Env
 	}
 	msgs, uuids := st.Messages()
 	if b, ok := st.Boundary(); ok {
-		msgs = append([]message.Message{summaryMessage(b.Summary)}, msgs...)
+		msgs = append([]message.Message{compact.SummaryMessage(b.Summary)}, msgs...)
 		uuids = append([]string{b.UUID}, uuids...)
 	}
 	s.history, s.uuids = msgs, uuids
@@ -169,14 +170,6 @@ func (s *Session) recordMetadata(ctx context.Context, t transcript.Type, v any) 
 	if err != nil {
 		s.logger.Warn("record metadata", "type", t, "err", err)
 	}
-}
-
-// summaryPreamble opens the user message that stands for the history before a compaction.
-const summaryPreamble = "This session continues from an earlier conversation that was summarised to save context. The summary:\n\n"
-
-// summaryMessage is the message a compaction boundary stands for, the same live and on resume.
-func summaryMessage(summary string) message.Message {
-	return message.User(message.Text(summaryPreamble + summary))
 }
 
 // TranscriptPath is where the session's transcript really is; empty when nothing is saved.

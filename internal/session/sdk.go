@@ -230,29 +230,38 @@ func (s *Session) currentPrompt() string {
 	return s.sdk.prompt
 }
 
-// checkRun is the main agent's loop.Check: the run ends once the structured answer is given
-// (or too many answers missed the schema), or the budget is spent.
+// checkRun is the main agent's own loop.Check: the run ends once the structured answer is
+// given, or too many answers missed the schema. (The budget is every agent's: budgetCheck.)
 func (s *Session) checkRun(out *loop.Outcome) (string, bool) {
-	if len(s.opts.SDK.JSONSchema) > 0 {
-		s.sdk.mu.Lock()
-		answer, reminders := s.sdk.structured, s.sdk.reminders
-		s.sdk.mu.Unlock()
-		if answer != nil {
-			out.Text = string(answer)
-			return "success", true
-		}
-		if misses := structuredMisses(out.Messages) + reminders; misses >= maxStructuredRetries {
-			out.Text = fmt.Sprintf("the model did not give an answer matching the output schema after %d attempts", misses)
-			return "error_max_structured_output_retries", true
-		}
+	if len(s.opts.SDK.JSONSchema) == 0 {
+		return "", false
 	}
-	if max := s.opts.SDK.MaxBudgetUSD; max > 0 {
-		_, spent := s.Usage()
-		_, running, _, _ := out.Ledger.Total()
-		if spent+running >= max {
-			out.Text = fmt.Sprintf("Reached the maximum budget of $%.4f", max)
-			return "error_max_budget_usd", true
-		}
+	s.sdk.mu.Lock()
+	answer, reminders := s.sdk.structured, s.sdk.reminders
+	s.sdk.mu.Unlock()
+	if answer != nil {
+		out.Text = string(answer)
+		return "success", true
+	}
+	if misses := structuredMisses(out.Messages) + reminders; misses >= maxStructuredRetries {
+		out.Text = fmt.Sprintf("the model did not give an answer matching the output schema after %d attempts", misses)
+		return "error_max_structured_output_retries", true
+	}
+	return "", false
+}
+
+// budgetCheck ends the run of any agent — the main one, a subagent, a teammate — once the
+// session has cost --max-budget-usd: what every agent's requests cost is counted as each
+// response arrives, so children that overspend stop, and so does the turn that waits for
+// them.
+func (s *Session) budgetCheck(out *loop.Outcome) (string, bool) {
+	max := s.opts.SDK.MaxBudgetUSD
+	if max <= 0 {
+		return "", false
+	}
+	if _, spent, _, _ := s.spend.ledger().Total(); spent >= max {
+		out.Text = fmt.Sprintf("Reached the maximum budget of $%.4f", max)
+		return loop.SubtypeMaxBudget, true
 	}
 	return "", false
 }

@@ -184,8 +184,10 @@ type Session struct {
 	grants       *skill.Grants
 	// forkRunner runs fork-context skills as subagents; nil until agents are wired.
 	forkRunner skill.ForkRunner
-	// helpers counts what tools' own model requests use (WebFetch, WebSearch).
-	helpers helperMeter
+	// helpers counts what tools' own model requests use (WebFetch, WebSearch); spend what
+	// every request of the session used, as it arrives (the budget's view).
+	helpers meter
+	spend   meter
 	// lsp runs the language servers of the lspServers settings; nil when none are set.
 	lsp *lsp.Manager
 
@@ -425,17 +427,16 @@ func (s *Session) release() {
 	s.busy = false
 }
 
-// run is one Send: the prompt joins the history, the loop runs, the result is reported.
+// run is one Send: the prompt joins the history, the main agent runs, the result is
+// reported.
 func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error {
 	started := time.Now()
 	s.beginRun(prompt)
-	agentsBefore := s.agentLedger()
-	helpersBefore := s.helpers.ledger()
-	pool := s.pool(ctx)
-	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode(),
-		Skills: s.skillNames(), Agents: s.agentNames(), MCPServers: s.mcpStatus()})
-	for _, n := range s.takeNotices() {
-		sink.Emit(n)
+	agentsBefore, helpersBefore := s.agentLedger(), s.helpers.ledger()
+	s.announce(ctx, sink)
+	fail := func(err error) error {
+		sink.Emit(event.Result{Subtype: "error_during_execution", IsError: true, Text: err.Error(), SessionID: s.id, Duration: time.Since(started)})
+		return nil
 	}
 	if handled, used, err := s.builtinCommand(ctx, prompt, sink); handled {
 		res := event.Result{Subtype: "success", SessionID: s.id, Duration: time.Since(started), Text: strings.TrimSpace(prompt) + " done"}
@@ -448,16 +449,13 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	}
 	defer s.grants.End("")
 	if text, ok, err := s.expandCommand(ctx, prompt); err != nil {
-		sink.Emit(event.Result{Subtype: "error_during_execution", IsError: true, Text: err.Error(), SessionID: s.id, Duration: time.Since(started)})
-		return nil
+		return fail(err)
 	} else if ok {
 		prompt = text
 	}
-	prompt = s.initialPrompt(prompt)
-	blocks, err := s.submitPrompt(ctx, prompt, sink)
+	blocks, err := s.submitPrompt(ctx, s.initialPrompt(prompt), sink)
 	if err != nil {
-		sink.Emit(event.Result{Subtype: "error_during_execution", IsError: true, Text: err.Error(), SessionID: s.id, Duration: time.Since(started)})
-		return nil
+		return fail(err)
 	}
 	user := message.User(blocks...)
 	history := append(s.History(), user)
@@ -468,64 +466,21 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	s.beginSnapshot(uuid)
 	sink.Emit(event.UserMessage{UUID: uuid, Message: user})
 
-	s.mu.Lock()
-	state := s.state
-	s.mu.Unlock()
 	g := &gate{s: s, checker: s.checker, emit: sink.Emit}
-	listing := s.newListing(s.pool, history)
-	compact := &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(pool), listing: listing}
-	agent := &loop.Agent{
-		Provider:  s.opts.Provider,
-		Model:     s.Model(),
-		MaxTokens: s.opts.MaxTokens,
-		System:    s.systemPrompt,
-		Pool:      s.pool,
-		Lookup:    s.lookupTool,
-		Gate:      g,
-		Prepare:   s.prepare,
-		Watch:     watcher{s.watch},
-		Stop:      structuredStop{s, stopHook{s}},
-		Check:     s.checkRun,
-		Thinking:  s.thinking(),
-		Observers: s.observers(listing),
-		Compact:   compact,
-		Validator: s.validator,
-		Files:     s.files,
-		State:     state,
-		SessionID: s.id,
-		MaxTurns:  s.opts.MaxTurns,
-		Source:    "main",
-		Sink:      sink,
-		Logger:    s.logger,
-	}
-	compact.last = func() *loop.CacheSafe {
-		if cs := agent.LastCacheSafe(); cs != nil {
-			return cs
-		}
-		return s.CacheSafe() // the previous Send's newest turn
-	}
-	s.wireAgent(agent)
+	agent := s.newMainAgent(g, sink, history)
 	if s.team != nil {
 		s.team.SetLeadState(ctx, team.StateWorking)
 		defer s.team.SetLeadState(context.WithoutCancel(ctx), team.StateIdle)
 	}
-	out, runErr := agent.Run(ctx, history)
+	cwd := agent.State.Cwd
+	ran, runErr := loop.Drive(ctx, agent, history, nil, nil)
+	out := ran.Out
 	s.stopFailure(ctx, runErr, out.Messages)
-	s.cwdChanged(ctx, state.Cwd, agent.State.Cwd)
+	s.cwdChanged(ctx, cwd, agent.State.Cwd)
+	s.keep(agent, out, sink)
 
-	s.mu.Lock()
-	s.history = out.Messages
-	s.cacheSafe = agent.LastCacheSafe()
-	if sink.replaced {
-		s.uuids = sink.uuids
-	} else {
-		s.uuids = append(s.uuids, sink.uuids...)
-	}
-	s.state = agent.State
-	s.mu.Unlock()
 	cacheBefore := s.cacheTotals
 	s.cacheTotals = s.watch.Totals()
-
 	res := event.Result{
 		Subtype:          out.Subtype,
 		IsError:          out.Subtype != "success",
@@ -543,7 +498,6 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		res.Text = runErr.Error()
 	}
 	used := out.Ledger.Clone()
-	used.Merge(compact.ledger)
 	used.Merge(s.agentLedger().Since(agentsBefore))
 	used.Merge(s.helpers.ledger().Since(helpersBefore))
 	s.account(&res, used)
@@ -552,6 +506,51 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		return fmt.Errorf("run prompt: %w", runErr)
 	}
 	return nil
+}
+
+// announce opens a Send's stream: the init event, then the notices found since the last.
+func (s *Session) announce(ctx context.Context, sink *chanSink) {
+	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: s.pool(ctx).Names(), PermissionMode: s.PermissionMode(),
+		Skills: s.skillNames(), Agents: s.agentNames(), MCPServers: s.mcpStatus()})
+	for _, n := range s.takeNotices() {
+		sink.Emit(n)
+	}
+}
+
+// newMainAgent builds the main agent of one Send, through the constructor every agent is
+// built by: the session's prompt, pool and gate, its cache watcher (whose totals the result
+// reports), the structured-output and Stop-hook checks, the session's observers and the
+// background tasks' queue, and the compaction hooks of the main thread.
+func (s *Session) newMainAgent(g *gate, sink *chanSink, history []message.Message) *loop.Agent {
+	s.mu.Lock()
+	state := s.state
+	s.mu.Unlock()
+	listing := s.newListing(s.pool, history)
+	s.setMainParent()
+	observers := append(s.observers(listing), s.agents.queue)
+	s.replayHeld()
+	return s.agents.runner.NewAgent(subagent.AgentSpec{
+		Kind: subagent.KindMain, Model: s.Model(), MaxTokens: s.opts.MaxTokens, Thinking: s.thinking(),
+		System: s.systemPrompt, Pool: s.pool, Lookup: s.lookupTool, Gate: g, Files: s.files, State: state,
+		MaxTurns: s.opts.MaxTurns, Source: "main", Prepare: s.prepare, Stop: structuredStop{s, stopHook{s}},
+		Check: s.checkRun, Observers: observers, Sink: sink, AfterTurn: s.agents.runner.AfterTurn(""),
+		Watch: s.watch, Compaction: s.mainCompaction(sink, listing), Logger: s.logger,
+	})
+}
+
+// keep makes a finished run the session's state: its history (from the compaction
+// boundary when it compacted), what its newest turn sent, its working state.
+func (s *Session) keep(agent *loop.Agent, out *loop.Outcome, sink *chanSink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.history = out.Messages
+	s.cacheSafe = agent.LastCacheSafe()
+	if sink.replaced {
+		s.uuids = sink.uuids
+	} else {
+		s.uuids = append(s.uuids, sink.uuids...)
+	}
+	s.state = agent.State
 }
 
 // Close ends the session and releases what it holds.

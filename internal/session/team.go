@@ -270,11 +270,11 @@ func (s *Session) teamPeers(ctx context.Context) []string {
 // teamHost builds teammates' loops over the subagent runner.
 type teamHost struct{ s *Session }
 
-func (h teamHost) PrepareTeammate(ctx context.Context, spec team.Spec, asker permission.Asker, addendum string) (*team.Prepared, error) {
+func (h teamHost) PrepareTeammate(ctx context.Context, spec team.Spec, seams team.MemberSeams) (*team.Prepared, error) {
 	if h.s.agents == nil {
 		return nil, errors.New("agents are not available in this session")
 	}
-	return h.s.agents.runner.PrepareTeammate(ctx, spec, asker, addendum)
+	return h.s.agents.runner.PrepareTeammate(ctx, spec, seams)
 }
 
 // Team returns the session's team, or nil.

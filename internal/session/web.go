@@ -22,7 +22,7 @@ import (
 // to the backend settings name (or the provider's own search).
 func (s *Session) webTools(opts *builtin.Options) {
 	opts.Fetcher = webfetch.New(webfetch.Options{Logger: s.logger})
-	opts.Reader = builtin.ModelReader{Provider: s.opts.Provider, Model: s.smallModel, Usage: s.helpers.add}
+	opts.Reader = builtin.ModelReader{Provider: s.opts.Provider, Model: s.smallModel, Usage: s.helperUsed}
 	opts.Search = s.searchBackend()
 }
 
@@ -50,7 +50,7 @@ func (s *Session) searchBackend() websearch.Backend {
 		}
 	}
 	server := func() websearch.Backend {
-		return &websearch.Server{Provider: s.opts.Provider, Model: s.Model, Usage: s.helpers.add}
+		return &websearch.Server{Provider: s.opts.Provider, Model: s.Model, Usage: s.helperUsed}
 	}
 	native := provider.SupportsServerWebSearch(s.opts.Provider)
 	switch kind := ws.Backend.V; kind {
@@ -97,23 +97,31 @@ func (s *Session) environ() map[string]string {
 	return env
 }
 
-// helperMeter adds up what model requests made by tools (WebFetch's page reading, WebSearch)
-// used, by model, so a run's result and the session's totals include them.
-type helperMeter struct {
+// meter adds up usage as it is reported, from any goroutine (a loop.Meter): what the tools'
+// own model requests used (helpers), or what every request of the session's agents used so
+// far (spend, which the budget reads).
+type meter struct {
 	// mu guards used.
 	mu   sync.Mutex
 	used cost.Ledger
 }
 
-func (h *helperMeter) add(model string, u message.Usage) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.used.Add(model, u)
+// Add counts one response.
+func (m *meter) Add(model string, u message.Usage) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.used.Add(model, u)
 }
 
-// ledger returns a copy of what the helpers used so far.
-func (h *helperMeter) ledger() cost.Ledger {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.used.Clone()
+// ledger returns a copy of what was counted so far.
+func (m *meter) ledger() cost.Ledger {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.used.Clone()
+}
+
+// helperUsed counts a helper's request as the helpers' and the session's.
+func (s *Session) helperUsed(model string, u message.Usage) {
+	s.helpers.Add(model, u)
+	s.spend.Add(model, u)
 }

@@ -139,6 +139,8 @@ type Config struct {
 	// run there, so that they outlive this process (detach.go).
 	Detacher Detacher
 	Detach   bool
+	// Seams are what every agent gets from the session (agent.go).
+	Seams Seams
 }
 
 // Parent is what a child inherits from the agent that starts it. The session fills one for
