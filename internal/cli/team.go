@@ -16,8 +16,8 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/render"
 	"github.com/keel-dev/keel/internal/runconfig"
-	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/team"
+	"github.com/keel-dev/keel/internal/teamstore"
 )
 
 // teamCommand is `keel team`: the teams under the keel directory, for scripts.
@@ -34,11 +34,14 @@ func (a *app) teamCommand() *cobra.Command {
 	open := func(ctx context.Context) (*team.Team, func(), error) {
 		name := teamName
 		if name == "" {
-			names := session.TeamNames(a.env.Home)
-			if len(names) == 0 {
-				return nil, nil, fmt.Errorf("there are no teams in %s; teams start when a session with teams enabled spawns a teammate", session.TeamsDir(a.env.Home))
+			store, teams, err := a.teams(ctx)
+			if err != nil {
+				return nil, nil, err
 			}
-			name = names[0]
+			if len(teams) == 0 {
+				return nil, nil, fmt.Errorf("there are no teams in %s; teams start when a session with teams enabled spawns a teammate", store.Where())
+			}
+			name = teams[0].Name
 		}
 		return a.openTeam(ctx, name)
 	}
@@ -47,7 +50,11 @@ func (a *app) teamCommand() *cobra.Command {
 		Short: "every team and its members with their state, colour and task",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			names := session.TeamNames(a.env.Home)
+			_, teams, err := a.teams(cmd.Context())
+			if err != nil {
+				return err
+			}
+			names := teamstore.Names(teams)
 			if teamName != "" {
 				names = []string{teamName}
 			}
@@ -261,4 +268,14 @@ func (a *app) runTeamWorker(ctx context.Context, cfg runconfig.Config, joined fu
 		joined()
 	}
 	return sess.RunTeammate(ctx)
+}
+
+// teams lists the teams of the store settings choose, newest first: the team directories, or
+// the teams on the NATS server.
+func (a *app) teams(ctx context.Context) (teamstore.Store, []coord.TeamInfo, error) {
+	_, root, err := workDirs()
+	if err != nil {
+		return teamstore.Store{}, nil, err
+	}
+	return teamstore.Lister(ctx, a.env.Home, root, a.coordinationOptions())
 }

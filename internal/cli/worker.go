@@ -15,6 +15,7 @@ import (
 	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/team"
+	"github.com/keel-dev/keel/internal/teamstore"
 )
 
 // workerCmd is `keel worker --team T`: this host joins a team by itself — through NATS when
@@ -74,9 +75,9 @@ func defaultWorkerName() string {
 	return fmt.Sprintf("worker-%s-%d", host, os.Getpid())
 }
 
-// coordinationOptions are how this process's teams reach NATS (session.CoordinationOptions).
-func (a *app) coordinationOptions() session.CoordinationOptions {
-	return session.CoordinationOptions{NATSURL: a.env.NATSURL, Name: "keel " + Version,
+// coordinationOptions are how this process's teams reach NATS.
+func (a *app) coordinationOptions() teamstore.Options {
+	return teamstore.Options{NATSURL: a.env.NATSURL, Name: "keel " + Version,
 		LocalNATS: func(ctx context.Context) (string, error) {
 			return session.LocalNATS(ctx, daemon.ClientConfig{Home: a.env.Home, Exe: companion.Self(), Env: a.supervisorEnv()})
 		}}
@@ -88,5 +89,5 @@ func (a *app) openTeam(ctx context.Context, name string) (*team.Team, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
-	return session.OpenTeamWith(ctx, session.OpenTeamOptions{Home: a.env.Home, Name: name, ProjectDir: root, Coordination: a.coordinationOptions()})
+	return teamstore.Look(ctx, teamstore.LookOptions{Home: a.env.Home, Name: name, ProjectDir: root, Options: a.coordinationOptions()})
 }
