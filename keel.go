@@ -28,11 +28,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/keel-dev/keel/internal/event"
-	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
-	"github.com/keel-dev/keel/internal/tool"
 )
 
 // Options configure a session. The zero value works: it talks to the Anthropic API with the
@@ -42,8 +40,8 @@ type Options struct {
 	Cwd string
 	// Home is keel's data directory; empty means $KEEL_HOME or ~/.keel.
 	Home string
-	// Provider is "anthropic" (the default) or "openai" for any OpenAI-compatible server.
-	Provider string
+	// Provider is the model API: ProviderAnthropic (the default) or ProviderOpenAI.
+	Provider Provider
 	// Model is a model id or an alias (opus, sonnet, haiku, fable, default, best); empty means
 	// $ANTHROPIC_MODEL or keel's default.
 	Model string
@@ -55,8 +53,9 @@ type Options struct {
 	// SystemPrompt replaces keel's system prompt; AppendSystemPrompt adds to it.
 	SystemPrompt       string
 	AppendSystemPrompt string
-	// PermissionMode is default, acceptEdits, plan, dontAsk or bypassPermissions.
-	PermissionMode string
+	// PermissionMode is the session's mode; empty takes the settings' defaultMode, else
+	// ModeDefault.
+	PermissionMode PermissionMode
 	// Tools are custom tools, offered after the built-ins (see [NewTool]).
 	Tools []Tool
 	// AllowedTools and DisallowedTools are permission rules for this session, in settings
@@ -85,9 +84,9 @@ type Options struct {
 	// Agent runs the main thread as this agent definition: its prompt, tools, model (unless
 	// Model is set), permission mode (unless PermissionMode is set) and initialPrompt.
 	Agent string
-	// Agents are extra agent definitions as JSON ({"name": {"description", "prompt", …}}).
+	// Agents are extra agent definitions, by name; they win over files of the same name.
 	// ForkSubagents makes an Agent call without subagent_type fork the caller.
-	Agents        string
+	Agents        map[string]AgentDef
 	ForkSubagents bool
 	// MCPConfig are MCP server configurations (a file or JSON text each, .mcp.json's shape);
 	// StrictMCPConfig uses only them. MCPServers are Go SDK servers run in this process.
@@ -116,7 +115,7 @@ type Options struct {
 	// process, tmux or auto; the last three need TeammateCommand, the program and leading
 	// arguments that start a teammate process (`keel team worker …`).
 	Teams           bool
-	TeammateMode    string
+	TeammateMode    TeammateMode
 	TeammateCommand []string
 	// MCPAuthorize sends the user to the OAuth authorization page authURL of the MCP server
 	// called server (shows the address, opens a browser) and returns; the browser's
@@ -186,16 +185,20 @@ func (opts Options) config() (runconfig.Config, error) {
 		// Which stored session to continue, and as what, is chosen as one.
 		base.Resume, base.Continue, base.ForkSession, base.SessionID, base.ResumeSessionAt = "", false, false, "", ""
 	}
+	agents, err := agentsJSON(opts.Agents)
+	if err != nil {
+		return base, err
+	}
 	cfg := runconfig.Config{
-		Cwd: opts.Cwd, Home: opts.Home, Provider: opts.Provider, Model: opts.Model, BaseURL: opts.BaseURL,
+		Cwd: opts.Cwd, Home: opts.Home, Provider: string(opts.Provider), Model: opts.Model, BaseURL: opts.BaseURL,
 		MaxTurns: opts.MaxTurns, SystemPrompt: opts.SystemPrompt, AppendSystemPrompt: opts.AppendSystemPrompt,
-		PermissionMode: opts.PermissionMode, AllowedTools: opts.AllowedTools, DisallowedTools: opts.DisallowedTools,
+		PermissionMode: string(opts.PermissionMode), AllowedTools: opts.AllowedTools, DisallowedTools: opts.DisallowedTools,
 		AddDirs: opts.AddDirs, Settings: opts.Settings, Trust: opts.Trust, IgnoreSettingsErrors: opts.IgnoreSettingsErrors,
 		Resume: opts.Resume, Continue: opts.Continue, ForkSession: opts.ForkSession, SessionID: opts.SessionID,
-		NoPersistence: opts.NoPersistence, Agent: opts.Agent, Agents: opts.Agents, ForkSubagents: opts.ForkSubagents,
+		NoPersistence: opts.NoPersistence, Agent: opts.Agent, Agents: agents, ForkSubagents: opts.ForkSubagents,
 		MCP: runconfig.MCP{Configs: opts.MCPConfig, Strict: opts.StrictMCPConfig, ToolSearch: opts.ToolSearch,
 			PermissionPromptTool: opts.PermissionPromptTool},
-		Team: runconfig.Team{Enabled: opts.Teams, Mode: opts.TeammateMode},
+		Team: runconfig.Team{Enabled: opts.Teams, Mode: string(opts.TeammateMode)},
 	}
 	if opts.Supervisor != nil {
 		// The supervisor runs the main thread's background agents beyond this session.
@@ -207,7 +210,7 @@ func (opts Options) config() (runconfig.Config, error) {
 // seams are what opts give the session besides its configuration.
 func (opts Options) seams() session.Seams {
 	s := session.Seams{
-		Getenv: opts.Getenv, APIKey: opts.APIKey, Tools: opts.Tools, Logger: opts.Logger, Asker: asker(opts.Ask),
+		Getenv: opts.Getenv, APIKey: opts.APIKey, Tools: sessionTools(opts.Tools), Logger: opts.Logger, Asker: asker(opts.Ask),
 		MCPServers: opts.MCPServers, Elicit: opts.Elicit, Authorize: opts.MCPAuthorize, TeammateCommand: opts.TeammateCommand,
 	}
 	if sup := opts.Supervisor; sup != nil {
@@ -223,9 +226,30 @@ func (opts Options) seams() session.Seams {
 func (s *Session) ID() string { return s.s.ID() }
 
 // Send adds prompt to the conversation and runs the agent until it is done. The last event is
-// a [Result]. Breaking out of the loop interrupts the run; the history stays valid.
+// a [Result]. Breaking out of the loop interrupts the run; the history stays valid. Send
+// returns [ErrBusy] while another Send runs.
 func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[Event, error] {
-	return s.s.Send(ctx, prompt)
+	return events(s.s.Send(ctx, prompt))
+}
+
+// ErrBusy is the error of a [Session.Send] called while another one runs.
+var ErrBusy = session.ErrBusy
+
+// events turns a session's event stream into the public one.
+func events(in iter.Seq2[event.Event, error]) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		for e, err := range in {
+			var pub Event
+			if e != nil {
+				if pub = publicEvent(e); pub == nil {
+					continue
+				}
+			}
+			if !yield(pub, err) {
+				return
+			}
+		}
+	}
 }
 
 // Close ends the session, flushing its transcript. Background agents in the supervisor go
@@ -233,11 +257,12 @@ func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[Event, erro
 func (s *Session) Close() error { return s.s.Close() }
 
 // PermissionMode returns the current permission mode.
-func (s *Session) PermissionMode() string { return s.s.PermissionMode() }
+func (s *Session) PermissionMode() PermissionMode { return PermissionMode(s.s.PermissionMode()) }
 
-// SetPermissionMode switches the permission mode (default, acceptEdits, plan, dontAsk,
-// bypassPermissions) for the calls that follow.
-func (s *Session) SetPermissionMode(mode string) error { return s.s.SetPermissionMode(mode) }
+// SetPermissionMode switches the permission mode for the calls that follow.
+func (s *Session) SetPermissionMode(mode PermissionMode) error {
+	return s.s.SetPermissionMode(string(mode))
+}
 
 // Model returns the model the next request uses.
 func (s *Session) Model() string { return s.s.Model() }
@@ -246,7 +271,10 @@ func (s *Session) Model() string { return s.s.Model() }
 func (s *Session) SetModel(model string) { s.s.SetModel(model) }
 
 // Usage returns the tokens used so far and their cost in US dollars.
-func (s *Session) Usage() (Usage, float64) { return s.s.Usage() }
+func (s *Session) Usage() (Usage, float64) {
+	u, usd := s.s.Usage()
+	return publicUsage(u), usd
+}
 
 // Cwd returns the agent's current working directory.
 func (s *Session) Cwd() string { return s.s.Cwd() }
@@ -254,7 +282,7 @@ func (s *Session) Cwd() string { return s.s.Cwd() }
 // Notices returns what the user should know about opening the session — settings that did
 // not load, MCP servers that failed to start, calls a crash interrupted — and clears it; the
 // first Send otherwise streams them as [Notice] events.
-func (s *Session) Notices() []Notice { return s.s.Notices() }
+func (s *Session) Notices() []Notice { return convert[[]Notice](s.s.Notices()) }
 
 // ToolNames lists the tools the agent offers the model, in request order.
 func (s *Session) ToolNames() []string { return s.s.ToolNames() }
@@ -265,46 +293,6 @@ func asker(f func(context.Context, PermissionRequest) PermissionAnswer) permissi
 	}
 	return askerFunc(f)
 }
-
-// Usage is token accounting, as the provider reports it.
-type Usage = message.Usage
-
-// Tool is a capability the model can call. Build one with [NewTool].
-type Tool = tool.Tool
-
-// Event is anything a session reports; switch on the concrete types below.
-type Event = event.Event
-
-// The event types a session emits.
-type (
-	Origin           = event.Origin
-	Init             = event.Init
-	TextDelta        = event.TextDelta
-	ThinkingDelta    = event.ThinkingDelta
-	AssistantMessage = event.AssistantMessage
-	UserMessage      = event.UserMessage
-	ToolStart        = event.ToolStart
-	ToolProgress     = event.ToolProgress
-	ToolEnd          = event.ToolEnd
-	PermissionDenied = event.PermissionDenied
-	Retry            = event.Retry
-	CacheBreak       = event.CacheBreak
-	Compacted        = event.Compacted
-	Todos            = event.Todos
-	TaskStarted      = event.TaskStarted
-	TaskUpdated      = event.TaskUpdated
-	TaskProgress     = event.TaskProgress
-	TaskUsage        = event.TaskUsage
-	TaskNotification = event.TaskNotification
-	Notice           = event.Notice
-	Result           = event.Result
-	TeammateState    = event.TeammateState
-	TeamMessage      = event.TeamMessage
-)
-
-// ModelUsage is what one model was used for during a Send: [Result].ModelUsage holds one per
-// model, subagents and fork children included; PriceKnown says whether CostUSD is a price.
-type ModelUsage = event.ModelUsage
 
 // defaultHome is $KEEL_HOME, else ~/.keel, else nothing (no persistence).
 func defaultHome() string { return runconfig.ReadEnv(nil).Home }

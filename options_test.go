@@ -11,8 +11,15 @@ import (
 	"github.com/keel-dev/keel/internal/runconfig"
 )
 
-// fill sets every field of v (a struct, through pointers) to a value that is not zero.
-func fill(v reflect.Value) {
+// fill sets every field of v (a struct, through pointers) to a value that is not zero;
+// recursive types (a block's content) are filled two levels deep.
+func fill(v reflect.Value) { fillDepth(v, 0) }
+
+func fillDepth(v reflect.Value, depth int) {
+	if depth > 6 {
+		return
+	}
+	fill := func(v reflect.Value) { fillDepth(v, depth+1) }
 	switch v.Kind() {
 	case reflect.Struct:
 		for i := range v.NumField() {
@@ -35,6 +42,13 @@ func fill(v reflect.Value) {
 		}
 	case reflect.Float64:
 		v.SetFloat(1.5)
+	case reflect.Map:
+		v.Set(reflect.MakeMap(v.Type()))
+		val := reflect.New(v.Type().Elem()).Elem()
+		fill(val)
+		key := reflect.New(v.Type().Key()).Elem()
+		fill(key)
+		v.SetMapIndex(key, val)
 	case reflect.Slice:
 		if v.Type() == reflect.TypeFor[json.RawMessage]() {
 			v.SetBytes([]byte(`{"type":"object"}`))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
@@ -93,7 +94,7 @@ func (s *Session) command(ctx context.Context, line string) error {
 		if err != nil {
 			return err
 		}
-		if r, ok := ev.(Result); ok && r.IsError {
+		if r, ok := ev.(event.Result); ok && r.IsError {
 			return fmt.Errorf("%s", r.Text)
 		}
 	}
@@ -130,12 +131,6 @@ func (s *Session) MemoryFiles() []MemoryFile {
 		out = append(out, MemoryFile{Path: f.Path, Kind: string(f.Kind), Size: f.Size})
 	}
 	return out
-}
-
-// MCPServerStatus is one configured MCP server as the session sees it.
-type MCPServerStatus struct {
-	Name, Status, Reason string
-	Tools                int
 }
 
 // MCPServers reports every configured MCP server: connected, failed (with the reason),

@@ -38,10 +38,14 @@ type Init struct {
 	Skills         []string
 }
 
-// MCPServerStatus is one configured MCP server as the session sees it.
+// MCPServerStatus is one configured MCP server as the session sees it: connected, failed
+// (with the reason), needs-auth, pending or disabled, and how many tools it offers.
 type MCPServerStatus struct {
 	Name   string `json:"name"`
 	Status string `json:"status"`
+	// Reason and Tools are for UIs; the init line of stream-json has only name and status.
+	Reason string `json:"-"`
+	Tools  int    `json:"-"`
 }
 
 // TextDelta is streamed assistant text.

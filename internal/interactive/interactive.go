@@ -170,11 +170,13 @@ func (b *backend) Send(ctx context.Context, prompt string) iter.Seq2[keel.Event,
 func (b *backend) ID() string                          { return b.s().ID() }
 func (b *backend) Model() string                       { return b.s().Model() }
 func (b *backend) SetModel(m string)                   { b.s().SetModel(m) }
-func (b *backend) PermissionMode() string              { return b.s().PermissionMode() }
-func (b *backend) SetPermissionMode(mode string) error { return b.s().SetPermissionMode(mode) }
-func (b *backend) Usage() (keel.Usage, float64)        { return b.s().Usage() }
-func (b *backend) Cwd() string                         { return b.s().Cwd() }
-func (b *backend) Notices() []keel.Notice              { return b.s().Notices() }
+func (b *backend) PermissionMode() keel.PermissionMode { return b.s().PermissionMode() }
+func (b *backend) SetPermissionMode(mode keel.PermissionMode) error {
+	return b.s().SetPermissionMode(mode)
+}
+func (b *backend) Usage() (keel.Usage, float64) { return b.s().Usage() }
+func (b *backend) Cwd() string                  { return b.s().Cwd() }
+func (b *backend) Notices() []keel.Notice       { return b.s().Notices() }
 func (b *backend) Compact(ctx context.Context, instructions string) error {
 	return b.s().Compact(ctx, instructions)
 }

@@ -179,7 +179,7 @@ func (s *Session) mcpStatus() []event.MCPServerStatus {
 	}
 	var out []event.MCPServerStatus
 	for _, st := range s.MCPStatus() {
-		out = append(out, event.MCPServerStatus{Name: st.Name, Status: string(st.Status)})
+		out = append(out, event.MCPServerStatus{Name: st.Name, Status: string(st.Status), Reason: st.Reason, Tools: st.Tools})
 	}
 	return out
 }

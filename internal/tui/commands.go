@@ -117,7 +117,7 @@ func (m *Model) command(line string) tea.Cmd {
 		}
 		m.notice(b.String())
 	case "/permissions":
-		text := "permission mode: " + m.b.PermissionMode() + " (shift+tab cycles default → acceptEdits → plan)"
+		text := "permission mode: " + string(m.b.PermissionMode()) + " (shift+tab cycles default → acceptEdits → plan)"
 		if len(m.always) > 0 {
 			text += "\nallowed this session (also in .keel/settings.local.json):\n  " + strings.Join(m.always, "\n  ")
 		}
