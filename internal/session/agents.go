@@ -124,7 +124,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		MaxDepth:  s.opts.MaxAgentDepth,
 		Hooks:     s.hooks,
 		HookInput: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) },
-		Gate: func(c *permission.Checker, origin event.Origin, h subagent.HookRunner) tool.Gate {
+		Gate: func(c *permission.Checker, origin event.Origin, h hooks.EventRunner) tool.Gate {
 			return &gate{s: s, checker: c, origin: origin, emit: s.emitAgent, hooks: h}
 		},
 		ProjectDir: s.projectDir, Home: s.opts.Home, TrustedHooks: s.trusted(),

@@ -60,7 +60,7 @@ type child struct {
 	// mem is the child's memory directory (its definition's memory key); hooks run for its
 	// calls: the session's and its definition's.
 	mem   *agentMemory
-	hooks HookRunner
+	hooks hooks.EventRunner
 }
 
 // result is how a child's run ended.
@@ -282,7 +282,7 @@ func (r *Runner) permissions(c *child, spec *AgentSpec, dirs []string) (permissi
 	if err != nil {
 		return "", err
 	}
-	c.hooks = JoinHooks(r.cfg.Hooks, own)
+	c.hooks = hooks.Join(r.cfg.Hooks, own)
 	spec.Gate = checkGate{c.checker}
 	if r.cfg.Gate != nil {
 		spec.Gate = r.cfg.Gate(c.checker, spec.Origin, c.hooks)
@@ -606,7 +606,7 @@ func lastText(msgs []message.Message) string {
 type stopHook struct {
 	r     *Runner
 	n     *node
-	hooks HookRunner
+	hooks hooks.EventRunner
 }
 
 func (h stopHook) CheckStop(ctx context.Context, last message.Message, active bool) string {

@@ -79,11 +79,6 @@ import (
 // DefaultMaxTurns caps a child's model turns when its definition sets no maxTurns.
 const DefaultMaxTurns = 200
 
-// HookRunner runs one hook event; *hooks.Runner satisfies it.
-type HookRunner interface {
-	Run(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome
-}
-
 // Config is what a Runner needs from the session. Defs, Provider and Tasks are required.
 type Config struct {
 	Defs     *agentdef.Set
@@ -98,13 +93,13 @@ type Config struct {
 	Forks bool
 	// MaxDepth is the deepest level of agents (main = 0); 0 means 1: subagents do not nest.
 	MaxDepth int
-	Hooks    HookRunner
+	Hooks    hooks.EventRunner
 	// HookInput fills the fields every hook input carries; nil leaves them empty.
 	HookInput func(hooks.Input) hooks.Input
 	// Gate builds a child's tool gate (PreToolUse hooks, permissions) over its checker; nil
 	// checks permissions only. hooks is what the gate runs: the session's hooks joined with
 	// the agent's own (its definition's hooks key).
-	Gate func(checker *permission.Checker, origin event.Origin, hooks HookRunner) tool.Gate
+	Gate func(checker *permission.Checker, origin event.Origin, hooks hooks.EventRunner) tool.Gate
 	// ProjectDir is the project root (project and local agent memory, where the agent's hooks
 	// run); Home is keel's directory (user agent memory). TrustedHooks runs the hooks of
 	// project agents (the workspace is trusted).
