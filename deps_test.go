@@ -42,6 +42,9 @@ func TestDependencyRules(t *testing.T) {
 			if (name == "internal/message" || name == "internal/event") && internal && iname != "internal/message" {
 				t.Errorf("%s imports %s: message and event are leaves", name, iname)
 			}
+			if name == "internal/session" && hasPrefix(iname, "internal/provider/anthropic", "internal/provider/openai") {
+				t.Errorf("internal/session imports %s: a session knows providers by their capabilities (provider.NativeToolSearch, HelperModel), not their adapters", iname)
+			}
 			if iname == "internal/session" && internal && !(name == "" || hasPrefix(name, "internal/cli", "internal/daemon")) {
 				t.Errorf("%s imports internal/session: only cli, daemon and the root package may", name)
 			}

@@ -12,7 +12,6 @@ import (
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/provider"
-	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/webfetch"
 	"github.com/keel-dev/keel/internal/websearch"
@@ -26,12 +25,12 @@ func (s *Session) webTools(opts *builtin.Options) {
 	opts.Search = s.searchBackend()
 }
 
-// smallModel is the model helpers such as WebFetch ask: the haiku-class model behind the
-// "haiku" alias on the Anthropic API, the session's own model elsewhere (an OpenAI-compatible
-// server has no such alias).
+// smallModel is the model helpers such as WebFetch ask: the provider's helper model (the
+// haiku-class one on the Anthropic API), else the session's own (an OpenAI-compatible server
+// has none).
 func (s *Session) smallModel() string {
-	if provider.SupportsServerWebSearch(s.opts.Provider) {
-		return connect.ResolveModel("haiku")
+	if m := provider.HelperModel(s.opts.Provider); m != "" {
+		return m
 	}
 	return s.Model()
 }
