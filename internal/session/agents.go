@@ -353,3 +353,14 @@ func (s *Session) agentNames() []string {
 	}
 	return names
 }
+
+// StopTask stops a background task (a background agent or shell).
+func (s *Session) StopTask(ctx context.Context, id string) error {
+	if s.agents == nil {
+		return fmt.Errorf("no task %q", id)
+	}
+	if _, err := s.agents.tasks.Stop(ctx, id); err != nil {
+		return fmt.Errorf("stop task %s: %w", id, err)
+	}
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -194,4 +195,26 @@ func (s *Session) useShellDir(transcriptPath string) {
 	}
 	shell.SweepCwdFiles(os.TempDir(), shell.StaleCwdFileAge)
 	s.jobs.SetTempDir(dir)
+}
+
+// resumeAt drops the resumed history after the assistant message ResumeSessionAt names.
+func (s *Session) resumeAt(ctx context.Context) error {
+	at := s.opts.SDK.ResumeSessionAt
+	if at == "" {
+		return nil
+	}
+	s.mu.Lock()
+	idx := slices.Index(s.uuids, at)
+	if idx < 0 {
+		s.mu.Unlock()
+		return fmt.Errorf("--resume-session-at %s: no such message in the resumed session", at)
+	}
+	s.history, s.uuids = s.history[:idx+1:idx+1], s.uuids[:idx+1:idx+1]
+	s.mu.Unlock()
+	if s.transcript != nil {
+		if err := s.transcript.Rewind(ctx, at); err != nil {
+			return fmt.Errorf("--resume-session-at: %w", err)
+		}
+	}
+	return nil
 }

@@ -4,13 +4,10 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/keel-dev/keel/internal/builtin"
-	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/mcphost"
-	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/webfetch"
@@ -94,33 +91,4 @@ func (s *Session) environ() map[string]string {
 		}
 	}
 	return env
-}
-
-// meter adds up usage as it is reported, from any goroutine (a loop.Meter): what the tools'
-// own model requests used (helpers), or what every request of the session's agents used so
-// far (spend, which the budget reads).
-type meter struct {
-	// mu guards used.
-	mu   sync.Mutex
-	used cost.Ledger
-}
-
-// Add counts one response.
-func (m *meter) Add(model string, u message.Usage) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.used.Add(model, u)
-}
-
-// ledger returns a copy of what was counted so far.
-func (m *meter) ledger() cost.Ledger {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.used.Clone()
-}
-
-// helperUsed counts a helper's request as the helpers' and the session's.
-func (s *Session) helperUsed(model string, u message.Usage) {
-	s.helpers.Add(model, u)
-	s.spend.Add(model, u)
 }
