@@ -58,12 +58,16 @@ func (s *Session) Doctor(ctx context.Context) []Check {
 // apiCheck asks the model API for its model list with the session's key and address.
 func (s *Session) apiCheck(ctx context.Context) Check {
 	c := Check{Area: "API", Name: "model API"}
-	if s.opts.Provider != "" && s.opts.Provider != "anthropic" {
-		c.Status, c.Detail = "warn", "not checked for the "+s.opts.Provider+" provider; a prompt shows whether it answers"
+	if s.cfg.Provider != "" && s.cfg.Provider != string(ProviderAnthropic) {
+		c.Status, c.Detail = "warn", "not checked for the "+s.cfg.Provider+" provider; a prompt shows whether it answers"
 		return c
 	}
-	cfg := connect.Config{Provider: s.opts.Provider, Model: s.opts.Model, APIKey: s.opts.APIKey, BaseURL: s.opts.BaseURL}
-	cat, err := connect.LoadModels(ctx, cfg, getenv(s.opts.Getenv), s.home, true)
+	cfg := connect.Config{Provider: s.cfg.Provider, Model: s.cfg.Model, APIKey: s.opts.APIKey, BaseURL: s.cfg.BaseURL}
+	env := s.opts.Getenv
+	if env == nil {
+		env = connect.OSEnv
+	}
+	cat, err := connect.LoadModels(ctx, cfg, env, homeOf(s.cfg), true)
 	if err != nil {
 		c.Status, c.Detail = "fail", err.Error()
 		return c
