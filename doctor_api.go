@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/gitexec"
 	"github.com/keel-dev/keel/internal/provider/connect"
 )
 
@@ -77,20 +78,23 @@ func (s *Session) apiCheck(ctx context.Context) Check {
 }
 
 // versionChecks report the Go runtime and system, and the tools keel runs when they are there.
+// git runs as keel's own git always does, through gitexec (a version asks nothing of the
+// repository, but no git call of keel's runs any other way).
 func versionChecks(ctx context.Context) []Check {
 	out := []Check{{Area: "versions", Name: "go", Status: "ok", Detail: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH}}
-	for _, tool := range []struct{ name, flag, missing string }{
-		{"git", "--version", "worktrees and the git facts in the prompt need it"},
-		{"rg", "--version", "Grep uses its own, slower search"},
-	} {
-		c := Check{Area: "versions", Name: tool.name, Status: "ok"}
-		out1, err := exec.CommandContext(ctx, tool.name, tool.flag).Output()
-		if err != nil {
-			c.Status, c.Detail = "warn", "not found on PATH; "+tool.missing
-		} else {
-			c.Detail = strings.TrimSpace(strings.SplitN(string(out1), "\n", 2)[0])
-		}
-		out = append(out, c)
+	git, err := gitexec.Runner{}.Output(ctx, "", "--version")
+	out = append(out, versionCheck("git", git, err, "worktrees and the git facts in the prompt need it"))
+	rg, err := exec.CommandContext(ctx, "rg", "--version").Output()
+	return append(out, versionCheck("rg", rg, err, "Grep uses its own, slower search"))
+}
+
+// versionCheck is a tool's version line, or a warning saying what its absence costs.
+func versionCheck(name string, version []byte, err error, missing string) Check {
+	c := Check{Area: "versions", Name: name, Status: "ok"}
+	if err != nil {
+		c.Status, c.Detail = "warn", "not found on PATH; "+missing
+	} else {
+		c.Detail = strings.TrimSpace(strings.SplitN(string(version), "\n", 2)[0])
 	}
-	return out
+	return c
 }

@@ -276,6 +276,9 @@ var narrowingKeys = map[string]bool{
 	"enableAllProjectMcpServers": true, "enabledMcpjsonServers": true, "disabledMcpjsonServers": true,
 	"allowedMcpServers": true, "deniedMcpServers": true, "forkSubagents": true, "cacheTTL1h": true,
 	"autoCompactThreshold": true, "teammateMode": true,
+	// How answers are worded: a style changes the prompt as a project's memory files do
+	// before trust, and grants nothing.
+	"outputStyle": true,
 	// Managed-only policies: honoured only from managed settings, where they narrow.
 	"strictKnownMarketplaces": true, "blockedMarketplaces": true,
 }
