@@ -17,7 +17,7 @@ const bypassRecord = "bypass-permissions-accepted"
 // bypassPermissions mode, where no call is ever asked about: a terminal UI asks once, before
 // the first such session, and records the answer with [AcceptBypass].
 func BypassAccepted(opts Options) bool {
-	home := homeOf(opts)
+	home := opts.home()
 	if home == "" {
 		return false
 	}
@@ -27,7 +27,7 @@ func BypassAccepted(opts Options) bool {
 
 // AcceptBypass records that the user accepted bypassPermissions mode.
 func AcceptBypass(opts Options) error {
-	home := homeOf(opts)
+	home := opts.home()
 	if home == "" {
 		return errors.New("record bypassPermissions acceptance: no keel directory")
 	}

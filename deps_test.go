@@ -42,6 +42,9 @@ func TestDependencyRules(t *testing.T) {
 			if (name == "internal/message" || name == "internal/event") && internal && iname != "internal/message" {
 				t.Errorf("%s imports %s: message and event are leaves", name, iname)
 			}
+			if name == "internal/session" && hasPrefix(iname, "internal/provider/anthropic", "internal/provider/openai") {
+				t.Errorf("internal/session imports %s: a session knows providers by their capabilities (provider.NativeToolSearch, HelperModel), not their adapters", iname)
+			}
 			if iname == "internal/session" && internal && !(name == "" || hasPrefix(name, "internal/cli", "internal/daemon")) {
 				t.Errorf("%s imports internal/session: only cli, daemon and the root package may", name)
 			}
@@ -103,5 +106,79 @@ func TestDependencyRules(t *testing.T) {
 	}
 	if len(pkgs) < 5 {
 		t.Fatalf("go list found only %d packages; the test is not looking at the module", len(pkgs))
+	}
+	imports := map[string][]string{}
+	for path, p := range pkgs {
+		imports[path] = p.imports
+	}
+	checkLayers(t, imports, rel)
+}
+
+// layers places every package of the module, lowest first; a package imports only packages
+// of its own layer or a lower one, so no arrow runs back up. A new package gets a row here
+// (the test fails until it has one). Test doubles and test tools are apart: they may import
+// anything, and only tests import them.
+var layers = []struct {
+	name     string
+	packages []string
+}{
+	{"leaves: types and helpers that import nothing of keel's", []string{"internal/message", "internal/effort", "internal/atomicfile",
+		"internal/frontmatter", "internal/procgroup", "internal/companion", "internal/toolpath", "internal/browser", "internal/coord",
+		"internal/coord/natscoord/natsserver", "internal/gitexec"}},
+	{"vocabulary: events, tools, providers, settings, stores", []string{"internal/event", "internal/cost", "internal/provider",
+		"internal/tool", "internal/models", "internal/settings", "internal/trust", "internal/snapshot", "internal/transcript",
+		"internal/memory", "internal/permission", "internal/outputstyle"}},
+	{"capabilities: what an agent uses, and how runs are configured and shown", []string{"internal/provider/anthropic",
+		"internal/provider/openai", "internal/provider/connect", "internal/provider/scripted", "internal/prompt", "internal/cachewatch",
+		"internal/hooks", "internal/shell", "internal/lsp", "internal/webfetch", "internal/websearch", "internal/mcphost", "internal/skill",
+		"internal/agentdef", "internal/background", "internal/worktree", "internal/toolsearch", "internal/builtin",
+		"internal/coord/fscoord", "internal/coord/natscoord", "internal/runconfig", "internal/render", "internal/mcpserve",
+		"internal/settingsedit", "internal/plugin", "internal/telemetry", "internal/telemetry/otelexport", "internal/cron",
+		"internal/fanout", "internal/shadow"}},
+	{"the engine: the loop every agent runs, and compaction", []string{"internal/loop", "internal/compact"}},
+	{"agents: children, teams and where teams are kept", []string{"internal/subagent", "internal/team", "internal/teamstore"}},
+	{"composition: a session, and the supervisor that runs its agents beyond it", []string{"internal/session", "internal/daemon"}},
+	{"frontends and the public API", []string{"", "keeltest", "internal/control", "internal/tui", "internal/interactive",
+		"internal/cli", "internal/cli/demo", "internal/acp", "internal/dashboard"}},
+	{"commands", []string{"cmd/keel", "cmd/keel-tui", "cmd/keel-nats", "cmd/keel-otel"}},
+}
+
+// testOnly are the packages for tests only (doubles, helpers, test commands): outside the
+// layers.
+var testOnly = []string{"internal/waittest", "internal/buildtest", "internal/gittest", "internal/goldentest", "internal/compattest",
+	"internal/testreport", "internal/mcpconform", "internal/coord/coordtest", "internal/coord/natscoord/natstest",
+	"internal/mcphost/mcptest", "internal/lsp/lsptest", "internal/telemetry/oteltest"}
+
+func checkLayers(t *testing.T, imports map[string][]string, rel func(string) string) {
+	t.Helper()
+	const mod = "github.com/keel-dev/keel"
+	layer := map[string]int{}
+	for i, l := range layers {
+		for _, p := range l.packages {
+			layer[p] = i
+		}
+	}
+	for _, p := range testOnly {
+		layer[p] = -1
+	}
+	for path, imps := range imports {
+		name := rel(path)
+		from, ok := layer[name]
+		if !ok {
+			t.Errorf("%q is in no layer of deps_test.go: give it a row", name)
+			continue
+		}
+		if from < 0 {
+			continue
+		}
+		for _, imp := range imps {
+			if !strings.HasPrefix(imp, mod) {
+				continue
+			}
+			to, ok := layer[rel(imp)]
+			if ok && to > from {
+				t.Errorf("%s (%s) imports %s (%s): an arrow back up", name, layers[from].name, rel(imp), layers[to].name)
+			}
+		}
 	}
 }

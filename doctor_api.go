@@ -3,7 +3,6 @@ package keel
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -60,12 +59,16 @@ func (s *Session) Doctor(ctx context.Context) []Check {
 // apiCheck asks the model API for its model list with the session's key and address.
 func (s *Session) apiCheck(ctx context.Context) Check {
 	c := Check{Area: "API", Name: "model API"}
-	if s.opts.Provider != "" && s.opts.Provider != "anthropic" {
-		c.Status, c.Detail = "warn", "not checked for the "+s.opts.Provider+" provider; a prompt shows whether it answers"
+	if s.cfg.Provider != "" && s.cfg.Provider != string(ProviderAnthropic) {
+		c.Status, c.Detail = "warn", "not checked for the "+s.cfg.Provider+" provider; a prompt shows whether it answers"
 		return c
 	}
-	cfg := connect.Config{Provider: s.opts.Provider, Model: s.opts.Model, APIKey: s.opts.APIKey, BaseURL: s.opts.BaseURL}
-	cat, err := connect.LoadModels(ctx, cfg, getenv(s.opts.Getenv), s.home, true)
+	cfg := connect.Config{Provider: s.cfg.Provider, Model: s.cfg.Model, APIKey: s.opts.APIKey, BaseURL: s.cfg.BaseURL}
+	env := s.opts.Getenv
+	if env == nil {
+		env = connect.OSEnv
+	}
+	cat, err := connect.LoadModels(ctx, cfg, env, homeOf(s.cfg), true)
 	if err != nil {
 		c.Status, c.Detail = "fail", err.Error()
 		return c
@@ -75,26 +78,23 @@ func (s *Session) apiCheck(ctx context.Context) Check {
 }
 
 // versionChecks report the Go runtime and system, and the tools keel runs when they are there.
+// git runs as keel's own git always does, through gitexec (a version asks nothing of the
+// repository, but no git call of keel's runs any other way).
 func versionChecks(ctx context.Context) []Check {
 	out := []Check{{Area: "versions", Name: "go", Status: "ok", Detail: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH}}
-	for _, tool := range []struct{ name, flag, missing string }{
-		{"git", "--version", "worktrees and the git facts in the prompt need it"},
-		{"rg", "--version", "Grep uses its own, slower search"},
-	} {
-		c := Check{Area: "versions", Name: tool.name, Status: "ok"}
-		var out1 []byte
-		var err error
-		if tool.name == "git" {
-			out1, err = gitexec.Runner{}.Output(ctx, os.TempDir(), tool.flag)
-		} else {
-			out1, err = exec.CommandContext(ctx, tool.name, tool.flag).Output()
-		}
-		if err != nil {
-			c.Status, c.Detail = "warn", "not found on PATH; "+tool.missing
-		} else {
-			c.Detail = strings.TrimSpace(strings.SplitN(string(out1), "\n", 2)[0])
-		}
-		out = append(out, c)
+	git, err := gitexec.Runner{}.Output(ctx, "", "--version")
+	out = append(out, versionCheck("git", git, err, "worktrees and the git facts in the prompt need it"))
+	rg, err := exec.CommandContext(ctx, "rg", "--version").Output()
+	return append(out, versionCheck("rg", rg, err, "Grep uses its own, slower search"))
+}
+
+// versionCheck is a tool's version line, or a warning saying what its absence costs.
+func versionCheck(name string, version []byte, err error, missing string) Check {
+	c := Check{Area: "versions", Name: name, Status: "ok"}
+	if err != nil {
+		c.Status, c.Detail = "warn", "not found on PATH; "+missing
+	} else {
+		c.Detail = strings.TrimSpace(strings.SplitN(string(version), "\n", 2)[0])
 	}
-	return out
+	return c
 }

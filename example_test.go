@@ -6,20 +6,22 @@ import (
 	"os"
 
 	"github.com/keel-dev/keel"
-	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/keeltest"
 )
 
-// Example runs one prompt against keel's scripted model and prints the reply as it streams.
+// Example runs one prompt against a scripted model and prints the reply as it streams.
 func Example() {
 	ctx := context.Background()
-	model, _ := scripted.Start(ctx, "", &scripted.Scenario{Rules: []scripted.Rule{
-		{Reply: []scripted.Block{scripted.Text("Hello from the model.")}},
-	}}, scripted.Options{})
+	model, err := keeltest.Start(ctx, keeltest.Rule{Reply: []keeltest.Block{keeltest.Text("Hello from the model.")}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer model.Close()
 	dir, _ := os.MkdirTemp("", "keel-example-")
 	defer os.RemoveAll(dir)
 
-	sess, err := keel.New(ctx, keel.Options{Cwd: dir, Home: dir, BaseURL: model.URL(), APIKey: "example"})
+	sess, err := keel.New(ctx, model.Options(dir, dir))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -55,14 +57,20 @@ func ExampleNewTool() {
 		return
 	}
 	ctx := context.Background()
-	model, _ := scripted.Start(ctx, "", &scripted.Scenario{Rules: []scripted.Rule{
-		{When: scripted.Match{UserText: "weather"}, Reply: []scripted.Block{scripted.ToolUse("Weather", map[string]string{"city": "Oslo"})}},
-		{When: scripted.Match{ToolResult: "Weather"}, Reply: []scripted.Block{scripted.Text("It is sunny in Oslo.")}},
-	}}, scripted.Options{})
+	model, err := keeltest.Start(ctx,
+		keeltest.Rule{When: keeltest.Match{UserText: "weather"}, Reply: []keeltest.Block{keeltest.ToolUse("Weather", map[string]string{"city": "Oslo"})}},
+		keeltest.Rule{When: keeltest.Match{ToolResult: "Weather"}, Reply: []keeltest.Block{keeltest.Text("It is sunny in Oslo.")}},
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer model.Close()
 	dir, _ := os.MkdirTemp("", "keel-example-")
 	defer os.RemoveAll(dir)
-	sess, err := keel.New(ctx, keel.Options{Cwd: dir, Home: dir, BaseURL: model.URL(), APIKey: "example", Tools: []keel.Tool{weather}})
+	opts := model.Options(dir, dir)
+	opts.Tools = []keel.Tool{weather}
+	sess, err := keel.New(ctx, opts)
 	if err != nil {
 		fmt.Println(err)
 		return

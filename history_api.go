@@ -21,9 +21,9 @@ func (s *Session) History() []Event {
 			id = uuids[i]
 		}
 		if m.Role == message.RoleAssistant {
-			out = append(out, AssistantMessage{UUID: id, Message: m})
+			out = append(out, AssistantMessage{UUID: id, Message: convert[Message](m)})
 		} else {
-			out = append(out, UserMessage{UUID: id, Message: m})
+			out = append(out, UserMessage{UUID: id, Message: convert[Message](m)})
 		}
 	}
 	return out

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/settings"
 )
 
@@ -48,11 +47,8 @@ func (s *Session) ContextUsage(ctx context.Context) ContextUsage {
 	return out
 }
 
-// Todo is one item of the main agent's todo list.
-type Todo = event.Todo
-
 // Todos is the main agent's todo list (its TodoWrite calls), kept across a resume.
-func (s *Session) Todos() []Todo { return s.s.Todos() }
+func (s *Session) Todos() []Todo { return convert[[]Todo](s.s.Todos()) }
 
 // Shell is a background shell the agent started (Bash with run_in_background).
 type Shell struct {
@@ -168,10 +164,11 @@ func (s *Session) SettingsProblems() []Notice {
 // settings.json), or removes it when command is empty. Sessions read it when they open; a
 // terminal UI shows the new command's output at once.
 func (s *Session) SetStatusLine(command string) error {
-	if s.home == "" {
+	home := homeOf(s.cfg)
+	if home == "" {
 		return errors.New("set the status line: no keel directory to keep it in")
 	}
-	return settings.UpdateFile(filepath.Join(s.home, "settings.json"), func(doc map[string]any) error {
+	return settings.UpdateFile(filepath.Join(home, "settings.json"), func(doc map[string]any) error {
 		if command == "" {
 			delete(doc, "statusLine")
 		} else {
@@ -183,4 +180,4 @@ func (s *Session) SetStatusLine(command string) error {
 
 // DataDir is keel's directory for opts: Home, else $KEEL_HOME, else ~/.keel ("" when there
 // is no home directory).
-func DataDir(opts Options) string { return homeOf(opts) }
+func DataDir(opts Options) string { return opts.home() }

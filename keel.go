@@ -20,24 +20,17 @@ package keel
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
 	"iter"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/keel-dev/keel/internal/daemon"
 	"github.com/keel-dev/keel/internal/event"
-	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
-	"github.com/keel-dev/keel/internal/provider/connect"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
-	"github.com/keel-dev/keel/internal/settings"
-	"github.com/keel-dev/keel/internal/subagent"
-	"github.com/keel-dev/keel/internal/tool"
 )
 
 // Options configure a session. The zero value works: it talks to the Anthropic API with the
@@ -47,8 +40,8 @@ type Options struct {
 	Cwd string
 	// Home is keel's data directory; empty means $KEEL_HOME or ~/.keel.
 	Home string
-	// Provider is "anthropic" (the default) or "openai" for any OpenAI-compatible server.
-	Provider string
+	// Provider is the model API: ProviderAnthropic (the default) or ProviderOpenAI.
+	Provider Provider
 	// Model is a model id or an alias (opus, sonnet, haiku, fable, default, best); empty means
 	// $ANTHROPIC_MODEL or keel's default.
 	Model string
@@ -60,8 +53,9 @@ type Options struct {
 	// SystemPrompt replaces keel's system prompt; AppendSystemPrompt adds to it.
 	SystemPrompt       string
 	AppendSystemPrompt string
-	// PermissionMode is default, acceptEdits, plan, dontAsk or bypassPermissions.
-	PermissionMode string
+	// PermissionMode is the session's mode; empty takes the settings' defaultMode, else
+	// ModeDefault.
+	PermissionMode PermissionMode
 	// Tools are custom tools, offered after the built-ins (see [NewTool]).
 	Tools []Tool
 	// AllowedTools and DisallowedTools are permission rules for this session, in settings
@@ -90,9 +84,9 @@ type Options struct {
 	// Agent runs the main thread as this agent definition: its prompt, tools, model (unless
 	// Model is set), permission mode (unless PermissionMode is set) and initialPrompt.
 	Agent string
-	// Agents are extra agent definitions as JSON ({"name": {"description", "prompt", …}}).
+	// Agents are extra agent definitions, by name; they win over files of the same name.
 	// ForkSubagents makes an Agent call without subagent_type fork the caller.
-	Agents        string
+	Agents        map[string]AgentDef
 	ForkSubagents bool
 	// MCPConfig are MCP server configurations (a file or JSON text each, .mcp.json's shape);
 	// StrictMCPConfig uses only them. MCPServers are Go SDK servers run in this process.
@@ -104,6 +98,9 @@ type Options struct {
 	// PermissionPromptTool names an MCP tool (mcp__server__tool) that answers permission
 	// questions instead of Ask.
 	PermissionPromptTool string
+	// PluginDirs are plugins to load for this session beside the enabled installed ones: a
+	// plugin folder or a .zip of one each, as `keel --plugin-dir` takes them.
+	PluginDirs []string
 	// Getenv looks up provider credentials (ANTHROPIC_API_KEY…); nil means os.Getenv.
 	Getenv func(string) string
 	// Ask answers permission questions (a terminal prompt, a web UI). Nil denies them, with a
@@ -121,7 +118,7 @@ type Options struct {
 	// process, tmux or auto; the last three need TeammateCommand, the program and leading
 	// arguments that start a teammate process (`keel team worker …`).
 	Teams           bool
-	TeammateMode    string
+	TeammateMode    TeammateMode
 	TeammateCommand []string
 	// MCPAuthorize sends the user to the OAuth authorization page authURL of the MCP server
 	// called server (shows the address, opens a browser) and returns; the browser's
@@ -139,6 +136,10 @@ type Options struct {
 	Supervisor *Supervisor
 	// Logger receives keel's logs; nil discards them.
 	Logger *slog.Logger
+	// Config is a whole run configuration in the JSON form keel's command line gives its
+	// terminal UI and its process teammates (`keel team worker --config FILE`); the fields
+	// above, where set, override it. Nil means none: the fields above are the configuration.
+	Config json.RawMessage
 }
 
 // Supervisor says how a session reaches the keel supervisor.
@@ -159,112 +160,119 @@ type Supervisor struct {
 // Session is one conversation with an agent.
 type Session struct {
 	s *session.Session
-	// sup reaches the supervisor (nil without [Options.Supervisor]).
-	sup *daemon.Client
-	// opts and home are what the session was opened with (Doctor, SwitchModel).
+	// cfg and opts are what the session was opened with (Doctor, SwitchModel, the status
+	// line setting).
+	cfg  runconfig.Config
 	opts Options
-	home string
 }
 
 // New starts a session.
 func New(ctx context.Context, opts Options) (*Session, error) {
-	home := opts.Home
-	if home == "" {
-		home = defaultHome()
-	}
-	if opts.Resume == ResumeChoose {
-		_, err := FindSession(home, opts.Cwd, "")
-		return nil, err
-	}
-	cfg := connect.Config{
-		Provider: opts.Provider,
-		Model:    opts.Model,
-		APIKey:   opts.APIKey,
-		BaseURL:  opts.BaseURL,
-		Logger:   opts.Logger,
-	}
-	// The list of models the key can use, refreshed once a day; without it the built-in table
-	// resolves aliases, so a failed refresh is no reason not to start.
-	cfg.Models, _ = connect.LoadModels(ctx, cfg, getenv(opts.Getenv), home, false)
-	prov, model, err := connect.Open(cfg, getenv(opts.Getenv))
+	cfg, err := opts.config()
 	if err != nil {
 		return nil, err
 	}
-	env := getenv(opts.Getenv)
-	sup := supervisorClient(opts, home, model)
-	s, err := session.New(ctx, session.Options{
-		Cwd:                opts.Cwd,
-		Home:               home,
-		Provider:           prov,
-		Model:              model,
-		PlanModel:          connect.PlanModel(cfg, getenv(opts.Getenv)),
-		Models:             cfg.Models,
-		MaxTurns:           opts.MaxTurns,
-		SystemPrompt:       opts.SystemPrompt,
-		AppendSystemPrompt: opts.AppendSystemPrompt,
-		PermissionMode:     opts.PermissionMode,
-		Tools:              opts.Tools,
-		Logger:             opts.Logger,
-		Asker:              asker(opts.Ask),
-		SettingsFlags: settings.Flags{
-			Model: opts.Model, PermissionMode: opts.PermissionMode,
-			AllowedTools: opts.AllowedTools, DisallowedTools: opts.DisallowedTools, AddDirs: opts.AddDirs,
-		},
-		SettingsArgs:  opts.Settings,
-		Trust:         opts.Trust,
-		Resume:        opts.Resume,
-		Continue:      opts.Continue,
-		ForkSession:   opts.ForkSession,
-		SessionID:     opts.SessionID,
-		NoPersistence: opts.NoPersistence,
-		Agents:        opts.Agents,
-		Agent:         opts.Agent,
-		ModelFlag:     opts.Model != "",
-		ForkSubagents: opts.ForkSubagents,
+	s, err := session.Open(ctx, cfg, opts.seams())
+	if err != nil {
+		return nil, err
+	}
+	return &Session{s: s, cfg: cfg, opts: opts}, nil
+}
 
-		IgnoreSettingsErrors: opts.IgnoreSettingsErrors,
-		MCP: session.MCPOptions{Configs: opts.MCPConfig, Strict: opts.StrictMCPConfig, InProcess: opts.MCPServers,
-			ToolSearch: opts.ToolSearch, PermissionPromptTool: opts.PermissionPromptTool, Elicit: opts.Elicit,
-			Authorize: opts.MCPAuthorize, ClientSecret: env("MCP_CLIENT_SECRET")},
-		Team: session.TeamOptions{Enabled: opts.Teams || truthy(env("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS")), Mode: opts.TeammateMode,
-			WorkerCommand: opts.TeammateCommand, InTmux: env("TMUX") != ""},
-		Detacher:         detacher(sup),
-		DetachBackground: sup != nil,
-	})
-	if err != nil {
-		if sup != nil {
-			_ = sup.Close()
+// config is what opts ask for as the one run configuration every entry point opens a session
+// from: the one place an option reaches the session.
+func (opts Options) config() (runconfig.Config, error) {
+	var base runconfig.Config
+	if len(opts.Config) > 0 {
+		if err := json.Unmarshal(opts.Config, &base); err != nil {
+			return base, fmt.Errorf("keel.Options.Config: %w", err)
 		}
-		return nil, err
 	}
-	return &Session{s: s, sup: sup, opts: opts, home: home}, nil
+	if opts.Resume != "" || opts.Continue {
+		// Which stored session to continue, and as what, is chosen as one.
+		base.Resume, base.Continue, base.ForkSession, base.SessionID, base.ResumeSessionAt = "", false, false, "", ""
+	}
+	agents, err := agentsJSON(opts.Agents)
+	if err != nil {
+		return base, err
+	}
+	cfg := runconfig.Config{
+		Cwd: opts.Cwd, Home: opts.Home, Provider: string(opts.Provider), Model: opts.Model, BaseURL: opts.BaseURL,
+		MaxTurns: opts.MaxTurns, SystemPrompt: opts.SystemPrompt, AppendSystemPrompt: opts.AppendSystemPrompt,
+		PermissionMode: string(opts.PermissionMode), AllowedTools: opts.AllowedTools, DisallowedTools: opts.DisallowedTools,
+		AddDirs: opts.AddDirs, Settings: opts.Settings, Trust: opts.Trust, IgnoreSettingsErrors: opts.IgnoreSettingsErrors,
+		Resume: opts.Resume, Continue: opts.Continue, ForkSession: opts.ForkSession, SessionID: opts.SessionID,
+		NoPersistence: opts.NoPersistence, Agent: opts.Agent, Agents: agents, ForkSubagents: opts.ForkSubagents,
+		MCP: runconfig.MCP{Configs: opts.MCPConfig, Strict: opts.StrictMCPConfig, ToolSearch: opts.ToolSearch,
+			PermissionPromptTool: opts.PermissionPromptTool},
+		Team: runconfig.Team{Enabled: opts.Teams, Mode: string(opts.TeammateMode)},
+	}
+	for _, dir := range opts.PluginDirs {
+		cfg.Plugins = append(cfg.Plugins, runconfig.Plugin{Path: dir})
+	}
+	if opts.Supervisor != nil {
+		// The supervisor runs the main thread's background agents beyond this session.
+		cfg.Supervisor = runconfig.Supervisor{Use: true, Detach: true}
+	}
+	return runconfig.Overlay(base, cfg), nil
+}
+
+// seams are what opts give the session besides its configuration.
+func (opts Options) seams() session.Seams {
+	s := session.Seams{
+		Getenv: opts.Getenv, APIKey: opts.APIKey, Tools: sessionTools(opts.Tools), Logger: opts.Logger, Asker: asker(opts.Ask),
+		MCPServers: opts.MCPServers, Elicit: opts.Elicit, Authorize: opts.MCPAuthorize, TeammateCommand: opts.TeammateCommand,
+	}
+	if sup := opts.Supervisor; sup != nil {
+		if sup.Program == "" {
+			panic("keel.New: Options.Supervisor.Program is required")
+		}
+		s.Program, s.SupervisorEnv, s.SupervisorNATS = sup.Program, sup.Env, sup.NATS
+	}
+	return s
 }
 
 // ID returns the session id (the transcript's name).
 func (s *Session) ID() string { return s.s.ID() }
 
 // Send adds prompt to the conversation and runs the agent until it is done. The last event is
-// a [Result]. Breaking out of the loop interrupts the run; the history stays valid.
+// a [Result]. Breaking out of the loop interrupts the run; the history stays valid. Send
+// returns [ErrBusy] while another Send runs.
 func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[Event, error] {
-	return s.s.Send(ctx, prompt)
+	return events(s.s.Send(ctx, prompt))
+}
+
+// ErrBusy is the error of a [Session.Send] called while another one runs.
+var ErrBusy = session.ErrBusy
+
+// events turns a session's event stream into the public one.
+func events(in iter.Seq2[event.Event, error]) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		for e, err := range in {
+			var pub Event
+			if e != nil {
+				if pub = publicEvent(e); pub == nil {
+					continue
+				}
+			}
+			if !yield(pub, err) {
+				return
+			}
+		}
+	}
 }
 
 // Close ends the session, flushing its transcript. Background agents in the supervisor go
 // on; their reports wait for the next session that continues this one.
-func (s *Session) Close() error {
-	err := s.s.Close()
-	if s.sup != nil {
-		err = errors.Join(err, s.sup.Close())
-	}
-	return err
-}
+func (s *Session) Close() error { return s.s.Close() }
 
 // PermissionMode returns the current permission mode.
-func (s *Session) PermissionMode() string { return s.s.PermissionMode() }
+func (s *Session) PermissionMode() PermissionMode { return PermissionMode(s.s.PermissionMode()) }
 
-// SetPermissionMode switches the permission mode (default, acceptEdits, plan, dontAsk,
-// bypassPermissions) for the calls that follow.
-func (s *Session) SetPermissionMode(mode string) error { return s.s.SetPermissionMode(mode) }
+// SetPermissionMode switches the permission mode for the calls that follow.
+func (s *Session) SetPermissionMode(mode PermissionMode) error {
+	return s.s.SetPermissionMode(string(mode))
+}
 
 // Model returns the model the next request uses.
 func (s *Session) Model() string { return s.s.Model() }
@@ -273,7 +281,10 @@ func (s *Session) Model() string { return s.s.Model() }
 func (s *Session) SetModel(model string) { s.s.SetModel(model) }
 
 // Usage returns the tokens used so far and their cost in US dollars.
-func (s *Session) Usage() (Usage, float64) { return s.s.Usage() }
+func (s *Session) Usage() (Usage, float64) {
+	u, usd := s.s.Usage()
+	return publicUsage(u), usd
+}
 
 // Cwd returns the agent's current working directory.
 func (s *Session) Cwd() string { return s.s.Cwd() }
@@ -281,7 +292,7 @@ func (s *Session) Cwd() string { return s.s.Cwd() }
 // Notices returns what the user should know about opening the session — settings that did
 // not load, MCP servers that failed to start, calls a crash interrupted — and clears it; the
 // first Send otherwise streams them as [Notice] events.
-func (s *Session) Notices() []Notice { return s.s.Notices() }
+func (s *Session) Notices() []Notice { return convert[[]Notice](s.s.Notices()) }
 
 // ToolNames lists the tools the agent offers the model, in request order.
 func (s *Session) ToolNames() []string { return s.s.ToolNames() }
@@ -293,99 +304,5 @@ func asker(f func(context.Context, PermissionRequest) PermissionAnswer) permissi
 	return askerFunc(f)
 }
 
-// Usage is token accounting, as the provider reports it.
-type Usage = message.Usage
-
-// Tool is a capability the model can call. Build one with [NewTool].
-type Tool = tool.Tool
-
-// Event is anything a session reports; switch on the concrete types below.
-type Event = event.Event
-
-// The event types a session emits.
-type (
-	Origin           = event.Origin
-	Init             = event.Init
-	TextDelta        = event.TextDelta
-	ThinkingDelta    = event.ThinkingDelta
-	AssistantMessage = event.AssistantMessage
-	UserMessage      = event.UserMessage
-	ToolStart        = event.ToolStart
-	ToolProgress     = event.ToolProgress
-	ToolEnd          = event.ToolEnd
-	PermissionDenied = event.PermissionDenied
-	Retry            = event.Retry
-	CacheBreak       = event.CacheBreak
-	Compacted        = event.Compacted
-	Todos            = event.Todos
-	TaskStarted      = event.TaskStarted
-	TaskUpdated      = event.TaskUpdated
-	TaskProgress     = event.TaskProgress
-	TaskUsage        = event.TaskUsage
-	TaskNotification = event.TaskNotification
-	Notice           = event.Notice
-	Result           = event.Result
-	TeammateState    = event.TeammateState
-	TeamMessage      = event.TeamMessage
-)
-
-// ModelUsage is what one model was used for during a Send: [Result].ModelUsage holds one per
-// model, subagents and fork children included; PriceKnown says whether CostUSD is a price.
-type ModelUsage = event.ModelUsage
-
-func getenv(f func(string) string) func(string) string {
-	if f == nil {
-		return connect.OSEnv
-	}
-	return f
-}
-
 // defaultHome is $KEEL_HOME, else ~/.keel, else nothing (no persistence).
-func defaultHome() string {
-	if h := os.Getenv("KEEL_HOME"); h != "" {
-		return h
-	}
-	if dir, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(dir, ".keel")
-	}
-	return ""
-}
-
-func truthy(s string) bool {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "true", "yes", "on":
-		return true
-	}
-	return false
-}
-
-// supervisorClient is the supervisor's client for a session that hands it its background
-// agents, with this session's configuration for the agents' processes; nil without one.
-func supervisorClient(opts Options, home, model string) *daemon.Client {
-	if opts.Supervisor == nil || opts.NoPersistence {
-		return nil
-	}
-	if opts.Supervisor.Program == "" {
-		panic("keel.New: Options.Supervisor.Program is required")
-	}
-	cwd := opts.Cwd
-	if cwd == "" {
-		cwd, _ = os.Getwd()
-	}
-	if abs, err := filepath.Abs(cwd); err == nil {
-		cwd = abs
-	}
-	launch := daemon.Launch{Cwd: cwd, Model: model, Provider: opts.Provider, BaseURL: opts.BaseURL, PermissionMode: opts.PermissionMode,
-		AllowedTools: opts.AllowedTools, DisallowedTools: opts.DisallowedTools, AddDirs: opts.AddDirs, SettingsArgs: opts.Settings,
-		Agents: opts.Agents, Trust: opts.Trust}
-	return daemon.NewClient(daemon.ClientConfig{Home: home, Exe: opts.Supervisor.Program, Env: opts.Supervisor.Env,
-		NATS: opts.Supervisor.NATS, Launch: launch, Logger: opts.Logger})
-}
-
-// detacher keeps a nil client a nil interface.
-func detacher(c *daemon.Client) subagent.Detacher {
-	if c == nil {
-		return nil
-	}
-	return c
-}
+func defaultHome() string { return runconfig.ReadEnv(nil).Home }

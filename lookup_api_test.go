@@ -8,6 +8,7 @@ import (
 	"github.com/keel-dev/keel"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/transcript"
+	"github.com/keel-dev/keel/keeltest"
 )
 
 // storeSession writes a transcript for cwd under home with one prompt and, if given, a title.
@@ -72,5 +73,38 @@ func TestFindSession(t *testing.T) {
 	}
 	if _, err := keel.FindSession(home, t.TempDir(), "x"); err == nil || !strings.Contains(err.Error(), "no sessions") {
 		t.Errorf("an empty directory: %v", err)
+	}
+}
+
+// New resumes what Resume names as --resume does from every entry point: an id prefix or a
+// title is the stored session it names; the choice only a frontend can offer fails, listing
+// the recent sessions.
+func TestNewResumesByPrefixOrTitle(t *testing.T) {
+	home, cwd := t.TempDir(), t.TempDir()
+	storeSession(t, home, cwd, "3f2a0000-0000-4000-8000-000000000001", "fix the parser", "Parser fix")
+	storeSession(t, home, cwd, "3f2b0000-0000-4000-8000-000000000002", "add a test", "")
+	model, err := keeltest.Start(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	for query, want := range map[string]string{"parser fix": "3f2a0000-0000-4000-8000-000000000001", "3f2b": "3f2b0000-0000-4000-8000-000000000002"} {
+		opts := model.Options(cwd, home)
+		opts.Resume = query
+		sess, err := keel.New(t.Context(), opts)
+		if err != nil {
+			t.Fatalf("New(Resume: %q): %v", query, err)
+		}
+		if sess.ID() != want {
+			t.Errorf("New(Resume: %q) resumed %s, want %s", query, sess.ID(), want)
+		}
+		if err := sess.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := model.Options(cwd, home)
+	opts.Resume = keel.ResumeChoose
+	if _, err := keel.New(t.Context(), opts); err == nil || !strings.Contains(err.Error(), "recent sessions:") || !strings.Contains(err.Error(), "Parser fix") {
+		t.Errorf("New(ResumeChoose) = %v; want the recent sessions listed", err)
 	}
 }

@@ -38,7 +38,7 @@ func (s *Session) Models() []ModelInfo {
 // changes.
 func (s *Session) SwitchModel(ctx context.Context, name string) error {
 	name = strings.TrimSpace(name)
-	if s.opts.Provider != "" && s.opts.Provider != "anthropic" {
+	if s.cfg.Provider != "" && s.cfg.Provider != string(ProviderAnthropic) {
 		// keel knows no model list of other providers: the server says what it serves.
 		return s.s.SwitchModel(ctx, name, "user")
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
-
-	"github.com/keel-dev/keel/internal/tool"
 )
 
 // ToolOptions are optional properties of a tool made with [NewTool].
@@ -35,25 +33,38 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	return tool.New(tool.Spec[In]{
-		Name:              name,
-		Description:       description,
-		Schema:            raw,
-		IsReadOnly:        func(In) bool { return o.ReadOnly },
-		IsConcurrencySafe: func(In) bool { return o.ConcurrencySafe },
-		Run: func(ctx context.Context, _ *tool.Env, in In) tool.Result {
-			out, err := fn(ctx, in)
-			if err != nil {
-				return tool.Errorf("%v", err)
-			}
-			if s, ok := any(out).(string); ok {
-				return tool.Text(s)
-			}
-			b, err := json.Marshal(out)
-			if err != nil {
-				return tool.Errorf("encode result of %s: %v", name, err)
-			}
-			return tool.Text(string(b))
-		},
-	}), nil
+	return funcTool[In, Out]{name: name, description: description, schema: raw, fn: fn, opts: o}, nil
+}
+
+// funcTool is a Tool made of a Go function.
+type funcTool[In, Out any] struct {
+	name, description string
+	schema            json.RawMessage
+	fn                func(ctx context.Context, in In) (Out, error)
+	opts              ToolOptions
+}
+
+func (t funcTool[In, Out]) Name() string                         { return t.name }
+func (t funcTool[In, Out]) Description() string                  { return t.description }
+func (t funcTool[In, Out]) InputSchema() json.RawMessage         { return t.schema }
+func (t funcTool[In, Out]) ReadOnly(json.RawMessage) bool        { return t.opts.ReadOnly }
+func (t funcTool[In, Out]) ConcurrencySafe(json.RawMessage) bool { return t.opts.ConcurrencySafe }
+
+func (t funcTool[In, Out]) Call(ctx context.Context, _ ToolEnv, input json.RawMessage) (ToolResult, error) {
+	var in In
+	if err := json.Unmarshal(input, &in); err != nil {
+		return ToolResult{}, fmt.Errorf("decode input of %s: %w", t.name, err)
+	}
+	out, err := t.fn(ctx, in)
+	if err != nil {
+		return ToolResult{}, err
+	}
+	if s, ok := any(out).(string); ok {
+		return TextResult(s), nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return ToolResult{}, fmt.Errorf("encode result of %s: %w", t.name, err)
+	}
+	return TextResult(string(b)), nil
 }

@@ -2,13 +2,11 @@ package keel
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/keel-dev/keel/internal/transcript"
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/session"
 )
 
 // SessionInfo describes a stored session.
@@ -30,20 +28,13 @@ func ListSessions(home, cwd string) ([]SessionInfo, error) {
 	if home == "" {
 		home = defaultHome()
 	}
-	// As the session resolves its directory: "" is the process's, a relative one from there.
-	if abs, err := filepath.Abs(cwd); err == nil {
-		cwd = abs
-	}
-	sums, err := transcript.List(transcript.ProjectDir(home, cwd))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	sums, err := session.ListStored(home, cwd)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]SessionInfo, len(sums))
 	for i, s := range sums {
-		out[i] = SessionInfo{ID: s.ID, Title: s.Title, FirstPrompt: s.FirstPrompt, Branch: s.Branch, Updated: s.Updated, Size: s.Size, Messages: s.Messages}
+		out[i] = sessionInfo(s)
 	}
 	return out, nil
 }
@@ -100,7 +91,7 @@ func (s *Session) command(ctx context.Context, line string) error {
 		if err != nil {
 			return err
 		}
-		if r, ok := ev.(Result); ok && r.IsError {
+		if r, ok := ev.(event.Result); ok && r.IsError {
 			return fmt.Errorf("%s", r.Text)
 		}
 	}
@@ -137,12 +128,6 @@ func (s *Session) MemoryFiles() []MemoryFile {
 		out = append(out, MemoryFile{Path: f.Path, Kind: string(f.Kind), Size: f.Size})
 	}
 	return out
-}
-
-// MCPServerStatus is one configured MCP server as the session sees it.
-type MCPServerStatus struct {
-	Name, Status, Reason string
-	Tools                int
 }
 
 // MCPServers reports every configured MCP server: connected, failed (with the reason),

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"iter"
 	"time"
+
+	"github.com/keel-dev/keel/internal/event"
 )
 
 // TeamMember is one member of the session's agent team, as the team's records show it.
@@ -90,7 +92,7 @@ func (s *Session) PendingReports() int { return s.s.PendingNotifications() }
 // SendPending gives the main agent a turn for what waits for it: teammates' messages and
 // background agents' reports. It yields nothing when nothing waits.
 func (s *Session) SendPending(ctx context.Context) iter.Seq2[Event, error] {
-	return s.s.SendPending(ctx)
+	return events(s.s.SendPending(ctx))
 }
 
 // WaitBackground blocks until background agents reported or teammates wrote to the lead
@@ -101,4 +103,14 @@ func (s *Session) WaitBackground(ctx context.Context) (int, error) { return s.s.
 // OnIdleEvents makes events of work that goes on between Sends (teammates, background
 // agents) reach fn as they happen; fn is called from other goroutines. Without it they are
 // delivered with the next Send.
-func (s *Session) OnIdleEvents(fn func(Event)) { s.s.SetIdleEvents(fn) }
+func (s *Session) OnIdleEvents(fn func(Event)) {
+	if fn == nil {
+		s.s.SetIdleEvents(nil)
+		return
+	}
+	s.s.SetIdleEvents(func(e event.Event) {
+		if pub := publicEvent(e); pub != nil {
+			fn(pub)
+		}
+	})
+}

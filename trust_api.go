@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/trust"
 )
@@ -34,7 +35,11 @@ var projectProvided = []string{
 // InspectWorkspace finds the workspace a session with opts would open in and whether it is
 // trusted. It starts nothing and reads no file's content.
 func InspectWorkspace(opts Options) (Workspace, error) {
-	cwd := opts.Cwd
+	cfg, err := opts.config()
+	if err != nil {
+		return Workspace{}, err
+	}
+	cwd := cfg.Cwd
 	if cwd == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -47,7 +52,7 @@ func InspectWorkspace(opts Options) (Workspace, error) {
 		return Workspace{}, err
 	}
 	w := Workspace{Dir: session.ProjectRoot(abs)}
-	w.Trusted = trust.Decide(homeOf(opts), w.Dir, opts.Trust)
+	w.Trusted = trust.Decide(homeOf(cfg), w.Dir, cfg.Trust)
 	for _, p := range projectProvided {
 		if _, err := os.Stat(filepath.Join(w.Dir, p)); err == nil {
 			w.Provides = append(w.Provides, p)
@@ -62,12 +67,22 @@ func TrustWorkspace(opts Options) error {
 	if err != nil {
 		return err
 	}
-	return trust.Grant(homeOf(opts), w.Dir)
+	cfg, err := opts.config()
+	if err != nil {
+		return err
+	}
+	return trust.Grant(homeOf(cfg), w.Dir)
 }
 
-func homeOf(opts Options) string {
-	if opts.Home != "" {
-		return opts.Home
+// home is keel's directory for opts: the configuration's, else $KEEL_HOME or ~/.keel.
+func (opts Options) home() string {
+	cfg, _ := opts.config()
+	return homeOf(cfg)
+}
+
+func homeOf(cfg runconfig.Config) string {
+	if cfg.Home != "" {
+		return cfg.Home
 	}
 	return defaultHome()
 }

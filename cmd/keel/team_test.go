@@ -354,3 +354,32 @@ func leadSaw(t *testing.T, srv *scripted.Server, text string) int {
 	}
 	return n
 }
+
+// A process teammate is configured as its lead was: an agent type the lead's --agents
+// defines is one its teammate process can be (the worker used to be started with a few flags
+// rebuilt into its argv, and --agents was not among them).
+func TestTeamProcessTeammateOfAnAgentsFlagType(t *testing.T) {
+	ctx := waittest.Context(t)
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{Name: "reviewer reports", When: mate("alice", scripted.Match{System: "REVIEWER-INSTRUCTIONS", UserText: "review the code"}),
+			Reply: []scripted.Block{scripted.ToolUse("SendMessage", map[string]any{"to": "team-lead", "message": "reviewed as a reviewer"})}},
+		{Name: "reviewer done", When: mate("alice", scripted.Match{ToolResult: "SendMessage"}), Reply: []scripted.Block{scripted.Text("done")}},
+		{Name: "lead spawns", When: lead(scripted.Match{UserText: "get a review"}), Reply: []scripted.Block{
+			scripted.ToolUse("Agent", map[string]any{"description": "review", "prompt": "review the code", "name": "alice", "subagent_type": "reviewer"})}},
+		{Name: "lead wraps up", When: lead(scripted.Match{UserText: "reviewed as a reviewer"}), Reply: []scripted.Block{scripted.Text("the review is in")}},
+		{Name: "lead waits", When: lead(scripted.Match{ToolResult: "Agent"}), Reply: []scripted.Block{scripted.Text("review started")}},
+	}}
+	r, _ := newTeamRun(t, sc)
+	agents := `{"reviewer":{"description":"reviews code","prompt":"REVIEWER-INSTRUCTIONS: review carefully."}}`
+	out, err := r.keel(ctx, "-p", "get a review", "--session-id", teamSession, "--teammate-mode", "process", "--agents", agents,
+		"--output-format", "stream-json").CombinedOutput()
+	if err != nil {
+		t.Fatalf("lead: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `"result":"the review is in"`) {
+		t.Errorf("the lead did not finish with the reviewer's report:\n%s", out)
+	}
+	if rec := r.record(t, "alice"); rec.Runner != "process" || rec.AgentType != "reviewer" {
+		t.Errorf("alice's record: runner %s, type %s; want a process of type reviewer", rec.Runner, rec.AgentType)
+	}
+}

@@ -35,7 +35,7 @@ func (s *session) setMode(mode string) error {
 	if !slices.ContainsFunc(modes, func(m sdk.SessionMode) bool { return string(m.Id) == mode }) {
 		return sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("mode %q is not one of default, acceptEdits, plan, dontAsk, bypassPermissions", mode)})
 	}
-	if err := s.ks.SetPermissionMode(mode); err != nil {
+	if err := s.ks.SetPermissionMode(keel.PermissionMode(mode)); err != nil {
 		return sdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
 	s.update(context.Background(), sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(mode)}})

@@ -8,16 +8,15 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/keel-dev/keel"
-	"github.com/keel-dev/keel/internal/message"
 )
 
 // promptContent turns a prompt's content blocks into keel's prompt text (the text blocks,
 // resource links and embedded text resources, in order, so a leading /command stays first)
 // and its attachments (images).
-func promptContent(blocks []sdk.ContentBlock) (string, []keel.ContentBlock, error) {
+func promptContent(blocks []sdk.ContentBlock) (string, []keel.Block, error) {
 	var (
 		text        []string
-		attachments []keel.ContentBlock
+		attachments []keel.Block
 	)
 	for i, b := range blocks {
 		switch {
@@ -50,8 +49,8 @@ func promptContent(blocks []sdk.ContentBlock) (string, []keel.ContentBlock, erro
 	return strings.Join(text, "\n"), attachments, nil
 }
 
-func imageBlock(mediaType, data string) keel.ContentBlock {
-	return keel.ContentBlock{Type: message.TypeImage, Source: &message.ImageSource{Type: "base64", MediaType: mediaType, Data: data}}
+func imageBlock(mediaType, data string) keel.Block {
+	return keel.Block{Type: keel.BlockImage, Source: &keel.ImageSource{Type: "base64", MediaType: mediaType, Data: data}}
 }
 
 // resourceMention names a linked resource in the prompt: a file by its path, which the

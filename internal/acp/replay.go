@@ -8,7 +8,6 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/keel-dev/keel"
-	"github.com/keel-dev/keel/internal/message"
 )
 
 // replay sends the conversation the session continues — from its transcript, after the last
@@ -16,7 +15,7 @@ import (
 // its tool calls with their results.
 func (s *session) replay(ctx context.Context) {
 	for _, e := range s.ks.History() {
-		var m message.Message
+		var m keel.Message
 		switch e := e.(type) {
 		case keel.UserMessage:
 			m = e.Message
@@ -33,30 +32,30 @@ func (s *session) replay(ctx context.Context) {
 	}
 }
 
-func (s *session) replayBlock(ctx context.Context, role message.Role, b message.Block) (sdk.SessionUpdate, bool) {
+func (s *session) replayBlock(ctx context.Context, role keel.Role, b keel.Block) (sdk.SessionUpdate, bool) {
 	switch b.Type {
-	case message.TypeText:
+	case keel.BlockText:
 		if strings.TrimSpace(b.Text) == "" {
 			return sdk.SessionUpdate{}, false
 		}
-		if role == message.RoleAssistant {
+		if role == keel.RoleAssistant {
 			return sdk.UpdateAgentMessageText(b.Text), true
 		}
 		if strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>") {
 			return sdk.SessionUpdate{}, false // keel's notes to the model, not the user's words
 		}
 		return sdk.UpdateUserMessageText(b.Text), true
-	case message.TypeThinking:
+	case keel.BlockThinking:
 		if b.Thinking == "" {
 			return sdk.SessionUpdate{}, false
 		}
 		return sdk.UpdateAgentThoughtText(b.Thinking), true
-	case message.TypeImage:
-		if b.Source == nil || b.Source.Data == "" || role != message.RoleUser {
+	case keel.BlockImage:
+		if b.Source == nil || b.Source.Data == "" || role != keel.RoleUser {
 			return sdk.SessionUpdate{}, false
 		}
 		return sdk.UpdateUserMessage(sdk.ImageBlock(b.Source.Data, b.Source.MediaType)), true
-	case message.TypeToolUse:
+	case keel.BlockToolUse:
 		d := s.describe(ctx, b.Name, "", b.Input)
 		if b.Name == "Write" {
 			// The file holds what the call wrote, not what it replaced.
@@ -68,7 +67,7 @@ func (s *session) replayBlock(ctx context.Context, role message.Role, b message.
 			ToolCallId: sdk.ToolCallId(b.ID), Title: d.title, Kind: d.kind, Status: sdk.ToolCallStatusPending,
 			Locations: d.locations, Content: d.content, RawInput: rawInput(b.Input),
 		}}, true
-	case message.TypeToolResult:
+	case keel.BlockToolResult:
 		st := sdk.ToolCallStatusCompleted
 		if b.IsError {
 			st = sdk.ToolCallStatusFailed

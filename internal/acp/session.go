@@ -10,7 +10,6 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/keel-dev/keel"
-	"github.com/keel-dev/keel/internal/event"
 )
 
 // errCancelled is the cause of a turn the client cancelled.
@@ -167,7 +166,7 @@ func (s *session) emit(ctx context.Context, ev keel.Event) {
 		if main {
 			s.update(ctx, planUpdate(ev.Items))
 		}
-	case event.Status:
+	case keel.Status:
 		if ev.PermissionMode != "" {
 			s.update(ctx, sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(ev.PermissionMode)}})
 		}
@@ -184,7 +183,7 @@ func (s *session) emit(ctx context.Context, ev keel.Event) {
 	}
 }
 
-func planUpdate(items []event.Todo) sdk.SessionUpdate {
+func planUpdate(items []keel.Todo) sdk.SessionUpdate {
 	entries := make([]sdk.PlanEntry, 0, len(items))
 	for _, it := range items {
 		st := sdk.PlanEntryStatusPending

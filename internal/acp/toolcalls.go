@@ -9,7 +9,6 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/keel-dev/keel"
-	"github.com/keel-dev/keel/internal/message"
 )
 
 // maxResultText caps the text of a tool result shown in a tool call; the model gets it whole.
@@ -69,7 +68,7 @@ func rawInput(input json.RawMessage) any {
 // before permission questions and before they run.
 func (t *toolCalls) announceMessage(ctx context.Context, ev keel.AssistantMessage) {
 	for _, b := range ev.Message.Content {
-		if b.Type == message.TypeToolUse {
+		if b.Type == keel.BlockToolUse {
 			t.announce(ctx, b.ID, b.Name, ev.Origin.AgentName, b.Input)
 		}
 	}
@@ -150,10 +149,10 @@ func (t *toolCalls) finish(ctx context.Context) {
 }
 
 // resultText is a tool result's text for the client, cut to maxResultText.
-func resultText(blocks []message.Block) string {
+func resultText(blocks []keel.Block) string {
 	var b strings.Builder
 	for _, blk := range blocks {
-		if blk.Type == message.TypeText {
+		if blk.Type == keel.BlockText {
 			if b.Len() > 0 {
 				b.WriteString("\n")
 			}

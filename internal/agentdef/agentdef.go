@@ -23,6 +23,8 @@ package agentdef
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/keel-dev/keel/internal/effort"
 )
 
 // Definition is one agent definition after parsing and validation. The zero value of each
@@ -160,7 +162,7 @@ var (
 	PermissionModes = []PermissionMode{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk, ModeBypassPermissions, ModeAuto, ModeBubble}
 	MemoryScopes    = []MemoryScope{MemoryUser, MemoryProject, MemoryLocal}
 	Isolations      = []Isolation{IsolationWorktree}
-	EffortLevels    = []string{"low", "medium", "high", "xhigh", "max"}
+	EffortLevels    = effort.Levels
 	Colors          = []string{"red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan"}
 )
 

@@ -29,19 +29,16 @@ const bashSchema = `{"type":"object","properties":{
 
 // Bash returns the Bash tool. Foreground commands run in the agent's cwd with a timeout, and a
 // `cd` persists to later calls through a [tool.Modifier]; background ones go to jobs.
-func Bash(jobs *shell.Jobs) tool.Tool { return bashTool(jobs, nil) }
-
-// bashTool is Bash whose commands get environ's environment (nil: keel's own), read at each
-// call so a change (a plugin's bin/ joining PATH) applies to the next command.
-func bashTool(jobs *shell.Jobs, environ func() []string) tool.Tool {
+// Commands get the call's environment ([tool.Env.Environ]; keel's own when it has none).
+func Bash(jobs *shell.Jobs) tool.Tool {
 	return tool.New(tool.Spec[bashInput]{
 		Name:        "Bash",
 		Description: description("Bash"),
 		Schema:      []byte(bashSchema),
 		Run: func(ctx context.Context, env *tool.Env, in bashInput) tool.Result {
 			var vars []string
-			if environ != nil {
-				vars = environ()
+			if env.Environ != nil {
+				vars = env.Environ()
 			}
 			return runBash(ctx, env, in, jobs, vars)
 		},

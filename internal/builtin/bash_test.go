@@ -149,7 +149,7 @@ func TestTodoWrite(t *testing.T) {
 	}
 }
 
-// The environment Options.BashEnviron gives is read at each call: a folder put on PATH
+// The environment the call's Environ gives is read at each call: a folder put on PATH
 // between two calls (an enabled plugin's bin/) is found by the next command.
 func TestBashEnviron(t *testing.T) {
 	dir := t.TempDir()
@@ -161,13 +161,18 @@ func TestBashEnviron(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := os.Getenv("PATH")
-	bash := bashTool(shell.NewJobs(), func() []string { return []string{"PATH=" + path} })
-	res := call(t, bash, newEnv(t, dir), bashInput{Command: "plugin-tool"})
+	bash := Bash(shell.NewJobs())
+	env := func() *tool.Env {
+		e := newEnv(t, dir)
+		e.Environ = func() []string { return []string{"PATH=" + path} }
+		return e
+	}
+	res := call(t, bash, env(), bashInput{Command: "plugin-tool"})
 	if !res.IsError {
 		t.Fatalf("plugin-tool ran before its folder was on PATH: %v", res.Content)
 	}
 	path = bin + string(os.PathListSeparator) + path
-	res = call(t, bash, newEnv(t, dir), bashInput{Command: "plugin-tool"})
+	res = call(t, bash, env(), bashInput{Command: "plugin-tool"})
 	if res.IsError || !strings.Contains(render(res, dir), "from the plugin") {
 		t.Errorf("plugin-tool on PATH: %s", render(res, dir))
 	}

@@ -62,9 +62,6 @@ type Options struct {
 	Reader  PageReader
 	// Search runs WebSearch's searches; nil leaves WebSearch off (it says how to turn it on).
 	Search websearch.Backend
-	// BashEnviron, if set, is the environment of each Bash command ("KEY=value"), read per
-	// call; nil inherits keel's. The session puts enabled plugins' bin/ folders on its PATH.
-	BashEnviron func() []string
 }
 
 // Tools returns the built-in tools in their fixed order: Bash, Glob, Grep, Read, Edit, Write,
@@ -79,7 +76,7 @@ func Tools(opts Options) []tool.Tool {
 		opts.Todos = NewTodos(nil)
 	}
 	return []tool.Tool{
-		bashTool(opts.Jobs, opts.BashEnviron),
+		Bash(opts.Jobs),
 		Glob(),
 		Grep(opts.Grep, opts.RipgrepPath),
 		Read(),

@@ -1,64 +1,70 @@
 package cli
 
 import (
-	"fmt"
-	"io"
-	"log/slog"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/keel-dev/keel"
 	"github.com/keel-dev/keel/internal/acp"
+	"github.com/keel-dev/keel/internal/runconfig"
 )
 
 // acpCommand is `keel acp`: keel as an Agent Client Protocol agent on stdin and stdout, for
 // editors that start it as a subprocess. stdout carries the protocol only; logs go to
-// stderr (--debug) or a file (--debug-file).
+// stderr (--debug) or a file (--debug-file). It takes the run flags: they configure every
+// session the editor opens, as they configure a run's.
 func (a *app) acpCommand() *cobra.Command {
-	var (
-		opts      keel.Options
-		debug     bool
-		debugFile string
-	)
+	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "acp",
 		Short: "serve the Agent Client Protocol on stdin/stdout (for Zed, JetBrains IDEs, Neovim…)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, closeLog, err := acpLogger(a.std.Err, debug, debugFile)
+			if err := f.validate(cmd); err != nil {
+				return err
+			}
+			logger, closeLog, err := f.sdk.logger(a.std.Err)
 			if err != nil {
 				return err
 			}
 			defer closeLog()
-			opts.Home, opts.Getenv, opts.Logger = a.env.Home, a.getenv, logger
-			if opts.Cwd, err = os.Getwd(); err != nil {
+			a.logger = logger
+			cfg, err := a.acpConfig(cmd, &f)
+			if err != nil {
 				return err
 			}
-			return acp.Run(cmd.Context(), acp.Config{In: a.std.In, Out: a.std.Out, Options: opts, Version: Version, Logger: logger})
+			opts, err := a.libraryOptions(cfg)
+			if err != nil {
+				return err
+			}
+			// The server adds to these per session (the client's cwd, directories and MCP
+			// servers), so it reads them from the options.
+			opts.Home, opts.Cwd, opts.AddDirs, opts.MCPConfig = cfg.Home, cfg.Cwd, cfg.AddDirs, cfg.MCP.Configs
+			run := a.acp
+			if run == nil {
+				run = acp.Run
+			}
+			return run(cmd.Context(), acp.Config{In: a.std.In, Out: a.std.Out, Options: opts, Version: Version, Logger: logger})
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&opts.Model, "model", "", "model id or alias (opus, sonnet, haiku…) of new sessions")
-	fl.StringVar(&opts.PermissionMode, "permission-mode", "", "permission mode of new sessions: default, acceptEdits, plan, dontAsk, bypassPermissions")
-	fl.StringArrayVar(&opts.Settings, "settings", nil, "extra settings: a JSON file or a JSON object (repeatable)")
-	fl.StringArrayVar(&opts.MCPConfig, "mcp-config", nil, "MCP servers for every session, .mcp.json's shape: a file or JSON (repeatable)")
-	fl.BoolVar(&debug, "debug", false, "log to stderr")
-	fl.StringVar(&debugFile, "debug-file", "", "log to this file")
+	f.register(cmd)
 	return cmd
 }
 
-// acpLogger is the log of an ACP server: never stdout, which belongs to the protocol.
-func acpLogger(stderr io.Writer, debug bool, file string) (*slog.Logger, func(), error) {
-	switch {
-	case file != "":
-		f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, nil, usageError{fmt.Errorf("--debug-file: %w", err)}
-		}
-		return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug})), func() { f.Close() }, nil
-	case debug:
-		return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug})), func() {}, nil
+// acpConfig is the configuration of every session an editor opens: the run flags, less what
+// the client chooses per session (which stored session, with what id) and the supervisor's
+// hand-off (the editor keeps keel running while its agents work).
+func (a *app) acpConfig(cmd *cobra.Command, f *runFlags) (runconfig.Config, error) {
+	cfg, err := a.runConfig(cmd, f)
+	if err != nil {
+		return cfg, err
 	}
-	return discardLogger(), func() {}, nil
+	cfg.Resume, cfg.Continue, cfg.ForkSession, cfg.ResumeSessionAt, cfg.SessionID = "", false, false, "", ""
+	cfg.Supervisor = runconfig.Supervisor{}
+	if cfg.Cwd == "" {
+		if cfg.Cwd, err = os.Getwd(); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
 }

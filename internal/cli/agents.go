@@ -8,8 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/keel-dev/keel/internal/provider/connect"
-	"github.com/keel-dev/keel/internal/session"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
@@ -27,36 +26,15 @@ func (a *app) agentsResumeCommand() *cobra.Command {
 			if err := transcript.CheckID(id); err != nil {
 				return usageError{fmt.Errorf("agent id %q: %w", id, err)}
 			}
-			opts := a.sessionOptions(f)
-			cwd := opts.Cwd
-			if cwd == "" {
-				var err error
-				if cwd, err = os.Getwd(); err != nil {
-					return err
-				}
-			}
-			sessions, err := transcript.List(transcript.ProjectDir(a.env.Home, cwd))
+			cfg, err := a.runConfig(cmd, f)
 			if err != nil {
 				return err
 			}
-			for _, s := range sessions {
-				path, _ := transcript.AgentPaths(s.Path, id)
-				if _, err := os.Stat(path); err == nil {
-					opts.Resume = s.ID
-					break
-				}
-			}
-			if opts.Resume == "" {
-				return errors.New("no session in this directory has an agent " + id)
-			}
-			cfg := a.connectConfig(cmd.Context(), f)
-			prov, model, err := connect.Open(cfg, a.getenv)
-			if err != nil {
+			if cfg.Resume, err = a.sessionOfAgent(cfg.Cwd, id); err != nil {
 				return err
 			}
-			opts.Provider, opts.Model, opts.Models = prov, model, cfg.Models
-			opts.PlanModel = connect.PlanModel(cfg, a.getenv)
-			sess, err := session.New(cmd.Context(), opts)
+			cfg.Supervisor = runconfig.Supervisor{}
+			sess, err := a.openSession(cmd.Context(), cfg, a.seams())
 			if err != nil {
 				return err
 			}
@@ -71,4 +49,26 @@ func (a *app) agentsResumeCommand() *cobra.Command {
 	}
 	f.register(cmd)
 	return cmd
+}
+
+// sessionOfAgent finds the session in directory cwd (empty: the working directory) that
+// has the subagent id.
+func (a *app) sessionOfAgent(cwd, id string) (string, error) {
+	if cwd == "" {
+		var err error
+		if cwd, err = os.Getwd(); err != nil {
+			return "", err
+		}
+	}
+	sessions, err := transcript.List(transcript.ProjectDir(a.env.Home, cwd))
+	if err != nil {
+		return "", err
+	}
+	for _, s := range sessions {
+		path, _ := transcript.AgentPaths(s.Path, id)
+		if _, err := os.Stat(path); err == nil {
+			return s.ID, nil
+		}
+	}
+	return "", errors.New("no session in this directory has an agent " + id)
 }

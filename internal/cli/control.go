@@ -4,17 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/control"
-	"github.com/keel-dev/keel/internal/event"
-	"github.com/keel-dev/keel/internal/plugin"
 	"github.com/keel-dev/keel/internal/render"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
-	"github.com/keel-dev/keel/internal/telemetry"
 )
 
 // stdioPromptTool is the --permission-prompt-tool value with which the Agent SDK asks to
@@ -27,29 +24,24 @@ func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) e
 	if f.outputFormat != "stream-json" {
 		return usageError{fmt.Errorf("--input-format stream-json needs --output-format stream-json, not %s", f.outputFormat)}
 	}
-	base, err := a.headlessOptions(cmd, f)
+	base, err := a.headlessConfig(cmd, f)
 	if err != nil {
 		return err
 	}
-	var tel *telemetry.Exporter
-	defer func() { a.closeTelemetry(ctx, tel) }()
+	// The SDK waits for this process; agents outlive it only in the supervisor's own runs.
+	base.Supervisor = runconfig.Supervisor{}
 	err = control.Run(ctx, control.Config{
 		In: a.std.In, Out: a.std.Out,
 		Open: func(ctx context.Context, init *control.Init) (control.Session, error) {
-			opts, err := withInit(base, init)
+			cfg, seams, err := withInit(base, a.seams(), init)
 			if err != nil {
 				return nil, err
 			}
-			opts.Traceparent = func(toolUseID string) string { return tel.Traceparent(toolUseID) }
-			sess, err := session.New(ctx, opts)
+			sess, err := a.openSession(ctx, cfg, seams)
 			if err != nil {
 				return nil, err
 			}
-			if tel, err = a.startTelemetry(ctx, f, sess.ID()); err != nil {
-				sess.Close()
-				return nil, err
-			}
-			return controlSession{sess, tel}, nil
+			return controlSession{sess}, nil
 		},
 		Render:         a.streamOptions(f),
 		PromptStdio:    f.mcp.permissionPromptTool == stdioPromptTool,
@@ -57,7 +49,7 @@ func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) e
 		Version:        Version,
 		APIKeySource:   control.APIKeySource(a.getenv),
 		WaitBackground: !f.noWait,
-		SessionState:   a.getenv("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1",
+		SessionState:   a.env.SDKReadsSessionState,
 		Logger:         a.logger,
 	})
 	if err == control.ErrTurnFailed {
@@ -68,15 +60,7 @@ func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) e
 
 // controlSession adapts a session to the control protocol's optional interfaces where their
 // types differ; everything else is the session's own.
-type controlSession struct {
-	*session.Session
-	tel *telemetry.Exporter
-}
-
-// Send is the session's, seen by telemetry when it is on.
-func (s controlSession) Send(ctx context.Context, prompt string) iter.Seq2[event.Event, error] {
-	return observedTurn(s.tel, prompt, s.Session.Send(ctx, prompt))
-}
+type controlSession struct{ *session.Session }
 
 func (s controlSession) ContextUsage(ctx context.Context) control.ContextUsage {
 	u := s.Session.ContextUsage(ctx)
@@ -107,45 +91,46 @@ func (a *app) streamOptions(f *runFlags) render.StreamOptions {
 	}
 }
 
-// withInit shapes the session by what the SDK's initialize request carried.
-func withInit(opts session.Options, init *control.Init) (session.Options, error) {
+// withInit shapes the session by what the SDK's initialize request carried: configuration
+// (prompts, agents, schema, settings, MCP servers) and the SDK's callbacks.
+func withInit(cfg runconfig.Config, seams session.Seams, init *control.Init) (runconfig.Config, session.Seams, error) {
 	if init.SystemPrompt != nil {
-		opts.SystemPrompt = *init.SystemPrompt
+		cfg.SystemPrompt = *init.SystemPrompt
 	}
 	if init.AppendSystemPrompt != "" {
-		opts.AppendSystemPrompt = strings.TrimSpace(opts.AppendSystemPrompt + "\n\n" + init.AppendSystemPrompt)
+		cfg.AppendSystemPrompt = strings.TrimSpace(cfg.AppendSystemPrompt + "\n\n" + init.AppendSystemPrompt)
 	}
 	if len(init.Agents) > 0 {
-		merged, err := mergeAgents(opts.Agents, init.Agents)
+		merged, err := mergeAgents(cfg.Agents, init.Agents)
 		if err != nil {
-			return opts, err
+			return cfg, seams, err
 		}
-		opts.Agents = merged
+		cfg.Agents = merged
 	}
 	if len(init.JSONSchema) > 0 {
-		opts.SDK.JSONSchema = init.JSONSchema
+		cfg.JSONSchema = init.JSONSchema
 	}
-	opts.SDK.HookCallbacks, opts.SDK.CallHook = init.Hooks, init.CallHook
+	seams.HookCallbacks, seams.CallHook = init.Hooks, init.CallHook
 	if init.Asker != nil {
-		opts.Asker = init.Asker
+		seams.Asker = init.Asker
 	}
-	opts.MCP.Transports = init.SDKServers
+	seams.MCPTransports = init.SDKServers
 	// The SDK may add servers later (mcp_set_servers), even to a session that starts with none.
-	opts.MCP.Dynamic = true
+	cfg.MCP.Dynamic = true
 	// The SDK answers MCP servers' questions through its onElicitation callback (it declines
 	// when the program registered none).
-	opts.MCP.Elicit = init.Elicit
+	seams.Elicit = init.Elicit
 	if init.MCPConfig != "" {
-		opts.MCP.Configs = append(opts.MCP.Configs, init.MCPConfig)
+		cfg.MCP.Configs = append(cfg.MCP.Configs, init.MCPConfig)
 	}
 	if init.Settings != "" {
-		opts.SettingsArgs = append(opts.SettingsArgs, init.Settings)
+		cfg.Settings = append(cfg.Settings, init.Settings)
 	}
-	opts.SettingsFlags.DisallowedTools = append(opts.SettingsFlags.DisallowedTools, init.DisallowedTools...)
+	cfg.DisallowedTools = append(cfg.DisallowedTools, init.DisallowedTools...)
 	for _, p := range init.Plugins {
-		opts.Plugins = append(opts.Plugins, plugin.DirSpec{Path: p.Path, Kind: plugin.OriginSDK, NoMCP: p.SkipMCP})
+		cfg.Plugins = append(cfg.Plugins, runconfig.Plugin{Path: p.Path, NoMCP: p.SkipMCP, SDK: true})
 	}
-	return opts, nil
+	return cfg, seams, nil
 }
 
 // mergeAgents joins --agents JSON and initialize's agents; initialize's win by name.
@@ -165,27 +150,4 @@ func mergeAgents(flag string, init json.RawMessage) (string, error) {
 	}
 	b, err := json.Marshal(all)
 	return string(b), err
-}
-
-// sdkOptions turns the Agent SDK's flags into session options.
-func (a *app) sdkOptions(cmd *cobra.Command, f *runFlags) (session.SDKOptions, error) {
-	s := &f.sdk
-	o := session.SDKOptions{
-		SettingSources: s.sources(), BuiltinTools: s.builtinTools(cmd), LimitTools: cmd.Flags().Changed("tools") && s.tools != "default",
-		MaxBudgetUSD: s.maxBudgetUSD, FallbackModel: s.fallbackModel, ResumeSessionAt: s.resumeSessionAt,
-		Effort: s.effort, ThinkingMode: s.thinking, MaxThinkingTokens: s.maxThinkingTokens,
-		SetupTrigger: s.setupTrigger(),
-	}
-	o.LimitSources = s.settingSourcesSet
-	if s.jsonSchema != "" {
-		var schema map[string]any
-		if err := json.Unmarshal([]byte(s.jsonSchema), &schema); err != nil {
-			return o, usageError{fmt.Errorf("--json-schema is not a JSON schema object: %w", err)}
-		}
-		o.JSONSchema = json.RawMessage(s.jsonSchema)
-	}
-	if s.resumeSessionAt != "" && f.resume == "" {
-		return o, usageError{fmt.Errorf("--resume-session-at needs --resume")}
-	}
-	return o, nil
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/daemon"
 	"github.com/keel-dev/keel/internal/dashboard"
-	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/team"
+	"github.com/keel-dev/keel/internal/teamstore"
 )
 
 func (a *app) dashboardCommand() *cobra.Command {
@@ -35,7 +35,7 @@ request is refused. --listen chooses another address (the token still guards it)
 				return usageError{fmt.Errorf("--listen %q is not host:port: %w", listen, err)}
 			}
 			ctx := cmd.Context()
-			srv, err := dashboard.Listen(ctx, listen, dashboard.Config{Home: a.env.Home, Teams: dashboardTeams{a}, Jobs: dashboardJobs{a.supervisorClient(daemon.Launch{})}, Logger: a.logger})
+			srv, err := dashboard.Listen(ctx, listen, dashboard.Config{Home: a.env.Home, Teams: dashboardTeams{a}, Jobs: dashboardJobs{a.supervisorClient()}, Logger: a.logger})
 			if err != nil {
 				return err
 			}
@@ -54,7 +54,10 @@ request is refused. --listen chooses another address (the token still guards it)
 // dashboardTeams opens the teams of KEEL_HOME for the dashboard, as `keel team` does.
 type dashboardTeams struct{ a *app }
 
-func (d dashboardTeams) Names() []string { return session.TeamNames(d.a.env.Home) }
+func (d dashboardTeams) Names(ctx context.Context) []string {
+	_, teams, _ := d.a.teams(ctx) // a store that cannot be listed shows no teams
+	return teamstore.Names(teams)
+}
 
 func (d dashboardTeams) Open(ctx context.Context, name string) (dashboard.Team, error) {
 	t, done, err := d.a.openTeam(ctx, name)

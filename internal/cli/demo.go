@@ -17,8 +17,8 @@ import (
 	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/render"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
-	"github.com/keel-dev/keel/internal/settings"
 )
 
 func (a *app) demoCommand() *cobra.Command {
@@ -71,14 +71,14 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 	if err != nil {
 		return err
 	}
-	sess, err := session.New(ctx, session.Options{
-		Cwd: work, Home: home, Provider: prov, Model: model, Version: Version,
-		PermissionMode:      "acceptEdits",
-		SettingsFlags:       settings.Flags{AllowedTools: []string{"Bash(sh hello.sh)", "mcp__changelog"}},
-		MCP:                 session.MCPOptions{InProcess: map[string]*mcp.Server{"changelog": demo.ChangelogServer()}},
+	sess, err := a.openSession(ctx, runconfig.Config{
+		Cwd: work, Home: home, Model: model, Version: Version, PermissionMode: "acceptEdits",
+		AllowedTools: []string{"Bash(sh hello.sh)", "mcp__changelog"}, ForkSubagents: true,
+		Team: runconfig.Team{Enabled: true, Name: "demo"},
+	}, session.Seams{
+		Getenv: func(string) string { return "" }, Provider: prov, Logger: a.logger,
+		MCPServers:          map[string]*mcp.Server{"changelog": demo.ChangelogServer()},
 		ManagedSettingsPath: "-", ManagedMemoryPath: "-",
-		ForkSubagents: true,
-		Team:          session.TeamOptions{Enabled: true, Name: "demo"},
 	})
 	if err != nil {
 		return err

@@ -2,18 +2,21 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/keel-dev/keel"
 	"github.com/keel-dev/keel/internal/companion"
+	"github.com/keel-dev/keel/internal/runconfig"
 )
 
-// Interactive runs the terminal UI on a session opened with opts. cmd/keel-tui provides it;
-// the keel binary has none and hands interactive runs to keel-tui instead.
+// Interactive runs the terminal UI on a session opened with keel.New(opts). cmd/keel-tui
+// provides it; the keel binary has none and hands interactive runs to keel-tui instead.
 type Interactive func(ctx context.Context, opts keel.Options, prompt string, std Streams, noColor bool, version string) error
 
 // tuiBinary is the executable that holds the terminal UI.
@@ -22,9 +25,21 @@ const tuiBinary = "keel-tui"
 // runInteractive starts the terminal UI: in this process when it is linked in, else by
 // replacing this process with keel-tui (found beside this executable, then on PATH) with the
 // same arguments.
-func (a *app) runInteractive(ctx context.Context, f *runFlags, args []string) error {
+func (a *app) runInteractive(ctx context.Context, cmd *cobra.Command, f *runFlags, args []string) error {
 	if a.interactive != nil {
-		return a.interactive(ctx, a.libraryOptions(f), strings.Join(args, " "), a.std, a.getenv("NO_COLOR") != "", Version)
+		cfg, err := a.runConfig(cmd, f)
+		if err != nil {
+			return err
+		}
+		// The UI's background agents run in the supervisor, as keel -p --no-wait's do: they
+		// outlive it, and their reports reach it (or the next --continue) once.
+		cfg.Supervisor.Detach = cfg.Supervisor.Use
+		cfg.Interactive = true
+		opts, err := a.tuiOptions(cfg)
+		if err != nil {
+			return err
+		}
+		return a.interactive(ctx, opts, strings.Join(args, " "), a.std, a.env.NoColor, Version)
 	}
 	path, err := findTUI()
 	if err != nil {
@@ -46,65 +61,34 @@ func findTUI() (string, error) {
 	return p, nil
 }
 
-// libraryOptions turns the run flags into the library's options, for the terminal UI.
-func (a *app) libraryOptions(f *runFlags) keel.Options {
-	mode := f.permissionMode
-	if f.skipPermissions {
-		mode = "bypassPermissions"
+// tuiOptions are the terminal UI's options: the run's configuration, with the choices the UI
+// makes before it opens the session — the session to resume when --resume named none, the
+// workspace's trust — where the UI reads and changes them, and the directories it lists
+// stored sessions of.
+func (a *app) tuiOptions(cfg runconfig.Config) (keel.Options, error) {
+	choose := cfg.Resume == runconfig.ResumeChoose
+	if choose {
+		cfg.Resume = ""
 	}
-	return keel.Options{
-		Cwd:                  f.cwd,
-		Home:                 a.env.Home,
-		Provider:             f.providerName,
-		Model:                f.model,
-		BaseURL:              f.baseURL,
-		MaxTurns:             f.maxTurns,
-		SystemPrompt:         f.systemPrompt,
-		AppendSystemPrompt:   f.appendSystemPrompt,
-		PermissionMode:       mode,
-		AllowedTools:         splitToolList(f.allowedTools),
-		DisallowedTools:      splitToolList(f.disallowedTools),
-		AddDirs:              f.addDirs,
-		Settings:             f.settings,
-		Trust:                f.trust,
-		Resume:               f.resume,
-		Continue:             f.continueLast,
-		ForkSession:          f.forkSession,
-		SessionID:            f.sessionID,
-		NoPersistence:        f.noPersistence,
-		Teams:                a.env.Teams,
-		TeammateMode:         f.teammateMode,
-		TeammateCommand:      a.workerCommand(f, f.model),
-		Agents:               f.agents,
-		Agent:                f.agent,
-		ForkSubagents:        f.forkSubagents,
-		MCPConfig:            f.mcp.configs,
-		StrictMCPConfig:      f.mcp.strict,
-		ToolSearch:           f.mcp.toolSearch,
-		PermissionPromptTool: f.mcp.permissionPromptTool,
-		Getenv:               a.getenv,
-		IgnoreSettingsErrors: f.ignoreSettingsErrors,
-		Supervisor:           a.librarySupervisor(f),
+	opts, err := a.libraryOptions(cfg)
+	if choose {
+		opts.Resume, opts.ForkSession = keel.ResumeChoose, cfg.ForkSession
 	}
+	opts.Home, opts.Cwd = cfg.Home, cfg.Cwd
+	return opts, err
 }
 
-// librarySupervisor hands the terminal UI's background agents to the supervisor, as keel -p
-// --no-wait does: they outlive the UI, and their reports reach it (or the next --continue)
-// once. The agents run under the keel binary beside keel-tui, which starts without the UI.
-func (a *app) librarySupervisor(f *runFlags) *keel.Supervisor {
-	if a.env.Home == "" || f.noPersistence {
-		return nil
+// libraryOptions hands the run's configuration to the library, whole: the terminal UI is a
+// client of keel.New.
+func (a *app) libraryOptions(cfg runconfig.Config) (keel.Options, error) {
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return keel.Options{}, fmt.Errorf("encode run configuration: %w", err)
 	}
-	exe := a.keelExe()
-	if filepath.Base(exe) == tuiBinary {
-		if plain := filepath.Join(filepath.Dir(exe), "keel"); isFile(plain) {
-			exe = plain
-		}
+	seams := a.seams()
+	opts := keel.Options{Config: raw, Getenv: a.getenv, Logger: a.logger, TeammateCommand: seams.TeammateCommand}
+	if cfg.Supervisor.Use {
+		opts.Supervisor = &keel.Supervisor{Program: seams.Program, Env: seams.SupervisorEnv, NATS: seams.SupervisorNATS}
 	}
-	return &keel.Supervisor{Program: exe, Env: a.supervisorEnv(), NATS: a.embeddedNATS()}
-}
-
-func isFile(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && !fi.IsDir()
+	return opts, nil
 }

@@ -14,6 +14,10 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/keel-dev/keel/internal/acp"
+	"github.com/keel-dev/keel/internal/runconfig"
+	"github.com/keel-dev/keel/internal/session"
 )
 
 // Version is keel's version, set at build time with -ldflags "-X …cli.Version=…".
@@ -56,12 +60,18 @@ func Main(args []string, std Streams, getenv func(string) string) int {
 func MainWith(args []string, std Streams, getenv func(string) string, interactive Interactive) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	app := &app{std: std, env: loadEnv(getenv), getenv: getenv, interactive: interactive}
-	root := app.rootCommand()
+	app := &app{std: std, env: runconfig.ReadEnv(getenv), getenv: getenv, interactive: interactive}
+	return app.main(ctx, args)
+}
+
+// main runs the command line args and returns the exit code: the one place exit codes are
+// decided.
+func (a *app) main(ctx context.Context, args []string) int {
+	root := a.rootCommand()
 	root.SetArgs(resumeWithoutValue(args))
-	root.SetIn(std.In)
-	root.SetOut(std.Out)
-	root.SetErr(std.Err)
+	root.SetIn(a.std.In)
+	root.SetOut(a.std.Out)
+	root.SetErr(a.std.Err)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
@@ -69,11 +79,11 @@ func MainWith(args []string, std Streams, getenv func(string) string, interactiv
 	var ec exitCodeError
 	if errors.As(err, &ec) {
 		if ec.err != nil && ec.err.Error() != "" {
-			fmt.Fprintln(std.Err, "keel: "+firstLine(ec.err.Error()))
+			fmt.Fprintln(a.std.Err, "keel: "+firstLine(ec.err.Error()))
 		}
 		return ec.code
 	}
-	fmt.Fprintln(std.Err, "keel: "+firstLine(err.Error()))
+	fmt.Fprintln(a.std.Err, "keel: "+firstLine(err.Error()))
 	var ue usageError
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown ") || strings.Contains(err.Error(), "flag") {
 		return exitUsage
@@ -90,12 +100,17 @@ func firstLine(s string) string {
 
 // app holds what every command shares.
 type app struct {
-	std         Streams
-	env         Env
+	std Streams
+	// env is keel's environment, read once; getenv reads the rest (provider credentials).
+	env         runconfig.Env
 	getenv      func(string) string
 	interactive Interactive
 	// logger is the run's debug log (--debug, --debug-file); it discards by default.
 	logger *slog.Logger
+	// open, when set, opens sessions instead of session.Open (tests watch what reaches it).
+	open func(ctx context.Context, cfg runconfig.Config, seams session.Seams) (*session.Session, error)
+	// acp, when set, serves `keel acp` instead of acp.Run (tests watch what reaches it).
+	acp func(ctx context.Context, cfg acp.Config) error
 }
 
 func (a *app) rootCommand() *cobra.Command {

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -16,6 +14,7 @@ import (
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/mcpserve"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/shell"
@@ -39,45 +38,14 @@ func (f *mcpFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.permissionPromptTool, "permission-prompt-tool", "", "MCP tool (mcp__server__tool) that answers permission questions")
 }
 
-// mcpOptions turns flags and the MCP_* environment into the session's MCP options.
+// mcpOptions turns flags and the MCP_* environment into the MCP options of `keel mcp`.
 func (a *app) mcpOptions(f *mcpFlags) (session.MCPOptions, error) {
-	o := session.MCPOptions{Configs: f.configs, Strict: f.strict, ToolSearch: f.toolSearch, PermissionPromptTool: f.permissionPromptTool,
-		ClientSecret: a.getenv("MCP_CLIENT_SECRET")}
-	if f.permissionPromptTool == stdioPromptTool {
-		// Not an MCP tool: the Agent SDK's "ask me over the control protocol" (can_use_tool).
-		o.PermissionPromptTool = ""
+	if err := a.env.Check(runconfig.MCPKeys...); err != nil {
+		return session.MCPOptions{}, usageError{err}
 	}
-	switch f.toolSearch {
-	case "", "auto", "on", "off":
-	default:
-		return o, usageError{fmt.Errorf("--tool-search %q is not one of on, off, auto", f.toolSearch)}
-	}
-	var err error
-	if o.ConnectTimeout, err = envMillis(a.getenv, "MCP_TIMEOUT"); err != nil {
-		return o, err
-	}
-	if o.ToolTimeout, err = envMillis(a.getenv, "MCP_TOOL_TIMEOUT"); err != nil {
-		return o, err
-	}
-	if v := a.getenv("MAX_MCP_OUTPUT_TOKENS"); v != "" {
-		if o.MaxOutputTokens, err = strconv.Atoi(v); err != nil || o.MaxOutputTokens <= 0 {
-			return o, usageError{fmt.Errorf("MAX_MCP_OUTPUT_TOKENS=%q is not a positive number", v)}
-		}
-	}
-	return o, nil
-}
-
-// envMillis reads a duration in milliseconds, as Claude Code's MCP variables are given.
-func envMillis(getenv func(string) string, key string) (time.Duration, error) {
-	v := getenv(key)
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return 0, usageError{fmt.Errorf("%s=%q is not a positive number of milliseconds", key, v)}
-	}
-	return time.Duration(n) * time.Millisecond, nil
+	return session.MCPOptions{Configs: f.configs, Strict: f.strict, ToolSearch: f.toolSearch,
+		ConnectTimeout: a.env.MCPConnectTimeout, ToolTimeout: a.env.MCPToolTimeout, MaxOutputTokens: a.env.MCPMaxOutputTokens,
+		ClientSecret: a.env.MCPClientSecret}, nil
 }
 
 func (a *app) mcpCommand() *cobra.Command {
@@ -175,7 +143,7 @@ before (a step-up) are requested too.`,
 			defer m.Close()
 			authorize := func(_ context.Context, authURL string) error {
 				fmt.Fprintf(a.std.Out, "Open this page to authorize keel with %s:\n\n  %s\n\nWaiting for the browser to come back…\n", args[0], authURL)
-				return browser.Open(a.getenv("BROWSER"), authURL)
+				return browser.Open(a.env.Browser, authURL)
 			}
 			err = m.Login(cmd.Context(), args[0], authorize)
 			if errors.Is(err, mcphost.ErrNoAuthorizationAsked) {
@@ -240,7 +208,7 @@ func (a *app) mcpAddCommand() *cobra.Command {
 				o := oauth
 				cfg.OAuth = &o
 			}
-			secret := a.getenv("MCP_CLIENT_SECRET")
+			secret := a.env.MCPClientSecret
 			if clientSecret && secret == "" {
 				return usageError{fmt.Errorf("--client-secret reads the secret from MCP_CLIENT_SECRET, which is not set")}
 			}

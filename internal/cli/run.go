@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -13,12 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/event"
-	"github.com/keel-dev/keel/internal/permission"
-	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/render"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
-	"github.com/keel-dev/keel/internal/settings"
-	"github.com/keel-dev/keel/internal/telemetry"
 )
 
 // runFlags are the flags of a headless or interactive run.
@@ -64,7 +60,7 @@ type runFlags struct {
 const DefaultHeadlessMaxTurns = 200
 
 // permissionModes are the values --permission-mode accepts.
-var permissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto"}
+var permissionModes = runconfig.PermissionModes()
 
 func (f *runFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
@@ -113,64 +109,17 @@ func aliasTarget(f *runFlags, name string) *[]string {
 	return &f.disallowedTools
 }
 
-// connectConfig is the provider configuration of the flags, with the model catalog: the list
-// of models the key can use, refreshed from the API once a day. A failed refresh leaves the
-// cached list or keel's built-in table, and is tried again in an hour: it is not fatal.
-func (a *app) connectConfig(ctx context.Context, f *runFlags) connect.Config {
-	cfg := connect.Config{Provider: f.providerName, Model: f.model, BaseURL: f.baseURL}
-	cfg.Models, _ = connect.LoadModels(ctx, cfg, a.getenv, a.env.Home, false)
-	return cfg
-}
-
-// sessionOptions turns the flags into the options every run mode shares.
-func (a *app) sessionOptions(f *runFlags) session.Options {
-	mode := f.permissionMode
-	if f.skipPermissions {
-		mode = "bypassPermissions"
-	}
-	return session.Options{
-		Cwd:                f.cwd,
-		Home:               a.env.Home,
-		MaxTurns:           f.maxTurns,
-		SystemPrompt:       f.systemPrompt,
-		AppendSystemPrompt: f.appendSystemPrompt,
-		PermissionMode:     mode,
-		Version:            Version,
-		SettingsFlags: settings.Flags{
-			Model: f.model, PermissionMode: mode,
-			AllowedTools: splitToolList(f.allowedTools), DisallowedTools: splitToolList(f.disallowedTools), AddDirs: f.addDirs,
-		},
-		SettingsArgs:  f.settings,
-		Trust:         f.trust,
-		Continue:      f.continueLast,
-		Resume:        f.resume,
-		ForkSession:   f.forkSession,
-		SessionID:     f.sessionID,
-		NoPersistence: f.noPersistence,
-		Agents:        f.agents,
-		ForkSubagents: f.forkSubagents,
-		Agent:         f.agent,
-		ModelFlag:     f.model != "",
-		Team:          session.TeamOptions{Enabled: a.env.Teams, Mode: f.teammateMode, Lease: a.env.TeamLease, InTmux: a.env.InTmux, Name: f.teamName},
-		Coordination:  a.coordinationOptions(),
-		Plugins:       f.sdk.plugins(),
-
-		IgnoreSettingsErrors: f.ignoreSettingsErrors,
-	}
-}
-
 // headlessMaxTurns is the turn cap of a -p run: --max-turns when given, else KEEL_MAX_TURNS,
 // else the default.
 func (a *app) headlessMaxTurns(f *runFlags) (int, error) {
 	if f.maxTurnsSet {
 		return f.maxTurns, nil
 	}
-	if a.env.MaxTurns != "" {
-		n, err := strconv.Atoi(a.env.MaxTurns)
-		if err != nil || n < 0 {
-			return 0, usageError{fmt.Errorf("KEEL_MAX_TURNS=%q is not a number of turns (0: no limit)", a.env.MaxTurns)}
-		}
-		return n, nil
+	if err := a.env.Check("KEEL_MAX_TURNS"); err != nil {
+		return 0, usageError{err}
+	}
+	if a.env.MaxTurnsSet {
+		return a.env.MaxTurns, nil
 	}
 	return DefaultHeadlessMaxTurns, nil
 }
@@ -202,8 +151,11 @@ func (f *runFlags) validate(cmd *cobra.Command) error {
 	if f.maxTurns < 0 {
 		return usageError{fmt.Errorf("--max-turns must be 0 or more, not %d", f.maxTurns)}
 	}
-	if f.teammateMode != "" && !contains(settings.TeammateModes, f.teammateMode) {
-		return usageError{fmt.Errorf("--teammate-mode %q is not one of %s", f.teammateMode, strings.Join(settings.TeammateModes, ", "))}
+	if !contains(append([]string{""}, runconfig.ToolSearchModes...), f.mcp.toolSearch) {
+		return usageError{fmt.Errorf("--tool-search %q is not one of %s", f.mcp.toolSearch, strings.Join(runconfig.ToolSearchModes, ", "))}
+	}
+	if f.teammateMode != "" && !contains(runconfig.TeammateModes, f.teammateMode) {
+		return usageError{fmt.Errorf("--teammate-mode %q is not one of %s", f.teammateMode, strings.Join(runconfig.TeammateModes, ", "))}
 	}
 	return nil
 }
@@ -237,7 +189,7 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 		return a.runInitOnly(ctx, cmd, f)
 	}
 	if !a.isHeadless(f) {
-		return a.runInteractive(ctx, f, args)
+		return a.runInteractive(ctx, cmd, f, args)
 	}
 	if f.inputFormat == "stream-json" {
 		return a.runControl(ctx, cmd, f)
@@ -246,27 +198,15 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 	if err != nil {
 		return err
 	}
-	opts, err := a.headlessOptions(cmd, f)
+	cfg, err := a.headlessConfig(cmd, f)
 	if err != nil {
 		return err
 	}
-	if sup, err := a.detachOptions(f, &opts, opts.Model); err != nil {
-		return err
-	} else if sup != nil {
-		defer sup.Close()
-	}
-	var tel *telemetry.Exporter // started once the session has its id; nil-safe
-	opts.Traceparent = func(toolUseID string) string { return tel.Traceparent(toolUseID) }
-	sess, err := session.New(ctx, opts)
+	sess, err := a.openSession(ctx, cfg, a.seams())
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	tel, err = a.startTelemetry(ctx, f, sess.ID())
-	if err != nil {
-		return err
-	}
-	defer a.closeTelemetry(ctx, tel)
 	var r render.Renderer
 	if f.outputFormat == "stream-json" {
 		r = render.NewStreamJSON(a.std.Out, a.streamOptions(f))
@@ -277,12 +217,9 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 		return usageError{err}
 	}
 	r = render.WithNotices(r, f.outputFormat, f.verbose, a.std.Err)
-	if tel != nil {
-		r, prompts = observedRenderer{r, tel}, observedPrompts(prompts, tel)
-	}
 	err = a.headless(ctx, sess, prompts, r, !f.noWait)
-	if ec, ok := errors.AsType[exitCodeError](err); ok && strings.HasPrefix(ec.err.Error(), "error_max_turns") && !f.maxTurnsSet && a.env.MaxTurns == "" {
-		ec.err = fmt.Errorf("%w; headless runs stop after %d turns unless --max-turns says otherwise (--max-turns 0: no limit)", ec.err, opts.MaxTurns)
+	if ec, ok := errors.AsType[exitCodeError](err); ok && strings.HasPrefix(ec.err.Error(), "error_max_turns") && !f.maxTurnsSet && !a.env.MaxTurnsSet {
+		ec.err = fmt.Errorf("%w; headless runs stop after %d turns unless --max-turns says otherwise (--max-turns 0: no limit)", ec.err, cfg.MaxTurns)
 		return ec
 	}
 	return err
@@ -290,41 +227,27 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 
 // runInitOnly runs the Setup and SessionStart hooks of a session and exits (--init-only).
 func (a *app) runInitOnly(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
-	opts, err := a.headlessOptions(cmd, f)
+	cfg, err := a.headlessConfig(cmd, f)
 	if err != nil {
 		return err
 	}
-	opts.NoPersistence = true
-	sess, err := session.New(ctx, opts)
+	cfg.NoPersistence, cfg.Supervisor = true, runconfig.Supervisor{}
+	sess, err := a.openSession(ctx, cfg, a.seams())
 	if err != nil {
 		return err
 	}
 	return sess.Close()
 }
 
-// headlessOptions are the session options of a headless run: the flags, the provider and
-// the MCP servers.
-func (a *app) headlessOptions(cmd *cobra.Command, f *runFlags) (session.Options, error) {
-	cfg := a.connectConfig(cmd.Context(), f)
-	cfg.Logger = a.logger
-	prov, model, err := connect.Open(cfg, a.getenv)
+// headlessConfig is the configuration of a headless run: the flags with the headless turn
+// cap.
+func (a *app) headlessConfig(cmd *cobra.Command, f *runFlags) (runconfig.Config, error) {
+	cfg, err := a.runConfig(cmd, f)
 	if err != nil {
-		return session.Options{}, err
+		return cfg, err
 	}
-	opts := a.sessionOptions(f)
-	opts.Provider, opts.Model, opts.Logger, opts.Models = prov, model, a.logger, cfg.Models
-	opts.PlanModel = connect.PlanModel(cfg, a.getenv)
-	opts.Team.WorkerCommand = a.workerCommand(f, model)
-	if opts.MaxTurns, err = a.headlessMaxTurns(f); err != nil {
-		return opts, err
-	}
-	if opts.MCP, err = a.mcpOptions(&f.mcp); err != nil {
-		return opts, err
-	}
-	if opts.SDK, err = a.sdkOptions(cmd, f); err != nil {
-		return opts, err
-	}
-	return opts, nil
+	cfg.MaxTurns, err = a.headlessMaxTurns(f)
+	return cfg, err
 }
 
 // headless runs each prompt in turn and reports the last result through the exit code. With
@@ -419,13 +342,4 @@ func (a *app) prompts(f *runFlags, args []string) (func() (string, bool, error),
 		done = true
 		return prompt, true, nil
 	}, nil
-}
-
-// splitToolList splits --allowedTools values into rules, as Claude Code does.
-func splitToolList(values []string) []string {
-	var out []string
-	for _, v := range values {
-		out = append(out, permission.SplitToolList(v)...)
-	}
-	return out
 }

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/effort"
+
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/event"
-	"github.com/keel-dev/keel/internal/plugin"
+	"github.com/keel-dev/keel/internal/runconfig"
 )
 
 // sdkFlags are the flags the Agent SDKs pass to the CLI they drive (the SDK's option →
@@ -19,7 +21,6 @@ import (
 // keel has no counterpart for (channels, betas) are reported as ignored, never refused.
 type sdkFlags struct {
 	settingSources     string
-	settingSourcesSet  bool
 	includePartial     bool
 	replayUserMessages bool
 	includeHookEvents  bool
@@ -52,12 +53,6 @@ type sdkFlags struct {
 	initializeFields                                       string
 }
 
-// effortLevels and thinkingModes are the values --effort and --thinking take.
-var (
-	effortLevels  = []string{"low", "medium", "high", "xhigh", "max"}
-	thinkingModes = []string{"adaptive", "enabled", "disabled"}
-)
-
 func (f *sdkFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.settingSources, "setting-sources", "", "settings sources to load, comma-separated: user, project, local (empty: none; managed policy and flags always apply)")
@@ -66,8 +61,8 @@ func (f *sdkFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.includeHookEvents, "include-hook-events", false, "with stream-json output: print hook_started and hook_response lines")
 	fl.StringVar(&f.jsonSchema, "json-schema", "", "JSON schema the final answer must match; it is returned as structured_output")
 	fl.StringVar(&f.tools, "tools", "", `built-in tools to offer, comma-separated ("default": all of them, "": none)`)
-	fl.StringVar(&f.effort, "effort", "", "reasoning effort: "+strings.Join(effortLevels, ", "))
-	fl.StringVar(&f.thinking, "thinking", "", "extended thinking: "+strings.Join(thinkingModes, ", "))
+	fl.StringVar(&f.effort, "effort", "", "reasoning effort: "+strings.Join(effort.Levels, ", "))
+	fl.StringVar(&f.thinking, "thinking", "", "extended thinking: "+strings.Join(runconfig.ThinkingModes, ", "))
 	fl.Int64Var(&f.maxThinkingTokens, "max-thinking-tokens", 0, "thinking budget in tokens (0: thinking off unless --thinking)")
 	fl.StringVar(&f.thinkingDisplay, "thinking-display", "", "how thinking is shown: summarized, omitted or highlights (keel shows it as sent)")
 	fl.StringVar(&f.fallbackModel, "fallback-model", "", "model to switch to when the main model is overloaded or unavailable")
@@ -110,17 +105,16 @@ func (f *sdkFlags) register(cmd *cobra.Command) {
 }
 
 func (f *sdkFlags) validate(cmd *cobra.Command) error {
-	f.settingSourcesSet = cmd.Flags().Changed("setting-sources")
-	for _, s := range f.sources() {
+	for _, s := range f.sources(cmd) {
 		if !slices.Contains([]string{"user", "project", "local"}, s) {
 			return usageError{fmt.Errorf("--setting-sources: %q is not one of user, project, local", s)}
 		}
 	}
-	if f.effort != "" && !slices.Contains(effortLevels, f.effort) {
-		return usageError{fmt.Errorf("--effort %q is not one of %s", f.effort, strings.Join(effortLevels, ", "))}
+	if f.effort != "" && !effort.Valid(f.effort) {
+		return usageError{fmt.Errorf("--effort %q is not one of %s", f.effort, strings.Join(effort.Levels, ", "))}
 	}
-	if f.thinking != "" && !slices.Contains(thinkingModes, f.thinking) {
-		return usageError{fmt.Errorf("--thinking %q is not one of %s", f.thinking, strings.Join(thinkingModes, ", "))}
+	if f.thinking != "" && !slices.Contains(runconfig.ThinkingModes, f.thinking) {
+		return usageError{fmt.Errorf("--thinking %q is not one of %s", f.thinking, strings.Join(runconfig.ThinkingModes, ", "))}
 	}
 	if f.maxThinkingTokens < 0 || f.maxBudgetUSD < 0 {
 		return usageError{fmt.Errorf("--max-thinking-tokens and --max-budget-usd must not be negative")}
@@ -129,13 +123,13 @@ func (f *sdkFlags) validate(cmd *cobra.Command) error {
 }
 
 // plugins are the --plugin-dir and --plugin-dir-no-mcp plugins, in that order.
-func (f *sdkFlags) plugins() []plugin.DirSpec {
-	var out []plugin.DirSpec
+func (f *sdkFlags) plugins() []runconfig.Plugin {
+	var out []runconfig.Plugin
 	for _, d := range f.pluginDirs {
-		out = append(out, plugin.DirSpec{Path: d, Kind: plugin.OriginDir})
+		out = append(out, runconfig.Plugin{Path: d})
 	}
 	for _, d := range f.pluginDirsNoMCP {
-		out = append(out, plugin.DirSpec{Path: d, Kind: plugin.OriginDir, NoMCP: true})
+		out = append(out, runconfig.Plugin{Path: d, NoMCP: true})
 	}
 	return out
 }
@@ -152,17 +146,11 @@ func (f *sdkFlags) setupTrigger() string {
 }
 
 // sources lists --setting-sources' entries; nil when the flag was not given (all sources).
-func (f *sdkFlags) sources() []string {
-	if !f.settingSourcesSet {
+func (f *sdkFlags) sources(cmd *cobra.Command) []string {
+	if !cmd.Flags().Changed("setting-sources") {
 		return nil
 	}
-	out := []string{}
-	for _, s := range strings.Split(f.settingSources, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
+	return runconfig.SplitCommas(f.settingSources)
 }
 
 // builtinTools is --tools as a list: nil when not given (every built-in tool).
@@ -170,13 +158,7 @@ func (f *sdkFlags) builtinTools(cmd *cobra.Command) []string {
 	if !cmd.Flags().Changed("tools") || f.tools == "default" {
 		return nil
 	}
-	out := []string{}
-	for _, t := range strings.Split(f.tools, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			out = append(out, t)
-		}
-	}
-	return out
+	return runconfig.SplitCommas(f.tools)
 }
 
 // ignoredNotices names the flags given that keel accepts without acting on them.
@@ -224,3 +206,5 @@ func isTerminal(r io.Reader) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/render"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/transcript"
 )
@@ -155,11 +155,10 @@ lists them.`,
 			if both || (!code && !conversation) {
 				code, conversation = true, true
 			}
-			prov, model, err := connect.Open(connect.Config{APIKey: "unused-by-rewind"}, func(string) string { return "" })
-			if err != nil {
-				return err
-			}
-			sess, err := session.New(cmd.Context(), session.Options{Home: a.env.Home, Resume: args[0], Provider: prov, Model: model, Version: Version, Offline: true})
+			// A maintenance session: it sends nothing to a model, starts no MCP server and runs
+			// no SessionStart or SessionEnd hooks.
+			sess, err := a.openSession(cmd.Context(), runconfig.Config{Home: a.env.Home, Resume: args[0], Version: Version, Offline: true},
+				session.Seams{Getenv: func(string) string { return "" }, APIKey: "unused-by-rewind", Logger: a.logger})
 			if err != nil {
 				return err
 			}

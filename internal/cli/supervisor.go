@@ -7,17 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/keel-dev/keel/internal/companion"
 	"github.com/keel-dev/keel/internal/daemon"
-	"github.com/keel-dev/keel/internal/provider/connect"
-	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/settings"
 )
 
@@ -44,7 +41,7 @@ coordination.backend "nats" and no url, it also runs an embedded nats-server.`,
 	start := &cobra.Command{
 		Use: "start", Short: "start the supervisor unless it runs", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			info, err := a.supervisorClient(daemon.Launch{}).Ensure(cmd.Context())
+			info, err := a.supervisorClient().Ensure(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -55,7 +52,7 @@ coordination.backend "nats" and no url, it also runs an embedded nats-server.`,
 	stop := &cobra.Command{
 		Use: "stop", Short: "stop the supervisor (running agents go on; the next supervisor adopts them)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c := a.supervisorClient(daemon.Launch{})
+			c := a.supervisorClient()
 			defer c.Close()
 			stopped, err := c.Shutdown(cmd.Context())
 			if err != nil {
@@ -93,7 +90,7 @@ coordination.backend "nats" and no url, it also runs an embedded nats-server.`,
 		Use: "run", Short: "run the supervisor in the foreground (what starting it on demand runs)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger := slog.New(slog.NewTextHandler(a.std.Err, nil))
-			err := daemon.Run(cmd.Context(), daemon.Config{Home: a.env.Home, Exe: a.keelExe(), Env: a.supervisorEnv(),
+			err := daemon.Run(cmd.Context(), daemon.Config{Home: a.env.Home, Exe: companion.Self(), Env: a.supervisorEnv(),
 				NATS: withNATS || a.embeddedNATS(), Version: Version, Logger: logger})
 			if errors.Is(err, daemon.ErrRunning) {
 				fmt.Fprintln(a.std.Err, "keel: a supervisor is already running")
@@ -115,7 +112,7 @@ coordination.backend "nats" and no url, it also runs an embedded nats-server.`,
 }
 
 func (a *app) supervisorStatus(ctx context.Context, asJSON bool) error {
-	c := a.supervisorClient(daemon.Launch{})
+	c := a.supervisorClient()
 	defer c.Close()
 	st, err := c.Status(ctx)
 	if err != nil {
@@ -147,24 +144,6 @@ func (a *app) supervisorStatus(ctx context.Context, asJSON bool) error {
 	return tw.Flush()
 }
 
-// keelExe is the binary that runs the supervisor and its jobs: this one, as it was invoked
-// (a name found on PATH resolved there), so that a wrapper or test harness that dispatches
-// on its name works too.
-func (a *app) keelExe() string {
-	arg0 := os.Args[0]
-	if !strings.ContainsRune(arg0, filepath.Separator) {
-		if p, err := exec.LookPath(arg0); err == nil {
-			if abs, err := filepath.Abs(p); err == nil {
-				return abs
-			}
-		}
-	} else if abs, err := filepath.Abs(arg0); err == nil {
-		return abs
-	}
-	exe, _ := os.Executable()
-	return exe
-}
-
 // userSettings are the user's and the administrator's settings: the supervisor belongs to
 // the user, not to a project.
 func (a *app) userSettings() *settings.Settings {
@@ -188,48 +167,13 @@ func (a *app) embeddedNATS() bool {
 	return backend == "nats" && n.URL == ""
 }
 
-func (a *app) supervisorClient(launch daemon.Launch) *daemon.Client {
-	return daemon.NewClient(daemon.ClientConfig{Home: a.env.Home, Exe: a.keelExe(), Env: a.supervisorEnv(),
-		NATS: a.embeddedNATS(), Launch: launch})
-}
-
-// detachOptions gives a headless run the supervisor: agents it left running are mirrored, and
-// with --no-wait its background agents run there, so that they outlive it.
-func (a *app) detachOptions(f *runFlags, opts *session.Options, model string) (*daemon.Client, error) {
-	if a.env.Home == "" || f.noPersistence {
-		return nil, nil
-	}
-	cwd := f.cwd
-	if cwd == "" {
-		var err error
-		if cwd, err = os.Getwd(); err != nil {
-			return nil, err
-		}
-	}
-	cwd, _ = filepath.Abs(cwd)
-	launch := daemon.Launch{Cwd: cwd, Model: model, Provider: f.providerName, BaseURL: f.baseURL,
-		PermissionMode: opts.PermissionMode, AllowedTools: opts.SettingsFlags.AllowedTools,
-		DisallowedTools: opts.SettingsFlags.DisallowedTools, AddDirs: f.addDirs, SettingsArgs: f.settings,
-		Agents: f.agents, Trust: f.trust}
-	c := a.supervisorClient(launch)
-	opts.Detacher, opts.DetachBackground = c, f.noWait
-	return c, nil
+func (a *app) supervisorClient() *daemon.Client {
+	return daemon.NewClient(daemon.ClientConfig{Home: a.env.Home, Exe: companion.Self(), Env: a.supervisorEnv(),
+		NATS: a.embeddedNATS()})
 }
 
 // openJob opens the session that runs a supervisor job: the launching session's
 // configuration, no transcript of its own, the agent's transcript beside the launcher's.
 func (a *app) openJob(ctx context.Context, j daemon.Job) (daemon.AgentRunner, error) {
-	l := j.Launch
-	prov, model, err := connect.Open(connect.Config{Provider: l.Provider, Model: l.Model, BaseURL: l.BaseURL}, a.getenv)
-	if err != nil {
-		return nil, err
-	}
-	return session.New(ctx, session.Options{
-		Cwd: l.Cwd, Home: a.env.Home, Provider: prov, Model: model, PermissionMode: l.PermissionMode, Version: Version,
-		SettingsFlags: settings.Flags{Model: l.Model, PermissionMode: l.PermissionMode, AllowedTools: l.AllowedTools,
-			DisallowedTools: l.DisallowedTools, AddDirs: l.AddDirs},
-		SettingsArgs: l.SettingsArgs, Trust: l.Trust, Agents: l.Agents, MaxAgentDepth: l.MaxAgentDepth,
-		SessionID: j.Agent.SessionID, NoPersistence: true, DetachedFrom: j.Agent.SessionPath,
-		ModelFlag: l.Model != "",
-	})
+	return a.openSession(ctx, j.Launch.Job(j.Agent.SessionID, j.Agent.SessionPath), a.seams())
 }

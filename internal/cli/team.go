@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -17,10 +14,10 @@ import (
 
 	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/event"
-	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/render"
-	"github.com/keel-dev/keel/internal/session"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/team"
+	"github.com/keel-dev/keel/internal/teamstore"
 )
 
 // teamCommand is `keel team`: the teams under the keel directory, for scripts.
@@ -37,11 +34,14 @@ func (a *app) teamCommand() *cobra.Command {
 	open := func(ctx context.Context) (*team.Team, func(), error) {
 		name := teamName
 		if name == "" {
-			names := session.TeamNames(a.env.Home)
-			if len(names) == 0 {
-				return nil, nil, fmt.Errorf("there are no teams in %s; teams start when a session with teams enabled spawns a teammate", session.TeamsDir(a.env.Home))
+			store, teams, err := a.teams(ctx)
+			if err != nil {
+				return nil, nil, err
 			}
-			name = names[0]
+			if len(teams) == 0 {
+				return nil, nil, fmt.Errorf("there are no teams in %s; teams start when a session with teams enabled spawns a teammate", store.Where())
+			}
+			name = teams[0].Name
 		}
 		return a.openTeam(ctx, name)
 	}
@@ -50,7 +50,11 @@ func (a *app) teamCommand() *cobra.Command {
 		Short: "every team and its members with their state, colour and task",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			names := session.TeamNames(a.env.Home)
+			_, teams, err := a.teams(cmd.Context())
+			if err != nil {
+				return err
+			}
+			names := teamstore.Names(teams)
 			if teamName != "" {
 				names = []string{teamName}
 			}
@@ -207,112 +211,52 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // teamWorkerCommand is `keel team worker`: the process of one out-of-process teammate,
-// started by its lead. It prints the teammate's conversation (a tmux pane shows it).
+// started by its lead with --config, the lead's configuration. It prints the teammate's
+// conversation (a tmux pane shows it).
 func (a *app) teamWorkerCommand() *cobra.Command {
 	f := &runFlags{}
-	var teamName, member, leadTranscript string
-	var resume bool
+	var configFile string
+	var w runconfig.Worker
 	cmd := &cobra.Command{
-		Use:    "worker --team TEAM --member NAME",
+		Use:    "worker --team TEAM --member NAME --config FILE",
 		Short:  "run one teammate of a team (started by its lead)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if teamName == "" || member == "" {
+			if w.Team == "" || w.Member == "" {
 				return usageError{errors.New("team worker needs --team and --member")}
 			}
-			return a.runTeamWorker(cmd.Context(), f, session.TeamWorker{Team: teamName, Member: member, Resume: resume, LeadTranscript: leadTranscript}, nil)
+			cfg, err := a.runConfig(cmd, f)
+			if configFile != "" {
+				cfg, err = runconfig.Read(configFile)
+			}
+			if err != nil {
+				return err
+			}
+			return a.runTeamWorker(cmd.Context(), cfg.Teammate(w), nil)
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&teamName, "team", "", "the team to join")
-	cmd.Flags().StringVar(&member, "member", "", "the member to run")
-	cmd.Flags().StringVar(&leadTranscript, "lead-transcript", "", "the lead session's transcript (the teammate's goes beside it)")
-	cmd.Flags().BoolVar(&resume, "resume-member", false, "continue the member from its transcript")
+	cmd.Flags().StringVar(&configFile, "config", "", "the lead's run configuration (written by the lead; run flags are then ignored)")
+	cmd.Flags().StringVar(&w.Team, "team", "", "the team to join")
+	cmd.Flags().StringVar(&w.Member, "member", "", "the member to run")
+	cmd.Flags().StringVar(&w.LeadTranscript, "lead-transcript", "", "the lead session's transcript (the teammate's goes beside it)")
+	cmd.Flags().BoolVar(&w.Resume, "resume-member", false, "continue the member from its transcript")
 	return cmd
 }
 
-// workerCommand is how this process starts out-of-process teammates: keel team worker with
-// the provider and permission flags of this run.
-func (a *app) workerCommand(f *runFlags, model string) []string {
-	exe := selfPath()
-	if exe == "" {
-		return nil
-	}
-	args := []string{exe, "team", "worker"}
-	add := func(flag, v string) {
-		if v != "" {
-			args = append(args, flag, v)
-		}
-	}
-	add("--model", model)
-	add("--provider", f.providerName)
-	add("--base-url", f.baseURL)
-	// The worker works where the lead does, whatever directory tmux starts a pane in.
-	cwd := f.cwd
-	if cwd == "" {
-		cwd, _ = os.Getwd()
-	} else if abs, err := filepath.Abs(cwd); err == nil {
-		cwd = abs
-	}
-	add("--cwd", cwd)
-	add("--permission-mode", f.permissionMode)
-	for _, s := range f.settings {
-		add("--settings", s)
-	}
-	for _, t := range f.allowedTools {
-		add("--allowedTools", t)
-	}
-	for _, t := range f.disallowedTools {
-		add("--disallowedTools", t)
-	}
-	for _, d := range f.addDirs {
-		add("--add-dir", d)
-	}
-	if f.skipPermissions {
-		args = append(args, "--dangerously-skip-permissions")
-	}
-	if f.trust {
-		args = append(args, "--trust")
-	}
-	return args
-}
-
-// selfPath is the program to start again as a worker: the path this process was started by
-// when it has one (a link named keel keeps its name; os.Executable would resolve it), else
-// where PATH finds it, else the executable itself.
-func selfPath() string {
-	if arg := os.Args[0]; strings.ContainsRune(arg, filepath.Separator) {
-		if abs, err := filepath.Abs(arg); err == nil {
-			return abs
-		}
-	} else if p, err := exec.LookPath(arg); err == nil {
-		if abs, err := filepath.Abs(p); err == nil {
-			return abs
-		}
-	}
-	exe, _ := os.Executable()
-	return exe
-}
-
-// runTeamWorker runs one member's loop in this process, rendering its events as a conversation
-// on stdout; joined, when set, runs once the session is up.
-func (a *app) runTeamWorker(ctx context.Context, f *runFlags, w session.TeamWorker, joined func()) error {
-	prov, model, err := connect.Open(connect.Config{Provider: f.providerName, Model: f.model, BaseURL: f.baseURL}, a.getenv)
-	if err != nil {
-		return err
-	}
+// runTeamWorker runs the team member cfg names in this process, rendering its events as a
+// conversation on stdout; joined, when set, runs once the session is up.
+func (a *app) runTeamWorker(ctx context.Context, cfg runconfig.Config, joined func()) error {
 	var mu sync.Mutex
 	view := render.NewConversation(a.std.Out, false)
-	opts := a.sessionOptions(f)
-	opts.Provider, opts.Model = prov, model
-	w.Events = func(e event.Event) {
+	seams := a.seams()
+	seams.WorkerEvents = func(e event.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		_ = view.Render(e)
 	}
-	opts.Team.Worker = &w
-	sess, err := session.New(ctx, opts)
+	sess, err := a.openSession(ctx, cfg, seams)
 	if err != nil {
 		return err
 	}
@@ -321,4 +265,14 @@ func (a *app) runTeamWorker(ctx context.Context, f *runFlags, w session.TeamWork
 		joined()
 	}
 	return sess.RunTeammate(ctx)
+}
+
+// teams lists the teams of the store settings choose, newest first: the team directories, or
+// the teams on the NATS server.
+func (a *app) teams(ctx context.Context) (teamstore.Store, []coord.TeamInfo, error) {
+	_, root, err := workDirs()
+	if err != nil {
+		return teamstore.Store{}, nil, err
+	}
+	return teamstore.Lister(ctx, a.env.Home, root, a.coordinationOptions())
 }

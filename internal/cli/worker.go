@@ -10,9 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/keel-dev/keel/internal/companion"
 	"github.com/keel-dev/keel/internal/daemon"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/team"
+	"github.com/keel-dev/keel/internal/teamstore"
 )
 
 // workerCmd is `keel worker --team T`: this host joins a team by itself — through NATS when
@@ -41,7 +44,12 @@ task goes back to the board when its claim's lease lapses and another member fin
 			if name == "" {
 				name = defaultWorkerName()
 			}
-			return a.runTeamWorker(cmd.Context(), f, session.TeamWorker{Team: teamName, Member: name, Resume: resume, Remote: true}, func() {
+			cfg, err := a.runConfig(cmd, f)
+			if err != nil {
+				return err
+			}
+			cfg = cfg.Teammate(runconfig.Worker{Team: teamName, Member: name, Resume: resume, Remote: true})
+			return a.runTeamWorker(cmd.Context(), cfg, func() {
 				fmt.Fprintf(a.std.Err, "keel: worker %s joined team %s\n", name, teamName)
 			})
 		},
@@ -67,23 +75,12 @@ func defaultWorkerName() string {
 	return fmt.Sprintf("worker-%s-%d", host, os.Getpid())
 }
 
-// coordinationOptions are how this process's teams reach NATS (session.CoordinationOptions).
-func (a *app) coordinationOptions() session.CoordinationOptions {
-	return session.CoordinationOptions{NATSURL: a.env.NATSURL, LocalNATS: a.localNATS, Name: "keel " + Version}
-}
-
-// localNATS is the supervisor's embedded nats-server, started with the supervisor if needed.
-func (a *app) localNATS(ctx context.Context) (string, error) {
-	c := daemon.NewClient(daemon.ClientConfig{Home: a.env.Home, Exe: a.keelExe(), Env: a.supervisorEnv(), NATS: true})
-	defer c.Close()
-	info, err := c.Ensure(ctx)
-	if err != nil {
-		return "", err
-	}
-	if info.NATSURL == "" {
-		return "", errors.New("the running keel supervisor serves no NATS (it started before the nats backend was chosen); restart it with: keel supervisor stop && keel supervisor start")
-	}
-	return info.NATSURL, nil
+// coordinationOptions are how this process's teams reach NATS.
+func (a *app) coordinationOptions() teamstore.Options {
+	return teamstore.Options{NATSURL: a.env.NATSURL, Name: "keel " + Version,
+		LocalNATS: func(ctx context.Context) (string, error) {
+			return session.LocalNATS(ctx, daemon.ClientConfig{Home: a.env.Home, Exe: companion.Self(), Env: a.supervisorEnv()})
+		}}
 }
 
 // openTeam opens team name for `keel team`, on the backend settings choose.
@@ -92,5 +89,5 @@ func (a *app) openTeam(ctx context.Context, name string) (*team.Team, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
-	return session.OpenTeamWith(ctx, session.OpenTeamOptions{Home: a.env.Home, Name: name, ProjectDir: root, Coordination: a.coordinationOptions()})
+	return teamstore.Look(ctx, teamstore.LookOptions{Home: a.env.Home, Name: name, ProjectDir: root, Options: a.coordinationOptions()})
 }

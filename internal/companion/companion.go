@@ -43,3 +43,34 @@ func Find(name string, beside ...string) (string, error) {
 	}
 	return "", fmt.Errorf("%s %w in %s or on PATH", name, ErrNotFound, strings.Join(dirs, ", "))
 }
+
+// Self is the program to start again as keel (the supervisor, its jobs, process teammates):
+// this one as it was invoked — a name found on PATH resolved there, a relative path made
+// absolute — so that a link named keel, or a test harness that dispatches on its name, keeps
+// working; os.Executable would resolve the link. It falls back to the executable itself.
+func Self() string {
+	if arg := os.Args[0]; strings.ContainsRune(arg, filepath.Separator) {
+		if abs, err := filepath.Abs(arg); err == nil {
+			return abs
+		}
+	} else if p, err := exec.LookPath(arg); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+	}
+	exe, _ := os.Executable()
+	return exe
+}
+
+// Keel is the keel binary for exe: exe itself, or the plain keel beside it when exe is
+// keel-tui (which hands background agents to the supervisor, run under keel: it starts
+// without the UI).
+func Keel(exe string) string {
+	if filepath.Base(exe) == "keel-tui" {
+		plain := filepath.Join(filepath.Dir(exe), "keel")
+		if fi, err := os.Stat(plain); err == nil && !fi.IsDir() {
+			return plain
+		}
+	}
+	return exe
+}

@@ -53,3 +53,19 @@ func TestFindMissing(t *testing.T) {
 		t.Errorf("error %q should name keel-nats, %s and PATH", msg, keelDir)
 	}
 }
+
+// keel-tui's background agents and teammates run under the plain keel beside it.
+func TestKeel(t *testing.T) {
+	dir := t.TempDir()
+	tui := executable(t, dir, "keel-tui")
+	if got := companion.Keel(tui); got != tui {
+		t.Errorf("no keel beside keel-tui: Keel = %s, want keel-tui itself", got)
+	}
+	keel := executable(t, dir, "keel")
+	if got := companion.Keel(tui); got != keel {
+		t.Errorf("Keel(keel-tui) = %s, want %s", got, keel)
+	}
+	if got := companion.Keel(keel); got != keel {
+		t.Errorf("Keel(keel) = %s, want itself", got)
+	}
+}

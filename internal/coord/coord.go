@@ -26,8 +26,11 @@
 package coord
 
 import (
+	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,9 +43,32 @@ type Backend interface {
 	Board() Board
 	Requests() Requests
 	Records() Records
+	// Teams lists the teams kept in the store this handle's team is in — its own among them —
+	// newest first, each with its record at key when it has one ("" reads none): a lead sees
+	// the other teams' leads this way, on any backend.
+	Teams(ctx context.Context, key string) ([]TeamInfo, error)
 	// Close releases the handle: watches end, later calls fail with [ErrClosed]. What was
 	// stored stays for other handles.
 	Close() error
+}
+
+// TeamInfo is one team of a store, as [Backend.Teams] lists it.
+type TeamInfo struct {
+	Name string
+	// Updated is when the team's records last changed.
+	Updated time.Time
+	// Record is the team's record at the key asked for; Revision 0 when it has none.
+	Record Record
+}
+
+// SortTeams orders a listing newest first, then by name.
+func SortTeams(teams []TeamInfo) {
+	slices.SortFunc(teams, func(a, b TeamInfo) int {
+		if c := b.Updated.Compare(a.Updated); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 }
 
 // Config is what every backend takes besides where its storage is.

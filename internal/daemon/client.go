@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/background"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/subagent"
 )
 
@@ -27,7 +28,7 @@ type ClientConfig struct {
 	// NATS makes a started supervisor run the embedded nats-server.
 	NATS bool
 	// Launch is this session's configuration, recorded in the jobs it submits.
-	Launch Launch
+	Launch runconfig.Config
 	Logger *slog.Logger
 }
 

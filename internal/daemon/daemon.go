@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/subagent"
 )
 
@@ -98,10 +99,10 @@ func (s State) Terminal() bool {
 // Job is one background agent the supervisor owns, as its durable record holds it.
 type Job struct {
 	Agent subagent.DetachedAgent `json:"agent"`
-	// Launch is how the launching session was configured: what a job's session needs to be
-	// the same session (flags, not environment).
-	Launch Launch `json:"launch"`
-	State  State  `json:"state"`
+	// Launch is how the launching session was configured: a job's session is opened from
+	// it (runconfig.Config.Job), so it is configured as its launcher was.
+	Launch runconfig.Config `json:"launch"`
+	State  State            `json:"state"`
 	// Delivered says the task notification is in the session's queue.
 	Delivered bool `json:"delivered"`
 	// Stop asks for the job to be stopped (TaskStop, keel supervisor stop-job).
@@ -113,22 +114,6 @@ type Job struct {
 	Created  time.Time `json:"created"`
 	Started  time.Time `json:"started,omitzero"`
 	Ended    time.Time `json:"ended,omitzero"`
-}
-
-// Launch is the launching session's configuration that its jobs repeat.
-type Launch struct {
-	Cwd             string   `json:"cwd"`
-	Model           string   `json:"model,omitempty"`
-	Provider        string   `json:"provider,omitempty"`
-	BaseURL         string   `json:"baseUrl,omitempty"`
-	PermissionMode  string   `json:"permissionMode,omitempty"`
-	AllowedTools    []string `json:"allowedTools,omitempty"`
-	DisallowedTools []string `json:"disallowedTools,omitempty"`
-	AddDirs         []string `json:"addDirs,omitempty"`
-	SettingsArgs    []string `json:"settingsArgs,omitempty"`
-	Agents          string   `json:"agents,omitempty"`
-	Trust           bool     `json:"trust,omitempty"`
-	MaxAgentDepth   int      `json:"maxAgentDepth,omitempty"`
 }
 
 // Info is the running supervisor's record.

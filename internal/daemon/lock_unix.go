@@ -77,9 +77,6 @@ func locked(path string) bool {
 // the launcher's process group does not reach it.
 func detachAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
 
-// terminate asks the process group pgid to stop.
-func terminate(pgid int) error { return syscall.Kill(-pgid, syscall.SIGTERM) }
-
 // alive reports whether pid runs. A zombie does not: a stopped supervisor stays one for good
 // where init does not reap, and must not pass for the supervisor that runs now.
 func alive(pid int) bool { return procgroup.Alive(pid) }

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/keel-dev/keel/internal/procgroup"
 )
 
 // Config configures the supervisor.
@@ -178,14 +180,14 @@ func (s *supervisor) step(ctx context.Context, j Job) error {
 	case j.State == StateRunning:
 		if s.started(id) {
 			if j.Stop && j.PID > 0 {
-				_ = terminate(j.PID)
+				_ = procgroup.Terminate(j.PID)
 			}
 			return nil
 		}
 		if locked(s.l.jobLock(id)) {
 			// Adopted: its process outlived the supervisor that started it.
 			if j.Stop && j.PID > 0 {
-				_ = terminate(j.PID)
+				_ = procgroup.Terminate(j.PID)
 			}
 			return nil
 		}

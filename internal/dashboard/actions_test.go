@@ -23,7 +23,7 @@ type fakeTeams struct {
 	actions []string
 }
 
-func (f *fakeTeams) Names() []string { return []string{"crew"} }
+func (f *fakeTeams) Names(context.Context) []string { return []string{"crew"} }
 func (f *fakeTeams) Open(context.Context, string) (dashboard.Team, error) {
 	return fakeTeam{f}, nil
 }

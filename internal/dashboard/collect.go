@@ -62,7 +62,7 @@ func (c *collector) openTeams(ctx context.Context, problems *[]string) []namedTe
 		return nil
 	}
 	var out []namedTeam
-	for _, name := range c.cfg.Teams.Names() {
+	for _, name := range c.cfg.Teams.Names(ctx) {
 		c.mu.Lock()
 		t := c.teams[name]
 		c.mu.Unlock()

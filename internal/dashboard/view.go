@@ -127,7 +127,7 @@ type Job struct {
 // package's handles).
 type Teams interface {
 	// Names lists the teams, newest first.
-	Names() []string
+	Names(ctx context.Context) []string
 	Open(ctx context.Context, name string) (Team, error)
 }
 

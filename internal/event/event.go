@@ -42,12 +42,17 @@ type Init struct {
 	PluginErrors []PluginError
 }
 
-// MCPServerStatus is one configured MCP server as the session sees it.
+// MCPServerStatus is one configured MCP server as the session sees it: connected, failed
+// (with the reason), needs-auth, pending or disabled, and how many tools it offers.
 type MCPServerStatus struct {
 	Name   string `json:"name"`
 	Status string `json:"status"`
 	// Source is the configuration scope it came from (user, project, plugin, …).
 	Source string `json:"source,omitempty"`
+	// Reason and Tools are for UIs; the init line of stream-json has only name, status and
+	// source.
+	Reason string `json:"-"`
+	Tools  int    `json:"-"`
 }
 
 // PluginInfo is one loaded plugin.

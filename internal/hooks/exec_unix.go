@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os/exec"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/keel-dev/keel/internal/procgroup"
@@ -36,11 +35,11 @@ func runCommand(ctx context.Context, command, dir string, env []string, stdin []
 	cmd.Stdin = bytes.NewReader(stdin)
 	stdout, stderr := &cappedBuffer{limit: outputLimit}, &cappedBuffer{limit: outputLimit}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Own(cmd)
 	var killed atomic.Bool
 	cmd.Cancel = func() error {
 		killed.Store(true)
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		return procgroup.Kill(cmd.Process.Pid)
 	}
 	cmd.WaitDelay = waitDelay
 	start := time.Now()

@@ -25,13 +25,6 @@ import (
 // first one. When in or out is not a terminal it falls back to a line-oriented loop: one
 // prompt per input line, plain text out.
 func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, out io.Writer, noColor bool, version string) error {
-	if opts.Resume != keel.ResumeChoose && opts.Resume != "" {
-		found, err := chooseSession(ctx, opts, noColor)
-		if err != nil {
-			return err
-		}
-		opts = found
-	}
 	if !isTerminal(in) || !isTerminal(out) {
 		pa := tui.NewPlainAsker(in, out)
 		// No trust question here: its answer would take the first line of piped input. The
@@ -189,11 +182,13 @@ func (b *backend) Send(ctx context.Context, prompt string) iter.Seq2[keel.Event,
 func (b *backend) ID() string                          { return b.s().ID() }
 func (b *backend) Model() string                       { return b.s().Model() }
 func (b *backend) SetModel(m string)                   { b.s().SetModel(m) }
-func (b *backend) PermissionMode() string              { return b.s().PermissionMode() }
-func (b *backend) SetPermissionMode(mode string) error { return b.s().SetPermissionMode(mode) }
-func (b *backend) Usage() (keel.Usage, float64)        { return b.s().Usage() }
-func (b *backend) Cwd() string                         { return b.s().Cwd() }
-func (b *backend) Notices() []keel.Notice              { return b.s().Notices() }
+func (b *backend) PermissionMode() keel.PermissionMode { return b.s().PermissionMode() }
+func (b *backend) SetPermissionMode(mode keel.PermissionMode) error {
+	return b.s().SetPermissionMode(mode)
+}
+func (b *backend) Usage() (keel.Usage, float64) { return b.s().Usage() }
+func (b *backend) Cwd() string                  { return b.s().Cwd() }
+func (b *backend) Notices() []keel.Notice       { return b.s().Notices() }
 func (b *backend) Compact(ctx context.Context, instructions string) error {
 	return b.s().Compact(ctx, instructions)
 }
@@ -208,7 +203,7 @@ func (b *backend) Rewind(ctx context.Context, toUUID string, code, conversation 
 }
 
 func (b *backend) ListSessions() ([]tui.SessionInfo, error) {
-	list, err := keel.ListSessions(b.opts.Home, b.s().Cwd())
+	list, err := keel.ListSessions(keel.DataDir(b.opts), b.s().Cwd())
 	return sessionInfos(list), err
 }
 

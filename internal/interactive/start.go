@@ -14,32 +14,24 @@ import (
 // errNoSession means the user closed the resume picker without choosing: keel exits quietly.
 var errNoSession = errors.New("no session chosen")
 
-// chooseSession turns what --resume names into a session id: the picker for a bare --resume
-// (keel.ResumeChoose), else a whole id, a unique id prefix or an exact title.
+// chooseSession lets the user pick the session a bare --resume (keel.ResumeChoose) resumes.
+// A session named by id, id prefix or title keel.New finds itself.
 func chooseSession(ctx context.Context, opts keel.Options, noColor bool) (keel.Options, error) {
-	switch opts.Resume {
-	case "":
-		return opts, nil
-	case keel.ResumeChoose:
-		list, err := keel.ListSessions(opts.Home, opts.Cwd)
-		if err != nil {
-			return opts, err
-		}
-		id, err := tui.PickSession(ctx, sessionInfos(list), "", noColor)
-		if err != nil {
-			return opts, err
-		}
-		if id == "" {
-			return opts, errNoSession
-		}
-		opts.Resume = id
+	if opts.Resume != keel.ResumeChoose {
 		return opts, nil
 	}
-	s, err := keel.FindSession(opts.Home, opts.Cwd, opts.Resume)
+	list, err := keel.ListSessions(keel.DataDir(opts), opts.Cwd)
 	if err != nil {
 		return opts, err
 	}
-	opts.Resume = s.ID
+	id, err := tui.PickSession(ctx, sessionInfos(list), "", noColor)
+	if err != nil {
+		return opts, err
+	}
+	if id == "" {
+		return opts, errNoSession
+	}
+	opts.Resume = id
 	return opts, nil
 }
 

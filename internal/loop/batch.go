@@ -29,6 +29,7 @@ func (a *Agent) runBatch(ctx context.Context, calls []tool.Call, invalid map[str
 		}
 		return &tool.Env{
 			Traceparent: traceparent,
+			Environ:     a.Environ,
 			State:       state,
 			ToolUseID:   c.ID,
 			SessionID:   a.SessionID,

@@ -59,9 +59,16 @@ type StopChecker interface {
 // before every request, with the input size the last response reported.
 type Compactor interface {
 	ShouldCompact(lastInputTokens int64) bool
-	// Compact returns the history to continue from (the summary); it records and announces
-	// the boundary itself.
-	Compact(ctx context.Context, history []message.Message, trigger string) ([]message.Message, error)
+	// Compact returns the history to continue from (the summary) and what its requests used;
+	// it records and announces the boundary itself.
+	Compact(ctx context.Context, history []message.Message, trigger string) ([]message.Message, cost.Ledger, error)
+}
+
+// Meter counts what responses cost as they arrive, across every agent of a session, so a
+// budget sees a child's spend while the child still runs. Implementations are safe for
+// concurrent use.
+type Meter interface {
+	Add(model string, u message.Usage)
 }
 
 // Agent is one agent's configuration and mutable state for the loop.
@@ -98,14 +105,18 @@ type Agent struct {
 	Sink    Sink
 	Logger  *slog.Logger
 	// Traceparent, if set, gives each tool call the TRACEPARENT of its span (telemetry), for
-	// the processes it starts.
+	// the processes it starts; Environ, if set, is those processes' environment
+	// ([tool.Env.Environ]).
 	Traceparent func(toolUseID string) string
+	Environ     func() []string
 	// AfterTurn, if set, is called with the request of every completed turn.
 	AfterTurn func(req *provider.Request, sys System, reply message.Message)
 	// Check, if set, is asked before every request but the first whether the run is over
 	// before the model is asked again: a structured answer was given, the budget is spent.
 	// It may set out.Text; subtype is how the run ended.
 	Check func(out *Outcome) (subtype string, stop bool)
+	// Meter, if set, is told the usage of every response as it arrives.
+	Meter Meter
 
 	// mu guards saved.
 	mu    sync.Mutex
@@ -130,7 +141,8 @@ type Outcome struct {
 	Messages []message.Message
 	Turns    int
 	Usage    message.Usage
-	// Ledger is Usage by the model each response reported, priced request by request.
+	// Ledger is Usage by the model each response reported, priced request by request, and
+	// what the run's compactions used.
 	Ledger      cost.Ledger
 	APIDuration time.Duration
 	StopReason  message.StopReason
@@ -143,6 +155,10 @@ type Outcome struct {
 	// pending is the reply streamed last, announced when it is appended.
 	pending *event.AssistantMessage
 }
+
+// SubtypeMaxBudget is how a run ends that its Check stopped because the session's budget
+// is spent.
+const SubtypeMaxBudget = "error_max_budget_usd"
 
 // ErrInterrupted is the cause of a context cancelled by the user.
 var ErrInterrupted = errors.New("interrupted by user")
@@ -181,7 +197,8 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 			return a.fail(out, err)
 		}
 		if a.Compact != nil && a.Compact.ShouldCompact(lastInput) {
-			compacted, err := a.Compact.Compact(ctx, out.Messages, "auto")
+			compacted, used, err := a.Compact.Compact(ctx, out.Messages, "auto")
+			out.Ledger.Merge(used)
 			if err != nil {
 				return a.fail(out, fmt.Errorf("compact history: %w", err))
 			}

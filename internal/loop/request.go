@@ -107,6 +107,9 @@ func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, o
 				model = req.Model
 			}
 			out.Ledger.Add(model, ev.Usage)
+			if a.Meter != nil {
+				a.Meter.Add(model, ev.Usage)
+			}
 			out.lastUsage = ev.Usage
 			out.StopReason = ev.StopReason
 			if a.Watch != nil {

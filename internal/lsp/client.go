@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/keel-dev/keel/internal/procgroup"
 )
 
 // state is where a server is in its life.
@@ -166,7 +168,7 @@ func (c *client) start(gen int) {
 	cmd := exec.Command(c.cfg.Command, c.cfg.Args...)
 	cmd.Dir = c.root()
 	cmd.Env = append(slices.Clone(c.m.opts.Environ), envList(c.cfg.Env)...)
-	setProcessGroup(cmd)
+	procgroup.Own(cmd)
 	stderr := &tail{max: 4 << 10}
 	cmd.Stderr = stderr
 	stdin, err1 := cmd.StdinPipe()
@@ -189,7 +191,7 @@ func (c *client) start(gen int) {
 	c.mu.Lock()
 	c.conn, c.proc, c.exited = conn, cmd.Process, exited
 	if c.state == disabled { // Close came while the process was starting
-		killProcessGroup(cmd.Process)
+		killGroup(cmd.Process)
 	}
 	c.mu.Unlock()
 	c.m.wg.Go(func() {
@@ -323,7 +325,7 @@ func (c *client) kill(gen int) {
 	same := c.gen == gen
 	c.mu.Unlock()
 	if same && p != nil {
-		killProcessGroup(p)
+		killGroup(p)
 	}
 }
 
@@ -595,7 +597,7 @@ func (c *client) shutdown() {
 	select {
 	case <-exited:
 	case <-ctx.Done():
-		killProcessGroup(proc)
+		killGroup(proc)
 		<-exited
 	}
 }
@@ -637,4 +639,11 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// killGroup kills the server and the processes it started (typescript-language-server runs
+// tsserver under node).
+func killGroup(p *os.Process) {
+	_ = procgroup.Kill(p.Pid)
+	_ = p.Kill()
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/keel-dev/keel/internal/procgroup"
 )
 
 // stdioTransport starts a server process in its own process group, talks newline-delimited
@@ -92,7 +94,7 @@ func startProcess(cfg ServerConfig, environ []string, dir string, grace time.Dur
 		env = append(env, k+"="+cfg.Env[k])
 	}
 	cmd.Env = env
-	setProcessGroup(cmd)
+	procgroup.Own(cmd)
 	// Own pipes rather than StdoutPipe: Wait must not close our end while reads are pending.
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -180,16 +182,16 @@ func (p *process) Close() error {
 		select {
 		case <-p.done:
 		case <-time.After(p.grace):
-			signalGroup(p.cmd, false)
+			_ = procgroup.Terminate(p.cmd.Process.Pid)
 			select {
 			case <-p.done:
 			case <-time.After(p.grace):
-				signalGroup(p.cmd, true)
+				_ = procgroup.Kill(p.cmd.Process.Pid)
 				<-p.done
 			}
 		}
 		// Kill stragglers in the group that ignored stdin closing.
-		signalGroup(p.cmd, true)
+		_ = procgroup.Kill(p.cmd.Process.Pid)
 		p.stdout.Close()
 	})
 	return nil

@@ -1,4 +1,7 @@
-// Package procgroup waits for a killed process group to be gone. SIGKILL reaches every member
+// Package procgroup is the one owner of process groups: it starts a command as the leader of
+// a group of its own ([Own]) — hooks, shell commands, language servers, stdio MCP servers,
+// teammate processes — signals the whole group ([Terminate], [Kill]), and waits for a killed
+// group to be gone ([Wait]). SIGKILL reaches every member
 // at once, but a member dies only when the kernel next schedules it, and an orphan is reaped by
 // init later still: on a loaded machine either can take a while after the group's leader was
 // waited for. Code that promises "everything the command started has ended when this returns"

@@ -18,7 +18,7 @@ import (
 func startGroup(t *testing.T) (*exec.Cmd, []int) {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", "sleep 300 & echo $!; sleep 300 & echo $!; wait")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	Own(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +27,7 @@ func startGroup(t *testing.T) (*exec.Cmd, []int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = Kill(cmd.Process.Pid)
 		cmd.Wait()
 	})
 	var pids []int
@@ -133,5 +133,22 @@ func TestParseStat(t *testing.T) {
 	}
 	if _, _, ok := parseStat([]byte("garbage")); ok {
 		t.Error("garbage parsed")
+	}
+}
+
+// Kill reaches every member of a group Own made, and Wait sees them gone.
+func TestOwnKill(t *testing.T) {
+	cmd, pids := startGroup(t)
+	if err := Kill(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if err := Wait(waittest.Context(t), cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if running(pid) {
+			t.Errorf("child %d of the killed group still runs", pid)
+		}
 	}
 }

@@ -69,6 +69,7 @@ func (s *Session) emitAgent(e event.Event) {
 	idle := s.idleEvents
 	if sink == nil && idle != nil {
 		s.mu.Unlock()
+		s.tel.Load().Observe(e)
 		idle(e)
 		return
 	}
@@ -123,15 +124,14 @@ func (s *Session) buildAgents(ctx context.Context) {
 		s.logger.Warn("reconcile notifications", "err", err)
 	}
 	runner := subagent.New(subagent.Config{
-		Traceparent: s.opts.Traceparent,
-		Defs:        set, Provider: s.opts.Provider, Tasks: tasks,
+		Defs: set, Provider: s.opts.Provider, Tasks: tasks,
 		SessionID: s.id, SessionPath: cmp.Or(s.opts.DetachedFrom, s.agentSessionPath()), Version: s.opts.Version,
 		Forks:     s.opts.ForkSubagents || s.settings.ForkSubagents.V,
 		Teams:     s.teamsEnabled(),
 		MaxDepth:  s.opts.MaxAgentDepth,
 		Hooks:     s.hooks,
 		HookInput: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) },
-		Gate: func(c *permission.Checker, origin event.Origin, h subagent.HookRunner) tool.Gate {
+		Gate: func(c *permission.Checker, origin event.Origin, h hooks.EventRunner) tool.Gate {
 			return &gate{s: s, checker: c, origin: origin, emit: s.emitAgent, hooks: h}
 		},
 		ProjectDir: s.projectDir, Home: s.opts.Home, TrustedHooks: s.trusted(),
@@ -147,6 +147,8 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Logger:   s.logger,
 		Detacher: s.opts.Detacher,
 		Detach:   s.opts.DetachBackground,
+		Seams: subagent.Seams{Validator: s.validator, Meter: &s.spend, Check: s.budgetCheck, Threshold: s.thresholdFor,
+			Breakpoints: s.breakpoints, Now: s.opts.Now, Traceparent: s.traceparent, Environ: s.bashEnviron},
 	})
 	s.agents = &agents{tasks: tasks, queue: queue, runner: runner}
 	s.reattachAgents(ctx)
@@ -177,13 +179,8 @@ func (s *Session) setMainParent() {
 	})
 }
 
-// wireAgent connects the main agent of one run to the runner: its turns become what forks
-// copy, and finished background tasks join its next request.
-func (s *Session) wireAgent(a *loop.Agent) {
-	if s.agents == nil {
-		return
-	}
-	s.setMainParent()
+// replayHeld shows, in the Send starting, the events background work had between Sends.
+func (s *Session) replayHeld() {
 	s.mu.Lock()
 	held := s.agents.held
 	s.agents.held = nil
@@ -191,8 +188,6 @@ func (s *Session) wireAgent(a *loop.Agent) {
 	for _, e := range held {
 		s.emit(e)
 	}
-	a.AfterTurn = s.agents.runner.AfterTurn("")
-	a.Observers = append(a.Observers, s.agents.queue)
 }
 
 // ackNotifications forgets the notifications the last request carried; the sink calls it
@@ -364,4 +359,15 @@ func (s *Session) agentNames() []string {
 		names = append(names, d.Name)
 	}
 	return names
+}
+
+// StopTask stops a background task (a background agent or shell).
+func (s *Session) StopTask(ctx context.Context, id string) error {
+	if s.agents == nil {
+		return fmt.Errorf("no task %q", id)
+	}
+	if _, err := s.agents.tasks.Stop(ctx, id); err != nil {
+		return fmt.Errorf("stop task %s: %w", id, err)
+	}
+	return nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/memory"
-	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/provider"
@@ -280,25 +279,6 @@ func (s *Session) now() time.Time {
 		return s.opts.Now()
 	}
 	return time.Now()
-}
-
-// watcher adapts a cachewatch.Watcher to the loop and keeps the session's totals.
-type watcher struct{ w *cachewatch.Watcher }
-
-func (w watcher) BeforeSend(req *provider.Request, sections []string) []event.CacheBreak {
-	return toEvents(w.w.Observe(req, sections))
-}
-
-func (w watcher) AfterResponse(u message.Usage) []event.CacheBreak {
-	return toEvents(w.w.Report(u))
-}
-
-func toEvents(bs []cachewatch.Break) []event.CacheBreak {
-	var out []event.CacheBreak
-	for _, b := range bs {
-		out = append(out, event.CacheBreak{Segment: b.Segment, Reason: b.Reason})
-	}
-	return out
 }
 
 func cacheStats(t cachewatch.Totals) event.CacheStats {

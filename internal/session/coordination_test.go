@@ -14,6 +14,7 @@ import (
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/internal/teamstore"
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
@@ -119,7 +120,7 @@ func TestNATSUnreachableIsAnError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), url) {
 		t.Fatalf("open with an unreachable NATS: %v; want an error naming %s", err, url)
 	}
-	if entries, _ := os.ReadDir(TeamsDir(home)); len(entries) != 0 {
+	if entries, _ := os.ReadDir(teamstore.Dir(home)); len(entries) != 0 {
 		t.Errorf("a team directory was made anyway: %v", entries)
 	}
 }
@@ -137,4 +138,22 @@ func openForTest(t *testing.T, srv *scripted.Server, opts Options) (*Session, er
 		t.Cleanup(func() { sess.Close() })
 	}
 	return sess, err
+}
+
+// A lead sees the other teams' leads on the same NATS server (ListAgents' peers): the view
+// goes through the backend's listing of teams, not the filesystem backend's files.
+func TestTeamPeersOnNATS(t *testing.T) {
+	nsrv := natstest.Start(t)
+	srv, err := scripted.Start(t.Context(), "", remoteScenario(), scripted.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	coordOpts := CoordinationOptions{NATSURL: nsrv.URL()}
+	newHarnessOn(t, srv, Options{Coordination: coordOpts, Team: TeamOptions{Enabled: true, Name: "first-crew"}})
+	second := newHarnessOn(t, srv, Options{Coordination: coordOpts, Team: TeamOptions{Enabled: true, Name: "second-crew"}})
+	peers := strings.Join(second.sess.teamPeers(t.Context()), "\n")
+	if !strings.Contains(peers, "leading team first-crew") || strings.Contains(peers, "second-crew") {
+		t.Errorf("second-crew's lead sees peers:\n%s\nwant first-crew's lead, not its own", peers)
+	}
 }

@@ -3,22 +3,20 @@ package session
 import (
 	"fmt"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/effort"
 )
 
-// EffortLevels are the reasoning effort levels a session takes, lowest first (--effort, and
-// an editor's thought-level option).
-var EffortLevels = []string{"low", "medium", "high", "xhigh", "max"}
-
-// SetEffort sets the thinking budget of the following requests to that of an effort level;
-// "off" turns extended thinking off.
+// SetEffort sets the thinking budget of the following requests to that of an effort level
+// (one of effort.Levels); "off" turns extended thinking off.
 func (s *Session) SetEffort(level string) error {
 	if level == "off" {
 		s.SetMaxThinkingTokens(0)
 		return nil
 	}
-	b, ok := effortBudgets[level]
+	b, ok := effort.Budget(level)
 	if !ok {
-		return fmt.Errorf("effort %q is not one of off, %s", level, strings.Join(EffortLevels, ", "))
+		return fmt.Errorf("effort %q is not one of off, %s", level, strings.Join(effort.Levels, ", "))
 	}
 	s.SetMaxThinkingTokens(b)
 	return nil

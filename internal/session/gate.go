@@ -22,9 +22,7 @@ type gate struct {
 	origin  event.Origin
 	emit    func(event.Event)
 	// hooks runs the tool hooks; nil means the session's. A subagent's joins its own.
-	hooks interface {
-		Run(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome
-	}
+	hooks hooks.EventRunner
 
 	// mu guards denials and context.
 	mu      sync.Mutex

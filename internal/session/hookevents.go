@@ -11,6 +11,7 @@ import (
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/provider"
 )
 
@@ -191,4 +192,25 @@ func (s *Session) messageDisplay(ctx context.Context, e event.AssistantMessage) 
 	m.Content = blocks
 	e.Message = m
 	return e
+}
+
+// hookEvents turns hook runs into events for the caller (stream-json's hook lines).
+func (s *Session) hookEvents(id string, ev hooks.Event, res hooks.Result, done bool) {
+	if !done {
+		s.emit(event.HookStarted{HookID: id, Name: res.Command, Event: string(ev)})
+		return
+	}
+	outcome := "success"
+	switch {
+	case errors.Is(res.Err, context.Canceled):
+		outcome = "cancelled"
+	case res.Err != nil || res.ExitCode != 0:
+		outcome = "error"
+	}
+	s.emit(event.HookResponse{HookID: id, Name: res.Command, Event: string(ev), Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, Outcome: outcome})
+}
+
+// dirUpdate is the permission update that adds dir to the working directories.
+func dirUpdate(dir string) []permission.Update {
+	return []permission.Update{{Type: permission.UpdateAddDirectories, Directories: []string{dir}, Destination: permission.DestinationSession}}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/prompt"
-	"github.com/keel-dev/keel/internal/provider/anthropic"
+	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/tool"
@@ -73,7 +73,7 @@ func (s *Session) listingFor(ctx context.Context, pool *tool.Pool) prompt.Listin
 	}
 	l.DeferredSearch = toolsearch.Name
 	if s.nativeSearch {
-		l.DeferredSearch = anthropic.ToolSearchToolName
+		l.DeferredSearch = provider.NativeToolSearch(s.opts.Provider)
 	}
 	if s.mcp != nil {
 		_, resources := pool.Lookup(mcphost.ListResourcesName)

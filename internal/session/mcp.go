@@ -178,7 +178,7 @@ func (s *Session) mcpStatus() []event.MCPServerStatus {
 	}
 	var out []event.MCPServerStatus
 	for _, st := range s.MCPStatus() {
-		status := event.MCPServerStatus{Name: st.Name, Status: string(st.Status)}
+		status := event.MCPServerStatus{Name: st.Name, Status: string(st.Status), Reason: st.Reason, Tools: st.Tools}
 		if st.Scope == mcphost.ScopePlugin {
 			status.Source = string(st.Scope) // the other sources are not named yet
 		}
@@ -338,4 +338,21 @@ func (c childMCP) StartServers(ctx context.Context, def *agentdef.Definition, se
 	})
 	m.Start(ctx)
 	return m, nil
+}
+
+// ToggleMCP switches an MCP server off or on for the following requests (mcp_toggle): off,
+// its process is stopped (before ToggleMCP returns), its tools are no longer offered and its
+// status reads disabled; on, it starts again and ToggleMCP waits for it to connect. A server
+// that is on but failed is reconnected.
+func (s *Session) ToggleMCP(ctx context.Context, name string, enabled bool) error {
+	if s.mcp == nil {
+		return fmt.Errorf("no MCP server named %q", name)
+	}
+	if _, ok := s.mcp.Config(name); !ok {
+		return fmt.Errorf("no MCP server named %q", name)
+	}
+	if enabled {
+		return s.mcp.Enable(ctx, name)
+	}
+	return s.mcp.Disable(ctx, name)
 }

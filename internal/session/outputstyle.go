@@ -12,6 +12,7 @@ import (
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/settingsedit"
 )
 
 // styleState is the output style the main agent answers in (outputStyle setting, /config).
@@ -99,7 +100,7 @@ func (s *Session) SetOutputStyle(ctx context.Context, name string) error {
 	s.style.mu.Unlock()
 	s.prompt = prompt.New(withStyle(base, st))
 	s.watch.Announce("output style")
-	path := s.settingsFile(permission.DestinationLocalSettings)
+	path := settingsedit.File(permission.DestinationLocalSettings, s.projectDir, s.opts.Home)
 	return settings.UpdateFile(path, func(doc map[string]any) error {
 		if st.Name == outputstyle.Default {
 			delete(doc, "outputStyle")

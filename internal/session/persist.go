@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/keel-dev/keel/internal/compact"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
@@ -116,7 +118,7 @@ func (s *Session) restore(ctx context.Context, st *transcript.State) *prompt.Env
 	}
 	msgs, uuids := st.Messages()
 	if b, ok := st.Boundary(); ok {
-		msgs = append([]message.Message{summaryMessage(b.Summary)}, msgs...)
+		msgs = append([]message.Message{compact.SummaryMessage(b.Summary)}, msgs...)
 		uuids = append([]string{b.UUID}, uuids...)
 	}
 	s.history, s.uuids = msgs, uuids
@@ -175,14 +177,6 @@ func (s *Session) recordMetadata(ctx context.Context, t transcript.Type, v any) 
 	}
 }
 
-// summaryPreamble opens the user message that stands for the history before a compaction.
-const summaryPreamble = "This session continues from an earlier conversation that was summarised to save context. The summary:\n\n"
-
-// summaryMessage is the message a compaction boundary stands for, the same live and on resume.
-func summaryMessage(summary string) message.Message {
-	return message.User(message.Text(summaryPreamble + summary))
-}
-
 // TranscriptPath is where the session's transcript really is; empty when nothing is saved.
 func (s *Session) TranscriptPath() string {
 	if s.transcript == nil {
@@ -205,4 +199,26 @@ func (s *Session) useShellDir(transcriptPath string) {
 	}
 	shell.SweepCwdFiles(os.TempDir(), shell.StaleCwdFileAge)
 	s.jobs.SetTempDir(dir)
+}
+
+// resumeAt drops the resumed history after the assistant message ResumeSessionAt names.
+func (s *Session) resumeAt(ctx context.Context) error {
+	at := s.opts.SDK.ResumeSessionAt
+	if at == "" {
+		return nil
+	}
+	s.mu.Lock()
+	idx := slices.Index(s.uuids, at)
+	if idx < 0 {
+		s.mu.Unlock()
+		return fmt.Errorf("--resume-session-at %s: no such message in the resumed session", at)
+	}
+	s.history, s.uuids = s.history[:idx+1:idx+1], s.uuids[:idx+1:idx+1]
+	s.mu.Unlock()
+	if s.transcript != nil {
+		if err := s.transcript.Rewind(ctx, at); err != nil {
+			return fmt.Errorf("--resume-session-at: %w", err)
+		}
+	}
+	return nil
 }

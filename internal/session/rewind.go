@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/prompt"
@@ -131,4 +132,35 @@ func isToolResults(blocks []message.Block) bool {
 		}
 	}
 	return false
+}
+
+// RewindFiles puts the files back as they were before the prompt with transcript id
+// userMessageID; with dryRun it only lists what would change. The conversation is kept.
+func (s *Session) RewindFiles(ctx context.Context, userMessageID string, dryRun bool) ([]string, error) {
+	if s.snapshots == nil {
+		return nil, errors.New("this session keeps no file history")
+	}
+	if dryRun {
+		snaps := s.snapshots.Snapshots()
+		k := slices.IndexFunc(snaps, func(sn snapshot.Snapshot) bool { return sn.ID == userMessageID })
+		if k < 0 {
+			return nil, fmt.Errorf("no file history for message %s", userMessageID)
+		}
+		seen := map[string]bool{}
+		for _, sn := range snaps[k:] {
+			for _, f := range sn.Files {
+				seen[f.Path] = true
+			}
+		}
+		out := make([]string, 0, len(seen))
+		for p := range seen {
+			out = append(out, p)
+		}
+		sort.Strings(out)
+		return out, nil
+	}
+	rep, err := s.Rewind(ctx, userMessageID, true, false)
+	changed := append(append(rep.Files.Restored, rep.Files.Deleted...), rep.Files.Failed...)
+	sort.Strings(changed)
+	return changed, err
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,9 +28,7 @@ import (
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/message"
-	"github.com/keel-dev/keel/internal/models"
 	"github.com/keel-dev/keel/internal/permission"
-	"github.com/keel-dev/keel/internal/plugin"
 	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/settings"
@@ -38,116 +37,11 @@ import (
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/team"
+	"github.com/keel-dev/keel/internal/telemetry"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/toolsearch"
 	"github.com/keel-dev/keel/internal/transcript"
 )
-
-// Options configure a session. The zero value is usable except for Provider.
-type Options struct {
-	// Cwd is the working directory; empty means the process's.
-	Cwd string
-	// Home is keel's directory (KEEL_HOME); empty means no persistence.
-	Home string
-	// Provider is the model; required.
-	Provider provider.Provider
-	// Model is the model id sent with every request.
-	Model     string
-	MaxTokens int64
-	// MaxTurns caps model requests per Send; 0 means no cap.
-	MaxTurns int
-	// SystemPrompt replaces the default system prompt; AppendSystemPrompt is added to it.
-	SystemPrompt       string
-	AppendSystemPrompt string
-	// PermissionMode is one of default, acceptEdits, plan, dontAsk, bypassPermissions.
-	PermissionMode string
-	// Tools are added after the built-ins, in the order given.
-	Tools []tool.Tool
-	// SessionID fixes the session's id; empty means a new random one.
-	SessionID string
-	// Version is keel's version, recorded in transcripts.
-	Version string
-	Logger  *slog.Logger
-
-	// SettingsFlags are command-line flags that act as a settings source.
-	SettingsFlags settings.Flags
-	// SettingsArgs are --settings values (a file or a JSON object), in order.
-	SettingsArgs []string
-	// ManagedSettingsPath and ManagedMemoryPath override the system-wide files (tests).
-	ManagedSettingsPath string
-	ManagedMemoryPath   string
-	// Trust treats the workspace as trusted without a recorded trust (--trust): its settings may
-	// widen permissions, and its hooks, MCP servers and skill shell lines run.
-	Trust bool
-	// Asker answers permission questions; nil denies with a message naming the rule to add.
-	Asker permission.Asker
-	// Now is the clock; nil is time.Now.
-	Now func() time.Time
-	// MCP configures MCP servers.
-	MCP MCPOptions
-
-	// Resume continues the session with this id; Continue the newest one in Cwd.
-	Resume   string
-	Continue bool
-	// ForkSession continues Resume or Continue as a new session, leaving the original alone.
-	ForkSession bool
-	// NoPersistence writes no transcript and no file history.
-	NoPersistence bool
-	// ContextWindow is the model's context window in tokens; 0 means the model's own, from
-	// Models (DefaultContextWindow for a model it does not know).
-	ContextWindow int64
-	// PlanModel, when set, is the model while the permission mode is plan: the opusplan alias
-	// plans with opus and carries the plan out with Model (sonnet).
-	PlanModel string
-	// Models resolves model aliases (in agent definitions, Agent calls) and knows context
-	// windows and output limits; nil means keel's built-in table (connect.LoadModels loads one
-	// refreshed from the API).
-	Models *models.Catalog
-	// Offline opens the stored session for maintenance (`keel rewind`): no MCP servers are
-	// started and no SessionStart or SessionEnd hooks run.
-	Offline bool
-	// IgnoreSettingsErrors runs on without a settings file that does not parse (reported as
-	// a notice) instead of refusing to start.
-	IgnoreSettingsErrors bool
-
-	// Agents is the --agents JSON; ForkSubagents makes an Agent call without subagent_type a
-	// fork (also the forkSubagents setting); MaxAgentDepth limits nesting (0: subagents do not
-	// start subagents).
-	Agents        string
-	ForkSubagents bool
-	MaxAgentDepth int
-	// Agent runs the main thread as that agent definition (keel --agent NAME); ModelFlag says
-	// Model was chosen explicitly and wins over the agent's model.
-	Agent     string
-	ModelFlag bool
-	// LSPWait bounds how long an edit waits for its language server's diagnostics; 0 means
-	// lsp.DefaultWait.
-	LSPWait time.Duration
-	// SDK holds what the Agent SDK's options add (sdk.go).
-	SDK SDKOptions
-	// Plugins are the plugins given by path (--plugin-dir, the Agent SDK's plugins option),
-	// loaded beside the enabled installed ones (plugins.go).
-	Plugins []plugin.DirSpec
-
-	// Detacher reaches the supervisor: agents of this session that it still runs are
-	// mirrored again on open, and with DetachBackground the main thread's new background
-	// agents run there, so that they outlive this process (detached.go).
-	Detacher         subagent.Detacher
-	DetachBackground bool
-	// DetachedFrom is the transcript path of another session whose detached agent this one
-	// runs (the supervisor's job): the agent's transcript goes beside that one. Use it with
-	// NoPersistence and that session's SessionID.
-	DetachedFrom string
-	// Team configures agent teams (off unless enabled here, by the teams setting or by
-	// CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1).
-	Team TeamOptions
-	// Coordination says how teams reach NATS when settings choose that backend
-	// (coordination.go).
-	Coordination CoordinationOptions
-	// Traceparent, when telemetry exports traces, gives a tool call the TRACEPARENT of its
-	// span, which the processes it starts (Bash) inherit (telemetry.Exporter.Traceparent).
-	Traceparent func(toolUseID string) string
-}
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
 type Session struct {
@@ -187,8 +81,10 @@ type Session struct {
 	grants       *skill.Grants
 	// forkRunner runs fork-context skills as subagents; nil until agents are wired.
 	forkRunner skill.ForkRunner
-	// helpers counts what tools' own model requests use (WebFetch, WebSearch).
-	helpers helperMeter
+	// helpers counts what tools' own model requests use (WebFetch, WebSearch); spend what
+	// every request of the session used, as it arrives (the budget's view).
+	helpers meter
+	spend   meter
 	// lsp runs the language servers of the lspServers settings; nil when none are set.
 	lsp *lsp.Manager
 
@@ -234,13 +130,20 @@ type Session struct {
 	idleEvents func(event.Event)
 	// style is the output style of the main agent's prompt (outputstyle.go).
 	style styleState
+	// closers release what Open started for the session (the supervisor's client, the
+	// telemetry exporter).
+	closers []func() error
+	// tel exports the session's telemetry (telemetry.go); nil while it is off.
+	tel atomic.Pointer[telemetry.Exporter]
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
 var ErrBusy = errors.New("session is busy with another prompt")
 
-// New opens a session.
-func New(ctx context.Context, opts Options) (*Session, error) {
+// New opens a session. When a step fails, whatever the steps before it started (MCP
+// servers, language servers, shell jobs, agents, the team, the transcript) is closed before
+// it returns.
+func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	if opts.Provider == nil {
 		return nil, errors.New("session: no model provider configured")
 	}
@@ -267,6 +170,11 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		state:      tool.State{Cwd: cwd},
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
+	defer func() {
+		if err != nil {
+			_ = s.shutdown()
+		}
+	}()
 	s.sdk.thinking = initialThinking(opts.SDK)
 	s.wrapFallback()
 	if err := s.loadSettings(); err != nil {
@@ -303,31 +211,13 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	s.logger = logger.With("session", s.id)
 	env := s.restore(ctx, st)
 	if err := s.resumeAt(ctx); err != nil {
-		s.jobs.Close()
-		if s.mcp != nil {
-			s.mcp.Close()
-		}
-		if s.transcript != nil {
-			_ = s.transcript.Close()
-		}
 		return nil, err
 	}
 	s.buildAgents(ctx)
-	err = s.buildTeam(ctx, st != nil)
-	if err == nil {
-		err = s.applyMainAgent()
+	if err := s.buildTeam(ctx, st != nil); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		s.closeTeam()
-		s.closeAgents()
-		s.lsp.Close()
-		s.jobs.Close()
-		if s.mcp != nil {
-			s.mcp.Close()
-		}
-		if s.transcript != nil {
-			_ = s.transcript.Close()
-		}
+	if err := s.applyMainAgent(); err != nil {
 		return nil, err
 	}
 	s.buildPrompt(ctx, env)
@@ -393,6 +283,8 @@ func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[event.Event
 			return
 		}
 		defer s.release()
+		tel := s.tel.Load() // nil-safe: telemetry off records nothing
+		tel.Prompt(prompt)
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(loop.ErrInterrupted)
 		s.sdk.setCancel(cancel)
@@ -415,6 +307,7 @@ func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[event.Event
 		}()
 		stopped := false
 		for e := range events {
+			tel.Observe(e)
 			if !stopped && !yield(e, nil) {
 				stopped = true
 				cancel(loop.ErrInterrupted)
@@ -442,22 +335,16 @@ func (s *Session) release() {
 	s.busy = false
 }
 
-// run is one Send: the prompt joins the history, the loop runs, the result is reported.
+// run is one Send: the prompt joins the history, the main agent runs, the result is
+// reported.
 func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error {
 	started := time.Now()
 	s.beginRun(prompt)
-	agentsBefore := s.agentLedger()
-	helpersBefore := s.helpers.ledger()
-	reloaded := s.reloadPlugins(ctx)
-	pool := s.pool(ctx)
-	plugins, pluginErrors := s.initPlugins()
-	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: pool.Names(), PermissionMode: s.PermissionMode(),
-		Skills: s.skillNames(), Agents: s.agentNames(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
-	for _, n := range reloaded {
-		sink.Emit(n)
-	}
-	for _, n := range s.takeNotices() {
-		sink.Emit(n)
+	agentsBefore, helpersBefore := s.agentLedger(), s.helpers.ledger()
+	s.announce(ctx, sink)
+	fail := func(err error) error {
+		sink.Emit(event.Result{Subtype: "error_during_execution", IsError: true, Text: err.Error(), SessionID: s.id, Duration: time.Since(started)})
+		return nil
 	}
 	if handled, used, err := s.builtinCommand(ctx, prompt, sink); handled {
 		res := event.Result{Subtype: "success", SessionID: s.id, Duration: time.Since(started), Text: strings.TrimSpace(prompt) + " done"}
@@ -470,16 +357,13 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	}
 	defer s.grants.End("")
 	if text, ok, err := s.expandCommand(ctx, prompt); err != nil {
-		sink.Emit(event.Result{Subtype: "error_during_execution", IsError: true, Text: err.Error(), SessionID: s.id, Duration: time.Since(started)})
-		return nil
+		return fail(err)
 	} else if ok {
 		prompt = text
 	}
-	prompt = s.initialPrompt(prompt)
-	blocks, err := s.submitPrompt(ctx, prompt, sink)
+	blocks, err := s.submitPrompt(ctx, s.initialPrompt(prompt), sink)
 	if err != nil {
-		sink.Emit(event.Result{Subtype: "error_during_execution", IsError: true, Text: err.Error(), SessionID: s.id, Duration: time.Since(started)})
-		return nil
+		return fail(err)
 	}
 	user := message.User(blocks...)
 	history := append(s.History(), user)
@@ -490,66 +374,21 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	s.beginSnapshot(uuid)
 	sink.Emit(event.UserMessage{UUID: uuid, Message: user})
 
-	s.mu.Lock()
-	state := s.state
-	s.mu.Unlock()
 	g := &gate{s: s, checker: s.checker, emit: sink.Emit}
-	listing := s.newListing(s.pool, history)
-	compact := &compactor{s: s, sink: sink, sys: s.systemPrompt, pool: loop.Specs(pool), listing: listing}
-	agent := &loop.Agent{
-		Provider:  s.opts.Provider,
-		Model:     s.Model(),
-		MaxTokens: s.opts.MaxTokens,
-		System:    s.systemPrompt,
-		Pool:      s.pool,
-		Lookup:    s.lookupTool,
-		Gate:      g,
-		Prepare:   s.prepare,
-		Watch:     watcher{s.watch},
-		Stop:      structuredStop{s, stopHook{s}},
-		Check:     s.checkRun,
-		Thinking:  s.thinking(),
-		Observers: s.observers(listing),
-		Compact:   compact,
-		Validator: s.validator,
-		Files:     s.files,
-		State:     state,
-		SessionID: s.id,
-		MaxTurns:  s.opts.MaxTurns,
-		Source:    "main",
-		Sink:      sink,
-		Logger:    s.logger,
-
-		Traceparent: s.opts.Traceparent,
-	}
-	compact.last = func() *loop.CacheSafe {
-		if cs := agent.LastCacheSafe(); cs != nil {
-			return cs
-		}
-		return s.CacheSafe() // the previous Send's newest turn
-	}
-	s.wireAgent(agent)
+	agent := s.newMainAgent(g, sink, history)
 	if s.team != nil {
 		s.team.SetLeadState(ctx, team.StateWorking)
 		defer s.team.SetLeadState(context.WithoutCancel(ctx), team.StateIdle)
 	}
-	out, runErr := agent.Run(ctx, history)
+	cwd := agent.State.Cwd
+	ran, runErr := loop.Drive(ctx, agent, history, nil, nil)
+	out := ran.Out
 	s.stopFailure(ctx, runErr, out.Messages)
-	s.cwdChanged(ctx, state.Cwd, agent.State.Cwd)
+	s.cwdChanged(ctx, cwd, agent.State.Cwd)
+	s.keep(agent, out, sink)
 
-	s.mu.Lock()
-	s.history = out.Messages
-	s.cacheSafe = agent.LastCacheSafe()
-	if sink.replaced {
-		s.uuids = sink.uuids
-	} else {
-		s.uuids = append(s.uuids, sink.uuids...)
-	}
-	s.state = agent.State
-	s.mu.Unlock()
 	cacheBefore := s.cacheTotals
 	s.cacheTotals = s.watch.Totals()
-
 	res := event.Result{
 		Subtype:          out.Subtype,
 		IsError:          out.Subtype != "success",
@@ -567,7 +406,6 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		res.Text = runErr.Error()
 	}
 	used := out.Ledger.Clone()
-	used.Merge(compact.ledger)
 	used.Merge(s.agentLedger().Since(agentsBefore))
 	used.Merge(s.helpers.ledger().Since(helpersBefore))
 	s.account(&res, used)
@@ -578,6 +416,56 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	return nil
 }
 
+// announce opens a Send's stream: the init event, then the notices found since the last.
+func (s *Session) announce(ctx context.Context, sink *chanSink) {
+	reloaded := s.reloadPlugins(ctx)
+	plugins, pluginErrors := s.initPlugins()
+	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: s.pool(ctx).Names(), PermissionMode: s.PermissionMode(),
+		Skills: s.skillNames(), Agents: s.agentNames(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
+	for _, n := range reloaded {
+		sink.Emit(n)
+	}
+	for _, n := range s.takeNotices() {
+		sink.Emit(n)
+	}
+}
+
+// newMainAgent builds the main agent of one Send, through the constructor every agent is
+// built by: the session's prompt, pool and gate, its cache watcher (whose totals the result
+// reports), the structured-output and Stop-hook checks, the session's observers and the
+// background tasks' queue, and the compaction hooks of the main thread.
+func (s *Session) newMainAgent(g *gate, sink *chanSink, history []message.Message) *loop.Agent {
+	s.mu.Lock()
+	state := s.state
+	s.mu.Unlock()
+	listing := s.newListing(s.pool, history)
+	s.setMainParent()
+	observers := append(s.observers(listing), s.agents.queue)
+	s.replayHeld()
+	return s.agents.runner.NewAgent(subagent.AgentSpec{
+		Kind: subagent.KindMain, Model: s.Model(), MaxTokens: s.opts.MaxTokens, Thinking: s.thinking(),
+		System: s.systemPrompt, Pool: s.pool, Lookup: s.lookupTool, Gate: g, Files: s.files, State: state,
+		MaxTurns: s.opts.MaxTurns, Source: "main", Prepare: s.prepare, Stop: structuredStop{s, stopHook{s}},
+		Check: s.checkRun, Observers: observers, Sink: sink, AfterTurn: s.agents.runner.AfterTurn(""),
+		Watch: s.watch, Compaction: s.mainCompaction(sink, listing), Logger: s.logger,
+	})
+}
+
+// keep makes a finished run the session's state: its history (from the compaction
+// boundary when it compacted), what its newest turn sent, its working state.
+func (s *Session) keep(agent *loop.Agent, out *loop.Outcome, sink *chanSink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.history = out.Messages
+	s.cacheSafe = agent.LastCacheSafe()
+	if sink.replaced {
+		s.uuids = sink.uuids
+	} else {
+		s.uuids = append(s.uuids, sink.uuids...)
+	}
+	s.state = agent.State
+}
+
 // Close ends the session and releases what it holds.
 func (s *Session) Close() error {
 	if !s.opts.Offline {
@@ -586,17 +474,29 @@ func (s *Session) Close() error {
 	}
 	s.closeWatch()
 	s.hooks.Wait()
-	s.jobs.Close()
+	return s.shutdown()
+}
+
+// shutdown stops everything the session started, in the reverse order of opening; every
+// part may be missing (New calls it when a step fails).
+func (s *Session) shutdown() error {
+	if s.jobs != nil {
+		s.jobs.Close()
+	}
 	s.closeTeam()
 	s.closeAgents()
 	s.lsp.Close()
 	if s.mcp != nil {
 		s.mcp.Close()
 	}
+	var err error
 	if s.transcript != nil {
-		return s.transcript.Close()
+		err = s.transcript.Close()
 	}
-	return nil
+	for _, c := range s.closers {
+		err = errors.Join(err, c())
+	}
+	return err
 }
 
 // Notices returns the notices found while opening the session (settings problems, MCP servers
@@ -621,47 +521,6 @@ func (s *Session) SetPermissionMode(mode string) error {
 	s.checker.SetMode(m)
 	s.recordMetadata(context.Background(), transcript.TypeMode, string(m))
 	return nil
-}
-
-// models is the session's model catalog.
-func (s *Session) models() *models.Catalog {
-	if s.opts.Models == nil {
-		return models.Builtins()
-	}
-	return s.opts.Models
-}
-
-// ResolveModel turns a model alias (opus, sonnet, haiku, fable, default…) into a model id with
-// the session's catalog — the list the API gave, else keel's table — as the Agent tool and
-// agent definitions do; anything else passes unchanged.
-func (s *Session) ResolveModel(name string) string { return s.models().Resolve(name) }
-
-// contextWindow is the window of the session's model, in tokens.
-func (s *Session) contextWindow() int64 {
-	if s.opts.ContextWindow > 0 {
-		return s.opts.ContextWindow
-	}
-	return s.models().ContextWindow(s.Model())
-}
-
-// Model returns the model the next request uses: PlanModel while the permission mode is plan
-// (the opusplan alias), else Model.
-func (s *Session) Model() string {
-	plan := s.checker.Policy().Mode == permission.ModePlan
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if plan && s.opts.PlanModel != "" {
-		return s.opts.PlanModel
-	}
-	return s.opts.Model
-}
-
-// SetModel switches the model for the next Send (and ends opusplan's switching). The model
-// is part of the prompt-cache key, so the cache starts over; the watcher reports it as such.
-func (s *Session) SetModel(model string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.opts.Model, s.opts.PlanModel = model, ""
 }
 
 // Usage returns the tokens used by every Send so far and the price of those whose model has a

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/skill"
 )
@@ -80,4 +81,26 @@ func (s *Session) expandCommand(ctx context.Context, prompt string) (text string
 	s.grants.Add("", inv.Skill.Name, inv.Skill.Grants())
 	text, err = s.promptExpansion(ctx, prompt, inv.Text, string(inv.Skill.Source))
 	return text, true, err
+}
+
+// ReloadSkills reads the skills and commands from disk again, between turns: the main
+// agent's listing, Skill tool and /commands use the new set. Subagents keep the set they
+// were built with.
+func (s *Session) ReloadSkills(ctx context.Context) error {
+	if !s.acquire() {
+		return ErrBusy
+	}
+	defer s.release()
+	out := s.hooks.Run(ctx, hooks.ConfigChange, s.hookInput(s.Cwd(), hooks.Input{Source: "skills"}))
+	if out.Decision == hooks.DecisionBlock {
+		return fmt.Errorf("skill reload refused by a ConfigChange hook: %s", out.Reason)
+	}
+	s.loadSkills()
+	for i, t := range s.builtins {
+		if t.Name() == skill.ToolName {
+			s.builtins[i] = s.skills.Tool(skill.ToolOptions{Runner: s.forkRunner, Grants: s.grants})
+		}
+	}
+	s.prompt.Clear()
+	return nil
 }

@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/coord"
-	"github.com/keel-dev/keel/internal/coord/fscoord"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/team"
+	"github.com/keel-dev/keel/internal/teamstore"
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
@@ -74,22 +75,11 @@ func (s *Session) teamsEnabled() bool {
 	if o.Enabled || o.Worker != nil || s.settings.Teams.V {
 		return true
 	}
-	if v, ok := s.settings.Env["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"]; ok && truthy(v.V) {
+	if v, ok := s.settings.Env["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"]; ok && runconfig.Truthy(v.V) {
 		return true
 	}
 	return false
 }
-
-func truthy(s string) bool {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "true", "yes", "on":
-		return true
-	}
-	return false
-}
-
-// TeamsDir is where teams live under keel's directory.
-func TeamsDir(home string) string { return filepath.Join(home, "teams") }
 
 // buildTeam opens the session's team (after the agents, whose runner hosts teammates) and,
 // on resume, brings its teammates back.
@@ -98,11 +88,12 @@ func (s *Session) buildTeam(ctx context.Context, resumed bool) error {
 		return nil
 	}
 	o := s.opts.Team
-	name, dir, err := s.teamLocation(resumed)
+	store, name, err := s.teamLocation(resumed)
 	if err != nil {
 		return err
 	}
-	be, err := s.openTeamBackend(ctx, name, dir)
+	dir := store.TeamDir(name)
+	be, err := s.openTeamBackend(ctx, store, name)
 	if err != nil {
 		return err
 	}
@@ -119,9 +110,13 @@ func (s *Session) buildTeam(ctx context.Context, resumed bool) error {
 		Peers: s.teamPeers, Emit: s.emitAgent, Logger: s.logger,
 		LeadTranscript: s.agentSessionPath(),
 	}
-	if len(o.WorkerCommand) > 0 {
-		cfg.Launcher = &team.ExecLauncher{Command: o.WorkerCommand, Env: o.WorkerEnv, LogDir: filepath.Join(dir, "logs"), Tmux: o.InTmux,
-			TmuxEnv: []string{"KEEL_*", "ANTHROPIC_*", "OPENAI_*", "CLAUDE_*", "HOME", "PATH"}, Logger: s.logger}
+	if len(o.WorkerCommand) > 0 && o.Worker == nil {
+		launcher, err := s.teammateLauncher(dir)
+		if err != nil {
+			_ = be.Close()
+			return err
+		}
+		cfg.Launcher = launcher
 	}
 	t, err := team.Open(ctx, cfg)
 	if err != nil {
@@ -139,6 +134,21 @@ func (s *Session) buildTeam(ctx context.Context, resumed bool) error {
 	return nil
 }
 
+// teammateLauncher starts process teammates with `keel team worker --config FILE`, FILE
+// holding this session's configuration (runconfig.Config.Teammate makes each member's of
+// it): a process teammate is configured as its lead was, flags, agents and coordination
+// included.
+func (s *Session) teammateLauncher(dir string) (*team.ExecLauncher, error) {
+	o := s.opts.Team
+	path := filepath.Join(dir, "launch.json")
+	if err := s.opts.Run.Write(path); err != nil {
+		return nil, fmt.Errorf("team %s: %w", filepath.Base(dir), err)
+	}
+	command := append(slices.Clip(o.WorkerCommand), "--config", path)
+	return &team.ExecLauncher{Command: command, Env: o.WorkerEnv, LogDir: filepath.Join(dir, "logs"), Tmux: o.InTmux,
+		TmuxEnv: []string{"KEEL_*", "ANTHROPIC_*", "OPENAI_*", "CLAUDE_*", "HOME", "PATH"}, Logger: s.logger}, nil
+}
+
 // resumeTeam brings a resumed lead's teammates back, once the main agent is wired.
 func (s *Session) resumeTeam(ctx context.Context) {
 	if s.team == nil || s.opts.Team.Worker != nil {
@@ -153,29 +163,30 @@ func (s *Session) resumeTeam(ctx context.Context) {
 	}
 }
 
-// teamLocation picks the team's name and directory: the worker's team, the one a resumed
+// teamLocation picks the team's store and name: the worker's team, the one a resumed
 // session had, or a new one.
-func (s *Session) teamLocation(resumed bool) (string, string, error) {
+func (s *Session) teamLocation(resumed bool) (teamstore.Store, string, error) {
 	home := s.opts.Home
 	if home == "" {
 		dir, err := os.MkdirTemp("", "keel-team-")
 		if err != nil {
-			return "", "", fmt.Errorf("team directory: %w", err)
+			return teamstore.Store{}, "", fmt.Errorf("team directory: %w", err)
 		}
 		s.teamTemp = dir
 		home = dir
 	}
+	store := s.teamStore(home)
 	if w := s.opts.Team.Worker; w != nil {
 		if err := coord.CheckName(w.Team); err != nil {
-			return "", "", fmt.Errorf("team worker: %w", err)
+			return store, "", fmt.Errorf("team worker: %w", err)
 		}
-		return w.Team, filepath.Join(TeamsDir(home), w.Team), nil
+		return store, w.Team, nil
 	}
 	side := s.teamFilePath()
 	if resumed && side != "" {
 		var f teamFile
 		if b, err := os.ReadFile(side); err == nil && json.Unmarshal(b, &f) == nil && f.Name != "" {
-			return f.Name, f.Dir, nil
+			return store, f.Name, nil
 		}
 	}
 	name := s.opts.Team.Name
@@ -183,16 +194,15 @@ func (s *Session) teamLocation(resumed bool) (string, string, error) {
 		name = "team-" + strings.ReplaceAll(s.id, "-", "")[:8]
 	}
 	if err := coord.CheckName(name); err != nil {
-		return "", "", fmt.Errorf("team name: %w", err)
+		return store, "", fmt.Errorf("team name: %w", err)
 	}
-	dir := filepath.Join(TeamsDir(home), name)
 	if side != "" {
-		b, _ := json.MarshalIndent(teamFile{Name: name, Backend: s.coordinationBackend(), Dir: dir}, "", "  ")
+		b, _ := json.MarshalIndent(teamFile{Name: name, Backend: store.Backend, Dir: store.TeamDir(name)}, "", "  ")
 		if err := os.MkdirAll(filepath.Dir(side), 0o700); err == nil {
 			_ = os.WriteFile(side, append(b, '\n'), 0o600)
 		}
 	}
-	return name, dir, nil
+	return store, name, nil
 }
 
 // agentSessionPath is the transcript subagents' and teammates' transcripts go beside: the
@@ -234,22 +244,19 @@ func (s *Session) teamPeers(ctx context.Context) []string {
 			}
 		}
 	}
-	home := s.opts.Home
-	if home == "" || s.team == nil {
+	if s.teamBackend == nil {
 		return out
 	}
-	entries, _ := os.ReadDir(TeamsDir(home))
-	for _, e := range entries {
-		if !e.IsDir() || e.Name() == s.team.Name() {
+	// The other teams of the store, on either backend: their leads' records say whether a
+	// session leads them now.
+	teams, _ := s.teamBackend.Teams(ctx, "members/"+team.LeadAlias)
+	for _, t := range teams {
+		var r team.Record
+		if t.Name == s.team.Name() || t.Record.Revision == 0 || json.Unmarshal(t.Record.Value, &r) != nil {
 			continue
 		}
-		rec := filepath.Join(TeamsDir(home), e.Name(), "records", "members%team-lead.json")
-		var r struct {
-			Value team.Record `json:"value"`
-		}
-		if b, err := os.ReadFile(rec); err == nil && json.Unmarshal(b, &r) == nil && r.Value.State != team.StateStopped &&
-			time.Since(r.Value.Heartbeat) < time.Minute {
-			out = append(out, fmt.Sprintf("keel session leading team %s (pid %d) — another session; not reachable from this team", e.Name(), r.Value.PID))
+		if r.State != team.StateStopped && time.Since(r.Heartbeat) < time.Minute {
+			out = append(out, fmt.Sprintf("keel session leading team %s (pid %d) — another session; not reachable from this team", t.Name, r.PID))
 		}
 	}
 	return out
@@ -258,11 +265,11 @@ func (s *Session) teamPeers(ctx context.Context) []string {
 // teamHost builds teammates' loops over the subagent runner.
 type teamHost struct{ s *Session }
 
-func (h teamHost) PrepareTeammate(ctx context.Context, spec team.Spec, asker permission.Asker, addendum string) (*team.Prepared, error) {
+func (h teamHost) PrepareTeammate(ctx context.Context, spec team.Spec, seams team.MemberSeams) (*team.Prepared, error) {
 	if h.s.agents == nil {
 		return nil, errors.New("agents are not available in this session")
 	}
-	return h.s.agents.runner.PrepareTeammate(ctx, spec, asker, addendum)
+	return h.s.agents.runner.PrepareTeammate(ctx, spec, seams)
 }
 
 // Team returns the session's team, or nil.
@@ -307,49 +314,6 @@ func (s *Session) waitTeam(ctx context.Context) (int, error) {
 		s.emit(event.Notice{Level: "warn", Text: err.Error()})
 	}
 	return 0, nil
-}
-
-// OpenTeam opens the team name under keel's directory home for a look from outside its
-// sessions (`keel team`): a handle that is neither lead nor member. Close it when done.
-func OpenTeam(ctx context.Context, home, name string) (*team.Team, func(), error) {
-	if err := coord.CheckName(name); err != nil {
-		return nil, nil, fmt.Errorf("team: %w", err)
-	}
-	dir := filepath.Join(TeamsDir(home), name)
-	if _, err := os.Stat(filepath.Join(dir, "records")); err != nil {
-		return nil, nil, fmt.Errorf("no team %s in %s (teams: %s)", name, TeamsDir(home), strings.Join(TeamNames(home), ", "))
-	}
-	be, err := fscoord.Open(dir, fscoord.Options{})
-	if err != nil {
-		return nil, nil, err
-	}
-	t, err := team.Open(ctx, team.Config{Name: name, Backend: be})
-	if err != nil {
-		_ = be.Close()
-		return nil, nil, err
-	}
-	return t, func() { _ = t.Close(); _ = be.Close() }, nil
-}
-
-// TeamNames lists the teams under keel's directory home, newest first.
-func TeamNames(home string) []string {
-	entries, _ := os.ReadDir(TeamsDir(home))
-	type aged struct {
-		name string
-		t    time.Time
-	}
-	var all []aged
-	for _, e := range entries {
-		if info, err := e.Info(); err == nil && e.IsDir() {
-			all = append(all, aged{e.Name(), info.ModTime()})
-		}
-	}
-	slices.SortFunc(all, func(a, b aged) int { return b.t.Compare(a.t) })
-	var out []string
-	for _, a := range all {
-		out = append(out, a.name)
-	}
-	return out
 }
 
 // SetIdleEvents makes the events of background work between Sends (teammates, background

@@ -4,15 +4,11 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/keel-dev/keel/internal/builtin"
-	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/mcphost"
-	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/provider"
-	"github.com/keel-dev/keel/internal/provider/connect"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/webfetch"
 	"github.com/keel-dev/keel/internal/websearch"
@@ -22,16 +18,16 @@ import (
 // to the backend settings name (or the provider's own search).
 func (s *Session) webTools(opts *builtin.Options) {
 	opts.Fetcher = webfetch.New(webfetch.Options{Logger: s.logger})
-	opts.Reader = builtin.ModelReader{Provider: s.opts.Provider, Model: s.smallModel, Usage: s.helpers.add}
+	opts.Reader = builtin.ModelReader{Provider: s.opts.Provider, Model: s.smallModel, Usage: s.helperUsed}
 	opts.Search = s.searchBackend()
 }
 
-// smallModel is the model helpers such as WebFetch ask: the haiku-class model behind the
-// "haiku" alias on the Anthropic API, the session's own model elsewhere (an OpenAI-compatible
-// server has no such alias).
+// smallModel is the model helpers such as WebFetch ask: the provider's helper model (the
+// haiku-class one on the Anthropic API), else the session's own (an OpenAI-compatible server
+// has none).
 func (s *Session) smallModel() string {
-	if provider.SupportsServerWebSearch(s.opts.Provider) {
-		return connect.ResolveModel("haiku")
+	if m := provider.HelperModel(s.opts.Provider); m != "" {
+		return m
 	}
 	return s.Model()
 }
@@ -50,7 +46,7 @@ func (s *Session) searchBackend() websearch.Backend {
 		}
 	}
 	server := func() websearch.Backend {
-		return &websearch.Server{Provider: s.opts.Provider, Model: s.Model, Usage: s.helpers.add}
+		return &websearch.Server{Provider: s.opts.Provider, Model: s.Model, Usage: s.helperUsed}
 	}
 	native := provider.SupportsServerWebSearch(s.opts.Provider)
 	switch kind := ws.Backend.V; kind {
@@ -95,25 +91,4 @@ func (s *Session) environ() map[string]string {
 		}
 	}
 	return env
-}
-
-// helperMeter adds up what model requests made by tools (WebFetch's page reading, WebSearch)
-// used, by model, so a run's result and the session's totals include them.
-type helperMeter struct {
-	// mu guards used.
-	mu   sync.Mutex
-	used cost.Ledger
-}
-
-func (h *helperMeter) add(model string, u message.Usage) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.used.Add(model, u)
-}
-
-// ledger returns a copy of what the helpers used so far.
-func (h *helperMeter) ledger() cost.Ledger {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.used.Clone()
 }

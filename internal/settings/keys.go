@@ -280,9 +280,11 @@ var narrowingKeys = map[string]bool{
 	"enableAllProjectMcpServers": true, "enabledMcpjsonServers": true, "disabledMcpjsonServers": true,
 	"allowedMcpServers": true, "deniedMcpServers": true, "forkSubagents": true, "cacheTTL1h": true,
 	"autoCompactThreshold": true, "teammateMode": true,
-	// A project's output style changes the prompt as its memory files do; auto memory is on
-	// unless switched off.
-	"outputStyle": true, "autoMemoryEnabled": true,
+	// How answers are worded: a style changes the prompt as a project's memory files do
+	// before trust, and grants nothing.
+	"outputStyle": true,
+	// Auto memory is on unless switched off; a project may only switch it off.
+	"autoMemoryEnabled": true,
 	// Managed-only policies: honoured only from managed settings, where they narrow.
 	"strictKnownMarketplaces": true, "blockedMarketplaces": true,
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"syscall"
 	"time"
 
 	"github.com/keel-dev/keel/internal/procgroup"
@@ -40,7 +39,7 @@ func start(script, dir string, env []string, out io.Writer, cwdFile string) (*pr
 	cmd.Stdin = nil
 	cmd.Stdout = w
 	cmd.Stderr = w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Own(cmd)
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()
@@ -63,7 +62,7 @@ func start(script, dir string, env []string, out io.Writer, cwdFile string) (*pr
 // kill sends SIGKILL to the whole process group. The group id stays reserved while any member
 // lives, so this cannot hit an unrelated group.
 func (p *proc) kill() {
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	_ = procgroup.Kill(p.cmd.Process.Pid)
 }
 
 // killGrace bounds the wait for a killed group's members to die: SIGKILL cannot be caught, so

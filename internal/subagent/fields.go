@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/effort"
+
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
@@ -23,17 +25,14 @@ import (
 	"github.com/keel-dev/keel/internal/tool"
 )
 
-// EffortBudgets maps a definition's effort level to the thinking budget (tokens) of the
-// agent's requests. "max" stays under the default max_tokens of 32000, which the budget must
-// not reach. An integer effort is used as the budget as written.
-var EffortBudgets = map[string]int64{"low": 2048, "medium": 8192, "high": 16384, "xhigh": 24576, "max": 31999}
-
-// EffortBudget returns the thinking budget for e, 0 when e is not set.
+// EffortBudget is the thinking budget of a definition's effort: the level's (see package
+// effort) or the integer as written; 0 for none.
 func EffortBudget(e agentdef.Effort) int64 {
 	if e.Tokens > 0 {
 		return int64(e.Tokens)
 	}
-	return EffortBudgets[e.Level]
+	b, _ := effort.Budget(e.Level)
+	return b
 }
 
 // thinkingHeadroom is what a reply keeps beyond the thinking budget when the agent's
@@ -218,7 +217,7 @@ func inlineServers(def *agentdef.Definition) []agentdef.MCPServer {
 // agentHooks compiles the hooks of a definition. They are active only while that agent runs;
 // a Stop hook there means the agent's own end, so it runs as SubagentStop (as in Claude
 // Code).
-func (r *Runner) agentHooks(def *agentdef.Definition) (HookRunner, error) {
+func (r *Runner) agentHooks(def *agentdef.Definition) (hooks.EventRunner, error) {
 	if len(def.Hooks) == 0 {
 		return nil, nil
 	}
@@ -261,47 +260,4 @@ func (r *Runner) agentHooks(def *agentdef.Definition) (HookRunner, error) {
 		warn(p.Error())
 	}
 	return runner, nil
-}
-
-// joinHooks runs the session's hooks and then an agent's own, folding their outcomes the way
-// one runner folds its hooks: the most restrictive decision wins.
-type joinHooks struct{ a, b HookRunner }
-
-// JoinHooks returns a runner of both; either may be nil.
-func JoinHooks(a, b HookRunner) HookRunner {
-	switch {
-	case a == nil:
-		return b
-	case b == nil:
-		return a
-	}
-	return joinHooks{a, b}
-}
-
-func (j joinHooks) Run(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome {
-	o := j.a.Run(ctx, ev, in)
-	if o.UpdatedInput != nil {
-		in.ToolInput = o.UpdatedInput
-	}
-	p := j.b.Run(ctx, ev, in)
-	switch {
-	case p.Decision > o.Decision:
-		o.Decision, o.Reason = p.Decision, p.Reason
-	case p.Decision == o.Decision && p.Reason != "":
-		o.Reason = strings.TrimSpace(o.Reason + "\n" + p.Reason)
-	}
-	if p.UpdatedInput != nil {
-		o.UpdatedInput = p.UpdatedInput
-	}
-	if o.Decision == hooks.DecisionBlock {
-		o.UpdatedInput = nil
-	}
-	o.AdditionalContext = append(o.AdditionalContext, p.AdditionalContext...)
-	if p.StopSession && !o.StopSession {
-		o.StopSession, o.StopReason = true, p.StopReason
-	}
-	o.SystemMessages = append(o.SystemMessages, p.SystemMessages...)
-	o.Results = append(o.Results, p.Results...)
-	o.Notices = append(o.Notices, p.Notices...)
-	return o
 }

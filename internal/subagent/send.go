@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keel-dev/keel/internal/compact"
+
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/message"
@@ -152,8 +154,7 @@ func (r *Runner) resumeSpec(ctx context.Context, caller *node, id string) (spawn
 					_ = w.Close()
 					return spawn{}, fmt.Errorf("continue agent %s: %w", id, err)
 				}
-				msgs, _ := st.Messages()
-				s.history = answerCrashed(ctx, w, msgs, st.Started)
+				s.history = answerCrashed(ctx, w, compact.History(st), st.Started)
 				if meta.AgentType == ForkType {
 					s.def, s.fork = forkDefinition(), true
 				} else if def, ok := r.cfg.Defs.Get(meta.AgentType); ok {

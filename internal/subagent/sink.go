@@ -29,6 +29,8 @@ type childSink struct {
 	// progress, for a child that is a task (not a teammate), turns its replies into
 	// task_progress events.
 	progress *progress
+	// synced, for a teammate, runs after each turn's sync with its error (acks its inbox).
+	synced func(ctx context.Context, err error) error
 }
 
 var _ loop.ToolRecorder = (*childSink)(nil)
@@ -104,12 +106,31 @@ func (k *childSink) ToolStarted(ctx context.Context, call tool.Call) error {
 }
 
 func (k *childSink) EndTurn(ctx context.Context) error {
+	var err error
 	if k.w != nil {
-		if err := k.w.Sync(ctx); err != nil {
-			return err
-		}
+		err = k.w.Sync(ctx)
 	}
-	return k.queue.Ack()
+	if err == nil {
+		err = k.queue.Ack()
+	}
+	if k.synced != nil {
+		return k.synced(ctx, err)
+	}
+	return err
+}
+
+// compacted records a compaction boundary in the child's transcript, durably, so a
+// continuation starts from its summary.
+func (k *childSink) compacted(ctx context.Context, summary string) (string, error) {
+	if k.w == nil {
+		return uuid.NewString(), nil
+	}
+	e, err := k.w.Append(ctx, transcript.Entry{Type: transcript.TypeSummary, Summary: summary})
+	if err != nil {
+		return "", err
+	}
+	k.last = e.UUID
+	return e.UUID, k.w.Sync(ctx)
 }
 
 // inbox holds messages sent with SendMessage to a child that is running; it reads them at its

@@ -11,7 +11,6 @@ import (
 
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/background"
-	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/loop"
@@ -58,6 +57,10 @@ type child struct {
 	// mcp are the child's own MCP servers, stopped when it ends.
 	mcp     ChildMCP
 	checker *permission.Checker
+	// mem is the child's memory directory (its definition's memory key); hooks run for its
+	// calls: the session's and its definition's.
+	mem   *agentMemory
+	hooks hooks.EventRunner
 }
 
 // result is how a child's run ended.
@@ -166,49 +169,82 @@ func (r *Runner) toolResult(c *child, res result) tool.Result {
 }
 
 // prepare builds the child's loop: context per DESIGN §10, permissions under the parent's
-// ceiling, its pool and system prompt, and its transcript.
+// ceiling, its pool and system prompt, and its transcript. The agent itself is built by
+// [Runner.NewAgent], as every agent is.
 func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
-	p := s.parent
 	id := s.id
 	if id == "" {
 		id = newID()
 	}
-	def := s.def
-	n := &node{id: id, owner: id, parent: p, def: def, depth: p.depth + 1, fork: s.fork, inbox: &inbox{}}
-	origin := event.Origin{AgentID: id, AgentName: def.Name, ParentToolUseID: s.toolUseID}
-	info := permission.AgentInfo{Name: def.Name, Color: def.Color, ID: id}
-	var asker permission.Asker
-	if s.mate != nil {
-		origin.AgentName = s.mate.name
-		info = permission.AgentInfo{Name: s.mate.name, Color: s.mate.color, ID: id}
-		asker = s.mate.asker
-	}
+	p := s.parent
+	n := &node{id: id, owner: id, parent: p, def: s.def, depth: p.depth + 1, fork: s.fork, inbox: &inbox{}}
 	c := &child{spec: s, n: n, started: time.Now()}
 	defer func() {
 		if err != nil {
 			c.closeMCP(r)
 		}
 	}()
-
-	state := p.p.State()
-	files := p.p.Files.Clone()
-	var dirs []string
-	if s.in.Isolation == string(agentdef.IsolationWorktree) || def.Isolation == agentdef.IsolationWorktree {
-		if r.cfg.Worktrees == nil {
-			return nil, errors.New("isolation: worktree needs a git repository")
-		}
-		wt, err := r.cfg.Worktrees.Create(ctx, "agent-"+id)
-		if err != nil {
-			return nil, err
-		}
-		c.wt = wt
-		state = tool.State{Cwd: wt.Path}
-		dirs = []string{wt.Path}
-		files = tool.NewFileState() // reads of the main tree say nothing about the worktree's files
+	spec := AgentSpec{Kind: KindSubagent, Origin: event.Origin{AgentID: id, AgentName: s.def.Name, ParentToolUseID: s.toolUseID},
+		MaxTokens: p.p.MaxTokens, MaxTurns: s.def.MaxTurns, Source: "agent:" + s.def.Name,
+		Prepare: r.cfg.Prepare, AfterTurn: r.AfterTurn(id), Logger: r.logger.With("agent", id, "type", s.def.Name)}
+	if spec.MaxTurns == 0 {
+		spec.MaxTurns = DefaultMaxTurns
 	}
+	dirs, err := r.workspace(ctx, c, &spec)
+	if err != nil {
+		return nil, err
+	}
+	mode, err := r.permissions(c, &spec, dirs)
+	if err != nil {
+		return nil, err
+	}
+	spec.Model = r.model(p, s)
+	withEffort(&spec, s.def)
+	if s.fork {
+		err = r.forkParts(ctx, c, &spec)
+	} else {
+		err = r.childParts(ctx, c, &spec, mode)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.history, c.initial = startHistory(s, c.history)
+	return c, r.build(ctx, c, spec)
+}
 
+// workspace gives the child its working state: a clone of its parent's file-read state, or a
+// worktree of its own (isolation: worktree), which is then its only working directory.
+func (r *Runner) workspace(ctx context.Context, c *child, spec *AgentSpec) (dirs []string, err error) {
+	s := c.spec
+	spec.State, spec.Files = s.parent.p.State(), s.parent.p.Files.Clone()
+	if s.in.Isolation != string(agentdef.IsolationWorktree) && s.def.Isolation != agentdef.IsolationWorktree {
+		return nil, nil
+	}
+	if r.cfg.Worktrees == nil {
+		return nil, errors.New("isolation: worktree needs a git repository")
+	}
+	wt, err := r.cfg.Worktrees.Create(ctx, "agent-"+c.n.id)
+	if err != nil {
+		return nil, err
+	}
+	c.wt = wt
+	spec.State = tool.State{Cwd: wt.Path}
+	spec.Files = tool.NewFileState() // reads of the main tree say nothing about the worktree's files
+	return []string{wt.Path}, nil
+}
+
+// permissions gives the child its checker — its parent's rules plus its definition's, under
+// its parent's whole policy as a ceiling, with its memory directory granted — and its gate
+// (PreToolUse hooks, the session's and its definition's).
+func (r *Runner) permissions(c *child, spec *AgentSpec, dirs []string) (permission.Mode, error) {
+	s, p, def := c.spec, c.spec.parent, c.spec.def
+	info := permission.AgentInfo{Name: def.Name, Color: def.Color, ID: c.n.id}
+	var asker permission.Asker
 	mode := permission.ModeBubble
 	if s.mate != nil {
+		spec.Origin.AgentName = s.mate.name
+		info = permission.AgentInfo{Name: s.mate.name, Color: s.mate.color, ID: c.n.id}
+		asker = s.mate.asker
 		// A teammate asks through the team, not its parent: it takes the lead's mode
 		// explicitly (bubble would send its questions to the lead's asker directly).
 		mode = p.p.Checker.Policy().Mode
@@ -216,7 +252,7 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 	if want := s.permissionMode(); want != "" {
 		m, err := permission.ParseMode(want)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		mode = m
 	}
@@ -233,159 +269,173 @@ func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {
 			policy.Rules = append(policy.Rules, rules...)
 		}
 	}
-	checker := p.p.Checker.Child(policy, info, asker)
-	var mem *agentMemory
+	c.checker = p.p.Checker.Child(policy, info, asker)
 	if def.Memory != "" && !s.fork {
 		m, err := openMemory(def, r.cfg.Home, r.cfg.ProjectDir)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
-		mem = m
-		checker.Grant(m.rules...)
+		c.mem = m
+		c.checker.Grant(m.rules...)
 	}
 	own, err := r.agentHooks(def)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	hookRunner := JoinHooks(r.cfg.Hooks, own)
-	var gate tool.Gate = checkGate{checker}
+	c.hooks = hooks.Join(r.cfg.Hooks, own)
+	spec.Gate = checkGate{c.checker}
 	if r.cfg.Gate != nil {
-		gate = r.cfg.Gate(checker, origin, hookRunner)
+		spec.Gate = r.cfg.Gate(c.checker, spec.Origin, c.hooks)
 	}
+	spec.Stop = stopHook{r: r, n: c.n, hooks: c.hooks}
+	return mode, nil
+}
 
-	model := r.model(p, s)
-	agent := &loop.Agent{
-		Origin:    origin,
-		Provider:  r.cfg.Provider,
-		Model:     model,
-		MaxTokens: p.p.MaxTokens,
-		Gate:      gate,
-		Files:     files,
-		State:     state,
-		SessionID: r.cfg.SessionID,
-		MaxTurns:  def.MaxTurns,
-		Source:    "agent:" + def.Name,
-		Prepare:   r.cfg.Prepare,
-		Logger:    r.logger.With("agent", id, "type", def.Name),
-		AfterTurn: r.AfterTurn(id),
-		Stop:      stopHook{r: r, n: n, hooks: hookRunner},
+// withEffort puts the definition's effort on the child's requests as a thinking budget,
+// raising max_tokens when it would not leave room for it.
+func withEffort(spec *AgentSpec, def *agentdef.Definition) {
+	budget := EffortBudget(def.Effort)
+	if budget <= 0 {
+		return
+	}
+	spec.Thinking = &provider.Thinking{BudgetTokens: budget}
+	if max := spec.MaxTokens; (max == 0 && budget >= loop.DefaultMaxTokens) || (max > 0 && budget >= max) {
+		spec.MaxTokens = budget + thinkingHeadroom
+	}
+}
 
-		Traceparent: r.cfg.Traceparent,
+// forkParts makes a fork child's request its parent's, byte for byte: the same model,
+// budget, thinking, cache placement, source (whose TTL is part of the bytes), rendered system
+// prompt and pool, and the parent's last turn with the directive appended.
+func (r *Runner) forkParts(ctx context.Context, c *child, spec *AgentSpec) error {
+	s, p := c.spec, c.spec.parent
+	spec.Kind = KindFork
+	p.mu.Lock()
+	last, sys, reply := p.lastReq, p.lastSys, p.lastReply
+	p.mu.Unlock()
+	if last == nil && s.history == nil {
+		return errors.New("there is no turn to fork yet")
 	}
-	if agent.MaxTurns == 0 {
-		agent.MaxTurns = DefaultMaxTurns
-	}
-	if budget := EffortBudget(def.Effort); budget > 0 {
-		agent.Thinking = &provider.Thinking{BudgetTokens: budget}
-		if max := agent.MaxTokens; (max == 0 && budget >= loop.DefaultMaxTokens) || (max > 0 && budget >= max) {
-			agent.MaxTokens = budget + thinkingHeadroom
-		}
-	}
-
-	if s.fork {
-		p.mu.Lock()
-		last, sys, reply := p.lastReq, p.lastSys, p.lastReply
-		p.mu.Unlock()
-		if last == nil && s.history == nil {
-			return nil, errors.New("there is no turn to fork yet")
-		}
-		if last != nil {
-			// The child's request must equal the parent's: same model, budget, thinking, cache
-			// placement and source (whose TTL is part of the bytes).
-			agent.Model, agent.MaxTokens, agent.Thinking = last.Model, last.MaxTokens, last.Thinking
-			agent.Source = last.Source
-		} else {
-			sys = p.p.System(ctx)
-			agent.Source = p.p.Source
-		}
-		agent.Prepare = p.p.Prepare
-		agent.System = func(context.Context) loop.System { return sys }
-		agent.Pool = p.p.Pool
-		if s.history == nil {
-			var shared provider.BlockRef
-			c.history, shared = forkHistory(last, reply, s.in.Prompt)
-			agent.Prepare = withSharedPrefix(p.p.Prepare, shared)
-		}
+	if last != nil {
+		spec.Model, spec.MaxTokens, spec.Thinking, spec.Source = last.Model, last.MaxTokens, last.Thinking, last.Source
 	} else {
-		filter := Filter{Builtin: def.Source == agentdef.SourceBuiltin, Background: s.background, PlanMode: mode == permission.ModePlan,
-			AllowAgent: n.depth < r.cfg.MaxDepth && s.mate == nil, Tools: def.Tools, Disallowed: def.DisallowedTools, MCPServers: mcpNames(def),
-			Teammate: s.mate != nil}
-		if inline := inlineServers(def); len(inline) > 0 {
-			if r.cfg.MCP == nil {
-				return nil, fmt.Errorf("agent %s configures MCP servers, which this session cannot start", def.Name)
-			}
-			m, err := r.cfg.MCP.StartServers(ctx, def, inline)
-			if err != nil {
-				return nil, fmt.Errorf("start the MCP servers of agent %s: %w", def.Name, err)
-			}
-			c.mcp = m
-		}
-		// Read once: the parent's Parent is replaced at the start of its next turn, while a
-		// background child or a teammate goes on running.
-		parentPool := p.p.Pool
-		agent.Pool = func(ctx context.Context) *tool.Pool {
-			pool := parentPool(ctx)
-			if c.mcp != nil {
-				pool = tool.Assemble(pool.Tools(), c.mcp.Tools(ctx))
-			}
-			return filter.Apply(pool)
-		}
-		cwd := state.Cwd
-		if s.mate != nil {
-			agent.System = s.mate.system(p.p.System, def)
-		} else if r.cfg.System != nil {
-			agent.System = func(ctx context.Context) loop.System { return r.cfg.System(ctx, def, cwd) }
-		} else {
-			sys := defaultSystem(def, id, cwd)
-			agent.System = func(context.Context) loop.System { return sys }
-		}
-		if mem != nil {
-			agent.System = withSection(agent.System, "agent-memory", mem.text)
-		}
-		if s.history == nil {
-			blocks, err := r.preloadSkills(ctx, def, cwd)
-			if err != nil {
-				return nil, err
-			}
-			c.history = []message.Message{message.User(append(blocks, message.Text(s.in.Prompt))...)}
-		}
+		sys = p.p.System(ctx)
+		spec.Source = p.p.Source
 	}
+	spec.Prepare = p.p.Prepare
+	spec.System = func(context.Context) loop.System { return sys }
+	spec.Pool = p.p.Pool
+	if s.history == nil {
+		var shared provider.BlockRef
+		c.history, shared = forkHistory(last, reply, s.in.Prompt)
+		spec.Prepare = withSharedPrefix(p.p.Prepare, shared)
+	}
+	return nil
+}
+
+// childParts gives a subagent or teammate its own pool (its parent's, filtered by its
+// definition, with its own MCP servers), system prompt and, for a new one, its first
+// message (preloaded skills and the prompt).
+func (r *Runner) childParts(ctx context.Context, c *child, spec *AgentSpec, mode permission.Mode) error {
+	s, n, def := c.spec, c.n, c.spec.def
+	filter := Filter{Builtin: def.Source == agentdef.SourceBuiltin, Background: s.background, PlanMode: mode == permission.ModePlan,
+		AllowAgent: n.depth < r.cfg.MaxDepth && s.mate == nil, Tools: def.Tools, Disallowed: def.DisallowedTools, MCPServers: mcpNames(def),
+		Teammate: s.mate != nil}
+	if inline := inlineServers(def); len(inline) > 0 {
+		if r.cfg.MCP == nil {
+			return fmt.Errorf("agent %s configures MCP servers, which this session cannot start", def.Name)
+		}
+		m, err := r.cfg.MCP.StartServers(ctx, def, inline)
+		if err != nil {
+			return fmt.Errorf("start the MCP servers of agent %s: %w", def.Name, err)
+		}
+		c.mcp = m
+	}
+	// Read once: the parent's Parent is replaced at the start of its next turn, while a
+	// background child or a teammate goes on running.
+	parentPool := s.parent.p.Pool
+	spec.Pool = func(ctx context.Context) *tool.Pool {
+		pool := parentPool(ctx)
+		if c.mcp != nil {
+			pool = tool.Assemble(pool.Tools(), c.mcp.Tools(ctx))
+		}
+		return filter.Apply(pool)
+	}
+	cwd := spec.State.Cwd
+	switch {
+	case s.mate != nil:
+		spec.Kind = KindTeammate
+		spec.System = s.mate.system(s.parent.p.System, def)
+	case r.cfg.System != nil:
+		spec.System = func(ctx context.Context) loop.System { return r.cfg.System(ctx, def, cwd) }
+	default:
+		sys := defaultSystem(def, n.id, cwd)
+		spec.System = func(context.Context) loop.System { return sys }
+	}
+	if c.mem != nil {
+		spec.System = withSection(spec.System, "agent-memory", c.mem.text)
+	}
+	if s.history != nil {
+		return nil
+	}
+	blocks, err := r.preloadSkills(ctx, def, cwd)
+	if err != nil {
+		return err
+	}
+	c.history = []message.Message{message.User(append(blocks, message.Text(s.in.Prompt))...)}
+	return nil
+}
+
+// startHistory is what the child's first run starts from — built is its fresh history, a
+// continued one's is the spawn's — and the messages of it not yet in its transcript.
+func startHistory(s spawn, built []message.Message) (history, fresh []message.Message) {
 	switch {
 	case s.history != nil && s.mate != nil:
 		// A resumed teammate continues where it stopped; what it does next comes from its
 		// inbox and the board.
-		c.history = dropIncomplete(s.history)
+		return dropIncomplete(s.history), nil
 	case s.history != nil:
-		c.history = append(dropIncomplete(s.history), message.User(message.Text(s.in.Prompt)))
-		c.initial = c.history[len(c.history)-1:]
-	default:
-		c.initial = c.history
+		history = append(dropIncomplete(s.history), message.User(message.Text(s.in.Prompt)))
+		return history, history[len(history)-1:]
 	}
-	c.checker = checker
-	n.p = Parent{Model: agent.Model, MaxTokens: agent.MaxTokens, Thinking: agent.Thinking, System: agent.System, Pool: agent.Pool,
-		Checker: checker, Files: files, State: func() tool.State { return agent.State }, Prepare: agent.Prepare, Source: agent.Source}
+	return built, built
+}
 
-	queue, err := r.cfg.Tasks.Queue(id)
+// build finishes the child: its observers (its task queue, its inbox, the team's, the
+// session's listing), its sink and transcript, and then the agent, through the one
+// constructor.
+func (r *Runner) build(ctx context.Context, c *child, spec AgentSpec) error {
+	s, n := c.spec, c.n
+	queue, err := r.cfg.Tasks.Queue(n.id)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	agent.Observers = []loop.Observer{queue, n.inbox}
+	spec.Observers = []loop.Observer{queue, n.inbox}
+	if s.mate != nil {
+		spec.Observers = append(spec.Observers, s.mate.observers...)
+	}
 	if r.cfg.Observers != nil {
-		agent.Observers = append(agent.Observers, r.cfg.Observers(agent.Pool, c.history)...)
+		spec.Observers = append(spec.Observers, r.cfg.Observers(spec.Pool, c.history)...)
 	}
 	c.sink = &childSink{r: r, queue: queue, w: s.writer}
-	if s.mate == nil {
-		c.sink.progress = &progress{id: c.n.id, toolUseID: s.toolUseID, description: s.in.Description, subagentType: s.def.Name,
-			origin: agent.Origin, started: c.started}
+	if s.mate != nil {
+		c.sink.synced = s.mate.synced
+	} else {
+		c.sink.progress = &progress{id: n.id, toolUseID: s.toolUseID, description: s.in.Description, subagentType: s.def.Name,
+			origin: spec.Origin, started: c.started}
 	}
 	if c.sink.w == nil && r.cfg.SessionPath != "" {
-		if err := r.openTranscript(ctx, c, state.Cwd); err != nil {
-			return nil, err
+		if err := r.openTranscript(ctx, c, spec.State.Cwd); err != nil {
+			return err
 		}
 	}
-	agent.Sink = c.sink
-	c.agent = agent
-	return c, nil
+	spec.Sink = c.sink
+	spec.Compaction = Compaction{Record: c.sink.compacted}
+	c.agent = r.NewAgent(spec)
+	agent := c.agent
+	n.p = Parent{Model: agent.Model, MaxTokens: agent.MaxTokens, Thinking: agent.Thinking, System: agent.System, Pool: agent.Pool,
+		Checker: c.checker, Files: agent.Files, State: func() tool.State { return agent.State }, Prepare: agent.Prepare, Source: agent.Source}
+	return nil
 }
 
 // withSharedPrefix has prepare mark the end of the prefix a turn's fork children share.
@@ -441,7 +491,7 @@ func defaultSystem(def *agentdef.Definition, id, cwd string) loop.System {
 	return loop.System{Blocks: blocks, Names: []string{"agent:" + def.Name, "environment"}}
 }
 
-// run runs a prepared child to the end: SubagentStart hooks, the loop, usage roll-up, the
+// run runs a prepared child to the end: SubagentStart hooks, the driver, usage roll-up, the
 // worktree's fate, and the hand-over of its background tasks to its parent.
 func (r *Runner) run(ctx context.Context, c *child) (res result) {
 	n := c.n
@@ -468,44 +518,13 @@ func (r *Runner) run(ctx context.Context, c *child) (res result) {
 			}
 		}
 	}
-	for _, m := range c.initial {
-		if _, err := c.sink.Append(ctx, m); err != nil {
-			return result{err: err}
-		}
+	ran, err := loop.Drive(ctx, c.agent, c.history, c.initial, childCycle{r: r, c: c})
+	r.addUsage(ran.Ledger)
+	out := ran.Out
+	if out == nil {
+		return result{err: err}
 	}
-	history := c.history
-	var (
-		out      *loop.Outcome
-		err      error
-		usage    message.Usage
-		ledger   cost.Ledger
-		toolUses int
-	)
-	for {
-		out, err = c.agent.Run(ctx, history)
-		usage = usage.Add(out.Usage)
-		ledger.Merge(out.Ledger)
-		toolUses += countToolUses(out.Messages[len(history):])
-		// A message sent while the agent finished its last turn is not lost: it starts
-		// another. Checking the inbox and leaving the live set under one lock means a sender
-		// either reaches the inbox in time or finds the agent finished and continues it.
-		r.mu.Lock()
-		pending := n.inbox.Observe(ctx)
-		if err != nil || len(pending) == 0 {
-			r.done[n.id] = &record{def: c.spec.def, fork: c.spec.fork, history: out.Messages, owner: n.parent.owner, depth: n.depth}
-			delete(r.agents, n.id)
-			r.mu.Unlock()
-			break
-		}
-		r.mu.Unlock()
-		next := message.User(pending...)
-		if _, err = c.sink.Append(ctx, next); err != nil {
-			break
-		}
-		history = append(out.Messages, next)
-	}
-	res = result{text: out.Text, usage: usage, toolUses: toolUses, duration: time.Since(c.started)}
-	r.addUsage(ledger)
+	res = result{text: out.Text, usage: ran.Usage, toolUses: ran.ToolUses, duration: time.Since(c.started)}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		res.interrupted = true
@@ -518,11 +537,36 @@ func (r *Runner) run(ctx context.Context, c *child) (res result) {
 		res.err = err
 	case out.Subtype == "error_max_turns":
 		res.text = strings.TrimSpace(lastText(out.Messages) + fmt.Sprintf("\n\n(The agent stopped at its limit of %d turns.)", c.agent.MaxTurns))
+	case out.Subtype == loop.SubtypeMaxBudget:
+		// The session's budget is spent: the child stops, and says so.
+		res.err = errors.New(out.Text)
 	}
 	if c.wt != nil {
 		res.wtNote = r.finishWorktree(context.WithoutCancel(ctx), c)
 	}
 	return res
+}
+
+// childCycle is a subagent's life between runs: a message sent to it while it finished its
+// last run starts another; without one it is done.
+type childCycle struct {
+	r *Runner
+	c *child
+}
+
+func (y childCycle) Next(ctx context.Context, ran loop.Ran) (message.Message, bool) {
+	r, n, c := y.r, y.c.n, y.c
+	// Checking the inbox and leaving the live set under one lock means a sender either
+	// reaches the inbox in time or finds the agent finished and continues it.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pending := n.inbox.Observe(ctx)
+	if ran.Err != nil || len(pending) == 0 || ran.Out.Subtype == loop.SubtypeMaxBudget {
+		r.done[n.id] = &record{def: c.spec.def, fork: c.spec.fork, history: ran.Out.Messages, owner: n.parent.owner, depth: n.depth}
+		delete(r.agents, n.id)
+		return message.Message{}, false
+	}
+	return message.User(pending...), true
 }
 
 func (r *Runner) finishWorktree(ctx context.Context, c *child) string {
@@ -547,16 +591,6 @@ func (r *Runner) hookInput(in hooks.Input) hooks.Input {
 	return in
 }
 
-func countToolUses(msgs []message.Message) int {
-	n := 0
-	for _, m := range msgs {
-		if m.Role == message.RoleAssistant {
-			n += len(m.ToolUses())
-		}
-	}
-	return n
-}
-
 func lastText(msgs []message.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == message.RoleAssistant {
@@ -572,7 +606,7 @@ func lastText(msgs []message.Message) string {
 type stopHook struct {
 	r     *Runner
 	n     *node
-	hooks HookRunner
+	hooks hooks.EventRunner
 }
 
 func (h stopHook) CheckStop(ctx context.Context, last message.Message, active bool) string {

@@ -35,9 +35,9 @@
 //     are started for the child ([MCPStarter]) and stopped when it ends.
 //   - hooks: run with the session's for the child's tool calls; a Stop hook there runs as
 //     SubagentStop. They are not active for any other agent.
-//   - effort: a thinking budget on the child's requests, [EffortBudgets] for the levels (low
-//     2048, medium 8192, high 16384, max 31999 tokens) or the integer as written; max_tokens is
-//     raised when it would not leave room for the budget.
+//   - effort: a thinking budget on the child's requests, the level's from package effort (low
+//     2048 … max 31999 tokens, as --effort) or the integer as written; max_tokens is raised
+//     when it would not leave room for the budget.
 //
 // # Moving a foreground agent to the background
 //
@@ -79,18 +79,11 @@ import (
 // DefaultMaxTurns caps a child's model turns when its definition sets no maxTurns.
 const DefaultMaxTurns = 200
 
-// HookRunner runs one hook event; *hooks.Runner satisfies it.
-type HookRunner interface {
-	Run(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome
-}
-
 // Config is what a Runner needs from the session. Defs, Provider and Tasks are required.
 type Config struct {
-	// Traceparent gives a child's tool calls the TRACEPARENT of their spans (telemetry).
-	Traceparent func(toolUseID string) string
-	Defs        *agentdef.Set
-	Provider    provider.Provider
-	Tasks       *background.Registry
+	Defs     *agentdef.Set
+	Provider provider.Provider
+	Tasks    *background.Registry
 	// SessionID is the parent session's id; SessionPath its transcript. Subagent transcripts
 	// go beside it (transcript.AgentPaths); empty keeps them in memory only.
 	SessionID   string
@@ -100,13 +93,13 @@ type Config struct {
 	Forks bool
 	// MaxDepth is the deepest level of agents (main = 0); 0 means 1: subagents do not nest.
 	MaxDepth int
-	Hooks    HookRunner
+	Hooks    hooks.EventRunner
 	// HookInput fills the fields every hook input carries; nil leaves them empty.
 	HookInput func(hooks.Input) hooks.Input
 	// Gate builds a child's tool gate (PreToolUse hooks, permissions) over its checker; nil
 	// checks permissions only. hooks is what the gate runs: the session's hooks joined with
 	// the agent's own (its definition's hooks key).
-	Gate func(checker *permission.Checker, origin event.Origin, hooks HookRunner) tool.Gate
+	Gate func(checker *permission.Checker, origin event.Origin, hooks hooks.EventRunner) tool.Gate
 	// ProjectDir is the project root (project and local agent memory, where the agent's hooks
 	// run); Home is keel's directory (user agent memory). TrustedHooks runs the hooks of
 	// project agents (the workspace is trusted).
@@ -141,6 +134,8 @@ type Config struct {
 	// run there, so that they outlive this process (detach.go).
 	Detacher Detacher
 	Detach   bool
+	// Seams are what every agent gets from the session (agent.go).
+	Seams Seams
 }
 
 // Parent is what a child inherits from the agent that starts it. The session fills one for

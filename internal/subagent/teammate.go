@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/keel-dev/keel/internal/compact"
+
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/background"
 	"github.com/keel-dev/keel/internal/loop"
@@ -17,12 +19,14 @@ import (
 )
 
 // mate is what makes a child a teammate: its name and colour, the team's asker for its
-// permission questions, and its system prompt.
+// permission questions, its system prompt, its inbox and what acks it.
 type mate struct {
 	name, color string
 	asker       permission.Asker
 	addendum    string
 	mode        string
+	observers   []loop.Observer
+	synced      func(ctx context.Context, err error) error
 	// systemMode is default, replace or append (DESIGN §3); systemPrompt goes with the last
 	// two.
 	systemMode   string
@@ -71,7 +75,7 @@ func (m *mate) system(parent func(context.Context) loop.System, def *agentdef.De
 // agent-<id>.jsonl beside the session's), asking through asker, with the team's tools and
 // without the Agent tool. With spec.Resume it continues from that transcript. The team
 // package runs the loop; Prepared.Close ends what this started.
-func (r *Runner) PrepareTeammate(ctx context.Context, spec team.Spec, asker permission.Asker, addendum string) (*team.Prepared, error) {
+func (r *Runner) PrepareTeammate(ctx context.Context, spec team.Spec, seams team.MemberSeams) (*team.Prepared, error) {
 	main := r.node("")
 	if main == nil {
 		return nil, errors.New("the session has not started its main agent yet")
@@ -86,8 +90,8 @@ func (r *Runner) PrepareTeammate(ctx context.Context, spec team.Spec, asker perm
 	}
 	s := spawn{parent: main, def: def, id: spec.ID, foreground: true,
 		in: Input{Description: "teammate " + spec.Name, Prompt: spec.Prompt, Model: spec.Model, Isolation: spec.Isolation},
-		mate: &mate{name: spec.Name, color: spec.Color, asker: asker, addendum: addendum, mode: spec.Mode,
-			systemMode: spec.SystemPromptMode, systemPrompt: spec.SystemPrompt}}
+		mate: &mate{name: spec.Name, color: spec.Color, asker: seams.Asker, addendum: seams.Addendum, mode: spec.Mode,
+			systemMode: spec.SystemPromptMode, systemPrompt: spec.SystemPrompt, observers: seams.Observers, synced: seams.Synced}}
 	path := ""
 	if r.cfg.SessionPath != "" {
 		path, _ = transcript.AgentPaths(r.cfg.SessionPath, spec.ID)
@@ -96,8 +100,7 @@ func (r *Runner) PrepareTeammate(ctx context.Context, spec team.Spec, asker perm
 			if err != nil {
 				return nil, fmt.Errorf("resume teammate %s: %w", spec.Name, err)
 			}
-			msgs, _ := st.Messages()
-			s.writer, s.history = w, append([]message.Message{}, msgs...)
+			s.writer, s.history = w, append([]message.Message{}, compact.History(st)...)
 		}
 	}
 	c, err := r.prepare(ctx, s)

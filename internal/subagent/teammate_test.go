@@ -27,7 +27,7 @@ func TestPrepareTeammate(t *testing.T) {
 	} {
 		t.Run("mode="+tc.mode, func(t *testing.T) {
 			p, err := w.runner.PrepareTeammate(t.Context(), team.Spec{ID: newID(), Name: "alice", Color: "green", Prompt: "work",
-				SystemPromptMode: tc.mode, SystemPrompt: tc.prompt}, asker, "TEAM ADDENDUM")
+				SystemPromptMode: tc.mode, SystemPrompt: tc.prompt}, team.MemberSeams{Asker: asker, Addendum: "TEAM ADDENDUM"})
 			if err != nil {
 				t.Fatal(err)
 			}

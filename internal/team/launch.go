@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/keel-dev/keel/internal/procgroup"
 )
 
 // Launcher starts teammates as processes of their own (`keel team worker`), which join the
@@ -91,7 +93,8 @@ func (l *ExecLauncher) Launch(ctx context.Context, in Launch) (Process, error) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = l.Env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	detach(cmd)
+	// Its own process group: a Ctrl-C meant for the lead's terminal does not reach it.
+	procgroup.Own(cmd)
 	if err := cmd.Start(); err != nil {
 		return Process{}, fmt.Errorf("start teammate process: %w", err)
 	}

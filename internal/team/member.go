@@ -39,7 +39,19 @@ type Spec struct {
 // Host builds the loop of a teammate run in this process; the session implements it over
 // the subagent runner (child context per DESIGN §10, permissions under the lead's ceiling).
 type Host interface {
-	PrepareTeammate(ctx context.Context, spec Spec, asker permission.Asker, addendum string) (*Prepared, error)
+	PrepareTeammate(ctx context.Context, spec Spec, seams MemberSeams) (*Prepared, error)
+}
+
+// MemberSeams are what the team gives a teammate's agent when it is built: where its
+// permission questions go, the addendum of its system prompt, its inbox and the runtime's
+// notes (observers), and what follows each turn's transcript sync.
+type MemberSeams struct {
+	Asker     permission.Asker
+	Addendum  string
+	Observers []loop.Observer
+	// Synced runs after each turn's transcript sync with the sync's error: the inbox is
+	// acked after a sync, and what it delivered is requeued after a failed one.
+	Synced func(ctx context.Context, err error) error
 }
 
 // Prepared is a teammate's loop, ready to run.
@@ -105,14 +117,12 @@ func (t *Team) start(ctx context.Context, spec Spec, runner string) (*Member, er
 		wake: make(chan struct{}, 1), state: StateWorking, nudged: map[string]int{}}
 	m.inbox = newInbox(t.be.Mailbox(), spec.Name, t.logger, t.colorOf)
 	m.inbox.consume = m.consume
-	prep, err := t.cfg.Host.PrepareTeammate(ctx, spec, memberAsker{t: t, m: m}, t.addendum(spec))
+	prep, err := t.cfg.Host.PrepareTeammate(ctx, spec, MemberSeams{Asker: memberAsker{t: t, m: m}, Addendum: t.addendum(spec),
+		Observers: []loop.Observer{m.inbox, notesObserver{m}}, Synced: m.synced})
 	if err != nil {
 		return nil, err
 	}
 	m.prep = prep
-	agent := prep.Agent
-	agent.Sink = &memberSink{Sink: agent.Sink, m: m}
-	agent.Observers = append(agent.Observers, m.inbox, notesObserver{m})
 	if spec.Resume {
 		m.inbox.Reconcile(ctx, prep.History)
 	}
@@ -215,7 +225,8 @@ func (m *Member) heartbeat() {
 	}
 }
 
-// run is the teammate's life: turns of the loop, idling between them, until it stops.
+// run is the teammate's life, driven by the loop's driver: turns of the loop and, between
+// them, the member's cycle (Next): idling until a message or a task comes, until it stops.
 func (m *Member) run() {
 	defer close(m.done)
 	defer m.prep.Close()
@@ -224,46 +235,51 @@ func (m *Member) run() {
 		delete(m.t.members, m.name)
 		m.t.mu.Unlock()
 	}()
-	agent := m.prep.Agent
-	for _, msg := range m.prep.Initial {
-		if _, err := agent.Sink.Append(m.ctx, msg); err != nil {
-			m.t.logger.Error("record teammate prompt", "member", m.name, "err", err)
-		}
+	if _, err := loop.Drive(m.ctx, m.prep.Agent, m.prep.History, m.prep.Initial, m); err != nil && m.ctx.Err() == nil {
+		m.t.logger.Error("teammate stopped", "member", m.name, "err", err)
 	}
-	history := m.prep.History
-	for {
-		if n := len(history); n == 0 || history[n-1].Role != message.RoleUser {
-			// Resumed after its turn had ended: it waits for work before running.
-			next, ok := m.idle("")
-			if !ok {
-				return
-			}
-			history = m.append(history, next)
-		}
+}
+
+// Next is the teammate's part between runs (loop.Cycle): it accounts the run, runs the
+// TeammateIdle hooks, tells the lead it is idle and waits for work; false means it stops.
+func (m *Member) Next(_ context.Context, ran loop.Ran) (message.Message, bool) {
+	if ran.Out == nil {
+		// Resumed after its turn had ended: it waits for work before running.
+		return m.working(m.idle(""))
+	}
+	m.mu.Lock()
+	m.usage = m.usage.Add(ran.Out.Usage)
+	m.turns += ran.Out.Turns
+	m.mu.Unlock()
+	m.t.addUsage(ran.Out.Ledger)
+	if m.ctx.Err() != nil {
+		return message.Message{}, false
+	}
+	if ran.Err != nil {
+		m.t.logger.Warn("teammate turn failed", "member", m.name, "err", ran.Err)
+		m.tellLead(TypeMessage, fmt.Sprintf("%s's turn failed: %v", m.name, ran.Err), "turn failed")
+	} else if reason := m.idleHook(); reason != "" {
+		return m.working(message.User(message.Text(reason)), true)
+	}
+	return m.working(m.idle(m.idleText(ran.Out)))
+}
+
+// working marks the member working when it has something to run.
+func (m *Member) working(next message.Message, ok bool) (message.Message, bool) {
+	if ok {
 		m.setState(StateWorking)
-		out, err := agent.Run(m.ctx, history)
-		history = out.Messages
-		m.mu.Lock()
-		m.usage = m.usage.Add(out.Usage)
-		m.turns += out.Turns
-		m.mu.Unlock()
-		m.t.addUsage(out.Ledger)
-		if m.ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			m.t.logger.Warn("teammate turn failed", "member", m.name, "err", err)
-			m.tellLead(TypeMessage, fmt.Sprintf("%s's turn failed: %v", m.name, err), "turn failed")
-		} else if reason := m.idleHook(); reason != "" {
-			history = m.append(history, message.User(message.Text(reason)))
-			continue
-		}
-		next, ok := m.idle(m.idleText(out))
-		if !ok {
-			return
-		}
-		history = m.append(history, next)
 	}
+	return next, ok
+}
+
+// synced acks the member's inbox once a turn's transcript is synced, and requeues what it
+// delivered when the sync failed.
+func (m *Member) synced(ctx context.Context, err error) error {
+	if err != nil {
+		m.inbox.Requeue()
+		return err
+	}
+	return m.inbox.Ack(ctx)
 }
 
 // idle answers a pending shutdown, tells the lead (when notice is set) and waits for work;
@@ -283,17 +299,6 @@ func (m *Member) idle(notice string) (message.Message, bool) {
 		m.stop()
 	}
 	return next, ok
-}
-
-// append records msg in the member's transcript and history.
-func (m *Member) append(history []message.Message, msg message.Message) []message.Message {
-	sink := m.prep.Agent.Sink
-	uuid, err := sink.Append(m.ctx, msg)
-	if err != nil {
-		m.t.logger.Error("record teammate message", "member", m.name, "err", err)
-	}
-	sink.Emit(event.UserMessage{Origin: m.prep.Agent.Origin, UUID: uuid, Message: msg})
-	return append(history, msg)
 }
 
 func (m *Member) isStopping() bool {
@@ -560,20 +565,6 @@ func (m *Member) signal() {
 	case m.wake <- struct{}{}:
 	default:
 	}
-}
-
-// memberSink acks the member's inbox after each turn's transcript sync, and counts usage.
-type memberSink struct {
-	loop.Sink
-	m *Member
-}
-
-func (s *memberSink) EndTurn(ctx context.Context) error {
-	if err := s.Sink.EndTurn(ctx); err != nil {
-		s.m.inbox.Requeue()
-		return err
-	}
-	return s.m.inbox.Ack(ctx)
 }
 
 // notesObserver adds the runtime's notes for the member (a lapsed claim) to its next request.

@@ -17,6 +17,7 @@ import (
 	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/coord/fscoord"
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/procgroup"
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
@@ -406,7 +407,7 @@ func TestShutdownAbortsUnansweringProcess(t *testing.T) {
 	}
 	cmd := exec.Command(self, "-test.run=^$")
 	cmd.Env = append(os.Environ(), "TEAM_TEST_HEARTBEAT="+dir, "TEAM_TEST_MEMBER=alice", "TEAM_TEST_RUNNER="+RunnerProcess)
-	detach(cmd)
+	procgroup.Own(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

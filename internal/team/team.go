@@ -61,11 +61,6 @@ const (
 // Colors are given to teammates in order, as in Claude Code.
 var Colors = []string{"blue", "green", "yellow", "purple", "orange", "pink", "cyan", "red"}
 
-// HookRunner runs one hook event; *hooks.Runner satisfies it.
-type HookRunner interface {
-	Run(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome
-}
-
 // Config is what a [Team] needs from the session that hosts it.
 type Config struct {
 	// Name is the team's name; Backend its coordination store.
@@ -88,7 +83,7 @@ type Config struct {
 	// LeadAsker is the lead's UI (terminal prompt, SDK can_use_tool); nil when nobody is there
 	// to ask, and teammates' questions then go to the lead's model by mail.
 	LeadAsker permission.Asker
-	Hooks     HookRunner
+	Hooks     hooks.EventRunner
 	HookInput func(hooks.Input) hooks.Input
 	// Lease is how long a claim holds without renewal; the heartbeat runs at a fifth of it.
 	Lease             time.Duration

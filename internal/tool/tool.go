@@ -61,6 +61,10 @@ type Env struct {
 	// the call's span when telemetry exports traces, so the process's own spans join it; empty
 	// otherwise.
 	Traceparent string
+	// Environ, if set, is the environment ("KEY=value") of the processes the call starts,
+	// read at each call so a change (an enabled plugin's bin/ joining PATH) applies to the
+	// next one; nil inherits keel's.
+	Environ func() []string
 	// Explicit reports whether a permission rule names this call's target explicitly (for
 	// WebFetch, a WebFetch(domain:HOST) allow rule for the URL's host). Tools ask it before
 	// what no mode or one-time answer may allow: WebFetch reaching a private address. The

@@ -20,8 +20,8 @@ type Backend interface {
 	ID() string
 	Model() string
 	SetModel(model string)
-	PermissionMode() string
-	SetPermissionMode(mode string) error
+	PermissionMode() keel.PermissionMode
+	SetPermissionMode(mode keel.PermissionMode) error
 	Usage() (keel.Usage, float64)
 	Cwd() string
 }

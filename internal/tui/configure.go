@@ -72,7 +72,7 @@ var behaviors = []string{"allow", "ask", "deny"}
 func (m *Model) cmdPermissions(string) tea.Cmd {
 	re, ok := m.b.(RuleEditor)
 	if !ok {
-		text := "permission mode: " + m.b.PermissionMode() + " (shift+tab cycles default → acceptEdits → plan)"
+		text := "permission mode: " + string(m.b.PermissionMode()) + " (shift+tab cycles default → acceptEdits → plan)"
 		if len(m.always) > 0 {
 			text += "\nallowed this session:\n  " + strings.Join(m.always, "\n  ")
 		}
@@ -87,7 +87,7 @@ func (m *Model) cmdPermissions(string) tea.Cmd {
 	for _, r := range rules {
 		items = append(items, fmt.Sprintf("%-6s %-40s %s", r.Behavior, r.Rule, ruleSource(r)))
 	}
-	p := newPicker("Permission rules · mode "+m.b.PermissionMode()+" · enter adds or removes", items, 0, func(i int) tea.Cmd {
+	p := newPicker("Permission rules · mode "+string(m.b.PermissionMode())+" · enter adds or removes", items, 0, func(i int) tea.Cmd {
 		if i < len(behaviors) {
 			b := behaviors[i]
 			m.askLine("New "+b+" rule, as settings write it: Bash(npm run test:*), Edit(./src/**), WebFetch(domain:go.dev)", func(rule string) tea.Cmd {
@@ -130,7 +130,7 @@ func (m *Model) cmdConfig(string) tea.Cmd {
 		entry{"Theme             " + m.st.theme, func() tea.Cmd { return m.cmdTheme("") }},
 		entry{"Editor mode       " + m.editorMode(), func() tea.Cmd { return m.cmdVim("") }},
 		entry{"Model             " + m.b.Model(), func() tea.Cmd { return m.cmdModel("") }},
-		entry{"Permission mode   " + m.b.PermissionMode(), func() tea.Cmd { return m.pickMode() }},
+		entry{"Permission mode   " + string(m.b.PermissionMode()), func() tea.Cmd { return m.pickMode() }},
 		entry{"Permission rules", func() tea.Cmd { return m.cmdPermissions("") }},
 	)
 	if sl, ok := m.b.(StatusLiner); ok {
@@ -182,8 +182,12 @@ func (m *Model) cmdOutputStyle(arg string) tea.Cmd {
 }
 
 func (m *Model) pickMode() tea.Cmd {
-	modes := []string{"default", "acceptEdits", "plan", "bypassPermissions"}
-	m.picker = newPicker("Permission mode", modes, slices.Index(modes, m.b.PermissionMode()), func(i int) tea.Cmd {
+	modes := []keel.PermissionMode{keel.ModeDefault, keel.ModeAcceptEdits, keel.ModePlan, keel.ModeBypassPermissions}
+	names := make([]string, len(modes))
+	for i, mode := range modes {
+		names[i] = string(mode)
+	}
+	m.picker = newPicker("Permission mode", names, slices.Index(modes, m.b.PermissionMode()), func(i int) tea.Cmd {
 		if err := m.b.SetPermissionMode(modes[i]); err != nil {
 			m.errorf("could not switch the permission mode: " + err.Error())
 		}

@@ -54,7 +54,7 @@ func (m *Model) replay(evs []keel.Event) {
 		case keel.AssistantMessage:
 			for _, b := range e.Message.Content {
 				switch b.Type {
-				case message.TypeText:
+				case keel.BlockText:
 					if strings.TrimSpace(b.Text) != "" {
 						m.items = append(m.items, &item{kind: kindAssistant, text: b.Text})
 					}
@@ -107,13 +107,13 @@ func userPrompt(e keel.UserMessage) (string, bool) {
 	return text, true
 }
 
-func resultText(blocks []message.Block) string {
+func resultText(blocks []keel.Block) string {
 	var parts []string
 	for _, b := range blocks {
 		switch b.Type {
-		case message.TypeText:
+		case keel.BlockText:
 			parts = append(parts, b.Text)
-		case message.TypeImage:
+		case keel.BlockImage:
 			parts = append(parts, "[image]")
 		}
 	}

@@ -24,7 +24,7 @@ func (m *Model) cmdStatus(string) tea.Cmd {
 	row("session", m.b.ID())
 	row("directory", m.cwd)
 	row("model", m.b.Model())
-	row("permission mode", m.b.PermissionMode())
+	row("permission mode", string(m.b.PermissionMode()))
 	if ss, ok := m.b.(StyleSwitcher); ok {
 		row("output style", ss.OutputStyle())
 	}

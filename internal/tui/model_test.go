@@ -17,7 +17,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/keel-dev/keel"
-	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/waittest"
 )
@@ -150,7 +149,7 @@ func TestFrames(t *testing.T) {
 			return []tea.Msg{
 				eventMsg{ev: keel.ToolStart{ID: "1", Name: "Bash", Input: input(map[string]string{"command": "go test ./..."})}},
 				eventMsg{ev: keel.ToolEnd{ID: "1", Name: "Bash", Duration: 1200 * time.Millisecond,
-					Result: []message.Block{message.Text("ok  \tkeel/a\t0.1s\nok  \tkeel/b\t0.2s\nok  \tkeel/c\t0.3s\nok  \tkeel/d\t0.4s\nok  \tkeel/e\t0.5s")}}},
+					Result: []keel.Block{keel.TextBlock("ok  \tkeel/a\t0.1s\nok  \tkeel/b\t0.2s\nok  \tkeel/c\t0.3s\nok  \tkeel/d\t0.4s\nok  \tkeel/e\t0.5s")}}},
 				eventMsg{ev: keel.ToolStart{ID: "2", Name: "Edit", Input: input(map[string]string{"file_path": filepath.Join(m.cwd, "calc.go"), "old_string": "return a - b", "new_string": "return a + b"})}},
 				eventMsg{ev: keel.ToolEnd{ID: "2", Name: "Edit", Duration: 5 * time.Millisecond}},
 				eventMsg{ev: keel.ToolStart{ID: "3", Name: "Read", Input: input(map[string]string{"file_path": "missing.go"})}},

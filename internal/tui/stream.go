@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/keel-dev/keel"
+	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/render"
 )
 
@@ -188,7 +189,7 @@ func (m *Model) onEvent(ev keel.Event) {
 			it.done, it.isErr, it.result, it.cache = true, true, "denied: "+e.Reason, ""
 		}
 	case keel.Retry:
-		m.hint = strings.TrimPrefix(render.RetryLine(e), "keel: ")
+		m.hint = strings.TrimPrefix(render.RetryLine(event.Retry{Origin: event.Origin(e.Origin), Attempt: e.Attempt, MaxAttempts: e.MaxAttempts, Delay: e.Delay, Err: e.Err}), "keel: ")
 	case keel.CacheBreak:
 		if !sub {
 			m.notice(fmt.Sprintf("prompt cache broke at %s: %s", e.Segment, e.Reason))
@@ -223,8 +224,8 @@ func (m *Model) onEvent(ev keel.Event) {
 		if u, c := m.b.Usage(); c >= e.CostUSD {
 			m.usage, m.cost = u, c
 		}
-		if e.IsError && !(m.interrupted && render.ResultMessage(e) == "Interrupted.") {
-			m.errorf(render.ResultMessage(e))
+		if e.IsError && !(m.interrupted && render.ResultMessage(event.Result{Subtype: e.Subtype, Text: e.Text}) == "Interrupted.") {
+			m.errorf(render.ResultMessage(event.Result{Subtype: e.Subtype, Text: e.Text}))
 		}
 	}
 }

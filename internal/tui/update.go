@@ -6,13 +6,15 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/keel-dev/keel"
 )
 
 // doublePress is how close two Esc or Ctrl+C presses must be to count as a double press.
 const doublePress = 1500 * time.Millisecond
 
 // permissionModes is the Shift+Tab cycle.
-var permissionModes = []string{"default", "acceptEdits", "plan"}
+var permissionModes = []keel.PermissionMode{keel.ModeDefault, keel.ModeAcceptEdits, keel.ModePlan}
 
 // Update folds a message into the model.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {

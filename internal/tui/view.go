@@ -181,7 +181,7 @@ func (m *Model) statusLine() string {
 	case "default":
 		modeText = m.st.dim.Render("default mode")
 	default:
-		modeText = m.st.warn.Render(mode)
+		modeText = m.st.warn.Render(string(mode))
 	}
 	left := m.b.Model() + " · " + modeText
 	if m.vim.on {

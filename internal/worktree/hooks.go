@@ -8,17 +8,12 @@ import (
 	"github.com/keel-dev/keel/internal/hooks"
 )
 
-// HookRunner runs one hook event; *hooks.Runner satisfies it.
-type HookRunner interface {
-	Run(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome
-}
-
 // HookStrategy lets WorktreeCreate / WorktreeRemove hooks replace the git strategy, as in
 // Claude Code: a WorktreeCreate hook prints the absolute path of the worktree it made on
 // stdout; a WorktreeRemove hook gets worktree_path. With no hook configured for an event,
 // the git strategy runs.
 type HookStrategy struct {
-	Runner HookRunner
+	Runner hooks.EventRunner
 	// Input fills the fields every hook input carries (session id, cwd, …).
 	Input func(hooks.Input) hooks.Input
 }

@@ -39,6 +39,21 @@ func TestConformancePolling(t *testing.T) {
 	coordtest.Run(t, store(20*time.Millisecond))
 }
 
+// TestConformanceTeams: the teams of a store are the team directories beside each other.
+func TestConformanceTeams(t *testing.T) {
+	coordtest.RunTeams(t, func(t *testing.T) coordtest.OpenTeam {
+		dir := t.TempDir()
+		return func(t *testing.T, name string) coord.Backend {
+			t.Helper()
+			b, err := fscoord.Open(filepath.Join(dir, name), fscoord.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+	})
+}
+
 func open(t *testing.T, dir string) *fscoord.Backend {
 	t.Helper()
 	b, err := fscoord.Open(dir, fscoord.Options{})

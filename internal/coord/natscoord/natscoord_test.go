@@ -29,3 +29,18 @@ func TestConformance(t *testing.T) {
 		}
 	})
 }
+
+// TestConformanceTeams: the teams of a NATS server are its keel state buckets.
+func TestConformanceTeams(t *testing.T) {
+	srv := natstest.Start(t)
+	coordtest.RunTeams(t, func(t *testing.T) coordtest.OpenTeam {
+		return func(t *testing.T, name string) coord.Backend {
+			t.Helper()
+			b, err := natscoord.Open(waittest.Context(t), natscoord.Options{URL: srv.URL(), Team: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+	})
+}

@@ -124,11 +124,14 @@ func New(opts Options) (*Provider, error) {
 // Model is the model used when a request names none.
 func (p *Provider) Model() string { return p.model }
 
-// NativeToolSearch reports that the Messages API loads deferred tools itself: tools with
-// DeferLoading are sent with defer_loading and the server-side tool search tool (see
-// [EncodeRequest]), and the model's searches come back as server tool blocks kept in the
-// history as they are.
-func (p *Provider) NativeToolSearch() bool { return true }
+// NativeToolSearch says that the Messages API loads deferred tools itself, and names its
+// tool: tools with DeferLoading are sent with defer_loading and the server-side tool search
+// tool (see [EncodeRequest]), and the model's searches come back as server tool blocks kept
+// in the history as they are.
+func (p *Provider) NativeToolSearch() string { return ToolSearchToolName }
+
+// HelperModel is the haiku-class model behind the "haiku" alias, for tools' own requests.
+func (p *Provider) HelperModel() string { return models.Builtins().Resolve("haiku") }
 
 // ServerWebSearch reports that the Messages API runs web searches itself (the web_search
 // server tool), so WebSearch needs no search service of its own.

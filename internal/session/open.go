@@ -1,0 +1,201 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/keel-dev/keel/internal/daemon"
+	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/hooks"
+	"github.com/keel-dev/keel/internal/mcphost"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/plugin"
+	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/provider/connect"
+	"github.com/keel-dev/keel/internal/runconfig"
+	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+// Seams are what opening a session takes besides its [runconfig.Config]: what cannot be
+// serialised — credentials, callbacks, in-process servers, custom tools, the logger — and
+// the keel executable that runs the supervisor and process teammates.
+type Seams struct {
+	// Getenv reads provider credentials and keel's environment; nil means the process's.
+	Getenv func(string) string
+	// APIKey overrides the provider's key from the environment.
+	APIKey string
+	// Provider, when set, is the model instead of connecting to the one the configuration
+	// names (tests, the demo, a maintenance session that sends nothing); Config.Model names
+	// its model.
+	Provider provider.Provider
+	// Program is the keel executable that runs the supervisor (background agents beyond the
+	// session's life, the embedded nats-server); empty means no supervisor is reached.
+	// SupervisorEnv is the environment of a supervisor this session starts (see
+	// daemon.Environ) and SupervisorNATS makes it run the embedded nats-server.
+	Program        string
+	SupervisorEnv  []string
+	SupervisorNATS bool
+	// TeammateCommand is the program and leading arguments of `keel team worker`, which runs
+	// a process teammate from the lead's configuration; nil allows in-process teammates only.
+	TeammateCommand []string
+	// Tools are custom tools, offered after the built-ins.
+	Tools  []tool.Tool
+	Logger *slog.Logger
+	// Asker answers permission questions; nil denies them with the rule that would allow.
+	Asker permission.Asker
+	// MCPServers are Go SDK servers run in this process; MCPTransports servers reached
+	// through the program driving keel (the Agent SDK's in-process servers).
+	MCPServers    map[string]*mcp.Server
+	MCPTransports map[string]mcp.Transport
+	// Elicit asks the user an MCP server's question; Authorize sends the user to an MCP
+	// server's sign-in page (see [MCPOptions]).
+	Elicit    mcphost.ElicitFunc
+	Authorize func(ctx context.Context, server, authURL string) error
+	// HookCallbacks are hooks the driving program answers; CallHook runs one.
+	HookCallbacks []hooks.Callback
+	CallHook      hooks.CallFunc
+	// WorkerEvents receives the events of the teammate a worker session runs.
+	WorkerEvents func(event.Event)
+	// Stderr receives the log of telemetry's exporter (keel-otel); nil discards it.
+	Stderr io.Writer
+	// ManagedSettingsPath and ManagedMemoryPath replace the system-wide files ("-": none) for
+	// tests and the demo. They are seams, never configuration: a configuration file must not
+	// be able to swap out the administrator's policy.
+	ManagedSettingsPath string
+	ManagedMemoryPath   string
+}
+
+// Open opens the session cfg describes: the one door every entry point goes through — the
+// library, headless and stream-json runs, the terminal UI, workers, supervisor jobs,
+// process teammates and `keel agents resume`. It fills what cfg leaves unset from the
+// environment, connects the provider (unless seams bring one) with the model catalog,
+// reaches the supervisor when cfg asks, and maps the configuration onto the session's
+// options in [optionsFor].
+func Open(ctx context.Context, cfg runconfig.Config, seams Seams) (*Session, error) {
+	getenv := seams.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	env := runconfig.ReadEnv(getenv)
+	env.Apply(&cfg)
+	if err := resolveResume(&cfg); err != nil {
+		return nil, err
+	}
+	opts := optionsFor(cfg, seams)
+	opts.MCP.ClientSecret = env.MCPClientSecret
+	if seams.Provider == nil {
+		conn := connect.Config{Provider: cfg.Provider, Model: cfg.Model, APIKey: seams.APIKey, BaseURL: cfg.BaseURL, Logger: seams.Logger}
+		// The list of models the key can use, refreshed once a day; without it the built-in
+		// table resolves aliases, so a failed refresh is no reason not to start. A
+		// maintenance session asks no model anything.
+		if !cfg.Offline {
+			conn.Models, _ = connect.LoadModels(ctx, conn, getenv, cfg.Home, false)
+		}
+		prov, model, err := connect.Open(conn, getenv)
+		if err != nil {
+			return nil, err
+		}
+		opts.Provider, opts.Model, opts.Models = prov, model, conn.Models
+		opts.PlanModel = connect.PlanModel(conn, getenv)
+		// Those started on this session's behalf use the model it resolved.
+		opts.Run.Model = model
+	}
+	var sup *daemon.Client
+	if seams.Program != "" && cfg.Home != "" {
+		opts.Coordination.LocalNATS = func(ctx context.Context) (string, error) {
+			return LocalNATS(ctx, daemon.ClientConfig{Home: cfg.Home, Exe: seams.Program, Env: seams.SupervisorEnv})
+		}
+		if cfg.Supervisor.Use && !cfg.NoPersistence {
+			sup = daemon.NewClient(daemon.ClientConfig{Home: cfg.Home, Exe: seams.Program, Env: seams.SupervisorEnv,
+				NATS: seams.SupervisorNATS, Launch: opts.Run, Logger: seams.Logger})
+			opts.Detacher, opts.DetachBackground = sup, cfg.Supervisor.Detach
+		}
+	}
+	s, err := New(ctx, opts)
+	if err != nil {
+		if sup != nil {
+			err = errors.Join(err, sup.Close())
+		}
+		return nil, err
+	}
+	if sup != nil {
+		s.closers = append(s.closers, sup.Close)
+	}
+	if err := s.startTelemetry(ctx, cfg, seams, getenv); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	return s, nil
+}
+
+// CheckConfig returns the error [Open] would for a settings file of cfg that cannot be read
+// or parsed, without opening anything ([CheckSettings]).
+func CheckConfig(cfg runconfig.Config, seams Seams) error {
+	runconfig.ReadEnv(seams.Getenv).Apply(&cfg)
+	return CheckSettings(optionsFor(cfg, seams))
+}
+
+// optionsFor maps a configuration and its seams onto the session's options: the one place
+// a [runconfig.Config] field reaches the session.
+func optionsFor(cfg runconfig.Config, seams Seams) Options {
+	o := Options{
+		Cwd: cfg.Cwd, Home: cfg.Home, Version: cfg.Version, Logger: seams.Logger,
+		Provider: seams.Provider, Model: cfg.Model, ModelFlag: cfg.Model != "",
+		MaxTurns: cfg.MaxTurns, SystemPrompt: cfg.SystemPrompt, AppendSystemPrompt: cfg.AppendSystemPrompt,
+		PermissionMode: cfg.PermissionMode, Tools: seams.Tools, Asker: seams.Asker,
+		SettingsFlags: settings.Flags{Model: cfg.Model, PermissionMode: cfg.PermissionMode,
+			AllowedTools: cfg.AllowedTools, DisallowedTools: cfg.DisallowedTools, AddDirs: cfg.AddDirs},
+		SettingsArgs: cfg.Settings, Trust: cfg.Trust, IgnoreSettingsErrors: cfg.IgnoreSettingsErrors,
+		Resume: cfg.Resume, Continue: cfg.Continue, ForkSession: cfg.ForkSession, SessionID: cfg.SessionID,
+		NoPersistence: cfg.NoPersistence, Offline: cfg.Offline,
+		Agent: cfg.Agent, Agents: cfg.Agents, ForkSubagents: cfg.ForkSubagents, MaxAgentDepth: cfg.MaxAgentDepth,
+		MCP: MCPOptions{Configs: cfg.MCP.Configs, Strict: cfg.MCP.Strict, ToolSearch: cfg.MCP.ToolSearch,
+			PermissionPromptTool: cfg.MCP.PermissionPromptTool, ConnectTimeout: cfg.MCP.ConnectTimeout,
+			ToolTimeout: cfg.MCP.ToolTimeout, MaxOutputTokens: cfg.MCP.MaxOutputTokens, Dynamic: cfg.MCP.Dynamic,
+			InProcess: seams.MCPServers, Transports: seams.MCPTransports, Elicit: seams.Elicit, Authorize: seams.Authorize},
+		SDK: SDKOptions{HookCallbacks: seams.HookCallbacks, CallHook: seams.CallHook, JSONSchema: cfg.JSONSchema,
+			LimitSources: cfg.LimitSources, SettingSources: cfg.SettingSources, LimitTools: cfg.LimitTools, BuiltinTools: cfg.Tools,
+			MaxBudgetUSD: cfg.MaxBudgetUSD, FallbackModel: cfg.FallbackModel, Effort: cfg.Effort, ThinkingMode: cfg.Thinking,
+			MaxThinkingTokens: cfg.MaxThinkingTokens, ResumeSessionAt: cfg.ResumeSessionAt, SetupTrigger: cfg.SetupTrigger},
+		DetachedFrom:        cfg.Supervisor.DetachedFrom,
+		ManagedSettingsPath: seams.ManagedSettingsPath, ManagedMemoryPath: seams.ManagedMemoryPath,
+		Team: TeamOptions{Enabled: cfg.Team.Enabled, Name: cfg.Team.Name, Mode: cfg.Team.Mode, Lease: cfg.Team.Lease,
+			ShutdownTimeout: cfg.Team.ShutdownTimeout, InTmux: cfg.Team.InTmux, WorkerCommand: seams.TeammateCommand},
+		Coordination: CoordinationOptions{NATSURL: cfg.Coordination.NATSURL, Name: "keel " + cfg.Version},
+		Run:          cfg,
+	}
+	for _, p := range cfg.Plugins {
+		kind := plugin.OriginDir
+		if p.SDK {
+			kind = plugin.OriginSDK
+		}
+		o.Plugins = append(o.Plugins, plugin.DirSpec{Path: p.Path, Kind: kind, NoMCP: p.NoMCP})
+	}
+	if w := cfg.Team.Worker; w != nil {
+		o.Team.Worker = &TeamWorker{Team: w.Team, Member: w.Member, Resume: w.Resume, LeadTranscript: w.LeadTranscript,
+			Remote: w.Remote, Events: seams.WorkerEvents}
+	}
+	return o
+}
+
+// LocalNATS returns the URL of the supervisor's embedded nats-server, starting the supervisor
+// (with the server) when none runs: the server of the nats coordination backend when the
+// settings name none.
+func LocalNATS(ctx context.Context, cfg daemon.ClientConfig) (string, error) {
+	cfg.NATS = true
+	c := daemon.NewClient(cfg)
+	defer c.Close()
+	info, err := c.Ensure(ctx)
+	if err != nil {
+		return "", err
+	}
+	if info.NATSURL == "" {
+		return "", errors.New("the running keel supervisor serves no NATS (it started before the nats backend was chosen); restart it with: keel supervisor stop && keel supervisor start")
+	}
+	return info.NATSURL, nil
+}

@@ -1,0 +1,160 @@
+package session
+
+import (
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/keel-dev/keel/internal/hooks"
+	"github.com/keel-dev/keel/internal/models"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/plugin"
+	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/runconfig"
+	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/subagent"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+// SDKOptions are what the Agent SDK's options add to a session, through its CLI flags and
+// its initialize request; they work from the command line too.
+type SDKOptions struct {
+	// HookCallbacks are hooks the driving program answers (its hook callbacks); CallHook
+	// runs one.
+	HookCallbacks []hooks.Callback
+	CallHook      hooks.CallFunc
+	// JSONSchema asks for the final answer as JSON matching it: the model gets a
+	// StructuredOutput tool with this input schema, a mismatch is sent back to it, and the
+	// valid answer becomes the result's StructuredOutput (--json-schema).
+	JSONSchema json.RawMessage
+	// LimitSources restricts the filesystem sources to SettingSources ("user", "project",
+	// "local"): settings files, memory files, skills and agents of the other levels are not
+	// read (--setting-sources; an empty list reads none).
+	LimitSources   bool
+	SettingSources []string
+	// LimitTools offers only the built-in tools named in BuiltinTools (--tools).
+	LimitTools   bool
+	BuiltinTools []string
+	// MaxBudgetUSD ends a turn once the session has cost this much (error_max_budget_usd).
+	MaxBudgetUSD float64
+	// FallbackModel answers when the main model is overloaded or unavailable.
+	FallbackModel string
+	// Effort, ThinkingMode (adaptive, enabled, disabled) and MaxThinkingTokens set the main
+	// agent's extended thinking (--effort, --thinking, --max-thinking-tokens): a budget
+	// wins, then the effort's budget; disabled turns thinking off.
+	Effort            string
+	ThinkingMode      string
+	MaxThinkingTokens int64
+	// ResumeSessionAt, with Resume, continues from this assistant message, dropping what
+	// came after it.
+	ResumeSessionAt string
+	// SetupTrigger runs the Setup hooks at the start: "init" or "maintenance" (keel --init,
+	// --maintenance).
+	SetupTrigger string
+}
+
+// Options configure a session. The zero value is usable except for Provider.
+type Options struct {
+	// Cwd is the working directory; empty means the process's.
+	Cwd string
+	// Home is keel's directory (KEEL_HOME); empty means no persistence.
+	Home string
+	// Provider is the model; required.
+	Provider provider.Provider
+	// Model is the model id sent with every request.
+	Model     string
+	MaxTokens int64
+	// MaxTurns caps model requests per Send; 0 means no cap.
+	MaxTurns int
+	// SystemPrompt replaces the default system prompt; AppendSystemPrompt is added to it.
+	SystemPrompt       string
+	AppendSystemPrompt string
+	// PermissionMode is one of default, acceptEdits, plan, dontAsk, bypassPermissions.
+	PermissionMode string
+	// Tools are added after the built-ins, in the order given.
+	Tools []tool.Tool
+	// SessionID fixes the session's id; empty means a new random one.
+	SessionID string
+	// Version is keel's version, recorded in transcripts.
+	Version string
+	Logger  *slog.Logger
+
+	// SettingsFlags are command-line flags that act as a settings source.
+	SettingsFlags settings.Flags
+	// SettingsArgs are --settings values (a file or a JSON object), in order.
+	SettingsArgs []string
+	// ManagedSettingsPath and ManagedMemoryPath override the system-wide files (tests).
+	ManagedSettingsPath string
+	ManagedMemoryPath   string
+	// Trust treats the workspace as trusted without a recorded trust (--trust): its settings may
+	// widen permissions, and its hooks, MCP servers and skill shell lines run.
+	Trust bool
+	// Asker answers permission questions; nil denies with a message naming the rule to add.
+	Asker permission.Asker
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+	// MCP configures MCP servers.
+	MCP MCPOptions
+
+	// Resume continues the session with this id; Continue the newest one in Cwd.
+	Resume   string
+	Continue bool
+	// ForkSession continues Resume or Continue as a new session, leaving the original alone.
+	ForkSession bool
+	// NoPersistence writes no transcript and no file history.
+	NoPersistence bool
+	// ContextWindow is the model's context window in tokens; 0 means the model's own, from
+	// Models (DefaultContextWindow for a model it does not know).
+	ContextWindow int64
+	// PlanModel, when set, is the model while the permission mode is plan: the opusplan alias
+	// plans with opus and carries the plan out with Model (sonnet).
+	PlanModel string
+	// Models resolves model aliases (in agent definitions, Agent calls) and knows context
+	// windows and output limits; nil means keel's built-in table (connect.LoadModels loads one
+	// refreshed from the API).
+	Models *models.Catalog
+	// Offline opens the stored session for maintenance (`keel rewind`): no MCP servers are
+	// started and no SessionStart or SessionEnd hooks run.
+	Offline bool
+	// IgnoreSettingsErrors runs on without a settings file that does not parse (reported as
+	// a notice) instead of refusing to start.
+	IgnoreSettingsErrors bool
+
+	// Agents is the --agents JSON; ForkSubagents makes an Agent call without subagent_type a
+	// fork (also the forkSubagents setting); MaxAgentDepth limits nesting (0: subagents do not
+	// start subagents).
+	Agents        string
+	ForkSubagents bool
+	MaxAgentDepth int
+	// Agent runs the main thread as that agent definition (keel --agent NAME); ModelFlag says
+	// Model was chosen explicitly and wins over the agent's model.
+	Agent     string
+	ModelFlag bool
+	// LSPWait bounds how long an edit waits for its language server's diagnostics; 0 means
+	// lsp.DefaultWait.
+	LSPWait time.Duration
+	// SDK holds what the Agent SDK's options add (sdk.go).
+	SDK SDKOptions
+	// Plugins are the plugins given by path (--plugin-dir, the Agent SDK's plugins option),
+	// loaded beside the enabled installed ones (plugins.go).
+	Plugins []plugin.DirSpec
+
+	// Detacher reaches the supervisor: agents of this session that it still runs are
+	// mirrored again on open, and with DetachBackground the main thread's new background
+	// agents run there, so that they outlive this process (detached.go).
+	Detacher         subagent.Detacher
+	DetachBackground bool
+	// DetachedFrom is the transcript path of another session whose detached agent this one
+	// runs (the supervisor's job): the agent's transcript goes beside that one. Use it with
+	// NoPersistence and that session's SessionID.
+	DetachedFrom string
+	// Team configures agent teams (off unless enabled here, by the teams setting or by
+	// CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1).
+	Team TeamOptions
+	// Coordination says how teams reach NATS when settings choose that backend
+	// (coordination.go).
+	Coordination CoordinationOptions
+	// Run is the configuration the session was opened from ([Open]): process teammates are
+	// launched with it.
+	Run runconfig.Config
+}

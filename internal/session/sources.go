@@ -1,0 +1,71 @@
+package session
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/memory"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+// sourceAllowed says whether filesystem sources of a level (user, project, local) are read.
+func (s *Session) sourceAllowed(level string) bool {
+	return !s.opts.SDK.LimitSources || slices.Contains(s.opts.SDK.SettingSources, level)
+}
+
+// fileScopes is the settings files' scopes --setting-sources allows; nil means all.
+func (s *Session) fileScopes() []settings.Scope {
+	if !s.opts.SDK.LimitSources {
+		return nil
+	}
+	out := []settings.Scope{}
+	for _, l := range s.opts.SDK.SettingSources {
+		out = append(out, settings.Scope(l))
+	}
+	return out
+}
+
+// memoryAllowed filters the memory files by the levels --setting-sources allows.
+func (s *Session) memoryAllowed(files []memory.File) []memory.File {
+	if !s.opts.SDK.LimitSources {
+		return files
+	}
+	return slices.DeleteFunc(slices.Clone(files), func(f memory.File) bool {
+		return f.Kind != memory.KindManaged && !s.sourceAllowed(string(f.Kind))
+	})
+}
+
+// sdkFilter narrows the main thread's pool: to the built-in tools --tools names (MCP tools
+// and tools the session adds stay), and without the tools a whole-tool deny rule forbids, so
+// the model is never offered what it can never use.
+func (s *Session) sdkFilter(p *tool.Pool) *tool.Pool {
+	builtin := map[string]bool{}
+	for _, t := range s.builtins {
+		builtin[t.Name()] = true
+	}
+	denied := map[string]bool{}
+	for _, r := range s.checker.Policy().Rules {
+		if r.Behavior == permission.Deny && r.Specifier == "" && !strings.HasSuffix(r.Tool, "__*") {
+			denied[r.Tool] = true
+		}
+	}
+	limit := s.opts.SDK.LimitTools
+	if !limit && len(denied) == 0 {
+		return p
+	}
+	var keep []tool.Tool
+	for _, t := range p.Tools() {
+		name := t.Name()
+		if denied[name] || (name == "Agent" && denied["Task"]) {
+			continue
+		}
+		if limit && builtin[name] && name != structuredToolName && !slices.Contains(s.opts.SDK.BuiltinTools, name) &&
+			!(name == "Agent" && slices.Contains(s.opts.SDK.BuiltinTools, "Task")) {
+			continue
+		}
+		keep = append(keep, t)
+	}
+	return tool.Assemble(keep, nil)
+}

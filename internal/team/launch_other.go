@@ -1,7 +1,0 @@
-//go:build !unix
-
-package team
-
-import "os/exec"
-
-func detach(*exec.Cmd) {}
