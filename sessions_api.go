@@ -134,7 +134,7 @@ func (s *Session) MemoryFiles() []MemoryFile {
 // needs-auth, pending or disabled.
 func (s *Session) MCPServers() []MCPServerStatus {
 	var out []MCPServerStatus
-	for _, st := range s.s.MCPStatus() {
+	for _, st := range s.s.MCP().Status() {
 		out = append(out, MCPServerStatus{Name: st.Name, Status: string(st.Status), Reason: st.Reason, Tools: st.Tools})
 	}
 	return out
@@ -143,7 +143,7 @@ func (s *Session) MCPServers() []MCPServerStatus {
 // LoginMCP signs the user in to the OAuth-protected HTTP MCP server called name anew,
 // through Options.MCPAuthorize, and reconnects it with the new tokens (stored under Home).
 // It returns when the sign-in is done, failed, or ctx ends.
-func (s *Session) LoginMCP(ctx context.Context, name string) error { return s.s.LoginMCP(ctx, name) }
+func (s *Session) LoginMCP(ctx context.Context, name string) error { return s.s.MCP().Login(ctx, name) }
 
 // AgentInfo is an agent definition the session can start.
 type AgentInfo struct {
@@ -153,7 +153,7 @@ type AgentInfo struct {
 // Agents lists the agent definitions, built-in and loaded.
 func (s *Session) Agents() []AgentInfo {
 	var out []AgentInfo
-	for _, d := range s.s.AgentDefinitions() {
+	for _, d := range s.s.Agents().Definitions() {
 		out = append(out, AgentInfo{Name: d.Name, Description: d.Description, Color: string(d.Color), Source: string(d.Source)})
 	}
 	return out
@@ -163,7 +163,7 @@ func (s *Session) Agents() []AgentInfo {
 // the terminal UI): their Agent calls return at once with a receipt, the agents keep running,
 // and each one's result reaches the model as a task notification at its next request. It
 // returns an error when no subagent runs in the foreground.
-func (s *Session) Background(ctx context.Context) error { return s.s.Background(ctx) }
+func (s *Session) Background(ctx context.Context) error { return s.s.Agents().Background(ctx) }
 
 // ReloadSkills reads the skills and custom commands from disk again, between prompts: the
 // main agent's listing, Skill tool and /commands use the new set.

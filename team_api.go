@@ -87,7 +87,7 @@ func (s *Session) TeamUnread(ctx context.Context) int { return s.s.LeadUnread(ct
 
 // PendingReports counts the background agents' reports that wait for the main agent's next
 // turn ([Session.SendPending] gives it one).
-func (s *Session) PendingReports() int { return s.s.PendingNotifications() }
+func (s *Session) PendingReports() int { return s.s.Agents().Pending() }
 
 // SendPending gives the main agent a turn for what waits for it: teammates' messages and
 // background agents' reports. It yields nothing when nothing waits.

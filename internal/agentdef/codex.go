@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 	"github.com/keel-dev/keel/internal/frontmatter"
@@ -142,8 +143,8 @@ func tomlMessage(err error) string {
 }
 
 // tomlKeyLine matches a top-level "key =" line; table headers end the top level.
-var tomlKeyLine = regexp.MustCompile(`^\s*("[^"]+"|'[^']+'|[A-Za-z0-9_-]+)\s*=`)
-var tomlHeader = regexp.MustCompile(`^\s*\[\[?\s*("[^"]+"|'[^']+'|[A-Za-z0-9_.-]+)`)
+var tomlKeyLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*("[^"]+"|'[^']+'|[A-Za-z0-9_-]+)\s*=`) })
+var tomlHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\[?\s*("[^"]+"|'[^']+'|[A-Za-z0-9_.-]+)`) })
 
 // tomlFields decodes a TOML document into its top-level keys with their lines. BurntSushi/toml
 // does not report key positions, so lines come from a scan of the text: the first line that
@@ -156,7 +157,7 @@ func tomlFields(data []byte) ([]frontmatter.Field, error) {
 	lines := map[string]int{}
 	inTable := false
 	for i, l := range strings.Split(string(data), "\n") {
-		if h := tomlHeader.FindStringSubmatch(l); h != nil {
+		if h := tomlHeader().FindStringSubmatch(l); h != nil {
 			inTable = true
 			key, _, _ := strings.Cut(strings.Trim(h[1], `"'`), ".")
 			if _, ok := lines[key]; !ok {
@@ -164,7 +165,7 @@ func tomlFields(data []byte) ([]frontmatter.Field, error) {
 			}
 			continue
 		}
-		if k := tomlKeyLine.FindStringSubmatch(l); k != nil && !inTable {
+		if k := tomlKeyLine().FindStringSubmatch(l); k != nil && !inTable {
 			key := strings.Trim(k[1], `"'`)
 			if _, ok := lines[key]; !ok {
 				lines[key] = i + 1

@@ -39,7 +39,7 @@ func (a *app) agentsResumeCommand() *cobra.Command {
 				return err
 			}
 			defer sess.Close()
-			text, err := sess.ResumeAgent(cmd.Context(), id, msg)
+			text, err := sess.Agents().Resume(cmd.Context(), id, msg)
 			if err != nil {
 				return exitCodeError{code: exitError, err: err}
 			}

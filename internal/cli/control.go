@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/control"
+	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/render"
 	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
@@ -59,8 +62,32 @@ func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) e
 }
 
 // controlSession adapts a session to the control protocol's optional interfaces where their
-// types differ; everything else is the session's own.
+// types or names differ; everything else is the session's own.
 type controlSession struct{ *session.Session }
+
+func (s controlSession) MCPStatus() []mcphost.ServerStatus { return s.MCP().Status() }
+
+func (s controlSession) WaitTasks(ctx context.Context) (int, error) { return s.Agents().WaitTasks(ctx) }
+
+func (s controlSession) BackgroundOutstanding() int { return s.Agents().Outstanding() }
+
+func (s controlSession) AgentDefinitions() []*agentdef.Definition { return s.Agents().Definitions() }
+
+func (s controlSession) StopTask(ctx context.Context, id string) error {
+	return s.Agents().StopTask(ctx, id)
+}
+
+func (s controlSession) ReconnectMCP(ctx context.Context, name string) error {
+	return s.MCP().Reconnect(ctx, name)
+}
+
+func (s controlSession) ToggleMCP(ctx context.Context, name string, enabled bool) error {
+	return s.MCP().Toggle(ctx, name, enabled)
+}
+
+func (s controlSession) SetMCPServers(ctx context.Context, servers map[string]json.RawMessage, transports map[string]mcp.Transport) (added, removed []string, errs map[string]string, err error) {
+	return s.MCP().SetServers(ctx, servers, transports)
+}
 
 func (s controlSession) ContextUsage(ctx context.Context) control.ContextUsage {
 	u := s.Session.ContextUsage(ctx)

@@ -57,21 +57,45 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 	if !keep {
 		defer os.RemoveAll(root)
 	}
-	work, home := root+"/project", root+"/home"
-	for _, d := range []string{work, home} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("create demo workspace: %w", err)
-		}
-	}
-	if err := demo.Workspace(work); err != nil {
-		return err
-	}
-	prov, model, err := connect.Open(connect.Config{BaseURL: srv.URL(), APIKey: "demo", Model: "sonnet",
-		Retry: &provider.RetryPolicy{}}, func(string) string { return "" })
+	work := root + "/project"
+	sess, err := a.openDemo(ctx, srv.URL(), work, root+"/home")
 	if err != nil {
 		return err
 	}
-	sess, err := a.openSession(ctx, runconfig.Config{
+	defer sess.Close()
+	fmt.Fprintf(a.std.Out, "keel demo — scripted model at %s, workspace %s\n", srv.URL(), work)
+	if err := a.playDemo(ctx, sess, work); err != nil {
+		return err
+	}
+	for _, rec := range srv.Requests() {
+		if strings.HasPrefix(rec.Rule, "fork-") && rec.Cache.InputTokens > 0 {
+			fmt.Fprintf(a.std.Out, "fork %s: %d of %d input tokens read from the prompt cache (%.1f%%)\n", strings.TrimPrefix(rec.Rule, "fork-"),
+				rec.Cache.CacheReadTokens, rec.Cache.InputTokens, 100*float64(rec.Cache.CacheReadTokens)/float64(rec.Cache.InputTokens))
+		}
+	}
+	if keep {
+		fmt.Fprintf(a.std.Out, "\nkept: %s\n", root)
+	}
+	return nil
+}
+
+// openDemo writes the demo's project into work and opens its session against the scripted
+// model at url, with keel's files under home.
+func (a *app) openDemo(ctx context.Context, url, work, home string) (*session.Session, error) {
+	for _, d := range []string{work, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("create demo workspace: %w", err)
+		}
+	}
+	if err := demo.Workspace(work); err != nil {
+		return nil, err
+	}
+	prov, model, err := connect.Open(connect.Config{BaseURL: url, APIKey: "demo", Model: "sonnet",
+		Retry: &provider.RetryPolicy{}}, func(string) string { return "" })
+	if err != nil {
+		return nil, err
+	}
+	return a.openSession(ctx, runconfig.Config{
 		Cwd: work, Home: home, Model: model, Version: Version, PermissionMode: "acceptEdits",
 		AllowedTools: []string{"Bash(sh hello.sh)", "mcp__changelog"}, ForkSubagents: true,
 		Team: runconfig.Team{Enabled: true, Name: "demo"},
@@ -80,12 +104,12 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 		MCPServers:          map[string]*mcp.Server{"changelog": demo.ChangelogServer()},
 		ManagedSettingsPath: "-", ManagedMemoryPath: "-",
 	})
-	if err != nil {
-		return err
-	}
-	defer sess.Close()
+}
+
+// playDemo runs the demo's prompts — a fix, a fan-out to fork children and a background
+// agent, a team — showing the conversation as it goes.
+func (a *app) playDemo(ctx context.Context, sess *session.Session, work string) error {
 	out := a.std.Out
-	fmt.Fprintf(out, "keel demo — scripted model at %s, workspace %s\n", srv.URL(), work)
 	r := render.NewConversation(out, true)
 	var mu sync.Mutex
 	render := func(e event.Event) error {
@@ -109,8 +133,7 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 	if err := show(sess.Send(ctx, demo.Prompt)); err != nil {
 		return err
 	}
-	fixed, err := os.ReadFile(work + "/hello.sh")
-	if err == nil {
+	if fixed, err := os.ReadFile(work + "/hello.sh"); err == nil {
 		fmt.Fprintf(out, "\nhello.sh now reads:\n%s\n", fixed)
 	}
 	if err := show(sess.Send(ctx, demo.FanOutPrompt)); err != nil {
@@ -133,19 +156,7 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if err := r.Finish(); err != nil {
-		return err
-	}
-	for _, rec := range srv.Requests() {
-		if strings.HasPrefix(rec.Rule, "fork-") && rec.Cache.InputTokens > 0 {
-			fmt.Fprintf(out, "fork %s: %d of %d input tokens read from the prompt cache (%.1f%%)\n", strings.TrimPrefix(rec.Rule, "fork-"),
-				rec.Cache.CacheReadTokens, rec.Cache.InputTokens, 100*float64(rec.Cache.CacheReadTokens)/float64(rec.Cache.InputTokens))
-		}
-	}
-	if keep {
-		fmt.Fprintf(out, "\nkept: %s\n", root)
-	}
-	return nil
+	return r.Finish()
 }
 
 // drain is what keel -p does after a prompt: wait for background agents and teammates, and

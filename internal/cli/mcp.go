@@ -48,120 +48,153 @@ func (a *app) mcpOptions(f *mcpFlags) (session.MCPOptions, error) {
 		ClientSecret: a.env.MCPClientSecret}, nil
 }
 
+// mcpCommand is `keel mcp`: the MCP servers configured for this directory.
 func (a *app) mcpCommand() *cobra.Command {
-	f := &mcpFlags{}
 	cmd := &cobra.Command{Use: "mcp", Short: "configure and inspect MCP servers"}
-	open := func(ctx context.Context) (*mcphost.Manager, error) {
-		cwd, root, err := workDirs()
-		if err != nil {
-			return nil, err
-		}
-		o, err := a.mcpOptions(f)
-		if err != nil {
-			return nil, err
-		}
-		st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root})
-		m, notices := session.OpenMCP(ctx, o, session.MCPSetup{Home: a.env.Home, ProjectDir: root, Cwd: cwd, Settings: st, Version: Version,
-			Plugins: a.sessionPlugins(ctx, cwd, root).MCPServers()})
-		for _, n := range notices {
-			fmt.Fprintf(a.std.Err, "%s: %s\n", n.Level, n.Text)
-		}
-		return m, nil
+	cmd.AddCommand(a.mcpListCmd(), a.mcpGetCmd(), a.mcpReconnectCmd(), a.mcpLoginCmd(),
+		a.mcpAddCommand(), a.mcpAddJSONCommand(), a.mcpRemoveCommand(), a.mcpServeCommand())
+	return cmd
+}
+
+// mcpOpen connects the servers configured for this directory (and the flags'); nil when none
+// is. Problems go to stderr.
+func (a *app) mcpOpen(ctx context.Context, f *mcpFlags) (*mcphost.Manager, error) {
+	cwd, root, err := workDirs()
+	if err != nil {
+		return nil, err
 	}
-	// openNamed opens the servers when name is among them.
-	openNamed := func(ctx context.Context, name string) (*mcphost.Manager, error) {
-		m, err := open(ctx)
-		if err != nil {
-			return nil, err
+	o, err := a.mcpOptions(f)
+	if err != nil {
+		return nil, err
+	}
+	st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root})
+	m, notices := session.OpenMCP(ctx, o, session.MCPSetup{Home: a.env.Home, ProjectDir: root, Cwd: cwd, Settings: st, Version: Version,
+		Plugins: a.sessionPlugins(ctx, cwd, root).MCPServers()})
+	for _, n := range notices {
+		fmt.Fprintf(a.std.Err, "%s: %s\n", n.Level, n.Text)
+	}
+	return m, nil
+}
+
+// mcpOpenNamed connects the servers when name is among them.
+func (a *app) mcpOpenNamed(ctx context.Context, f *mcpFlags, name string) (*mcphost.Manager, error) {
+	m, err := a.mcpOpen(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, fmt.Errorf("no MCP server named %q is configured", name)
+	}
+	return m, nil
+}
+
+// mcpServerOptions are what the `keel mcp` commands about configured servers take.
+type mcpServerOptions struct {
+	mcpFlags
+	// Name is the server the command is about; JSON prints JSON (list).
+	Name string
+	JSON bool
+}
+
+// mcpServerCmd builds one of those commands: flags registered, the server's name taken from
+// the arguments when it has one.
+func (a *app) mcpServerCmd(cmd *cobra.Command, run func(context.Context, *mcpServerOptions) error) *cobra.Command {
+	opts := &mcpServerOptions{}
+	opts.register(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			opts.Name = args[0]
 		}
-		if m == nil {
-			return nil, fmt.Errorf("no MCP server named %q is configured", name)
+		return run(cmd.Context(), opts)
+	}
+	if cmd.Use == "list" {
+		cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	}
+	return cmd
+}
+
+func (a *app) mcpListCmd() *cobra.Command {
+	return a.mcpServerCmd(&cobra.Command{Use: "list", Short: "every configured server and its status", Args: cobra.NoArgs}, a.runMCPList)
+}
+
+func (a *app) runMCPList(ctx context.Context, opts *mcpServerOptions) error {
+	m, err := a.mcpOpen(ctx, &opts.mcpFlags)
+	if err != nil {
+		return err
+	}
+	var status []mcphost.ServerStatus
+	if m != nil {
+		defer m.Close()
+		status = m.Status()
+	}
+	return mcphost.List(a.std.Out, status, opts.JSON)
+}
+
+func (a *app) mcpGetCmd() *cobra.Command {
+	return a.mcpServerCmd(&cobra.Command{Use: "get NAME", Short: "one server's configuration and status", Args: cobra.ExactArgs(1)}, a.runMCPGet)
+}
+
+func (a *app) runMCPGet(ctx context.Context, opts *mcpServerOptions) error {
+	m, err := a.mcpOpenNamed(ctx, &opts.mcpFlags, opts.Name)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	for _, st := range m.Status() {
+		if st.Name == opts.Name {
+			_, root, _ := workDirs()
+			cfg := mcphost.Load(mcphost.LoadOptions{Home: a.env.Home, ProjectDir: root, CLIConfigs: opts.configs, Strict: opts.strict})
+			c, _ := cfg.Server(opts.Name)
+			return mcphost.Get(a.std.Out, c, &st)
 		}
-		return m, nil
 	}
-	var asJSON bool
-	list := &cobra.Command{
-		Use: "list", Short: "every configured server and its status", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			var status []mcphost.ServerStatus
-			if m != nil {
-				defer m.Close()
-				status = m.Status()
-			}
-			return mcphost.List(a.std.Out, status, asJSON)
-		},
+	return fmt.Errorf("no MCP server named %q is configured", opts.Name)
+}
+
+func (a *app) mcpReconnectCmd() *cobra.Command {
+	return a.mcpServerCmd(&cobra.Command{Use: "reconnect NAME", Short: "restart a server and show its status", Args: cobra.ExactArgs(1)}, a.runMCPReconnect)
+}
+
+func (a *app) runMCPReconnect(ctx context.Context, opts *mcpServerOptions) error {
+	m, err := a.mcpOpenNamed(ctx, &opts.mcpFlags, opts.Name)
+	if err != nil {
+		return err
 	}
-	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	get := &cobra.Command{
-		Use: "get NAME", Short: "one server's configuration and status", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := openNamed(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			defer m.Close()
-			for _, st := range m.Status() {
-				if st.Name == args[0] {
-					_, root, _ := workDirs()
-					cfg := mcphost.Load(mcphost.LoadOptions{Home: a.env.Home, ProjectDir: root, CLIConfigs: f.configs, Strict: f.strict})
-					c, _ := cfg.Server(args[0])
-					return mcphost.Get(a.std.Out, c, &st)
-				}
-			}
-			return fmt.Errorf("no MCP server named %q is configured", args[0])
-		},
+	defer m.Close()
+	if err := m.Reconnect(ctx, opts.Name); err != nil {
+		return err
 	}
-	reconnect := &cobra.Command{
-		Use: "reconnect NAME", Short: "restart a server and show its status", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := openNamed(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			defer m.Close()
-			if err := m.Reconnect(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			return mcphost.List(a.std.Out, m.Status(), false)
-		},
-	}
-	login := &cobra.Command{
-		Use: "login NAME", Short: "authorize keel with an HTTP server that asks for OAuth", Args: cobra.ExactArgs(1),
+	return mcphost.List(a.std.Out, m.Status(), false)
+}
+
+func (a *app) mcpLoginCmd() *cobra.Command {
+	return a.mcpServerCmd(&cobra.Command{Use: "login NAME", Short: "authorize keel with an HTTP server that asks for OAuth", Args: cobra.ExactArgs(1),
 		Long: `login runs the server's OAuth authorization once: it prints the authorization page's
 address (and opens it with $BROWSER when that is set), waits for the browser to come back to
 keel's loopback redirect, and stores the tokens under $KEEL_HOME. Scopes the server asked for
-before (a step-up) are requested too.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := openNamed(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			defer m.Close()
-			authorize := func(_ context.Context, authURL string) error {
-				fmt.Fprintf(a.std.Out, "Open this page to authorize keel with %s:\n\n  %s\n\nWaiting for the browser to come back…\n", args[0], authURL)
-				return browser.Open(a.env.Browser, authURL)
-			}
-			err = m.Login(cmd.Context(), args[0], authorize)
-			if errors.Is(err, mcphost.ErrNoAuthorizationAsked) {
-				fmt.Fprintf(a.std.Out, "%s did not ask for authorization; it is connected\n", args[0])
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.std.Out, "authorized; tokens are stored under %s\n", a.env.Home)
-			return nil
-		},
+before (a step-up) are requested too.`}, a.runMCPLogin)
+}
+
+func (a *app) runMCPLogin(ctx context.Context, opts *mcpServerOptions) error {
+	m, err := a.mcpOpenNamed(ctx, &opts.mcpFlags, opts.Name)
+	if err != nil {
+		return err
 	}
-	for _, c := range []*cobra.Command{list, get, reconnect, login} {
-		f.register(c)
+	defer m.Close()
+	authorize := func(_ context.Context, authURL string) error {
+		fmt.Fprintf(a.std.Out, "Open this page to authorize keel with %s:\n\n  %s\n\nWaiting for the browser to come back…\n", opts.Name, authURL)
+		return browser.Open(a.env.Browser, authURL)
 	}
-	cmd.AddCommand(list, get, reconnect, login, a.mcpAddCommand(), a.mcpAddJSONCommand(), a.mcpRemoveCommand(), a.mcpServeCommand())
-	return cmd
+	err = m.Login(ctx, opts.Name, authorize)
+	if errors.Is(err, mcphost.ErrNoAuthorizationAsked) {
+		fmt.Fprintf(a.std.Out, "%s did not ask for authorization; it is connected\n", opts.Name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.std.Out, "authorized; tokens are stored under %s\n", a.env.Home)
+	return nil
 }
 
 func parseScope(s string) (mcphost.Scope, error) {

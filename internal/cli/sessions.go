@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,125 +17,166 @@ import (
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
+// sessionsCommand is `keel sessions`: this directory's stored sessions.
 func (a *app) sessionsCommand() *cobra.Command {
-	var asJSON bool
-	projectDir := func() (string, error) {
-		cwd, err := os.Getwd()
-		if err != nil {
-			return "", err
-		}
-		return transcript.ProjectDir(a.env.Home, cwd), nil
-	}
-	find := func(id string) (string, error) {
-		dir, err := projectDir()
-		if err != nil {
-			return "", err
-		}
-		return transcript.Find(dir, id)
-	}
 	cmd := &cobra.Command{Use: "sessions", Short: "list, show, export and remove this directory's sessions"}
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "list sessions, newest first",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := projectDir()
-			if err != nil {
-				return err
-			}
-			sums, err := transcript.List(dir)
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-			if asJSON {
-				if sums == nil {
-					sums = []transcript.Summary{}
-				}
-				return json.NewEncoder(a.std.Out).Encode(sums)
-			}
-			tw := tabwriter.NewWriter(a.std.Out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tUPDATED\tSIZE\tMESSAGES\tTITLE / FIRST PROMPT")
-			for _, s := range sums {
-				title := s.Title
-				if title == "" {
-					title = s.FirstPrompt
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", s.ID, s.Updated.Local().Format(time.DateTime), s.Size, s.Messages, oneLineCut(title, 60))
-			}
-			return tw.Flush()
-		},
-	}
-	show := &cobra.Command{
-		Use:   "show ID",
-		Short: "show a session's live conversation, with the message uuids rewind takes",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			path, err := find(args[0])
-			if err != nil {
-				return err
-			}
-			entries, err := transcript.Show(cmd.Context(), path)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return json.NewEncoder(a.std.Out).Encode(entries)
-			}
-			for _, e := range entries {
-				text := e.Summary
-				if e.Message != nil {
-					text = render.MessageWords(*e.Message)
-				}
-				fmt.Fprintf(a.std.Out, "%s  %-9s %s\n", e.UUID, e.Type, oneLineCut(text, 100))
-			}
-			return nil
-		},
-	}
-	var format string
-	export := &cobra.Command{
-		Use:   "export ID",
-		Short: "export a session as Markdown or JSON",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			path, err := find(args[0])
-			if err != nil {
-				return err
-			}
-			st, err := transcript.Load(cmd.Context(), path)
-			if err != nil {
-				return err
-			}
-			switch format {
-			case "markdown", "md":
-				return transcript.ExportMarkdown(a.std.Out, st)
-			case "json":
-				return transcript.ExportJSON(a.std.Out, st)
-			}
-			return usageError{fmt.Errorf("--format %q is not one of markdown, json", format)}
-		},
-	}
-	export.Flags().StringVar(&format, "format", "markdown", "markdown or json")
-	rm := &cobra.Command{
-		Use:   "rm ID",
-		Short: "delete a session's transcript and file history",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			path, err := find(args[0])
-			if err != nil {
-				return err
-			}
-			if err := transcript.Remove(path); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.std.Out, "removed %s\n", args[0])
-			return nil
-		},
-	}
-	for _, c := range []*cobra.Command{list, show} {
-		c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	}
-	cmd.AddCommand(list, show, export, rm)
+	cmd.AddCommand(a.sessionsListCmd(), a.sessionsShowCmd(), a.sessionsExportCmd(), a.sessionsRmCmd())
 	return cmd
+}
+
+// sessionsDir is where this directory's sessions are kept.
+func (a *app) sessionsDir() (string, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return transcript.ProjectDir(a.env.Home, cwd), nil
+}
+
+// findSession finds the transcript of session id in this directory.
+func (a *app) findSession(id string) (string, error) {
+	dir, err := a.sessionsDir()
+	if err != nil {
+		return "", err
+	}
+	return transcript.Find(dir, id)
+}
+
+// sessionsListOptions are `keel sessions list`'s.
+type sessionsListOptions struct{ JSON bool }
+
+func (a *app) sessionsListCmd() *cobra.Command {
+	opts := &sessionsListOptions{}
+	cmd := &cobra.Command{Use: "list", Short: "list sessions, newest first", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return a.runSessionsList(opts) }}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) runSessionsList(opts *sessionsListOptions) error {
+	dir, err := a.sessionsDir()
+	if err != nil {
+		return err
+	}
+	sums, err := transcript.List(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if opts.JSON {
+		if sums == nil {
+			sums = []transcript.Summary{}
+		}
+		return json.NewEncoder(a.std.Out).Encode(sums)
+	}
+	tw := tabwriter.NewWriter(a.std.Out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUPDATED\tSIZE\tMESSAGES\tTITLE / FIRST PROMPT")
+	for _, s := range sums {
+		title := s.Title
+		if title == "" {
+			title = s.FirstPrompt
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", s.ID, s.Updated.Local().Format(time.DateTime), s.Size, s.Messages, oneLineCut(title, 60))
+	}
+	return tw.Flush()
+}
+
+// sessionsShowOptions are `keel sessions show`'s.
+type sessionsShowOptions struct {
+	ID   string
+	JSON bool
+}
+
+func (a *app) sessionsShowCmd() *cobra.Command {
+	opts := &sessionsShowOptions{}
+	cmd := &cobra.Command{Use: "show ID", Short: "show a session's live conversation, with the message uuids rewind takes",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			return a.runSessionsShow(cmd.Context(), opts)
+		}}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) runSessionsShow(ctx context.Context, opts *sessionsShowOptions) error {
+	path, err := a.findSession(opts.ID)
+	if err != nil {
+		return err
+	}
+	entries, err := transcript.Show(ctx, path)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return json.NewEncoder(a.std.Out).Encode(entries)
+	}
+	for _, e := range entries {
+		text := e.Summary
+		if e.Message != nil {
+			text = render.MessageWords(*e.Message)
+			if uses := e.Message.ToolUses(); len(uses) > 0 && text == "" {
+				text = "[tool call: " + uses[0].Name + "]"
+			}
+		}
+		fmt.Fprintf(a.std.Out, "%s  %-9s %s\n", e.UUID, e.Type, oneLineCut(text, 100))
+	}
+	return nil
+}
+
+// sessionsExportOptions are `keel sessions export`'s.
+type sessionsExportOptions struct{ ID, Format string }
+
+func (a *app) sessionsExportCmd() *cobra.Command {
+	opts := &sessionsExportOptions{}
+	cmd := &cobra.Command{Use: "export ID", Short: "export a session as Markdown or JSON", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			return a.runSessionsExport(cmd.Context(), opts)
+		}}
+	cmd.Flags().StringVar(&opts.Format, "format", "markdown", "markdown or json")
+	return cmd
+}
+
+func (a *app) runSessionsExport(ctx context.Context, opts *sessionsExportOptions) error {
+	if opts.Format != "markdown" && opts.Format != "md" && opts.Format != "json" {
+		return usageError{fmt.Errorf("--format %q is not one of markdown, json", opts.Format)}
+	}
+	path, err := a.findSession(opts.ID)
+	if err != nil {
+		return err
+	}
+	st, err := transcript.Load(ctx, path)
+	if err != nil {
+		return err
+	}
+	if opts.Format == "json" {
+		return transcript.ExportJSON(a.std.Out, st)
+	}
+	return transcript.ExportMarkdown(a.std.Out, st)
+}
+
+// sessionsRmOptions are `keel sessions rm`'s.
+type sessionsRmOptions struct{ ID string }
+
+func (a *app) sessionsRmCmd() *cobra.Command {
+	opts := &sessionsRmOptions{}
+	return &cobra.Command{Use: "rm ID", Short: "delete a session's transcript and file history", Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			return a.runSessionsRm(opts)
+		}}
+}
+
+func (a *app) runSessionsRm(opts *sessionsRmOptions) error {
+	path, err := a.findSession(opts.ID)
+	if err != nil {
+		return err
+	}
+	if err := transcript.Remove(path); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.std.Out, "removed %s\n", opts.ID)
+	return nil
 }
 
 func (a *app) rewindCommand() *cobra.Command {

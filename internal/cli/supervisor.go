@@ -15,7 +15,9 @@ import (
 
 	"github.com/keel-dev/keel/internal/companion"
 	"github.com/keel-dev/keel/internal/daemon"
+	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/subagent"
 )
 
 // supervisorCommand is `keel supervisor …`: the per-user process that owns background agents
@@ -175,5 +177,16 @@ func (a *app) supervisorClient() *daemon.Client {
 // openJob opens the session that runs a supervisor job: the launching session's
 // configuration, no transcript of its own, the agent's transcript beside the launcher's.
 func (a *app) openJob(ctx context.Context, j daemon.Job) (daemon.AgentRunner, error) {
-	return a.openSession(ctx, j.Launch.Job(j.Agent.SessionID, j.Agent.SessionPath), a.seams())
+	sess, err := a.openSession(ctx, j.Launch.Job(j.Agent.SessionID, j.Agent.SessionPath), a.seams())
+	if err != nil {
+		return nil, err
+	}
+	return jobSession{sess}, nil
+}
+
+// jobSession runs a supervisor job's agent in its session.
+type jobSession struct{ *session.Session }
+
+func (s jobSession) RunDetached(ctx context.Context, d subagent.DetachedAgent) (string, error) {
+	return s.Agents().RunDetached(ctx, d)
 }

@@ -20,134 +20,143 @@ import (
 	"github.com/keel-dev/keel/internal/teamstore"
 )
 
-// teamCommand is `keel team`: the teams under the keel directory, for scripts.
+// teamOptions are what every `keel team` command takes: the team and the output form.
+type teamOptions struct {
+	// Team is --team; empty means the newest team of the store.
+	Team string
+	JSON bool
+}
+
+// teamCommand is `keel team`: the teams of the store settings choose, for scripts.
 func (a *app) teamCommand() *cobra.Command {
-	var teamName string
-	var asJSON bool
+	opts := &teamOptions{}
 	cmd := &cobra.Command{
 		Use:   "team",
 		Short: "agent teams: members, task boards and messages (list, tasks, messages, send)",
 		Args:  cobra.NoArgs,
 	}
-	cmd.PersistentFlags().StringVar(&teamName, "team", "", "the team (default: the only one, or the most recent)")
-	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
-	open := func(ctx context.Context) (*team.Team, func(), error) {
-		name := teamName
-		if name == "" {
-			store, teams, err := a.teams(ctx)
-			if err != nil {
-				return nil, nil, err
-			}
-			if len(teams) == 0 {
-				return nil, nil, fmt.Errorf("there are no teams in %s; teams start when a session with teams enabled spawns a teammate", store.Where())
-			}
-			name = teams[0].Name
-		}
-		return a.openTeam(ctx, name)
-	}
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "every team and its members with their state, colour and task",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, teams, err := a.teams(cmd.Context())
-			if err != nil {
-				return err
-			}
-			names := teamstore.Names(teams)
-			if teamName != "" {
-				names = []string{teamName}
-			}
-			all := map[string][]team.MemberInfo{}
-			for _, name := range names {
-				t, done, err := a.openTeam(cmd.Context(), name)
-				if err != nil {
-					return err
-				}
-				members, err := t.Members(cmd.Context())
-				done()
-				if err != nil && len(members) == 0 {
-					return err
-				}
-				all[name] = members
-			}
-			if asJSON {
-				return writeJSON(a.std.Out, all)
-			}
-			if len(names) == 0 {
-				_, err := fmt.Fprintln(a.std.Out, "No teams.")
-				return err
-			}
-			now := time.Now()
-			for _, name := range names {
-				fmt.Fprintf(a.std.Out, "%s\n", name)
-				for _, m := range all[name] {
-					fmt.Fprintf(a.std.Out, "  %s\n", m.Line(now))
-				}
-			}
-			return nil
-		},
-	}
-	tasks := &cobra.Command{
-		Use:   "tasks",
-		Short: "the team's task board",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, done, err := open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			board, err := t.Backend().Board().List(cmd.Context())
-			if err != nil && len(board) == 0 {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.std.Out, board)
-			}
-			_, werr := fmt.Fprintln(a.std.Out, team.FormatBoard(board, time.Now()))
-			if err != nil {
-				fmt.Fprintln(a.std.Err, "keel: warning: "+err.Error())
-			}
-			return werr
-		},
-	}
-	messages := &cobra.Command{
-		Use:   "messages [MEMBER]",
-		Short: "the messages of a member (default: every member), delivered and unread",
-		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, done, err := open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			return a.showMessages(cmd.Context(), t, args, asJSON)
-		},
-	}
-	send := &cobra.Command{
-		Use:   "send MEMBER MESSAGE",
-		Short: `send a message to a member ("team-lead" for the lead); it reads it at its next step`,
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, done, err := open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			id, err := t.SendFromUser(cmd.Context(), args[0], args[1])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.std.Out, map[string]string{"id": id, "to": args[0], "team": t.Name()})
-			}
-			_, err = fmt.Fprintf(a.std.Out, "sent to %s in team %s (message %s)\n", args[0], t.Name(), id)
-			return err
-		},
-	}
-	cmd.AddCommand(list, tasks, messages, send, a.teamWorkerCommand())
+	cmd.PersistentFlags().StringVar(&opts.Team, "team", "", "the team (default: the only one, or the most recent)")
+	cmd.PersistentFlags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	cmd.AddCommand(
+		&cobra.Command{Use: "list", Short: "every team and its members with their state, colour and task", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error { return a.runTeamList(cmd.Context(), opts) }},
+		&cobra.Command{Use: "tasks", Short: "the team's task board", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error { return a.runTeamTasks(cmd.Context(), opts) }},
+		&cobra.Command{Use: "messages [MEMBER]", Short: "the messages of a member (default: every member), delivered and unread",
+			Args: cobra.MaximumNArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error { return a.runTeamMessages(cmd.Context(), opts, args) }},
+		&cobra.Command{Use: "send MEMBER MESSAGE", Short: `send a message to a member ("team-lead" for the lead); it reads it at its next step`,
+			Args: cobra.ExactArgs(2),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return a.runTeamSend(cmd.Context(), opts, args[0], args[1])
+			}},
+		a.teamWorkerCommand())
 	return cmd
+}
+
+// lookAtTeam opens the team opts name — else the store's newest — for a look from outside.
+func (a *app) lookAtTeam(ctx context.Context, opts *teamOptions) (*team.Team, func(), error) {
+	name := opts.Team
+	if name == "" {
+		store, teams, err := a.teams(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(teams) == 0 {
+			return nil, nil, fmt.Errorf("there are no teams in %s; teams start when a session with teams enabled spawns a teammate", store.Where())
+		}
+		name = teams[0].Name
+	}
+	return a.openTeam(ctx, name)
+}
+
+// runTeamList prints every team (or the one --team names) with its members.
+func (a *app) runTeamList(ctx context.Context, opts *teamOptions) error {
+	_, teams, err := a.teams(ctx)
+	if err != nil {
+		return err
+	}
+	names := teamstore.Names(teams)
+	if opts.Team != "" {
+		names = []string{opts.Team}
+	}
+	all := map[string][]team.MemberInfo{}
+	for _, name := range names {
+		t, done, err := a.openTeam(ctx, name)
+		if err != nil {
+			return err
+		}
+		members, err := t.Members(ctx)
+		done()
+		if err != nil && len(members) == 0 {
+			return err
+		}
+		all[name] = members
+	}
+	if opts.JSON {
+		return writeJSON(a.std.Out, all)
+	}
+	if len(names) == 0 {
+		_, err := fmt.Fprintln(a.std.Out, "No teams.")
+		return err
+	}
+	now := time.Now()
+	for _, name := range names {
+		fmt.Fprintf(a.std.Out, "%s\n", name)
+		for _, m := range all[name] {
+			fmt.Fprintf(a.std.Out, "  %s\n", m.Line(now))
+		}
+	}
+	return nil
+}
+
+// runTeamTasks prints the team's board.
+func (a *app) runTeamTasks(ctx context.Context, opts *teamOptions) error {
+	t, done, err := a.lookAtTeam(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer done()
+	board, err := t.Backend().Board().List(ctx)
+	if err != nil && len(board) == 0 {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.std.Out, board)
+	}
+	_, werr := fmt.Fprintln(a.std.Out, team.FormatBoard(board, time.Now()))
+	if err != nil {
+		fmt.Fprintln(a.std.Err, "keel: warning: "+err.Error())
+	}
+	return werr
+}
+
+// runTeamMessages prints the messages of one member, or of every one.
+func (a *app) runTeamMessages(ctx context.Context, opts *teamOptions, members []string) error {
+	t, done, err := a.lookAtTeam(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return a.showMessages(ctx, t, members, opts.JSON)
+}
+
+// runTeamSend sends text to member from the user.
+func (a *app) runTeamSend(ctx context.Context, opts *teamOptions, member, text string) error {
+	t, done, err := a.lookAtTeam(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer done()
+	id, err := t.SendFromUser(ctx, member, text)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.std.Out, map[string]string{"id": id, "to": member, "team": t.Name()})
+	}
+	_, err = fmt.Fprintf(a.std.Out, "sent to %s in team %s (message %s)\n", member, t.Name(), id)
+	return err
 }
 
 type shownMessage struct {

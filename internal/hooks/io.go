@@ -98,30 +98,33 @@ type output struct {
 	Reason             string          `json:"reason"`
 	UpdatedInput       json.RawMessage `json:"updatedInput"`
 	AdditionalContext  string          `json:"additionalContext"`
-	HookSpecificOutput *struct {
-		PermissionDecision       string          `json:"permissionDecision"`
-		PermissionDecisionReason string          `json:"permissionDecisionReason"`
-		UpdatedInput             json.RawMessage `json:"updatedInput"`
-		AdditionalContext        string          `json:"additionalContext"`
-		// Elicitation and ElicitationResult: the answer for the MCP server.
-		Action  string          `json:"action"`
-		Content json.RawMessage `json:"content"`
-		// Decision is PermissionRequest's answer to the permission question.
-		Decision *struct {
-			Behavior           string          `json:"behavior"`
-			UpdatedInput       json.RawMessage `json:"updatedInput"`
-			UpdatedPermissions json.RawMessage `json:"updatedPermissions"`
-			Message            string          `json:"message"`
-			Interrupt          bool            `json:"interrupt"`
-		} `json:"decision"`
-		// Retry is PermissionDenied's: tell the model it may try the call again.
-		Retry bool `json:"retry"`
-		// DisplayContent is MessageDisplay's: the text to show instead of the message's.
-		DisplayContent *string `json:"displayContent"`
-		// WatchPaths (SessionStart, CwdChanged, FileChanged) are files to watch: a change
-		// to one fires FileChanged.
-		WatchPaths []string `json:"watchPaths"`
-	} `json:"hookSpecificOutput"`
+	HookSpecificOutput *specificOutput `json:"hookSpecificOutput"`
+}
+
+// specificOutput is the event-specific part of a hook's output (hookSpecificOutput).
+type specificOutput struct {
+	PermissionDecision       string          `json:"permissionDecision"`
+	PermissionDecisionReason string          `json:"permissionDecisionReason"`
+	UpdatedInput             json.RawMessage `json:"updatedInput"`
+	AdditionalContext        string          `json:"additionalContext"`
+	// Elicitation and ElicitationResult: the answer for the MCP server.
+	Action  string          `json:"action"`
+	Content json.RawMessage `json:"content"`
+	// Decision is PermissionRequest's answer to the permission question.
+	Decision *struct {
+		Behavior           string          `json:"behavior"`
+		UpdatedInput       json.RawMessage `json:"updatedInput"`
+		UpdatedPermissions json.RawMessage `json:"updatedPermissions"`
+		Message            string          `json:"message"`
+		Interrupt          bool            `json:"interrupt"`
+	} `json:"decision"`
+	// Retry is PermissionDenied's: tell the model it may try the call again.
+	Retry bool `json:"retry"`
+	// DisplayContent is MessageDisplay's: the text to show instead of the message's.
+	DisplayContent *string `json:"displayContent"`
+	// WatchPaths (SessionStart, CwdChanged, FileChanged) are files to watch: a change
+	// to one fires FileChanged.
+	WatchPaths []string `json:"watchPaths"`
 }
 
 // interpret fills r's verdict from its exit code and output, for event ev.
@@ -179,55 +182,61 @@ func (r *Result) interpret(ev Event) {
 		r.Warning = fmt.Sprintf(`decision %q is not one of block, approve; ignored`, out.Decision)
 	}
 	if h := out.HookSpecificOutput; h != nil {
-		switch h.PermissionDecision {
-		case "", "defer":
+		r.interpretSpecific(ev, h)
+	}
+}
+
+// interpretSpecific fills r from the event-specific part of a hook's JSON output
+// (hookSpecificOutput): permission decisions, input and context, elicitation answers.
+func (r *Result) interpretSpecific(ev Event, h *specificOutput) {
+	switch h.PermissionDecision {
+	case "", "defer":
+	case "allow":
+		r.Decision = max(r.Decision, DecisionAllow)
+	case "ask":
+		r.Decision = max(r.Decision, DecisionAsk)
+	case "deny":
+		r.Decision = DecisionBlock
+	default:
+		r.Warning = fmt.Sprintf(`permissionDecision %q is not one of allow, deny, ask; ignored`, h.PermissionDecision)
+	}
+	if h.PermissionDecisionReason != "" {
+		r.Reason = h.PermissionDecisionReason
+	}
+	if h.UpdatedInput != nil {
+		r.UpdatedInput = h.UpdatedInput
+	}
+	if h.AdditionalContext != "" {
+		r.AdditionalContext = h.AdditionalContext
+	}
+	switch h.Action {
+	case "":
+	case "accept", "decline", "cancel":
+		if ev == Elicitation || ev == ElicitationResult {
+			r.Action, r.Content = h.Action, h.Content
+		} else {
+			r.Warning = fmt.Sprintf("action %q has no effect on %s", h.Action, ev)
+		}
+	default:
+		r.Warning = fmt.Sprintf(`action %q is not one of accept, decline, cancel; ignored`, h.Action)
+	}
+	r.Retry = h.Retry
+	r.DisplayContent = h.DisplayContent
+	r.WatchPaths = h.WatchPaths
+	if d := h.Decision; d != nil {
+		switch d.Behavior {
 		case "allow":
 			r.Decision = max(r.Decision, DecisionAllow)
-		case "ask":
-			r.Decision = max(r.Decision, DecisionAsk)
+			if d.UpdatedInput != nil {
+				r.UpdatedInput = d.UpdatedInput
+			}
+			r.UpdatedPermissions = d.UpdatedPermissions
 		case "deny":
 			r.Decision = DecisionBlock
+			r.Reason = d.Message
+			r.Interrupt = d.Interrupt
 		default:
-			r.Warning = fmt.Sprintf(`permissionDecision %q is not one of allow, deny, ask; ignored`, h.PermissionDecision)
-		}
-		if h.PermissionDecisionReason != "" {
-			r.Reason = h.PermissionDecisionReason
-		}
-		if h.UpdatedInput != nil {
-			r.UpdatedInput = h.UpdatedInput
-		}
-		if h.AdditionalContext != "" {
-			r.AdditionalContext = h.AdditionalContext
-		}
-		switch h.Action {
-		case "":
-		case "accept", "decline", "cancel":
-			if ev == Elicitation || ev == ElicitationResult {
-				r.Action, r.Content = h.Action, h.Content
-			} else {
-				r.Warning = fmt.Sprintf("action %q has no effect on %s", h.Action, ev)
-			}
-		default:
-			r.Warning = fmt.Sprintf(`action %q is not one of accept, decline, cancel; ignored`, h.Action)
-		}
-		r.Retry = h.Retry
-		r.DisplayContent = h.DisplayContent
-		r.WatchPaths = h.WatchPaths
-		if d := h.Decision; d != nil {
-			switch d.Behavior {
-			case "allow":
-				r.Decision = max(r.Decision, DecisionAllow)
-				if d.UpdatedInput != nil {
-					r.UpdatedInput = d.UpdatedInput
-				}
-				r.UpdatedPermissions = d.UpdatedPermissions
-			case "deny":
-				r.Decision = DecisionBlock
-				r.Reason = d.Message
-				r.Interrupt = d.Interrupt
-			default:
-				r.Warning = fmt.Sprintf(`decision.behavior %q is not one of allow, deny; ignored`, d.Behavior)
-			}
+			r.Warning = fmt.Sprintf(`decision.behavior %q is not one of allow, deny; ignored`, d.Behavior)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // A prefix rule allows its program's options (Bash(git diff:*) allows git diff --stat), but
@@ -46,78 +47,90 @@ const (
 	otherRepo  = "points git at another repository or configuration, whose settings can run programs"
 )
 
-// dangerous is the table; gitDanger holds git's, by subcommand ("" for global options).
-var dangerous = map[string]dangerSpec{
-	"find": {wholeWords: true, options: []dangerousOption{
-		danger(runsCode, "-exec", "-execdir", "-ok", "-okdir"),
-		danger("deletes the files it finds", "-delete"),
-		danger(writesFile, "-fprint", "-fprint0", "-fprintf", "-fls"),
-	}},
-	"sed": {options: []dangerousOption{
-		danger("edits its files in place", "-i", "--in-place"),
-		danger("reads its script from a file keel cannot check", "-f", "--file"),
-	}, check: sedDanger, checkDoc: "a script with the `e` command or `s///e` (runs a shell command), `w`/`W` or `s///w` (writes a file), or one keel cannot read"},
-	"awk": awkSpec, "gawk": awkSpec, "mawk": awkSpec, "nawk": awkSpec,
-	"sort": {options: []dangerousOption{
-		danger(writesFile, "-o", "--output"),
-		danger(runsCode+" (a compressor)", "--compress-program"),
-		danger("reads the names of the files to sort from a file", "--files0-from"),
-	}},
-	"tar": {options: []dangerousOption{
-		danger(runsCode, "--checkpoint-action", "--to-command", "-I", "--use-compress-program", "--rsh-command",
-			"-F", "--info-script", "--new-volume-script", "--rmt-command"),
-		danger(writesFile, "--index-file"),
-	}},
-	"rg":    {options: []dangerousOption{danger(runsCode+" (a preprocessor for every file)", "--pre"), danger(runsCode, "--hostname-bin")}},
-	"xargs": {options: []dangerousOption{danger("reads its arguments from a file", "-a", "--arg-file")}},
-	"env": {options: []dangerousOption{
-		danger("splits a string into a command keel cannot see", "-S", "--split-string"),
-		danger("runs the command in another directory", "-C", "--chdir"),
-	}, check: envDanger, checkDoc: "`NAME=value` for variables that make programs load or run code: `LD_*`, `DYLD_*`, `BASH_ENV`, `ENV`, `PATH`, `PYTHON*`, `NODE_OPTIONS`, `PERL5OPT`, `RUBYOPT`, `GIT_*`, `PAGER`, `EDITOR`, `LESSOPEN`…"},
-	"less": lessSpec, "more": lessSpec, "most": lessSpec,
-	"man": {options: []dangerousOption{
-		danger(runsCode+" (a pager, browser or preprocessor)", "-P", "--pager", "-H", "--html", "-p", "--preprocessor"),
-		danger("reads a configuration naming programs", "-C", "--config-file"),
-	}},
-	"zip": {options: []dangerousOption{danger(runsCode+" (the unzip command it tests with)", "-TT", "--unzip-command")}},
-	"unzip": {options: []dangerousOption{
-		danger("extracts into a directory it is given (.git/hooks…)", "-d"),
-		danger("overwrites files without asking", "-o"),
-	}},
-	"rsync": {options: []dangerousOption{
-		danger(runsCode+" (the remote shell)", "-e", "--rsh", "--rsync-path", "-M", "--remote-option"),
-		danger(writesFile, "--log-file", "--write-batch", "--only-write-batch"),
-	}},
-	"ssh": {options: []dangerousOption{
-		danger("sets options such as ProxyCommand and LocalCommand, which run commands", "-o"),
-		danger("reads a configuration that can run commands", "-F"),
-		danger(writesFile, "-E"),
-	}},
-	"scp":  {options: []dangerousOption{danger(runsCode+" (as its ssh)", "-S"), danger("sets ssh options such as ProxyCommand", "-o", "-F")}},
-	"sftp": {options: []dangerousOption{danger(runsCode+" (as its ssh or server)", "-S", "-D"), danger("sets ssh options such as ProxyCommand", "-o", "-F")}},
-	"make": makeSpec, "gmake": makeSpec,
-	"npm": npmSpec, "yarn": npmSpec, "pnpm": npmSpec,
-	"curl": {options: []dangerousOption{
-		danger(writesFile, "-o", "-O", "--output", "--remote-name", "--remote-name-all", "-D", "--dump-header",
-			"-c", "--cookie-jar", "--trace", "--trace-ascii", "--libcurl", "--output-dir"),
-		danger("reads a configuration that can name files to write or send", "-K", "--config"),
-	}},
-	"wget": {options: []dangerousOption{
-		danger(writesFile, "-O", "-o", "-a", "-P", "--output-document", "--output-file", "--append-output", "--directory-prefix"),
-		danger(runsCode+" (wgetrc commands, an askpass program)", "-e", "--execute", "--config", "--use-askpass"),
-	}},
-	"python": pythonSpec, "python2": pythonSpec, "python3": pythonSpec,
-	"node": {beforeOperand: true, options: []dangerousOption{
-		danger(runsCode, "-e", "--eval", "-p", "--print", "-r", "--require", "--import", "--loader", "--experimental-loader"),
-	}},
-	"perl": {beforeOperand: true, options: []dangerousOption{
-		danger(runsCode, "-e", "-E", "-M", "-x"), danger("edits its files in place", "-i"),
-	}},
-	"ruby": {beforeOperand: true, options: []dangerousOption{
-		danger(runsCode, "-e", "-r", "-x"), danger("edits its files in place", "-i"),
-	}},
-	"php": {beforeOperand: true, options: []dangerousOption{danger(runsCode, "-r", "-B", "-E", "-R", "-F")}},
-	"lua": {beforeOperand: true, options: []dangerousOption{danger(runsCode, "-e", "-l")}},
+// dangerousTable is the table; gitDangerTable holds git's, by subcommand ("" for global
+// options). Both are built on first use, so a keel that never checks a command (--version,
+// a headless run in bypass mode) does not pay for them at start-up.
+var (
+	dangerous lazyTable[map[string]dangerSpec]
+	gitDanger lazyTable[map[string][]dangerousOption]
+)
+
+func dangerousTable() map[string]dangerSpec        { return dangerous.get(buildDangerous) }
+func gitDangerTable() map[string][]dangerousOption { return gitDanger.get(buildGitDanger) }
+
+func buildDangerous() map[string]dangerSpec {
+	return map[string]dangerSpec{
+		"find": {wholeWords: true, options: []dangerousOption{
+			danger(runsCode, "-exec", "-execdir", "-ok", "-okdir"),
+			danger("deletes the files it finds", "-delete"),
+			danger(writesFile, "-fprint", "-fprint0", "-fprintf", "-fls"),
+		}},
+		"sed": {options: []dangerousOption{
+			danger("edits its files in place", "-i", "--in-place"),
+			danger("reads its script from a file keel cannot check", "-f", "--file"),
+		}, check: sedDanger, checkDoc: "a script with the `e` command or `s///e` (runs a shell command), `w`/`W` or `s///w` (writes a file), or one keel cannot read"},
+		"awk": awkSpec, "gawk": awkSpec, "mawk": awkSpec, "nawk": awkSpec,
+		"sort": {options: []dangerousOption{
+			danger(writesFile, "-o", "--output"),
+			danger(runsCode+" (a compressor)", "--compress-program"),
+			danger("reads the names of the files to sort from a file", "--files0-from"),
+		}},
+		"tar": {options: []dangerousOption{
+			danger(runsCode, "--checkpoint-action", "--to-command", "-I", "--use-compress-program", "--rsh-command",
+				"-F", "--info-script", "--new-volume-script", "--rmt-command"),
+			danger(writesFile, "--index-file"),
+		}},
+		"rg":    {options: []dangerousOption{danger(runsCode+" (a preprocessor for every file)", "--pre"), danger(runsCode, "--hostname-bin")}},
+		"xargs": {options: []dangerousOption{danger("reads its arguments from a file", "-a", "--arg-file")}},
+		"env": {options: []dangerousOption{
+			danger("splits a string into a command keel cannot see", "-S", "--split-string"),
+			danger("runs the command in another directory", "-C", "--chdir"),
+		}, check: envDanger, checkDoc: "`NAME=value` for variables that make programs load or run code: `LD_*`, `DYLD_*`, `BASH_ENV`, `ENV`, `PATH`, `PYTHON*`, `NODE_OPTIONS`, `PERL5OPT`, `RUBYOPT`, `GIT_*`, `PAGER`, `EDITOR`, `LESSOPEN`…"},
+		"less": lessSpec, "more": lessSpec, "most": lessSpec,
+		"man": {options: []dangerousOption{
+			danger(runsCode+" (a pager, browser or preprocessor)", "-P", "--pager", "-H", "--html", "-p", "--preprocessor"),
+			danger("reads a configuration naming programs", "-C", "--config-file"),
+		}},
+		"zip": {options: []dangerousOption{danger(runsCode+" (the unzip command it tests with)", "-TT", "--unzip-command")}},
+		"unzip": {options: []dangerousOption{
+			danger("extracts into a directory it is given (.git/hooks…)", "-d"),
+			danger("overwrites files without asking", "-o"),
+		}},
+		"rsync": {options: []dangerousOption{
+			danger(runsCode+" (the remote shell)", "-e", "--rsh", "--rsync-path", "-M", "--remote-option"),
+			danger(writesFile, "--log-file", "--write-batch", "--only-write-batch"),
+		}},
+		"ssh": {options: []dangerousOption{
+			danger("sets options such as ProxyCommand and LocalCommand, which run commands", "-o"),
+			danger("reads a configuration that can run commands", "-F"),
+			danger(writesFile, "-E"),
+		}},
+		"scp":  {options: []dangerousOption{danger(runsCode+" (as its ssh)", "-S"), danger("sets ssh options such as ProxyCommand", "-o", "-F")}},
+		"sftp": {options: []dangerousOption{danger(runsCode+" (as its ssh or server)", "-S", "-D"), danger("sets ssh options such as ProxyCommand", "-o", "-F")}},
+		"make": makeSpec, "gmake": makeSpec,
+		"npm": npmSpec, "yarn": npmSpec, "pnpm": npmSpec,
+		"curl": {options: []dangerousOption{
+			danger(writesFile, "-o", "-O", "--output", "--remote-name", "--remote-name-all", "-D", "--dump-header",
+				"-c", "--cookie-jar", "--trace", "--trace-ascii", "--libcurl", "--output-dir"),
+			danger("reads a configuration that can name files to write or send", "-K", "--config"),
+		}},
+		"wget": {options: []dangerousOption{
+			danger(writesFile, "-O", "-o", "-a", "-P", "--output-document", "--output-file", "--append-output", "--directory-prefix"),
+			danger(runsCode+" (wgetrc commands, an askpass program)", "-e", "--execute", "--config", "--use-askpass"),
+		}},
+		"python": pythonSpec, "python2": pythonSpec, "python3": pythonSpec,
+		"node": {beforeOperand: true, options: []dangerousOption{
+			danger(runsCode, "-e", "--eval", "-p", "--print", "-r", "--require", "--import", "--loader", "--experimental-loader"),
+		}},
+		"perl": {beforeOperand: true, options: []dangerousOption{
+			danger(runsCode, "-e", "-E", "-M", "-x"), danger("edits its files in place", "-i"),
+		}},
+		"ruby": {beforeOperand: true, options: []dangerousOption{
+			danger(runsCode, "-e", "-r", "-x"), danger("edits its files in place", "-i"),
+		}},
+		"php": {beforeOperand: true, options: []dangerousOption{danger(runsCode, "-r", "-B", "-E", "-R", "-F")}},
+		"lua": {beforeOperand: true, options: []dangerousOption{danger(runsCode, "-e", "-l")}},
+	}
 }
 
 var (
@@ -136,7 +149,7 @@ var (
 		danger("lets the environment override the makefile's variables (SHELL, CC…)", "-e", "--environment-overrides"),
 	}, check: func(words []shellWord) string {
 		for _, w := range words {
-			if assignmentLikeRE.MatchString(w.value) {
+			if assignmentLikeRE().MatchString(w.value) {
 				return fmt.Sprintf("%s overrides a make variable, which can change every command the recipes run", w.value)
 			}
 		}
@@ -151,37 +164,39 @@ var (
 	pythonSpec = dangerSpec{beforeOperand: true, options: []dangerousOption{danger(runsCode, "-c", "-m")}}
 )
 
-// gitDanger is git's table: global options (key "") and options of every subcommand ("*"),
-// then by subcommand.
-var gitDanger = map[string][]dangerousOption{
-	"": {
-		danger("sets configuration such as core.pager, core.fsmonitor or an alias, which run programs", "-c", "--config-env"),
-		danger(runsCode+" (git's own commands from a directory it is given)", "--exec-path="),
-		danger(otherRepo, "-C", "--git-dir", "--work-tree"),
-		danger(runsCode+" (the pager)", "-p", "--paginate"),
-	},
-	"*": {
-		danger(runsCode+" (on the remote side, or as the transport)", "--upload-pack", "--receive-pack", "--exec"),
-		danger(runsCode+" (an external diff or textconv filter)", "--ext-diff", "--textconv"),
-		danger(writesFile, "--output", "--output-directory"),
-		danger(runsCode+" (hooks from a template directory)", "--template"),
-		danger(otherRepo, "--separate-git-dir"),
-		danger("reads paths from a file", "--pathspec-from-file"),
-	},
-	"grep":         {danger(runsCode+" (a pager on the matching files)", "-O", "--open-files-in-pager")},
-	"clone":        {danger(runsCode+" (as upload-pack)", "-u"), danger("sets configuration for the new repository", "-c", "--config")},
-	"fetch":        {danger(runsCode+" (as upload-pack)", "-u")},
-	"pull":         {danger(runsCode+" (as upload-pack)", "-u")},
-	"ls-remote":    {danger(runsCode+" (as upload-pack)", "-u")},
-	"archive":      {danger(writesFile, "-o"), danger(runsCode+" (on the remote side)", "--remote")},
-	"format-patch": {danger(writesFile, "-o")},
-	"rebase":       {danger(runsCode, "-x", "--exec")},
-	"difftool":     {danger(runsCode, "-x", "--extcmd", "-t", "--tool")},
-	"mergetool":    {danger(runsCode, "-t", "--tool")},
-	"submodule":    {danger(runsCode+" (in every submodule)", "foreach")},
-	"bisect":       {danger(runsCode+" (at every step)", "run")},
-	"config":       {},
-	"worktree":     {},
+// buildGitDanger is git's table: global options (key "") and options of every subcommand
+// ("*"), then by subcommand.
+func buildGitDanger() map[string][]dangerousOption {
+	return map[string][]dangerousOption{
+		"": {
+			danger("sets configuration such as core.pager, core.fsmonitor or an alias, which run programs", "-c", "--config-env"),
+			danger(runsCode+" (git's own commands from a directory it is given)", "--exec-path="),
+			danger(otherRepo, "-C", "--git-dir", "--work-tree"),
+			danger(runsCode+" (the pager)", "-p", "--paginate"),
+		},
+		"*": {
+			danger(runsCode+" (on the remote side, or as the transport)", "--upload-pack", "--receive-pack", "--exec"),
+			danger(runsCode+" (an external diff or textconv filter)", "--ext-diff", "--textconv"),
+			danger(writesFile, "--output", "--output-directory"),
+			danger(runsCode+" (hooks from a template directory)", "--template"),
+			danger(otherRepo, "--separate-git-dir"),
+			danger("reads paths from a file", "--pathspec-from-file"),
+		},
+		"grep":         {danger(runsCode+" (a pager on the matching files)", "-O", "--open-files-in-pager")},
+		"clone":        {danger(runsCode+" (as upload-pack)", "-u"), danger("sets configuration for the new repository", "-c", "--config")},
+		"fetch":        {danger(runsCode+" (as upload-pack)", "-u")},
+		"pull":         {danger(runsCode+" (as upload-pack)", "-u")},
+		"ls-remote":    {danger(runsCode+" (as upload-pack)", "-u")},
+		"archive":      {danger(writesFile, "-o"), danger(runsCode+" (on the remote side)", "--remote")},
+		"format-patch": {danger(writesFile, "-o")},
+		"rebase":       {danger(runsCode, "-x", "--exec")},
+		"difftool":     {danger(runsCode, "-x", "--extcmd", "-t", "--tool")},
+		"mergetool":    {danger(runsCode, "-t", "--tool")},
+		"submodule":    {danger(runsCode+" (in every submodule)", "foreach")},
+		"bisect":       {danger(runsCode+" (at every step)", "run")},
+		"config":       {},
+		"worktree":     {},
+	}
 }
 
 // dangerousIn returns why command c uses an option the allow rule p does not name that makes
@@ -198,7 +213,7 @@ func (p *bashPattern) dangerousIn(c simpleCmd) string {
 	if prog == "git" {
 		return gitDangerIn(c, named)
 	}
-	spec, ok := dangerous[prog]
+	spec, ok := dangerousTable()[prog]
 	if !ok {
 		return ""
 	}
@@ -269,7 +284,7 @@ func ruleNames(named []string, name string) bool {
 func gitDangerIn(c simpleCmd, named []string) string {
 	s := skipGitOptions(c, gitFlags, true)
 	global := c.words[1 : len(c.words)-len(s.words)+1]
-	if why := optionDanger("git", global, gitDanger[""], false, named); why != "" {
+	if why := optionDanger("git", global, gitDangerTable()[""], false, named); why != "" {
 		return why
 	}
 	if len(s.words) < 2 {
@@ -277,7 +292,7 @@ func gitDangerIn(c simpleCmd, named []string) string {
 	}
 	sub := s.words[1].value
 	rest := s.words[2:]
-	opts := slices.Concat(gitDanger["*"], gitDanger[sub])
+	opts := slices.Concat(gitDangerTable()["*"], gitDangerTable()[sub])
 	if why := optionDanger("git "+sub, rest, opts, false, named); why != "" {
 		return why
 	}
@@ -336,7 +351,9 @@ func sedDanger(words []shellWord) string {
 
 // awkProgramRE finds what makes an awk program run commands or write files: system(), pipes,
 // output redirection, getline from a command or file.
-var awkProgramRE = regexp.MustCompile(`system|\||>|getline|close|fflush|ENVIRON|PROCINFO|@load|@include`)
+var awkProgramRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`system|\||>|getline|close|fflush|ENVIRON|PROCINFO|@load|@include`)
+})
 
 func awkDanger(words []shellWord) string {
 	ops := operandIndexes(simpleCmd{words: append([]shellWord{{}}, words...)}, "vF")
@@ -347,18 +364,20 @@ func awkDanger(words []shellWord) string {
 	if !w.static {
 		return "the awk program is computed, so keel cannot check it"
 	}
-	if m := awkProgramRE.FindString(w.value); m != "" {
+	if m := awkProgramRE().FindString(w.value); m != "" {
 		return fmt.Sprintf("the awk program uses %s, which can run commands or write files", m)
 	}
 	return ""
 }
 
 // codeVarsRE are environment variables that make programs load or run code.
-var codeVarsRE = regexp.MustCompile(`^(LD_[A-Z_]+|DYLD_[A-Z_]+|BASH_ENV|ENV|PATH|PYTHON[A-Z]*|NODE_OPTIONS|NODE_PATH|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|RUBYLIB|GIT_[A-Z_]+|PAGER|EDITOR|VISUAL|LESSOPEN|LESSCLOSE|SHELLOPTS|BASHOPTS|PROMPT_COMMAND|IFS)=`)
+var codeVarsRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(LD_[A-Z_]+|DYLD_[A-Z_]+|BASH_ENV|ENV|PATH|PYTHON[A-Z]*|NODE_OPTIONS|NODE_PATH|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|RUBYLIB|GIT_[A-Z_]+|PAGER|EDITOR|VISUAL|LESSOPEN|LESSCLOSE|SHELLOPTS|BASHOPTS|PROMPT_COMMAND|IFS)=`)
+})
 
 func envDanger(words []shellWord) string {
 	for _, w := range words {
-		if codeVarsRE.MatchString(w.value) {
+		if codeVarsRE().MatchString(w.value) {
 			return fmt.Sprintf("env sets %s, which can make the command load or run other code", w.value)
 		}
 	}

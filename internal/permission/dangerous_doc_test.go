@@ -30,20 +30,20 @@ func TestDangerousOptionsDocumented(t *testing.T) {
 			b.WriteString("| " + prog + " | " + strings.Join(names, " ") + note + " | " + o.reason + " |\n")
 		}
 	}
-	row("git (before the subcommand)", gitDanger[""], "")
-	row("git (any subcommand)", gitDanger["*"], "")
+	row("git (before the subcommand)", gitDangerTable()[""], "")
+	row("git (any subcommand)", gitDangerTable()["*"], "")
 	b.WriteString("| git (any subcommand) | an `ext::` URL | a transport that runs the command it names |\n")
-	for _, sub := range slices.Sorted(maps.Keys(gitDanger)) {
+	for _, sub := range slices.Sorted(maps.Keys(gitDangerTable())) {
 		if sub != "" && sub != "*" {
-			row("git "+sub, gitDanger[sub], "")
+			row("git "+sub, gitDangerTable()[sub], "")
 		}
 	}
 	b.WriteString("| git config | setting a value | settings such as `core.pager`, `core.hooksPath` or an alias run programs |\n")
 	// Programs with the same entry (awk, gawk…) share rows.
 	rows := map[string][]string{}
 	var order []string
-	for _, prog := range slices.Sorted(maps.Keys(dangerous)) {
-		spec := dangerous[prog]
+	for _, prog := range slices.Sorted(maps.Keys(dangerousTable())) {
+		spec := dangerousTable()[prog]
 		note := ""
 		switch {
 		case spec.wholeWords:

@@ -3,6 +3,7 @@ package permission
 import (
 	"slices"
 	"strings"
+	"sync"
 )
 
 // What a command does with the files its arguments name, for Read and Edit rules. Every word
@@ -65,10 +66,13 @@ const (
 	writeUnknown           // any word (a program keel has no table for)
 )
 
-// programs is the table. Programs not listed are writeUnknown.
-var programs = map[string]progSpec{}
+// programTable is the table, built on first use. Programs not listed are writeUnknown.
+var programs lazyTable[map[string]progSpec]
 
-func init() {
+func programTable() map[string]progSpec { return programs.get(buildPrograms) }
+
+func buildPrograms() map[string]progSpec {
+	programs := map[string]progSpec{}
 	for _, p := range strings.Fields(`echo printf true false : pwd sleep seq yes expr basename dirname id whoami
 		uname hostname test [ exit return kill wait type which shift times nproc cd pushd popd set unset
 		break continue getconf tty clear reset logname groups users arch`) {
@@ -118,6 +122,7 @@ func init() {
 	for _, p := range []string{"awk", "gawk", "mawk", "nawk"} {
 		programs[p] = progSpec{custom: awkFiles}
 	}
+	return programs
 }
 
 // fileUses collects what the commands of a line do with files.
@@ -208,7 +213,7 @@ func (u *fileUses) commandFiles(c simpleCmd, depth int) {
 			}
 		}
 	}
-	spec, known := programs[name]
+	spec, known := programTable()[name]
 	switch {
 	case !known:
 		spec = progSpec{writes: writeUnknown}
@@ -342,4 +347,17 @@ func fromFile(v string) bool {
 		return true
 	}
 	return false
+}
+
+// lazyTable holds a table built on first use. The build function is passed at the call
+// rather than stored in the variable because the tables' functions refer back to the
+// tables, which Go's initialisation order would call a cycle.
+type lazyTable[T any] struct {
+	once sync.Once
+	v    T
+}
+
+func (l *lazyTable[T]) get(build func() T) T {
+	l.once.Do(func() { l.v = build() })
+	return l.v
 }

@@ -397,7 +397,7 @@ func xargsFiles(c simpleCmd, u *fileUses) {
 		return // xargs echo
 	}
 	inner := c.from(i)
-	if spec, ok := programs[baseName(inner.name())]; ok && spec.noFiles {
+	if spec, ok := programTable()[baseName(inner.name())]; ok && spec.noFiles {
 		return
 	}
 	u.unknown(baseName(c.name()) + " passes file names keel cannot see")

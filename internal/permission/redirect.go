@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -18,7 +19,7 @@ var (
 
 // heredocDelimRE is the here-document delimiter keel reads exactly; other spellings (with
 // expansions, backslashes, odd characters) are asked about.
-var heredocDelimRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
+var heredocDelimRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`) })
 
 // redirect classifies one redirection: a read or write of a file (checked as a Read or Edit
 // of that path), a network connection (bash's /dev/tcp and /dev/udp), or something keel
@@ -155,5 +156,5 @@ func plainDelimiter(src string, w *syntax.Word) (delim string, quoted, ok bool) 
 	if len(text) >= 2 && (text[0] == '\'' || text[0] == '"') && text[len(text)-1] == text[0] {
 		text, quoted = text[1:len(text)-1], true
 	}
-	return text, quoted, heredocDelimRE.MatchString(text)
+	return text, quoted, heredocDelimRE().MatchString(text)
 }

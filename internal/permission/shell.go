@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/expand"
@@ -72,10 +73,10 @@ func (c simpleCmd) guessed() (simpleCmd, bool) {
 	return out, changed
 }
 
-var plainWordRE = regexp.MustCompile(`^[A-Za-z0-9_./+@%:,=*?~^!\[\]{}-]+$`)
+var plainWordRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_./+@%:,=*?~^!\[\]{}-]+$`) })
 
 func quoteWord(s string) string {
-	if plainWordRE.MatchString(s) {
+	if plainWordRE().MatchString(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
@@ -140,7 +141,7 @@ func (a *shellAnalysis) addBlind(format string, args ...any) {
 
 // commandNameRE is what a command name may look like for an allow rule to
 // apply: no globs, braces or quotes that the shell would rewrite.
-var commandNameRE = regexp.MustCompile(`^[A-Za-z0-9_./+@%:][A-Za-z0-9_./+@%:-]*$`)
+var commandNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_./+@%:][A-Za-z0-9_./+@%:-]*$`) })
 
 // Limits past which a command is asked about instead of analysed: bash reads it fine, but a
 // line this long or this deep is no command a person reviews, and parsing it costs time.
@@ -328,7 +329,7 @@ func (a *shellAnalysis) callExpr(src string, c *syntax.CallExpr, depth int) {
 	}
 	head := src[c.Args[0].Pos().Offset():c.Args[0].End().Offset()]
 	switch name := cmd.name(); {
-	case !commandNameRE.MatchString(name):
+	case !commandNameRE().MatchString(name):
 		a.addBlind("command name %s is not a plain word", cmd.words[0].value)
 	case strings.ContainsAny(head, "{}"):
 		a.addOpaque("brace expansion in the command name %s", head)

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/keel-dev/keel/internal/toolpath"
 )
@@ -50,8 +51,7 @@ func suggest(p *prepared, dirs []string) []Rule {
 
 // subcommandRE is a second word that reads as a subcommand: a word of letters, with digits,
 // dashes or underscores after the first letter.
-var subcommandRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
-
+var subcommandRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`) })
 var globEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`, "{", `\{`, "}", `\}`)
 
 func suggestBash(c simpleCmd) string {
@@ -69,7 +69,7 @@ func suggestBash(c simpleCmd) string {
 	if len(c.words) > 1 {
 		// A subcommand (go test, git commit, npm run) narrows the rule; an argument (seq 1,
 		// cat notes) would make a rule nobody writes, so it is left out.
-		if w := c.words[1].value; subcommandRE.MatchString(w) {
+		if w := c.words[1].value; subcommandRE().MatchString(w) {
 			prefix += " " + w
 		}
 	}

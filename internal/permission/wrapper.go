@@ -199,7 +199,7 @@ func (a *shellAnalysis) allowView(c simpleCmd) simpleCmd {
 			break
 		}
 		inner := c.from(i)
-		if name := inner.name(); !commandNameRE.MatchString(name) {
+		if name := inner.name(); !commandNameRE().MatchString(name) {
 			a.addBlind("command name %s is not a plain word", inner.words[0].value)
 			return c
 		}

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/settings"
@@ -108,9 +109,9 @@ func cmpOr(a, b string) string {
 
 // dataID is a plugin id as a folder name: characters outside [A-Za-z0-9_-] become "-"
 // (formatter@acme-tools is formatter-acme-tools), as Claude Code names data folders.
-func dataID(id string) string { return notIDChar.ReplaceAllString(id, "-") }
+func dataID(id string) string { return notIDChar().ReplaceAllString(id, "-") }
 
-var notIDChar = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+var notIDChar = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_-]`) })
 
 // readManifest reads .claude-plugin/plugin.json; a plugin without one is normal.
 func (l *loader) readManifest() *doc {

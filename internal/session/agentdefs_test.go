@@ -154,7 +154,7 @@ func TestBackgroundMovesForegroundAgent(t *testing.T) {
 		{Name: "after-agent", When: scripted.Match{ToolResult: "Agent"}, Reply: []scripted.Block{scripted.Text("parent turn done")}},
 	}}
 	h := newHarness(t, sc, Options{})
-	if err := h.sess.Background(t.Context()); err == nil {
+	if err := h.sess.Agents().Background(t.Context()); err == nil {
 		t.Error("Background with nothing running: no error")
 	}
 	var res event.Result
@@ -167,7 +167,7 @@ func TestBackgroundMovesForegroundAgent(t *testing.T) {
 		case event.TaskStarted:
 			started++
 			if !moved {
-				if err := h.sess.Background(t.Context()); err != nil {
+				if err := h.sess.Agents().Background(t.Context()); err != nil {
 					t.Fatalf("Background: %v", err)
 				}
 				moved = true

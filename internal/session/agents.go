@@ -21,17 +21,23 @@ import (
 	"github.com/keel-dev/keel/internal/worktree"
 )
 
-// agents is the session's part of the agent machinery: the task registry, the main thread's
+// Agents is the session's part of the agent machinery: the task registry, the main thread's
 // notification queue and the subagent runner, whose Agent, SendMessage, TaskOutput and
-// TaskStop tools join the built-ins.
-type agents struct {
+// TaskStop tools join the built-ins. [Session.Agents] returns it; a UI and a controlling
+// program move agents to the background, wait for them, stop and continue them through it.
+type Agents struct {
 	tasks  *background.Registry
 	queue  *background.Queue
 	runner *subagent.Runner
+	// detached says the session was opened to run one detached agent (a supervisor job).
+	detached bool
 	// held are events of background work that happened between Sends (a task finishing),
 	// replayed at the start of the next one; guarded by Session.mu.
 	held []event.Event
 }
+
+// Agents returns the session's agents.
+func (s *Session) Agents() *Agents { return s.agents }
 
 // maxHeld bounds the events kept between Sends; older ones are dropped.
 const maxHeld = 1000
@@ -150,7 +156,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Seams: subagent.Seams{Validator: s.validator, Meter: &s.spend, Check: s.budgetCheck, Threshold: s.thresholdFor,
 			Breakpoints: s.breakpoints, Now: s.opts.Now, Traceparent: s.traceparent, Environ: s.bashEnviron},
 	})
-	s.agents = &agents{tasks: tasks, queue: queue, runner: runner}
+	s.agents = &Agents{tasks: tasks, queue: queue, runner: runner, detached: s.opts.DetachedFrom != ""}
 	s.reattachAgents(ctx)
 	s.builtins = append(s.builtins, runner.Tool(), runner.SendMessageTool(), background.OutputTool(tasks), background.StopTool(tasks))
 	s.setMainParent()
@@ -159,11 +165,8 @@ func (s *Session) buildAgents(ctx context.Context) {
 // Background moves the subagents the main thread is waiting for to the background (Ctrl+B in
 // the terminal): their Agent calls return at once and their results arrive later as task
 // notifications.
-func (s *Session) Background(ctx context.Context) error {
-	if s.agents == nil {
-		return fmt.Errorf("agents are not available in this session")
-	}
-	if s.agents.runner.Background("") == 0 {
+func (a *Agents) Background(ctx context.Context) error {
+	if a.runner.Background("") == 0 {
 		return fmt.Errorf("no subagent is running in the foreground")
 	}
 	return nil
@@ -235,37 +238,23 @@ func (s *Session) WaitBackground(ctx context.Context) (int, error) {
 // WaitTasks is WaitBackground without the team: it blocks until the main thread's
 // background tasks are done or one of them has reported, and returns how many reports wait.
 // A driving program that may still send prompts calls it between them.
-func (s *Session) WaitTasks(ctx context.Context) (int, error) {
-	if s.agents == nil {
-		return 0, nil
-	}
-	return s.agents.tasks.WaitIdle(ctx, background.MainOwner)
+func (a *Agents) WaitTasks(ctx context.Context) (int, error) {
+	return a.tasks.WaitIdle(ctx, background.MainOwner)
 }
 
-// BackgroundOutstanding says how many of the main thread's background tasks have not ended,
-// plus the reports that wait for its next turn.
-func (s *Session) BackgroundOutstanding() int {
-	if s.agents == nil {
-		return 0
-	}
-	return s.agents.tasks.Outstanding(background.MainOwner) + s.agents.queue.Len()
+// Outstanding says how many of the main thread's background tasks have not ended, plus the
+// reports that wait for its next turn.
+func (a *Agents) Outstanding() int {
+	return a.tasks.Outstanding(background.MainOwner) + a.queue.Len()
 }
 
-// PendingNotifications says how many background reports wait for the main thread.
-func (s *Session) PendingNotifications() int {
-	if s.agents == nil {
-		return 0
-	}
-	return s.agents.queue.Len()
-}
+// Pending says how many background reports wait for the main thread.
+func (a *Agents) Pending() int { return a.queue.Len() }
 
-// ResumeAgent continues the subagent id with message and returns its answer (SendMessage
-// from the shell: `keel agents resume`).
-func (s *Session) ResumeAgent(ctx context.Context, id, msg string) (string, error) {
-	if s.agents == nil {
-		return "", fmt.Errorf("agents are not available in this session")
-	}
-	return s.agents.runner.Resume(ctx, id, msg)
+// Resume continues the subagent id with message and returns its answer (SendMessage from
+// the shell: `keel agents resume`).
+func (a *Agents) Resume(ctx context.Context, id, msg string) (string, error) {
+	return a.runner.Resume(ctx, id, msg)
 }
 
 // agentForks is the Skill tool's fork runner. The Skill tool is built before the runner (which
@@ -279,9 +268,10 @@ func (f agentForks) RunFork(ctx context.Context, agentType, prompt string, allow
 	return f.s.agents.runner.RunFork(ctx, agentType, prompt, allowedTools, model)
 }
 
-func (s *Session) closeAgents() {
-	if s.agents != nil {
-		s.agents.tasks.Close()
+// close stops the background tasks.
+func (a *Agents) close() {
+	if a != nil {
+		a.tasks.Close()
 	}
 }
 
@@ -341,32 +331,24 @@ func (s *Session) SendPending(ctx context.Context) func(yield func(event.Event, 
 	}
 }
 
-// agentNames lists the agent types the Agent tool accepts, for the init event.
-// AgentDefinitions lists the agents this session can start.
-func (s *Session) AgentDefinitions() []*agentdef.Definition {
-	if s.agents == nil {
-		return nil
-	}
-	return s.agents.runner.Definitions().Agents()
-}
+// Definitions lists the agents this session can start.
+func (a *Agents) Definitions() []*agentdef.Definition { return a.runner.Definitions().Agents() }
 
-func (s *Session) agentNames() []string {
-	if s.agents == nil {
+// names lists the agent types the Agent tool accepts, for the init event.
+func (a *Agents) names() []string {
+	if a == nil {
 		return nil
 	}
 	var names []string
-	for _, d := range s.agents.runner.Definitions().Agents() {
+	for _, d := range a.Definitions() {
 		names = append(names, d.Name)
 	}
 	return names
 }
 
 // StopTask stops a background task (a background agent or shell).
-func (s *Session) StopTask(ctx context.Context, id string) error {
-	if s.agents == nil {
-		return fmt.Errorf("no task %q", id)
-	}
-	if _, err := s.agents.tasks.Stop(ctx, id); err != nil {
+func (a *Agents) StopTask(ctx context.Context, id string) error {
+	if _, err := a.tasks.Stop(ctx, id); err != nil {
 		return fmt.Errorf("stop task %s: %w", id, err)
 	}
 	return nil

@@ -71,7 +71,7 @@ func TestBackgroundNotificationSurvivesKill(t *testing.T) {
 	open := make(chan struct{})
 	close(open)
 	h := newHarness(t, agentScenario(), Options{Home: home, Cwd: cwd, Resume: "0b6c5e7e-5d0a-4f43-9a51-6b3c4a0e9d11", Tools: []tool.Tool{waitTool(open)}})
-	if n := h.sess.PendingNotifications(); n != 1 {
+	if n := h.sess.Agents().Pending(); n != 1 {
 		t.Fatalf("pending after the kill = %d, want 1", n)
 	}
 	var res event.Result
@@ -92,7 +92,7 @@ func TestBackgroundNotificationSurvivesKill(t *testing.T) {
 	h.sess.Close()
 
 	again := newHarness(t, agentScenario(), Options{Home: home, Cwd: cwd, Resume: "0b6c5e7e-5d0a-4f43-9a51-6b3c4a0e9d11", Tools: []tool.Tool{waitTool(open)}})
-	if n := again.sess.PendingNotifications(); n != 0 {
+	if n := again.sess.Agents().Pending(); n != 0 {
 		t.Errorf("pending after drain and another resume = %d, want 0", n)
 	}
 	if n := countIn(again.sess.History(), "<task-notification>"); n != 1 {
@@ -150,7 +150,7 @@ func TestResumeAgentAfterSessionResume(t *testing.T) {
 	first.sess.Close()
 
 	second := newHarness(t, agentScenario(), Options{Home: home, Cwd: cwd, Resume: sid})
-	text, err := second.sess.ResumeAgent(t.Context(), id, "FOLLOW-UP: once more")
+	text, err := second.sess.Agents().Resume(t.Context(), id, "FOLLOW-UP: once more")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,7 +135,7 @@ func TestTwentyTurnsKeepTheirPrefix(t *testing.T) {
 	if res.Cache.Breaks != 0 {
 		t.Errorf("cache breaks = %d, want 0", res.Cache.Breaks)
 	}
-	if cs := h.sess.CacheSafe(); cs == nil || len(cs.Messages) != 40 {
+	if cs := h.sess.cacheSafeNow(); cs == nil || len(cs.Messages) != 40 {
 		t.Errorf("cache-safe parameters after 20 turns hold %v messages, want 40", cs)
 	}
 }

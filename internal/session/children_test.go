@@ -22,14 +22,16 @@ import (
 // gets — compaction, cache-break reports, the budget, its thinking effort — every subagent,
 // fork child and teammate gets too. These tests hold each of those for children.
 
-// readsBig are rules under which an agent matched by who reads big.txt times times, then
-// says done; the summary rule answers compaction requests.
+// readsBig are rules under which an agent matched by who reads big.txt times times, each
+// from another line so no read is a repeat the Read tool shortens, then says done; the
+// summary rule answers compaction requests.
 func readsBig(who scripted.Match, times int) []scripted.Rule {
-	return []scripted.Rule{
-		{Name: "summary", When: scripted.Match{UserText: "Summarise this conversation"}, Reply: []scripted.Block{scripted.Text("SUMMARY: big.txt was read.")}},
-		{Name: "child reads", When: who, Times: times, Reply: []scripted.Block{scripted.ToolUse("Read", map[string]string{"file_path": "big.txt"})}},
-		{Name: "child done", When: who, Reply: []scripted.Block{scripted.Text("child done")}},
+	rules := []scripted.Rule{{Name: "summary", When: scripted.Match{UserText: "Summarise this conversation"}, Reply: []scripted.Block{scripted.Text("SUMMARY: big.txt was read.")}}}
+	for i := 1; i <= times; i++ {
+		rules = append(rules, scripted.Rule{Name: "child reads " + strconv.Itoa(i), When: who, Times: 1,
+			Reply: []scripted.Block{scripted.ToolUse("Read", map[string]any{"file_path": "big.txt", "offset": i})}})
 	}
+	return append(rules, scripted.Rule{Name: "child done", When: who, Reply: []scripted.Block{scripted.Text("child done")}})
 }
 
 // compactedBy finds the Compacted event of the agent named name.

@@ -61,6 +61,11 @@ func (s *Session) mainCompaction(sink *chanSink, listing *listingObserver) subag
 			return uuid, nil
 		},
 		After: func(ctx context.Context, trigger, summary, _ string) {
+			// /compact runs outside the agent, so its views are forgotten here too: the
+			// next Read of an unchanged file shows the file again.
+			if s.files != nil {
+				s.files.ForgetViews()
+			}
 			s.postCompact(ctx, trigger, summary)
 			s.prompt.Clear()
 			s.hooks.Run(ctx, hooks.SessionStart, s.hookInput(s.Cwd(), hooks.Input{Source: "compact"}))
@@ -68,7 +73,7 @@ func (s *Session) mainCompaction(sink *chanSink, listing *listingObserver) subag
 				listing.reset([]message.Message{compact.SummaryMessage(summary)})
 			}
 		},
-		Last: s.CacheSafe, // the previous Send's newest turn
+		Last: s.cacheSafeNow, // the previous Send's newest turn
 	}
 }
 
@@ -77,7 +82,7 @@ func (s *Session) mainCompaction(sink *chanSink, listing *listingObserver) subag
 func (s *Session) compactor(sink *chanSink) *compact.Compactor {
 	c := s.mainCompaction(sink, nil)
 	return compact.New(compact.Config{
-		Provider: s.opts.Provider, Meter: &s.spend, Last: s.CacheSafe, Model: s.Model, System: s.systemPrompt,
+		Provider: s.opts.Provider, Meter: &s.spend, Last: s.cacheSafeNow, Model: s.Model, System: s.systemPrompt,
 		Tools:       func(ctx context.Context) []provider.ToolSpec { return loop.Specs(s.pool(ctx)) },
 		Prepare:     s.prepare,
 		Breakpoints: s.breakpoints, CacheSource: "main", Announce: s.watch.Announce,

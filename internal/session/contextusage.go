@@ -101,7 +101,7 @@ func memoryType(k memory.Kind) string {
 
 // lastContextTokens is what the last main-thread request carried, 0 before the first.
 func (s *Session) lastContextTokens() int64 {
-	cs := s.CacheSafe()
+	cs := s.cacheSafeNow()
 	if cs == nil {
 		return 0
 	}

@@ -39,13 +39,7 @@ func remoteScenario() *scripted.Scenario {
 // question comes up in the lead's UI labelled with the worker's name, and its task is done in
 // the worker's own directory.
 func TestRemoteWorkerThroughNATS(t *testing.T) {
-	nsrv := natstest.Start(t)
-	srv, err := scripted.Start(t.Context(), "", remoteScenario(), scripted.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	coordOpts := CoordinationOptions{NATSURL: nsrv.URL()}
+	srv, coordOpts := onNATS(t)
 
 	workerDir := t.TempDir()
 	wctx, stopWorker := context.WithCancel(t.Context())
@@ -143,17 +137,24 @@ func openForTest(t *testing.T, srv *scripted.Server, opts Options) (*Session, er
 // A lead sees the other teams' leads on the same NATS server (ListAgents' peers): the view
 // goes through the backend's listing of teams, not the filesystem backend's files.
 func TestTeamPeersOnNATS(t *testing.T) {
-	nsrv := natstest.Start(t)
-	srv, err := scripted.Start(t.Context(), "", remoteScenario(), scripted.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	coordOpts := CoordinationOptions{NATSURL: nsrv.URL()}
+	srv, coordOpts := onNATS(t)
 	newHarnessOn(t, srv, Options{Coordination: coordOpts, Team: TeamOptions{Enabled: true, Name: "first-crew"}})
 	second := newHarnessOn(t, srv, Options{Coordination: coordOpts, Team: TeamOptions{Enabled: true, Name: "second-crew"}})
 	peers := strings.Join(second.sess.teamPeers(t.Context()), "\n")
 	if !strings.Contains(peers, "leading team first-crew") || strings.Contains(peers, "second-crew") {
 		t.Errorf("second-crew's lead sees peers:\n%s\nwant first-crew's lead, not its own", peers)
 	}
+}
+
+// onNATS starts a NATS server and the scripted model of these tests, and returns the model
+// and the coordination options that reach the server.
+func onNATS(t *testing.T) (*scripted.Server, CoordinationOptions) {
+	t.Helper()
+	nsrv := natstest.Start(t)
+	srv, err := scripted.Start(t.Context(), "", remoteScenario(), scripted.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv, CoordinationOptions{NATSURL: nsrv.URL()}
 }

@@ -37,12 +37,9 @@ func (s *Session) reattachAgents(ctx context.Context) {
 // RunDetached runs a background agent that another process of this session handed to the
 // supervisor, to its end, and returns its final text. The session must have been opened with
 // [Options.DetachedFrom].
-func (s *Session) RunDetached(ctx context.Context, a subagent.DetachedAgent) (string, error) {
-	if s.agents == nil {
-		return "", errors.New("agents are not available in this session")
-	}
-	if s.opts.DetachedFrom == "" {
+func (a *Agents) RunDetached(ctx context.Context, d subagent.DetachedAgent) (string, error) {
+	if !a.detached {
 		return "", errors.New("run detached agent: the session was not opened for one (Options.DetachedFrom)")
 	}
-	return s.agents.runner.RunDetached(ctx, a)
+	return a.runner.RunDetached(ctx, d)
 }

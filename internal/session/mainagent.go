@@ -20,7 +20,7 @@ func (s *Session) applyMainAgent() error {
 	}
 	def, ok := s.agents.runner.Definitions().Get(s.opts.Agent)
 	if !ok {
-		return fmt.Errorf("--agent %s: no such agent; available agents: %s", s.opts.Agent, strings.Join(s.agentNames(), ", "))
+		return fmt.Errorf("--agent %s: no such agent; available agents: %s", s.opts.Agent, strings.Join(s.agents.names(), ", "))
 	}
 	s.mainAgent = def
 	if def.Prompt != "" {

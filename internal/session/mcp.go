@@ -177,7 +177,7 @@ func (s *Session) mcpStatus() []event.MCPServerStatus {
 		return nil
 	}
 	var out []event.MCPServerStatus
-	for _, st := range s.MCPStatus() {
+	for _, st := range s.servers.Status() {
 		status := event.MCPServerStatus{Name: st.Name, Status: string(st.Status), Reason: st.Reason, Tools: st.Tools}
 		if st.Scope == mcphost.ScopePlugin {
 			status.Source = string(st.Scope) // the other sources are not named yet
@@ -187,33 +187,74 @@ func (s *Session) mcpStatus() []event.MCPServerStatus {
 	return out
 }
 
-// MCPStatus reports every configured MCP server.
-func (s *Session) MCPStatus() []mcphost.ServerStatus {
-	if s.mcp == nil {
-		return nil
-	}
-	return s.mcp.Status()
+// MCP is a session's MCP servers as a UI or a controlling program drives them: their status,
+// sign-ins, reconnects, switching one off and on, and the set the driving program manages
+// ([MCP.SetServers]). [Session.MCP] returns it; it is safe for concurrent use, and works
+// (reporting that nothing is configured) for a session without MCP servers.
+type MCP struct {
+	// m is nil when the session has no MCP manager.
+	m    *mcphost.Manager
+	opts MCPOptions
+	// policy is the session's MCP policy (its settings' allow and deny lists, trust) for
+	// servers added while it runs.
+	policy  func() mcphost.Policy
+	logger  *slog.Logger
+	dynamic dynamicMCP
 }
 
-// LoginMCP signs the user in to the HTTP server called name anew (OAuth), through
+// MCP returns the session's MCP servers.
+func (s *Session) MCP() *MCP { return s.servers }
+
+// newMCP wraps the session's manager (nil without one).
+func (s *Session) newMCP() *MCP {
+	return &MCP{m: s.mcp, opts: s.opts.MCP, logger: s.logger,
+		policy: func() mcphost.Policy { return mcphost.PolicyFrom(s.settings, s.trusted()) }}
+}
+
+// Status reports every configured MCP server.
+func (c *MCP) Status() []mcphost.ServerStatus {
+	if c.m == nil {
+		return nil
+	}
+	return c.m.Status()
+}
+
+// Login signs the user in to the HTTP server called name anew (OAuth), through
 // MCPOptions.Authorize, and reconnects it with the new tokens.
-func (s *Session) LoginMCP(ctx context.Context, name string) error {
-	if s.mcp == nil {
+func (c *MCP) Login(ctx context.Context, name string) error {
+	if c.m == nil {
 		return fmt.Errorf("no MCP server %q is configured", name)
 	}
-	a := s.opts.MCP.Authorize
+	a := c.opts.Authorize
 	if a == nil {
 		return fmt.Errorf("login %s: this session cannot open an authorization page; run `keel mcp login %s`", name, name)
 	}
-	return s.mcp.Login(ctx, name, func(ctx context.Context, authURL string) error { return a(ctx, name, authURL) })
+	return c.m.Login(ctx, name, func(ctx context.Context, authURL string) error { return a(ctx, name, authURL) })
 }
 
-// ReconnectMCP restarts one MCP server.
-func (s *Session) ReconnectMCP(ctx context.Context, name string) error {
-	if s.mcp == nil {
+// Reconnect restarts one MCP server.
+func (c *MCP) Reconnect(ctx context.Context, name string) error {
+	if c.m == nil {
 		return fmt.Errorf("no MCP server %q is configured", name)
 	}
-	return s.mcp.Reconnect(ctx, name)
+	return c.m.Reconnect(ctx, name)
+}
+
+// Toggle switches an MCP server off or on for the following requests (mcp_toggle): off, its
+// process is stopped (before Toggle returns), its tools are no longer offered and its status
+// reads disabled; on, it starts again and Toggle waits for it to connect. A server that is on
+// but failed is reconnected.
+func (c *MCP) Toggle(ctx context.Context, name string, enabled bool) error {
+	if c.m == nil {
+		return fmt.Errorf("no MCP server named %q", name)
+	}
+	if _, ok := c.m.Config(name); !ok {
+		return fmt.Errorf("no MCP server named %q", name)
+	}
+	if enabled {
+		return c.m.Enable(ctx, name)
+	}
+	return c.m.Disable(ctx, name)
 }
 
 // lookupTool finds a tool the pool no longer offers — an MCP tool of a server that failed —
@@ -338,21 +379,4 @@ func (c childMCP) StartServers(ctx context.Context, def *agentdef.Definition, se
 	})
 	m.Start(ctx)
 	return m, nil
-}
-
-// ToggleMCP switches an MCP server off or on for the following requests (mcp_toggle): off,
-// its process is stopped (before ToggleMCP returns), its tools are no longer offered and its
-// status reads disabled; on, it starts again and ToggleMCP waits for it to connect. A server
-// that is on but failed is reconnected.
-func (s *Session) ToggleMCP(ctx context.Context, name string, enabled bool) error {
-	if s.mcp == nil {
-		return fmt.Errorf("no MCP server named %q", name)
-	}
-	if _, ok := s.mcp.Config(name); !ok {
-		return fmt.Errorf("no MCP server named %q", name)
-	}
-	if enabled {
-		return s.mcp.Enable(ctx, name)
-	}
-	return s.mcp.Disable(ctx, name)
 }

@@ -107,7 +107,7 @@ func TestCrashedMCPServerToolsVanish(t *testing.T) {
 	if echoResult == "" || strings.Contains(echoResult, "No such tool") {
 		t.Errorf("calling the crashed server's tool gave %q, want the server's clear failure", echoResult)
 	}
-	st := h.sess.MCPStatus()
+	st := h.sess.MCP().Status()
 	if len(st) != 1 || st[0].Status != "failed" {
 		t.Errorf("status = %+v, want s failed", st)
 	}

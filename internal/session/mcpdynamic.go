@@ -15,7 +15,7 @@ import (
 
 // dynamicMCP is the set of MCP servers the driving program manages while the session runs
 // (the Agent SDK's mcp_set_servers): its in-process servers from the start, and whatever
-// SetMCPServers named since.
+// SetServers named since.
 type dynamicMCP struct {
 	// mu serialises SetMCPServers and guards entries.
 	mu sync.Mutex
@@ -28,7 +28,7 @@ type dynamicMCP struct {
 // the same server, whatever its settings.
 const sdkEntry = `{"type":"sdk"}`
 
-// SetMCPServers replaces the MCP servers the driving program manages (the Agent SDK's
+// SetServers replaces the MCP servers the driving program manages (the Agent SDK's
 // setMcpServers): servers is name → configuration (.mcp.json's shape, or {"type":"sdk"} for
 // one of the program's in-process servers, reached through transports[name]). Servers of
 // the previous set that servers leaves out are removed (the program's in-process servers
@@ -39,28 +39,28 @@ const sdkEntry = `{"type":"sdk"}`
 // sees the new set. errs holds, by name, entries that are not valid and servers that did not
 // connect (these are listed in added too: they stay configured, and mcp_reconnect may
 // retry them); an invalid entry leaves a server of that name as it was.
-func (s *Session) SetMCPServers(ctx context.Context, servers map[string]json.RawMessage, transports map[string]mcp.Transport) (added, removed []string, errs map[string]string, err error) {
-	if s.mcp == nil {
+func (c *MCP) SetServers(ctx context.Context, servers map[string]json.RawMessage, transports map[string]mcp.Transport) (added, removed []string, errs map[string]string, err error) {
+	if c.m == nil {
 		return nil, nil, nil, fmt.Errorf("this session cannot change its MCP servers (it was opened without an MCP manager)")
 	}
-	s.dynamic.mu.Lock()
-	defer s.dynamic.mu.Unlock()
-	if s.dynamic.entries == nil {
-		s.dynamic.entries = map[string]string{}
-		for name := range s.opts.MCP.Transports {
-			s.dynamic.entries[name] = sdkEntry
+	c.dynamic.mu.Lock()
+	defer c.dynamic.mu.Unlock()
+	if c.dynamic.entries == nil {
+		c.dynamic.entries = map[string]string{}
+		for name := range c.opts.Transports {
+			c.dynamic.entries[name] = sdkEntry
 		}
 	}
 	errs = map[string]string{}
-	want, problems := s.parseDynamic(servers, transports)
+	want, problems := c.parse(servers, transports)
 	maps.Copy(errs, problems)
 
-	for _, name := range slices.Sorted(maps.Keys(s.dynamic.entries)) {
+	for _, name := range slices.Sorted(maps.Keys(c.dynamic.entries)) {
 		if _, named := servers[name]; named {
 			continue
 		}
-		delete(s.dynamic.entries, name)
-		if err := s.mcp.Remove(ctx, name); err != nil {
+		delete(c.dynamic.entries, name)
+		if err := c.m.Remove(ctx, name); err != nil {
 			errs[name] = err.Error()
 		}
 		removed = append(removed, name)
@@ -68,25 +68,25 @@ func (s *Session) SetMCPServers(ctx context.Context, servers map[string]json.Raw
 	var todo []dynamicServer
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		d := want[name]
-		if s.dynamic.entries[name] == d.canon {
-			if _, ok := s.mcp.Config(name); ok {
+		if c.dynamic.entries[name] == d.canon {
+			if _, ok := c.m.Config(name); ok {
 				continue
 			}
 		}
-		if _, ok := s.mcp.Config(name); ok {
-			if err := s.mcp.Remove(ctx, name); err != nil {
+		if _, ok := c.m.Config(name); ok {
+			if err := c.m.Remove(ctx, name); err != nil {
 				errs[name] = err.Error()
 				continue
 			}
 		}
-		s.dynamic.entries[name] = d.canon
+		c.dynamic.entries[name] = d.canon
 		todo = append(todo, d)
 		added = append(added, name)
 	}
 	results := make([]error, len(todo))
 	var wg sync.WaitGroup
 	for i, d := range todo {
-		wg.Go(func() { results[i] = s.mcp.Add(ctx, d.cfg, d.tr) })
+		wg.Go(func() { results[i] = c.m.Add(ctx, d.cfg, d.tr) })
 	}
 	wg.Wait()
 	for i, d := range todo {
@@ -94,20 +94,20 @@ func (s *Session) SetMCPServers(ctx context.Context, servers map[string]json.Raw
 			errs[d.cfg.Name] = results[i].Error()
 		}
 	}
-	s.logger.Info("mcp servers set", "added", added, "removed", removed, "errors", len(errs))
+	c.logger.Info("mcp servers set", "added", added, "removed", removed, "errors", len(errs))
 	return added, removed, errs, nil
 }
 
-// dynamicServer is one server SetMCPServers may add.
+// dynamicServer is one server SetServers may add.
 type dynamicServer struct {
 	cfg   mcphost.ServerConfig
 	tr    mcp.Transport
 	canon string
 }
 
-// parseDynamic reads SetMCPServers' entries as the --mcp-config ones are read (${VAR}
+// parse reads SetServers' entries as the --mcp-config ones are read (${VAR}
 // expansion, validation), under the session's MCP policy; problems are by server name.
-func (s *Session) parseDynamic(servers map[string]json.RawMessage, transports map[string]mcp.Transport) (map[string]dynamicServer, map[string]string) {
+func (c *MCP) parse(servers map[string]json.RawMessage, transports map[string]mcp.Transport) (map[string]dynamicServer, map[string]string) {
 	want := map[string]dynamicServer{}
 	problems := map[string]string{}
 	process := map[string]json.RawMessage{}
@@ -140,7 +140,7 @@ func (s *Session) parseDynamic(servers map[string]json.RawMessage, transports ma
 		}
 		return want, problems
 	}
-	_, env := mcpEnviron(s.opts.MCP)
+	_, env := mcpEnviron(c.opts)
 	cfg := mcphost.Load(mcphost.LoadOptions{CLIConfigs: []string{string(doc)}, Strict: true, Env: env})
 	for _, p := range cfg.Problems {
 		if !p.Warning {
@@ -150,7 +150,7 @@ func (s *Session) parseDynamic(servers map[string]json.RawMessage, transports ma
 	for i := range cfg.Servers {
 		cfg.Servers[i].Scope, cfg.Servers[i].File = mcphost.ScopeDynamic, "mcp_set_servers"
 	}
-	for _, sc := range mcphost.PolicyFrom(s.settings, s.trusted()).Apply(cfg.Servers) {
+	for _, sc := range c.policy().Apply(cfg.Servers) {
 		want[sc.Name] = dynamicServer{cfg: sc, canon: string(compactJSON(process[sc.Name]))}
 	}
 	return want, problems

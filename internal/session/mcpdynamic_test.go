@@ -55,7 +55,7 @@ func TestSetMCPServers(t *testing.T) {
 
 	set := func(servers map[string]json.RawMessage) (added, removed []string, errs map[string]string) {
 		t.Helper()
-		added, removed, errs, err := h.sess.SetMCPServers(waittest.Context(t), servers, nil)
+		added, removed, errs, err := h.sess.MCP().SetServers(waittest.Context(t), servers, nil)
 		if err != nil {
 			t.Fatalf("SetMCPServers: %v", err)
 		}
@@ -83,7 +83,7 @@ func TestSetMCPServers(t *testing.T) {
 	if added, removed, errs := set(map[string]json.RawMessage{"new": stdioEntry(t, "a")}); len(added)+len(removed)+len(errs) != 0 {
 		t.Errorf("the same set again: added %v removed %v errors %v, want nothing", added, removed, errs)
 	}
-	before := h.sess.MCPStatus()
+	before := h.sess.MCP().Status()
 	// Naming a configured server replaces it; it then belongs to the set.
 	added, removed, _ = set(map[string]json.RawMessage{"conf": stdioEntry(t, "b")})
 	if !slices.Equal(added, []string{"conf"}) || !slices.Equal(removed, []string{"new"}) {
@@ -100,7 +100,7 @@ func TestSetMCPServers(t *testing.T) {
 	if got := lastTools(t, h); slices.ContainsFunc(got, func(n string) bool { return strings.HasPrefix(n, "mcp__") }) {
 		t.Errorf("request after the empty set: tools = %v, want no MCP tools", got)
 	}
-	if st := h.sess.MCPStatus(); len(st) != 0 {
+	if st := h.sess.MCP().Status(); len(st) != 0 {
 		t.Errorf("status after the empty set = %+v, want no servers", st)
 	}
 }
@@ -115,7 +115,7 @@ func TestSetMCPServersNoneAtStart(t *testing.T) {
 	if slices.ContainsFunc(first, func(n string) bool { return strings.Contains(n, "Mcp") || strings.HasPrefix(n, "mcp__") }) {
 		t.Fatalf("tools without servers = %v", first)
 	}
-	if _, _, errs, err := h.sess.SetMCPServers(waittest.Context(t), map[string]json.RawMessage{"late": stdioEntry(t, "late")}, nil); err != nil || len(errs) > 0 {
+	if _, _, errs, err := h.sess.MCP().SetServers(waittest.Context(t), map[string]json.RawMessage{"late": stdioEntry(t, "late")}, nil); err != nil || len(errs) > 0 {
 		t.Fatalf("SetMCPServers: %v %v", err, errs)
 	}
 	h.send(t, "second")
@@ -124,7 +124,7 @@ func TestSetMCPServersNoneAtStart(t *testing.T) {
 	}
 
 	plain := newHarness(t, sc, Options{})
-	if _, _, _, err := plain.sess.SetMCPServers(t.Context(), map[string]json.RawMessage{}, nil); err == nil {
+	if _, _, _, err := plain.sess.MCP().SetServers(t.Context(), map[string]json.RawMessage{}, nil); err == nil {
 		t.Error("a session opened without an MCP manager changed its servers")
 	}
 }
@@ -135,7 +135,7 @@ func TestToggleMCPStopsServer(t *testing.T) {
 	sc := &scripted.Scenario{Rules: []scripted.Rule{{Reply: []scripted.Block{scripted.Text("ok")}}}}
 	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]json.RawMessage{"s": stdioEntry(t, "s")}})
 	h := newHarness(t, sc, Options{MCP: MCPOptions{ToolSearch: mcphost.SearchOff, Configs: []string{string(cfg)}}})
-	if err := h.sess.ToggleMCP(waittest.Context(t), "s", false); err != nil {
+	if err := h.sess.MCP().Toggle(waittest.Context(t), "s", false); err != nil {
 		t.Fatal(err)
 	}
 	if st := statusNamed(h, "s"); st.Status != mcphost.StatusDisabled {
@@ -145,20 +145,20 @@ func TestToggleMCPStopsServer(t *testing.T) {
 	if got := lastTools(t, h); has(got, "mcp__s__echo") {
 		t.Errorf("tools while off = %v", got)
 	}
-	if err := h.sess.ToggleMCP(waittest.Context(t), "s", true); err != nil {
+	if err := h.sess.MCP().Toggle(waittest.Context(t), "s", true); err != nil {
 		t.Fatal(err)
 	}
 	h.send(t, "on")
 	if got := lastTools(t, h); !has(got, "mcp__s__echo") {
 		t.Errorf("tools after switching on = %v", got)
 	}
-	if err := h.sess.ToggleMCP(t.Context(), "nope", false); err == nil || !strings.Contains(err.Error(), "nope") {
+	if err := h.sess.MCP().Toggle(t.Context(), "nope", false); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("toggling an unknown server = %v", err)
 	}
 }
 
 func statusNamed(h *harness, name string) mcphost.ServerStatus {
-	for _, st := range h.sess.MCPStatus() {
+	for _, st := range h.sess.MCP().Status() {
 		if st.Name == name {
 			return st
 		}

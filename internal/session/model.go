@@ -17,11 +17,6 @@ func (s *Session) models() *models.Catalog {
 	return s.opts.Models
 }
 
-// ResolveModel turns a model alias (opus, sonnet, haiku, fable, default…) into a model id with
-// the session's catalog — the list the API gave, else keel's table — as the Agent tool and
-// agent definitions do; anything else passes unchanged.
-func (s *Session) ResolveModel(name string) string { return s.models().Resolve(name) }
-
 // contextWindow is the window of the session's model, in tokens.
 func (s *Session) contextWindow() int64 {
 	if s.opts.ContextWindow > 0 {
@@ -56,7 +51,7 @@ func (s *Session) SwitchModel(ctx context.Context, model, source string) error {
 	from := s.Model()
 	in := hooks.Input{Source: source, Extra: map[string]any{
 		"from_model": from, "to_model": model, "requested_model": model, "context_tokens": s.lastContextTokens(),
-		"prompt_cache_warm": s.CacheSafe() != nil, "cache_ttl": "5m", "estimated_cache_write_usd": 0, "pricing": "catalog",
+		"prompt_cache_warm": s.cacheSafeNow() != nil, "cache_ttl": "5m", "estimated_cache_write_usd": 0, "pricing": "catalog",
 	}}
 	pre := s.hooks.Run(ctx, hooks.PreModelSwitch, s.hookInput(s.Cwd(), in))
 	if pre.Decision == hooks.DecisionBlock {

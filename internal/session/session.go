@@ -108,16 +108,16 @@ type Session struct {
 	// sink receives the events of the Send in progress; nil between Sends.
 	sink *chanSink
 	// agents runs subagents and background tasks (agents.go).
-	agents *agents
+	agents *Agents
 	// mainAgent is the definition the main thread runs as (Options.Agent); initialSent says
 	// its initialPrompt was used.
 	mainAgent   *agentdef.Definition
 	initialSent bool
-	// sdk is the state of the SDK options (sdk.go); watched the files FileChanged hooks
-	// watch (filewatch.go); dynamic the MCP servers set while it runs (mcpdynamic.go).
+	// sdk is the state of the Send in progress (turn.go); watched the files FileChanged
+	// hooks watch (filewatch.go); servers the MCP servers as they are driven (mcp.go).
 	sdk     sdkState
 	watched fileWatch
-	dynamic dynamicMCP
+	servers *MCP
 	// pluginState is the loaded plugins (plugins.go).
 	pluginState pluginState
 	// team is the session's agent team (team.go); teamBackend its store; teamTemp a
@@ -201,6 +201,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	if !opts.Offline {
 		s.startMCP(ctx)
 	}
+	s.servers = s.newMCP()
 	s.loadSkills()
 	s.forkRunner = agentForks{s}
 	s.builtins = s.buildTools()
@@ -421,7 +422,7 @@ func (s *Session) announce(ctx context.Context, sink *chanSink) {
 	reloaded := s.reloadPlugins(ctx)
 	plugins, pluginErrors := s.initPlugins()
 	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: s.pool(ctx).Names(), PermissionMode: s.PermissionMode(),
-		Skills: s.skillNames(), Agents: s.agentNames(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
+		Skills: s.skillNames(), Agents: s.agents.names(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
 	for _, n := range reloaded {
 		sink.Emit(n)
 	}
@@ -484,7 +485,7 @@ func (s *Session) shutdown() error {
 		s.jobs.Close()
 	}
 	s.closeTeam()
-	s.closeAgents()
+	s.agents.close()
 	s.lsp.Close()
 	if s.mcp != nil {
 		s.mcp.Close()
@@ -532,8 +533,8 @@ func (s *Session) Usage() (message.Usage, float64) {
 	return u, usd
 }
 
-// Ledger returns what every Send so far used, by model.
-func (s *Session) Ledger() cost.Ledger {
+// ledgerNow returns what every Send so far used, by model.
+func (s *Session) ledgerNow() cost.Ledger {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ledger.Clone()
@@ -559,8 +560,8 @@ func (s *Session) account(res *event.Result, used cost.Ledger) {
 	s.mu.Unlock()
 }
 
-// CacheSafe returns what the main agent's newest completed turn sent, or nil.
-func (s *Session) CacheSafe() *loop.CacheSafe {
+// cacheSafeNow returns what the main agent's newest completed turn sent, or nil.
+func (s *Session) cacheSafeNow() *loop.CacheSafe {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cacheSafe

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // ScopePlugin marks values read from a plugin's own files (its hooks file, its .lsp.json, its
@@ -113,11 +114,11 @@ func mapKey[T any](name, want string, field func(*Settings) *map[string]Value[T]
 }
 
 // pluginIDPattern is "name@marketplace" with names Claude Code accepts (no spaces, no "@").
-var pluginIDPattern = regexp.MustCompile(`^[^@\s]+@[^@\s]+$`)
+var pluginIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[^@\s]+@[^@\s]+$`) })
 
 func decPluginEnabled(f *fileCtx, key string, n *node) (bool, bool) {
 	id := key[strings.IndexByte(key, '.')+1:]
-	if !pluginIDPattern.MatchString(id) {
+	if !pluginIDPattern().MatchString(id) {
 		f.warnf(n.off, "%s: %q is not a plugin id of the form name@marketplace; it can match no installed plugin", key, id)
 	}
 	return decBool(f, key, n)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml"
 
@@ -50,7 +51,7 @@ func splitFile(path string, data []byte) parsed {
 	yamlText := string(doc.YAML)
 	p.bodyLine = first + strings.Count(yamlText, "\n") + 1
 	for i, line := range strings.Split(yamlText, "\n") {
-		if m := topKey.FindStringSubmatch(line); m != nil {
+		if m := topKey().FindStringSubmatch(line); m != nil {
 			if _, dup := p.keyLine[m[1]]; !dup {
 				p.keyLine[m[1]] = first + i
 			}
@@ -73,7 +74,7 @@ func splitFile(path string, data []byte) parsed {
 	return p
 }
 
-var topKey = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*)\s*:(\s|$)`)
+var topKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*)\s*:(\s|$)`) })
 
 // recoverLines reads YAML that a parser rejected as a flat list of top-level keys. A value is
 // the rest of its line plus the indented (or blank) lines after it; a value made only of "- "
@@ -83,7 +84,7 @@ func recoverLines(src string) map[string]any {
 	out := map[string]any{}
 	lines := strings.Split(strings.ReplaceAll(src, "\r\n", "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
-		m := topKey.FindStringSubmatch(lines[i])
+		m := topKey().FindStringSubmatch(lines[i])
 		if m == nil {
 			continue
 		}

@@ -48,6 +48,9 @@ type Options struct {
 // Dir is where the filesystem backend keeps teams under keel's directory home.
 func Dir(home string) string { return filepath.Join(home, "teams") }
 
+// TeamDirOf is the directory of team name under keel's directory home.
+func TeamDirOf(home, name string) string { return filepath.Join(Dir(home), name) }
+
 // Store is one process's choice of backend for its teams.
 type Store struct {
 	// Backend is FS or NATS.
@@ -85,7 +88,7 @@ func (s Store) natsOptions(ctx context.Context, what string) (natscoord.Options,
 
 // TeamDir is the directory of team name: the filesystem backend's store, and on any backend
 // where its process teammates' logs and launch configuration are kept.
-func (s Store) TeamDir(name string) string { return filepath.Join(Dir(s.home), name) }
+func (s Store) TeamDir(name string) string { return TeamDirOf(s.home, name) }
 
 // Open opens team name's store; onState, on NATS, is told when the connection drops and
 // comes back.

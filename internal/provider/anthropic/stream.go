@@ -127,110 +127,11 @@ func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
 			ev.Message.Usage.mergeInto(&a.usage)
 		}
 	case "content_block_start":
-		if len(ev.ContentBlock) == 0 || string(ev.ContentBlock) == "null" {
-			return nil, malformed("content_block_start %d without content_block", ev.Index)
-		}
-		if a.blocks[ev.Index] != nil {
-			return nil, malformed("content_block_start %d for a block already started", ev.Index)
-		}
-		cb := &wireBlock{}
-		if err := json.Unmarshal(ev.ContentBlock, cb); err != nil {
-			return nil, malformed("content_block_start %d: %v", ev.Index, err)
-		}
-		switch cb.Type {
-		case message.TypeText:
-			a.blocks[ev.Index] = &message.Block{Type: cb.Type, Text: cb.Text}
-			var given []json.RawMessage
-			if json.Unmarshal(cb.Citations, &given) == nil && len(given) > 0 {
-				a.citations[ev.Index] = given
-			}
-			if cb.Text != "" {
-				return []provider.Event{provider.TextDelta{Index: ev.Index, Text: cb.Text}}, nil
-			}
-		case message.TypeThinking:
-			a.blocks[ev.Index] = &message.Block{Type: cb.Type, Thinking: cb.Thinking, Signature: cb.Signature}
-			if cb.Thinking != "" {
-				return []provider.Event{provider.ThinkingDelta{Index: ev.Index, Thinking: cb.Thinking}}, nil
-			}
-		case message.TypeRedactedThinking:
-			a.blocks[ev.Index] = &message.Block{Type: cb.Type, Data: cb.Data}
-		case message.TypeToolUse:
-			b := &message.Block{Type: cb.Type, ID: cb.ID, Name: cb.Name}
-			if len(cb.Input) > 0 && !bytes.Equal(cb.Input, []byte("{}")) {
-				b.Input = slices.Clone(cb.Input)
-			}
-			a.blocks[ev.Index] = b
-			a.inputs[ev.Index] = &bytes.Buffer{}
-			return []provider.Event{provider.ToolUseStart{Index: ev.Index, ID: cb.ID, Name: cb.Name}}, nil
-		case "":
-			a.logger.Warn("anthropic stream: skipping content block without a type", "index", ev.Index)
-			a.skipped[ev.Index] = true
-		default:
-			// Server tool blocks (server_tool_use, tool_search_tool_result, …) run on the API's
-			// side: kept as sent, to be replayed, never run here. A server_tool_use streams its
-			// input like a tool_use; it is spliced in when the block stops.
-			a.blocks[ev.Index] = &message.Block{Type: cb.Type, Raw: bytes.Clone(ev.ContentBlock)}
-			a.servers[ev.Index] = &bytes.Buffer{}
-		}
+		return a.blockStart(ev)
 	case "content_block_delta":
-		d := ev.Delta
-		b := a.blocks[ev.Index]
-		switch {
-		case d == nil:
-			return nil, malformed("content_block_delta %d without delta", ev.Index)
-		case b == nil && !a.skipped[ev.Index]:
-			return nil, malformed("content_block_delta for block %d, which was never started", ev.Index)
-		case b == nil:
-			return nil, nil
-		}
-		switch d.Type {
-		case "text_delta":
-			b.Text += d.Text
-			return []provider.Event{provider.TextDelta{Index: ev.Index, Text: d.Text}}, nil
-		case "thinking_delta":
-			b.Thinking += d.Thinking
-			return []provider.Event{provider.ThinkingDelta{Index: ev.Index, Thinking: d.Thinking}}, nil
-		case "signature_delta":
-			b.Signature += d.Signature
-		case "citations_delta":
-			if len(d.Citation) > 0 && b.Type == message.TypeText {
-				a.citations[ev.Index] = append(a.citations[ev.Index], bytes.Clone(d.Citation))
-			}
-		case "input_json_delta":
-			if buf := a.servers[ev.Index]; buf != nil {
-				buf.WriteString(d.PartialJSON)
-				return nil, nil
-			}
-			if buf := a.inputs[ev.Index]; buf != nil {
-				buf.WriteString(d.PartialJSON)
-			}
-			return []provider.Event{provider.InputDelta{Index: ev.Index, PartialJSON: d.PartialJSON}}, nil
-		}
+		return a.blockDelta(ev)
 	case "content_block_stop":
-		if a.blocks[ev.Index] == nil && !a.skipped[ev.Index] {
-			return nil, malformed("content_block_stop for block %d, which was never started", ev.Index)
-		}
-		if cs := a.citations[ev.Index]; len(cs) > 0 {
-			all := []byte{'['}
-			for i, c := range cs {
-				if i > 0 {
-					all = append(all, ',')
-				}
-				all = append(all, c...)
-			}
-			a.blocks[ev.Index].Citations = append(all, ']')
-		}
-		if buf := a.servers[ev.Index]; buf != nil && len(bytes.TrimSpace(buf.Bytes())) > 0 {
-			b := a.blocks[ev.Index]
-			raw, err := withInput(b.Raw, buf.Bytes())
-			if err != nil {
-				return nil, malformed("%s block %d: %v", b.Type, ev.Index, err)
-			}
-			b.Raw = raw
-		}
-		if buf := a.inputs[ev.Index]; buf != nil {
-			a.blocks[ev.Index].Input = a.toolInput(a.blocks[ev.Index], buf.Bytes())
-		}
+		return nil, a.blockStop(ev)
 	case "message_delta":
 		if ev.Delta != nil && ev.Delta.StopReason != "" {
 			a.stop = message.StopReason(ev.Delta.StopReason)
@@ -242,6 +143,125 @@ func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
 		a.stopped = true
 	}
 	return nil, nil
+}
+
+// blockStart opens a content block: text, thinking, a tool call, or a server tool's block
+// kept as sent.
+func (a *assembler) blockStart(ev *wireEvent) ([]provider.Event, error) {
+	if len(ev.ContentBlock) == 0 || string(ev.ContentBlock) == "null" {
+		return nil, malformed("content_block_start %d without content_block", ev.Index)
+	}
+	if a.blocks[ev.Index] != nil {
+		return nil, malformed("content_block_start %d for a block already started", ev.Index)
+	}
+	cb := &wireBlock{}
+	if err := json.Unmarshal(ev.ContentBlock, cb); err != nil {
+		return nil, malformed("content_block_start %d: %v", ev.Index, err)
+	}
+	switch cb.Type {
+	case message.TypeText:
+		a.blocks[ev.Index] = &message.Block{Type: cb.Type, Text: cb.Text}
+		var given []json.RawMessage
+		if json.Unmarshal(cb.Citations, &given) == nil && len(given) > 0 {
+			a.citations[ev.Index] = given
+		}
+		if cb.Text != "" {
+			return []provider.Event{provider.TextDelta{Index: ev.Index, Text: cb.Text}}, nil
+		}
+	case message.TypeThinking:
+		a.blocks[ev.Index] = &message.Block{Type: cb.Type, Thinking: cb.Thinking, Signature: cb.Signature}
+		if cb.Thinking != "" {
+			return []provider.Event{provider.ThinkingDelta{Index: ev.Index, Thinking: cb.Thinking}}, nil
+		}
+	case message.TypeRedactedThinking:
+		a.blocks[ev.Index] = &message.Block{Type: cb.Type, Data: cb.Data}
+	case message.TypeToolUse:
+		b := &message.Block{Type: cb.Type, ID: cb.ID, Name: cb.Name}
+		if len(cb.Input) > 0 && !bytes.Equal(cb.Input, []byte("{}")) {
+			b.Input = slices.Clone(cb.Input)
+		}
+		a.blocks[ev.Index] = b
+		a.inputs[ev.Index] = &bytes.Buffer{}
+		return []provider.Event{provider.ToolUseStart{Index: ev.Index, ID: cb.ID, Name: cb.Name}}, nil
+	case "":
+		a.logger.Warn("anthropic stream: skipping content block without a type", "index", ev.Index)
+		a.skipped[ev.Index] = true
+	default:
+		// Server tool blocks (server_tool_use, tool_search_tool_result, …) run on the API's
+		// side: kept as sent, to be replayed, never run here. A server_tool_use streams its
+		// input like a tool_use; it is spliced in when the block stops.
+		a.blocks[ev.Index] = &message.Block{Type: cb.Type, Raw: bytes.Clone(ev.ContentBlock)}
+		a.servers[ev.Index] = &bytes.Buffer{}
+	}
+	return nil, nil
+}
+
+// blockDelta adds a delta to its block and streams what a reader sees of it.
+func (a *assembler) blockDelta(ev *wireEvent) ([]provider.Event, error) {
+	d := ev.Delta
+	b := a.blocks[ev.Index]
+	switch {
+	case d == nil:
+		return nil, malformed("content_block_delta %d without delta", ev.Index)
+	case b == nil && !a.skipped[ev.Index]:
+		return nil, malformed("content_block_delta for block %d, which was never started", ev.Index)
+	case b == nil:
+		return nil, nil
+	}
+	switch d.Type {
+	case "text_delta":
+		b.Text += d.Text
+		return []provider.Event{provider.TextDelta{Index: ev.Index, Text: d.Text}}, nil
+	case "thinking_delta":
+		b.Thinking += d.Thinking
+		return []provider.Event{provider.ThinkingDelta{Index: ev.Index, Thinking: d.Thinking}}, nil
+	case "signature_delta":
+		b.Signature += d.Signature
+	case "citations_delta":
+		if len(d.Citation) > 0 && b.Type == message.TypeText {
+			a.citations[ev.Index] = append(a.citations[ev.Index], bytes.Clone(d.Citation))
+		}
+	case "input_json_delta":
+		if buf := a.servers[ev.Index]; buf != nil {
+			buf.WriteString(d.PartialJSON)
+			return nil, nil
+		}
+		if buf := a.inputs[ev.Index]; buf != nil {
+			buf.WriteString(d.PartialJSON)
+		}
+		return []provider.Event{provider.InputDelta{Index: ev.Index, PartialJSON: d.PartialJSON}}, nil
+	}
+	return nil, nil
+}
+
+// blockStop closes a block: citations joined, a server tool's streamed input spliced in, a
+// tool call's input parsed.
+func (a *assembler) blockStop(ev *wireEvent) error {
+	if a.blocks[ev.Index] == nil && !a.skipped[ev.Index] {
+		return malformed("content_block_stop for block %d, which was never started", ev.Index)
+	}
+	if cs := a.citations[ev.Index]; len(cs) > 0 {
+		all := []byte{'['}
+		for i, c := range cs {
+			if i > 0 {
+				all = append(all, ',')
+			}
+			all = append(all, c...)
+		}
+		a.blocks[ev.Index].Citations = append(all, ']')
+	}
+	if buf := a.servers[ev.Index]; buf != nil && len(bytes.TrimSpace(buf.Bytes())) > 0 {
+		b := a.blocks[ev.Index]
+		raw, err := withInput(b.Raw, buf.Bytes())
+		if err != nil {
+			return malformed("%s block %d: %v", b.Type, ev.Index, err)
+		}
+		b.Raw = raw
+	}
+	if buf := a.inputs[ev.Index]; buf != nil {
+		a.blocks[ev.Index].Input = a.toolInput(a.blocks[ev.Index], buf.Bytes())
+	}
+	return nil
 }
 
 // toolInput is the compact JSON input of a finished tool_use block. Input that is not valid

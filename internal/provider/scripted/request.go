@@ -137,54 +137,93 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, badRequest("invalid JSON body: %v", err)
 	}
-	if req.Model == "" {
-		return nil, badRequest("model: Field required")
-	}
-	if req.MaxTokens == nil && !countOnly {
-		return nil, badRequest("max_tokens: Field required")
-	}
-	if len(req.Messages) == 0 {
-		return nil, badRequest("messages: at least one message is required")
-	}
-	if t := req.Thinking; t != nil {
-		switch t.Type {
-		case "enabled":
-			switch {
-			case t.BudgetTokens == nil:
-				return nil, badRequest("thinking.enabled.budget_tokens: Field required")
-			case *t.BudgetTokens < 1024:
-				return nil, badRequest("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
-			case req.MaxTokens != nil && *t.BudgetTokens >= *req.MaxTokens:
-				return nil, badRequest("`max_tokens` must be greater than `thinking.budget_tokens`")
-			}
-		case "disabled", "adaptive":
-		default:
-			return nil, badRequest("thinking.type: Input should be 'enabled', 'disabled' or 'adaptive'")
-		}
+	if err := checkAnthropic(&req, countOnly); err != nil {
+		return nil, err
 	}
 	p := &parsed{stream: req.Stream}
 	p.view.model = req.Model
 	p.view.thinking = req.Thinking != nil && req.Thinking.Type != "disabled"
-	// addAs adds a prefix block; tag names it in errors, key in the prefix hash.
-	addAs := func(tag, key string, raw json.RawMessage) (map[string]any, error) {
-		obj, canon, cc, err := canonical(raw)
-		if err != nil {
-			return nil, badRequest("%s: %v", tag, err)
-		}
-		bp, err := cc.breakpoint()
+	deferred, err := p.anthropicTools(req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.anthropicSystem(req.System); err != nil {
+		return nil, err
+	}
+	if err := p.anthropicMessages(req.Messages, deferred); err != nil {
+		return nil, err
+	}
+	if req.CacheControl != nil { // automatic caching: a breakpoint on the last block
+		bp, err := req.CacheControl.breakpoint()
 		if err != nil {
 			return nil, err
 		}
-		p.blocks = append(p.blocks, cacheBlock{tag: key, canon: canon, tokens: tokensOf(canon), bp: bp})
-		return obj, nil
+		if p.blocks[len(p.blocks)-1].bp == nil {
+			p.blocks[len(p.blocks)-1].bp = bp
+		}
 	}
-	add := func(tag string, raw json.RawMessage) (map[string]any, error) { return addAs(tag, tag, raw) }
-	// Deferred tools (defer_loading) are not part of the prompt prefix: the API loads each
-	// one where a tool_reference names it, so its definition counts there (see below).
+	if err := checkBreakpoints(p.blocks); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// checkAnthropic refuses what the Messages API refuses before it reads the content: a
+// missing model, max_tokens or message, a thinking setting it does not take.
+func checkAnthropic(req *anthropicRequest, countOnly bool) error {
+	if req.Model == "" {
+		return badRequest("model: Field required")
+	}
+	if req.MaxTokens == nil && !countOnly {
+		return badRequest("max_tokens: Field required")
+	}
+	if len(req.Messages) == 0 {
+		return badRequest("messages: at least one message is required")
+	}
+	t := req.Thinking
+	if t == nil {
+		return nil
+	}
+	switch t.Type {
+	case "enabled":
+		switch {
+		case t.BudgetTokens == nil:
+			return badRequest("thinking.enabled.budget_tokens: Field required")
+		case *t.BudgetTokens < 1024:
+			return badRequest("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+		case req.MaxTokens != nil && *t.BudgetTokens >= *req.MaxTokens:
+			return badRequest("`max_tokens` must be greater than `thinking.budget_tokens`")
+		}
+	case "disabled", "adaptive":
+	default:
+		return badRequest("thinking.type: Input should be 'enabled', 'disabled' or 'adaptive'")
+	}
+	return nil
+}
+
+// addBlock adds a block of the prompt prefix; tag names it in errors, key in the prefix
+// hash.
+func (p *parsed) addBlock(tag, key string, raw json.RawMessage) (map[string]any, error) {
+	obj, canon, cc, err := canonical(raw)
+	if err != nil {
+		return nil, badRequest("%s: %v", tag, err)
+	}
+	bp, err := cc.breakpoint()
+	if err != nil {
+		return nil, err
+	}
+	p.blocks = append(p.blocks, cacheBlock{tag: key, canon: canon, tokens: tokensOf(canon), bp: bp})
+	return obj, nil
+}
+
+// anthropicTools reads the tool list into the prefix. Deferred tools (defer_loading) are not
+// part of it: the API loads each one where a tool_reference names it, so its definition
+// counts there (loadReferenced); they are returned by name.
+func (p *parsed) anthropicTools(tools []json.RawMessage) (map[string][]byte, error) {
 	deferred := map[string][]byte{}
 	sent := 0 // tools in the prefix: a deferred tool added or removed moves none of them
 	names := map[string]bool{}
-	for i, t := range req.Tools {
+	for i, t := range tools {
 		tag := fmt.Sprintf("tools.%d", i)
 		var head struct {
 			Type         string `json:"type"`
@@ -220,7 +259,7 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 			}
 			p.view.webSearch = def
 		}
-		obj, err := addAs(tag, fmt.Sprintf("tools.%d", sent), t)
+		obj, err := p.addBlock(tag, fmt.Sprintf("tools.%d", sent), t)
 		sent++
 		if err != nil {
 			return nil, err
@@ -231,42 +270,54 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 	if len(deferred) > 0 && p.view.searchTool == "" {
 		return nil, badRequest("tools: deferred tools (defer_loading) need a tool search tool in the request")
 	}
-	sys, err := contentBlocks(req.System)
+	return deferred, nil
+}
+
+// anthropicSystem reads the system prompt into the prefix.
+func (p *parsed) anthropicSystem(system json.RawMessage) error {
+	sys, err := contentBlocks(system)
 	if err != nil {
-		return nil, badRequest("system: %v", err)
+		return badRequest("system: %v", err)
 	}
 	var sysText []string
 	for i, b := range sys {
-		obj, err := add(fmt.Sprintf("system.%d", i), b)
+		tag := fmt.Sprintf("system.%d", i)
+		obj, err := p.addBlock(tag, tag, b)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s, _ := obj["text"].(string)
 		if s == "" {
-			return nil, badRequest("system: text content blocks must be non-empty")
+			return badRequest("system: text content blocks must be non-empty")
 		}
 		sysText = append(sysText, s)
 	}
 	p.view.system = strings.Join(sysText, "\n")
+	return nil
+}
 
+// anthropicMessages reads the conversation into the prefix and the view rules match on,
+// and refuses what the API refuses of its shape.
+func (p *parsed) anthropicMessages(msgs []anthropicMsg, deferred map[string][]byte) error {
 	toolNames := map[string]string{} // tool_use id → tool name, from assistant messages
-	roles := make([]string, len(req.Messages))
-	convo := make([][]msgBlock, len(req.Messages))
-	for i, m := range req.Messages {
+	roles := make([]string, len(msgs))
+	convo := make([][]msgBlock, len(msgs))
+	for i, m := range msgs {
 		roles[i] = m.Role
 		if m.Role != "user" && m.Role != "assistant" {
-			return nil, badRequest("messages.%d.role: Input should be 'user' or 'assistant'", i)
+			return badRequest("messages.%d.role: Input should be 'user' or 'assistant'", i)
 		}
 		blocks, err := contentBlocks(m.Content)
 		if err != nil {
-			return nil, badRequest("messages.%d.content: %v", i, err)
+			return badRequest("messages.%d.content: %v", i, err)
 		}
-		last := i == len(req.Messages)-1 && m.Role == "user"
+		last := i == len(msgs)-1 && m.Role == "user"
 		var texts, all []string
 		for j, b := range blocks {
-			obj, err := add(fmt.Sprintf("messages.%d.content.%d", i, j), b)
+			tag := fmt.Sprintf("messages.%d.content.%d", i, j)
+			obj, err := p.addBlock(tag, tag, b)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			convo[i] = append(convo[i], blockOf(obj))
 			typ, _ := obj["type"].(string)
@@ -284,8 +335,8 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 				p.view.results = appendIf(p.view.results, last, toolNames[id])
 				all = append(all, resultText(obj["content"]))
 			case "tool_search_tool_result":
-				if err := p.loadReferenced(obj, deferred, fmt.Sprintf("messages.%d.content.%d", i, j)); err != nil {
-					return nil, err
+				if err := p.loadReferenced(obj, deferred, tag); err != nil {
+					return err
 				}
 			}
 		}
@@ -293,34 +344,24 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 			p.view.userText = withoutReminders(strings.Join(texts, "\n"))
 			p.view.userAll = strings.Join(all, "\n")
 		}
-		for _, b := range blocks {
-			var obj map[string]any
-			if json.Unmarshal(b, &obj) == nil {
-				if s, ok := obj["text"].(string); ok {
-					p.view.history += s + "\n"
-				}
-				if obj["type"] == "tool_result" {
-					p.view.history += resultText(obj["content"]) + "\n"
-				}
+		p.addHistory(blocks)
+	}
+	return checkConversation(roles, convo)
+}
+
+// addHistory adds the texts of a message's blocks to what History matches.
+func (p *parsed) addHistory(blocks []json.RawMessage) {
+	for _, b := range blocks {
+		var obj map[string]any
+		if json.Unmarshal(b, &obj) == nil {
+			if s, ok := obj["text"].(string); ok {
+				p.view.history += s + "\n"
+			}
+			if obj["type"] == "tool_result" {
+				p.view.history += resultText(obj["content"]) + "\n"
 			}
 		}
 	}
-	if err := checkConversation(roles, convo); err != nil {
-		return nil, err
-	}
-	if req.CacheControl != nil { // automatic caching: a breakpoint on the last block
-		bp, err := req.CacheControl.breakpoint()
-		if err != nil {
-			return nil, err
-		}
-		if p.blocks[len(p.blocks)-1].bp == nil {
-			p.blocks[len(p.blocks)-1].bp = bp
-		}
-	}
-	if err := checkBreakpoints(p.blocks); err != nil {
-		return nil, err
-	}
-	return p, nil
 }
 
 // loadReferenced adds the definitions of the deferred tools a tool search result references to
