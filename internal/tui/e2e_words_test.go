@@ -70,7 +70,9 @@ func TestE2EBypassAsksOnce(t *testing.T) {
 	tm = startKeel(t, srv, dir, 100, 30, "--permission-mode", "bypassPermissions")
 	tm.waitFor("keel is starting in bypassPermissions mode")
 	tm.keys("1")
-	tm.waitFor("bypassPermissions")
+	// The question is a program of its own that reads the keyboard until it ends: keys typed
+	// before the conversation's screen is up would go to it and be lost.
+	tm.waitFor("shift+tab")
 	tm.typeText("make a file")
 	tm.keys("Enter")
 	if s := tm.waitFor("The file is there now."); strings.Contains(s, "Do you want to proceed?") {
