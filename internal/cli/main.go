@@ -68,7 +68,7 @@ func MainWith(args []string, std Streams, getenv func(string) string, interactiv
 // decided.
 func (a *app) main(ctx context.Context, args []string) int {
 	root := a.rootCommand()
-	root.SetArgs(resumeWithoutValue(args))
+	root.SetArgs(resumeWithoutValue(expandListFlags(args)))
 	root.SetIn(a.std.In)
 	root.SetOut(a.std.Out)
 	root.SetErr(a.std.Err)

@@ -76,9 +76,9 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.providerName, "provider", "", "model API: anthropic or openai (OpenAI-compatible servers such as Ollama, vLLM, llama.cpp)")
 	fl.StringVar(&f.baseURL, "base-url", "", "base URL of the model API")
 	fl.StringVar(&f.cwd, "cwd", "", "working directory (default: the current directory)")
-	fl.StringArrayVar(&f.allowedTools, "allowedTools", nil, `tools and rules to allow without asking, e.g. "Bash(go test:*) Edit"`)
-	fl.StringArrayVar(&f.disallowedTools, "disallowedTools", nil, "tools and rules to deny")
-	fl.StringArrayVar(&f.addDirs, "add-dir", nil, "additional working directory the agent may use")
+	fl.StringArrayVar(&f.allowedTools, "allowedTools", nil, `tools and rules to allow without asking: --allowedTools "Bash(go test:*)" Edit (takes every argument up to the next flag)`)
+	fl.StringArrayVar(&f.disallowedTools, "disallowedTools", nil, "tools and rules to deny (takes every argument up to the next flag)")
+	fl.StringArrayVar(&f.addDirs, "add-dir", nil, "additional working directories the agent may use (takes every argument up to the next flag)")
 	fl.BoolVar(&f.skipPermissions, "dangerously-skip-permissions", false, "allow every tool call except deny rules (bypassPermissions mode)")
 	fl.StringArrayVar(&f.settings, "settings", nil, "extra settings: a JSON file or a JSON object (repeatable)")
 	fl.BoolVar(&f.trust, "trust", false, "trust this workspace for this run: run its hooks and MCP servers")
@@ -332,7 +332,11 @@ func (a *app) prompts(f *runFlags, args []string) (func() (string, bool, error),
 		prompt = strings.TrimSpace(string(b))
 	}
 	if prompt == "" {
-		return nil, usageError{errors.New("no prompt: give one as an argument or on stdin")}
+		msg := "no prompt: give one as an argument or on stdin"
+		if f.hasListFlag() {
+			msg += "; --allowedTools, --disallowedTools, --add-dir, --mcp-config and --tools take every argument up to the next flag, so put the prompt before them or after --"
+		}
+		return nil, usageError{errors.New(msg)}
 	}
 	done := false
 	return func() (string, bool, error) {
