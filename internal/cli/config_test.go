@@ -163,6 +163,13 @@ func entryPoints(t *testing.T, env map[string]string) (entries []entryPoint, oth
 	home := t.TempDir()
 	cwd := t.TempDir()
 	t.Chdir(cwd)
+	// A file or folder a flag names must be there (--add-dir x-add-dir).
+	if err := os.Mkdir("x-add-dir", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("x-mcp-config", []byte(`{"mcpServers":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	getenv := func(k string) string {
 		if k == "KEEL_HOME" {
 			return home

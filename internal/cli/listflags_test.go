@@ -34,3 +34,23 @@ func TestExpandListFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestNearest: a typo gets the name it was meant to be; a word that is no typo gets none.
+func TestNearest(t *testing.T) {
+	names := []string{"sessions", "team", "demo", "models", "allowedTools", "add-dir", "json"}
+	for _, tt := range []struct{ in, want string }{
+		{"sesions", "sessions"},
+		{"allowed-tools", "allowedTools"},
+		{"allowed_tools", "allowedTools"},
+		{"allowed-tols", "allowedTools"},
+		{"jsn", "json"},
+		{"demos", "demo"},
+		{"test", ""}, // two edits from team: a prompt, not a typo
+		{"fix", ""},
+		{"team", ""}, // the name itself
+	} {
+		if got := nearest(tt.in, names); got != tt.want {
+			t.Errorf("nearest(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

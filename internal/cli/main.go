@@ -79,23 +79,16 @@ func (a *app) main(ctx context.Context, args []string) int {
 	var ec exitCodeError
 	if errors.As(err, &ec) {
 		if ec.err != nil && ec.err.Error() != "" {
-			fmt.Fprintln(a.std.Err, "keel: "+firstLine(ec.err.Error()))
+			fmt.Fprintln(a.std.Err, "keel: "+ec.err.Error())
 		}
 		return ec.code
 	}
-	fmt.Fprintln(a.std.Err, "keel: "+firstLine(err.Error()))
+	fmt.Fprintln(a.std.Err, "keel: "+err.Error())
 	var ue usageError
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown ") || strings.Contains(err.Error(), "flag") {
 		return exitUsage
 	}
 	return exitError
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // app holds what every command shares.
@@ -116,17 +109,20 @@ type app struct {
 func (a *app) rootCommand() *cobra.Command {
 	f := &runFlags{}
 	root := &cobra.Command{
-		Use:   "keel [prompt]",
-		Short: "keel is a coding agent for the terminal and a Go library",
-		Long: `keel sends your conversation to a model, runs the tools it asks for, and feeds the
-results back until the work is done. Run "keel -p PROMPT" for one headless run, or
-"keel demo" to watch a whole session offline against the built-in scripted model.`,
+		Use:           "keel [prompt]",
+		Short:         "keel is a coding agent for the terminal and a Go library",
+		Long:          rootLong,
 		Version:       Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.maxTurnsSet = cmd.Flags().Changed("max-turns")
+			if !f.print {
+				if err := commandTypo(cmd, args); err != nil {
+					return err
+				}
+			}
 			return a.runRoot(cmd.Context(), cmd, f, args)
 		},
 	}
@@ -139,5 +135,7 @@ results back until the work is done. Run "keel -p PROMPT" for one headless run, 
 	root.AddCommand(a.acpCommand())
 	root.AddCommand(a.pluginCommand())
 	root.AddCommand(a.dashboardCommand())
+	root.SetFlagErrorFunc(flagError)
+	guardSubcommands(root)
 	return root
 }

@@ -64,6 +64,7 @@ var permissionModes = runconfig.PermissionModes()
 
 func (f *runFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	defer markSessionFlags(fl, flagNames(fl))
 	fl.BoolVarP(&f.print, "print", "p", false, "run the prompt headless and print the result")
 	fl.StringVar(&f.outputFormat, "output-format", "text", "output of -p: text, json or stream-json")
 	fl.StringVar(&f.inputFormat, "input-format", "text", "input of -p: text or stream-json (one user message per line on stdin)")
