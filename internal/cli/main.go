@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/acp"
+	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
 )
@@ -29,11 +30,14 @@ type Streams struct {
 	Out, Err io.Writer
 }
 
-// Exit codes.
+// Exit codes (README, "Exit status").
 const (
 	exitOK    = 0
 	exitError = 1
 	exitUsage = 2
+	// exitDenied ends a headless run that finished while some of the model's tool calls were
+	// denied: nobody could approve them, so its answer may claim work that was not done.
+	exitDenied = 3
 )
 
 // usageError marks a mistake in how keel was called.
@@ -46,6 +50,8 @@ func (e usageError) Unwrap() error { return e.err }
 type exitCodeError struct {
 	code int
 	err  error
+	// result is the failed run's result, when a run failed.
+	result *event.Result
 }
 
 func (e exitCodeError) Error() string { return e.err.Error() }

@@ -219,7 +219,7 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 	}
 	r = render.WithNotices(r, f.outputFormat, f.verbose, a.std.Err)
 	err = a.headless(ctx, sess, prompts, r, !f.noWait)
-	if ec, ok := errors.AsType[exitCodeError](err); ok && strings.HasPrefix(ec.err.Error(), "error_max_turns") && !f.maxTurnsSet && !a.env.MaxTurnsSet {
+	if ec, ok := errors.AsType[exitCodeError](err); ok && ec.result != nil && ec.result.Subtype == "error_max_turns" && !f.maxTurnsSet && !a.env.MaxTurnsSet {
 		ec.err = fmt.Errorf("%w; headless runs stop after %d turns unless --max-turns says otherwise (--max-turns 0: no limit)", ec.err, cfg.MaxTurns)
 		return ec
 	}
@@ -315,8 +315,21 @@ func (a *app) headless(ctx context.Context, sess *session.Session, prompts func(
 	if err := r.Finish(); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
-	if last != nil && last.IsError {
-		return exitCodeError{code: exitError, err: fmt.Errorf("%s: %s", last.Subtype, last.Text)}
+	return a.runOutcome(last)
+}
+
+// runOutcome is how a headless run ends for the shell: a failed run exits 1 with its message
+// in words (the result's subtype is for machine output only); a run in which some of the
+// model's calls were denied exits exitDenied, saying how many, since the answer it printed
+// may claim work that never happened.
+func (a *app) runOutcome(last *event.Result) error {
+	switch {
+	case last == nil:
+		return nil
+	case last.IsError:
+		return exitCodeError{code: exitError, err: errors.New(render.ResultMessage(*last)), result: last}
+	case len(last.Denials) > 0:
+		return exitCodeError{code: exitDenied, err: errors.New(render.DeniedSummary(len(last.Denials), exitDenied))}
 	}
 	return nil
 }
