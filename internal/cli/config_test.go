@@ -189,7 +189,7 @@ func entryPoints(t *testing.T, env map[string]string) (entries []entryPoint, oth
 			got = &cfg
 			return nil, errCaptured
 		}
-		a.interactive = func(_ context.Context, opts keel.Options, _ string, _ Streams, _ bool, _ string) error {
+		a.interactive = func(_ context.Context, opts keel.Options, _ string, _ Streams, _ UI) error {
 			var cfg runconfig.Config
 			if err := json.Unmarshal(opts.Config, &cfg); err != nil {
 				t.Fatalf("the terminal UI's options carry no configuration: %v", err)

@@ -85,6 +85,20 @@ func TestE2EBypassAsksOnce(t *testing.T) {
 	}
 }
 
+// TestE2ESkipPermissionsFlagAgrees: --dangerously-skip-permissions is the agreement itself
+// (a script driving the UI has nobody to answer), and records nothing.
+func TestE2ESkipPermissionsFlagAgrees(t *testing.T) {
+	srv := startScripted(t, e2eRules...)
+	dir := t.TempDir()
+	tm := startKeel(t, srv, dir, 100, 30, "--dangerously-skip-permissions")
+	if s := tm.waitFor("shift+tab"); strings.Contains(s, "keel is starting in bypassPermissions mode") || !strings.Contains(s, "bypassPermissions") {
+		t.Errorf("--dangerously-skip-permissions asked, or did not start in bypassPermissions:\n%s", s)
+	}
+	tm.command("/exit")
+	tm = startKeel(t, srv, dir, 100, 30, "--permission-mode", "bypassPermissions")
+	tm.waitFor("keel is starting in bypassPermissions mode")
+}
+
 // TestE2ESettingsErrorBeforeTrust: a settings file that does not parse is reported, with its
 // file, line and column, before the trust question is asked (item 8).
 func TestE2ESettingsErrorBeforeTrust(t *testing.T) {
