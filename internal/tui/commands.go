@@ -43,6 +43,7 @@ var commands = []command{
 	{"/skills", "list the skills and custom commands; /skills reload reads them again", (*Model).cmdSkills},
 	{"/agents", "list agent definitions", func(m *Model, _ string) tea.Cmd { m.listAgents(); return nil }},
 	{"/mcp", "MCP servers; /mcp login NAME signs in", (*Model).cmdMCP},
+	{"/plugin", "plugins: list and switch on or off, install, uninstall; /plugin marketplace [add SOURCE]", (*Model).cmdPlugin},
 	{"/memory", "list the memory files in use", (*Model).cmdMemory},
 	{"/todos", "the agent's todo list", (*Model).cmdTodos},
 	{"/bashes", "background shells: list, stop", (*Model).cmdBashes},
