@@ -117,3 +117,16 @@ func TestE2ESettingsErrorBeforeTrust(t *testing.T) {
 		t.Errorf("the trust question came before the settings error:\n%s", s)
 	}
 }
+
+// TestE2ERetryShown: a retried model request is said under the prompt while keel waits, in
+// the words the headless stderr line uses (item 7).
+func TestE2ERetryShown(t *testing.T) {
+	srv := startScripted(t,
+		scripted.Rule{When: scripted.Match{UserText: "busy model"}, Times: 1, Fault: &scripted.Fault{Status: 529, RetryAfter: 3}},
+		scripted.Rule{When: scripted.Match{UserText: "busy model"}, Reply: []scripted.Block{scripted.Text("Answered after a retry.")}})
+	tm := startKeel(t, srv, t.TempDir(), 120, 30)
+	tm.waitFor("shift+tab")
+	tm.command("busy model")
+	tm.waitFor("retrying (attempt 2 of ")
+	tm.waitFor("Answered after a retry.")
+}
