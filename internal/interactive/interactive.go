@@ -12,6 +12,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/charmbracelet/x/term"
@@ -94,6 +95,7 @@ func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, ou
 		NoColor:  noColor,
 		Version:  version,
 		Out:      out,
+		Editor:   editor(opts.Getenv),
 		// The UI's preferences and bug reports live in keel's directory.
 		PrefsPath: inDataDir(opts, "tui.json"),
 		ReportDir: inDataDir(opts, "bug-reports"),
@@ -292,3 +294,14 @@ func (b *backend) SendPending(ctx context.Context) iter.Seq2[keel.Event, error] 
 }
 
 func (b *backend) OnIdleEvents(fn func(keel.Event)) { b.s().OnIdleEvents(fn) }
+
+// editor is the user's editor command: $VISUAL, else $EDITOR.
+func editor(getenv func(string) string) string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if v := strings.TrimSpace(getenv("VISUAL")); v != "" {
+		return v
+	}
+	return strings.TrimSpace(getenv("EDITOR"))
+}

@@ -44,7 +44,7 @@ var commands = []command{
 	{"/agents", "list agent definitions", func(m *Model, _ string) tea.Cmd { m.listAgents(); return nil }},
 	{"/mcp", "MCP servers; /mcp login NAME signs in", (*Model).cmdMCP},
 	{"/plugin", "plugins: list and switch on or off, install, uninstall; /plugin marketplace [add SOURCE]", (*Model).cmdPlugin},
-	{"/memory", "list the memory files in use", (*Model).cmdMemory},
+	{"/memory", "the memory files in use; enter opens one in your editor", (*Model).cmdMemory},
 	{"/todos", "the agent's todo list", (*Model).cmdTodos},
 	{"/bashes", "background shells: list, stop", (*Model).cmdBashes},
 	{"/init", "write a KEEL.md from what the project's files say", (*Model).cmdInit},
@@ -170,21 +170,6 @@ func (m *Model) cmdMCP(arg string) tea.Cmd {
 		return m.loginMCP(strings.TrimSpace(name))
 	}
 	m.listMCP()
-	return nil
-}
-
-func (m *Model) cmdMemory(string) tea.Cmd {
-	ml, ok := m.b.(MemoryLister)
-	if !ok {
-		m.notice(unavailable("/memory"))
-		return nil
-	}
-	var b strings.Builder
-	b.WriteString("Memory files")
-	for _, f := range ml.MemoryFiles() {
-		fmt.Fprintf(&b, "\n  %s (%s)", f.Path, f.Scope)
-	}
-	m.notice(b.String())
 	return nil
 }
 

@@ -132,3 +132,23 @@ func TestE2EPromptCommands(t *testing.T) {
 	tm.command("/add-dir " + other)
 	tm.waitFor("to the working directories")
 }
+
+// TestE2EMemoryEdit: /memory lists the memory files and offers the project's KEEL.md when
+// there is none; enter opens it in $EDITOR, the UI back once the editor exits (item 9).
+func TestE2EMemoryEdit(t *testing.T) {
+	srv := startScripted(t, e2eRules...)
+	dir := t.TempDir()
+	ed := filepath.Join(t.TempDir(), "ed.sh")
+	if err := os.WriteFile(ed, []byte("#!/bin/sh\necho '- indent with tabs' >> \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tm := startKeelEnv(t, srv, dir, 120, 30, []string{"EDITOR=" + ed})
+	tm.waitFor("shift+tab")
+	tm.command("/memory")
+	mustContain(t, "/memory", tm.waitFor("Memory files: enter opens one in your editor"), filepath.Join(dir, "KEEL.md")+" (new)")
+	tm.keys("Enter")
+	tm.waitFor("edited " + filepath.Join(dir, "KEEL.md"))
+	if b, err := os.ReadFile(filepath.Join(dir, "KEEL.md")); err != nil || string(b) != "- indent with tabs\n" {
+		t.Errorf("the editor wrote (%v) %q", err, b)
+	}
+}
