@@ -20,6 +20,7 @@ func (a *app) runConfig(cmd *cobra.Command, f *runFlags) (runconfig.Config, erro
 	if err := f.checkNamedFiles(); err != nil {
 		return runconfig.Config{}, err
 	}
+	a.warnStrayRules(f)
 	mode := f.permissionMode
 	if f.skipPermissions {
 		mode = "bypassPermissions"

@@ -1,6 +1,11 @@
 package cli
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/runconfig"
+)
 
 // listFlags are the flags Claude Code declares variadic (`--allowedTools <tools...>`): each
 // takes every following argument up to the next one that starts with "-", so
@@ -52,4 +57,25 @@ func isOptionLike(s string) bool { return len(s) > 1 && s[0] == '-' }
 // hasListFlag says a list flag was given: a prompt placed after one is taken as its value.
 func (f *runFlags) hasListFlag() bool {
 	return len(f.allowedTools)+len(f.disallowedTools)+len(f.addDirs)+len(f.mcp.configs) > 0 || f.sdk.tools != ""
+}
+
+// warnStrayRules says on stderr which values of --allowedTools and --disallowedTools name no
+// tool: a tool's name starts with a capital letter (Bash, Edit) or is an MCP tool's (mcp__…),
+// so "fix the bug" there is most likely a prompt a list flag took. The run goes on, as Claude
+// Code's does; the rule matches nothing.
+func (a *app) warnStrayRules(f *runFlags) {
+	for _, list := range []struct {
+		flag   string
+		values []string
+	}{{"--allowedTools", f.allowedTools}, {"--disallowedTools", f.disallowedTools}} {
+		for _, v := range list.values {
+			for _, rule := range runconfig.SplitToolList([]string{v}) {
+				if r := rule[0]; r >= 'a' && r <= 'z' && !strings.HasPrefix(rule, "mcp__") {
+					fmt.Fprintf(a.std.Err, "keel: warning: %s %q names no tool (tools are Bash, Edit, mcp__server__tool…); "+
+						"a list flag takes every argument up to the next flag, so put a prompt before it or after --\n", list.flag, v)
+					break
+				}
+			}
+		}
+	}
 }
