@@ -30,7 +30,10 @@ It needs a model API:
   KEEL_HOME              keel's own directory: sessions, trust, logs (default ~/.keel)
 
 Settings are Claude Code's (.claude/settings.json, ~/.claude/settings.json, .keel/…): keel config
-shows what applies and where each value comes from.`
+shows what applies and where each value comes from.
+
+Exit status of keel -p: 0 done, 1 the run failed, 2 keel was called wrongly, 3 the run finished but
+some of the model's calls were denied.`
 
 // sessionFlag marks the flags every session-opening command shares (runFlags): a
 // subcommand's help lists its own flags and names these in one line.
