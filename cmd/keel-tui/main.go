@@ -16,6 +16,6 @@ func main() {
 	os.Exit(cli.MainWith(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv, run))
 }
 
-func run(ctx context.Context, opts keel.Options, prompt string, std cli.Streams, noColor bool, version string) error {
-	return interactive.Run(ctx, opts, prompt, std.In, std.Out, noColor, version)
+func run(ctx context.Context, opts keel.Options, prompt string, std cli.Streams, ui cli.UI) error {
+	return interactive.Run(ctx, opts, prompt, std.In, std.Out, interactive.UI{NoColor: ui.NoColor, Version: ui.Version, BypassAgreed: ui.BypassAgreed})
 }

@@ -48,6 +48,7 @@ func (a *app) acpCommand() *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	ownFlagsHelp(cmd)
 	return cmd
 }
 

@@ -17,6 +17,10 @@ import (
 // resume). The environment fills what the flags leave unset. Rendering flags (-p, the
 // formats, --verbose) say how the run is shown and are not part of it.
 func (a *app) runConfig(cmd *cobra.Command, f *runFlags) (runconfig.Config, error) {
+	if err := f.checkNamedFiles(); err != nil {
+		return runconfig.Config{}, err
+	}
+	a.warnStrayRules(f)
 	mode := f.permissionMode
 	if f.skipPermissions {
 		mode = "bypassPermissions"

@@ -163,6 +163,13 @@ func entryPoints(t *testing.T, env map[string]string) (entries []entryPoint, oth
 	home := t.TempDir()
 	cwd := t.TempDir()
 	t.Chdir(cwd)
+	// A file or folder a flag names must be there (--add-dir x-add-dir).
+	if err := os.Mkdir("x-add-dir", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("x-mcp-config", []byte(`{"mcpServers":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	getenv := func(k string) string {
 		if k == "KEEL_HOME" {
 			return home
@@ -182,7 +189,7 @@ func entryPoints(t *testing.T, env map[string]string) (entries []entryPoint, oth
 			got = &cfg
 			return nil, errCaptured
 		}
-		a.interactive = func(_ context.Context, opts keel.Options, _ string, _ Streams, _ bool, _ string) error {
+		a.interactive = func(_ context.Context, opts keel.Options, _ string, _ Streams, _ UI) error {
 			var cfg runconfig.Config
 			if err := json.Unmarshal(opts.Config, &cfg); err != nil {
 				t.Fatalf("the terminal UI's options carry no configuration: %v", err)

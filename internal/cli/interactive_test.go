@@ -45,7 +45,7 @@ func TestTerminalUIHonoursTeamNameAndNATS(t *testing.T) {
 			return env[k]
 		}
 		var openErr error
-		run := func(ctx context.Context, opts keel.Options, _ string, _ cli.Streams, _ bool, _ string) error {
+		run := func(ctx context.Context, opts keel.Options, _ string, _ cli.Streams, _ cli.UI) error {
 			sess, err := keel.New(ctx, opts)
 			if err != nil {
 				openErr = err

@@ -17,7 +17,16 @@ import (
 
 // Interactive runs the terminal UI on a session opened with keel.New(opts). cmd/keel-tui
 // provides it; the keel binary has none and hands interactive runs to keel-tui instead.
-type Interactive func(ctx context.Context, opts keel.Options, prompt string, std Streams, noColor bool, version string) error
+type Interactive func(ctx context.Context, opts keel.Options, prompt string, std Streams, ui UI) error
+
+// UI is what the command line tells the terminal UI besides the session's options.
+type UI struct {
+	NoColor bool
+	Version string
+	// BypassAgreed: --dangerously-skip-permissions was given, which answers the
+	// bypassPermissions question the UI would ask.
+	BypassAgreed bool
+}
 
 // tuiBinary is the executable that holds the terminal UI.
 const tuiBinary = "keel-tui"
@@ -39,7 +48,7 @@ func (a *app) runInteractive(ctx context.Context, cmd *cobra.Command, f *runFlag
 		if err != nil {
 			return err
 		}
-		return a.interactive(ctx, opts, strings.Join(args, " "), a.std, a.env.NoColor, Version)
+		return a.interactive(ctx, opts, strings.Join(args, " "), a.std, UI{NoColor: a.env.NoColor, Version: Version, BypassAgreed: f.skipPermissions})
 	}
 	path, err := findTUI()
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/acp"
+	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
 )
@@ -29,11 +30,14 @@ type Streams struct {
 	Out, Err io.Writer
 }
 
-// Exit codes.
+// Exit codes (README, "Exit status").
 const (
 	exitOK    = 0
 	exitError = 1
 	exitUsage = 2
+	// exitDenied ends a headless run that finished while some of the model's tool calls were
+	// denied: nobody could approve them, so its answer may claim work that was not done.
+	exitDenied = 3
 )
 
 // usageError marks a mistake in how keel was called.
@@ -46,6 +50,8 @@ func (e usageError) Unwrap() error { return e.err }
 type exitCodeError struct {
 	code int
 	err  error
+	// result is the failed run's result, when a run failed.
+	result *event.Result
 }
 
 func (e exitCodeError) Error() string { return e.err.Error() }
@@ -68,7 +74,7 @@ func MainWith(args []string, std Streams, getenv func(string) string, interactiv
 // decided.
 func (a *app) main(ctx context.Context, args []string) int {
 	root := a.rootCommand()
-	root.SetArgs(resumeWithoutValue(args))
+	root.SetArgs(resumeWithoutValue(expandListFlags(args)))
 	root.SetIn(a.std.In)
 	root.SetOut(a.std.Out)
 	root.SetErr(a.std.Err)
@@ -79,23 +85,16 @@ func (a *app) main(ctx context.Context, args []string) int {
 	var ec exitCodeError
 	if errors.As(err, &ec) {
 		if ec.err != nil && ec.err.Error() != "" {
-			fmt.Fprintln(a.std.Err, "keel: "+firstLine(ec.err.Error()))
+			fmt.Fprintln(a.std.Err, "keel: "+ec.err.Error())
 		}
 		return ec.code
 	}
-	fmt.Fprintln(a.std.Err, "keel: "+firstLine(err.Error()))
+	fmt.Fprintln(a.std.Err, "keel: "+err.Error())
 	var ue usageError
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown ") || strings.Contains(err.Error(), "flag") {
 		return exitUsage
 	}
 	return exitError
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // app holds what every command shares.
@@ -116,17 +115,20 @@ type app struct {
 func (a *app) rootCommand() *cobra.Command {
 	f := &runFlags{}
 	root := &cobra.Command{
-		Use:   "keel [prompt]",
-		Short: "keel is a coding agent for the terminal and a Go library",
-		Long: `keel sends your conversation to a model, runs the tools it asks for, and feeds the
-results back until the work is done. Run "keel -p PROMPT" for one headless run, or
-"keel demo" to watch a whole session offline against the built-in scripted model.`,
+		Use:           "keel [prompt]",
+		Short:         "keel is a coding agent for the terminal and a Go library",
+		Long:          rootLong,
 		Version:       Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.maxTurnsSet = cmd.Flags().Changed("max-turns")
+			if !f.print {
+				if err := commandTypo(cmd, args); err != nil {
+					return err
+				}
+			}
 			return a.runRoot(cmd.Context(), cmd, f, args)
 		},
 	}
@@ -139,5 +141,7 @@ results back until the work is done. Run "keel -p PROMPT" for one headless run, 
 	root.AddCommand(a.acpCommand())
 	root.AddCommand(a.pluginCommand())
 	root.AddCommand(a.dashboardCommand())
+	root.SetFlagErrorFunc(flagError)
+	guardSubcommands(root)
 	return root
 }

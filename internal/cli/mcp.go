@@ -32,7 +32,7 @@ type mcpFlags struct {
 
 func (f *mcpFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringArrayVar(&f.configs, "mcp-config", nil, "MCP servers from a JSON file or JSON text ({\"mcpServers\":{…}}); repeatable")
+	fl.StringArrayVar(&f.configs, "mcp-config", nil, "MCP servers from JSON files or JSON texts ({\"mcpServers\":{…}}; takes every argument up to the next flag)")
 	fl.BoolVar(&f.strict, "strict-mcp-config", false, "use only the servers of --mcp-config")
 	fl.StringVar(&f.toolSearch, "tool-search", "auto", "defer MCP tool schemas behind ToolSearch: on, off or auto")
 	fl.StringVar(&f.permissionPromptTool, "permission-prompt-tool", "", "MCP tool (mcp__server__tool) that answers permission questions")

@@ -64,6 +64,7 @@ var permissionModes = runconfig.PermissionModes()
 
 func (f *runFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	defer markSessionFlags(fl, flagNames(fl))
 	fl.BoolVarP(&f.print, "print", "p", false, "run the prompt headless and print the result")
 	fl.StringVar(&f.outputFormat, "output-format", "text", "output of -p: text, json or stream-json")
 	fl.StringVar(&f.inputFormat, "input-format", "text", "input of -p: text or stream-json (one user message per line on stdin)")
@@ -76,9 +77,9 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.providerName, "provider", "", "model API: anthropic or openai (OpenAI-compatible servers such as Ollama, vLLM, llama.cpp)")
 	fl.StringVar(&f.baseURL, "base-url", "", "base URL of the model API")
 	fl.StringVar(&f.cwd, "cwd", "", "working directory (default: the current directory)")
-	fl.StringArrayVar(&f.allowedTools, "allowedTools", nil, `tools and rules to allow without asking, e.g. "Bash(go test:*) Edit"`)
-	fl.StringArrayVar(&f.disallowedTools, "disallowedTools", nil, "tools and rules to deny")
-	fl.StringArrayVar(&f.addDirs, "add-dir", nil, "additional working directory the agent may use")
+	fl.StringArrayVar(&f.allowedTools, "allowedTools", nil, `tools and rules to allow without asking: --allowedTools "Bash(go test:*)" Edit (takes every argument up to the next flag)`)
+	fl.StringArrayVar(&f.disallowedTools, "disallowedTools", nil, "tools and rules to deny (takes every argument up to the next flag)")
+	fl.StringArrayVar(&f.addDirs, "add-dir", nil, "additional working directories the agent may use (takes every argument up to the next flag)")
 	fl.BoolVar(&f.skipPermissions, "dangerously-skip-permissions", false, "allow every tool call except deny rules (bypassPermissions mode)")
 	fl.StringArrayVar(&f.settings, "settings", nil, "extra settings: a JSON file or a JSON object (repeatable)")
 	fl.BoolVar(&f.trust, "trust", false, "trust this workspace for this run: run its hooks and MCP servers")
@@ -218,7 +219,7 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 	}
 	r = render.WithNotices(r, f.outputFormat, f.verbose, a.std.Err)
 	err = a.headless(ctx, sess, prompts, r, !f.noWait)
-	if ec, ok := errors.AsType[exitCodeError](err); ok && strings.HasPrefix(ec.err.Error(), "error_max_turns") && !f.maxTurnsSet && !a.env.MaxTurnsSet {
+	if ec, ok := errors.AsType[exitCodeError](err); ok && ec.result != nil && ec.result.Subtype == "error_max_turns" && !f.maxTurnsSet && !a.env.MaxTurnsSet {
 		ec.err = fmt.Errorf("%w; headless runs stop after %d turns unless --max-turns says otherwise (--max-turns 0: no limit)", ec.err, cfg.MaxTurns)
 		return ec
 	}
@@ -314,8 +315,21 @@ func (a *app) headless(ctx context.Context, sess *session.Session, prompts func(
 	if err := r.Finish(); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
-	if last != nil && last.IsError {
-		return exitCodeError{code: exitError, err: fmt.Errorf("%s: %s", last.Subtype, last.Text)}
+	return a.runOutcome(last)
+}
+
+// runOutcome is how a headless run ends for the shell: a failed run exits 1 with its message
+// in words (the result's subtype is for machine output only); a run in which some of the
+// model's calls were denied exits exitDenied, saying how many, since the answer it printed
+// may claim work that never happened.
+func (a *app) runOutcome(last *event.Result) error {
+	switch {
+	case last == nil:
+		return nil
+	case last.IsError:
+		return exitCodeError{code: exitError, err: errors.New(render.ResultMessage(*last)), result: last}
+	case len(last.Denials) > 0:
+		return exitCodeError{code: exitDenied, err: errors.New(render.DeniedSummary(len(last.Denials), exitDenied))}
 	}
 	return nil
 }
@@ -332,7 +346,11 @@ func (a *app) prompts(f *runFlags, args []string) (func() (string, bool, error),
 		prompt = strings.TrimSpace(string(b))
 	}
 	if prompt == "" {
-		return nil, usageError{errors.New("no prompt: give one as an argument or on stdin")}
+		msg := "no prompt: give one as an argument or on stdin"
+		if f.hasListFlag() {
+			msg += "; --allowedTools, --disallowedTools, --add-dir, --mcp-config and --tools take every argument up to the next flag, so put the prompt before them or after --"
+		}
+		return nil, usageError{errors.New(msg)}
 	}
 	done := false
 	return func() (string, bool, error) {

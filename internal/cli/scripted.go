@@ -1,6 +1,9 @@
 package cli
 
 import (
+	_ "embed"
+	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/spf13/cobra"
@@ -8,17 +11,31 @@ import (
 	"github.com/keel-dev/keel/internal/provider/scripted"
 )
 
+// scriptedExample is the commented scenario `keel scripted --example` prints.
+//
+//go:embed scripted_example.yaml
+var scriptedExample string
+
 func (a *app) scriptedCommand() *cobra.Command {
 	var addr string
+	var example bool
 	cmd := &cobra.Command{
 		Use:   "scripted SCENARIO.yaml",
 		Short: "serve the scripted model (Anthropic Messages and OpenAI chat APIs) for offline testing",
 		Long: `scripted serves a scripted model on a loopback address: POST /v1/messages (SSE or
 JSON), /v1/messages/count_tokens and /v1/chat/completions. The scenario file's ordered rules
 match request features and answer with text and tool calls, or inject faults. Point keel (or
-your own agent) at it with ANTHROPIC_BASE_URL=http://ADDR.`,
-		Args: cobra.ExactArgs(1),
+your own agent) at it with ANTHROPIC_BASE_URL=http://ADDR. keel scripted --example prints a
+commented scenario to start from.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if example {
+				_, err := fmt.Fprint(a.std.Out, scriptedExample)
+				return err
+			}
+			if len(args) == 0 {
+				return usageError{errors.New("keel scripted needs a scenario file (keel scripted --example > scenario.yaml writes one to start from)")}
+			}
 			sc, err := scripted.LoadScenario(args[0])
 			if err != nil {
 				return usageError{err}
@@ -28,5 +45,6 @@ your own agent) at it with ANTHROPIC_BASE_URL=http://ADDR.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8765", "address to listen on (loopback)")
+	cmd.Flags().BoolVar(&example, "example", false, "print a commented scenario and exit")
 	return cmd
 }

@@ -246,6 +246,7 @@ func (a *app) teamWorkerCommand() *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	ownFlagsHelp(cmd)
 	cmd.Flags().StringVar(&configFile, "config", "", "the lead's run configuration (written by the lead; run flags are then ignored)")
 	cmd.Flags().StringVar(&w.Team, "team", "", "the team to join")
 	cmd.Flags().StringVar(&w.Member, "member", "", "the member to run")
@@ -284,4 +285,11 @@ func (a *app) teams(ctx context.Context) (teamstore.Store, []coord.TeamInfo, err
 		return teamstore.Store{}, nil, err
 	}
 	return teamstore.Lister(ctx, a.env.Home, root, a.coordinationOptions())
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

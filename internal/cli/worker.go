@@ -55,6 +55,7 @@ task goes back to the board when its claim's lease lapses and another member fin
 		},
 	}
 	f.register(cmd)
+	ownFlagsHelp(cmd)
 	cmd.Flags().StringVar(&teamName, "team", "", "the team to join")
 	cmd.Flags().StringVar(&name, "name", "", "this worker's member name (default: from the host name and process id)")
 	cmd.Flags().BoolVar(&resume, "resume-member", false, "continue a stopped member of that name from its transcript, when it is on this host")

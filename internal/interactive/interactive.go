@@ -12,6 +12,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/charmbracelet/x/term"
@@ -21,10 +22,22 @@ import (
 	"github.com/keel-dev/keel/internal/tui"
 )
 
+// UI is how the command line asks the terminal UI to look and start.
+type UI struct {
+	NoColor bool
+	Version string
+	// BypassAgreed skips the bypassPermissions question: the user passed
+	// --dangerously-skip-permissions, which says the same (a script driving the UI has
+	// nobody to answer it). Nothing is recorded, so --permission-mode bypassPermissions
+	// still asks once.
+	BypassAgreed bool
+}
+
 // Run starts a session with opts and hands it to the terminal UI; prompt, if any, is the
 // first one. When in or out is not a terminal it falls back to a line-oriented loop: one
 // prompt per input line, plain text out.
-func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, out io.Writer, noColor bool, version string) error {
+func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, out io.Writer, ui UI) error {
+	noColor, version := ui.NoColor, ui.Version
 	if !isTerminal(in) || !isTerminal(out) {
 		pa := tui.NewPlainAsker(in, out)
 		// No trust question here: its answer would take the first line of piped input. The
@@ -66,7 +79,7 @@ func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, ou
 	if err != nil {
 		return err
 	}
-	if ok, err := confirmBypass(ctx, sess, opts, noColor, out); !ok {
+	if ok, err := confirmBypass(ctx, sess, opts, ui, out); !ok {
 		sess.Close()
 		return err
 	}
@@ -82,6 +95,7 @@ func Run(ctx context.Context, opts keel.Options, prompt string, in io.Reader, ou
 		NoColor:  noColor,
 		Version:  version,
 		Out:      out,
+		Editor:   editor(opts.Getenv),
 		// The UI's preferences and bug reports live in keel's directory.
 		PrefsPath: inDataDir(opts, "tui.json"),
 		ReportDir: inDataDir(opts, "bug-reports"),
@@ -280,3 +294,14 @@ func (b *backend) SendPending(ctx context.Context) iter.Seq2[keel.Event, error] 
 }
 
 func (b *backend) OnIdleEvents(fn func(keel.Event)) { b.s().OnIdleEvents(fn) }
+
+// editor is the user's editor command: $VISUAL, else $EDITOR.
+func editor(getenv func(string) string) string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if v := strings.TrimSpace(getenv("VISUAL")); v != "" {
+		return v
+	}
+	return strings.TrimSpace(getenv("EDITOR"))
+}

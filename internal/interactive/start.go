@@ -36,12 +36,13 @@ func chooseSession(ctx context.Context, opts keel.Options, noColor bool) (keel.O
 }
 
 // confirmBypass asks, once per keel directory, before the first session that runs in
-// bypassPermissions mode (by flag or by settings); no closes the session.
-func confirmBypass(ctx context.Context, sess *keel.Session, opts keel.Options, noColor bool, out io.Writer) (bool, error) {
-	if sess.PermissionMode() != "bypassPermissions" || keel.BypassAccepted(opts) {
+// bypassPermissions mode (by --permission-mode or by settings), unless
+// --dangerously-skip-permissions already said yes; no closes the session.
+func confirmBypass(ctx context.Context, sess *keel.Session, opts keel.Options, ui UI, out io.Writer) (bool, error) {
+	if sess.PermissionMode() != "bypassPermissions" || ui.BypassAgreed || keel.BypassAccepted(opts) {
 		return true, nil
 	}
-	ok, err := tui.ConfirmBypass(ctx, noColor)
+	ok, err := tui.ConfirmBypass(ctx, ui.NoColor)
 	if err != nil || !ok {
 		return false, err
 	}

@@ -32,6 +32,16 @@ func ResultMessage(res event.Result) string {
 	return "The run failed."
 }
 
+// DeniedSummary is the last thing a headless run whose calls were denied says: how many,
+// and the exit status that tells a script so.
+func DeniedSummary(n, status int) string {
+	calls := "1 tool call was"
+	if n != 1 {
+		calls = fmt.Sprintf("%d tool calls were", n)
+	}
+	return fmt.Sprintf("%s denied, so the work may be incomplete (exit status %d); each denial names the rule that would allow the call", calls, status)
+}
+
 // RetryLine is the line a retried model request prints: "keel: retrying (attempt 3 of 10 in
 // 7 s): connection refused to http://…".
 func RetryLine(e event.Retry) string {

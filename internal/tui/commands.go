@@ -43,11 +43,17 @@ var commands = []command{
 	{"/skills", "list the skills and custom commands; /skills reload reads them again", (*Model).cmdSkills},
 	{"/agents", "list agent definitions", func(m *Model, _ string) tea.Cmd { m.listAgents(); return nil }},
 	{"/mcp", "MCP servers; /mcp login NAME signs in", (*Model).cmdMCP},
-	{"/memory", "list the memory files in use", (*Model).cmdMemory},
+	{"/plugin", "plugins: list and switch on or off, install, uninstall; /plugin marketplace [add SOURCE]", (*Model).cmdPlugin},
+	{"/memory", "the memory files in use; enter opens one in your editor", (*Model).cmdMemory},
 	{"/todos", "the agent's todo list", (*Model).cmdTodos},
 	{"/bashes", "background shells: list, stop", (*Model).cmdBashes},
 	{"/init", "write a KEEL.md from what the project's files say", (*Model).cmdInit},
+	{"/add-dir", "add a working directory: /add-dir DIR", func(m *Model, arg string) tea.Cmd { return m.submit(strings.TrimSpace("/add-dir " + arg)) }},
+	{"/review", "review a pull request (gh): /review [NUMBER]", promptCommand("/review", reviewPrompt)},
+	{"/security-review", "review this branch's changes for security problems", promptCommand("/security-review", securityReviewPrompt)},
+	{"/pr-comments", "show a pull request's comments (gh): /pr-comments [NUMBER]", promptCommand("/pr-comments", prCommentsPrompt)},
 	{"/bug", "write a bug report (keys and tokens redacted): /bug WHAT WENT WRONG", (*Model).cmdBug},
+	{"/feedback", "same as /bug", (*Model).cmdBug},
 	{"/team", "show the agent team; /team NAME views a teammate", func(m *Model, arg string) tea.Cmd { return m.teamCommand("/team", arg) }},
 	{"/tasks", "the team's task board", func(m *Model, arg string) tea.Cmd { return m.teamCommand("/tasks", arg) }},
 	{"/msg", "message a teammate: /msg NAME TEXT", func(m *Model, arg string) tea.Cmd { return m.teamCommand("/msg", arg) }},
@@ -164,21 +170,6 @@ func (m *Model) cmdMCP(arg string) tea.Cmd {
 		return m.loginMCP(strings.TrimSpace(name))
 	}
 	m.listMCP()
-	return nil
-}
-
-func (m *Model) cmdMemory(string) tea.Cmd {
-	ml, ok := m.b.(MemoryLister)
-	if !ok {
-		m.notice(unavailable("/memory"))
-		return nil
-	}
-	var b strings.Builder
-	b.WriteString("Memory files")
-	for _, f := range ml.MemoryFiles() {
-		fmt.Fprintf(&b, "\n  %s (%s)", f.Path, f.Scope)
-	}
-	m.notice(b.String())
 	return nil
 }
 

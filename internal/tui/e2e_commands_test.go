@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/keel-dev/keel/internal/provider/scripted"
 )
 
 // command types a slash command and enters it.
@@ -106,4 +108,47 @@ func TestE2ESlashCommandsChange(t *testing.T) {
 	tm.waitFor("NORMAL")
 	tm.typeText("0x")
 	tm.waitFor("❯ ello there") // x deleted the first character
+}
+
+// TestE2EPromptCommands: /review and /security-review show the command as typed and send the
+// model the instructions behind it; /add-dir adds a working directory (item 9).
+func TestE2EPromptCommands(t *testing.T) {
+	srv := startScripted(t, append([]scripted.Rule{
+		{When: scripted.Match{UserText: "Review a pull request"}, Reply: []scripted.Block{scripted.Text("Reviewing pull request 42.")}},
+		{When: scripted.Match{UserText: "security problems"}, Reply: []scripted.Block{scripted.Text("No security problems found.")}},
+	}, e2eRules...)...)
+	dir := t.TempDir()
+	other := t.TempDir()
+	tm := startKeel(t, srv, dir, 120, 40)
+	tm.waitFor("shift+tab")
+	tm.command("/review 42")
+	s := tm.waitFor("Reviewing pull request 42.")
+	mustContain(t, "/review", s, "❯ /review 42")
+	if strings.Contains(s, "gh pr diff") {
+		t.Errorf("the transcript shows the instructions instead of the command:\n%s", s)
+	}
+	tm.command("/security-review")
+	tm.waitFor("No security problems found.")
+	tm.command("/add-dir " + other)
+	tm.waitFor("to the working directories")
+}
+
+// TestE2EMemoryEdit: /memory lists the memory files and offers the project's KEEL.md when
+// there is none; enter opens it in $EDITOR, the UI back once the editor exits (item 9).
+func TestE2EMemoryEdit(t *testing.T) {
+	srv := startScripted(t, e2eRules...)
+	dir := t.TempDir()
+	ed := filepath.Join(t.TempDir(), "ed.sh")
+	if err := os.WriteFile(ed, []byte("#!/bin/sh\necho '- indent with tabs' >> \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tm := startKeelEnv(t, srv, dir, 120, 30, []string{"EDITOR=" + ed})
+	tm.waitFor("shift+tab")
+	tm.command("/memory")
+	mustContain(t, "/memory", tm.waitFor("Memory files: enter opens one in your editor"), filepath.Join(dir, "KEEL.md")+" (new)")
+	tm.keys("Enter")
+	tm.waitFor("edited " + filepath.Join(dir, "KEEL.md"))
+	if b, err := os.ReadFile(filepath.Join(dir, "KEEL.md")); err != nil || string(b) != "- indent with tabs\n" {
+		t.Errorf("the editor wrote (%v) %q", err, b)
+	}
 }

@@ -87,6 +87,20 @@ func TestE2EBypassAsksOnce(t *testing.T) {
 	}
 }
 
+// TestE2ESkipPermissionsFlagAgrees: --dangerously-skip-permissions is the agreement itself
+// (a script driving the UI has nobody to answer), and records nothing.
+func TestE2ESkipPermissionsFlagAgrees(t *testing.T) {
+	srv := startScripted(t, e2eRules...)
+	dir := t.TempDir()
+	tm := startKeel(t, srv, dir, 100, 30, "--dangerously-skip-permissions")
+	if s := tm.waitFor("shift+tab"); strings.Contains(s, "keel is starting in bypassPermissions mode") || !strings.Contains(s, "bypassPermissions") {
+		t.Errorf("--dangerously-skip-permissions asked, or did not start in bypassPermissions:\n%s", s)
+	}
+	tm.command("/exit")
+	tm = startKeel(t, srv, dir, 100, 30, "--permission-mode", "bypassPermissions")
+	tm.waitFor("keel is starting in bypassPermissions mode")
+}
+
 // TestE2ESettingsErrorBeforeTrust: a settings file that does not parse is reported, with its
 // file, line and column, before the trust question is asked (item 8).
 func TestE2ESettingsErrorBeforeTrust(t *testing.T) {
@@ -104,4 +118,17 @@ func TestE2ESettingsErrorBeforeTrust(t *testing.T) {
 	if strings.Contains(s, "Do you trust") {
 		t.Errorf("the trust question came before the settings error:\n%s", s)
 	}
+}
+
+// TestE2ERetryShown: a retried model request is said under the prompt while keel waits, in
+// the words the headless stderr line uses (item 7).
+func TestE2ERetryShown(t *testing.T) {
+	srv := startScripted(t,
+		scripted.Rule{When: scripted.Match{UserText: "busy model"}, Times: 1, Fault: &scripted.Fault{Status: 529, RetryAfter: 3}},
+		scripted.Rule{When: scripted.Match{UserText: "busy model"}, Reply: []scripted.Block{scripted.Text("Answered after a retry.")}})
+	tm := startKeel(t, srv, t.TempDir(), 120, 30)
+	tm.waitFor("shift+tab")
+	tm.command("busy model")
+	tm.waitFor("retrying (attempt 2 of ")
+	tm.waitFor("Answered after a retry.")
 }

@@ -38,6 +38,9 @@ type Config struct {
 	// PrefsPath is the file the UI keeps its theme and editor mode in; "" keeps them for this
 	// run only. ReportDir is where /bug writes reports; "" turns /bug off.
 	PrefsPath, ReportDir string
+	// Editor is the command /memory opens a file with ($VISUAL, else $EDITOR; it may carry
+	// arguments); "" lists the files only.
+	Editor string
 	// Out receives the conversation when the UI ends, for the terminal's scrollback (the
 	// full-screen view leaves nothing behind), and how to resume it; nil writes nothing.
 	Out io.Writer

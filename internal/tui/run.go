@@ -11,7 +11,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/keel-dev/keel"
-	"github.com/keel-dev/keel/internal/cost"
 )
 
 // Run runs the full-screen UI until the user quits or ctx ends.
@@ -99,14 +98,10 @@ func RunPlain(ctx context.Context, b Backend, a *PlainAsker, prompt string) erro
 					status = "error"
 				}
 				fmt.Fprintf(out, "  ⎿ %s %s\n", status, fmtDur(e.Duration))
-			case keel.Notice:
-				fmt.Fprintf(out, "\n[%s] %s\n", e.Level, e.Text)
-			case keel.Result:
-				all, any := true, len(e.ModelUsage) == 0
-				for _, mu := range e.ModelUsage {
-					all, any = all && mu.PriceKnown, any || mu.PriceKnown
+			default:
+				if line := plainLine(ev); line != "" {
+					fmt.Fprintf(out, "\n%s\n", line)
 				}
-				fmt.Fprintf(out, "\n[%s · %s]\n", e.Subtype, cost.Format(e.CostUSD, all, any, 4))
 			}
 		}
 		return ctx.Err()
