@@ -267,7 +267,10 @@ func (p *parsed) anthropicTools(tools []json.RawMessage) (map[string][]byte, err
 		name, _ := obj["name"].(string)
 		p.view.tools = append(p.view.tools, name)
 	}
-	if len(deferred) > 0 && p.view.searchTool == "" {
+	// The API also accepts deferred tools with a search of the client's own (an ordinary tool
+	// whose results hold tool_reference blocks, as Claude Code sends): only a request whose
+	// every tool is deferred has nothing to search with.
+	if len(deferred) > 0 && p.view.searchTool == "" && sent == 0 {
 		return nil, badRequest("tools: deferred tools (defer_loading) need a tool search tool in the request")
 	}
 	return deferred, nil
