@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -460,10 +461,10 @@ func checkBreakpoints(blocks []cacheBlock) error {
 }
 
 // reminder matches a <system-reminder> block a harness adds to a user message.
-var reminder = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
+var reminder = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`) })
 
 // withoutReminders cuts the harness's system reminders out of user text: a rule's user_text
 // is about what the user wrote, not the listings and notes the harness adds beside it.
 func withoutReminders(s string) string {
-	return strings.TrimSpace(reminder.ReplaceAllString(s, ""))
+	return strings.TrimSpace(reminder().ReplaceAllString(s, ""))
 }
