@@ -238,9 +238,14 @@ func (c *Clearer) Clear(history []message.Message, model string, readOnly func(n
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.policy
-	size := estimate(history)
-	if c.last != nil && c.last.input > size {
+	// The last response's input is exact; the estimate (which marshals the history) is only
+	// needed below the trigger, where the history is small, or before the first response.
+	var size int64
+	if c.last != nil {
 		size = c.last.input
+	}
+	if size < p.Trigger {
+		size = max(size, estimate(history))
 	}
 	if size < p.Trigger {
 		return history, Report{}
