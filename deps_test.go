@@ -130,6 +130,7 @@ var layers = []struct {
 		"internal/memory", "internal/permission", "internal/outputstyle"}},
 	{"capabilities: what an agent uses, and how runs are configured and shown", []string{"internal/provider/anthropic",
 		"internal/provider/openai", "internal/provider/connect", "internal/provider/scripted", "internal/prompt", "internal/cachewatch",
+		"internal/clearing",
 		"internal/hooks", "internal/shell", "internal/lsp", "internal/webfetch", "internal/websearch", "internal/mcphost", "internal/skill",
 		"internal/agentdef", "internal/background", "internal/worktree", "internal/toolsearch", "internal/builtin",
 		"internal/coord/fscoord", "internal/coord/natscoord", "internal/runconfig", "internal/render", "internal/mcpserve",
@@ -140,7 +141,7 @@ var layers = []struct {
 	{"composition: a session, and the supervisor that runs its agents beyond it", []string{"internal/session", "internal/daemon"}},
 	{"frontends and the public API", []string{"", "keeltest", "internal/control", "internal/tui", "internal/interactive",
 		"internal/cli", "internal/cli/demo", "internal/acp", "internal/dashboard"}},
-	{"commands", []string{"cmd/keel", "cmd/keel-tui", "cmd/keel-nats", "cmd/keel-otel"}},
+	{"commands", []string{"cmd/keel", "cmd/keel-tui", "cmd/keel-nats", "cmd/keel-otel", "scripts/costbench"}},
 }
 
 // testOnly are the packages for tests only (doubles, helpers, test commands): outside the

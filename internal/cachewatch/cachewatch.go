@@ -6,7 +6,8 @@
 //
 // Use one [Watcher] per agent: call Observe with each request before sending it and Report
 // with the usage of its response. Compaction and /clear call Announce first, so the fresh
-// prefix they create is not reported.
+// prefix they create is not reported; clearing old tool results calls Declare, which excuses
+// the changed messages only.
 package cachewatch
 
 import (
@@ -56,13 +57,15 @@ type Totals struct {
 	Hits, Misses int
 	Breaks       int
 	ByKind       map[string]int
+	// Declared counts prefix changes made on purpose and declared first ([Watcher.Declare]).
+	Declared int
 	// ReadTokens and WriteTokens sum the cache-read and cache-creation tokens reported.
 	ReadTokens, WriteTokens int64
 }
 
 // Add sums totals, for a result line covering several agents.
 func (t Totals) Add(o Totals) Totals {
-	sum := Totals{Hits: t.Hits + o.Hits, Misses: t.Misses + o.Misses, Breaks: t.Breaks + o.Breaks,
+	sum := Totals{Hits: t.Hits + o.Hits, Misses: t.Misses + o.Misses, Breaks: t.Breaks + o.Breaks, Declared: t.Declared + o.Declared,
 		ReadTokens: t.ReadTokens + o.ReadTokens, WriteTokens: t.WriteTokens + o.WriteTokens}
 	for _, m := range []map[string]int{t.ByKind, o.ByKind} {
 		for k, v := range m {
@@ -103,6 +106,9 @@ type Watcher struct {
 	mu        sync.Mutex
 	prev      *snapshot
 	announced string
+	// declared, if set, is the first message (as sent, merged) the next request changes on
+	// purpose.
+	declared *declaration
 	// lastInput is the total input of the last reported response: all of it was written to
 	// the cache (the newest message carries a breakpoint), so the next request should read it.
 	lastInput int64
@@ -135,6 +141,21 @@ func (w *Watcher) Announce(reason string) {
 	w.announced = reason
 }
 
+type declaration struct {
+	from   int
+	reason string
+}
+
+// Declare says the next request changes its messages from index from on (counted as sent:
+// consecutive messages of one role merged) on purpose — old tool results replaced by stubs.
+// Those changes are not breaks and the cache read is not held to the old prefix; a change
+// anywhere else (tools, system, model, an earlier message) still is a break.
+func (w *Watcher) Declare(from int, reason string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.declared = &declaration{from: from, reason: reason}
+}
+
 // Observe compares req, about to be sent, with the previous request and returns the breaks
 // it explains. sections names req.System's blocks in order (prompt.Rendered.Names); blocks
 // beyond it are named "system[i]". A compaction request is ignored: its prefix is never
@@ -151,12 +172,20 @@ func (w *Watcher) Observe(req *provider.Request, sections []string) []Break {
 	prev := w.prev
 	w.prev = snap
 	w.expect = 0
+	declared := w.declared
+	w.declared = nil
 	if prev == nil || w.announced != "" {
 		w.announced = ""
 		w.lastInput = 0
 		return nil
 	}
 	breaks := diff(prev, snap)
+	if declared != nil {
+		w.totals.Declared++
+		breaks = excuse(breaks, declared.from)
+		w.count(breaks)
+		return breaks
+	}
 	if len(breaks) == 0 && w.lastInput >= w.minCacheable {
 		w.expect = w.lastInput
 		w.gap = now.Sub(prev.at)
@@ -164,6 +193,22 @@ func (w *Watcher) Observe(req *provider.Request, sections []string) []Break {
 	}
 	w.count(breaks)
 	return breaks
+}
+
+// excuse drops the message change a declaration covers: the first changed message at or
+// after from.
+func excuse(breaks []Break, from int) []Break {
+	var out []Break
+	for _, b := range breaks {
+		var i int
+		if b.Kind == KindMessageChanged {
+			if _, err := fmt.Sscanf(b.Segment, "messages[%d]", &i); err == nil && i >= from {
+				continue
+			}
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // Report records the usage of the response to the last observed request and returns a break

@@ -262,3 +262,44 @@ func TestTotalsAdd(t *testing.T) {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// A declared clearing excuses the messages it changed and nothing else: no break for them, no
+// cache read held to the old prefix, a count in Totals.Declared; a tool added in the same
+// request is still a break.
+func TestDeclaredClearing(t *testing.T) {
+	w := New(Options{})
+	r := next(next(base(), 1), 2)
+	w.Observe(r, sections)
+	w.Report(message.Usage{InputTokens: 10, CacheCreationInputTokens: 6000})
+
+	cleared := next(r, 3)
+	cleared.Messages[2] = message.User(message.Text("[Old tool result cleared to keep the context small: …]"))
+	w.Declare(2, "old tool results cleared")
+	if got := w.Observe(cleared, sections); got != nil {
+		t.Errorf("declared clearing reported %v", strs(got))
+	}
+	if got := w.Report(message.Usage{InputTokens: 10, CacheReadInputTokens: 1200, CacheCreationInputTokens: 5000}); got != nil {
+		t.Errorf("the short read of a declared clearing reported %v", strs(got))
+	}
+
+	// The declaration covers one request: a later change is a break again.
+	edited := next(cleared, 4)
+	edited.Messages[2] = message.User(message.Text("edited"))
+	if got := strs(w.Observe(edited, sections)); !cmp.Equal(got, []string{"messages[2]: content changed"}) {
+		t.Errorf("after the declared request got %v", got)
+	}
+
+	// A declaration from message 4 does not excuse an earlier change, nor a new tool.
+	w.Report(message.Usage{InputTokens: 6000})
+	more := next(edited, 5)
+	more.Messages[1] = message.Assistant(message.Text("rewritten"))
+	more.Tools = append(slices.Clone(more.Tools), provider.ToolSpec{Name: "mcp__x__y", InputSchema: json.RawMessage(`{}`)})
+	w.Declare(4, "old tool results cleared")
+	got := strs(w.Observe(more, sections))
+	if diff := cmp.Diff([]string{"tools: mcp__x__y added", "messages[1]: content changed"}, got); diff != "" {
+		t.Errorf("undeclared changes (-want +got):\n%s", diff)
+	}
+	if tot := w.Totals(); tot.Declared != 2 || tot.Breaks != 3 {
+		t.Errorf("totals: declared %d, breaks %d; want 2, 3", tot.Declared, tot.Breaks)
+	}
+}

@@ -26,12 +26,15 @@ import (
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
-// Prompt asks for the summary that replaces the history.
+// Prompt asks for the summary that replaces the history. The summary is written once and
+// then read on every later request, so it names what can be looked up again — file paths,
+// symbols, commands — instead of copying it: the model reads a file again when it needs it.
 const Prompt = `Summarise this conversation so that you can continue the work from the summary alone. Include:
 - the user's requests and intent, in their words where it matters;
-- what has been done: files read and changed (with paths), commands run and their outcomes;
+- what has been done: the paths of the files read and of the files changed (with what changed, a line each), commands run and their outcomes;
 - decisions made and why, errors met and how they were solved;
 - the current state and the exact next step.
+Do not copy file contents, code or tool output that can be read again: name the file (with the function or lines that matter) and read it again when you need it. Quote only what cannot be recovered, such as the user's exact words or an error message.
 Be complete about facts and brief in wording. Reply with the summary only.`
 
 // MaxTokens is the output budget of the summary.

@@ -2,6 +2,7 @@ package compact
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/keel-dev/keel/internal/message"
@@ -60,3 +61,14 @@ func TestHistoryStartsAtTheBoundary(t *testing.T) {
 }
 
 func ptr(m message.Message) *message.Message { return &m }
+
+// The summary prompt asks for paths and decisions and forbids copying what can be read again:
+// the summary is read on every later request.
+func TestPromptAsksForPathsNotContent(t *testing.T) {
+	for _, want := range []string{"the paths of the files read and of the files changed", "decisions made and why",
+		"Do not copy file contents, code or tool output that can be read again", "read it again when you need it"} {
+		if !strings.Contains(Prompt, want) {
+			t.Errorf("the summary prompt lacks %q", want)
+		}
+	}
+}

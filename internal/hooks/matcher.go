@@ -4,12 +4,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // plainMatcher is a matcher that is only names and "|": Claude Code compares those exactly
 // ("Edit|Write" matches Edit and Write, never NotebookEdit) and treats anything else as a
 // regular expression.
-var plainMatcher = regexp.MustCompile(`^[A-Za-z0-9_|]+$`)
+var plainMatcher = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_|]+$`) })
 
 // matcher selects hooks by tool name (or, for some events, source, trigger, agent type).
 type matcher struct {
@@ -26,7 +27,7 @@ func compileMatcher(s string) (matcher, error) {
 	switch {
 	case s == "" || s == "*":
 		return matcher{all: true}, nil
-	case plainMatcher.MatchString(s):
+	case plainMatcher().MatchString(s):
 		return matcher{exact: strings.Split(s, "|")}, nil
 	}
 	re, err := regexp.Compile(s)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/keel-dev/keel/internal/clearing"
 	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
@@ -40,6 +41,12 @@ type Sink interface {
 type CacheWatcher interface {
 	BeforeSend(req *provider.Request, sections []string) []event.CacheBreak
 	AfterResponse(u message.Usage) []event.CacheBreak
+}
+
+// BreakDeclarer is a [CacheWatcher] that can be told of a prefix change made on purpose: the
+// messages from index from on (as sent, merged) change in the next request.
+type BreakDeclarer interface {
+	Declare(from int, reason string)
 }
 
 // System is a rendered system prompt: the blocks sent and a name for each, so cache
@@ -117,6 +124,10 @@ type Agent struct {
 	Check func(out *Outcome) (subtype string, stop bool)
 	// Meter, if set, is told the usage of every response as it arrives.
 	Meter Meter
+	// Clear, if set, replaces the oldest tool results with stubs when the context grew past
+	// its threshold and clearing pays (package clearing); Watch is told first, when it is a
+	// [BreakDeclarer].
+	Clear *clearing.Clearer
 
 	// mu guards saved.
 	mu    sync.Mutex
@@ -204,8 +215,13 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 			}
 			out.Messages = compacted
 			lastInput = 0
+			if a.Clear != nil {
+				a.Clear.Reset("compaction")
+			}
 		}
-		req, sys := a.assemble(ctx, out.Messages)
+		pool := a.pool(ctx)
+		stable := a.clearStale(out, pool)
+		req, sys := a.assemble(ctx, out.Messages, pool, stable)
 		done, invalid, err := a.stream(ctx, req, sys, out)
 		if err != nil {
 			if !repaired && a.repair(out, err) {
@@ -217,6 +233,9 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 		reply := done.Message
 		out.Turns++
 		lastInput = out.lastUsage.TotalInput()
+		if a.Clear != nil {
+			a.Clear.Sent(req, lastInput)
+		}
 		if err := a.appendMessage(ctx, out, reply); err != nil {
 			return a.fail(out, err)
 		}

@@ -17,8 +17,10 @@ import (
 const DefaultMaxTokens = 32000
 
 // assemble builds the next request from the agent's fixed parts and the history. It is a pure
-// function of its inputs: the same history gives the same request, byte for byte.
-func (a *Agent) assemble(ctx context.Context, history []message.Message) (*provider.Request, System) {
+// function of its inputs: the same history gives the same request, byte for byte. stable, if
+// set, is the end of a prefix the cache holds though later messages changed (old tool results
+// cleared); the request marks it.
+func (a *Agent) assemble(ctx context.Context, history []message.Message, pool *tool.Pool, stable *provider.BlockRef) (*provider.Request, System) {
 	maxTokens := a.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = DefaultMaxTokens
@@ -28,13 +30,14 @@ func (a *Agent) assemble(ctx context.Context, history []message.Message) (*provi
 		sys = a.System(ctx)
 	}
 	req := &provider.Request{
-		Model:     a.Model,
-		MaxTokens: maxTokens,
-		System:    sys.Blocks,
-		Tools:     Specs(a.pool(ctx)),
-		Messages:  Merge(history),
-		Thinking:  a.Thinking,
-		Source:    a.Source,
+		Model:        a.Model,
+		MaxTokens:    maxTokens,
+		System:       sys.Blocks,
+		Tools:        Specs(pool),
+		Messages:     Merge(history),
+		Thinking:     a.Thinking,
+		Source:       a.Source,
+		SharedPrefix: stable,
 	}
 	if a.Prepare != nil {
 		a.Prepare(req)

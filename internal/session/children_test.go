@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/keel-dev/keel/internal/clearing"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/mcphost/mcptest"
 	"github.com/keel-dev/keel/internal/provider/scripted"
@@ -44,6 +45,10 @@ func compactedBy(events []event.Event, name string) bool {
 	return false
 }
 
+// noClearing turns off the clearing of stale tool results, which would keep these histories
+// below the compaction threshold.
+var noClearing = []string{`{"clearToolResults": false}`}
+
 // A subagent whose history outgrows the window compacts, as the main agent does.
 func TestSubagentCompactsWhenItsContextFills(t *testing.T) {
 	_, cwd := longSession(t, 0)
@@ -52,7 +57,7 @@ func TestSubagentCompactsWhenItsContextFills(t *testing.T) {
 		scripted.Rule{Name: "main delegates", When: leadTurn(scripted.Match{UserText: "delegate"}), Reply: []scripted.Block{
 			scripted.ToolUse("Agent", map[string]any{"description": "reader", "prompt": "read big.txt over and over", "subagent_type": "general-purpose"})}},
 		scripted.Rule{Name: "main done", When: leadTurn(scripted.Match{ToolResult: "Agent"}), Reply: []scripted.Block{scripted.Text("delegated")}})
-	h := newHarness(t, &scripted.Scenario{Rules: rules}, Options{Cwd: cwd, ContextWindow: 30_000, PermissionMode: "bypassPermissions"})
+	h := newHarness(t, &scripted.Scenario{Rules: rules}, Options{Cwd: cwd, ContextWindow: 30_000, PermissionMode: "bypassPermissions", SettingsArgs: noClearing})
 	events := h.send(t, "delegate")
 	if res := result(t, events); res.Text != "delegated" {
 		t.Fatalf("result %q", res.Text)
@@ -65,6 +70,42 @@ func TestSubagentCompactsWhenItsContextFills(t *testing.T) {
 	}
 }
 
+// A subagent clears its stale tool results as the main agent does: its later requests carry
+// stubs for its oldest Reads, so its history stays below the compaction threshold.
+func TestSubagentClearsStaleToolResults(t *testing.T) {
+	_, cwd := longSession(t, 0)
+	child := scripted.Match{LacksTool: "Agent"}
+	rules := append(readsBig(child, 14),
+		scripted.Rule{Name: "main delegates", When: leadTurn(scripted.Match{UserText: "delegate"}), Reply: []scripted.Block{
+			scripted.ToolUse("Agent", map[string]any{"description": "reader", "prompt": "read big.txt over and over", "subagent_type": "general-purpose"})}},
+		scripted.Rule{Name: "main done", When: leadTurn(scripted.Match{ToolResult: "Agent"}), Reply: []scripted.Block{scripted.Text("delegated")}})
+	h := newHarness(t, &scripted.Scenario{Rules: rules}, Options{Cwd: cwd, ContextWindow: 60_000, PermissionMode: "bypassPermissions"})
+	events := h.send(t, "delegate")
+	if res := result(t, events); res.Text != "delegated" {
+		t.Fatalf("result %q", res.Text)
+	}
+	stubbed := 0
+	for _, r := range h.srv.Requests() {
+		if strings.Contains(string(r.Body), `"name":"Agent"`) {
+			continue
+		}
+		if strings.Contains(string(r.Body), clearing.StubPrefix) {
+			stubbed++
+		}
+	}
+	if stubbed == 0 {
+		t.Error("the subagent's requests carry no stub of a cleared tool result")
+	}
+	if compactedBy(events, "general-purpose") {
+		t.Error("the subagent compacted although clearing kept its history small")
+	}
+	for _, e := range events {
+		if b, ok := e.(event.CacheBreak); ok {
+			t.Errorf("cache break reported: %s: %s (%s)", b.Segment, b.Reason, b.Origin.AgentName)
+		}
+	}
+}
+
 // A teammate whose history outgrows the window compacts too.
 func TestTeammateCompactsWhenItsContextFills(t *testing.T) {
 	_, cwd := longSession(t, 0)
@@ -73,7 +114,7 @@ func TestTeammateCompactsWhenItsContextFills(t *testing.T) {
 			scripted.ToolUse("Agent", map[string]any{"description": "reader", "prompt": "read big.txt over and over", "name": "alice"})}},
 		scripted.Rule{Name: "lead waits", When: leadTurn(scripted.Match{ToolResult: "Agent"}), Reply: []scripted.Block{scripted.Text("alice reads")}})
 	sc := &scripted.Scenario{Rules: rules, Fallback: &scripted.Rule{Reply: []scripted.Block{scripted.Text("noted")}}}
-	h := newHarness(t, sc, Options{Cwd: cwd, ContextWindow: 30_000, PermissionMode: "bypassPermissions",
+	h := newHarness(t, sc, Options{Cwd: cwd, ContextWindow: 30_000, PermissionMode: "bypassPermissions", SettingsArgs: noClearing,
 		Team: TeamOptions{Enabled: true, ShutdownTimeout: waittest.Timeout()}})
 	var mu sync.Mutex
 	var idle []event.Event

@@ -106,7 +106,7 @@ func TestCompactionReadsTheCache(t *testing.T) {
 // history outgrows the window's threshold, reads the cache the same way.
 func TestAutoCompactionReadsTheCache(t *testing.T) {
 	sc, cwd := longSession(t, 12)
-	h := newHarness(t, sc, Options{Cwd: cwd, ContextWindow: 30_000})
+	h := newHarness(t, sc, Options{Cwd: cwd, ContextWindow: 30_000, SettingsArgs: noClearing})
 	result(t, h.send(t, "read big.txt over and over"))
 	c := compactionRequest(t, h)
 	var prev scripted.Recorded

@@ -40,6 +40,9 @@ type Settings struct {
 	// AutoCompactThreshold is the percentage (1–100) of the context window at which the
 	// conversation is compacted.
 	AutoCompactThreshold Value[float64]
+	// ClearToolResults switches the clearing of stale tool results (old results replaced by
+	// stubs once the context grows, when that saves cost) on or off; on when unset.
+	ClearToolResults Value[bool]
 	// WebSearch picks the WebSearch tool's backend.
 	WebSearch WebSearch
 	// LSPServers are the language servers by name; edits are checked with them.
@@ -105,6 +108,7 @@ var keyTable = []keyDef{
 	scalar("teammateMode", func(s *Settings) *Value[string] { return &s.TeammateMode }, decOneOf(TeammateModes...)),
 	list("cacheTTL1h", func(s *Settings) *[]Value[string] { return &s.CacheTTL1h }, decPattern),
 	scalar("autoCompactThreshold", func(s *Settings) *Value[float64] { return &s.AutoCompactThreshold }, decNumberIn(1, 100, "a percentage of the context window")),
+	scalar("clearToolResults", func(s *Settings) *Value[bool] { return &s.ClearToolResults }, decBool),
 	webSearchKey(),
 	lspKey(),
 	coordinationKey(),
@@ -280,6 +284,8 @@ var narrowingKeys = map[string]bool{
 	"enableAllProjectMcpServers": true, "enabledMcpjsonServers": true, "disabledMcpjsonServers": true,
 	"allowedMcpServers": true, "deniedMcpServers": true, "forkSubagents": true, "cacheTTL1h": true,
 	"autoCompactThreshold": true, "teammateMode": true,
+	// Clearing stale tool results changes what the model keeps seeing, not what it may do.
+	"clearToolResults": true,
 	// How answers are worded: a style changes the prompt as a project's memory files do
 	// before trust, and grants nothing.
 	"outputStyle": true,

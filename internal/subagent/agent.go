@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/cachewatch"
+	"github.com/keel-dev/keel/internal/clearing"
 	"github.com/keel-dev/keel/internal/compact"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/loop"
@@ -49,6 +50,10 @@ type Seams struct {
 	// bin/ folders on PATH). Both reach every agent's calls; nil leaves them unset.
 	Traceparent func(toolUseID string) string
 	Environ     func() []string
+	// Clearing tunes how every agent clears its stale tool results (zero: the defaults);
+	// NoClearing turns it off.
+	Clearing   clearing.Policy
+	NoClearing bool
 }
 
 // AgentSpec is what differs between agents: their kind and what they inherit or are given.
@@ -116,6 +121,7 @@ func (r *Runner) NewAgent(s AgentSpec) *loop.Agent {
 		Observers: s.Observers, Prepare: s.Prepare, Watch: cachewatch.Events{Watcher: w}, Stop: s.Stop,
 		Sink: s.Sink, Logger: logger, AfterTurn: s.AfterTurn, Check: joinChecks(s.Check, r.cfg.Seams.Check),
 		Meter: r.cfg.Seams.Meter, Traceparent: r.cfg.Seams.Traceparent, Environ: r.cfg.Seams.Environ,
+		Clear: r.clearer(s.Watch),
 	}
 	c := compact.New(compact.Config{
 		Provider: r.cfg.Provider, Meter: r.cfg.Seams.Meter,
@@ -142,6 +148,9 @@ func (r *Runner) NewAgent(s AgentSpec) *loop.Agent {
 		Prepare: s.Prepare, Breakpoints: r.cfg.Seams.Breakpoints, CacheSource: s.Source,
 		Before: s.Compaction.Before, Record: s.Compaction.Record,
 		After: func(ctx context.Context, trigger, summary, boundary string) {
+			if a.Clear != nil {
+				a.Clear.Reset("compaction")
+			}
 			// The Read results the summary replaced are gone from this agent's context, so
 			// its next Read of an unchanged file shows the file again.
 			if s.Files != nil {
@@ -160,6 +169,29 @@ func (r *Runner) NewAgent(s AgentSpec) *loop.Agent {
 	})
 	a.Compact = c
 	return a
+}
+
+// clearer returns the stale-result clearer of an agent. One given a cache watcher to keep (the
+// main agent, rebuilt for every Send) keeps its clearer with it: both describe the same cached
+// prefix, and the clearer must know when the previous Send's request went out.
+func (r *Runner) clearer(w *cachewatch.Watcher) *clearing.Clearer {
+	if r.cfg.Seams.NoClearing {
+		return nil
+	}
+	if w == nil {
+		return clearing.New(r.cfg.Seams.Clearing, r.cfg.Seams.Now)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.clearers == nil {
+		r.clearers = map[*cachewatch.Watcher]*clearing.Clearer{}
+	}
+	c, ok := r.clearers[w]
+	if !ok {
+		c = clearing.New(r.cfg.Seams.Clearing, r.cfg.Seams.Now)
+		r.clearers[w] = c
+	}
+	return c
 }
 
 // joinChecks asks the agent's own check, then the session's.

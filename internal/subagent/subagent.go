@@ -64,6 +64,8 @@ import (
 
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/background"
+	"github.com/keel-dev/keel/internal/cachewatch"
+	"github.com/keel-dev/keel/internal/clearing"
 	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
@@ -175,6 +177,9 @@ type Runner struct {
 	remote map[string]bool
 	// tm is the session's team, nil without one.
 	tm Team
+	// clearers are the stale-result clearers of agents whose cache watcher outlives them,
+	// by watcher (guarded by mu).
+	clearers map[*cachewatch.Watcher]*clearing.Clearer
 }
 
 // Team is what the runner needs from an agent team (*team.Team): Agent calls with a name

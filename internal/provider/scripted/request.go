@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -267,7 +268,10 @@ func (p *parsed) anthropicTools(tools []json.RawMessage) (map[string][]byte, err
 		name, _ := obj["name"].(string)
 		p.view.tools = append(p.view.tools, name)
 	}
-	if len(deferred) > 0 && p.view.searchTool == "" {
+	// The API also accepts deferred tools with a search of the client's own (an ordinary tool
+	// whose results hold tool_reference blocks, as Claude Code sends): only a request whose
+	// every tool is deferred has nothing to search with.
+	if len(deferred) > 0 && p.view.searchTool == "" && sent == 0 {
 		return nil, badRequest("tools: deferred tools (defer_loading) need a tool search tool in the request")
 	}
 	return deferred, nil
@@ -457,10 +461,10 @@ func checkBreakpoints(blocks []cacheBlock) error {
 }
 
 // reminder matches a <system-reminder> block a harness adds to a user message.
-var reminder = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
+var reminder = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`) })
 
 // withoutReminders cuts the harness's system reminders out of user text: a rule's user_text
 // is about what the user wrote, not the listings and notes the harness adds beside it.
 func withoutReminders(s string) string {
-	return strings.TrimSpace(reminder.ReplaceAllString(s, ""))
+	return strings.TrimSpace(reminder().ReplaceAllString(s, ""))
 }

@@ -82,6 +82,19 @@ func TestDeferredToolErrors(t *testing.T) {
 	}
 }
 
+// TestClientSideToolSearchIsAccepted: deferred tools beside ordinary ones, without the API's
+// search tool, are a client-side tool search (Claude Code's ToolSearch), which the API takes.
+func TestClientSideToolSearchIsAccepted(t *testing.T) {
+	search := `{"name":"ToolSearch","description":"Find deferred tools.","input_schema":{"type":"object"}}`
+	p, err := parseAnthropic(body([]string{search, deferredDef}), false)
+	if err != nil {
+		t.Fatalf("client-side tool search refused: %v", err)
+	}
+	if diff := cmp.Diff([]string{"ToolSearch", "mcp__wx__forecast"}, p.view.tools); diff != "" {
+		t.Errorf("tools mismatch (-want +got):\n%s", diff)
+	}
+}
+
 // TestToolSearchReply streams a search and a call of the found tool: server_tool_use with its
 // input streamed, the result whole in its start, then the tool_use.
 func TestToolSearchReply(t *testing.T) {

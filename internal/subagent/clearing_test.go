@@ -1,0 +1,28 @@
+package subagent
+
+import (
+	"testing"
+
+	"github.com/keel-dev/keel/internal/cachewatch"
+	"github.com/keel-dev/keel/internal/provider/scripted"
+)
+
+// Every agent gets a clearer of stale tool results. One whose cache watcher outlives it (the
+// main agent, rebuilt for every Send) gets the same clearer each time, so it still knows when
+// the previous Send's request went out; NoClearing turns clearing off.
+func TestEveryAgentClearsAndTheMainAgentKeepsItsClearer(t *testing.T) {
+	r := newWorld(t, &scripted.Scenario{}, worldOptions{}).runner
+	w := cachewatch.New(cachewatch.Options{})
+	first, second := r.NewAgent(AgentSpec{Watch: w}), r.NewAgent(AgentSpec{Watch: w})
+	if first.Clear == nil || first.Clear != second.Clear {
+		t.Errorf("agents sharing a cache watcher got clearers %p and %p, want one", first.Clear, second.Clear)
+	}
+	child := r.NewAgent(AgentSpec{})
+	if child.Clear == nil || child.Clear == first.Clear {
+		t.Errorf("a child got clearer %p (the main agent's is %p), want its own", child.Clear, first.Clear)
+	}
+	off := newWorld(t, &scripted.Scenario{}, worldOptions{cfg: func(c *Config) { c.Seams.NoClearing = true }}).runner
+	if a := off.NewAgent(AgentSpec{Watch: w}); a.Clear != nil {
+		t.Error("NoClearing left a clearer")
+	}
+}
