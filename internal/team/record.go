@@ -56,18 +56,28 @@ type Record struct {
 	rev uint64
 }
 
-// liveness is the state a member is seen in now. A member is dead only on evidence: its
-// process, on this host, is provably gone, or its record has gone unwritten for longer than
-// its lease and a margin ([Team.deadAfter]) — a heartbeat late on a loaded machine, or a
-// worker whose clock runs behind, is not death. How long a record has been silent is measured
-// by this handle's own clock from when it saw the heartbeat change (see [Team.silence]), so
-// hosts need not agree on the time.
+// liveness is the state a member is seen in now, judged by what can be known rather than by
+// a heartbeat's age wherever something better exists. A member run in this very process is
+// alive exactly while its loop's goroutine runs (the lead's own record while this is the
+// lead's process): a heartbeat late on a loaded machine says nothing about it. A member run by
+// another process on this host is alive while that process is ([pidAlive]). Only a member on
+// another host is judged by its heartbeat: dead once its record has gone unwritten for longer
+// than its lease and a margin ([Team.deadAfter]), measured by this handle's own clock from
+// when it saw the heartbeat change ([Team.silence]), so hosts need not agree on the time.
 func (t *Team) liveness(r Record) State {
 	if r.State == StateStopped {
 		return StateStopped
 	}
-	if r.Host == t.host && r.PID > 0 && !pidAlive(r.PID) {
-		return StateDead
+	if r.Host == t.host && r.PID > 0 {
+		switch {
+		case r.PID == t.pid && (t.runsHere(r.Name) || (r.Runner == RunnerLead && t.cfg.Lead)):
+			return r.State
+		case r.PID == t.pid:
+			return StateDead // its loop ended here without recording that it stopped
+		case !pidAlive(r.PID):
+			return StateDead
+		}
+		return r.State
 	}
 	if t.silence(r) > t.deadAfter() {
 		return StateDead

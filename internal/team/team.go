@@ -23,8 +23,10 @@
 // # Liveness
 //
 // Every member's record carries its state (working, idle, stopped), pid, host and a
-// heartbeat. A member is dead only on evidence — its process on this host is gone, or its
-// heartbeat has not moved for its lease and a margin, timed by the observer's own clock — and
+// heartbeat. A member is dead only on evidence, judged by what can be known: one run in the
+// observer's own process by whether its loop's goroutine runs, one run by another process of
+// this host by whether that process lives, and only one on another host by its heartbeat (not
+// moved for its lease and a margin, timed by the observer's own clock) — and
 // the claims it held lapse with their leases, so another member takes its task over. A
 // headless lead settles only on a team it could read whole; work left with every member dead
 // wakes the lead once instead of ending the run quietly.
