@@ -458,12 +458,14 @@ func (m *Member) claim() (message.Message, bool) {
 	nudges := m.nudged[task.ID]
 	m.mu.Unlock()
 	if held && nudges > 2 {
-		// Reminded already and idle again: give the task back so someone finishes it.
-		if _, err := m.t.be.Board().Release(m.ctx, task.ID, m.name); err == nil {
+		// Reminded already and idle again: give the task back so someone finishes it. The
+		// board keeps this member off it for a backoff, and a task given back again and
+		// again becomes contested and goes to the lead, once (Team.reportContested).
+		if rel, err := m.t.be.Board().Release(m.ctx, task.ID, m.name); err == nil {
 			m.mu.Lock()
 			m.task = ""
 			m.mu.Unlock()
-			m.tellLead(TypeMessage, fmt.Sprintf("%s went idle twice without completing task #%s (%s); it is back on the board.", m.name, task.ID, task.Subject), "task released")
+			m.t.reportContested(m.ctx, rel, fmt.Sprintf("%s went idle twice without completing it", m.name))
 		}
 		return message.Message{}, false
 	}
@@ -485,17 +487,23 @@ func taskPrompt(t coord.Task) string {
 }
 
 // nextLapse is how long until the earliest lease on the board lapses (a dead member's task
-// becomes claimable then).
+// becomes claimable then) or this member's backoff on a task it gave back ends.
 func (m *Member) nextLapse() (time.Duration, bool) {
 	tasks, _ := m.t.be.Board().List(m.ctx)
 	now := m.t.cfg.Now()
 	var best time.Duration
 	found := false
 	for _, tk := range tasks {
-		if tk.Status != coord.StatusInProgress || tk.LeaseUntil.IsZero() || tk.Owner == m.name {
+		var at time.Time
+		switch {
+		case coord.BackingOff(tk, m.name, now) && !coord.Contested(tk):
+			at = tk.RetryAfter // this member gave it back; it may take it again then
+		case tk.Status != coord.StatusInProgress || tk.LeaseUntil.IsZero() || tk.Owner == m.name:
 			continue
+		default:
+			at = tk.LeaseUntil
 		}
-		d := max(tk.LeaseUntil.Sub(now), time.Millisecond) + time.Millisecond
+		d := max(at.Sub(now), time.Millisecond) + time.Millisecond
 		if !found || d < best {
 			best, found = d, true
 		}

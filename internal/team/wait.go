@@ -99,6 +99,11 @@ func (t *Team) settle(ctx context.Context) settlement {
 		if tk, ok := coord.NextClaim(all, name, now); ok {
 			return settlement{kind: busy, why: fmt.Sprintf("task %s is claimable by %s", tk.ID, name)}
 		}
+		for _, tk := range tasks {
+			if coord.BackingOff(tk, name, now) && !coord.Contested(tk) {
+				return settlement{kind: busy, why: fmt.Sprintf("task %s is claimable by %s once its backoff ends", tk.ID, name)}
+			}
+		}
 	}
 	return settlement{kind: settled, why: "every member is idle and nothing is claimable"}
 }
