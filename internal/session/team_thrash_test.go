@@ -132,4 +132,3 @@ func stalledOwner(t *testing.T, ctx context.Context, be coord.Backend, name stri
 		t.Fatal(err)
 	}
 }
-
