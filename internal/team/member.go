@@ -93,7 +93,10 @@ type Member struct {
 	// to stop.
 	shutdown *coord.Message
 	stopping bool
-	nudged   map[string]int
+	// clearStopping makes the next record written say the member is not stopping (it
+	// started again, or declined a shutdown).
+	clearStopping bool
+	nudged        map[string]int
 	notes    []string
 	usage    message.Usage
 	turns    int
@@ -114,7 +117,7 @@ func (t *Team) start(ctx context.Context, spec Spec, runner string) (*Member, er
 		return nil, errors.New("this session cannot run teammates")
 	}
 	m := &Member{t: t, id: spec.ID, name: spec.Name, color: spec.Color, runner: runner, spec: spec, done: make(chan struct{}),
-		wake: make(chan struct{}, 1), state: StateWorking, nudged: map[string]int{}}
+		wake: make(chan struct{}, 1), state: StateWorking, nudged: map[string]int{}, clearStopping: true}
 	m.inbox = newInbox(t.be.Mailbox(), spec.Name, t.logger, t.colorOf)
 	m.inbox.consume = m.consume
 	prep, err := t.cfg.Host.PrepareTeammate(ctx, spec, MemberSeams{Asker: memberAsker{t: t, m: m}, Addendum: t.addendum(spec),
@@ -185,9 +188,12 @@ func (m *Member) writeRecord(ctx context.Context) error {
 	m.mu.Lock()
 	rec := Record{ID: m.id, Name: m.name, Color: m.color, AgentType: m.spec.AgentType, Model: m.prep.Agent.Model, Runner: m.runner,
 		State: m.state, Task: m.task, PID: m.t.pid, Host: m.t.host, Heartbeat: m.t.cfg.Now(), Spec: m.spec,
-		Transcript: m.prep.Transcript, Usage: m.usage, Turns: m.turns}
+		Transcript: m.prep.Transcript, Usage: m.usage, Turns: m.turns, Stopping: m.stopping || m.shutdown != nil}
+	clear := m.clearStopping
+	m.clearStopping = false
 	m.mu.Unlock()
 	return m.t.updateRecord(ctx, m.name, func(old *Record) {
+		rec.Stopping = rec.Stopping || (old.Stopping && !clear) // the lead's mark stays
 		rec.Started, rec.Pane, rec.rev = old.Started, old.Pane, old.rev
 		if rec.Started.IsZero() {
 			rec.Started = rec.Heartbeat
@@ -287,6 +293,11 @@ func (m *Member) synced(ctx context.Context, err error) error {
 func (m *Member) idle(notice string) (message.Message, bool) {
 	m.answerShutdown()
 	if m.isStopping() {
+		// What was accepted for the member before it agreed to stop is read before it
+		// stops (sends after that are refused: Record.Stopping).
+		if blocks := m.inbox.Observe(m.ctx); len(blocks) > 0 {
+			return m.working(message.User(blocks...), true)
+		}
 		m.stop()
 		return message.Message{}, false
 	}

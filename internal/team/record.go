@@ -52,6 +52,10 @@ type Record struct {
 	Pane       string        `json:"pane,omitempty"`
 	Usage      message.Usage `json:"usage"`
 	Turns      int           `json:"turns,omitempty"`
+	// Stopping says a shutdown was asked of the member and not declined: it reads no new
+	// messages, so a send to it is refused rather than accepted and left unread. The lead sets
+	// it before sending the request; the member keeps it until it declines or starts again.
+	Stopping bool `json:"stopping,omitempty"`
 
 	rev uint64
 }

@@ -276,6 +276,7 @@ func (t *Team) Shutdown(ctx context.Context, reason string) error {
 		if s := t.liveness(r); s == StateStopped || s == StateDead {
 			continue
 		}
+		t.markStopping(ctx, r.Name)
 		data, _ := jsonOf(Structured{Type: TypeShutdownRequest, Reason: reason})
 		msg := coord.Message{ID: newID(), From: LeadAlias, To: r.Name, Type: TypeShutdownRequest, Data: data, Summary: "shutdown request"}
 		if err := t.be.Mailbox().Send(ctx, msg); err != nil {
