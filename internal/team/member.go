@@ -97,9 +97,9 @@ type Member struct {
 	// started again, or declined a shutdown).
 	clearStopping bool
 	nudged        map[string]int
-	notes    []string
-	usage    message.Usage
-	turns    int
+	notes         []string
+	usage         message.Usage
+	turns         int
 }
 
 // addendum is the part of a teammate's system prompt that makes it one.
