@@ -41,9 +41,11 @@ type Record struct {
 	Runner    string `json:"runner"`
 	State     State  `json:"state"`
 	// Task is the board task the member holds, if any.
-	Task      string    `json:"task,omitempty"`
-	PID       int       `json:"pid"`
-	Host      string    `json:"host"`
+	Task string `json:"task,omitempty"`
+	PID  int    `json:"pid"`
+	Host string `json:"host"`
+	// Instance names the team handle that writes the record (one process may hold several).
+	Instance  string    `json:"instance,omitempty"`
 	Heartbeat time.Time `json:"heartbeat"`
 	Started   time.Time `json:"started"`
 	// Spec is what the member was spawned with, so it can be started again on resume.
@@ -61,27 +63,28 @@ type Record struct {
 }
 
 // liveness is the state a member is seen in now, judged by what can be known rather than by
-// a heartbeat's age wherever something better exists. A member run in this very process is
-// alive exactly while its loop's goroutine runs (the lead's own record while this is the
-// lead's process): a heartbeat late on a loaded machine says nothing about it. A member run by
-// another process on this host is alive while that process is ([pidAlive]). Only a member on
-// another host is judged by its heartbeat: dead once its record has gone unwritten for longer
+// a heartbeat's age wherever something better exists. A member run by this very handle is
+// alive exactly while its loop's goroutine runs (the lead's own record in the lead's handle):
+// a heartbeat late on a loaded machine says nothing about it. A member run by another process
+// on this host is alive while that process is ([pidAlive]). Only a member on another host, or
+// of another handle in this process, is judged by its heartbeat: dead once its record has gone unwritten for longer
 // than its lease and a margin ([Team.deadAfter]), measured by this handle's own clock from
 // when it saw the heartbeat change ([Team.silence]), so hosts need not agree on the time.
 func (t *Team) liveness(r Record) State {
 	if r.State == StateStopped {
 		return StateStopped
 	}
-	if r.Host == t.host && r.PID > 0 {
-		switch {
-		case r.PID == t.pid && (t.runsHere(r.Name) || (r.Runner == RunnerLead && t.cfg.Lead)):
-			return r.State
-		case r.PID == t.pid:
-			return StateDead // its loop ended here without recording that it stopped
-		case !pidAlive(r.PID):
+	if r.Host == t.host && r.PID > 0 && r.PID != t.pid {
+		if !pidAlive(r.PID) {
 			return StateDead
 		}
 		return r.State
+	}
+	if r.Host == t.host && r.PID == t.pid && r.Instance == t.instance {
+		if t.runsHere(r.Name) || (r.Runner == RunnerLead && t.cfg.Lead) {
+			return r.State
+		}
+		return StateDead // its loop ended here without recording that it stopped
 	}
 	if t.silence(r) > t.deadAfter() {
 		return StateDead

@@ -108,6 +108,10 @@ type Team struct {
 	logger *slog.Logger
 	host   string
 	pid    int
+	// instance tells this handle's records from those of another handle in the same process
+	// (a library that runs a lead and a worker side by side): only its own members' loops
+	// are known to it.
+	instance string
 	// leadInbox is the lead's mailbox view (nil outside the lead's process).
 	leadInbox *Inbox
 	ctx       context.Context
@@ -165,7 +169,7 @@ func Open(ctx context.Context, cfg Config) (*Team, error) {
 	}
 	host, _ := os.Hostname()
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	t := &Team{cfg: cfg, be: cfg.Backend, logger: cfg.Logger.With("team", cfg.Name), host: host, pid: os.Getpid(),
+	t := &Team{cfg: cfg, be: cfg.Backend, logger: cfg.Logger.With("team", cfg.Name), host: host, pid: os.Getpid(), instance: newID(),
 		ctx: runCtx, cancel: cancel, members: map[string]*Member{}, opened: cfg.Now()}
 	if cfg.Lead {
 		t.leadInbox = newInbox(t.be.Mailbox(), LeadAlias, t.logger, t.colorOf)
@@ -300,7 +304,7 @@ func (t *Team) colorOf(name string) string {
 func (t *Team) registerLead(ctx context.Context) error {
 	now := t.cfg.Now()
 	rec := Record{ID: "lead", Name: LeadAlias, Alias: t.cfg.LeadName, AgentType: "lead", Runner: RunnerLead, State: StateWorking,
-		PID: t.pid, Host: t.host, Heartbeat: now, Started: now}
+		PID: t.pid, Host: t.host, Instance: t.instance, Heartbeat: now, Started: now}
 	if old, err := t.record(ctx, LeadAlias); err == nil {
 		rec.Started = old.Started
 	}
@@ -317,7 +321,7 @@ func (t *Team) SetLeadState(ctx context.Context, s State) {
 		return
 	}
 	rec.State, rec.Heartbeat = s, t.cfg.Now()
-	rec.PID, rec.Host = t.pid, t.host
+	rec.PID, rec.Host, rec.Instance = t.pid, t.host, t.instance
 	if err := t.putRecord(ctx, rec); err != nil {
 		t.logger.Warn("record lead state", "err", err)
 	}
@@ -333,7 +337,7 @@ func (t *Team) leadHeartbeat() {
 		case <-tick.C:
 		}
 		if rec, err := t.record(t.ctx, LeadAlias); err == nil {
-			rec.Heartbeat, rec.PID, rec.Host = t.cfg.Now(), t.pid, t.host
+			rec.Heartbeat, rec.PID, rec.Host, rec.Instance = t.cfg.Now(), t.pid, t.host, t.instance
 			_ = t.putRecord(t.ctx, rec)
 		}
 	}

@@ -205,9 +205,9 @@ func TestLiveness(t *testing.T) {
 		rec  Record
 		want State
 	}{
-		{"running here, stale heartbeat", Record{Name: "alice", State: StateWorking, Heartbeat: now.Add(-time.Hour), PID: tm.pid, Host: tm.host}, StateWorking},
-		{"ended here", Record{Name: "bob", State: StateIdle, Heartbeat: now, PID: tm.pid, Host: tm.host}, StateDead},
-		{"the lead here", Record{Name: LeadAlias, Runner: RunnerLead, State: StateIdle, Heartbeat: now.Add(-time.Hour), PID: tm.pid, Host: tm.host}, StateIdle},
+		{"running here, stale heartbeat", Record{Name: "alice", State: StateWorking, Heartbeat: now.Add(-time.Hour), PID: tm.pid, Host: tm.host, Instance: tm.instance}, StateWorking},
+		{"ended here", Record{Name: "bob", State: StateIdle, Heartbeat: now, PID: tm.pid, Host: tm.host, Instance: tm.instance}, StateDead},
+		{"the lead here", Record{Name: LeadAlias, Runner: RunnerLead, State: StateIdle, Heartbeat: now.Add(-time.Hour), PID: tm.pid, Host: tm.host, Instance: tm.instance}, StateIdle},
 		{"live process here, stale heartbeat", Record{State: StateIdle, Heartbeat: now.Add(-time.Hour), PID: os.Getppid(), Host: tm.host}, StateIdle},
 		{"process gone", Record{State: StateIdle, Heartbeat: now, PID: 1 << 30, Host: tm.host}, StateDead},
 		{"other host", Record{State: StateIdle, Heartbeat: now, PID: 1 << 30, Host: "elsewhere"}, StateIdle},
