@@ -187,7 +187,7 @@ func (m *Member) snapshot() (State, string) {
 func (m *Member) writeRecord(ctx context.Context) error {
 	m.mu.Lock()
 	rec := Record{ID: m.id, Name: m.name, Color: m.color, AgentType: m.spec.AgentType, Model: m.prep.Agent.Model, Runner: m.runner,
-		State: m.state, Task: m.task, PID: m.t.pid, Host: m.t.host, Instance: m.t.instance, Heartbeat: m.t.cfg.Now(), Spec: m.spec,
+		State: m.state, Task: m.task, PID: m.t.pid, Host: m.t.host, Instance: m.t.instance, ProcStart: m.t.procStart, Heartbeat: m.t.cfg.Now(), Spec: m.spec,
 		Transcript: m.prep.Transcript, Usage: m.usage, Turns: m.turns, Stopping: m.stopping || m.shutdown != nil}
 	clear := m.clearStopping
 	m.clearStopping = false

@@ -45,7 +45,10 @@ type Record struct {
 	PID  int    `json:"pid"`
 	Host string `json:"host"`
 	// Instance names the team handle that writes the record (one process may hold several).
-	Instance  string    `json:"instance,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	// ProcStart is when the process PID started (see procStart; 0 where unknown), so a pid
+	// reused by another process is not taken for the member's.
+	ProcStart uint64    `json:"procStart,omitempty"`
 	Heartbeat time.Time `json:"heartbeat"`
 	Started   time.Time `json:"started"`
 	// Spec is what the member was spawned with, so it can be started again on resume.
@@ -66,7 +69,7 @@ type Record struct {
 // a heartbeat's age wherever something better exists. A member run by this very handle is
 // alive exactly while its loop's goroutine runs (the lead's own record in the lead's handle):
 // a heartbeat late on a loaded machine says nothing about it. A member run by another process
-// on this host is alive while that process is ([pidAlive]). Only a member on another host, or
+// on this host is alive while that process is ([pidAlive], the pid's start time matching). Only a member on another host, or
 // of another handle in this process, is judged by its heartbeat: dead once its record has gone unwritten for longer
 // than its lease and a margin ([Team.deadAfter]), measured by this handle's own clock from
 // when it saw the heartbeat change ([Team.silence]), so hosts need not agree on the time.
@@ -75,7 +78,7 @@ func (t *Team) liveness(r Record) State {
 		return StateStopped
 	}
 	if r.Host == t.host && r.PID > 0 && r.PID != t.pid {
-		if !pidAlive(r.PID) {
+		if !pidAlive(r.PID) || (r.ProcStart != 0 && procStart(r.PID) != r.ProcStart) {
 			return StateDead
 		}
 		return r.State

@@ -112,6 +112,8 @@ type Team struct {
 	// (a library that runs a lead and a worker side by side): only its own members' loops
 	// are known to it.
 	instance string
+	// procStart is this process's start time (Record.ProcStart).
+	procStart uint64
 	// leadInbox is the lead's mailbox view (nil outside the lead's process).
 	leadInbox *Inbox
 	ctx       context.Context
@@ -169,7 +171,7 @@ func Open(ctx context.Context, cfg Config) (*Team, error) {
 	}
 	host, _ := os.Hostname()
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	t := &Team{cfg: cfg, be: cfg.Backend, logger: cfg.Logger.With("team", cfg.Name), host: host, pid: os.Getpid(), instance: newID(),
+	t := &Team{cfg: cfg, be: cfg.Backend, logger: cfg.Logger.With("team", cfg.Name), host: host, pid: os.Getpid(), instance: newID(), procStart: procStart(os.Getpid()),
 		ctx: runCtx, cancel: cancel, members: map[string]*Member{}, opened: cfg.Now()}
 	if cfg.Lead {
 		t.leadInbox = newInbox(t.be.Mailbox(), LeadAlias, t.logger, t.colorOf)
@@ -304,7 +306,7 @@ func (t *Team) colorOf(name string) string {
 func (t *Team) registerLead(ctx context.Context) error {
 	now := t.cfg.Now()
 	rec := Record{ID: "lead", Name: LeadAlias, Alias: t.cfg.LeadName, AgentType: "lead", Runner: RunnerLead, State: StateWorking,
-		PID: t.pid, Host: t.host, Instance: t.instance, Heartbeat: now, Started: now}
+		PID: t.pid, Host: t.host, Instance: t.instance, ProcStart: t.procStart, Heartbeat: now, Started: now}
 	if old, err := t.record(ctx, LeadAlias); err == nil {
 		rec.Started = old.Started
 	}
@@ -321,7 +323,7 @@ func (t *Team) SetLeadState(ctx context.Context, s State) {
 		return
 	}
 	rec.State, rec.Heartbeat = s, t.cfg.Now()
-	rec.PID, rec.Host, rec.Instance = t.pid, t.host, t.instance
+	rec.PID, rec.Host, rec.Instance, rec.ProcStart = t.pid, t.host, t.instance, t.procStart
 	if err := t.putRecord(ctx, rec); err != nil {
 		t.logger.Warn("record lead state", "err", err)
 	}
@@ -337,7 +339,7 @@ func (t *Team) leadHeartbeat() {
 		case <-tick.C:
 		}
 		if rec, err := t.record(t.ctx, LeadAlias); err == nil {
-			rec.Heartbeat, rec.PID, rec.Host, rec.Instance = t.cfg.Now(), t.pid, t.host, t.instance
+			rec.Heartbeat, rec.PID, rec.Host, rec.Instance, rec.ProcStart = t.cfg.Now(), t.pid, t.host, t.instance, t.procStart
 			_ = t.putRecord(t.ctx, rec)
 		}
 	}

@@ -210,6 +210,8 @@ func TestLiveness(t *testing.T) {
 		{"the lead here", Record{Name: LeadAlias, Runner: RunnerLead, State: StateIdle, Heartbeat: now.Add(-time.Hour), PID: tm.pid, Host: tm.host, Instance: tm.instance}, StateIdle},
 		{"live process here, stale heartbeat", Record{State: StateIdle, Heartbeat: now.Add(-time.Hour), PID: os.Getppid(), Host: tm.host}, StateIdle},
 		{"process gone", Record{State: StateIdle, Heartbeat: now, PID: 1 << 30, Host: tm.host}, StateDead},
+		{"pid taken by another process", Record{State: StateIdle, Heartbeat: now, PID: os.Getppid(), ProcStart: procStart(os.Getppid()) + 1, Host: tm.host}, StateDead},
+		{"live process, its start time", Record{State: StateIdle, Heartbeat: now, PID: os.Getppid(), ProcStart: procStart(os.Getppid()), Host: tm.host}, StateIdle},
 		{"other host", Record{State: StateIdle, Heartbeat: now, PID: 1 << 30, Host: "elsewhere"}, StateIdle},
 		{"other host, stale heartbeat", Record{State: StateIdle, Heartbeat: now.Add(-time.Hour), PID: 1 << 30, Host: "elsewhere"}, StateDead},
 		{"stopped", Record{State: StateStopped, Heartbeat: now.Add(-time.Hour)}, StateStopped},
