@@ -140,6 +140,7 @@ func (t *Team) start(ctx context.Context, spec Spec, runner string) (*Member, er
 		return nil, fmt.Errorf("teammate %s is already running in this process", spec.Name)
 	}
 	t.members[spec.Name] = m
+	delete(t.ended, spec.Name)
 	t.mu.Unlock()
 	if err := m.writeRecord(ctx); err != nil {
 		t.logger.Warn("record teammate", "member", spec.Name, "err", err)
@@ -237,8 +238,13 @@ func (m *Member) run() {
 	defer close(m.done)
 	defer m.prep.Close()
 	defer func() {
+		state, _ := m.snapshot()
 		m.t.mu.Lock()
 		delete(m.t.members, m.name)
+		if m.t.ended == nil {
+			m.t.ended = map[string]State{}
+		}
+		m.t.ended[m.name] = state
 		m.t.mu.Unlock()
 	}()
 	if _, err := loop.Drive(m.ctx, m.prep.Agent, m.prep.History, m.prep.Initial, m); err != nil && m.ctx.Err() == nil {

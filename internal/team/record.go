@@ -87,6 +87,9 @@ func (t *Team) liveness(r Record) State {
 		if t.runsHere(r.Name) || (r.Runner == RunnerLead && t.cfg.Lead) {
 			return r.State
 		}
+		if t.endedAs(r.Name) == StateStopped {
+			return StateStopped // r was read before the member recorded that it stopped
+		}
 		return StateDead // its loop ended here without recording that it stopped
 	}
 	if t.silence(r) > t.deadAfter() {
@@ -146,4 +149,11 @@ func pidAlive(pid int) bool {
 	}
 	err = p.Signal(syscall.Signal(0))
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// endedAs is the last state of the member's loop this handle ran, "" when it ran none.
+func (t *Team) endedAs(name string) State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ended[name]
 }

@@ -128,6 +128,9 @@ type Team struct {
 	// mu guards members, used, stopping, closed, trouble, stalledKey and pub.
 	mu      sync.Mutex
 	members map[string]*Member // run by this process, by name
+	// ended holds how the loops of members this handle ran ended (their last state), so a
+	// record read just before a member stopped is not judged after its loop is gone.
+	ended map[string]State
 	used    cost.Ledger
 	// stopping is set while Shutdown runs.
 	stopping bool
