@@ -131,7 +131,7 @@ type Team struct {
 	// ended holds how the loops of members this handle ran ended (their last state), so a
 	// record read just before a member stopped is not judged after its loop is gone.
 	ended map[string]State
-	used    cost.Ledger
+	used  cost.Ledger
 	// stopping is set while Shutdown runs.
 	stopping bool
 	closed   bool
