@@ -125,7 +125,7 @@ type Team struct {
 	seenMu sync.Mutex
 	seen   map[string]sighting
 
-	// mu guards members, used, stopping, closed, trouble, stalledKey and pub.
+	// mu guards members, ended, used, stopping, closed, trouble, stalledKey and pub.
 	mu      sync.Mutex
 	members map[string]*Member // run by this process, by name
 	// ended holds how the loops of members this handle ran ended (their last state), so a
