@@ -541,32 +541,6 @@ func (s *Session) ledgerNow() cost.Ledger {
 	return s.ledger.Clone()
 }
 
-// account fills a run's result from what it used — the main agent's requests, compactions,
-// subagents and fork children, by model — and adds it to the session's ledger.
-func (s *Session) account(res *event.Result, used cost.Ledger) {
-	s.fillUsage(res, used)
-	s.mu.Lock()
-	s.ledger.Merge(used)
-	s.accounting.last = used.Clone()
-	s.mu.Unlock()
-}
-
-// fillUsage sets a result's usage, cost and modelUsage from used.
-func (s *Session) fillUsage(res *event.Result, used cost.Ledger) {
-	res.Usage, res.CostUSD, _, _ = used.Total()
-	if models := used.Models(); len(models) > 0 {
-		res.ModelUsage = map[string]event.ModelUsage{}
-		for _, id := range models {
-			e := used.Entry(id)
-			mu := event.ModelUsage{Usage: e.Usage, CostUSD: e.USD, PriceKnown: !e.Unpriced}
-			if m, ok := s.models().Lookup(id); ok {
-				mu.ContextWindow, mu.MaxOutputTokens = m.ContextWindow, m.MaxOutputTokens
-			}
-			res.ModelUsage[id] = mu
-		}
-	}
-}
-
 // cacheSafeNow returns what the main agent's newest completed turn sent, or nil.
 func (s *Session) cacheSafeNow() *loop.CacheSafe {
 	s.mu.Lock()
