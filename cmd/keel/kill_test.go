@@ -182,7 +182,7 @@ func killCycle(t *testing.T, exe, dir string, rng *rand.Rand, st *killStats) {
 		}
 	}
 	// A random pause moves the kill to a random point of keel's work; it waits for nothing.
-	time.Sleep(time.Duration(rng.IntN(40_000)) * time.Microsecond)
+	time.Sleep(time.Duration(rng.IntN(40_000)) * time.Microsecond) //keel:duration a random moment to kill at, not a limit
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -70,7 +67,7 @@ func MainWith(args []string, std Streams, getenv func(string) string, interactiv
 		fmt.Fprintf(std.Out, "%s (keel)\n", Version)
 		return exitOK
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	app := &app{std: std, env: runconfig.ReadEnv(getenv), getenv: getenv, interactive: interactive}
 	return app.main(ctx, args)
@@ -85,6 +82,12 @@ func (a *app) main(ctx context.Context, args []string) int {
 	root.SetOut(a.std.Out)
 	root.SetErr(a.std.Err)
 	err := root.ExecuteContext(ctx)
+	if code, sig, ok := signalExit(ctx); ok {
+		// The run ended in order (tools killed, transcript synced, result written); the
+		// status says what ended it, whatever the run made of the cancellation.
+		fmt.Fprintln(a.std.Err, "keel: "+sig.Error())
+		return code
+	}
 	if err == nil {
 		return exitOK
 	}

@@ -267,6 +267,23 @@ func (a *app) headless(ctx context.Context, sess *session.Session, prompts func(
 			_ = r.Render(e)
 		}
 	}
+	// The main agent's result line is held until the run knows what follows it: teammates
+	// and background agents keep working after it, and what they use then belongs in it
+	// (Session.Settle), or the result lines would not add up to the run's requests.
+	held := false
+	flush := func() error {
+		if !held {
+			return nil
+		}
+		held = false
+		sess.Settle(last)
+		mu.Lock()
+		defer mu.Unlock()
+		if err := r.Render(*last); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+		return nil
+	}
 	for {
 		prompt, ok, err := prompts()
 		if err != nil {
@@ -279,12 +296,17 @@ func (a *app) headless(ctx context.Context, sess *session.Session, prompts func(
 			sess.SetIdleEvents(idle)
 			n, err := sess.WaitBackground(ctx)
 			sess.SetIdleEvents(nil)
+			if ferr := flush(); ferr != nil {
+				return ferr
+			}
 			if err != nil {
 				return err
 			}
 			if n == 0 {
 				break
 			}
+		} else if err := flush(); err != nil {
+			return err
 		}
 		turn := sess.Send(ctx, prompt)
 		if !ok {
@@ -295,11 +317,13 @@ func (a *app) headless(ctx context.Context, sess *session.Session, prompts func(
 				if last != nil && last.IsError {
 					break // the result line already carries it
 				}
+				_ = flush()
 				_ = r.Finish()
 				return err
 			}
 			if res, ok := e.(event.Result); ok && res.Origin.AgentID == "" {
-				last = &res
+				last, held = &res, true
+				continue
 			}
 			mu.Lock()
 			err := r.Render(e)
@@ -308,6 +332,9 @@ func (a *app) headless(ctx context.Context, sess *session.Session, prompts func(
 				return fmt.Errorf("write output: %w", err)
 			}
 		}
+	}
+	if err := flush(); err != nil {
+		return err
 	}
 	mu.Lock()
 	defer mu.Unlock()

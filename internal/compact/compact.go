@@ -128,7 +128,7 @@ func (c *Compactor) Compact(ctx context.Context, history []message.Message, trig
 		}
 	}
 	ask := append(append([]message.Message(nil), history...), message.User(message.Text(Prompt+extra)))
-	req := c.request(ctx, loop.Merge(ask))
+	req := c.request(ctx, loop.Merge(ask), history)
 	// Announced before the request, so the new prefix it creates is never reported as a break.
 	if c.cfg.Announce != nil {
 		c.cfg.Announce("compaction")
@@ -166,8 +166,9 @@ func (c *Compactor) Compact(ctx context.Context, history []message.Message, trig
 // prefix of this one. Its breakpoints sit where that conversation already has cache entries:
 // the tools, the static prompt, and the newest request's last block, so it reads the whole
 // shared prefix and writes nothing (the seeds' skipCacheWrite). Without a turn to repeat it
-// is built as the next request would be.
-func (c *Compactor) request(ctx context.Context, messages []message.Message) *provider.Request {
+// is built as the next request would be, with a breakpoint where the conversation's last
+// request ended (rebuilt from history: [resumedPrefix]), so after a resume it reads as much.
+func (c *Compactor) request(ctx context.Context, messages, history []message.Message) *provider.Request {
 	req := &provider.Request{
 		MaxTokens: MaxTokens, Messages: messages,
 		Source: provider.SourceCompact, CacheSource: c.cfg.CacheSource, SkipCacheWrite: true,
@@ -186,6 +187,9 @@ func (c *Compactor) request(ctx context.Context, messages []message.Message) *pr
 		if c.cfg.Tools != nil {
 			req.Tools = c.cfg.Tools(ctx)
 		}
+		if last == nil {
+			req.SharedPrefix = resumedPrefix(history, messages)
+		}
 		if c.cfg.Prepare != nil {
 			c.cfg.Prepare(req)
 		}
@@ -195,16 +199,39 @@ func (c *Compactor) request(ctx context.Context, messages []message.Message) *pr
 	if req.Thinking != nil && req.Thinking.BudgetTokens >= req.MaxTokens {
 		req.MaxTokens = req.Thinking.BudgetTokens + MaxTokens
 	}
-	if sent := last.Messages[:len(last.Messages)-1]; len(sent) > 0 && len(sent) <= len(messages) &&
-		sameJSON(sent[:len(sent)-1], messages[:len(sent)-1]) && hasPrefixBlocks(messages[len(sent)-1], sent[len(sent)-1]) {
-		if i := provider.LastMarkable(sent[len(sent)-1].Content); i >= 0 {
-			req.SharedPrefix = &provider.BlockRef{Message: len(sent) - 1, Block: i}
-		}
-	}
+	req.SharedPrefix = sharedEnd(last.Messages[:len(last.Messages)-1], messages)
 	if c.cfg.Breakpoints != nil {
 		c.cfg.Breakpoints(req)
 	}
 	return req
+}
+
+// resumedPrefix is where the conversation's last request ended, rebuilt from history when no
+// request of this process can be repeated (a compaction right after resuming): that request
+// sent the history up to its newest assistant message — the reply it got — or all of it when
+// it got none, and wrote a cache entry at its end. Nil when messages do not start with it.
+func resumedPrefix(history, messages []message.Message) *provider.BlockRef {
+	end := len(history)
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Role == message.RoleAssistant {
+			end = i
+			break
+		}
+	}
+	return sharedEnd(loop.Merge(history[:end]), messages)
+}
+
+// sharedEnd is the last markable block of sent, the messages an earlier request sent, when
+// messages start with them (the last one may have grown since); else nil.
+func sharedEnd(sent, messages []message.Message) *provider.BlockRef {
+	if len(sent) == 0 || len(sent) > len(messages) || !sameJSON(sent[:len(sent)-1], messages[:len(sent)-1]) ||
+		!hasPrefixBlocks(messages[len(sent)-1], sent[len(sent)-1]) {
+		return nil
+	}
+	if i := provider.LastMarkable(sent[len(sent)-1].Content); i >= 0 {
+		return &provider.BlockRef{Message: len(sent) - 1, Block: i}
+	}
+	return nil
 }
 
 // hasPrefixBlocks reports whether m starts with every block of prefix: the message the

@@ -41,6 +41,14 @@ type Task struct {
 	// LeaseUntil is when Owner's claim lapses unless renewed; zero when the task is not
 	// claimed under a lease.
 	LeaseUntil time.Time `json:"leaseUntil,omitzero"`
+	// Releases counts the times the task was given back unfinished ([Board.Release]);
+	// ReleasedBy is who gave it back last, and RetryAfter when [Board.ClaimNext] lets that
+	// member take it again (a backoff with jitter, so a member that cannot finish a task does
+	// not take it back at once, again and again). A task released [ContestedAfter] times is
+	// contested ([Contested]): ClaimNext leaves it to whom the lead assigns it.
+	Releases   int       `json:"releases,omitempty"`
+	ReleasedBy string    `json:"releasedBy,omitempty"`
+	RetryAfter time.Time `json:"retryAfter,omitzero"`
 	// Revision counts the task's changes; it starts at 1.
 	Revision uint64    `json:"revision"`
 	Created  time.Time `json:"created"`
@@ -88,14 +96,15 @@ type Board interface {
 	// wrapped in a message that says why. Claiming a task owner already holds renews it.
 	Claim(ctx context.Context, id, owner string, lease time.Duration) (Task, error)
 	// ClaimNext claims the first task owner may take, in this order: one owner already holds,
-	// a pending one assigned to owner, any other claimable one — lowest id first within each.
-	// [ErrNoTask] when there is none.
+	// a pending one assigned to owner, any other claimable one — lowest id first within each;
+	// the last of these leaves out a contested task and one owner released whose RetryAfter
+	// has not come. [ErrNoTask] when there is none.
 	ClaimNext(ctx context.Context, owner string, lease time.Duration) (Task, error)
 	// Renew extends owner's lease on task id; [ErrNotOwner] when owner does not hold it any
 	// more (its lease lapsed and another member claimed it).
 	Renew(ctx context.Context, id, owner string, lease time.Duration) (Task, error)
 	// Release gives a held task back: pending, unowned, no lease ([ErrNotOwner] if owner does
-	// not hold it).
+	// not hold it); it counts the release and sets the releaser's backoff ([Released]).
 	Release(ctx context.Context, id, owner string) (Task, error)
 	// Watch signals whenever a task may have changed. A lease lapsing is not a change: a
 	// waiter that wants lapsed claims sets a timer for the earliest LeaseUntil.

@@ -128,6 +128,9 @@ func NextClaim(all map[string]Task, owner string, now time.Time) (Task, bool) {
 		if CanClaim(t, all, owner, now) != nil {
 			continue
 		}
+		if rank(t) == 2 && (Contested(t) || BackingOff(t, owner, now)) {
+			continue
+		}
 		if best == nil || rank(t) < rank(*best) || (rank(t) == rank(*best) && CompareIDs(t.ID, best.ID) < 0) {
 			best = &t
 		}

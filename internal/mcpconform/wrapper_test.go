@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // The test binary plays three parts, chosen by environment variable: the suite's client
@@ -138,7 +139,7 @@ type keelRun struct {
 }
 
 func (k *keelRun) run(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Scale(25*time.Second))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, k.bin, args...)
 	cmd.Dir, cmd.Env = k.dir, k.env
@@ -170,7 +171,7 @@ func runBrowser(args []string) error {
 	if len(args) != 1 {
 		return fmt.Errorf("usage: browser URL")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Scale(20*time.Second))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
 	if err != nil {

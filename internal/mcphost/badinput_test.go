@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/keel-dev/keel/internal/mcphost/mcptest"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // TestBadServers: a server that misbehaves fails with a clear reason naming it and what was
@@ -66,7 +67,7 @@ func TestBadServers(t *testing.T) {
 			bad.Name, bad.Scope = "bad", ScopeUser
 			good := ServerConfig{Name: "t", Type: TypeHTTP, URL: mcptest.HTTP(t, mcptest.New().Server), Scope: ScopeUser}
 			var opened atomic.Int32
-			m := start(t, Options{Servers: []ServerConfig{bad, good}, ConnectTimeout: 10 * time.Second,
+			m := start(t, Options{Servers: []ServerConfig{bad, good}, ConnectTimeout: waittest.Scale(10 * time.Second),
 				Reconnect: Backoff{Base: time.Hour, Max: time.Hour, Attempts: 1},
 				OAuth:     OAuthOptions{Home: t.TempDir(), Authorize: signIn(&opened)}})
 			st := m.Status()

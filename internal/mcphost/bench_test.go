@@ -11,6 +11,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/mcphost/mcptest"
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/waittest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -23,7 +24,7 @@ func BenchmarkConnect10Stdio(b *testing.B) {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for b.Loop() {
-		m := New(Options{Servers: servers, Logger: quiet, ConnectTimeout: 30 * time.Second, ShutdownGrace: time.Second})
+		m := New(Options{Servers: servers, Logger: quiet, ConnectTimeout: waittest.Timeout(), ShutdownGrace: waittest.Scale(time.Second)})
 		m.Start(context.Background())
 		for _, s := range m.Status() {
 			if s.Status != StatusConnected {
@@ -41,7 +42,7 @@ func BenchmarkEchoRoundTrip(b *testing.B) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, tr := range []string{"in-process", "stdio"} {
 		b.Run(tr, func(b *testing.B) {
-			opts := Options{Logger: quiet, ShutdownGrace: time.Second}
+			opts := Options{Logger: quiet, ShutdownGrace: waittest.Scale(time.Second)}
 			if tr == "stdio" {
 				opts.Servers = []ServerConfig{stdioServer("t", mcptest.ModeEverything)}
 			} else {

@@ -116,7 +116,7 @@ func TestProgressCancelTimeout(t *testing.T) {
 		t.Errorf("cancelled id = %q", id)
 	}
 	// A call that never ends: the timeout ends it, however loaded the machine.
-	m.opts.ToolTimeout = 300 * time.Millisecond
+	m.opts.ToolTimeout = 300 * time.Millisecond //keel:duration meant to pass: the call never ends
 	res = slow.Call(t.Context(), env, json.RawMessage(`{"steps":0,"wait":true,"id":"t1"}`))
 	if !res.IsError || !strings.Contains(res.ResultText(), "timed out after 300ms (MCP_TOOL_TIMEOUT)") {
 		t.Errorf("timed out call = %q", res.ResultText())
@@ -254,6 +254,7 @@ func TestCollision(t *testing.T) {
 // ping after it fails, and the server is marked unhealthy: the model is told not to retry,
 // the server's tools leave the next generation, and its status says why.
 func TestHungServerIsMarkedUnhealthy(t *testing.T) {
+	//keel:duration meant to pass: the server is hung
 	m, srv := inProcess(t, Options{ToolTimeout: 200 * time.Millisecond, PingTimeout: 200 * time.Millisecond})
 	slow, _ := m.Lookup("mcp__t__slow")
 	srv.Freeze()

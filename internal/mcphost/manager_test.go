@@ -47,7 +47,7 @@ func start(t testing.TB, opts Options) *Manager {
 	if opts.ConnectTimeout == 0 {
 		opts.ConnectTimeout = waittest.Scale(20 * time.Second)
 	}
-	opts.ShutdownGrace = 500 * time.Millisecond
+	opts.ShutdownGrace = waittest.Scale(500 * time.Millisecond)
 	m := New(opts)
 	ctx, cancel := context.WithTimeout(context.Background(), waittest.Scale(60*time.Second))
 	defer cancel()

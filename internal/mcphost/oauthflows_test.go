@@ -67,6 +67,7 @@ func TestOAuthSignInAbandoned(t *testing.T) {
 	_, cfg := oauthServer(t)
 	sent := make(chan string, 4)
 	m := start(t, Options{Servers: []ServerConfig{cfg}, Reconnect: Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3},
+		//keel:duration meant to pass: the sign-in is never finished
 		OAuth: OAuthOptions{Home: t.TempDir(), Authorize: pages(sent), LoginTimeout: 300 * time.Millisecond}})
 	st := m.Status()[0]
 	if st.Status != StatusNeedsAuth {

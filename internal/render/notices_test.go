@@ -47,6 +47,7 @@ func TestNoticesReachStderr(t *testing.T) {
 // is a line on stderr, in words; stream-json keeps denials on stdout and says retries on both.
 func TestDenialsAndRetriesReachStderr(t *testing.T) {
 	events := []event.Event{
+		//keel:duration a value shown, not a limit
 		event.Retry{Attempt: 2, MaxAttempts: 10, Delay: 6800 * time.Millisecond, Err: "connection refused to http://127.0.0.1:9/v1/messages"},
 		event.PermissionDenied{ToolUseID: "t1", ToolName: "Edit", Input: json.RawMessage(`{"file_path":"calc.py","old_string":"-","new_string":"+"}`),
 			Reason: `permission to use Edit on calc.py was not granted: edits need approval, and there is no one to ask in a headless run; to allow it, add "Edit(./calc.py)" to permissions.allow in settings (or --allowedTools)`},

@@ -10,6 +10,7 @@ import (
 )
 
 func TestWriteRead(t *testing.T) {
+	//keel:duration values written and read back, not limits
 	want := Config{Cwd: "/w", Model: "m", AllowedTools: []string{"Bash(go test:*)"}, Agents: `{"a":{}}`,
 		Team: Team{Enabled: true, Lease: 3 * time.Second, Worker: &Worker{Team: "t", Member: "m"}}, MCP: MCP{ToolTimeout: time.Second}}
 	path := filepath.Join(t.TempDir(), "dir", "launch.json")
@@ -42,9 +43,10 @@ func TestTeammateAndJob(t *testing.T) {
 }
 
 func TestOverlay(t *testing.T) {
+	//keel:duration values overlaid, not limits
 	base := Config{Cwd: "/base", Model: "base", Team: Team{Name: "t", Lease: time.Second}, AddDirs: []string{"a"}}
 	got := Overlay(base, Config{Model: "over", Team: Team{Enabled: true}, AddDirs: []string{"b"}})
-	want := Config{Cwd: "/base", Model: "over", Team: Team{Name: "t", Lease: time.Second, Enabled: true}, AddDirs: []string{"b"}}
+	want := Config{Cwd: "/base", Model: "over", Team: Team{Name: "t", Lease: time.Second, Enabled: true}, AddDirs: []string{"b"}} //keel:duration a value overlaid
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}

@@ -101,6 +101,9 @@ type Session struct {
 	busy         bool
 	// ledger is what every Send used, by model: the main agent, compactions, subagents.
 	ledger cost.Ledger
+	// accounting marks what of the children's and helpers' usage a result already carries
+	// (guarded by mu; see accounting.go).
+	accounting accountMark
 	// cacheTotals are the watcher's totals at the end of the last Send.
 	cacheTotals cachewatch.Totals
 	// cacheSafe is what the main agent's newest turn sent (for forks and helpers).
@@ -341,7 +344,6 @@ func (s *Session) release() {
 func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error {
 	started := time.Now()
 	s.beginRun(prompt)
-	agentsBefore, helpersBefore := s.agentLedger(), s.helpers.ledger()
 	s.announce(ctx, sink)
 	fail := func(err error) error {
 		sink.Emit(event.Result{Subtype: "error_during_execution", IsError: true, Text: err.Error(), SessionID: s.id, Duration: time.Since(started)})
@@ -407,8 +409,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		res.Text = runErr.Error()
 	}
 	used := out.Ledger.Clone()
-	used.Merge(s.agentLedger().Since(agentsBefore))
-	used.Merge(s.helpers.ledger().Since(helpersBefore))
+	used.Merge(s.unaccounted())
 	s.account(&res, used)
 	sink.Emit(res)
 	if runErr != nil {
@@ -538,26 +539,6 @@ func (s *Session) ledgerNow() cost.Ledger {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ledger.Clone()
-}
-
-// account fills a run's result from what it used — the main agent's requests, compactions,
-// subagents and fork children, by model — and adds it to the session's ledger.
-func (s *Session) account(res *event.Result, used cost.Ledger) {
-	res.Usage, res.CostUSD, _, _ = used.Total()
-	if models := used.Models(); len(models) > 0 {
-		res.ModelUsage = map[string]event.ModelUsage{}
-		for _, id := range models {
-			e := used.Entry(id)
-			mu := event.ModelUsage{Usage: e.Usage, CostUSD: e.USD, PriceKnown: !e.Unpriced}
-			if m, ok := s.models().Lookup(id); ok {
-				mu.ContextWindow, mu.MaxOutputTokens = m.ContextWindow, m.MaxOutputTokens
-			}
-			res.ModelUsage[id] = mu
-		}
-	}
-	s.mu.Lock()
-	s.ledger.Merge(used)
-	s.mu.Unlock()
 }
 
 // cacheSafeNow returns what the main agent's newest completed turn sent, or nil.

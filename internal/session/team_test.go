@@ -79,7 +79,7 @@ func drain(t *testing.T, s *Session) []event.Event {
 }
 
 func TestTeamLeadSpawnsTeammateThatWorksTheBoard(t *testing.T) {
-	h := newHarness(t, teamScenario(), Options{Team: TeamOptions{Enabled: true, Lease: 2 * time.Second, ShutdownTimeout: waittest.Timeout()}})
+	h := newHarness(t, teamScenario(), Options{Team: TeamOptions{Enabled: true, Lease: waittest.Scale(2 * time.Second), ShutdownTimeout: waittest.Timeout()}})
 	var idleMu sync.Mutex
 	var idle []event.Event
 	h.sess.SetIdleEvents(func(e event.Event) {
@@ -472,7 +472,7 @@ func TestTeamShutdownAbortsUnansweringTeammate(t *testing.T) {
 		{Name: "lead waits", When: leadTurn(scripted.Match{ToolResult: "Agent"}), Reply: []scripted.Block{scripted.Text("started")}},
 	}}
 	// Nothing else must happen within the timeout: alice stays stuck however long it is.
-	const timeout = 300 * time.Millisecond
+	const timeout = 300 * time.Millisecond //keel:duration meant to pass: alice never answers
 	h := newHarness(t, sc, Options{Team: TeamOptions{Enabled: true, Lease: time.Minute, ShutdownTimeout: timeout}})
 	h.send(t, "start")
 	ctx := waittest.Context(t)

@@ -111,7 +111,7 @@ func TestRunTimeoutKillsGroup(t *testing.T) {
 	pidFile := filepath.Join(dir, "pid")
 	// The timeout must fire after the script started its child, which a loaded machine may not
 	// manage in time: such a run proves nothing and is repeated with twice the timeout.
-	for timeout := 300 * time.Millisecond; ; timeout *= 2 {
+	for timeout := 300 * time.Millisecond; ; timeout *= 2 { //keel:duration doubled until the machine keeps up
 		got, err := Run(t.Context(), Command{Script: childScript(pidFile), Dir: dir, Timeout: timeout})
 		if err != nil {
 			t.Fatal(err)

@@ -93,10 +93,13 @@ type Member struct {
 	// to stop.
 	shutdown *coord.Message
 	stopping bool
-	nudged   map[string]int
-	notes    []string
-	usage    message.Usage
-	turns    int
+	// clearStopping makes the next record written say the member is not stopping (it
+	// started again, or declined a shutdown).
+	clearStopping bool
+	nudged        map[string]int
+	notes         []string
+	usage         message.Usage
+	turns         int
 }
 
 // addendum is the part of a teammate's system prompt that makes it one.
@@ -114,7 +117,7 @@ func (t *Team) start(ctx context.Context, spec Spec, runner string) (*Member, er
 		return nil, errors.New("this session cannot run teammates")
 	}
 	m := &Member{t: t, id: spec.ID, name: spec.Name, color: spec.Color, runner: runner, spec: spec, done: make(chan struct{}),
-		wake: make(chan struct{}, 1), state: StateWorking, nudged: map[string]int{}}
+		wake: make(chan struct{}, 1), state: StateWorking, nudged: map[string]int{}, clearStopping: true}
 	m.inbox = newInbox(t.be.Mailbox(), spec.Name, t.logger, t.colorOf)
 	m.inbox.consume = m.consume
 	prep, err := t.cfg.Host.PrepareTeammate(ctx, spec, MemberSeams{Asker: memberAsker{t: t, m: m}, Addendum: t.addendum(spec),
@@ -137,6 +140,7 @@ func (t *Team) start(ctx context.Context, spec Spec, runner string) (*Member, er
 		return nil, fmt.Errorf("teammate %s is already running in this process", spec.Name)
 	}
 	t.members[spec.Name] = m
+	delete(t.ended, spec.Name)
 	t.mu.Unlock()
 	if err := m.writeRecord(ctx); err != nil {
 		t.logger.Warn("record teammate", "member", spec.Name, "err", err)
@@ -184,10 +188,13 @@ func (m *Member) snapshot() (State, string) {
 func (m *Member) writeRecord(ctx context.Context) error {
 	m.mu.Lock()
 	rec := Record{ID: m.id, Name: m.name, Color: m.color, AgentType: m.spec.AgentType, Model: m.prep.Agent.Model, Runner: m.runner,
-		State: m.state, Task: m.task, PID: m.t.pid, Host: m.t.host, Heartbeat: m.t.cfg.Now(), Spec: m.spec,
-		Transcript: m.prep.Transcript, Usage: m.usage, Turns: m.turns}
+		State: m.state, Task: m.task, PID: m.t.pid, Host: m.t.host, Instance: m.t.instance, ProcStart: m.t.procStart, Heartbeat: m.t.cfg.Now(), Spec: m.spec,
+		Transcript: m.prep.Transcript, Usage: m.usage, Turns: m.turns, Stopping: m.stopping || m.shutdown != nil}
+	clear := m.clearStopping
+	m.clearStopping = false
 	m.mu.Unlock()
 	return m.t.updateRecord(ctx, m.name, func(old *Record) {
+		rec.Stopping = rec.Stopping || (old.Stopping && !clear) // the lead's mark stays
 		rec.Started, rec.Pane, rec.rev = old.Started, old.Pane, old.rev
 		if rec.Started.IsZero() {
 			rec.Started = rec.Heartbeat
@@ -231,8 +238,13 @@ func (m *Member) run() {
 	defer close(m.done)
 	defer m.prep.Close()
 	defer func() {
+		state, _ := m.snapshot()
 		m.t.mu.Lock()
 		delete(m.t.members, m.name)
+		if m.t.ended == nil {
+			m.t.ended = map[string]State{}
+		}
+		m.t.ended[m.name] = state
 		m.t.mu.Unlock()
 	}()
 	if _, err := loop.Drive(m.ctx, m.prep.Agent, m.prep.History, m.prep.Initial, m); err != nil && m.ctx.Err() == nil {
@@ -287,6 +299,11 @@ func (m *Member) synced(ctx context.Context, err error) error {
 func (m *Member) idle(notice string) (message.Message, bool) {
 	m.answerShutdown()
 	if m.isStopping() {
+		// What was accepted for the member before it agreed to stop is read before it
+		// stops (sends after that are refused: Record.Stopping).
+		if blocks := m.inbox.Observe(m.ctx); len(blocks) > 0 {
+			return m.working(message.User(blocks...), true)
+		}
 		m.stop()
 		return message.Message{}, false
 	}
@@ -299,31 +316,6 @@ func (m *Member) idle(notice string) (message.Message, bool) {
 		m.stop()
 	}
 	return next, ok
-}
-
-func (m *Member) isStopping() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.stopping
-}
-
-// stop records that the member stopped on request, releasing the task it held.
-func (m *Member) stop() {
-	ctx := context.WithoutCancel(m.ctx)
-	m.mu.Lock()
-	task := m.task
-	m.task = ""
-	m.state = StateStopped
-	m.mu.Unlock()
-	if task != "" {
-		_, _ = m.t.be.Board().Release(ctx, task, m.name)
-	}
-	// The event goes out before the record says stopped: a Shutdown waiting on the records
-	// returns only after its members' last events were shown, never with them still to come.
-	m.t.emit(event.TeammateState{Origin: m.origin(), Name: m.name, Color: m.color, State: string(StateStopped)})
-	if err := m.writeRecord(ctx); err != nil {
-		m.t.logger.Warn("record stopped teammate", "member", m.name, "err", err)
-	}
 }
 
 func (m *Member) idleText(out *loop.Outcome) string {
@@ -458,12 +450,14 @@ func (m *Member) claim() (message.Message, bool) {
 	nudges := m.nudged[task.ID]
 	m.mu.Unlock()
 	if held && nudges > 2 {
-		// Reminded already and idle again: give the task back so someone finishes it.
-		if _, err := m.t.be.Board().Release(m.ctx, task.ID, m.name); err == nil {
+		// Reminded already and idle again: give the task back so someone finishes it. The
+		// board keeps this member off it for a backoff, and a task given back again and
+		// again becomes contested and goes to the lead, once (Team.reportContested).
+		if rel, err := m.t.be.Board().Release(m.ctx, task.ID, m.name); err == nil {
 			m.mu.Lock()
 			m.task = ""
 			m.mu.Unlock()
-			m.tellLead(TypeMessage, fmt.Sprintf("%s went idle twice without completing task #%s (%s); it is back on the board.", m.name, task.ID, task.Subject), "task released")
+			m.t.reportContested(m.ctx, rel, fmt.Sprintf("%s went idle twice without completing it", m.name))
 		}
 		return message.Message{}, false
 	}
@@ -485,17 +479,23 @@ func taskPrompt(t coord.Task) string {
 }
 
 // nextLapse is how long until the earliest lease on the board lapses (a dead member's task
-// becomes claimable then).
+// becomes claimable then) or this member's backoff on a task it gave back ends.
 func (m *Member) nextLapse() (time.Duration, bool) {
 	tasks, _ := m.t.be.Board().List(m.ctx)
 	now := m.t.cfg.Now()
 	var best time.Duration
 	found := false
 	for _, tk := range tasks {
-		if tk.Status != coord.StatusInProgress || tk.LeaseUntil.IsZero() || tk.Owner == m.name {
+		var at time.Time
+		switch {
+		case coord.BackingOff(tk, m.name, now) && !coord.Contested(tk):
+			at = tk.RetryAfter // this member gave it back; it may take it again then
+		case tk.Status != coord.StatusInProgress || tk.LeaseUntil.IsZero() || tk.Owner == m.name:
 			continue
+		default:
+			at = tk.LeaseUntil
 		}
-		d := max(tk.LeaseUntil.Sub(now), time.Millisecond) + time.Millisecond
+		d := max(at.Sub(now), time.Millisecond) + time.Millisecond
 		if !found || d < best {
 			best, found = d, true
 		}
@@ -528,36 +528,6 @@ func (m *Member) consume(ctx context.Context, msg coord.Message) bool {
 		}
 	}
 	return false
-}
-
-// answerShutdown approves a shutdown request the model left unanswered now that the member
-// is between turns.
-func (m *Member) answerShutdown() {
-	m.mu.Lock()
-	req := m.shutdown
-	m.shutdown = nil
-	if req != nil {
-		m.stopping = true
-	}
-	m.mu.Unlock()
-	if req == nil {
-		return
-	}
-	s, _ := structuredOf(*req)
-	m.respondShutdown(*req, s, true, "")
-	m.signal()
-}
-
-func (m *Member) respondShutdown(req coord.Message, s Structured, approve bool, reason string) {
-	id := s.RequestID
-	if id == "" {
-		id = req.ID
-	}
-	data, _ := jsonOf(Structured{Type: TypeShutdownResponse, RequestID: id, Approve: &approve, Reason: reason})
-	msg := coord.Message{ID: newID(), From: m.name, To: req.From, Type: TypeShutdownResponse, Data: data, Summary: "shutdown " + map[bool]string{true: "approved", false: "declined"}[approve]}
-	if err := m.t.be.Mailbox().Send(context.WithoutCancel(m.ctx), msg); err != nil {
-		m.t.logger.Warn("answer shutdown", "member", m.name, "err", err)
-	}
 }
 
 func (m *Member) signal() {

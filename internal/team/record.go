@@ -41,9 +41,14 @@ type Record struct {
 	Runner    string `json:"runner"`
 	State     State  `json:"state"`
 	// Task is the board task the member holds, if any.
-	Task      string    `json:"task,omitempty"`
-	PID       int       `json:"pid"`
-	Host      string    `json:"host"`
+	Task string `json:"task,omitempty"`
+	PID  int    `json:"pid"`
+	Host string `json:"host"`
+	// Instance names the team handle that writes the record (one process may hold several).
+	Instance string `json:"instance,omitempty"`
+	// ProcStart is when the process PID started (see procStart; 0 where unknown), so a pid
+	// reused by another process is not taken for the member's.
+	ProcStart uint64    `json:"procStart,omitempty"`
 	Heartbeat time.Time `json:"heartbeat"`
 	Started   time.Time `json:"started"`
 	// Spec is what the member was spawned with, so it can be started again on resume.
@@ -52,22 +57,40 @@ type Record struct {
 	Pane       string        `json:"pane,omitempty"`
 	Usage      message.Usage `json:"usage"`
 	Turns      int           `json:"turns,omitempty"`
+	// Stopping says a shutdown was asked of the member and not declined: it reads no new
+	// messages, so a send to it is refused rather than accepted and left unread. The lead sets
+	// it before sending the request; the member keeps it until it declines or starts again.
+	Stopping bool `json:"stopping,omitempty"`
 
 	rev uint64
 }
 
-// liveness is the state a member is seen in now. A member is dead only on evidence: its
-// process, on this host, is provably gone, or its record has gone unwritten for longer than
-// its lease and a margin ([Team.deadAfter]) — a heartbeat late on a loaded machine, or a
-// worker whose clock runs behind, is not death. How long a record has been silent is measured
-// by this handle's own clock from when it saw the heartbeat change (see [Team.silence]), so
-// hosts need not agree on the time.
+// liveness is the state a member is seen in now, judged by what can be known rather than by
+// a heartbeat's age wherever something better exists. A member run by this very handle is
+// alive exactly while its loop's goroutine runs (the lead's own record in the lead's handle):
+// a heartbeat late on a loaded machine says nothing about it. A member run by another process
+// on this host is alive while that process is ([pidAlive], the pid's start time matching). Only a member on another host, or
+// of another handle in this process, is judged by its heartbeat: dead once its record has gone unwritten for longer
+// than its lease and a margin ([Team.deadAfter]), measured by this handle's own clock from
+// when it saw the heartbeat change ([Team.silence]), so hosts need not agree on the time.
 func (t *Team) liveness(r Record) State {
 	if r.State == StateStopped {
 		return StateStopped
 	}
-	if r.Host == t.host && r.PID > 0 && !pidAlive(r.PID) {
-		return StateDead
+	if r.Host == t.host && r.PID > 0 && r.PID != t.pid {
+		if !pidAlive(r.PID) || (r.ProcStart != 0 && procStart(r.PID) != r.ProcStart) {
+			return StateDead
+		}
+		return r.State
+	}
+	if r.Host == t.host && r.PID == t.pid && r.Instance == t.instance {
+		if t.runsHere(r.Name) || (r.Runner == RunnerLead && t.cfg.Lead) {
+			return r.State
+		}
+		if t.endedAs(r.Name) == StateStopped {
+			return StateStopped // r was read before the member recorded that it stopped
+		}
+		return StateDead // its loop ended here without recording that it stopped
 	}
 	if t.silence(r) > t.deadAfter() {
 		return StateDead
@@ -126,4 +149,11 @@ func pidAlive(pid int) bool {
 	}
 	err = p.Signal(syscall.Signal(0))
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// endedAs is the last state of the member's loop this handle ran, "" when it ran none.
+func (t *Team) endedAs(name string) State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ended[name]
 }

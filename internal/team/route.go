@@ -67,7 +67,16 @@ func (t *Team) Route(ctx context.Context, agentID, to string, raw json.RawMessag
 		m.mu.Lock()
 		m.shutdown = nil
 		m.stopping = *s.Approve
+		m.clearStopping = !*s.Approve
 		m.mu.Unlock()
+		if err := m.writeRecord(ctx); err != nil {
+			t.logger.Warn("record shutdown answer", "member", m.name, "err", err)
+		}
+	}
+	if msg.Type == TypeShutdownRequest {
+		for _, r := range recipients {
+			t.markStopping(ctx, r)
+		}
 	}
 	var sent, failed []string
 	for _, r := range recipients {
@@ -138,6 +147,9 @@ func (t *Team) recipients(ctx context.Context, from, to string) ([]string, tool.
 		}
 		if state := t.liveness(r); state == StateStopped {
 			return nil, tool.Errorf("%s has stopped and reads no messages; spawn it again with the Agent tool and name %q to bring it back with its history. Members: %s", r.Name, r.Name, t.knownNames(ctx)), false
+		}
+		if r.Stopping {
+			return nil, tool.Errorf("%s is shutting down (the lead asked it to stop) and reads no new messages; the message was not sent. Once it has stopped, spawn it again with the Agent tool and name %q to bring it back with its history. Members: %s", r.Name, r.Name, t.knownNames(ctx)), false
 		}
 		return []string{r.Name}, tool.Result{}, true
 	}
@@ -213,4 +225,15 @@ func (t *Team) SendFromUser(ctx context.Context, to, text string) (string, error
 		t.wakeLocal(r)
 	}
 	return id, nil
+}
+
+// markStopping records that a shutdown is being asked of name, before the request is sent:
+// from then on sends to it are refused instead of accepted and never read.
+func (t *Team) markStopping(ctx context.Context, name string) {
+	if _, err := t.record(ctx, name); err != nil {
+		return
+	}
+	if err := t.updateRecord(ctx, name, func(r *Record) { r.Stopping = true }); err != nil {
+		t.logger.Warn("record stopping member", "member", name, "err", err)
+	}
 }

@@ -49,7 +49,7 @@ func heartbeatChild(dir, name string) int {
 		if err := tm.putRecord(context.Background(), rec); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}
-		time.Sleep(50 * time.Millisecond) // the child's heartbeat pace, not a wait for state
+		time.Sleep(50 * time.Millisecond) //keel:duration the child's heartbeat pace, not a wait for state
 	}
 }
 
@@ -225,7 +225,7 @@ func writeFile(t *testing.T, path, s string) {
 // forever.
 func TestLivenessLateHeartbeat(t *testing.T) {
 	clk := &clock{now: time.Now()}
-	const lease = 10 * time.Second
+	const lease = 10 * time.Second //keel:duration on the test's fake clock
 	tm := openLeadAt(t, t.TempDir(), Config{Lease: lease, Now: clk.Now})
 	ctx := waittest.Context(t)
 	beat := func(at time.Time) {
@@ -399,7 +399,7 @@ func TestWaitLeadStalledTeam(t *testing.T) {
 // back to the board at once, without waiting for its lease.
 func TestShutdownAbortsUnansweringProcess(t *testing.T) {
 	dir := t.TempDir()
-	tm := openLeadAt(t, dir, Config{Lease: time.Minute, ShutdownTimeout: 200 * time.Millisecond})
+	tm := openLeadAt(t, dir, Config{Lease: time.Minute, ShutdownTimeout: 200 * time.Millisecond}) //keel:duration meant to pass: the process never answers
 	ctx := waittest.Context(t)
 	self, err := os.Executable()
 	if err != nil {

@@ -23,8 +23,10 @@
 // # Liveness
 //
 // Every member's record carries its state (working, idle, stopped), pid, host and a
-// heartbeat. A member is dead only on evidence — its process on this host is gone, or its
-// heartbeat has not moved for its lease and a margin, timed by the observer's own clock — and
+// heartbeat. A member is dead only on evidence, judged by what can be known: one run in the
+// observer's own process by whether its loop's goroutine runs, one run by another process of
+// this host by whether that process lives, and only one on another host by its heartbeat (not
+// moved for its lease and a margin, timed by the observer's own clock) — and
 // the claims it held lapse with their leases, so another member takes its task over. A
 // headless lead settles only on a team it could read whole; work left with every member dead
 // wakes the lead once instead of ending the run quietly.
@@ -106,6 +108,12 @@ type Team struct {
 	logger *slog.Logger
 	host   string
 	pid    int
+	// instance tells this handle's records from those of another handle in the same process
+	// (a library that runs a lead and a worker side by side): only its own members' loops
+	// are known to it.
+	instance string
+	// procStart is this process's start time (Record.ProcStart).
+	procStart uint64
 	// leadInbox is the lead's mailbox view (nil outside the lead's process).
 	leadInbox *Inbox
 	ctx       context.Context
@@ -117,10 +125,13 @@ type Team struct {
 	seenMu sync.Mutex
 	seen   map[string]sighting
 
-	// mu guards members, used, stopping, closed, trouble, stalledKey and pub.
+	// mu guards members, ended, used, stopping, closed, trouble, stalledKey and pub.
 	mu      sync.Mutex
 	members map[string]*Member // run by this process, by name
-	used    cost.Ledger
+	// ended holds how the loops of members this handle ran ended (their last state), so a
+	// record read just before a member stopped is not judged after its loop is gone.
+	ended map[string]State
+	used  cost.Ledger
 	// stopping is set while Shutdown runs.
 	stopping bool
 	closed   bool
@@ -163,7 +174,7 @@ func Open(ctx context.Context, cfg Config) (*Team, error) {
 	}
 	host, _ := os.Hostname()
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	t := &Team{cfg: cfg, be: cfg.Backend, logger: cfg.Logger.With("team", cfg.Name), host: host, pid: os.Getpid(),
+	t := &Team{cfg: cfg, be: cfg.Backend, logger: cfg.Logger.With("team", cfg.Name), host: host, pid: os.Getpid(), instance: newID(), procStart: procStart(os.Getpid()),
 		ctx: runCtx, cancel: cancel, members: map[string]*Member{}, opened: cfg.Now()}
 	if cfg.Lead {
 		t.leadInbox = newInbox(t.be.Mailbox(), LeadAlias, t.logger, t.colorOf)
@@ -298,7 +309,7 @@ func (t *Team) colorOf(name string) string {
 func (t *Team) registerLead(ctx context.Context) error {
 	now := t.cfg.Now()
 	rec := Record{ID: "lead", Name: LeadAlias, Alias: t.cfg.LeadName, AgentType: "lead", Runner: RunnerLead, State: StateWorking,
-		PID: t.pid, Host: t.host, Heartbeat: now, Started: now}
+		PID: t.pid, Host: t.host, Instance: t.instance, ProcStart: t.procStart, Heartbeat: now, Started: now}
 	if old, err := t.record(ctx, LeadAlias); err == nil {
 		rec.Started = old.Started
 	}
@@ -315,7 +326,7 @@ func (t *Team) SetLeadState(ctx context.Context, s State) {
 		return
 	}
 	rec.State, rec.Heartbeat = s, t.cfg.Now()
-	rec.PID, rec.Host = t.pid, t.host
+	rec.PID, rec.Host, rec.Instance, rec.ProcStart = t.pid, t.host, t.instance, t.procStart
 	if err := t.putRecord(ctx, rec); err != nil {
 		t.logger.Warn("record lead state", "err", err)
 	}
@@ -331,7 +342,7 @@ func (t *Team) leadHeartbeat() {
 		case <-tick.C:
 		}
 		if rec, err := t.record(t.ctx, LeadAlias); err == nil {
-			rec.Heartbeat, rec.PID, rec.Host = t.cfg.Now(), t.pid, t.host
+			rec.Heartbeat, rec.PID, rec.Host, rec.Instance, rec.ProcStart = t.cfg.Now(), t.pid, t.host, t.instance, t.procStart
 			_ = t.putRecord(t.ctx, rec)
 		}
 	}

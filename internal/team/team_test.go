@@ -2,6 +2,7 @@ package team
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -31,11 +32,13 @@ func newLead(t *testing.T, limits coord.Limits) *Team {
 	return tm
 }
 
+// addMember records a member run by a live process of this host (the test's parent stands in
+// for it).
 func addMember(t *testing.T, tm *Team, name string, state State) {
 	t.Helper()
 	now := time.Now()
 	rec := Record{ID: newAgentID(), Name: name, Color: "green", AgentType: "general-purpose", Runner: RunnerProcess, State: state,
-		PID: tm.pid, Host: tm.host, Heartbeat: now, Started: now}
+		PID: os.Getppid(), Host: tm.host, Heartbeat: now, Started: now}
 	if err := tm.putRecord(t.Context(), rec); err != nil {
 		t.Fatal(err)
 	}
@@ -183,19 +186,34 @@ func TestSpawnRefusals(t *testing.T) {
 	}
 }
 
-// A member whose heartbeat stopped, or whose process is gone, is dead — not idle.
+// A member is dead on evidence: its loop in this process ended, its process on this host is
+// gone, or — on another host only — its heartbeat stopped. A late heartbeat of a member whose
+// loop or process is known to run is not death.
 func TestLiveness(t *testing.T) {
 	tm := newLead(t, coord.Limits{})
+	tm.mu.Lock()
+	tm.members["alice"] = &Member{}
+	tm.mu.Unlock()
+	t.Cleanup(func() {
+		tm.mu.Lock()
+		delete(tm.members, "alice")
+		tm.mu.Unlock()
+	})
 	now := time.Now()
 	for _, tc := range []struct {
 		name string
 		rec  Record
 		want State
 	}{
-		{"fresh idle", Record{State: StateIdle, Heartbeat: now, PID: tm.pid, Host: tm.host}, StateIdle},
-		{"stale heartbeat", Record{State: StateWorking, Heartbeat: now.Add(-time.Hour), PID: tm.pid, Host: tm.host}, StateDead},
+		{"running here, stale heartbeat", Record{Name: "alice", State: StateWorking, Heartbeat: now.Add(-time.Hour), PID: tm.pid, Host: tm.host, Instance: tm.instance}, StateWorking},
+		{"ended here", Record{Name: "bob", State: StateIdle, Heartbeat: now, PID: tm.pid, Host: tm.host, Instance: tm.instance}, StateDead},
+		{"the lead here", Record{Name: LeadAlias, Runner: RunnerLead, State: StateIdle, Heartbeat: now.Add(-time.Hour), PID: tm.pid, Host: tm.host, Instance: tm.instance}, StateIdle},
+		{"live process here, stale heartbeat", Record{State: StateIdle, Heartbeat: now.Add(-time.Hour), PID: os.Getppid(), Host: tm.host}, StateIdle},
 		{"process gone", Record{State: StateIdle, Heartbeat: now, PID: 1 << 30, Host: tm.host}, StateDead},
+		{"pid taken by another process", Record{State: StateIdle, Heartbeat: now, PID: os.Getppid(), ProcStart: procStart(os.Getppid()) + 1, Host: tm.host}, StateDead},
+		{"live process, its start time", Record{State: StateIdle, Heartbeat: now, PID: os.Getppid(), ProcStart: procStart(os.Getppid()), Host: tm.host}, StateIdle},
 		{"other host", Record{State: StateIdle, Heartbeat: now, PID: 1 << 30, Host: "elsewhere"}, StateIdle},
+		{"other host, stale heartbeat", Record{State: StateIdle, Heartbeat: now.Add(-time.Hour), PID: 1 << 30, Host: "elsewhere"}, StateDead},
 		{"stopped", Record{State: StateStopped, Heartbeat: now.Add(-time.Hour)}, StateStopped},
 	} {
 		if got := tm.liveness(tc.rec); got != tc.want {

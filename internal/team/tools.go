@@ -206,9 +206,11 @@ func (t *Team) update(ctx context.Context, env *tool.Env, in updateInput) tool.R
 		}
 	case string(coord.StatusPending):
 		if cur.Status == coord.StatusInProgress && cur.Owner == who {
-			if _, err := bd.Release(ctx, id, who); err != nil {
+			rel, err := bd.Release(ctx, id, who)
+			if err != nil {
 				return tool.Errorf("%v", err)
 			}
+			t.reportContested(ctx, rel, who+" set it back to pending")
 			done = append(done, "status")
 		} else {
 			ch.Status = ptr(coord.StatusPending)

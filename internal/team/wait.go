@@ -99,6 +99,11 @@ func (t *Team) settle(ctx context.Context) settlement {
 		if tk, ok := coord.NextClaim(all, name, now); ok {
 			return settlement{kind: busy, why: fmt.Sprintf("task %s is claimable by %s", tk.ID, name)}
 		}
+		for _, tk := range tasks {
+			if coord.BackingOff(tk, name, now) && !coord.Contested(tk) {
+				return settlement{kind: busy, why: fmt.Sprintf("task %s is claimable by %s once its backoff ends", tk.ID, name)}
+			}
+		}
 	}
 	return settlement{kind: settled, why: "every member is idle and nothing is claimable"}
 }
@@ -271,6 +276,7 @@ func (t *Team) Shutdown(ctx context.Context, reason string) error {
 		if s := t.liveness(r); s == StateStopped || s == StateDead {
 			continue
 		}
+		t.markStopping(ctx, r.Name)
 		data, _ := jsonOf(Structured{Type: TypeShutdownRequest, Reason: reason})
 		msg := coord.Message{ID: newID(), From: LeadAlias, To: r.Name, Type: TypeShutdownRequest, Data: data, Summary: "shutdown request"}
 		if err := t.be.Mailbox().Send(ctx, msg); err != nil {

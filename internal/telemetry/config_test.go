@@ -34,11 +34,11 @@ func TestFromEnv(t *testing.T) {
 			"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "cumulative"}),
 			telemetry.Config{Enabled: true, LogUserPrompts: true, Resource: map[string]string{"service.name": "agents", "team.id": "platform"},
 				Metrics: telemetry.Signal{Exporters: []string{"otlp", "console"}, Protocol: "http/protobuf", Endpoint: "http://collector:4318/v1/metrics",
-					Headers: map[string]string{"Authorization": "Bearer abc", "x": "1"}, Interval: time.Second},
+					Headers: map[string]string{"Authorization": "Bearer abc", "x": "1"}, Interval: time.Second}, //keel:duration a value parsed, not a limit
 				Logs: telemetry.Signal{Exporters: []string{"otlp"}, Protocol: "http/protobuf", Endpoint: "http://logs:9999/custom",
-					Headers: map[string]string{"Authorization": "Bearer abc", "x": "1"}, Interval: 5 * time.Second},
+					Headers: map[string]string{"Authorization": "Bearer abc", "x": "1"}, Interval: 5 * time.Second}, //keel:duration a value parsed, not a limit
 				Traces: telemetry.Signal{Exporters: []string{"otlp"}, Protocol: "grpc", Endpoint: "http://collector:4318/",
-					Headers: map[string]string{"Authorization": "Bearer abc", "x": "2"}, Interval: 5 * time.Second}}},
+					Headers: map[string]string{"Authorization": "Bearer abc", "x": "2"}, Interval: 5 * time.Second}}}, //keel:duration a value parsed, not a limit
 		{"prometheus on its default port", on(map[string]string{"OTEL_METRICS_EXPORTER": "prometheus"}),
 			telemetry.Config{Enabled: true, IncludeSessionID: true, Delta: true, Resource: map[string]string{"service.name": "keel"},
 				Metrics: telemetry.Signal{Exporters: []string{"prometheus"}, Interval: time.Minute}, PrometheusAddr: "localhost:9464"}},

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // site is a local web server with the pages the tests fetch.
@@ -220,14 +221,15 @@ func TestFetchSameSite(t *testing.T) {
 
 func TestFetchLimitsAndBadInput(t *testing.T) {
 	s := newSite(t, false)
-	f := New(Options{CacheTTL: -1, MaxBytes: 1 << 20, Timeout: 500 * time.Millisecond})
+	timeout := waittest.Scale(2 * time.Second) // what is not slow answers within it, loaded or not
+	f := New(Options{CacheTTL: -1, MaxBytes: 1 << 20, Timeout: timeout})
 	tests := []struct {
 		url  string
 		want string
 	}{
 		{s.url("/huge"), "is 10240 MB, over the 1 MB limit"},
 		{s.url("/endless"), "over the 1 MB limit"},
-		{s.url("/slow"), "no complete answer within 500ms"},
+		{s.url("/slow"), "no complete answer within " + timeout.String()},
 		{s.url("/png"), "is image/png, not HTML or text"},
 		{s.url("/octets"), "not HTML or text"},
 		{s.url("/missing"), "answered HTTP 404 Not Found"},

@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Open) {
 		{"board/completion-unblocks", testCompletionUnblocks},
 		{"board/lease-lapse", testLeaseLapse},
 		{"board/release", testRelease},
+		{"board/release-backoff", testReleaseBackoff},
 		{"board/claim-next-order", testClaimNextOrder},
 		{"board/contention-one-task", testContentionOneTask},
 		{"board/contention-claim-next", testContentionClaimNext},

@@ -510,7 +510,7 @@ func (bd *board) Release(ctx context.Context, id, owner string) (coord.Task, err
 		if t.Status != coord.StatusInProgress || t.Owner != owner {
 			return fmt.Errorf("release task %s: it is %s and held by %s, not %s: %w", id, t.Status, holder(t), owner, coord.ErrNotOwner)
 		}
-		t.Status, t.Owner, t.LeaseUntil = coord.StatusPending, "", time.Time{}
+		t = coord.Released(t, owner, bd.b.cfg.Now())
 		t.Revision++
 		t.Updated = bd.b.cfg.Now()
 		v.put(t)

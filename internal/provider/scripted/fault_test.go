@@ -165,7 +165,7 @@ func TestDropSeenByClient(t *testing.T) {
 }
 
 func TestSlowStream(t *testing.T) {
-	const delay = 5 * time.Millisecond
+	const delay = 5 * time.Millisecond //keel:duration a pace the stream is slowed to, not a limit
 	s := start(t, &Scenario{Rules: []Rule{{Fault: &Fault{Delay: delay}, Reply: []Block{Text("slow")}}}}, Options{})
 	began := time.Now()
 	_, body := post(t, s, "/v1/messages", msgs(true, nil, user("hi")))

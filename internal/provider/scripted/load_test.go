@@ -36,6 +36,7 @@ func TestLoadExample(t *testing.T) {
 			{Name: "done", When: Match{ToolResult: "Bash", Contains: "ok"}, Times: 1, Reply: []Block{Text("The test passes now.")}},
 			{Name: "essay", When: Match{UserText: "write an essay"}, StopReason: "max_tokens", Reply: []Block{Text("It was a dark and stormy")}},
 			{Name: "flaky-stream", When: Match{UserText: "flaky", HasTool: "Write", LacksTool: "Agent", System: "keel"}, Times: 1,
+				//keel:duration a pace, not a limit
 				Fault: &Fault{DropAfter: 5, Delay: 5 * time.Millisecond}, Reply: []Block{Text("This stream is cut after five events.")}},
 		},
 	}
