@@ -36,6 +36,10 @@ type Config struct {
 	// Home anchors ~/ patterns in hooks' `if` conditions, as the permission checker's does;
 	// empty means the user's home directory.
 	Home string
+	// Traceparent, if set, gives a hook the TRACEPARENT its process runs under (telemetry): a
+	// hook on a tool event gets its tool call's span (toolUseID), any other the prompt's, so
+	// what the hook traces joins the session's trace. "" leaves the environment as it is.
+	Traceparent func(toolUseID string) string
 	// Environ is the hooks' environment ("KEY=value"); nil inherits keel's own.
 	Environ []string
 	// DefaultTimeout replaces [DefaultTimeout] when non-zero.
@@ -444,6 +448,11 @@ func (r *Runner) exec(ctx context.Context, ev Event, in Input, p planned, stdin 
 	}
 	env = append(env[:len(env):len(env)],
 		"KEEL_PROJECT_DIR="+r.cfg.ProjectDir, "CLAUDE_PROJECT_DIR="+r.cfg.ProjectDir)
+	if r.cfg.Traceparent != nil {
+		if tp := r.cfg.Traceparent(in.ToolUseID); tp != "" {
+			env = append(env, "TRACEPARENT="+tp)
+		}
+	}
 	env = append(env, p.cmd.Env...)
 	res := runCommand(ctx, p.cmd.Command, r.cfg.ProjectDir, env, stdin, timeout)
 	res.From = p.from

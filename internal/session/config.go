@@ -205,16 +205,17 @@ func (s *Session) untrustedNotice() {
 func (s *Session) buildHooks() {
 	trusted := s.trusted()
 	runner, problems := hooks.New(hooks.Config{
-		Hooks:      s.settings.Hooks,
-		Plugins:    s.plugins().Hooks(),
-		DisableAll: s.settings.DisableAllHooks.V,
-		ProjectDir: s.projectDir,
-		Trusted:    trusted,
-		Callbacks:  s.opts.SDK.HookCallbacks,
-		Call:       s.opts.SDK.CallHook,
-		OnRun:      s.hookEvents,
-		Report:     s.warn,
-		Logger:     s.logger,
+		Hooks:       s.settings.Hooks,
+		Plugins:     s.plugins().Hooks(),
+		DisableAll:  s.settings.DisableAllHooks.V,
+		ProjectDir:  s.projectDir,
+		Trusted:     trusted,
+		Callbacks:   s.opts.SDK.HookCallbacks,
+		Call:        s.opts.SDK.CallHook,
+		OnRun:       s.hookEvents,
+		Traceparent: s.traceparent,
+		Report:      s.warn,
+		Logger:      s.logger,
 	})
 	s.hooks = runner
 	for _, p := range problems {

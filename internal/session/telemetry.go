@@ -121,3 +121,7 @@ func telemetryWanted(getenv func(string) string) bool {
 // traceparent is the TRACEPARENT of tool call toolUseID's span, which the processes it starts
 // inherit; "" while telemetry is off.
 func (s *Session) traceparent(toolUseID string) string { return s.tel.Load().Traceparent(toolUseID) }
+
+// serverTraceparent is the TRACEPARENT an MCP server starts under: the current prompt's span,
+// or before the first prompt the caller's (a headless or SDK run); "" while telemetry is off.
+func (s *Session) serverTraceparent() string { return s.traceparent("") }
