@@ -86,7 +86,7 @@ func (s *Session) startMCP(ctx context.Context) {
 	m, notices := OpenMCP(ctx, s.opts.MCP, MCPSetup{
 		Home: s.opts.Home, ProjectDir: s.projectDir, Cwd: s.opts.Cwd, AddDirs: s.state.AdditionalDirs,
 		Settings: s.settings, Trust: s.opts.Trust, Version: s.opts.Version, ContextWindow: window, Logger: s.logger,
-		Elicit: s.elicitor(), Plugins: s.plugins().MCPServers(), Traceparent: s.serverTraceparent,
+		Elicit: newElicitation(s).answerer(), Plugins: s.plugins().MCPServers(), Traceparent: s.serverTraceparent,
 	})
 	s.mcp = m
 	s.notices = append(s.notices, notices...)
