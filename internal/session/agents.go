@@ -94,10 +94,10 @@ func (s *Session) emitAgent(e event.Event) {
 // agentDefOptions says where the session's agent definitions come from.
 func (s *Session) agentDefOptions() agentdef.Options {
 	projectDir, home, keelHome := s.projectDir, userHome(), s.opts.Home
-	if !s.sourceAllowed("project") {
+	if !s.opts.SDK.sourceAllowed("project") {
 		projectDir = ""
 	}
-	if !s.sourceAllowed("user") {
+	if !s.opts.SDK.sourceAllowed("user") {
 		home, keelHome = "", ""
 	}
 	return agentdef.Options{ProjectDir: projectDir, HomeDir: home, KeelHome: keelHome, CLIAgents: s.opts.Agents,

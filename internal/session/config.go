@@ -60,7 +60,7 @@ func (s *Session) settingsOptions() settings.Options {
 		ManagedPath:  s.opts.ManagedSettingsPath,
 		Flags:        s.opts.SettingsFlags,
 		SettingsArgs: s.opts.SettingsArgs,
-		FileScopes:   s.fileScopes(),
+		FileScopes:   s.opts.SDK.fileScopes(),
 		Trust:        s.opts.Trust,
 	}
 }
@@ -240,7 +240,7 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 			s.notices = append(s.notices, event.Notice{Level: "warn", Text: w.String()})
 		}
 		if !s.opts.Offline {
-			s.instructionsLoaded(ctx, s.memoryAllowed(mem.Files()), "session_start")
+			s.instructionsLoaded(ctx, s.opts.SDK.memoryAllowed(mem.Files()), "session_start")
 		}
 	}
 	s.buildStyledPrompt(prompt.Options{
@@ -250,7 +250,7 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 			if s.memory == nil {
 				return nil
 			}
-			return s.memoryAllowed(s.memory.Files())
+			return s.opts.SDK.memoryAllowed(s.memory.Files())
 		},
 		Environment: env,
 	})

@@ -43,7 +43,7 @@ func (s *Session) loadPlugins(ctx context.Context) {
 func (s *Session) readPlugins(ctx context.Context, st settings.Plugins) *plugin.Set {
 	_, env := mcpEnviron(s.opts.MCP)
 	home := s.opts.Home
-	if !s.sourceAllowed("user") {
+	if !s.opts.SDK.sourceAllowed("user") {
 		home = "" // --setting-sources without user: no installed plugins either
 	}
 	return plugin.LoadSet(ctx, plugin.SetOptions{Home: home, Cwd: s.opts.Cwd, Dirs: s.opts.Plugins, Settings: st, Env: env, Logger: s.logger})
