@@ -154,7 +154,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Detacher: s.opts.Detacher,
 		Detach:   s.opts.DetachBackground,
 		Seams: subagent.Seams{Validator: s.validator, Meter: &s.spend, Check: s.budgetCheck, Threshold: s.thresholdFor,
-			Breakpoints: s.breakpoints, Now: s.opts.Now, Traceparent: s.traceparent, Environ: s.bashEnviron},
+			Breakpoints: s.breakpoints, Now: s.opts.Now, Traceparent: s.tel.traceparent, Environ: s.bashEnviron},
 	})
 	s.agents = &Agents{tasks: tasks, queue: queue, runner: runner, detached: s.opts.DetachedFrom != ""}
 	s.reattachAgents(ctx)

@@ -213,7 +213,7 @@ func (s *Session) buildHooks() {
 		Callbacks:   s.opts.SDK.HookCallbacks,
 		Call:        s.opts.SDK.CallHook,
 		OnRun:       s.hookEvents,
-		Traceparent: s.traceparent,
+		Traceparent: s.tel.traceparent,
 		Report:      s.warn,
 		Logger:      s.logger,
 	})

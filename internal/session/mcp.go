@@ -86,7 +86,7 @@ func (s *Session) startMCP(ctx context.Context) {
 	m, notices := OpenMCP(ctx, s.opts.MCP, MCPSetup{
 		Home: s.opts.Home, ProjectDir: s.projectDir, Cwd: s.opts.Cwd, AddDirs: s.state.AdditionalDirs,
 		Settings: s.settings, Trust: s.opts.Trust, Version: s.opts.Version, ContextWindow: window, Logger: s.logger,
-		Elicit: newElicitation(s).answerer(), Plugins: s.plugins().MCPServers(), Traceparent: s.serverTraceparent,
+		Elicit: newElicitation(s).answerer(), Plugins: s.plugins().MCPServers(), Traceparent: s.tel.serverTraceparent,
 	})
 	s.mcp = m
 	s.notices = append(s.notices, notices...)
@@ -374,7 +374,7 @@ func (c childMCP) StartServers(ctx context.Context, def *agentdef.Definition, se
 	cwd := c.s.Cwd()
 	m := mcphost.New(mcphost.Options{
 		Servers: mcphost.PolicyFrom(c.s.settings, c.s.trusted()).Apply(cfg.Servers), InProcess: c.s.opts.MCP.InProcess,
-		Environ: environ, Traceparent: c.s.serverTraceparent, Dir: cwd, Roots: []string{cwd},
+		Environ: environ, Traceparent: c.s.tel.serverTraceparent, Dir: cwd, Roots: []string{cwd},
 		ConnectTimeout: c.s.opts.MCP.ConnectTimeout, ToolTimeout: c.s.opts.MCP.ToolTimeout, MaxOutputTokens: c.s.opts.MCP.MaxOutputTokens,
 		ToolSearch: mcphost.ToolSearchOptions{Mode: mcphost.SearchOff},
 		ClientName: "keel", ClientVersion: c.s.opts.Version, Logger: c.s.logger.With("component", "mcp", "scope", "agent"),

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,7 +36,6 @@ import (
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/team"
-	"github.com/keel-dev/keel/internal/telemetry"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/toolsearch"
 	"github.com/keel-dev/keel/internal/transcript"
@@ -134,7 +132,7 @@ type Session struct {
 	// telemetry exporter).
 	closers []func() error
 	// tel exports the session's telemetry (telemetry.go); nil while it is off.
-	tel atomic.Pointer[telemetry.Exporter]
+	tel telemetryLink
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
