@@ -471,7 +471,7 @@ func (s *Session) Close() error {
 		// "other": the SDK's ExitReason for a session that simply ended (its input did).
 		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "other"}))
 	}
-	s.closeWatch()
+	s.watched.close()
 	s.hooks.Wait()
 	return s.shutdown()
 }
