@@ -418,7 +418,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 // announce opens a Send's stream: the init event, then the notices found since the last.
 func (s *Session) announce(ctx context.Context, sink *chanSink) {
 	reloaded := s.reloadPlugins(ctx)
-	plugins, pluginErrors := s.initPlugins()
+	plugins, pluginErrors := initPlugins(s.plugins())
 	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: s.pool(ctx).Names(), PermissionMode: s.PermissionMode(),
 		Skills: s.skillNames(), Agents: s.agents.names(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
 	for _, n := range reloaded {
