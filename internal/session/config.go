@@ -81,13 +81,13 @@ func (s *Session) permissionPolicy() (permission.Policy, []event.Notice) {
 	for _, d := range s.settings.Permissions.AdditionalDirectories {
 		dir := d.V
 		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(s.ruleDir(d.From), dir)
+			dir = filepath.Join(s.opts.ruleDir(d.From), dir)
 		}
 		pol.Dirs = append(pol.Dirs, filepath.Clean(dir))
 	}
 	add := func(vals []settings.Value[string], b permission.Behavior) {
 		for _, v := range vals {
-			src := permission.Source{Name: string(v.From.Scope), Path: v.From.Path, Dir: s.ruleDir(v.From), Line: v.From.Line, Col: v.From.Col}
+			src := permission.Source{Name: string(v.From.Scope), Path: v.From.Path, Dir: s.opts.ruleDir(v.From), Line: v.From.Line, Col: v.From.Col}
 			r, err := permission.ParseRule(v.V, b, src)
 			if err != nil {
 				// The file parsed, so its other rules still load; this one is an error.
@@ -148,11 +148,11 @@ func hookScripts(command, projectDir string) []string {
 
 // ruleDir is the directory a settings file's relative path rules are anchored at: the project
 // directory for files in .keel/ or .claude/, else the file's own directory.
-func (s *Session) ruleDir(o settings.Origin) string {
-	if !filepath.IsAbs(o.Path) { // flags and inline --settings
-		return s.opts.Cwd
+func (o *Options) ruleDir(from settings.Origin) string {
+	if !filepath.IsAbs(from.Path) { // flags and inline --settings
+		return o.Cwd
 	}
-	dir := filepath.Dir(o.Path)
+	dir := filepath.Dir(from.Path)
 	if base := filepath.Base(dir); base == ".keel" || base == ".claude" {
 		return filepath.Dir(dir)
 	}
@@ -227,7 +227,7 @@ func (s *Session) buildHooks() {
 // read once here; the rendered sections are memoized for the whole session.
 func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 	if env == nil {
-		detected := prompt.DetectEnvironment(ctx, s.opts.Cwd, s.now(), gitexec.Runner{Trusted: s.trusted()})
+		detected := prompt.DetectEnvironment(ctx, s.opts.Cwd, s.opts.now(), gitexec.Runner{Trusted: s.trusted()})
 		env = &detected
 		s.recordMetadata(ctx, transcript.TypeAgentSetting, agentSetting{Environment: env, Model: s.opts.Model})
 	}
@@ -275,9 +275,9 @@ func (s *Session) buildCachePolicy() {
 	}
 }
 
-func (s *Session) now() time.Time {
-	if s.opts.Now != nil {
-		return s.opts.Now()
+func (o *Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
 	}
 	return time.Now()
 }
