@@ -38,6 +38,7 @@ var publicEvents = map[reflect.Type]reflect.Type{
 	reflect.TypeFor[event.Result]():           reflect.TypeFor[Result](),
 	reflect.TypeFor[event.TeammateState]():    reflect.TypeFor[TeammateState](),
 	reflect.TypeFor[event.TeamMessage]():      reflect.TypeFor[TeamMessage](),
+	reflect.TypeFor[event.TeamMessageRead]():  reflect.TypeFor[TeamMessageRead](),
 }
 
 // publicEvent is the public form of a session's event; nil for one the API does not show.

@@ -327,3 +327,15 @@ type TeamMessage struct {
 	Summary   string
 	Text      string
 }
+
+// TeamMessageRead says a member read a team message: it went into the recipient's next
+// request, or keel consumed it (a permission answer, a shutdown). Sent is when it was sent,
+// so Sent to now is how long the message waited.
+type TeamMessageRead struct {
+	Origin
+	ID        string
+	Sender    string
+	Recipient string
+	Type      string
+	Sent      time.Time
+}

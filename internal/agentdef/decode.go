@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/keel-dev/keel/internal/frontmatter"
+	"github.com/keel-dev/keel/internal/permission"
 )
 
 // decoder turns the fields of one file into a Definition, collecting the file's diagnostics.
@@ -216,7 +217,7 @@ func (d *decoder) stringList(f frontmatter.Field) ([]string, bool) {
 	case nil:
 		return nil, true
 	case string:
-		return splitNames(v), true
+		return permission.SplitToolList(v), true
 	case []any:
 		var out []string
 		for i, item := range v {
@@ -225,7 +226,7 @@ func (d *decoder) stringList(f frontmatter.Field) ([]string, bool) {
 				d.errorf(f.Line, "%s entry %d must be a name, got %s", f.Key, i+1, kind(item))
 				return nil, false
 			}
-			out = append(out, splitNames(s)...)
+			out = append(out, permission.SplitToolList(s)...)
 		}
 		return dedupe(out), true
 	}

@@ -243,26 +243,6 @@ func TestNoFrontmatter(t *testing.T) {
 	}
 }
 
-func TestSplitNames(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []string
-	}{
-		{"Read, Grep", []string{"Read", "Grep"}},
-		{"Read,Glob", []string{"Read", "Glob"}},
-		{"Read Grep  Bash(python:*)", []string{"Read", "Grep", "Bash(python:*)"}},
-		{"Bash(git add:*), Bash(git commit:*)", []string{"Bash(git add:*)", "Bash(git commit:*)"}},
-		{"Bash(a, b) Read", []string{"Bash(a, b)", "Read"}},
-		{`"Read", 'Grep'`, []string{"Read", "Grep"}},
-		{" , ,", nil},
-	}
-	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, splitNames(tt.in)); diff != "" {
-			t.Errorf("splitNames(%q) mismatch (-want +got):\n%s", tt.in, diff)
-		}
-	}
-}
-
 func FuzzParseMarkdown(f *testing.F) {
 	f.Add([]byte("---\nname: a\ndescription: b: c\ntools: [x, y]\n---\nbody"))
 	f.Add([]byte("---\nname: a\ndescription: d\nmcpServers: {s: {command: c}}\nhooks: {Stop: [{hooks: [{type: command, command: x}]}]}\n---\n"))

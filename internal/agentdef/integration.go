@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/keel-dev/keel/internal/frontmatter"
+	"github.com/keel-dev/keel/internal/permission"
 )
 
 // mcpTypes are the transports an inline MCP server may use.
@@ -30,7 +31,7 @@ func setMCPServers(d *decoder, f frontmatter.Field) {
 	case nil:
 		return
 	case string:
-		for _, n := range splitNames(v) {
+		for _, n := range permission.SplitToolList(v) {
 			servers = append(servers, MCPServer{Name: n})
 		}
 	case []any:

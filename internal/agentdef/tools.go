@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/keel-dev/keel/internal/frontmatter"
+	"github.com/keel-dev/keel/internal/permission"
 )
 
 // toolSpec is a tool list after normalisation.
@@ -30,7 +31,7 @@ func (d *decoder) toolList(f frontmatter.Field, mapName func(string) (string, bo
 		if strings.TrimSpace(v) == "" {
 			return spec, true
 		}
-		names = splitNames(v)
+		names = permission.SplitToolList(v)
 	case []any:
 		names = []string{}
 		for i, item := range v {
@@ -39,7 +40,7 @@ func (d *decoder) toolList(f frontmatter.Field, mapName func(string) (string, bo
 				d.errorf(f.Line, "%s entry %d must be a tool name, got %s", f.Key, i+1, kind(item))
 				return spec, false
 			}
-			names = append(names, splitNames(s)...)
+			names = append(names, permission.SplitToolList(s)...)
 		}
 	case map[string]any:
 		spec.isMap = true
@@ -102,51 +103,6 @@ func (d *decoder) mapTools(f frontmatter.Field, names []string, mapName func(str
 // keelToolName keeps names as written: in keel's own format an unknown name may be an MCP tool
 // or one a later version adds, and the tool filter simply finds no match.
 func keelToolName(n string) (string, bool) { return n, true }
-
-// splitNames splits a comma- or space-separated list, never inside parentheses (so
-// "Bash(git add:*)" stays whole), and strips quotes around entries.
-func splitNames(s string) []string {
-	sep := func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
-	if containsOutsideParens(s, ',') {
-		sep = func(r rune) bool { return r == ',' }
-	}
-	var out []string
-	depth, start := 0, 0
-	emit := func(end int) {
-		item := strings.Trim(strings.TrimSpace(s[start:end]), `"'`)
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	for i, r := range s {
-		switch {
-		case r == '(':
-			depth++
-		case r == ')' && depth > 0:
-			depth--
-		case depth == 0 && sep(r):
-			emit(i)
-			start = i + len(string(r))
-		}
-	}
-	emit(len(s))
-	return out
-}
-
-func containsOutsideParens(s string, c rune) bool {
-	depth := 0
-	for _, r := range s {
-		switch {
-		case r == '(':
-			depth++
-		case r == ')' && depth > 0:
-			depth--
-		case depth == 0 && r == c:
-			return true
-		}
-	}
-	return false
-}
 
 func dedupe(s []string) []string {
 	if s == nil {

@@ -44,7 +44,8 @@ type envelope struct {
 // kinds names every event type, for Decode; a test checks it lists each one of this package.
 var kinds = typeTable(Init{}, TextDelta{}, ThinkingDelta{}, AssistantMessage{}, UserMessage{}, ToolStart{}, ToolProgress{},
 	ToolEnd{}, PermissionDenied{}, Retry{}, CacheBreak{}, Compacted{}, Todos{}, TaskStarted{}, TaskUpdated{}, TaskProgress{},
-	TaskNotification{}, Status{}, HookStarted{}, HookResponse{}, Notice{}, Result{}, TeammateState{}, TeamMessage{})
+	TaskNotification{}, Status{}, HookStarted{}, HookResponse{}, Notice{}, Result{}, TeammateState{}, TeamMessage{},
+	TeamMessageRead{})
 
 func typeTable(evs ...Event) map[string]reflect.Type {
 	m := make(map[string]reflect.Type, len(evs))

@@ -328,3 +328,16 @@ type TeamMessage struct {
 	Summary   string
 	Text      string
 }
+
+// TeamMessageRead says a member read a team message: it went into the recipient's next
+// request, or the runtime consumed it (a permission answer, a shutdown). Telemetry measures
+// mail latency from Sent to the event; UIs may leave it out.
+type TeamMessageRead struct {
+	Origin
+	ID        string
+	Sender    string
+	Recipient string
+	Type      string
+	// Sent is when the message was sent, by the sending host's clock.
+	Sent time.Time
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,13 @@ type Config struct {
 	// Trusted says the workspace is trusted; until it is, hooks from project-provided settings
 	// (project and local scopes) are skipped with a notice.
 	Trusted bool
+	// Home anchors ~/ patterns in hooks' `if` conditions, as the permission checker's does;
+	// empty means the user's home directory.
+	Home string
+	// Traceparent, if set, gives a hook the TRACEPARENT its process runs under (telemetry): a
+	// hook on a tool event gets its tool call's span (toolUseID), any other the prompt's, so
+	// what the hook traces joins the session's trace. "" leaves the environment as it is.
+	Traceparent func(toolUseID string) string
 	// Environ is the hooks' environment ("KEY=value"); nil inherits keel's own.
 	Environ []string
 	// DefaultTimeout replaces [DefaultTimeout] when non-zero.
@@ -75,7 +83,7 @@ type Runner struct {
 type group struct {
 	event     Event
 	matcher   matcher
-	hooks     []settings.HookCommand
+	hooks     []hook
 	callbacks []settings.HookCommand // Type "callback", Command the callback id
 	from      settings.Origin
 }
@@ -88,6 +96,9 @@ func New(cfg Config) (*Runner, []settings.Problem) {
 	}
 	if cfg.DefaultTimeout == 0 {
 		cfg.DefaultTimeout = DefaultTimeout
+	}
+	if cfg.Home == "" {
+		cfg.Home, _ = os.UserHomeDir()
 	}
 	r := &Runner{cfg: cfg, onceDone: map[string]bool{}}
 	var problems []settings.Problem
@@ -141,7 +152,11 @@ func compile(groups []settings.HookGroup, problems ...settings.Problem) ([]group
 				warn(h.From, "hooks.%s: hook type %q is not supported (only \"command\"); skipped", g.Event, h.Type)
 				continue
 			}
-			cg.hooks = append(cg.hooks, h)
+			ch, problem := compileHook(ev, h)
+			if problem != "" {
+				warn(h.From, "hooks.%s: %s", g.Event, problem)
+			}
+			cg.hooks = append(cg.hooks, ch)
 		}
 		out = append(out, cg)
 	}
@@ -357,8 +372,9 @@ func (r *Runner) plan(ev Event, spec eventSpec, in Input, out *Outcome) []planne
 				plan = append(plan, planned{cmd: h, from: h.From})
 			}
 		}
-		for _, h := range g.hooks {
-			if seen[h.Command] {
+		for _, gh := range g.hooks {
+			h := gh.cmd
+			if seen[h.Command] || !r.condition(ev, gh, in) {
 				continue
 			}
 			seen[h.Command] = true
@@ -395,7 +411,8 @@ func (r *Runner) Has(ev Event) bool {
 		return false
 	}
 	for _, g := range r.allGroups() {
-		if g.event == ev && (r.cfg.Trusted || !g.from.Scope.ProjectProvided()) {
+		if g.event == ev && (r.cfg.Trusted || !g.from.Scope.ProjectProvided()) &&
+			(len(g.callbacks) > 0 || slices.ContainsFunc(g.hooks, func(h hook) bool { return !h.never })) {
 			return true
 		}
 	}
@@ -431,6 +448,11 @@ func (r *Runner) exec(ctx context.Context, ev Event, in Input, p planned, stdin 
 	}
 	env = append(env[:len(env):len(env)],
 		"KEEL_PROJECT_DIR="+r.cfg.ProjectDir, "CLAUDE_PROJECT_DIR="+r.cfg.ProjectDir)
+	if r.cfg.Traceparent != nil {
+		if tp := r.cfg.Traceparent(in.ToolUseID); tp != "" {
+			env = append(env, "TRACEPARENT="+tp)
+		}
+	}
 	env = append(env, p.cmd.Env...)
 	res := runCommand(ctx, p.cmd.Command, r.cfg.ProjectDir, env, stdin, timeout)
 	res.From = p.from

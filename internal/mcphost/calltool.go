@@ -67,6 +67,11 @@ func (t *mcpTool) Call(ctx context.Context, env *tool.Env, input json.RawMessage
 		input = json.RawMessage("{}")
 	}
 	params := &mcp.CallToolParams{Name: t.rawTool, Arguments: input}
+	if env != nil && env.Traceparent != "" {
+		// The call's span, in the request's _meta as OpenTelemetry's MCP conventions carry it,
+		// so a server's span for the call is its child.
+		params.Meta = mcp.Meta{"traceparent": env.Traceparent}
+	}
 	if env != nil && env.Progress != nil {
 		token := fmt.Sprintf("keel-%d", progressSeq.Add(1))
 		params.SetProgressToken(token)

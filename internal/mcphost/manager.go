@@ -48,6 +48,11 @@ type Options struct {
 	// working directory.
 	Environ []string
 	Dir     string
+	// Traceparent, if set, is asked when a stdio server starts for the TRACEPARENT it runs
+	// under (telemetry), so the spans it exports join the session's trace; "" leaves the
+	// environment as it is. Each tool call also carries its own span's traceparent in the
+	// request's _meta (tool.Env.Traceparent).
+	Traceparent func() string
 	// Roots are the working directories, answered to roots/list.
 	Roots []string
 	// ConnectTimeout bounds each server's connection and first listing (MCP_TIMEOUT).

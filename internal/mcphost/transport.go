@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -18,7 +19,16 @@ import (
 func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 	switch c.cfg.Type {
 	case TypeStdio:
-		return &stdioTransport{cfg: c.cfg, environ: c.m.opts.Environ, dir: c.m.opts.Dir, grace: c.m.opts.ShutdownGrace, logger: c.logger,
+		environ := c.m.opts.Environ
+		if c.m.opts.Traceparent != nil {
+			if tp := c.m.opts.Traceparent(); tp != "" {
+				if environ == nil {
+					environ = os.Environ()
+				}
+				environ = append(environ[:len(environ):len(environ)], "TRACEPARENT="+tp)
+			}
+		}
+		return &stdioTransport{cfg: c.cfg, environ: environ, dir: c.m.opts.Dir, grace: c.m.opts.ShutdownGrace, logger: c.logger,
 			onStart: func(p *process) {
 				c.m.mu.Lock()
 				c.proc = p

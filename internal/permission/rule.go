@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"unicode"
 )
 
 // Behavior is what a rule or decision does with a tool call.
@@ -199,47 +198,6 @@ func ParseToolList(list string, b Behavior, src Source) ([]Rule, error) {
 		rules = append(rules, r)
 	}
 	return rules, nil
-}
-
-// SplitToolList splits a --allowedTools value into rule texts: by commas and white space,
-// except inside parentheses, so "Bash(git log:*) Edit" is two rules. An unclosed parenthesis
-// keeps the rest as one text, for ParseRule to report.
-func SplitToolList(list string) []string {
-	parts, unclosed := splitToolList(list)
-	if unclosed != "" {
-		parts = append(parts, unclosed)
-	}
-	return parts
-}
-
-func splitToolList(list string) (parts []string, unclosed string) {
-	var (
-		cur   strings.Builder
-		depth int
-	)
-	flush := func() {
-		if cur.Len() > 0 {
-			parts = append(parts, cur.String())
-			cur.Reset()
-		}
-	}
-	for _, c := range list {
-		switch {
-		case c == '(':
-			depth++
-		case c == ')' && depth > 0:
-			depth--
-		case depth == 0 && (c == ',' || unicode.IsSpace(c)):
-			flush()
-			continue
-		}
-		cur.WriteRune(c)
-	}
-	if depth > 0 {
-		return parts, cur.String()
-	}
-	flush()
-	return parts, ""
 }
 
 // ParseRules parses a settings list (permissions.allow etc.), returning every

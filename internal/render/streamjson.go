@@ -126,6 +126,51 @@ func (r *streamJSON) Render(e event.Event) error {
 		if e.UUID != "" {
 			line = append(line, kv{"session_id", r.sessionID}, kv{"uuid", e.UUID})
 		}
+	case event.HookStarted:
+		if !r.opts.IncludeHookEvents {
+			return nil
+		}
+		line = obj{{"type", "system"}, {"subtype", "hook_started"}, {"hook_id", e.HookID}, {"hook_name", e.Name}, {"hook_event", e.Event}}
+	case event.HookResponse:
+		if !r.opts.IncludeHookEvents {
+			return nil
+		}
+		line = obj{{"type", "system"}, {"subtype", "hook_response"}, {"hook_id", e.HookID}, {"hook_name", e.Name}, {"hook_event", e.Event},
+			{"output", e.Stdout}, {"stdout", e.Stdout}, {"stderr", e.Stderr}, {"exit_code", e.ExitCode}, {"outcome", e.Outcome}}
+	case event.Result:
+		if e.Origin.AgentID != "" {
+			return nil
+		}
+		for _, n := range r.prices.notices(e) {
+			if err := writeLine(r.w, obj{{"type", "system"}, {"subtype", "notice"}, {"level", n.Level}, {"text", n.Text},
+				{"session_id", r.sessionID}, {"uuid", uuid.NewString()}}); err != nil {
+				return err
+			}
+		}
+		return writeLine(r.w, resultLine(e, r.model))
+	default:
+		var ok bool
+		if line, ok = systemLine(e); !ok {
+			return nil
+		}
+	}
+	// A teammate runs beside the lead, not inside a tool call: its lines name its agent.
+	if o := e.From(); o.AgentID != "" && o.ParentToolUseID == "" && !line.has("agent_id") {
+		line = append(line, kv{"agent_id", o.AgentID}, kv{"agent_name", o.AgentName})
+	}
+	if !line.has("session_id") {
+		line = append(line, kv{"session_id", r.sessionID})
+	}
+	if !line.has("uuid") {
+		line = append(line, kv{"uuid", uuid.NewString()})
+	}
+	return writeLine(r.w, line)
+}
+
+// systemLine is the system line of an event that needs nothing but itself; false for an
+// event that has none here.
+func systemLine(e event.Event) (line obj, ok bool) {
+	switch e := e.(type) {
 	case event.PermissionDenied:
 		line = obj{{"type", "system"}, {"subtype", "permission_denied"}, {"tool_name", e.ToolName}, {"tool_use_id", e.ToolUseID}, {"message", e.Reason}}
 		if e.Origin.AgentID != "" {
@@ -152,17 +197,6 @@ func (r *streamJSON) Render(e event.Event) error {
 		line = obj{{"type", "system"}, {"subtype", "compact_boundary"}, {"compact_metadata", obj{{"trigger", e.Trigger}, {"pre_tokens", e.TokensBefore}}}}
 	case event.Retry:
 		line = obj{{"type", "system"}, {"subtype", "api_retry"}, {"attempt", e.Attempt}, {"max_retries", maxRetries}, {"retry_delay_ms", e.Delay.Milliseconds()}, {"error_status", nil}, {"error", retryError(e.Err)}, {"error_message", e.Err}}
-	case event.HookStarted:
-		if !r.opts.IncludeHookEvents {
-			return nil
-		}
-		line = obj{{"type", "system"}, {"subtype", "hook_started"}, {"hook_id", e.HookID}, {"hook_name", e.Name}, {"hook_event", e.Event}}
-	case event.HookResponse:
-		if !r.opts.IncludeHookEvents {
-			return nil
-		}
-		line = obj{{"type", "system"}, {"subtype", "hook_response"}, {"hook_id", e.HookID}, {"hook_name", e.Name}, {"hook_event", e.Event},
-			{"output", e.Stdout}, {"stdout", e.Stdout}, {"stderr", e.Stderr}, {"exit_code", e.ExitCode}, {"outcome", e.Outcome}}
 	case event.Notice:
 		line = obj{{"type", "system"}, {"subtype", "notice"}, {"level", e.Level}, {"text", e.Text}}
 	case event.TeammateState:
@@ -170,31 +204,10 @@ func (r *streamJSON) Render(e event.Event) error {
 	case event.TeamMessage:
 		line = obj{{"type", "system"}, {"subtype", "team_message"}, {"message_id", e.ID}, {"from", e.Sender}, {"to", e.Recipient},
 			{"message_type", e.Type}, {"summary", e.Summary}, {"text", e.Text}}
-	case event.Result:
-		if e.Origin.AgentID != "" {
-			return nil
-		}
-		for _, n := range r.prices.notices(e) {
-			if err := writeLine(r.w, obj{{"type", "system"}, {"subtype", "notice"}, {"level", n.Level}, {"text", n.Text},
-				{"session_id", r.sessionID}, {"uuid", uuid.NewString()}}); err != nil {
-				return err
-			}
-		}
-		return writeLine(r.w, resultLine(e, r.model))
 	default:
-		return nil
+		return nil, false
 	}
-	// A teammate runs beside the lead, not inside a tool call: its lines name its agent.
-	if o := e.From(); o.AgentID != "" && o.ParentToolUseID == "" && !line.has("agent_id") {
-		line = append(line, kv{"agent_id", o.AgentID}, kv{"agent_name", o.AgentName})
-	}
-	if !line.has("session_id") {
-		line = append(line, kv{"session_id", r.sessionID})
-	}
-	if !line.has("uuid") {
-		line = append(line, kv{"uuid", uuid.NewString()})
-	}
-	return writeLine(r.w, line)
+	return line, true
 }
 
 // taskUsage is the usage member of task_progress and task_notification lines.

@@ -94,10 +94,10 @@ func (s *Session) emitAgent(e event.Event) {
 // agentDefOptions says where the session's agent definitions come from.
 func (s *Session) agentDefOptions() agentdef.Options {
 	projectDir, home, keelHome := s.projectDir, userHome(), s.opts.Home
-	if !s.sourceAllowed("project") {
+	if !s.opts.SDK.sourceAllowed("project") {
 		projectDir = ""
 	}
-	if !s.sourceAllowed("user") {
+	if !s.opts.SDK.sourceAllowed("user") {
 		home, keelHome = "", ""
 	}
 	return agentdef.Options{ProjectDir: projectDir, HomeDir: home, KeelHome: keelHome, CLIAgents: s.opts.Agents,
@@ -154,7 +154,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Detacher: s.opts.Detacher,
 		Detach:   s.opts.DetachBackground,
 		Seams: subagent.Seams{Validator: s.validator, Meter: &s.spend, Check: s.budgetCheck, Threshold: s.thresholdFor,
-			Breakpoints: s.breakpoints, Now: s.opts.Now, Traceparent: s.traceparent, Environ: s.bashEnviron,
+			Breakpoints: s.breakpoints, Now: s.opts.Now, Traceparent: s.tel.traceparent, Environ: s.bashEnviron,
 			NoClearing: s.settings.ClearToolResults.IsSet() && !s.settings.ClearToolResults.V},
 	})
 	s.agents = &Agents{tasks: tasks, queue: queue, runner: runner, detached: s.opts.DetachedFrom != ""}

@@ -60,7 +60,7 @@ func (s *Session) settingsOptions() settings.Options {
 		ManagedPath:  s.opts.ManagedSettingsPath,
 		Flags:        s.opts.SettingsFlags,
 		SettingsArgs: s.opts.SettingsArgs,
-		FileScopes:   s.fileScopes(),
+		FileScopes:   s.opts.SDK.fileScopes(),
 		Trust:        s.opts.Trust,
 	}
 }
@@ -81,13 +81,13 @@ func (s *Session) permissionPolicy() (permission.Policy, []event.Notice) {
 	for _, d := range s.settings.Permissions.AdditionalDirectories {
 		dir := d.V
 		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(s.ruleDir(d.From), dir)
+			dir = filepath.Join(s.opts.ruleDir(d.From), dir)
 		}
 		pol.Dirs = append(pol.Dirs, filepath.Clean(dir))
 	}
 	add := func(vals []settings.Value[string], b permission.Behavior) {
 		for _, v := range vals {
-			src := permission.Source{Name: string(v.From.Scope), Path: v.From.Path, Dir: s.ruleDir(v.From), Line: v.From.Line, Col: v.From.Col}
+			src := permission.Source{Name: string(v.From.Scope), Path: v.From.Path, Dir: s.opts.ruleDir(v.From), Line: v.From.Line, Col: v.From.Col}
 			r, err := permission.ParseRule(v.V, b, src)
 			if err != nil {
 				// The file parsed, so its other rules still load; this one is an error.
@@ -148,11 +148,11 @@ func hookScripts(command, projectDir string) []string {
 
 // ruleDir is the directory a settings file's relative path rules are anchored at: the project
 // directory for files in .keel/ or .claude/, else the file's own directory.
-func (s *Session) ruleDir(o settings.Origin) string {
-	if !filepath.IsAbs(o.Path) { // flags and inline --settings
-		return s.opts.Cwd
+func (o *Options) ruleDir(from settings.Origin) string {
+	if !filepath.IsAbs(from.Path) { // flags and inline --settings
+		return o.Cwd
 	}
-	dir := filepath.Dir(o.Path)
+	dir := filepath.Dir(from.Path)
 	if base := filepath.Base(dir); base == ".keel" || base == ".claude" {
 		return filepath.Dir(dir)
 	}
@@ -205,16 +205,17 @@ func (s *Session) untrustedNotice() {
 func (s *Session) buildHooks() {
 	trusted := s.trusted()
 	runner, problems := hooks.New(hooks.Config{
-		Hooks:      s.settings.Hooks,
-		Plugins:    s.plugins().Hooks(),
-		DisableAll: s.settings.DisableAllHooks.V,
-		ProjectDir: s.projectDir,
-		Trusted:    trusted,
-		Callbacks:  s.opts.SDK.HookCallbacks,
-		Call:       s.opts.SDK.CallHook,
-		OnRun:      s.hookEvents,
-		Report:     s.warn,
-		Logger:     s.logger,
+		Hooks:       s.settings.Hooks,
+		Plugins:     s.plugins().Hooks(),
+		DisableAll:  s.settings.DisableAllHooks.V,
+		ProjectDir:  s.projectDir,
+		Trusted:     trusted,
+		Callbacks:   s.opts.SDK.HookCallbacks,
+		Call:        s.opts.SDK.CallHook,
+		OnRun:       s.hookEvents,
+		Traceparent: s.tel.traceparent,
+		Report:      s.warn,
+		Logger:      s.logger,
 	})
 	s.hooks = runner
 	for _, p := range problems {
@@ -226,7 +227,7 @@ func (s *Session) buildHooks() {
 // read once here; the rendered sections are memoized for the whole session.
 func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 	if env == nil {
-		detected := prompt.DetectEnvironment(ctx, s.opts.Cwd, s.now(), gitexec.Runner{Trusted: s.trusted()})
+		detected := prompt.DetectEnvironment(ctx, s.opts.Cwd, s.opts.now(), gitexec.Runner{Trusted: s.trusted()})
 		env = &detected
 		s.recordMetadata(ctx, transcript.TypeAgentSetting, agentSetting{Environment: env, Model: s.opts.Model})
 	}
@@ -239,7 +240,7 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 			s.notices = append(s.notices, event.Notice{Level: "warn", Text: w.String()})
 		}
 		if !s.opts.Offline {
-			s.instructionsLoaded(ctx, s.memoryAllowed(mem.Files()), "session_start")
+			s.instructionsLoaded(ctx, s.opts.SDK.memoryAllowed(mem.Files()), "session_start")
 		}
 	}
 	s.buildStyledPrompt(prompt.Options{
@@ -249,7 +250,7 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 			if s.memory == nil {
 				return nil
 			}
-			return s.memoryAllowed(s.memory.Files())
+			return s.opts.SDK.memoryAllowed(s.memory.Files())
 		},
 		Environment: env,
 	})
@@ -274,9 +275,9 @@ func (s *Session) buildCachePolicy() {
 	}
 }
 
-func (s *Session) now() time.Time {
-	if s.opts.Now != nil {
-		return s.opts.Now()
+func (o *Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
 	}
 	return time.Now()
 }

@@ -5,43 +5,59 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"log/slog"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/mcphost"
 )
 
-// elicitor answers MCP servers' questions for the session, in Claude Code's order: the
+// elicitation answers MCP servers' questions for the session, in Claude Code's order: the
 // Elicitation hooks may answer; otherwise the frontend's asker (the TUI's form, the Agent
 // SDK's elicitation control request) asks the user; with neither, the question is declined.
 // The ElicitationResult hooks see, and may change, every answer before it goes back.
-//
-// It returns nil when no one could answer (no asker, no Elicitation hook), so the MCP host
-// does not advertise the capability at all.
-func (s *Session) elicitor() mcphost.ElicitFunc {
-	ask := s.opts.MCP.Elicit
-	if ask == nil && !s.hooks.Has(hooks.Elicitation) {
+type elicitation struct {
+	hooks *hooks.Runner
+	// ask is the frontend's asker; nil when there is none.
+	ask mcphost.ElicitFunc
+	// input fills in what every hook input carries (the session, its transcript, its mode,
+	// the working directory).
+	input  func(hooks.Input) hooks.Input
+	logger *slog.Logger
+}
+
+// newElicitation is s's elicitation.
+func newElicitation(s *Session) elicitation {
+	return elicitation{hooks: s.hooks, ask: s.opts.MCP.Elicit, logger: s.logger,
+		input: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) }}
+}
+
+// answerer returns the MCP host's ElicitFunc, or nil when no one could answer (no asker, no
+// Elicitation hook), so the host does not advertise the capability at all.
+func (e elicitation) answerer() mcphost.ElicitFunc {
+	if e.ask == nil && !e.hooks.Has(hooks.Elicitation) {
 		return nil
 	}
 	return func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-		in := s.elicitInput(server, p)
-		res, err := s.elicitHooks(ctx, in)
+		in := e.elicitInput(server, p)
+		res, err := e.elicitHooks(ctx, in)
 		if err != nil {
 			return nil, err
 		}
-		if res == nil && ask != nil {
-			if res, err = ask(ctx, server, p); err != nil {
+		if res == nil && e.ask != nil {
+			if res, err = e.ask(ctx, server, p); err != nil {
 				return nil, fmt.Errorf("ask the user for %s: %w", server, err)
 			}
 		}
 		if res == nil {
 			res = &mcp.ElicitResult{Action: "decline"}
 		}
-		return s.elicitResultHooks(ctx, in, res), nil
+		return e.elicitResultHooks(ctx, in, res), nil
 	}
 }
 
-func (s *Session) elicitInput(server string, p *mcp.ElicitParams) hooks.Input {
+func (e elicitation) elicitInput(server string, p *mcp.ElicitParams) hooks.Input {
 	in := hooks.Input{MCPServerName: server, Message: p.Message, Mode: p.Mode, URL: p.URL, ElicitationID: p.ElicitationID}
 	if in.Mode == "" {
 		in.Mode = "form"
@@ -49,13 +65,13 @@ func (s *Session) elicitInput(server string, p *mcp.ElicitParams) hooks.Input {
 	if p.RequestedSchema != nil {
 		in.RequestedSchema, _ = json.Marshal(p.RequestedSchema)
 	}
-	return s.hookInput(s.Cwd(), in)
+	return e.input(in)
 }
 
 // elicitHooks runs the Elicitation hooks: nil means none answered.
-func (s *Session) elicitHooks(ctx context.Context, in hooks.Input) (*mcp.ElicitResult, error) {
-	out := s.hooks.Run(ctx, hooks.Elicitation, in)
-	s.logHookNotices(out)
+func (e elicitation) elicitHooks(ctx context.Context, in hooks.Input) (*mcp.ElicitResult, error) {
+	out := e.hooks.Run(ctx, hooks.Elicitation, in)
+	e.logHookNotices(out)
 	if out.Decision == hooks.DecisionBlock {
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
@@ -67,16 +83,16 @@ func (s *Session) elicitHooks(ctx context.Context, in hooks.Input) (*mcp.ElicitR
 
 // elicitResultHooks lets the ElicitationResult hooks see and replace the answer; a block
 // turns it into a decline.
-func (s *Session) elicitResultHooks(ctx context.Context, in hooks.Input, res *mcp.ElicitResult) *mcp.ElicitResult {
-	if !s.hooks.Has(hooks.ElicitationResult) {
+func (e elicitation) elicitResultHooks(ctx context.Context, in hooks.Input, res *mcp.ElicitResult) *mcp.ElicitResult {
+	if !e.hooks.Has(hooks.ElicitationResult) {
 		return res
 	}
 	in.Action = res.Action
 	if res.Content != nil {
 		in.Content, _ = json.Marshal(res.Content)
 	}
-	out := s.hooks.Run(ctx, hooks.ElicitationResult, in)
-	s.logHookNotices(out)
+	out := e.hooks.Run(ctx, hooks.ElicitationResult, in)
+	e.logHookNotices(out)
 	if out.Decision == hooks.DecisionBlock {
 		return &mcp.ElicitResult{Action: "decline"}
 	}
@@ -85,7 +101,7 @@ func (s *Session) elicitResultHooks(ctx context.Context, in hooks.Input, res *mc
 	}
 	changed, err := hookAnswer(out)
 	if err != nil {
-		s.logger.Warn("ElicitationResult hook answer unusable; keeping the answer", "err", err)
+		e.logger.Warn("ElicitationResult hook answer unusable; keeping the answer", "err", err)
 		return res
 	}
 	return changed
@@ -103,13 +119,13 @@ func hookAnswer(out hooks.Outcome) (*mcp.ElicitResult, error) {
 	return res, nil
 }
 
-func (s *Session) logHookNotices(out hooks.Outcome) {
+func (e elicitation) logHookNotices(out hooks.Outcome) {
 	for _, n := range out.Notices {
-		s.logger.Info("hook notice", "event", out.Event, "notice", n)
+		e.logger.Info("hook notice", "event", out.Event, "notice", n)
 	}
 	for _, r := range out.Results {
 		if r.Warning != "" {
-			s.logger.Warn("hook warning", "event", out.Event, "command", r.Command, "warning", r.Warning)
+			e.logger.Warn("hook warning", "event", out.Event, "command", r.Command, "warning", r.Warning)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"sync"
 
@@ -22,42 +23,59 @@ type fileWatch struct {
 	done chan struct{}
 }
 
-// watch adds paths (relative ones to the session's directory) to the watched files.
+// watchHooks is what a file watch needs of its session.
+type watchHooks struct {
+	logger *slog.Logger
+	// cwd is what relative paths are relative to.
+	cwd func() string
+	// changed runs the FileChanged hooks for a change (add, change, unlink) to file, and
+	// returns the further files they ask to watch.
+	changed func(file, kind string) []string
+}
+
+// watchFiles adds paths (relative ones to the session's directory) to the watched files.
 func (s *Session) watchFiles(paths []string) {
+	s.watched.add(paths, watchHooks{logger: s.logger, cwd: s.Cwd, changed: func(file, kind string) []string {
+		in := s.hookInput(s.Cwd(), hooks.Input{Extra: map[string]any{"file_path": file, "event": kind}})
+		return s.hooks.Run(context.Background(), hooks.FileChanged, in).WatchPaths
+	}})
+}
+
+// add adds paths to the watched files, starting the watch on the first.
+func (fw *fileWatch) add(paths []string, h watchHooks) {
 	if len(paths) == 0 {
 		return
 	}
-	fw := &s.watched
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
 	if fw.w == nil {
 		w, err := fsnotify.NewWatcher()
 		if err != nil {
-			s.logger.Warn("file watch unavailable; FileChanged hooks will not fire", "err", err)
+			h.logger.Warn("file watch unavailable; FileChanged hooks will not fire", "err", err)
 			return
 		}
 		fw.w, fw.files, fw.done = w, map[string]bool{}, make(chan struct{})
-		go s.watchLoop(w, fw.done)
+		go fw.loop(w, fw.done, h)
 	}
 	for _, p := range paths {
 		if !filepath.IsAbs(p) {
-			p = filepath.Join(s.Cwd(), p)
+			p = filepath.Join(h.cwd(), p)
 		}
 		p = filepath.Clean(p)
 		if fw.files[p] {
 			continue
 		}
 		if err := fw.w.Add(filepath.Dir(p)); err != nil {
-			s.logger.Warn("watch file", "path", p, "err", err)
+			h.logger.Warn("watch file", "path", p, "err", err)
 			continue
 		}
 		fw.files[p] = true
 	}
 }
 
-// watchLoop runs the FileChanged hooks for each change to a watched file until the watcher
+// loop runs the FileChanged hooks for each change to a watched file until the watcher
 // closes.
-func (s *Session) watchLoop(w *fsnotify.Watcher, done chan struct{}) {
+func (fw *fileWatch) loop(w *fsnotify.Watcher, done chan struct{}, h watchHooks) {
 	defer close(done)
 	for {
 		select {
@@ -65,9 +83,9 @@ func (s *Session) watchLoop(w *fsnotify.Watcher, done chan struct{}) {
 			if !ok {
 				return
 			}
-			s.watched.mu.Lock()
-			watched := s.watched.files[filepath.Clean(ev.Name)]
-			s.watched.mu.Unlock()
+			fw.mu.Lock()
+			watched := fw.files[filepath.Clean(ev.Name)]
+			fw.mu.Unlock()
 			if !watched {
 				continue
 			}
@@ -80,20 +98,18 @@ func (s *Session) watchLoop(w *fsnotify.Watcher, done chan struct{}) {
 			case !ev.Has(fsnotify.Write):
 				continue
 			}
-			out := s.hooks.Run(context.Background(), hooks.FileChanged, s.hookInput(s.Cwd(), hooks.Input{Extra: map[string]any{"file_path": ev.Name, "event": kind}}))
-			s.watchFiles(out.WatchPaths)
+			fw.add(h.changed(ev.Name, kind), h)
 		case err, ok := <-w.Errors:
 			if !ok {
 				return
 			}
-			s.logger.Warn("file watch", "err", err)
+			h.logger.Warn("file watch", "err", err)
 		}
 	}
 }
 
-// closeWatch stops the file watch and waits for its goroutine.
-func (s *Session) closeWatch() {
-	fw := &s.watched
+// close stops the file watch and waits for its goroutine.
+func (fw *fileWatch) close() {
 	fw.mu.Lock()
 	w, done := fw.w, fw.done
 	fw.w = nil

@@ -86,7 +86,7 @@ func (s *Session) startMCP(ctx context.Context) {
 	m, notices := OpenMCP(ctx, s.opts.MCP, MCPSetup{
 		Home: s.opts.Home, ProjectDir: s.projectDir, Cwd: s.opts.Cwd, AddDirs: s.state.AdditionalDirs,
 		Settings: s.settings, Trust: s.opts.Trust, Version: s.opts.Version, ContextWindow: window, Logger: s.logger,
-		Elicit: s.elicitor(), Plugins: s.plugins().MCPServers(),
+		Elicit: newElicitation(s).answerer(), Plugins: s.plugins().MCPServers(), Traceparent: s.tel.serverTraceparent,
 	})
 	s.mcp = m
 	s.notices = append(s.notices, notices...)
@@ -126,6 +126,8 @@ type MCPSetup struct {
 	Elicit mcphost.ElicitFunc
 	// Plugins are the enabled plugins' servers (scope plugin).
 	Plugins []mcphost.ServerConfig
+	// Traceparent is the TRACEPARENT a stdio server starts under (telemetry); nil for none.
+	Traceparent func() string
 }
 
 // OpenMCP loads the MCP configuration from every source and connects the enabled servers in
@@ -160,7 +162,7 @@ func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, 
 	}
 	m := mcphost.New(mcphost.Options{
 		Servers: mcphost.PolicyFrom(st.Settings, trusted).Apply(cfg.Servers), InProcess: o.InProcess, Transports: o.Transports,
-		Environ: environ, Dir: st.Cwd, Roots: append([]string{st.Cwd}, st.AddDirs...),
+		Environ: environ, Traceparent: st.Traceparent, Dir: st.Cwd, Roots: append([]string{st.Cwd}, st.AddDirs...),
 		ConnectTimeout: o.ConnectTimeout, ToolTimeout: o.ToolTimeout, MaxOutputTokens: o.MaxOutputTokens,
 		ToolSearch: mcphost.ToolSearchOptions{Mode: o.ToolSearch, ContextWindow: int(st.ContextWindow)},
 		OAuth:      mcphost.OAuthOptions{Home: st.Home, Authorize: o.Authorize, ClientName: "keel", ClientSecret: o.ClientSecret},
@@ -372,7 +374,7 @@ func (c childMCP) StartServers(ctx context.Context, def *agentdef.Definition, se
 	cwd := c.s.Cwd()
 	m := mcphost.New(mcphost.Options{
 		Servers: mcphost.PolicyFrom(c.s.settings, c.s.trusted()).Apply(cfg.Servers), InProcess: c.s.opts.MCP.InProcess,
-		Environ: environ, Dir: cwd, Roots: []string{cwd},
+		Environ: environ, Traceparent: c.s.tel.serverTraceparent, Dir: cwd, Roots: []string{cwd},
 		ConnectTimeout: c.s.opts.MCP.ConnectTimeout, ToolTimeout: c.s.opts.MCP.ToolTimeout, MaxOutputTokens: c.s.opts.MCP.MaxOutputTokens,
 		ToolSearch: mcphost.ToolSearchOptions{Mode: mcphost.SearchOff},
 		ClientName: "keel", ClientVersion: c.s.opts.Version, Logger: c.s.logger.With("component", "mcp", "scope", "agent"),

@@ -43,7 +43,7 @@ func (s *Session) loadPlugins(ctx context.Context) {
 func (s *Session) readPlugins(ctx context.Context, st settings.Plugins) *plugin.Set {
 	_, env := mcpEnviron(s.opts.MCP)
 	home := s.opts.Home
-	if !s.sourceAllowed("user") {
+	if !s.opts.SDK.sourceAllowed("user") {
 		home = "" // --setting-sources without user: no installed plugins either
 	}
 	return plugin.LoadSet(ctx, plugin.SetOptions{Home: home, Cwd: s.opts.Cwd, Dirs: s.opts.Plugins, Settings: st, Env: env, Logger: s.logger})
@@ -197,11 +197,11 @@ func (s *Session) Plugins() []plugin.Info { return s.plugins().Infos() }
 // PluginErrors are the problems of the loaded plugins, as init.plugin_errors lists them.
 func (s *Session) PluginErrors() []plugin.Error { return s.plugins().Errors() }
 
-// pluginOutputStyles are the enabled plugins' output styles as styles the session can
-// answer in (named plugin:style).
-func (s *Session) pluginOutputStyles() []outputstyle.Style {
+// pluginOutputStyles are the plugins' output styles as styles the session can answer in
+// (named plugin:style).
+func pluginOutputStyles(set *plugin.Set) []outputstyle.Style {
 	var out []outputstyle.Style
-	for _, st := range s.plugins().OutputStyles() {
+	for _, st := range set.OutputStyles() {
 		out = append(out, outputstyle.Style{Name: st.Name, Description: st.Description, Prompt: st.Body,
 			KeepCodingInstructions: st.KeepCodingInstructions, Source: st.Path})
 	}
@@ -209,22 +209,22 @@ func (s *Session) pluginOutputStyles() []outputstyle.Style {
 }
 
 // initPlugins is the init event's plugins and plugin_errors.
-func (s *Session) initPlugins() ([]event.PluginInfo, []event.PluginError) {
+func initPlugins(set *plugin.Set) ([]event.PluginInfo, []event.PluginError) {
 	infos := []event.PluginInfo{}
-	for _, i := range s.Plugins() {
+	for _, i := range set.Infos() {
 		infos = append(infos, event.PluginInfo{Name: i.Name, Path: i.Path, Version: i.Version, Source: i.Source})
 	}
 	var errs []event.PluginError
-	for _, e := range s.PluginErrors() {
+	for _, e := range set.Errors() {
 		errs = append(errs, event.PluginError{Plugin: e.Plugin, Type: e.Type, Message: e.SDKMessage(), Path: e.Path})
 	}
 	return infos, errs
 }
 
 // pluginLSP are the plugins' language servers as settings values, beside the settings' own.
-func (s *Session) pluginLSP() map[string]settings.Value[settings.LSPServer] {
+func pluginLSP(set *plugin.Set) map[string]settings.Value[settings.LSPServer] {
 	out := map[string]settings.Value[settings.LSPServer]{}
-	for _, l := range s.plugins().LSPServers() {
+	for _, l := range set.LSPServers() {
 		out[l.Name] = l.Server
 	}
 	return out

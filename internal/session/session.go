@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,7 +36,6 @@ import (
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/team"
-	"github.com/keel-dev/keel/internal/telemetry"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/toolsearch"
 	"github.com/keel-dev/keel/internal/transcript"
@@ -137,7 +135,7 @@ type Session struct {
 	// telemetry exporter).
 	closers []func() error
 	// tel exports the session's telemetry (telemetry.go); nil while it is off.
-	tel atomic.Pointer[telemetry.Exporter]
+	tel telemetryLink
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -421,7 +419,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 // announce opens a Send's stream: the init event, then the notices found since the last.
 func (s *Session) announce(ctx context.Context, sink *chanSink) {
 	reloaded := s.reloadPlugins(ctx)
-	plugins, pluginErrors := s.initPlugins()
+	plugins, pluginErrors := initPlugins(s.plugins())
 	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: s.pool(ctx).Names(), PermissionMode: s.PermissionMode(),
 		Skills: s.skillNames(), Agents: s.agents.names(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
 	for _, n := range reloaded {
@@ -474,7 +472,7 @@ func (s *Session) Close() error {
 		// "other": the SDK's ExitReason for a session that simply ended (its input did).
 		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "other"}))
 	}
-	s.closeWatch()
+	s.watched.close()
 	s.hooks.Wait()
 	return s.shutdown()
 }

@@ -40,7 +40,7 @@ func (s *Session) buildTools() []tool.Tool {
 		s.recordMetadata(context.Background(), transcript.TypeTodos, items)
 	})
 	opts := builtin.Options{Jobs: s.jobs, Todos: s.todos}
-	s.webTools(&opts)
+	s.notices = append(s.notices, newWebSetup(s).configure(&opts)...)
 	tools := builtin.Tools(opts)
 	tools = append(tools, s.skills.Tool(skill.ToolOptions{Runner: s.forkRunner, Grants: s.grants}))
 	return append(tools, s.structuredTool()...)

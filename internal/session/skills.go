@@ -25,11 +25,11 @@ func (s *Session) loadSkills() {
 // skillOptions says where the session's skills and commands come from.
 func (s *Session) skillOptions() skill.Options {
 	home, keelHome := userHome(), s.opts.Home
-	if !s.sourceAllowed("user") {
+	if !s.opts.SDK.sourceAllowed("user") {
 		home, keelHome = "", ""
 	}
 	return skill.Options{
-		Cwd: s.opts.Cwd, ProjectRoot: s.projectDir, Home: home, KeelHome: keelHome, NoProject: !s.sourceAllowed("project"),
+		Cwd: s.opts.Cwd, ProjectRoot: s.projectDir, Home: home, KeelHome: keelHome, NoProject: !s.opts.SDK.sourceAllowed("project"),
 		AllowShell: s.allowSkillShell, Prompts: mcpPrompts{s}, Logger: s.logger, UntrustedProject: !s.trusted(),
 		Plugins: s.plugins().SkillSources(),
 	}

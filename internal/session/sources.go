@@ -11,29 +11,29 @@ import (
 )
 
 // sourceAllowed says whether filesystem sources of a level (user, project, local) are read.
-func (s *Session) sourceAllowed(level string) bool {
-	return !s.opts.SDK.LimitSources || slices.Contains(s.opts.SDK.SettingSources, level)
+func (o SDKOptions) sourceAllowed(level string) bool {
+	return !o.LimitSources || slices.Contains(o.SettingSources, level)
 }
 
 // fileScopes is the settings files' scopes --setting-sources allows; nil means all.
-func (s *Session) fileScopes() []settings.Scope {
-	if !s.opts.SDK.LimitSources {
+func (o SDKOptions) fileScopes() []settings.Scope {
+	if !o.LimitSources {
 		return nil
 	}
 	out := []settings.Scope{}
-	for _, l := range s.opts.SDK.SettingSources {
+	for _, l := range o.SettingSources {
 		out = append(out, settings.Scope(l))
 	}
 	return out
 }
 
 // memoryAllowed filters the memory files by the levels --setting-sources allows.
-func (s *Session) memoryAllowed(files []memory.File) []memory.File {
-	if !s.opts.SDK.LimitSources {
+func (o SDKOptions) memoryAllowed(files []memory.File) []memory.File {
+	if !o.LimitSources {
 		return files
 	}
 	return slices.DeleteFunc(slices.Clone(files), func(f memory.File) bool {
-		return f.Kind != memory.KindManaged && !s.sourceAllowed(string(f.Kind))
+		return f.Kind != memory.KindManaged && !o.sourceAllowed(string(f.Kind))
 	})
 }
 

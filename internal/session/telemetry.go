@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/keel-dev/keel/internal/companion"
@@ -118,6 +119,16 @@ func telemetryWanted(getenv func(string) string) bool {
 	return cfg.Enabled
 }
 
+// telemetryLink holds the session's exporter once telemetry has started (nil while it is off
+// or not yet started; the exporter's methods are nil-safe).
+type telemetryLink struct {
+	atomic.Pointer[telemetry.Exporter]
+}
+
 // traceparent is the TRACEPARENT of tool call toolUseID's span, which the processes it starts
 // inherit; "" while telemetry is off.
-func (s *Session) traceparent(toolUseID string) string { return s.tel.Load().Traceparent(toolUseID) }
+func (l *telemetryLink) traceparent(toolUseID string) string { return l.Load().Traceparent(toolUseID) }
+
+// serverTraceparent is the TRACEPARENT an MCP server starts under: the current prompt's span,
+// or before the first prompt the caller's (a headless or SDK run); "" while telemetry is off.
+func (l *telemetryLink) serverTraceparent() string { return l.Load().Traceparent("") }

@@ -2,53 +2,79 @@ package session
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/mcphost"
+	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/webfetch"
 	"github.com/keel-dev/keel/internal/websearch"
 )
 
-// webTools configures WebFetch and WebSearch: pages are read by the small model, searches go
-// to the backend settings name (or the provider's own search).
-func (s *Session) webTools(opts *builtin.Options) {
-	opts.Fetcher = webfetch.New(webfetch.Options{Logger: s.logger})
-	opts.Reader = builtin.ModelReader{Provider: s.opts.Provider, Model: s.smallModel, Usage: s.helperUsed}
-	opts.Search = s.searchBackend()
+// webSetup is what WebFetch and WebSearch are built from: pages are read by the small model,
+// searches go to the backend settings name (or the provider's own search).
+type webSetup struct {
+	provider provider.Provider
+	// model is the session's current model.
+	model func() string
+	// usage counts what the helpers' requests cost.
+	usage   func(model string, u message.Usage)
+	search  settings.WebSearch
+	trusted bool
+	environ []string // nil: keel's own
+	logger  *slog.Logger
+	notices []event.Notice
+}
+
+// newWebSetup is s's web setup.
+func newWebSetup(s *Session) *webSetup {
+	return &webSetup{provider: s.opts.Provider, model: s.Model, usage: s.helperUsed, search: s.settings.WebSearch,
+		trusted: s.trusted(), environ: s.opts.MCP.Environ, logger: s.logger}
+}
+
+// configure fills in opts' web tools; the notices say what settings were ignored.
+func (w *webSetup) configure(opts *builtin.Options) []event.Notice {
+	opts.Fetcher = webfetch.New(webfetch.Options{Logger: w.logger})
+	opts.Reader = builtin.ModelReader{Provider: w.provider, Model: w.smallModel, Usage: w.usage}
+	opts.Search = w.searchBackend()
+	return w.notices
 }
 
 // smallModel is the model helpers such as WebFetch ask: the provider's helper model (the
 // haiku-class one on the Anthropic API), else the session's own (an OpenAI-compatible server
 // has none).
-func (s *Session) smallModel() string {
-	if m := provider.HelperModel(s.opts.Provider); m != "" {
+func (w *webSetup) smallModel() string {
+	if m := provider.HelperModel(w.provider); m != "" {
 		return m
 	}
-	return s.Model()
+	return w.model()
+}
+
+func (w *webSetup) warn(format string, args ...any) {
+	w.notices = append(w.notices, event.Notice{Level: "warn", Text: fmt.Sprintf(format, args...)})
 }
 
 // searchBackend picks WebSearch's backend from the webSearch settings; nil means off.
 // Settings from the project itself are used only once the workspace is trusted: they could
 // send the user's queries — and keys from the environment — anywhere.
-func (s *Session) searchBackend() websearch.Backend {
-	ws := s.settings.WebSearch
+func (w *webSetup) searchBackend() websearch.Backend {
+	ws := w.search
 	for _, v := range []settings.Origin{ws.Backend.From, ws.URL.From, ws.APIKey.From} {
-		if v.Scope.ProjectProvided() && !s.trusted() {
-			s.notices = append(s.notices, event.Notice{Level: "warn",
-				Text: fmt.Sprintf("webSearch in %s is ignored until this workspace is trusted (keel trust)", v.Path)})
+		if v.Scope.ProjectProvided() && !w.trusted {
+			w.warn("webSearch in %s is ignored until this workspace is trusted (keel trust)", v.Path)
 			ws = settings.WebSearch{}
 			break
 		}
 	}
 	server := func() websearch.Backend {
-		return &websearch.Server{Provider: s.opts.Provider, Model: s.Model, Usage: s.helperUsed}
+		return &websearch.Server{Provider: w.provider, Model: w.model, Usage: w.usage}
 	}
-	native := provider.SupportsServerWebSearch(s.opts.Provider)
+	native := provider.SupportsServerWebSearch(w.provider)
 	switch kind := ws.Backend.V; kind {
 	case "", "auto":
 		if native {
@@ -61,16 +87,14 @@ func (s *Session) searchBackend() websearch.Backend {
 		if native {
 			return server()
 		}
-		s.notices = append(s.notices, event.Notice{Level: "warn",
-			Text: fmt.Sprintf("webSearch.backend is anthropic (%s), but this provider has no server-side web search; WebSearch is off", ws.Backend.From)})
+		w.warn("webSearch.backend is anthropic (%s), but this provider has no server-side web search; WebSearch is off", ws.Backend.From)
 		return nil
 	default:
-		env := s.environ()
+		env := environMap(w.environ)
 		expand := func(v string) string {
 			out, missing := mcphost.Expand(v, env)
 			if len(missing) > 0 {
-				s.notices = append(s.notices, event.Notice{Level: "warn",
-					Text: fmt.Sprintf("webSearch: %s is not set in the environment", strings.Join(missing, ", "))})
+				w.warn("webSearch: %s is not set in the environment", strings.Join(missing, ", "))
 			}
 			return out
 		}
@@ -78,9 +102,9 @@ func (s *Session) searchBackend() websearch.Backend {
 	}
 }
 
-// environ is the environment ${VAR} references in settings expand from.
-func (s *Session) environ() map[string]string {
-	list := s.opts.MCP.Environ
+// environMap is the environment ${VAR} references in settings expand from: list, or keel's
+// own when list is nil.
+func environMap(list []string) map[string]string {
 	if list == nil {
 		list = os.Environ()
 	}

@@ -21,7 +21,11 @@ type HookCommand struct {
 	Async         bool    `json:"async,omitempty"`
 	Once          bool    `json:"once,omitempty"`
 	StatusMessage string  `json:"statusMessage,omitempty"`
-	From          Origin  `json:"-"`
+	// If is a permission rule ("Bash(git *)") a tool call must match for the hook to run;
+	// on events that are not about a tool call, a hook with If never runs (Claude Code's
+	// conditional hooks).
+	If   string `json:"if,omitempty"`
+	From Origin `json:"-"`
 	// Env is added to the hook's environment ("KEY=value"): a plugin's hooks get its
 	// CLAUDE_PLUGIN_ROOT and CLAUDE_PLUGIN_DATA. Settings files cannot set it.
 	Env []string `json:"-"`
@@ -132,6 +136,8 @@ func decHookCommand(f *fileCtx, key string, n *node) (HookCommand, bool) {
 			c.Once, good = decBool(f, mk, m.val)
 		case "statusMessage":
 			c.StatusMessage, good = decString(f, mk, m.val)
+		case "if":
+			c.If, good = decNonEmpty(f, mk, m.val)
 		default:
 			f.warnf(m.off, "unknown key %s in a hook (ignored)", mk)
 			good = true

@@ -10,6 +10,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/keel-dev/keel/internal/frontmatter"
+	"github.com/keel-dev/keel/internal/permission"
 )
 
 // parsed is one file's frontmatter as generic values, with where each key sits.
@@ -287,11 +288,7 @@ func toolList(v any) ([]string, error) {
 	case nil:
 		return nil, nil
 	case string:
-		sep := ' '
-		if strings.ContainsRune(v, ',') {
-			sep = ','
-		}
-		return splitRules(v, sep), nil
+		return permission.SplitToolList(v), nil
 	case []any:
 		var out []string
 		for _, x := range v {
@@ -299,35 +296,12 @@ func toolList(v any) ([]string, error) {
 			if !ok {
 				return nil, fmt.Errorf("entry %v is not a string; want tool names such as Read, Bash(git status:*)", x)
 			}
-			out = append(out, splitRules(s, ',')...)
+			out = append(out, permission.SplitToolList(s)...)
 		}
 		return out, nil
 	default:
 		return nil, fmt.Errorf("want a list or a comma-separated string, got %s", describeType(v))
 	}
-}
-
-func splitRules(s string, sep rune) []string {
-	var out []string
-	depth, start := 0, 0
-	flush := func(end int) {
-		if r := strings.TrimSpace(s[start:end]); r != "" {
-			out = append(out, r)
-		}
-	}
-	for i, r := range s {
-		switch {
-		case r == '(':
-			depth++
-		case r == ')' && depth > 0:
-			depth--
-		case depth == 0 && (r == sep || sep == ' ' && (r == '\t' || r == '\n')):
-			flush(i)
-			start = i + 1
-		}
-	}
-	flush(len(s))
-	return out
 }
 
 func describeType(v any) string {

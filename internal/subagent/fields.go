@@ -254,7 +254,7 @@ func (r *Runner) agentHooks(def *agentdef.Definition) (hooks.EventRunner, error)
 		r.emit(event.Notice{Level: "warn", Text: fmt.Sprintf("agent %s: %s", def.Name, text)})
 	}
 	runner, problems := hooks.New(hooks.Config{Hooks: groups, ProjectDir: r.cfg.ProjectDir, Trusted: r.cfg.TrustedHooks,
-		Report: warn, Logger: r.logger})
+		Traceparent: r.cfg.Seams.Traceparent, Report: warn, Logger: r.logger})
 	for _, p := range problems {
 		r.logger.Warn("agent hooks", "agent", def.Name, "problem", p.Error())
 		warn(p.Error())

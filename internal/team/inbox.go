@@ -25,15 +25,19 @@ type Inbox struct {
 	// consume, if set, sees every message first; true means the runtime handled it (a
 	// permission answer, an automatic shutdown) and the model never reads it.
 	consume func(ctx context.Context, m coord.Message) bool
+	// read, if set, is told of each message the first time it is taken (handed to a request
+	// or consumed), for mail latency; a redelivery after a failed request is not a new read.
+	read func(m coord.Message)
 
-	// mu guards inflight and seen.
+	// mu guards inflight, seen and reads.
 	mu       sync.Mutex
 	inflight []string
 	seen     map[string]bool
+	reads    map[string]bool
 }
 
 func newInbox(mb coord.Mailbox, name string, logger *slog.Logger, color func(string) string) *Inbox {
-	return &Inbox{mb: mb, name: name, logger: logger, color: color, seen: map[string]bool{}}
+	return &Inbox{mb: mb, name: name, logger: logger, color: color, seen: map[string]bool{}, reads: map[string]bool{}}
 }
 
 // take fetches what is unread and not yet handed out, consuming what the runtime handles.
@@ -53,7 +57,19 @@ func (in *Inbox) take(ctx context.Context) []coord.Message {
 			fresh = append(fresh, m)
 		}
 	}
+	var first []coord.Message
+	for _, m := range fresh {
+		if !in.reads[m.ID] {
+			in.reads[m.ID] = true
+			first = append(first, m)
+		}
+	}
 	in.mu.Unlock()
+	if in.read != nil {
+		for _, m := range first {
+			in.read(m)
+		}
+	}
 	var out []coord.Message
 	for _, m := range fresh {
 		if in.consume != nil && in.consume(ctx, m) {

@@ -120,6 +120,7 @@ func (t *Team) start(ctx context.Context, spec Spec, runner string) (*Member, er
 		wake: make(chan struct{}, 1), state: StateWorking, nudged: map[string]int{}, clearStopping: true}
 	m.inbox = newInbox(t.be.Mailbox(), spec.Name, t.logger, t.colorOf)
 	m.inbox.consume = m.consume
+	m.inbox.read = func(msg coord.Message) { t.emitRead(m.origin(), msg) }
 	prep, err := t.cfg.Host.PrepareTeammate(ctx, spec, MemberSeams{Asker: memberAsker{t: t, m: m}, Addendum: t.addendum(spec),
 		Observers: []loop.Observer{m.inbox, notesObserver{m}}, Synced: m.synced})
 	if err != nil {

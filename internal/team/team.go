@@ -179,6 +179,7 @@ func Open(ctx context.Context, cfg Config) (*Team, error) {
 	if cfg.Lead {
 		t.leadInbox = newInbox(t.be.Mailbox(), LeadAlias, t.logger, t.colorOf)
 		t.leadInbox.consume = t.consumeLead
+		t.leadInbox.read = func(msg coord.Message) { t.emitRead(event.Origin{}, msg) }
 		if err := t.registerLead(ctx); err != nil {
 			cancel(nil)
 			return nil, err
@@ -203,6 +204,11 @@ func (t *Team) emit(e event.Event) {
 	if t.cfg.Emit != nil {
 		t.cfg.Emit(e)
 	}
+}
+
+// emitRead reports that a member (origin names it; the lead's is zero) read msg.
+func (t *Team) emitRead(o event.Origin, msg coord.Message) {
+	t.emit(event.TeamMessageRead{Origin: o, ID: msg.ID, Sender: msg.From, Recipient: msg.To, Type: msg.Type, Sent: msg.Sent})
 }
 
 // SetEmit points the team's events somewhere else (the session's current Send).

@@ -167,8 +167,10 @@ func (x *Exporter) Observe(e event.Event) {
 }
 
 // Traceparent returns the TRACEPARENT for a process run by tool call toolUseID (a Bash
-// command, a hook, an MCP server it starts), so the process's own spans join the tool call's
-// span; empty before the first prompt or when traces are off.
+// command, a hook on a tool event), so the process's own spans join the tool call's span;
+// with no toolUseID (a hook on another event, an MCP server starting), the current prompt's
+// span. Before the first prompt it is the caller's TRACEPARENT in a headless or SDK run, and
+// empty otherwise; empty too when traces are off.
 func (x *Exporter) Traceparent(toolUseID string) string {
 	if x == nil || !x.cfg.Traces.On() {
 		return ""
@@ -177,7 +179,10 @@ func (x *Exporter) Traceparent(toolUseID string) string {
 	p := x.prompt
 	x.mu.Unlock()
 	if p == nil {
-		return ""
+		if x.parent.trace == "" {
+			return ""
+		}
+		return "00-" + x.parent.trace + "-" + x.parent.span + "-" + x.parent.flags
 	}
 	if toolUseID == "" {
 		return Traceparent(p.TraceID, p.SpanID)

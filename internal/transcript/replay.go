@@ -176,125 +176,158 @@ func checkVersion(path string, r io.ReaderAt) error {
 // SCHEMA.md — leaf, if the file has it, is the entry to resume at — and decodes the chain.
 // A file whose links need repair (a uuid on two lines) is scanned whole.
 func replay(ctx context.Context, r io.ReaderAt, end int64, leaf string) (*State, error) {
-	st := &State{Metadata: map[Type]json.RawMessage{}}
-	g := newGraph()
-	meta := map[Type]metaLine{}
-	var (
-		starts    map[string][]span
-		order     int
-		leafKnown bool // the provisional chain: from the newest chain line or rewind
-		chainDone bool
-		wanted    string
-	)
-	err := scanBackward(ctx, r, end, func(line []byte, off int64, owned bool) error {
-		st.Scanned = end - off
-		o := order
-		order++
-		h, err := parseHeader(line)
-		if err != nil {
-			st.BadLines++
-			return nil
-		}
-		keep := func() []byte {
-			if owned {
-				return line
-			}
-			return slices.Clone(line)
-		}
-		switch kindOf(h.Type) {
-		case kindToolStarted:
-			if starts == nil {
-				starts = map[string][]span{}
-			}
-			starts[h.Parent] = append(starts[h.Parent], span{off, len(line)})
-		case kindMeta:
-			if st.SessionID == "" {
-				var e Entry
-				if json.Unmarshal(line, &e) == nil {
-					st.SessionID = e.SessionID
-				}
-			}
-		case kindRewind:
-			if g.rewindOrder < 0 {
-				var e Entry
-				if err := json.Unmarshal(line, &e); err != nil {
-					st.BadLines++
-					return nil
-				}
-				g.rewindOrder, g.rewindLeaf = o, e.LeafUUID
-				if !leafKnown {
-					leafKnown, wanted, chainDone = true, e.LeafUUID, e.LeafUUID == ""
-				}
-			}
-		case kindMetadata:
-			if _, ok := meta[h.Type]; !ok {
-				var e Entry
-				if err := json.Unmarshal(line, &e); err != nil {
-					st.BadLines++
-					return nil
-				}
-				meta[h.Type] = metaLine{order: o, value: e.Value}
-			}
-		case kindChain, kindUnknown:
-			unknown := kindOf(h.Type) == kindUnknown
-			if h.UUID == "" {
-				if unknown {
-					u := &node{off: off, size: len(line), order: o, newest: o}
-					g.raw[u] = keep()
-					g.unknowns = append(g.unknowns, u)
-				}
-				return nil
-			}
-			n, dup := g.add(&node{id: idOf(h.UUID), parent: idOf(h.Parent), hasParent: h.Parent != "", kind: nodeKindOf(h.Type),
-				off: off, size: len(line), order: o, newest: o})
-			if dup {
-				return nil // an older copy of an entry: the newest line is its content
-			}
-			if unknown {
-				g.raw[n] = keep()
-				g.unknowns = append(g.unknowns, n)
-			}
-			if !leafKnown && !unknown {
-				leafKnown, wanted = true, h.UUID
-			}
-			if !leafKnown || chainDone || h.UUID != wanted {
-				return nil
-			}
-			if _, held := g.raw[n]; !held {
-				g.raw[n] = keep()
-			}
-			wanted = h.Parent
-			chainDone = wanted == ""
-			if h.Type == TypeSummary && leaf == "" && g.repairs.Duplicates == 0 && g.repairs.SharedIDs == 0 {
-				return errStop
-			}
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStop) {
+	sc := &replayScan{st: &State{Metadata: map[Type]json.RawMessage{}}, g: newGraph(), meta: map[Type]metaLine{}, end: end, leaf: leaf}
+	if err := scanBackward(ctx, r, end, sc.line); err != nil && !errors.Is(err, errStop) {
 		return nil, err
 	}
-	var boundary int
-	st.Leaf, boundary, err = decodeChain(r, st, g, leaf)
+	st := sc.st
+	var (
+		boundary int
+		err      error
+	)
+	st.Leaf, boundary, err = decodeChain(r, st, sc.g, leaf)
 	if err != nil {
 		return nil, err
 	}
-	if b, ok := st.Boundary(); ok {
-		for t, v := range b.Metadata {
-			if m, ok := meta[t]; !ok || m.order > boundary {
-				meta[t] = metaLine{order: boundary, value: v}
-			}
-		}
-	}
-	for t, m := range meta {
-		if boundary < 0 || m.order <= boundary {
-			st.Metadata[t] = m.value
-		}
-	}
-	if err := resolveStarts(r, st, starts); err != nil {
+	sc.settleMetadata(boundary)
+	if err := resolveStarts(r, st, sc.starts); err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// replayScan is what replay gathers reading the file backwards, newest line first.
+type replayScan struct {
+	st   *State
+	g    *graph
+	meta map[Type]metaLine
+	end  int64
+	leaf string
+
+	starts    map[string][]span
+	order     int
+	leafKnown bool // the provisional chain: from the newest chain line or rewind
+	chainDone bool
+	wanted    string
+}
+
+// line takes one line (at off; owned says the scanner gave up its buffer).
+func (sc *replayScan) line(line []byte, off int64, owned bool) error {
+	sc.st.Scanned = sc.end - off
+	o := sc.order
+	sc.order++
+	h, err := parseHeader(line)
+	if err != nil {
+		sc.st.BadLines++
+		return nil
+	}
+	switch kindOf(h.Type) {
+	case kindToolStarted:
+		if sc.starts == nil {
+			sc.starts = map[string][]span{}
+		}
+		sc.starts[h.Parent] = append(sc.starts[h.Parent], span{off, len(line)})
+	case kindMeta:
+		if sc.st.SessionID == "" {
+			var e Entry
+			if json.Unmarshal(line, &e) == nil {
+				sc.st.SessionID = e.SessionID
+			}
+		}
+	case kindRewind:
+		sc.rewind(line, o)
+	case kindMetadata:
+		if _, ok := sc.meta[h.Type]; !ok {
+			var e Entry
+			if err := json.Unmarshal(line, &e); err != nil {
+				sc.st.BadLines++
+				return nil
+			}
+			sc.meta[h.Type] = metaLine{order: o, value: e.Value}
+		}
+	case kindChain, kindUnknown:
+		return sc.chain(h, line, off, owned, o)
+	}
+	return nil
+}
+
+// rewind takes the newest rewind line: it names the leaf, unless a newer chain line did.
+func (sc *replayScan) rewind(line []byte, o int) {
+	if sc.g.rewindOrder >= 0 {
+		return
+	}
+	var e Entry
+	if err := json.Unmarshal(line, &e); err != nil {
+		sc.st.BadLines++
+		return
+	}
+	sc.g.rewindOrder, sc.g.rewindLeaf = o, e.LeafUUID
+	if !sc.leafKnown {
+		sc.leafKnown, sc.wanted, sc.chainDone = true, e.LeafUUID, e.LeafUUID == ""
+	}
+}
+
+// chain adds an entry (of a known or unknown type) to the graph, and keeps the lines of the
+// provisional chain; it stops the scan at a summary that ends a clean chain.
+func (sc *replayScan) chain(h header, line []byte, off int64, owned bool, o int) error {
+	g := sc.g
+	keep := func() []byte {
+		if owned {
+			return line
+		}
+		return slices.Clone(line)
+	}
+	unknown := kindOf(h.Type) == kindUnknown
+	if h.UUID == "" {
+		if unknown {
+			u := &node{off: off, size: len(line), order: o, newest: o}
+			g.raw[u] = keep()
+			g.unknowns = append(g.unknowns, u)
+		}
+		return nil
+	}
+	n, dup := g.add(&node{id: idOf(h.UUID), parent: idOf(h.Parent), hasParent: h.Parent != "", kind: nodeKindOf(h.Type),
+		off: off, size: len(line), order: o, newest: o})
+	if dup {
+		return nil // an older copy of an entry: the newest line is its content
+	}
+	if unknown {
+		g.raw[n] = keep()
+		g.unknowns = append(g.unknowns, n)
+	}
+	if !sc.leafKnown && !unknown {
+		sc.leafKnown, sc.wanted = true, h.UUID
+	}
+	if !sc.leafKnown || sc.chainDone || h.UUID != sc.wanted {
+		return nil
+	}
+	if _, held := g.raw[n]; !held {
+		g.raw[n] = keep()
+	}
+	sc.wanted = h.Parent
+	sc.chainDone = sc.wanted == ""
+	if h.Type == TypeSummary && sc.leaf == "" && g.repairs.Duplicates == 0 && g.repairs.SharedIDs == 0 {
+		return errStop
+	}
+	return nil
+}
+
+// settleMetadata keeps the newest value of each metadata type not older than the chain's
+// compaction boundary (order boundary, -1 without one); the boundary's own snapshot fills in
+// what the newer lines do not say.
+func (sc *replayScan) settleMetadata(boundary int) {
+	if b, ok := sc.st.Boundary(); ok {
+		for t, v := range b.Metadata {
+			if m, ok := sc.meta[t]; !ok || m.order > boundary {
+				sc.meta[t] = metaLine{order: boundary, value: v}
+			}
+		}
+	}
+	for t, m := range sc.meta {
+		if boundary < 0 || m.order <= boundary {
+			sc.st.Metadata[t] = m.value
+		}
+	}
 }
 
 // decodeChain resolves the graph and decodes the chain into st (oldest first), with the

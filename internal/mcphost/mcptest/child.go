@@ -36,6 +36,10 @@ func RunIfChild() {
 		if err := New().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, "mcptest:", err)
 		}
+	case ModeTrace:
+		if err := Trace().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			fmt.Fprintln(os.Stderr, "mcptest:", err)
+		}
 	case ModeHang:
 		_, _ = io.Copy(io.Discard, os.Stdin)
 	case ModeExit:

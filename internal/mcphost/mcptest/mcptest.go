@@ -79,6 +79,29 @@ func New() *Server {
 			return res, err
 		}
 	})
+	s.addCallTools()
+	s.addContentTools()
+	s.addClientTools()
+	// A tool whose schema is not a valid JSON schema: the client must skip it, not die.
+	s.Server.AddTool(&mcp.Tool{Name: "bad_schema", Description: "Has an invalid schema.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"nonsense"}}}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("unreachable"), nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greet someone.", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hello to " + req.Params.Arguments["name"]}}}}, nil
+		})
+	s.AddResource(&mcp.Resource{URI: "test://hello", Name: "hello", MIMEType: "text/plain", Description: "A greeting."},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "hello, resource"}}}, nil
+		})
+	return s
+}
+
+// addCallTools adds the tools about the call itself: echo, add_tool, slow (progress,
+// cancellation), crash and huge.
+func (s *Server) addCallTools() {
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(s.Server, &mcp.Tool{Name: "echo", Description: "Echo the text back.", Annotations: readOnly},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
@@ -119,6 +142,11 @@ func New() *Server {
 		func(_ context.Context, _ *mcp.CallToolRequest, in hugeIn) (*mcp.CallToolResult, any, error) {
 			return text(strings.Repeat("abcdefghij", in.Bytes/10) + strings.Repeat("x", in.Bytes%10)), nil, nil
 		})
+}
+
+// addContentTools adds the tools whose results test conversion: content of every kind,
+// structured content only, an error result.
+func (s *Server) addContentTools() {
 	mcp.AddTool(s.Server, &mcp.Tool{Name: "content", Description: "Return content of every kind."},
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{
@@ -136,6 +164,11 @@ func New() *Server {
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it went wrong"}}}, nil, nil
 		})
+}
+
+// addClientTools adds the tools that ask the client: elicitation (with and without defaults)
+// and roots.
+func (s *Server) addClientTools() {
 	mcp.AddTool(s.Server, &mcp.Tool{Name: "ask", Description: "Ask the user a question (elicitation)."},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
 			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "What is your name?",
@@ -177,21 +210,6 @@ func New() *Server {
 			}
 			return text(strings.Join(uris, "\n")), nil, nil
 		})
-	// A tool whose schema is not a valid JSON schema: the client must skip it, not die.
-	s.Server.AddTool(&mcp.Tool{Name: "bad_schema", Description: "Has an invalid schema.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"nonsense"}}}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return text("unreachable"), nil
-		})
-	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greet someone.", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}},
-		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hello to " + req.Params.Arguments["name"]}}}}, nil
-		})
-	s.AddResource(&mcp.Resource{URI: "test://hello", Name: "hello", MIMEType: "text/plain", Description: "A greeting."},
-		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "hello, resource"}}}, nil
-		})
-	return s
 }
 
 // AddEcho adds an echo tool called name; connected clients get tools/list_changed.

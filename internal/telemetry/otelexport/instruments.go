@@ -11,7 +11,7 @@ const Scope = "github.com/keel-dev/keel"
 type instruments struct {
 	sessions, tokens, cost, lines, commits, pullRequests, editDecisions, activeTime metric.Float64Counter
 
-	cacheReadShare                                     metric.Float64Histogram
+	cacheReadShare, mailLatency                        metric.Float64Histogram
 	cacheBreaks, compactions, claims, mail, deliveries metric.Int64Counter
 }
 
@@ -27,7 +27,11 @@ func newInstruments(m metric.Meter) instruments {
 	share, _ := m.Float64Histogram("keel.cache.read_share", metric.WithUnit("1"),
 		metric.WithDescription("share of a request's input tokens read from the prompt cache"),
 		metric.WithExplicitBucketBoundaries(0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1))
+	latency, _ := m.Float64Histogram("keel.team.message.latency", metric.WithUnit("s"),
+		metric.WithDescription("how long a message between team members waited before its recipient read it"),
+		metric.WithExplicitBucketBoundaries(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900))
 	return instruments{
+		mailLatency:    latency,
 		sessions:       f("claude_code.session.count", "count", "Count of CLI sessions started"),
 		tokens:         f("claude_code.token.usage", "tokens", "Number of tokens used"),
 		cost:           f("claude_code.cost.usage", "USD", "Cost of the session"),

@@ -230,6 +230,12 @@ func (r *Recorder) event(at time.Time, e event.Event) {
 		r.teammate(at, e)
 	case event.TeamMessage:
 		r.meters.mail.Add(context.Background(), 1, metric.WithAttributes(r.metricAttrs(attribute.String("type", orDefault(e.Type, "message")))...))
+	case event.TeamMessageRead:
+		if !e.Sent.IsZero() {
+			// Hosts' clocks differ: a message read "before" it was sent waited no time.
+			wait := max(at.Sub(e.Sent), 0).Seconds()
+			r.meters.mailLatency.Record(context.Background(), wait, metric.WithAttributes(r.metricAttrs(attribute.String("type", orDefault(e.Type, "message")))...))
+		}
 	case event.TaskNotification:
 		r.meters.deliveries.Add(context.Background(), 1, metric.WithAttributes(r.metricAttrs(attribute.String("status", e.Status))...))
 	case event.Result:
