@@ -41,3 +41,22 @@ test('PreToolUse ask: a deny rule still wins without asking', { timeout }, async
   assert.equal(asked.length, 0);
   assert.ok(!existsSync(ws.file('hook-asked.txt')));
 });
+
+test('PreSkillShellCommand runs before a command\'s ! expansion; deny keeps it from running', { timeout }, async () => {
+  const files = { '.claude/commands/shell-cmd.md': 'PRB-SHELL-CMD-BODY: !`touch shell-ran.txt && echo RAN`\n' };
+  const seen = [];
+  const hook = (decision) => [{ hooks: [async (input) => { seen.push(input); return decision ? { hookSpecificOutput: { hookEventName: 'PreSkillShellCommand', permissionDecision: decision, permissionDecisionReason: 'PRB-NO-SHELL' } } : {}; }] }];
+  const denied = workspace(files);
+  await run('/shell-cmd', denied, { extraArgs: { trust: null }, allowedTools: ['Bash'], hooks: { PreSkillShellCommand: hook('deny') } });
+  assert.equal(seen.length, 1, 'the hook was not called');
+  assert.equal(seen[0].hook_event_name, 'PreSkillShellCommand');
+  assert.equal(seen[0].tool_name, 'Bash');
+  assert.match(seen[0].tool_input.command, /touch shell-ran.txt/);
+  assert.equal(seen[0].command_name, 'shell-cmd');
+  assert.equal(seen[0].invoked_by, 'user');
+  assert.ok(!existsSync(denied.file('shell-ran.txt')), 'the command ran although the hook denied it');
+
+  const allowed = workspace(files);
+  await run('/shell-cmd', allowed, { extraArgs: { trust: null }, allowedTools: ['Bash'], hooks: { PreSkillShellCommand: hook('allow') } });
+  assert.ok(existsSync(allowed.file('shell-ran.txt')), 'an allowing hook kept the command from running');
+});
