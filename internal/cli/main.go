@@ -60,9 +60,23 @@ func Main(args []string, std Streams, getenv func(string) string) int {
 func MainWith(args []string, std Streams, getenv func(string) string, interactive Interactive) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	terms := make(chan os.Signal, 1)
+	signal.Notify(terms, syscall.SIGTERM)
+	defer signal.Stop(terms)
 	app := &app{std: std, env: runconfig.ReadEnv(getenv), getenv: getenv, interactive: interactive}
-	return app.main(ctx, args)
+	code := app.main(ctx, args)
+	select {
+	case <-terms:
+		// Stopped by SIGTERM (the Agent SDK's abort): 128+15, as a shell reports a process
+		// the signal ended and Claude Code exits, whatever the run was doing.
+		return exitTerminated
+	default:
+		return code
+	}
 }
+
+// exitTerminated is the exit status after SIGTERM.
+const exitTerminated = 128 + int(syscall.SIGTERM)
 
 // main runs the command line args and returns the exit code: the one place exit codes are
 // decided.

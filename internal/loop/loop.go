@@ -139,7 +139,9 @@ type CacheSafe struct {
 // Outcome is how a Run ended.
 type Outcome struct {
 	Messages []message.Message
-	Turns    int
+	// Turns counts model requests; ToolBatches the tool batches run between them.
+	Turns       int
+	ToolBatches int
 	Usage    message.Usage
 	// Ledger is Usage by the model each response reported, priced request by request, and
 	// what the run's compactions used.
@@ -227,6 +229,7 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 		calls := toolCalls(reply)
 		if len(calls) > 0 {
 			results, each := a.runBatch(ctx, calls, invalid)
+			out.ToolBatches++
 			if err := a.appendMessage(ctx, out, results); err != nil {
 				return a.fail(out, err)
 			}
@@ -236,7 +239,7 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 			if ctx.Err() != nil {
 				return a.fail(out, context.Cause(ctx))
 			}
-			if streak.observe(calls, invalidCalls(calls, invalid, each)) {
+			if streak.observe(calls, a.guarded(ctx, calls, invalidCalls(calls, invalid, each))) {
 				out.Text = streak.explain()
 				a.Logger.Warn("run stopped: repeated invalid tool call", "count", streak.count)
 				out.Subtype = "error_during_execution"

@@ -403,7 +403,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		IsError:          out.Subtype != "success",
 		Text:             out.Text,
 		SessionID:        s.id,
-		NumTurns:         out.Turns,
+		NumTurns:         out.NumTurns(),
 		Duration:         time.Since(started),
 		APIDuration:      out.APIDuration,
 		StopReason:       out.StopReason,

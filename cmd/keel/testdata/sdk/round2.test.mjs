@@ -60,3 +60,56 @@ test('PreSkillShellCommand runs before a command\'s ! expansion; deny keeps it f
   await run('/shell-cmd', allowed, { extraArgs: { trust: null }, allowedTools: ['Bash'], hooks: { PreSkillShellCommand: hook('allow') } });
   assert.ok(existsSync(allowed.file('shell-ran.txt')), 'an allowing hook kept the command from running');
 });
+
+const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false };
+
+test('structured output that never fits: five tries, then error_max_structured_output_retries', { timeout }, async () => {
+  const r = await run('PRB-SO-BAD give the answer', workspace(), { outputFormat: { type: 'json_schema', schema } });
+  assert.equal(r.result.subtype, 'error_max_structured_output_retries', JSON.stringify(r.result.errors));
+  const tries = r.messages.filter((m) => m.type === 'assistant').length;
+  assert.equal(tries, 5, 'the answer was not asked for five times');
+  assert.equal(r.result.num_turns, 6);
+});
+
+test('num_turns as Claude Code counts: a Read, then the structured answer, is three turns', { timeout }, async () => {
+  const ws = workspace({ 'probe-read.txt': 'structured probe\n' });
+  const r = await run('PRB-SO-READ read, then answer', ws, { outputFormat: { type: 'json_schema', schema } });
+  assert.deepEqual(r.result.structured_output, { answer: 'read' });
+  assert.equal(r.result.num_turns, 3);
+});
+
+test('mcpServerStatus lists each server\'s tools with annotations, its config and source', { timeout }, async () => {
+  const { sdk, zod, start, collect, userMessage } = await import('./harness.mjs');
+  const z = zod.z ?? zod;
+  const server = sdk.createSdkMcpServer({ name: 'probe', version: '1.0.0', tools: [
+    sdk.tool('probe_look', 'Look something up', { q: z.string() }, async () => ({ content: [{ type: 'text', text: 'x' }] }), { annotations: { readOnlyHint: true } }),
+    sdk.tool('probe_write', 'Write something', { v: z.string() }, async () => ({ content: [{ type: 'text', text: 'x' }] }), { annotations: { destructiveHint: true } }),
+  ] });
+  const ws = workspace();
+  let done;
+  const asked = new Promise((resolve) => { done = resolve; });
+  async function* prompts() {
+    yield userMessage('PRB-HELLO hi');
+    await asked;
+  }
+  const q = start(prompts(), ws, { mcpServers: { probe: server } });
+  let status;
+  const r = collect(q, async (m) => {
+    if (m.type === 'result' && !status) {
+      status = await q.mcpServerStatus();
+      done();
+      q.interrupt().catch(() => {});
+    }
+  });
+  await asked;
+  q.close?.();
+  await r;
+  const probe = status.find((s) => s.name === 'probe');
+  assert.ok(probe, JSON.stringify(status));
+  assert.equal(probe.source, 'sdk');
+  assert.equal(probe.config?.type, 'sdk');
+  const byName = Object.fromEntries((probe.tools || []).map((t) => [t.name, t]));
+  assert.deepEqual(Object.keys(byName).sort(), ['probe_look', 'probe_write']);
+  assert.equal(byName.probe_look.annotations?.readOnly, true);
+  assert.equal(byName.probe_write.annotations?.destructive, true);
+});
