@@ -142,7 +142,7 @@ type Outcome struct {
 	// Turns counts model requests; ToolBatches the tool batches run between them.
 	Turns       int
 	ToolBatches int
-	Usage    message.Usage
+	Usage       message.Usage
 	// Ledger is Usage by the model each response reported, priced request by request, and
 	// what the run's compactions used.
 	Ledger      cost.Ledger
