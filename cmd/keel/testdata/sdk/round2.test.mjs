@@ -113,3 +113,20 @@ test('mcpServerStatus lists each server\'s tools with annotations, its config an
   assert.equal(byName.probe_look.annotations?.readOnly, true);
   assert.equal(byName.probe_write.annotations?.destructive, true);
 });
+
+test('a tool\'s input streams as several input_json_delta events, as the provider streams it', { timeout }, async () => {
+  const ws = workspace({ 'probe-read.txt': 'partial tool probe\n' });
+  const r = await run('PRB-READ read the probe file', ws, { includePartialMessages: true });
+  const events = r.messages.filter((m) => m.type === 'stream_event' && !m.parent_tool_use_id).map((m) => m.event);
+  const start = events.findIndex((e) => e.type === 'content_block_start' && e.content_block.type === 'tool_use');
+  assert.ok(start >= 0, 'no tool_use block streamed');
+  const index = events[start].index;
+  assert.equal(events[start].content_block.name, 'Read');
+  const deltas = events.filter((e) => e.type === 'content_block_delta' && e.index === index && e.delta.type === 'input_json_delta');
+  assert.ok(deltas.length > 1, `the input arrived in ${deltas.length} input_json_delta event(s)`);
+  assert.deepEqual(JSON.parse(deltas.map((d) => d.delta.partial_json).join('')), { file_path: 'probe-read.txt' });
+  const starts = events.filter((e) => e.type === 'content_block_start' && e.content_block.type === 'tool_use');
+  assert.equal(starts.length, 1, 'the tool block was sent twice');
+  const stopAt = events.findIndex((e, i) => i > start && e.type === 'content_block_stop' && e.index === index);
+  assert.ok(stopAt > start, 'the tool block was not closed');
+});
