@@ -19,13 +19,14 @@ func FindSession(home, cwd, query string) (SessionInfo, error) {
 	return sessionInfo(s), nil
 }
 
-// storedHomes are the directories whose sessions the lookups see: home when given, else
-// keel's directory and Claude Code's (${CLAUDE_CONFIG_DIR:-~/.claude}), as keel's commands.
+// storedHomes are the directories whose sessions the lookups see: for keel's own directory
+// (home empty or $KEEL_HOME), it and Claude Code's (${CLAUDE_CONFIG_DIR:-~/.claude}), as
+// keel's commands; any other home alone.
 func storedHomes(home string) []string {
-	if home != "" {
+	env := runconfig.ReadEnv(nil)
+	if home != "" && home != env.Home {
 		return []string{home}
 	}
-	env := runconfig.ReadEnv(nil)
 	return env.SessionHomes(env.Home, false)
 }
 
