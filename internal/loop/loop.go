@@ -229,7 +229,6 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 		calls := toolCalls(reply)
 		if len(calls) > 0 {
 			results, each := a.runBatch(ctx, calls, invalid)
-			out.ToolBatches++
 			if err := a.appendMessage(ctx, out, results); err != nil {
 				return a.fail(out, err)
 			}
@@ -239,6 +238,8 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 			if ctx.Err() != nil {
 				return a.fail(out, context.Cause(ctx))
 			}
+			// An interrupted batch began no turn; one that finished did (NumTurns).
+			out.ToolBatches++
 			if streak.observe(calls, a.guarded(ctx, calls, invalidCalls(calls, invalid, each))) {
 				out.Text = streak.explain()
 				a.Logger.Warn("run stopped: repeated invalid tool call", "count", streak.count)
