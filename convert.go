@@ -17,6 +17,7 @@ var publicEvents = map[reflect.Type]reflect.Type{
 	reflect.TypeFor[event.Init]():             reflect.TypeFor[Init](),
 	reflect.TypeFor[event.TextDelta]():        reflect.TypeFor[TextDelta](),
 	reflect.TypeFor[event.ThinkingDelta]():    reflect.TypeFor[ThinkingDelta](),
+	reflect.TypeFor[event.ToolInputDelta]():   reflect.TypeFor[ToolInputDelta](),
 	reflect.TypeFor[event.AssistantMessage](): reflect.TypeFor[AssistantMessage](),
 	reflect.TypeFor[event.UserMessage]():      reflect.TypeFor[UserMessage](),
 	reflect.TypeFor[event.ToolStart]():        reflect.TypeFor[ToolStart](),

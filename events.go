@@ -73,6 +73,16 @@ type TextDelta struct {
 	Text string
 }
 
+// ToolInputDelta is a fragment of a tool call's JSON input, as the model streams it. ID and
+// Name name the call on every fragment; Start marks its first. The whole input arrives with
+// the [AssistantMessage].
+type ToolInputDelta struct {
+	Origin
+	ID, Name    string
+	Start       bool
+	PartialJSON string
+}
+
 // ThinkingDelta is streamed thinking text.
 type ThinkingDelta struct {
 	Origin

@@ -23,12 +23,9 @@ type SessionInfo struct {
 }
 
 // ListSessions lists the sessions stored for the working directory cwd (empty: the process's)
-// under home (empty: $KEEL_HOME or ~/.keel), newest first. It reads file tails and indexes, never whole files.
+// under home (empty: $KEEL_HOME or ~/.keel, and Claude Code's ~/.claude), newest first. It reads file tails and indexes, never whole files.
 func ListSessions(home, cwd string) ([]SessionInfo, error) {
-	if home == "" {
-		home = defaultHome()
-	}
-	sums, err := session.ListStored(home, cwd)
+	sums, err := session.ListStored(storedHomes(home), cwd)
 	if err != nil {
 		return nil, err
 	}

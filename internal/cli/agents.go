@@ -61,7 +61,7 @@ func (a *app) sessionOfAgent(cwd, id string) (string, error) {
 			return "", err
 		}
 	}
-	sessions, err := transcript.List(transcript.ProjectDir(a.env.Home, cwd))
+	sessions, err := transcript.ListDirs(transcript.ProjectDirs(a.env.SessionHomes(a.env.Home, false), cwd))
 	if err != nil {
 		return "", err
 	}

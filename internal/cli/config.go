@@ -65,6 +65,9 @@ func (a *app) runConfig(cmd *cobra.Command, f *runFlags) (runconfig.Config, erro
 	if err := a.env.Check(runconfig.MCPKeys...); err != nil {
 		return cfg, usageError{err}
 	}
+	// Driven as Claude Code's CLI (stream-json input is how the Agent SDKs talk), sessions
+	// go where the SDK's session functions look.
+	cfg.SessionHomes = a.env.SessionHomes(cfg.Home, f.inputFormat == "stream-json")
 	a.env.Apply(&cfg)
 	return cfg, nil
 }

@@ -67,6 +67,20 @@ type controlSession struct{ *session.Session }
 
 func (s controlSession) MCPStatus() []mcphost.ServerStatus { return s.MCP().Status() }
 
+func (s controlSession) MCPServerTools(ctx context.Context) map[string][]control.MCPTool {
+	out := map[string][]control.MCPTool{}
+	for server, tools := range s.MCP().ServerTools(ctx) {
+		for _, t := range tools {
+			out[server] = append(out[server], control.MCPTool{Name: t.Name, Description: t.Description, Annotations: t.Annotations})
+		}
+	}
+	return out
+}
+
+func (s controlSession) MCPServerConfig(name string) (mcphost.ServerConfig, bool) {
+	return s.MCP().ServerConfig(name)
+}
+
 func (s controlSession) WaitTasks(ctx context.Context) (int, error) { return s.Agents().WaitTasks(ctx) }
 
 func (s controlSession) BackgroundOutstanding() int { return s.Agents().Outstanding() }

@@ -24,22 +24,23 @@ func (a *app) sessionsCommand() *cobra.Command {
 	return cmd
 }
 
-// sessionsDir is where this directory's sessions are kept.
-func (a *app) sessionsDir() (string, error) {
+// sessionsDirs are where this directory's sessions are kept: under keel's directory and
+// Claude Code's, where keel writes when a program drives it as Claude Code's CLI.
+func (a *app) sessionsDirs() ([]string, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return transcript.ProjectDir(a.env.Home, cwd), nil
+	return transcript.ProjectDirs(a.env.SessionHomes(a.env.Home, false), cwd), nil
 }
 
 // findSession finds the transcript of session id in this directory.
 func (a *app) findSession(id string) (string, error) {
-	dir, err := a.sessionsDir()
+	dirs, err := a.sessionsDirs()
 	if err != nil {
 		return "", err
 	}
-	return transcript.Find(dir, id)
+	return transcript.FindIn(dirs, id)
 }
 
 // sessionsListOptions are `keel sessions list`'s.
@@ -54,11 +55,11 @@ func (a *app) sessionsListCmd() *cobra.Command {
 }
 
 func (a *app) runSessionsList(opts *sessionsListOptions) error {
-	dir, err := a.sessionsDir()
+	dirs, err := a.sessionsDirs()
 	if err != nil {
 		return err
 	}
-	sums, err := transcript.List(dir)
+	sums, err := transcript.ListDirs(dirs)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}

@@ -70,7 +70,10 @@ func (a asker) Ask(ctx context.Context, r permission.AskRequest) (permission.Ans
 	if req.Suggestions == nil {
 		req.Suggestions = []permission.Update{}
 	}
-	if r.Rule != nil {
+	switch {
+	case r.ReasonType != "":
+		req.ReasonType = r.ReasonType
+	case r.Rule != nil:
 		req.ReasonType = "rule"
 	}
 	var in struct {

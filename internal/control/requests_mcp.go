@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,12 +23,15 @@ type mcpSession interface {
 
 // mcpServerStatus is the SDK's McpServerStatus.
 type mcpServerStatus struct {
-	Name       string          `json:"name"`
-	Status     string          `json:"status"`
-	ServerInfo *mcpServerInfo  `json:"serverInfo,omitempty"`
-	Error      string          `json:"error,omitempty"`
-	Scope      string          `json:"scope,omitempty"`
-	Tools      []mcpStatusTool `json:"tools,omitempty"`
+	Name       string         `json:"name"`
+	Status     string         `json:"status"`
+	ServerInfo *mcpServerInfo `json:"serverInfo,omitempty"`
+	Error      string         `json:"error,omitempty"`
+	Scope      string         `json:"scope,omitempty"`
+	// Source is where the definition came from: sdk, plugin or the configuration scope.
+	Source string           `json:"source,omitempty"`
+	Config *mcpStatusConfig `json:"config,omitempty"`
+	Tools  []mcpStatusTool  `json:"tools,omitempty"`
 }
 
 type mcpServerInfo struct {
@@ -36,12 +40,68 @@ type mcpServerInfo struct {
 }
 
 type mcpStatusTool struct {
-	Name string `json:"name"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Annotations *mcpAnnotations `json:"annotations,omitempty"`
 }
 
-func (c *controller) onMCPStatus(context.Context, json.RawMessage) (any, error) {
+// mcpAnnotations are the SDK's tool annotations: the server's hints under shorter names.
+type mcpAnnotations struct {
+	ReadOnly    bool  `json:"readOnly"`
+	Destructive *bool `json:"destructive,omitempty"`
+	OpenWorld   *bool `json:"openWorld,omitempty"`
+}
+
+// MCPTool is one tool of a connected server, for mcp_status.
+type MCPTool struct {
+	Name        string
+	Description string
+	Annotations *mcp.ToolAnnotations
+}
+
+// mcpDetailer is a session that reports its servers' tools and configurations.
+type mcpDetailer interface {
+	MCPServerTools(ctx context.Context) map[string][]MCPTool
+	MCPServerConfig(name string) (mcphost.ServerConfig, bool)
+}
+
+// mcpStatusConfig is the SDK's McpServerStatusConfig: how the server is reached. Its
+// environment and headers are left out: they may carry secrets.
+type mcpStatusConfig struct {
+	Type    string   `json:"type"`
+	Command string   `json:"command,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	URL     string   `json:"url,omitempty"`
+	Name    string   `json:"name,omitempty"`
+}
+
+// detail adds a server's tools, configuration and source.
+func (s *mcpServerStatus) detail(d mcpDetailer, tools map[string][]MCPTool, st mcphost.ServerStatus) {
+	s.Source = s.Scope
+	if cfg, ok := d.MCPServerConfig(st.Name); ok {
+		c := &mcpStatusConfig{Type: cmp.Or(cfg.Type, "stdio"), Command: cfg.Command, Args: cfg.Args, URL: cfg.URL}
+		if c.Type == mcphost.TypeSDK {
+			c.Name = st.Name
+		}
+		s.Config = c
+	}
+	for _, t := range tools[st.Name] {
+		tool := mcpStatusTool{Name: t.Name, Description: t.Description}
+		if a := t.Annotations; a != nil {
+			tool.Annotations = &mcpAnnotations{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, OpenWorld: a.OpenWorldHint}
+		}
+		s.Tools = append(s.Tools, tool)
+	}
+}
+
+func (c *controller) onMCPStatus(ctx context.Context, _ json.RawMessage) (any, error) {
 	out := []mcpServerStatus{}
 	if m, ok := c.sess.(mcpSession); ok {
+		d, detailed := c.sess.(mcpDetailer)
+		var tools map[string][]MCPTool
+		if detailed {
+			tools = d.MCPServerTools(ctx)
+		}
 		for _, st := range m.MCPStatus() {
 			s := mcpServerStatus{Name: st.Name, Status: string(st.Status), Error: st.Reason, Scope: string(st.Scope)}
 			if name, version, ok := strings.Cut(st.Server, " "); ok {
@@ -51,6 +111,9 @@ func (c *controller) onMCPStatus(context.Context, json.RawMessage) (any, error) 
 			}
 			if st.Type == mcphost.TypeSDK && (st.Scope == mcphost.ScopeCLI || st.Scope == mcphost.ScopeDynamic) {
 				s.Scope = "sdk"
+			}
+			if detailed {
+				s.detail(d, tools, st)
 			}
 			out = append(out, s)
 		}

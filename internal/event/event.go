@@ -84,6 +84,15 @@ type ThinkingDelta struct {
 	Thinking string
 }
 
+// ToolInputDelta is a fragment of a tool call's JSON input, as the model streams it. ID and
+// Name name the call on every fragment; Start marks its first, which opens the call.
+type ToolInputDelta struct {
+	Origin
+	ID, Name    string
+	Start       bool
+	PartialJSON string
+}
+
 // AssistantMessage is a complete assistant message, after its stream ended.
 type AssistantMessage struct {
 	Origin

@@ -51,6 +51,9 @@ const (
 	DirectoryAdded      Event = "DirectoryAdded"
 	UserPromptExpansion Event = "UserPromptExpansion"
 	MessageDisplay      Event = "MessageDisplay"
+	// PreSkillShellCommand fires before a skill's or command's "!" shell command runs; any
+	// decision but allow keeps it from running.
+	PreSkillShellCommand Event = "PreSkillShellCommand"
 
 	// Elicitation fires when an MCP server asks the user for input; a hook may answer it.
 	Elicitation Event = "Elicitation"
@@ -110,23 +113,24 @@ var eventTable = map[Event]eventSpec{
 	SessionEnd:       {},
 	Notification:     {matchOn: byType},
 
-	PostToolUseFailure:  {matchOn: byTool},
-	StopFailure:         {matchOn: byExtra("error")},
-	PostCompact:         {matchOn: byTrigger},
-	PreModelSwitch:      {canBlock: true},
-	PostModelSwitch:     {},
-	PermissionRequest:   {matchOn: byTool, canBlock: true},
-	PermissionDenied:    {matchOn: byTool},
-	Setup:               {matchOn: byTrigger, stdoutIsContext: true},
-	ConfigChange:        {matchOn: bySource, canBlock: true},
-	InstructionsLoaded:  {matchOn: byExtra("load_reason")},
-	CwdChanged:          {},
-	FileChanged:         {matchOn: byFileName},
-	DirectoryAdded:      {},
-	UserPromptExpansion: {matchOn: byExtra("command_name"), canBlock: true},
-	MessageDisplay:      {},
-	Elicitation:         {matchOn: byServer, canBlock: true},
-	ElicitationResult:   {matchOn: byServer, canBlock: true},
+	PostToolUseFailure:   {matchOn: byTool},
+	StopFailure:          {matchOn: byExtra("error")},
+	PostCompact:          {matchOn: byTrigger},
+	PreModelSwitch:       {canBlock: true},
+	PostModelSwitch:      {},
+	PermissionRequest:    {matchOn: byTool, canBlock: true},
+	PermissionDenied:     {matchOn: byTool},
+	Setup:                {matchOn: byTrigger, stdoutIsContext: true},
+	ConfigChange:         {matchOn: bySource, canBlock: true},
+	InstructionsLoaded:   {matchOn: byExtra("load_reason")},
+	CwdChanged:           {},
+	FileChanged:          {matchOn: byFileName},
+	DirectoryAdded:       {},
+	UserPromptExpansion:  {matchOn: byExtra("command_name"), canBlock: true},
+	MessageDisplay:       {},
+	PreSkillShellCommand: {matchOn: byExtra("command_name"), canBlock: true},
+	Elicitation:          {matchOn: byServer, canBlock: true},
+	ElicitationResult:    {matchOn: byServer, canBlock: true},
 }
 
 // Events lists the events keel fires, sorted.

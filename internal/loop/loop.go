@@ -150,8 +150,10 @@ type CacheSafe struct {
 // Outcome is how a Run ended.
 type Outcome struct {
 	Messages []message.Message
-	Turns    int
-	Usage    message.Usage
+	// Turns counts model requests; ToolBatches the tool batches run between them.
+	Turns       int
+	ToolBatches int
+	Usage       message.Usage
 	// Ledger is Usage by the model each response reported, priced request by request, and
 	// what the run's compactions used.
 	Ledger      cost.Ledger
@@ -255,7 +257,9 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 			if ctx.Err() != nil {
 				return a.fail(out, context.Cause(ctx))
 			}
-			if streak.observe(calls, invalidCalls(calls, invalid, each)) {
+			// An interrupted batch began no turn; one that finished did (NumTurns).
+			out.ToolBatches++
+			if streak.observe(calls, a.guarded(ctx, calls, invalidCalls(calls, invalid, each))) {
 				out.Text = streak.explain()
 				a.Logger.Warn("run stopped: repeated invalid tool call", "count", streak.count)
 				out.Subtype = "error_during_execution"

@@ -116,6 +116,41 @@ func (s *invalidStreak) explain() string {
 		s.count, s.last)
 }
 
+// RetryLimiter is a tool whose owner bounds how many invalid calls of it a run tolerates
+// (StructuredOutput: five answers that miss the schema, then
+// error_max_structured_output_retries); the repeated-invalid-call guard leaves its calls to
+// that owner.
+type RetryLimiter interface{ LimitsRetries() bool }
+
+// guarded drops from invalid the calls of tools that bound their own retries.
+func (a *Agent) guarded(ctx context.Context, calls []tool.Call, invalid map[string]string) map[string]string {
+	if len(invalid) == 0 || a.Pool == nil {
+		return invalid
+	}
+	pool := a.Pool(ctx)
+	names := map[string]bool{}
+	for _, t := range pool.Tools() {
+		if l, ok := t.(RetryLimiter); ok && l.LimitsRetries() {
+			names[t.Name()] = true
+		}
+	}
+	if len(names) == 0 {
+		return invalid
+	}
+	for _, c := range calls {
+		if names[c.Name] {
+			delete(invalid, c.ID)
+		}
+	}
+	return invalid
+}
+
+// NumTurns is a run's turn count as Claude Code reports it (num_turns): one, plus one per
+// tool batch after which the loop went on or stopped, and never fewer than its model
+// requests. A run that ends right after a batch (a structured answer, the turn limit) counts
+// the turn it did not take.
+func (o *Outcome) NumTurns() int { return max(o.Turns, 1+o.ToolBatches) }
+
 // invalidCalls returns the calls of a batch answered with an input error, by id, with the
 // error: the malformed inputs the stream delivered and the results the runner marked.
 func invalidCalls(calls []tool.Call, malformed map[string]string, results []tool.Result) map[string]string {

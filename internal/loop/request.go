@@ -87,6 +87,8 @@ func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, o
 	}
 	started := time.Now()
 	defer func() { out.APIDuration += time.Since(started) }()
+	// calls are the tool_use blocks streaming, by block index, for their input fragments.
+	var calls map[int]provider.ToolUseStart
 	for ev, err := range a.Provider.Stream(ctx, req) {
 		if err != nil {
 			if ctx.Err() != nil {
@@ -99,7 +101,18 @@ func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, o
 			a.emit(event.TextDelta{Origin: a.Origin, Text: ev.Text})
 		case provider.ThinkingDelta:
 			a.emit(event.ThinkingDelta{Origin: a.Origin, Thinking: ev.Thinking})
+		case provider.ToolUseStart:
+			if calls == nil {
+				calls = map[int]provider.ToolUseStart{}
+			}
+			calls[ev.Index] = ev
+			a.emit(event.ToolInputDelta{Origin: a.Origin, ID: ev.ID, Name: ev.Name, Start: true})
+		case provider.InputDelta:
+			if c, ok := calls[ev.Index]; ok && ev.PartialJSON != "" {
+				a.emit(event.ToolInputDelta{Origin: a.Origin, ID: c.ID, Name: c.Name, PartialJSON: ev.PartialJSON})
+			}
 		case provider.Retrying:
+			calls = nil
 			a.Logger.Warn("model request retrying", "attempt", ev.Attempt, "delay", ev.Delay, "err", ev.Err)
 			a.emit(event.Retry{Origin: a.Origin, Attempt: ev.Attempt, MaxAttempts: ev.MaxAttempts, Delay: ev.Delay, Err: ev.Err.Error()})
 		case provider.Done:

@@ -30,6 +30,8 @@ type mcpTool struct {
 	desc     string
 	schema   json.RawMessage
 	readOnly bool
+	// annotations are the server's hints, as listed (nil: none).
+	annotations *mcp.ToolAnnotations
 }
 
 var (
@@ -41,6 +43,9 @@ func (t *mcpTool) Name() string                 { return t.name }
 func (t *mcpTool) Description() string          { return t.desc }
 func (t *mcpTool) InputSchema() json.RawMessage { return t.schema }
 func (t *mcpTool) Raw() (string, string)        { return t.server, t.rawTool }
+
+// Annotations are the hints the server listed the tool with (nil: none), for status reports.
+func (t *mcpTool) Annotations() *mcp.ToolAnnotations { return t.annotations }
 
 // ReadOnly follows the server's readOnlyHint: a hint, but the only signal there is.
 func (t *mcpTool) ReadOnly(json.RawMessage) bool { return t.readOnly }

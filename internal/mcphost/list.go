@@ -103,6 +103,7 @@ func (c *conn) newTool(t *mcp.Tool) (*mcpTool, string) {
 	}
 	if t.Annotations != nil {
 		mt.readOnly = t.Annotations.ReadOnlyHint
+		mt.annotations = t.Annotations
 	}
 	return mt, ""
 }

@@ -39,6 +39,8 @@ type AskRequest struct {
 	Reason string
 	// Rule is the ask rule that matched, if one did.
 	Rule *Rule
+	// ReasonType is the [Decision.ReasonType] of the ask ("mode", "hook" or empty).
+	ReasonType string
 	// Suggestions are allow rules that would have let this call through,
 	// for an "always allow" choice.
 	Suggestions []Rule

@@ -32,6 +32,9 @@ type Policy struct {
 	// .keel, .claude, .mcp.json…), whose edits ask even in acceptEdits: settings files, hook
 	// scripts, keel's own directory. Absolute.
 	Protected []string
+	// PlanDenies makes plan mode deny what is not read-only instead of asking: a teammate's
+	// plan goes to its lead as a message (plan_approval_request), not as a question.
+	PlanDenies bool
 }
 
 // Intersect builds a child's policy under its parent's: the child never gets
@@ -62,6 +65,10 @@ type Decision struct {
 	// Rule is the rule that decided, with its source; nil when the mode or
 	// an answer did.
 	Rule *Rule
+	// ReasonType classifies an ask as the Agent SDK names it (decision_reason_type):
+	// "mode" when the permission mode asks (plan mode), "hook" when a hook does; empty
+	// otherwise (a Rule says "rule").
+	ReasonType string
 	// Suggestions are allow rules that would let the call through; set
 	// when the call was (or would be) asked.
 	Suggestions []Rule
@@ -186,7 +193,7 @@ func (c *Checker) Check(ctx context.Context, req Request) Decision {
 
 func (c *Checker) ask(ctx context.Context, req Request, d Decision) Decision {
 	ans, err := c.asker.Ask(ctx, AskRequest{
-		Request: req, Reason: d.Reason, Rule: d.Rule, Suggestions: d.Suggestions, Agent: c.agent,
+		Request: req, Reason: d.Reason, Rule: d.Rule, Suggestions: d.Suggestions, Agent: c.agent, ReasonType: d.ReasonType,
 	})
 	if err != nil {
 		return Decision{Behavior: Deny, Reason: fmt.Sprintf("asking for permission: %v", err), Suggestions: d.Suggestions}
@@ -247,6 +254,10 @@ func (c *Checker) Evaluate(req Request) Decision {
 			cd.Reason = "parent's policy: " + cd.Reason
 			d = cd
 		}
+	}
+	if d.Behavior == Ask && pol.Mode == ModeDontAsk {
+		// A parent's ask (plan mode) does not make a dontAsk agent ask.
+		d.Behavior, d.Reason = Deny, "dontAsk mode denies what is not pre-approved: "+d.Reason
 	}
 	if d.Behavior == Ask && d.Rule == nil {
 		d.Suggestions = suggest(p, pol.Dirs)
@@ -359,8 +370,17 @@ func (c *Checker) evaluateLayer(pol Policy, p *prepared) Decision {
 	if r := firstMatch(pol.Rules, Deny, p, cwd); r != nil {
 		return Decision{Behavior: Deny, Reason: fmt.Sprintf("denied by rule %q from %s", r.String(), r.Source), Rule: r}
 	}
-	if mode == ModePlan && !p.readOnly() && p.tool != PlanExitTool && p.kind != KindSafe {
-		return Decision{Behavior: Deny, Reason: fmt.Sprintf("plan mode: %s is not read-only, and only read-only tools may run until the plan is approved", p.req.Tool)}
+	if mode == ModePlan && p.tool == PlanExitTool {
+		// Leaving plan mode is how a plan gets approved: whoever answers decides.
+		return Decision{Behavior: Ask, Reason: "the plan needs approval before plan mode ends"}
+	}
+	if mode == ModePlan && !p.readOnly() && p.kind != KindSafe {
+		// As Claude Code: asked, with the mode as the reason; nobody to ask denies it.
+		d := Decision{Behavior: Ask, ReasonType: "mode", Reason: fmt.Sprintf("plan mode: %s is not read-only, and only read-only tools run until the plan is approved", p.req.Tool)}
+		if pol.PlanDenies {
+			d.Behavior = Deny
+		}
+		return d
 	}
 	d := Decision{}
 	if r := firstMatch(pol.Rules, Ask, p, cwd); r != nil {
@@ -417,10 +437,6 @@ func modeDecision(mode Mode, pol Policy, p *prepared) Decision {
 			return ask("the command uses %s, so its deny and ask rules cannot be checked", p.shell.uncheckedWhy[0])
 		}
 		return allow("bypassPermissions mode")
-	}
-	switch {
-	case p.tool == PlanExitTool && mode == ModePlan:
-		return allow("leaving plan mode is how a plan gets approved")
 	}
 	switch p.kind {
 	case KindSafe:

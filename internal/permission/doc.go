@@ -9,7 +9,8 @@
 // without asking. The order, for every layer of a policy:
 //
 //  1. a deny rule covering any part of the call denies;
-//  2. plan mode denies what is not read-only (the plan-exit tool excepted);
+//  2. plan mode asks for what is not read-only (reason type "mode"; headless: denied)
+//     and for the plan-exit tool, whose approval ends the plan;
 //  3. an ask rule covering any part asks (in bypassPermissions too), as does a command
 //     whose files keel cannot resolve while Read or Edit rules restrict files;
 //  4. allow rules covering every part allow;

@@ -25,7 +25,7 @@ func TestProtectedPaths(t *testing.T) {
 		{ModeAcceptEdits, nil, Ask, Allow},
 		{ModeAcceptEdits, rules("Edit", "Write", "Edit(**)"), Ask, Allow},
 		{ModeDontAsk, nil, Deny, Deny},
-		{ModePlan, nil, Deny, Deny},
+		{ModePlan, nil, Ask, Ask},
 		{ModeBypassPermissions, nil, Allow, Allow},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 )
 
@@ -98,7 +99,7 @@ func resultErrors(e event.Result) []string {
 	case "error_max_turns":
 		return []string{fmt.Sprintf("Reached maximum number of turns (%d)", e.NumTurns)}
 	case "error_max_budget_usd":
-		return []string{fmt.Sprintf("Reached the maximum budget ($%.4f spent)", e.CostUSD)}
+		return []string{"Reached the maximum budget (" + cost.FormatUSD(e.CostUSD) + " spent)"}
 	}
 	return []string{e.Subtype}
 }

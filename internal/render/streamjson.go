@@ -339,9 +339,13 @@ func modelUsageLine(m map[string]event.ModelUsage) map[string]modelUsageEntry {
 type partialMessage struct {
 	started bool
 	index   int
-	// open is the type of the content block being streamed, "" when none.
+	// open is the type of the content block being streamed, "" when none; a tool call's
+	// block is "tool_use " and its id.
 	open string
 	at   time.Time
+	// streamed are the tool calls whose blocks streamed, by id: the complete message does
+	// not repeat them.
+	streamed map[string]bool
 }
 
 // renderPartial writes the stream_event lines an event implies: message_start and block
@@ -359,6 +363,8 @@ func (r *streamJSON) renderPartial(e event.Event) error {
 		return r.delta(o, p, message.TypeText, obj{{"type", "text_delta"}, {"text", e.Text}})
 	case event.ThinkingDelta:
 		return r.delta(o, p, message.TypeThinking, obj{{"type", "thinking_delta"}, {"thinking", e.Thinking}})
+	case event.ToolInputDelta:
+		return r.toolDelta(o, p, e)
 	case event.Retry:
 		// The failed attempt's partial output is void; the retry starts a new message.
 		delete(r.partial, o)
@@ -373,7 +379,7 @@ func (r *streamJSON) renderPartial(e event.Event) error {
 			}
 		}
 		for _, b := range e.Message.Content {
-			if b.Type != message.TypeToolUse {
+			if b.Type != message.TypeToolUse || p.streamed[b.ID] {
 				continue
 			}
 			input := b.Input
@@ -428,6 +434,31 @@ func (r *streamJSON) delta(o event.Origin, p *partialMessage, blockType string, 
 		p.open = blockType
 	}
 	return r.event(o, obj{{"type", "content_block_delta"}, {"index", p.index}, {"delta", delta}})
+}
+
+// toolDelta streams a tool call's input as the model sends it: its block opens on the first
+// fragment, and each fragment is an input_json_delta.
+func (r *streamJSON) toolDelta(o event.Origin, p *partialMessage, e event.ToolInputDelta) error {
+	open := message.TypeToolUse + " " + e.ID
+	if e.Start {
+		if err := r.start(o, p); err != nil {
+			return err
+		}
+		if p.open != "" {
+			if err := r.stopBlock(o, p); err != nil {
+				return err
+			}
+		}
+		if p.streamed == nil {
+			p.streamed = map[string]bool{}
+		}
+		p.streamed[e.ID], p.open = true, open
+		return r.event(o, obj{{"type", "content_block_start"}, {"index", p.index}, {"content_block", obj{{"type", "tool_use"}, {"id", e.ID}, {"name", e.Name}, {"input", obj{}}}}})
+	}
+	if p.open != open {
+		return nil // a fragment of a call whose start was not seen
+	}
+	return r.event(o, obj{{"type", "content_block_delta"}, {"index", p.index}, {"delta", obj{{"type", "input_json_delta"}, {"partial_json", e.PartialJSON}}}})
 }
 
 func (r *streamJSON) stopBlock(o event.Origin, p *partialMessage) error {

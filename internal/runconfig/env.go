@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,13 @@ import (
 type Env struct {
 	// Home is KEEL_HOME, else $HOME/.keel; empty when neither can be found.
 	Home string
+	// ClaudeConfigDir is CLAUDE_CONFIG_DIR, else $HOME/.claude: where Claude Code and the Agent
+	// SDK's session functions keep transcripts (its projects folder).
+	ClaudeConfigDir string
+	// SDKEntrypoint says a program drives keel as Claude Code's CLI through an Agent SDK: the
+	// SDKs set CLAUDE_CODE_ENTRYPOINT to sdk-ts, sdk-py… (Claude Code sets "cli" for its own
+	// children, which is not this).
+	SDKEntrypoint bool
 	// MaxTurns is KEEL_MAX_TURNS, the turn cap of headless runs without --max-turns;
 	// MaxTurnsSet says it was given.
 	MaxTurns    int
@@ -65,6 +73,15 @@ func ReadEnv(getenv func(string) string) Env {
 			e.Home = filepath.Join(dir, ".keel")
 		}
 	}
+	e.ClaudeConfigDir = getenv("CLAUDE_CONFIG_DIR")
+	if e.ClaudeConfigDir == "" {
+		if dir := getenv("HOME"); dir != "" {
+			e.ClaudeConfigDir = filepath.Join(dir, ".claude")
+		} else if dir, err := os.UserHomeDir(); err == nil {
+			e.ClaudeConfigDir = filepath.Join(dir, ".claude")
+		}
+	}
+	e.SDKEntrypoint = strings.HasPrefix(getenv("CLAUDE_CODE_ENTRYPOINT"), "sdk")
 	if v := getenv("KEEL_MAX_TURNS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -133,6 +150,9 @@ func (e Env) Apply(c *Config) {
 	if c.Home == "" {
 		c.Home = e.Home
 	}
+	if c.SessionHomes == nil {
+		c.SessionHomes = e.SessionHomes(c.Home, false)
+	}
 	c.Team.Enabled = c.Team.Enabled || e.Teams
 	if c.Team.Lease == 0 {
 		c.Team.Lease = e.TeamLease
@@ -150,6 +170,25 @@ func (e Env) Apply(c *Config) {
 	if c.MCP.MaxOutputTokens == 0 {
 		c.MCP.MaxOutputTokens = e.MCPMaxOutputTokens
 	}
+}
+
+// SessionHomes are the directories whose projects folders hold the sessions of a run with
+// keel's directory home: home first, Claude Code's directory second, so keel writes its own
+// and finds both. When a program drives keel as Claude Code's CLI (sdk, or the SDK's
+// entrypoint variable) Claude Code's comes first: the SDK's listSessions, getSessionMessages
+// and forkSession read only there.
+func (e Env) SessionHomes(home string, sdk bool) []string {
+	homes := []string{home, e.ClaudeConfigDir}
+	if sdk || e.SDKEntrypoint {
+		homes[0], homes[1] = homes[1], homes[0]
+	}
+	var out []string
+	for _, h := range homes {
+		if h != "" && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // Truthy says whether an environment or settings value switches something on: 1, true, yes

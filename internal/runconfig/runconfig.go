@@ -31,6 +31,10 @@ type Config struct {
 	Cwd string `json:"cwd,omitempty"`
 	// Home is keel's directory ($KEEL_HOME); empty keeps nothing.
 	Home string `json:"home,omitempty"`
+	// SessionHomes are the directories whose projects folders hold sessions: the first is
+	// where a new session is written, all are searched (resume, continue, listing). Empty
+	// means Home alone; [Env.Apply] fills it ([Env.SessionHomes]).
+	SessionHomes []string `json:"sessionHomes,omitempty"`
 	// Version is keel's version, recorded in transcripts.
 	Version string `json:"version,omitempty"`
 

@@ -176,7 +176,7 @@ func (a *Agents) Background(ctx context.Context) error {
 func (s *Session) setMainParent() {
 	s.agents.runner.SetMain(subagent.Parent{
 		Model: s.Model(), MaxTokens: s.opts.MaxTokens, System: s.systemPrompt,
-		Pool:    s.pool,
+		Pool:    s.agentPool,
 		Checker: s.checker, Files: s.files,
 		State:   func() tool.State { s.mu.Lock(); defer s.mu.Unlock(); return s.state },
 		Prepare: s.prepare, Source: "main",

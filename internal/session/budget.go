@@ -1,7 +1,6 @@
 package session
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/keel-dev/keel/internal/cost"
@@ -19,7 +18,7 @@ func (s *Session) budgetCheck(out *loop.Outcome) (string, bool) {
 		return "", false
 	}
 	if _, spent, _, _ := s.spend.ledger().Total(); spent >= max {
-		out.Text = fmt.Sprintf("Reached the maximum budget of $%.4f", max)
+		out.Text = "Reached the maximum budget of " + cost.FormatUSD(max)
 		return loop.SubtypeMaxBudget, true
 	}
 	return "", false

@@ -14,13 +14,14 @@ import (
 )
 
 // ListStored lists the sessions stored for the working directory cwd (empty: the process's)
-// under home, newest first. It reads file tails and indexes, never whole files.
-func ListStored(home, cwd string) ([]transcript.Summary, error) {
+// under each of homes (the directories whose projects folders hold transcripts), merged,
+// newest first. It reads file tails and indexes, never whole files.
+func ListStored(homes []string, cwd string) ([]transcript.Summary, error) {
 	// As the session resolves its directory: "" is the process's, a relative one from there.
 	if abs, err := filepath.Abs(cwd); err == nil {
 		cwd = abs
 	}
-	sums, err := transcript.List(transcript.ProjectDir(home, cwd))
+	sums, err := transcript.ListDirs(transcript.ProjectDirs(homes, cwd))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -28,12 +29,12 @@ func ListStored(home, cwd string) ([]transcript.Summary, error) {
 }
 
 // FindSession resolves what a user typed after --resume to one stored session of cwd under
-// home: a whole session id, a prefix of exactly one id, or a session's exact title (case
+// homes: a whole session id, a prefix of exactly one id, or a session's exact title (case
 // aside). When nothing or more than one session matches, the error says so in full, listing
 // the candidates (or the most recent sessions) one per line, so the user can pick one.
-func FindSession(home, cwd, query string) (transcript.Summary, error) {
+func FindSession(homes []string, cwd, query string) (transcript.Summary, error) {
 	query = strings.TrimSpace(query)
-	list, err := ListStored(home, cwd)
+	list, err := ListStored(homes, cwd)
 	if err != nil {
 		return transcript.Summary{}, fmt.Errorf("find session %q: %w", query, err)
 	}
@@ -96,17 +97,26 @@ func resolveResume(cfg *runconfig.Config) error {
 		return nil
 	}
 	query := cfg.Resume
+	homes := sessionHomes(cfg.Home, cfg.SessionHomes)
 	if query == runconfig.ResumeChoose {
 		query = ""
-	} else if _, err := os.Stat(transcript.SessionPath(cfg.Home, absDir(cfg.Cwd), query)); err == nil {
+	} else if _, err := transcript.FindIn(transcript.ProjectDirs(homes, absDir(cfg.Cwd)), query); err == nil {
 		return nil
 	}
-	found, err := FindSession(cfg.Home, cfg.Cwd, query)
+	found, err := FindSession(homes, cfg.Cwd, query)
 	if err != nil {
 		return err
 	}
 	cfg.Resume = found.ID
 	return nil
+}
+
+// sessionHomes are the directories sessions are kept under: homes as configured, else home.
+func sessionHomes(home string, homes []string) []string {
+	if len(homes) == 0 {
+		return []string{home}
+	}
+	return homes
 }
 
 // absDir is dir made absolute ("" is the process's directory).

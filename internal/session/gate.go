@@ -1,11 +1,13 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
 
+	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/message"
@@ -57,6 +59,11 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		g.context[call.ID] = out.AdditionalContext
 		g.mu.Unlock()
 	}
+	if call.Name == builtin.ExitPlanModeName {
+		if res, refused := planExitRefused(g.checker); refused {
+			return res, false
+		}
+	}
 	req := permissionRequest(t, call.Input, env.State.Cwd)
 	req.ToolUseID = call.ID
 	var d permission.Decision
@@ -67,7 +74,9 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 			d.Behavior = permission.Allow
 		}
 	case hooks.DecisionAsk:
-		d = g.checker.Check(ctx, req)
+		// As Claude Code: a hook's ask asks even where an allow rule would let the call
+		// through; only a deny rule answers first.
+		d = g.checker.AskAnyway(ctx, req, cmp.Or(out.Reason, "a PreToolUse hook asks for approval"), "hook")
 	default:
 		// A running inline skill's allowed-tools pass without asking; deny rules still win.
 		if rules := g.s.grants.Rules(env.AgentID); len(rules) > 0 {
@@ -83,6 +92,9 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		}
 		g.deny(call, d.Reason)
 		msg := fmt.Sprintf("Permission to use %s was denied. %s", call.Name, d.Reason)
+		if call.Name == builtin.ExitPlanModeName {
+			msg = planDenied(call, d.Reason)
+		}
 		if g.permissionDenied(ctx, env, call, d.Reason) {
 			msg += " You may try this call again."
 		}
@@ -96,6 +108,9 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		}
 		call.Input = d.UpdatedInput
 		req = permissionRequest(t, call.Input, env.State.Cwd)
+	}
+	if call.Name == builtin.ExitPlanModeName {
+		g.planApproved(env)
 	}
 	env.Hidden, env.HiddenNote = g.checker.SearchFilter()
 	if call.Name == "WebFetch" {

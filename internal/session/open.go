@@ -144,7 +144,7 @@ func CheckConfig(cfg runconfig.Config, seams Seams) error {
 // a [runconfig.Config] field reaches the session.
 func optionsFor(cfg runconfig.Config, seams Seams) Options {
 	o := Options{
-		Cwd: cfg.Cwd, Home: cfg.Home, Version: cfg.Version, Logger: seams.Logger,
+		Cwd: cfg.Cwd, Home: cfg.Home, SessionHomes: cfg.SessionHomes, Version: cfg.Version, Logger: seams.Logger,
 		Provider: seams.Provider, Model: cfg.Model, ModelFlag: cfg.Model != "",
 		MaxTurns: cfg.MaxTurns, SystemPrompt: cfg.SystemPrompt, AppendSystemPrompt: cfg.AppendSystemPrompt,
 		PermissionMode: cfg.PermissionMode, Tools: seams.Tools, Asker: seams.Asker,

@@ -59,6 +59,9 @@ type Options struct {
 	Cwd string
 	// Home is keel's directory (KEEL_HOME); empty means no persistence.
 	Home string
+	// SessionHomes are the directories whose projects folders hold transcripts: a new
+	// session is written under the first, resume and continue search all. Empty: Home.
+	SessionHomes []string
 	// Provider is the model; required.
 	Provider provider.Provider
 	// Model is the model id sent with every request.

@@ -36,17 +36,18 @@ func (s *Session) openTranscript(ctx context.Context) (*transcript.State, error)
 		// A team worker keeps no transcript of its own: its teammate's is beside the lead's.
 		return nil, nil
 	}
-	projectDir := transcript.ProjectDir(s.opts.Home, s.opts.Cwd)
+	homes := sessionHomes(s.opts.Home, s.opts.SessionHomes)
+	projectDirs := transcript.ProjectDirs(homes, s.opts.Cwd)
 	src := ""
 	switch {
 	case s.opts.Resume != "":
-		p, err := transcript.Find(projectDir, s.opts.Resume)
+		p, err := transcript.FindIn(projectDirs, s.opts.Resume)
 		if err != nil {
 			return nil, err
 		}
 		src = p
 	case s.opts.Continue:
-		latest, err := transcript.Latest(projectDir)
+		latest, err := transcript.LatestIn(projectDirs)
 		if err != nil {
 			return nil, fmt.Errorf("continue: no earlier session in %s: %w", s.opts.Cwd, err)
 		}
@@ -60,9 +61,9 @@ func (s *Session) openTranscript(ctx context.Context) (*transcript.State, error)
 	)
 	switch {
 	case src == "":
-		w, err = transcript.Create(ctx, transcript.SessionPath(s.opts.Home, s.opts.Cwd, s.id), opts)
+		w, err = transcript.Create(ctx, transcript.SessionPath(homes[0], s.opts.Cwd, s.id), opts)
 	case s.opts.ForkSession:
-		w, st, err = transcript.Fork(ctx, src, transcript.SessionPath(s.opts.Home, s.opts.Cwd, s.id), opts)
+		w, st, err = transcript.Fork(ctx, src, transcript.SessionPath(homes[0], s.opts.Cwd, s.id), opts)
 	default:
 		// The session keeps its id: Resume takes it from the file. A --resume-session-at on
 		// a branch the default replay leaves aside resumes that branch.

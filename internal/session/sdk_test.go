@@ -111,8 +111,9 @@ func TestMaxBudget(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644)
 	h := newHarness(t, sc, Options{Cwd: dir, SDK: SDKOptions{MaxBudgetUSD: 0.000001}})
 	res := result(t, h.send(t, "go"))
-	if res.Subtype != "error_max_budget_usd" || res.NumTurns != 1 {
-		t.Errorf("result = %s after %d turns, want error_max_budget_usd after the first", res.Subtype, res.NumTurns)
+	// One request; its tool batch began the second turn, which Claude Code counts too.
+	if res.Subtype != "error_max_budget_usd" || res.NumTurns != 2 {
+		t.Errorf("result = %s after %d turns, want error_max_budget_usd after the first request (num_turns 2)", res.Subtype, res.NumTurns)
 	}
 }
 

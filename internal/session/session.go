@@ -48,6 +48,8 @@ type Session struct {
 	logger *slog.Logger
 
 	projectDir string
+	// plan is what the main agent was told about plan mode (planmode.go).
+	plan planState
 	// trustOnce decides isTrusted (see trusted).
 	trustOnce sync.Once
 	isTrusted bool
@@ -264,6 +266,12 @@ func (s *Session) ToolNames() []string { return s.pool(context.Background()).Nam
 // are in the pool (so filters, listings and calls see them); deferTools keeps their schemas
 // out of the request.
 func (s *Session) pool(ctx context.Context) *tool.Pool {
+	return s.mainPlanFilter(s.agentPool(ctx))
+}
+
+// agentPool is the pool subagents are filtered from: the main agent's, with ExitPlanMode
+// whatever the main agent's mode (a definition may run its agent in plan mode).
+func (s *Session) agentPool(ctx context.Context) *tool.Pool {
 	fixed := s.fixedTools()
 	var mcpTools []tool.Tool
 	if s.mcp != nil {
@@ -395,7 +403,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		IsError:          out.Subtype != "success",
 		Text:             out.Text,
 		SessionID:        s.id,
-		NumTurns:         out.Turns,
+		NumTurns:         out.NumTurns(),
 		Duration:         time.Since(started),
 		APIDuration:      out.APIDuration,
 		StopReason:       out.StopReason,
@@ -571,7 +579,7 @@ func (s *Session) Skills() []skill.Skill { return s.skills.All() }
 // observers are consulted at every request boundary of the main agent; listing is this
 // run's announcer of the session's changing lists.
 func (s *Session) observers(listing *listingObserver) []loop.Observer {
-	obs := []loop.Observer{rulesObserver{s}}
+	obs := []loop.Observer{rulesObserver{s}, planObserver{s}}
 	if s.mcp != nil {
 		obs = append(obs, mcpObserver{s})
 	}

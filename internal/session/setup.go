@@ -43,7 +43,8 @@ func (s *Session) buildTools() []tool.Tool {
 	s.notices = append(s.notices, newWebSetup(s).configure(&opts)...)
 	tools := builtin.Tools(opts)
 	tools = append(tools, s.skills.Tool(skill.ToolOptions{Runner: s.forkRunner, Grants: s.grants}))
-	return append(tools, s.structuredTool()...)
+	tools = append(tools, s.structuredTool()...)
+	return append(tools, builtin.ExitPlanMode())
 }
 
 // emit sends e to the caller of the Send in progress, if any.

@@ -43,6 +43,10 @@ func (t structuredOutput) ReadOnly(json.RawMessage) bool { return true }
 
 func (t structuredOutput) ConcurrencySafe(json.RawMessage) bool { return true }
 
+// LimitsRetries says checkRun bounds the answers that miss the schema (five, then
+// error_max_structured_output_retries), not the loop's repeated-invalid-call guard.
+func (t structuredOutput) LimitsRetries() bool { return true }
+
 func (t structuredOutput) Call(_ context.Context, env *tool.Env, input json.RawMessage) tool.Result {
 	if env.AgentID != "" {
 		return tool.Errorf("only the main agent gives the structured answer")

@@ -143,7 +143,8 @@ func (c *Catalog) Invoke(ctx context.Context, name, args string, by Invoker, cwd
 	if s.pluginVars != nil {
 		body = s.pluginVars.Replace(body)
 	}
-	e := &expander{opts: c.opts, cwd: cwd, allowed: s.Grants(), untrusted: s.Untrusted}
+	e := &expander{opts: c.opts, cwd: cwd, allowed: s.Grants(), untrusted: s.Untrusted,
+		origin: ShellCommand{Name: s.Name, Source: s.Source, By: by}}
 	if by == ByModel {
 		e.onlyRefs = authorRefs(body, s.Dir)
 	}

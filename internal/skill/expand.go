@@ -50,6 +50,17 @@ type expander struct {
 	// untrusted is set for an untrusted project's entry: its shell lines are left as written
 	// and its @file mentions must stay inside the project.
 	untrusted bool
+	// origin names the entry and who invoked it, for BeforeShell.
+	origin ShellCommand
+}
+
+// ShellCommand is a "!" command about to run, for [Options.BeforeShell]: the command, the
+// skill or command whose text holds it, where that came from, and who invoked it.
+type ShellCommand struct {
+	Command string
+	Name    string
+	Source  Source
+	By      Invoker
 }
 
 // expand processes text line by line. Fenced code blocks are left alone: shell and @ there
@@ -132,9 +143,16 @@ func (e *expander) shell(ctx context.Context, cmd string) (out string, ran bool)
 
 func (e *expander) run(ctx context.Context, cmd string) string {
 	var err error
-	if e.opts.AllowShell == nil {
+	if e.opts.BeforeShell != nil {
+		c := e.origin
+		c.Command = cmd
+		err = e.opts.BeforeShell(ctx, c)
+	}
+	switch {
+	case err != nil:
+	case e.opts.AllowShell == nil:
 		err = errors.New("shell commands in skills are not enabled")
-	} else {
+	default:
 		err = e.opts.AllowShell(ctx, cmd, e.allowed)
 	}
 	if err != nil {

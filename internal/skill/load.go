@@ -37,6 +37,9 @@ type Options struct {
 	// allowed-tools; a non-nil error denies it and is shown in its place. Nil denies every
 	// command: running shell from a file needs a permission check.
 	AllowShell func(ctx context.Context, command string, allowedTools []string) error
+	// BeforeShell, if set, is asked first about every "!" command of a trusted entry (the
+	// PreSkillShellCommand hooks); a non-nil error keeps the command from running.
+	BeforeShell func(ctx context.Context, cmd ShellCommand) error
 	// UntrustedProject says the user has not trusted the workspace: its skills and commands
 	// (project sources) are marked [Skill.Untrusted].
 	UntrustedProject bool

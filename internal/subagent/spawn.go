@@ -258,7 +258,7 @@ func (r *Runner) permissions(c *child, spec *AgentSpec, dirs []string) (permissi
 	}
 	// The child starts from its parent's rules (the session's allow, ask and deny rules hold
 	// for its agents too) plus its own; the parent's whole policy is its ceiling.
-	policy := permission.Policy{Mode: mode, Dirs: dirs, Rules: p.p.Checker.Policy().Rules}
+	policy := permission.Policy{Mode: mode, Dirs: dirs, Rules: p.p.Checker.Policy().Rules, PlanDenies: s.mate != nil}
 	if def.Permissions != nil {
 		src := permission.Source{Name: "agent", Path: def.Path}
 		for _, set := range []struct {

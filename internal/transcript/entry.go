@@ -150,8 +150,14 @@ type wireEntry struct {
 	Metadata      map[Type]json.RawMessage `json:"metadata,omitempty"`
 	LeafUUID      *string                  `json:"leafUuid,omitempty"`
 	Value         json.RawMessage          `json:"value,omitempty"`
-	ToolUseID     string                   `json:"toolUseId,omitempty"`
-	ToolName      string                   `json:"toolName,omitempty"`
+	// CustomTitle repeats a custom-title's value as Claude Code writes it, so the Agent
+	// SDK's getSessionInfo and listSessions see titles keel set (and keel theirs).
+	CustomTitle string `json:"customTitle,omitempty"`
+	// IsMeta marks a user entry no person typed (system reminders), as Claude Code marks
+	// them: the SDK's getSessionMessages leaves them out. Written only; replay ignores it.
+	IsMeta    bool   `json:"isMeta,omitempty"`
+	ToolUseID string `json:"toolUseId,omitempty"`
+	ToolName  string `json:"toolName,omitempty"`
 }
 
 func strPtr(s string) *string {
@@ -175,6 +181,12 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		Timestamp: e.Timestamp, CWD: e.CWD, GitBranch: e.GitBranch, Version: e.Version,
 		SchemaVersion: e.SchemaVersion, Message: e.Message, Subtype: e.Subtype, Text: e.Text,
 		Summary: e.Summary, Metadata: e.Metadata, Value: e.Value, ToolUseID: e.ToolUseID, ToolName: e.ToolName,
+	}
+	if e.Type == TypeUser {
+		w.IsMeta = onlyReminders(e.Message)
+	}
+	if e.Type == TypeCustomTitle {
+		_ = json.Unmarshal(e.Value, &w.CustomTitle) // a value of another shape has no title to repeat
 	}
 	if e.Type == TypeRewind {
 		// A rewind to before the first message is an explicit null, not a missing field.
@@ -209,7 +221,14 @@ func decodeEntry(b []byte) (Entry, error) {
 func decodeSmall(b []byte) (Entry, error) {
 	var w wireEntry
 	if err := json.Unmarshal(b, &w); err != nil {
-		return Entry{}, err
+		// A line of Claude Code's may hold shapes of its own (see normalizeForeign).
+		n, ok := normalizeForeign(b)
+		if !ok || json.Unmarshal(n, &w) != nil {
+			return Entry{}, err
+		}
+	}
+	if w.Type == TypeCustomTitle && len(w.Value) == 0 && w.CustomTitle != "" {
+		w.Value, _ = json.Marshal(w.CustomTitle)
 	}
 	return Entry{
 		Type: w.Type, UUID: w.UUID, ParentUUID: derefStr(w.ParentUUID), SessionID: w.SessionID,

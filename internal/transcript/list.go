@@ -91,41 +91,10 @@ func summarize(path, id string, open func(string) (listFile, error)) (Summary, e
 
 // Find returns the transcript of session id in projectDir. A missing session is an error that
 // names the most recent sessions, so the user can pick one.
-func Find(projectDir, id string) (string, error) {
-	if err := CheckID(id); err != nil {
-		return "", err
-	}
-	path := filepath.Join(projectDir, id+".jsonl")
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("find session %s: %w", id, err)
-	}
-	recent, _ := List(projectDir)
-	if len(recent) == 0 {
-		return "", fmt.Errorf("no session %s: there are no sessions in %s", id, projectDir)
-	}
-	var b strings.Builder
-	for i, s := range recent {
-		if i == 5 {
-			break
-		}
-		fmt.Fprintf(&b, "\n  %s  %s  %s", s.ID, s.Updated.Format(time.DateTime), cmp.Or(s.Title, s.FirstPrompt))
-	}
-	return "", fmt.Errorf("no session %s; recent sessions:%s", id, b.String())
-}
+func Find(projectDir, id string) (string, error) { return FindIn([]string{projectDir}, id) }
 
 // Latest returns the most recently updated session in projectDir, for --continue.
-func Latest(projectDir string) (Summary, error) {
-	all, err := List(projectDir)
-	if err != nil {
-		return Summary{}, err
-	}
-	if len(all) == 0 {
-		return Summary{}, fmt.Errorf("no sessions in %s", projectDir)
-	}
-	return all[0], nil
-}
+func Latest(projectDir string) (Summary, error) { return LatestIn([]string{projectDir}) }
 
 // Show returns the live conversation of a transcript: its chain entries, oldest first, each
 // with the uuid a rewind can go back to.

@@ -30,6 +30,9 @@ var editTools = []string{"Edit", "Write", "MultiEdit", "NotebookEdit"}
 // askChoices are the answers offered for req, in order: yes, don't ask again (when a rule
 // would cover the call), allow all edits this session (for an edit in default mode), no.
 func (m *Model) askChoices(req keel.PermissionRequest) []askChoice {
+	if isPlan(req) {
+		return planChoices()
+	}
 	out := []askChoice{askYes}
 	if len(req.Suggestions) > 0 {
 		out = append(out, askAlways)
@@ -41,6 +44,9 @@ func (m *Model) askChoices(req keel.PermissionRequest) []askChoice {
 }
 
 func (m *Model) askLabel(c askChoice, req keel.PermissionRequest) string {
+	if l, ok := planLabel(c); ok && isPlan(req) {
+		return l
+	}
 	switch c {
 	case askYes:
 		return "Yes"
@@ -54,6 +60,9 @@ func (m *Model) askLabel(c askChoice, req keel.PermissionRequest) string {
 
 func (m *Model) askBox() string {
 	a := m.asks[0].req
+	if isPlan(a) {
+		return m.planBox(a)
+	}
 	who := "keel"
 	if a.Agent != "" {
 		who = m.st.agentColor(a.AgentColor).Render(a.Agent)
@@ -134,6 +143,8 @@ func (m *Model) answerAsk(c askChoice) tea.Cmd {
 		if err := persistRules(m.cwd, req.Suggestions); err != nil {
 			m.errorf("could not save the rule: " + err.Error())
 		}
+	case askPlanAcceptEdits, askPlanDefault:
+		m.answerPlan(c)
 	case askAllEdits:
 		if err := m.b.SetPermissionMode("acceptEdits"); err != nil {
 			m.errorf("could not switch to accepting edits: " + err.Error())

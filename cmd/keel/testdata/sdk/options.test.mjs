@@ -91,7 +91,9 @@ test('maxBudgetUsd: the turn stops once the budget is spent', { timeout }, async
   const ws = workspace({ 'probe-read.txt': 'budget\n' });
   const r = await run('PRB-BUDGET read forever', ws, { maxBudgetUsd: 0.000001, model: 'claude-sonnet-4-5' });
   assert.equal(r.result.subtype, 'error_max_budget_usd');
-  assert.equal(r.result.num_turns, 1);
+  // As Claude Code counts: the request, and the turn its tool results began.
+  assert.equal(r.result.num_turns, 2);
+  assert.match(r.result.errors[0], /\$0\.000001\b/, 'the budget is printed with the digits that make it non-zero');
 });
 
 test('fallbackModel answers when the model is unavailable', { timeout }, async () => {
