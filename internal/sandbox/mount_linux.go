@@ -61,6 +61,11 @@ func setupMounts(pl plan) error {
 			return err
 		}
 	}
+	for _, g := range pl.Pinned {
+		if err := unix.Mount(g, g, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("pin %s: %w", g, err)
+		}
+	}
 	for _, r := range pl.ReadOnly {
 		if err := unix.Mount(r, r, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("protect %s: %w", r, err)

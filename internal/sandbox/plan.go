@@ -16,6 +16,9 @@ type plan struct {
 	Writable []string `json:"writable,omitempty"`
 	// ReadOnly are bound read-only again inside the writable roots.
 	ReadOnly []string `json:"readOnly,omitempty"`
+	// Pinned are bound onto themselves, writable: a mount point cannot be renamed or
+	// removed, so a command cannot move a repository's .git aside and plant another.
+	Pinned []string `json:"pinned,omitempty"`
 	// Masked are covered with an empty file or directory; Unmasked bound back inside them.
 	Masked   []string `json:"masked,omitempty"`
 	Unmasked []string `json:"unmasked,omitempty"`
@@ -46,6 +49,11 @@ func (p Policy) newPlan(dir string, argv []string, extra []string) plan {
 			pl.ReadOnly = append(pl.ReadOnly, r)
 		}
 	}
+	for _, w := range pl.Writable {
+		if fi, err := os.Lstat(filepath.Join(w, ".git")); err == nil && fi.IsDir() {
+			pl.Pinned = append(pl.Pinned, filepath.Join(w, ".git"))
+		}
+	}
 	for _, m := range p.Masked {
 		if exists(m) {
 			pl.Masked = append(pl.Masked, m)
@@ -57,7 +65,7 @@ func (p Policy) newPlan(dir string, argv []string, extra []string) plan {
 		}
 	}
 	// Parents before children: a bind inside another must come after it.
-	for _, l := range [][]string{pl.Writable, pl.ReadOnly, pl.Masked, pl.Unmasked} {
+	for _, l := range [][]string{pl.Writable, pl.Pinned, pl.ReadOnly, pl.Masked, pl.Unmasked} {
 		slices.SortFunc(l, func(a, b string) int { return len(filepath.Clean(a)) - len(filepath.Clean(b)) })
 	}
 	return pl
