@@ -171,6 +171,9 @@ func (r *Run) deny(host, why string) {
 // Release ends what the run holds — the proxy's connections, the placeholders — and returns
 // the connections the proxy refused, each as "host: why". Call it once the command exited.
 func (r *Run) Release() []string {
+	if r == nil {
+		return nil
+	}
 	if r.cancel != nil {
 		r.cancel()
 	}

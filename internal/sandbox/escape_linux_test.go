@@ -29,7 +29,7 @@ type world struct {
 
 func newWorld(t *testing.T, mutate func(*sandbox.Input)) *world {
 	t.Helper()
-	w := &world{ws: t.TempDir(), outside: t.TempDir()}
+	w := &world{ws: t.TempDir(), outside: visibleDir(t)}
 	git(t, w.ws, "init", "-q")
 	write(t, filepath.Join(w.outside, "existing"), "original\n")
 	// Secrets inside the writable workspace: the hardest place to keep them.
@@ -44,13 +44,29 @@ func newWorld(t *testing.T, mutate func(*sandbox.Input)) *world {
 	sb.Filesystem.DenyRead = vals(w.secretDir, w.secretFile)
 	sb.Filesystem.DenyWrite = vals(filepath.Join(w.ws, "frozen"))
 	in := sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Settings: sb, Dirs: []string{w.ws},
-		ReadDeny: []string{"./private/**"}}
+		ReadDeny: []sandbox.PathRule{{Spec: "./private/**"}}}
 	if mutate != nil {
 		mutate(&in)
 	}
 	w.s = sandbox.New(sandbox.NewPolicy(in), sandbox.Options{})
 	skipWithoutSandbox(t, w.s)
 	return w
+}
+
+// visibleDir is a directory outside every writable root that the sandbox shows (read-only):
+// not under /tmp, which is private to each command, but beside the test's sources.
+func visibleDir(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(wd, ".sandbox-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 func skipWithoutSandbox(t *testing.T, s *sandbox.Sandbox) {

@@ -105,9 +105,15 @@ type Input struct {
 	Caches []string
 	// Protect are more always-read-only paths: the settings files and hook scripts.
 	Protect []string
-	// ReadDeny are the specifiers of the user's Read(...) deny rules ("./secrets/**",
-	// "~/.ssh", "//etc/shadow"); relative ones are taken from Dirs[0].
-	ReadDeny []string
+	// ReadDeny are the user's Read(...) deny rules.
+	ReadDeny []PathRule
+}
+
+// PathRule is the specifier of a path rule ("./secrets/**", "~/.ssh", "//etc/shadow",
+// "/build/**", "*.pem") with the directory its relative forms are anchored at: the project
+// for a project's settings, as the permission rules read them.
+type PathRule struct {
+	Spec, Dir string
 }
 
 // NewPolicy builds the policy in asks for.
@@ -166,8 +172,12 @@ func NewPolicy(in Input) Policy {
 	for _, d := range vals(sb.Filesystem.DenyRead) {
 		p.add(&p.Masked, abs(d), "sandbox.filesystem.denyRead")
 	}
-	for _, spec := range in.ReadDeny {
-		for _, m := range readDenyPaths(spec, cwd, in.Home) {
+	for _, r := range in.ReadDeny {
+		dir := r.Dir
+		if dir == "" {
+			dir = cwd
+		}
+		for _, m := range readDenyPaths(r.Spec, dir, in.Home) {
 			p.add(&p.Masked, m, "a Read(...) deny rule")
 		}
 	}

@@ -16,9 +16,13 @@ const maxGlobMatches = 64
 // readDenyPaths are the existing paths a Read(...) deny rule's specifier covers, to be masked:
 // the path itself for a literal, the directory for dir/**, and the matches of a glob (at most
 // maxGlobMatches; a glob found at any depth is searched below cwd). Anchors follow the
-// permission rules: //abs, ~/home, anything else relative to cwd.
+// permission rules: //abs, ~/home, anything else (/x included) relative to cwd, the rule's
+// directory.
 func readDenyPaths(spec, cwd, home string) []string {
 	s := filepath.ToSlash(spec)
+	if strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//") {
+		s = "." + s
+	}
 	anyDepth := !strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "~") && !strings.HasPrefix(s, ".") &&
 		!strings.Contains(strings.TrimSuffix(s, "/"), "/")
 	s = strings.TrimSuffix(s, "/")

@@ -1,0 +1,44 @@
+package session
+
+import (
+	"os"
+
+	"github.com/keel-dev/keel/internal/egress"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/sandbox"
+	"github.com/keel-dev/keel/internal/settings"
+)
+
+// buildSandbox is the session's one sandbox, from --sandbox, the settings' sandbox block and
+// the Read deny rules, with the egress proxy for its network; nil when it is off. Nothing is
+// started until the first command.
+func (s *Session) buildSandbox() *sandbox.Sandbox {
+	home := userHome()
+	var readDeny []sandbox.PathRule
+	for _, v := range s.settings.Permissions.Deny {
+		r, err := permission.ParseRule(v.V, permission.Deny, permission.Source{})
+		if err != nil || r.Tool != "Read" || r.Specifier == "" {
+			continue
+		}
+		readDeny = append(readDeny, sandbox.PathRule{Spec: r.Specifier, Dir: s.ruleDir(v.From)})
+	}
+	p := sandbox.NewPolicy(sandbox.Input{
+		Mode: sandbox.Mode(s.opts.Sandbox), Settings: &s.settings.Sandbox,
+		Dirs: append([]string{s.opts.Cwd}, s.state.AdditionalDirs...), Home: home, KeelHome: s.opts.Home,
+		Caches: sandbox.Caches(home, os.Getenv), Protect: s.protectedPaths(), ReadDeny: readDeny,
+	})
+	if !p.Enabled() {
+		return nil
+	}
+	sb := s.settings.Sandbox.Network
+	proxy := egress.New(egress.Rules{Allowed: values(sb.AllowedDomains), Denied: values(sb.DeniedDomains), Strict: sb.StrictAllowlist.V})
+	return sandbox.New(p, sandbox.Options{Proxy: proxy})
+}
+
+func values(vs []settings.Value[string]) []string {
+	out := make([]string, 0, len(vs))
+	for _, v := range vs {
+		out = append(out, v.V)
+	}
+	return out
+}
