@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"os"
 
 	"github.com/keel-dev/keel/internal/egress"
@@ -41,4 +42,21 @@ func values(vs []settings.Value[string]) []string {
 		out = append(out, v.V)
 	}
 	return out
+}
+
+// sandboxAutoAllows says whether sandbox.autoAllowBashIfSandboxed answers r without asking: a
+// Bash call that will run in a working sandbox, asked about by the mode rather than by an ask
+// rule. Deny rules were applied before any question, so they still refuse.
+func (s *Session) sandboxAutoAllows(r permission.AskRequest) bool {
+	if s.sandbox == nil || !s.sandbox.Policy().AutoAllowBash || r.Rule != nil || r.Request.Tool != "Bash" {
+		return false
+	}
+	var in struct {
+		Command string `json:"command"`
+		Disable bool   `json:"dangerouslyDisableSandbox"`
+	}
+	if json.Unmarshal(r.Request.Input, &in) != nil {
+		return false
+	}
+	return s.sandbox.Policy().Choose(in.Command, in.Disable) == sandbox.Inside && s.sandbox.Available() == nil
 }

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/keel-dev/keel/internal/sandbox"
+
 	"github.com/google/uuid"
 
 	"github.com/keel-dev/keel/internal/agentdef"
@@ -70,8 +72,10 @@ type Session struct {
 	validator *tool.Validator
 	builtins  []tool.Tool
 	jobs      *shell.Jobs
-	todos     *builtin.Todos
-	mcp       *mcphost.Manager
+	// sandbox runs Bash's commands and skills' shell lines; nil when off (sandbox.go).
+	sandbox *sandbox.Sandbox
+	todos   *builtin.Todos
+	mcp     *mcphost.Manager
 	// nativeSearch: the provider searches deferred tools itself (provider.NativeToolSearcher);
 	// else search and searchTool are keel's ToolSearch over the deferred tools.
 	nativeSearch bool
@@ -202,6 +206,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		s.startMCP(ctx)
 	}
 	s.servers = s.newMCP()
+	s.sandbox = s.buildSandbox()
 	s.loadSkills()
 	s.forkRunner = agentForks{s}
 	s.builtins = s.buildTools()
