@@ -139,5 +139,6 @@ results back until the work is done. Run "keel -p PROMPT" for one headless run, 
 	root.AddCommand(a.acpCommand())
 	root.AddCommand(a.pluginCommand())
 	root.AddCommand(a.dashboardCommand())
+	root.AddCommand(a.doctorCommand(), a.sandboxCommand())
 	return root
 }

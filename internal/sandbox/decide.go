@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Choice is how one Bash command runs.
@@ -65,7 +66,9 @@ func (p Policy) excluded(command string) bool {
 // deniedPath finds the paths of failed writes in a command's output, as the tools print them:
 // "touch: cannot touch '/etc/x': Read-only file system", "bash: line 1: /etc/x: Permission
 // denied".
-var deniedPath = regexp.MustCompile(`['"‘]?((?:/|\./|\.\./)?[^\s'"‘’:]+)['"’]?: (Read-only file system|Permission denied|Operation not permitted|No such file or directory)`)
+var deniedPath = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`['"‘]?((?:/|\./|\.\./)?[^\s'"‘’:]+)['"’]?: (Read-only file system|Permission denied|Operation not permitted|No such file or directory)`)
+})
 
 // maxNotes bounds the sandbox notes added to one result.
 const maxNotes = 5
@@ -76,7 +79,7 @@ const maxNotes = 5
 func (p Policy) Explain(command, output, dir string, refused []string) []string {
 	var notes []string
 	seen := map[string]bool{}
-	for _, m := range deniedPath.FindAllStringSubmatch(output, -1) {
+	for _, m := range deniedPath().FindAllStringSubmatch(output, -1) {
 		path := m[1]
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(dir, path)

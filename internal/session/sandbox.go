@@ -3,9 +3,11 @@ package session
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 
 	"github.com/keel-dev/keel/internal/egress"
 	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/settings"
 )
@@ -14,6 +16,31 @@ import (
 // the Read deny rules, with the egress proxy for its network; nil when it is off. Nothing is
 // started until the first command.
 func (s *Session) buildSandbox() *sandbox.Sandbox {
+	sb := s.newSandbox()
+	if !sb.Policy().Enabled() {
+		return nil
+	}
+	return sb
+}
+
+// NewSandbox is the sandbox a session configured as cfg would run its commands in (on or
+// off), from the settings st it would load: for `keel doctor` and `keel sandbox`.
+func NewSandbox(cfg runconfig.Config, st *settings.Settings) (*sandbox.Sandbox, error) {
+	cwd, err := resolveCwd(cfg.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{opts: Options{Cwd: cwd, Home: cfg.Home, Sandbox: cfg.Sandbox}, settings: st, projectDir: ProjectRoot(cwd)}
+	for _, d := range append(append([]string(nil), cfg.AddDirs...), values(st.Permissions.AdditionalDirectories)...) {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(cwd, d)
+		}
+		s.state.AdditionalDirs = append(s.state.AdditionalDirs, filepath.Clean(d))
+	}
+	return s.newSandbox(), nil
+}
+
+func (s *Session) newSandbox() *sandbox.Sandbox {
 	home := userHome()
 	var readDeny []sandbox.PathRule
 	for _, v := range s.settings.Permissions.Deny {
@@ -28,9 +55,6 @@ func (s *Session) buildSandbox() *sandbox.Sandbox {
 		Dirs: append([]string{s.opts.Cwd}, s.state.AdditionalDirs...), Home: home, KeelHome: s.opts.Home,
 		Caches: sandbox.Caches(home, os.Getenv), Protect: s.protectedPaths(), ReadDeny: readDeny,
 	})
-	if !p.Enabled() {
-		return nil
-	}
 	sb := s.settings.Sandbox.Network
 	proxy := egress.New(egress.Rules{Allowed: values(sb.AllowedDomains), Denied: values(sb.DeniedDomains), Strict: sb.StrictAllowlist.V})
 	return sandbox.New(p, sandbox.Options{Proxy: proxy})
