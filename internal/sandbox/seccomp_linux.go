@@ -44,10 +44,6 @@ func seccompProgram(pl plan) ([]bpf.RawInstruction, error) {
 		offArch  = 4
 		offArg0  = 16 // the low 32 bits of args[0], little-endian
 	)
-	deny := []uint32{}
-	for _, nr := range deniedSyscalls {
-		deny = append(deny, nr)
-	}
 	families := []uint32{unix.AF_VSOCK}
 	if len(pl.Sockets) == 0 {
 		families = append(families, unix.AF_UNIX)
@@ -61,7 +57,7 @@ func seccompProgram(pl plan) ([]bpf.RawInstruction, error) {
 	if x32Bit != 0 {
 		p = append(p, bpf.JumpIf{Cond: bpf.JumpBitsNotSet, Val: x32Bit, SkipTrue: 1}, bpf.RetConstant{Val: retEPERM})
 	}
-	for _, nr := range deny {
+	for _, nr := range deniedSyscalls {
 		p = append(p, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: nr, SkipTrue: 1}, bpf.RetConstant{Val: retEPERM})
 	}
 	p = append(p, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.SYS_CLONE3, SkipTrue: 1}, bpf.RetConstant{Val: retNOSYS})
