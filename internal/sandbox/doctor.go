@@ -98,3 +98,14 @@ func seccompFinding() Finding {
 	}
 	return Finding{Name: "seccomp", Status: "ok", Detail: "filters available (io_uring, ptrace, process_vm_*, mounts, namespaces, AF_VSOCK and new Unix sockets refused)"}
 }
+
+// userNamespaces reports whether this kernel lets this user create user namespaces, as far
+// as the sysctls tell.
+func userNamespaces() bool {
+	for file, bad := range map[string]string{"/proc/sys/user/max_user_namespaces": "0", "/proc/sys/kernel/unprivileged_userns_clone": "0"} {
+		if b, err := os.ReadFile(file); err == nil && strings.TrimSpace(string(b)) == bad && (os.Getuid() != 0 || strings.Contains(file, "max_user")) {
+			return false
+		}
+	}
+	return true
+}

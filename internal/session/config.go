@@ -215,6 +215,7 @@ func (s *Session) buildHooks() {
 		OnRun:      s.hookEvents,
 		Report:     s.warn,
 		Logger:     s.logger,
+		Sandbox:    s.hookSandbox(),
 	})
 	s.hooks = runner
 	for _, p := range problems {

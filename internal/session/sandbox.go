@@ -84,3 +84,11 @@ func (s *Session) sandboxAutoAllows(r permission.AskRequest) bool {
 	}
 	return s.sandbox.Policy().Choose(in.Command, in.Disable) == sandbox.Inside && s.sandbox.Available() == nil
 }
+
+// hookSandbox is the sandbox hooks run in: the session's, when sandbox.wrapHooks opts in.
+func (s *Session) hookSandbox() *sandbox.Sandbox {
+	if s.sandbox == nil || !s.sandbox.Policy().WrapHooks {
+		return nil
+	}
+	return s.sandbox
+}

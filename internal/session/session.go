@@ -196,6 +196,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	}
 	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger, Classifier: autoClassifier{s}})
 	s.state.AdditionalDirs = policy.Dirs[1:]
+	s.sandbox = s.buildSandbox()
 	s.buildHooks()
 	s.buildLSP()
 	s.buildCachePolicy()
@@ -206,7 +207,6 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		s.startMCP(ctx)
 	}
 	s.servers = s.newMCP()
-	s.sandbox = s.buildSandbox()
 	s.loadSkills()
 	s.forkRunner = agentForks{s}
 	s.builtins = s.buildTools()
