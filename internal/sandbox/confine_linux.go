@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -187,25 +186,18 @@ func (r *Run) Release() []string {
 	return slices.Clone(r.denied)
 }
 
-// hold makes (or shares) a placeholder for each absent always-read-only path: an empty file,
-// or an empty directory for the names that are directories, which the helper then binds
-// read-only so that the command cannot create the real one.
+// hold makes (or shares) a placeholder for each absent always-read-only path, which the
+// helper then binds read-only so that the command cannot create the real one. Placeholders
+// are empty directories, files included: git shows and adds no empty directory, so a
+// `git add -A` inside cannot commit a placeholder, and a program reading one as a file
+// fails instead of reading an empty configuration.
 func (s *Sandbox) hold(paths []string) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var held []string
 	for _, p := range paths {
 		if s.placeholders[p] == 0 {
-			var err error
-			if placeholderIsDir(p) {
-				err = os.Mkdir(p, 0o755)
-			} else {
-				var f *os.File
-				f, err = os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-				if err == nil {
-					f.Close()
-				}
-			}
+			err := os.Mkdir(p, 0o755)
 			if os.IsExist(err) {
 				continue // made meanwhile by someone else: it is real, and bound as it is
 			}
@@ -239,15 +231,6 @@ func (s *Sandbox) releaseLocked(paths []string) {
 			os.Remove(p) // a directory with content is not removed: someone put it there
 		}
 	}
-}
-
-// placeholderIsDir says which always-read-only names are directories.
-func placeholderIsDir(p string) bool {
-	switch filepath.Base(p) {
-	case ".claude", ".keel", "hooks", "git", ".ssh":
-		return true
-	}
-	return false
 }
 
 // probe runs `true` in the sandbox and reports what failed, if anything.

@@ -67,7 +67,7 @@ func (p Policy) excluded(command string) bool {
 // "touch: cannot touch '/etc/x': Read-only file system", "bash: line 1: /etc/x: Permission
 // denied".
 var deniedPath = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`['"‘]?((?:/|\./|\.\./)?[^\s'"‘’:]+)['"’]?: (Read-only file system|Permission denied|Operation not permitted|No such file or directory)`)
+	return regexp.MustCompile(`['"‘]?((?:/|\./|\.\./)?[^\s'"‘’:]+)['"’]?: (Read-only file system|Permission denied|Operation not permitted|No such file or directory|Is a directory)`)
 })
 
 // maxNotes bounds the sandbox notes added to one result.
@@ -96,9 +96,13 @@ func (p Policy) Explain(command, output, dir string, refused []string) []string 
 			}
 			continue
 		}
+		readOnly := slices.ContainsFunc(p.ReadOnly, func(r string) bool { return within(path, r) })
+		if m[2] == "Is a directory" && !readOnly {
+			continue // a real directory; a placeholder for an absent protected file is one too
+		}
 		seen[path] = true
 		switch {
-		case slices.ContainsFunc(p.ReadOnly, func(r string) bool { return within(path, r) }):
+		case readOnly:
 			notes = append(notes, fmt.Sprintf("[Sandbox: writing %s was denied: it is always read-only inside the sandbox (%s). Run the command with dangerouslyDisableSandbox: true to ask the user to run it outside.]", path, p.Why(path)))
 		case p.Mode == ModeReadOnly:
 			notes = append(notes, fmt.Sprintf("[Sandbox: writing %s was denied: the sandbox is read-only (--sandbox read-only).]", path))
