@@ -124,10 +124,10 @@ var layers = []struct {
 }{
 	{"leaves: types and helpers that import nothing of keel's", []string{"internal/message", "internal/effort", "internal/atomicfile",
 		"internal/frontmatter", "internal/procgroup", "internal/companion", "internal/toolpath", "internal/browser", "internal/coord",
-		"internal/coord/natscoord/natsserver", "internal/gitexec"}},
+		"internal/coord/natscoord/natsserver", "internal/gitexec", "internal/egress"}},
 	{"vocabulary: events, tools, providers, settings, stores", []string{"internal/event", "internal/cost", "internal/provider",
 		"internal/tool", "internal/models", "internal/settings", "internal/trust", "internal/snapshot", "internal/transcript",
-		"internal/memory", "internal/permission", "internal/outputstyle"}},
+		"internal/memory", "internal/permission", "internal/outputstyle", "internal/sandbox"}},
 	{"capabilities: what an agent uses, and how runs are configured and shown", []string{"internal/provider/anthropic",
 		"internal/provider/openai", "internal/provider/connect", "internal/provider/scripted", "internal/prompt", "internal/cachewatch",
 		"internal/clearing",

@@ -72,6 +72,10 @@ type Options struct {
 	// settings, deny rules included, are then not used, and a [Notice] says so); without it
 	// New fails naming file, line and column.
 	IgnoreSettingsErrors bool
+	// Sandbox runs Bash in the kernel sandbox: "read-only", "workspace-write" or "off";
+	// empty follows the settings' sandbox.enabled. A program that embeds keel calls
+	// [SandboxDispatch] first in main so that it can serve as the sandbox's helper.
+	Sandbox string
 	// Resume continues the stored session with this id; Continue the newest one in Cwd.
 	// ForkSession continues either as a new session, leaving the original untouched.
 	Resume      string
@@ -205,7 +209,8 @@ func (opts Options) config() (runconfig.Config, error) {
 		NoPersistence: opts.NoPersistence, Agent: opts.Agent, Agents: agents, ForkSubagents: opts.ForkSubagents,
 		MCP: runconfig.MCP{Configs: opts.MCPConfig, Strict: opts.StrictMCPConfig, ToolSearch: opts.ToolSearch,
 			PermissionPromptTool: opts.PermissionPromptTool},
-		Team: runconfig.Team{Enabled: opts.Teams, Mode: string(opts.TeammateMode)},
+		Team:    runconfig.Team{Enabled: opts.Teams, Mode: string(opts.TeammateMode)},
+		Sandbox: opts.Sandbox,
 	}
 	for _, dir := range opts.PluginDirs {
 		cfg.Plugins = append(cfg.Plugins, runconfig.Plugin{Path: dir})

@@ -10,9 +10,12 @@ import (
 	"github.com/keel-dev/keel"
 	"github.com/keel-dev/keel/internal/cli"
 	"github.com/keel-dev/keel/internal/interactive"
+	"github.com/keel-dev/keel/internal/sandbox"
 )
 
 func main() {
+	// keel re-executes itself as the sandbox's helper; that run stops here.
+	sandbox.Dispatch(os.Args)
 	os.Exit(cli.MainWith(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv, run))
 }
 

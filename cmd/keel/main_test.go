@@ -14,10 +14,12 @@ import (
 	"github.com/keel-dev/keel/internal/cli"
 	"github.com/keel-dev/keel/internal/daemon"
 	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
 func TestMain(m *testing.M) {
+	sandbox.Dispatch(os.Args)
 	testscript.Main(m, map[string]func(){
 		"keel": func() {
 			os.Exit(cli.Main(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/shell"
 	"github.com/keel-dev/keel/internal/tool"
 )
@@ -18,6 +19,9 @@ type bashInput struct {
 	Timeout         int    `json:"timeout,omitempty"`
 	Description     string `json:"description,omitempty"`
 	RunInBackground bool   `json:"run_in_background,omitempty"`
+	// DangerouslyDisableSandbox (Claude Code's field) asks to run outside the sandbox; the
+	// call then goes through the normal permission flow. Offered only with a sandbox.
+	DangerouslyDisableSandbox bool `json:"dangerouslyDisableSandbox,omitempty"`
 }
 
 const bashSchema = `{"type":"object","properties":{
@@ -30,22 +34,35 @@ const bashSchema = `{"type":"object","properties":{
 // Bash returns the Bash tool. Foreground commands run in the agent's cwd with a timeout, and a
 // `cd` persists to later calls through a [tool.Modifier]; background ones go to jobs.
 // Commands get the call's environment ([tool.Env.Environ]; keel's own when it has none).
-func Bash(jobs *shell.Jobs) tool.Tool {
+func Bash(jobs *shell.Jobs) tool.Tool { return SandboxedBash(jobs, nil) }
+
+// SandboxedBash is the Bash tool with its commands (foreground and background, and all they
+// start) run in sb when its policy is on (see [sandbox.Policy.Choose]). Its schema then
+// offers dangerouslyDisableSandbox, and its description says what the sandbox allows.
+func SandboxedBash(jobs *shell.Jobs, sb *sandbox.Sandbox) tool.Tool {
+	schema, desc := bashSchema, description("Bash")
+	if sb != nil && sb.Policy().Enabled() {
+		schema = strings.Replace(bashSchema, `"run_in_background":`, `"dangerouslyDisableSandbox":{"type":"boolean","description":"Run outside the sandbox (the user is asked); only after a sandbox denial"},
+"run_in_background":`, 1)
+		desc += "\n\n" + description("BashSandbox")
+	} else {
+		sb = nil
+	}
 	return tool.New(tool.Spec[bashInput]{
 		Name:        "Bash",
-		Description: description("Bash"),
-		Schema:      []byte(bashSchema),
+		Description: desc,
+		Schema:      []byte(schema),
 		Run: func(ctx context.Context, env *tool.Env, in bashInput) tool.Result {
 			var vars []string
 			if env.Environ != nil {
 				vars = env.Environ()
 			}
-			return runBash(ctx, env, in, jobs, vars)
+			return runBash(ctx, env, in, jobs, vars, sb)
 		},
 	})
 }
 
-func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs, vars []string) tool.Result {
+func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs, vars []string, sb *sandbox.Sandbox) tool.Result {
 	if strings.TrimSpace(in.Command) == "" {
 		return tool.Errorf("command is empty.")
 	}
@@ -54,6 +71,10 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs,
 		return tool.Errorf("The working directory %s no longer exists.", dir)
 	}
 	effects := []string{"ran: " + in.Command}
+	box, notice, refusal := chooseSandbox(sb, in)
+	if refusal != "" {
+		return tool.Errorf("%s", refusal)
+	}
 	procEnv := vars // nil inherits keel's
 	if env.Traceparent != "" {
 		if procEnv == nil {
@@ -62,12 +83,12 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs,
 		procEnv = append(procEnv[:len(procEnv):len(procEnv)], "TRACEPARENT="+env.Traceparent)
 	}
 	if in.RunInBackground {
-		id, err := jobs.Start(shell.Command{Script: in.Command, Dir: dir, Env: procEnv})
+		id, err := jobs.Start(shell.Command{Script: in.Command, Dir: dir, Env: procEnv, Sandbox: box})
 		if err != nil {
 			return tool.Errorf("Cannot start the command: %v", err)
 		}
 		return tool.Result{
-			Content: tool.Text(fmt.Sprintf("Started background shell %s. Read its output with BashOutput (bash_id %q); stop it with KillShell.", id, id)).Content,
+			Content: tool.Text(strings.TrimSpace(fmt.Sprintf("Started background shell %s. Read its output with BashOutput (bash_id %q); stop it with KillShell.\n%s", id, id, notice))).Content,
 			Output:  map[string]any{"backgroundTaskId": id},
 			Effects: effects,
 		}
@@ -76,7 +97,7 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs,
 	if in.Timeout > 0 {
 		timeout = min(time.Duration(in.Timeout)*time.Millisecond, shell.MaxTimeout)
 	}
-	res, err := runCommand(ctx, env.ToolUseID, shell.Command{Script: in.Command, Dir: dir, Env: procEnv, Timeout: timeout, TempDir: jobs.TempDir(), OnLine: outputProgress(env.Progress)})
+	res, err := runCommand(ctx, env.ToolUseID, shell.Command{Script: in.Command, Dir: dir, Env: procEnv, Timeout: timeout, TempDir: jobs.TempDir(), OnLine: outputProgress(env.Progress), Sandbox: box})
 	if err != nil {
 		return tool.Errorf("Cannot run the command: %v", err)
 	}
@@ -96,6 +117,12 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs,
 	}
 	if res.OutputHeldOpen {
 		notes = append(notes, "[A process the command started outside its process group (setsid, a daemon) kept the output open; the call returned without waiting for it, and what it writes from now on is not read. Start long-running processes with run_in_background.]")
+	}
+	if box != nil {
+		notes = append(notes, box.Policy().Explain(in.Command, res.Output, dir, res.SandboxDenied)...)
+	}
+	if notice != "" {
+		notes = append(notes, notice)
 	}
 	var mod tool.Modifier
 	if res.Cwd != "" && res.Cwd != realPath(dir) {
@@ -222,4 +249,29 @@ func outputProgress(progress func(string)) func(string) {
 		last = time.Now()
 		progress(line)
 	}
+}
+
+// chooseSandbox decides where one call runs: box is the sandbox to run it in (nil: outside),
+// notice a line for the result when the sandbox should have been used and could not, and
+// refusal the whole answer when the call may not run at all. A sandbox that cannot start
+// never lets a command run silently outside: either the result says so, or with
+// failIfUnavailable the call fails.
+func chooseSandbox(sb *sandbox.Sandbox, in bashInput) (box *sandbox.Sandbox, notice, refusal string) {
+	if sb == nil {
+		return nil, "", ""
+	}
+	p := sb.Policy()
+	switch p.Choose(in.Command, in.DangerouslyDisableSandbox) {
+	case sandbox.Refused:
+		return nil, "", "dangerouslyDisableSandbox is refused: sandbox.allowUnsandboxedCommands is false, so every command runs in the sandbox. Change the command to work inside it."
+	case sandbox.Outside:
+		return nil, "", ""
+	}
+	if err := sb.Available(); err != nil {
+		if p.FailIfUnavailable {
+			return nil, "", fmt.Sprintf("The command was not run: %v (sandbox.failIfUnavailable is true).", err)
+		}
+		return nil, fmt.Sprintf("[Not sandboxed: %v. The command ran without the sandbox.]", err), ""
+	}
+	return sb, "", ""
 }

@@ -14,6 +14,7 @@ import (
 	"embed"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/shell"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/webfetch"
@@ -62,6 +63,8 @@ type Options struct {
 	Reader  PageReader
 	// Search runs WebSearch's searches; nil leaves WebSearch off (it says how to turn it on).
 	Search websearch.Backend
+	// Sandbox runs Bash's commands, when its policy is on; nil runs them without one.
+	Sandbox *sandbox.Sandbox
 }
 
 // Tools returns the built-in tools in their fixed order: Bash, Glob, Grep, Read, Edit, Write,
@@ -76,7 +79,7 @@ func Tools(opts Options) []tool.Tool {
 		opts.Todos = NewTodos(nil)
 	}
 	return []tool.Tool{
-		Bash(opts.Jobs),
+		SandboxedBash(opts.Jobs, opts.Sandbox),
 		Glob(),
 		Grep(opts.Grep, opts.RipgrepPath),
 		Read(),

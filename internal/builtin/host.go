@@ -73,9 +73,10 @@ func hostedWrite(ctx context.Context, path string, content []byte) (ok bool, err
 	return true, err
 }
 
-// runCommand runs a foreground command through the context's host, else with [shell.Run].
+// runCommand runs a foreground command through the context's host, else with [shell.Run]. A
+// sandboxed command never goes to the host: an editor's terminal is outside the sandbox.
 func runCommand(ctx context.Context, toolUseID string, c shell.Command) (shell.Result, error) {
-	if h := toolHost(ctx); h != nil {
+	if h := toolHost(ctx); h != nil && c.Sandbox == nil {
 		res, err := h.RunCommand(ctx, toolUseID, c)
 		if !errors.Is(err, ErrNotHosted) {
 			return res, err

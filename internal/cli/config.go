@@ -43,7 +43,7 @@ func (a *app) runConfig(cmd *cobra.Command, f *runFlags) (runconfig.Config, erro
 		MCP: runconfig.MCP{Configs: f.mcp.configs, Strict: f.mcp.strict, ToolSearch: f.mcp.toolSearch,
 			PermissionPromptTool: f.mcp.permissionPromptTool},
 		Team:    runconfig.Team{Name: f.teamName, Mode: f.teammateMode},
-		Plugins: s.plugins(),
+		Plugins: s.plugins(), Sandbox: f.sandbox,
 		// The supervisor mirrors the agents it still runs for this session; with --no-wait
 		// the session's background agents run there, so that they outlive it.
 		Supervisor: runconfig.Supervisor{Use: a.env.Home != "" && !f.noPersistence, Detach: f.noWait},

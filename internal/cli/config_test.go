@@ -71,6 +71,8 @@ func flagValue(f *pflag.Flag, dir string) string {
 		return "7a3c1c2e-7a0e-4a77-9d1f-3c1e0d3c2b10"
 	case "setting-sources":
 		return "user"
+	case "sandbox":
+		return "read-only"
 	case "permission-prompt-tool":
 		return "mcp__perm__ask"
 	}

@@ -151,6 +151,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.pluginCommand())
 	root.AddCommand(a.dashboardCommand())
 	root.SetFlagErrorFunc(flagError)
+	root.AddCommand(a.doctorCommand(), a.sandboxCommand())
 	guardSubcommands(root)
 	return root
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/render"
 	"github.com/keel-dev/keel/internal/runconfig"
+	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/session"
 )
 
@@ -53,6 +54,7 @@ type runFlags struct {
 	ignoreSettingsErrors bool
 	teammateMode         string
 	teamName             string
+	sandbox              string
 }
 
 // DefaultHeadlessMaxTurns caps the model turns of a `keel -p` run that sets no --max-turns,
@@ -97,6 +99,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.ignoreSettingsErrors, "ignore-settings-errors", false, "run even when a settings file does not parse (its settings, deny rules included, are not used)")
 	fl.StringVar(&f.teamName, "team-name", "", "the name of this session's agent team (default: derived from the session id); keel worker --team joins it")
 	fl.StringVar(&f.teammateMode, "teammate-mode", "", "where agent teammates run: in-process, process, tmux or auto (default: the teammateMode setting, else in-process)")
+	fl.StringVar(&f.sandbox, "sandbox", "", "run Bash in the kernel sandbox: "+strings.Join(sandbox.Modes, ", ")+" (default: the sandbox.enabled setting)")
 	for _, alias := range [][2]string{{"allowed-tools", "allowedTools"}, {"disallowed-tools", "disallowedTools"}} {
 		fl.StringArrayVar(aliasTarget(f, alias[1]), alias[0], nil, "same as --"+alias[1])
 		_ = fl.MarkHidden(alias[0])
@@ -154,6 +157,9 @@ func (f *runFlags) validate(cmd *cobra.Command) error {
 	}
 	if !contains(append([]string{""}, runconfig.ToolSearchModes...), f.mcp.toolSearch) {
 		return usageError{fmt.Errorf("--tool-search %q is not one of %s", f.mcp.toolSearch, strings.Join(runconfig.ToolSearchModes, ", "))}
+	}
+	if f.sandbox != "" && !contains(sandbox.Modes, f.sandbox) {
+		return usageError{fmt.Errorf("--sandbox %q is not one of %s", f.sandbox, strings.Join(sandbox.Modes, ", "))}
 	}
 	if f.teammateMode != "" && !contains(runconfig.TeammateModes, f.teammateMode) {
 		return usageError{fmt.Errorf("--teammate-mode %q is not one of %s", f.teammateMode, strings.Join(runconfig.TeammateModes, ", "))}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/procgroup"
+	"github.com/keel-dev/keel/internal/sandbox"
 )
 
 // outputLimit caps each of a hook's stdout and stderr.
@@ -25,7 +26,7 @@ const waitDelay = 2 * time.Second
 // runCommand runs command with sh -c in its own process group, killing the whole group when
 // the timeout passes or ctx is cancelled, so a hook's children die with it: when it returns
 // after a kill, no process of the group is running any more.
-func runCommand(ctx context.Context, command, dir string, env []string, stdin []byte, timeout time.Duration) Result {
+func runCommand(ctx context.Context, command, dir string, env []string, stdin []byte, timeout time.Duration, sb *sandbox.Sandbox) Result {
 	res := Result{Command: command, ExitCode: -1}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -35,6 +36,14 @@ func runCommand(ctx context.Context, command, dir string, env []string, stdin []
 	cmd.Stdin = bytes.NewReader(stdin)
 	stdout, stderr := &cappedBuffer{limit: outputLimit}, &cappedBuffer{limit: outputLimit}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if sb != nil {
+		run, err := sb.Confine(cmd)
+		if err != nil {
+			res.Err = fmt.Errorf("run hook in the sandbox: %w", err)
+			return res
+		}
+		defer run.Release()
+	}
 	procgroup.Own(cmd)
 	var killed atomic.Bool
 	cmd.Cancel = func() error {

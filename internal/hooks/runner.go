@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/keel-dev/keel/internal/sandbox"
+
 	"github.com/keel-dev/keel/internal/settings"
 )
 
@@ -42,6 +44,9 @@ type Config struct {
 	Traceparent func(toolUseID string) string
 	// Environ is the hooks' environment ("KEY=value"); nil inherits keel's own.
 	Environ []string
+	// Sandbox, when set, runs command hooks inside it (sandbox.wrapHooks); a hook whose
+	// sandbox cannot start fails rather than run outside.
+	Sandbox *sandbox.Sandbox
 	// DefaultTimeout replaces [DefaultTimeout] when non-zero.
 	DefaultTimeout time.Duration
 	// OnAsync receives the result of each async hook when it finishes; may be nil. It is
@@ -454,7 +459,7 @@ func (r *Runner) exec(ctx context.Context, ev Event, in Input, p planned, stdin 
 		}
 	}
 	env = append(env, p.cmd.Env...)
-	res := runCommand(ctx, p.cmd.Command, r.cfg.ProjectDir, env, stdin, timeout)
+	res := runCommand(ctx, p.cmd.Command, r.cfg.ProjectDir, env, stdin, timeout, r.cfg.Sandbox)
 	res.From = p.from
 	if r.cfg.OnRun != nil {
 		r.cfg.OnRun(id, ev, res, true)

@@ -113,6 +113,9 @@ type Config struct {
 	// Plugins are plugins given by path (--plugin-dir, the Agent SDK's plugins option),
 	// loaded beside the enabled installed ones.
 	Plugins []Plugin `json:"plugins,omitempty"`
+	// Sandbox is --sandbox: read-only, workspace-write or off; empty defers to the settings'
+	// sandbox.enabled (see internal/sandbox).
+	Sandbox string `json:"sandbox,omitempty"`
 	// Interactive says a person drives the run at a terminal (the terminal UI): telemetry
 	// reports the terminal, and the caller's TRACEPARENT is not inherited.
 	Interactive bool `json:"interactive,omitempty"`

@@ -216,6 +216,7 @@ func (s *Session) buildHooks() {
 		Traceparent: s.tel.traceparent,
 		Report:      s.warn,
 		Logger:      s.logger,
+		Sandbox:     s.hookSandbox(),
 	})
 	s.hooks = runner
 	for _, p := range problems {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/sandbox"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/keel-dev/keel/internal/event"
@@ -15,8 +17,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	mcptest.RunIfChild() // stdio MCP servers in these tests are this binary, re-executed
-	lsptest.RunIfChild() // and so are the fake language servers
+	sandbox.Dispatch(os.Args) // and so is the sandbox's helper
+	mcptest.RunIfChild()      // stdio MCP servers in these tests are this binary, re-executed
+	lsptest.RunIfChild()      // and so are the fake language servers
 	os.Exit(m.Run())
 }
 

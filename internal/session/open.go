@@ -150,7 +150,7 @@ func optionsFor(cfg runconfig.Config, seams Seams) Options {
 		PermissionMode: cfg.PermissionMode, Tools: seams.Tools, Asker: seams.Asker,
 		SettingsFlags: settings.Flags{Model: cfg.Model, PermissionMode: cfg.PermissionMode,
 			AllowedTools: cfg.AllowedTools, DisallowedTools: cfg.DisallowedTools, AddDirs: cfg.AddDirs},
-		SettingsArgs: cfg.Settings, Trust: cfg.Trust, IgnoreSettingsErrors: cfg.IgnoreSettingsErrors,
+		SettingsArgs: cfg.Settings, Trust: cfg.Trust, IgnoreSettingsErrors: cfg.IgnoreSettingsErrors, Sandbox: cfg.Sandbox,
 		Resume: cfg.Resume, Continue: cfg.Continue, ForkSession: cfg.ForkSession, SessionID: cfg.SessionID,
 		NoPersistence: cfg.NoPersistence, Offline: cfg.Offline,
 		Agent: cfg.Agent, Agents: cfg.Agents, ForkSubagents: cfg.ForkSubagents, MaxAgentDepth: cfg.MaxAgentDepth,

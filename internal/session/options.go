@@ -119,6 +119,9 @@ type Options struct {
 	// Offline opens the stored session for maintenance (`keel rewind`): no MCP servers are
 	// started and no SessionStart or SessionEnd hooks run.
 	Offline bool
+	// Sandbox is the --sandbox mode (read-only, workspace-write, off); empty follows the
+	// settings' sandbox.enabled (sandbox.go).
+	Sandbox string
 	// IgnoreSettingsErrors runs on without a settings file that does not parse (reported as
 	// a notice) instead of refusing to start.
 	IgnoreSettingsErrors bool

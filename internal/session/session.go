@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/keel-dev/keel/internal/sandbox"
+
 	"github.com/google/uuid"
 
 	"github.com/keel-dev/keel/internal/agentdef"
@@ -70,8 +72,10 @@ type Session struct {
 	validator *tool.Validator
 	builtins  []tool.Tool
 	jobs      *shell.Jobs
-	todos     *builtin.Todos
-	mcp       *mcphost.Manager
+	// sandbox runs Bash's commands and skills' shell lines; nil when off (sandbox.go).
+	sandbox *sandbox.Sandbox
+	todos   *builtin.Todos
+	mcp     *mcphost.Manager
 	// nativeSearch: the provider searches deferred tools itself (provider.NativeToolSearcher);
 	// else search and searchTool are keel's ToolSearch over the deferred tools.
 	nativeSearch bool
@@ -195,6 +199,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	}
 	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger, Classifier: autoClassifier{s}})
 	s.state.AdditionalDirs = policy.Dirs[1:]
+	s.sandbox = s.buildSandbox()
 	s.buildHooks()
 	s.buildLSP()
 	s.buildCachePolicy()

@@ -39,7 +39,7 @@ func (s *Session) buildTools() []tool.Tool {
 		s.emit(event.Todos{Items: items})
 		s.recordMetadata(context.Background(), transcript.TypeTodos, items)
 	})
-	opts := builtin.Options{Jobs: s.jobs, Todos: s.todos}
+	opts := builtin.Options{Jobs: s.jobs, Todos: s.todos, Sandbox: s.sandbox}
 	s.notices = append(s.notices, newWebSetup(s).configure(&opts)...)
 	tools := builtin.Tools(opts)
 	tools = append(tools, s.skills.Tool(skill.ToolOptions{Runner: s.forkRunner, Grants: s.grants}))

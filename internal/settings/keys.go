@@ -59,6 +59,8 @@ type Settings struct {
 	// AutoMemoryEnabled switches the project's auto memory (MEMORY.md under keel's home) on
 	// or off; unset is on.
 	AutoMemoryEnabled Value[bool]
+	// Sandbox is the sandbox key (sandbox.go): the kernel sandbox of Bash.
+	Sandbox Sandbox
 
 	// Unknown holds keys keel does not know, by dotted key, highest source winning. They are
 	// kept (and warned about) because real files carry many keys for other tools.
@@ -119,6 +121,7 @@ var keyTable = []keyDef{
 	statusLineKey(),
 	scalar("outputStyle", func(s *Settings) *Value[string] { return &s.OutputStyle }, decNonEmpty),
 	scalar("autoMemoryEnabled", func(s *Settings) *Value[bool] { return &s.AutoMemoryEnabled }, decBool),
+	sandboxKey(),
 }
 
 // keyDef reads one key. Sources are applied highest first, so apply only fills what is unset
@@ -273,7 +276,11 @@ var wideningKeys = map[string]bool{
 	"teams": true, "coordination": true, "webSearch": true, "lspServers": true,
 	// Claude Code's and OpenTelemetry's names for endpoints and proxies, should keel read them.
 	"otelEndpoint": true, "otelExporterEndpoint": true, "telemetry": true, "proxy": true, "httpProxy": true,
-	"httpsProxy": true, "sandbox.network": true,
+	"httpsProxy": true,
+	// What the sandbox lets a command write, read, reach or run outside of it.
+	"sandbox.excludedCommands": true, "sandbox.network.allowedDomains": true,
+	"sandbox.network.allowUnixSockets": true, "sandbox.filesystem.allowWrite": true,
+	"sandbox.filesystem.allowRead": true,
 }
 
 // narrowingKeys are the keys a workspace may set before it is trusted: they narrow, pick
@@ -293,6 +300,12 @@ var narrowingKeys = map[string]bool{
 	"autoMemoryEnabled": true,
 	// Managed-only policies: honoured only from managed settings, where they narrow.
 	"strictKnownMarketplaces": true, "blockedMarketplaces": true,
+	// The sandbox's deny lists narrow; its bools are tighteningBool (sandbox.go): an
+	// untrusted workspace's value is honoured only when it gives the sandbox less room.
+	"sandbox.enabled": true, "sandbox.autoAllowBashIfSandboxed": true, "sandbox.allowUnsandboxedCommands": true,
+	"sandbox.failIfUnavailable": true, "sandbox.wrapHooks": true, "sandbox.wrapMcpServers": true,
+	"sandbox.network.deniedDomains": true, "sandbox.network.allowLocalBinding": true,
+	"sandbox.network.strictAllowlist": true, "sandbox.filesystem.denyWrite": true, "sandbox.filesystem.denyRead": true,
 }
 
 // WideningKeys lists the keys an untrusted workspace's files may not set, sorted.

@@ -86,7 +86,7 @@ func (j *Jobs) Start(c Command) (string, error) {
 	j.next++
 	jb := &job{id: fmt.Sprintf("bash_%d", j.next), seq: j.next, command: c.Script, started: time.Now(),
 		status: StatusRunning, ended: make(chan struct{}), wrote: make(chan struct{})}
-	p, err := start(c.Script, c.Dir, c.Env, jobWriter{jb}, os.DevNull)
+	p, err := start(c, jobWriter{jb}, os.DevNull)
 	if err != nil {
 		return "", err
 	}
@@ -94,6 +94,7 @@ func (j *Jobs) Start(c Command) (string, error) {
 	j.jobs[jb.id] = jb
 	go func() {
 		<-p.done
+		defer p.release()
 		jb.mu.Lock()
 		defer jb.mu.Unlock()
 		defer close(jb.ended)

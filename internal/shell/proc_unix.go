@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/procgroup"
+	"github.com/keel-dev/keel/internal/sandbox"
 )
 
 // proc is a started shell in its own process group.
@@ -24,29 +25,44 @@ type proc struct {
 	drained chan struct{}
 	// out is the read end of the output pipe.
 	out *os.File
+	// run is the sandbox's hold on the command, released once it is gone; nil outside one.
+	run *sandbox.Run
 }
 
-// start starts script in dir, its output (stdout and stderr on one pipe, so they interleave
-// as written) copied into out.
-func start(script, dir string, env []string, out io.Writer, cwdFile string) (*proc, error) {
+// start starts c's script in c's directory, in c's sandbox if it has one, its output
+// (stdout and stderr on one pipe, so they interleave as written) copied into out.
+func start(c Command, out io.Writer, cwdFile string) (*proc, error) {
+	cmd := exec.Command(shellPath(), "-c", wrap(c.Script, cwdFile))
+	cmd.Dir = c.Dir
+	cmd.Env = c.Env
+	cmd.Stdin = nil
+	var run *sandbox.Run
+	if c.Sandbox != nil {
+		var extra []string
+		if cwdFile != os.DevNull {
+			extra = append(extra, cwdFile)
+		}
+		var err error
+		if run, err = c.Sandbox.Confine(cmd, extra...); err != nil {
+			return nil, err
+		}
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
+		run.Release()
 		return nil, fmt.Errorf("create output pipe: %w", err)
 	}
-	cmd := exec.Command(shellPath(), "-c", wrap(script, cwdFile))
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.Stdin = nil
 	cmd.Stdout = w
 	cmd.Stderr = w
 	procgroup.Own(cmd)
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()
-		return nil, fmt.Errorf("start shell in %s: %w", dir, err)
+		run.Release()
+		return nil, fmt.Errorf("start shell in %s: %w", c.Dir, err)
 	}
 	w.Close() // the children hold their copies; EOF comes when the last one exits
-	p := &proc{cmd: cmd, done: make(chan struct{}), drained: make(chan struct{}), out: r}
+	p := &proc{cmd: cmd, done: make(chan struct{}), drained: make(chan struct{}), out: r, run: run}
 	go func() {
 		defer close(p.drained)
 		defer r.Close()
@@ -57,6 +73,15 @@ func start(script, dir string, env []string, out io.Writer, cwdFile string) (*pr
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// release ends the sandbox's hold on the command (its proxy, its placeholders) and returns the
+// connections the proxy refused; call it once the command is gone.
+func (p *proc) release() []string {
+	if p.run == nil {
+		return nil
+	}
+	return p.run.Release()
 }
 
 // kill sends SIGKILL to the whole process group. The group id stays reserved while any member

@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/keel-dev/keel/internal/sandbox"
 )
 
 // Default limits of a foreground command.
@@ -44,6 +46,9 @@ type Command struct {
 	// newline; a very long line in pieces), for progress reports. It is called from the
 	// goroutine copying the output, so it must be quick.
 	OnLine func(line string)
+	// Sandbox, when set, runs the command inside it (and everything it starts); the command
+	// fails to start when the sandbox cannot, and never runs outside it instead.
+	Sandbox *sandbox.Sandbox
 }
 
 // Result is how a command ended.
@@ -66,6 +71,8 @@ type Result struct {
 	// Cwd is the shell's working directory when it exited, symlinks resolved; empty when the
 	// shell did not get to report it (killed, or the script replaced its EXIT trap).
 	Cwd string
+	// SandboxDenied are the connections the sandbox's proxy refused, as "host: why".
+	SandboxDenied []string
 }
 
 // Run runs c and waits for it and every process it started in its process group. An error is
@@ -98,7 +105,7 @@ func Run(ctx context.Context, c Command) (Result, error) {
 		defer lw.flush()
 		out = io.MultiWriter(trim, lw)
 	}
-	p, err := start(c.Script, c.Dir, c.Env, out, cwdPath)
+	p, err := start(c, out, cwdPath)
 	if err != nil {
 		return Result{}, err
 	}
@@ -120,6 +127,7 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	p.kill()
 	p.waitGone()
 	res.OutputHeldOpen = !p.drain()
+	res.SandboxDenied = p.release()
 	trim.Flush()
 	res.Output, res.Truncated = buf.String()
 	res.ExitCode = exitCode(p.err)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/keel-dev/keel/internal/sandbox"
 )
 
 // ShellRun records one "!" command found in a body.
@@ -169,8 +171,22 @@ func (e *expander) run(ctx context.Context, cmd string) string {
 	c := exec.CommandContext(ctx, "sh", "-c", cmd)
 	c.Dir = e.cwd
 	c.WaitDelay = time.Second
+	note := ""
+	if sb := e.opts.Sandbox; sb != nil && sb.Policy().Choose(cmd, false) == sandbox.Inside {
+		run, err := sb.Confine(c)
+		switch {
+		case err == nil:
+			defer run.Release()
+		case sb.Policy().FailIfUnavailable:
+			out := fmt.Sprintf("[shell command not run: %s: %v]", cmd, err)
+			e.runs = append(e.runs, ShellRun{Command: cmd, Output: out, Denied: true})
+			return out
+		default:
+			note = fmt.Sprintf("\n[not sandboxed: %v]", err)
+		}
+	}
 	raw, runErr := c.CombinedOutput()
-	out := strings.TrimRight(string(capBytes(raw, maxShellOutput)), "\n")
+	out := strings.TrimRight(string(capBytes(raw, maxShellOutput)), "\n") + note
 	if runErr != nil {
 		out += fmt.Sprintf("\n[%s: %v]", cmd, runErr)
 		out = strings.TrimLeft(out, "\n")

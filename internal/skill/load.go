@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/keel-dev/keel/internal/sandbox"
 )
 
 // Options say where to look and how invocations behave. Environment lookups ($HOME,
@@ -45,6 +47,8 @@ type Options struct {
 	UntrustedProject bool
 	// ShellTimeout bounds one shell command; default 30s.
 	ShellTimeout time.Duration
+	// Sandbox runs the shell commands (!`cmd`) inside it, as Bash's; nil runs them without.
+	Sandbox *sandbox.Sandbox
 	// ListingBudget caps the listing in the system prompt, in bytes; default
 	// DefaultListingBudget.
 	ListingBudget int

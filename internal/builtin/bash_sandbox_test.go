@@ -1,0 +1,139 @@
+//go:build linux
+
+package builtin
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/keel-dev/keel/internal/sandbox"
+	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/shell"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+func resultText(r tool.Result) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}
+
+// visibleDir is a directory outside the sandbox's writable roots that it shows, read-only:
+// beside the test's sources, since /tmp is private to each sandboxed command.
+func visibleDir(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(wd, ".sandbox-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// sandboxFor is a workspace-write sandbox of dir with sb's settings; the test is skipped,
+// saying so, where the machine cannot run it.
+func sandboxFor(t *testing.T, dir string, sb settings.Sandbox) *sandbox.Sandbox {
+	t.Helper()
+	s := sandbox.New(sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Settings: &sb, Dirs: []string{dir}}), sandbox.Options{})
+	if err := s.Available(); errors.Is(err, sandbox.ErrUnavailable) {
+		t.Skipf("no sandbox on this machine: %v", err)
+	}
+	return s
+}
+
+// TestSandboxedBash: Bash's foreground and background commands run in the sandbox; a denied
+// write comes back naming the path and the setting that would allow it; a cd still persists.
+func TestSandboxedBash(t *testing.T) {
+	dir, outside := t.TempDir(), visibleDir(t)
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	jobs := shell.NewJobs()
+	t.Cleanup(jobs.Close)
+	bash := SandboxedBash(jobs, sandboxFor(t, dir, settings.Sandbox{}))
+	env := newEnv(t, dir)
+	res := call(t, bash, env, bashInput{Command: "echo in > inside.txt; echo out > " + outside + "/x; cd sub"})
+	text := resultText(res)
+	for _, want := range []string{"[Sandbox: writing " + outside + "/x was denied: it is outside the writable roots. Add it to sandbox.filesystem.allowWrite", "[Working directory is now"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("result lacks %q:\n%s", want, text)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "x")); err == nil {
+		t.Error("a sandboxed command wrote outside the workspace")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "inside.txt")); string(b) != "in\n" {
+		t.Errorf("an allowed write did not land: %q", b)
+	}
+	res = call(t, bash, env, bashInput{Command: "echo '{}' > .mcp.json"})
+	if text := resultText(res); !strings.Contains(text, "always read-only inside the sandbox") {
+		t.Errorf("a write to .mcp.json was not explained:\n%s", text)
+	}
+	res = call(t, bash, env, bashInput{Command: "touch " + outside + "/bg; echo bg-done", RunInBackground: true})
+	id, _ := res.Output.(map[string]any)["backgroundTaskId"].(string)
+	if err := jobs.Wait(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "bg")); err == nil {
+		t.Error("a background command wrote outside the workspace")
+	}
+}
+
+// TestBashDangerouslyDisableSandbox: the field is offered only with a sandbox; it runs the
+// command outside when allowUnsandboxedCommands allows (the permission flow decides the
+// call), and is refused when it does not. Excluded commands run outside.
+func TestBashDangerouslyDisableSandbox(t *testing.T) {
+	dir, outside := t.TempDir(), visibleDir(t)
+	if strings.Contains(string(Bash(shell.NewJobs()).InputSchema()), "dangerouslyDisableSandbox") {
+		t.Error("Bash without a sandbox offers dangerouslyDisableSandbox")
+	}
+	jobs := shell.NewJobs()
+	t.Cleanup(jobs.Close)
+	env := newEnv(t, dir)
+	allow := SandboxedBash(jobs, sandboxFor(t, dir, settings.Sandbox{ExcludedCommands: []settings.Value[string]{{V: "touch:*"}}}))
+	call(t, allow, env, bashInput{Command: "touch " + outside + "/a", DangerouslyDisableSandbox: true})
+	call(t, allow, env, bashInput{Command: "touch " + outside + "/b"})
+	call(t, allow, env, bashInput{Command: "touch " + outside + "/c; touch " + outside + "/d"})
+	for name, want := range map[string]bool{"a": true, "b": true, "c": false, "d": false} {
+		if _, err := os.Stat(filepath.Join(outside, name)); (err == nil) != want {
+			t.Errorf("%s written outside: %v, want %v", name, err == nil, want)
+		}
+	}
+	var strict settings.Sandbox
+	strict.AllowUnsandboxedCommands = settings.Value[bool]{V: false, From: settings.Origin{Scope: "user"}}
+	refuse := SandboxedBash(jobs, sandboxFor(t, dir, strict))
+	res := call(t, refuse, env, bashInput{Command: "touch " + outside + "/e", DangerouslyDisableSandbox: true})
+	if !res.IsError || !strings.Contains(resultText(res), "allowUnsandboxedCommands is false") {
+		t.Errorf("dangerouslyDisableSandbox with allowUnsandboxedCommands false: %s", resultText(res))
+	}
+}
+
+// TestBashSandboxUnavailable: a sandbox that cannot start never runs a command silently
+// outside: the result says so, and with failIfUnavailable the command does not run.
+func TestBashSandboxUnavailable(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(fail bool) tool.Tool {
+		var sb settings.Sandbox
+		sb.FailIfUnavailable.V = fail
+		p := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Settings: &sb, Dirs: []string{dir}})
+		return SandboxedBash(shell.NewJobs(), sandbox.New(p, sandbox.Options{Executable: filepath.Join(dir, "no-keel")}))
+	}
+	env := newEnv(t, dir)
+	res := call(t, mk(false), env, bashInput{Command: "echo ran"})
+	if text := resultText(res); !strings.Contains(text, "ran") || !strings.Contains(text, "[Not sandboxed: sandbox unavailable") {
+		t.Errorf("unavailable sandbox, no failIfUnavailable:\n%s", text)
+	}
+	res = call(t, mk(true), env, bashInput{Command: "echo ran > ran.txt"})
+	if _, err := os.Stat(filepath.Join(dir, "ran.txt")); err == nil || !res.IsError || !strings.Contains(resultText(res), "failIfUnavailable") {
+		t.Errorf("unavailable sandbox with failIfUnavailable ran the command or did not say why: %s", resultText(res))
+	}
+}

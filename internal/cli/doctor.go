@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/keel-dev/keel/internal/runconfig"
+	"github.com/keel-dev/keel/internal/sandbox"
+	"github.com/keel-dev/keel/internal/session"
+	"github.com/keel-dev/keel/internal/settings"
+)
+
+// sandboxFlags are the flags `keel doctor` and `keel sandbox` share: the sandbox a session
+// started here with them would use.
+type sandboxFlags struct {
+	mode    string
+	addDirs []string
+	trust   bool
+}
+
+func (f *sandboxFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.mode, "sandbox", "", "sandbox mode: "+strings.Join(sandbox.Modes, ", ")+" (default: the sandbox.enabled setting)")
+	cmd.Flags().StringArrayVar(&f.addDirs, "add-dir", nil, "additional working directory (writable in workspace-write)")
+	cmd.Flags().BoolVar(&f.trust, "trust", false, "trust this workspace for this run")
+}
+
+// sandbox builds the sandbox from the settings a session here would load.
+func (a *app) sandbox(f *sandboxFlags) (*sandbox.Sandbox, error) {
+	if f.mode != "" && !contains(sandbox.Modes, f.mode) {
+		return nil, usageError{fmt.Errorf("--sandbox %q is not one of %s", f.mode, strings.Join(sandbox.Modes, ", "))}
+	}
+	cwd, root, err := workDirs()
+	if err != nil {
+		return nil, err
+	}
+	st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root, Trust: f.trust})
+	return session.NewSandbox(runconfig.Config{Cwd: cwd, Home: a.env.Home, Sandbox: f.mode, AddDirs: f.addDirs}, st)
+}
+
+// doctorCommand is `keel doctor`: what this machine supports for the sandbox, and what keel
+// will use here.
+func (a *app) doctorCommand() *cobra.Command {
+	var f sandboxFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "check what this machine supports (user namespaces, Landlock, seccomp, bubblewrap) and what the sandbox allows here",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sb, err := a.sandbox(&f)
+			if err != nil {
+				return err
+			}
+			findings := sandbox.Doctor(cmd.Context(), sb)
+			if asJSON {
+				enc := json.NewEncoder(a.std.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(findings)
+			}
+			failed := false
+			for _, x := range findings {
+				fmt.Fprintf(a.std.Out, "%-5s sandbox  %-17s %s\n", x.Status, x.Name, x.Detail)
+				failed = failed || x.Status == "fail"
+			}
+			if failed {
+				return exitCodeError{code: exitError}
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// sandboxCommand is `keel sandbox -- CMD…`: one command under the configured sandbox
+// (workspace-write when the settings leave it off), so a user can see why something fails.
+func (a *app) sandboxCommand() *cobra.Command {
+	var f sandboxFlags
+	cmd := &cobra.Command{
+		Use:   "sandbox [flags] -- COMMAND [ARG...]",
+		Short: "run one command in the sandbox a session here would use",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.mode == "" {
+				f.mode = string(sandbox.ModeWorkspaceWrite)
+			}
+			sb, err := a.sandbox(&f)
+			if err != nil {
+				return err
+			}
+			if !sb.Policy().Enabled() {
+				return usageError{errors.New("--sandbox off runs nothing in a sandbox")}
+			}
+			c := exec.CommandContext(cmd.Context(), args[0], args[1:]...)
+			c.Stdin, c.Stdout, c.Stderr = a.std.In, a.std.Out, a.std.Err
+			run, err := sb.Confine(c)
+			if err != nil {
+				return err
+			}
+			err = c.Run()
+			for _, r := range run.Release() {
+				fmt.Fprintln(a.std.Err, "keel sandbox: connection refused by the proxy: "+r)
+			}
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				return exitCodeError{code: ee.ExitCode()}
+			}
+			return err
+		},
+	}
+	f.register(cmd)
+	return cmd
+}

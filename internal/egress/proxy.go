@@ -1,0 +1,181 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Proxy serves HTTP and SOCKS5 proxy connections under its rules. It is safe for concurrent
+// use.
+type Proxy struct {
+	rules  Rules
+	dialer net.Dialer
+}
+
+// New returns a proxy applying r.
+func New(r Rules) *Proxy {
+	return &Proxy{rules: r, dialer: net.Dialer{Timeout: 30 * time.Second}}
+}
+
+// ServeConn serves one client connection until it ends or ctx does; the protocol is told by
+// the first byte (5 is SOCKS5, anything else HTTP). deny is told every refused destination.
+func (p *Proxy) ServeConn(ctx context.Context, conn net.Conn, deny func(host, why string)) {
+	br := bufio.NewReader(conn)
+	first, err := br.Peek(1)
+	if err != nil {
+		return
+	}
+	if first[0] == 5 {
+		p.socks(ctx, conn, br, deny)
+		return
+	}
+	p.http(ctx, conn, br, deny)
+}
+
+// connect decides host:port and dials the checked address.
+func (p *Proxy) connect(ctx context.Context, host string, port int, deny func(host, why string)) (net.Conn, error) {
+	ap, err := p.rules.Decide(ctx, host, port)
+	if err != nil {
+		var d *Denial
+		if errors.As(err, &d) && deny != nil {
+			deny(d.Host, d.Why)
+		}
+		return nil, err
+	}
+	return p.dialer.DialContext(ctx, "tcp", ap.String())
+}
+
+func (p *Proxy) http(ctx context.Context, conn net.Conn, br *bufio.Reader, deny func(host, why string)) {
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return
+	}
+	host, portStr, err := net.SplitHostPort(req.Host)
+	if err != nil {
+		host, portStr = req.Host, "80"
+		if req.Method == http.MethodConnect {
+			portStr = "443"
+		}
+	}
+	port, _ := strconv.Atoi(portStr)
+	up, err := p.connect(ctx, host, port, deny)
+	if err != nil {
+		fmt.Fprintf(conn, "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nkeel sandbox: %v\n", err)
+		return
+	}
+	defer up.Close()
+	if req.Method == http.MethodConnect {
+		if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+			return
+		}
+		splice(conn, br, up)
+		return
+	}
+	// A plain request is forwarded once, in origin form; the connection then closes, so a
+	// second request cannot reach another host through it unchecked.
+	req.RequestURI = ""
+	req.Header.Set("Connection", "close")
+	req.Header.Del("Proxy-Connection")
+	req.Header.Del("Proxy-Authorization")
+	if err := req.Write(up); err != nil {
+		return
+	}
+	io.Copy(conn, up)
+}
+
+// SOCKS5 reply codes (RFC 1928).
+const (
+	socksOK          = 0
+	socksNotAllowed  = 2
+	socksUnreachable = 4
+	socksBadCommand  = 7
+	socksBadAddress  = 8
+)
+
+func (p *Proxy) socks(ctx context.Context, conn net.Conn, br *bufio.Reader, deny func(host, why string)) {
+	// Greeting: version, methods; only "no authentication" is offered.
+	var hdr [2]byte
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		return
+	}
+	if _, err := io.CopyN(io.Discard, br, int64(hdr[1])); err != nil {
+		return
+	}
+	if _, err := conn.Write([]byte{5, 0}); err != nil {
+		return
+	}
+	var req [4]byte
+	if _, err := io.ReadFull(br, req[:]); err != nil {
+		return
+	}
+	reply := func(code byte) { conn.Write([]byte{5, code, 0, 1, 0, 0, 0, 0, 0, 0}) }
+	if req[1] != 1 { // CONNECT only: no BIND, no UDP
+		reply(socksBadCommand)
+		return
+	}
+	var host string
+	switch req[3] {
+	case 1, 4:
+		b := make([]byte, map[byte]int{1: 4, 4: 16}[req[3]])
+		if _, err := io.ReadFull(br, b); err != nil {
+			return
+		}
+		a, _ := netip.AddrFromSlice(b)
+		host = a.Unmap().String()
+	case 3:
+		n, err := br.ReadByte()
+		if err != nil {
+			return
+		}
+		b := make([]byte, n)
+		if _, err := io.ReadFull(br, b); err != nil {
+			return
+		}
+		host = string(b)
+	default:
+		reply(socksBadAddress)
+		return
+	}
+	var pb [2]byte
+	if _, err := io.ReadFull(br, pb[:]); err != nil {
+		return
+	}
+	up, err := p.connect(ctx, host, int(binary.BigEndian.Uint16(pb[:])), deny)
+	if err != nil {
+		var d *Denial
+		if errors.As(err, &d) {
+			reply(socksNotAllowed)
+		} else {
+			reply(socksUnreachable)
+		}
+		return
+	}
+	defer up.Close()
+	reply(socksOK)
+	splice(conn, br, up)
+}
+
+// splice copies both ways until either side ends.
+func splice(client net.Conn, fromClient io.Reader, up net.Conn) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		io.Copy(up, fromClient)
+		if c, ok := up.(*net.TCPConn); ok {
+			c.CloseWrite()
+		}
+	})
+	io.Copy(client, up)
+	client.Close()
+	up.Close()
+	wg.Wait()
+}

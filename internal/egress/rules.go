@@ -1,0 +1,112 @@
+// Package egress is the sandbox's way out to the network: an HTTP (CONNECT and plain) and
+// SOCKS5 proxy, served by keel outside the sandbox on connections the sandbox's helper hands
+// over. Every destination is checked against the domain lists — deniedDomains, then
+// allowedDomains (with *. wildcards and :port), then an ask or a refusal — and then against
+// the addresses its name resolves to: a name that leads to loopback, a private network,
+// link-local or a cloud metadata address is refused unless that address is itself listed.
+// The proxy dials the address it checked, so a second lookup cannot send it elsewhere.
+package egress
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// Rules decide where a sandboxed command may connect.
+type Rules struct {
+	// Allowed and Denied are domain patterns: "example.com", "*.example.com" (subdomains),
+	// either with ":port"; an IP address is a pattern for itself.
+	Allowed, Denied []string
+	// Strict refuses what neither list names instead of asking.
+	Strict bool
+	// Ask decides a destination neither list names, when not Strict; nil refuses (a headless
+	// run).
+	Ask func(ctx context.Context, host string, port int) bool
+	// Resolve looks a name up; nil uses the system's resolver. Tests give names to loopback
+	// servers here.
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+}
+
+// Denial is a refused destination and the setting that would let it through.
+type Denial struct {
+	Host string
+	Why  string
+}
+
+func (d *Denial) Error() string { return d.Host + ": " + d.Why }
+
+// Decide checks host:port and returns the address to dial, or a *Denial.
+func (r Rules) Decide(ctx context.Context, host string, port int) (netip.AddrPort, error) {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	hp := net.JoinHostPort(host, strconv.Itoa(port))
+	if matchAny(r.Denied, host, port) {
+		return netip.AddrPort{}, &Denial{hp, "listed in sandbox.network.deniedDomains"}
+	}
+	if !matchAny(r.Allowed, host, port) {
+		if r.Strict || r.Ask == nil || !r.Ask(ctx, host, port) {
+			return netip.AddrPort{}, &Denial{hp, "not in sandbox.network.allowedDomains (add it there to allow it)"}
+		}
+	}
+	addrs, err := r.resolve(ctx, host)
+	if err != nil {
+		return netip.AddrPort{}, &Denial{hp, fmt.Sprintf("cannot resolve: %v", err)}
+	}
+	for _, a := range addrs {
+		a = a.Unmap()
+		if internal(a) && !matchAny(r.Allowed, a.String(), port) {
+			return netip.AddrPort{}, &Denial{hp, fmt.Sprintf("resolves to the internal address %s; list %s in sandbox.network.allowedDomains to allow it", a, a)}
+		}
+	}
+	if len(addrs) == 0 {
+		return netip.AddrPort{}, &Denial{hp, "resolves to no address"}
+	}
+	return netip.AddrPortFrom(addrs[0].Unmap(), uint16(port)), nil
+}
+
+func (r Rules) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return []netip.Addr{a}, nil
+	}
+	if r.Resolve != nil {
+		return r.Resolve(ctx, host)
+	}
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// internal reports addresses a name must not lead to unlisted: loopback, private,
+// link-local (cloud metadata at 169.254.169.254 among them), unspecified, shared (CGNAT),
+// and the IPv6 metadata address of AWS.
+func internal(a netip.Addr) bool {
+	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsUnspecified() || a.IsInterfaceLocalMulticast() ||
+		netip.MustParsePrefix("100.64.0.0/10").Contains(a) || a == netip.MustParseAddr("fd00:ec2::254")
+}
+
+func matchAny(patterns []string, host string, port int) bool {
+	for _, p := range patterns {
+		if match(p, host, port) {
+			return true
+		}
+	}
+	return false
+}
+
+// match reports whether pattern names host:port.
+func match(pattern, host string, port int) bool {
+	pattern = strings.ToLower(pattern)
+	if h, p, err := net.SplitHostPort(pattern); err == nil {
+		if p != strconv.Itoa(port) {
+			return false
+		}
+		pattern = h
+	}
+	pattern = strings.Trim(pattern, "[]")
+	if rest, ok := strings.CutPrefix(pattern, "*."); ok {
+		return strings.HasSuffix(host, "."+rest)
+	}
+	return host == pattern
+}

@@ -1,0 +1,64 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+)
+
+// TestDecide: deniedDomains, then allowedDomains with wildcards and ports, then ask or
+// refuse; names leading to internal addresses are refused unless the address is listed.
+func TestDecide(t *testing.T) {
+	names := map[string]string{
+		"github.com": "140.82.112.3", "api.github.com": "140.82.112.6", "evil.github.com": "140.82.112.9",
+		"rebind.example": "127.0.0.1", "meta.example": "169.254.169.254", "lan.example": "10.1.2.3",
+		"listed.example": "10.9.9.9", "other.example": "93.184.215.14",
+	}
+	r := Rules{
+		Allowed: []string{"github.com", "*.github.com", "npmjs.org:443", "rebind.example", "meta.example", "lan.example", "listed.example", "10.9.9.9"},
+		Denied:  []string{"evil.github.com"},
+		Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
+			if a, ok := names[host]; ok {
+				return []netip.Addr{netip.MustParseAddr(a)}, nil
+			}
+			return nil, errors.New("no such host")
+		},
+	}
+	asked := 0
+	for _, tc := range []struct {
+		host   string
+		port   int
+		ok     bool
+		ask    bool
+		strict bool
+	}{
+		{host: "github.com", port: 443, ok: true},
+		{host: "API.GitHub.com.", port: 443, ok: true},
+		{host: "evil.github.com", port: 443},
+		{host: "npmjs.org", port: 80},
+		{host: "rebind.example", port: 80},
+		{host: "meta.example", port: 80},
+		{host: "lan.example", port: 80},
+		{host: "listed.example", port: 80, ok: true},
+		{host: "10.9.9.9", port: 9, ok: true},
+		{host: "127.0.0.1", port: 9},
+		{host: "169.254.169.254", port: 80},
+		{host: "other.example", port: 443},
+		{host: "other.example", port: 443, ask: true, ok: true},
+		{host: "other.example", port: 443, ask: true, strict: true},
+	} {
+		rr := r
+		rr.Strict = tc.strict
+		if tc.ask {
+			rr.Ask = func(context.Context, string, int) bool { asked++; return true }
+		}
+		_, err := rr.Decide(t.Context(), tc.host, tc.port)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s:%d (ask %v, strict %v): err %v, want allowed %v", tc.host, tc.port, tc.ask, tc.strict, err, tc.ok)
+		}
+	}
+	if asked != 1 {
+		t.Errorf("asked %d times, want 1 (strictAllowlist never asks)", asked)
+	}
+}

@@ -1,0 +1,268 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Run is one confined command's link to keel: the proxy serving it, the placeholders it
+// holds. Release it once the command has exited.
+type Run struct {
+	s            *Sandbox
+	placeholders []string
+	control      *net.UnixConn
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
+
+	// mu guards denied.
+	mu     sync.Mutex
+	denied []string
+}
+
+// Confine rewrites cmd, not yet started, to run inside the sandbox: keel re-executed as the
+// helper in new user, mount, PID, network and IPC namespaces, which sets the sandbox up and
+// becomes cmd's program. extra are more paths the command may write. cmd.Dir must be set.
+func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
+	if err := s.Available(); err != nil {
+		return nil, err
+	}
+	return s.confine(cmd, extra)
+}
+
+func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
+	r := &Run{s: s}
+	var err error
+	if r.placeholders, err = s.hold(s.policy.absentReadOnly()); err != nil {
+		r.Release()
+		return nil, err
+	}
+	dir := cmd.Dir
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	argv := slices.Clone(cmd.Args)
+	argv[0] = cmd.Path
+	pl := s.policy.newPlan(dir, argv, extra)
+	data, err := json.Marshal(pl)
+	if err != nil {
+		r.Release()
+		return nil, fmt.Errorf("encode sandbox plan: %w", err)
+	}
+	cmd.Path = s.exe
+	cmd.Args = []string{s.exe, helperArg, string(data)}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	attr := cmd.SysProcAttr
+	attr.Cloneflags |= unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC
+	uid, gid := os.Getuid(), os.Getgid()
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	attr.GidMappingsEnableSetgroups = false
+	// The helper keeps what it needs to build the sandbox across its own exec as a non-root
+	// user inside; it drops every capability before it becomes the command.
+	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
+	if pl.Proxy {
+		if err := r.bridge(cmd); err != nil {
+			r.Release()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// bridge gives the helper one end of a socket pair on which it sends back the listener it
+// opened on the sandbox's loopback; keel accepts on it from outside and serves its proxy.
+func (r *Run) bridge(cmd *exec.Cmd) error {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("create the sandbox's control socket: %w", err)
+	}
+	parent, child := os.NewFile(uintptr(fds[0]), "sandbox-control"), os.NewFile(uintptr(fds[1]), "sandbox-control-child")
+	if len(cmd.ExtraFiles) != 0 {
+		parent.Close()
+		child.Close()
+		return fmt.Errorf("sandbox: the command already passes extra files")
+	}
+	cmd.ExtraFiles = []*os.File{child}
+	fc, err := net.FileConn(parent)
+	parent.Close()
+	if err != nil {
+		child.Close()
+		return fmt.Errorf("sandbox control socket: %w", err)
+	}
+	r.control = fc.(*net.UnixConn)
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.wg.Go(func() {
+		defer child.Close() // the helper holds its copy once started
+		r.serve(ctx)
+	})
+	return nil
+}
+
+// serve receives the listener and serves the proxy on it until the run is released.
+func (r *Run) serve(ctx context.Context) {
+	buf, oob := make([]byte, 16), make([]byte, unix.CmsgSpace(4))
+	_, oobn, _, _, err := r.control.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return // the helper ended, or failed before it got to the network
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return
+	}
+	lf := os.NewFile(uintptr(fds[0]), "sandbox-proxy")
+	l, err := net.FileListener(lf)
+	lf.Close()
+	if err != nil {
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
+	var conns sync.WaitGroup
+	defer conns.Wait()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		conns.Go(func() {
+			defer c.Close()
+			stopConn := context.AfterFunc(ctx, func() { c.Close() })
+			defer stopConn()
+			if r.s.proxy == nil {
+				r.deny("", "no network was configured for the sandbox")
+				return
+			}
+			r.s.proxy.ServeConn(ctx, c, r.deny)
+		})
+	}
+}
+
+func (r *Run) deny(host, why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	note := why
+	if host != "" {
+		note = host + ": " + why
+	}
+	if !slices.Contains(r.denied, note) {
+		r.denied = append(r.denied, note)
+	}
+}
+
+// Release ends what the run holds — the proxy's connections, the placeholders — and returns
+// the connections the proxy refused, each as "host: why". Call it once the command exited.
+func (r *Run) Release() []string {
+	if r == nil {
+		return nil
+	}
+	if r.cancel != nil {
+		r.cancel()
+	}
+	if r.control != nil {
+		r.control.Close()
+	}
+	r.wg.Wait()
+	r.s.release(r.placeholders)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.denied)
+}
+
+// hold makes (or shares) a placeholder for each absent always-read-only path, which the
+// helper then binds read-only so that the command cannot create the real one. Placeholders
+// are empty directories, files included: git shows and adds no empty directory, so a
+// `git add -A` inside cannot commit a placeholder, and a program reading one as a file
+// fails instead of reading an empty configuration.
+func (s *Sandbox) hold(paths []string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var held []string
+	for _, p := range paths {
+		if s.placeholders[p] == 0 {
+			err := os.Mkdir(p, 0o755)
+			if os.IsExist(err) {
+				continue // made meanwhile by someone else: it is real, and bound as it is
+			}
+			if err != nil {
+				s.releaseLocked(held)
+				return nil, fmt.Errorf("protect %s: %w", p, err)
+			}
+		}
+		s.placeholders[p]++
+		held = append(held, p)
+	}
+	return held, nil
+}
+
+func (s *Sandbox) release(paths []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.releaseLocked(paths)
+}
+
+// releaseLocked drops one hold on each placeholder and removes those no command holds, if
+// they are still empty.
+func (s *Sandbox) releaseLocked(paths []string) {
+	for _, p := range paths {
+		s.placeholders[p]--
+		if s.placeholders[p] > 0 {
+			continue
+		}
+		delete(s.placeholders, p)
+		if fi, err := os.Lstat(p); err == nil && (fi.IsDir() || fi.Size() == 0) {
+			os.Remove(p) // a directory with content is not removed: someone put it there
+		}
+	}
+}
+
+// probe runs `true` in the sandbox and reports what failed, if anything.
+func (s *Sandbox) probe() error {
+	if s.exeErr != nil {
+		return fmt.Errorf("%w: no keel executable to run the sandbox helper (%v); call sandbox.Dispatch first in main", ErrUnavailable, s.exeErr)
+	}
+	if !userNamespaces() {
+		return fmt.Errorf("%w: user namespaces are disabled (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, or AppArmor's kernel.apparmor_restrict_unprivileged_userns)", ErrUnavailable)
+	}
+	truth, err := exec.LookPath("true")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	p := Policy{Mode: ModeReadOnly}
+	probe := New(p, Options{Executable: s.exe})
+	cmd := exec.Command(truth)
+	cmd.Dir = "/"
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	run, err := probe.confine(cmd, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	err = cmd.Run()
+	run.Release()
+	if err != nil {
+		msg := strings.TrimSpace(out.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("%w: %s", ErrUnavailable, msg)
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Finding is one line of `keel doctor`'s sandbox section.
+type Finding struct {
+	Name string
+	// Status is ok, warn or fail (or info for what is only reported).
+	Status, Detail string
+}
+
+// Doctor says what this machine supports for the sandbox and what s will do: user
+// namespaces and the sysctls that restrict them, Landlock's ABI, seccomp, bubblewrap, and
+// the result of starting a command in the sandbox; then the mode, the writable set, the
+// always-read-only and masked paths and the network rule.
+func Doctor(ctx context.Context, s *Sandbox) []Finding {
+	var out []Finding
+	userns := Finding{Name: "user namespaces", Status: "ok", Detail: "available"}
+	for _, f := range []string{"/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/unprivileged_userns_clone",
+		"/proc/sys/kernel/apparmor_restrict_unprivileged_userns"} {
+		if b, err := os.ReadFile(f); err == nil {
+			userns.Detail += fmt.Sprintf("; %s = %s", strings.TrimPrefix(f, "/proc/sys/"), strings.TrimSpace(string(b)))
+		}
+	}
+	if !userNamespaces() {
+		userns.Status, userns.Detail = "fail", "disabled: "+userns.Detail
+	}
+	out = append(out, userns)
+	if abi := LandlockABI(); abi > 0 {
+		out = append(out, Finding{Name: "Landlock", Status: "ok", Detail: fmt.Sprintf("ABI %d (used as a second layer, best effort)", abi)})
+	} else {
+		out = append(out, Finding{Name: "Landlock", Status: "warn", Detail: "not available (the mounts still confine writes)"})
+	}
+	out = append(out, seccompFinding())
+	bw := Finding{Name: "bubblewrap", Status: "info", Detail: "not installed (not needed: keel sets the namespaces up itself)"}
+	if path, err := exec.LookPath("bwrap"); err == nil {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		v, _ := exec.CommandContext(ctx, path, "--version").Output()
+		cancel()
+		bw.Detail = fmt.Sprintf("%s at %s (not used: keel's own helper does the same without it)", strings.TrimSpace(string(v)), path)
+	}
+	out = append(out, bw)
+	use := Finding{Name: "keel uses", Status: "ok", Detail: "its own helper (" + s.exe + "): user, mount, PID, network and IPC namespaces, Landlock, seccomp, no_new_privs"}
+	if err := s.Available(); err != nil {
+		use.Status, use.Detail = "fail", err.Error()
+	}
+	out = append(out, use)
+	p := s.policy
+	mode := Finding{Name: "mode", Status: "info", Detail: string(p.Mode)}
+	if !p.Enabled() {
+		mode.Detail = "off: Bash runs without the sandbox (turn it on with sandbox.enabled or --sandbox workspace-write)"
+	}
+	out = append(out, mode)
+	list := func(name string, paths []string, none string) {
+		detail := none
+		if len(paths) > 0 {
+			var parts []string
+			for _, path := range paths {
+				mark := ""
+				if _, err := os.Lstat(path); err != nil {
+					mark = " (absent)"
+				}
+				parts = append(parts, path+mark)
+			}
+			detail = strings.Join(parts, ", ")
+		}
+		out = append(out, Finding{Name: name, Status: "info", Detail: detail})
+	}
+	list("writable", p.Writable, "nothing")
+	out[len(out)-1].Detail += "; and a private /tmp for each command"
+	list("always read-only", p.ReadOnly, "none")
+	list("masked", p.Masked, "none")
+	net := "no network device but loopback; out only through keel's proxy"
+	if len(p.Network.AllowedDomains) > 0 {
+		net += ", allowed: " + strings.Join(p.Network.AllowedDomains, ", ")
+	} else {
+		net += ", which allows no domain (sandbox.network.allowedDomains)"
+	}
+	if len(p.Network.DeniedDomains) > 0 {
+		net += "; denied: " + strings.Join(p.Network.DeniedDomains, ", ")
+	}
+	out = append(out, Finding{Name: "network", Status: "info", Detail: net})
+	return out
+}
+
+// seccompFinding reads whether the kernel has seccomp filters, from this process's status.
+func seccompFinding() Finding {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil || !strings.Contains(string(b), "Seccomp:") {
+		return Finding{Name: "seccomp", Status: "warn", Detail: "not reported by the kernel"}
+	}
+	return Finding{Name: "seccomp", Status: "ok", Detail: "filters available (io_uring, ptrace, process_vm_*, mounts, namespaces, AF_VSOCK and new Unix sockets refused)"}
+}
+
+// userNamespaces reports whether this kernel lets this user create user namespaces, as far
+// as the sysctls tell.
+func userNamespaces() bool {
+	for file, bad := range map[string]string{"/proc/sys/user/max_user_namespaces": "0", "/proc/sys/kernel/unprivileged_userns_clone": "0"} {
+		if b, err := os.ReadFile(file); err == nil && strings.TrimSpace(string(b)) == bad && (os.Getuid() != 0 || strings.Contains(file, "max_user")) {
+			return false
+		}
+	}
+	return true
+}

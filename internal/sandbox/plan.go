@@ -1,0 +1,91 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// plan is what the helper sets up inside the namespaces, as the parent computed it from a
+// [Policy] for one command: only paths that exist (absent always-read-only ones have their
+// placeholder by then). It travels to the helper as JSON in its arguments.
+type plan struct {
+	// Dir is the command's working directory, entered again once the mounts are in place.
+	Dir string `json:"dir"`
+	// Writable are bound read-write over a read-only root.
+	Writable []string `json:"writable,omitempty"`
+	// ReadOnly are bound read-only again inside the writable roots.
+	ReadOnly []string `json:"readOnly,omitempty"`
+	// Pinned are bound onto themselves, writable: a mount point cannot be renamed or
+	// removed, so a command cannot move a repository's .git aside and plant another.
+	Pinned []string `json:"pinned,omitempty"`
+	// Masked are covered with an empty file or directory; Unmasked bound back inside them.
+	Masked   []string `json:"masked,omitempty"`
+	Unmasked []string `json:"unmasked,omitempty"`
+	// Proxy makes the helper listen on the sandbox's loopback and hand the listener to the
+	// parent, which serves the egress proxy on it.
+	Proxy bool `json:"proxy,omitempty"`
+	// Sockets are the Unix sockets the command may reach (allowUnixSockets): with any, it
+	// may create Unix sockets, and Landlock (ABI 9 and later) limits connections to these.
+	Sockets []string `json:"sockets,omitempty"`
+	// Landlock adds Landlock's rules where the kernel has it.
+	Landlock bool `json:"landlock,omitempty"`
+	// Argv is the command: its program is looked up on the sandbox's PATH.
+	Argv []string `json:"argv"`
+}
+
+// newPlan is the plan of p for a command run in dir with argv; extra are more paths the
+// command may write (the file its shell reports the final directory in).
+func (p Policy) newPlan(dir string, argv []string, extra []string) plan {
+	pl := plan{Dir: dir, Argv: argv, Proxy: p.Network.Proxy, Sockets: p.UnixSockets, Landlock: true}
+	exists := func(path string) bool { _, err := os.Lstat(path); return err == nil }
+	for _, w := range append(slices.Clone(p.Writable), extra...) {
+		if exists(w) {
+			pl.Writable = append(pl.Writable, w)
+		}
+	}
+	for _, r := range p.ReadOnly {
+		if exists(r) && slices.ContainsFunc(pl.Writable, func(w string) bool { return within(r, w) }) {
+			pl.ReadOnly = append(pl.ReadOnly, r)
+		}
+	}
+	for _, w := range pl.Writable {
+		if fi, err := os.Lstat(filepath.Join(w, ".git")); err == nil && fi.IsDir() {
+			pl.Pinned = append(pl.Pinned, filepath.Join(w, ".git"))
+		}
+	}
+	for _, m := range p.Masked {
+		if exists(m) {
+			pl.Masked = append(pl.Masked, m)
+		}
+	}
+	for _, u := range p.Unmasked {
+		if exists(u) && slices.ContainsFunc(pl.Masked, func(m string) bool { return within(u, m) && u != m }) {
+			pl.Unmasked = append(pl.Unmasked, u)
+		}
+	}
+	// Parents before children: a bind inside another must come after it.
+	for _, l := range [][]string{pl.Writable, pl.Pinned, pl.ReadOnly, pl.Masked, pl.Unmasked} {
+		slices.SortFunc(l, func(a, b string) int { return len(filepath.Clean(a)) - len(filepath.Clean(b)) })
+	}
+	return pl
+}
+
+// absentReadOnly are the always-read-only paths of p that do not exist inside a writable
+// root: each gets a placeholder for the command's life, so that it cannot be created.
+func (p Policy) absentReadOnly() []string {
+	var out []string
+	for _, r := range p.ReadOnly {
+		if _, err := os.Lstat(r); err == nil {
+			continue
+		}
+		parent := filepath.Dir(r)
+		if fi, err := os.Stat(parent); err != nil || !fi.IsDir() {
+			continue // created with its parent, which is itself absent: see placeholderFor
+		}
+		if slices.ContainsFunc(p.Writable, func(w string) bool { return within(parent, w) }) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

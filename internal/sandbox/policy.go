@@ -1,0 +1,341 @@
+// Package sandbox confines Bash, and everything it starts, with the kernel: on Linux, new
+// user, mount, PID, network and IPC namespaces set up by keel itself (keel re-executed as a
+// helper, see [Dispatch]), Landlock where the kernel has it, a seccomp filter and
+// no_new_privs. A [Policy] says what a command may write, what it may not read and how it
+// reaches the network; it is built once per session from the settings' sandbox block, the
+// --sandbox flag and the user's Read deny rules ([NewPolicy]).
+//
+// The guarantees are the kernel's, not a parser's: a command string that fools the
+// permission rules still cannot write outside the writable roots, read a masked file or open
+// a connection that bypasses the egress proxy.
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/settings"
+)
+
+// Mode is how much a sandboxed command may write: Codex's words, as --sandbox takes them.
+type Mode string
+
+// The modes. ModeAuto (the empty string) leaves the choice to the settings' sandbox.enabled
+// and, when that is unset, to [DefaultOn].
+const (
+	ModeAuto           Mode = ""
+	ModeOff            Mode = "off"
+	ModeReadOnly       Mode = "read-only"
+	ModeWorkspaceWrite Mode = "workspace-write"
+)
+
+// Modes are the values --sandbox accepts.
+var Modes = []string{string(ModeReadOnly), string(ModeWorkspaceWrite), string(ModeOff)}
+
+// DefaultOn says whether a session that neither --sandbox nor sandbox.enabled speaks for runs
+// its commands in the sandbox. Off for now: see the README's security section.
+const DefaultOn = false
+
+// Policy is what a sandboxed command may do. Paths are absolute and cleaned. It is a plain
+// value, safe to copy and to share between goroutines once built.
+type Policy struct {
+	Mode Mode
+	// Writable are the directories (and files) a command may write: in workspace-write the
+	// working directories, filesystem.allowWrite and the per-user toolchain caches; in
+	// read-only none. A private /tmp is always writable.
+	Writable []string
+	// ReadOnly are always read-only, even inside a writable root and also when they do not
+	// exist yet (keel puts an empty placeholder there for the command's life): git's
+	// configuration and hooks, .mcp.json, .claude/, .keel/, settings files, hook scripts,
+	// shell start-up files and filesystem.denyWrite.
+	ReadOnly []string
+	// Masked are replaced by an empty file or directory: filesystem.denyRead and the paths of
+	// Read(...) deny rules. Unmasked (filesystem.allowRead) stay readable inside them.
+	Masked   []string
+	Unmasked []string
+	// Network is how a command reaches the outside.
+	Network Network
+	// UnixSockets are the Unix sockets a command may connect to (allowUnixSockets); with none,
+	// creating a Unix socket fails.
+	UnixSockets []string
+
+	AutoAllowBash     bool
+	AllowUnsandboxed  bool
+	FailIfUnavailable bool
+	// Excluded are Bash rule patterns run outside the sandbox (excludedCommands).
+	Excluded []string
+	// WrapHooks and WrapMCPServers extend the sandbox to hooks and MCP stdio servers.
+	WrapHooks      bool
+	WrapMCPServers bool
+
+	// why remembers, for each configured path, the setting that put it there, for the
+	// messages about denied operations.
+	why map[string]string
+}
+
+// Network says what the egress proxy lets through. A sandboxed command has no network
+// device but loopback; with Proxy its HTTP_PROXY, HTTPS_PROXY and ALL_PROXY lead to keel's
+// proxy, which applies these lists.
+type Network struct {
+	Proxy          bool
+	AllowedDomains []string
+	DeniedDomains  []string
+	// AllowLocalBinding lets a command listen on the sandbox's own loopback.
+	AllowLocalBinding bool
+	// Strict refuses a domain in neither list instead of asking.
+	Strict bool
+}
+
+// Enabled reports whether commands run in the sandbox.
+func (p Policy) Enabled() bool { return p.Mode == ModeReadOnly || p.Mode == ModeWorkspaceWrite }
+
+// Input is what a policy is built from.
+type Input struct {
+	// Mode is --sandbox; ModeAuto defers to the settings.
+	Mode Mode
+	// Settings is the merged sandbox block (nil: none).
+	Settings *settings.Sandbox
+	// Dirs are the working directories: the session's cwd first, then additional ones.
+	Dirs []string
+	// Home is the user's home directory (~ in paths); KeelHome keel's own directory.
+	Home, KeelHome string
+	// Caches are the per-user toolchain caches writable in workspace-write ([Caches]).
+	Caches []string
+	// Protect are more always-read-only paths: the settings files and hook scripts.
+	Protect []string
+	// ReadDeny are the user's Read(...) deny rules.
+	ReadDeny []PathRule
+}
+
+// PathRule is the specifier of a path rule ("./secrets/**", "~/.ssh", "//etc/shadow",
+// "/build/**", "*.pem") with the directory its relative forms are anchored at: the project
+// for a project's settings, as the permission rules read them.
+type PathRule struct {
+	Spec, Dir string
+}
+
+// NewPolicy builds the policy in asks for.
+func NewPolicy(in Input) Policy {
+	sb := in.Settings
+	if sb == nil {
+		sb = &settings.Sandbox{}
+	}
+	p := Policy{Mode: in.Mode, why: map[string]string{}}
+	if p.Mode == ModeAuto {
+		p.Mode = ModeOff
+		if (sb.Enabled.IsSet() && sb.Enabled.V) || (!sb.Enabled.IsSet() && DefaultOn) {
+			p.Mode = ModeWorkspaceWrite
+		}
+	}
+	cwd := ""
+	if len(in.Dirs) > 0 {
+		cwd = in.Dirs[0]
+	}
+	abs := func(s string) string { return absPath(s, cwd, in.Home) }
+	vals := func(vs []settings.Value[string]) []string {
+		out := make([]string, 0, len(vs))
+		for _, v := range vs {
+			out = append(out, v.V)
+		}
+		return out
+	}
+	var roots []string // writable roots whose git and agent configuration stays read-only
+	if p.Mode == ModeWorkspaceWrite {
+		for _, d := range in.Dirs {
+			roots = append(roots, abs(d))
+			p.addWritable(abs(d), "the working directories (--add-dir, permissions.additionalDirectories)")
+		}
+		for _, w := range vals(sb.Filesystem.AllowWrite) {
+			roots = append(roots, abs(w))
+			p.addWritable(abs(w), "sandbox.filesystem.allowWrite")
+		}
+		for _, c := range in.Caches {
+			p.addWritable(abs(c), "the toolchain caches keel keeps writable")
+		}
+	}
+	for _, d := range vals(sb.Filesystem.DenyWrite) {
+		p.add(&p.ReadOnly, abs(d), "sandbox.filesystem.denyWrite")
+	}
+	for _, r := range roots {
+		if r == "" || r == "/" {
+			continue
+		}
+		for _, ro := range protectedIn(r) {
+			p.add(&p.ReadOnly, ro, "keel's always-read-only paths")
+		}
+	}
+	for _, pr := range append(homeProtected(in.Home, in.KeelHome), in.Protect...) {
+		p.add(&p.ReadOnly, abs(pr), "keel's always-read-only paths")
+	}
+	for _, d := range vals(sb.Filesystem.DenyRead) {
+		p.add(&p.Masked, abs(d), "sandbox.filesystem.denyRead")
+	}
+	for _, r := range in.ReadDeny {
+		dir := r.Dir
+		if dir == "" {
+			dir = cwd
+		}
+		for _, m := range readDenyPaths(r.Spec, dir, in.Home) {
+			p.add(&p.Masked, m, "a Read(...) deny rule")
+		}
+	}
+	for _, a := range vals(sb.Filesystem.AllowRead) {
+		p.add(&p.Unmasked, abs(a), "sandbox.filesystem.allowRead")
+	}
+	p.Network = Network{
+		Proxy:          true,
+		AllowedDomains: vals(sb.Network.AllowedDomains), DeniedDomains: vals(sb.Network.DeniedDomains),
+		AllowLocalBinding: sb.Network.AllowLocalBinding.V, Strict: sb.Network.StrictAllowlist.V,
+	}
+	for _, s := range vals(sb.Network.AllowUnixSockets) {
+		p.add(&p.UnixSockets, abs(s), "sandbox.network.allowUnixSockets")
+	}
+	p.AutoAllowBash = sb.AutoAllowBashIfSandboxed.V
+	// Claude Code's default: a command may ask to run outside (and is asked about).
+	p.AllowUnsandboxed = !sb.AllowUnsandboxedCommands.IsSet() || sb.AllowUnsandboxedCommands.V
+	p.FailIfUnavailable = sb.FailIfUnavailable.V
+	p.Excluded = vals(sb.ExcludedCommands)
+	p.WrapHooks, p.WrapMCPServers = sb.WrapHooks.V, sb.WrapMcpServers.V
+	return p
+}
+
+func (p *Policy) addWritable(path, why string) {
+	if path == "" || path == "/" {
+		return // the whole file system is what a sandbox is not
+	}
+	p.add(&p.Writable, path, why)
+}
+
+func (p *Policy) add(list *[]string, path, why string) {
+	if path == "" || slices.Contains(*list, path) {
+		return
+	}
+	*list = append(*list, path)
+	if _, ok := p.why[path]; !ok {
+		p.why[path] = why
+	}
+}
+
+// absPath resolves a settings path: ~/ under home, // and / absolute, anything else under cwd.
+func absPath(s, cwd, home string) string {
+	switch {
+	case s == "~" || strings.HasPrefix(s, "~/"):
+		if home == "" {
+			return ""
+		}
+		s = filepath.Join(home, strings.TrimPrefix(s, "~"))
+	case strings.HasPrefix(s, "//"):
+		s = "/" + strings.TrimLeft(s, "/")
+	case filepath.IsAbs(s):
+	default:
+		if cwd == "" {
+			return ""
+		}
+		s = filepath.Join(cwd, s)
+	}
+	return filepath.Clean(s)
+}
+
+// protectedIn lists what is always read-only inside the writable root r: the files through
+// which a later, unsandboxed program would run what a command planted — git's configuration
+// and hooks (of r's own repository, and of r itself when r is a bare repository), the
+// submodule list, MCP servers and the settings of keel and Claude Code.
+func protectedIn(r string) []string {
+	out := []string{
+		filepath.Join(r, ".mcp.json"), filepath.Join(r, ".gitmodules"),
+		filepath.Join(r, ".claude"), filepath.Join(r, ".keel"),
+	}
+	if fi, err := os.Lstat(filepath.Join(r, ".git")); err == nil && fi.IsDir() {
+		out = append(out, filepath.Join(r, ".git", "config"), filepath.Join(r, ".git", "hooks"))
+	}
+	if isGitDir(r) {
+		out = append(out, filepath.Join(r, "config"), filepath.Join(r, "hooks"))
+	}
+	return out
+}
+
+// isGitDir reports whether git would take dir for a repository: HEAD, config, objects/ and
+// refs/ (a bare repository, or a .git directory given as a root).
+func isGitDir(dir string) bool {
+	for _, n := range []string{"HEAD", "config", "objects", "refs"} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// homeProtected are the start-up and configuration files of the user's shell and tools:
+// read-only already unless a writable root holds them, and then they stay so.
+func homeProtected(home, keelHome string) []string {
+	var out []string
+	if home != "" {
+		for _, n := range []string{".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout", ".zshrc",
+			".zshenv", ".zprofile", ".zlogin", ".gitconfig", ".config/git", ".ssh", ".claude", ".keel", ".claude.json"} {
+			out = append(out, filepath.Join(home, n))
+		}
+	}
+	if keelHome != "" {
+		out = append(out, keelHome)
+	}
+	return out
+}
+
+// Why names the setting that made path writable, read-only or masked (the nearest
+// configured ancestor), or "" when none did.
+func (p Policy) Why(path string) string {
+	for q := filepath.Clean(path); ; q = filepath.Dir(q) {
+		if w, ok := p.why[q]; ok {
+			return w
+		}
+		if q == "/" || q == "." {
+			return ""
+		}
+	}
+}
+
+// within reports whether path is root or below it.
+func within(path, root string) bool {
+	return path == root || strings.HasPrefix(path, strings.TrimSuffix(root, "/")+"/")
+}
+
+// WritableAt reports whether a command may write path: below a writable root and not below an
+// always-read-only path.
+func (p Policy) WritableAt(path string) bool {
+	if !slices.ContainsFunc(p.Writable, func(r string) bool { return within(path, r) }) {
+		return false
+	}
+	return !slices.ContainsFunc(p.ReadOnly, func(r string) bool { return within(path, r) })
+}
+
+// MaskedAt reports whether path is masked from reads.
+func (p Policy) MaskedAt(path string) bool {
+	if slices.ContainsFunc(p.Unmasked, func(r string) bool { return within(path, r) }) {
+		return false
+	}
+	return slices.ContainsFunc(p.Masked, func(r string) bool { return within(path, r) })
+}
+
+// Caches are the per-user toolchain caches keel keeps writable in workspace-write, so that
+// go build, go test, npm, pnpm, pip and cargo work inside: Go's build and module caches (as
+// GOCACHE and GOMODCACHE say, else their defaults), ~/.cache, ~/.npm, ~/.cargo and pnpm's
+// store. getenv reads the session's environment.
+func Caches(home string, getenv func(string) string) []string {
+	var out []string
+	for _, k := range []string{"GOCACHE", "GOMODCACHE", "XDG_CACHE_HOME", "npm_config_cache", "CARGO_HOME", "PNPM_HOME"} {
+		if v := getenv(k); filepath.IsAbs(v) {
+			out = append(out, v)
+		}
+	}
+	if home != "" {
+		gopath := getenv("GOPATH")
+		if !filepath.IsAbs(gopath) {
+			gopath = filepath.Join(home, "go")
+		}
+		out = append(out, filepath.Join(gopath, "pkg", "mod"), filepath.Join(home, ".cache"), filepath.Join(home, ".npm"),
+			filepath.Join(home, ".cargo"), filepath.Join(home, ".local", "share", "pnpm"))
+	}
+	return out
+}

@@ -1,0 +1,75 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"sync"
+
+	"github.com/keel-dev/keel/internal/companion"
+)
+
+// ErrUnavailable wraps every reason a sandbox cannot start on this machine.
+var ErrUnavailable = errors.New("sandbox unavailable")
+
+// Proxy serves the connections a sandboxed command opens to keel's egress proxy. deny is
+// called with each host the proxy refused, so the command's result can name it.
+type Proxy interface {
+	ServeConn(ctx context.Context, conn net.Conn, deny func(host, why string))
+}
+
+// Options are what a [Sandbox] needs besides its policy.
+type Options struct {
+	// Executable is the program re-executed as the helper; empty is this one when it called
+	// [Dispatch], else a keel beside it or on PATH.
+	Executable string
+	// Proxy serves the sandbox's network; nil refuses every connection.
+	Proxy Proxy
+}
+
+// Sandbox is one session's sandbox: its policy and the means to start commands under it. It
+// is safe for concurrent use; commands run under it in parallel.
+type Sandbox struct {
+	policy Policy
+	exe    string
+	exeErr error
+	proxy  Proxy
+
+	probeOnce sync.Once
+	probeErr  error
+
+	// mu guards placeholders: how many running commands share each placeholder keel made
+	// for an absent always-read-only path; the last one removes it.
+	mu           sync.Mutex
+	placeholders map[string]int
+}
+
+// New returns the sandbox of policy p. Nothing is started or probed until the first command.
+func New(p Policy, opts Options) *Sandbox {
+	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, placeholders: map[string]int{}}
+	if s.exe == "" {
+		s.exe, s.exeErr = helperExecutable()
+	}
+	return s
+}
+
+// Policy returns the sandbox's policy.
+func (s *Sandbox) Policy() Policy { return s.policy }
+
+// helperExecutable is the program that can be the helper: this one when it called Dispatch,
+// else a keel beside it or on PATH.
+func helperExecutable() (string, error) {
+	if dispatching.Load() {
+		return os.Executable()
+	}
+	return companion.Find("keel")
+}
+
+// Available reports whether commands can run in the sandbox here: nil, or an error wrapping
+// [ErrUnavailable] that says what is missing and how to fix it. The first call starts a
+// trivial command in the sandbox; the answer is kept.
+func (s *Sandbox) Available() error {
+	s.probeOnce.Do(func() { s.probeErr = s.probe() })
+	return s.probeErr
+}

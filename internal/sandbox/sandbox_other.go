@@ -1,0 +1,29 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"runtime"
+)
+
+// Run is a confined command's link to keel; outside Linux there is none.
+type Run struct{}
+
+// Release does nothing outside Linux.
+func (r *Run) Release() []string { return nil }
+
+// Confine fails outside Linux: keel's sandbox is built on Linux namespaces (a Seatbelt
+// profile for macOS is not written yet).
+func (s *Sandbox) Confine(*exec.Cmd, ...string) (*Run, error) { return nil, s.Available() }
+
+func (s *Sandbox) probe() error {
+	return fmt.Errorf("%w: keel's sandbox needs Linux (this is %s)", ErrUnavailable, runtime.GOOS)
+}
+
+func runHelper(string) error { return errors.New("the sandbox helper runs on Linux only") }
+
+// LandlockABI is 0 outside Linux.
+func LandlockABI() int { return 0 }
