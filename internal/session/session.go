@@ -135,6 +135,8 @@ type Session struct {
 	closers []func() error
 	// tel exports the session's telemetry (telemetry.go); nil while it is off.
 	tel atomic.Pointer[telemetry.Exporter]
+	// autoMem is the project's auto memory (automemory.go).
+	autoMem autoMemoryState
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -578,12 +580,17 @@ func (s *Session) skillNames() []string {
 	return names
 }
 
-// MemoryFiles lists the memory files in the system prompt, in load order.
+// MemoryFiles lists the memory files in the system prompt, in load order, then the auto
+// memory's index (memory.KindAuto) when auto memory is on.
 func (s *Session) MemoryFiles() []memory.File {
-	if s.memory == nil {
-		return nil
+	var files []memory.File
+	if s.memory != nil {
+		files = s.memory.Files()
 	}
-	return s.memory.Files()
+	if f, ok := s.autoMemoryFile(); ok {
+		files = append(files, f)
+	}
+	return files
 }
 
 // Skills lists the skills and commands this session can run.
