@@ -137,6 +137,8 @@ type Session struct {
 	tel atomic.Pointer[telemetry.Exporter]
 	// autoMem is the project's auto memory (automemory.go).
 	autoMem autoMemoryState
+	// shadow is the undo that covers the shell (shadow.go).
+	shadow shadowState
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -224,6 +226,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		return nil, err
 	}
 	s.buildPrompt(ctx, env)
+	s.warmShadow()
 	s.untrustedNotice()
 	s.resumeTeam(ctx)
 	source := "startup"
@@ -483,6 +486,7 @@ func (s *Session) Close() error {
 // shutdown stops everything the session started, in the reverse order of opening; every
 // part may be missing (New calls it when a step fails).
 func (s *Session) shutdown() error {
+	s.stopShadow()
 	if s.jobs != nil {
 		s.jobs.Close()
 	}
