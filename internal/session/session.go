@@ -219,6 +219,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		return nil, err
 	}
 	s.buildAgents(ctx)
+	s.buildCron()
 	if err := s.buildTeam(ctx, st != nil); err != nil {
 		return nil, err
 	}
