@@ -135,7 +135,7 @@ results back until the work is done. Run "keel -p PROMPT" for one headless run, 
 	root.AddCommand(a.demoCommand(), a.scriptedCommand(), a.modelsCommand())
 	root.AddCommand(a.infoCommands()...)
 	root.AddCommand(a.sessionsCommand(), a.rewindCommand(), a.mcpCommand(), a.teamCommand())
-	root.AddCommand(a.supervisorCommand(), a.workerCmd(), a.cronCommand())
+	root.AddCommand(a.supervisorCommand(), a.workerCmd(), a.cronCommand(), a.loopCommand())
 	root.AddCommand(a.acpCommand())
 	root.AddCommand(a.pluginCommand())
 	root.AddCommand(a.dashboardCommand())
