@@ -22,6 +22,12 @@ type Scheduler interface {
 // resumed), and its runs open a session configured as this one. The jobs this session made
 // with durable false end with it.
 func (s *Session) buildCron() {
+	// The main session's worktree tools join here too: both are main-session tools built
+	// after the agents, appended to the fixed built-ins (deferred: their names only reach
+	// the first request).
+	if s.opts.DetachedFrom == "" {
+		s.builtins = append(s.builtins, s.worktreeTools()...)
+	}
 	if s.opts.Scheduler == nil || s.opts.DetachedFrom != "" {
 		return // a supervisor job's session schedules nothing of its own
 	}

@@ -139,6 +139,8 @@ type Session struct {
 	autoMem autoMemoryState
 	// shadow is the undo that covers the shell (shadow.go).
 	shadow shadowState
+	// wt is the worktree the main session works in (worktree.go).
+	wt worktreeState
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -220,6 +222,9 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	}
 	s.buildAgents(ctx)
 	s.buildCron()
+	if st != nil {
+		s.restoreWorktree(st)
+	}
 	if err := s.buildTeam(ctx, st != nil); err != nil {
 		return nil, err
 	}
