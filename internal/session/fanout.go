@@ -1,0 +1,103 @@
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/coord/fscoord"
+	"github.com/keel-dev/keel/internal/fanout"
+	"github.com/keel-dev/keel/internal/subagent"
+	"github.com/keel-dev/keel/internal/transcript"
+)
+
+// ItemPlaceholder in a fan-out's prompt is replaced by each item; a prompt without it gets
+// the item appended.
+const ItemPlaceholder = "{{item}}"
+
+// FanOutSpec is one task run over many items, one agent per item.
+type FanOutSpec struct {
+	// Description names the fan-out; each item's agent is "<Description> (item N)".
+	Description string
+	// Prompt is the task; ItemPlaceholder marks where each item goes.
+	Prompt string
+	Items  []string
+	// AgentType is the agent definition each item runs as; "" is general-purpose.
+	AgentType string
+	// Concurrency caps the agents running at once; zero is fanout.DefaultConcurrency.
+	Concurrency int
+}
+
+// itemPrompt puts item into prompt. The shared part comes first, so the siblings' requests
+// share the longest prefix with the first item's.
+func (f FanOutSpec) itemPrompt(item string) string {
+	if strings.Contains(f.Prompt, ItemPlaceholder) {
+		return strings.ReplaceAll(f.Prompt, ItemPlaceholder, item)
+	}
+	return f.Prompt + "\n\nItem: " + item
+}
+
+// ledgerKey names a fan-out by what it runs, so the same fan-out started again (after a
+// crash, on resume) finds its ledger and runs only the items not finished.
+func (f FanOutSpec) ledgerKey() string {
+	h := sha256.New()
+	for _, s := range append([]string{f.AgentType, f.Prompt}, f.Items...) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// FanOut runs spec's agent once per item through the session's agent runner (each item an
+// agent built by subagent.Runner, transcript beside the session's), at most Concurrency at
+// once, and returns the summary; every item's whole result is in the ledger
+// (<session dir>/fanouts/<key>, read with fanout.Get). The first item runs alone until its
+// agent answered, so the prompt prefix the items share is in the cache for the others. A
+// fan-out cut off (a crash, a cancel) and started again with the same spec in the same
+// session runs only the items without a result.
+func (s *Session) FanOut(ctx context.Context, spec FanOutSpec) (fanout.Summary, error) {
+	path := s.TranscriptPath()
+	if path == "" {
+		return fanout.Summary{}, errors.New("fan-out: the session keeps no transcript, so no ledger to resume from")
+	}
+	if strings.TrimSpace(spec.Prompt) == "" {
+		return fanout.Summary{}, errors.New("fan-out: the prompt is empty")
+	}
+	dir := filepath.Join(transcript.SessionDir(path), "fanouts", spec.ledgerKey())
+	b, err := fscoord.Open(dir, fscoord.Options{})
+	if err != nil {
+		return fanout.Summary{}, fmt.Errorf("fan-out ledger: %w", err)
+	}
+	defer b.Close()
+	if err := fanout.Plan(ctx, b.Board(), spec.Items); err != nil {
+		return fanout.Summary{}, err
+	}
+	desc := spec.Description
+	if desc == "" {
+		desc = "fan-out"
+	}
+	run := func(ctx context.Context, it fanout.Item, warm func()) (string, error) {
+		return s.agents.runner.RunDetached(ctx, subagent.DetachedAgent{AgentType: spec.AgentType,
+			Description: fmt.Sprintf("%s (item %d)", desc, it.Index), Prompt: spec.itemPrompt(it.Input)})
+	}
+	return fanout.Run(ctx, fanout.Config{Board: b.Board(), Owner: "fanout-" + spec.ledgerKey(), Concurrency: spec.Concurrency, Logger: s.logger}, run)
+}
+
+// FanOutItem returns item index (from 1) of the fan-out spec describes, with its whole
+// result: what the summary's line for it points to.
+func (s *Session) FanOutItem(ctx context.Context, spec FanOutSpec, index int) (fanout.Item, error) {
+	path := s.TranscriptPath()
+	if path == "" {
+		return fanout.Item{}, errors.New("fan-out: the session keeps no transcript")
+	}
+	b, err := fscoord.Open(filepath.Join(transcript.SessionDir(path), "fanouts", spec.ledgerKey()), fscoord.Options{})
+	if err != nil {
+		return fanout.Item{}, fmt.Errorf("fan-out ledger: %w", err)
+	}
+	defer b.Close()
+	return fanout.Get(ctx, b.Board(), index)
+}

@@ -1,0 +1,98 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/keel-dev/keel/internal/fanout"
+	"github.com/keel-dev/keel/internal/provider/scripted"
+)
+
+// TestFanOutResumesAndSharesTheCache: a fan-out of 50 items with a cap of 5 is cut off
+// half-way and started again in the resumed session: every item ends done, the items
+// finished before the cut are never run again, and the report gives the cache-read share
+// of the siblings' requests (items 2..N).
+func TestFanOutResumesAndSharesTheCache(t *testing.T) {
+	const n, cut = 50, 25
+	var items []string
+	for i := 1; i <= n; i++ {
+		items = append(items, fmt.Sprintf("ITEM-%03d", i))
+	}
+	spec := FanOutSpec{Description: "check", Prompt: "Check the file named below and answer with one word.\n\nFile: {{item}}", Items: items, Concurrency: 5}
+	sc := &scripted.Scenario{Rules: []scripted.Rule{{When: scripted.Match{UserText: "ITEM-"}, Reply: []scripted.Block{scripted.Text("fine")}}}}
+	home := t.TempDir()
+	h := newHarness(t, sc, Options{Home: home})
+	h.send(t, "hello") // the session's transcript exists from its first prompt
+
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		_, _ = h.srv.WaitRequests(ctx, 1+cut)
+		cancel()
+	}()
+	first, err := h.sess.FanOut(ctx, spec)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Done == n || first.Done == 0 {
+		t.Fatalf("the cut fan-out finished %d of %d items; the test wants it cut half-way", first.Done, n)
+	}
+	doneBefore := map[string]bool{}
+	for _, it := range first.Items {
+		if it.State == fanout.StateDone {
+			doneBefore[it.Input] = true
+		}
+	}
+	id := h.sess.ID()
+	cwd := h.sess.opts.Cwd
+	if err := h.sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	h2 := newHarnessOn(t, h.srv, Options{Home: home, Cwd: cwd, Resume: id})
+	sum, err := h2.sess.FanOut(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != n {
+		t.Fatalf("after the resume %d of %d items are done:\n%s", sum.Done, n, sum.Text())
+	}
+	runs := map[string]int{}
+	var read, total, firstItemReq int
+	for _, r := range h.srv.Requests() {
+		body := string(r.Body)
+		for _, it := range items {
+			if strings.Contains(body, it) {
+				runs[it]++
+			}
+		}
+		if !strings.Contains(body, "ITEM-") {
+			continue
+		}
+		if firstItemReq == 0 {
+			firstItemReq = r.N // the first item writes the cache
+			continue
+		}
+		read += r.Cache.CacheReadTokens
+		total += r.Cache.InputTokens
+	}
+	for _, it := range items {
+		if doneBefore[it] && runs[it] != 1 {
+			t.Errorf("%s finished before the cut but ran %d times", it, runs[it])
+		}
+		if runs[it] == 0 {
+			t.Errorf("%s never ran", it)
+		}
+	}
+	share := float64(read) / float64(total)
+	t.Logf("figure: fan-out of %d items, cap 5, cut after %d done and resumed: siblings 2..N read %d of %d input tokens from the cache (share %.4f)",
+		n, len(doneBefore), read, total, share)
+	if share < 0.8 {
+		t.Errorf("siblings' cache read share %.4f", share)
+	}
+	if it, err := h2.sess.FanOutItem(t.Context(), spec, 7); err != nil || it.Result != "fine" {
+		t.Errorf("item 7's result: %+v, %v", it, err)
+	}
+}
