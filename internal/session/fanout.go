@@ -28,7 +28,8 @@ type FanOutSpec struct {
 	Items  []string
 	// AgentType is the agent definition each item runs as; "" is general-purpose.
 	AgentType string
-	// Concurrency caps the agents running at once; zero is fanout.DefaultConcurrency.
+	// Concurrency caps the agents running at once; zero is the session's
+	// (KEEL_MAX_CONCURRENT_SUBAGENTS), else fanout.DefaultConcurrency.
 	Concurrency int
 }
 
@@ -75,6 +76,9 @@ func (s *Session) FanOut(ctx context.Context, spec FanOutSpec) (fanout.Summary, 
 	defer b.Close()
 	if err := fanout.Plan(ctx, b.Board(), spec.Items); err != nil {
 		return fanout.Summary{}, err
+	}
+	if spec.Concurrency <= 0 {
+		spec.Concurrency = s.opts.Run.MaxConcurrentSubagents
 	}
 	desc := spec.Description
 	if desc == "" {

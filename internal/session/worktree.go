@@ -68,7 +68,7 @@ func (s *Session) worktreeTools() []tool.Tool {
 		Description: "Creates a git worktree of this repository (.keel/worktrees/<name>, on a new branch keel/<name>) and moves this session into it: " +
 			"the working directory, the tools and the status line then work there, so changes stay apart from the main work tree. " +
 			"Use it when the user asks to work in a worktree. ExitWorktree returns. Only in a git repository; the name must be new.",
-		Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"Name of the worktree and its branch (default: a generated one)"}},"additionalProperties":false}`),
+		Schema:   json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"Name of the worktree and its branch (default: a generated one)"}},"additionalProperties":false}`),
 		Deferred: true,
 		Run: func(ctx context.Context, env *tool.Env, in enterWorktreeInput) tool.Result {
 			if env.AgentID != "" {
