@@ -17,6 +17,10 @@ type FanOut struct {
 	Items  []string
 	// AgentType is the agent definition each item runs as; "" is general-purpose.
 	AgentType string
+	// Fork runs each item as a fork child of the main thread instead of as AgentType: the
+	// items inherit the conversation and read all of it from the prompt cache (call FanOut
+	// after a Send, which gives the forks a turn to branch off).
+	Fork bool
 	// Concurrency caps the agents running at once; zero is KEEL_MAX_CONCURRENT_SUBAGENTS,
 	// else 20.
 	Concurrency int
@@ -64,7 +68,7 @@ func (s *Session) FanOutItem(ctx context.Context, f FanOut, index int) (FanOutIt
 }
 
 func fanOutSpec(f FanOut) session.FanOutSpec {
-	return session.FanOutSpec{Description: f.Description, Prompt: f.Prompt, Items: f.Items, AgentType: f.AgentType, Concurrency: f.Concurrency}
+	return session.FanOutSpec{Description: f.Description, Prompt: f.Prompt, Items: f.Items, AgentType: f.AgentType, Fork: f.Fork, Concurrency: f.Concurrency}
 }
 
 func fanOutItem(it fanout.Item) FanOutItem {

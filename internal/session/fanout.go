@@ -28,6 +28,10 @@ type FanOutSpec struct {
 	Items  []string
 	// AgentType is the agent definition each item runs as; "" is general-purpose.
 	AgentType string
+	// Fork runs each item as a fork child of the main thread instead (AgentType unused):
+	// the items inherit the conversation, and their requests read all of it from the cache,
+	// only the item's directive being new.
+	Fork bool
 	// Concurrency caps the agents running at once; zero is the session's
 	// (KEEL_MAX_CONCURRENT_SUBAGENTS), else fanout.DefaultConcurrency.
 	Concurrency int
@@ -46,7 +50,11 @@ func (f FanOutSpec) itemPrompt(item string) string {
 // crash, on resume) finds its ledger and runs only the items not finished.
 func (f FanOutSpec) ledgerKey() string {
 	h := sha256.New()
-	for _, s := range append([]string{f.AgentType, f.Prompt}, f.Items...) {
+	kind := f.AgentType
+	if f.Fork {
+		kind = "fork"
+	}
+	for _, s := range append([]string{kind, f.Prompt}, f.Items...) {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -85,8 +93,11 @@ func (s *Session) FanOut(ctx context.Context, spec FanOutSpec) (fanout.Summary, 
 		desc = "fan-out"
 	}
 	run := func(ctx context.Context, it fanout.Item, warm func()) (string, error) {
-		return s.agents.runner.RunDetached(ctx, subagent.DetachedAgent{AgentType: spec.AgentType,
-			Description: fmt.Sprintf("%s (item %d)", desc, it.Index), Prompt: spec.itemPrompt(it.Input)})
+		what := fmt.Sprintf("%s (item %d)", desc, it.Index)
+		if spec.Fork {
+			return s.agents.runner.RunForkChild(ctx, what, spec.itemPrompt(it.Input))
+		}
+		return s.agents.runner.RunDetached(ctx, subagent.DetachedAgent{AgentType: spec.AgentType, Description: what, Prompt: spec.itemPrompt(it.Input)})
 	}
 	return fanout.Run(ctx, fanout.Config{Board: b.Board(), Owner: "fanout-" + spec.ledgerKey(), Concurrency: spec.Concurrency, Logger: s.logger}, run)
 }

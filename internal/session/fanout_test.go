@@ -15,12 +15,18 @@ import (
 // finished before the cut are never run again, and the report gives the cache-read share
 // of the siblings' requests (items 2..N).
 func TestFanOutResumesAndSharesTheCache(t *testing.T) {
+	for _, fork := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fork=%v", fork), func(t *testing.T) { testFanOut(t, fork) })
+	}
+}
+
+func testFanOut(t *testing.T, fork bool) {
 	const n, cut = 50, 25
 	var items []string
 	for i := 1; i <= n; i++ {
 		items = append(items, fmt.Sprintf("ITEM-%03d", i))
 	}
-	spec := FanOutSpec{Description: "check", Prompt: "Check the file named below and answer with one word.\n\nFile: {{item}}", Items: items, Concurrency: 5}
+	spec := FanOutSpec{Description: "check", Prompt: "Check the file named below and answer with one word.\n\nFile: {{item}}", Items: items, Concurrency: 5, Fork: fork}
 	sc := &scripted.Scenario{Rules: []scripted.Rule{{When: scripted.Match{UserText: "ITEM-"}, Reply: []scripted.Block{scripted.Text("fine")}}}}
 	home := t.TempDir()
 	h := newHarness(t, sc, Options{Home: home})
@@ -52,6 +58,7 @@ func TestFanOutResumesAndSharesTheCache(t *testing.T) {
 	}
 
 	h2 := newHarnessOn(t, h.srv, Options{Home: home, Cwd: cwd, Resume: id})
+	h2.send(t, "go on") // forks branch off a turn of the main thread
 	sum, err := h2.sess.FanOut(t.Context(), spec)
 	if err != nil {
 		t.Fatal(err)
@@ -87,9 +94,9 @@ func TestFanOutResumesAndSharesTheCache(t *testing.T) {
 		}
 	}
 	share := float64(read) / float64(total)
-	t.Logf("figure: fan-out of %d items, cap 5, cut after %d done and resumed: siblings 2..N read %d of %d input tokens from the cache (share %.4f)",
-		n, len(doneBefore), read, total, share)
-	if share < 0.8 {
+	t.Logf("figure: fan-out of %d items (fork %v), cap 5, cut after %d done and resumed: siblings 2..N read %d of %d input tokens from the cache (share %.4f)",
+		n, fork, len(doneBefore), read, total, share)
+	if want := map[bool]float64{false: 0.8, true: 0.99}[fork]; share < want {
 		t.Errorf("siblings' cache read share %.4f", share)
 	}
 	if it, err := h2.sess.FanOutItem(t.Context(), spec, 7); err != nil || it.Result != "fine" {
