@@ -12,6 +12,7 @@ import (
 	"github.com/keel-dev/keel/internal/coord/fscoord"
 	"github.com/keel-dev/keel/internal/fanout"
 	"github.com/keel-dev/keel/internal/subagent"
+	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
@@ -115,4 +116,22 @@ func (s *Session) FanOutItem(ctx context.Context, spec FanOutSpec, index int) (f
 	}
 	defer b.Close()
 	return fanout.Get(ctx, b.Board(), index)
+}
+
+// agentFanOut is the Agent tool's call with items: each item an agent of the type the call
+// names, or a fork child of the main thread when it names none and forks are on (their
+// requests then read the whole conversation from the cache). The result is the summary; an
+// item's whole result is the fan-out's ledger's.
+func (s *Session) agentFanOut(ctx context.Context, in subagent.Input) tool.Result {
+	spec := FanOutSpec{Description: in.Description, Prompt: in.Prompt, Items: in.Items, AgentType: in.SubagentType,
+		Fork: in.SubagentType == "" && (s.opts.ForkSubagents || s.settings.ForkSubagents.V)}
+	sum, err := s.FanOut(ctx, spec)
+	if err != nil && sum.Total == 0 {
+		return tool.Errorf("fan-out: %v", err)
+	}
+	text := sum.Text()
+	if err != nil {
+		text += "\n(the ledger could not be fully written: " + err.Error() + ")"
+	}
+	return tool.Result{Content: tool.Text(text).Content, Output: sum}
 }

@@ -103,3 +103,20 @@ func testFanOut(t *testing.T, fork bool) {
 		t.Errorf("item 7's result: %+v, %v", it, err)
 	}
 }
+
+// TestAgentToolFansOut: an Agent call with items runs one agent per item and answers with
+// one summary.
+func TestAgentToolFansOut(t *testing.T) {
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{When: scripted.Match{UserText: "check all"}, Times: 1, Reply: []scripted.Block{scripted.ToolUse("Agent", map[string]any{
+			"description": "check files", "prompt": "Check {{item}}", "subagent_type": "general-purpose", "items": []string{"a.go", "b.go", "c.go"}})}},
+		{When: scripted.Match{UserText: "Check "}, Reply: []scripted.Block{scripted.Text("looks fine")}},
+		{When: scripted.Match{ToolResult: "Agent"}, Reply: []scripted.Block{scripted.Text("all checked")}},
+	}}
+	h := newHarness(t, sc, Options{Home: t.TempDir(), PermissionMode: "bypassPermissions"})
+	h.send(t, "check all")
+	res := allToolResults(h)
+	if !strings.Contains(res, "Fan-out of 3 items: 3 done, 0 failed") || !strings.Contains(res, "2. looks fine") {
+		t.Errorf("Agent with items answered %q", res)
+	}
+}
