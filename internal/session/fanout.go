@@ -129,9 +129,48 @@ func (s *Session) agentFanOut(ctx context.Context, in subagent.Input) tool.Resul
 	if err != nil && sum.Total == 0 {
 		return tool.Errorf("fan-out: %v", err)
 	}
-	text := sum.Text()
+	text := s.fanOutText(ctx, spec, sum)
 	if err != nil {
 		text += "\n(the ledger could not be fully written: " + err.Error() + ")"
 	}
 	return tool.Result{Content: tool.Text(text).Content, Output: sum}
+}
+
+// fullResultsLimit is how much of the items' whole results an Agent call with items returns;
+// past it the summary's excerpts stand in.
+const fullResultsLimit = 30000
+
+// fanOutText is what the model reads of a fan-out: every item's whole result when they fit
+// in fullResultsLimit, else the summary's one line per item.
+func (s *Session) fanOutText(ctx context.Context, spec FanOutSpec, sum fanout.Summary) string {
+	path := s.TranscriptPath()
+	b, err := fscoord.Open(filepath.Join(transcript.SessionDir(path), "fanouts", spec.ledgerKey()), fscoord.Options{})
+	if err != nil {
+		return sum.Text()
+	}
+	defer b.Close()
+	items, err := fanout.Items(ctx, b.Board())
+	if err != nil {
+		return sum.Text()
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "Fan-out of %d items: %d done, %d failed", sum.Total, sum.Done, sum.Failed)
+	if sum.Pending > 0 {
+		fmt.Fprintf(&out, ", %d not finished (the same call again resumes it)", sum.Pending)
+	}
+	out.WriteString(". Each item's result:\n")
+	for _, it := range items {
+		switch it.State {
+		case fanout.StateDone:
+			fmt.Fprintf(&out, "\n## %d. %s\n%s\n", it.Index, it.Input, strings.TrimSpace(it.Result))
+		case fanout.StateFailed:
+			fmt.Fprintf(&out, "\n## %d. %s\nfailed: %s\n", it.Index, it.Input, it.Error)
+		default:
+			fmt.Fprintf(&out, "\n## %d. %s\n(%s)\n", it.Index, it.Input, it.State)
+		}
+		if out.Len() > fullResultsLimit {
+			return sum.Text() + "\n(the items' whole results are longer than this answer may be: these are their first lines)"
+		}
+	}
+	return strings.TrimRight(out.String(), "\n")
 }

@@ -116,7 +116,7 @@ func TestAgentToolFansOut(t *testing.T) {
 	h := newHarness(t, sc, Options{Home: t.TempDir(), PermissionMode: "bypassPermissions"})
 	h.send(t, "check all")
 	res := allToolResults(h)
-	if !strings.Contains(res, "Fan-out of 3 items: 3 done, 0 failed") || !strings.Contains(res, "2. looks fine") {
+	if !strings.Contains(res, "Fan-out of 3 items: 3 done, 0 failed") || !strings.Contains(res, "## 2. b.go\nlooks fine") {
 		t.Errorf("Agent with items answered %q", res)
 	}
 }
