@@ -3,10 +3,12 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/keel-dev/keel/internal/background"
 	"github.com/keel-dev/keel/internal/cron"
 	"github.com/keel-dev/keel/internal/daemon"
+	"github.com/keel-dev/keel/internal/event"
 )
 
 // Scheduler is the supervisor as the session's scheduled jobs need it: the store of the
@@ -21,7 +23,7 @@ type Scheduler interface {
 // which the next request boundary drains (at once when the session is open, else when it is
 // resumed), and its runs open a session configured as this one. The jobs this session made
 // with durable false end with it.
-func (s *Session) buildCron() {
+func (s *Session) buildCron(ctx context.Context) {
 	// The main session's worktree tools join here too: both are main-session tools built
 	// after the agents, appended to the fixed built-ins (deferred: their names only reach
 	// the first request).
@@ -48,5 +50,13 @@ func (s *Session) buildCron() {
 		return err
 	}
 	s.builtins = append(s.builtins, cron.ToolsWith(store, origin, ensure)...)
+	// Jobs outlive the supervisor's host: after a reboot nothing runs them until a
+	// supervisor starts, so a session that finds jobs makes sure one runs.
+	if jobs, err := store.List(ctx); err == nil && len(jobs) > 0 {
+		if err := ensure(ctx); err != nil {
+			s.notices = append(s.notices, event.Notice{Level: "warn",
+				Text: fmt.Sprintf("%d scheduled jobs wait for the keel supervisor, which could not be started: %v", len(jobs), err)})
+		}
+	}
 	s.closers = append(s.closers, func() error { return store.EndSession(context.Background(), s.id) })
 }

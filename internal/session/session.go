@@ -221,7 +221,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		return nil, err
 	}
 	s.buildAgents(ctx)
-	s.buildCron()
+	s.buildCron(ctx)
 	if st != nil {
 		s.restoreWorktree(st)
 	}
