@@ -81,12 +81,18 @@ type supervisorRig struct {
 
 func newSupervisorRig(t *testing.T) *supervisorRig {
 	t.Helper()
+	return newSupervisorRigWith(t, supervisorScenario)
+}
+
+// newSupervisorRigWith is newSupervisorRig with the model answering scenario.
+func newSupervisorRigWith(t *testing.T, scenario string) *supervisorRig {
+	t.Helper()
 	keel, err := exec.LookPath("keel")
 	if err != nil {
 		t.Fatalf("the keel command testscript installs is not on PATH: %v", err)
 	}
 	installKeelNATS(t, keel)
-	sc, err := scripted.ParseScenario("supervisor.yaml", []byte(supervisorScenario))
+	sc, err := scripted.ParseScenario("supervisor.yaml", []byte(scenario))
 	if err != nil {
 		t.Fatal(err)
 	}

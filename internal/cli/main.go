@@ -146,7 +146,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.demoCommand(), a.scriptedCommand(), a.modelsCommand())
 	root.AddCommand(a.infoCommands()...)
 	root.AddCommand(a.sessionsCommand(), a.rewindCommand(), a.mcpCommand(), a.teamCommand())
-	root.AddCommand(a.supervisorCommand(), a.workerCmd())
+	root.AddCommand(a.supervisorCommand(), a.workerCmd(), a.cronCommand(), a.loopCommand())
 	root.AddCommand(a.acpCommand())
 	root.AddCommand(a.pluginCommand())
 	root.AddCommand(a.dashboardCommand())

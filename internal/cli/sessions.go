@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -182,14 +183,16 @@ func (a *app) runSessionsRm(opts *sessionsRmOptions) error {
 
 func (a *app) rewindCommand() *cobra.Command {
 	var to string
-	var code, conversation, both bool
+	var code, conversation, both, diff bool
 	cmd := &cobra.Command{
 		Use:   "rewind SESSION --to MESSAGE_UUID",
 		Short: "move a session back to before one of its user messages: files, conversation or both",
-		Long: `rewind restores the files the session's Write and Edit calls changed (deleting files it
-created) and/or moves the conversation back to just before the given user message (see
-"keel sessions show"). Changes made by shell commands or MCP tools cannot be undone: rewind
-lists them.`,
+		Long: `rewind restores the working directory exactly as it was before the given user message
+(see "keel sessions show") — what Write and Edit changed and what shell commands, builds and
+git changed, from the session's shadow repository under keel's directory; ignored files are
+left alone — and/or moves the conversation back to just before that message. Changes outside
+the directory by shell commands or MCP tools cannot be undone: rewind lists them.
+--diff only shows what the turn that message started changed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if to == "" {
@@ -206,6 +209,14 @@ lists them.`,
 				return err
 			}
 			defer sess.Close()
+			if diff {
+				patch, err := sess.TurnDiff(cmd.Context(), to)
+				if err != nil {
+					return err
+				}
+				_, err = io.WriteString(a.std.Out, patch)
+				return err
+			}
 			rep, err := sess.Rewind(cmd.Context(), to, code, conversation)
 			for _, f := range rep.Files.Restored {
 				fmt.Fprintf(a.std.Out, "restored %s\n", f)
@@ -213,7 +224,17 @@ lists them.`,
 			for _, f := range rep.Files.Deleted {
 				fmt.Fprintf(a.std.Out, "deleted  %s (created by the session)\n", f)
 			}
+			if sh := rep.Shadow; sh != nil {
+				fmt.Fprintf(a.std.Out, "restored %s as it was before the message (shell changes included)\n", sh.Dir)
+				for _, f := range sh.NotRestored {
+					fmt.Fprintf(a.std.Out, "not restored: %s (too large to capture)\n", f)
+				}
+			}
 			for _, u := range rep.Files.Unrecoverable {
+				if rep.Shadow != nil {
+					fmt.Fprintf(a.std.Out, "undone inside %s only: %s %s\n", rep.Shadow.Dir, u.Tool, oneLineCut(u.Description, 80))
+					continue
+				}
 				fmt.Fprintf(a.std.Out, "cannot undo: %s %s\n", u.Tool, oneLineCut(u.Description, 80))
 			}
 			if conversation {
@@ -226,6 +247,7 @@ lists them.`,
 	cmd.Flags().BoolVar(&code, "code", false, "restore files only")
 	cmd.Flags().BoolVar(&conversation, "conversation", false, "move the conversation only")
 	cmd.Flags().BoolVar(&both, "both", false, "files and conversation (the default)")
+	cmd.Flags().BoolVar(&diff, "diff", false, "show what the turn that message started changed, and rewind nothing")
 	return cmd
 }
 

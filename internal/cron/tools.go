@@ -33,7 +33,14 @@ func description(name string) string {
 // Tools returns CronCreate, CronList and CronDelete for the session origin, in that order.
 // Jobs are listed and deleted per project (origin's working directory).
 func Tools(s *Store, origin Origin) []tool.Tool {
-	return []tool.Tool{CreateTool(s, origin), ListTool(s, origin), DeleteTool(s, origin)}
+	return ToolsWith(s, origin, nil)
+}
+
+// ToolsWith is [Tools] with started, which CronCreate calls after recording a job to make
+// sure something runs it (the session starts the supervisor); when it fails the job is
+// deleted again and the model told why, so no job waits for a scheduler that never comes.
+func ToolsWith(s *Store, origin Origin, started func(context.Context) error) []tool.Tool {
+	return []tool.Tool{createTool(s, origin, started), ListTool(s, origin), DeleteTool(s, origin)}
 }
 
 type createInput struct {
@@ -53,7 +60,9 @@ type CreateOutput struct {
 }
 
 // CreateTool returns CronCreate.
-func CreateTool(s *Store, origin Origin) tool.Tool {
+func CreateTool(s *Store, origin Origin) tool.Tool { return createTool(s, origin, nil) }
+
+func createTool(s *Store, origin Origin, started func(context.Context) error) tool.Tool {
 	return tool.New(tool.Spec[createInput]{
 		Name:        CreateToolName,
 		Description: description(CreateToolName),
@@ -72,6 +81,12 @@ func CreateTool(s *Store, origin Origin) tool.Tool {
 			j, err := s.Create(ctx, Spec{Cron: in.Cron, Prompt: in.Prompt, Recurring: recurring, Durable: in.Durable, Origin: origin})
 			if err != nil {
 				return tool.Errorf("%v", err)
+			}
+			if started != nil {
+				if err := started(ctx); err != nil {
+					_, derr := s.Delete(context.WithoutCancel(ctx), j.ID)
+					return tool.Errorf("no job was scheduled: the keel supervisor, which runs scheduled jobs, could not be started: %v", errors.Join(err, derr))
+				}
 			}
 			sched, _ := j.Schedule()
 			out := CreateOutput{ID: j.ID, HumanSchedule: sched.Human(), Recurring: j.Recurring, Durable: j.Durable, NextRun: sched.Next(j.Created)}

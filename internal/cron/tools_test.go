@@ -1,7 +1,9 @@
 package cron_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +93,20 @@ func TestToolsBadInputIsAnErrorResult(t *testing.T) {
 	}
 	if jobs, _ := st.List(t.Context()); len(jobs) != 1 {
 		t.Errorf("after bad input: %d jobs, want only the other project's", len(jobs))
+	}
+}
+
+// TestCreateUndoneWhenNothingRunsIt: a job whose scheduler cannot be started is deleted again
+// and the model is told why: nothing half done.
+func TestCreateUndoneWhenNothingRunsIt(t *testing.T) {
+	st, _ := openStore(t, t.TempDir(), nil)
+	o := origin(t)
+	tools := cron.ToolsWith(st, o, func(context.Context) error { return errors.New("no keel binary") })
+	res := call(t, tools[0], `{"cron":"@daily","prompt":"check"}`)
+	if !res.IsError || !strings.Contains(res.ResultText(), "no job was scheduled") || !strings.Contains(res.ResultText(), "no keel binary") {
+		t.Fatalf("CronCreate with no scheduler: %q", res.ResultText())
+	}
+	if jobs, err := st.List(t.Context()); err != nil || len(jobs) != 0 {
+		t.Errorf("jobs left after a failed create: %+v, %v", jobs, err)
 	}
 }

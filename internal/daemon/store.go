@@ -122,8 +122,12 @@ func (s *store) info(ctx context.Context) (Info, error) {
 
 // deliver queues job j's task notification in its session's notification directory. The
 // queue ignores a second notification of one task, so a delivery repeated after a crash is
-// harmless.
+// harmless. A job with no notification directory (a scheduled run, which the scheduler
+// reports itself) queues nothing.
 func deliver(j Job) error {
+	if j.Agent.NotifyDir == "" {
+		return nil
+	}
 	q, err := background.OpenQueue(j.Agent.NotifyDir)
 	if err != nil {
 		return fmt.Errorf("deliver the result of agent %s: %w", j.Agent.ID, err)

@@ -115,6 +115,9 @@ func Run(ctx context.Context, cfg Config) error {
 		}()
 	}
 	logger.Info("supervisor started", "pid", info.PID, "nats", info.NATSURL)
+	// Scheduled jobs: their runs are jobs of this supervisor; a run left pending by a killed
+	// supervisor is picked up by this one's scheduler.
+	s.wg.Go(func() { s.runCron(runCtx) })
 	err = s.loop(runCtx)
 	s.wg.Wait()
 	if ctx.Err() == nil && runCtx.Err() != nil {

@@ -24,6 +24,9 @@ const (
 	KindUser    Kind = "user"
 	KindProject Kind = "project"
 	KindLocal   Kind = "local"
+	// KindAuto is the index of the project's auto memory ([Auto]): not loaded by [Load] but
+	// listed beside the loaded files, so whatever shows memory shows the notes too.
+	KindAuto Kind = "auto"
 )
 
 // Defaults for [Options].

@@ -12,16 +12,13 @@ import (
 func renderAutoMemory(a *memory.Auto) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Auto memory\n"+
-		"You have a persistent memory directory for this project at %s. What you keep there reaches your later sessions "+
-		"in this project: the first %d lines of %s join the system prompt, and the other files there are for you to read when "+
-		"they matter. Read, Write and Edit work in that directory without asking.\n"+
-		"- Keep what a later session should know and could not easily find again: the user's corrections and preferences, "+
-		"commands that build and test this project, decisions and why they were taken, pitfalls met. Leave out what the code or its "+
-		"history already says, and the details of the task at hand.\n"+
-		"- Keep %s a short index, one line per topic linking a topic file that holds the details (- [Debugging](debugging.md): "+
-		"…). Correct or remove what turns out wrong.\n"+
-		"- When the user asks you to remember something, keep it here; asked to forget it, remove it.\n\n",
-		a.Dir, memory.AutoIndexLines, memory.AutoIndexName, memory.AutoIndexName)
+		"Your memory for this project is the directory %s; it persists across sessions. The first %d lines of %s there "+
+		"join this prompt at each session's start: keep it a short index, one line per topic linking a topic file you read "+
+		"when it matters (- [Build](build.md): …). Read, Write and Edit work there without asking.\n"+
+		"Keep what a later session needs and could not easily find again: the user's corrections and preferences, build and "+
+		"test commands, decisions and why, pitfalls met; not what the code or its history says, nor the task at hand. Correct "+
+		"what turns out wrong; asked to remember or to forget something, do it here.\n\n",
+		a.Dir, memory.AutoIndexLines, memory.AutoIndexName)
 	idx, err := a.ReadIndex()
 	switch {
 	case err != nil:

@@ -35,6 +35,10 @@ func dynamicSections(opts Options) []Section {
 		// prompt at the next session (or after /clear, a compaction), never mid-session.
 		Memoized(SectionAutoMemory, func() string {
 			if opts.AutoMemory == nil {
+				if opts.AutoMemoryProblem != "" {
+					return "# Auto memory\nThe persistent memory directory of this project is unavailable in this session (" +
+						opts.AutoMemoryProblem + "): nothing you would keep there can reach later sessions, so do not try."
+				}
 				return ""
 			}
 			return renderAutoMemory(opts.AutoMemory)

@@ -53,6 +53,9 @@ type Options struct {
 	Memory func() []memory.File
 	// AutoMemory is the project's auto memory directory; nil leaves the section out.
 	AutoMemory *memory.Auto
+	// AutoMemoryProblem, when AutoMemory is nil, is why the auto memory is unavailable (a
+	// directory keel cannot write): the section says so, so the model does not try.
+	AutoMemoryProblem string
 	// Environment is the session's environment snapshot; nil leaves the section out.
 	Environment *Environment
 	// Language, when set, asks the model to answer in it.

@@ -52,6 +52,9 @@ type Env struct {
 	Browser string
 	// Debug is KEEL_DEBUG set to a [Truthy] value.
 	Debug bool
+	// MaxConcurrentSubagents is KEEL_MAX_CONCURRENT_SUBAGENTS, the cap of a fan-out's agents
+	// running at once (Claude Code's CLAUDE_CODE_MAX_CONCURRENT_SUBAGENTS); 0 when unset.
+	MaxConcurrentSubagents int
 
 	// invalid are the values that could not be read, by variable.
 	invalid map[string]error
@@ -110,6 +113,14 @@ func ReadEnv(getenv func(string) string) Env {
 		}
 	}
 	e.MCPClientSecret = getenv("MCP_CLIENT_SECRET")
+	if v := getenv("KEEL_MAX_CONCURRENT_SUBAGENTS"); v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			e.invalid["KEEL_MAX_CONCURRENT_SUBAGENTS"] = fmt.Errorf("KEEL_MAX_CONCURRENT_SUBAGENTS=%q: want a whole number of at least 1", v)
+		} else {
+			e.MaxConcurrentSubagents = n
+		}
+	}
 	e.SDKReadsSessionState = getenv("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1"
 	e.NoColor = getenv("NO_COLOR") != ""
 	e.Browser = getenv("BROWSER")
@@ -169,6 +180,9 @@ func (e Env) Apply(c *Config) {
 	}
 	if c.MCP.MaxOutputTokens == 0 {
 		c.MCP.MaxOutputTokens = e.MCPMaxOutputTokens
+	}
+	if c.MaxConcurrentSubagents == 0 {
+		c.MaxConcurrentSubagents = e.MaxConcurrentSubagents
 	}
 }
 

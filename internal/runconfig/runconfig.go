@@ -48,6 +48,8 @@ type Config struct {
 
 	// MaxTurns caps model requests per prompt; 0 means no cap.
 	MaxTurns int `json:"maxTurns,omitempty"`
+	// MaxConcurrentSubagents caps a fan-out's agents running at once; 0 is the default (20).
+	MaxConcurrentSubagents int `json:"maxConcurrentSubagents,omitempty"`
 	// SystemPrompt replaces keel's system prompt; AppendSystemPrompt adds to it.
 	SystemPrompt       string `json:"systemPrompt,omitempty"`
 	AppendSystemPrompt string `json:"appendSystemPrompt,omitempty"`

@@ -153,6 +153,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Logger:   s.logger,
 		Detacher: s.opts.Detacher,
 		Detach:   s.opts.DetachBackground,
+		FanOut:   s.agentFanOut,
 		Seams: subagent.Seams{Validator: s.validator, Meter: &s.spend, Check: s.budgetCheck, Threshold: s.thresholdFor,
 			Breakpoints: s.breakpoints, Now: s.opts.Now, Traceparent: s.tel.traceparent, Environ: s.bashEnviron,
 			NoClearing: s.settings.ClearToolResults.IsSet() && !s.settings.ClearToolResults.V},

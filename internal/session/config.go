@@ -244,7 +244,9 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 			s.instructionsLoaded(ctx, s.opts.SDK.memoryAllowed(mem.Files()), "session_start")
 		}
 	}
+	s.openAutoMemory()
 	s.buildStyledPrompt(prompt.Options{
+		AutoMemory: s.autoMem.dir, AutoMemoryProblem: s.autoMem.problem,
 		SystemPrompt:       s.opts.SystemPrompt,
 		AppendSystemPrompt: s.opts.AppendSystemPrompt,
 		Memory: func() []memory.File {

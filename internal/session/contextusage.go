@@ -95,6 +95,8 @@ func memoryType(k memory.Kind) string {
 		return "Local"
 	case memory.KindManaged:
 		return "Managed"
+	case memory.KindAuto:
+		return "AutoMem"
 	}
 	return "Project"
 }

@@ -22,7 +22,7 @@ func TestEconomyFigures(t *testing.T) {
 	h.send(t, "hello")
 	first := h.srv.Requests()[0]
 	t.Logf("figure: first request of `hello`: %d tokens, %d bytes, %d tools offered", first.Cache.InputTokens, len(first.Body), len(h.sess.ToolNames()))
-	if first.Cache.InputTokens > 4000 {
+	if first.Cache.InputTokens > firstRequestBudget {
 		t.Errorf("first request %d tokens", first.Cache.InputTokens)
 	}
 

@@ -115,6 +115,7 @@ func Open(ctx context.Context, cfg runconfig.Config, seams Seams) (*Session, err
 			sup = daemon.NewClient(daemon.ClientConfig{Home: cfg.Home, Exe: seams.Program, Env: seams.SupervisorEnv,
 				NATS: seams.SupervisorNATS, Launch: opts.Run, Logger: seams.Logger})
 			opts.Detacher, opts.DetachBackground = sup, cfg.Supervisor.Detach
+			opts.Scheduler = sup
 		}
 	}
 	s, err := New(ctx, opts)

@@ -150,6 +150,9 @@ type Options struct {
 	// agents run there, so that they outlive this process (detached.go).
 	Detacher         subagent.Detacher
 	DetachBackground bool
+	// Scheduler reaches the supervisor's scheduled jobs: with it the session offers
+	// CronCreate, CronList and CronDelete (cron.go).
+	Scheduler Scheduler
 	// DetachedFrom is the transcript path of another session whose detached agent this one
 	// runs (the supervisor's job): the agent's transcript goes beside that one. Use it with
 	// NoPersistence and that session's SessionID.

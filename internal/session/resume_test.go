@@ -37,12 +37,13 @@ func TestResumeSendsTheSameBytes(t *testing.T) {
 	c := &counter{}
 	opts := Options{Cwd: cwd, Tools: []tool.Tool{c.tool()}}
 
-	straight := newHarness(t, echoScenario(), withHome(opts, t.TempDir()))
+	// One keel directory for both, so the auto memory section names the same directory.
+	home := t.TempDir()
+	straight := newHarness(t, echoScenario(), withHome(opts, home))
 	straight.send(t, "count once")
 	straight.send(t, "and hello")
 	want := lastBody(t, straight)
 
-	home := t.TempDir()
 	first := newHarness(t, echoScenario(), withHome(opts, home))
 	first.send(t, "count once")
 	id := first.sess.ID()

@@ -25,6 +25,7 @@ func (s *Session) beginSnapshot(uuid string) {
 	}
 	// The transcript names the snapshot, so a reader of the file alone can pair turns with it.
 	s.recordMetadata(context.Background(), transcript.TypeFileHistorySnapshot, map[string]string{"id": uuid})
+	s.captureTurn(context.Background(), uuid)
 }
 
 // trackEdit stores a file's content before a tool changes it.
@@ -51,13 +52,18 @@ func (s *Session) noteUnrecoverable(tool, description string) {
 type RewindReport struct {
 	// Files is the file-history restore, when code was rewound.
 	Files snapshot.Report
+	// Shadow is the restore of the prompt's directory from the shadow repository, which
+	// undoes what shell commands changed there too; nil when the prompt has no checkpoint.
+	Shadow *ShadowRewind
 	// Messages is how many history messages were dropped, when the conversation was rewound.
 	Messages int
 }
 
 // Rewind moves the session back to just before the user message with the given transcript
-// uuid: the files (code), the conversation, or both. Changes made by shell commands or MCP
-// tools cannot be undone; the report lists them.
+// uuid: the files (code), the conversation, or both. The files Write and Edit changed come
+// back from the file history; then the directory the prompt ran in is restored exactly from
+// its shadow checkpoint, which covers shell commands, builds and git too. Changes outside it
+// by shell commands or MCP tools cannot be undone; the report lists them.
 func (s *Session) Rewind(ctx context.Context, toUUID string, code, conversation bool) (RewindReport, error) {
 	if !s.acquire() {
 		return RewindReport{}, ErrBusy
@@ -78,6 +84,12 @@ func (s *Session) Rewind(ctx context.Context, toUUID string, code, conversation 
 		rep.Files = files
 		if err != nil {
 			return rep, fmt.Errorf("rewind files: %w", err)
+		}
+		// After the file history, so the directory ends exactly as its checkpoint says.
+		sh, _, err := s.rewindShadow(ctx, toUUID)
+		rep.Shadow = sh
+		if err != nil {
+			return rep, fmt.Errorf("rewind the directory: %w", err)
 		}
 	}
 	if conversation {

@@ -142,6 +142,12 @@ type Session struct {
 	closers []func() error
 	// tel exports the session's telemetry (telemetry.go); nil while it is off.
 	tel telemetryLink
+	// autoMem is the project's auto memory (automemory.go).
+	autoMem autoMemoryState
+	// shadow is the undo that covers the shell (shadow.go).
+	shadow shadowState
+	// wt is the worktree the main session works in (worktree.go).
+	wt worktreeState
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -223,6 +229,10 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		return nil, err
 	}
 	s.buildAgents(ctx)
+	s.buildCron(ctx)
+	if st != nil {
+		s.restoreWorktree(st)
+	}
 	if err := s.buildTeam(ctx, st != nil); err != nil {
 		return nil, err
 	}
@@ -230,6 +240,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		return nil, err
 	}
 	s.buildPrompt(ctx, env)
+	s.warmShadow()
 	s.untrustedNotice()
 	s.resumeTeam(ctx)
 	source := "startup"
@@ -493,6 +504,7 @@ func (s *Session) Close() error {
 // shutdown stops everything the session started, in the reverse order of opening; every
 // part may be missing (New calls it when a step fails).
 func (s *Session) shutdown() error {
+	s.stopShadow()
 	if s.jobs != nil {
 		s.jobs.Close()
 	}
@@ -570,12 +582,17 @@ func (s *Session) skillNames() []string {
 	return names
 }
 
-// MemoryFiles lists the memory files in the system prompt, in load order.
+// MemoryFiles lists the memory files in the system prompt, in load order, then the auto
+// memory's index (memory.KindAuto) when auto memory is on.
 func (s *Session) MemoryFiles() []memory.File {
-	if s.memory == nil {
-		return nil
+	var files []memory.File
+	if s.memory != nil {
+		files = s.memory.Files()
 	}
-	return s.memory.Files()
+	if f, ok := s.autoMemoryFile(); ok {
+		files = append(files, f)
+	}
+	return files
 }
 
 // Skills lists the skills and commands this session can run.

@@ -47,6 +47,10 @@ func (r *Repo) restore(ctx context.Context, cp Checkpoint) (Restored, error) {
 		return Restored{}, err
 	}
 	res := Restored{Before: before, NotRestored: target.Large}
+	perms, err := r.permsOfChanged(ctx, target)
+	if err != nil {
+		return res, err
+	}
 	// A one-way merge from the index (which the capture made equal to the directory) to the
 	// checkpoint: git rewrites the files that differ and deletes those the checkpoint lacks.
 	r.indexTree = ""
@@ -54,6 +58,9 @@ func (r *Repo) restore(ctx context.Context, cp Checkpoint) (Restored, error) {
 		return res, err
 	}
 	r.indexTree = target.Tree
+	if err := r.keepPerms(perms); err != nil {
+		return res, err
+	}
 	if len(before.Large) == 0 {
 		return res, nil
 	}
@@ -77,6 +84,47 @@ func (r *Repo) restore(ctx context.Context, cp Checkpoint) (Restored, error) {
 		r.removeEmptyParents(p)
 	}
 	return res, nil
+}
+
+// permsOfChanged returns the permission bits of the regular files the restore to target
+// will rewrite. git records only whether a file is executable and writes 0644 or 0755 (less
+// the umask); a file that exists keeps the rest of its bits (a 0600 file edited by sed -i
+// stays 0600), which keepPerms puts back.
+func (r *Repo) permsOfChanged(ctx context.Context, target Checkpoint) (map[string]fs.FileMode, error) {
+	out, err := r.git(ctx, nil, "diff-index", "--cached", "-z", "--name-only", "--no-renames", target.Tree)
+	if err != nil {
+		return nil, err
+	}
+	perms := map[string]fs.FileMode{}
+	for p := range strings.SplitSeq(string(bytes.TrimSuffix(out, []byte{0})), "\x00") {
+		if p == "" {
+			continue
+		}
+		if st, err := os.Lstat(filepath.Join(r.workTree, filepath.FromSlash(p))); err == nil && st.Mode().IsRegular() {
+			perms[p] = st.Mode().Perm()
+		}
+	}
+	return perms, nil
+}
+
+// keepPerms gives the files git rewrote their earlier permission bits, where the earlier
+// bits agree with the checkpoint on being executable.
+func (r *Repo) keepPerms(perms map[string]fs.FileMode) error {
+	for p, old := range perms {
+		path := filepath.Join(r.workTree, filepath.FromSlash(p))
+		st, err := os.Lstat(path)
+		if err != nil || !st.Mode().IsRegular() {
+			continue // deleted by the restore, or no longer a file
+		}
+		now := st.Mode().Perm()
+		if now == old || (now&0o111 == 0) != (old&0o111 == 0) {
+			continue
+		}
+		if err := os.Chmod(path, old); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // removeEmptyParents deletes the directories above p that its removal left empty, as git

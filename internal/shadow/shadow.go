@@ -10,7 +10,8 @@
 // over [Options.MaxFileBytes] are not captured; a restore leaves ignored files alone, deletes
 // large files that did not exist at the checkpoint, and names the large files it could not
 // give back. Every git call neutralises the repository and user configuration (no hooks, no
-// filters, no line-ending conversion), so a restore gives back the bytes and modes captured.
+// filters, no line-ending conversion), so a restore gives back the bytes captured and the
+// executable bit; a file that exists keeps its other permission bits.
 //
 // Layout: $KEEL_HOME/shadow/<sanitised directory>.git — a git directory with one index per
 // session (index-<session>, so sessions in one directory never wait for each other's index

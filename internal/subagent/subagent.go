@@ -136,6 +136,9 @@ type Config struct {
 	// run there, so that they outlive this process (detach.go).
 	Detacher Detacher
 	Detach   bool
+	// FanOut runs an Agent call with items: one agent per item, capped and resumable
+	// (session.Session.FanOut); nil refuses items.
+	FanOut func(ctx context.Context, in Input) tool.Result
 	// Seams are what every agent gets from the session (agent.go).
 	Seams Seams
 }

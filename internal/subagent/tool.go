@@ -24,6 +24,8 @@ type Input struct {
 	Name     string `json:"name,omitempty"`
 	TeamName string `json:"team_name,omitempty"`
 	Mode     string `json:"mode,omitempty"`
+	// Items fans the task out: one agent per item, {{item}} in the prompt replaced.
+	Items []string `json:"items,omitempty"`
 }
 
 // Output is the structured result of an Agent call (hooks' tool_response, UIs).
@@ -48,7 +50,8 @@ const agentSchema = `{"type":"object","properties":{` +
 	`"subagent_type":{"type":"string","description":"The type of specialized agent to use for this task"},` +
 	`"model":{"type":"string","description":"Optional model for this agent (an alias such as opus, sonnet, haiku, fable, or a model id); defaults to the agent's own or the caller's"},` +
 	`"run_in_background":{"type":"boolean","description":"Run the agent in the background; you will be notified when it completes"},` +
-	`"isolation":{"type":"string","enum":["worktree"],"description":"Run the agent in its own git worktree"}},` +
+	`"isolation":{"type":"string","enum":["worktree"],"description":"Run the agent in its own git worktree"},` +
+	`"items":{"type":"array","items":{"type":"string"},"description":"Fan out: one agent per item ({{item}} in prompt replaced), one summary back"}},` +
 	`"required":["description","prompt"],"additionalProperties":false}`
 
 // teamSchema is the Agent tool's schema when the session has a team: name, team_name and
@@ -147,6 +150,9 @@ func (r *Runner) Call(ctx context.Context, env *tool.Env, in Input) tool.Result 
 		}
 		return tm.Spawn(ctx, env.AgentID, team.SpawnInput{Name: in.Name, TeamName: in.TeamName, Prompt: in.Prompt, Description: in.Description,
 			SubagentType: in.SubagentType, Model: in.Model, Isolation: in.Isolation, Mode: in.Mode})
+	}
+	if len(in.Items) > 0 {
+		return r.fanOut(ctx, env, in)
 	}
 	parent := r.node(env.AgentID)
 	if parent == nil {

@@ -57,6 +57,9 @@ const (
 	TypeCustomTitle         Type = "custom-title"
 	TypeFileHistorySnapshot Type = "file-history-snapshot"
 	TypeTodos               Type = "todos"
+	// TypeWorktree is the worktree the main session moved into with EnterWorktree (null
+	// after ExitWorktree), so a resume lands in it.
+	TypeWorktree Type = "worktree-state"
 )
 
 // kind classifies a type for replay.
@@ -85,7 +88,7 @@ func kindOf(t Type) kind {
 	case TypeUsage, TypeCacheBreak:
 		return kindRecord
 	case TypeAgentName, TypeAgentColor, TypeAgentSetting, TypeMode, TypePRLink, TypeCustomTitle,
-		TypeFileHistorySnapshot, TypeTodos:
+		TypeFileHistorySnapshot, TypeTodos, TypeWorktree:
 		return kindMetadata
 	}
 	return kindUnknown

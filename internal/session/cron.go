@@ -1,0 +1,62 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/keel-dev/keel/internal/background"
+	"github.com/keel-dev/keel/internal/cron"
+	"github.com/keel-dev/keel/internal/daemon"
+	"github.com/keel-dev/keel/internal/event"
+)
+
+// Scheduler is the supervisor as the session's scheduled jobs need it: the store of the
+// jobs, and a way to make sure a supervisor runs them (daemon.Client).
+type Scheduler interface {
+	CronStore() (*cron.Store, error)
+	Ensure(ctx context.Context) (daemon.Info, error)
+}
+
+// buildCron adds CronCreate, CronList and CronDelete when the session reaches a supervisor.
+// A job's origin is this session: its reports go to the main thread's notification queue,
+// which the next request boundary drains (at once when the session is open, else when it is
+// resumed), and its runs open a session configured as this one. The jobs this session made
+// with durable false end with it.
+func (s *Session) buildCron(ctx context.Context) {
+	// The main session's worktree tools join here too: both are main-session tools built
+	// after the agents, appended to the fixed built-ins (deferred: their names only reach
+	// the first request).
+	if s.opts.DetachedFrom == "" {
+		s.builtins = append(s.builtins, s.worktreeTools()...)
+	}
+	if s.opts.Scheduler == nil || s.opts.DetachedFrom != "" {
+		return // a supervisor job's session schedules nothing of its own
+	}
+	store, err := s.opts.Scheduler.CronStore()
+	if err != nil {
+		s.logger.Warn("scheduled jobs", "err", err)
+		return
+	}
+	launch, err := json.Marshal(s.opts.Run)
+	if err != nil {
+		s.logger.Warn("scheduled jobs: encode the session's configuration", "err", err)
+		return
+	}
+	origin := cron.Origin{SessionID: s.id, SessionPath: s.TranscriptPath(), NotifyDir: s.agents.tasks.QueueDir(background.MainOwner),
+		Cwd: s.opts.Cwd, Launch: launch}
+	ensure := func(ctx context.Context) error {
+		_, err := s.opts.Scheduler.Ensure(ctx)
+		return err
+	}
+	s.builtins = append(s.builtins, cron.ToolsWith(store, origin, ensure)...)
+	// Jobs outlive the supervisor's host: after a reboot nothing runs them until a
+	// supervisor starts, so a session that finds jobs makes sure one runs.
+	if jobs, err := store.List(ctx); err == nil && len(jobs) > 0 {
+		if err := ensure(ctx); err != nil {
+			s.notices = append(s.notices, event.Notice{Level: "warn",
+				Text: fmt.Sprintf("%d scheduled jobs wait for the keel supervisor, which could not be started: %v", len(jobs), err)})
+		}
+	}
+	s.closers = append(s.closers, func() error { return store.EndSession(context.Background(), s.id) })
+}

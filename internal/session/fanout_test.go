@@ -1,0 +1,122 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/keel-dev/keel/internal/fanout"
+	"github.com/keel-dev/keel/internal/provider/scripted"
+)
+
+// TestFanOutResumesAndSharesTheCache: a fan-out of 50 items with a cap of 5 is cut off
+// half-way and started again in the resumed session: every item ends done, the items
+// finished before the cut are never run again, and the report gives the cache-read share
+// of the siblings' requests (items 2..N).
+func TestFanOutResumesAndSharesTheCache(t *testing.T) {
+	for _, fork := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fork=%v", fork), func(t *testing.T) { testFanOut(t, fork) })
+	}
+}
+
+func testFanOut(t *testing.T, fork bool) {
+	const n, cut = 50, 25
+	var items []string
+	for i := 1; i <= n; i++ {
+		items = append(items, fmt.Sprintf("ITEM-%03d", i))
+	}
+	spec := FanOutSpec{Description: "check", Prompt: "Check the file named below and answer with one word.\n\nFile: {{item}}", Items: items, Concurrency: 5, Fork: fork}
+	sc := &scripted.Scenario{Rules: []scripted.Rule{{When: scripted.Match{UserText: "ITEM-"}, Reply: []scripted.Block{scripted.Text("fine")}}}}
+	home := t.TempDir()
+	h := newHarness(t, sc, Options{Home: home})
+	h.send(t, "hello") // the session's transcript exists from its first prompt
+
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		_, _ = h.srv.WaitRequests(ctx, 1+cut)
+		cancel()
+	}()
+	first, err := h.sess.FanOut(ctx, spec)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Done == n || first.Done == 0 {
+		t.Fatalf("the cut fan-out finished %d of %d items; the test wants it cut half-way", first.Done, n)
+	}
+	doneBefore := map[string]bool{}
+	for _, it := range first.Items {
+		if it.State == fanout.StateDone {
+			doneBefore[it.Input] = true
+		}
+	}
+	id := h.sess.ID()
+	cwd := h.sess.opts.Cwd
+	if err := h.sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	h2 := newHarnessOn(t, h.srv, Options{Home: home, Cwd: cwd, Resume: id})
+	h2.send(t, "go on") // forks branch off a turn of the main thread
+	sum, err := h2.sess.FanOut(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != n {
+		t.Fatalf("after the resume %d of %d items are done:\n%s", sum.Done, n, sum.Text())
+	}
+	runs := map[string]int{}
+	var read, total, firstItemReq int
+	for _, r := range h.srv.Requests() {
+		body := string(r.Body)
+		for _, it := range items {
+			if strings.Contains(body, it) {
+				runs[it]++
+			}
+		}
+		if !strings.Contains(body, "ITEM-") {
+			continue
+		}
+		if firstItemReq == 0 {
+			firstItemReq = r.N // the first item writes the cache
+			continue
+		}
+		read += r.Cache.CacheReadTokens
+		total += r.Cache.InputTokens
+	}
+	for _, it := range items {
+		if doneBefore[it] && runs[it] != 1 {
+			t.Errorf("%s finished before the cut but ran %d times", it, runs[it])
+		}
+		if runs[it] == 0 {
+			t.Errorf("%s never ran", it)
+		}
+	}
+	share := float64(read) / float64(total)
+	t.Logf("figure: fan-out of %d items (fork %v), cap 5, cut after %d done and resumed: siblings 2..N read %d of %d input tokens from the cache (share %.4f)",
+		n, fork, len(doneBefore), read, total, share)
+	if want := map[bool]float64{false: 0.8, true: 0.99}[fork]; share < want {
+		t.Errorf("siblings' cache read share %.4f", share)
+	}
+	if it, err := h2.sess.FanOutItem(t.Context(), spec, 7); err != nil || it.Result != "fine" {
+		t.Errorf("item 7's result: %+v, %v", it, err)
+	}
+}
+
+// TestAgentToolFansOut: an Agent call with items runs one agent per item and answers with
+// one summary.
+func TestAgentToolFansOut(t *testing.T) {
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{When: scripted.Match{UserText: "check all"}, Times: 1, Reply: []scripted.Block{scripted.ToolUse("Agent", map[string]any{
+			"description": "check files", "prompt": "Check {{item}}", "subagent_type": "general-purpose", "items": []string{"a.go", "b.go", "c.go"}})}},
+		{When: scripted.Match{UserText: "Check "}, Reply: []scripted.Block{scripted.Text("looks fine")}},
+		{When: scripted.Match{ToolResult: "Agent"}, Reply: []scripted.Block{scripted.Text("all checked")}},
+	}}
+	h := newHarness(t, sc, Options{Home: t.TempDir(), PermissionMode: "bypassPermissions"})
+	h.send(t, "check all")
+	res := allToolResults(h)
+	if !strings.Contains(res, "Fan-out of 3 items: 3 done, 0 failed") || !strings.Contains(res, "## 2. b.go\nlooks fine") {
+		t.Errorf("Agent with items answered %q", res)
+	}
+}
