@@ -70,6 +70,7 @@ const (
 	kindMetadata
 	kindToolStarted
 	kindRecord
+	kindCleared
 )
 
 func kindOf(t Type) kind {
@@ -84,6 +85,8 @@ func kindOf(t Type) kind {
 		return kindToolStarted
 	case TypeUsage, TypeCacheBreak:
 		return kindRecord
+	case TypeCleared:
+		return kindCleared
 	case TypeAgentName, TypeAgentColor, TypeAgentSetting, TypeMode, TypePRLink, TypeCustomTitle,
 		TypeFileHistorySnapshot, TypeTodos:
 		return kindMetadata
