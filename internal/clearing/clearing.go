@@ -118,8 +118,12 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 type Cleared struct {
 	// Message and Block locate the tool_result in the history.
 	Message, Block int
-	Tool           string
-	Input          json.RawMessage
+	// ToolUseID names the result; Stub is the text that replaced its content, which a
+	// transcript records so a resumed agent rebuilds the same context.
+	ToolUseID string
+	Stub      string
+	Tool      string
+	Input     json.RawMessage
 }
 
 // Report says what a clearing did. A zero Report (no Results) changed nothing.
@@ -146,9 +150,6 @@ type Clearer struct {
 	last *sent
 	// reset marks a free moment announced from outside (a compaction).
 	reset string
-	// mark is the newest stub's place in the history: the end of the cleared part, where the
-	// next clearing starts, so requests keep a cache entry there.
-	mark *Cleared
 }
 
 type sent struct {
@@ -183,22 +184,25 @@ func (c *Clearer) Reset(reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reset = reason
-	c.mark = nil
 }
 
-// Mark returns the place of the newest stub in history — message and block — when it is
-// still there. Requests keep a cache breakpoint on it: the next clearing changes the history
-// right after it, and the provider finds a cache entry only so far back from a breakpoint.
+// Mark returns the place of the newest stub in history — message and block — if it has one.
+// Requests keep a cache breakpoint on it: the next clearing changes the history right after
+// it, and the provider finds a cache entry only so far back from a breakpoint. It is read
+// from the history, not remembered, so an agent resumed with the stubs (or a new Clearer for
+// the same history) marks the same block as the one that cleared.
 func (c *Clearer) Mark(history []message.Message) (msg, block int, ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.mark == nil || c.mark.Message >= len(history) || c.mark.Block >= len(history[c.mark.Message].Content) {
-		return 0, 0, false
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Role != message.RoleUser {
+			continue
+		}
+		for j := len(history[i].Content) - 1; j >= 0; j-- {
+			if b := history[i].Content[j]; b.Type == message.TypeToolResult && isStub(b) {
+				return i, j, true
+			}
+		}
 	}
-	if b := history[c.mark.Message].Content[c.mark.Block]; b.Type != message.TypeToolResult || !isStub(b) {
-		return 0, 0, false
-	}
-	return c.mark.Message, c.mark.Block, true
+	return 0, 0, false
 }
 
 func hasOneHour(req *provider.Request) bool {
@@ -272,7 +276,8 @@ func (c *Clearer) Clear(history []message.Message, model string, readOnly func(n
 		b.Content = []message.Block{stub}
 		out[at.Message].Content[at.Block] = b
 		rep.Freed += before - blockTokens(b)
-		rep.Results = append(rep.Results, Cleared{Message: at.Message, Block: at.Block, Tool: use.Name, Input: use.Input})
+		rep.Results = append(rep.Results, Cleared{Message: at.Message, Block: at.Block, ToolUseID: b.ToolUseID,
+			Stub: stub.Text, Tool: use.Name, Input: use.Input})
 	}
 	rep.From = cands[0].Message
 	rep.Rewritten = estimate(out[rep.From:])
@@ -286,8 +291,6 @@ func (c *Clearer) Clear(history []message.Message, model string, readOnly func(n
 	} else {
 		return history, Report{}
 	}
-	last := rep.Results[len(rep.Results)-1]
-	c.mark = &last
 	return out, rep
 }
 

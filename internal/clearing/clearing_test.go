@@ -181,3 +181,33 @@ func TestTriggerAndFreeMoments(t *testing.T) {
 		t.Errorf("a one-hour cache was taken for lapsed after six minutes: %+v", rep)
 	}
 }
+
+// A clearing reports each result's tool_use id and stub (what a transcript records), and the
+// mark is read from the history: a new Clearer given the cleared history — a resumed agent —
+// marks the same block as the one that cleared, and clears nothing more.
+func TestClearingCarriesOverToANewClearer(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	c := New(Policy{Trigger: 5_000}, clk.now)
+	sentAt(c, "m", 12_000)
+	clk.t = clk.t.Add(6 * time.Minute)
+	out, rep := c.Clear(conversation(10, 4_000), "m", readOnly)
+	if len(rep.Results) == 0 {
+		t.Fatal("nothing cleared")
+	}
+	for _, r := range rep.Results {
+		b := out[r.Message].Content[r.Block]
+		if r.ToolUseID != b.ToolUseID || r.Stub != b.Content[0].Text || r.Stub != Stub(r.Tool, r.Input, true) {
+			t.Errorf("result %+v does not name its block %+v", r, b)
+		}
+	}
+	last := rep.Results[len(rep.Results)-1]
+	m, b, ok := c.Mark(out)
+	resumed := New(Policy{Trigger: 5_000}, clk.now)
+	rm, rb, rok := resumed.Mark(out)
+	if !ok || m != last.Message || b != last.Block || rm != m || rb != b || !rok {
+		t.Errorf("marks: clearer %d/%d %v, resumed %d/%d %v, want the newest stub %d/%d", m, b, ok, rm, rb, rok, last.Message, last.Block)
+	}
+	if _, again := resumed.Clear(out, "m", readOnly); len(again.Results) != 0 {
+		t.Errorf("a resumed clearer cleared %d more results", len(again.Results))
+	}
+}

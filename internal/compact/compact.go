@@ -54,9 +54,10 @@ func SummaryMessage(summary string) message.Message {
 }
 
 // History is the history a replayed transcript continues from: its messages after the
-// compaction boundary it starts from, behind that boundary's summary message.
+// compaction boundary it starts from, behind that boundary's summary message, with the tool
+// results cleared from the agent's context as stubs ([transcript.State.Context]).
 func History(st *transcript.State) []message.Message {
-	msgs, _ := st.Messages()
+	msgs, _ := st.Context()
 	if b, ok := st.Boundary(); ok {
 		msgs = append([]message.Message{SummaryMessage(b.Summary)}, msgs...)
 	}

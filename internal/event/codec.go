@@ -45,7 +45,7 @@ type envelope struct {
 var kinds = typeTable(Init{}, TextDelta{}, ThinkingDelta{}, AssistantMessage{}, UserMessage{}, ToolStart{}, ToolProgress{},
 	ToolEnd{}, PermissionDenied{}, Retry{}, CacheBreak{}, Compacted{}, Todos{}, TaskStarted{}, TaskUpdated{}, TaskProgress{},
 	TaskNotification{}, Status{}, HookStarted{}, HookResponse{}, Notice{}, Result{}, TeammateState{}, TeamMessage{},
-	TeamMessageRead{})
+	TeamMessageRead{}, ToolInputDelta{})
 
 func typeTable(evs ...Event) map[string]reflect.Type {
 	m := make(map[string]reflect.Type, len(evs))

@@ -17,17 +17,22 @@ import (
 // rather than a literal, with what they start. None of them is git: adding one here is a
 // claim a reviewer checks.
 var otherPrograms = map[string]string{
-	"internal/team/launch.go":        "keel itself (team worker processes)",
-	"internal/daemon/client.go":      "keel itself (the supervisor)",
-	"internal/daemon/supervisor.go":  "keel itself (supervisor run-job)",
-	"internal/daemon/nats.go":        "keel-nats, the embedded NATS server",
-	"internal/lsp/client.go":         "a language server the lspServers settings name (trust-gated)",
-	"internal/shell/proc_unix.go":    "bash for the Bash tool",
-	"internal/builtin/grep_rg.go":    "ripgrep for Grep",
-	"internal/cli/launch.go":         "keel-tui (syscall.Exec)",
-	"internal/mcphost/stdio.go":      "an MCP server the configuration names (trust-gated)",
-	"internal/telemetry/exporter.go": "keel-otel, the telemetry exporter",
-	"doctor_api.go":                  "ripgrep --version for the doctor (git goes through gitexec)",
+	"internal/team/launch.go":           "keel itself (team worker processes)",
+	"internal/daemon/client.go":         "keel itself (the supervisor)",
+	"internal/daemon/supervisor.go":     "keel itself (supervisor run-job)",
+	"internal/daemon/nats.go":           "keel-nats, the embedded NATS server",
+	"internal/lsp/client.go":            "a language server the lspServers settings name (trust-gated)",
+	"internal/shell/proc_unix.go":       "bash for the Bash tool",
+	"internal/builtin/grep_rg.go":       "ripgrep for Grep",
+	"internal/cli/launch.go":            "keel-tui (syscall.Exec)",
+	"internal/mcphost/stdio.go":         "an MCP server the configuration names (trust-gated)",
+	"internal/telemetry/exporter.go":    "keel-otel, the telemetry exporter",
+	"doctor_api.go":                     "ripgrep --version for the doctor (git goes through gitexec)",
+	"internal/cli/doctor.go":            "the person's own command for keel sandbox -- (confined, as the Bash tool's)",
+	"internal/sandbox/helper_linux.go":  "the confined command (bash for the Bash tool, the person's for keel sandbox --)",
+	"internal/sandbox/confine_linux.go": "true, the probe that the namespaces start",
+	"internal/sandbox/doctor.go":        "bwrap --version for keel doctor",
+	"scripts/costbench/main.go":         "keel and the Claude Code binary for the cost benchmark",
 }
 
 // TestEveryGitExecGoesThroughGitexec parses every Go file of the module and finds each place

@@ -1,10 +1,12 @@
 package loop
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 
+	"github.com/keel-dev/keel/internal/clearing"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/tool"
@@ -18,7 +20,7 @@ import (
 // the provider finds the cache entry of the unchanged prefix, which lies further back than its
 // lookback from the newest message reaches; otherwise the newest stub, so that entry exists
 // when the next clearing starts right after it. Nil when nothing was ever cleared.
-func (a *Agent) clearStale(out *Outcome, pool *tool.Pool) *provider.BlockRef {
+func (a *Agent) clearStale(ctx context.Context, out *Outcome, pool *tool.Pool) *provider.BlockRef {
 	if a.Clear == nil {
 		return nil
 	}
@@ -34,6 +36,7 @@ func (a *Agent) clearStale(out *Outcome, pool *tool.Pool) *provider.BlockRef {
 		return nil
 	}
 	out.Messages = msgs
+	a.recordCleared(ctx, rep.Results)
 	reason := fmt.Sprintf("%d old tool results cleared (%s)", len(rep.Results), rep.Reason)
 	if d, ok := a.Watch.(BreakDeclarer); ok {
 		d.Declare(mergedIndex(msgs, rep.From), reason)
@@ -47,6 +50,27 @@ func (a *Agent) clearStale(out *Outcome, pool *tool.Pool) *provider.BlockRef {
 		"rewritten_tokens", rep.Rewritten, "reason", rep.Reason)
 	first := rep.Results[0]
 	return blockBefore(msgs, first.Message, first.Block)
+}
+
+// ClearRecorder is implemented by a [Sink] that persists the conversation: it records which
+// tool results a clearing replaced, and with what, before the request carrying the stubs is
+// sent. The messages it persisted keep the full results; a resume replays the record to
+// rebuild the context the agent's requests were built from, so their cached prefix still
+// matches (and the results cleared stay stubs).
+type ClearRecorder interface {
+	RecordCleared(ctx context.Context, results []clearing.Cleared) error
+}
+
+// recordCleared hands a clearing to the sink. A clearing that cannot be recorded still
+// applies: only a later resume loses the cache from the first stub on.
+func (a *Agent) recordCleared(ctx context.Context, results []clearing.Cleared) {
+	rec, ok := a.Sink.(ClearRecorder)
+	if !ok {
+		return
+	}
+	if err := rec.RecordCleared(context.WithoutCancel(ctx), results); err != nil {
+		a.Logger.Warn("record cleared tool results", "err", err)
+	}
 }
 
 // sentBlock locates block b of history[m] among the messages as sent ([Merge]).

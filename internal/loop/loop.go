@@ -222,7 +222,7 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 			}
 		}
 		pool := a.pool(ctx)
-		stable := a.clearStale(out, pool)
+		stable := a.clearStale(ctx, out, pool)
 		req, sys := a.assemble(ctx, out.Messages, pool, stable)
 		done, invalid, err := a.stream(ctx, req, sys, out)
 		if err != nil {

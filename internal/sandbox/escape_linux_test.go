@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/gittest"
+
 	"github.com/keel-dev/keel/internal/egress"
 	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/settings"
@@ -99,11 +101,7 @@ func write(t *testing.T, path, content string) {
 
 func git(t *testing.T, dir string, args ...string) {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
+	gittest.Run(t, dir, args...)
 }
 
 // run runs script with bash in the sandbox, in the workspace, and returns its output.

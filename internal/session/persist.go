@@ -117,7 +117,9 @@ func (s *Session) restore(ctx context.Context, st *transcript.State) *prompt.Env
 	if st == nil {
 		return nil
 	}
-	msgs, uuids := st.Messages()
+	// The context, not the full messages: results cleared before are stubs again, so the
+	// next request repeats the last one's prefix byte for byte.
+	msgs, uuids := st.Context()
 	if b, ok := st.Boundary(); ok {
 		msgs = append([]message.Message{compact.SummaryMessage(b.Summary)}, msgs...)
 		uuids = append([]string{b.UUID}, uuids...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/keel-dev/keel/internal/clearing"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/message"
@@ -11,7 +12,10 @@ import (
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
-var _ loop.ToolRecorder = (*chanSink)(nil)
+var (
+	_ loop.ToolRecorder  = (*chanSink)(nil)
+	_ loop.ClearRecorder = (*chanSink)(nil)
+)
 
 // chanSink forwards a run's events to the Send iterator and records its messages in the
 // transcript. One run owns it.
@@ -102,4 +106,29 @@ func (k *chanSink) ToolStarted(ctx context.Context, call tool.Call) error {
 		return err
 	}
 	return k.s.transcript.Sync(ctx)
+}
+
+// RecordCleared records a clearing of the main agent's tool results, after the newest entry;
+// the end of the turn makes it durable with the rest.
+func (k *chanSink) RecordCleared(ctx context.Context, results []clearing.Cleared) error {
+	if k.s.transcript == nil {
+		return nil
+	}
+	parent := ""
+	if n := len(k.uuids); n > 0 {
+		parent = k.uuids[n-1]
+	}
+	e, err := transcript.ClearedEntry(parent, clearedResults(results))
+	if err == nil {
+		_, err = k.s.transcript.Append(ctx, e)
+	}
+	return err
+}
+
+func clearedResults(results []clearing.Cleared) []transcript.ClearedResult {
+	out := make([]transcript.ClearedResult, len(results))
+	for i, r := range results {
+		out[i] = transcript.ClearedResult{ToolUseID: r.ToolUseID, Stub: r.Stub}
+	}
+	return out
 }

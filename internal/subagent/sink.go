@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keel-dev/keel/internal/background"
+	"github.com/keel-dev/keel/internal/clearing"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/message"
@@ -33,7 +34,10 @@ type childSink struct {
 	synced func(ctx context.Context, err error) error
 }
 
-var _ loop.ToolRecorder = (*childSink)(nil)
+var (
+	_ loop.ToolRecorder  = (*childSink)(nil)
+	_ loop.ClearRecorder = (*childSink)(nil)
+)
 
 func (k *childSink) Emit(e event.Event) {
 	k.r.emit(e)
@@ -103,6 +107,23 @@ func (k *childSink) ToolStarted(ctx context.Context, call tool.Call) error {
 		return err
 	}
 	return k.w.Sync(ctx)
+}
+
+// RecordCleared records a clearing of the child's tool results in its own transcript, so a
+// continued child (or a resumed teammate) rebuilds the context its requests were built from.
+func (k *childSink) RecordCleared(ctx context.Context, results []clearing.Cleared) error {
+	if k.w == nil {
+		return nil
+	}
+	rs := make([]transcript.ClearedResult, len(results))
+	for i, r := range results {
+		rs[i] = transcript.ClearedResult{ToolUseID: r.ToolUseID, Stub: r.Stub}
+	}
+	e, err := transcript.ClearedEntry(k.last, rs)
+	if err == nil {
+		_, err = k.w.Append(ctx, e)
+	}
+	return err
 }
 
 func (k *childSink) EndTurn(ctx context.Context) error {

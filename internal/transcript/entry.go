@@ -73,6 +73,7 @@ const (
 	kindMetadata
 	kindToolStarted
 	kindRecord
+	kindCleared
 )
 
 func kindOf(t Type) kind {
@@ -87,6 +88,8 @@ func kindOf(t Type) kind {
 		return kindToolStarted
 	case TypeUsage, TypeCacheBreak:
 		return kindRecord
+	case TypeCleared:
+		return kindCleared
 	case TypeAgentName, TypeAgentColor, TypeAgentSetting, TypeMode, TypePRLink, TypeCustomTitle,
 		TypeFileHistorySnapshot, TypeTodos, TypeWorktree:
 		return kindMetadata

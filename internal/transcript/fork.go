@@ -64,7 +64,33 @@ func copyState(ctx context.Context, w *Writer, st *State, id string) error {
 	if err := writeUnknown(len(st.Chain)); err != nil {
 		return err
 	}
+	if err := copyCleared(ctx, w, st); err != nil {
+		return err
+	}
 	st.SessionID = id
 	st.TornTail, st.BadLines = 0, 0
 	return w.Sync(ctx)
+}
+
+// copyCleared records the chain's cleared results in the copy, so the forked session resumes
+// with the context (and the cached prefix) of the one it came from.
+func copyCleared(ctx context.Context, w *Writer, st *State) error {
+	if len(st.Cleared) == 0 {
+		return nil
+	}
+	ids := slices.Sorted(maps.Keys(st.Cleared))
+	results := make([]ClearedResult, 0, len(ids))
+	for _, id := range ids {
+		results = append(results, ClearedResult{ToolUseID: id, Stub: st.Cleared[id]})
+	}
+	parent := ""
+	if n := len(st.Chain); n > 0 {
+		parent = st.Chain[n-1].UUID
+	}
+	e, err := ClearedEntry(parent, results)
+	if err != nil {
+		return err
+	}
+	_, err = w.Append(ctx, e)
+	return err
 }

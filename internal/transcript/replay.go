@@ -46,6 +46,9 @@ type State struct {
 	// by tool_use id: those calls may have run before keel stopped. A call left without a
 	// result and without an entry here never started.
 	Started map[string]ToolStart
+	// Cleared maps the tool_use ids whose results the agent's context holds as stubs (cleared
+	// entries newer than the boundary) to the stub text; see [State.Context].
+	Cleared map[string]string
 
 	// unknownAt[i] is how many Chain entries precede Unknown[i] in the file, so Fork can keep
 	// the order (a newer keel may hang chain entries under an unknown one).
@@ -227,6 +230,10 @@ func (sc *replayScan) line(line []byte, off int64, owned bool) error {
 			sc.starts = map[string][]span{}
 		}
 		sc.starts[h.Parent] = append(sc.starts[h.Parent], span{off, len(line)})
+	case kindCleared:
+		if !sc.st.addCleared(line) {
+			sc.st.BadLines++
+		}
 	case kindMeta:
 		if sc.st.SessionID == "" {
 			var e Entry

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -114,8 +115,41 @@ func startKeelOpts(t testing.TB, srv *scripted.Server, dir string, w, h int, o t
 		cmdline = "cd " + shellQuote(dir) + " && " + run + "; printf '[keel exited %d]\\n' $?; exec sleep 100000"
 	}
 	tm.tmux("new-session", "-d", "-s", tm.target, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), cmdline)
-	t.Cleanup(func() { _ = exec.Command("tmux", "-S", tm.sock, "kill-server").Run() })
+	pane, _ := strconv.Atoi(strings.TrimSpace(tm.tmux("display-message", "-p", "-t", tm.target, "#{pane_pid}")))
+	t.Cleanup(func() {
+		_ = exec.Command("tmux", "-S", tm.sock, "kill-server").Run()
+		// keel ends in order on the hang-up (transcript synced, memory written): wait for it,
+		// or the temporary directories' removal races its last writes.
+		ctx, cancel := context.WithTimeout(context.Background(), waittest.Timeout())
+		defer cancel()
+		waittest.Poll(ctx, func() bool { return !groupAlive(pane) })
+	})
 	return tm
+}
+
+// groupAlive says whether a process of process group pgid (a tmux pane's) still runs; zombies
+// count as gone.
+func groupAlive(pgid int) bool {
+	if pgid <= 0 {
+		return false
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp …: comm may hold spaces, so read after its last ')'.
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) >= 3 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
 }
 
 func (tm *term) tmux(args ...string) string {
