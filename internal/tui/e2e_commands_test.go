@@ -146,6 +146,7 @@ func TestE2EMemoryEdit(t *testing.T) {
 	tm.waitFor("shift+tab")
 	tm.command("/memory")
 	mustContain(t, "/memory", tm.waitFor("Memory files: enter opens one in your editor"), filepath.Join(dir, "KEEL.md")+" (new)")
+	tm.keys("Up") // the new project file is the last entry; up wraps to it
 	tm.keys("Enter")
 	tm.waitFor("edited " + filepath.Join(dir, "KEEL.md"))
 	if b, err := os.ReadFile(filepath.Join(dir, "KEEL.md")); err != nil || string(b) != "- indent with tabs\n" {
