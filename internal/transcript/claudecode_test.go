@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -54,6 +55,50 @@ func TestLoadClaudeCodeTranscript(t *testing.T) {
 		t.Errorf("title %q, want the custom-title line's", st.Title())
 	}
 	if st.SessionID != "5f0c8a52-3b1e-4c9a-9d57-2c1f6a7e8b90" {
+		t.Errorf("session id %q", st.SessionID)
+	}
+}
+
+// TestLoadRecordedClaudeCodeTranscript: a transcript Claude Code 2.1.333 wrote itself (its
+// -p run against keel's scripted model: one Read, then an answer; its request records' system
+// prompt, tool schemas and long attachment texts emptied) loads as that conversation, every
+// line keel does not know (queue operations, attachments, request records, cost state)
+// passed over and none of it called damage.
+func TestLoadRecordedClaudeCodeTranscript(t *testing.T) {
+	st, err := Load(t.Context(), filepath.Join("testdata", "claude-code-2.1.333-recorded.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Repairs.Any() || st.BadLines != 0 || st.Dangling != "" {
+		t.Errorf("Claude Code's own file was read as damaged: repairs %q, bad lines %d, dangling %q", st.Repairs.String(), st.BadLines, st.Dangling)
+	}
+	msgs, _ := st.Messages()
+	var got []string
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			switch b.Type {
+			case message.TypeText:
+				if !strings.HasPrefix(b.Text, "<system-reminder>") {
+					got = append(got, string(m.Role)+": "+b.Text)
+				}
+			case message.TypeToolUse:
+				got = append(got, string(m.Role)+": tool_use "+b.Name)
+			case message.TypeToolResult:
+				got = append(got, string(m.Role)+": tool_result")
+			}
+		}
+	}
+	want := []string{
+		"user: what does the note say",
+		"assistant: Let me read it.",
+		"assistant: tool_use Read",
+		"user: tool_result",
+		"assistant: The note says the build is green.",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("messages mismatch (-want +got):\n%s", diff)
+	}
+	if st.SessionID != "5cc10e44-d65b-416a-9d60-cd4f28b5ae4c" {
 		t.Errorf("session id %q", st.SessionID)
 	}
 }
