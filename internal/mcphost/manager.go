@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -68,6 +69,10 @@ type Options struct {
 	RelistWait time.Duration
 	// ShutdownGrace is how long a stdio server gets after stdin closes, and after SIGTERM.
 	ShutdownGrace time.Duration
+	// Confine, when set, rewrites a stdio server's command, not yet started, to run inside
+	// keel's sandbox (sandbox.wrapMcpServers); release is called once the server has exited.
+	// A server it cannot confine does not start: it never runs outside instead.
+	Confine func(cmd *exec.Cmd) (release func(), err error)
 	// Reconnect is the backoff of HTTP and SSE servers that drop.
 	Reconnect Backoff
 	// ToolSearch configures deferral of MCP tool schemas behind ToolSearch.

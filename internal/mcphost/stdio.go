@@ -34,6 +34,8 @@ type stdioTransport struct {
 	logger  *slog.Logger
 	// onStart receives the process once it runs, so the owner can watch it exit.
 	onStart func(*process)
+	// confine runs the server inside the sandbox (Options.Confine); nil runs it as is.
+	confine func(*exec.Cmd) (func(), error)
 }
 
 // process is one running server.
@@ -56,7 +58,7 @@ type process struct {
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	p, err := startProcess(t.cfg, t.environ, t.dir, t.grace, t.logger)
+	p, err := startProcess(t.cfg, t.environ, t.dir, t.grace, t.logger, t.confine)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +88,7 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return msg, err
 }
 
-func startProcess(cfg ServerConfig, environ []string, dir string, grace time.Duration, logger *slog.Logger) (*process, error) {
+func startProcess(cfg ServerConfig, environ []string, dir string, grace time.Duration, logger *slog.Logger, confine func(*exec.Cmd) (func(), error)) (*process, error) {
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Dir = dir
 	env := slices.Clone(environ)
@@ -94,6 +96,13 @@ func startProcess(cfg ServerConfig, environ []string, dir string, grace time.Dur
 		env = append(env, k+"="+cfg.Env[k])
 	}
 	cmd.Env = env
+	release := func() {}
+	if confine != nil {
+		var err error
+		if release, err = confine(cmd); err != nil {
+			return nil, fmt.Errorf("start %s in the sandbox: %w", cfg.Command, err)
+		}
+	}
 	procgroup.Own(cmd)
 	// Own pipes rather than StdoutPipe: Wait must not close our end while reads are pending.
 	inR, inW, err := os.Pipe()
@@ -123,6 +132,7 @@ func startProcess(cfg ServerConfig, environ []string, dir string, grace time.Dur
 		inW.Close()
 		outR.Close()
 		errR.Close()
+		release()
 		return nil, fmt.Errorf("start %s: %w", cfg.Command, err)
 	}
 	p := &process{cmd: cmd, stdin: inW, stdout: outR, grace: grace, done: make(chan struct{}), stderr: &tail{max: 20}}
@@ -147,6 +157,7 @@ func startProcess(cfg ServerConfig, environ []string, dir string, grace time.Dur
 		case <-time.After(100 * time.Millisecond):
 		}
 		p.err = err
+		release()
 		close(p.done)
 	}()
 	return p, nil

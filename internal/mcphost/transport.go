@@ -28,7 +28,7 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 				environ = append(environ[:len(environ):len(environ)], "TRACEPARENT="+tp)
 			}
 		}
-		return &stdioTransport{cfg: c.cfg, environ: environ, dir: c.m.opts.Dir, grace: c.m.opts.ShutdownGrace, logger: c.logger,
+		return &stdioTransport{cfg: c.cfg, environ: environ, dir: c.m.opts.Dir, grace: c.m.opts.ShutdownGrace, logger: c.logger, confine: c.m.opts.Confine,
 			onStart: func(p *process) {
 				c.m.mu.Lock()
 				c.proc = p

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -87,6 +88,7 @@ func (s *Session) startMCP(ctx context.Context) {
 		Home: s.opts.Home, ProjectDir: s.projectDir, Cwd: s.opts.Cwd, AddDirs: s.state.AdditionalDirs,
 		Settings: s.settings, Trust: s.opts.Trust, Version: s.opts.Version, ContextWindow: window, Logger: s.logger,
 		Elicit: newElicitation(s).answerer(), Plugins: s.plugins().MCPServers(), Traceparent: s.tel.serverTraceparent,
+		Confine: s.serverConfine(),
 	})
 	s.mcp = m
 	s.notices = append(s.notices, notices...)
@@ -128,6 +130,9 @@ type MCPSetup struct {
 	Plugins []mcphost.ServerConfig
 	// Traceparent is the TRACEPARENT a stdio server starts under (telemetry); nil for none.
 	Traceparent func() string
+	// Confine runs stdio servers inside the sandbox (sandbox.wrapMcpServers); nil runs them
+	// as they are.
+	Confine func(*exec.Cmd) (func(), error)
 }
 
 // OpenMCP loads the MCP configuration from every source and connects the enabled servers in
@@ -167,7 +172,7 @@ func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, 
 		ToolSearch: mcphost.ToolSearchOptions{Mode: o.ToolSearch, ContextWindow: int(st.ContextWindow)},
 		OAuth:      mcphost.OAuthOptions{Home: st.Home, Authorize: o.Authorize, ClientName: "keel", ClientSecret: o.ClientSecret},
 		ClientName: "keel", ClientVersion: st.Version, Logger: logger.With("component", "mcp"),
-		Elicit: st.Elicit,
+		Elicit: st.Elicit, Confine: st.Confine,
 	})
 	m.Start(ctx)
 	return m, notices
@@ -378,6 +383,7 @@ func (c childMCP) StartServers(ctx context.Context, def *agentdef.Definition, se
 		ConnectTimeout: c.s.opts.MCP.ConnectTimeout, ToolTimeout: c.s.opts.MCP.ToolTimeout, MaxOutputTokens: c.s.opts.MCP.MaxOutputTokens,
 		ToolSearch: mcphost.ToolSearchOptions{Mode: mcphost.SearchOff},
 		ClientName: "keel", ClientVersion: c.s.opts.Version, Logger: c.s.logger.With("component", "mcp", "scope", "agent"),
+		Confine: c.s.serverConfine(),
 	})
 	m.Start(ctx)
 	return m, nil

@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 
 	"github.com/keel-dev/keel/internal/egress"
@@ -91,4 +92,20 @@ func (s *Session) hookSandbox() *sandbox.Sandbox {
 		return nil
 	}
 	return s.sandbox
+}
+
+// serverConfine runs the session's stdio MCP servers inside its sandbox when
+// sandbox.wrapMcpServers asks for it; nil otherwise.
+func (s *Session) serverConfine() func(*exec.Cmd) (func(), error) {
+	if s.sandbox == nil || !s.sandbox.Policy().WrapMCPServers {
+		return nil
+	}
+	sb := s.sandbox
+	return func(cmd *exec.Cmd) (func(), error) {
+		run, err := sb.Confine(cmd)
+		if err != nil {
+			return nil, err
+		}
+		return func() { run.Release() }, nil
+	}
 }
