@@ -123,7 +123,7 @@ var layers = []struct {
 	packages []string
 }{
 	{"leaves: types and helpers that import nothing of keel's", []string{"internal/message", "internal/effort", "internal/atomicfile",
-		"internal/frontmatter", "internal/procgroup", "internal/companion", "internal/toolpath", "internal/browser", "internal/coord",
+		"internal/frontmatter", "internal/editdist", "internal/procgroup", "internal/companion", "internal/toolpath", "internal/browser", "internal/coord",
 		"internal/coord/natscoord/natsserver", "internal/gitexec", "internal/egress"}},
 	{"vocabulary: events, tools, providers, settings, stores", []string{"internal/event", "internal/cost", "internal/provider",
 		"internal/tool", "internal/models", "internal/settings", "internal/trust", "internal/snapshot", "internal/transcript",

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/editdist"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -166,32 +167,11 @@ func nearest(s string, names []string) string {
 		if len(n) >= 6 {
 			limit = 2
 		}
-		if d := editDistance(strings.ToLower(s), strings.ToLower(n)); d > 0 && d <= limit && (best == "" || d < bestD) {
+		if d := editdist.Distance(strings.ToLower(s), strings.ToLower(n)); d > 0 && d <= limit && (best == "" || d < bestD) {
 			best, bestD = n, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // checkNamedFiles refuses a run whose flags name a file or folder that is not there: a

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/keel-dev/keel/internal/editdist"
 )
 
 // Catalog is the loaded set of skills and commands, plus the MCP prompts its PromptSource
@@ -184,7 +186,7 @@ func (c *Catalog) unknown(name string, by Invoker) error {
 		if by == ByModel && !s.ModelInvocable() || by == ByUser && !s.UserInvocable {
 			continue
 		}
-		d := distance(strings.ToLower(name), strings.ToLower(s.Name))
+		d := editdist.Distance(strings.ToLower(name), strings.ToLower(s.Name))
 		if d <= max(2, len(name)/3) || strings.Contains(s.Name, name) || strings.Contains(name, s.Name) {
 			cands = append(cands, cand{s.Name, d})
 		}
@@ -203,25 +205,4 @@ func (c *Catalog) unknown(name string, by Invoker) error {
 		names = append(names, prefix+c.name)
 	}
 	return fmt.Errorf("%s; did you mean %s?", msg, strings.Join(names, ", "))
-}
-
-// distance is the Levenshtein distance between a and b, in bytes.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
