@@ -9,13 +9,7 @@
 #          scripts/bench-cost.sh -scenarios reads-100 (any reads-N or mixed-N)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir="$PWD/.cache/agent-sdk-bench"
-if [ ! -f "$dir/.installed" ] || ! cmp -s scripts/agent-sdk.txt "$dir/.installed"; then
-  mkdir -p "$dir"
-  echo "installing the Agent SDK and its Claude Code binary into $dir" >&2
-  (cd "$dir" && npm install --silent --no-audit --no-fund --prefix . $(grep -v '^#' "$OLDPWD/scripts/agent-sdk.txt") >/dev/null)
-  cp scripts/agent-sdk.txt "$dir/.installed"
-fi
+source scripts/sdk-bench-setup.sh
 claude="$(ls "$dir"/node_modules/@anthropic-ai/claude-agent-sdk-linux-*/claude 2>/dev/null | head -1)"
 if [ -z "$claude" ]; then
   echo "warning: the SDK package brought no native Claude Code binary for this platform; measuring keel alone" >&2
