@@ -37,9 +37,13 @@ func Run(ctx context.Context, cfg Config) error {
 	out := &lockedWriter{w: cfg.Out}
 	g := &guard{out: out, logger: cfg.Logger}
 	a := newAgent(cfg, g)
-	conn := sdk.NewAgentSideConnection(a, out, g.pipe(cfg.In))
+	// No message is let through before the connection is whole: the SDK starts reading in
+	// its constructor, and a handler must see a.conn and the logger already set.
+	ready := make(chan struct{})
+	conn := sdk.NewAgentSideConnection(a, out, g.pipe(cfg.In, ready))
 	conn.SetLogger(cfg.Logger)
 	a.conn = conn
+	close(ready)
 	select {
 	case <-conn.Done():
 	case <-ctx.Done():

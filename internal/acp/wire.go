@@ -56,10 +56,12 @@ type envelope struct {
 	Error   json.RawMessage  `json:"error"`
 }
 
-// pipe copies the valid messages of in to the returned reader, which ends when in does.
-func (g *guard) pipe(in io.Reader) io.Reader {
+// pipe copies the valid messages of in to the returned reader, once start is closed; the
+// reader ends when in does.
+func (g *guard) pipe(in io.Reader, start <-chan struct{}) io.Reader {
 	pr, pw := io.Pipe()
 	go func() {
+		<-start
 		err := g.copy(in, pw)
 		pw.CloseWithError(err)
 	}()
