@@ -38,6 +38,15 @@ type FanOutSpec struct {
 	Concurrency int
 }
 
+// sharedLen is how many bytes every item's prompt begins with (the prompt up to the first
+// placeholder): they go before the item's cache breakpoint.
+func (f FanOutSpec) sharedLen() int {
+	if i := strings.Index(f.Prompt, ItemPlaceholder); i >= 0 {
+		return i
+	}
+	return len(f.Prompt) + len("\n\nItem: ")
+}
+
 // itemPrompt puts item into prompt. The shared part comes first, so the siblings' requests
 // share the longest prefix with the first item's.
 func (f FanOutSpec) itemPrompt(item string) string {
@@ -98,7 +107,7 @@ func (s *Session) FanOut(ctx context.Context, spec FanOutSpec) (fanout.Summary, 
 		if spec.Fork {
 			return s.agents.runner.RunForkChild(ctx, what, spec.itemPrompt(it.Input))
 		}
-		return s.agents.runner.RunDetached(ctx, subagent.DetachedAgent{AgentType: spec.AgentType, Description: what, Prompt: spec.itemPrompt(it.Input)})
+		return s.agents.runner.RunDetached(ctx, subagent.DetachedAgent{AgentType: spec.AgentType, Description: what, Prompt: spec.itemPrompt(it.Input), Item: true, ItemShared: spec.sharedLen()})
 	}
 	return fanout.Run(ctx, fanout.Config{Board: b.Board(), Owner: "fanout-" + spec.ledgerKey(), Concurrency: spec.Concurrency, Logger: s.logger}, run)
 }
