@@ -115,16 +115,11 @@ func (s *Session) FanOut(ctx context.Context, spec FanOutSpec) (fanout.Summary, 
 // FanOutItem returns item index (from 1) of the fan-out spec describes, with its whole
 // result: what the summary's line for it points to.
 func (s *Session) FanOutItem(ctx context.Context, spec FanOutSpec, index int) (fanout.Item, error) {
-	path := s.TranscriptPath()
-	if path == "" {
-		return fanout.Item{}, errors.New("fan-out: the session keeps no transcript")
-	}
-	b, err := fscoord.Open(filepath.Join(transcript.SessionDir(path), "fanouts", spec.ledgerKey()), fscoord.Options{})
+	it, err := s.fanOutItemByKey(ctx, spec.ledgerKey(), index)
 	if err != nil {
-		return fanout.Item{}, fmt.Errorf("fan-out ledger: %w", err)
+		return it, fmt.Errorf("fan-out: %w", err)
 	}
-	defer b.Close()
-	return fanout.Get(ctx, b.Board(), index)
+	return it, nil
 }
 
 // agentFanOut is the Agent tool's call with items: each item an agent of the type the call
@@ -178,7 +173,8 @@ func (s *Session) fanOutText(ctx context.Context, spec FanOutSpec, sum fanout.Su
 			fmt.Fprintf(&out, "\n## %d. %s\n(%s)\n", it.Index, it.Input, it.State)
 		}
 		if out.Len() > fullResultsLimit {
-			return sum.Text() + "\n(the items' whole results are longer than this answer may be: these are their first lines)"
+			return sum.Text() + fmt.Sprintf("\n(the items' whole results are longer than this answer may be: these are their first lines. "+
+				"TaskOutput with task_id %q returns item N's whole result)", "fanout-"+spec.ledgerKey()+"/N")
 		}
 	}
 	return strings.TrimRight(out.String(), "\n")
