@@ -130,7 +130,9 @@ func TestAgentToolFansOut(t *testing.T) {
 // item's whole result; an id of no fan-out is a clear error.
 func TestTaskOutputReadsAFanOutItem(t *testing.T) {
 	items := []string{"a.go", "b.go", "c.go"}
-	long := func(it string) string { return "report on " + it + "\n" + strings.Repeat("detail line\n", 1200) + "END OF " + it }
+	long := func(it string) string {
+		return "report on " + it + "\n" + strings.Repeat("detail line\n", 1200) + "END OF " + it
+	}
 	key := FanOutSpec{Prompt: "Check {{item}}", Items: items, AgentType: "general-purpose"}.ledgerKey()
 	sc := &scripted.Scenario{Rules: []scripted.Rule{
 		{When: scripted.Match{UserText: "check all"}, Times: 1, Reply: []scripted.Block{scripted.ToolUse("Agent", map[string]any{
