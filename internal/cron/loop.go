@@ -48,6 +48,15 @@ func ParseLoop(args string) (interval time.Duration, prompt string, err error) {
 	return d, strings.TrimSpace(prompt), nil
 }
 
+// LoopPrompt is what one run of a loop of prompt sends: the prompt and how to end the loop.
+// The TUI's /loop, which paces its runs in its own event loop, uses it as RunLoop does.
+func LoopPrompt(prompt string) string { return prompt + loopNote }
+
+// LoopFinished says whether a run's answer ends the loop.
+func LoopFinished(answer string) bool {
+	return strings.HasSuffix(strings.TrimSpace(answer), LoopDone)
+}
+
 // Sender runs one prompt in the loop's session and returns the model's final answer.
 type Sender func(ctx context.Context, prompt string) (string, error)
 
@@ -63,7 +72,7 @@ func RunLoop(ctx context.Context, interval time.Duration, prompt string, send Se
 	runs := 0
 	for {
 		start := time.Now()
-		answer, err := send(ctx, prompt+loopNote)
+		answer, err := send(ctx, LoopPrompt(prompt))
 		if ctx.Err() != nil {
 			return runs, nil
 		}
@@ -71,7 +80,7 @@ func RunLoop(ctx context.Context, interval time.Duration, prompt string, send Se
 		if err != nil {
 			return runs, fmt.Errorf("loop run %d: %w", runs, err)
 		}
-		if strings.HasSuffix(strings.TrimSpace(answer), LoopDone) {
+		if LoopFinished(answer) {
 			return runs, nil
 		}
 		if wait := interval - time.Since(start); wait > 0 {

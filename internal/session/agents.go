@@ -160,7 +160,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 	})
 	s.agents = &Agents{tasks: tasks, queue: queue, runner: runner, detached: s.opts.DetachedFrom != ""}
 	s.reattachAgents(ctx)
-	s.builtins = append(s.builtins, runner.Tool(), runner.SendMessageTool(), background.OutputTool(tasks), background.StopTool(tasks))
+	s.builtins = append(s.builtins, runner.Tool(), runner.SendMessageTool(), fanOutOutput{background.OutputTool(tasks), s}, background.StopTool(tasks))
 	s.setMainParent()
 }
 

@@ -38,6 +38,15 @@ type FanOutSpec struct {
 	Concurrency int
 }
 
+// sharedLen is how many bytes every item's prompt begins with (the prompt up to the first
+// placeholder): they go before the item's cache breakpoint.
+func (f FanOutSpec) sharedLen() int {
+	if i := strings.Index(f.Prompt, ItemPlaceholder); i >= 0 {
+		return i
+	}
+	return len(f.Prompt) + len("\n\nItem: ")
+}
+
 // itemPrompt puts item into prompt. The shared part comes first, so the siblings' requests
 // share the longest prefix with the first item's.
 func (f FanOutSpec) itemPrompt(item string) string {
@@ -98,7 +107,7 @@ func (s *Session) FanOut(ctx context.Context, spec FanOutSpec) (fanout.Summary, 
 		if spec.Fork {
 			return s.agents.runner.RunForkChild(ctx, what, spec.itemPrompt(it.Input))
 		}
-		return s.agents.runner.RunDetached(ctx, subagent.DetachedAgent{AgentType: spec.AgentType, Description: what, Prompt: spec.itemPrompt(it.Input)})
+		return s.agents.runner.RunDetached(ctx, subagent.DetachedAgent{AgentType: spec.AgentType, Description: what, Prompt: spec.itemPrompt(it.Input), Item: true, ItemShared: spec.sharedLen()})
 	}
 	return fanout.Run(ctx, fanout.Config{Board: b.Board(), Owner: "fanout-" + spec.ledgerKey(), Concurrency: spec.Concurrency, Logger: s.logger}, run)
 }
@@ -106,16 +115,11 @@ func (s *Session) FanOut(ctx context.Context, spec FanOutSpec) (fanout.Summary, 
 // FanOutItem returns item index (from 1) of the fan-out spec describes, with its whole
 // result: what the summary's line for it points to.
 func (s *Session) FanOutItem(ctx context.Context, spec FanOutSpec, index int) (fanout.Item, error) {
-	path := s.TranscriptPath()
-	if path == "" {
-		return fanout.Item{}, errors.New("fan-out: the session keeps no transcript")
-	}
-	b, err := fscoord.Open(filepath.Join(transcript.SessionDir(path), "fanouts", spec.ledgerKey()), fscoord.Options{})
+	it, err := s.fanOutItemByKey(ctx, spec.ledgerKey(), index)
 	if err != nil {
-		return fanout.Item{}, fmt.Errorf("fan-out ledger: %w", err)
+		return it, fmt.Errorf("fan-out: %w", err)
 	}
-	defer b.Close()
-	return fanout.Get(ctx, b.Board(), index)
+	return it, nil
 }
 
 // agentFanOut is the Agent tool's call with items: each item an agent of the type the call
@@ -169,7 +173,8 @@ func (s *Session) fanOutText(ctx context.Context, spec FanOutSpec, sum fanout.Su
 			fmt.Fprintf(&out, "\n## %d. %s\n(%s)\n", it.Index, it.Input, it.State)
 		}
 		if out.Len() > fullResultsLimit {
-			return sum.Text() + "\n(the items' whole results are longer than this answer may be: these are their first lines)"
+			return sum.Text() + fmt.Sprintf("\n(the items' whole results are longer than this answer may be: these are their first lines. "+
+				"TaskOutput with task_id %q returns item N's whole result)", "fanout-"+spec.ledgerKey()+"/N")
 		}
 	}
 	return strings.TrimRight(out.String(), "\n")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
+	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
 	"github.com/keel-dev/keel/internal/worktree"
@@ -80,16 +81,16 @@ func (s *Session) worktreeTools() []tool.Tool {
 	exit := tool.New(tool.Spec[exitWorktreeInput]{
 		Name: ExitWorktreeName,
 		Description: "Leaves the worktree EnterWorktree made and returns the session to the directory it came from. " +
-			`action "keep" leaves the worktree and its branch for the user; "remove" deletes both — refused while the worktree has ` +
-			"uncommitted changes or new commits unless discard_changes is true: ask the user before discarding work.",
+			`action "keep" leaves the worktree and its branch for the user; "remove" deletes both — while the worktree has ` +
+			"uncommitted changes or new commits, the user is asked first and nothing is removed unless they agree.",
 		Schema: json.RawMessage(`{"type":"object","properties":{"action":{"type":"string","enum":["keep","remove"],"description":"keep the worktree, or remove it"},` +
-			`"discard_changes":{"type":"boolean","description":"with remove: remove it even though it has changes (only after the user agreed)"}},"required":["action"],"additionalProperties":false}`),
+			`"discard_changes":{"type":"boolean","description":"with remove: you mean to discard its changes (the user is asked all the same)"}},"required":["action"],"additionalProperties":false}`),
 		Deferred: true,
 		Run: func(ctx context.Context, env *tool.Env, in exitWorktreeInput) tool.Result {
 			if env.AgentID != "" {
 				return tool.Errorf("ExitWorktree moves the main session; a subagent cannot leave its worktree")
 			}
-			return s.exitWorktree(ctx, in)
+			return s.exitWorktree(ctx, env, in)
 		},
 	})
 	return []tool.Tool{enter, exit}
@@ -126,7 +127,7 @@ func (s *Session) enterWorktree(ctx context.Context, env *tool.Env, in enterWork
 	return tool.Result{Content: tool.Text(text).Content, Output: rec, Modifier: func(st *tool.State) { st.Cwd = wt.Path }}
 }
 
-func (s *Session) exitWorktree(ctx context.Context, in exitWorktreeInput) tool.Result {
+func (s *Session) exitWorktree(ctx context.Context, env *tool.Env, in exitWorktreeInput) tool.Result {
 	s.wt.mu.Lock()
 	defer s.wt.mu.Unlock()
 	rec := s.wt.active
@@ -143,8 +144,10 @@ func (s *Session) exitWorktree(ctx context.Context, in exitWorktreeInput) tool.R
 		if err != nil {
 			return tool.Errorf("ExitWorktree: cannot tell whether worktree %s has changes (%v); nothing was removed", rec.Slug, err)
 		}
-		if changed && !in.DiscardChanges {
-			return tool.Errorf("worktree %s has uncommitted changes or new commits; ask the user, then keep it (action keep) or remove it with discard_changes: true. Nothing was removed", rec.Slug)
+		if changed {
+			if why, ok := s.askDiscard(ctx, env, rec); !ok {
+				return tool.Errorf("worktree %s has uncommitted changes or new commits, and removing it was not allowed (%s). Nothing was removed; keep it with action keep", rec.Slug, why)
+			}
 		}
 		if err := m.Remove(ctx, wt); err != nil {
 			return tool.Errorf("ExitWorktree: %v", err)
@@ -173,4 +176,19 @@ func (s *Session) restoreWorktree(st *transcript.State) {
 	}
 	s.wt.active = &rec
 	s.state.Cwd = rec.Path
+}
+
+// askDiscard asks the user, through the session's permission asker, whether the worktree's
+// changes may be discarded. It asks whatever the rules and the mode say (only deny rules
+// and dontAsk refuse first): removing uncommitted work cannot be undone, so the model's
+// discard_changes is not enough. A headless run has no one to ask and refuses.
+func (s *Session) askDiscard(ctx context.Context, env *tool.Env, rec *worktreeRecord) (string, bool) {
+	input, _ := json.Marshal(map[string]string{"action": "remove", "worktree": rec.Path, "branch": rec.Branch})
+	req := permission.Request{Tool: ExitWorktreeName, Paths: []string{rec.Path}, Cwd: rec.From, Input: input}
+	if env != nil {
+		req.ToolUseID = env.ToolUseID
+	}
+	reason := fmt.Sprintf("worktree %s (branch %s) has uncommitted changes or new commits; removing it discards them", rec.Slug, rec.Branch)
+	d := s.checker.AskAnyway(ctx, req, reason, "")
+	return d.Reason, d.Behavior == permission.Allow
 }

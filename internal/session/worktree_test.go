@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/gittest"
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 )
 
@@ -66,8 +68,8 @@ func TestWorktreeEnterResumeExit(t *testing.T) {
 	}
 	h2.send(t, "done here")
 	res := allToolResults(h2)
-	if !strings.Contains(res, "has uncommitted changes") || !strings.Contains(res, "Nothing was removed") {
-		t.Errorf("ExitWorktree remove with changes was not refused: %q", res)
+	if !strings.Contains(res, "has uncommitted changes") || !strings.Contains(res, "no one to ask in a headless run") || !strings.Contains(res, "Nothing was removed") {
+		t.Errorf("ExitWorktree remove with changes was not refused headless: %q", res)
 	}
 	if !strings.Contains(res, "are kept at") {
 		t.Errorf("ExitWorktree keep: %q", res)
@@ -98,5 +100,60 @@ func TestEnterWorktreeOutsideGit(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cwd, ".keel")); err == nil {
 		t.Error("EnterWorktree outside git left a .keel directory")
+	}
+}
+
+// TestExitWorktreeAsksBeforeDiscarding: removing a worktree with changes goes to the user
+// through the session's permission asker, even in bypassPermissions mode and although the
+// model passed discard_changes; a no keeps the worktree, a yes removes it and its branch.
+func TestExitWorktreeAsksBeforeDiscarding(t *testing.T) {
+	repo := gittest.New(t)
+	wtPath := filepath.Join(repo.Dir, ".keel", "worktrees", "scratch")
+	remove := map[string]any{"action": "remove", "discard_changes": true}
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{When: scripted.Match{UserText: "work apart"}, Times: 1, Reply: []scripted.Block{scripted.ToolUse("EnterWorktree", map[string]string{"name": "scratch"})}},
+		{When: scripted.Match{ToolResult: "EnterWorktree"}, Times: 1, Reply: []scripted.Block{
+			scripted.ToolUse("Write", map[string]string{"file_path": "draft.txt", "content": "draft\n"})}},
+		{When: scripted.Match{ToolResult: "Write"}, Reply: []scripted.Block{scripted.Text("written")}},
+		{When: scripted.Match{UserText: "throw it away"}, Reply: []scripted.Block{scripted.ToolUse("ExitWorktree", remove)}},
+		{When: scripted.Match{ToolResult: "ExitWorktree"}, Reply: []scripted.Block{scripted.Text("ok")}},
+	}}
+	var asks []permission.AskRequest
+	answers := []permission.Answer{permission.DenyAnswer("not yet"), permission.AllowOnce()}
+	asker := permission.AskerFunc(func(_ context.Context, req permission.AskRequest) (permission.Answer, error) {
+		asks = append(asks, req)
+		if len(asks) > len(answers) {
+			t.Errorf("asked %d times: %+v", len(asks), req)
+			return permission.DenyAnswer("too many"), nil
+		}
+		return answers[len(asks)-1], nil
+	})
+	h := newHarness(t, sc, Options{Cwd: repo.Dir, PermissionMode: "bypassPermissions", Asker: asker})
+	h.send(t, "work apart")
+	if len(asks) != 0 {
+		t.Fatalf("entering and writing asked: %+v", asks)
+	}
+	h.send(t, "throw it away")
+	if len(asks) != 1 || asks[0].Request.Tool != "ExitWorktree" || !strings.Contains(asks[0].Reason, "uncommitted changes") {
+		t.Fatalf("the removal did not ask the user: %+v", asks)
+	}
+	if res := allToolResults(h); !strings.Contains(res, "not yet") || !strings.Contains(res, "Nothing was removed") {
+		t.Errorf("a no did not refuse the removal: %q", res)
+	}
+	if _, err := os.Stat(filepath.Join(wtPath, "draft.txt")); err != nil || h.sess.Cwd() != wtPath {
+		t.Fatalf("after a no the worktree must stay, and the session in it: %v, cwd %s", err, h.sess.Cwd())
+	}
+	h.send(t, "throw it away")
+	if len(asks) != 2 {
+		t.Fatalf("the second removal asked %d times in all", len(asks))
+	}
+	if _, err := os.Stat(wtPath); !os.IsNotExist(err) {
+		t.Errorf("after a yes the worktree is still there: %v", err)
+	}
+	if out := repo.Git("branch", "--list", "keel/scratch"); strings.TrimSpace(out) != "" {
+		t.Errorf("after a yes the branch is still there: %q", out)
+	}
+	if h.sess.Cwd() != repo.Dir {
+		t.Errorf("cwd after the removal = %s, want %s", h.sess.Cwd(), repo.Dir)
 	}
 }

@@ -43,6 +43,12 @@ type DetachedAgent struct {
 	SessionPath string `json:"sessionPath"`
 	// NotifyDir is the main thread's notification queue directory.
 	NotifyDir string `json:"notifyDir"`
+	// Item says Prompt is one item of a fan-out: it goes after the listings of the agent's
+	// first message, behind a cache breakpoint its siblings share.
+	Item bool `json:"item,omitempty"`
+	// ItemShared is how many bytes of Prompt every item of the fan-out begins with; they go
+	// before the breakpoint too.
+	ItemShared int `json:"itemShared,omitempty"`
 }
 
 // detachable reports whether s may run in the supervisor.
@@ -132,7 +138,7 @@ func (r *Runner) RunDetached(ctx context.Context, a DetachedAgent) (string, erro
 		return "", fmt.Errorf("run agent: agent type %q not found; available agents: %s", typ, r.available())
 	}
 	s := spawn{parent: main, def: def, in: Input{Description: a.Description, Prompt: a.Prompt, Model: a.Model, Isolation: a.Isolation},
-		toolUseID: a.ToolUseID, id: a.ID, foreground: true}
+		toolUseID: a.ToolUseID, id: a.ID, foreground: true, item: a.Item, itemShared: a.ItemShared}
 	if path, _ := transcript.AgentPaths(r.cfg.SessionPath, a.ID); r.cfg.SessionPath != "" && exists(path) {
 		resumed, err := r.resumeSpec(ctx, main, a.ID)
 		if err != nil {

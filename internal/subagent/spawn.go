@@ -41,6 +41,9 @@ type spawn struct {
 	foreground bool
 	// mate makes the child a teammate (see teammate.go).
 	mate *mate
+	// item says the prompt is one item of a fan-out (see itemAfterListings).
+	item       bool
+	itemShared int
 }
 
 // child is a prepared child agent.
@@ -369,7 +372,11 @@ func (r *Runner) childParts(ctx context.Context, c *child, spec *AgentSpec, mode
 	case r.cfg.System != nil:
 		spec.System = func(ctx context.Context) loop.System { return r.cfg.System(ctx, def, cwd) }
 	default:
-		sys := defaultSystem(def, n.id, cwd)
+		id := n.id
+		if s.item { // siblings of a fan-out share their system prompt: no id in it
+			id = ""
+		}
+		sys := defaultSystem(def, id, cwd)
 		spec.System = func(context.Context) loop.System { return sys }
 	}
 	if c.mem != nil {
@@ -415,7 +422,11 @@ func (r *Runner) build(ctx context.Context, c *child, spec AgentSpec) error {
 		spec.Observers = append(spec.Observers, s.mate.observers...)
 	}
 	if r.cfg.Observers != nil {
-		spec.Observers = append(spec.Observers, r.cfg.Observers(spec.Pool, c.history)...)
+		obs := r.cfg.Observers(spec.Pool, c.history)
+		if s.item && s.history == nil && s.mate == nil && !s.fork {
+			spec.Prepare = itemAfterListings(ctx, c, obs, spec.Prepare)
+		}
+		spec.Observers = append(spec.Observers, obs...)
 	}
 	c.sink = &childSink{r: r, queue: queue, w: s.writer}
 	if s.mate != nil {
@@ -481,8 +492,12 @@ func (r *Runner) openTranscript(ctx context.Context, c *child, cwd string) error
 }
 
 func defaultSystem(def *agentdef.Definition, id, cwd string) loop.System {
-	env := fmt.Sprintf("You are a subagent (id %s) of keel, a coding agent. Working directory: %s\n"+
-		"When you are done, reply with a concise report: the agent that started you sees only your final message.", id, cwd)
+	who := "You are a subagent"
+	if id != "" {
+		who += " (id " + id + ")"
+	}
+	env := fmt.Sprintf("%s of keel, a coding agent. Working directory: %s\n"+
+		"When you are done, reply with a concise report: the agent that started you sees only your final message.", who, cwd)
 	blocks := []provider.SystemBlock{{Text: def.Prompt}, {Text: env}}
 	if def.Prompt == "" {
 		blocks = blocks[1:]

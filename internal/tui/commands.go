@@ -45,6 +45,7 @@ var commands = []command{
 	{"/mcp", "MCP servers; /mcp login NAME signs in", (*Model).cmdMCP},
 	{"/plugin", "plugins: list and switch on or off, install, uninstall; /plugin marketplace [add SOURCE]", (*Model).cmdPlugin},
 	{"/memory", "the memory files in use; enter opens one in your editor", (*Model).cmdMemory},
+	{"/loop", "run a prompt again and again: /loop [interval] PROMPT (5m, 2h; none: self-paced); /loop stop", (*Model).cmdLoop},
 	{"/todos", "the agent's todo list", (*Model).cmdTodos},
 	{"/bashes", "background shells: list, stop", (*Model).cmdBashes},
 	{"/init", "write a KEEL.md from what the project's files say", (*Model).cmdInit},

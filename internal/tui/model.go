@@ -123,6 +123,9 @@ type Model struct {
 	prefs   prefs
 	vim     vimState
 	sl      statusLineState
+	// loop is the active /loop, if any.
+	loop    *loopState
+	loopGen int
 	// lineAsk, when set, is a question the next line typed answers (a rule to add).
 	lineAsk *lineAsk
 }

@@ -89,12 +89,20 @@ func (m *Model) finishRun() tea.Cmd {
 	}
 	u, cost := m.b.Usage()
 	m.usage, m.cost = u, cost
-	if len(m.queued) > 0 {
-		p := m.queued[0]
-		m.queued = m.queued[1:]
-		return tea.Batch(m.submit(p), m.refreshStatusLine())
+	loopCmd := m.loopRunEnded() // starts a run only when nothing is queued
+	if m.working {
+		return tea.Batch(loopCmd, m.refreshStatusLine())
 	}
-	return tea.Batch(m.wakeLead(), m.refreshStatusLine())
+	if len(m.queued) > 0 {
+		return tea.Batch(loopCmd, m.submitQueued(), m.refreshStatusLine())
+	}
+	return tea.Batch(loopCmd, m.wakeLead(), m.refreshStatusLine())
+}
+
+func (m *Model) submitQueued() tea.Cmd {
+	p := m.queued[0]
+	m.queued = m.queued[1:]
+	return m.submit(p)
 }
 
 // flush re-renders the streaming assistant message; final also ends its streaming state.

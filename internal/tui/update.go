@@ -71,6 +71,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case statusLineMsg:
 		return m, m.onStatusLine(msg)
+	case loopTickMsg:
+		return m, m.onLoopTick(msg)
 	case statusLineTickMsg:
 		return m, m.refreshStatusLine()
 	case cmdDoneMsg:
@@ -243,6 +245,10 @@ func (m *Model) escape(now time.Time) tea.Cmd {
 	}
 	if m.working {
 		m.interrupt()
+		return nil
+	}
+	if m.loop != nil { // between two runs: Esc stops the loop
+		m.stopLoop("stopped")
 		return nil
 	}
 	if !m.lastEsc.IsZero() && now.Sub(m.lastEsc) < doublePress {

@@ -187,6 +187,9 @@ func (m *Model) statusLine() string {
 	if m.vim.on {
 		left = map[bool]string{true: "NORMAL", false: "INSERT"}[m.vim.normal] + " · " + left
 	}
+	if m.loop != nil {
+		left += " · " + m.st.accent.Render(m.loopStatus())
+	}
 	if m.warnings > 0 {
 		left += " · " + m.st.warn.Render(warningCount(m.warnings))
 	}
