@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	tea "charm.land/bubbletea/v2"
 )
@@ -181,7 +182,7 @@ func packageScripts(dir string) []string {
 	return out
 }
 
-var makeTargetRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9_-]*):`)
+var makeTargetRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z][A-Za-z0-9_-]*):`) })
 
 // makeTargets are the Makefile's targets a person runs: build, test, lint and the like.
 func makeTargets(dir string) []string {
@@ -194,7 +195,7 @@ func makeTargets(dir string) []string {
 	var out []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if m := makeTargetRE.FindStringSubmatch(sc.Text()); m != nil && slices.Contains(wanted, m[1]) && !slices.Contains(out, m[1]) {
+		if m := makeTargetRE().FindStringSubmatch(sc.Text()); m != nil && slices.Contains(wanted, m[1]) && !slices.Contains(out, m[1]) {
 			out = append(out, m[1])
 		}
 	}
@@ -202,8 +203,8 @@ func makeTargets(dir string) []string {
 }
 
 var (
-	runLineRE = regexp.MustCompile(`^\s*(?:-\s*)?run:\s*(.+)$`)
-	ciWordRE  = regexp.MustCompile(`(?i)test|lint|vet|build|check`)
+	runLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:-\s*)?run:\s*(.+)$`) })
+	ciWordRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)test|lint|vet|build|check`) })
 )
 
 // ciCommands are the one-line commands GitHub Actions workflows run that build, test or lint.
@@ -216,12 +217,12 @@ func ciCommands(dir string) []string {
 			continue
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			m := runLineRE.FindStringSubmatch(line)
+			m := runLineRE().FindStringSubmatch(line)
 			if m == nil || m[1] == "|" || m[1] == ">" {
 				continue
 			}
 			cmd := strings.Trim(strings.TrimSpace(m[1]), `"'`)
-			if ciWordRE.MatchString(cmd) && !slices.Contains(out, cmd) && len(out) < 8 {
+			if ciWordRE().MatchString(cmd) && !slices.Contains(out, cmd) && len(out) < 8 {
 				out = append(out, cmd)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -118,16 +119,20 @@ func (m *Model) bugReport(what string) string {
 // Secrets that must not leave the machine in a report: API keys, bearer tokens, the values
 // of keys that name a key, token, secret or password, and passwords in URLs.
 var (
-	secretKeyRE   = regexp.MustCompile(`\b(sk-ant-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abp]-[A-Za-z0-9-]{10,}|AKIA[A-Z0-9]{16})`)
-	bearerRE      = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`)
-	secretValueRE = regexp.MustCompile(`(?i)("?[A-Za-z0-9_.-]*(?:api[_-]?key|token|secret|password|passwd|credential)[A-Za-z0-9_.-]*"?\s*[:=]\s*"?)([^\s",}]+)`)
-	urlPasswordRE = regexp.MustCompile(`(://[^/\s:@]+:)[^@/\s]+@`)
+	secretKeyRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\b(sk-ant-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abp]-[A-Za-z0-9-]{10,}|AKIA[A-Z0-9]{16})`)
+	})
+	bearerRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`) })
+	secretValueRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)("?[A-Za-z0-9_.-]*(?:api[_-]?key|token|secret|password|passwd|credential)[A-Za-z0-9_.-]*"?\s*[:=]\s*"?)([^\s",}]+)`)
+	})
+	urlPasswordRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(://[^/\s:@]+:)[^@/\s]+@`) })
 )
 
 // Redact replaces what looks like a secret in text with [redacted].
 func Redact(text string) string {
-	text = secretKeyRE.ReplaceAllString(text, "[redacted]")
-	text = bearerRE.ReplaceAllString(text, "$1 [redacted]")
-	text = secretValueRE.ReplaceAllString(text, "${1}[redacted]")
-	return urlPasswordRE.ReplaceAllString(text, "${1}[redacted]@")
+	text = secretKeyRE().ReplaceAllString(text, "[redacted]")
+	text = bearerRE().ReplaceAllString(text, "$1 [redacted]")
+	text = secretValueRE().ReplaceAllString(text, "${1}[redacted]")
+	return urlPasswordRE().ReplaceAllString(text, "${1}[redacted]@")
 }
