@@ -43,7 +43,9 @@ func TestConfinedServers(t *testing.T) {
 
 	refused := start(t, Options{
 		Servers: []ServerConfig{stdioServer("t", "everything")},
-		Confine: func(*exec.Cmd) (func(), error) { return nil, errors.New("the sandbox is unavailable: no user namespaces") },
+		Confine: func(*exec.Cmd) (func(), error) {
+			return nil, errors.New("the sandbox is unavailable: no user namespaces")
+		},
 	})
 	if got := toolNames(refused.Tools(t.Context())); len(got) != 0 {
 		t.Errorf("a server that could not be confined ran anyway: tools %v", got)

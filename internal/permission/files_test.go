@@ -247,11 +247,11 @@ func TestHardLinks(t *testing.T) {
 // TestMountAliases: the same directory mounted twice gives its files two names.
 func TestMountAliases(t *testing.T) {
 	info := `22 1 8:1 / / rw - ext4 /dev/sda1 rw
-30 22 8:1 /home/u/proj /work rw - ext4 /dev/sda1 rw
+30 22 8:1 /home/u/proj /srv/proj rw - ext4 /dev/sda1 rw
 31 22 8:1 /home/u /mnt/u\040home rw - ext4 /dev/sda1 rw
 32 22 0:5 / /proc rw - proc proc rw
 `
-	got := aliasesIn(parseMountinfo(info), "/work/secrets/token.txt")
+	got := aliasesIn(parseMountinfo(info), "/srv/proj/secrets/token.txt")
 	want := []string{"/home/u/proj/secrets/token.txt", "/mnt/u home/proj/secrets/token.txt"}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("aliases = %q; want %q", got, want)
