@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 runs="${1:-200}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-go build -o "$work/keel" ./cmd/keel
+CGO_ENABLED=0 go build -o "$work/keel" ./cmd/keel  # as make build does
 mkdir "$work/hello"
 printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hello") }\n' > "$work/hello/main.go"
 printf 'module hello\n\ngo 1.22\n' > "$work/hello/go.mod"

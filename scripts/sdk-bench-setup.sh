@@ -14,7 +14,7 @@ fi
 if [ "${SDK_BENCH_SERVE:-}" = 1 ]; then
   work="$(mktemp -d)"
   trap 'kill $(cat "$work/scripted.pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT
-  go build -o "$work/keel" ./cmd/keel
+  CGO_ENABLED=0 go build -o "$work/keel" ./cmd/keel  # as make build does
   cat > "$work/scenario.yaml" <<'YAML'
 fallback:
   reply:
