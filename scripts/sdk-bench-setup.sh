@@ -2,9 +2,8 @@
 # (bench-sdk.sh, bench-sessions.sh, bench-cost.sh). It installs the pinned SDK with its native
 # Claude Code binary (about 360 MB) into .cache/agent-sdk-bench once (again when the pin
 # changes) and sets $dir to it. With SDK_BENCH_SERVE=1 it also builds keel into $work (or
-# copies $KEEL_BIN there), starts
-# keel's scripted model (one fallback answer) on a free port of 127.0.0.1 and sets $port; the
-# caller's EXIT trap is set here to stop it and remove $work.
+# copies $KEEL_BIN there), starts keel's scripted model (one fallback answer) on a free port
+# of 127.0.0.1 and sets $port; the caller's EXIT trap is set here to stop it and remove $work.
 dir="$PWD/.cache/agent-sdk-bench"
 if [ ! -f "$dir/.installed" ] || ! cmp -s scripts/agent-sdk.txt "$dir/.installed"; then
   mkdir -p "$dir"
