@@ -77,6 +77,7 @@ type supervisorRig struct {
 	proj   string
 	env    []string
 	client *daemon.Client
+	srv    *scripted.Server
 }
 
 func newSupervisorRig(t *testing.T) *supervisorRig {
@@ -102,7 +103,7 @@ func newSupervisorRigWith(t *testing.T, scenario string) *supervisorRig {
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	root := t.TempDir()
-	r := &supervisorRig{t: t, keel: keel, home: filepath.Join(root, "keel-home"), proj: filepath.Join(root, "proj")}
+	r := &supervisorRig{t: t, keel: keel, home: filepath.Join(root, "keel-home"), proj: filepath.Join(root, "proj"), srv: srv}
 	for _, d := range []string{r.home, filepath.Join(r.proj, ".git")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)

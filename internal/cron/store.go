@@ -17,6 +17,8 @@ import (
 type Store struct {
 	rec coord.Records
 	now func() time.Time
+	// minInterval is the shortest interval Create accepts ([MinInterval] unless lowered).
+	minInterval time.Duration
 }
 
 // NewStore returns a store over rec; now is its clock (nil: time.Now).
@@ -24,7 +26,19 @@ func NewStore(rec coord.Records, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{rec: rec, now: now}
+	return &Store{rec: rec, now: now, minInterval: MinInterval}
+}
+
+// WithMinInterval returns a store over the same records whose Create accepts intervals down
+// to d (at least a second; zero or more than [MinInterval] keeps MinInterval). It exists for
+// tests that must see a recurring job tick several times in seconds, through
+// runconfig.Config.CronMinInterval; schedulers run whatever interval a record holds.
+func (s *Store) WithMinInterval(d time.Duration) *Store {
+	c := *s
+	if d >= time.Second && d < MinInterval {
+		c.minInterval = d
+	}
+	return &c
 }
 
 // Spec is a job to create: CronCreate's input and the session it came from.
@@ -47,7 +61,7 @@ func (s *Store) Create(ctx context.Context, spec Spec) (Job, error) {
 	if strings.TrimSpace(spec.Prompt) == "" {
 		return Job{}, errors.New("prompt is empty: give the prompt to run at each fire time")
 	}
-	sched, err := ParseSchedule(spec.Cron, now)
+	sched, err := parseSchedule(spec.Cron, now, s.minInterval)
 	if err != nil {
 		return Job{}, err
 	}

@@ -38,6 +38,7 @@ func (s *Session) buildCron(ctx context.Context) {
 		s.logger.Warn("scheduled jobs", "err", err)
 		return
 	}
+	store = store.WithMinInterval(s.opts.Run.CronMinInterval) // tests only: seconds-long intervals
 	launch, err := json.Marshal(s.opts.Run)
 	if err != nil {
 		s.logger.Warn("scheduled jobs: encode the session's configuration", "err", err)
