@@ -279,7 +279,7 @@ func TestWithMinIntervalLowersTheMinimumForTests(t *testing.T) {
 			t.Errorf("%s: Create(@every 3s) = %v, want the minute minimum", name, err)
 		}
 	}
-	j, err := st.WithMinInterval(2 * time.Second).Create(ctx, spec)
+	j, err := st.WithMinInterval(2*time.Second).Create(ctx, spec)
 	if err != nil {
 		t.Fatalf("Create(@every 3s) with a 2s minimum: %v", err)
 	}
