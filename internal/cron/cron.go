@@ -80,8 +80,11 @@ type Origin struct {
 	NotifyDir string `json:"notifyDir"`
 	// Cwd is the session's working directory; jobs are listed and deleted per project by it.
 	Cwd string `json:"cwd"`
-	// Team is the team whose coordination backend holds the job, if any.
-	Team string `json:"team,omitempty"`
+	// Team is the team whose coordination backend holds the job, if any; Member is the
+	// session's name in it, whose inbox gets the reports ([Mail]): a team's jobs may run in
+	// another machine's supervisor, which cannot reach NotifyDir.
+	Team   string `json:"team,omitempty"`
+	Member string `json:"member,omitempty"`
 	// Launch is what the [Runner] needs to open a session like the origin's (the
 	// supervisor's launch configuration); this package does not read it.
 	Launch json.RawMessage `json:"launch,omitempty"`
@@ -100,6 +103,13 @@ type Run struct {
 	// Last says the job ends after this run (one-shot, or an expired recurring job).
 	Last    bool      `json:"last,omitempty"`
 	Claimed time.Time `json:"claimed"`
+	// Owner is the scheduler that runs it when schedulers share the records (a team's, on
+	// NATS, where every machine's supervisor schedules): it renews Renewed while the run
+	// goes, and another scheduler takes the run over only once a lease has passed since
+	// ([SchedulerConfig.Lease]). Empty for the supervisor's own records, where one scheduler
+	// runs at a time and the next takes over at once.
+	Owner   string    `json:"owner,omitempty"`
+	Renewed time.Time `json:"renewed,omitzero"`
 }
 
 // runID derives the id of job's run at tick.
