@@ -18,7 +18,10 @@
 // per run id, and the report is a task notification whose task id is the run id (the
 // session's queue drops a second one): a scheduler that dies between claiming, running and
 // reporting leaves Pending set, and the next scheduler finishes that run — it never starts a
-// second one. Ticks that pass while the scheduler is down, or while the job's previous run
+// second one. Where several schedulers share the records at once — a team's on NATS, which
+// every machine's supervisor schedules — a claimed run is its scheduler's under a lease it
+// renews ([SchedulerConfig.Lease]), and another takes it over only once the lease passed.
+// Ticks that pass while the scheduler is down, or while the job's previous run
 // still goes, are run once, at the next chance, and the report says how many were missed.
 //
 // A job made with durable false lives as long as the session that made it (as in Claude
