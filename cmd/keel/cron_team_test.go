@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -156,8 +157,15 @@ func TestCronJobOfANATSTeamRunsInAnotherMachinesSupervisor(t *testing.T) {
 	}
 	// B alone.
 	waittest.Until(t, "two ticks with machine B's supervisor alone", runsAtLeast(stopped.Runs+2))
-	if _, err := teamJobs.Delete(ctx, id); err != nil {
-		t.Fatal(err)
+	// People see and delete the team's job from any machine that reaches the server.
+	if listed := b.run("cron", "list", "--all"); !strings.Contains(listed, id) || !strings.Contains(listed, "team "+teamName) {
+		t.Errorf("keel cron list --all on machine B does not show the team's job:\n%s", listed)
+	}
+	if out := b.run("cron", "delete", id); !strings.Contains(out, "deleted scheduled job "+id) {
+		t.Errorf("keel cron delete on machine B: %q", out)
+	}
+	if _, err := teamJobs.Get(ctx, id); !errors.Is(err, cron.ErrNotFound) {
+		t.Errorf("the team's job after keel cron delete: %v", err)
 	}
 	var byA, byB map[string]daemon.Job
 	waittest.Until(t, "every run to end and be reported", func() bool {

@@ -46,3 +46,31 @@ func (t teamCron) ScheduledTeams(ctx context.Context) ([]string, error) {
 func (t teamCron) OpenTeam(ctx context.Context, name string) (coord.Backend, error) {
 	return t.st.Open(ctx, name, coord.Config{}, nil)
 }
+
+// teamCronStores are the job stores of the teams on NATS, as `keel team` reaches them, that
+// hold scheduled jobs: `keel cron` lists and deletes those too. On the filesystem backend
+// there are none (its teams' jobs are the supervisor's). release closes what was opened.
+func (a *app) teamCronStores(ctx context.Context) ([]*cron.Store, func(), error) {
+	var closers []func() error
+	release := func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}
+	st, _, err := a.teams(ctx)
+	if err != nil || st.Backend != teamstore.NATS {
+		return nil, release, err
+	}
+	names, err := teamCron{st}.ScheduledTeams(ctx)
+	var stores []*cron.Store
+	for _, name := range names {
+		be, oerr := st.Open(ctx, name, coord.Config{}, nil)
+		if oerr != nil {
+			err = errors.Join(err, oerr)
+			continue
+		}
+		closers = append(closers, be.Close)
+		stores = append(stores, cron.NewStore(be.Records(), nil))
+	}
+	return stores, release, err
+}

@@ -144,6 +144,8 @@ type ListedJob struct {
 	NextRun       time.Time `json:"nextRun,omitzero"`
 	Runs          int       `json:"runs"`
 	Running       bool      `json:"running,omitempty"`
+	// Team is the team whose records hold the job, when a team's.
+	Team string `json:"team,omitempty"`
 }
 
 // ListJobs describes jobs as CronList and `keel cron list` show them.
@@ -151,7 +153,7 @@ func ListJobs(jobs []Job) []ListedJob {
 	out := []ListedJob{}
 	for _, j := range jobs {
 		l := ListedJob{ID: j.ID, Cron: j.Cron, HumanSchedule: j.Cron, Prompt: j.Prompt, Recurring: j.Recurring, Durable: j.Durable,
-			Runs: j.Runs, Running: j.Pending != nil}
+			Runs: j.Runs, Running: j.Pending != nil, Team: j.Origin.Team}
 		if sched, err := j.Schedule(); err == nil {
 			l.HumanSchedule = sched.Human()
 			from := j.LastTick
@@ -185,6 +187,9 @@ func FormatList(jobs []ListedJob) string {
 		}
 		if l.Running {
 			next = "running now"
+		}
+		if l.Team != "" {
+			kind += ", team " + l.Team
 		}
 		fmt.Fprintf(&b, "%s  %s (%s)  next: %s  runs: %d  prompt: %q\n", l.ID, l.HumanSchedule, kind, next, l.Runs, excerpt(l.Prompt, 100))
 	}
