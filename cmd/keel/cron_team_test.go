@@ -20,8 +20,9 @@ import (
 
 const cronTeamSession = "5eed0000-0000-4000-8000-0000000c0a0a"
 
-// cronTeamScenario: the lead schedules a durable recurring job on "@every <interval>"; each
-// run answers at once; a lead that reads reports answers "Reports received.".
+// cronTeamScenario: the lead schedules a durable recurring job on "@every <interval>", and a
+// one-shot job a day ahead that ends with its session (durable false); each run answers at
+// once; a lead that reads reports answers "Reports received.".
 func cronTeamScenario(interval time.Duration) string {
 	return fmt.Sprintf(`
 rules:
@@ -41,6 +42,9 @@ rules:
       - tool_use:
           name: CronCreate
           input: {cron: "@every %s", prompt: "TEAM-CRON-TICK: check the weather", recurring: true, durable: true}
+      - tool_use:
+          name: CronCreate
+          input: {cron: %q, prompt: "TEAM-CRON-LATER: ends with the session", durable: false}
   - name: scheduled
     when: {tool_result: CronCreate}
     reply:
@@ -49,7 +53,7 @@ rules:
     when: {user_text: anything else}
     reply:
       - text: "Nothing else."
-`, interval)
+`, interval, time.Now().Add(24*time.Hour).Format(time.RFC3339))
 }
 
 // cronRunsOf returns the supervisor's runs of scheduled jobs, by run id.
@@ -108,7 +112,8 @@ func TestCronJobOfANATSTeamRunsInAnotherMachinesSupervisor(t *testing.T) {
 		t.Fatal("CronCreate did not start machine A's supervisor")
 	}
 
-	// The job is on NATS, in the team's records, and not in A's supervisor's.
+	// The durable job is on NATS, in the team's records, and not in A's supervisor's; the
+	// other ended with the session that made it.
 	teamName := "team-" + strings.ReplaceAll(cronTeamSession, "-", "")[:8]
 	be, err := natscoord.Open(ctx, natscoord.Options{URL: nsrv.URL(), Team: teamName})
 	if err != nil {
