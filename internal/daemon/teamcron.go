@@ -36,13 +36,28 @@ func (s *supervisor) runTeamCron(ctx context.Context, ts TeamStore) {
 		lease = time.Minute
 	}
 	scheduled := map[string]bool{}
+	// ended takes the name of a team whose scheduler returned (its watch failed): the next
+	// scan starts it again.
+	ended := make(chan string)
 	tick := time.NewTicker(teamRescan)
 	defer tick.Stop()
 	wake, err := s.store.rec.Watch(ctx, cron.WakeKey)
 	if err != nil {
 		logger.Warn("watch for teams with new scheduled jobs", "err", err)
 	}
-	for {
+	for scan := true; ; {
+		if !scan {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			case <-wake:
+			case name := <-ended:
+				delete(scheduled, name) // looked for again at the next scan, not at once
+				continue
+			}
+		}
+		scan = false
 		names, err := ts.ScheduledTeams(ctx)
 		if err != nil && ctx.Err() == nil {
 			logger.Warn("list the teams with scheduled jobs", "err", err)
@@ -69,13 +84,11 @@ func (s *supervisor) runTeamCron(ctx context.Context, ts TeamStore) {
 				if err := sched.Run(ctx); err != nil && ctx.Err() == nil {
 					logger.Error("scheduled jobs of team", "team", name, "err", err)
 				}
+				select {
+				case ended <- name:
+				case <-ctx.Done():
+				}
 			})
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-wake:
 		}
 	}
 }
