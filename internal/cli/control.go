@@ -11,10 +11,14 @@ import (
 
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/control"
+	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/mcphost"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/plugin"
 	"github.com/keel-dev/keel/internal/render"
 	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
+	"github.com/keel-dev/keel/internal/skill"
 )
 
 // stdioPromptTool is the --permission-prompt-tool value with which the Agent SDK asks to
@@ -60,6 +64,40 @@ func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) e
 	}
 	return err
 }
+
+// controlSessionMethods are the methods the control protocol looks for on its session
+// (its optional interfaces, asserted at run time): the assertion below makes a method that
+// moves off the session a compile error here rather than a request that quietly fails.
+type controlSessionMethods interface {
+	control.Session
+	WorkingDirs() []string
+	PersistPermissions(updates []permission.Update) error
+	WaitBackground(ctx context.Context) (int, error)
+	SendPending(ctx context.Context) func(yield func(event.Event, error) bool)
+	WaitTasks(ctx context.Context) (int, error)
+	BackgroundOutstanding() int
+	Skills() []skill.Skill
+	AgentDefinitions() []*agentdef.Definition
+	PluginErrors() []plugin.Error
+	Cwd() string
+	SwitchModel(ctx context.Context, model, source string) error
+	SetMaxThinkingTokens(n int64)
+	MCPStatus() []mcphost.ServerStatus
+	ReconnectMCP(ctx context.Context, name string) error
+	MCPServerTools(ctx context.Context) map[string][]control.MCPTool
+	MCPServerConfig(name string) (mcphost.ServerConfig, bool)
+	ToggleMCP(ctx context.Context, name string, enabled bool) error
+	SetMCPServers(ctx context.Context, servers map[string]json.RawMessage, transports map[string]mcp.Transport) (added, removed []string, errs map[string]string, err error)
+	ContextUsage(ctx context.Context) control.ContextUsage
+	RewindFiles(ctx context.Context, userMessageID string, dryRun bool) (changed []string, err error)
+	StopTask(ctx context.Context, id string) error
+	EffectiveSettings() (json.RawMessage, []control.SettingsSource)
+	ApplyFlagSettings(ctx context.Context, settings json.RawMessage) error
+	UpdateSettings(ctx context.Context, destination string, settings json.RawMessage) error
+	ReloadSkills(ctx context.Context) error
+}
+
+var _ controlSessionMethods = controlSession{}
 
 // controlSession adapts a session to the control protocol's optional interfaces where their
 // types or names differ; everything else is the session's own.
