@@ -35,7 +35,7 @@ var ErrNoTeam = errors.New("agent teams are off in this session")
 
 // TeamName returns the session's team, or "" without one.
 func (s *Session) TeamName() string {
-	if t := s.s.Team(); t != nil {
+	if t := s.s.Team().Current(); t != nil {
 		return t.Name()
 	}
 	return ""
@@ -43,7 +43,7 @@ func (s *Session) TeamName() string {
 
 // TeamMembers lists the team: the lead first, then the teammates in the order they joined.
 func (s *Session) TeamMembers(ctx context.Context) ([]TeamMember, error) {
-	t := s.s.Team()
+	t := s.s.Team().Current()
 	if t == nil {
 		return nil, ErrNoTeam
 	}
@@ -58,7 +58,7 @@ func (s *Session) TeamMembers(ctx context.Context) ([]TeamMember, error) {
 
 // TeamTasks returns the team's task board in id order.
 func (s *Session) TeamTasks(ctx context.Context) ([]TeamTask, error) {
-	t := s.s.Team()
+	t := s.s.Team().Current()
 	if t == nil {
 		return nil, ErrNoTeam
 	}
@@ -74,7 +74,7 @@ func (s *Session) TeamTasks(ctx context.Context) ([]TeamTask, error) {
 // MessageTeammate sends text to a member ("*" for every one) from the user; the member
 // reads it at its next step.
 func (s *Session) MessageTeammate(ctx context.Context, to, text string) error {
-	t := s.s.Team()
+	t := s.s.Team().Current()
 	if t == nil {
 		return ErrNoTeam
 	}
@@ -83,7 +83,7 @@ func (s *Session) MessageTeammate(ctx context.Context, to, text string) error {
 }
 
 // TeamUnread counts the messages from teammates that wait for the lead (the main agent).
-func (s *Session) TeamUnread(ctx context.Context) int { return s.s.LeadUnread(ctx) }
+func (s *Session) TeamUnread(ctx context.Context) int { return s.s.Team().LeadUnread(ctx) }
 
 // PendingReports counts the background agents' reports that wait for the main agent's next
 // turn ([Session.SendPending] gives it one).

@@ -62,8 +62,8 @@ func (s *Session) warn(text string) {
 func (s *Session) emitAgent(e event.Event) {
 	if w := s.opts.Team.Worker; w != nil {
 		// A worker's events are its member's: they go to its log for the lead to show.
-		if s.team != nil {
-			s.team.Publish(e)
+		if s.teams.team != nil {
+			s.teams.team.Publish(e)
 		}
 		if w.Events != nil {
 			w.Events(e)
@@ -131,9 +131,9 @@ func (s *Session) buildAgents(ctx context.Context) {
 	}
 	runner := subagent.New(subagent.Config{
 		Defs: set, Provider: s.opts.Provider, Tasks: tasks,
-		SessionID: s.id, SessionPath: cmp.Or(s.opts.DetachedFrom, s.agentSessionPath()), Version: s.opts.Version,
+		SessionID: s.id, SessionPath: cmp.Or(s.opts.DetachedFrom, s.teams.agentSessionPath()), Version: s.opts.Version,
 		Forks:     s.opts.ForkSubagents || s.settings.ForkSubagents.V,
-		Teams:     s.teamsEnabled(),
+		Teams:     s.teams.teamsEnabled(),
 		MaxDepth:  s.opts.MaxAgentDepth,
 		Hooks:     s.hooks,
 		HookInput: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) },
@@ -202,8 +202,8 @@ func (s *Session) ackNotifications() error {
 		return nil
 	}
 	err := s.agents.queue.Ack()
-	if s.team != nil && s.team.LeadInbox() != nil {
-		err = errors.Join(err, s.team.LeadInbox().Ack(context.Background()))
+	if s.teams.team != nil && s.teams.team.LeadInbox() != nil {
+		err = errors.Join(err, s.teams.team.LeadInbox().Ack(context.Background()))
 	}
 	return err
 }
@@ -214,8 +214,8 @@ func (s *Session) agentLedger() cost.Ledger {
 		return cost.Ledger{}
 	}
 	l := s.agents.runner.Ledger()
-	if s.team != nil {
-		l.Merge(s.team.Ledger())
+	if s.teams.team != nil {
+		l.Merge(s.teams.team.Ledger())
 	}
 	return l
 }
@@ -234,7 +234,7 @@ func (s *Session) WaitBackground(ctx context.Context) (int, error) {
 	if err != nil || n > 0 {
 		return n, err
 	}
-	return s.waitTeam(ctx)
+	return s.teams.waitTeam(ctx)
 }
 
 // WaitTasks is WaitBackground without the team: it blocks until the main thread's
@@ -291,8 +291,8 @@ func (s *Session) SendPending(ctx context.Context) func(yield func(event.Event, 
 			Requeue()
 			Ack(context.Context) error
 		}
-		if s.team != nil && s.team.LeadInbox() != nil {
-			in := s.team.LeadInbox()
+		if s.teams.team != nil && s.teams.team.LeadInbox() != nil {
+			in := s.teams.team.LeadInbox()
 			inbox = in
 			blocks = append(blocks, in.Observe(ctx)...)
 		}

@@ -96,7 +96,7 @@ func BenchmarkTeam(b *testing.B) {
 				count(e)
 			}
 		}
-		board, _ := h.sess.Team().Backend().Board().List(b.Context())
+		board, _ := h.sess.Team().Current().Backend().Board().List(b.Context())
 		done := 0
 		for _, tk := range board {
 			if tk.Status == "completed" {

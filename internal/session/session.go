@@ -20,7 +20,6 @@ import (
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/cachewatch"
-	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
@@ -127,11 +126,8 @@ type Session struct {
 	servers *MCP
 	// pluginState is the loaded plugins (plugins.go).
 	pluginState pluginState
-	// team is the session's agent team (team.go); teamBackend its store; teamTemp a
-	// directory to remove when the session has no keel directory.
-	team        *team.Team
-	teamBackend coord.Backend
-	teamTemp    string
+	// teams is the session's agent team (team.go).
+	teams TeamHandle
 	// idleEvents, if set, receives the events of background work between Sends (guarded by
 	// mu); without it they are held for the next Send.
 	idleEvents func(event.Event)
@@ -183,6 +179,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		state:      tool.State{Cwd: cwd},
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
+	s.teams.s = s
 	defer func() {
 		if err != nil {
 			_ = s.shutdown()
@@ -233,7 +230,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	if st != nil {
 		s.restoreWorktree(st)
 	}
-	if err := s.buildTeam(ctx, st != nil); err != nil {
+	if err := s.teams.buildTeam(ctx, st != nil); err != nil {
 		return nil, err
 	}
 	if err := s.applyMainAgent(); err != nil {
@@ -242,7 +239,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	s.buildPrompt(ctx, env)
 	s.warmShadow()
 	s.untrustedNotice()
-	s.resumeTeam(ctx)
+	s.teams.resumeTeam(ctx)
 	source := "startup"
 	if st != nil {
 		source = "resume"
@@ -401,9 +398,9 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 
 	g := &gate{s: s, checker: s.checker, emit: sink.Emit}
 	agent := s.newMainAgent(g, sink, history)
-	if s.team != nil {
-		s.team.SetLeadState(ctx, team.StateWorking)
-		defer s.team.SetLeadState(context.WithoutCancel(ctx), team.StateIdle)
+	if s.teams.team != nil {
+		s.teams.team.SetLeadState(ctx, team.StateWorking)
+		defer s.teams.team.SetLeadState(context.WithoutCancel(ctx), team.StateIdle)
 	}
 	cwd := agent.State.Cwd
 	ran, runErr := loop.Drive(ctx, agent, history, nil, nil)
@@ -508,7 +505,7 @@ func (s *Session) shutdown() error {
 	if s.jobs != nil {
 		s.jobs.Close()
 	}
-	s.closeTeam()
+	s.teams.closeTeam()
 	s.agents.close()
 	s.lsp.Close()
 	if s.mcp != nil {
@@ -608,8 +605,8 @@ func (s *Session) observers(listing *listingObserver) []loop.Observer {
 	if s.lsp != nil {
 		obs = append(obs, lspObserver{s})
 	}
-	if s.team != nil && s.team.LeadInbox() != nil {
-		obs = append(obs, s.team.LeadInbox())
+	if s.teams.team != nil && s.teams.team.LeadInbox() != nil {
+		obs = append(obs, s.teams.team.LeadInbox())
 	}
 	return append(obs, listing)
 }
