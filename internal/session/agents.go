@@ -136,7 +136,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Teams:     s.teams.teamsEnabled(),
 		MaxDepth:  s.opts.MaxAgentDepth,
 		Hooks:     s.hooks,
-		HookInput: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) },
+		HookInput: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) },
 		Gate: func(c *permission.Checker, origin event.Origin, h hooks.EventRunner) tool.Gate {
 			return &gate{s: s, checker: c, origin: origin, emit: s.emitAgent, hooks: h}
 		},
@@ -148,7 +148,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 			return []loop.Observer{s.newListing(pool, history)}
 		},
 		Worktrees: &worktree.Manager{Root: s.projectDir, Trusted: s.trusted(), Logger: s.logger,
-			Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) }}},
+			Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) }}},
 		Emit:     s.emitAgent,
 		Logger:   s.logger,
 		Detacher: s.opts.Detacher,

@@ -45,7 +45,7 @@ func (s *Session) thresholdFor(model string) int64 {
 func (s *Session) mainCompaction(sink *chanSink, listing *listingObserver) subagent.Compaction {
 	return subagent.Compaction{
 		Before: func(ctx context.Context, trigger string) []string {
-			return s.hooks.Run(ctx, hooks.PreCompact, s.hookInput(s.Cwd(), hooks.Input{Trigger: trigger})).AdditionalContext
+			return s.hooks.Run(ctx, hooks.PreCompact, s.hookd.hookInput(s.Cwd(), hooks.Input{Trigger: trigger})).AdditionalContext
 		},
 		Record: func(ctx context.Context, summary string) (string, error) {
 			uuid, err := s.record(ctx, transcript.Entry{Type: transcript.TypeSummary, Summary: summary})
@@ -66,9 +66,9 @@ func (s *Session) mainCompaction(sink *chanSink, listing *listingObserver) subag
 			if s.files != nil {
 				s.files.ForgetViews()
 			}
-			s.postCompact(ctx, trigger, summary)
+			s.hookd.postCompact(ctx, trigger, summary)
 			s.prompt.Clear()
-			s.hooks.Run(ctx, hooks.SessionStart, s.hookInput(s.Cwd(), hooks.Input{Source: "compact"}))
+			s.hooks.Run(ctx, hooks.SessionStart, s.hookd.hookInput(s.Cwd(), hooks.Input{Source: "compact"}))
 			if listing != nil {
 				listing.reset([]message.Message{compact.SummaryMessage(summary)})
 			}
@@ -115,7 +115,7 @@ func (s *Session) builtinCommand(ctx context.Context, prompt string, sink *chanS
 		s.mu.Unlock()
 		return true, used, nil
 	case "/add-dir":
-		dir, err := s.addDirectory(ctx, strings.TrimSpace(args))
+		dir, err := s.hookd.addDirectory(ctx, strings.TrimSpace(args))
 		if err == nil {
 			sink.Emit(event.Notice{Level: "info", Text: "added " + dir + " to the working directories"})
 		}

@@ -212,7 +212,7 @@ func (s *Session) buildHooks() {
 		Trusted:     trusted,
 		Callbacks:   s.opts.SDK.HookCallbacks,
 		Call:        s.opts.SDK.CallHook,
-		OnRun:       s.hookEvents,
+		OnRun:       s.hookd.hookEvents,
 		Traceparent: s.tel.traceparent,
 		Report:      s.warn,
 		Logger:      s.logger,
@@ -241,7 +241,7 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 			s.notices = append(s.notices, event.Notice{Level: "warn", Text: w.String()})
 		}
 		if !s.opts.Offline {
-			s.instructionsLoaded(ctx, s.opts.SDK.memoryAllowed(mem.Files()), "session_start")
+			s.hookd.instructionsLoaded(ctx, s.opts.SDK.memoryAllowed(mem.Files()), "session_start")
 		}
 	}
 	s.openAutoMemory()

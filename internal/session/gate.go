@@ -36,7 +36,7 @@ type gate struct {
 var _ tool.Gate = (*gate)(nil)
 
 func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *tool.Call) (tool.Result, bool) {
-	out := g.runHooks(ctx, hooks.PreToolUse, g.s.hookInput(env.State.Cwd, hooks.Input{
+	out := g.runHooks(ctx, hooks.PreToolUse, g.s.hookd.hookInput(env.State.Cwd, hooks.Input{
 		ToolName: call.Name, ToolInput: call.Input, ToolUseID: call.ID, AgentID: env.AgentID,
 	}))
 	g.notify(out)
@@ -145,13 +145,13 @@ func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.
 	var out hooks.Outcome
 	if res.IsError {
 		// A failed call has its own event; PostToolUse is for calls that worked.
-		out = g.runHooks(ctx, hooks.PostToolUseFailure, g.s.hookInput(env.State.Cwd, hooks.Input{
+		out = g.runHooks(ctx, hooks.PostToolUseFailure, g.s.hookd.hookInput(env.State.Cwd, hooks.Input{
 			ToolName: call.Name, ToolInput: call.Input, ToolUseID: call.ID, AgentID: env.AgentID,
 			Extra: map[string]any{"error": res.ResultText(), "is_interrupt": ctx.Err() != nil},
 		}))
 	} else {
 		response, _ := json.Marshal(resultForHook(*res))
-		out = g.runHooks(ctx, hooks.PostToolUse, g.s.hookInput(env.State.Cwd, hooks.Input{
+		out = g.runHooks(ctx, hooks.PostToolUse, g.s.hookd.hookInput(env.State.Cwd, hooks.Input{
 			ToolName: call.Name, ToolInput: call.Input, ToolResponse: response, ToolUseID: call.ID, AgentID: env.AgentID,
 		}))
 	}
@@ -173,7 +173,7 @@ func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.
 // permissionDenied runs the PermissionDenied hooks for a call the permission check refused;
 // it reports whether a hook lets the model retry.
 func (g *gate) permissionDenied(ctx context.Context, env *tool.Env, call *tool.Call, reason string) bool {
-	out := g.runHooks(ctx, hooks.PermissionDenied, g.s.hookInput(env.State.Cwd, hooks.Input{
+	out := g.runHooks(ctx, hooks.PermissionDenied, g.s.hookd.hookInput(env.State.Cwd, hooks.Input{
 		ToolName: call.Name, ToolInput: call.Input, ToolUseID: call.ID, AgentID: env.AgentID,
 		Extra: map[string]any{"reason": reason},
 	}))

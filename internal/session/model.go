@@ -53,7 +53,7 @@ func (s *Session) SwitchModel(ctx context.Context, model, source string) error {
 		"from_model": from, "to_model": model, "requested_model": model, "context_tokens": s.lastContextTokens(),
 		"prompt_cache_warm": s.cacheSafeNow() != nil, "cache_ttl": "5m", "estimated_cache_write_usd": 0, "pricing": "catalog",
 	}}
-	pre := s.hooks.Run(ctx, hooks.PreModelSwitch, s.hookInput(s.Cwd(), in))
+	pre := s.hooks.Run(ctx, hooks.PreModelSwitch, s.hookd.hookInput(s.Cwd(), in))
 	if pre.Decision == hooks.DecisionBlock {
 		reason := pre.Reason
 		if reason == "" {
@@ -62,7 +62,7 @@ func (s *Session) SwitchModel(ctx context.Context, model, source string) error {
 		return fmt.Errorf("switch to %s refused: %s", model, reason)
 	}
 	s.SetModel(model)
-	post := s.hooks.Run(ctx, hooks.PostModelSwitch, s.hookInput(s.Cwd(), in))
+	post := s.hooks.Run(ctx, hooks.PostModelSwitch, s.hookd.hookInput(s.Cwd(), in))
 	s.mu.Lock()
 	s.startContext = append(s.startContext, post.AdditionalContext...)
 	s.mu.Unlock()

@@ -126,6 +126,8 @@ type Session struct {
 	servers *MCP
 	// pluginState is the loaded plugins (plugins.go).
 	pluginState pluginState
+	// hookd fires the session's hook events (hooks.go, hookevents.go).
+	hookd hookDispatch
 	// teams is the session's agent team (team.go).
 	teams TeamHandle
 	// idleEvents, if set, receives the events of background work between Sends (guarded by
@@ -179,7 +181,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		state:      tool.State{Cwd: cwd},
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
-	s.teams.s = s
+	s.teams.s, s.hookd.s = s, s
 	defer func() {
 		if err != nil {
 			_ = s.shutdown()
@@ -245,7 +247,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		source = "resume"
 	}
 	if !opts.Offline {
-		s.startHooks(ctx, source)
+		s.hookd.startHooks(ctx, source)
 	}
 	return s, nil
 }
@@ -383,7 +385,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	} else if ok {
 		prompt = text
 	}
-	blocks, err := s.submitPrompt(ctx, s.initialPrompt(prompt), sink)
+	blocks, err := s.hookd.submitPrompt(ctx, s.initialPrompt(prompt), sink)
 	if err != nil {
 		return fail(err)
 	}
@@ -405,8 +407,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	cwd := agent.State.Cwd
 	ran, runErr := loop.Drive(ctx, agent, history, nil, nil)
 	out := ran.Out
-	s.stopFailure(ctx, runErr, out.Messages)
-	s.cwdChanged(ctx, cwd, agent.State.Cwd)
+	s.hookd.stopFailure(ctx, runErr, out.Messages)
+	s.hookd.cwdChanged(ctx, cwd, agent.State.Cwd)
 	s.keep(agent, out, sink)
 
 	cacheBefore := s.cacheTotals
@@ -491,7 +493,7 @@ func (s *Session) keep(agent *loop.Agent, out *loop.Outcome, sink *chanSink) {
 func (s *Session) Close() error {
 	if !s.opts.Offline {
 		// "other": the SDK's ExitReason for a session that simply ended (its input did).
-		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "other"}))
+		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookd.hookInput(s.Cwd(), hooks.Input{Reason: "other"}))
 	}
 	s.watched.close()
 	s.hooks.Wait()

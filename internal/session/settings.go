@@ -64,7 +64,7 @@ func (s *Session) UpdateSettings(ctx context.Context, destination string, raw js
 // layerSettings applies the permission part of a settings object now, after the
 // ConfigChange hooks allowed it.
 func (s *Session) layerSettings(ctx context.Context, label string, raw json.RawMessage, source string) error {
-	out := s.hooks.Run(ctx, hooks.ConfigChange, s.hookInput(s.Cwd(), hooks.Input{Source: source, Extra: map[string]any{"file_path": label}}))
+	out := s.hooks.Run(ctx, hooks.ConfigChange, s.hookd.hookInput(s.Cwd(), hooks.Input{Source: source, Extra: map[string]any{"file_path": label}}))
 	if out.Decision == hooks.DecisionBlock {
 		return fmt.Errorf("settings change refused by a ConfigChange hook: %s", out.Reason)
 	}

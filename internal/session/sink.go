@@ -50,7 +50,7 @@ func (k *chanSink) compacted(boundary string) {
 
 func (k *chanSink) Emit(e event.Event) {
 	if a, ok := e.(event.AssistantMessage); ok {
-		e = k.s.messageDisplay(context.Background(), a)
+		e = k.s.hookd.messageDisplay(context.Background(), a)
 	}
 	// The main agent's request usage and cache breaks go into its transcript too, for readers
 	// such as the dashboard; a subagent's go into its own (subagent.childSink).

@@ -79,7 +79,7 @@ func (s *Session) expandCommand(ctx context.Context, prompt string) (text string
 		return fmt.Sprintf("The /%s skill ran in a subagent and reported:\n\n%s", inv.Skill.Name, result), true, nil
 	}
 	s.grants.Add("", inv.Skill.Name, inv.Skill.Grants())
-	text, err = s.promptExpansion(ctx, prompt, inv.Text, string(inv.Skill.Source))
+	text, err = s.hookd.promptExpansion(ctx, prompt, inv.Text, string(inv.Skill.Source))
 	return text, true, err
 }
 
@@ -91,7 +91,7 @@ func (s *Session) ReloadSkills(ctx context.Context) error {
 		return ErrBusy
 	}
 	defer s.release()
-	out := s.hooks.Run(ctx, hooks.ConfigChange, s.hookInput(s.Cwd(), hooks.Input{Source: "skills"}))
+	out := s.hooks.Run(ctx, hooks.ConfigChange, s.hookd.hookInput(s.Cwd(), hooks.Input{Source: "skills"}))
 	if out.Decision == hooks.DecisionBlock {
 		return fmt.Errorf("skill reload refused by a ConfigChange hook: %s", out.Reason)
 	}

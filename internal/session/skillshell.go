@@ -22,7 +22,7 @@ func (s *Session) beforeSkillShell(ctx context.Context, c skill.ShellCommand) er
 	if c.By == skill.ByModel {
 		by = "claude"
 	}
-	out := s.hooks.Run(ctx, hooks.PreSkillShellCommand, s.hookInput(s.Cwd(), hooks.Input{
+	out := s.hooks.Run(ctx, hooks.PreSkillShellCommand, s.hookd.hookInput(s.Cwd(), hooks.Input{
 		ToolName: "Bash", ToolInput: input, ToolUseID: "skillsh_" + uuid.NewString(),
 		Extra: map[string]any{"command_name": c.Name, "command_source": string(c.Source), "invoked_by": by},
 	}))

@@ -122,7 +122,7 @@ func (h *TeamHandle) buildTeam(ctx context.Context, resumed bool) error {
 		Name: name, Backend: be, Lead: o.Worker == nil, LeadName: s.opts.Agent,
 		Host: teamHost{s}, Mode: mode, LeadAsker: h.leadAsker(),
 		Hooks:     s.hooks,
-		HookInput: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) },
+		HookInput: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) },
 		Lease:     o.Lease, ShutdownTimeout: o.ShutdownTimeout,
 		Peers: h.teamPeers, Emit: s.emitAgent, Logger: s.logger,
 		LeadTranscript: h.agentSessionPath(),

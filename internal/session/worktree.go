@@ -47,7 +47,7 @@ type worktreeState struct {
 // is trusted, WorktreeCreate/WorktreeRemove hooks honoured.
 func (s *Session) worktrees() *worktree.Manager {
 	return &worktree.Manager{Root: s.projectDir, Trusted: s.trusted(), Logger: s.logger,
-		Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) }}}
+		Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) }}}
 }
 
 type enterWorktreeInput struct {
