@@ -140,14 +140,14 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Gate: func(c *permission.Checker, origin event.Origin, h hooks.EventRunner) tool.Gate {
 			return &gate{s: s, checker: c, origin: origin, emit: s.emitAgent, hooks: h}
 		},
-		ProjectDir: s.projectDir, Home: s.opts.Home, TrustedHooks: s.trusted(),
+		ProjectDir: s.projectDir, Home: s.opts.Home, TrustedHooks: s.conf.trusted(),
 		Skills: s.skills, MCP: childMCP{s},
 		Prepare:      s.prepare,
 		ResolveModel: s.models().Resolve,
 		Observers: func(pool func(context.Context) *tool.Pool, history []message.Message) []loop.Observer {
 			return []loop.Observer{s.newListing(pool, history)}
 		},
-		Worktrees: &worktree.Manager{Root: s.projectDir, Trusted: s.trusted(), Logger: s.logger,
+		Worktrees: &worktree.Manager{Root: s.projectDir, Trusted: s.conf.trusted(), Logger: s.logger,
 			Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) }}},
 		Emit:     s.emitAgent,
 		Logger:   s.logger,
@@ -176,7 +176,7 @@ func (a *Agents) Background(ctx context.Context) error {
 
 func (s *Session) setMainParent() {
 	s.agents.runner.SetMain(subagent.Parent{
-		Model: s.Model(), MaxTokens: s.opts.MaxTokens, System: s.systemPrompt,
+		Model: s.Model(), MaxTokens: s.opts.MaxTokens, System: s.conf.systemPrompt,
 		Pool:    s.agentPool,
 		Checker: s.checker, Files: s.files,
 		State:   func() tool.State { s.mu.Lock(); defer s.mu.Unlock(); return s.state },

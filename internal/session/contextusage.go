@@ -36,7 +36,7 @@ func tokensOf(n int) int64 { return int64((n + 3) / 4) }
 
 // ContextUsage measures what the next request of the main agent would send.
 func (s *Session) ContextUsage(ctx context.Context) ContextUsage {
-	sys := s.systemPrompt(ctx)
+	sys := s.conf.systemPrompt(ctx)
 	var sysBytes int
 	for _, b := range sys.Blocks {
 		sysBytes += len(b.Text)

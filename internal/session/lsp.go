@@ -24,7 +24,7 @@ func (s *Session) buildLSP() {
 	maps.Copy(all, s.settings.LSPServers)
 	for _, name := range slices.Sorted(maps.Keys(all)) {
 		v := all[name]
-		if v.From.Scope.ProjectProvided() && !s.trusted() {
+		if v.From.Scope.ProjectProvided() && !s.conf.trusted() {
 			s.notices = append(s.notices, event.Notice{Level: "warn",
 				Text: fmt.Sprintf("lspServers.%s in %s is ignored until this workspace is trusted (keel trust)", name, v.From.Path)})
 			continue

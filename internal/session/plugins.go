@@ -97,7 +97,7 @@ func (s *Session) reloadPlugins(ctx context.Context) []event.Notice {
 		return nil
 	}
 	s.pluginState.stamp = stamp
-	st, _ := settings.Load(s.settingsOptions())
+	st, _ := settings.Load(s.conf.settingsOptions())
 	old := s.plugins()
 	set := s.readPlugins(ctx, st.Plugins)
 	s.mu.Lock()
@@ -165,7 +165,7 @@ func (s *Session) swapPluginServers(ctx context.Context, before, after []mcphost
 	added := slices.DeleteFunc(slices.Clone(after), func(n mcphost.ServerConfig) bool {
 		return slices.ContainsFunc(before, func(o mcphost.ServerConfig) bool { return same(o, n) })
 	})
-	for _, cfg := range mcphost.PolicyFrom(s.settings, s.trusted()).Apply(added) {
+	for _, cfg := range mcphost.PolicyFrom(s.settings, s.conf.trusted()).Apply(added) {
 		if err := s.mcp.Add(ctx, cfg, nil); err != nil {
 			notices = append(notices, event.Notice{Level: "warn", Text: fmt.Sprintf("MCP server %q of a plugin: %v", cfg.Name, err)})
 		}

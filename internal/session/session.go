@@ -51,16 +51,15 @@ type Session struct {
 	projectDir string
 	// plan is what the main agent was told about plan mode (planmode.go).
 	plan planState
-	// trustOnce decides isTrusted (see trusted).
-	trustOnce sync.Once
-	isTrusted bool
-	settings  *settings.Settings
-	hooks     *hooks.Runner
-	memory    *memory.Set
-	prompt    *prompt.Builder
-	ttl       provider.TTLPolicy
-	checker   *permission.Checker
-	watch     *cachewatch.Watcher
+	// conf builds the parts from the options and settings (config.go).
+	conf     configWiring
+	settings *settings.Settings
+	hooks    *hooks.Runner
+	memory   *memory.Set
+	prompt   *prompt.Builder
+	ttl      provider.TTLPolicy
+	checker  *permission.Checker
+	watch    *cachewatch.Watcher
 	// notices are configuration problems found while opening, reported with the first Send.
 	notices []event.Notice
 	// transcript is nil when nothing is persisted; snapshots likewise.
@@ -181,7 +180,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		state:      tool.State{Cwd: cwd},
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
-	s.teams.s, s.hookd.s = s, s
+	s.teams.s, s.hookd.s, s.conf.s = s, s, s
 	defer func() {
 		if err != nil {
 			_ = s.shutdown()
@@ -189,11 +188,11 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	}()
 	s.sdk.thinking = initialThinking(opts.SDK)
 	s.wrapFallback()
-	if err := s.loadSettings(); err != nil {
+	if err := s.conf.loadSettings(); err != nil {
 		return nil, err
 	}
 	s.loadPlugins(ctx)
-	policy, problems := s.permissionPolicy()
+	policy, problems := s.conf.permissionPolicy()
 	s.notices = append(s.notices, problems...)
 	var asker permission.Asker = permission.Headless{}
 	switch {
@@ -205,9 +204,9 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger, Classifier: autoClassifier{s}})
 	s.state.AdditionalDirs = policy.Dirs[1:]
 	s.sandbox = s.buildSandbox()
-	s.buildHooks()
+	s.conf.buildHooks()
 	s.buildLSP()
-	s.buildCachePolicy()
+	s.conf.buildCachePolicy()
 	s.nativeSearch = provider.SupportsNativeToolSearch(opts.Provider)
 	s.search = toolsearch.New()
 	s.searchTool = s.search.Tool(s.deferredTools)
@@ -238,9 +237,9 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	if err := s.applyMainAgent(); err != nil {
 		return nil, err
 	}
-	s.buildPrompt(ctx, env)
+	s.conf.buildPrompt(ctx, env)
 	s.warmShadow()
-	s.untrustedNotice()
+	s.conf.untrustedNotice()
 	s.teams.resumeTeam(ctx)
 	source := "startup"
 	if st != nil {
@@ -467,7 +466,7 @@ func (s *Session) newMainAgent(g *gate, sink *chanSink, history []message.Messag
 	s.replayHeld()
 	return s.agents.runner.NewAgent(subagent.AgentSpec{
 		Kind: subagent.KindMain, Model: s.Model(), MaxTokens: s.opts.MaxTokens, Thinking: s.thinking(),
-		System: s.systemPrompt, Pool: s.pool, Lookup: s.lookupTool, Gate: g, Files: s.files, State: state,
+		System: s.conf.systemPrompt, Pool: s.pool, Lookup: s.lookupTool, Gate: g, Files: s.files, State: state,
 		MaxTurns: s.opts.MaxTurns, Source: "main", Prepare: s.prepare, Stop: structuredStop{s, stopHook{s}},
 		Check: s.checkRun, Observers: observers, Sink: sink, AfterTurn: s.agents.runner.AfterTurn(""),
 		Watch: s.watch, Compaction: s.mainCompaction(sink, listing), Logger: s.logger,

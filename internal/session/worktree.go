@@ -46,7 +46,7 @@ type worktreeState struct {
 // worktrees: git through gitexec, the repository's hooks and filters off until the workspace
 // is trusted, WorktreeCreate/WorktreeRemove hooks honoured.
 func (s *Session) worktrees() *worktree.Manager {
-	return &worktree.Manager{Root: s.projectDir, Trusted: s.trusted(), Logger: s.logger,
+	return &worktree.Manager{Root: s.projectDir, Trusted: s.conf.trusted(), Logger: s.logger,
 		Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) }}}
 }
 
