@@ -103,6 +103,8 @@ var _ controlSessionMethods = controlSession{}
 // types or names differ; everything else is the session's own.
 type controlSession struct{ *session.Session }
 
+func (s controlSession) PluginErrors() []plugin.Error { return s.Plugins().Errors() }
+
 func (s controlSession) MCPStatus() []mcphost.ServerStatus { return s.MCP().Status() }
 
 func (s controlSession) MCPServerTools(ctx context.Context) map[string][]control.MCPTool {

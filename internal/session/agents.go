@@ -101,7 +101,7 @@ func (s *Session) agentDefOptions() agentdef.Options {
 		home, keelHome = "", ""
 	}
 	return agentdef.Options{ProjectDir: projectDir, HomeDir: home, KeelHome: keelHome, CLIAgents: s.opts.Agents,
-		Plugins: s.plugins().AgentSources(), Logger: s.logger}
+		Plugins: s.plug.plugins().AgentSources(), Logger: s.logger}
 }
 
 // buildAgents loads the agent definitions and wires the runner. It runs after the transcript
@@ -155,7 +155,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Detach:   s.opts.DetachBackground,
 		FanOut:   s.agentFanOut,
 		Seams: subagent.Seams{Validator: s.validator, Meter: &s.spend, Check: s.budgetCheck, Threshold: s.thresholdFor,
-			Breakpoints: s.breakpoints, Now: s.opts.Now, Traceparent: s.tel.traceparent, Environ: s.bashEnviron,
+			Breakpoints: s.breakpoints, Now: s.opts.Now, Traceparent: s.tel.traceparent, Environ: s.plug.bashEnviron,
 			NoClearing: s.settings.ClearToolResults.IsSet() && !s.settings.ClearToolResults.V},
 	})
 	s.agents = &Agents{tasks: tasks, queue: queue, runner: runner, detached: s.opts.DetachedFrom != ""}

@@ -223,7 +223,7 @@ func (c *configWiring) buildHooks() {
 	trusted := c.trusted()
 	runner, problems := hooks.New(hooks.Config{
 		Hooks:       s.settings.Hooks,
-		Plugins:     s.plugins().Hooks(),
+		Plugins:     s.plug.plugins().Hooks(),
 		DisableAll:  s.settings.DisableAllHooks.V,
 		ProjectDir:  s.projectDir,
 		Trusted:     trusted,

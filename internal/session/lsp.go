@@ -20,7 +20,7 @@ import (
 // once the workspace is trusted, as its hooks do.
 func (s *Session) buildLSP() {
 	var servers []lsp.Config
-	all := pluginLSP(s.plugins())
+	all := pluginLSP(s.plug.plugins())
 	maps.Copy(all, s.settings.LSPServers)
 	for _, name := range slices.Sorted(maps.Keys(all)) {
 		v := all[name]

@@ -42,7 +42,7 @@ func (s *Session) styleDirs() []outputstyle.Dir {
 // OutputStyles lists the styles this session can answer in (besides the default).
 func (s *Session) OutputStyles() []outputstyle.Style {
 	styles, _ := outputstyle.Load(s.styleDirs())
-	return append(styles, pluginOutputStyles(s.plugins())...)
+	return append(styles, pluginOutputStyles(s.plug.plugins())...)
 }
 
 // OutputStyle is the name of the style in use ("default" for keel's own).

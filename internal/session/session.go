@@ -123,8 +123,8 @@ type Session struct {
 	sdk     sdkState
 	watched fileWatch
 	servers *MCP
-	// pluginState is the loaded plugins (plugins.go).
-	pluginState pluginState
+	// plug is the loaded plugins (plugins.go).
+	plug Plugins
 	// hookd fires the session's hook events (hooks.go, hookevents.go).
 	hookd hookDispatch
 	// teams is the session's agent team (team.go).
@@ -180,7 +180,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		state:      tool.State{Cwd: cwd},
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
-	s.teams.s, s.hookd.s, s.conf.s = s, s, s
+	s.teams.s, s.hookd.s, s.conf.s, s.plug.s = s, s, s, s
 	defer func() {
 		if err != nil {
 			_ = s.shutdown()
@@ -191,7 +191,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	if err := s.conf.loadSettings(); err != nil {
 		return nil, err
 	}
-	s.loadPlugins(ctx)
+	s.plug.loadPlugins(ctx)
 	policy, problems := s.conf.permissionPolicy()
 	s.notices = append(s.notices, problems...)
 	var asker permission.Asker = permission.Headless{}
@@ -440,8 +440,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 
 // announce opens a Send's stream: the init event, then the notices found since the last.
 func (s *Session) announce(ctx context.Context, sink *chanSink) {
-	reloaded := s.reloadPlugins(ctx)
-	plugins, pluginErrors := initPlugins(s.plugins())
+	reloaded := s.plug.reloadPlugins(ctx)
+	plugins, pluginErrors := initPlugins(s.plug.plugins())
 	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: s.pool(ctx).Names(), PermissionMode: s.PermissionMode(),
 		Skills: s.skillNames(), Agents: s.agents.names(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
 	for _, n := range reloaded {

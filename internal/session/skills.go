@@ -31,7 +31,7 @@ func (s *Session) skillOptions() skill.Options {
 	return skill.Options{
 		Cwd: s.opts.Cwd, ProjectRoot: s.projectDir, Home: home, KeelHome: keelHome, NoProject: !s.opts.SDK.sourceAllowed("project"),
 		AllowShell: s.allowSkillShell, BeforeShell: s.beforeSkillShell, Sandbox: s.sandbox, Prompts: mcpPrompts{s}, Logger: s.logger, UntrustedProject: !s.conf.trusted(),
-		Plugins: s.plugins().SkillSources(),
+		Plugins: s.plug.plugins().SkillSources(),
 	}
 }
 
