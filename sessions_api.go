@@ -45,7 +45,7 @@ type RewindPoint struct {
 // RewindPoints lists the user prompts of the conversation, oldest first.
 func (s *Session) RewindPoints() []RewindPoint {
 	var out []RewindPoint
-	for _, e := range s.s.UserMessages() {
+	for _, e := range s.s.Undo().UserMessages() {
 		out = append(out, RewindPoint{UUID: e.UUID, Prompt: e.Message.TextOf()})
 	}
 	return out
@@ -63,7 +63,7 @@ type RewindResult struct {
 // Rewind moves the session back to just before the user prompt with the given uuid (see
 // RewindPoints): its files (code), its conversation, or both.
 func (s *Session) Rewind(ctx context.Context, toUUID string, code, conversation bool) (RewindResult, error) {
-	rep, err := s.s.Rewind(ctx, toUUID, code, conversation)
+	rep, err := s.s.Undo().Rewind(ctx, toUUID, code, conversation)
 	out := RewindResult{Restored: rep.Files.Restored, Deleted: rep.Files.Deleted, Messages: rep.Messages}
 	for _, u := range rep.Files.Unrecoverable {
 		out.Unrecoverable = append(out.Unrecoverable, u.Tool+": "+u.Description)

@@ -105,6 +105,10 @@ type controlSession struct{ *session.Session }
 
 func (s controlSession) PluginErrors() []plugin.Error { return s.Plugins().Errors() }
 
+func (s controlSession) RewindFiles(ctx context.Context, userMessageID string, dryRun bool) ([]string, error) {
+	return s.Undo().RewindFiles(ctx, userMessageID, dryRun)
+}
+
 func (s controlSession) MCPStatus() []mcphost.ServerStatus { return s.MCP().Status() }
 
 func (s controlSession) MCPServerTools(ctx context.Context) map[string][]control.MCPTool {

@@ -122,7 +122,7 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 	g.s.noteTouched(req.Paths)
 	if !req.ReadOnly && isFileEdit(call.Name) {
 		for _, p := range req.Paths {
-			g.s.trackEdit(toolpath.Resolve(p, env.State.Cwd, "").Real)
+			g.s.undo.trackEdit(toolpath.Resolve(p, env.State.Cwd, "").Real)
 		}
 		g.s.lspBefore(env, t, *call)
 	}
@@ -140,7 +140,7 @@ func isFileEdit(name string) bool {
 
 func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.Call, res *tool.Result) {
 	if (call.Name == "Bash" || tool.IsMCP(call.Name)) && !t.ReadOnly(call.Input) && !res.IsError {
-		g.s.noteUnrecoverable(call.Name, string(call.Input))
+		g.s.undo.noteUnrecoverable(call.Name, string(call.Input))
 	}
 	var out hooks.Outcome
 	if res.IsError {

@@ -141,8 +141,8 @@ type Session struct {
 	tel telemetryLink
 	// autoMem is the project's auto memory (automemory.go).
 	autoMem autoMemoryState
-	// shadow is the undo that covers the shell (shadow.go).
-	shadow shadowState
+	// undo is the rewind of files, shell effects and conversation (rewind.go, shadow.go).
+	undo Undo
 	// wt is the worktree the main session works in (worktree.go).
 	wt worktreeState
 }
@@ -180,7 +180,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		state:      tool.State{Cwd: cwd},
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
-	s.teams.s, s.hookd.s, s.conf.s, s.plug.s = s, s, s, s
+	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s = s, s, s, s, s
 	defer func() {
 		if err != nil {
 			_ = s.shutdown()
@@ -238,7 +238,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		return nil, err
 	}
 	s.conf.buildPrompt(ctx, env)
-	s.warmShadow()
+	s.undo.warmShadow()
 	s.conf.untrustedNotice()
 	s.teams.resumeTeam(ctx)
 	source := "startup"
@@ -394,7 +394,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	if err != nil {
 		return err
 	}
-	s.beginSnapshot(uuid)
+	s.undo.beginSnapshot(uuid)
 	sink.Emit(event.UserMessage{UUID: uuid, Message: user})
 
 	g := &gate{s: s, checker: s.checker, emit: sink.Emit}
@@ -502,7 +502,7 @@ func (s *Session) Close() error {
 // shutdown stops everything the session started, in the reverse order of opening; every
 // part may be missing (New calls it when a step fails).
 func (s *Session) shutdown() error {
-	s.stopShadow()
+	s.undo.stopShadow()
 	if s.jobs != nil {
 		s.jobs.Close()
 	}
