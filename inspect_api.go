@@ -84,7 +84,7 @@ type Hook struct {
 // Hooks lists the hooks the settings configure, highest source first. disableAllHooks and an
 // untrusted workspace's hooks are not reported as configured.
 func (s *Session) Hooks() []Hook {
-	st := s.s.Settings()
+	st := s.s.Config().Settings()
 	if st.DisableAllHooks.V {
 		return nil
 	}
@@ -132,7 +132,7 @@ type StatusLine struct {
 
 // StatusLine returns the statusLine setting.
 func (s *Session) StatusLine() StatusLine {
-	sl := s.s.Settings().StatusLine
+	sl := s.s.Config().Settings().StatusLine
 	return StatusLine{Command: sl.Command.V, Padding: int(sl.Padding.V), Source: sl.Command.From.String()}
 }
 
@@ -144,7 +144,7 @@ type SettingsFile struct {
 // SettingsFiles lists the settings sources in precedence order.
 func (s *Session) SettingsFiles() []SettingsFile {
 	var out []SettingsFile
-	for _, f := range s.s.Settings().Files {
+	for _, f := range s.s.Config().Settings().Files {
 		out = append(out, SettingsFile{Scope: string(f.Scope), Path: f.Path, State: string(f.State)})
 	}
 	return out
@@ -154,7 +154,7 @@ func (s *Session) SettingsFiles() []SettingsFile {
 // column, and whether it is an error or a warning.
 func (s *Session) SettingsProblems() []Notice {
 	var out []Notice
-	for _, p := range s.s.Settings().Problems {
+	for _, p := range s.s.Config().Settings().Problems {
 		out = append(out, Notice{Level: string(p.Severity), Text: p.Error()})
 	}
 	return out

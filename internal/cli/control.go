@@ -109,6 +109,20 @@ func (s controlSession) RewindFiles(ctx context.Context, userMessageID string, d
 	return s.Undo().RewindFiles(ctx, userMessageID, dryRun)
 }
 
+func (s controlSession) WorkingDirs() []string { return s.Config().WorkingDirs() }
+
+func (s controlSession) PersistPermissions(updates []permission.Update) error {
+	return s.Config().PersistPermissions(updates)
+}
+
+func (s controlSession) ApplyFlagSettings(ctx context.Context, raw json.RawMessage) error {
+	return s.Config().ApplyFlagSettings(ctx, raw)
+}
+
+func (s controlSession) UpdateSettings(ctx context.Context, destination string, raw json.RawMessage) error {
+	return s.Config().UpdateSettings(ctx, destination, raw)
+}
+
 func (s controlSession) MCPStatus() []mcphost.ServerStatus { return s.MCP().Status() }
 
 func (s controlSession) MCPServerTools(ctx context.Context) map[string][]control.MCPTool {
@@ -160,7 +174,7 @@ func (s controlSession) ContextUsage(ctx context.Context) control.ContextUsage {
 }
 
 func (s controlSession) EffectiveSettings() (json.RawMessage, []control.SettingsSource) {
-	eff, files := s.Session.EffectiveSettings()
+	eff, files := s.Config().EffectiveSettings()
 	var out []control.SettingsSource
 	for _, f := range files {
 		out = append(out, control.SettingsSource{Source: f.Scope, Path: f.Path})

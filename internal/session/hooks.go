@@ -129,7 +129,7 @@ func (d *hookDispatch) permissionRequest(ctx context.Context, r permission.AskRe
 	}
 	out := s.hooks.Run(ctx, hooks.PermissionRequest, d.hookInput(s.Cwd(), hooks.Input{
 		ToolName: r.Request.Tool, ToolInput: input, ToolUseID: r.Request.ToolUseID,
-		Extra: map[string]any{"permission_suggestions": permission.Suggest(r, s.WorkingDirs())},
+		Extra: map[string]any{"permission_suggestions": permission.Suggest(r, s.config.WorkingDirs())},
 	}))
 	for _, n := range append(out.Notices, out.SystemMessages...) {
 		s.emit(event.Notice{Level: "info", Text: n})

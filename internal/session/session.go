@@ -123,6 +123,8 @@ type Session struct {
 	sdk     sdkState
 	watched fileWatch
 	servers *MCP
+	// config is the settings and permission rules as frontends change them (settings.go).
+	config *Configuration
 	// plug is the loaded plugins (plugins.go).
 	plug Plugins
 	// hookd fires the session's hook events (hooks.go, hookevents.go).
@@ -203,6 +205,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	}
 	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger, Classifier: autoClassifier{s}})
 	s.state.AdditionalDirs = policy.Dirs[1:]
+	s.config = s.newConfiguration()
 	s.sandbox = s.buildSandbox()
 	s.conf.buildHooks()
 	s.buildLSP()
