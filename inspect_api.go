@@ -106,19 +106,19 @@ type OutputStyle struct {
 // OutputStyles lists the styles besides the default.
 func (s *Session) OutputStyles() []OutputStyle {
 	var out []OutputStyle
-	for _, st := range s.s.OutputStyles() {
+	for _, st := range s.s.Switches().OutputStyles() {
 		out = append(out, OutputStyle{Name: st.Name, Description: st.Description, Source: st.Source})
 	}
 	return out
 }
 
 // OutputStyle names the style in use ("default" for keel's own).
-func (s *Session) OutputStyle() string { return s.s.OutputStyle() }
+func (s *Session) OutputStyle() string { return s.s.Switches().OutputStyle() }
 
 // SetOutputStyle switches the style from the next request on and keeps the choice in the
 // project's local settings.
 func (s *Session) SetOutputStyle(ctx context.Context, name string) error {
-	return s.s.SetOutputStyle(ctx, name)
+	return s.s.Switches().SetOutputStyle(ctx, name)
 }
 
 // StatusLine is the statusLine setting: a command whose first output line a terminal UI

@@ -103,6 +103,16 @@ var _ controlSessionMethods = controlSession{}
 // types or names differ; everything else is the session's own.
 type controlSession struct{ *session.Session }
 
+func (s controlSession) Model() string { return s.Switches().Model() }
+
+func (s controlSession) SetModel(model string) { s.Switches().SetModel(model) }
+
+func (s controlSession) SwitchModel(ctx context.Context, model, source string) error {
+	return s.Switches().SwitchModel(ctx, model, source)
+}
+
+func (s controlSession) SetMaxThinkingTokens(n int64) { s.Switches().SetMaxThinkingTokens(n) }
+
 func (s controlSession) PluginErrors() []plugin.Error { return s.Plugins().Errors() }
 
 func (s controlSession) RewindFiles(ctx context.Context, userMessageID string, dryRun bool) ([]string, error) {

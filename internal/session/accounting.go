@@ -63,7 +63,7 @@ func (s *Session) fillUsage(res *event.Result, used cost.Ledger) {
 		for _, id := range models {
 			e := used.Entry(id)
 			mu := event.ModelUsage{Usage: e.Usage, CostUSD: e.USD, PriceKnown: !e.Unpriced}
-			if m, ok := s.models().Lookup(id); ok {
+			if m, ok := s.switches.models().Lookup(id); ok {
 				mu.ContextWindow, mu.MaxOutputTokens = m.ContextWindow, m.MaxOutputTokens
 			}
 			res.ModelUsage[id] = mu

@@ -143,7 +143,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		ProjectDir: s.projectDir, Home: s.opts.Home, TrustedHooks: s.conf.trusted(),
 		Skills: s.skills, MCP: childMCP{s},
 		Prepare:      s.prepare,
-		ResolveModel: s.models().Resolve,
+		ResolveModel: s.switches.models().Resolve,
 		Observers: func(pool func(context.Context) *tool.Pool, history []message.Message) []loop.Observer {
 			return []loop.Observer{s.newListing(pool, history)}
 		},
@@ -176,7 +176,7 @@ func (a *Agents) Background(ctx context.Context) error {
 
 func (s *Session) setMainParent() {
 	s.agents.runner.SetMain(subagent.Parent{
-		Model: s.Model(), MaxTokens: s.opts.MaxTokens, System: s.conf.systemPrompt,
+		Model: s.switches.Model(), MaxTokens: s.opts.MaxTokens, System: s.conf.systemPrompt,
 		Pool:    s.agentPool,
 		Checker: s.checker, Files: s.files,
 		State:   func() tool.State { s.mu.Lock(); defer s.mu.Unlock(); return s.state },

@@ -22,14 +22,14 @@ const DefaultContextWindow = models.DefaultContextWindow
 
 // compactThreshold is the input size, in tokens, past which the main agent's history is
 // compacted.
-func (s *Session) compactThreshold() int64 { return s.thresholdFor(s.Model()) }
+func (s *Session) compactThreshold() int64 { return s.thresholdFor(s.switches.Model()) }
 
 // thresholdFor is the input size, in tokens, past which the history of an agent on model is
 // compacted: the share of its window the autoCompactThreshold setting names.
 func (s *Session) thresholdFor(model string) int64 {
 	window := s.opts.ContextWindow
 	if window <= 0 {
-		window = s.models().ContextWindow(model)
+		window = s.switches.models().ContextWindow(model)
 	}
 	var percent float64
 	if v := s.settings.AutoCompactThreshold; v.IsSet() {
@@ -82,7 +82,7 @@ func (s *Session) mainCompaction(sink *chanSink, listing *listingObserver) subag
 func (s *Session) compactor(sink *chanSink) *compact.Compactor {
 	c := s.mainCompaction(sink, nil)
 	return compact.New(compact.Config{
-		Provider: s.opts.Provider, Meter: &s.spend, Last: s.cacheSafeNow, Model: s.Model, System: s.conf.systemPrompt,
+		Provider: s.opts.Provider, Meter: &s.spend, Last: s.cacheSafeNow, Model: s.switches.Model, System: s.conf.systemPrompt,
 		Tools:       func(ctx context.Context) []provider.ToolSpec { return loop.Specs(s.pool(ctx)) },
 		Prepare:     s.prepare,
 		Breakpoints: s.breakpoints, CacheSource: "main", Announce: s.watch.Announce,

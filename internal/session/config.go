@@ -263,7 +263,7 @@ func (c *configWiring) buildPrompt(ctx context.Context, env *prompt.Environment)
 		}
 	}
 	s.openAutoMemory()
-	s.buildStyledPrompt(prompt.Options{
+	s.switches.buildStyledPrompt(prompt.Options{
 		AutoMemory: s.autoMem.dir, AutoMemoryProblem: s.autoMem.problem,
 		SystemPrompt:       s.opts.SystemPrompt,
 		AppendSystemPrompt: s.opts.AppendSystemPrompt,

@@ -81,7 +81,7 @@ func (s *Session) ContextUsage(ctx context.Context) ContextUsage {
 	free := max(window-total-buffer, 0)
 	parts := append(used, ContextPart{ID: "autocompact_buffer", Name: "Autocompact buffer", Tokens: buffer, Kind: "buffer"},
 		ContextPart{ID: "free_space", Name: "Free space", Tokens: free, Kind: "free"})
-	return ContextUsage{Parts: parts, Window: window, Model: s.Model(), Memory: mem}
+	return ContextUsage{Parts: parts, Window: window, Model: s.switches.Model(), Memory: mem}
 }
 
 func isMCPName(name string) bool { return len(name) > 5 && name[:5] == "mcp__" }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"github.com/keel-dev/keel/internal/event"
-	"github.com/keel-dev/keel/internal/models"
 	"github.com/keel-dev/keel/internal/shell"
 )
 
@@ -21,6 +20,3 @@ func (s *Session) KillShell(id string) error {
 	_, err := s.jobs.Kill(id)
 	return err
 }
-
-// ModelCatalog is the model list this session resolves and checks model names with.
-func (s *Session) ModelCatalog() *models.Catalog { return s.models() }

@@ -83,7 +83,7 @@ func mcpEnviron(o MCPOptions) ([]string, map[string]string) {
 
 // startMCP connects the session's MCP servers.
 func (s *Session) startMCP(ctx context.Context) {
-	window := s.contextWindow()
+	window := s.switches.contextWindow()
 	m, notices := OpenMCP(ctx, s.opts.MCP, MCPSetup{
 		Home: s.opts.Home, ProjectDir: s.projectDir, Cwd: s.opts.Cwd, AddDirs: s.state.AdditionalDirs,
 		Settings: s.settings, Trust: s.opts.Trust, Version: s.opts.Version, ContextWindow: window, Logger: s.logger,

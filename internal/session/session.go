@@ -134,8 +134,8 @@ type Session struct {
 	// idleEvents, if set, receives the events of background work between Sends (guarded by
 	// mu); without it they are held for the next Send.
 	idleEvents func(event.Event)
-	// style is the output style of the main agent's prompt (outputstyle.go).
-	style styleState
+	// switches are the model, output style and thinking switches (model.go).
+	switches Switches
 	// closers release what Open started for the session (the supervisor's client, the
 	// telemetry exporter).
 	closers []func() error
@@ -182,7 +182,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		state:      tool.State{Cwd: cwd},
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
-	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s = s, s, s, s, s
+	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s = s, s, s, s, s, s
 	defer func() {
 		if err != nil {
 			_ = s.shutdown()
@@ -445,7 +445,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 func (s *Session) announce(ctx context.Context, sink *chanSink) {
 	reloaded := s.plug.reloadPlugins(ctx)
 	plugins, pluginErrors := initPlugins(s.plug.plugins())
-	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: s.pool(ctx).Names(), PermissionMode: s.PermissionMode(),
+	sink.Emit(event.Init{SessionID: s.id, Model: s.switches.Model(), Cwd: s.Cwd(), Tools: s.pool(ctx).Names(), PermissionMode: s.PermissionMode(),
 		Skills: s.skillNames(), Agents: s.agents.names(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
 	for _, n := range reloaded {
 		sink.Emit(n)
@@ -468,7 +468,7 @@ func (s *Session) newMainAgent(g *gate, sink *chanSink, history []message.Messag
 	observers := append(s.observers(listing), s.agents.queue)
 	s.replayHeld()
 	return s.agents.runner.NewAgent(subagent.AgentSpec{
-		Kind: subagent.KindMain, Model: s.Model(), MaxTokens: s.opts.MaxTokens, Thinking: s.thinking(),
+		Kind: subagent.KindMain, Model: s.switches.Model(), MaxTokens: s.opts.MaxTokens, Thinking: s.switches.thinking(),
 		System: s.conf.systemPrompt, Pool: s.pool, Lookup: s.lookupTool, Gate: g, Files: s.files, State: state,
 		MaxTurns: s.opts.MaxTurns, Source: "main", Prepare: s.prepare, Stop: structuredStop{s, stopHook{s}},
 		Check: s.checkRun, Observers: observers, Sink: sink, AfterTurn: s.agents.runner.AfterTurn(""),

@@ -45,7 +45,7 @@ func (s *Session) newConfiguration() *Configuration {
 			return nil
 		},
 		setMode:  s.SetPermissionMode,
-		setModel: s.SetModel,
+		setModel: s.switches.SetModel,
 	}
 }
 

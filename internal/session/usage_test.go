@@ -72,7 +72,7 @@ func TestModelUsageSumsEveryAgent(t *testing.T) {
 // TestUnknownPriceIsNotFree: a model without a known price reports its tokens and no price.
 func TestUnknownPriceIsNotFree(t *testing.T) {
 	h := newHarness(t, &scripted.Scenario{}, Options{})
-	h.sess.SetModel("claude-scripted-preview")
+	h.sess.switches.SetModel("claude-scripted-preview")
 	res := result(t, h.send(t, "hi"))
 	mu, ok := res.ModelUsage["claude-scripted-preview"]
 	if !ok || mu.PriceKnown || mu.CostUSD != 0 || mu.Usage.TotalInput() == 0 {
