@@ -82,7 +82,7 @@ func (s *Session) mainCompaction(sink *chanSink, listing *listingObserver) subag
 func (s *Session) compactor(sink *chanSink) *compact.Compactor {
 	c := s.mainCompaction(sink, nil)
 	return compact.New(compact.Config{
-		Provider: s.opts.Provider, Meter: &s.spend, Last: s.cacheSafeNow, Model: s.switches.Model, System: s.conf.systemPrompt,
+		Provider: s.opts.Provider, Meter: &s.acct.spend, Last: s.cacheSafeNow, Model: s.switches.Model, System: s.conf.systemPrompt,
 		Tools:       func(ctx context.Context) []provider.ToolSpec { return loop.Specs(s.pool(ctx)) },
 		Prepare:     s.prepare,
 		Breakpoints: s.breakpoints, CacheSource: "main", Announce: s.watch.Announce,

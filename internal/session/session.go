@@ -83,14 +83,10 @@ type Session struct {
 	grants       *skill.Grants
 	// forkRunner runs fork-context skills as subagents; nil until agents are wired.
 	forkRunner skill.ForkRunner
-	// helpers counts what tools' own model requests use (WebFetch, WebSearch); spend what
-	// every request of the session used, as it arrives (the budget's view).
-	helpers meter
-	spend   meter
 	// lsp runs the language servers of the lspServers settings; nil when none are set.
 	lsp *lsp.Manager
 
-	// mu guards history, state, busy and ledger.
+	// mu guards history, state and busy.
 	mu      sync.Mutex
 	history []message.Message
 	// uuids are the transcript entry ids of history, index for index.
@@ -101,11 +97,8 @@ type Session struct {
 	startContext []string
 	state        tool.State
 	busy         bool
-	// ledger is what every Send used, by model: the main agent, compactions, subagents.
-	ledger cost.Ledger
-	// accounting marks what of the children's and helpers' usage a result already carries
-	// (guarded by mu; see accounting.go).
-	accounting accountMark
+	// acct is what the session's requests used and cost (accounting.go).
+	acct accounts
 	// cacheTotals are the watcher's totals at the end of the last Send.
 	cacheTotals cachewatch.Totals
 	// cacheSafe is what the main agent's newest turn sent (for forks and helpers).
@@ -182,6 +175,8 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		state:      tool.State{Cwd: cwd},
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
+	s.acct.maxBudget, s.acct.catalog = opts.SDK.MaxBudgetUSD, s.switches.models
+	s.acct.agentLedger = s.agentLedger
 	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s = s, s, s, s, s, s
 	defer func() {
 		if err != nil {
@@ -377,7 +372,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		if err != nil {
 			res.Subtype, res.IsError, res.Text = "error_during_execution", true, err.Error()
 		}
-		s.account(&res, used)
+		s.acct.account(&res, used)
 		sink.Emit(res)
 		return nil
 	}
@@ -432,8 +427,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		res.Text = runErr.Error()
 	}
 	used := out.Ledger.Clone()
-	used.Merge(s.unaccounted())
-	s.account(&res, used)
+	used.Merge(s.acct.unaccounted())
+	s.acct.account(&res, used)
 	sink.Emit(res)
 	if runErr != nil {
 		return fmt.Errorf("run prompt: %w", runErr)
@@ -552,17 +547,17 @@ func (s *Session) SetPermissionMode(mode string) error {
 // Usage returns the tokens used by every Send so far and the price of those whose model has a
 // known price (see [Session.Ledger] for which).
 func (s *Session) Usage() (message.Usage, float64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u, usd, _, _ := s.ledger.Total()
+	s.acct.mu.Lock()
+	defer s.acct.mu.Unlock()
+	u, usd, _, _ := s.acct.ledger.Total()
 	return u, usd
 }
 
 // ledgerNow returns what every Send so far used, by model.
-func (s *Session) ledgerNow() cost.Ledger {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ledger.Clone()
+func (a *accounts) ledgerNow() cost.Ledger {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ledger.Clone()
 }
 
 // cacheSafeNow returns what the main agent's newest completed turn sent, or nil.

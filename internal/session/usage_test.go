@@ -78,7 +78,7 @@ func TestUnknownPriceIsNotFree(t *testing.T) {
 	if !ok || mu.PriceKnown || mu.CostUSD != 0 || mu.Usage.TotalInput() == 0 {
 		t.Errorf("modelUsage = %+v, want the tokens with the price marked unknown", res.ModelUsage)
 	}
-	if _, _, all, any := h.sess.ledgerNow().Total(); all || any {
+	if _, _, all, any := h.sess.acct.ledgerNow().Total(); all || any {
 		t.Error("the session's ledger calls the unknown price known")
 	}
 }

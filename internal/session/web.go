@@ -33,7 +33,7 @@ type webSetup struct {
 
 // newWebSetup is s's web setup.
 func newWebSetup(s *Session) *webSetup {
-	return &webSetup{provider: s.opts.Provider, model: s.switches.Model, usage: s.helperUsed, search: s.settings.WebSearch,
+	return &webSetup{provider: s.opts.Provider, model: s.switches.Model, usage: s.acct.helperUsed, search: s.settings.WebSearch,
 		trusted: s.conf.trusted(), environ: s.opts.MCP.Environ, logger: s.logger}
 }
 
