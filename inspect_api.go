@@ -39,7 +39,7 @@ func (u ContextUsage) Used() int64 {
 
 // ContextUsage measures what the next request of the main agent would send.
 func (s *Session) ContextUsage(ctx context.Context) ContextUsage {
-	cu := s.s.ContextUsage(ctx)
+	cu := s.s.Inspect().ContextUsage(ctx)
 	out := ContextUsage{Window: cu.Window, Model: cu.Model}
 	for _, p := range cu.Parts {
 		out.Parts = append(out.Parts, ContextPart{Name: p.Name, Tokens: p.Tokens, Kind: p.Kind})
@@ -48,7 +48,7 @@ func (s *Session) ContextUsage(ctx context.Context) ContextUsage {
 }
 
 // Todos is the main agent's todo list (its TodoWrite calls), kept across a resume.
-func (s *Session) Todos() []Todo { return convert[[]Todo](s.s.Todos()) }
+func (s *Session) Todos() []Todo { return convert[[]Todo](s.s.Inspect().Todos()) }
 
 // Shell is a background shell the agent started (Bash with run_in_background).
 type Shell struct {
@@ -62,14 +62,14 @@ type Shell struct {
 // Shells lists the background shells, oldest first.
 func (s *Session) Shells() []Shell {
 	var out []Shell
-	for _, j := range s.s.Shells() {
+	for _, j := range s.s.Inspect().Shells() {
 		out = append(out, Shell{ID: j.ID, Command: j.Command, Status: string(j.Status), ExitCode: j.ExitCode, Started: j.Started})
 	}
 	return out
 }
 
 // KillShell stops a background shell and everything it started.
-func (s *Session) KillShell(id string) error { return s.s.KillShell(id) }
+func (s *Session) KillShell(id string) error { return s.s.Inspect().KillShell(id) }
 
 // Hook is one configured hook command.
 type Hook struct {

@@ -121,7 +121,7 @@ type MemoryFile struct {
 // MemoryFiles lists the memory files in the system prompt, in load order.
 func (s *Session) MemoryFiles() []MemoryFile {
 	var out []MemoryFile
-	for _, f := range s.s.MemoryFiles() {
+	for _, f := range s.s.Inspect().MemoryFiles() {
 		out = append(out, MemoryFile{Path: f.Path, Kind: string(f.Kind), Size: f.Size})
 	}
 	return out

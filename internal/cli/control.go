@@ -172,7 +172,7 @@ func (s controlSession) SetMCPServers(ctx context.Context, servers map[string]js
 }
 
 func (s controlSession) ContextUsage(ctx context.Context) control.ContextUsage {
-	u := s.Session.ContextUsage(ctx)
+	u := s.Inspect().ContextUsage(ctx)
 	out := control.ContextUsage{Window: u.Window, Model: u.Model}
 	for _, p := range u.Parts {
 		out.Categories = append(out.Categories, control.ContextCategory{ID: p.ID, Name: p.Name, Tokens: p.Tokens, Kind: p.Kind})

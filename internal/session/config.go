@@ -262,9 +262,9 @@ func (c *configWiring) buildPrompt(ctx context.Context, env *prompt.Environment)
 			s.hookd.instructionsLoaded(ctx, s.opts.SDK.memoryAllowed(mem.Files()), "session_start")
 		}
 	}
-	s.openAutoMemory()
+	s.insp.openAutoMemory()
 	s.switches.buildStyledPrompt(prompt.Options{
-		AutoMemory: s.autoMem.dir, AutoMemoryProblem: s.autoMem.problem,
+		AutoMemory: s.insp.autoMem.dir, AutoMemoryProblem: s.insp.autoMem.problem,
 		SystemPrompt:       s.opts.SystemPrompt,
 		AppendSystemPrompt: s.opts.AppendSystemPrompt,
 		Memory: func() []memory.File {

@@ -35,7 +35,8 @@ type MemoryShare struct {
 func tokensOf(n int) int64 { return int64((n + 3) / 4) }
 
 // ContextUsage measures what the next request of the main agent would send.
-func (s *Session) ContextUsage(ctx context.Context) ContextUsage {
+func (i *Inspector) ContextUsage(ctx context.Context) ContextUsage {
+	s := i.s
 	sys := s.conf.systemPrompt(ctx)
 	var sysBytes int
 	for _, b := range sys.Blocks {
@@ -57,7 +58,7 @@ func (s *Session) ContextUsage(ctx context.Context) ContextUsage {
 	}
 	var memTokens int64
 	var mem []MemoryShare
-	for _, f := range s.MemoryFiles() {
+	for _, f := range i.MemoryFiles() {
 		t := tokensOf(len(f.Content))
 		memTokens += t
 		mem = append(mem, MemoryShare{Path: f.Path, Kind: memoryType(f.Kind), Tokens: t})
@@ -102,7 +103,8 @@ func memoryType(k memory.Kind) string {
 }
 
 // lastContextTokens is what the last main-thread request carried, 0 before the first.
-func (s *Session) lastContextTokens() int64 {
+func (i *Inspector) lastContextTokens() int64 {
+	s := i.s
 	cs := s.cacheSafeNow()
 	if cs == nil {
 		return 0

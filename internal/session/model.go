@@ -70,7 +70,7 @@ func (w *Switches) SwitchModel(ctx context.Context, model, source string) error 
 	s := w.s
 	from := w.Model()
 	in := hooks.Input{Source: source, Extra: map[string]any{
-		"from_model": from, "to_model": model, "requested_model": model, "context_tokens": s.lastContextTokens(),
+		"from_model": from, "to_model": model, "requested_model": model, "context_tokens": s.insp.lastContextTokens(),
 		"prompt_cache_warm": s.cacheSafeNow() != nil, "cache_ttl": "5m", "estimated_cache_write_usd": 0, "pricing": "catalog",
 	}}
 	pre := s.hooks.Run(ctx, hooks.PreModelSwitch, s.hookd.hookInput(s.Cwd(), in))

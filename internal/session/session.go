@@ -134,8 +134,8 @@ type Session struct {
 	closers []func() error
 	// tel exports the session's telemetry (telemetry.go); nil while it is off.
 	tel telemetryLink
-	// autoMem is the project's auto memory (automemory.go).
-	autoMem autoMemoryState
+	// insp is what frontends read of the session, and the auto memory (inspect.go).
+	insp Inspector
 	// undo is the rewind of files, shell effects and conversation (rewind.go, shadow.go).
 	undo Undo
 	// wt is the worktree the main session works in (worktree.go).
@@ -177,7 +177,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	}
 	s.acct.maxBudget, s.acct.catalog = opts.SDK.MaxBudgetUSD, s.switches.models
 	s.acct.agentLedger = s.agentLedger
-	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s = s, s, s, s, s, s
+	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s, s.insp.s = s, s, s, s, s, s, s
 	defer func() {
 		if err != nil {
 			_ = s.shutdown()
@@ -580,12 +580,13 @@ func (s *Session) skillNames() []string {
 
 // MemoryFiles lists the memory files in the system prompt, in load order, then the auto
 // memory's index (memory.KindAuto) when auto memory is on.
-func (s *Session) MemoryFiles() []memory.File {
+func (i *Inspector) MemoryFiles() []memory.File {
+	s := i.s
 	var files []memory.File
 	if s.memory != nil {
 		files = s.memory.Files()
 	}
-	if f, ok := s.autoMemoryFile(); ok {
+	if f, ok := i.autoMemoryFile(); ok {
 		files = append(files, f)
 	}
 	return files
