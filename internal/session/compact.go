@@ -48,7 +48,7 @@ func (s *Session) mainCompaction(sink *chanSink, listing *listingObserver) subag
 			return s.hooks.Run(ctx, hooks.PreCompact, s.hookd.hookInput(s.Cwd(), hooks.Input{Trigger: trigger})).AdditionalContext
 		},
 		Record: func(ctx context.Context, summary string) (string, error) {
-			uuid, err := s.record(ctx, transcript.Entry{Type: transcript.TypeSummary, Summary: summary})
+			uuid, err := s.persist.record(ctx, transcript.Entry{Type: transcript.TypeSummary, Summary: summary})
 			if err != nil {
 				return "", err
 			}

@@ -37,7 +37,7 @@ func (u *Undo) beginSnapshot(uuid string) {
 		return
 	}
 	// The transcript names the snapshot, so a reader of the file alone can pair turns with it.
-	s.recordMetadata(context.Background(), transcript.TypeFileHistorySnapshot, map[string]string{"id": uuid})
+	s.persist.recordMetadata(context.Background(), transcript.TypeFileHistorySnapshot, map[string]string{"id": uuid})
 	u.captureTurn(context.Background(), uuid)
 }
 

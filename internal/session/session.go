@@ -134,6 +134,8 @@ type Session struct {
 	closers []func() error
 	// tel exports the session's telemetry (telemetry.go); nil while it is off.
 	tel telemetryLink
+	// persist opens, records and replays the transcript (persist.go).
+	persist Persistence
 	// insp is what frontends read of the session, and the auto memory (inspect.go).
 	insp Inspector
 	// undo is the rewind of files, shell effects and conversation (rewind.go, shadow.go).
@@ -177,7 +179,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	}
 	s.acct.maxBudget, s.acct.catalog = opts.SDK.MaxBudgetUSD, s.switches.models
 	s.acct.agentLedger = s.agentLedger
-	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s, s.insp.s = s, s, s, s, s, s, s
+	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s, s.insp.s, s.persist.s = s, s, s, s, s, s, s, s
 	defer func() {
 		if err != nil {
 			_ = s.shutdown()
@@ -215,13 +217,13 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	s.loadSkills()
 	s.forkRunner = agentForks{s}
 	s.builtins = s.buildTools()
-	st, err := s.openTranscript(ctx)
+	st, err := s.persist.openTranscript(ctx)
 	if err != nil {
 		return nil, err
 	}
 	s.logger = logger.With("session", s.id)
-	env := s.restore(ctx, st)
-	if err := s.resumeAt(ctx); err != nil {
+	env := s.persist.restore(ctx, st)
+	if err := s.persist.resumeAt(ctx); err != nil {
 		return nil, err
 	}
 	s.buildAgents(ctx)
@@ -540,7 +542,7 @@ func (s *Session) SetPermissionMode(mode string) error {
 		return err
 	}
 	s.checker.SetMode(m)
-	s.recordMetadata(context.Background(), transcript.TypeMode, string(m))
+	s.persist.recordMetadata(context.Background(), transcript.TypeMode, string(m))
 	return nil
 }
 

@@ -71,7 +71,7 @@ func (k *chanSink) Append(ctx context.Context, m message.Message) (string, error
 	if m.Role == message.RoleAssistant {
 		t = transcript.TypeAssistant
 	}
-	id, err := k.s.record(ctx, transcript.Entry{Type: t, Message: &m})
+	id, err := k.s.persist.record(ctx, transcript.Entry{Type: t, Message: &m})
 	if err != nil {
 		return "", err
 	}

@@ -122,7 +122,7 @@ func (s *Session) enterWorktree(ctx context.Context, env *tool.Env, in enterWork
 	}
 	rec := &worktreeRecord{Slug: wt.Slug, Path: wt.Path, Branch: wt.Branch, Base: wt.Base, From: env.State.Cwd}
 	s.wt.active = rec
-	s.recordMetadata(ctx, transcript.TypeWorktree, rec)
+	s.persist.recordMetadata(ctx, transcript.TypeWorktree, rec)
 	text := fmt.Sprintf("Now working in worktree %s at %s on branch %s (from %s). Paths resolve there; ExitWorktree returns.", wt.Slug, wt.Path, wt.Branch, rec.From)
 	return tool.Result{Content: tool.Text(text).Content, Output: rec, Modifier: func(st *tool.State) { st.Cwd = wt.Path }}
 }
@@ -157,7 +157,7 @@ func (s *Session) exitWorktree(ctx context.Context, env *tool.Env, in exitWorktr
 		return tool.Errorf(`action %q is not one of keep, remove`, in.Action)
 	}
 	s.wt.active = nil
-	s.recordMetadata(ctx, transcript.TypeWorktree, worktreeRecord{})
+	s.persist.recordMetadata(ctx, transcript.TypeWorktree, worktreeRecord{})
 	from := rec.From
 	return tool.Result{Content: tool.Text(text).Content, Output: rec, Modifier: func(st *tool.State) { st.Cwd = from }}
 }
