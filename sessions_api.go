@@ -105,7 +105,7 @@ type SkillInfo struct {
 // Skills lists the skills and custom commands loaded for this session.
 func (s *Session) Skills() []SkillInfo {
 	var out []SkillInfo
-	for _, sk := range s.s.Skills() {
+	for _, sk := range s.s.Skills().All() {
 		out = append(out, SkillInfo{Name: sk.Name, Description: sk.Description, Source: string(sk.Source),
 			UserInvocable: sk.UserInvocable, ModelInvocable: sk.ModelInvocable()})
 	}
@@ -164,4 +164,4 @@ func (s *Session) Background(ctx context.Context) error { return s.s.Agents().Ba
 
 // ReloadSkills reads the skills and custom commands from disk again, between prompts: the
 // main agent's listing, Skill tool and /commands use the new set.
-func (s *Session) ReloadSkills(ctx context.Context) error { return s.s.ReloadSkills(ctx) }
+func (s *Session) ReloadSkills(ctx context.Context) error { return s.s.Skills().Reload(ctx) }

@@ -113,6 +113,10 @@ func (s controlSession) SwitchModel(ctx context.Context, model, source string) e
 
 func (s controlSession) SetMaxThinkingTokens(n int64) { s.Switches().SetMaxThinkingTokens(n) }
 
+func (s controlSession) Skills() []skill.Skill { return s.Session.Skills().All() }
+
+func (s controlSession) ReloadSkills(ctx context.Context) error { return s.Session.Skills().Reload(ctx) }
+
 func (s controlSession) PluginErrors() []plugin.Error { return s.Plugins().Errors() }
 
 func (s controlSession) RewindFiles(ctx context.Context, userMessageID string, dryRun bool) ([]string, error) {

@@ -80,7 +80,7 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 	default:
 		// A running inline skill's allowed-tools pass without asking; deny rules still win.
 		if rules := g.s.grants.Rules(env.AgentID); len(rules) > 0 {
-			if d = g.s.evaluateWith(rules, req); d.Behavior == permission.Allow {
+			if d = g.s.sk.evaluateWith(rules, req); d.Behavior == permission.Allow {
 				break
 			}
 		}

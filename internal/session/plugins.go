@@ -131,7 +131,7 @@ func (p *Plugins) reloadPlugins(ctx context.Context) []event.Notice {
 	for _, p := range s.hooks.SetPlugins(set.Hooks()) {
 		notices = append(notices, event.Notice{Level: string(p.Severity), Text: p.Error()})
 	}
-	cat, _ := skill.Load(s.skillOptions())
+	cat, _ := skill.Load(s.sk.skillOptions())
 	s.skills.Replace(cat)
 	if s.agents != nil {
 		if defs, err := agentdef.Load(ctx, s.agentDefOptions()); err == nil {

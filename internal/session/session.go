@@ -134,6 +134,8 @@ type Session struct {
 	closers []func() error
 	// tel exports the session's telemetry (telemetry.go); nil while it is off.
 	tel telemetryLink
+	// sk loads, expands and reloads skills and commands (skills.go).
+	sk Skills
 	// persist opens, records and replays the transcript (persist.go).
 	persist Persistence
 	// insp is what frontends read of the session, and the auto memory (inspect.go).
@@ -179,7 +181,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	}
 	s.acct.maxBudget, s.acct.catalog = opts.SDK.MaxBudgetUSD, s.switches.models
 	s.acct.agentLedger = s.agentLedger
-	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s, s.insp.s, s.persist.s = s, s, s, s, s, s, s, s
+	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s, s.insp.s, s.persist.s, s.sk.s = s, s, s, s, s, s, s, s, s
 	defer func() {
 		if err != nil {
 			_ = s.shutdown()
@@ -214,7 +216,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		s.startMCP(ctx)
 	}
 	s.servers = s.newMCP()
-	s.loadSkills()
+	s.sk.loadSkills()
 	s.forkRunner = agentForks{s}
 	s.builtins = s.buildTools()
 	st, err := s.persist.openTranscript(ctx)
@@ -379,7 +381,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		return nil
 	}
 	defer s.grants.End("")
-	if text, ok, err := s.expandCommand(ctx, prompt); err != nil {
+	if text, ok, err := s.sk.expandCommand(ctx, prompt); err != nil {
 		return fail(err)
 	} else if ok {
 		prompt = text
@@ -443,7 +445,7 @@ func (s *Session) announce(ctx context.Context, sink *chanSink) {
 	reloaded := s.plug.reloadPlugins(ctx)
 	plugins, pluginErrors := initPlugins(s.plug.plugins())
 	sink.Emit(event.Init{SessionID: s.id, Model: s.switches.Model(), Cwd: s.Cwd(), Tools: s.pool(ctx).Names(), PermissionMode: s.PermissionMode(),
-		Skills: s.skillNames(), Agents: s.agents.names(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
+		Skills: s.sk.skillNames(), Agents: s.agents.names(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
 	for _, n := range reloaded {
 		sink.Emit(n)
 	}
@@ -569,17 +571,6 @@ func (s *Session) cacheSafeNow() *loop.CacheSafe {
 	return s.cacheSafe
 }
 
-// skillNames lists the skills and commands a user can invoke with /name.
-func (s *Session) skillNames() []string {
-	var names []string
-	for _, sk := range s.skills.All() {
-		if sk.UserInvocable {
-			names = append(names, sk.Name)
-		}
-	}
-	return names
-}
-
 // MemoryFiles lists the memory files in the system prompt, in load order, then the auto
 // memory's index (memory.KindAuto) when auto memory is on.
 func (i *Inspector) MemoryFiles() []memory.File {
@@ -593,9 +584,6 @@ func (i *Inspector) MemoryFiles() []memory.File {
 	}
 	return files
 }
-
-// Skills lists the skills and commands this session can run.
-func (s *Session) Skills() []skill.Skill { return s.skills.All() }
 
 // observers are consulted at every request boundary of the main agent; listing is this
 // run's announcer of the session's changing lists.

@@ -16,7 +16,8 @@ import (
 // command: as Claude Code, allow adds nothing (the permission rules still decide), while a
 // deny, an ask or a changed input keeps the command from running. Only trusted entries get
 // here; an untrusted project's commands never run.
-func (s *Session) beforeSkillShell(ctx context.Context, c skill.ShellCommand) error {
+func (k *Skills) beforeSkillShell(ctx context.Context, c skill.ShellCommand) error {
+	s := k.s
 	input, _ := json.Marshal(map[string]string{"command": c.Command})
 	by := "user"
 	if c.By == skill.ByModel {
