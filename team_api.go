@@ -92,23 +92,23 @@ func (s *Session) PendingReports() int { return s.s.Agents().Pending() }
 // SendPending gives the main agent a turn for what waits for it: teammates' messages and
 // background agents' reports. It yields nothing when nothing waits.
 func (s *Session) SendPending(ctx context.Context) iter.Seq2[Event, error] {
-	return events(s.s.SendPending(ctx))
+	return events(s.s.Agents().SendPending(ctx))
 }
 
 // WaitBackground blocks until background agents reported or teammates wrote to the lead
 // (it returns how many reports wait; give the agent a turn with [Session.SendPending]), or
 // until nothing is left running — then a settled team has been shut down, and it returns 0.
-func (s *Session) WaitBackground(ctx context.Context) (int, error) { return s.s.WaitBackground(ctx) }
+func (s *Session) WaitBackground(ctx context.Context) (int, error) { return s.s.Agents().WaitBackground(ctx) }
 
 // OnIdleEvents makes events of work that goes on between Sends (teammates, background
 // agents) reach fn as they happen; fn is called from other goroutines. Without it they are
 // delivered with the next Send.
 func (s *Session) OnIdleEvents(fn func(Event)) {
 	if fn == nil {
-		s.s.SetIdleEvents(nil)
+		s.s.Agents().SetIdleEvents(nil)
 		return
 	}
-	s.s.SetIdleEvents(func(e event.Event) {
+	s.s.Agents().SetIdleEvents(func(e event.Event) {
 		if pub := publicEvent(e); pub != nil {
 			fn(pub)
 		}

@@ -153,6 +153,14 @@ func (s controlSession) MCPServerConfig(name string) (mcphost.ServerConfig, bool
 	return s.MCP().ServerConfig(name)
 }
 
+func (s controlSession) WaitBackground(ctx context.Context) (int, error) {
+	return s.Agents().WaitBackground(ctx)
+}
+
+func (s controlSession) SendPending(ctx context.Context) func(yield func(event.Event, error) bool) {
+	return s.Agents().SendPending(ctx)
+}
+
 func (s controlSession) WaitTasks(ctx context.Context) (int, error) { return s.Agents().WaitTasks(ctx) }
 
 func (s controlSession) BackgroundOutstanding() int { return s.Agents().Outstanding() }

@@ -31,6 +31,9 @@ type Agents struct {
 	runner *subagent.Runner
 	// detached says the session was opened to run one detached agent (a supervisor job).
 	detached bool
+	// s is the session the agents belong to: wiring the main thread's parent, routing
+	// events and giving reports a turn reach the whole session.
+	s *Session
 	// held are events of background work that happened between Sends (a task finishing),
 	// replayed at the start of the next one; guarded by Session.mu.
 	held []event.Event
@@ -92,7 +95,8 @@ func (s *Session) emitAgent(e event.Event) {
 }
 
 // agentDefOptions says where the session's agent definitions come from.
-func (s *Session) agentDefOptions() agentdef.Options {
+func (c *configWiring) agentDefOptions() agentdef.Options {
+	s := c.s
 	projectDir, home, keelHome := s.projectDir, userHome(), s.opts.Home
 	if !s.opts.SDK.sourceAllowed("project") {
 		projectDir = ""
@@ -108,7 +112,7 @@ func (s *Session) agentDefOptions() agentdef.Options {
 // is open, so subagent transcripts and notifications live beside it, and after restore, so
 // notifications that a crashed process already delivered are dropped, not sent twice.
 func (s *Session) buildAgents(ctx context.Context) {
-	set, err := agentdef.Load(ctx, s.agentDefOptions())
+	set, err := agentdef.Load(ctx, s.conf.agentDefOptions())
 	if err != nil {
 		set = agentdef.NewSet(agentdef.Builtins())
 	}
@@ -158,10 +162,10 @@ func (s *Session) buildAgents(ctx context.Context) {
 			Breakpoints: s.breakpoints, Now: s.opts.Now, Traceparent: s.tel.traceparent, Environ: s.plug.bashEnviron,
 			NoClearing: s.settings.ClearToolResults.IsSet() && !s.settings.ClearToolResults.V},
 	})
-	s.agents = &Agents{tasks: tasks, queue: queue, runner: runner, detached: s.opts.DetachedFrom != ""}
+	s.agents = &Agents{s: s, tasks: tasks, queue: queue, runner: runner, detached: s.opts.DetachedFrom != ""}
 	s.reattachAgents(ctx)
 	s.builtins = append(s.builtins, runner.Tool(), runner.SendMessageTool(), fanOutOutput{background.OutputTool(tasks), s}, background.StopTool(tasks))
-	s.setMainParent()
+	s.agents.setMainParent()
 }
 
 // Background moves the subagents the main thread is waiting for to the background (Ctrl+B in
@@ -174,8 +178,9 @@ func (a *Agents) Background(ctx context.Context) error {
 	return nil
 }
 
-func (s *Session) setMainParent() {
-	s.agents.runner.SetMain(subagent.Parent{
+func (a *Agents) setMainParent() {
+	s := a.s
+	a.runner.SetMain(subagent.Parent{
 		Model: s.switches.Model(), MaxTokens: s.opts.MaxTokens, System: s.conf.systemPrompt,
 		Pool:    s.agentPool,
 		Checker: s.checker, Files: s.files,
@@ -185,10 +190,11 @@ func (s *Session) setMainParent() {
 }
 
 // replayHeld shows, in the Send starting, the events background work had between Sends.
-func (s *Session) replayHeld() {
+func (a *Agents) replayHeld() {
+	s := a.s
 	s.mu.Lock()
-	held := s.agents.held
-	s.agents.held = nil
+	held := a.held
+	a.held = nil
 	s.mu.Unlock()
 	for _, e := range held {
 		s.emit(e)
@@ -197,11 +203,12 @@ func (s *Session) replayHeld() {
 
 // ackNotifications forgets the notifications the last request carried; the sink calls it
 // after the transcript holding them was synced.
-func (s *Session) ackNotifications() error {
-	if s.agents == nil {
+func (a *Agents) ackNotifications() error {
+	if a == nil {
 		return nil
 	}
-	err := s.agents.queue.Ack()
+	s := a.s
+	err := a.queue.Ack()
 	if s.teams.team != nil && s.teams.team.LeadInbox() != nil {
 		err = errors.Join(err, s.teams.team.LeadInbox().Ack(context.Background()))
 	}
@@ -209,11 +216,12 @@ func (s *Session) ackNotifications() error {
 }
 
 // agentLedger returns what every subagent used so far, by model.
-func (s *Session) agentLedger() cost.Ledger {
-	if s.agents == nil {
+func (a *Agents) agentLedger() cost.Ledger {
+	if a == nil {
 		return cost.Ledger{}
 	}
-	l := s.agents.runner.Ledger()
+	s := a.s
+	l := a.runner.Ledger()
 	if s.teams.team != nil {
 		l.Merge(s.teams.team.Ledger())
 	}
@@ -226,11 +234,12 @@ func (s *Session) agentLedger() cost.Ledger {
 // With a team it then waits for the team the same way: a teammate's message wakes the lead
 // (more than zero), and once every teammate is idle with nothing left to claim the team is
 // shut down (zero).
-func (s *Session) WaitBackground(ctx context.Context) (int, error) {
-	if s.agents == nil {
+func (a *Agents) WaitBackground(ctx context.Context) (int, error) {
+	if a == nil {
 		return 0, nil
 	}
-	n, err := s.agents.tasks.WaitIdle(ctx, background.MainOwner)
+	s := a.s
+	n, err := a.tasks.WaitIdle(ctx, background.MainOwner)
 	if err != nil || n > 0 {
 		return n, err
 	}
@@ -280,13 +289,14 @@ func (a *Agents) close() {
 // SendPending gives the main thread a turn for the background reports waiting for it: they
 // are the turn's prompt, as Claude Code's headless mode does. They are acked once the turn's
 // transcript is synced, and requeued if the turn fails before that.
-func (s *Session) SendPending(ctx context.Context) func(yield func(event.Event, error) bool) {
+func (a *Agents) SendPending(ctx context.Context) func(yield func(event.Event, error) bool) {
 	return func(yield func(event.Event, error) bool) {
-		if s.agents == nil {
+		if a == nil {
 			return
 		}
+		s := a.s
 		var text string
-		blocks := s.agents.queue.Observe(ctx)
+		blocks := a.queue.Observe(ctx)
 		var inbox interface {
 			Requeue()
 			Ack(context.Context) error
@@ -316,13 +326,13 @@ func (s *Session) SendPending(ctx context.Context) func(yield func(event.Event, 
 			}
 		}
 		if failed {
-			s.agents.queue.Requeue()
+			a.queue.Requeue()
 			if inbox != nil {
 				inbox.Requeue()
 			}
 			return
 		}
-		if err := s.agents.queue.Ack(); err != nil {
+		if err := a.queue.Ack(); err != nil {
 			s.logger.Warn("ack notifications", "err", err)
 		}
 		if inbox != nil {
@@ -354,4 +364,14 @@ func (a *Agents) StopTask(ctx context.Context, id string) error {
 		return fmt.Errorf("stop task %s: %w", id, err)
 	}
 	return nil
+}
+
+// SetIdleEvents makes the events of background work between Sends (teammates, background
+// agents) go to fn as they happen instead of being held for the next Send; a terminal UI
+// shows a team at work that way. fn is called from other goroutines; nil restores holding.
+func (a *Agents) SetIdleEvents(fn func(event.Event)) {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idleEvents = fn
 }

@@ -134,7 +134,7 @@ func (p *Plugins) reloadPlugins(ctx context.Context) []event.Notice {
 	cat, _ := skill.Load(s.sk.skillOptions())
 	s.skills.Replace(cat)
 	if s.agents != nil {
-		if defs, err := agentdef.Load(ctx, s.agentDefOptions()); err == nil {
+		if defs, err := agentdef.Load(ctx, s.conf.agentDefOptions()); err == nil {
 			s.agents.runner.Definitions().Replace(defs)
 		}
 	}

@@ -180,7 +180,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
 	s.acct.maxBudget, s.acct.catalog = opts.SDK.MaxBudgetUSD, s.switches.models
-	s.acct.agentLedger = s.agentLedger
+	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
 	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s, s.insp.s, s.persist.s, s.sk.s = s, s, s, s, s, s, s, s, s
 	defer func() {
 		if err != nil {
@@ -463,9 +463,9 @@ func (s *Session) newMainAgent(g *gate, sink *chanSink, history []message.Messag
 	state := s.state
 	s.mu.Unlock()
 	listing := s.newListing(s.pool, history)
-	s.setMainParent()
+	s.agents.setMainParent()
 	observers := append(s.observers(listing), s.agents.queue)
-	s.replayHeld()
+	s.agents.replayHeld()
 	return s.agents.runner.NewAgent(subagent.AgentSpec{
 		Kind: subagent.KindMain, Model: s.switches.Model(), MaxTokens: s.opts.MaxTokens, Thinking: s.switches.thinking(),
 		System: s.conf.systemPrompt, Pool: s.pool, Lookup: s.lookupTool, Gate: g, Files: s.files, State: state,

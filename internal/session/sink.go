@@ -87,7 +87,7 @@ func (k *chanSink) EndTurn(ctx context.Context) error {
 		}
 	}
 	// The request carrying any background notifications was sent and is now on disk.
-	return k.s.ackNotifications()
+	return k.s.agents.ackNotifications()
 }
 
 // ToolStarted records, durably, that a call with side effects is about to run. Its parent is

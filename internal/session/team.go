@@ -344,15 +344,6 @@ func (h *TeamHandle) waitTeam(ctx context.Context) (int, error) {
 	return 0, nil
 }
 
-// SetIdleEvents makes the events of background work between Sends (teammates, background
-// agents) go to fn as they happen instead of being held for the next Send; a terminal UI
-// shows a team at work that way. fn is called from other goroutines; nil restores holding.
-func (s *Session) SetIdleEvents(fn func(event.Event)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.idleEvents = fn
-}
-
 // LeadUnread counts the messages waiting for the team lead that should wake it.
 func (h *TeamHandle) LeadUnread(ctx context.Context) int {
 	if h.team == nil || h.team.LeadInbox() == nil {

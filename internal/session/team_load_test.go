@@ -46,7 +46,7 @@ func TestNoLiveMemberIsDeadUnderLoad(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	h.sess.SetIdleEvents(note)
+	h.sess.agents.SetIdleEvents(note)
 	ctx := waittest.Context(t)
 	var stop atomic.Bool
 	var watch sync.WaitGroup

@@ -62,14 +62,14 @@ func drain(t *testing.T, s *Session) []event.Event {
 	ctx := waittest.Context(t)
 	var events []event.Event
 	for {
-		n, err := s.WaitBackground(ctx)
+		n, err := s.agents.WaitBackground(ctx)
 		if err != nil {
 			t.Fatalf("wait for the team: %v", err)
 		}
 		if n == 0 {
 			return events
 		}
-		for e, err := range s.SendPending(ctx) {
+		for e, err := range s.agents.SendPending(ctx) {
 			if err != nil {
 				t.Fatalf("lead turn: %v", err)
 			}
@@ -82,7 +82,7 @@ func TestTeamLeadSpawnsTeammateThatWorksTheBoard(t *testing.T) {
 	h := newHarness(t, teamScenario(), Options{Team: TeamOptions{Enabled: true, Lease: waittest.Scale(2 * time.Second), ShutdownTimeout: waittest.Timeout()}})
 	var idleMu sync.Mutex
 	var idle []event.Event
-	h.sess.SetIdleEvents(func(e event.Event) {
+	h.sess.agents.SetIdleEvents(func(e event.Event) {
 		idleMu.Lock()
 		defer idleMu.Unlock()
 		idle = append(idle, e)

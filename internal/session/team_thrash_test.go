@@ -94,7 +94,7 @@ func thrash(t *testing.T, h *harness) {
 	t.Logf("bob's requests: %d (1 to start, 4 on the task he could not finish)", bobRequests())
 	// The lead hears of it once: its turn for what waits reads one contested report.
 	waittest.Until(t, "the lead to be told", func() bool { return h.sess.Team().LeadUnread(ctx) > 0 })
-	for range h.sess.SendPending(ctx) {
+	for range h.sess.agents.SendPending(ctx) {
 	}
 	reports := 0
 	for _, r := range h.srv.Requests() {
