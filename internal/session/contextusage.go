@@ -78,7 +78,7 @@ func (i *Inspector) ContextUsage(ctx context.Context) ContextUsage {
 	for _, p := range used {
 		total += p.Tokens
 	}
-	buffer := window - s.compactThreshold()
+	buffer := window - s.compaction.compactThreshold()
 	free := max(window-total-buffer, 0)
 	parts := append(used, ContextPart{ID: "autocompact_buffer", Name: "Autocompact buffer", Tokens: buffer, Kind: "buffer"},
 		ContextPart{ID: "free_space", Name: "Free space", Tokens: free, Kind: "free"})

@@ -134,6 +134,8 @@ type Session struct {
 	closers []func() error
 	// tel exports the session's telemetry (telemetry.go); nil while it is off.
 	tel telemetryLink
+	// compaction compacts the main thread and runs /compact, /clear and /add-dir (compact.go).
+	compaction compaction
 	// sk loads, expands and reloads skills and commands (skills.go).
 	sk Skills
 	// persist opens, records and replays the transcript (persist.go).
@@ -181,7 +183,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	}
 	s.acct.maxBudget, s.acct.catalog = opts.SDK.MaxBudgetUSD, s.switches.models
 	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
-	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s, s.insp.s, s.persist.s, s.sk.s = s, s, s, s, s, s, s, s, s
+	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s, s.insp.s, s.persist.s, s.sk.s, s.compaction.s = s, s, s, s, s, s, s, s, s, s
 	defer func() {
 		if err != nil {
 			_ = s.shutdown()
@@ -371,7 +373,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		sink.Emit(event.Result{Subtype: "error_during_execution", IsError: true, Text: err.Error(), SessionID: s.id, Duration: time.Since(started)})
 		return nil
 	}
-	if handled, used, err := s.builtinCommand(ctx, prompt, sink); handled {
+	if handled, used, err := s.compaction.builtinCommand(ctx, prompt, sink); handled {
 		res := event.Result{Subtype: "success", SessionID: s.id, Duration: time.Since(started), Text: strings.TrimSpace(prompt) + " done"}
 		if err != nil {
 			res.Subtype, res.IsError, res.Text = "error_during_execution", true, err.Error()
@@ -471,7 +473,7 @@ func (s *Session) newMainAgent(g *gate, sink *chanSink, history []message.Messag
 		System: s.conf.systemPrompt, Pool: s.pool, Lookup: s.lookupTool, Gate: g, Files: s.files, State: state,
 		MaxTurns: s.opts.MaxTurns, Source: "main", Prepare: s.prepare, Stop: structuredStop{s, stopHook{s}},
 		Check: s.checkRun, Observers: observers, Sink: sink, AfterTurn: s.agents.runner.AfterTurn(""),
-		Watch: s.watch, Compaction: s.mainCompaction(sink, listing), Logger: s.logger,
+		Watch: s.watch, Compaction: s.compaction.mainCompaction(sink, listing), Logger: s.logger,
 	})
 }
 
