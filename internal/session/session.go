@@ -144,8 +144,8 @@ type Session struct {
 	insp Inspector
 	// undo is the rewind of files, shell effects and conversation (rewind.go, shadow.go).
 	undo Undo
-	// wt is the worktree the main session works in (worktree.go).
-	wt worktreeState
+	// wtree is the worktree the main session works in (worktree.go).
+	wtree mainWorktree
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -183,7 +183,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	}
 	s.acct.maxBudget, s.acct.catalog = opts.SDK.MaxBudgetUSD, s.switches.models
 	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
-	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s, s.insp.s, s.persist.s, s.sk.s, s.compaction.s = s, s, s, s, s, s, s, s, s, s
+	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s, s.insp.s, s.persist.s, s.sk.s, s.compaction.s, s.wtree.s = s, s, s, s, s, s, s, s, s, s, s
 	defer func() {
 		if err != nil {
 			_ = s.shutdown()
@@ -233,7 +233,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	s.buildAgents(ctx)
 	s.buildCron(ctx)
 	if st != nil {
-		s.restoreWorktree(st)
+		s.wtree.restoreWorktree(st)
 	}
 	if err := s.teams.buildTeam(ctx, st != nil); err != nil {
 		return nil, err
