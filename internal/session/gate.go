@@ -124,7 +124,7 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		for _, p := range req.Paths {
 			g.s.undo.trackEdit(toolpath.Resolve(p, env.State.Cwd, "").Real)
 		}
-		g.s.lspBefore(env, t, *call)
+		lspBefore(g.s.lsp, env, t, *call)
 	}
 	return tool.Result{}, true
 }
@@ -167,7 +167,7 @@ func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.
 		res.Content = append(res.Content, message.Text(c))
 	}
 	// After the hooks: a PostToolUse formatter may have changed the file again.
-	g.s.lspAfter(ctx, env, t, call, res, g.emit)
+	lspAfter(ctx, g.s.lsp, env, t, call, res, g.emit)
 }
 
 // permissionDenied runs the PermissionDenied hooks for a call the permission check refused;

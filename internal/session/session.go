@@ -209,7 +209,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	s.config = s.newConfiguration()
 	s.sandbox = s.buildSandbox()
 	s.conf.buildHooks()
-	s.buildLSP()
+	s.conf.buildLSP()
 	s.conf.buildCachePolicy()
 	s.nativeSearch = provider.SupportsNativeToolSearch(opts.Provider)
 	s.search = toolsearch.New()
