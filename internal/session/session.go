@@ -427,7 +427,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		StopReason:       out.StopReason,
 		Denials:          g.takeDenials(),
 		Cache:            cacheStats(subTotals(s.cacheTotals, cacheBefore)),
-		StructuredOutput: s.structuredAnswer(),
+		StructuredOutput: s.sdk.structuredAnswer(),
 	}
 	if runErr != nil {
 		res.Text = runErr.Error()
@@ -472,7 +472,8 @@ func (s *Session) newMainAgent(g *gate, sink *chanSink, history []message.Messag
 		Kind: subagent.KindMain, Model: s.switches.Model(), MaxTokens: s.opts.MaxTokens, Thinking: s.switches.thinking(),
 		System: s.conf.systemPrompt, Pool: s.pool, Lookup: s.lookupTool, Gate: g, Files: s.files, State: state,
 		MaxTurns: s.opts.MaxTurns, Source: "main", Prepare: s.prepare, Stop: structuredStop{s, stopHook{s}},
-		Check: s.checkRun, Observers: observers, Sink: sink, AfterTurn: s.agents.runner.AfterTurn(""),
+		Check:     func(out *loop.Outcome) (string, bool) { return s.sdk.checkRun(s.opts.SDK.JSONSchema, out) },
+		Observers: observers, Sink: sink, AfterTurn: s.agents.runner.AfterTurn(""),
 		Watch: s.watch, Compaction: s.compaction.mainCompaction(sink, listing), Logger: s.logger,
 	})
 }
