@@ -26,7 +26,9 @@ func (s *Session) SendContent(ctx context.Context, prompt string, attachments []
 
 // ResolveModel turns a model alias (opus, sonnet, haiku, default…) into the model id it
 // names for this session; other names pass unchanged.
-func (s *Session) ResolveModel(name string) string { return s.s.Switches().ModelCatalog().Resolve(name) }
+func (s *Session) ResolveModel(name string) string {
+	return s.s.Switches().ModelCatalog().Resolve(name)
+}
 
 // ModelAliases lists the model aliases [Session.ResolveModel] knows, for a model picker.
 func ModelAliases() []string {

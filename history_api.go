@@ -31,4 +31,6 @@ func (s *Session) History() []Event {
 
 // SetTitle names the session: [ListSessions] shows the title, and [FindSession] finds the
 // session by it.
-func (s *Session) SetTitle(ctx context.Context, title string) error { return s.s.Transcript().SetTitle(ctx, title) }
+func (s *Session) SetTitle(ctx context.Context, title string) error {
+	return s.s.Transcript().SetTitle(ctx, title)
+}

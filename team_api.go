@@ -98,7 +98,9 @@ func (s *Session) SendPending(ctx context.Context) iter.Seq2[Event, error] {
 // WaitBackground blocks until background agents reported or teammates wrote to the lead
 // (it returns how many reports wait; give the agent a turn with [Session.SendPending]), or
 // until nothing is left running — then a settled team has been shut down, and it returns 0.
-func (s *Session) WaitBackground(ctx context.Context) (int, error) { return s.s.Agents().WaitBackground(ctx) }
+func (s *Session) WaitBackground(ctx context.Context) (int, error) {
+	return s.s.Agents().WaitBackground(ctx)
+}
 
 // OnIdleEvents makes events of work that goes on between Sends (teammates, background
 // agents) reach fn as they happen; fn is called from other goroutines. Without it they are

@@ -115,7 +115,9 @@ func (s controlSession) SetMaxThinkingTokens(n int64) { s.Switches().SetMaxThink
 
 func (s controlSession) Skills() []skill.Skill { return s.Session.Skills().All() }
 
-func (s controlSession) ReloadSkills(ctx context.Context) error { return s.Session.Skills().Reload(ctx) }
+func (s controlSession) ReloadSkills(ctx context.Context) error {
+	return s.Session.Skills().Reload(ctx)
+}
 
 func (s controlSession) PluginErrors() []plugin.Error { return s.Plugins().Errors() }
 
