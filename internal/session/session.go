@@ -181,9 +181,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		state:      tool.State{Cwd: cwd},
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
-	s.acct.maxBudget, s.acct.catalog = opts.SDK.MaxBudgetUSD, s.switches.models
-	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
-	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s, s.insp.s, s.persist.s, s.sk.s, s.compaction.s, s.wtree.s = s, s, s, s, s, s, s, s, s, s, s
+	s.joinParts()
 	defer func() {
 		if err != nil {
 			_ = s.shutdown()
@@ -253,6 +251,15 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		s.hookd.startHooks(ctx, source)
 	}
 	return s, nil
+}
+
+// joinParts connects the session's components to it: the accounts get what they read, the
+// parts that wire the whole session their back-pointer.
+func (s *Session) joinParts() {
+	s.acct.maxBudget, s.acct.catalog = s.opts.SDK.MaxBudgetUSD, s.switches.models
+	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
+	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s = s, s, s, s, s, s
+	s.insp.s, s.persist.s, s.sk.s, s.compaction.s, s.wtree.s = s, s, s, s, s
 }
 
 // PermissionMode returns the main agent's permission mode.
