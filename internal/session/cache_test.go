@@ -44,7 +44,7 @@ func TestFirstRequestBudget(t *testing.T) {
 	if err := json.Indent(&pretty, first.Body, "", "  "); err != nil {
 		t.Fatal(err)
 	}
-	masked := strings.ReplaceAll(pretty.String(), h.sess.AutoMemoryDir(), "$AUTO_MEMORY")
+	masked := strings.ReplaceAll(pretty.String(), h.sess.insp.AutoMemoryDir(), "$AUTO_MEMORY")
 	masked = strings.ReplaceAll(masked, cwd, "$CWD")
 	masked = platform.ReplaceAllString(masked, "Platform: $$PLATFORM")
 	goldentest.Check(t, "first_request.golden", []byte(masked))
