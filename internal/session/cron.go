@@ -111,21 +111,21 @@ func (t *teamJobs) place() cron.Place {
 	}
 	t.looked = true
 	s := t.s
-	if s.team == nil {
+	if s.teams.team == nil {
 		return t.at
 	}
-	if _, ok := s.teamBackend.(*natscoord.Backend); !ok {
+	if _, ok := s.teams.backend.(*natscoord.Backend); !ok {
 		return t.at
 	}
 	origin := t.origin
-	origin.Team, origin.Member = s.team.Name(), team.LeadAlias
+	origin.Team, origin.Member = s.teams.team.Name(), team.LeadAlias
 	if w := s.opts.Team.Worker; w != nil {
 		origin.Member = w.Member
 	}
-	rec := s.teamBackend.Records()
+	rec := s.teams.backend.Records()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if be, err := s.teamStore(s.opts.Home).Open(ctx, origin.Team, coord.Config{Logger: s.logger}, nil); err == nil {
+	if be, err := s.teams.teamStore(s.opts.Home).Open(ctx, origin.Team, coord.Config{Logger: s.logger}, nil); err == nil {
 		t.be, rec = be, be.Records()
 	} else {
 		s.logger.Warn("scheduled jobs of the team: no handle of their own; the team's serves, and jobs with durable false outlive the session", "err", err)

@@ -88,6 +88,11 @@ func (s *Session) Team() *TeamHandle { return &s.teams }
 func (h *TeamHandle) teamsEnabled() bool {
 	s := h.s
 	o := s.opts.Team
+	if o.Worker == nil && s.opts.DetachedFrom != "" {
+		// A supervisor's job (a background agent, a scheduled run) runs one agent for its
+		// session; settings that switch teams on must not make it lead that team again.
+		return false
+	}
 	if o.Enabled || o.Worker != nil || s.settings.Teams.V {
 		return true
 	}

@@ -171,6 +171,17 @@ func TestTeamsEnabledByClaudeCodeEnvSetting(t *testing.T) {
 	}
 }
 
+// TestJobSessionDoesNotLeadTheTeam: a supervisor's job session (background agent, scheduled
+// run) opened where settings switch teams on does not open the launcher's team as its lead.
+func TestJobSessionDoesNotLeadTheTeam(t *testing.T) {
+	settings := `{"env":{"CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS":"1"}}`
+	h := newHarness(t, &scripted.Scenario{}, Options{SettingsArgs: []string{settings},
+		DetachedFrom: filepath.Join(t.TempDir(), "launcher.jsonl")})
+	if h.sess.Team().Current() != nil {
+		t.Fatal("a job session opened the team as its lead")
+	}
+}
+
 func ruleNames(h *harness) []string {
 	var out []string
 	for _, r := range h.srv.Requests() {
