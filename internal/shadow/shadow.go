@@ -35,6 +35,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/keel-dev/keel/internal/atomicfile"
+
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
@@ -146,8 +148,14 @@ func (r *Repo) init(ctx context.Context) error {
 	if err := os.MkdirAll(info, 0o700); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(info, "attributes"), []byte(attributes), 0o600); err != nil {
-		return err
+	// Replaced only when it differs, never rewritten in place: another session's git may be
+	// hashing files this moment, and an empty attributes file would let the project's
+	// .gitattributes change the bytes it stores.
+	path := filepath.Join(info, "attributes")
+	if old, err := os.ReadFile(path); err != nil || string(old) != attributes {
+		if err := atomicfile.WriteFile(path, []byte(attributes), 0o600); err != nil {
+			return err
+		}
 	}
 	if _, err := os.Stat(r.index); errors.Is(err, fs.ErrNotExist) {
 		r.seedIndex()
@@ -199,7 +207,8 @@ func (r *Repo) refreshExcludes() error {
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b.Bytes()) {
 		return nil
 	}
-	return os.WriteFile(path, b.Bytes(), 0o600)
+	// Replaced, not rewritten in place, for the reason init gives.
+	return atomicfile.WriteFile(path, b.Bytes(), 0o600)
 }
 
 // Capture records the working directory as it is now and returns the checkpoint. A
