@@ -53,7 +53,7 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 	}
 	argv := slices.Clone(cmd.Args)
 	argv[0] = cmd.Path
-	pl := s.policy.newPlan(dir, argv, extra)
+	pl := s.policy.newPlan(dir, argv, envPath(cmd.Env), extra)
 	data, err := json.Marshal(pl)
 	if err != nil {
 		r.Release()
@@ -80,6 +80,20 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 		}
 	}
 	return r, nil
+}
+
+// envPath is PATH in env, the command's environment (nil: keel's own).
+func envPath(env []string) string {
+	if env == nil {
+		return os.Getenv("PATH")
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v // the last one wins, as in exec
+		}
+	}
+	return path
 }
 
 // bridge gives the helper one end of a socket pair on which it sends back the listener it

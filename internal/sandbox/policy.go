@@ -35,8 +35,10 @@ const (
 var Modes = []string{string(ModeReadOnly), string(ModeWorkspaceWrite), string(ModeOff)}
 
 // DefaultOn says whether a session that neither --sandbox nor sandbox.enabled speaks for runs
-// its commands in the sandbox. Off for now: see the README's security section.
-const DefaultOn = false
+// its commands in the sandbox (auto): on, in workspace-write with the network through the
+// proxy. Where the machine cannot run it, the session says so once and commands run outside,
+// unless failIfUnavailable (or a headless run in auto permission mode) makes that an error.
+const DefaultOn = true
 
 // Policy is what a sandboxed command may do. Paths are absolute and cleaned. It is a plain
 // value, safe to copy and to share between goroutines once built.
