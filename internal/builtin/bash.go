@@ -269,7 +269,7 @@ func chooseSandbox(sb *sandbox.Sandbox, in bashInput) (box *sandbox.Sandbox, not
 	}
 	if err := sb.Available(); err != nil {
 		if p.FailIfUnavailable {
-			return nil, "", fmt.Sprintf("The command was not run: %v (sandbox.failIfUnavailable is true).", err)
+			return nil, "", fmt.Sprintf("The command was not run: %v (%s).", err, p.FailWhy)
 		}
 		return nil, fmt.Sprintf("[Not sandboxed: %v. The command ran without the sandbox.]", err), ""
 	}

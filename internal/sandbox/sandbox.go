@@ -26,6 +26,9 @@ type Options struct {
 	Executable string
 	// Proxy serves the sandbox's network; nil refuses every connection.
 	Proxy Proxy
+	// Unavailable, when set, is told once why the sandbox cannot start here (the first time
+	// [Sandbox.Available] finds out): the session shows it to the user, once.
+	Unavailable func(error)
 }
 
 // Sandbox is one session's sandbox: its policy and the means to start commands under it. It
@@ -36,8 +39,9 @@ type Sandbox struct {
 	exeErr error
 	proxy  Proxy
 
-	probeOnce sync.Once
-	probeErr  error
+	unavailable func(error)
+	probeOnce   sync.Once
+	probeErr    error
 
 	// mu guards placeholders: how many running commands share each placeholder keel made
 	// for an absent always-read-only path; the last one removes it.
@@ -47,7 +51,7 @@ type Sandbox struct {
 
 // New returns the sandbox of policy p. Nothing is started or probed until the first command.
 func New(p Policy, opts Options) *Sandbox {
-	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, placeholders: map[string]int{}}
+	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}}
 	if s.exe == "" {
 		s.exe, s.exeErr = helperExecutable()
 	}
@@ -70,6 +74,11 @@ func helperExecutable() (string, error) {
 // [ErrUnavailable] that says what is missing and how to fix it. The first call starts a
 // trivial command in the sandbox; the answer is kept.
 func (s *Sandbox) Available() error {
-	s.probeOnce.Do(func() { s.probeErr = s.probe() })
+	s.probeOnce.Do(func() {
+		s.probeErr = s.probe()
+		if s.probeErr != nil && s.unavailable != nil {
+			s.unavailable(s.probeErr)
+		}
+	})
 	return s.probeErr
 }
