@@ -178,3 +178,13 @@ func (s *Session) serverConfine() func(*exec.Cmd) (func(), error) {
 		return func() { run.Release() }, nil
 	}
 }
+
+// SandboxFindings are `keel doctor`'s sandbox checks for this session (see [sandbox.Doctor]):
+// what the machine supports and what the session's sandbox allows, or that it is off.
+func (s *Session) SandboxFindings(ctx context.Context) []sandbox.Finding {
+	sb := s.sandbox
+	if sb == nil {
+		sb = s.newSandbox() // off: its policy says so, and nothing is started
+	}
+	return sandbox.Doctor(ctx, sb)
+}
