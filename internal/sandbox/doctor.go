@@ -58,18 +58,26 @@ func Doctor(ctx context.Context, s *Sandbox) []Finding {
 		mode.Detail = "off: Bash runs without the sandbox (turn it on with sandbox.enabled or --sandbox workspace-write)"
 	}
 	out = append(out, mode)
+	// Absent paths are counted, not listed: a dozen start-up files a user does not have would
+	// hide the few that matter.
 	list := func(name string, paths []string, none string) {
-		detail := none
-		if len(paths) > 0 {
-			var parts []string
-			for _, path := range paths {
-				mark := ""
-				if _, err := os.Lstat(path); err != nil {
-					mark = " (absent)"
-				}
-				parts = append(parts, path+mark)
+		var present []string
+		absent := 0
+		for _, path := range paths {
+			if _, err := os.Lstat(path); err != nil {
+				absent++
+				continue
 			}
-			detail = strings.Join(parts, ", ")
+			present = append(present, path)
+		}
+		detail := strings.Join(present, ", ")
+		switch {
+		case absent > 0 && detail == "":
+			detail = fmt.Sprintf("%d paths, none present now (they apply once they exist)", absent)
+		case absent > 0:
+			detail += fmt.Sprintf("; and %d paths not present now (they apply once they exist)", absent)
+		case detail == "":
+			detail = none
 		}
 		out = append(out, Finding{Name: name, Status: "info", Detail: detail})
 	}
