@@ -12,7 +12,7 @@ test-stress:
 	./scripts/stress.sh
 
 build:
-	go build -o bin/ ./cmd/keel ./cmd/keel-tui ./cmd/keel-nats ./cmd/keel-otel
+	go build -o bin/ ./cmd/keel ./cmd/keel-tui ./cmd/keel-nats ./cmd/keel-otel ./cmd/keel-sandbox
 
 bench:
 	./scripts/bench.sh

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/keel-dev/keel/internal/companion"
@@ -61,11 +62,24 @@ func New(p Policy, opts Options) *Sandbox {
 // Policy returns the sandbox's policy.
 func (s *Sandbox) Policy() Policy { return s.policy }
 
-// helperExecutable is the program that can be the helper: this one when it called Dispatch,
-// else a keel beside it or on PATH.
+// HelperProgram is the sandbox's own helper program (cmd/keel-sandbox): installed beside
+// keel, it is what keel starts for each command, since it links only this package and starts
+// several milliseconds sooner than keel itself.
+const HelperProgram = "keel-sandbox"
+
+// helperExecutable is the program that can be the helper: keel-sandbox beside this program
+// (never one found elsewhere, which may be of another version), else this one when it called
+// Dispatch, else a keel beside it or on PATH.
 func helperExecutable() (string, error) {
+	self, err := os.Executable()
+	if err == nil {
+		p := filepath.Join(filepath.Dir(self), HelperProgram)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
 	if dispatching.Load() {
-		return os.Executable()
+		return self, err
 	}
 	return companion.Find("keel")
 }
