@@ -92,7 +92,7 @@ func (p Policy) newPlan(dir string, argv []string, path string, extra []string) 
 func (p Policy) absentReadOnly() []string {
 	var out []string
 	for _, r := range p.ReadOnly {
-		if _, err := os.Lstat(r); err == nil {
+		if fi, err := os.Lstat(r); err == nil && !isPlaceholder(r, fi) {
 			continue
 		}
 		parent := filepath.Dir(r)
@@ -104,4 +104,15 @@ func (p Policy) absentReadOnly() []string {
 		}
 	}
 	return out
+}
+
+// isPlaceholder reports whether fi, the file at path, is a placeholder keel made for an
+// absent always-read-only path: an empty directory without write permission (a directory a
+// user makes has it).
+func isPlaceholder(path string, fi os.FileInfo) bool {
+	if !fi.IsDir() || fi.Mode().Perm()&0o222 != 0 {
+		return false
+	}
+	entries, err := os.ReadDir(path)
+	return err == nil && len(entries) == 0
 }

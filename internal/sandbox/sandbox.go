@@ -48,11 +48,13 @@ type Sandbox struct {
 	// for an absent always-read-only path; the last one removes it.
 	mu           sync.Mutex
 	placeholders map[string]int
+	// placeholderFiles hold each placeholder open with a shared flock (see hold).
+	placeholderFiles map[string]*os.File
 }
 
 // New returns the sandbox of policy p. Nothing is started or probed until the first command.
 func New(p Policy, opts Options) *Sandbox {
-	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}}
+	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}, placeholderFiles: map[string]*os.File{}}
 	if s.exe == "" {
 		s.exe, s.exeErr = helperExecutable()
 	}
