@@ -26,7 +26,9 @@ func (s *Session) SendContent(ctx context.Context, prompt string, attachments []
 
 // ResolveModel turns a model alias (opus, sonnet, haiku, default…) into the model id it
 // names for this session; other names pass unchanged.
-func (s *Session) ResolveModel(name string) string { return s.s.ModelCatalog().Resolve(name) }
+func (s *Session) ResolveModel(name string) string {
+	return s.s.Switches().ModelCatalog().Resolve(name)
+}
 
 // ModelAliases lists the model aliases [Session.ResolveModel] knows, for a model picker.
 func ModelAliases() []string {
@@ -38,7 +40,7 @@ func EffortLevels() []string { return slices.Clone(effort.Levels) }
 
 // SetEffort sets how much the model may think before it answers, from the next request on:
 // one of [EffortLevels], or "off" for no extended thinking.
-func (s *Session) SetEffort(level string) error { return s.s.SetEffort(level) }
+func (s *Session) SetEffort(level string) error { return s.s.Switches().SetEffort(level) }
 
 // ToolHost is where the built-in file tools (Read, Write, Edit) read and write text files and
 // where Bash runs its foreground commands, when an editor offers its buffers and terminals;

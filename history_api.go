@@ -13,7 +13,7 @@ import (
 // with the summary that stands for what came before. What keel repaired on resume is in
 // [Session.Notices].
 func (s *Session) History() []Event {
-	msgs, uuids := s.s.HistoryEntries()
+	msgs, uuids := s.s.Transcript().HistoryEntries()
 	out := make([]Event, 0, len(msgs))
 	for i, m := range msgs {
 		id := ""
@@ -31,4 +31,6 @@ func (s *Session) History() []Event {
 
 // SetTitle names the session: [ListSessions] shows the title, and [FindSession] finds the
 // session by it.
-func (s *Session) SetTitle(ctx context.Context, title string) error { return s.s.SetTitle(ctx, title) }
+func (s *Session) SetTitle(ctx context.Context, title string) error {
+	return s.s.Transcript().SetTitle(ctx, title)
+}

@@ -39,7 +39,7 @@ func (u ContextUsage) Used() int64 {
 
 // ContextUsage measures what the next request of the main agent would send.
 func (s *Session) ContextUsage(ctx context.Context) ContextUsage {
-	cu := s.s.ContextUsage(ctx)
+	cu := s.s.Inspect().ContextUsage(ctx)
 	out := ContextUsage{Window: cu.Window, Model: cu.Model}
 	for _, p := range cu.Parts {
 		out.Parts = append(out.Parts, ContextPart{Name: p.Name, Tokens: p.Tokens, Kind: p.Kind})
@@ -48,7 +48,7 @@ func (s *Session) ContextUsage(ctx context.Context) ContextUsage {
 }
 
 // Todos is the main agent's todo list (its TodoWrite calls), kept across a resume.
-func (s *Session) Todos() []Todo { return convert[[]Todo](s.s.Todos()) }
+func (s *Session) Todos() []Todo { return convert[[]Todo](s.s.Inspect().Todos()) }
 
 // Shell is a background shell the agent started (Bash with run_in_background).
 type Shell struct {
@@ -62,14 +62,14 @@ type Shell struct {
 // Shells lists the background shells, oldest first.
 func (s *Session) Shells() []Shell {
 	var out []Shell
-	for _, j := range s.s.Shells() {
+	for _, j := range s.s.Inspect().Shells() {
 		out = append(out, Shell{ID: j.ID, Command: j.Command, Status: string(j.Status), ExitCode: j.ExitCode, Started: j.Started})
 	}
 	return out
 }
 
 // KillShell stops a background shell and everything it started.
-func (s *Session) KillShell(id string) error { return s.s.KillShell(id) }
+func (s *Session) KillShell(id string) error { return s.s.Inspect().KillShell(id) }
 
 // Hook is one configured hook command.
 type Hook struct {
@@ -84,7 +84,7 @@ type Hook struct {
 // Hooks lists the hooks the settings configure, highest source first. disableAllHooks and an
 // untrusted workspace's hooks are not reported as configured.
 func (s *Session) Hooks() []Hook {
-	st := s.s.Settings()
+	st := s.s.Config().Settings()
 	if st.DisableAllHooks.V {
 		return nil
 	}
@@ -106,19 +106,19 @@ type OutputStyle struct {
 // OutputStyles lists the styles besides the default.
 func (s *Session) OutputStyles() []OutputStyle {
 	var out []OutputStyle
-	for _, st := range s.s.OutputStyles() {
+	for _, st := range s.s.Switches().OutputStyles() {
 		out = append(out, OutputStyle{Name: st.Name, Description: st.Description, Source: st.Source})
 	}
 	return out
 }
 
 // OutputStyle names the style in use ("default" for keel's own).
-func (s *Session) OutputStyle() string { return s.s.OutputStyle() }
+func (s *Session) OutputStyle() string { return s.s.Switches().OutputStyle() }
 
 // SetOutputStyle switches the style from the next request on and keeps the choice in the
 // project's local settings.
 func (s *Session) SetOutputStyle(ctx context.Context, name string) error {
-	return s.s.SetOutputStyle(ctx, name)
+	return s.s.Switches().SetOutputStyle(ctx, name)
 }
 
 // StatusLine is the statusLine setting: a command whose first output line a terminal UI
@@ -132,7 +132,7 @@ type StatusLine struct {
 
 // StatusLine returns the statusLine setting.
 func (s *Session) StatusLine() StatusLine {
-	sl := s.s.Settings().StatusLine
+	sl := s.s.Config().Settings().StatusLine
 	return StatusLine{Command: sl.Command.V, Padding: int(sl.Padding.V), Source: sl.Command.From.String()}
 }
 
@@ -144,7 +144,7 @@ type SettingsFile struct {
 // SettingsFiles lists the settings sources in precedence order.
 func (s *Session) SettingsFiles() []SettingsFile {
 	var out []SettingsFile
-	for _, f := range s.s.Settings().Files {
+	for _, f := range s.s.Config().Settings().Files {
 		out = append(out, SettingsFile{Scope: string(f.Scope), Path: f.Path, State: string(f.State)})
 	}
 	return out
@@ -154,7 +154,7 @@ func (s *Session) SettingsFiles() []SettingsFile {
 // column, and whether it is an error or a warning.
 func (s *Session) SettingsProblems() []Notice {
 	var out []Notice
-	for _, p := range s.s.Settings().Problems {
+	for _, p := range s.s.Config().Settings().Problems {
 		out = append(out, Notice{Level: string(p.Severity), Text: p.Error()})
 	}
 	return out

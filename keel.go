@@ -281,10 +281,10 @@ func (s *Session) SetPermissionMode(mode PermissionMode) error {
 }
 
 // Model returns the model the next request uses.
-func (s *Session) Model() string { return s.s.Model() }
+func (s *Session) Model() string { return s.s.Switches().Model() }
 
 // SetModel switches the model for the next prompt; the prompt cache starts over.
-func (s *Session) SetModel(model string) { s.s.SetModel(model) }
+func (s *Session) SetModel(model string) { s.s.Switches().SetModel(model) }
 
 // Usage returns the tokens used so far and their cost in US dollars.
 func (s *Session) Usage() (Usage, float64) {

@@ -20,7 +20,7 @@ type ModelInfo struct {
 // Models lists the models of the model list (the API's, refreshed daily, over keel's
 // built-in table), newest first.
 func (s *Session) Models() []ModelInfo {
-	cat := s.s.ModelCatalog()
+	cat := s.s.Switches().ModelCatalog()
 	list := cat.Listed()
 	if list == nil {
 		list = cat.Models()
@@ -40,14 +40,14 @@ func (s *Session) SwitchModel(ctx context.Context, name string) error {
 	name = strings.TrimSpace(name)
 	if s.cfg.Provider != "" && s.cfg.Provider != string(ProviderAnthropic) {
 		// keel knows no model list of other providers: the server says what it serves.
-		return s.s.SwitchModel(ctx, name, "user")
+		return s.s.Switches().SwitchModel(ctx, name, "user")
 	}
-	cat := s.s.ModelCatalog()
+	cat := s.s.Switches().ModelCatalog()
 	id := cat.Resolve(name)
 	if _, ok := cat.Lookup(id); !ok && !models.IsAlias(name) {
 		return fmt.Errorf("unknown model %q; %s", name, closestModels(cat, name))
 	}
-	return s.s.SwitchModel(ctx, id, "user")
+	return s.s.Switches().SwitchModel(ctx, id, "user")
 }
 
 // closestModels names the known models that share the most of name, or the aliases.

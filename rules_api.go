@@ -22,7 +22,7 @@ type PermissionRule struct {
 // PermissionRules lists the main agent's rules, as they apply now.
 func (s *Session) PermissionRules() []PermissionRule {
 	var out []PermissionRule
-	for _, r := range s.s.PermissionRules() {
+	for _, r := range s.s.Config().PermissionRules() {
 		out = append(out, PermissionRule{Behavior: r.Behavior.String(), Rule: r.String(), Source: r.Source.Name, Path: r.Source.Path})
 	}
 	return out
@@ -35,7 +35,7 @@ func (s *Session) AddPermissionRule(behavior, rule string) error {
 	if err != nil {
 		return err
 	}
-	return s.s.ChangePermissions([]permission.Update{u})
+	return s.s.Config().ChangePermissions([]permission.Update{u})
 }
 
 // RemovePermissionRule removes rule from the rules of its behavior for this session, and
@@ -46,10 +46,10 @@ func (s *Session) RemovePermissionRule(behavior, rule string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.s.ChangePermissions([]permission.Update{u}); err != nil {
+	if err := s.s.Config().ChangePermissions([]permission.Update{u}); err != nil {
 		return err
 	}
-	for _, f := range s.s.Settings().Files {
+	for _, f := range s.s.Config().Settings().Files {
 		if f.Path == "" || (f.Scope != settings.ScopeUser && f.Scope != settings.ScopeProject && f.Scope != settings.ScopeLocal) {
 			continue
 		}

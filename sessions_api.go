@@ -45,7 +45,7 @@ type RewindPoint struct {
 // RewindPoints lists the user prompts of the conversation, oldest first.
 func (s *Session) RewindPoints() []RewindPoint {
 	var out []RewindPoint
-	for _, e := range s.s.UserMessages() {
+	for _, e := range s.s.Undo().UserMessages() {
 		out = append(out, RewindPoint{UUID: e.UUID, Prompt: e.Message.TextOf()})
 	}
 	return out
@@ -63,7 +63,7 @@ type RewindResult struct {
 // Rewind moves the session back to just before the user prompt with the given uuid (see
 // RewindPoints): its files (code), its conversation, or both.
 func (s *Session) Rewind(ctx context.Context, toUUID string, code, conversation bool) (RewindResult, error) {
-	rep, err := s.s.Rewind(ctx, toUUID, code, conversation)
+	rep, err := s.s.Undo().Rewind(ctx, toUUID, code, conversation)
 	out := RewindResult{Restored: rep.Files.Restored, Deleted: rep.Files.Deleted, Messages: rep.Messages}
 	for _, u := range rep.Files.Unrecoverable {
 		out.Unrecoverable = append(out.Unrecoverable, u.Tool+": "+u.Description)
@@ -105,7 +105,7 @@ type SkillInfo struct {
 // Skills lists the skills and custom commands loaded for this session.
 func (s *Session) Skills() []SkillInfo {
 	var out []SkillInfo
-	for _, sk := range s.s.Skills() {
+	for _, sk := range s.s.Skills().All() {
 		out = append(out, SkillInfo{Name: sk.Name, Description: sk.Description, Source: string(sk.Source),
 			UserInvocable: sk.UserInvocable, ModelInvocable: sk.ModelInvocable()})
 	}
@@ -121,7 +121,7 @@ type MemoryFile struct {
 // MemoryFiles lists the memory files in the system prompt, in load order.
 func (s *Session) MemoryFiles() []MemoryFile {
 	var out []MemoryFile
-	for _, f := range s.s.MemoryFiles() {
+	for _, f := range s.s.Inspect().MemoryFiles() {
 		out = append(out, MemoryFile{Path: f.Path, Kind: string(f.Kind), Size: f.Size})
 	}
 	return out
@@ -164,4 +164,4 @@ func (s *Session) Background(ctx context.Context) error { return s.s.Agents().Ba
 
 // ReloadSkills reads the skills and custom commands from disk again, between prompts: the
 // main agent's listing, Skill tool and /commands use the new set.
-func (s *Session) ReloadSkills(ctx context.Context) error { return s.s.ReloadSkills(ctx) }
+func (s *Session) ReloadSkills(ctx context.Context) error { return s.s.Skills().Reload(ctx) }

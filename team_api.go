@@ -35,7 +35,7 @@ var ErrNoTeam = errors.New("agent teams are off in this session")
 
 // TeamName returns the session's team, or "" without one.
 func (s *Session) TeamName() string {
-	if t := s.s.Team(); t != nil {
+	if t := s.s.Team().Current(); t != nil {
 		return t.Name()
 	}
 	return ""
@@ -43,7 +43,7 @@ func (s *Session) TeamName() string {
 
 // TeamMembers lists the team: the lead first, then the teammates in the order they joined.
 func (s *Session) TeamMembers(ctx context.Context) ([]TeamMember, error) {
-	t := s.s.Team()
+	t := s.s.Team().Current()
 	if t == nil {
 		return nil, ErrNoTeam
 	}
@@ -58,7 +58,7 @@ func (s *Session) TeamMembers(ctx context.Context) ([]TeamMember, error) {
 
 // TeamTasks returns the team's task board in id order.
 func (s *Session) TeamTasks(ctx context.Context) ([]TeamTask, error) {
-	t := s.s.Team()
+	t := s.s.Team().Current()
 	if t == nil {
 		return nil, ErrNoTeam
 	}
@@ -74,7 +74,7 @@ func (s *Session) TeamTasks(ctx context.Context) ([]TeamTask, error) {
 // MessageTeammate sends text to a member ("*" for every one) from the user; the member
 // reads it at its next step.
 func (s *Session) MessageTeammate(ctx context.Context, to, text string) error {
-	t := s.s.Team()
+	t := s.s.Team().Current()
 	if t == nil {
 		return ErrNoTeam
 	}
@@ -83,7 +83,7 @@ func (s *Session) MessageTeammate(ctx context.Context, to, text string) error {
 }
 
 // TeamUnread counts the messages from teammates that wait for the lead (the main agent).
-func (s *Session) TeamUnread(ctx context.Context) int { return s.s.LeadUnread(ctx) }
+func (s *Session) TeamUnread(ctx context.Context) int { return s.s.Team().LeadUnread(ctx) }
 
 // PendingReports counts the background agents' reports that wait for the main agent's next
 // turn ([Session.SendPending] gives it one).
@@ -92,23 +92,25 @@ func (s *Session) PendingReports() int { return s.s.Agents().Pending() }
 // SendPending gives the main agent a turn for what waits for it: teammates' messages and
 // background agents' reports. It yields nothing when nothing waits.
 func (s *Session) SendPending(ctx context.Context) iter.Seq2[Event, error] {
-	return events(s.s.SendPending(ctx))
+	return events(s.s.Agents().SendPending(ctx))
 }
 
 // WaitBackground blocks until background agents reported or teammates wrote to the lead
 // (it returns how many reports wait; give the agent a turn with [Session.SendPending]), or
 // until nothing is left running — then a settled team has been shut down, and it returns 0.
-func (s *Session) WaitBackground(ctx context.Context) (int, error) { return s.s.WaitBackground(ctx) }
+func (s *Session) WaitBackground(ctx context.Context) (int, error) {
+	return s.s.Agents().WaitBackground(ctx)
+}
 
 // OnIdleEvents makes events of work that goes on between Sends (teammates, background
 // agents) reach fn as they happen; fn is called from other goroutines. Without it they are
 // delivered with the next Send.
 func (s *Session) OnIdleEvents(fn func(Event)) {
 	if fn == nil {
-		s.s.SetIdleEvents(nil)
+		s.s.Agents().SetIdleEvents(nil)
 		return
 	}
-	s.s.SetIdleEvents(func(e event.Event) {
+	s.s.Agents().SetIdleEvents(func(e event.Event) {
 		if pub := publicEvent(e); pub != nil {
 			fn(pub)
 		}

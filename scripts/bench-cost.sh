@@ -16,6 +16,6 @@ if [ -z "$claude" ]; then
 fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-go build -o "$work/keel" ./cmd/keel
+CGO_ENABLED=0 go build -o "$work/keel" ./cmd/keel  # as make build does
 go build -o "$work/costbench" ./scripts/costbench
 "$work/costbench" -keel "$work/keel" ${claude:+-claude "$claude"} "$@"

@@ -78,8 +78,14 @@ async function batch(name, bin) {
 }
 
 console.log(`${sessions} concurrent SDK sessions, ${turns} queries each (streaming input), scripted model on 127.0.0.1`);
-const res = { keel: await batch('keel', process.env.KEEL_BIN), claude: await batch('claude', claude) };
+const res = { keel: await batch('keel', process.env.KEEL_BIN) };
+// KEEL_BASELINE_BIN: an older keel measured in the same run, for before/after figures.
+if (process.env.KEEL_BASELINE_BIN) res.baseline = await batch('baseline', process.env.KEEL_BASELINE_BIN);
+res.claude = await batch('claude', claude);
 for (const [name, r] of Object.entries(res)) {
   console.log(`${name.padEnd(7)} wall ${r.wall.toFixed(1)} s   ${r.qpm.toFixed(0)} queries/min   summed peak RSS ${r.rss.toFixed(0)} MiB   CPU ${r.cpu.toFixed(1)} s`);
 }
-console.log(`keel/claude: summed peak RSS ${(res.keel.rss / res.claude.rss).toFixed(3)}, CPU ${(res.keel.cpu / res.claude.cpu).toFixed(3)}; queries per minute ${(res.keel.qpm / res.claude.qpm).toFixed(1)}x`);
+for (const name of ['keel', 'baseline'].filter((n) => res[n])) {
+  const r = res[name];
+  console.log(`${name}/claude: summed peak RSS ${(r.rss / res.claude.rss).toFixed(3)}, CPU ${(r.cpu / res.claude.cpu).toFixed(3)}; queries per minute ${(r.qpm / res.claude.qpm).toFixed(1)}x`);
+}

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,6 +79,7 @@ type supervisorRig struct {
 	proj   string
 	env    []string
 	client *daemon.Client
+	srv    *scripted.Server
 }
 
 func newSupervisorRig(t *testing.T) *supervisorRig {
@@ -101,8 +104,16 @@ func newSupervisorRigWith(t *testing.T, scenario string) *supervisorRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
+	return newSupervisorRigOn(t, keel, srv, nil)
+}
+
+// newSupervisorRigOn is a rig (a machine of its own: keel home, project, supervisor) whose
+// model is srv; env adds variables to its settings' env — the supervisor's environment —
+// and to its processes'.
+func newSupervisorRigOn(t *testing.T, keel string, srv *scripted.Server, env map[string]string) *supervisorRig {
+	t.Helper()
 	root := t.TempDir()
-	r := &supervisorRig{t: t, keel: keel, home: filepath.Join(root, "keel-home"), proj: filepath.Join(root, "proj")}
+	r := &supervisorRig{t: t, keel: keel, home: filepath.Join(root, "keel-home"), proj: filepath.Join(root, "proj"), srv: srv}
 	for _, d := range []string{r.home, filepath.Join(r.proj, ".git")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
@@ -113,12 +124,19 @@ func newSupervisorRigWith(t *testing.T, scenario string) *supervisorRig {
 	}
 	// The supervisor takes its environment from settings, not from the launcher's shell: the
 	// model's address reaches its agents only this way.
-	settingsJSON := fmt.Sprintf(`{"env": {"ANTHROPIC_BASE_URL": %q, "ANTHROPIC_API_KEY": "test-key"}}`, srv.URL())
-	if err := os.WriteFile(filepath.Join(r.home, "settings.json"), []byte(settingsJSON), 0o600); err != nil {
+	settingsEnv := map[string]string{"ANTHROPIC_BASE_URL": srv.URL(), "ANTHROPIC_API_KEY": "test-key"}
+	maps.Copy(settingsEnv, env)
+	settingsJSON, err := json.Marshal(map[string]any{"env": settingsEnv})
+	if err != nil {
 		t.Fatal(err)
 	}
-	r.env = []string{"KEEL_HOME=" + r.home, "HOME=" + filepath.Join(root, "home"), "PATH=" + os.Getenv("PATH"),
-		"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=test-key"}
+	if err := os.WriteFile(filepath.Join(r.home, "settings.json"), settingsJSON, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.env = []string{"KEEL_HOME=" + r.home, "HOME=" + filepath.Join(root, "home"), "PATH=" + os.Getenv("PATH")}
+	for _, k := range slices.Sorted(maps.Keys(settingsEnv)) {
+		r.env = append(r.env, k+"="+settingsEnv[k])
+	}
 	r.client = daemon.NewClient(daemon.ClientConfig{Home: r.home})
 	t.Cleanup(func() {
 		if t.Failed() {

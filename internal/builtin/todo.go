@@ -59,6 +59,9 @@ func TodoWrite(todos *Todos) tool.Tool {
 		Description: description("TodoWrite"),
 		Schema:      []byte(todoSchema),
 		IsReadOnly:  tool.Always[todoInput],
+		// Rarely a first call, and Claude Code defers its task-list tools too: the schema joins
+		// a request once the model looks it up.
+		Deferred: true,
 		Run: func(ctx context.Context, env *tool.Env, in todoInput) tool.Result {
 			counts := map[string]int{}
 			for i, it := range in.Todos {

@@ -11,10 +11,14 @@ import (
 
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/control"
+	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/mcphost"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/plugin"
 	"github.com/keel-dev/keel/internal/render"
 	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
+	"github.com/keel-dev/keel/internal/skill"
 )
 
 // stdioPromptTool is the --permission-prompt-tool value with which the Agent SDK asks to
@@ -61,9 +65,79 @@ func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) e
 	return err
 }
 
+// controlSessionMethods are the methods the control protocol looks for on its session
+// (its optional interfaces, asserted at run time): the assertion below makes a method that
+// moves off the session a compile error here rather than a request that quietly fails.
+type controlSessionMethods interface {
+	control.Session
+	WorkingDirs() []string
+	PersistPermissions(updates []permission.Update) error
+	WaitBackground(ctx context.Context) (int, error)
+	SendPending(ctx context.Context) func(yield func(event.Event, error) bool)
+	WaitTasks(ctx context.Context) (int, error)
+	BackgroundOutstanding() int
+	Skills() []skill.Skill
+	AgentDefinitions() []*agentdef.Definition
+	PluginErrors() []plugin.Error
+	Cwd() string
+	SwitchModel(ctx context.Context, model, source string) error
+	SetMaxThinkingTokens(n int64)
+	MCPStatus() []mcphost.ServerStatus
+	ReconnectMCP(ctx context.Context, name string) error
+	MCPServerTools(ctx context.Context) map[string][]control.MCPTool
+	MCPServerConfig(name string) (mcphost.ServerConfig, bool)
+	ToggleMCP(ctx context.Context, name string, enabled bool) error
+	SetMCPServers(ctx context.Context, servers map[string]json.RawMessage, transports map[string]mcp.Transport) (added, removed []string, errs map[string]string, err error)
+	ContextUsage(ctx context.Context) control.ContextUsage
+	RewindFiles(ctx context.Context, userMessageID string, dryRun bool) (changed []string, err error)
+	StopTask(ctx context.Context, id string) error
+	EffectiveSettings() (json.RawMessage, []control.SettingsSource)
+	ApplyFlagSettings(ctx context.Context, settings json.RawMessage) error
+	UpdateSettings(ctx context.Context, destination string, settings json.RawMessage) error
+	ReloadSkills(ctx context.Context) error
+}
+
+var _ controlSessionMethods = controlSession{}
+
 // controlSession adapts a session to the control protocol's optional interfaces where their
 // types or names differ; everything else is the session's own.
 type controlSession struct{ *session.Session }
+
+func (s controlSession) Model() string { return s.Switches().Model() }
+
+func (s controlSession) SetModel(model string) { s.Switches().SetModel(model) }
+
+func (s controlSession) SwitchModel(ctx context.Context, model, source string) error {
+	return s.Switches().SwitchModel(ctx, model, source)
+}
+
+func (s controlSession) SetMaxThinkingTokens(n int64) { s.Switches().SetMaxThinkingTokens(n) }
+
+func (s controlSession) Skills() []skill.Skill { return s.Session.Skills().All() }
+
+func (s controlSession) ReloadSkills(ctx context.Context) error {
+	return s.Session.Skills().Reload(ctx)
+}
+
+func (s controlSession) PluginErrors() []plugin.Error { return s.Plugins().Errors() }
+
+func (s controlSession) RewindFiles(ctx context.Context, userMessageID string, dryRun bool) ([]string, error) {
+	return s.Undo().RewindFiles(ctx, userMessageID, dryRun)
+}
+
+func (s controlSession) WorkingDirs() []string { return s.Config().WorkingDirs() }
+
+func (s controlSession) PersistPermissions(updates []permission.Update) error {
+	return s.Config().PersistPermissions(updates)
+}
+
+func (s controlSession) ApplyFlagSettings(ctx context.Context, raw json.RawMessage) error {
+	return s.Config().ApplyFlagSettings(ctx, raw)
+}
+
+func (s controlSession) UpdateSettings(ctx context.Context, destination string, raw json.RawMessage) error {
+	return s.Config().UpdateSettings(ctx, destination, raw)
+}
 
 func (s controlSession) MCPStatus() []mcphost.ServerStatus { return s.MCP().Status() }
 
@@ -79,6 +153,14 @@ func (s controlSession) MCPServerTools(ctx context.Context) map[string][]control
 
 func (s controlSession) MCPServerConfig(name string) (mcphost.ServerConfig, bool) {
 	return s.MCP().ServerConfig(name)
+}
+
+func (s controlSession) WaitBackground(ctx context.Context) (int, error) {
+	return s.Agents().WaitBackground(ctx)
+}
+
+func (s controlSession) SendPending(ctx context.Context) func(yield func(event.Event, error) bool) {
+	return s.Agents().SendPending(ctx)
 }
 
 func (s controlSession) WaitTasks(ctx context.Context) (int, error) { return s.Agents().WaitTasks(ctx) }
@@ -104,7 +186,7 @@ func (s controlSession) SetMCPServers(ctx context.Context, servers map[string]js
 }
 
 func (s controlSession) ContextUsage(ctx context.Context) control.ContextUsage {
-	u := s.Session.ContextUsage(ctx)
+	u := s.Inspect().ContextUsage(ctx)
 	out := control.ContextUsage{Window: u.Window, Model: u.Model}
 	for _, p := range u.Parts {
 		out.Categories = append(out.Categories, control.ContextCategory{ID: p.ID, Name: p.Name, Tokens: p.Tokens, Kind: p.Kind})
@@ -116,7 +198,7 @@ func (s controlSession) ContextUsage(ctx context.Context) control.ContextUsage {
 }
 
 func (s controlSession) EffectiveSettings() (json.RawMessage, []control.SettingsSource) {
-	eff, files := s.Session.EffectiveSettings()
+	eff, files := s.Config().EffectiveSettings()
 	var out []control.SettingsSource
 	for _, f := range files {
 		out = append(out, control.SettingsSource{Source: f.Scope, Path: f.Path})

@@ -17,7 +17,8 @@ func (a *app) cronCommand() *cobra.Command {
 		Short: "list and delete scheduled jobs (the model makes them with CronCreate)",
 		Long: `Scheduled jobs run a prompt on a cron expression or at one moment. The keel supervisor
 runs them, also when no keel window is open, and each run reports into the session that made
-the job at its next request. A supervisor that was down runs each job's missed ticks once.`,
+the job at its next request. A supervisor that was down runs each job's missed ticks once.
+The jobs of teams on NATS live on the NATS server and are listed and deleted here too.`,
 		Args: cobra.NoArgs,
 	}
 	var all, asJSON bool
@@ -28,16 +29,24 @@ the job at its next request. A supervisor that was down runs each job's missed t
 			if err != nil {
 				return err
 			}
+			teams, release, terr := a.teamCronStores(cmd.Context())
+			defer release()
 			var jobs []cron.Job
-			if all {
-				jobs, err = store.List(cmd.Context())
-			} else {
-				cwd, _, werr := workDirs()
-				if werr != nil {
-					return werr
+			var errs []error
+			for _, st := range append([]*cron.Store{store}, teams...) {
+				var some []cron.Job
+				if all {
+					some, err = st.List(cmd.Context())
+				} else {
+					cwd, _, werr := workDirs()
+					if werr != nil {
+						return werr
+					}
+					some, err = st.ListProject(cmd.Context(), cwd)
 				}
-				jobs, err = store.ListProject(cmd.Context(), cwd)
+				jobs, errs = append(jobs, some...), append(errs, err)
 			}
+			err = errors.Join(append(errs, terr)...)
 			if err != nil && len(jobs) == 0 {
 				return err
 			}
@@ -65,6 +74,19 @@ the job at its next request. A supervisor that was down runs each job's missed t
 				return err
 			}
 			j, err := store.Delete(cmd.Context(), args[0])
+			if errors.Is(err, cron.ErrNotFound) {
+				// A team's job, on NATS?
+				teams, release, terr := a.teamCronStores(cmd.Context())
+				defer release()
+				for _, st := range teams {
+					if j, err = st.Delete(cmd.Context(), args[0]); !errors.Is(err, cron.ErrNotFound) {
+						break
+					}
+				}
+				if errors.Is(err, cron.ErrNotFound) && terr != nil {
+					err = fmt.Errorf("%w (and the teams' jobs could not all be read: %v)", err, terr)
+				}
+			}
 			if errors.Is(err, cron.ErrNotFound) {
 				return fmt.Errorf("no scheduled job %s; keel cron list --all shows them", args[0])
 			}

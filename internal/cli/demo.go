@@ -118,7 +118,7 @@ func (a *app) playDemo(ctx context.Context, sess *session.Session, work string) 
 		return r.Render(e)
 	}
 	// The team works between the lead's turns: show its events as they happen.
-	sess.SetIdleEvents(func(e event.Event) { _ = render(e) })
+	sess.Agents().SetIdleEvents(func(e event.Event) { _ = render(e) })
 	show := func(events iter.Seq2[event.Event, error]) error {
 		for e, err := range events {
 			if err != nil {
@@ -163,14 +163,14 @@ func (a *app) playDemo(ctx context.Context, sess *session.Session, work string) 
 // give the lead a turn for whatever they report, until nothing is left running.
 func drain(ctx context.Context, sess *session.Session, show func(iter.Seq2[event.Event, error]) error) error {
 	for {
-		n, err := sess.WaitBackground(ctx)
+		n, err := sess.Agents().WaitBackground(ctx)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
 			return nil
 		}
-		if err := show(sess.SendPending(ctx)); err != nil {
+		if err := show(sess.Agents().SendPending(ctx)); err != nil {
 			return err
 		}
 	}

@@ -299,9 +299,9 @@ func (a *app) headless(ctx context.Context, sess *session.Session, prompts func(
 			if !wait {
 				break
 			}
-			sess.SetIdleEvents(idle)
-			n, err := sess.WaitBackground(ctx)
-			sess.SetIdleEvents(nil)
+			sess.Agents().SetIdleEvents(idle)
+			n, err := sess.Agents().WaitBackground(ctx)
+			sess.Agents().SetIdleEvents(nil)
 			if ferr := flush(); ferr != nil {
 				return ferr
 			}
@@ -316,7 +316,7 @@ func (a *app) headless(ctx context.Context, sess *session.Session, prompts func(
 		}
 		turn := sess.Send(ctx, prompt)
 		if !ok {
-			turn = sess.SendPending(ctx)
+			turn = sess.Agents().SendPending(ctx)
 		}
 		for e, err := range turn {
 			if err != nil {

@@ -210,14 +210,14 @@ the directory by shell commands or MCP tools cannot be undone: rewind lists them
 			}
 			defer sess.Close()
 			if diff {
-				patch, err := sess.TurnDiff(cmd.Context(), to)
+				patch, err := sess.Undo().TurnDiff(cmd.Context(), to)
 				if err != nil {
 					return err
 				}
 				_, err = io.WriteString(a.std.Out, patch)
 				return err
 			}
-			rep, err := sess.Rewind(cmd.Context(), to, code, conversation)
+			rep, err := sess.Undo().Rewind(cmd.Context(), to, code, conversation)
 			for _, f := range rep.Files.Restored {
 				fmt.Fprintf(a.std.Out, "restored %s\n", f)
 			}

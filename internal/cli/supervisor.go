@@ -93,7 +93,7 @@ coordination.backend "nats" and no url, it also runs an embedded nats-server.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger := slog.New(slog.NewTextHandler(a.std.Err, nil))
 			err := daemon.Run(cmd.Context(), daemon.Config{Home: a.env.Home, Exe: companion.Self(), Env: a.supervisorEnv(),
-				NATS: withNATS || a.embeddedNATS(), Version: Version, Logger: logger})
+				NATS: withNATS || a.embeddedNATS(), Teams: a.supervisorTeams, TeamLease: a.env.TeamLease, Version: Version, Logger: logger})
 			if errors.Is(err, daemon.ErrRunning) {
 				fmt.Fprintln(a.std.Err, "keel: a supervisor is already running")
 				return nil

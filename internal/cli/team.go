@@ -274,7 +274,7 @@ func (a *app) runTeamWorker(ctx context.Context, cfg runconfig.Config, joined fu
 	if joined != nil {
 		joined()
 	}
-	return sess.RunTeammate(ctx)
+	return sess.Team().RunTeammate(ctx)
 }
 
 // teams lists the teams of the store settings choose, newest first: the team directories, or

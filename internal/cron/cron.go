@@ -18,7 +18,10 @@
 // per run id, and the report is a task notification whose task id is the run id (the
 // session's queue drops a second one): a scheduler that dies between claiming, running and
 // reporting leaves Pending set, and the next scheduler finishes that run — it never starts a
-// second one. Ticks that pass while the scheduler is down, or while the job's previous run
+// second one. Where several schedulers share the records at once — a team's on NATS, which
+// every machine's supervisor schedules — a claimed run is its scheduler's under a lease it
+// renews ([SchedulerConfig.Lease]), and another takes it over only once the lease passed.
+// Ticks that pass while the scheduler is down, or while the job's previous run
 // still goes, are run once, at the next chance, and the report says how many were missed.
 //
 // A job made with durable false lives as long as the session that made it (as in Claude
@@ -80,8 +83,11 @@ type Origin struct {
 	NotifyDir string `json:"notifyDir"`
 	// Cwd is the session's working directory; jobs are listed and deleted per project by it.
 	Cwd string `json:"cwd"`
-	// Team is the team whose coordination backend holds the job, if any.
-	Team string `json:"team,omitempty"`
+	// Team is the team whose coordination backend holds the job, if any; Member is the
+	// session's name in it, whose inbox gets the reports ([Mail]): a team's jobs may run in
+	// another machine's supervisor, which cannot reach NotifyDir.
+	Team   string `json:"team,omitempty"`
+	Member string `json:"member,omitempty"`
 	// Launch is what the [Runner] needs to open a session like the origin's (the
 	// supervisor's launch configuration); this package does not read it.
 	Launch json.RawMessage `json:"launch,omitempty"`
@@ -100,6 +106,13 @@ type Run struct {
 	// Last says the job ends after this run (one-shot, or an expired recurring job).
 	Last    bool      `json:"last,omitempty"`
 	Claimed time.Time `json:"claimed"`
+	// Owner is the scheduler that runs it when schedulers share the records (a team's, on
+	// NATS, where every machine's supervisor schedules): it renews Renewed while the run
+	// goes, and another scheduler takes the run over only once a lease has passed since
+	// ([SchedulerConfig.Lease]). Empty for the supervisor's own records, where one scheduler
+	// runs at a time and the next takes over at once.
+	Owner   string    `json:"owner,omitempty"`
+	Renewed time.Time `json:"renewed,omitzero"`
 }
 
 // runID derives the id of job's run at tick.

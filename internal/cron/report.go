@@ -1,13 +1,50 @@
 package cron
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/keel-dev/keel/internal/background"
+	"github.com/keel-dev/keel/internal/coord"
 )
+
+// ActiveKey is the record that marks a team's records as holding scheduled jobs (written by
+// the first [Store.Create] of a job with Origin.Team): a supervisor lists a server's teams
+// with it and schedules only those that have it.
+const ActiveKey = "cron/active"
+
+// WakeKey is the record of the supervisor's own store that a session touches after it made
+// a team's job ([Store.Wake]), so the supervisor looks for teams with jobs at once.
+const WakeKey = "cron/wake"
+
+// From is the sender of the reports [Mail] sends.
+const From = "keel-scheduler"
+
+// mailResultLimit cuts a run's result in a team report, well below a message's budget.
+const mailResultLimit = 64 << 10
+
+// Mail reports run r of job j to the team member that made the job (Origin.Member) through
+// the team's mailbox mb, as the task notification [Deliver] would queue: a team's jobs may run
+// in any machine's supervisor, which reaches the team but not the session's notification
+// directory. The message id is the run id, and an inbox keeps one message per id, so a
+// report sent again after a crash reaches the member once.
+func Mail(ctx context.Context, mb coord.Mailbox, j Job, r Run, text string, runErr error) error {
+	if j.Origin.Member == "" {
+		return fmt.Errorf("report scheduled run %s: job %s names no team member to report to", r.ID, j.ID)
+	}
+	if len(text) > mailResultLimit {
+		text = text[:mailResultLimit] + "\n[cut: the result was longer]"
+	}
+	n := Notification(j, r, text, runErr)
+	err := mb.Send(ctx, coord.Message{ID: r.ID, From: From, To: j.Origin.Member, Text: n.Text(), Summary: n.Summary})
+	if err != nil {
+		return fmt.Errorf("report scheduled run %s to %s of team %s: %w", r.ID, j.Origin.Member, j.Origin.Team, err)
+	}
+	return nil
+}
 
 // Deliver queues the report of run r of job j in the notification queue of the session that
 // made the job, where its next request boundary picks it up. The notification's task id is

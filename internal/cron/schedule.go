@@ -36,6 +36,11 @@ type Schedule struct {
 // lie after now. A cron expression that never matches (February 30th) is refused too: a job
 // that never fires is a mistake.
 func ParseSchedule(spec string, now time.Time) (Schedule, error) {
+	return parseSchedule(spec, now, MinInterval)
+}
+
+// parseSchedule is ParseSchedule with the shortest interval allowed.
+func parseSchedule(spec string, now time.Time, minInterval time.Duration) (Schedule, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		return Schedule{}, fmt.Errorf("empty schedule: %s", exprHelp)
@@ -54,8 +59,8 @@ func ParseSchedule(spec string, now time.Time) (Schedule, error) {
 	if err != nil {
 		return Schedule{}, fmt.Errorf("cron expression %q: %v; %s", spec, err, exprHelp)
 	}
-	if d, ok := s.(robfig.ConstantDelaySchedule); ok && d.Delay < MinInterval {
-		return Schedule{}, fmt.Errorf("cron expression %q: the interval %v is shorter than %v", spec, d.Delay, MinInterval)
+	if d, ok := s.(robfig.ConstantDelaySchedule); ok && d.Delay < minInterval {
+		return Schedule{}, fmt.Errorf("cron expression %q: the interval %v is shorter than %v", spec, d.Delay, minInterval)
 	}
 	out := Schedule{Spec: spec, sched: s}
 	if out.Next(now).IsZero() {

@@ -29,13 +29,27 @@ type SchedulerConfig struct {
 	// RetryDelay is how long a run whose report could not be written waits before it is
 	// tried again; zero is a minute.
 	RetryDelay time.Duration
-	Logger     *slog.Logger
+	// Report delivers a run's outcome to the session that made the job; nil is [Deliver]
+	// (its notification queue on this machine). A team's jobs, which any machine's
+	// supervisor may run, report through the team's mailbox instead. It must be idempotent
+	// per run id: a run whose finish was not recorded is reported again.
+	Report func(ctx context.Context, j Job, r Run, text string, runErr error) error
+	// Lease, when set, makes the scheduler one of several that share the records at once
+	// (a team's, which every machine's supervisor schedules): a run it claims is its own
+	// ([Run.Owner]) and renewed every third of Lease while it goes, and it takes over
+	// another's pending run only once Lease has passed without a renewal (that scheduler
+	// died). Zero suits records one scheduler runs at a time (the supervisor's own, under its
+	// lock): a pending run is a dead scheduler's, taken over at once.
+	Lease  time.Duration
+	Logger *slog.Logger
 }
 
 // Scheduler claims due ticks and runs them: the supervisor's side. One per store is enough,
 // but several are safe (a tick is claimed once).
 type Scheduler struct {
-	cfg      SchedulerConfig
+	cfg SchedulerConfig
+	// id names this scheduler as the owner of its runs when it has a lease.
+	id       string
 	logger   *slog.Logger
 	finished chan struct{}
 	wg       sync.WaitGroup
@@ -55,11 +69,20 @@ func NewScheduler(cfg SchedulerConfig) *Scheduler {
 	if cfg.RetryDelay <= 0 {
 		cfg.RetryDelay = time.Minute
 	}
+	if cfg.Report == nil {
+		cfg.Report = func(_ context.Context, j Job, r Run, text string, runErr error) error {
+			return Deliver(j, r, text, runErr)
+		}
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Scheduler{cfg: cfg, logger: logger, finished: coord.Signal(), running: map[string]bool{}, retry: map[string]time.Time{}}
+	var id string
+	if cfg.Lease > 0 {
+		id = "scheduler-" + newID() + newID()
+	}
+	return &Scheduler{cfg: cfg, id: id, logger: logger, finished: coord.Signal(), running: map[string]bool{}, retry: map[string]time.Time{}}
 }
 
 // Run ticks until ctx ends: at each job's next fire time, when the jobs change, and when a run
@@ -109,7 +132,7 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) time.Time {
 	}
 	for _, j := range jobs {
 		if j.Pending != nil {
-			earliest(s.dispatch(ctx, j, *j.Pending, now))
+			earliest(s.pending(ctx, j, now))
 			continue
 		}
 		sched, err := j.Schedule()
@@ -126,7 +149,7 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) time.Time {
 			earliest(n)
 			continue
 		}
-		run, ok, err := s.cfg.Store.Claim(ctx, j.ID, now)
+		run, ok, err := s.cfg.Store.ClaimFor(ctx, j.ID, s.id, now)
 		if err != nil {
 			s.logger.Warn("claim scheduled job", "job", j.ID, "err", err)
 			continue
@@ -136,6 +159,50 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) time.Time {
 		}
 	}
 	return next
+}
+
+// pending handles job j's pending run: this scheduler's own, or one it may take over, is
+// dispatched; another live scheduler's is left to it, and the time its lease would pass is
+// returned, when this scheduler looks again.
+func (s *Scheduler) pending(ctx context.Context, j Job, now time.Time) time.Time {
+	r := *j.Pending
+	if s.cfg.Lease <= 0 || r.Owner == s.id {
+		return s.dispatch(ctx, j, r, now)
+	}
+	if expiry := r.Renewed.Add(s.cfg.Lease); now.Before(expiry) {
+		return expiry
+	}
+	r, ok, err := s.cfg.Store.TakeOver(ctx, j.ID, s.id, now, s.cfg.Lease)
+	if err != nil {
+		s.logger.Warn("take over a scheduled run", "job", j.ID, "err", err)
+		return time.Time{}
+	}
+	if !ok {
+		return time.Time{} // another scheduler took it, or it ended: the watch wakes us
+	}
+	s.logger.Warn("took over the run of a scheduler that stopped renewing it", "job", j.ID, "run", r.ID, "owner", j.Pending.Owner)
+	return s.dispatch(ctx, j, r, now)
+}
+
+// renew renews run r's lease while ctx lasts (the run goes).
+func (s *Scheduler) renew(ctx context.Context, logger *slog.Logger, r Run) {
+	t := time.NewTicker(s.cfg.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ok, err := s.cfg.Store.Renew(ctx, r, s.id, time.Now())
+		if err != nil {
+			logger.Warn("renew a scheduled run", "err", err)
+			continue
+		}
+		if !ok {
+			return // finished, deleted, or taken over by a scheduler that saw no renewal
+		}
+	}
 }
 
 // dispatch starts run r of job j unless this scheduler runs it already or waits to retry it;
@@ -155,6 +222,13 @@ func (s *Scheduler) dispatch(ctx context.Context, j Job, r Run, now time.Time) t
 	logger.Info("scheduled run starting", "tick", r.Tick, "missed", r.Missed)
 	s.wg.Go(func() {
 		defer coord.Notify(s.finished)
+		if s.cfg.Lease > 0 {
+			renewing, stop := context.WithCancel(ctx)
+			var renewed sync.WaitGroup
+			renewed.Go(func() { s.renew(renewing, logger, r) })
+			defer renewed.Wait()
+			defer stop()
+		}
 		text, runErr := s.cfg.Runner.RunJob(ctx, j, r)
 		reported := ctx.Err() == nil && s.report(ctx, logger, j, r, text, runErr)
 		s.mu.Lock()
@@ -169,7 +243,7 @@ func (s *Scheduler) dispatch(ctx context.Context, j Job, r Run, now time.Time) t
 
 // report delivers the run's outcome to its session and finishes the run.
 func (s *Scheduler) report(ctx context.Context, logger *slog.Logger, j Job, r Run, text string, runErr error) bool {
-	if err := Deliver(j, r, text, runErr); err != nil {
+	if err := s.cfg.Report(ctx, j, r, text, runErr); err != nil {
 		logger.Error("deliver scheduled run", "err", err)
 		return false
 	}

@@ -51,18 +51,29 @@ func (r *runner) runs() []string {
 // stop is called (which waits for it, as a supervisor's shutdown or death ends it).
 func startScheduler(t *testing.T, dir string, r cron.Runner) (stop func()) {
 	t.Helper()
+	return startLeased(t, dir, r, 0)
+}
+
+// startLeased is startScheduler for one of several schedulers sharing the records at once,
+// whose runs are theirs for lease.
+func startLeased(t *testing.T, dir string, r cron.Runner, lease time.Duration) (stop func()) {
+	t.Helper()
 	st, release := openStore(t, dir, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	s := cron.NewScheduler(cron.SchedulerConfig{Store: st, Runner: r})
+	s := cron.NewScheduler(cron.SchedulerConfig{Store: st, Runner: r, Lease: lease})
 	go func() { done <- s.Run(ctx) }()
-	return func() {
+	// Stopped at the test's end too, so a test that fails early leaves no scheduler behind
+	// (a synctest bubble waits for every goroutine in it).
+	stop = sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("scheduler: %v", err)
 		}
 		release()
-	}
+	})
+	t.Cleanup(stop)
+	return stop
 }
 
 // delivered reads the notification files the session's queue holds, oldest first.
@@ -289,6 +300,58 @@ func TestSchedulerRetriesAReportItCouldNotWrite(t *testing.T) {
 		}
 		if _, err := st.Get(t.Context(), j.ID); !errors.Is(err, cron.ErrNotFound) {
 			t.Errorf("job after its report: %v, want it deleted", err)
+		}
+	})
+}
+
+// TestSchedulersSharingRecordsKeepToTheirRuns: schedulers that run at once over the same
+// records (every machine's supervisor over a team's on NATS) each leave a run another one
+// claimed to it while its lease is renewed — without the lease, a second scheduler took a
+// live run for a dead scheduler's and ran the tick again — and take it over once the
+// scheduler that claimed it died and its lease passed; the run is reported once.
+func TestSchedulersSharingRecordsKeepToTheirRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 30 * time.Second
+		dir, o := t.TempDir(), origin(t)
+		st, _ := openStore(t, dir, nil)
+		j, err := st.Create(t.Context(), cron.Spec{Cron: time.Now().Add(3 * time.Second).Format(time.RFC3339), Prompt: "once", Origin: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := &runner{block: true}
+		stopFirst := startLeased(t, dir, first, lease)
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		second := &runner{}
+		stopSecond := startLeased(t, dir, second, lease)
+		time.Sleep(2 * lease) // renewed all along
+		synctest.Wait()
+		if got := second.runs(); len(got) != 0 {
+			t.Fatalf("the second scheduler ran %v, a run the first still renews", got)
+		}
+		claimed, err := st.Get(t.Context(), j.ID)
+		if err != nil || claimed.Pending == nil || claimed.Pending.Owner == "" || time.Since(claimed.Pending.Renewed) > lease {
+			t.Fatalf("the run while the first scheduler goes: %+v, %v; want it owned and renewed", claimed.Pending, err)
+		}
+
+		stopFirst() // dies mid-run: nothing reported, the run stays the first's
+		time.Sleep(lease / 2)
+		synctest.Wait()
+		if got := second.runs(); len(got) != 0 {
+			t.Fatalf("the second scheduler ran %v before the dead one's lease passed", got)
+		}
+		time.Sleep(lease)
+		synctest.Wait()
+		stopSecond()
+		want := []string{claimed.Pending.ID}
+		if diff := cmp.Diff([][]string{want, want}, [][]string{first.runs(), second.runs()}); diff != "" {
+			t.Errorf("runs of the first and the second scheduler, mismatch (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(want, taskIDs(delivered(t, o.NotifyDir))); diff != "" {
+			t.Errorf("reports, mismatch (-want +got):\n%s", diff)
+		}
+		if _, err := st.Get(t.Context(), j.ID); !errors.Is(err, cron.ErrNotFound) {
+			t.Errorf("one-shot job after its run: %v, want it deleted", err)
 		}
 	})
 }

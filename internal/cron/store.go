@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 type Store struct {
 	rec coord.Records
 	now func() time.Time
+	// minInterval is the shortest interval Create accepts ([MinInterval] unless lowered).
+	minInterval time.Duration
 }
 
 // NewStore returns a store over rec; now is its clock (nil: time.Now).
@@ -24,7 +27,19 @@ func NewStore(rec coord.Records, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{rec: rec, now: now}
+	return &Store{rec: rec, now: now, minInterval: MinInterval}
+}
+
+// WithMinInterval returns a store over the same records whose Create accepts intervals down
+// to d (at least a second; zero or more than [MinInterval] keeps MinInterval). It exists for
+// tests that must see a recurring job tick several times in seconds, through
+// runconfig.Config.CronMinInterval; schedulers run whatever interval a record holds.
+func (s *Store) WithMinInterval(d time.Duration) *Store {
+	c := *s
+	if d >= time.Second && d < MinInterval {
+		c.minInterval = d
+	}
+	return &c
 }
 
 // Spec is a job to create: CronCreate's input and the session it came from.
@@ -47,7 +62,7 @@ func (s *Store) Create(ctx context.Context, spec Spec) (Job, error) {
 	if strings.TrimSpace(spec.Prompt) == "" {
 		return Job{}, errors.New("prompt is empty: give the prompt to run at each fire time")
 	}
-	sched, err := ParseSchedule(spec.Cron, now)
+	sched, err := parseSchedule(spec.Cron, now, s.minInterval)
 	if err != nil {
 		return Job{}, err
 	}
@@ -78,6 +93,13 @@ func (s *Store) Create(ctx context.Context, spec Spec) (Job, error) {
 		}
 		if err != nil {
 			return Job{}, fmt.Errorf("record job: %w", err)
+		}
+		if j.Origin.Team != "" {
+			// The mark supervisors look for among a server's teams.
+			if _, err := s.rec.Put(ctx, ActiveKey, []byte("{}")); err != nil {
+				_ = s.rec.Delete(context.WithoutCancel(ctx), jobKey(j.ID))
+				return Job{}, fmt.Errorf("mark team %s as holding scheduled jobs: %w", j.Origin.Team, err)
+			}
 		}
 		return j, nil
 	}
@@ -164,6 +186,11 @@ func (s *Store) EndSession(ctx context.Context, session string) error {
 // before Claim returns, so it survives the claimer's death. Nothing is claimed while a run
 // is pending, before the next tick, or for a job that is gone.
 func (s *Store) Claim(ctx context.Context, id string, now time.Time) (Run, bool, error) {
+	return s.ClaimFor(ctx, id, "", now)
+}
+
+// ClaimFor is [Store.Claim] by scheduler owner, whose name the run records ([Run.Owner]).
+func (s *Store) ClaimFor(ctx context.Context, id, owner string, now time.Time) (Run, bool, error) {
 	var run Run
 	_, err := coord.Modify(ctx, s.rec, jobKey(id), func(j *Job) error {
 		if j.Pending != nil {
@@ -183,6 +210,9 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time) (Run, bool,
 		}
 		run = Run{ID: runID(j.ID, due.Tick), JobID: j.ID, Tick: due.Tick, Missed: due.Missed, FirstMissed: due.FirstMissed,
 			Claimed: now, Last: !j.Recurring || sched.OneShot() || !j.Expires.IsZero() && !due.Tick.Before(j.Expires)}
+		if owner != "" {
+			run.Owner, run.Renewed = owner, now
+		}
 		j.LastTick, j.Pending = due.Tick, &run
 		return nil
 	})
@@ -191,6 +221,47 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time) (Run, bool,
 		return Run{}, false, nil
 	case err != nil:
 		return Run{}, false, fmt.Errorf("claim a tick of job %s: %w", id, err)
+	}
+	return run, true, nil
+}
+
+// Renew records that owner still runs run at now: its lease starts again. It reports false
+// when the run is no longer owner's (taken over, finished, or its job deleted).
+func (s *Store) Renew(ctx context.Context, run Run, owner string, now time.Time) (bool, error) {
+	_, err := coord.Modify(ctx, s.rec, jobKey(run.JobID), func(j *Job) error {
+		if j.Pending == nil || j.Pending.ID != run.ID || j.Pending.Owner != owner {
+			return errSkip
+		}
+		j.Pending.Renewed = now
+		return nil
+	})
+	switch {
+	case errors.Is(err, errSkip), errors.Is(err, coord.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("renew run %s: %w", run.ID, err)
+	}
+	return true, nil
+}
+
+// TakeOver makes owner the owner of job id's pending run when its lease has passed at now
+// (no renewal for lease), by compare-and-set: of several schedulers that try, one gets ok.
+func (s *Store) TakeOver(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (Run, bool, error) {
+	var run Run
+	_, err := coord.Modify(ctx, s.rec, jobKey(id), func(j *Job) error {
+		p := j.Pending
+		if p == nil || p.Owner == owner || now.Before(p.Renewed.Add(lease)) {
+			return errSkip
+		}
+		p.Owner, p.Renewed = owner, now
+		run = *p
+		return nil
+	})
+	switch {
+	case errors.Is(err, errSkip), errors.Is(err, coord.ErrNotFound):
+		return Run{}, false, nil
+	case err != nil:
+		return Run{}, false, fmt.Errorf("take over the run of job %s: %w", id, err)
 	}
 	return run, true, nil
 }
@@ -215,6 +286,15 @@ func (s *Store) Finish(ctx context.Context, run Run) error {
 	})
 	if err != nil && !errors.Is(err, errSkip) && !errors.Is(err, coord.ErrNotFound) {
 		return fmt.Errorf("finish run %s: %w", run.ID, err)
+	}
+	return nil
+}
+
+// Wake touches [WakeKey]: a supervisor watching it looks again for teams whose records hold
+// jobs.
+func (s *Store) Wake(ctx context.Context) error {
+	if _, err := s.rec.Put(ctx, WakeKey, []byte(strconv.Quote(s.now().Format(time.RFC3339Nano)))); err != nil {
+		return fmt.Errorf("wake the supervisor's team scheduling: %w", err)
 	}
 	return nil
 }

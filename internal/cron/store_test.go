@@ -266,3 +266,35 @@ func TestEndSessionDeletesOnlyItsJobsThatAreNotDurable(t *testing.T) {
 		t.Errorf("jobs after the session ended, mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// The test-only lower minimum lets a store accept an interval of seconds; the default store,
+// and a minimum below a second, still refuse it.
+func TestWithMinIntervalLowersTheMinimumForTests(t *testing.T) {
+	ctx := waittest.Context(t)
+	now := at(time.Date(2026, 3, 10, 12, 0, 0, 0, time.Local))
+	st, _ := openStore(t, t.TempDir(), now)
+	spec := cron.Spec{Cron: "@every 3s", Prompt: "p", Recurring: true, Origin: origin(t)}
+	for name, s := range map[string]*cron.Store{"default": st, "below a second": st.WithMinInterval(time.Millisecond)} {
+		if _, err := s.Create(ctx, spec); err == nil || !strings.Contains(err.Error(), "shorter than 1m0s") {
+			t.Errorf("%s: Create(@every 3s) = %v, want the minute minimum", name, err)
+		}
+	}
+	j, err := st.WithMinInterval(2*time.Second).Create(ctx, spec)
+	if err != nil {
+		t.Fatalf("Create(@every 3s) with a 2s minimum: %v", err)
+	}
+	if _, err := st.WithMinInterval(2*time.Second).Create(ctx, cron.Spec{Cron: "@every 1s", Prompt: "p", Recurring: true, Origin: spec.Origin}); err == nil {
+		t.Error("Create(@every 1s) with a 2s minimum succeeded")
+	}
+	got, err := st.Get(ctx, j.ID) // the scheduler's side reads it back whatever the minimum
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := got.Schedule()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next := s.Next(now()); next.Sub(now()) != 3*time.Second {
+		t.Errorf("next tick %v after now, want 3s", next.Sub(now()))
+	}
+}

@@ -40,7 +40,25 @@ func Tools(s *Store, origin Origin) []tool.Tool {
 // sure something runs it (the session starts the supervisor); when it fails the job is
 // deleted again and the model told why, so no job waits for a scheduler that never comes.
 func ToolsWith(s *Store, origin Origin, started func(context.Context) error) []tool.Tool {
-	return []tool.Tool{createTool(s, origin, started), ListTool(s, origin), DeleteTool(s, origin)}
+	return ToolsAt(fixed(s, origin), started)
+}
+
+// Place is where a session's jobs are kept and what they carry: the store (the supervisor's
+// records, or a team's backend) and the session as their origin.
+type Place struct {
+	Store  *Store
+	Origin Origin
+}
+
+// ToolsAt is [ToolsWith] with the place looked up at each call: a session's tools are built
+// before it joins its team, and a team on NATS keeps its jobs on NATS, where any machine's
+// supervisor can run them.
+func ToolsAt(place func() Place, started func(context.Context) error) []tool.Tool {
+	return []tool.Tool{createTool(place, started), listTool(place), deleteTool(place)}
+}
+
+func fixed(s *Store, origin Origin) func() Place {
+	return func() Place { return Place{Store: s, Origin: origin} }
 }
 
 type createInput struct {
@@ -60,9 +78,9 @@ type CreateOutput struct {
 }
 
 // CreateTool returns CronCreate.
-func CreateTool(s *Store, origin Origin) tool.Tool { return createTool(s, origin, nil) }
+func CreateTool(s *Store, origin Origin) tool.Tool { return createTool(fixed(s, origin), nil) }
 
-func createTool(s *Store, origin Origin, started func(context.Context) error) tool.Tool {
+func createTool(place func() Place, started func(context.Context) error) tool.Tool {
 	return tool.New(tool.Spec[createInput]{
 		Name:        CreateToolName,
 		Description: description(CreateToolName),
@@ -74,6 +92,8 @@ func createTool(s *Store, origin Origin, started func(context.Context) error) to
 			`"required":["cron","prompt"],"additionalProperties":false}`),
 		Deferred: true,
 		Run: func(ctx context.Context, env *tool.Env, in createInput) tool.Result {
+			p := place()
+			s, origin := p.Store, p.Origin
 			recurring := in.Recurring == nil || *in.Recurring
 			if _, err := time.Parse(time.RFC3339, strings.TrimSpace(in.Cron)); err == nil && in.Recurring == nil {
 				recurring = false // a moment happens once; only an explicit true is a mistake
@@ -124,6 +144,8 @@ type ListedJob struct {
 	NextRun       time.Time `json:"nextRun,omitzero"`
 	Runs          int       `json:"runs"`
 	Running       bool      `json:"running,omitempty"`
+	// Team is the team whose records hold the job, when a team's.
+	Team string `json:"team,omitempty"`
 }
 
 // ListJobs describes jobs as CronList and `keel cron list` show them.
@@ -131,7 +153,7 @@ func ListJobs(jobs []Job) []ListedJob {
 	out := []ListedJob{}
 	for _, j := range jobs {
 		l := ListedJob{ID: j.ID, Cron: j.Cron, HumanSchedule: j.Cron, Prompt: j.Prompt, Recurring: j.Recurring, Durable: j.Durable,
-			Runs: j.Runs, Running: j.Pending != nil}
+			Runs: j.Runs, Running: j.Pending != nil, Team: j.Origin.Team}
 		if sched, err := j.Schedule(); err == nil {
 			l.HumanSchedule = sched.Human()
 			from := j.LastTick
@@ -166,13 +188,18 @@ func FormatList(jobs []ListedJob) string {
 		if l.Running {
 			next = "running now"
 		}
+		if l.Team != "" {
+			kind += ", team " + l.Team
+		}
 		fmt.Fprintf(&b, "%s  %s (%s)  next: %s  runs: %d  prompt: %q\n", l.ID, l.HumanSchedule, kind, next, l.Runs, excerpt(l.Prompt, 100))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
 // ListTool returns CronList.
-func ListTool(s *Store, origin Origin) tool.Tool {
+func ListTool(s *Store, origin Origin) tool.Tool { return listTool(fixed(s, origin)) }
+
+func listTool(place func() Place) tool.Tool {
 	return tool.New(tool.Spec[struct{}]{
 		Name:              ListToolName,
 		Description:       description(ListToolName),
@@ -181,7 +208,8 @@ func ListTool(s *Store, origin Origin) tool.Tool {
 		IsConcurrencySafe: tool.Always[struct{}],
 		Deferred:          true,
 		Run: func(ctx context.Context, env *tool.Env, _ struct{}) tool.Result {
-			jobs, err := s.ListProject(ctx, origin.Cwd)
+			p := place()
+			jobs, err := p.Store.ListProject(ctx, p.Origin.Cwd)
 			if err != nil && len(jobs) == 0 {
 				return tool.Errorf("list scheduled jobs: %v", err)
 			}
@@ -200,7 +228,9 @@ type deleteInput struct {
 }
 
 // DeleteTool returns CronDelete.
-func DeleteTool(s *Store, origin Origin) tool.Tool {
+func DeleteTool(s *Store, origin Origin) tool.Tool { return deleteTool(fixed(s, origin)) }
+
+func deleteTool(place func() Place) tool.Tool {
 	return tool.New(tool.Spec[deleteInput]{
 		Name:        DeleteToolName,
 		Description: description(DeleteToolName),
@@ -208,6 +238,8 @@ func DeleteTool(s *Store, origin Origin) tool.Tool {
 			`"id":{"type":"string","description":"Job ID returned by CronCreate"}},"required":["id"],"additionalProperties":false}`),
 		Deferred: true,
 		Run: func(ctx context.Context, env *tool.Env, in deleteInput) tool.Result {
+			p := place()
+			s, origin := p.Store, p.Origin
 			j, err := s.Get(ctx, in.ID)
 			if err == nil && j.Origin.Cwd != origin.Cwd {
 				err = fmt.Errorf("job %s belongs to another project (%s): %w", in.ID, j.Origin.Cwd, ErrNotFound)

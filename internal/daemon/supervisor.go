@@ -27,6 +27,13 @@ type Config struct {
 	// NATSBinary is keel-nats's path; empty finds it beside Exe, beside this executable, then
 	// on PATH.
 	NATSBinary string
+	// Teams, when set, returns the store of the user's teams if it is shared (NATS), given
+	// the URL of the embedded nats-server this supervisor runs ("" when none); the
+	// supervisor then runs the scheduled jobs those teams keep ([TeamStore]).
+	Teams func(embeddedURL string) TeamStore
+	// TeamLease is how long a team's scheduled run stays its supervisor's without a renewal
+	// before another supervisor takes it over; zero is a minute.
+	TeamLease time.Duration
 	// Version is keel's, for status.
 	Version string
 	Logger  *slog.Logger
@@ -118,6 +125,11 @@ func Run(ctx context.Context, cfg Config) error {
 	// Scheduled jobs: their runs are jobs of this supervisor; a run left pending by a killed
 	// supervisor is picked up by this one's scheduler.
 	s.wg.Go(func() { s.runCron(runCtx) })
+	if cfg.Teams != nil {
+		if ts := cfg.Teams(info.NATSURL); ts != nil {
+			s.wg.Go(func() { s.runTeamCron(runCtx, ts) })
+		}
+	}
 	err = s.loop(runCtx)
 	s.wg.Wait()
 	if ctx.Err() == nil && runCtx.Err() != nil {

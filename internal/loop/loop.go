@@ -182,6 +182,19 @@ const maxContinuations = 3
 // continuePrompt asks the model to go on after its output hit max_tokens.
 const continuePrompt = "Your previous reply hit the output token limit. Continue exactly where it stopped, without repeating anything."
 
+// runState is what one Run carries from turn to turn.
+type runState struct {
+	// continuations counts replies cut at max_tokens that were continued.
+	continuations int
+	// stopActive says a Stop check already sent the model back once.
+	stopActive bool
+	// lastInput is the newest request's input tokens, for the compaction check.
+	lastInput int64
+	streak    invalidStreak
+	// repaired says a history the API refused was repaired once already.
+	repaired bool
+}
+
 // Run continues the conversation in history (which must end with a user message) until the
 // model is done, a limit is reached or ctx is cancelled. The returned Outcome holds the whole
 // history, valid to send again even after an interrupt.
@@ -190,105 +203,143 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 		a.Logger = slog.New(slog.DiscardHandler)
 	}
 	out := &Outcome{Messages: history, Subtype: "success"}
-	continuations, stopActive := 0, false
-	var lastInput int64
-	var streak invalidStreak
-	repaired := false
+	var rs runState
 	for {
-		if a.MaxTurns > 0 && out.Turns >= a.MaxTurns {
-			out.Subtype = "error_max_turns"
-			out.Text = fmt.Sprintf("Reached maximum number of turns (%d)", a.MaxTurns)
+		if a.limitReached(out) {
 			return out, nil
-		}
-		if out.Turns > 0 && a.Check != nil {
-			if subtype, stop := a.Check(out); stop {
-				out.Subtype = subtype
-				return out, nil
-			}
 		}
 		if err := a.absorb(ctx, out); err != nil {
 			return a.fail(out, err)
 		}
-		if a.Compact != nil && a.Compact.ShouldCompact(lastInput) {
-			compacted, used, err := a.Compact.Compact(ctx, out.Messages, "auto")
-			out.Ledger.Merge(used)
-			if err != nil {
-				return a.fail(out, fmt.Errorf("compact history: %w", err))
-			}
-			out.Messages = compacted
-			lastInput = 0
-			if a.Clear != nil {
-				a.Clear.Reset("compaction")
-			}
+		if err := a.compactIfFull(ctx, out, &rs); err != nil {
+			return a.fail(out, err)
 		}
 		pool := a.pool(ctx)
 		stable := a.clearStale(ctx, out, pool)
 		req, sys := a.assemble(ctx, out.Messages, pool, stable)
 		done, invalid, err := a.stream(ctx, req, sys, out)
 		if err != nil {
-			if !repaired && a.repair(out, err) {
-				repaired = true
+			if !rs.repaired && a.repair(out, err) {
+				rs.repaired = true
 				continue
 			}
 			return a.fail(out, err)
 		}
 		reply := done.Message
-		out.Turns++
-		lastInput = out.lastUsage.TotalInput()
-		if a.Clear != nil {
-			a.Clear.Sent(req, lastInput)
-		}
-		if err := a.appendMessage(ctx, out, reply); err != nil {
+		if err := a.takeReply(ctx, out, &rs, req, sys, reply); err != nil {
 			return a.fail(out, err)
 		}
-		a.saveCacheSafe(req, sys, reply)
-		if a.AfterTurn != nil {
-			a.AfterTurn(req, sys, reply)
+		var more bool
+		if calls := toolCalls(reply); len(calls) > 0 {
+			more, err = a.runTools(ctx, out, &rs, calls, invalid)
+		} else {
+			more, err = a.finishTurn(ctx, out, &rs, reply)
 		}
-		calls := toolCalls(reply)
-		if len(calls) > 0 {
-			results, each := a.runBatch(ctx, calls, invalid)
-			if err := a.appendMessage(ctx, out, results); err != nil {
-				return a.fail(out, err)
-			}
-			if err := a.endTurn(ctx); err != nil {
-				return a.fail(out, err)
-			}
-			if ctx.Err() != nil {
-				return a.fail(out, context.Cause(ctx))
-			}
-			// An interrupted batch began no turn; one that finished did (NumTurns).
-			out.ToolBatches++
-			if streak.observe(calls, a.guarded(ctx, calls, invalidCalls(calls, invalid, each))) {
-				out.Text = streak.explain()
-				a.Logger.Warn("run stopped: repeated invalid tool call", "count", streak.count)
-				out.Subtype = "error_during_execution"
-				return out, nil
-			}
-			continue
-		}
-		if err := a.endTurn(ctx); err != nil {
+		if err != nil {
 			return a.fail(out, err)
 		}
-		if out.StopReason == message.StopMaxTokens && continuations < maxContinuations {
-			continuations++
-			if err := a.appendMessage(ctx, out, message.User(message.Text(continuePrompt))); err != nil {
-				return a.fail(out, err)
-			}
-			continue
+		if !more {
+			return out, nil
 		}
-		if a.Stop != nil {
-			if reason := a.Stop.CheckStop(ctx, reply, stopActive); reason != "" {
-				stopActive = true
-				if err := a.appendMessage(ctx, out, message.User(message.Text(reason))); err != nil {
-					return a.fail(out, err)
-				}
-				continue
-			}
-		}
-		out.Text = reply.TextOf()
-		return out, nil
 	}
+}
+
+// limitReached says the run must end before its next request: the turn limit is reached
+// or Check stopped it; out says why.
+func (a *Agent) limitReached(out *Outcome) bool {
+	if a.MaxTurns > 0 && out.Turns >= a.MaxTurns {
+		out.Subtype = "error_max_turns"
+		out.Text = fmt.Sprintf("Reached maximum number of turns (%d)", a.MaxTurns)
+		return true
+	}
+	if out.Turns > 0 && a.Check != nil {
+		if subtype, stop := a.Check(out); stop {
+			out.Subtype = subtype
+			return true
+		}
+	}
+	return false
+}
+
+// compactIfFull compacts the history when the newest request's input says the context is
+// full.
+func (a *Agent) compactIfFull(ctx context.Context, out *Outcome, rs *runState) error {
+	if a.Compact == nil || !a.Compact.ShouldCompact(rs.lastInput) {
+		return nil
+	}
+	compacted, used, err := a.Compact.Compact(ctx, out.Messages, "auto")
+	out.Ledger.Merge(used)
+	if err != nil {
+		return fmt.Errorf("compact history: %w", err)
+	}
+	out.Messages = compacted
+	rs.lastInput = 0
+	if a.Clear != nil {
+		a.Clear.Reset("compaction")
+	}
+	return nil
+}
+
+// takeReply counts a streamed reply as a turn and adds it to the history; what the request
+// sent is kept for forks and the AfterTurn hook.
+func (a *Agent) takeReply(ctx context.Context, out *Outcome, rs *runState, req *provider.Request, sys System, reply message.Message) error {
+	out.Turns++
+	rs.lastInput = out.lastUsage.TotalInput()
+	if a.Clear != nil {
+		a.Clear.Sent(req, rs.lastInput)
+	}
+	if err := a.appendMessage(ctx, out, reply); err != nil {
+		return err
+	}
+	a.saveCacheSafe(req, sys, reply)
+	if a.AfterTurn != nil {
+		a.AfterTurn(req, sys, reply)
+	}
+	return nil
+}
+
+// runTools runs the reply's tool calls and adds their results; more is false when the run
+// stops because the model repeats an invalid call.
+func (a *Agent) runTools(ctx context.Context, out *Outcome, rs *runState, calls []tool.Call, invalid map[string]string) (more bool, err error) {
+	results, each := a.runBatch(ctx, calls, invalid)
+	if err := a.appendMessage(ctx, out, results); err != nil {
+		return false, err
+	}
+	if err := a.endTurn(ctx); err != nil {
+		return false, err
+	}
+	if ctx.Err() != nil {
+		return false, context.Cause(ctx)
+	}
+	// An interrupted batch began no turn; one that finished did (NumTurns).
+	out.ToolBatches++
+	if rs.streak.observe(calls, a.guarded(ctx, calls, invalidCalls(calls, invalid, each))) {
+		out.Text = rs.streak.explain()
+		a.Logger.Warn("run stopped: repeated invalid tool call", "count", rs.streak.count)
+		out.Subtype = "error_during_execution"
+		return false, nil
+	}
+	return true, nil
+}
+
+// finishTurn ends a turn without tool calls: a reply cut at max_tokens is continued, a
+// Stop check may send the model back; otherwise the run is done with the reply's text.
+func (a *Agent) finishTurn(ctx context.Context, out *Outcome, rs *runState, reply message.Message) (more bool, err error) {
+	if err := a.endTurn(ctx); err != nil {
+		return false, err
+	}
+	if out.StopReason == message.StopMaxTokens && rs.continuations < maxContinuations {
+		rs.continuations++
+		return true, a.appendMessage(ctx, out, message.User(message.Text(continuePrompt)))
+	}
+	if a.Stop != nil {
+		if reason := a.Stop.CheckStop(ctx, reply, rs.stopActive); reason != "" {
+			rs.stopActive = true
+			return true, a.appendMessage(ctx, out, message.User(message.Text(reason)))
+		}
+	}
+	out.Text = reply.TextOf()
+	return false, nil
 }
 
 func (a *Agent) fail(out *Outcome, err error) (*Outcome, error) {

@@ -55,6 +55,10 @@ type Env struct {
 	// MaxConcurrentSubagents is KEEL_MAX_CONCURRENT_SUBAGENTS, the cap of a fan-out's agents
 	// running at once (Claude Code's CLAUDE_CODE_MAX_CONCURRENT_SUBAGENTS); 0 when unset.
 	MaxConcurrentSubagents int
+	// CronMinInterval is KEEL_TEST_CRON_MIN_INTERVAL, a duration such as 2s: the shortest
+	// interval of a scheduled job, below the minute of real use. Test-only: the process tests
+	// of the supervisor schedule "@every 3s" to see a recurring job tick across a restart.
+	CronMinInterval time.Duration
 
 	// invalid are the values that could not be read, by variable.
 	invalid map[string]error
@@ -121,6 +125,14 @@ func ReadEnv(getenv func(string) string) Env {
 			e.MaxConcurrentSubagents = n
 		}
 	}
+	if v := getenv("KEEL_TEST_CRON_MIN_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < time.Second {
+			e.invalid["KEEL_TEST_CRON_MIN_INTERVAL"] = fmt.Errorf("KEEL_TEST_CRON_MIN_INTERVAL=%q: want a duration of at least 1s", v)
+		} else {
+			e.CronMinInterval = d
+		}
+	}
 	e.SDKReadsSessionState = getenv("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1"
 	e.NoColor = getenv("NO_COLOR") != ""
 	e.Browser = getenv("BROWSER")
@@ -183,6 +195,9 @@ func (e Env) Apply(c *Config) {
 	}
 	if c.MaxConcurrentSubagents == 0 {
 		c.MaxConcurrentSubagents = e.MaxConcurrentSubagents
+	}
+	if c.CronMinInterval == 0 {
+		c.CronMinInterval = e.CronMinInterval
 	}
 }
 

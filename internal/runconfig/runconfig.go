@@ -50,6 +50,10 @@ type Config struct {
 	MaxTurns int `json:"maxTurns,omitempty"`
 	// MaxConcurrentSubagents caps a fan-out's agents running at once; 0 is the default (20).
 	MaxConcurrentSubagents int `json:"maxConcurrentSubagents,omitempty"`
+	// CronMinInterval lowers the shortest interval a scheduled job's schedule may have below
+	// cron.MinInterval (a minute); 0 keeps it. For tests only, which must see a recurring job
+	// tick several times in seconds (KEEL_TEST_CRON_MIN_INTERVAL).
+	CronMinInterval time.Duration `json:"cronMinInterval,omitempty"`
 	// SystemPrompt replaces keel's system prompt; AppendSystemPrompt adds to it.
 	SystemPrompt       string `json:"systemPrompt,omitempty"`
 	AppendSystemPrompt string `json:"appendSystemPrompt,omitempty"`

@@ -1,8 +1,11 @@
 package session
 
 import (
+	"sync"
+
 	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/models"
 )
 
 // accountMark is what of the children's usage (subagents, background agents, teammates in
@@ -16,54 +19,76 @@ type accountMark struct {
 	last cost.Ledger
 }
 
+// accounts is what the session's requests used and cost: the ledger of every Send, what
+// results already carried, the helpers' usage and the budget's running spend. It reads the
+// agents' usage and the model catalog through functions.
+type accounts struct {
+	// mu guards ledger and accounting.
+	mu sync.Mutex
+	// ledger is what every Send used, by model: the main agent, compactions, subagents.
+	ledger cost.Ledger
+	// accounting marks what of the children's and helpers' usage a result already carries.
+	accounting accountMark
+	// helpers counts what tools' own model requests use (WebFetch, WebSearch); spend what
+	// every request of the session used, as it arrives (the budget's view).
+	helpers, spend meter
+	// maxBudget is --max-budget-usd; 0 is no budget.
+	maxBudget   float64
+	agentLedger func() cost.Ledger
+	catalog     func() *models.Catalog
+}
+
 // unaccounted returns the children's and helpers' usage that no result carries yet and
 // marks it as carried.
-func (s *Session) unaccounted() cost.Ledger {
-	agents, helpers := s.agentLedger(), s.helpers.ledger()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	late := agents.Since(s.accounting.agents)
-	late.Merge(helpers.Since(s.accounting.helpers))
-	s.accounting.agents, s.accounting.helpers = agents, helpers
+func (a *accounts) unaccounted() cost.Ledger {
+	agents, helpers := a.agentLedger(), a.helpers.ledger()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	late := agents.Since(a.accounting.agents)
+	late.Merge(helpers.Since(a.accounting.helpers))
+	a.accounting.agents, a.accounting.helpers = agents, helpers
 	return late
 }
 
 // Settle adds to res — the newest result, held back by a headless run until its team and
 // background agents settled — what they used after it was made, so the last result line
 // carries every request of the run. It reports whether res changed.
-func (s *Session) Settle(res *event.Result) bool {
-	late := s.unaccounted()
+func (s *Session) Settle(res *event.Result) bool { return s.acct.settle(res) }
+
+// settle is [Session.Settle].
+func (a *accounts) settle(res *event.Result) bool {
+	late := a.unaccounted()
 	if len(late.Models()) == 0 {
 		return false
 	}
-	s.mu.Lock()
-	s.ledger.Merge(late)
-	s.accounting.last.Merge(late)
-	used := s.accounting.last.Clone()
-	s.mu.Unlock()
-	s.fillUsage(res, used)
+	a.mu.Lock()
+	a.ledger.Merge(late)
+	a.accounting.last.Merge(late)
+	used := a.accounting.last.Clone()
+	a.mu.Unlock()
+	a.fillUsage(res, used)
 	return true
 }
 
 // account fills a run's result from what it used — the main agent's requests, compactions,
 // subagents and fork children, by model — and adds it to the session's ledger.
-func (s *Session) account(res *event.Result, used cost.Ledger) {
-	s.fillUsage(res, used)
-	s.mu.Lock()
-	s.ledger.Merge(used)
-	s.accounting.last = used.Clone()
-	s.mu.Unlock()
+func (a *accounts) account(res *event.Result, used cost.Ledger) {
+	a.fillUsage(res, used)
+	a.mu.Lock()
+	a.ledger.Merge(used)
+	a.accounting.last = used.Clone()
+	a.mu.Unlock()
 }
 
 // fillUsage sets a result's usage, cost and modelUsage from used.
-func (s *Session) fillUsage(res *event.Result, used cost.Ledger) {
+func (a *accounts) fillUsage(res *event.Result, used cost.Ledger) {
 	res.Usage, res.CostUSD, _, _ = used.Total()
 	if models := used.Models(); len(models) > 0 {
 		res.ModelUsage = map[string]event.ModelUsage{}
 		for _, id := range models {
 			e := used.Entry(id)
 			mu := event.ModelUsage{Usage: e.Usage, CostUSD: e.USD, PriceKnown: !e.Unpriced}
-			if m, ok := s.models().Lookup(id); ok {
+			if m, ok := a.catalog().Lookup(id); ok {
 				mu.ContextWindow, mu.MaxOutputTokens = m.ContextWindow, m.MaxOutputTokens
 			}
 			res.ModelUsage[id] = mu

@@ -191,7 +191,7 @@ func TestBackgroundMovesForegroundAgent(t *testing.T) {
 	if strings.Contains(hist, "slow findings") {
 		t.Fatal("the detached agent's findings reached the parent's turn")
 	}
-	if n, err := h.sess.WaitBackground(t.Context()); err != nil || n != 1 {
+	if n, err := h.sess.agents.WaitBackground(t.Context()); err != nil || n != 1 {
 		t.Fatalf("WaitBackground = %d, %v", n, err)
 	}
 	res = result(t, h.send(t, "what did it find?"))

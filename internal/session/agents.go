@@ -31,6 +31,9 @@ type Agents struct {
 	runner *subagent.Runner
 	// detached says the session was opened to run one detached agent (a supervisor job).
 	detached bool
+	// s is the session the agents belong to: wiring the main thread's parent, routing
+	// events and giving reports a turn reach the whole session.
+	s *Session
 	// held are events of background work that happened between Sends (a task finishing),
 	// replayed at the start of the next one; guarded by Session.mu.
 	held []event.Event
@@ -62,8 +65,8 @@ func (s *Session) warn(text string) {
 func (s *Session) emitAgent(e event.Event) {
 	if w := s.opts.Team.Worker; w != nil {
 		// A worker's events are its member's: they go to its log for the lead to show.
-		if s.team != nil {
-			s.team.Publish(e)
+		if s.teams.team != nil {
+			s.teams.team.Publish(e)
 		}
 		if w.Events != nil {
 			w.Events(e)
@@ -92,7 +95,8 @@ func (s *Session) emitAgent(e event.Event) {
 }
 
 // agentDefOptions says where the session's agent definitions come from.
-func (s *Session) agentDefOptions() agentdef.Options {
+func (c *configWiring) agentDefOptions() agentdef.Options {
+	s := c.s
 	projectDir, home, keelHome := s.projectDir, userHome(), s.opts.Home
 	if !s.opts.SDK.sourceAllowed("project") {
 		projectDir = ""
@@ -101,14 +105,14 @@ func (s *Session) agentDefOptions() agentdef.Options {
 		home, keelHome = "", ""
 	}
 	return agentdef.Options{ProjectDir: projectDir, HomeDir: home, KeelHome: keelHome, CLIAgents: s.opts.Agents,
-		Plugins: s.plugins().AgentSources(), Logger: s.logger}
+		Plugins: s.plug.plugins().AgentSources(), Logger: s.logger}
 }
 
 // buildAgents loads the agent definitions and wires the runner. It runs after the transcript
 // is open, so subagent transcripts and notifications live beside it, and after restore, so
 // notifications that a crashed process already delivered are dropped, not sent twice.
 func (s *Session) buildAgents(ctx context.Context) {
-	set, err := agentdef.Load(ctx, s.agentDefOptions())
+	set, err := agentdef.Load(ctx, s.conf.agentDefOptions())
 	if err != nil {
 		set = agentdef.NewSet(agentdef.Builtins())
 	}
@@ -131,37 +135,37 @@ func (s *Session) buildAgents(ctx context.Context) {
 	}
 	runner := subagent.New(subagent.Config{
 		Defs: set, Provider: s.opts.Provider, Tasks: tasks,
-		SessionID: s.id, SessionPath: cmp.Or(s.opts.DetachedFrom, s.agentSessionPath()), Version: s.opts.Version,
+		SessionID: s.id, SessionPath: cmp.Or(s.opts.DetachedFrom, s.teams.agentSessionPath()), Version: s.opts.Version,
 		Forks:     s.opts.ForkSubagents || s.settings.ForkSubagents.V,
-		Teams:     s.teamsEnabled(),
+		Teams:     s.teams.teamsEnabled(),
 		MaxDepth:  s.opts.MaxAgentDepth,
 		Hooks:     s.hooks,
-		HookInput: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) },
+		HookInput: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) },
 		Gate: func(c *permission.Checker, origin event.Origin, h hooks.EventRunner) tool.Gate {
 			return &gate{s: s, checker: c, origin: origin, emit: s.emitAgent, hooks: h}
 		},
-		ProjectDir: s.projectDir, Home: s.opts.Home, TrustedHooks: s.trusted(),
+		ProjectDir: s.projectDir, Home: s.opts.Home, TrustedHooks: s.conf.trusted(),
 		Skills: s.skills, MCP: childMCP{s},
 		Prepare:      s.prepare,
-		ResolveModel: s.models().Resolve,
+		ResolveModel: s.switches.models().Resolve,
 		Observers: func(pool func(context.Context) *tool.Pool, history []message.Message) []loop.Observer {
 			return []loop.Observer{s.newListing(pool, history)}
 		},
-		Worktrees: &worktree.Manager{Root: s.projectDir, Trusted: s.trusted(), Logger: s.logger,
-			Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) }}},
+		Worktrees: &worktree.Manager{Root: s.projectDir, Trusted: s.conf.trusted(), Logger: s.logger,
+			Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) }}},
 		Emit:     s.emitAgent,
 		Logger:   s.logger,
 		Detacher: s.opts.Detacher,
 		Detach:   s.opts.DetachBackground,
 		FanOut:   s.agentFanOut,
-		Seams: subagent.Seams{Validator: s.validator, Meter: &s.spend, Check: s.budgetCheck, Threshold: s.thresholdFor,
-			Breakpoints: s.breakpoints, Now: s.opts.Now, Traceparent: s.tel.traceparent, Environ: s.bashEnviron,
+		Seams: subagent.Seams{Validator: s.validator, Meter: &s.acct.spend, Check: s.acct.budgetCheck, Threshold: s.compaction.thresholdFor,
+			Breakpoints: s.compaction.breakpoints, Now: s.opts.Now, Traceparent: s.tel.traceparent, Environ: s.plug.bashEnviron,
 			NoClearing: s.settings.ClearToolResults.IsSet() && !s.settings.ClearToolResults.V},
 	})
-	s.agents = &Agents{tasks: tasks, queue: queue, runner: runner, detached: s.opts.DetachedFrom != ""}
+	s.agents = &Agents{s: s, tasks: tasks, queue: queue, runner: runner, detached: s.opts.DetachedFrom != ""}
 	s.reattachAgents(ctx)
 	s.builtins = append(s.builtins, runner.Tool(), runner.SendMessageTool(), fanOutOutput{background.OutputTool(tasks), s}, background.StopTool(tasks))
-	s.setMainParent()
+	s.agents.setMainParent()
 }
 
 // Background moves the subagents the main thread is waiting for to the background (Ctrl+B in
@@ -174,9 +178,10 @@ func (a *Agents) Background(ctx context.Context) error {
 	return nil
 }
 
-func (s *Session) setMainParent() {
-	s.agents.runner.SetMain(subagent.Parent{
-		Model: s.Model(), MaxTokens: s.opts.MaxTokens, System: s.systemPrompt,
+func (a *Agents) setMainParent() {
+	s := a.s
+	a.runner.SetMain(subagent.Parent{
+		Model: s.switches.Model(), MaxTokens: s.opts.MaxTokens, System: s.conf.systemPrompt,
 		Pool:    s.agentPool,
 		Checker: s.checker, Files: s.files,
 		State:   func() tool.State { s.mu.Lock(); defer s.mu.Unlock(); return s.state },
@@ -185,10 +190,11 @@ func (s *Session) setMainParent() {
 }
 
 // replayHeld shows, in the Send starting, the events background work had between Sends.
-func (s *Session) replayHeld() {
+func (a *Agents) replayHeld() {
+	s := a.s
 	s.mu.Lock()
-	held := s.agents.held
-	s.agents.held = nil
+	held := a.held
+	a.held = nil
 	s.mu.Unlock()
 	for _, e := range held {
 		s.emit(e)
@@ -197,25 +203,27 @@ func (s *Session) replayHeld() {
 
 // ackNotifications forgets the notifications the last request carried; the sink calls it
 // after the transcript holding them was synced.
-func (s *Session) ackNotifications() error {
-	if s.agents == nil {
+func (a *Agents) ackNotifications() error {
+	if a == nil {
 		return nil
 	}
-	err := s.agents.queue.Ack()
-	if s.team != nil && s.team.LeadInbox() != nil {
-		err = errors.Join(err, s.team.LeadInbox().Ack(context.Background()))
+	s := a.s
+	err := a.queue.Ack()
+	if s.teams.team != nil && s.teams.team.LeadInbox() != nil {
+		err = errors.Join(err, s.teams.team.LeadInbox().Ack(context.Background()))
 	}
 	return err
 }
 
 // agentLedger returns what every subagent used so far, by model.
-func (s *Session) agentLedger() cost.Ledger {
-	if s.agents == nil {
+func (a *Agents) agentLedger() cost.Ledger {
+	if a == nil {
 		return cost.Ledger{}
 	}
-	l := s.agents.runner.Ledger()
-	if s.team != nil {
-		l.Merge(s.team.Ledger())
+	s := a.s
+	l := a.runner.Ledger()
+	if s.teams.team != nil {
+		l.Merge(s.teams.team.Ledger())
 	}
 	return l
 }
@@ -226,15 +234,16 @@ func (s *Session) agentLedger() cost.Ledger {
 // With a team it then waits for the team the same way: a teammate's message wakes the lead
 // (more than zero), and once every teammate is idle with nothing left to claim the team is
 // shut down (zero).
-func (s *Session) WaitBackground(ctx context.Context) (int, error) {
-	if s.agents == nil {
+func (a *Agents) WaitBackground(ctx context.Context) (int, error) {
+	if a == nil {
 		return 0, nil
 	}
-	n, err := s.agents.tasks.WaitIdle(ctx, background.MainOwner)
+	s := a.s
+	n, err := a.tasks.WaitIdle(ctx, background.MainOwner)
 	if err != nil || n > 0 {
 		return n, err
 	}
-	return s.waitTeam(ctx)
+	return s.teams.waitTeam(ctx)
 }
 
 // WaitTasks is WaitBackground without the team: it blocks until the main thread's
@@ -280,19 +289,20 @@ func (a *Agents) close() {
 // SendPending gives the main thread a turn for the background reports waiting for it: they
 // are the turn's prompt, as Claude Code's headless mode does. They are acked once the turn's
 // transcript is synced, and requeued if the turn fails before that.
-func (s *Session) SendPending(ctx context.Context) func(yield func(event.Event, error) bool) {
+func (a *Agents) SendPending(ctx context.Context) func(yield func(event.Event, error) bool) {
 	return func(yield func(event.Event, error) bool) {
-		if s.agents == nil {
+		if a == nil {
 			return
 		}
+		s := a.s
 		var text string
-		blocks := s.agents.queue.Observe(ctx)
+		blocks := a.queue.Observe(ctx)
 		var inbox interface {
 			Requeue()
 			Ack(context.Context) error
 		}
-		if s.team != nil && s.team.LeadInbox() != nil {
-			in := s.team.LeadInbox()
+		if s.teams.team != nil && s.teams.team.LeadInbox() != nil {
+			in := s.teams.team.LeadInbox()
 			inbox = in
 			blocks = append(blocks, in.Observe(ctx)...)
 		}
@@ -316,13 +326,13 @@ func (s *Session) SendPending(ctx context.Context) func(yield func(event.Event, 
 			}
 		}
 		if failed {
-			s.agents.queue.Requeue()
+			a.queue.Requeue()
 			if inbox != nil {
 				inbox.Requeue()
 			}
 			return
 		}
-		if err := s.agents.queue.Ack(); err != nil {
+		if err := a.queue.Ack(); err != nil {
 			s.logger.Warn("ack notifications", "err", err)
 		}
 		if inbox != nil {
@@ -354,4 +364,14 @@ func (a *Agents) StopTask(ctx context.Context, id string) error {
 		return fmt.Errorf("stop task %s: %w", id, err)
 	}
 	return nil
+}
+
+// SetIdleEvents makes the events of background work between Sends (teammates, background
+// agents) go to fn as they happen instead of being held for the next Send; a terminal UI
+// shows a team at work that way. fn is called from other goroutines; nil restores holding.
+func (a *Agents) SetIdleEvents(fn func(event.Event)) {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idleEvents = fn
 }

@@ -53,7 +53,7 @@ func TestBackgroundNotificationSurvivesKill(t *testing.T) {
 		h.send(t, "survey")
 		// Only now, with the parent's turn over, does the background agent finish.
 		close(release)
-		if n, err := h.sess.WaitBackground(context.Background()); err != nil || n != 1 {
+		if n, err := h.sess.agents.WaitBackground(context.Background()); err != nil || n != 1 {
 			t.Fatalf("WaitBackground = %d, %v", n, err)
 		}
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -75,7 +75,7 @@ func TestBackgroundNotificationSurvivesKill(t *testing.T) {
 		t.Fatalf("pending after the kill = %d, want 1", n)
 	}
 	var res event.Result
-	for e, err := range h.sess.SendPending(t.Context()) {
+	for e, err := range h.sess.agents.SendPending(t.Context()) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,12 +23,13 @@ type autoMemoryState struct {
 // model's own, so keeping them never asks (deny rules still win, Bash is judged as
 // anywhere). A directory keel cannot create or write leaves auto memory out with a notice to
 // the user and a line in the prompt for the model; nothing is granted then.
-func (s *Session) openAutoMemory() {
+func (i *Inspector) openAutoMemory() {
+	s := i.s
 	if s.opts.Home == "" || !s.settings.AutoMemoryOn() {
 		return
 	}
 	fail := func(err error) {
-		s.autoMem.problem = err.Error()
+		i.autoMem.problem = err.Error()
 		s.notices = append(s.notices, event.Notice{Level: "warn", Text: err.Error()})
 	}
 	a, err := memory.OpenAuto(memory.AutoDir(s.opts.Home, s.opts.Cwd))
@@ -42,27 +43,27 @@ func (s *Session) openAutoMemory() {
 		return
 	}
 	s.checker.Grant(rules...)
-	s.autoMem.dir = a
+	i.autoMem.dir = a
 }
 
 // AutoMemoryDir returns the project's auto memory directory, "" when auto memory is off or
 // unavailable.
-func (s *Session) AutoMemoryDir() string {
-	if s.autoMem.dir == nil {
+func (i *Inspector) AutoMemoryDir() string {
+	if i.autoMem.dir == nil {
 		return ""
 	}
-	return s.autoMem.dir.Dir
+	return i.autoMem.dir.Dir
 }
 
 // autoMemoryFile is the auto memory's index as a memory file, as it is on disk now (the
 // prompt keeps the head it had at the session's start), for /memory and the context usage.
-func (s *Session) autoMemoryFile() (memory.File, bool) {
-	if s.autoMem.dir == nil {
+func (i *Inspector) autoMemoryFile() (memory.File, bool) {
+	if i.autoMem.dir == nil {
 		return memory.File{}, false
 	}
-	path := filepath.Join(s.autoMem.dir.Dir, memory.AutoIndexName)
+	path := filepath.Join(i.autoMem.dir.Dir, memory.AutoIndexName)
 	f := memory.File{Path: path, Display: path, Kind: memory.KindAuto}
-	idx, err := s.autoMem.dir.ReadIndex()
+	idx, err := i.autoMem.dir.ReadIndex()
 	if err == nil {
 		f.Content, f.Truncated = idx.Text, idx.Truncated
 	}

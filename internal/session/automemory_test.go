@@ -83,7 +83,7 @@ func TestAutoMemoryReachesTheNextSession(t *testing.T) {
 			t.Errorf("request %d's system prompt differs from the first's after a write to the memory:\n%s\nvs\n%s", r.N, got, sys0)
 		}
 	}
-	files := h2.sess.MemoryFiles()
+	files := h2.sess.insp.MemoryFiles()
 	if n := len(files); n == 0 || files[n-1].Kind != memory.KindAuto || !strings.Contains(files[n-1].Content, "rewritten mid-session") {
 		t.Errorf("MemoryFiles (for /memory) does not end with the auto memory as it is now: %+v", files)
 	}
@@ -107,7 +107,7 @@ func TestAutoMemoryOff(t *testing.T) {
 	if _, err := os.Stat(memory.AutoDir(home, cwd)); err == nil {
 		t.Errorf("auto memory switched off, yet its directory was made")
 	}
-	if d := h.sess.AutoMemoryDir(); d != "" {
+	if d := h.sess.insp.AutoMemoryDir(); d != "" {
 		t.Errorf("AutoMemoryDir = %q with auto memory off", d)
 	}
 }
@@ -133,7 +133,7 @@ func TestAutoMemoryUnwritable(t *testing.T) {
 	if !strings.Contains(notices(events), "auto memory directory") {
 		t.Errorf("no notice says the memory directory is unavailable: %v", events)
 	}
-	if h.sess.AutoMemoryDir() != "" {
+	if h.sess.insp.AutoMemoryDir() != "" {
 		t.Errorf("an unwritable memory directory was opened")
 	}
 }

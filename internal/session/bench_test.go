@@ -77,7 +77,7 @@ func BenchmarkTeam(b *testing.B) {
 	}
 	for b.Loop() {
 		h := newBenchHarness(b, sc, Options{Team: TeamOptions{Enabled: true}})
-		h.sess.SetIdleEvents(count)
+		h.sess.agents.SetIdleEvents(count)
 		for e, err := range h.sess.Send(b.Context(), "write the report") {
 			if err != nil {
 				b.Fatal(err)
@@ -85,18 +85,18 @@ func BenchmarkTeam(b *testing.B) {
 			count(e)
 		}
 		for {
-			n, err := h.sess.WaitBackground(b.Context())
+			n, err := h.sess.agents.WaitBackground(b.Context())
 			if err != nil {
 				b.Fatal(err)
 			}
 			if n == 0 {
 				break
 			}
-			for e := range h.sess.SendPending(b.Context()) {
+			for e := range h.sess.agents.SendPending(b.Context()) {
 				count(e)
 			}
 		}
-		board, _ := h.sess.Team().Backend().Board().List(b.Context())
+		board, _ := h.sess.Team().Current().Backend().Board().List(b.Context())
 		done := 0
 		for _, tk := range board {
 			if tk.Status == "completed" {

@@ -12,12 +12,12 @@ import (
 // session has cost --max-budget-usd: what every agent's requests cost is counted as each
 // response arrives, so children that overspend stop, and so does the turn that waits for
 // them.
-func (s *Session) budgetCheck(out *loop.Outcome) (string, bool) {
-	max := s.opts.SDK.MaxBudgetUSD
+func (a *accounts) budgetCheck(out *loop.Outcome) (string, bool) {
+	max := a.maxBudget
 	if max <= 0 {
 		return "", false
 	}
-	if _, spent, _, _ := s.spend.ledger().Total(); spent >= max {
+	if _, spent, _, _ := a.spend.ledger().Total(); spent >= max {
 		out.Text = "Reached the maximum budget of " + cost.FormatUSD(max)
 		return loop.SubtypeMaxBudget, true
 	}
@@ -48,7 +48,7 @@ func (m *meter) ledger() cost.Ledger {
 }
 
 // helperUsed counts a helper's request as the helpers' and the session's.
-func (s *Session) helperUsed(model string, u message.Usage) {
-	s.helpers.Add(model, u)
-	s.spend.Add(model, u)
+func (a *accounts) helperUsed(model string, u message.Usage) {
+	a.helpers.Add(model, u)
+	a.spend.Add(model, u)
 }

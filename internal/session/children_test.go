@@ -118,7 +118,7 @@ func TestTeammateCompactsWhenItsContextFills(t *testing.T) {
 		Team: TeamOptions{Enabled: true, ShutdownTimeout: waittest.Timeout()}})
 	var mu sync.Mutex
 	var idle []event.Event
-	h.sess.SetIdleEvents(func(e event.Event) {
+	h.sess.agents.SetIdleEvents(func(e event.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		idle = append(idle, e)

@@ -20,16 +20,26 @@ import (
 // DefaultContextWindow is the context window assumed for models keel has no figure for.
 const DefaultContextWindow = models.DefaultContextWindow
 
+// compaction is the main thread's compaction and its session commands (/compact, /clear,
+// /add-dir): thresholds from the settings and the model's window, the hooks around a
+// compaction, the boundary in the transcript. A compaction resets the history, the
+// prompt's memo and the file views, hence s.
+type compaction struct{ s *Session }
+
 // compactThreshold is the input size, in tokens, past which the main agent's history is
 // compacted.
-func (s *Session) compactThreshold() int64 { return s.thresholdFor(s.Model()) }
+func (c *compaction) compactThreshold() int64 {
+	s := c.s
+	return c.thresholdFor(s.switches.Model())
+}
 
 // thresholdFor is the input size, in tokens, past which the history of an agent on model is
 // compacted: the share of its window the autoCompactThreshold setting names.
-func (s *Session) thresholdFor(model string) int64 {
+func (c *compaction) thresholdFor(model string) int64 {
+	s := c.s
 	window := s.opts.ContextWindow
 	if window <= 0 {
-		window = s.models().ContextWindow(model)
+		window = s.switches.models().ContextWindow(model)
 	}
 	var percent float64
 	if v := s.settings.AutoCompactThreshold; v.IsSet() {
@@ -42,13 +52,14 @@ func (s *Session) thresholdFor(model string) int64 {
 // the prompt; the boundary goes into the session's transcript, synced, and starts the run's
 // entry ids; then the PostCompact and SessionStart hooks run and the memoised prompt and
 // listing start over.
-func (s *Session) mainCompaction(sink *chanSink, listing *listingObserver) subagent.Compaction {
+func (c *compaction) mainCompaction(sink *chanSink, listing *listingObserver) subagent.Compaction {
+	s := c.s
 	return subagent.Compaction{
 		Before: func(ctx context.Context, trigger string) []string {
-			return s.hooks.Run(ctx, hooks.PreCompact, s.hookInput(s.Cwd(), hooks.Input{Trigger: trigger})).AdditionalContext
+			return s.hooks.Run(ctx, hooks.PreCompact, s.hookd.hookInput(s.Cwd(), hooks.Input{Trigger: trigger})).AdditionalContext
 		},
 		Record: func(ctx context.Context, summary string) (string, error) {
-			uuid, err := s.record(ctx, transcript.Entry{Type: transcript.TypeSummary, Summary: summary})
+			uuid, err := s.persist.record(ctx, transcript.Entry{Type: transcript.TypeSummary, Summary: summary})
 			if err != nil {
 				return "", err
 			}
@@ -66,9 +77,9 @@ func (s *Session) mainCompaction(sink *chanSink, listing *listingObserver) subag
 			if s.files != nil {
 				s.files.ForgetViews()
 			}
-			s.postCompact(ctx, trigger, summary)
+			s.hookd.postCompact(ctx, trigger, summary)
 			s.prompt.Clear()
-			s.hooks.Run(ctx, hooks.SessionStart, s.hookInput(s.Cwd(), hooks.Input{Source: "compact"}))
+			s.hooks.Run(ctx, hooks.SessionStart, s.hookd.hookInput(s.Cwd(), hooks.Input{Source: "compact"}))
 			if listing != nil {
 				listing.reset([]message.Message{compact.SummaryMessage(summary)})
 			}
@@ -79,23 +90,28 @@ func (s *Session) mainCompaction(sink *chanSink, listing *listingObserver) subag
 
 // compactor compacts the main thread's history outside a run (/compact): it repeats the
 // newest turn of the last Send.
-func (s *Session) compactor(sink *chanSink) *compact.Compactor {
-	c := s.mainCompaction(sink, nil)
+func (c *compaction) compactor(sink *chanSink) *compact.Compactor {
+	s := c.s
+	main := c.mainCompaction(sink, nil)
 	return compact.New(compact.Config{
-		Provider: s.opts.Provider, Meter: &s.spend, Last: s.cacheSafeNow, Model: s.Model, System: s.systemPrompt,
+		Provider: s.opts.Provider, Meter: &s.acct.spend, Last: s.cacheSafeNow, Model: s.switches.Model, System: s.conf.systemPrompt,
 		Tools:       func(ctx context.Context) []provider.ToolSpec { return loop.Specs(s.pool(ctx)) },
 		Prepare:     s.prepare,
-		Breakpoints: s.breakpoints, CacheSource: "main", Announce: s.watch.Announce,
-		Before: c.Before, Record: c.Record, After: c.After, Emit: sink.Emit,
+		Breakpoints: c.breakpoints, CacheSource: "main", Announce: s.watch.Announce,
+		Before: main.Before, Record: main.Record, After: main.After, Emit: sink.Emit,
 	})
 }
 
 // breakpoints places the cache breakpoints of a request as sent (a compaction's).
-func (s *Session) breakpoints(r *provider.Request) { provider.PlaceBreakpoints(r, s.ttl) }
+func (c *compaction) breakpoints(r *provider.Request) {
+	s := c.s
+	provider.PlaceBreakpoints(r, s.ttl)
+}
 
 // builtinCommand runs the session commands that are not prompts: /compact [instructions]
 // and /clear. It reports whether prompt was one, and what its model requests used.
-func (s *Session) builtinCommand(ctx context.Context, prompt string, sink *chanSink) (bool, cost.Ledger, error) {
+func (c *compaction) builtinCommand(ctx context.Context, prompt string, sink *chanSink) (bool, cost.Ledger, error) {
+	s := c.s
 	name, args, _ := strings.Cut(strings.TrimSpace(prompt), " ")
 	switch name {
 	case "/compact":
@@ -106,7 +122,7 @@ func (s *Session) builtinCommand(ctx context.Context, prompt string, sink *chanS
 		if args != "" {
 			history = append(history, message.User(message.Text("When summarising, focus on: "+args)))
 		}
-		compacted, used, err := s.compactor(sink).Compact(ctx, history, "manual")
+		compacted, used, err := c.compactor(sink).Compact(ctx, history, "manual")
 		if err != nil {
 			return true, used, err
 		}
@@ -115,7 +131,7 @@ func (s *Session) builtinCommand(ctx context.Context, prompt string, sink *chanS
 		s.mu.Unlock()
 		return true, used, nil
 	case "/add-dir":
-		dir, err := s.addDirectory(ctx, strings.TrimSpace(args))
+		dir, err := s.hookd.addDirectory(ctx, strings.TrimSpace(args))
 		if err == nil {
 			sink.Emit(event.Notice{Level: "info", Text: "added " + dir + " to the working directories"})
 		}

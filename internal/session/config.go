@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/keel-dev/keel/internal/cachewatch"
@@ -36,12 +37,23 @@ func ProjectRoot(dir string) string {
 	}
 }
 
+// configWiring turns the session's options and settings into its parts while it opens:
+// settings, the permission policy, trust, hooks, the prompt and the cache policy. It
+// assigns the parts it builds to the session, hence s.
+type configWiring struct {
+	s *Session
+	// trustOnce decides isTrusted (see trusted).
+	trustOnce sync.Once
+	isTrusted bool
+}
+
 // loadSettings reads every settings source; problems become notices. A file that cannot be
 // read or parsed at all is an error unless Options.IgnoreSettingsErrors says to go on without
 // it: its deny rules must never vanish silently. An untrusted workspace's own files may only
 // narrow what keel may do (settings.Load applies trust.Decide itself).
-func (s *Session) loadSettings() error {
-	st, _ := settings.Load(s.settingsOptions())
+func (c *configWiring) loadSettings() error {
+	s := c.s
+	st, _ := settings.Load(c.settingsOptions())
 	s.settings = st
 	if bad := st.Unreadable(); len(bad) > 0 && !s.opts.IgnoreSettingsErrors {
 		return unreadableError(bad)
@@ -53,7 +65,8 @@ func (s *Session) loadSettings() error {
 }
 
 // settingsOptions says where the session's settings come from.
-func (s *Session) settingsOptions() settings.Options {
+func (c *configWiring) settingsOptions() settings.Options {
+	s := c.s
 	return settings.Options{
 		Env:          settings.Env{Home: s.opts.Home},
 		ProjectDir:   s.projectDir,
@@ -66,7 +79,8 @@ func (s *Session) settingsOptions() settings.Options {
 }
 
 // permissionPolicy turns settings and flags into the main agent's policy.
-func (s *Session) permissionPolicy() (permission.Policy, []event.Notice) {
+func (c *configWiring) permissionPolicy() (permission.Policy, []event.Notice) {
+	s := c.s
 	var problems []event.Notice
 	mode := s.opts.PermissionMode
 	if mode == "" && s.settings.Permissions.DefaultMode.IsSet() {
@@ -163,15 +177,17 @@ func (o *Options) ruleDir(from settings.Origin) string {
 // project — and so whether what it provides may widen what keel does: its allow rules and
 // mode, hooks, MCP servers, skill shell lines and allowed-tools, memory includes outside it.
 // It is decided once, when the session opens.
-func (s *Session) trusted() bool {
-	s.trustOnce.Do(func() { s.isTrusted = trust.Decide(s.opts.Home, s.projectDir, s.opts.Trust) })
-	return s.isTrusted
+func (c *configWiring) trusted() bool {
+	s := c.s
+	c.trustOnce.Do(func() { c.isTrusted = trust.Decide(s.opts.Home, s.projectDir, s.opts.Trust) })
+	return c.isTrusted
 }
 
 // untrustedNotice is the one notice that says what an untrusted workspace provided and keel
 // ignored, and how to trust it.
-func (s *Session) untrustedNotice() {
-	if s.trusted() {
+func (c *configWiring) untrustedNotice() {
+	s := c.s
+	if c.trusted() {
 		return
 	}
 	var parts []string
@@ -202,17 +218,18 @@ func (s *Session) untrustedNotice() {
 		s.projectDir, strings.Join(parts, "; "))})
 }
 
-func (s *Session) buildHooks() {
-	trusted := s.trusted()
+func (c *configWiring) buildHooks() {
+	s := c.s
+	trusted := c.trusted()
 	runner, problems := hooks.New(hooks.Config{
 		Hooks:       s.settings.Hooks,
-		Plugins:     s.plugins().Hooks(),
+		Plugins:     s.plug.plugins().Hooks(),
 		DisableAll:  s.settings.DisableAllHooks.V,
 		ProjectDir:  s.projectDir,
 		Trusted:     trusted,
 		Callbacks:   s.opts.SDK.HookCallbacks,
 		Call:        s.opts.SDK.CallHook,
-		OnRun:       s.hookEvents,
+		OnRun:       s.hookd.hookEvents,
 		Traceparent: s.tel.traceparent,
 		Report:      s.warn,
 		Logger:      s.logger,
@@ -226,27 +243,28 @@ func (s *Session) buildHooks() {
 
 // buildPrompt sets up the main agent's system prompt. The environment and memory files are
 // read once here; the rendered sections are memoized for the whole session.
-func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
+func (c *configWiring) buildPrompt(ctx context.Context, env *prompt.Environment) {
+	s := c.s
 	if env == nil {
-		detected := prompt.DetectEnvironment(ctx, s.opts.Cwd, s.opts.now(), gitexec.Runner{Trusted: s.trusted()})
+		detected := prompt.DetectEnvironment(ctx, s.opts.Cwd, s.opts.now(), gitexec.Runner{Trusted: c.trusted()})
 		env = &detected
-		s.recordMetadata(ctx, transcript.TypeAgentSetting, agentSetting{Environment: env, Model: s.opts.Model})
+		s.persist.recordMetadata(ctx, transcript.TypeAgentSetting, agentSetting{Environment: env, Model: s.opts.Model})
 	}
 	home, _ := os.UserHomeDir()
 	mem, err := memory.Load(memory.Options{Cwd: s.opts.Cwd, Home: home, KeelHome: s.opts.Home, ManagedPath: s.opts.ManagedMemoryPath,
-		ExternalIncludes: s.trusted(), Logger: s.logger})
+		ExternalIncludes: c.trusted(), Logger: s.logger})
 	if err == nil {
 		s.memory = mem
 		for _, w := range mem.Warnings() {
 			s.notices = append(s.notices, event.Notice{Level: "warn", Text: w.String()})
 		}
 		if !s.opts.Offline {
-			s.instructionsLoaded(ctx, s.opts.SDK.memoryAllowed(mem.Files()), "session_start")
+			s.hookd.instructionsLoaded(ctx, s.opts.SDK.memoryAllowed(mem.Files()), "session_start")
 		}
 	}
-	s.openAutoMemory()
-	s.buildStyledPrompt(prompt.Options{
-		AutoMemory: s.autoMem.dir, AutoMemoryProblem: s.autoMem.problem,
+	s.insp.openAutoMemory()
+	s.switches.buildStyledPrompt(prompt.Options{
+		AutoMemory: s.insp.autoMem.dir, AutoMemoryProblem: s.insp.autoMem.problem,
 		SystemPrompt:       s.opts.SystemPrompt,
 		AppendSystemPrompt: s.opts.AppendSystemPrompt,
 		Memory: func() []memory.File {
@@ -260,13 +278,15 @@ func (s *Session) buildPrompt(ctx context.Context, env *prompt.Environment) {
 }
 
 // systemPrompt renders the main agent's prompt for the next request.
-func (s *Session) systemPrompt(context.Context) loop.System {
+func (c *configWiring) systemPrompt(context.Context) loop.System {
+	s := c.s
 	r := s.prompt.Render()
 	return loop.System{Blocks: r.Blocks, Names: r.Names}
 }
 
 // buildCachePolicy pins the cache TTL policy for the whole session.
-func (s *Session) buildCachePolicy() {
+func (c *configWiring) buildCachePolicy() {
+	s := c.s
 	var patterns []string
 	for _, v := range s.settings.CacheTTL1h {
 		patterns = append(patterns, v.V)

@@ -35,8 +35,9 @@ type MemoryShare struct {
 func tokensOf(n int) int64 { return int64((n + 3) / 4) }
 
 // ContextUsage measures what the next request of the main agent would send.
-func (s *Session) ContextUsage(ctx context.Context) ContextUsage {
-	sys := s.systemPrompt(ctx)
+func (i *Inspector) ContextUsage(ctx context.Context) ContextUsage {
+	s := i.s
+	sys := s.conf.systemPrompt(ctx)
 	var sysBytes int
 	for _, b := range sys.Blocks {
 		sysBytes += len(b.Text)
@@ -57,7 +58,7 @@ func (s *Session) ContextUsage(ctx context.Context) ContextUsage {
 	}
 	var memTokens int64
 	var mem []MemoryShare
-	for _, f := range s.MemoryFiles() {
+	for _, f := range i.MemoryFiles() {
 		t := tokensOf(len(f.Content))
 		memTokens += t
 		mem = append(mem, MemoryShare{Path: f.Path, Kind: memoryType(f.Kind), Tokens: t})
@@ -77,11 +78,11 @@ func (s *Session) ContextUsage(ctx context.Context) ContextUsage {
 	for _, p := range used {
 		total += p.Tokens
 	}
-	buffer := window - s.compactThreshold()
+	buffer := window - s.compaction.compactThreshold()
 	free := max(window-total-buffer, 0)
 	parts := append(used, ContextPart{ID: "autocompact_buffer", Name: "Autocompact buffer", Tokens: buffer, Kind: "buffer"},
 		ContextPart{ID: "free_space", Name: "Free space", Tokens: free, Kind: "free"})
-	return ContextUsage{Parts: parts, Window: window, Model: s.Model(), Memory: mem}
+	return ContextUsage{Parts: parts, Window: window, Model: s.switches.Model(), Memory: mem}
 }
 
 func isMCPName(name string) bool { return len(name) > 5 && name[:5] == "mcp__" }
@@ -102,7 +103,8 @@ func memoryType(k memory.Kind) string {
 }
 
 // lastContextTokens is what the last main-thread request carried, 0 before the first.
-func (s *Session) lastContextTokens() int64 {
+func (i *Inspector) lastContextTokens() int64 {
+	s := i.s
 	cs := s.cacheSafeNow()
 	if cs == nil {
 		return 0

@@ -16,13 +16,15 @@ type CoordinationOptions = teamstore.Options
 
 // teamStore is where this session's team is kept: the backend settings and the environment
 // choose, under home (keel's directory, or a temporary one without it).
-func (s *Session) teamStore(home string) teamstore.Store {
+func (h *TeamHandle) teamStore(home string) teamstore.Store {
+	s := h.s
 	return teamstore.Choose(s.settings, home, s.opts.Coordination)
 }
 
 // openTeamBackend opens this session's team store and reports the NATS connection's state
 // as notices (a lost connection, its return).
-func (s *Session) openTeamBackend(ctx context.Context, store teamstore.Store, name string) (coord.Backend, error) {
+func (h *TeamHandle) openTeamBackend(ctx context.Context, store teamstore.Store, name string) (coord.Backend, error) {
+	s := h.s
 	return store.Open(ctx, name, coord.Config{Logger: s.logger}, func(st natscoord.State) {
 		if st.Connected {
 			s.emitAgent(event.Notice{Level: "info", Text: fmt.Sprintf("team %s: connected to NATS at %s again", name, st.URL)})

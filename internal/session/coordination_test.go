@@ -47,7 +47,7 @@ func TestRemoteWorkerThroughNATS(t *testing.T) {
 	w := newHarnessOn(t, srv, Options{Cwd: workerDir, Coordination: coordOpts,
 		Team: TeamOptions{Worker: &TeamWorker{Team: "far-team", Member: "far", Remote: true}}})
 	workerDone := make(chan error, 1)
-	go func() { workerDone <- w.sess.RunTeammate(wctx) }()
+	go func() { workerDone <- w.sess.Team().RunTeammate(wctx) }()
 
 	var mu sync.Mutex
 	var asks []permission.AskRequest
@@ -60,7 +60,7 @@ func TestRemoteWorkerThroughNATS(t *testing.T) {
 	lead := newHarnessOn(t, srv, Options{Asker: asker, Coordination: coordOpts,
 		Team: TeamOptions{Enabled: true, Name: "far-team", ShutdownTimeout: waittest.Timeout()}})
 	waittest.Until(t, "the lead to see the remote worker", func() bool {
-		members, _ := lead.sess.Team().Members(t.Context())
+		members, _ := lead.sess.Team().Current().Members(t.Context())
 		for _, m := range members {
 			if m.Name == "far" {
 				return true
@@ -82,7 +82,7 @@ func TestRemoteWorkerThroughNATS(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(lead.sess.Cwd(), "far.txt")); err == nil {
 		t.Error("the file was made in the lead's directory")
 	}
-	tk, err := lead.sess.Team().Backend().Board().Get(t.Context(), "1")
+	tk, err := lead.sess.Team().Current().Backend().Board().Get(t.Context(), "1")
 	if err != nil || tk.Status != "completed" || tk.Owner != "far" {
 		t.Errorf("task 1: %+v, %v; want completed by far", tk, err)
 	}
@@ -140,7 +140,7 @@ func TestTeamPeersOnNATS(t *testing.T) {
 	srv, coordOpts := onNATS(t)
 	newHarnessOn(t, srv, Options{Coordination: coordOpts, Team: TeamOptions{Enabled: true, Name: "first-crew"}})
 	second := newHarnessOn(t, srv, Options{Coordination: coordOpts, Team: TeamOptions{Enabled: true, Name: "second-crew"}})
-	peers := strings.Join(second.sess.teamPeers(t.Context()), "\n")
+	peers := strings.Join(second.sess.teams.teamPeers(t.Context()), "\n")
 	if !strings.Contains(peers, "leading team first-crew") || strings.Contains(peers, "second-crew") {
 		t.Errorf("second-crew's lead sees peers:\n%s\nwant first-crew's lead, not its own", peers)
 	}

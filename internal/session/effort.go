@@ -9,15 +9,15 @@ import (
 
 // SetEffort sets the thinking budget of the following requests to that of an effort level
 // (one of effort.Levels); "off" turns extended thinking off.
-func (s *Session) SetEffort(level string) error {
+func (w *Switches) SetEffort(level string) error {
 	if level == "off" {
-		s.SetMaxThinkingTokens(0)
+		w.SetMaxThinkingTokens(0)
 		return nil
 	}
 	b, ok := effort.Budget(level)
 	if !ok {
 		return fmt.Errorf("effort %q is not one of off, %s", level, strings.Join(effort.Levels, ", "))
 	}
-	s.SetMaxThinkingTokens(b)
+	w.SetMaxThinkingTokens(b)
 	return nil
 }

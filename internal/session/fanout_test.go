@@ -71,6 +71,7 @@ func testFanOut(t *testing.T, fork bool) {
 	// Each run's first item writes the cache (the resumed run's also writes the turn it
 	// branches off); siblings 2..N of each run are measured.
 	var read, total int
+	var siblings []scripted.Recorded
 	firstOfRun := map[bool]bool{}
 	for i, r := range h.srv.Requests() {
 		body := string(r.Body)
@@ -82,12 +83,19 @@ func testFanOut(t *testing.T, fork bool) {
 		if !strings.Contains(body, "ITEM-") {
 			continue
 		}
-		if run := i >= resumedAt; !firstOfRun[run] {
+		// A request the cut cancelled may be recorded after the resume began; a fork child
+		// of the resumed run is known by the turn it branches off.
+		run := i >= resumedAt
+		if fork {
+			run = strings.Contains(body, "go on")
+		}
+		if !firstOfRun[run] {
 			firstOfRun[run] = true
 			continue
 		}
 		read += r.Cache.CacheReadTokens
 		total += r.Cache.InputTokens
+		siblings = append(siblings, r)
 	}
 	for _, it := range items {
 		if doneBefore[it] && runs[it] != 1 {
@@ -102,6 +110,16 @@ func testFanOut(t *testing.T, fork bool) {
 		n, fork, len(doneBefore), read, total, share)
 	if want := map[bool]float64{false: 0.99, true: 0.99}[fork]; share < want {
 		t.Errorf("siblings' cache read share %.4f", share)
+		for _, r := range siblings {
+			t.Logf("request %d: %d of %d input tokens read from the cache, %d written", r.N, r.Cache.CacheReadTokens, r.Cache.InputTokens, r.Cache.CacheCreationTokens)
+		}
+		worst := siblings[0]
+		for _, r := range siblings {
+			if r.Cache.InputTokens-r.Cache.CacheReadTokens > worst.Cache.InputTokens-worst.Cache.CacheReadTokens {
+				worst = r
+			}
+		}
+		t.Logf("the request that read least (%d):\n%s", worst.N, worst.Body)
 	}
 	if it, err := h2.sess.FanOutItem(t.Context(), spec, 7); err != nil || it.Result != "fine" {
 		t.Errorf("item 7's result: %+v, %v", it, err)

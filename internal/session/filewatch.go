@@ -36,7 +36,7 @@ type watchHooks struct {
 // watchFiles adds paths (relative ones to the session's directory) to the watched files.
 func (s *Session) watchFiles(paths []string) {
 	s.watched.add(paths, watchHooks{logger: s.logger, cwd: s.Cwd, changed: func(file, kind string) []string {
-		in := s.hookInput(s.Cwd(), hooks.Input{Extra: map[string]any{"file_path": file, "event": kind}})
+		in := s.hookd.hookInput(s.Cwd(), hooks.Input{Extra: map[string]any{"file_path": file, "event": kind}})
 		return s.hooks.Run(context.Background(), hooks.FileChanged, in).WatchPaths
 	}})
 }

@@ -36,7 +36,7 @@ type gate struct {
 var _ tool.Gate = (*gate)(nil)
 
 func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *tool.Call) (tool.Result, bool) {
-	out := g.runHooks(ctx, hooks.PreToolUse, g.s.hookInput(env.State.Cwd, hooks.Input{
+	out := g.runHooks(ctx, hooks.PreToolUse, g.s.hookd.hookInput(env.State.Cwd, hooks.Input{
 		ToolName: call.Name, ToolInput: call.Input, ToolUseID: call.ID, AgentID: env.AgentID,
 	}))
 	g.notify(out)
@@ -80,7 +80,7 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 	default:
 		// A running inline skill's allowed-tools pass without asking; deny rules still win.
 		if rules := g.s.grants.Rules(env.AgentID); len(rules) > 0 {
-			if d = g.s.evaluateWith(rules, req); d.Behavior == permission.Allow {
+			if d = g.s.sk.evaluateWith(rules, req); d.Behavior == permission.Allow {
 				break
 			}
 		}
@@ -122,9 +122,9 @@ func (g *gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 	g.s.noteTouched(req.Paths)
 	if !req.ReadOnly && isFileEdit(call.Name) {
 		for _, p := range req.Paths {
-			g.s.trackEdit(toolpath.Resolve(p, env.State.Cwd, "").Real)
+			g.s.undo.trackEdit(toolpath.Resolve(p, env.State.Cwd, "").Real)
 		}
-		g.s.lspBefore(env, t, *call)
+		lspBefore(g.s.lsp, env, t, *call)
 	}
 	return tool.Result{}, true
 }
@@ -140,18 +140,18 @@ func isFileEdit(name string) bool {
 
 func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.Call, res *tool.Result) {
 	if (call.Name == "Bash" || tool.IsMCP(call.Name)) && !t.ReadOnly(call.Input) && !res.IsError {
-		g.s.noteUnrecoverable(call.Name, string(call.Input))
+		g.s.undo.noteUnrecoverable(call.Name, string(call.Input))
 	}
 	var out hooks.Outcome
 	if res.IsError {
 		// A failed call has its own event; PostToolUse is for calls that worked.
-		out = g.runHooks(ctx, hooks.PostToolUseFailure, g.s.hookInput(env.State.Cwd, hooks.Input{
+		out = g.runHooks(ctx, hooks.PostToolUseFailure, g.s.hookd.hookInput(env.State.Cwd, hooks.Input{
 			ToolName: call.Name, ToolInput: call.Input, ToolUseID: call.ID, AgentID: env.AgentID,
 			Extra: map[string]any{"error": res.ResultText(), "is_interrupt": ctx.Err() != nil},
 		}))
 	} else {
 		response, _ := json.Marshal(resultForHook(*res))
-		out = g.runHooks(ctx, hooks.PostToolUse, g.s.hookInput(env.State.Cwd, hooks.Input{
+		out = g.runHooks(ctx, hooks.PostToolUse, g.s.hookd.hookInput(env.State.Cwd, hooks.Input{
 			ToolName: call.Name, ToolInput: call.Input, ToolResponse: response, ToolUseID: call.ID, AgentID: env.AgentID,
 		}))
 	}
@@ -167,13 +167,13 @@ func (g *gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.
 		res.Content = append(res.Content, message.Text(c))
 	}
 	// After the hooks: a PostToolUse formatter may have changed the file again.
-	g.s.lspAfter(ctx, env, t, call, res, g.emit)
+	lspAfter(ctx, g.s.lsp, env, t, call, res, g.emit)
 }
 
 // permissionDenied runs the PermissionDenied hooks for a call the permission check refused;
 // it reports whether a hook lets the model retry.
 func (g *gate) permissionDenied(ctx context.Context, env *tool.Env, call *tool.Call, reason string) bool {
-	out := g.runHooks(ctx, hooks.PermissionDenied, g.s.hookInput(env.State.Cwd, hooks.Input{
+	out := g.runHooks(ctx, hooks.PermissionDenied, g.s.hookd.hookInput(env.State.Cwd, hooks.Input{
 		ToolName: call.Name, ToolInput: call.Input, ToolUseID: call.ID, AgentID: env.AgentID,
 		Extra: map[string]any{"reason": reason},
 	}))

@@ -13,7 +13,8 @@ import (
 // HistoryEntries returns a copy of the conversation with the transcript id of each message,
 // index for index, so a frontend can show a resumed conversation and rewind to any prompt in
 // it. A compacted conversation starts with the summary message.
-func (s *Session) HistoryEntries() ([]message.Message, []string) {
+func (p *Persistence) HistoryEntries() ([]message.Message, []string) {
+	s := p.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]message.Message(nil), s.history...), append([]string(nil), s.uuids...)
@@ -21,7 +22,8 @@ func (s *Session) HistoryEntries() ([]message.Message, []string) {
 
 // SetTitle names the session in the transcript (`/rename`): session lists show the title, and
 // `--resume TITLE` finds the session by it.
-func (s *Session) SetTitle(ctx context.Context, title string) error {
+func (p *Persistence) SetTitle(ctx context.Context, title string) error {
+	s := p.s
 	if s.transcript == nil {
 		return errors.New("this session keeps no transcript to name")
 	}

@@ -21,28 +21,31 @@ import (
 // gate and the asker.
 
 // instructionsLoaded tells the InstructionsLoaded hooks about each memory file in the prompt.
-func (s *Session) instructionsLoaded(ctx context.Context, files []memory.File, reason string) {
+func (d *hookDispatch) instructionsLoaded(ctx context.Context, files []memory.File, reason string) {
+	s := d.s
 	for _, f := range files {
-		out := s.hooks.Run(ctx, hooks.InstructionsLoaded, s.hookInput(s.opts.Cwd, hooks.Input{Extra: map[string]any{
+		out := s.hooks.Run(ctx, hooks.InstructionsLoaded, d.hookInput(s.opts.Cwd, hooks.Input{Extra: map[string]any{
 			"file_path": f.Path, "memory_type": memoryType(f.Kind), "load_reason": reason, "globs": f.Globs,
 		}}))
-		s.noteHooks(out)
+		d.noteHooks(out)
 	}
 }
 
 // setupHooks runs the Setup hooks (keel --init, --maintenance); what they add joins the
 // first prompt.
-func (s *Session) setupHooks(ctx context.Context, trigger string) {
+func (d *hookDispatch) setupHooks(ctx context.Context, trigger string) {
+	s := d.s
 	if trigger == "" {
 		return
 	}
-	out := s.hooks.Run(ctx, hooks.Setup, s.hookInput(s.opts.Cwd, hooks.Input{Trigger: trigger}))
-	s.noteHooks(out)
+	out := s.hooks.Run(ctx, hooks.Setup, d.hookInput(s.opts.Cwd, hooks.Input{Trigger: trigger}))
+	d.noteHooks(out)
 	s.startContext = append(s.startContext, out.AdditionalContext...)
 }
 
 // noteHooks keeps what hooks had to say for the first Send's notices.
-func (s *Session) noteHooks(out hooks.Outcome) {
+func (d *hookDispatch) noteHooks(out hooks.Outcome) {
+	s := d.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range append(out.Notices, out.SystemMessages...) {
@@ -52,9 +55,10 @@ func (s *Session) noteHooks(out hooks.Outcome) {
 
 // promptExpansion runs the UserPromptExpansion hooks for a /command the prompt expanded to;
 // a block refuses the prompt, additional context joins it.
-func (s *Session) promptExpansion(ctx context.Context, prompt, expanded, source string) (string, error) {
+func (d *hookDispatch) promptExpansion(ctx context.Context, prompt, expanded, source string) (string, error) {
+	s := d.s
 	name, args, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(prompt), "/"), " ")
-	out := s.hooks.Run(ctx, hooks.UserPromptExpansion, s.hookInput(s.Cwd(), hooks.Input{Prompt: prompt, Extra: map[string]any{
+	out := s.hooks.Run(ctx, hooks.UserPromptExpansion, d.hookInput(s.Cwd(), hooks.Input{Prompt: prompt, Extra: map[string]any{
 		"expansion_type": "slash_command", "command_name": name, "command_args": args, "command_source": source,
 	}}))
 	for _, n := range append(out.Notices, out.SystemMessages...) {
@@ -74,8 +78,9 @@ func (s *Session) promptExpansion(ctx context.Context, prompt, expanded, source 
 }
 
 // postCompact tells the PostCompact hooks the summary the history now starts from.
-func (s *Session) postCompact(ctx context.Context, trigger, summary string) {
-	out := s.hooks.Run(ctx, hooks.PostCompact, s.hookInput(s.Cwd(), hooks.Input{Trigger: trigger, Extra: map[string]any{"compact_summary": summary}}))
+func (d *hookDispatch) postCompact(ctx context.Context, trigger, summary string) {
+	s := d.s
+	out := s.hooks.Run(ctx, hooks.PostCompact, d.hookInput(s.Cwd(), hooks.Input{Trigger: trigger, Extra: map[string]any{"compact_summary": summary}}))
 	for _, n := range append(out.Notices, out.SystemMessages...) {
 		s.emit(event.Notice{Level: "info", Text: n})
 	}
@@ -83,7 +88,8 @@ func (s *Session) postCompact(ctx context.Context, trigger, summary string) {
 
 // stopFailure runs the StopFailure hooks when a turn ends because the model request failed
 // (not an interrupt).
-func (s *Session) stopFailure(ctx context.Context, runErr error, history []message.Message) {
+func (d *hookDispatch) stopFailure(ctx context.Context, runErr error, history []message.Message) {
+	s := d.s
 	if runErr == nil || errors.Is(runErr, loop.ErrInterrupted) || errors.Is(runErr, context.Canceled) {
 		return
 	}
@@ -91,7 +97,7 @@ func (s *Session) stopFailure(ctx context.Context, runErr error, history []messa
 	if last := lastAssistantText(history); last != "" {
 		in.Extra["last_assistant_message"] = last
 	}
-	s.hooks.Run(context.WithoutCancel(ctx), hooks.StopFailure, s.hookInput(s.Cwd(), in))
+	s.hooks.Run(context.WithoutCancel(ctx), hooks.StopFailure, d.hookInput(s.Cwd(), in))
 }
 
 // failureKind classifies a failed turn in the SDK's SDKAssistantMessageError terms.
@@ -126,11 +132,12 @@ func lastAssistantText(history []message.Message) string {
 }
 
 // cwdChanged runs the CwdChanged hooks when a turn moved the main agent's directory.
-func (s *Session) cwdChanged(ctx context.Context, before, after string) {
+func (d *hookDispatch) cwdChanged(ctx context.Context, before, after string) {
+	s := d.s
 	if before == after || after == "" {
 		return
 	}
-	out := s.hooks.Run(context.WithoutCancel(ctx), hooks.CwdChanged, s.hookInput(after, hooks.Input{Extra: map[string]any{"old_cwd": before, "new_cwd": after}}))
+	out := s.hooks.Run(context.WithoutCancel(ctx), hooks.CwdChanged, d.hookInput(after, hooks.Input{Extra: map[string]any{"old_cwd": before, "new_cwd": after}}))
 	for _, n := range append(out.Notices, out.SystemMessages...) {
 		s.emit(event.Notice{Level: "info", Text: n})
 	}
@@ -139,7 +146,8 @@ func (s *Session) cwdChanged(ctx context.Context, before, after string) {
 
 // addDirectory makes dir a working directory of the session (/add-dir DIR) and tells the
 // DirectoryAdded hooks.
-func (s *Session) addDirectory(ctx context.Context, dir string) (string, error) {
+func (d *hookDispatch) addDirectory(ctx context.Context, dir string) (string, error) {
+	s := d.s
 	if dir == "" {
 		return "", errors.New("/add-dir needs a directory")
 	}
@@ -156,7 +164,7 @@ func (s *Session) addDirectory(ctx context.Context, dir string) (string, error) 
 	s.mu.Lock()
 	s.state.AdditionalDirs = append(s.state.AdditionalDirs, abs)
 	s.mu.Unlock()
-	out := s.hooks.Run(ctx, hooks.DirectoryAdded, s.hookInput(s.Cwd(), hooks.Input{Source: "slash_command", Extra: map[string]any{"directory": abs}}))
+	out := s.hooks.Run(ctx, hooks.DirectoryAdded, d.hookInput(s.Cwd(), hooks.Input{Source: "slash_command", Extra: map[string]any{"directory": abs}}))
 	for _, n := range append(out.Notices, out.SystemMessages...) {
 		s.emit(event.Notice{Level: "info", Text: n})
 	}
@@ -165,12 +173,13 @@ func (s *Session) addDirectory(ctx context.Context, dir string) (string, error) 
 
 // messageDisplay runs the MessageDisplay hooks for an assistant message about to be shown;
 // a hook's displayContent replaces the text shown (the history keeps what the model said).
-func (s *Session) messageDisplay(ctx context.Context, e event.AssistantMessage) event.AssistantMessage {
+func (d *hookDispatch) messageDisplay(ctx context.Context, e event.AssistantMessage) event.AssistantMessage {
+	s := d.s
 	text := e.Message.TextOf()
 	if text == "" || e.Origin.AgentID != "" {
 		return e
 	}
-	out := s.hooks.Run(ctx, hooks.MessageDisplay, s.hookInput(s.Cwd(), hooks.Input{Extra: map[string]any{
+	out := s.hooks.Run(ctx, hooks.MessageDisplay, d.hookInput(s.Cwd(), hooks.Input{Extra: map[string]any{
 		"turn_id": s.currentTurn(), "message_id": e.RequestID, "index": 0, "final": true, "delta": text,
 	}}))
 	if out.DisplayContent == nil {
@@ -195,7 +204,8 @@ func (s *Session) messageDisplay(ctx context.Context, e event.AssistantMessage) 
 }
 
 // hookEvents turns hook runs into events for the caller (stream-json's hook lines).
-func (s *Session) hookEvents(id string, ev hooks.Event, res hooks.Result, done bool) {
+func (d *hookDispatch) hookEvents(id string, ev hooks.Event, res hooks.Result, done bool) {
+	s := d.s
 	if !done {
 		s.emit(event.HookStarted{HookID: id, Name: res.Command, Event: string(ev)})
 		return

@@ -13,8 +13,15 @@ import (
 	"github.com/keel-dev/keel/internal/permission"
 )
 
+// hookDispatch fires the session's hook events: the common input, the prompt and session
+// hooks, and the events that have one place each (hookevents.go). A hook's outcome reaches
+// the whole session (notices, the start context, the working directories, watched files),
+// hence s.
+type hookDispatch struct{ s *Session }
+
 // hookInput fills the fields every hook event carries.
-func (s *Session) hookInput(cwd string, in hooks.Input) hooks.Input {
+func (d *hookDispatch) hookInput(cwd string, in hooks.Input) hooks.Input {
+	s := d.s
 	in.SessionID = s.id
 	in.TranscriptPath = s.TranscriptPath()
 	in.Cwd = cwd
@@ -24,8 +31,9 @@ func (s *Session) hookInput(cwd string, in hooks.Input) hooks.Input {
 
 // submitPrompt runs the UserPromptSubmit hooks; a block refuses the prompt, and additional
 // context joins it.
-func (s *Session) submitPrompt(ctx context.Context, prompt string, sink *chanSink) ([]message.Block, error) {
-	out := s.hooks.Run(ctx, hooks.UserPromptSubmit, s.hookInput(s.Cwd(), hooks.Input{Prompt: prompt}))
+func (d *hookDispatch) submitPrompt(ctx context.Context, prompt string, sink *chanSink) ([]message.Block, error) {
+	s := d.s
+	out := s.hooks.Run(ctx, hooks.UserPromptSubmit, d.hookInput(s.Cwd(), hooks.Input{Prompt: prompt}))
 	for _, n := range out.Notices {
 		sink.Emit(event.Notice{Level: "info", Text: n})
 	}
@@ -48,7 +56,7 @@ func (s *Session) submitPrompt(ctx context.Context, prompt string, sink *chanSin
 type stopHook struct{ s *Session }
 
 func (h stopHook) CheckStop(ctx context.Context, last message.Message, active bool) string {
-	out := h.s.hooks.Run(ctx, hooks.Stop, h.s.hookInput(h.s.Cwd(), hooks.Input{StopHookActive: active}))
+	out := h.s.hooks.Run(ctx, hooks.Stop, h.s.hookd.hookInput(h.s.Cwd(), hooks.Input{StopHookActive: active}))
 	if out.Decision != hooks.DecisionBlock {
 		return ""
 	}
@@ -79,9 +87,10 @@ func userHome() string {
 }
 
 // startHooks runs the SessionStart hooks; what they add joins the first prompt.
-func (s *Session) startHooks(ctx context.Context, source string) {
-	s.setupHooks(ctx, s.opts.SDK.SetupTrigger)
-	out := s.hooks.Run(ctx, hooks.SessionStart, s.hookInput(s.opts.Cwd, hooks.Input{Source: source}))
+func (d *hookDispatch) startHooks(ctx context.Context, source string) {
+	s := d.s
+	d.setupHooks(ctx, s.opts.SDK.SetupTrigger)
+	out := s.hooks.Run(ctx, hooks.SessionStart, d.hookInput(s.opts.Cwd, hooks.Input{Source: source}))
 	for _, n := range out.Notices {
 		s.notices = append(s.notices, event.Notice{Level: "info", Text: n})
 	}
@@ -100,10 +109,10 @@ func (a notifyingAsker) Ask(ctx context.Context, r permission.AskRequest) (permi
 	if a.s.sandboxAutoAllows(r) {
 		return permission.AllowOnce(), nil
 	}
-	if ans, ok := a.s.permissionRequest(ctx, r); ok {
+	if ans, ok := a.s.hookd.permissionRequest(ctx, r); ok {
 		return ans, nil
 	}
-	a.s.hooks.Run(ctx, hooks.Notification, a.s.hookInput(a.s.Cwd(), hooks.Input{
+	a.s.hooks.Run(ctx, hooks.Notification, a.s.hookd.hookInput(a.s.Cwd(), hooks.Input{
 		Message: "keel needs your permission to use " + r.Request.Tool, NotificationType: "permission_prompt",
 	}))
 	return a.inner.Ask(ctx, r)
@@ -112,14 +121,15 @@ func (a notifyingAsker) Ask(ctx context.Context, r permission.AskRequest) (permi
 // permissionRequest runs the PermissionRequest hooks before a question is put: a hook may
 // answer it (allow, with a rewritten input and permission updates, or deny). ok is false
 // when no hook decided.
-func (s *Session) permissionRequest(ctx context.Context, r permission.AskRequest) (permission.Answer, bool) {
+func (d *hookDispatch) permissionRequest(ctx context.Context, r permission.AskRequest) (permission.Answer, bool) {
+	s := d.s
 	input := r.Request.Input
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
 	}
-	out := s.hooks.Run(ctx, hooks.PermissionRequest, s.hookInput(s.Cwd(), hooks.Input{
+	out := s.hooks.Run(ctx, hooks.PermissionRequest, d.hookInput(s.Cwd(), hooks.Input{
 		ToolName: r.Request.Tool, ToolInput: input, ToolUseID: r.Request.ToolUseID,
-		Extra: map[string]any{"permission_suggestions": permission.Suggest(r, s.WorkingDirs())},
+		Extra: map[string]any{"permission_suggestions": permission.Suggest(r, s.config.WorkingDirs())},
 	}))
 	for _, n := range append(out.Notices, out.SystemMessages...) {
 		s.emit(event.Notice{Level: "info", Text: n})

@@ -270,7 +270,7 @@ func TestHooksGetTheRealTranscriptPath(t *testing.T) {
 func TestModelChangeIsReportedAsACacheBreak(t *testing.T) {
 	h := newHarness(t, echoScenario(), Options{})
 	h.send(t, "hello")
-	h.sess.SetModel("claude-opus-4-5")
+	h.sess.switches.SetModel("claude-opus-4-5")
 	var breaks []event.CacheBreak
 	for _, e := range h.send(t, "hello again") {
 		if b, ok := e.(event.CacheBreak); ok {

@@ -18,13 +18,14 @@ import (
 // buildLSP starts the language-server manager of the lspServers settings (no server runs
 // until a file of its language is read or edited). Servers a project configures run only
 // once the workspace is trusted, as its hooks do.
-func (s *Session) buildLSP() {
+func (c *configWiring) buildLSP() {
+	s := c.s
 	var servers []lsp.Config
-	all := pluginLSP(s.plugins())
+	all := pluginLSP(s.plug.plugins())
 	maps.Copy(all, s.settings.LSPServers)
 	for _, name := range slices.Sorted(maps.Keys(all)) {
 		v := all[name]
-		if v.From.Scope.ProjectProvided() && !s.trusted() {
+		if v.From.Scope.ProjectProvided() && !c.trusted() {
 			s.notices = append(s.notices, event.Notice{Level: "warn",
 				Text: fmt.Sprintf("lspServers.%s in %s is ignored until this workspace is trusted (keel trust)", name, v.From.Path)})
 			continue
@@ -60,20 +61,22 @@ func lspPaths(t tool.Tool, call tool.Call, cwd string) []string {
 	return out
 }
 
-// lspBefore notes the diagnostics of the files an edit is about to change.
-func (s *Session) lspBefore(env *tool.Env, t tool.Tool, call tool.Call) {
-	if s.lsp == nil || !isFileEdit(call.Name) {
+// lspBefore notes, in the language servers of m (nil when none run), the diagnostics of
+// the files an edit is about to change.
+func lspBefore(m *lsp.Manager, env *tool.Env, t tool.Tool, call tool.Call) {
+	if m == nil || !isFileEdit(call.Name) {
 		return
 	}
 	for _, p := range lspPaths(t, call, env.State.Cwd) {
-		s.lsp.Before(env.AgentID, p)
+		m.Before(env.AgentID, p)
 	}
 }
 
-// lspAfter opens files that were read in their servers, and adds to an edit's result the
-// problems it introduced (and earlier edits' problems that arrived since).
-func (s *Session) lspAfter(ctx context.Context, env *tool.Env, t tool.Tool, call tool.Call, res *tool.Result, emit func(event.Event)) {
-	if s.lsp == nil {
+// lspAfter opens files that were read in the servers of m (nil when none run), and adds to
+// an edit's result the problems it introduced (and earlier edits' problems that arrived
+// since).
+func lspAfter(ctx context.Context, m *lsp.Manager, env *tool.Env, t tool.Tool, call tool.Call, res *tool.Result, emit func(event.Event)) {
+	if m == nil {
 		return
 	}
 	var files []lsp.FileDiagnostics
@@ -81,11 +84,11 @@ func (s *Session) lspAfter(ctx context.Context, env *tool.Env, t tool.Tool, call
 		switch {
 		case call.Name == "Read":
 			for _, p := range lspPaths(t, call, env.State.Cwd) {
-				s.lsp.Touch(p)
+				m.Touch(p)
 			}
 		case isFileEdit(call.Name):
 			for _, p := range lspPaths(t, call, env.State.Cwd) {
-				rep := s.lsp.After(ctx, env.AgentID, p)
+				rep := m.After(ctx, env.AgentID, p)
 				files = append(files, rep.Files...)
 				if rep.Note != "" {
 					res.Content = append(res.Content, message.Text("("+rep.Note+")"))
@@ -94,7 +97,7 @@ func (s *Session) lspAfter(ctx context.Context, env *tool.Env, t tool.Tool, call
 			}
 		}
 	}
-	files = append(files, s.lsp.Late(env.AgentID)...)
+	files = append(files, m.Late(env.AgentID)...)
 	if text := lsp.Format(files, env.State.Cwd); text != "" {
 		res.Content = append(res.Content, message.Text(text))
 	}

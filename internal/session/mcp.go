@@ -83,11 +83,11 @@ func mcpEnviron(o MCPOptions) ([]string, map[string]string) {
 
 // startMCP connects the session's MCP servers.
 func (s *Session) startMCP(ctx context.Context) {
-	window := s.contextWindow()
+	window := s.switches.contextWindow()
 	m, notices := OpenMCP(ctx, s.opts.MCP, MCPSetup{
 		Home: s.opts.Home, ProjectDir: s.projectDir, Cwd: s.opts.Cwd, AddDirs: s.state.AdditionalDirs,
 		Settings: s.settings, Trust: s.opts.Trust, Version: s.opts.Version, ContextWindow: window, Logger: s.logger,
-		Elicit: newElicitation(s).answerer(), Plugins: s.plugins().MCPServers(), Traceparent: s.tel.serverTraceparent,
+		Elicit: newElicitation(s).answerer(), Plugins: s.plug.plugins().MCPServers(), Traceparent: s.tel.serverTraceparent,
 		Confine: s.serverConfine(),
 	})
 	s.mcp = m
@@ -215,7 +215,7 @@ func (s *Session) MCP() *MCP { return s.servers }
 // newMCP wraps the session's manager (nil without one).
 func (s *Session) newMCP() *MCP {
 	return &MCP{m: s.mcp, opts: s.opts.MCP, logger: s.logger,
-		policy: func() mcphost.Policy { return mcphost.PolicyFrom(s.settings, s.trusted()) }}
+		policy: func() mcphost.Policy { return mcphost.PolicyFrom(s.settings, s.conf.trusted()) }}
 }
 
 // Status reports every configured MCP server.
@@ -354,7 +354,7 @@ type childMCP struct{ s *Session }
 var _ subagent.MCPStarter = childMCP{}
 
 func (c childMCP) StartServers(ctx context.Context, def *agentdef.Definition, servers []agentdef.MCPServer) (subagent.ChildMCP, error) {
-	if def.Source == agentdef.SourceProject && !c.s.trusted() {
+	if def.Source == agentdef.SourceProject && !c.s.conf.trusted() {
 		return nil, fmt.Errorf("%s comes from the project, and this workspace is not trusted to run its MCP servers", def.Path)
 	}
 	entries := map[string]json.RawMessage{}
@@ -378,7 +378,7 @@ func (c childMCP) StartServers(ctx context.Context, def *agentdef.Definition, se
 	}
 	cwd := c.s.Cwd()
 	m := mcphost.New(mcphost.Options{
-		Servers: mcphost.PolicyFrom(c.s.settings, c.s.trusted()).Apply(cfg.Servers), InProcess: c.s.opts.MCP.InProcess,
+		Servers: mcphost.PolicyFrom(c.s.settings, c.s.conf.trusted()).Apply(cfg.Servers), InProcess: c.s.opts.MCP.InProcess,
 		Environ: environ, Traceparent: c.s.tel.serverTraceparent, Dir: cwd, Roots: []string{cwd},
 		ConnectTimeout: c.s.opts.MCP.ConnectTimeout, ToolTimeout: c.s.opts.MCP.ToolTimeout, MaxOutputTokens: c.s.opts.MCP.MaxOutputTokens,
 		ToolSearch: mcphost.ToolSearchOptions{Mode: mcphost.SearchOff},

@@ -9,8 +9,24 @@ import (
 	"github.com/keel-dev/keel/internal/permission"
 )
 
+// Switches are what a user or a controlling program switches in the main agent between
+// prompts: the model (and its catalog), the output style, the effort and thinking budget.
+// A switch runs hooks, rebuilds the prompt and tells the cache watcher, hence s.
+type Switches struct {
+	s *Session
+	// style is the output style of the main agent's prompt (outputstyle.go).
+	style styleState
+}
+
+// Switches returns the session's model, output style and thinking switches.
+func (s *Session) Switches() *Switches { return &s.switches }
+
+// ModelCatalog is the model list this session resolves and checks model names with.
+func (w *Switches) ModelCatalog() *models.Catalog { return w.models() }
+
 // models is the session's model catalog.
-func (s *Session) models() *models.Catalog {
+func (w *Switches) models() *models.Catalog {
+	s := w.s
 	if s.opts.Models == nil {
 		return models.Builtins()
 	}
@@ -18,16 +34,18 @@ func (s *Session) models() *models.Catalog {
 }
 
 // contextWindow is the window of the session's model, in tokens.
-func (s *Session) contextWindow() int64 {
+func (w *Switches) contextWindow() int64 {
+	s := w.s
 	if s.opts.ContextWindow > 0 {
 		return s.opts.ContextWindow
 	}
-	return s.models().ContextWindow(s.Model())
+	return w.models().ContextWindow(w.Model())
 }
 
 // Model returns the model the next request uses: PlanModel while the permission mode is plan
 // (the opusplan alias), else Model.
-func (s *Session) Model() string {
+func (w *Switches) Model() string {
+	s := w.s
 	plan := s.checker.Policy().Mode == permission.ModePlan
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -39,7 +57,8 @@ func (s *Session) Model() string {
 
 // SetModel switches the model for the next Send (and ends opusplan's switching). The model
 // is part of the prompt-cache key, so the cache starts over; the watcher reports it as such.
-func (s *Session) SetModel(model string) {
+func (w *Switches) SetModel(model string) {
+	s := w.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.opts.Model, s.opts.PlanModel = model, ""
@@ -47,13 +66,14 @@ func (s *Session) SetModel(model string) {
 
 // SwitchModel changes the model for the next Send, as set_model or /model does: the
 // PreModelSwitch hooks may refuse it, the PostModelSwitch hooks hear of it.
-func (s *Session) SwitchModel(ctx context.Context, model, source string) error {
-	from := s.Model()
+func (w *Switches) SwitchModel(ctx context.Context, model, source string) error {
+	s := w.s
+	from := w.Model()
 	in := hooks.Input{Source: source, Extra: map[string]any{
-		"from_model": from, "to_model": model, "requested_model": model, "context_tokens": s.lastContextTokens(),
+		"from_model": from, "to_model": model, "requested_model": model, "context_tokens": s.insp.lastContextTokens(),
 		"prompt_cache_warm": s.cacheSafeNow() != nil, "cache_ttl": "5m", "estimated_cache_write_usd": 0, "pricing": "catalog",
 	}}
-	pre := s.hooks.Run(ctx, hooks.PreModelSwitch, s.hookInput(s.Cwd(), in))
+	pre := s.hooks.Run(ctx, hooks.PreModelSwitch, s.hookd.hookInput(s.Cwd(), in))
 	if pre.Decision == hooks.DecisionBlock {
 		reason := pre.Reason
 		if reason == "" {
@@ -61,8 +81,8 @@ func (s *Session) SwitchModel(ctx context.Context, model, source string) error {
 		}
 		return fmt.Errorf("switch to %s refused: %s", model, reason)
 	}
-	s.SetModel(model)
-	post := s.hooks.Run(ctx, hooks.PostModelSwitch, s.hookInput(s.Cwd(), in))
+	w.SetModel(model)
+	post := s.hooks.Run(ctx, hooks.PostModelSwitch, s.hookd.hookInput(s.Cwd(), in))
 	s.mu.Lock()
 	s.startContext = append(s.startContext, post.AdditionalContext...)
 	s.mu.Unlock()

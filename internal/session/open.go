@@ -128,7 +128,7 @@ func Open(ctx context.Context, cfg runconfig.Config, seams Seams) (*Session, err
 	if sup != nil {
 		s.closers = append(s.closers, sup.Close)
 	}
-	if err := s.startTelemetry(ctx, cfg, seams, getenv); err != nil {
+	if err := s.conf.startTelemetry(ctx, cfg, seams, getenv); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
 	return s, nil

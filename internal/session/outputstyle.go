@@ -27,7 +27,8 @@ type styleState struct {
 
 // styleDirs are where output style files are found: the user's (keel's home, then
 // ~/.claude), then the project's (.claude, then .keel); a later one wins by name.
-func (s *Session) styleDirs() []outputstyle.Dir {
+func (w *Switches) styleDirs() []outputstyle.Dir {
+	s := w.s
 	var dirs []outputstyle.Dir
 	if home := userHome(); home != "" {
 		dirs = append(dirs, outputstyle.Dir{Path: filepath.Join(home, ".claude", "output-styles")})
@@ -40,26 +41,28 @@ func (s *Session) styleDirs() []outputstyle.Dir {
 }
 
 // OutputStyles lists the styles this session can answer in (besides the default).
-func (s *Session) OutputStyles() []outputstyle.Style {
-	styles, _ := outputstyle.Load(s.styleDirs())
-	return append(styles, pluginOutputStyles(s.plugins())...)
+func (w *Switches) OutputStyles() []outputstyle.Style {
+	s := w.s
+	styles, _ := outputstyle.Load(w.styleDirs())
+	return append(styles, pluginOutputStyles(s.plug.plugins())...)
 }
 
 // OutputStyle is the name of the style in use ("default" for keel's own).
-func (s *Session) OutputStyle() string {
-	s.style.mu.Lock()
-	defer s.style.mu.Unlock()
-	if s.style.name == "" {
+func (w *Switches) OutputStyle() string {
+	w.style.mu.Lock()
+	defer w.style.mu.Unlock()
+	if w.style.name == "" {
 		return outputstyle.Default
 	}
-	return s.style.name
+	return w.style.name
 }
 
 // buildStyledPrompt builds the main agent's prompt from base with the style the settings
 // name; a style that does not exist is a notice, and keel's own prompt is used.
-func (s *Session) buildStyledPrompt(base prompt.Options) {
+func (w *Switches) buildStyledPrompt(base prompt.Options) {
+	s := w.s
 	name := s.settings.OutputStyle.V
-	styles, errs := outputstyle.Load(s.styleDirs())
+	styles, errs := outputstyle.Load(w.styleDirs())
 	for _, err := range errs {
 		s.notices = append(s.notices, event.Notice{Level: "warn", Text: err.Error()})
 	}
@@ -68,9 +71,9 @@ func (s *Session) buildStyledPrompt(base prompt.Options) {
 		s.notices = append(s.notices, event.Notice{Level: "warn", Text: fmt.Sprintf("%s: outputStyle %q is not one of %s; answering in the default style",
 			s.settings.OutputStyle.From, name, strings.Join(outputstyle.Names(styles), ", "))})
 	}
-	s.style.mu.Lock()
-	s.style.base, s.style.name = base, st.Name
-	s.style.mu.Unlock()
+	w.style.mu.Lock()
+	w.style.base, w.style.name = base, st.Name
+	w.style.mu.Unlock()
 	s.prompt = prompt.New(withStyle(base, st))
 }
 
@@ -84,8 +87,9 @@ func withStyle(o prompt.Options, st outputstyle.Style) prompt.Options {
 // SetOutputStyle makes the main agent answer in the style called name from the next request
 // on, and keeps the choice in the project's local settings (.keel/settings.local.json), as
 // Claude Code's /config does. The prompt cache starts over, which the cache watcher is told.
-func (s *Session) SetOutputStyle(ctx context.Context, name string) error {
-	styles := s.OutputStyles()
+func (w *Switches) SetOutputStyle(ctx context.Context, name string) error {
+	s := w.s
+	styles := w.OutputStyles()
 	st, ok := outputstyle.Find(styles, name)
 	if !ok {
 		return fmt.Errorf("no output style %q; the styles are %s", name, strings.Join(outputstyle.Names(styles), ", "))
@@ -94,10 +98,10 @@ func (s *Session) SetOutputStyle(ctx context.Context, name string) error {
 		return ErrBusy
 	}
 	defer s.release()
-	s.style.mu.Lock()
-	base := s.style.base
-	s.style.name = st.Name
-	s.style.mu.Unlock()
+	w.style.mu.Lock()
+	base := w.style.base
+	w.style.name = st.Name
+	w.style.mu.Unlock()
 	s.prompt = prompt.New(withStyle(base, st))
 	s.watch.Announce("output style")
 	path := settingsedit.File(permission.DestinationLocalSettings, s.projectDir, s.opts.Home)

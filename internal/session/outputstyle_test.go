@@ -45,7 +45,7 @@ func TestOutputStyle(t *testing.T) {
 		}
 	}
 	h := newHarness(t, &scripted.Scenario{Rules: []scripted.Rule{{Reply: []scripted.Block{scripted.Text("ok")}}}}, Options{Cwd: cwd})
-	if got := h.sess.OutputStyle(); got != "Explanatory" {
+	if got := h.sess.switches.OutputStyle(); got != "Explanatory" {
 		t.Errorf("style %q, want Explanatory from the settings", got)
 	}
 	h.send(t, "one")
@@ -57,10 +57,10 @@ func TestOutputStyle(t *testing.T) {
 		t.Errorf("Explanatory dropped the coding instructions:\n%s", first)
 	}
 
-	if err := h.sess.SetOutputStyle(t.Context(), "shakespeare"); err == nil || !strings.Contains(err.Error(), "default, Explanatory, Learning, pirate") {
+	if err := h.sess.switches.SetOutputStyle(t.Context(), "shakespeare"); err == nil || !strings.Contains(err.Error(), "default, Explanatory, Learning, pirate") {
 		t.Errorf("an unknown style: %v", err)
 	}
-	if err := h.sess.SetOutputStyle(t.Context(), "Pirate"); err != nil {
+	if err := h.sess.switches.SetOutputStyle(t.Context(), "Pirate"); err != nil {
 		t.Fatal(err)
 	}
 	res := result(t, h.send(t, "two"))

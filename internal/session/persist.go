@@ -29,9 +29,18 @@ type agentSetting struct {
 	Model       string              `json:"model,omitempty"`
 }
 
+// Persistence is the session's transcript as it opens, records and replays it: created,
+// resumed or forked at open, the history restored (and repaired) from it, entries and
+// metadata recorded, the title set. Replay rebuilds the whole session's state, hence s.
+type Persistence struct{ s *Session }
+
+// Transcript returns the session's persistence: its recorded history and title.
+func (s *Session) Transcript() *Persistence { return &s.persist }
+
 // openTranscript creates, resumes or forks the session's transcript, and returns what replay
 // rebuilt (nil for a new session). With persistence off, nothing is written.
-func (s *Session) openTranscript(ctx context.Context) (*transcript.State, error) {
+func (p *Persistence) openTranscript(ctx context.Context) (*transcript.State, error) {
+	s := p.s
 	if s.opts.Home == "" || s.opts.NoPersistence || s.opts.Team.Worker != nil {
 		// A team worker keeps no transcript of its own: its teammate's is beside the lead's.
 		return nil, nil
@@ -80,7 +89,7 @@ func (s *Session) openTranscript(ctx context.Context) (*transcript.State, error)
 		return nil, err
 	}
 	s.transcript = w
-	s.useShellDir(w.Path())
+	p.useShellDir(w.Path())
 	files, err := snapshot.Open(s.opts.Home, s.id)
 	if err != nil {
 		return nil, fmt.Errorf("open file history: %w", err)
@@ -113,7 +122,8 @@ func resumeLocked(ctx context.Context, path string, opts transcript.Options) (*t
 }
 
 // restore rebuilds the session's state from a replayed transcript.
-func (s *Session) restore(ctx context.Context, st *transcript.State) *prompt.Environment {
+func (p *Persistence) restore(ctx context.Context, st *transcript.State) *prompt.Environment {
+	s := p.s
 	if st == nil {
 		return nil
 	}
@@ -125,7 +135,7 @@ func (s *Session) restore(ctx context.Context, st *transcript.State) *prompt.Env
 		uuids = append([]string{b.UUID}, uuids...)
 	}
 	s.history, s.uuids = msgs, uuids
-	s.repairResumed(ctx, st)
+	p.repairResumed(ctx, st)
 	if st.TornTail > 0 {
 		s.notices = append(s.notices, event.Notice{Level: "warn",
 			Text: fmt.Sprintf("the transcript ended in an incomplete entry (%d bytes, from a crash); it was skipped", st.TornTail)})
@@ -155,7 +165,8 @@ func (s *Session) restore(ctx context.Context, st *transcript.State) *prompt.Env
 }
 
 // record appends one entry to the transcript, if there is one.
-func (s *Session) record(ctx context.Context, e transcript.Entry) (string, error) {
+func (p *Persistence) record(ctx context.Context, e transcript.Entry) (string, error) {
+	s := p.s
 	if s.transcript == nil {
 		return uuid.NewString(), nil
 	}
@@ -167,7 +178,8 @@ func (s *Session) record(ctx context.Context, e transcript.Entry) (string, error
 }
 
 // recordMetadata appends a metadata entry; failures are logged, never fatal.
-func (s *Session) recordMetadata(ctx context.Context, t transcript.Type, v any) {
+func (p *Persistence) recordMetadata(ctx context.Context, t transcript.Type, v any) {
+	s := p.s
 	if s.transcript == nil {
 		return
 	}
@@ -191,7 +203,8 @@ func (s *Session) TranscriptPath() string {
 // useShellDir keeps the shell's cwd files in the session's folder, sweeping those a killed
 // run left there (the session's lock is held, so none is in use), and clears stale ones an
 // older keel left in the shared temporary directory.
-func (s *Session) useShellDir(transcriptPath string) {
+func (p *Persistence) useShellDir(transcriptPath string) {
+	s := p.s
 	dir := filepath.Join(transcript.SessionDir(transcriptPath), "tmp")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		s.logger.Warn("shell temp dir", "err", err)
@@ -205,7 +218,8 @@ func (s *Session) useShellDir(transcriptPath string) {
 }
 
 // resumeAt drops the resumed history after the assistant message ResumeSessionAt names.
-func (s *Session) resumeAt(ctx context.Context) error {
+func (p *Persistence) resumeAt(ctx context.Context) error {
+	s := p.s
 	at := s.opts.SDK.ResumeSessionAt
 	if at == "" {
 		return nil

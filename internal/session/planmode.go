@@ -97,6 +97,6 @@ func (g *gate) planApproved(env *tool.Env) {
 		return
 	}
 	mode := string(g.checker.Policy().Mode)
-	g.s.recordMetadata(context.Background(), transcript.TypeMode, mode)
+	g.s.persist.recordMetadata(context.Background(), transcript.TypeMode, mode)
 	g.emit(event.Status{PermissionMode: mode})
 }

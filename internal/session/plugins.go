@@ -27,20 +27,33 @@ type pluginState struct {
 	stamp string
 }
 
+// Plugins are the session's plugins: loaded when it opens, read again at a request
+// boundary when their records or settings changed, their MCP servers swapped then. Loading
+// reaches the settings, the MCP manager and the notices, hence s.
+type Plugins struct {
+	s           *Session
+	pluginState pluginState
+}
+
+// Plugins returns the session's plugins.
+func (s *Session) Plugins() *Plugins { return &s.plug }
+
 // loadPlugins loads the --plugin-dir and SDK plugins and the enabled installed ones; each
 // problem is a notice (and a plugin_errors entry of the init message).
-func (s *Session) loadPlugins(ctx context.Context) {
-	s.pluginState.stamp = s.pluginStamp()
-	set := s.readPlugins(ctx, s.settings.Plugins)
+func (p *Plugins) loadPlugins(ctx context.Context) {
+	s := p.s
+	p.pluginState.stamp = p.pluginStamp()
+	set := p.readPlugins(ctx, s.settings.Plugins)
 	s.mu.Lock()
-	s.pluginState.set = set
+	p.pluginState.set = set
 	s.mu.Unlock()
 	for _, e := range set.Errors() {
 		s.notices = append(s.notices, pluginNotice(e))
 	}
 }
 
-func (s *Session) readPlugins(ctx context.Context, st settings.Plugins) *plugin.Set {
+func (p *Plugins) readPlugins(ctx context.Context, st settings.Plugins) *plugin.Set {
+	s := p.s
 	_, env := mcpEnviron(s.opts.MCP)
 	home := s.opts.Home
 	if !s.opts.SDK.sourceAllowed("user") {
@@ -58,15 +71,17 @@ func pluginNotice(e plugin.Error) event.Notice {
 }
 
 // plugins is the current set.
-func (s *Session) plugins() *plugin.Set {
+func (p *Plugins) plugins() *plugin.Set {
+	s := p.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pluginState.set
+	return p.pluginState.set
 }
 
 // pluginStamp describes the files a change of plugins shows in: the settings files (for
 // enabledPlugins) and the install records.
-func (s *Session) pluginStamp() string {
+func (p *Plugins) pluginStamp() string {
+	s := p.s
 	if len(s.opts.Plugins) == 0 && s.opts.Home == "" {
 		return ""
 	}
@@ -91,17 +106,18 @@ func (s *Session) pluginStamp() string {
 // commands, skills, agents and MCP servers replace the old ones before the request is
 // assembled, and the cache watcher is told the prefix changes on purpose. Nothing is re-read
 // while nothing changed, so the tool pool stays byte-stable.
-func (s *Session) reloadPlugins(ctx context.Context) []event.Notice {
-	stamp := s.pluginStamp()
-	if stamp == s.pluginState.stamp {
+func (p *Plugins) reloadPlugins(ctx context.Context) []event.Notice {
+	s := p.s
+	stamp := p.pluginStamp()
+	if stamp == p.pluginState.stamp {
 		return nil
 	}
-	s.pluginState.stamp = stamp
-	st, _ := settings.Load(s.settingsOptions())
-	old := s.plugins()
-	set := s.readPlugins(ctx, st.Plugins)
+	p.pluginState.stamp = stamp
+	st, _ := settings.Load(s.conf.settingsOptions())
+	old := p.plugins()
+	set := p.readPlugins(ctx, st.Plugins)
 	s.mu.Lock()
-	s.pluginState.set = set
+	p.pluginState.set = set
 	s.mu.Unlock()
 	var notices []event.Notice
 	for _, e := range set.Errors() {
@@ -115,14 +131,14 @@ func (s *Session) reloadPlugins(ctx context.Context) []event.Notice {
 	for _, p := range s.hooks.SetPlugins(set.Hooks()) {
 		notices = append(notices, event.Notice{Level: string(p.Severity), Text: p.Error()})
 	}
-	cat, _ := skill.Load(s.skillOptions())
+	cat, _ := skill.Load(s.sk.skillOptions())
 	s.skills.Replace(cat)
 	if s.agents != nil {
-		if defs, err := agentdef.Load(ctx, s.agentDefOptions()); err == nil {
+		if defs, err := agentdef.Load(ctx, s.conf.agentDefOptions()); err == nil {
 			s.agents.runner.Definitions().Replace(defs)
 		}
 	}
-	notices = append(notices, s.swapPluginServers(ctx, old.MCPServers(), set.MCPServers())...)
+	notices = append(notices, p.swapPluginServers(ctx, old.MCPServers(), set.MCPServers())...)
 	if !slices.EqualFunc(old.LSPServers(), set.LSPServers(), func(a, b plugin.LSPServer) bool { return a.Name == b.Name }) {
 		notices = append(notices, event.Notice{Level: "warn", Text: "the plugins' language servers changed; they apply from the next session"})
 	}
@@ -144,7 +160,8 @@ func pluginNames(set *plugin.Set) string {
 
 // swapPluginServers removes the servers of plugins that went and starts those of plugins that
 // came; a server whose configuration changed is restarted.
-func (s *Session) swapPluginServers(ctx context.Context, before, after []mcphost.ServerConfig) []event.Notice {
+func (p *Plugins) swapPluginServers(ctx context.Context, before, after []mcphost.ServerConfig) []event.Notice {
+	s := p.s
 	if len(before) == 0 && len(after) == 0 {
 		return nil
 	}
@@ -165,7 +182,7 @@ func (s *Session) swapPluginServers(ctx context.Context, before, after []mcphost
 	added := slices.DeleteFunc(slices.Clone(after), func(n mcphost.ServerConfig) bool {
 		return slices.ContainsFunc(before, func(o mcphost.ServerConfig) bool { return same(o, n) })
 	})
-	for _, cfg := range mcphost.PolicyFrom(s.settings, s.trusted()).Apply(added) {
+	for _, cfg := range mcphost.PolicyFrom(s.settings, s.conf.trusted()).Apply(added) {
 		if err := s.mcp.Add(ctx, cfg, nil); err != nil {
 			notices = append(notices, event.Notice{Level: "warn", Text: fmt.Sprintf("MCP server %q of a plugin: %v", cfg.Name, err)})
 		}
@@ -175,8 +192,8 @@ func (s *Session) swapPluginServers(ctx context.Context, before, after []mcphost
 
 // bashEnviron is the Bash tool's environment: keel's, with the enabled plugins' bin/ folders
 // first on PATH. Nil (inherit) when no plugin has one.
-func (s *Session) bashEnviron() []string {
-	bins := s.plugins().BinDirs()
+func (p *Plugins) bashEnviron() []string {
+	bins := p.plugins().BinDirs()
 	if len(bins) == 0 {
 		return nil
 	}
@@ -191,11 +208,15 @@ func (s *Session) bashEnviron() []string {
 	return append(env, "PATH="+path)
 }
 
-// Plugins lists the loaded plugins, as init.plugins does.
-func (s *Session) Plugins() []plugin.Info { return s.plugins().Infos() }
+// List lists the loaded plugins, as init.plugins does.
+func (p *Plugins) List() []plugin.Info {
+	return p.plugins().Infos()
+}
 
-// PluginErrors are the problems of the loaded plugins, as init.plugin_errors lists them.
-func (s *Session) PluginErrors() []plugin.Error { return s.plugins().Errors() }
+// Errors are the problems of the loaded plugins, as init.plugin_errors lists them.
+func (p *Plugins) Errors() []plugin.Error {
+	return p.plugins().Errors()
+}
 
 // pluginOutputStyles are the plugins' output styles as styles the session can answer in
 // (named plugin:style).

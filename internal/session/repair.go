@@ -16,10 +16,11 @@ import (
 // and the model knows what may already have happened: a call with a tool_started entry may
 // have run, one without did not. The answers are appended to the transcript as an ordinary
 // user entry. Other damage (a history written by an older keel) is repaired in memory only.
-func (s *Session) repairResumed(ctx context.Context, st *transcript.State) {
+func (p *Persistence) repairResumed(ctx context.Context, st *transcript.State) {
+	s := p.s
 	if n := len(s.history); n > 0 && s.history[n-1].Role == message.RoleAssistant {
 		if uses := s.history[n-1].ToolUses(); len(uses) > 0 {
-			s.answerInterrupted(ctx, uses, st.Started)
+			p.answerInterrupted(ctx, uses, st.Started)
 		}
 	}
 	fixed, notes := loop.RepairHistory(s.history)
@@ -30,7 +31,8 @@ func (s *Session) repairResumed(ctx context.Context, st *transcript.State) {
 	}
 }
 
-func (s *Session) answerInterrupted(ctx context.Context, uses []message.Block, started map[string]transcript.ToolStart) {
+func (p *Persistence) answerInterrupted(ctx context.Context, uses []message.Block, started map[string]transcript.ToolStart) {
+	s := p.s
 	m := loop.CrashAnswers(uses, func(id string) (time.Time, bool) {
 		ts, ok := started[id]
 		return ts.Started, ok
@@ -41,7 +43,7 @@ func (s *Session) answerInterrupted(ctx context.Context, uses []message.Block, s
 			ran = append(ran, fmt.Sprintf("%s (%s)", u.Name, u.ID))
 		}
 	}
-	id, err := s.record(ctx, transcript.Entry{Type: transcript.TypeUser, Message: &m})
+	id, err := p.record(ctx, transcript.Entry{Type: transcript.TypeUser, Message: &m})
 	if err == nil && s.transcript != nil {
 		err = s.transcript.Sync(ctx)
 	}

@@ -158,20 +158,20 @@ func TestRewindRestoresFilesAndConversation(t *testing.T) {
 	if states[3] != "a=three\n b=new\n" {
 		t.Fatalf("final tree = %q", states[3])
 	}
-	prompts := h.sess.UserMessages()
+	prompts := h.sess.undo.UserMessages()
 	if len(prompts) != 3 {
 		t.Fatalf("rewind points = %d, want 3", len(prompts))
 	}
 	// Back to before "third", then before "second", then before "first".
 	for i := 2; i >= 0; i-- {
-		rep, err := h.sess.Rewind(t.Context(), prompts[i].UUID, true, true)
+		rep, err := h.sess.undo.Rewind(t.Context(), prompts[i].UUID, true, true)
 		if err != nil {
 			t.Fatalf("rewind to prompt %d: %v", i, err)
 		}
 		if got := tree(); got != states[i] {
 			t.Errorf("after rewind to prompt %d tree = %q, want %q (report %+v)", i, got, states[i], rep)
 		}
-		if got := len(h.sess.UserMessages()); got != i {
+		if got := len(h.sess.undo.UserMessages()); got != i {
 			t.Errorf("after rewind to prompt %d there are %d prompts left, want %d", i, got, i)
 		}
 	}

@@ -13,9 +13,22 @@ import (
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
+// Undo takes the session back: file-history snapshots of the tools' edits (rewind.go), the
+// shadow repository that covers the shell (shadow.go), the conversation cut at a prompt.
+// Rewinding resets the history, the transcript's branch and the agents' views, hence s.
+type Undo struct {
+	s *Session
+	// shadow is the undo that covers the shell (shadow.go).
+	shadow shadowState
+}
+
+// Undo returns what takes the session back to an earlier prompt.
+func (s *Session) Undo() *Undo { return &s.undo }
+
 // beginSnapshot opens the file-history snapshot of the user turn that starts with the message
 // uuid; edits in the turn are tracked into it.
-func (s *Session) beginSnapshot(uuid string) {
+func (u *Undo) beginSnapshot(uuid string) {
+	s := u.s
 	if s.snapshots == nil {
 		return
 	}
@@ -24,12 +37,13 @@ func (s *Session) beginSnapshot(uuid string) {
 		return
 	}
 	// The transcript names the snapshot, so a reader of the file alone can pair turns with it.
-	s.recordMetadata(context.Background(), transcript.TypeFileHistorySnapshot, map[string]string{"id": uuid})
-	s.captureTurn(context.Background(), uuid)
+	s.persist.recordMetadata(context.Background(), transcript.TypeFileHistorySnapshot, map[string]string{"id": uuid})
+	u.captureTurn(context.Background(), uuid)
 }
 
 // trackEdit stores a file's content before a tool changes it.
-func (s *Session) trackEdit(path string) {
+func (u *Undo) trackEdit(path string) {
+	s := u.s
 	if s.snapshots == nil {
 		return
 	}
@@ -39,7 +53,8 @@ func (s *Session) trackEdit(path string) {
 }
 
 // noteUnrecoverable records a change rewind cannot undo (a shell command, an MCP call).
-func (s *Session) noteUnrecoverable(tool, description string) {
+func (u *Undo) noteUnrecoverable(tool, description string) {
+	s := u.s
 	if s.snapshots == nil {
 		return
 	}
@@ -64,7 +79,8 @@ type RewindReport struct {
 // back from the file history; then the directory the prompt ran in is restored exactly from
 // its shadow checkpoint, which covers shell commands, builds and git too. Changes outside it
 // by shell commands or MCP tools cannot be undone; the report lists them.
-func (s *Session) Rewind(ctx context.Context, toUUID string, code, conversation bool) (RewindReport, error) {
+func (u *Undo) Rewind(ctx context.Context, toUUID string, code, conversation bool) (RewindReport, error) {
+	s := u.s
 	if !s.acquire() {
 		return RewindReport{}, ErrBusy
 	}
@@ -86,7 +102,7 @@ func (s *Session) Rewind(ctx context.Context, toUUID string, code, conversation 
 			return rep, fmt.Errorf("rewind files: %w", err)
 		}
 		// After the file history, so the directory ends exactly as its checkpoint says.
-		sh, _, err := s.rewindShadow(ctx, toUUID)
+		sh, _, err := u.rewindShadow(ctx, toUUID)
 		rep.Shadow = sh
 		if err != nil {
 			return rep, fmt.Errorf("rewind the directory: %w", err)
@@ -121,7 +137,8 @@ func (s *Session) Rewind(ctx context.Context, toUUID string, code, conversation 
 
 // UserMessages lists the user prompts of the history with their uuids, oldest first: the
 // points a rewind can go back to. Messages the harness added (system reminders) are not prompts.
-func (s *Session) UserMessages() []transcript.Entry {
+func (u *Undo) UserMessages() []transcript.Entry {
+	s := u.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []transcript.Entry
@@ -148,7 +165,8 @@ func isToolResults(blocks []message.Block) bool {
 
 // RewindFiles puts the files back as they were before the prompt with transcript id
 // userMessageID; with dryRun it only lists what would change. The conversation is kept.
-func (s *Session) RewindFiles(ctx context.Context, userMessageID string, dryRun bool) ([]string, error) {
+func (u *Undo) RewindFiles(ctx context.Context, userMessageID string, dryRun bool) ([]string, error) {
+	s := u.s
 	if s.snapshots == nil {
 		return nil, errors.New("this session keeps no file history")
 	}
@@ -171,7 +189,7 @@ func (s *Session) RewindFiles(ctx context.Context, userMessageID string, dryRun 
 		sort.Strings(out)
 		return out, nil
 	}
-	rep, err := s.Rewind(ctx, userMessageID, true, false)
+	rep, err := u.Rewind(ctx, userMessageID, true, false)
 	changed := append(append(rep.Files.Restored, rep.Files.Deleted...), rep.Files.Failed...)
 	sort.Strings(changed)
 	return changed, err

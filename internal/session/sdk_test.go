@@ -160,7 +160,7 @@ func TestThinkingOptions(t *testing.T) {
 		})
 	}
 	h := newHarness(t, sc, Options{})
-	h.sess.SetMaxThinkingTokens(2048)
+	h.sess.switches.SetMaxThinkingTokens(2048)
 	if got := result(t, h.send(t, "hi")).Text; got != "thought" {
 		t.Errorf("after SetMaxThinkingTokens: %q, want thought", got)
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/cachewatch"
-	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
@@ -52,16 +51,15 @@ type Session struct {
 	projectDir string
 	// plan is what the main agent was told about plan mode (planmode.go).
 	plan planState
-	// trustOnce decides isTrusted (see trusted).
-	trustOnce sync.Once
-	isTrusted bool
-	settings  *settings.Settings
-	hooks     *hooks.Runner
-	memory    *memory.Set
-	prompt    *prompt.Builder
-	ttl       provider.TTLPolicy
-	checker   *permission.Checker
-	watch     *cachewatch.Watcher
+	// conf builds the parts from the options and settings (config.go).
+	conf     configWiring
+	settings *settings.Settings
+	hooks    *hooks.Runner
+	memory   *memory.Set
+	prompt   *prompt.Builder
+	ttl      provider.TTLPolicy
+	checker  *permission.Checker
+	watch    *cachewatch.Watcher
 	// notices are configuration problems found while opening, reported with the first Send.
 	notices []event.Notice
 	// transcript is nil when nothing is persisted; snapshots likewise.
@@ -85,14 +83,10 @@ type Session struct {
 	grants       *skill.Grants
 	// forkRunner runs fork-context skills as subagents; nil until agents are wired.
 	forkRunner skill.ForkRunner
-	// helpers counts what tools' own model requests use (WebFetch, WebSearch); spend what
-	// every request of the session used, as it arrives (the budget's view).
-	helpers meter
-	spend   meter
 	// lsp runs the language servers of the lspServers settings; nil when none are set.
 	lsp *lsp.Manager
 
-	// mu guards history, state, busy and ledger.
+	// mu guards history, state and busy.
 	mu      sync.Mutex
 	history []message.Message
 	// uuids are the transcript entry ids of history, index for index.
@@ -103,11 +97,8 @@ type Session struct {
 	startContext []string
 	state        tool.State
 	busy         bool
-	// ledger is what every Send used, by model: the main agent, compactions, subagents.
-	ledger cost.Ledger
-	// accounting marks what of the children's and helpers' usage a result already carries
-	// (guarded by mu; see accounting.go).
-	accounting accountMark
+	// acct is what the session's requests used and cost (accounting.go).
+	acct accounts
 	// cacheTotals are the watcher's totals at the end of the last Send.
 	cacheTotals cachewatch.Totals
 	// cacheSafe is what the main agent's newest turn sent (for forks and helpers).
@@ -125,29 +116,36 @@ type Session struct {
 	sdk     sdkState
 	watched fileWatch
 	servers *MCP
-	// pluginState is the loaded plugins (plugins.go).
-	pluginState pluginState
-	// team is the session's agent team (team.go); teamBackend its store; teamTemp a
-	// directory to remove when the session has no keel directory.
-	team        *team.Team
-	teamBackend coord.Backend
-	teamTemp    string
+	// config is the settings and permission rules as frontends change them (settings.go).
+	config *Configuration
+	// plug is the loaded plugins (plugins.go).
+	plug Plugins
+	// hookd fires the session's hook events (hooks.go, hookevents.go).
+	hookd hookDispatch
+	// teams is the session's agent team (team.go).
+	teams TeamHandle
 	// idleEvents, if set, receives the events of background work between Sends (guarded by
 	// mu); without it they are held for the next Send.
 	idleEvents func(event.Event)
-	// style is the output style of the main agent's prompt (outputstyle.go).
-	style styleState
+	// switches are the model, output style and thinking switches (model.go).
+	switches Switches
 	// closers release what Open started for the session (the supervisor's client, the
 	// telemetry exporter).
 	closers []func() error
 	// tel exports the session's telemetry (telemetry.go); nil while it is off.
 	tel telemetryLink
-	// autoMem is the project's auto memory (automemory.go).
-	autoMem autoMemoryState
-	// shadow is the undo that covers the shell (shadow.go).
-	shadow shadowState
-	// wt is the worktree the main session works in (worktree.go).
-	wt worktreeState
+	// compaction compacts the main thread and runs /compact, /clear and /add-dir (compact.go).
+	compaction compaction
+	// sk loads, expands and reloads skills and commands (skills.go).
+	sk Skills
+	// persist opens, records and replays the transcript (persist.go).
+	persist Persistence
+	// insp is what frontends read of the session, and the auto memory (inspect.go).
+	insp Inspector
+	// undo is the rewind of files, shell effects and conversation (rewind.go, shadow.go).
+	undo Undo
+	// wtree is the worktree the main session works in (worktree.go).
+	wtree mainWorktree
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -183,6 +181,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		state:      tool.State{Cwd: cwd},
 		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
 	}
+	s.joinParts()
 	defer func() {
 		if err != nil {
 			_ = s.shutdown()
@@ -190,11 +189,11 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	}()
 	s.sdk.thinking = initialThinking(opts.SDK)
 	s.wrapFallback()
-	if err := s.loadSettings(); err != nil {
+	if err := s.conf.loadSettings(); err != nil {
 		return nil, err
 	}
-	s.loadPlugins(ctx)
-	policy, problems := s.permissionPolicy()
+	s.plug.loadPlugins(ctx)
+	policy, problems := s.conf.permissionPolicy()
 	s.notices = append(s.notices, problems...)
 	var asker permission.Asker = permission.Headless{}
 	switch {
@@ -205,10 +204,11 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	}
 	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger, Classifier: autoClassifier{s}})
 	s.state.AdditionalDirs = policy.Dirs[1:]
+	s.config = s.newConfiguration()
 	s.sandbox = s.buildSandbox()
-	s.buildHooks()
-	s.buildLSP()
-	s.buildCachePolicy()
+	s.conf.buildHooks()
+	s.conf.buildLSP()
+	s.conf.buildCachePolicy()
 	s.nativeSearch = provider.SupportsNativeToolSearch(opts.Provider)
 	s.search = toolsearch.New()
 	s.searchTool = s.search.Tool(s.deferredTools)
@@ -216,41 +216,50 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		s.startMCP(ctx)
 	}
 	s.servers = s.newMCP()
-	s.loadSkills()
+	s.sk.loadSkills()
 	s.forkRunner = agentForks{s}
 	s.builtins = s.buildTools()
-	st, err := s.openTranscript(ctx)
+	st, err := s.persist.openTranscript(ctx)
 	if err != nil {
 		return nil, err
 	}
 	s.logger = logger.With("session", s.id)
-	env := s.restore(ctx, st)
-	if err := s.resumeAt(ctx); err != nil {
+	env := s.persist.restore(ctx, st)
+	if err := s.persist.resumeAt(ctx); err != nil {
 		return nil, err
 	}
 	s.buildAgents(ctx)
 	s.buildCron(ctx)
 	if st != nil {
-		s.restoreWorktree(st)
+		s.wtree.restoreWorktree(st)
 	}
-	if err := s.buildTeam(ctx, st != nil); err != nil {
+	if err := s.teams.buildTeam(ctx, st != nil); err != nil {
 		return nil, err
 	}
 	if err := s.applyMainAgent(); err != nil {
 		return nil, err
 	}
-	s.buildPrompt(ctx, env)
-	s.warmShadow()
-	s.untrustedNotice()
-	s.resumeTeam(ctx)
+	s.conf.buildPrompt(ctx, env)
+	s.undo.warmShadow()
+	s.conf.untrustedNotice()
+	s.teams.resumeTeam(ctx)
 	source := "startup"
 	if st != nil {
 		source = "resume"
 	}
 	if !opts.Offline {
-		s.startHooks(ctx, source)
+		s.hookd.startHooks(ctx, source)
 	}
 	return s, nil
+}
+
+// joinParts connects the session's components to it: the accounts get what they read, the
+// parts that wire the whole session their back-pointer.
+func (s *Session) joinParts() {
+	s.acct.maxBudget, s.acct.catalog = s.opts.SDK.MaxBudgetUSD, s.switches.models
+	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
+	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s = s, s, s, s, s, s
+	s.insp.s, s.persist.s, s.sk.s, s.compaction.s, s.wtree.s = s, s, s, s, s
 }
 
 // PermissionMode returns the main agent's permission mode.
@@ -371,22 +380,22 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		sink.Emit(event.Result{Subtype: "error_during_execution", IsError: true, Text: err.Error(), SessionID: s.id, Duration: time.Since(started)})
 		return nil
 	}
-	if handled, used, err := s.builtinCommand(ctx, prompt, sink); handled {
+	if handled, used, err := s.compaction.builtinCommand(ctx, prompt, sink); handled {
 		res := event.Result{Subtype: "success", SessionID: s.id, Duration: time.Since(started), Text: strings.TrimSpace(prompt) + " done"}
 		if err != nil {
 			res.Subtype, res.IsError, res.Text = "error_during_execution", true, err.Error()
 		}
-		s.account(&res, used)
+		s.acct.account(&res, used)
 		sink.Emit(res)
 		return nil
 	}
 	defer s.grants.End("")
-	if text, ok, err := s.expandCommand(ctx, prompt); err != nil {
+	if text, ok, err := s.sk.expandCommand(ctx, prompt); err != nil {
 		return fail(err)
 	} else if ok {
 		prompt = text
 	}
-	blocks, err := s.submitPrompt(ctx, s.initialPrompt(prompt), sink)
+	blocks, err := s.hookd.submitPrompt(ctx, s.initialPrompt(prompt), sink)
 	if err != nil {
 		return fail(err)
 	}
@@ -396,20 +405,20 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	if err != nil {
 		return err
 	}
-	s.beginSnapshot(uuid)
+	s.undo.beginSnapshot(uuid)
 	sink.Emit(event.UserMessage{UUID: uuid, Message: user})
 
 	g := &gate{s: s, checker: s.checker, emit: sink.Emit}
 	agent := s.newMainAgent(g, sink, history)
-	if s.team != nil {
-		s.team.SetLeadState(ctx, team.StateWorking)
-		defer s.team.SetLeadState(context.WithoutCancel(ctx), team.StateIdle)
+	if s.teams.team != nil {
+		s.teams.team.SetLeadState(ctx, team.StateWorking)
+		defer s.teams.team.SetLeadState(context.WithoutCancel(ctx), team.StateIdle)
 	}
 	cwd := agent.State.Cwd
 	ran, runErr := loop.Drive(ctx, agent, history, nil, nil)
 	out := ran.Out
-	s.stopFailure(ctx, runErr, out.Messages)
-	s.cwdChanged(ctx, cwd, agent.State.Cwd)
+	s.hookd.stopFailure(ctx, runErr, out.Messages)
+	s.hookd.cwdChanged(ctx, cwd, agent.State.Cwd)
 	s.keep(agent, out, sink)
 
 	cacheBefore := s.cacheTotals
@@ -425,14 +434,14 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		StopReason:       out.StopReason,
 		Denials:          g.takeDenials(),
 		Cache:            cacheStats(subTotals(s.cacheTotals, cacheBefore)),
-		StructuredOutput: s.structuredAnswer(),
+		StructuredOutput: s.sdk.structuredAnswer(),
 	}
 	if runErr != nil {
 		res.Text = runErr.Error()
 	}
 	used := out.Ledger.Clone()
-	used.Merge(s.unaccounted())
-	s.account(&res, used)
+	used.Merge(s.acct.unaccounted())
+	s.acct.account(&res, used)
 	sink.Emit(res)
 	if runErr != nil {
 		return fmt.Errorf("run prompt: %w", runErr)
@@ -442,10 +451,10 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 
 // announce opens a Send's stream: the init event, then the notices found since the last.
 func (s *Session) announce(ctx context.Context, sink *chanSink) {
-	reloaded := s.reloadPlugins(ctx)
-	plugins, pluginErrors := initPlugins(s.plugins())
-	sink.Emit(event.Init{SessionID: s.id, Model: s.Model(), Cwd: s.Cwd(), Tools: s.pool(ctx).Names(), PermissionMode: s.PermissionMode(),
-		Skills: s.skillNames(), Agents: s.agents.names(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
+	reloaded := s.plug.reloadPlugins(ctx)
+	plugins, pluginErrors := initPlugins(s.plug.plugins())
+	sink.Emit(event.Init{SessionID: s.id, Model: s.switches.Model(), Cwd: s.Cwd(), Tools: s.pool(ctx).Names(), PermissionMode: s.PermissionMode(),
+		Skills: s.sk.skillNames(), Agents: s.agents.names(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
 	for _, n := range reloaded {
 		sink.Emit(n)
 	}
@@ -463,15 +472,16 @@ func (s *Session) newMainAgent(g *gate, sink *chanSink, history []message.Messag
 	state := s.state
 	s.mu.Unlock()
 	listing := s.newListing(s.pool, history)
-	s.setMainParent()
+	s.agents.setMainParent()
 	observers := append(s.observers(listing), s.agents.queue)
-	s.replayHeld()
+	s.agents.replayHeld()
 	return s.agents.runner.NewAgent(subagent.AgentSpec{
-		Kind: subagent.KindMain, Model: s.Model(), MaxTokens: s.opts.MaxTokens, Thinking: s.thinking(),
-		System: s.systemPrompt, Pool: s.pool, Lookup: s.lookupTool, Gate: g, Files: s.files, State: state,
+		Kind: subagent.KindMain, Model: s.switches.Model(), MaxTokens: s.opts.MaxTokens, Thinking: s.switches.thinking(),
+		System: s.conf.systemPrompt, Pool: s.pool, Lookup: s.lookupTool, Gate: g, Files: s.files, State: state,
 		MaxTurns: s.opts.MaxTurns, Source: "main", Prepare: s.prepare, Stop: structuredStop{s, stopHook{s}},
-		Check: s.checkRun, Observers: observers, Sink: sink, AfterTurn: s.agents.runner.AfterTurn(""),
-		Watch: s.watch, Compaction: s.mainCompaction(sink, listing), Logger: s.logger,
+		Check:     func(out *loop.Outcome) (string, bool) { return s.sdk.checkRun(s.opts.SDK.JSONSchema, out) },
+		Observers: observers, Sink: sink, AfterTurn: s.agents.runner.AfterTurn(""),
+		Watch: s.watch, Compaction: s.compaction.mainCompaction(sink, listing), Logger: s.logger,
 	})
 }
 
@@ -494,7 +504,7 @@ func (s *Session) keep(agent *loop.Agent, out *loop.Outcome, sink *chanSink) {
 func (s *Session) Close() error {
 	if !s.opts.Offline {
 		// "other": the SDK's ExitReason for a session that simply ended (its input did).
-		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookInput(s.Cwd(), hooks.Input{Reason: "other"}))
+		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookd.hookInput(s.Cwd(), hooks.Input{Reason: "other"}))
 	}
 	s.watched.close()
 	s.hooks.Wait()
@@ -504,11 +514,11 @@ func (s *Session) Close() error {
 // shutdown stops everything the session started, in the reverse order of opening; every
 // part may be missing (New calls it when a step fails).
 func (s *Session) shutdown() error {
-	s.stopShadow()
+	s.undo.stopShadow()
 	if s.jobs != nil {
 		s.jobs.Close()
 	}
-	s.closeTeam()
+	s.teams.closeTeam()
 	s.agents.close()
 	s.lsp.Close()
 	if s.mcp != nil {
@@ -544,24 +554,24 @@ func (s *Session) SetPermissionMode(mode string) error {
 		return err
 	}
 	s.checker.SetMode(m)
-	s.recordMetadata(context.Background(), transcript.TypeMode, string(m))
+	s.persist.recordMetadata(context.Background(), transcript.TypeMode, string(m))
 	return nil
 }
 
 // Usage returns the tokens used by every Send so far and the price of those whose model has a
 // known price (see [Session.Ledger] for which).
 func (s *Session) Usage() (message.Usage, float64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u, usd, _, _ := s.ledger.Total()
+	s.acct.mu.Lock()
+	defer s.acct.mu.Unlock()
+	u, usd, _, _ := s.acct.ledger.Total()
 	return u, usd
 }
 
 // ledgerNow returns what every Send so far used, by model.
-func (s *Session) ledgerNow() cost.Ledger {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ledger.Clone()
+func (a *accounts) ledgerNow() cost.Ledger {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ledger.Clone()
 }
 
 // cacheSafeNow returns what the main agent's newest completed turn sent, or nil.
@@ -571,32 +581,19 @@ func (s *Session) cacheSafeNow() *loop.CacheSafe {
 	return s.cacheSafe
 }
 
-// skillNames lists the skills and commands a user can invoke with /name.
-func (s *Session) skillNames() []string {
-	var names []string
-	for _, sk := range s.skills.All() {
-		if sk.UserInvocable {
-			names = append(names, sk.Name)
-		}
-	}
-	return names
-}
-
 // MemoryFiles lists the memory files in the system prompt, in load order, then the auto
 // memory's index (memory.KindAuto) when auto memory is on.
-func (s *Session) MemoryFiles() []memory.File {
+func (i *Inspector) MemoryFiles() []memory.File {
+	s := i.s
 	var files []memory.File
 	if s.memory != nil {
 		files = s.memory.Files()
 	}
-	if f, ok := s.autoMemoryFile(); ok {
+	if f, ok := i.autoMemoryFile(); ok {
 		files = append(files, f)
 	}
 	return files
 }
-
-// Skills lists the skills and commands this session can run.
-func (s *Session) Skills() []skill.Skill { return s.skills.All() }
 
 // observers are consulted at every request boundary of the main agent; listing is this
 // run's announcer of the session's changing lists.
@@ -608,8 +605,8 @@ func (s *Session) observers(listing *listingObserver) []loop.Observer {
 	if s.lsp != nil {
 		obs = append(obs, lspObserver{s})
 	}
-	if s.team != nil && s.team.LeadInbox() != nil {
-		obs = append(obs, s.team.LeadInbox())
+	if s.teams.team != nil && s.teams.team.LeadInbox() != nil {
+		obs = append(obs, s.teams.team.LeadInbox())
 	}
 	return append(obs, listing)
 }

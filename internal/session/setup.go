@@ -37,7 +37,7 @@ func (s *Session) buildTools() []tool.Tool {
 	s.jobs = shell.NewJobs()
 	s.todos = builtin.NewTodos(func(items []event.Todo) {
 		s.emit(event.Todos{Items: items})
-		s.recordMetadata(context.Background(), transcript.TypeTodos, items)
+		s.persist.recordMetadata(context.Background(), transcript.TypeTodos, items)
 	})
 	opts := builtin.Options{Jobs: s.jobs, Todos: s.todos, Sandbox: s.sandbox}
 	s.notices = append(s.notices, newWebSetup(s).configure(&opts)...)

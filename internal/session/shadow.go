@@ -32,15 +32,16 @@ type shadowState struct {
 // takes seconds (4.2 s for 10,000 files on a loaded machine), which the first prompt would
 // otherwise wait for; later captures hash only what changed. The prompt's capture waits for
 // this one to finish, and the session's shutdown cancels it.
-func (s *Session) warmShadow() {
+func (u *Undo) warmShadow() {
+	s := u.s
 	dir := s.Cwd()
-	if s.opts.Offline || !s.shadowOn(dir) {
+	if s.opts.Offline || !u.shadowOn(dir) {
 		return // a maintenance session (keel rewind) captures when it needs to
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s.shadow.stop = cancel
-	s.shadow.warming.Go(func() {
-		r, _, err := s.shadowRepo(ctx, dir)
+	u.shadow.stop = cancel
+	u.shadow.warming.Go(func() {
+		r, _, err := u.shadowRepo(ctx, dir)
 		if err == nil {
 			_, err = r.Capture(ctx, "session start")
 		}
@@ -51,17 +52,18 @@ func (s *Session) warmShadow() {
 }
 
 // stopShadow cancels the first capture if it still runs and waits for it.
-func (s *Session) stopShadow() {
-	if s.shadow.stop != nil {
-		s.shadow.stop()
+func (u *Undo) stopShadow() {
+	if u.shadow.stop != nil {
+		u.shadow.stop()
 	}
-	s.shadow.warming.Wait()
+	u.shadow.warming.Wait()
 }
 
 // shadowOn says whether prompts are captured: the session keeps history (a keel directory
 // and a transcript) and dir is not the user's home or the root, whose captures would walk
 // everything the user owns.
-func (s *Session) shadowOn(dir string) bool {
+func (u *Undo) shadowOn(dir string) bool {
+	s := u.s
 	if s.opts.Home == "" || s.snapshots == nil {
 		return false
 	}
@@ -70,41 +72,43 @@ func (s *Session) shadowOn(dir string) bool {
 }
 
 // shadowRepo opens (once) the shadow repository of dir for this session.
-func (s *Session) shadowRepo(ctx context.Context, dir string) (*shadow.Repo, *shadow.Marks, error) {
-	s.shadow.mu.Lock()
-	defer s.shadow.mu.Unlock()
-	if s.shadow.marks == nil {
+func (u *Undo) shadowRepo(ctx context.Context, dir string) (*shadow.Repo, *shadow.Marks, error) {
+	s := u.s
+	u.shadow.mu.Lock()
+	defer u.shadow.mu.Unlock()
+	if u.shadow.marks == nil {
 		m, err := shadow.OpenMarks(s.opts.Home, s.id)
 		if err != nil {
 			return nil, nil, err
 		}
-		s.shadow.marks = m
+		u.shadow.marks = m
 	}
-	if r, ok := s.shadow.repos[dir]; ok {
-		return r, s.shadow.marks, nil
+	if r, ok := u.shadow.repos[dir]; ok {
+		return r, u.shadow.marks, nil
 	}
 	r, err := shadow.Open(ctx, dir, shadow.Options{Home: s.opts.Home, Session: s.id, Logger: s.logger})
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.shadow.repos == nil {
-		s.shadow.repos = map[string]*shadow.Repo{}
+	if u.shadow.repos == nil {
+		u.shadow.repos = map[string]*shadow.Repo{}
 	}
-	s.shadow.repos[dir] = r
-	return r, s.shadow.marks, nil
+	u.shadow.repos[dir] = r
+	return r, u.shadow.marks, nil
 }
 
 // captureTurn records the working directory as the prompt with transcript id uuid finds it,
 // before the model acts: what a rewind to that prompt restores, whatever Edit, Write, Bash, a
 // build or git change during the turn. A failure costs the undo of shell changes for this
 // turn, not the turn: it is said once and logged.
-func (s *Session) captureTurn(ctx context.Context, uuid string) {
+func (u *Undo) captureTurn(ctx context.Context, uuid string) {
+	s := u.s
 	dir := s.Cwd()
-	if !s.shadowOn(dir) {
+	if !u.shadowOn(dir) {
 		return
 	}
 	err := func() error {
-		r, marks, err := s.shadowRepo(ctx, dir)
+		r, marks, err := u.shadowRepo(ctx, dir)
 		if err != nil {
 			return err
 		}
@@ -118,17 +122,18 @@ func (s *Session) captureTurn(ctx context.Context, uuid string) {
 		return
 	}
 	s.logger.Warn("shadow capture", "dir", dir, "err", err)
-	s.shadow.mu.Lock()
-	warned := s.shadow.warned
-	s.shadow.warned = true
-	s.shadow.mu.Unlock()
+	u.shadow.mu.Lock()
+	warned := u.shadow.warned
+	u.shadow.warned = true
+	u.shadow.mu.Unlock()
 	if !warned {
 		s.emit(event.Notice{Level: "warn", Text: fmt.Sprintf("changes made by commands in %s cannot be rewound this session: %v", dir, err)})
 	}
 }
 
 // findMark returns the mark of the prompt uuid and the repository of its directory.
-func (s *Session) findMark(ctx context.Context, uuid string) (shadow.Mark, *shadow.Repo, []shadow.Mark, error) {
+func (u *Undo) findMark(ctx context.Context, uuid string) (shadow.Mark, *shadow.Repo, []shadow.Mark, error) {
+	s := u.s
 	if s.opts.Home == "" {
 		return shadow.Mark{}, nil, nil, errNoMark
 	}
@@ -142,7 +147,7 @@ func (s *Session) findMark(ctx context.Context, uuid string) (shadow.Mark, *shad
 	}
 	for _, m := range all {
 		if m.Prompt == uuid {
-			r, _, err := s.shadowRepo(ctx, m.Dir)
+			r, _, err := u.shadowRepo(ctx, m.Dir)
 			return m, r, all, err
 		}
 	}
@@ -154,8 +159,8 @@ var errNoMark = errors.New("no shadow checkpoint")
 // rewindShadow restores the directory of the prompt uuid to what it was when the prompt
 // started; found is false when the prompt has no checkpoint (a session from before
 // shadows, a directory not captured).
-func (s *Session) rewindShadow(ctx context.Context, uuid string) (res *ShadowRewind, found bool, err error) {
-	m, r, _, err := s.findMark(ctx, uuid)
+func (u *Undo) rewindShadow(ctx context.Context, uuid string) (res *ShadowRewind, found bool, err error) {
+	m, r, _, err := u.findMark(ctx, uuid)
 	if errors.Is(err, errNoMark) {
 		return nil, false, nil
 	}
@@ -184,8 +189,8 @@ type ShadowRewind struct {
 // TurnDiff is the patch of what the turn that the prompt uuid started changed in its
 // directory: from the prompt's checkpoint to the next prompt's in the same directory, or to
 // the directory as it is now when it was the last (keel rewind --diff).
-func (s *Session) TurnDiff(ctx context.Context, uuid string) (string, error) {
-	m, r, all, err := s.findMark(ctx, uuid)
+func (u *Undo) TurnDiff(ctx context.Context, uuid string) (string, error) {
+	m, r, all, err := u.findMark(ctx, uuid)
 	if errors.Is(err, errNoMark) {
 		return "", fmt.Errorf("no checkpoint of prompt %s: the session did not capture its directory then", uuid)
 	}

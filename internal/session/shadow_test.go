@@ -100,7 +100,7 @@ func TestRewindUndoesTheShell(t *testing.T) {
 		t.Fatalf("the turn did not run as scripted; tree after it: %v", keys(after))
 	}
 
-	diff, err := h.sess.TurnDiff(t.Context(), uuid)
+	diff, err := h.sess.undo.TurnDiff(t.Context(), uuid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestRewindUndoesTheShell(t *testing.T) {
 		}
 	}
 
-	rep, err := h.sess.Rewind(t.Context(), uuid, true, false)
+	rep, err := h.sess.undo.Rewind(t.Context(), uuid, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func (k *chanSink) compacted(boundary string) {
 
 func (k *chanSink) Emit(e event.Event) {
 	if a, ok := e.(event.AssistantMessage); ok {
-		e = k.s.messageDisplay(context.Background(), a)
+		e = k.s.hookd.messageDisplay(context.Background(), a)
 	}
 	// The main agent's request usage and cache breaks go into its transcript too, for readers
 	// such as the dashboard; a subagent's go into its own (subagent.childSink).
@@ -71,7 +71,7 @@ func (k *chanSink) Append(ctx context.Context, m message.Message) (string, error
 	if m.Role == message.RoleAssistant {
 		t = transcript.TypeAssistant
 	}
-	id, err := k.s.record(ctx, transcript.Entry{Type: t, Message: &m})
+	id, err := k.s.persist.record(ctx, transcript.Entry{Type: t, Message: &m})
 	if err != nil {
 		return "", err
 	}
@@ -87,7 +87,7 @@ func (k *chanSink) EndTurn(ctx context.Context) error {
 		}
 	}
 	// The request carrying any background notifications was sent and is now on disk.
-	return k.s.ackNotifications()
+	return k.s.agents.ackNotifications()
 }
 
 // ToolStarted records, durably, that a call with side effects is about to run. Its parent is

@@ -12,10 +12,37 @@ import (
 	"github.com/keel-dev/keel/internal/skill"
 )
 
+// Skills are the session's skills and commands: loaded at open, expanded from a /command
+// prompt, their shell lines judged by the permission rules, reloaded on request. Expanding
+// runs hooks and reaches the MCP prompts and the checker, hence s.
+type Skills struct{ s *Session }
+
+// Skills returns the session's skills and commands.
+func (s *Session) Skills() *Skills { return &s.sk }
+
+// All lists the skills and commands this session can run.
+func (k *Skills) All() []skill.Skill {
+	s := k.s
+	return s.skills.All()
+}
+
+// skillNames lists the skills and commands a user can invoke with /name.
+func (k *Skills) skillNames() []string {
+	s := k.s
+	var names []string
+	for _, sk := range s.skills.All() {
+		if sk.UserInvocable {
+			names = append(names, sk.Name)
+		}
+	}
+	return names
+}
+
 // loadSkills reads the skills and custom commands; a bad file is a notice, never a failure.
-func (s *Session) loadSkills() {
+func (k *Skills) loadSkills() {
+	s := k.s
 	s.grants = skill.NewGrants()
-	cat, problems := skill.Load(s.skillOptions())
+	cat, problems := skill.Load(k.skillOptions())
 	s.skills = cat
 	for _, p := range problems {
 		s.notices = append(s.notices, event.Notice{Level: "warn", Text: p.Error()})
@@ -23,22 +50,24 @@ func (s *Session) loadSkills() {
 }
 
 // skillOptions says where the session's skills and commands come from.
-func (s *Session) skillOptions() skill.Options {
+func (k *Skills) skillOptions() skill.Options {
+	s := k.s
 	home, keelHome := userHome(), s.opts.Home
 	if !s.opts.SDK.sourceAllowed("user") {
 		home, keelHome = "", ""
 	}
 	return skill.Options{
 		Cwd: s.opts.Cwd, ProjectRoot: s.projectDir, Home: home, KeelHome: keelHome, NoProject: !s.opts.SDK.sourceAllowed("project"),
-		AllowShell: s.allowSkillShell, BeforeShell: s.beforeSkillShell, Sandbox: s.sandbox, Prompts: mcpPrompts{s}, Logger: s.logger, UntrustedProject: !s.trusted(),
-		Plugins: s.plugins().SkillSources(),
+		AllowShell: k.allowSkillShell, BeforeShell: k.beforeSkillShell, Sandbox: s.sandbox, Prompts: mcpPrompts{s}, Logger: s.logger, UntrustedProject: !s.conf.trusted(),
+		Plugins: s.plug.plugins().SkillSources(),
 	}
 }
 
 // allowSkillShell decides a "!" command in a skill or command body: it runs only when the
 // rules (plus the entry's own allowed-tools) allow it outright; nothing asks for it.
-func (s *Session) allowSkillShell(_ context.Context, command string, allowedTools []string) error {
-	d := s.evaluateWith(allowedTools, permission.Request{Tool: "Bash", Command: command, Cwd: s.Cwd()})
+func (k *Skills) allowSkillShell(_ context.Context, command string, allowedTools []string) error {
+	s := k.s
+	d := k.evaluateWith(allowedTools, permission.Request{Tool: "Bash", Command: command, Cwd: s.Cwd()})
 	if d.Behavior != permission.Allow {
 		return fmt.Errorf("not allowed: %s", d.Reason)
 	}
@@ -47,7 +76,8 @@ func (s *Session) allowSkillShell(_ context.Context, command string, allowedTool
 
 // evaluateWith previews a decision with extra allow rules (a running skill's allowed-tools).
 // Deny rules still win.
-func (s *Session) evaluateWith(extra []string, req permission.Request) permission.Decision {
+func (k *Skills) evaluateWith(extra []string, req permission.Request) permission.Decision {
+	s := k.s
 	if len(extra) == 0 {
 		return s.checker.Evaluate(req)
 	}
@@ -60,7 +90,8 @@ func (s *Session) evaluateWith(extra []string, req permission.Request) permissio
 // expandCommand turns a "/name args" prompt into what is sent: an inline skill or command's
 // text (its allowed-tools granted for this turn), or a fork skill's result. ok is false when
 // the prompt is no command.
-func (s *Session) expandCommand(ctx context.Context, prompt string) (text string, ok bool, err error) {
+func (k *Skills) expandCommand(ctx context.Context, prompt string) (text string, ok bool, err error) {
+	s := k.s
 	if !strings.HasPrefix(strings.TrimSpace(prompt), "/") {
 		return "", false, nil
 	}
@@ -79,23 +110,24 @@ func (s *Session) expandCommand(ctx context.Context, prompt string) (text string
 		return fmt.Sprintf("The /%s skill ran in a subagent and reported:\n\n%s", inv.Skill.Name, result), true, nil
 	}
 	s.grants.Add("", inv.Skill.Name, inv.Skill.Grants())
-	text, err = s.promptExpansion(ctx, prompt, inv.Text, string(inv.Skill.Source))
+	text, err = s.hookd.promptExpansion(ctx, prompt, inv.Text, string(inv.Skill.Source))
 	return text, true, err
 }
 
-// ReloadSkills reads the skills and commands from disk again, between turns: the main
+// Reload reads the skills and commands from disk again, between turns: the main
 // agent's listing, Skill tool and /commands use the new set. Subagents keep the set they
 // were built with.
-func (s *Session) ReloadSkills(ctx context.Context) error {
+func (k *Skills) Reload(ctx context.Context) error {
+	s := k.s
 	if !s.acquire() {
 		return ErrBusy
 	}
 	defer s.release()
-	out := s.hooks.Run(ctx, hooks.ConfigChange, s.hookInput(s.Cwd(), hooks.Input{Source: "skills"}))
+	out := s.hooks.Run(ctx, hooks.ConfigChange, s.hookd.hookInput(s.Cwd(), hooks.Input{Source: "skills"}))
 	if out.Decision == hooks.DecisionBlock {
 		return fmt.Errorf("skill reload refused by a ConfigChange hook: %s", out.Reason)
 	}
-	s.loadSkills()
+	k.loadSkills()
 	for i, t := range s.builtins {
 		if t.Name() == skill.ToolName {
 			s.builtins[i] = s.skills.Tool(skill.ToolOptions{Runner: s.forkRunner, Grants: s.grants})

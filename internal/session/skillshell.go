@@ -16,13 +16,14 @@ import (
 // command: as Claude Code, allow adds nothing (the permission rules still decide), while a
 // deny, an ask or a changed input keeps the command from running. Only trusted entries get
 // here; an untrusted project's commands never run.
-func (s *Session) beforeSkillShell(ctx context.Context, c skill.ShellCommand) error {
+func (k *Skills) beforeSkillShell(ctx context.Context, c skill.ShellCommand) error {
+	s := k.s
 	input, _ := json.Marshal(map[string]string{"command": c.Command})
 	by := "user"
 	if c.By == skill.ByModel {
 		by = "claude"
 	}
-	out := s.hooks.Run(ctx, hooks.PreSkillShellCommand, s.hookInput(s.Cwd(), hooks.Input{
+	out := s.hooks.Run(ctx, hooks.PreSkillShellCommand, s.hookd.hookInput(s.Cwd(), hooks.Input{
 		ToolName: "Bash", ToolInput: input, ToolUseID: "skillsh_" + uuid.NewString(),
 		Extra: map[string]any{"command_name": c.Name, "command_source": string(c.Source), "invoked_by": by},
 	}))

@@ -71,15 +71,16 @@ func compactJSON(b []byte) json.RawMessage {
 	return json.RawMessage(strings.TrimSuffix(out.String(), "\n"))
 }
 
-// checkRun is the main agent's own loop.Check: the run ends once the structured answer is
-// given, or too many answers missed the schema. (The budget is every agent's: budgetCheck.)
-func (s *Session) checkRun(out *loop.Outcome) (string, bool) {
-	if len(s.opts.SDK.JSONSchema) == 0 {
+// checkRun is the main agent's own loop.Check when schema (the SDK's output schema) is set:
+// the run ends once the structured answer is given, or too many answers missed the schema.
+// (The budget is every agent's: budgetCheck.)
+func (st *sdkState) checkRun(schema json.RawMessage, out *loop.Outcome) (string, bool) {
+	if len(schema) == 0 {
 		return "", false
 	}
-	s.sdk.mu.Lock()
-	answer, reminders := s.sdk.structured, s.sdk.reminders
-	s.sdk.mu.Unlock()
+	st.mu.Lock()
+	answer, reminders := st.structured, st.reminders
+	st.mu.Unlock()
 	if answer != nil {
 		out.Text = string(answer)
 		return "success", true
@@ -131,8 +132,8 @@ func (h structuredStop) CheckStop(ctx context.Context, last message.Message, act
 }
 
 // structuredAnswer is the run's structured answer, if one was given.
-func (s *Session) structuredAnswer() json.RawMessage {
-	s.sdk.mu.Lock()
-	defer s.sdk.mu.Unlock()
-	return s.sdk.structured
+func (st *sdkState) structuredAnswer() json.RawMessage {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.structured
 }

@@ -69,9 +69,30 @@ type teamFile struct {
 	Dir     string `json:"dir"`
 }
 
+// TeamHandle is the session's agent team: it opens the team (picking its backend), brings
+// a resumed lead's teammates back, runs a worker's teammate and closes the team with the
+// session. Opening is wiring of the whole session (hooks, agents, transcript), hence s.
+type TeamHandle struct {
+	s *Session
+	// team is nil when the session has none; backend is its store; temp a directory to
+	// remove when the session has no keel directory.
+	team    *team.Team
+	backend coord.Backend
+	temp    string
+}
+
+// Team returns the session's team handle.
+func (s *Session) Team() *TeamHandle { return &s.teams }
+
 // teamsEnabled says whether this session has a team.
-func (s *Session) teamsEnabled() bool {
+func (h *TeamHandle) teamsEnabled() bool {
+	s := h.s
 	o := s.opts.Team
+	if o.Worker == nil && s.opts.DetachedFrom != "" {
+		// A supervisor's job (a background agent, a scheduled run) runs one agent for its
+		// session; settings that switch teams on must not make it lead that team again.
+		return false
+	}
 	if o.Enabled || o.Worker != nil || s.settings.Teams.V {
 		return true
 	}
@@ -83,17 +104,18 @@ func (s *Session) teamsEnabled() bool {
 
 // buildTeam opens the session's team (after the agents, whose runner hosts teammates) and,
 // on resume, brings its teammates back.
-func (s *Session) buildTeam(ctx context.Context, resumed bool) error {
-	if !s.teamsEnabled() {
+func (h *TeamHandle) buildTeam(ctx context.Context, resumed bool) error {
+	s := h.s
+	if !h.teamsEnabled() {
 		return nil
 	}
 	o := s.opts.Team
-	store, name, err := s.teamLocation(resumed)
+	store, name, err := h.teamLocation(resumed)
 	if err != nil {
 		return err
 	}
 	dir := store.TeamDir(name)
-	be, err := s.openTeamBackend(ctx, store, name)
+	be, err := h.openTeamBackend(ctx, store, name)
 	if err != nil {
 		return err
 	}
@@ -103,15 +125,15 @@ func (s *Session) buildTeam(ctx context.Context, resumed bool) error {
 	}
 	cfg := team.Config{
 		Name: name, Backend: be, Lead: o.Worker == nil, LeadName: s.opts.Agent,
-		Host: teamHost{s}, Mode: mode, LeadAsker: s.leadAsker(),
+		Host: teamHost{s}, Mode: mode, LeadAsker: h.leadAsker(),
 		Hooks:     s.hooks,
-		HookInput: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) },
+		HookInput: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) },
 		Lease:     o.Lease, ShutdownTimeout: o.ShutdownTimeout,
-		Peers: s.teamPeers, Emit: s.emitAgent, Logger: s.logger,
-		LeadTranscript: s.agentSessionPath(),
+		Peers: h.teamPeers, Emit: s.emitAgent, Logger: s.logger,
+		LeadTranscript: h.agentSessionPath(),
 	}
 	if len(o.WorkerCommand) > 0 && o.Worker == nil {
-		launcher, err := s.teammateLauncher(dir)
+		launcher, err := h.teammateLauncher(dir)
 		if err != nil {
 			_ = be.Close()
 			return err
@@ -123,7 +145,7 @@ func (s *Session) buildTeam(ctx context.Context, resumed bool) error {
 		_ = be.Close()
 		return err
 	}
-	s.team, s.teamBackend = t, be
+	h.team, h.backend = t, be
 	s.agents.runner.SetTeam(t)
 	s.builtins = append(s.builtins, t.Tools()...)
 	if o.Worker == nil {
@@ -138,7 +160,8 @@ func (s *Session) buildTeam(ctx context.Context, resumed bool) error {
 // holding this session's configuration (runconfig.Config.Teammate makes each member's of
 // it): a process teammate is configured as its lead was, flags, agents and coordination
 // included.
-func (s *Session) teammateLauncher(dir string) (*team.ExecLauncher, error) {
+func (h *TeamHandle) teammateLauncher(dir string) (*team.ExecLauncher, error) {
+	s := h.s
 	o := s.opts.Team
 	path := filepath.Join(dir, "launch.json")
 	if err := s.opts.Run.Write(path); err != nil {
@@ -150,39 +173,41 @@ func (s *Session) teammateLauncher(dir string) (*team.ExecLauncher, error) {
 }
 
 // resumeTeam brings a resumed lead's teammates back, once the main agent is wired.
-func (s *Session) resumeTeam(ctx context.Context) {
-	if s.team == nil || s.opts.Team.Worker != nil {
+func (h *TeamHandle) resumeTeam(ctx context.Context) {
+	s := h.s
+	if h.team == nil || s.opts.Team.Worker != nil {
 		return
 	}
-	back, err := s.team.Resume(ctx)
+	back, err := h.team.Resume(ctx)
 	if err != nil {
 		s.notices = append(s.notices, event.Notice{Level: "warn", Text: err.Error()})
 	}
 	if len(back) > 0 {
-		s.notices = append(s.notices, event.Notice{Level: "info", Text: fmt.Sprintf("team %s: resumed %s", s.team.Name(), strings.Join(back, ", "))})
+		s.notices = append(s.notices, event.Notice{Level: "info", Text: fmt.Sprintf("team %s: resumed %s", h.team.Name(), strings.Join(back, ", "))})
 	}
 }
 
 // teamLocation picks the team's store and name: the worker's team, the one a resumed
 // session had, or a new one.
-func (s *Session) teamLocation(resumed bool) (teamstore.Store, string, error) {
+func (h *TeamHandle) teamLocation(resumed bool) (teamstore.Store, string, error) {
+	s := h.s
 	home := s.opts.Home
 	if home == "" {
 		dir, err := os.MkdirTemp("", "keel-team-")
 		if err != nil {
 			return teamstore.Store{}, "", fmt.Errorf("team directory: %w", err)
 		}
-		s.teamTemp = dir
+		h.temp = dir
 		home = dir
 	}
-	store := s.teamStore(home)
+	store := h.teamStore(home)
 	if w := s.opts.Team.Worker; w != nil {
 		if err := coord.CheckName(w.Team); err != nil {
 			return store, "", fmt.Errorf("team worker: %w", err)
 		}
 		return store, w.Team, nil
 	}
-	side := s.teamFilePath()
+	side := h.teamFilePath()
 	if resumed && side != "" {
 		var f teamFile
 		if b, err := os.ReadFile(side); err == nil && json.Unmarshal(b, &f) == nil && f.Name != "" {
@@ -207,14 +232,16 @@ func (s *Session) teamLocation(resumed bool) (teamstore.Store, string, error) {
 
 // agentSessionPath is the transcript subagents' and teammates' transcripts go beside: the
 // session's own, or for a team worker the lead's.
-func (s *Session) agentSessionPath() string {
+func (h *TeamHandle) agentSessionPath() string {
+	s := h.s
 	if w := s.opts.Team.Worker; w != nil && w.LeadTranscript != "" {
 		return w.LeadTranscript
 	}
 	return s.TranscriptPath()
 }
 
-func (s *Session) teamFilePath() string {
+func (h *TeamHandle) teamFilePath() string {
+	s := h.s
 	if p := s.TranscriptPath(); p != "" {
 		return filepath.Join(transcript.SessionDir(p), "team.json")
 	}
@@ -223,7 +250,8 @@ func (s *Session) teamFilePath() string {
 
 // leadAsker is the lead's UI for teammates' questions: the session's asker when someone is
 // there to answer (terminal, SDK control channel, permission-prompt tool), else nil.
-func (s *Session) leadAsker() permission.Asker {
+func (h *TeamHandle) leadAsker() permission.Asker {
+	s := h.s
 	switch {
 	case s.opts.MCP.PermissionPromptTool != "":
 		return promptToolAsker{s, s.opts.MCP.PermissionPromptTool}
@@ -235,7 +263,8 @@ func (s *Session) leadAsker() permission.Asker {
 
 // teamPeers lists what ListAgents shows besides the team: running subagents and the leads
 // of other teams on this machine.
-func (s *Session) teamPeers(ctx context.Context) []string {
+func (h *TeamHandle) teamPeers(ctx context.Context) []string {
+	s := h.s
 	var out []string
 	if s.agents != nil {
 		for _, t := range s.agents.tasks.List() {
@@ -244,15 +273,15 @@ func (s *Session) teamPeers(ctx context.Context) []string {
 			}
 		}
 	}
-	if s.teamBackend == nil {
+	if h.backend == nil {
 		return out
 	}
 	// The other teams of the store, on either backend: their leads' records say whether a
 	// session leads them now.
-	teams, _ := s.teamBackend.Teams(ctx, "members/"+team.LeadAlias)
+	teams, _ := h.backend.Teams(ctx, "members/"+team.LeadAlias)
 	for _, t := range teams {
 		var r team.Record
-		if t.Name == s.team.Name() || t.Record.Revision == 0 || json.Unmarshal(t.Record.Value, &r) != nil {
+		if t.Name == h.team.Name() || t.Record.Revision == 0 || json.Unmarshal(t.Record.Value, &r) != nil {
 			continue
 		}
 		if r.State != team.StateStopped && time.Since(r.Heartbeat) < time.Minute {
@@ -272,63 +301,58 @@ func (h teamHost) PrepareTeammate(ctx context.Context, spec team.Spec, seams tea
 	return h.s.agents.runner.PrepareTeammate(ctx, spec, seams)
 }
 
-// Team returns the session's team, or nil.
-func (s *Session) Team() *team.Team { return s.team }
+// Current returns the session's team, or nil.
+func (h *TeamHandle) Current() *team.Team {
+	return h.team
+}
 
 // RunTeammate runs the teammate a worker session hosts until it stops.
-func (s *Session) RunTeammate(ctx context.Context) error {
+func (h *TeamHandle) RunTeammate(ctx context.Context) error {
+	s := h.s
 	w := s.opts.Team.Worker
-	if w == nil || s.team == nil {
+	if w == nil || h.team == nil {
 		return errors.New("this session is not a team worker")
 	}
 	if w.Remote {
-		return s.team.JoinRemote(ctx, w.Member, w.Resume)
+		return h.team.JoinRemote(ctx, w.Member, w.Resume)
 	}
-	return s.team.Join(ctx, w.Member, w.Resume)
+	return h.team.Join(ctx, w.Member, w.Resume)
 }
 
-func (s *Session) closeTeam() {
-	if s.team != nil {
-		_ = s.team.Close()
+func (h *TeamHandle) closeTeam() {
+	if h.team != nil {
+		_ = h.team.Close()
 	}
-	if s.teamBackend != nil {
-		_ = s.teamBackend.Close()
+	if h.backend != nil {
+		_ = h.backend.Close()
 	}
-	if s.teamTemp != "" {
-		_ = os.RemoveAll(s.teamTemp)
+	if h.temp != "" {
+		_ = os.RemoveAll(h.temp)
 	}
 }
 
 // waitTeam is WaitBackground's part for the team: it returns how many messages wait for
 // the lead, or 0 once the team has settled — after shutting it down.
-func (s *Session) waitTeam(ctx context.Context) (int, error) {
-	if s.team == nil || s.team.LeadInbox() == nil {
+func (h *TeamHandle) waitTeam(ctx context.Context) (int, error) {
+	s := h.s
+	if h.team == nil || h.team.LeadInbox() == nil {
 		return 0, nil
 	}
-	n, err := s.team.WaitLead(ctx)
+	n, err := h.team.WaitLead(ctx)
 	if err != nil || n > 0 {
 		return n, err
 	}
-	if err := s.team.Shutdown(ctx, "the lead's work is done"); err != nil {
+	if err := h.team.Shutdown(ctx, "the lead's work is done"); err != nil {
 		s.logger.Warn("shut down team", "err", err)
 		s.emit(event.Notice{Level: "warn", Text: err.Error()})
 	}
 	return 0, nil
 }
 
-// SetIdleEvents makes the events of background work between Sends (teammates, background
-// agents) go to fn as they happen instead of being held for the next Send; a terminal UI
-// shows a team at work that way. fn is called from other goroutines; nil restores holding.
-func (s *Session) SetIdleEvents(fn func(event.Event)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.idleEvents = fn
-}
-
 // LeadUnread counts the messages waiting for the team lead that should wake it.
-func (s *Session) LeadUnread(ctx context.Context) int {
-	if s.team == nil || s.team.LeadInbox() == nil {
+func (h *TeamHandle) LeadUnread(ctx context.Context) int {
+	if h.team == nil || h.team.LeadInbox() == nil {
 		return 0
 	}
-	return s.team.LeadInbox().Unread(ctx)
+	return h.team.LeadInbox().Unread(ctx)
 }

@@ -46,7 +46,7 @@ func TestNoLiveMemberIsDeadUnderLoad(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	h.sess.SetIdleEvents(note)
+	h.sess.agents.SetIdleEvents(note)
 	ctx := waittest.Context(t)
 	var stop atomic.Bool
 	var watch sync.WaitGroup
@@ -54,7 +54,7 @@ func TestNoLiveMemberIsDeadUnderLoad(t *testing.T) {
 		tick := time.NewTicker(2 * time.Millisecond) //keel:duration how often the list is looked at, not a limit
 		defer tick.Stop()
 		for ; !stop.Load(); <-tick.C {
-			members, _ := h.sess.Team().Members(ctx)
+			members, _ := h.sess.Team().Current().Members(ctx)
 			for _, m := range members {
 				if m.State == team.StateDead {
 					mu.Lock()

@@ -30,7 +30,7 @@ func TestMailToAStoppingMemberIsRefusedAndAcceptedMailDrained(t *testing.T) {
 	if r := result(t, h.send(t, "start")); r.Text != "alice is on it" {
 		t.Fatalf("the lead's turn: %+v", r)
 	}
-	tm := h.sess.Team()
+	tm := h.sess.Team().Current()
 	if _, err := tm.SendFromUser(ctx, "alice", "note-before-shutdown"); err != nil {
 		t.Fatalf("a note to a working member: %v", err)
 	}

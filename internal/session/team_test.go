@@ -62,14 +62,14 @@ func drain(t *testing.T, s *Session) []event.Event {
 	ctx := waittest.Context(t)
 	var events []event.Event
 	for {
-		n, err := s.WaitBackground(ctx)
+		n, err := s.agents.WaitBackground(ctx)
 		if err != nil {
 			t.Fatalf("wait for the team: %v", err)
 		}
 		if n == 0 {
 			return events
 		}
-		for e, err := range s.SendPending(ctx) {
+		for e, err := range s.agents.SendPending(ctx) {
 			if err != nil {
 				t.Fatalf("lead turn: %v", err)
 			}
@@ -82,7 +82,7 @@ func TestTeamLeadSpawnsTeammateThatWorksTheBoard(t *testing.T) {
 	h := newHarness(t, teamScenario(), Options{Team: TeamOptions{Enabled: true, Lease: waittest.Scale(2 * time.Second), ShutdownTimeout: waittest.Timeout()}})
 	var idleMu sync.Mutex
 	var idle []event.Event
-	h.sess.SetIdleEvents(func(e event.Event) {
+	h.sess.agents.SetIdleEvents(func(e event.Event) {
 		idleMu.Lock()
 		defer idleMu.Unlock()
 		idle = append(idle, e)
@@ -116,7 +116,7 @@ func TestTeamLeadSpawnsTeammateThatWorksTheBoard(t *testing.T) {
 	if !stopped {
 		t.Error("the wait for the team returned before alice's stopped state was emitted")
 	}
-	tm := h.sess.Team()
+	tm := h.sess.Team().Current()
 	tasks, err := tm.Backend().Board().List(waittest.Context(t))
 	if err != nil {
 		t.Fatal(err)
@@ -159,15 +159,26 @@ func TestTeamsAreOffByDefault(t *testing.T) {
 			t.Errorf("without teams the pool has %s: %s", name, names)
 		}
 	}
-	if h.sess.Team() != nil {
+	if h.sess.Team().Current() != nil {
 		t.Error("a team exists without teams enabled")
 	}
 }
 
 func TestTeamsEnabledByClaudeCodeEnvSetting(t *testing.T) {
 	h := newHarness(t, &scripted.Scenario{}, Options{SettingsArgs: []string{`{"env":{"CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS":"1"}}`}})
-	if h.sess.Team() == nil {
+	if h.sess.Team().Current() == nil {
 		t.Fatal("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1 in settings did not enable teams")
+	}
+}
+
+// TestJobSessionDoesNotLeadTheTeam: a supervisor's job session (background agent, scheduled
+// run) opened where settings switch teams on does not open the launcher's team as its lead.
+func TestJobSessionDoesNotLeadTheTeam(t *testing.T) {
+	settings := `{"env":{"CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS":"1"}}`
+	h := newHarness(t, &scripted.Scenario{}, Options{SettingsArgs: []string{settings},
+		DetachedFrom: filepath.Join(t.TempDir(), "launcher.jsonl")})
+	if h.sess.Team().Current() != nil {
+		t.Fatal("a job session opened the team as its lead")
 	}
 }
 
@@ -223,7 +234,7 @@ func TestTeamResumesTeammateWithHistoryAndTask(t *testing.T) {
 		t.Errorf("no notice that alice was resumed among %d events", len(events))
 	}
 	drain(t, second.sess)
-	tk, err := second.sess.Team().Backend().Board().Get(waittest.Context(t), "1")
+	tk, err := second.sess.Team().Current().Backend().Board().Get(waittest.Context(t), "1")
 	if err != nil || tk.Status != coord.StatusCompleted || tk.Owner != "alice" {
 		t.Fatalf("task 1 after resume: %+v, %v; want completed by alice", tk, err)
 	}
@@ -410,7 +421,7 @@ case "$in" in *forbidden*) echo 'no forbidden tasks' >&2; exit 2;; esac`)
 			t.Errorf("rule %q never answered: %v", want, ruleNames(h))
 		}
 	}
-	tasks, _ := h.sess.Team().Backend().Board().List(waittest.Context(t))
+	tasks, _ := h.sess.Team().Current().Backend().Board().List(waittest.Context(t))
 	if len(tasks) != 1 || tasks[0].ID != "2" || tasks[0].Status != coord.StatusCompleted {
 		t.Errorf("board: %+v; want only task 2 (the refused task 1 removed), completed", tasks)
 	}
@@ -476,7 +487,7 @@ func TestTeamShutdownAbortsUnansweringTeammate(t *testing.T) {
 	h := newHarness(t, sc, Options{Team: TeamOptions{Enabled: true, Lease: time.Minute, ShutdownTimeout: timeout}})
 	h.send(t, "start")
 	ctx := waittest.Context(t)
-	tm := h.sess.Team()
+	tm := h.sess.Team().Current()
 	waittest.Until(t, "alice to be mid-task", func() bool { return slicesContains(ruleNames(h), "alice stuck") })
 	if tk, err := tm.Backend().Board().Get(ctx, "1"); err != nil || tk.Status != coord.StatusInProgress || tk.Owner != "alice" {
 		t.Fatalf("task 1 before the shutdown: %+v, %v; want in progress, held by alice", tk, err)

@@ -49,7 +49,7 @@ func TestStalledTeammateDoesNotMakeTheOtherThrash(t *testing.T) {
 			}
 			opts.Team = TeamOptions{Enabled: true, Lease: waittest.Scale(time.Second), ShutdownTimeout: waittest.Timeout()}
 			h := newHarness(t, thrashScenario(), opts)
-			if got := fmt.Sprintf("%T", h.sess.Team().Backend()); !strings.Contains(got, map[string]string{"files": "fscoord", "nats": "natscoord"}[backend]) {
+			if got := fmt.Sprintf("%T", h.sess.Team().Current().Backend()); !strings.Contains(got, map[string]string{"files": "fscoord", "nats": "natscoord"}[backend]) {
 				t.Fatalf("the team runs on %s", got)
 			}
 			thrash(t, h)
@@ -59,7 +59,7 @@ func TestStalledTeammateDoesNotMakeTheOtherThrash(t *testing.T) {
 
 func thrash(t *testing.T, h *harness) {
 	ctx := waittest.Context(t)
-	be := h.sess.Team().Backend()
+	be := h.sess.Team().Current().Backend()
 	stalledOwner(t, ctx, be, "carol")
 
 	if r := result(t, h.send(t, "get help")); r.Text != "bob is on it" {
@@ -93,8 +93,8 @@ func thrash(t *testing.T, h *harness) {
 	}
 	t.Logf("bob's requests: %d (1 to start, 4 on the task he could not finish)", bobRequests())
 	// The lead hears of it once: its turn for what waits reads one contested report.
-	waittest.Until(t, "the lead to be told", func() bool { return h.sess.LeadUnread(ctx) > 0 })
-	for range h.sess.SendPending(ctx) {
+	waittest.Until(t, "the lead to be told", func() bool { return h.sess.Team().LeadUnread(ctx) > 0 })
+	for range h.sess.agents.SendPending(ctx) {
 	}
 	reports := 0
 	for _, r := range h.srv.Requests() {

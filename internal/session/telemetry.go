@@ -21,11 +21,12 @@ const telemetryFlush = 10 * time.Second
 // editor over ACP, the library — exports the same way. A session run on another's behalf (a
 // teammate's worker, a supervisor job) exports nothing: its lead records its events. A run
 // without keel-otel goes on without telemetry, with a notice.
-func (s *Session) startTelemetry(ctx context.Context, cfg runconfig.Config, seams Seams, getenv func(string) string) error {
+func (c *configWiring) startTelemetry(ctx context.Context, cfg runconfig.Config, seams Seams, getenv func(string) string) error {
+	s := c.s
 	if cfg.Team.Worker != nil || cfg.Supervisor.DetachedFrom != "" || cfg.Offline {
 		return nil
 	}
-	env := s.telemetryEnv(getenv)
+	env := c.telemetryEnv(getenv)
 	if !telemetryWanted(env) {
 		return nil
 	}
@@ -80,7 +81,8 @@ func (s *Session) startTelemetry(ctx context.Context, cfg runconfig.Config, seam
 // settings — never a project's, which an untrusted repository could use to send the session's
 // telemetry to a host of its choosing. Settings are read on the first lookup the environment
 // does not answer.
-func (s *Session) telemetryEnv(getenv func(string) string) func(string) string {
+func (c *configWiring) telemetryEnv(getenv func(string) string) func(string) string {
+	s := c.s
 	var managed, user map[string]string
 	load := func() {
 		if managed != nil {

@@ -6,7 +6,8 @@ import (
 )
 
 // thinking is the main agent's thinking setting for the next request.
-func (s *Session) thinking() *provider.Thinking {
+func (w *Switches) thinking() *provider.Thinking {
+	s := w.s
 	s.sdk.mu.Lock()
 	defer s.sdk.mu.Unlock()
 	return s.sdk.thinking
@@ -32,7 +33,8 @@ func initialThinking(o SDKOptions) *provider.Thinking {
 
 // SetMaxThinkingTokens sets the thinking budget of the following requests; 0 turns thinking
 // off (the SDK's setMaxThinkingTokens).
-func (s *Session) SetMaxThinkingTokens(n int64) {
+func (w *Switches) SetMaxThinkingTokens(n int64) {
+	s := w.s
 	s.sdk.mu.Lock()
 	defer s.sdk.mu.Unlock()
 	if n <= 0 {

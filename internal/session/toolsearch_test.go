@@ -221,7 +221,7 @@ func TestDeferredBuiltinsBehindToolSearch(t *testing.T) {
 	}
 	reqs := h.srv.Requests()
 	first := chatToolNames(t, reqs[0].Body)
-	for _, name := range []string{"BashOutput", "KillShell", "TaskOutput", "TaskStop", "SendMessage"} {
+	for _, name := range []string{"TodoWrite", "BashOutput", "KillShell", "TaskOutput", "TaskStop", "SendMessage"} {
 		if has(first, name) {
 			t.Errorf("the first request sends %s whole", name)
 		}

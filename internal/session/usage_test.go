@@ -72,13 +72,13 @@ func TestModelUsageSumsEveryAgent(t *testing.T) {
 // TestUnknownPriceIsNotFree: a model without a known price reports its tokens and no price.
 func TestUnknownPriceIsNotFree(t *testing.T) {
 	h := newHarness(t, &scripted.Scenario{}, Options{})
-	h.sess.SetModel("claude-scripted-preview")
+	h.sess.switches.SetModel("claude-scripted-preview")
 	res := result(t, h.send(t, "hi"))
 	mu, ok := res.ModelUsage["claude-scripted-preview"]
 	if !ok || mu.PriceKnown || mu.CostUSD != 0 || mu.Usage.TotalInput() == 0 {
 		t.Errorf("modelUsage = %+v, want the tokens with the price marked unknown", res.ModelUsage)
 	}
-	if _, _, all, any := h.sess.ledgerNow().Total(); all || any {
+	if _, _, all, any := h.sess.acct.ledgerNow().Total(); all || any {
 		t.Error("the session's ledger calls the unknown price known")
 	}
 }

@@ -33,8 +33,8 @@ type webSetup struct {
 
 // newWebSetup is s's web setup.
 func newWebSetup(s *Session) *webSetup {
-	return &webSetup{provider: s.opts.Provider, model: s.Model, usage: s.helperUsed, search: s.settings.WebSearch,
-		trusted: s.trusted(), environ: s.opts.MCP.Environ, logger: s.logger}
+	return &webSetup{provider: s.opts.Provider, model: s.switches.Model, usage: s.acct.helperUsed, search: s.settings.WebSearch,
+		trusted: s.conf.trusted(), environ: s.opts.MCP.Environ, logger: s.logger}
 }
 
 // configure fills in opts' web tools; the notices say what settings were ignored.

@@ -248,8 +248,8 @@ func TestNotebookEditEndToEnd(t *testing.T) {
 	}
 	goldentest.Check(t, "notebookedit_history.jsonl", []byte(strings.ReplaceAll(strings.Join(hist, "\n")+"\n", cwd, "$CWD")))
 	// The edit is undone by a rewind, like Edit's.
-	prompts := h.sess.UserMessages()
-	if _, err := h.sess.Rewind(t.Context(), prompts[0].UUID, true, false); err != nil {
+	prompts := h.sess.undo.UserMessages()
+	if _, err := h.sess.undo.Rewind(t.Context(), prompts[0].UUID, true, false); err != nil {
 		t.Fatal(err)
 	}
 	if data, _ := os.ReadFile(nb); string(data) != original {

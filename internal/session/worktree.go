@@ -42,12 +42,22 @@ type worktreeState struct {
 	active *worktreeRecord
 }
 
+// mainWorktree moves the main session into a worktree of the project and back
+// (EnterWorktree, ExitWorktree) and restores it on resume. Moving changes the session's
+// working directory, permissions and transcript, hence s.
+type mainWorktree struct {
+	s *Session
+	// wt is the worktree the main session works in.
+	wt worktreeState
+}
+
 // worktrees is the manager of the project's worktrees, with the same safety as agent
 // worktrees: git through gitexec, the repository's hooks and filters off until the workspace
 // is trusted, WorktreeCreate/WorktreeRemove hooks honoured.
-func (s *Session) worktrees() *worktree.Manager {
-	return &worktree.Manager{Root: s.projectDir, Trusted: s.trusted(), Logger: s.logger,
-		Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookInput(s.Cwd(), in) }}}
+func (wk *mainWorktree) worktrees() *worktree.Manager {
+	s := wk.s
+	return &worktree.Manager{Root: s.projectDir, Trusted: s.conf.trusted(), Logger: s.logger,
+		Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) }}}
 }
 
 type enterWorktreeInput struct {
@@ -75,7 +85,7 @@ func (s *Session) worktreeTools() []tool.Tool {
 			if env.AgentID != "" {
 				return tool.Errorf("EnterWorktree moves the main session; a subagent is given a worktree with the Agent tool's isolation: \"worktree\"")
 			}
-			return s.enterWorktree(ctx, env, in)
+			return s.wtree.enterWorktree(ctx, env, in)
 		},
 	})
 	exit := tool.New(tool.Spec[exitWorktreeInput]{
@@ -90,17 +100,18 @@ func (s *Session) worktreeTools() []tool.Tool {
 			if env.AgentID != "" {
 				return tool.Errorf("ExitWorktree moves the main session; a subagent cannot leave its worktree")
 			}
-			return s.exitWorktree(ctx, env, in)
+			return s.wtree.exitWorktree(ctx, env, in)
 		},
 	})
 	return []tool.Tool{enter, exit}
 }
 
-func (s *Session) enterWorktree(ctx context.Context, env *tool.Env, in enterWorktreeInput) tool.Result {
-	s.wt.mu.Lock()
-	defer s.wt.mu.Unlock()
-	if s.wt.active != nil {
-		return tool.Errorf("this session already works in worktree %s (%s); leave it with ExitWorktree first", s.wt.active.Slug, s.wt.active.Path)
+func (wk *mainWorktree) enterWorktree(ctx context.Context, env *tool.Env, in enterWorktreeInput) tool.Result {
+	s := wk.s
+	wk.wt.mu.Lock()
+	defer wk.wt.mu.Unlock()
+	if wk.wt.active != nil {
+		return tool.Errorf("this session already works in worktree %s (%s); leave it with ExitWorktree first", wk.wt.active.Slug, wk.wt.active.Path)
 	}
 	if _, err := os.Stat(filepath.Join(s.projectDir, ".git")); err != nil {
 		return tool.Errorf("EnterWorktree needs a git repository, and %s is not in one; nothing was created", env.State.Cwd)
@@ -111,7 +122,7 @@ func (s *Session) enterWorktree(ctx context.Context, env *tool.Env, in enterWork
 		_, _ = rand.Read(b[:])
 		name = "wt-" + hex.EncodeToString(b[:])
 	}
-	m := s.worktrees()
+	m := wk.worktrees()
 	slug := worktree.Slug(name)
 	if _, err := os.Lstat(m.Path(slug)); err == nil {
 		return tool.Errorf("a worktree named %s exists already (%s); choose another name, nothing was created", slug, m.Path(slug))
@@ -121,21 +132,22 @@ func (s *Session) enterWorktree(ctx context.Context, env *tool.Env, in enterWork
 		return tool.Errorf("EnterWorktree: %v; nothing was created", err)
 	}
 	rec := &worktreeRecord{Slug: wt.Slug, Path: wt.Path, Branch: wt.Branch, Base: wt.Base, From: env.State.Cwd}
-	s.wt.active = rec
-	s.recordMetadata(ctx, transcript.TypeWorktree, rec)
+	wk.wt.active = rec
+	s.persist.recordMetadata(ctx, transcript.TypeWorktree, rec)
 	text := fmt.Sprintf("Now working in worktree %s at %s on branch %s (from %s). Paths resolve there; ExitWorktree returns.", wt.Slug, wt.Path, wt.Branch, rec.From)
 	return tool.Result{Content: tool.Text(text).Content, Output: rec, Modifier: func(st *tool.State) { st.Cwd = wt.Path }}
 }
 
-func (s *Session) exitWorktree(ctx context.Context, env *tool.Env, in exitWorktreeInput) tool.Result {
-	s.wt.mu.Lock()
-	defer s.wt.mu.Unlock()
-	rec := s.wt.active
+func (wk *mainWorktree) exitWorktree(ctx context.Context, env *tool.Env, in exitWorktreeInput) tool.Result {
+	s := wk.s
+	wk.wt.mu.Lock()
+	defer wk.wt.mu.Unlock()
+	rec := wk.wt.active
 	if rec == nil {
 		return tool.Errorf("this session is not in a worktree made by EnterWorktree; nothing to leave")
 	}
 	wt := &worktree.Worktree{Slug: rec.Slug, Path: rec.Path, Branch: rec.Branch, Base: rec.Base}
-	m := s.worktrees()
+	m := wk.worktrees()
 	text := fmt.Sprintf("Left worktree %s; back in %s. The worktree and branch %s are kept at %s.", rec.Slug, rec.From, rec.Branch, rec.Path)
 	switch in.Action {
 	case "keep":
@@ -145,7 +157,7 @@ func (s *Session) exitWorktree(ctx context.Context, env *tool.Env, in exitWorktr
 			return tool.Errorf("ExitWorktree: cannot tell whether worktree %s has changes (%v); nothing was removed", rec.Slug, err)
 		}
 		if changed {
-			if why, ok := s.askDiscard(ctx, env, rec); !ok {
+			if why, ok := wk.askDiscard(ctx, env, rec); !ok {
 				return tool.Errorf("worktree %s has uncommitted changes or new commits, and removing it was not allowed (%s). Nothing was removed; keep it with action keep", rec.Slug, why)
 			}
 		}
@@ -156,15 +168,16 @@ func (s *Session) exitWorktree(ctx context.Context, env *tool.Env, in exitWorktr
 	default:
 		return tool.Errorf(`action %q is not one of keep, remove`, in.Action)
 	}
-	s.wt.active = nil
-	s.recordMetadata(ctx, transcript.TypeWorktree, worktreeRecord{})
+	wk.wt.active = nil
+	s.persist.recordMetadata(ctx, transcript.TypeWorktree, worktreeRecord{})
 	from := rec.From
 	return tool.Result{Content: tool.Text(text).Content, Output: rec, Modifier: func(st *tool.State) { st.Cwd = from }}
 }
 
 // restoreWorktree puts a resumed session back in the worktree its transcript says it was in,
 // if that worktree still exists.
-func (s *Session) restoreWorktree(st *transcript.State) {
+func (wk *mainWorktree) restoreWorktree(st *transcript.State) {
+	s := wk.s
 	var rec worktreeRecord
 	if raw := st.Metadata[transcript.TypeWorktree]; len(raw) == 0 || json.Unmarshal(raw, &rec) != nil || rec.Path == "" {
 		return
@@ -174,7 +187,7 @@ func (s *Session) restoreWorktree(st *transcript.State) {
 			Text: fmt.Sprintf("the worktree this session worked in (%s) is gone; it continues in %s", rec.Path, s.state.Cwd)})
 		return
 	}
-	s.wt.active = &rec
+	wk.wt.active = &rec
 	s.state.Cwd = rec.Path
 }
 
@@ -182,7 +195,8 @@ func (s *Session) restoreWorktree(st *transcript.State) {
 // changes may be discarded. It asks whatever the rules and the mode say (only deny rules
 // and dontAsk refuse first): removing uncommitted work cannot be undone, so the model's
 // discard_changes is not enough. A headless run has no one to ask and refuses.
-func (s *Session) askDiscard(ctx context.Context, env *tool.Env, rec *worktreeRecord) (string, bool) {
+func (wk *mainWorktree) askDiscard(ctx context.Context, env *tool.Env, rec *worktreeRecord) (string, bool) {
+	s := wk.s
 	input, _ := json.Marshal(map[string]string{"action": "remove", "worktree": rec.Path, "branch": rec.Branch})
 	req := permission.Request{Tool: ExitWorktreeName, Paths: []string{rec.Path}, Cwd: rec.From, Input: input}
 	if env != nil {

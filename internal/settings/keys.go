@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"sync"
 )
 
 // PermissionModes are the values of permissions.defaultMode. "bubble" is not among them: only
@@ -87,42 +88,45 @@ type Permissions struct {
 	AdditionalDirectories []Value[string]
 }
 
-// keyTable is every key keel reads. Order is the order of `keel config` output.
-var keyTable = []keyDef{
-	object("permissions",
-		list("allow", func(s *Settings) *[]Value[string] { return &s.Permissions.Allow }, decNonEmpty),
-		list("ask", func(s *Settings) *[]Value[string] { return &s.Permissions.Ask }, decNonEmpty),
-		list("deny", func(s *Settings) *[]Value[string] { return &s.Permissions.Deny }, decNonEmpty),
-		scalar("defaultMode", func(s *Settings) *Value[string] { return &s.Permissions.DefaultMode }, decOneOf(PermissionModes...)),
-		list("additionalDirectories", func(s *Settings) *[]Value[string] { return &s.Permissions.AdditionalDirectories }, decNonEmpty),
-	),
-	hooksKey(),
-	scalar("disableAllHooks", func(s *Settings) *Value[bool] { return &s.DisableAllHooks }, decBool),
-	envKey(),
-	scalar("model", func(s *Settings) *Value[string] { return &s.Model }, decNonEmpty),
-	scalar("enableAllProjectMcpServers", func(s *Settings) *Value[bool] { return &s.EnableAllProjectMcpServers }, decBool),
-	list("enabledMcpjsonServers", func(s *Settings) *[]Value[string] { return &s.EnabledMcpjsonServers }, decNonEmpty),
-	list("disabledMcpjsonServers", func(s *Settings) *[]Value[string] { return &s.DisabledMcpjsonServers }, decNonEmpty),
-	managedOnly(list("allowedMcpServers", func(s *Settings) *[]Value[MCPServerRule] { return &s.AllowedMcpServers }, decMCPServerRule)),
-	managedOnly(list("deniedMcpServers", func(s *Settings) *[]Value[MCPServerRule] { return &s.DeniedMcpServers }, decMCPServerRule)),
-	scalar("forkSubagents", func(s *Settings) *Value[bool] { return &s.ForkSubagents }, decBool),
-	scalar("teams", func(s *Settings) *Value[bool] { return &s.Teams }, decBool),
-	scalar("teammateMode", func(s *Settings) *Value[string] { return &s.TeammateMode }, decOneOf(TeammateModes...)),
-	list("cacheTTL1h", func(s *Settings) *[]Value[string] { return &s.CacheTTL1h }, decPattern),
-	scalar("autoCompactThreshold", func(s *Settings) *Value[float64] { return &s.AutoCompactThreshold }, decNumberIn(1, 100, "a percentage of the context window")),
-	scalar("clearToolResults", func(s *Settings) *Value[bool] { return &s.ClearToolResults }, decBool),
-	webSearchKey(),
-	lspKey(),
-	coordinationKey(),
-	enabledPluginsKey(),
-	extraKnownMarketplacesKey(),
-	strictKnownMarketplacesKey(),
-	blockedMarketplacesKey(),
-	statusLineKey(),
-	scalar("outputStyle", func(s *Settings) *Value[string] { return &s.OutputStyle }, decNonEmpty),
-	scalar("autoMemoryEnabled", func(s *Settings) *Value[bool] { return &s.AutoMemoryEnabled }, decBool),
-	sandboxKey(),
-}
+// keyTable is every key keel reads. Order is the order of `keel config` output. Built on
+// first use: a run that reads no settings (`keel --version`) does not pay for its 150 closures.
+var keyTable = sync.OnceValue(func() []keyDef {
+	return []keyDef{
+		object("permissions",
+			list("allow", func(s *Settings) *[]Value[string] { return &s.Permissions.Allow }, decNonEmpty),
+			list("ask", func(s *Settings) *[]Value[string] { return &s.Permissions.Ask }, decNonEmpty),
+			list("deny", func(s *Settings) *[]Value[string] { return &s.Permissions.Deny }, decNonEmpty),
+			scalar("defaultMode", func(s *Settings) *Value[string] { return &s.Permissions.DefaultMode }, decOneOf(PermissionModes...)),
+			list("additionalDirectories", func(s *Settings) *[]Value[string] { return &s.Permissions.AdditionalDirectories }, decNonEmpty),
+		),
+		hooksKey(),
+		scalar("disableAllHooks", func(s *Settings) *Value[bool] { return &s.DisableAllHooks }, decBool),
+		envKey(),
+		scalar("model", func(s *Settings) *Value[string] { return &s.Model }, decNonEmpty),
+		scalar("enableAllProjectMcpServers", func(s *Settings) *Value[bool] { return &s.EnableAllProjectMcpServers }, decBool),
+		list("enabledMcpjsonServers", func(s *Settings) *[]Value[string] { return &s.EnabledMcpjsonServers }, decNonEmpty),
+		list("disabledMcpjsonServers", func(s *Settings) *[]Value[string] { return &s.DisabledMcpjsonServers }, decNonEmpty),
+		managedOnly(list("allowedMcpServers", func(s *Settings) *[]Value[MCPServerRule] { return &s.AllowedMcpServers }, decMCPServerRule)),
+		managedOnly(list("deniedMcpServers", func(s *Settings) *[]Value[MCPServerRule] { return &s.DeniedMcpServers }, decMCPServerRule)),
+		scalar("forkSubagents", func(s *Settings) *Value[bool] { return &s.ForkSubagents }, decBool),
+		scalar("teams", func(s *Settings) *Value[bool] { return &s.Teams }, decBool),
+		scalar("teammateMode", func(s *Settings) *Value[string] { return &s.TeammateMode }, decOneOf(TeammateModes...)),
+		list("cacheTTL1h", func(s *Settings) *[]Value[string] { return &s.CacheTTL1h }, decPattern),
+		scalar("autoCompactThreshold", func(s *Settings) *Value[float64] { return &s.AutoCompactThreshold }, decNumberIn(1, 100, "a percentage of the context window")),
+		scalar("clearToolResults", func(s *Settings) *Value[bool] { return &s.ClearToolResults }, decBool),
+		webSearchKey(),
+		lspKey(),
+		coordinationKey(),
+		enabledPluginsKey(),
+		extraKnownMarketplacesKey(),
+		strictKnownMarketplacesKey(),
+		blockedMarketplacesKey(),
+		statusLineKey(),
+		scalar("outputStyle", func(s *Settings) *Value[string] { return &s.OutputStyle }, decNonEmpty),
+		scalar("autoMemoryEnabled", func(s *Settings) *Value[bool] { return &s.AutoMemoryEnabled }, decBool),
+		sandboxKey(),
+	}
+})
 
 // keyDef reads one key. Sources are applied highest first, so apply only fills what is unset
 // (scalars) or not yet present (lists).

@@ -98,5 +98,5 @@ func TestEveryKeyIsClassified(t *testing.T) {
 			}
 		}
 	}
-	walk("", keyTable)
+	walk("", keyTable())
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -72,5 +73,32 @@ func TestSearchMisses(t *testing.T) {
 	}
 	if len(s.Discovered(deferred)) != 0 {
 		t.Error("a miss loaded something")
+	}
+}
+
+// TestFindsDeferredBuiltins: every built-in that defers its schema is loaded by select: and
+// found by a query in the words of its purpose, first.
+func TestFindsDeferredBuiltins(t *testing.T) {
+	var deferred []tool.Tool
+	for _, tl := range builtin.Tools(builtin.Options{}) {
+		if tool.IsDeferred(tl) {
+			deferred = append(deferred, tl)
+		}
+	}
+	search := New().Tool(func(context.Context) []tool.Tool { return deferred })
+	keywords := map[string]string{"TodoWrite": "todo list", "BashOutput": "background shell output", "KillShell": "kill shell",
+		"NotebookEdit": "jupyter notebook cell", "WebFetch": "fetch url", "WebSearch": "search the web"}
+	for _, tl := range deferred {
+		if res := call(t, search, "select:"+tl.Name()); res.IsError || !strings.Contains(res.ResultText(), `{"name":"`+tl.Name()+`"`) {
+			t.Errorf("select:%s = %q", tl.Name(), res.ResultText())
+		}
+		query, ok := keywords[tl.Name()]
+		if !ok {
+			t.Errorf("no keyword query for the deferred built-in %s", tl.Name())
+			continue
+		}
+		if res := call(t, search, query); !strings.HasPrefix(res.ResultText(), "<functions>\n<function>{\"name\":\""+tl.Name()+"\"") {
+			t.Errorf("%q does not find %s first: %.200s", query, tl.Name(), res.ResultText())
+		}
 	}
 }

@@ -128,45 +128,45 @@ func (m *Model) streaming() *item {
 	return m.addItem(&item{kind: kindAssistant, streaming: true})
 }
 
-// onEvent folds one session event into the transcript.
+// onEvent folds one session event into the transcript: the team's events, the main
+// agent's messages, tools and tasks, then status lines.
 func (m *Model) onEvent(ev keel.Event) {
 	if m.onTeamEvent(ev) {
 		return
 	}
 	o := ev.From()
-	sub := o.AgentID != ""
+	if m.onMessageEvent(ev, o.AgentID != "") || m.onToolEvent(ev, o) {
+		return
+	}
+	m.onStatusEvent(ev, o.AgentID != "")
+}
+
+// onMessageEvent folds the events of the conversation itself (sub: a subagent's, which
+// the transcript leaves out); false when ev is not one of them.
+func (m *Model) onMessageEvent(ev keel.Event, sub bool) bool {
 	switch e := ev.(type) {
 	case keel.Init:
 		if !sub {
 			m.init = &e
 		}
 	case keel.TextDelta:
-		if sub {
-			return
+		if !sub {
+			it := m.streaming()
+			it.text += e.Text
+			m.deltaLen += len(e.Text)
 		}
-		it := m.streaming()
-		it.text += e.Text
-		m.deltaLen += len(e.Text)
 	case keel.ThinkingDelta:
-		if sub {
-			return
+		if !sub {
+			m.onThinking(e)
 		}
-		n := len(m.items)
-		if n == 0 || m.items[n-1].kind != kindThinking {
-			m.addItem(&item{kind: kindThinking})
-		}
-		m.items[len(m.items)-1].text += e.Thinking
-		m.items[len(m.items)-1].cache = ""
-		m.deltaLen += len(e.Thinking)
 	case keel.AssistantMessage:
-		if sub {
-			return
+		if !sub {
+			m.flush(true)
+			m.runTokens += e.Usage.OutputTokens
+			m.deltaLen = 0
+			m.ctxUsed = e.Usage.TotalInput() + e.Usage.OutputTokens
+			m.usage, m.cost = m.b.Usage()
 		}
-		m.flush(true)
-		m.runTokens += e.Usage.OutputTokens
-		m.deltaLen = 0
-		m.ctxUsed = e.Usage.TotalInput() + e.Usage.OutputTokens
-		m.usage, m.cost = m.b.Usage()
 	case keel.UserMessage:
 		if !sub && e.UUID != "" {
 			// System reminders (listings, notes) are the harness's additions, not prompts.
@@ -175,12 +175,52 @@ func (m *Model) onEvent(ev keel.Event) {
 				m.markPrompt(e.UUID)
 			}
 		}
+	case keel.Result:
+		if !sub {
+			m.onResult(e)
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// onThinking adds streamed thinking to the newest thinking item, starting one if needed.
+func (m *Model) onThinking(e keel.ThinkingDelta) {
+	n := len(m.items)
+	if n == 0 || m.items[n-1].kind != kindThinking {
+		m.addItem(&item{kind: kindThinking})
+	}
+	m.items[len(m.items)-1].text += e.Thinking
+	m.items[len(m.items)-1].cache = ""
+	m.deltaLen += len(e.Thinking)
+}
+
+// onResult takes the main agent's result: the usage and price, and the error it ended with.
+func (m *Model) onResult(e keel.Result) {
+	m.usage, m.cost = e.Usage, e.CostUSD
+	for _, mu := range e.ModelUsage {
+		m.unpriced = m.unpriced || !mu.PriceKnown
+		m.priced = m.priced || mu.PriceKnown
+	}
+	if u, c := m.b.Usage(); c >= e.CostUSD {
+		m.usage, m.cost = u, c
+	}
+	if e.IsError && !(m.interrupted && render.ResultMessage(event.Result{Subtype: e.Subtype, Text: e.Text}) == "Interrupted.") {
+		m.errorf(render.ResultMessage(event.Result{Subtype: e.Subtype, Text: e.Text}))
+	}
+}
+
+// onToolEvent folds tool calls and background tasks, of every agent; false when ev is
+// not one of them.
+func (m *Model) onToolEvent(ev keel.Event, o keel.Origin) bool {
+	switch e := ev.(type) {
 	case keel.ToolStart:
 		m.flush(true)
 		it := &item{kind: kindTool, id: e.ID, name: e.Name, input: e.Input, agent: o.AgentName}
 		m.tools[e.ID] = it
 		m.addItem(it)
-		if sub {
+		if o.AgentID != "" {
 			m.taskActivity(o, e.Name)
 		}
 	case keel.ToolProgress:
@@ -196,6 +236,25 @@ func (m *Model) onEvent(ev keel.Event) {
 		if it := m.tools[e.ToolUseID]; it != nil {
 			it.done, it.isErr, it.result, it.cache = true, true, "denied: "+e.Reason, ""
 		}
+	case keel.TaskStarted:
+		m.tasks = append(m.tasks, &task{id: e.TaskID, desc: e.Description, kind: e.SubagentType, status: "running"})
+	case keel.TaskUpdated:
+		if t := m.task(e.TaskID); t != nil {
+			t.status = e.Status
+		}
+	case keel.TaskNotification:
+		if t := m.task(e.TaskID); t != nil {
+			t.status, t.summary = e.Status, e.Summary
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// onStatusEvent folds retries, cache breaks, compactions, todos and notices.
+func (m *Model) onStatusEvent(ev keel.Event, sub bool) {
+	switch e := ev.(type) {
 	case keel.Retry:
 		m.hint = strings.TrimPrefix(render.RetryLine(event.Retry{Origin: event.Origin(e.Origin), Attempt: e.Attempt, MaxAttempts: e.MaxAttempts, Delay: e.Delay, Err: e.Err}), "keel: ")
 	case keel.CacheBreak:
@@ -208,33 +267,8 @@ func (m *Model) onEvent(ev keel.Event) {
 		if !sub {
 			m.addItem(&item{kind: kindNotice, text: todosText(e)})
 		}
-	case keel.TaskStarted:
-		m.tasks = append(m.tasks, &task{id: e.TaskID, desc: e.Description, kind: e.SubagentType, status: "running"})
-	case keel.TaskUpdated:
-		if t := m.task(e.TaskID); t != nil {
-			t.status = e.Status
-		}
-	case keel.TaskNotification:
-		if t := m.task(e.TaskID); t != nil {
-			t.status, t.summary = e.Status, e.Summary
-		}
 	case keel.Notice:
 		m.showNotice(e)
-	case keel.Result:
-		if sub {
-			return
-		}
-		m.usage, m.cost = e.Usage, e.CostUSD
-		for _, mu := range e.ModelUsage {
-			m.unpriced = m.unpriced || !mu.PriceKnown
-			m.priced = m.priced || mu.PriceKnown
-		}
-		if u, c := m.b.Usage(); c >= e.CostUSD {
-			m.usage, m.cost = u, c
-		}
-		if e.IsError && !(m.interrupted && render.ResultMessage(event.Result{Subtype: e.Subtype, Text: e.Text}) == "Interrupted.") {
-			m.errorf(render.ResultMessage(event.Result{Subtype: e.Subtype, Text: e.Text}))
-		}
 	}
 }
 

@@ -118,52 +118,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	if m.formActive() && k != "ctrl+c" && k != "pgup" && k != "pgdown" {
 		return m.formKey(msg)
 	}
-	switch k {
-	case "ctrl+c":
-		if !m.lastCtrlC.IsZero() && now.Sub(m.lastCtrlC) < doublePress {
-			m.quitting = true
-			return tea.Quit
-		}
-		m.lastCtrlC = now
-		if m.working {
-			m.interrupt()
-		}
-		m.input.Reset()
-		m.hint = "press ctrl+c again to exit"
-		return nil
-	case "shift+tab":
-		cur := m.b.PermissionMode()
-		next := permissionModes[0]
-		for i, pm := range permissionModes {
-			if pm == cur {
-				next = permissionModes[(i+1)%len(permissionModes)]
-			}
-		}
-		if err := m.b.SetPermissionMode(next); err != nil {
-			m.errorf("could not switch the permission mode: " + err.Error())
-		}
-		return m.refreshStatusLine()
-	case "ctrl+o":
-		m.expanded = !m.expanded
-		return nil
-	case "ctrl+b":
-		bg, ok := m.b.(Backgrounder)
-		if !ok {
-			m.hint = unavailable("moving a subagent to the background")
-			return nil
-		}
-		return func() tea.Msg {
-			return cmdDoneMsg{what: "moved to the background", err: bg.Background(context.Background())}
-		}
-	case "pgup":
-		m.scroll += max(m.hgt/2, 1)
-		if m.first > 0 && m.scroll >= len(m.transcriptLines())-m.hgt/2 {
-			m.pageEarlier()
-		}
-		return nil
-	case "pgdown":
-		m.scroll = max(m.scroll-max(m.hgt/2, 1), 0)
-		return nil
+	if cmd, ok := m.globalKey(k, now); ok {
+		return cmd
 	}
 	if m.picker != nil {
 		return m.pickerKey(msg)
@@ -177,26 +133,96 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	if k == "esc" {
 		return m.escape(now)
 	}
-	if m.compl.kind != 0 {
-		switch k {
-		case "up":
-			m.compl.sel = (m.compl.sel + len(m.compl.items) - 1) % len(m.compl.items)
-			return nil
-		case "down":
-			m.compl.sel = (m.compl.sel + 1) % len(m.compl.items)
-			return nil
-		case "tab":
+	if m.compl.kind != 0 && m.completionKey(k) {
+		return nil
+	}
+	return m.inputKey(msg, k)
+}
+
+// globalKey handles the keys that act whatever is open; ok says k was one of them.
+func (m *Model) globalKey(k string, now time.Time) (cmd tea.Cmd, ok bool) {
+	switch k {
+	case "ctrl+c":
+		if !m.lastCtrlC.IsZero() && now.Sub(m.lastCtrlC) < doublePress {
+			m.quitting = true
+			return tea.Quit, true
+		}
+		m.lastCtrlC = now
+		if m.working {
+			m.interrupt()
+		}
+		m.input.Reset()
+		m.hint = "press ctrl+c again to exit"
+		return nil, true
+	case "shift+tab":
+		return m.cyclePermissionMode(), true
+	case "ctrl+o":
+		m.expanded = !m.expanded
+		return nil, true
+	case "ctrl+b":
+		bg, ok := m.b.(Backgrounder)
+		if !ok {
+			m.hint = unavailable("moving a subagent to the background")
+			return nil, true
+		}
+		return func() tea.Msg {
+			return cmdDoneMsg{what: "moved to the background", err: bg.Background(context.Background())}
+		}, true
+	case "pgup":
+		m.scroll += max(m.hgt/2, 1)
+		if m.first > 0 && m.scroll >= len(m.transcriptLines())-m.hgt/2 {
+			m.pageEarlier()
+		}
+		return nil, true
+	case "pgdown":
+		m.scroll = max(m.scroll-max(m.hgt/2, 1), 0)
+		return nil, true
+	}
+	return nil, false
+}
+
+// cyclePermissionMode switches to the permission mode after the current one (shift+tab).
+func (m *Model) cyclePermissionMode() tea.Cmd {
+	cur := m.b.PermissionMode()
+	next := permissionModes[0]
+	for i, pm := range permissionModes {
+		if pm == cur {
+			next = permissionModes[(i+1)%len(permissionModes)]
+		}
+	}
+	if err := m.b.SetPermissionMode(next); err != nil {
+		m.errorf("could not switch the permission mode: " + err.Error())
+	}
+	return m.refreshStatusLine()
+}
+
+// completionKey handles a key while the completion menu is open; true says the key is
+// used up (an enter that accepted a command's completion goes on to the input).
+func (m *Model) completionKey(k string) bool {
+	switch k {
+	case "up":
+		m.compl.sel = (m.compl.sel + len(m.compl.items) - 1) % len(m.compl.items)
+		return true
+	case "down":
+		m.compl.sel = (m.compl.sel + 1) % len(m.compl.items)
+		return true
+	case "tab":
+		m.acceptCompletion()
+		return true
+	case "enter":
+		if m.compl.kind == '@' || m.input.Value() != m.compl.items[m.compl.sel].value {
 			m.acceptCompletion()
-			return nil
-		case "enter":
-			if m.compl.kind == '@' || m.input.Value() != m.compl.items[m.compl.sel].value {
-				m.acceptCompletion()
-				if m.compl.kind == '@' || !strings.HasPrefix(m.input.Value(), "/") {
-					return nil
-				}
+			if m.compl.kind == '@' || !strings.HasPrefix(m.input.Value(), "/") {
+				return true
 			}
 		}
 	}
+	return false
+}
+
+// inputKey handles a key in the prompt input: enter submits, up and down walk the history
+// at the first and last line, everything else edits.
+func (m *Model) inputKey(msg tea.KeyPressMsg, k string) tea.Cmd {
 	switch k {
 	case "enter":
 		v := m.input.Value()

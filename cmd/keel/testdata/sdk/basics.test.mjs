@@ -11,6 +11,10 @@ test('01a hello: one turn, init and result', { timeout }, async () => {
   assert.equal(r.error, undefined);
   assert.ok(r.init, 'no system/init line');
   assert.equal(r.init.cwd, ws.dir);
+  // Tools whose schemas wait behind tool search are still the session's tools.
+  for (const name of ['Read', 'TodoWrite', 'BashOutput', 'WebFetch', 'Agent', 'Skill']) {
+    assert.ok(r.init.tools.includes(name), `init tools lack ${name}: ${r.init.tools}`);
+  }
   assert.equal(r.result.subtype, 'success');
   assert.equal(r.result.is_error, false);
   assert.equal(r.result.result, 'Hello from the scripted model.');
