@@ -89,7 +89,12 @@ func Doctor(ctx context.Context, s *Sandbox) []Finding {
 	if len(p.Network.AllowedDomains) > 0 {
 		net += ", allowed: " + strings.Join(p.Network.AllowedDomains, ", ")
 	} else {
-		net += ", which allows no domain (sandbox.network.allowedDomains)"
+		net += ", which lists no domain (sandbox.network.allowedDomains)"
+	}
+	if p.Network.Strict {
+		net += "; any other is refused (strictAllowlist)"
+	} else {
+		net += "; any other is asked about (refused in a headless run)"
 	}
 	if len(p.Network.DeniedDomains) > 0 {
 		net += "; denied: " + strings.Join(p.Network.DeniedDomains, ", ")
