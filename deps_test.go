@@ -141,7 +141,7 @@ var layers = []struct {
 	{"composition: a session, and the supervisor that runs its agents beyond it", []string{"internal/session", "internal/daemon"}},
 	{"frontends and the public API", []string{"", "keeltest", "internal/control", "internal/tui", "internal/interactive",
 		"internal/cli", "internal/cli/demo", "internal/acp", "internal/dashboard"}},
-	{"commands", []string{"cmd/keel", "cmd/keel-tui", "cmd/keel-nats", "cmd/keel-otel", "scripts/costbench"}},
+	{"commands", []string{"cmd/keel", "cmd/keel-tui", "cmd/keel-nats", "cmd/keel-otel", "cmd/keel-sandbox", "scripts/costbench"}},
 }
 
 // testOnly are the packages for tests only (doubles, helpers, test commands): outside the

@@ -73,7 +73,8 @@ type Options struct {
 	// New fails naming file, line and column.
 	IgnoreSettingsErrors bool
 	// Sandbox runs Bash in the kernel sandbox: "read-only", "workspace-write" or "off";
-	// empty follows the settings' sandbox.enabled. A program that embeds keel calls
+	// empty follows the settings' sandbox.enabled, and without it the sandbox is on
+	// (workspace-write) where the machine supports it. A program that embeds keel calls
 	// [SandboxDispatch] first in main so that it can serve as the sandbox's helper.
 	Sandbox string
 	// Resume continues the stored session with this id; Continue the newest one in Cwd.

@@ -54,7 +54,7 @@ func InspectWorkspace(opts Options) (Workspace, error) {
 	w := Workspace{Dir: session.ProjectRoot(abs)}
 	w.Trusted = trust.Decide(homeOf(cfg), w.Dir, cfg.Trust)
 	for _, p := range projectProvided {
-		if _, err := os.Stat(filepath.Join(w.Dir, p)); err == nil {
+		if provides(filepath.Join(w.Dir, p)) {
 			w.Provides = append(w.Provides, p)
 		}
 	}
@@ -85,4 +85,19 @@ func homeOf(cfg runconfig.Config) string {
 		return cfg.Home
 	}
 	return defaultHome()
+}
+
+// provides reports whether path gives the workspace something: a file, or a directory with
+// entries. An empty directory provides nothing, and is what the sandbox holds in place of an
+// absent .mcp.json or .claude/ while a command runs, so that the command cannot create it.
+func provides(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	if !fi.IsDir() {
+		return true
+	}
+	entries, err := os.ReadDir(path)
+	return err != nil || len(entries) > 0
 }

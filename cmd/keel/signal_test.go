@@ -63,16 +63,15 @@ func signalRun(t *testing.T, exe, format string, sig syscall.Signal) {
 	}
 	var pids []int
 	waittest.Until(t, "both processes of the Bash call to start", func() bool {
-		pids = pids[:0]
 		for _, f := range []string{"bg.pid", "fg.pid"} {
-			b, err := os.ReadFile(filepath.Join(dir, f))
-			pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil || perr != nil {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 				return false
 			}
-			pids = append(pids, pid)
 		}
-		return true
+		// The files hold the pids inside the sandbox's PID namespace; these are the ones
+		// seen from here.
+		pids = commandPIDs(dir, "sleep")
+		return len(pids) == 2
 	})
 	t.Cleanup(func() {
 		for _, pid := range pids {
@@ -133,4 +132,30 @@ func alive(pid int) bool {
 		return s[i+2] != 'Z'
 	}
 	return true
+}
+
+// commandPIDs are the pids, as this process sees them, of the processes named comm whose
+// working directory is dir: a sandboxed command's own $$ is its pid in the sandbox's PID
+// namespace, which means nothing out here.
+func commandPIDs(dir, comm string) []int {
+	want, err := os.Stat(dir)
+	if err != nil {
+		return nil
+	}
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err != nil || strings.TrimSpace(string(b)) != comm {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join("/proc", e.Name(), "cwd")); err == nil && os.SameFile(fi, want) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

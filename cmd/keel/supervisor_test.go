@@ -393,7 +393,10 @@ func TestSupervisorRecoversAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	settingsJSON := fmt.Sprintf(`{"env": {"ANTHROPIC_BASE_URL": %q, "ANTHROPIC_API_KEY": "test-key", "FROM_SETTINGS": "yes"}}`, srv.URL())
+	// The agent's command signals through root, beside the project: a directory the sandbox
+	// lets it write only because the user's settings say so.
+	settingsJSON := fmt.Sprintf(`{"env": {"ANTHROPIC_BASE_URL": %q, "ANTHROPIC_API_KEY": "test-key", "FROM_SETTINGS": "yes"},
+		"sandbox": {"filesystem": {"allowWrite": [%q]}}}`, srv.URL(), root)
 	if err := os.WriteFile(filepath.Join(r.home, "settings.json"), []byte(settingsJSON), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -107,6 +107,17 @@ func TestWorkersFinishBoardThroughNATS(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := &worker{name: name, dir: dir, done: make(chan struct{})}
+		// The workers' commands meet in root, beside their directories (../victim-holds): the
+		// sandbox lets them write there because the user's settings say so.
+		for _, d := range []string{"keel-home", "home"} {
+			if err := os.MkdirAll(filepath.Join(root, name, d), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(root, name, "keel-home", "settings.json"),
+			fmt.Appendf(nil, `{"sandbox": {"filesystem": {"allowWrite": [%q]}}}`, root), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		w.cmd = exec.Command(keel, "worker", "--team", teamName, "--name", name, "--cwd", dir, "--allowedTools", "Bash")
 		w.cmd.Env = env(name)
 		logf, err := os.Create(filepath.Join(root, name+".log"))

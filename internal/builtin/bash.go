@@ -42,7 +42,7 @@ func Bash(jobs *shell.Jobs) tool.Tool { return SandboxedBash(jobs, nil) }
 func SandboxedBash(jobs *shell.Jobs, sb *sandbox.Sandbox) tool.Tool {
 	schema, desc := bashSchema, description("Bash")
 	if sb != nil && sb.Policy().Enabled() {
-		schema = strings.Replace(bashSchema, `"run_in_background":`, `"dangerouslyDisableSandbox":{"type":"boolean","description":"Run outside the sandbox (the user is asked); only after a sandbox denial"},
+		schema = strings.Replace(bashSchema, `"run_in_background":`, `"dangerouslyDisableSandbox":{"type":"boolean","description":"Run unsandboxed (asks the user)"},
 "run_in_background":`, 1)
 		desc += "\n\n" + description("BashSandbox")
 	} else {
@@ -269,7 +269,7 @@ func chooseSandbox(sb *sandbox.Sandbox, in bashInput) (box *sandbox.Sandbox, not
 	}
 	if err := sb.Available(); err != nil {
 		if p.FailIfUnavailable {
-			return nil, "", fmt.Sprintf("The command was not run: %v (sandbox.failIfUnavailable is true).", err)
+			return nil, "", fmt.Sprintf("The command was not run: %v (%s).", err, p.FailWhy)
 		}
 		return nil, fmt.Sprintf("[Not sandboxed: %v. The command ran without the sandbox.]", err), ""
 	}

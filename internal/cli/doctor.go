@@ -24,7 +24,7 @@ type sandboxFlags struct {
 }
 
 func (f *sandboxFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.mode, "sandbox", "", "sandbox mode: "+strings.Join(sandbox.Modes, ", ")+" (default: the sandbox.enabled setting)")
+	cmd.Flags().StringVar(&f.mode, "sandbox", "", "sandbox mode: "+strings.Join(sandbox.Modes, ", ")+" (default: workspace-write where the machine supports it, unless sandbox.enabled is false)")
 	cmd.Flags().StringArrayVar(&f.addDirs, "add-dir", nil, "additional working directory (writable in workspace-write)")
 	cmd.Flags().BoolVar(&f.trust, "trust", false, "trust this workspace for this run")
 }

@@ -99,7 +99,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.ignoreSettingsErrors, "ignore-settings-errors", false, "run even when a settings file does not parse (its settings, deny rules included, are not used)")
 	fl.StringVar(&f.teamName, "team-name", "", "the name of this session's agent team (default: derived from the session id); keel worker --team joins it")
 	fl.StringVar(&f.teammateMode, "teammate-mode", "", "where agent teammates run: in-process, process, tmux or auto (default: the teammateMode setting, else in-process)")
-	fl.StringVar(&f.sandbox, "sandbox", "", "run Bash in the kernel sandbox: "+strings.Join(sandbox.Modes, ", ")+" (default: the sandbox.enabled setting)")
+	fl.StringVar(&f.sandbox, "sandbox", "", "run Bash in the kernel sandbox: "+strings.Join(sandbox.Modes, ", ")+" (default: workspace-write where the machine supports it, unless sandbox.enabled is false)")
 	for _, alias := range [][2]string{{"allowed-tools", "allowedTools"}, {"disallowed-tools", "disallowedTools"}} {
 		fl.StringArrayVar(aliasTarget(f, alias[1]), alias[0], nil, "same as --"+alias[1])
 		_ = fl.MarkHidden(alias[0])

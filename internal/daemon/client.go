@@ -170,7 +170,15 @@ func (c *Client) Detach(ctx context.Context, a subagent.DetachedAgent) error {
 	if err != nil {
 		return err
 	}
-	if err := st.create(ctx, Job{Agent: a, Launch: c.cfg.Launch, State: StateQueued, Created: time.Now()}); err != nil {
+	// The job runs where this session does: an empty Cwd means this process's, which the
+	// supervisor's process does not share.
+	launch := c.cfg.Launch
+	if launch.Cwd == "" {
+		if wd, err := os.Getwd(); err == nil {
+			launch.Cwd = wd
+		}
+	}
+	if err := st.create(ctx, Job{Agent: a, Launch: launch, State: StateQueued, Created: time.Now()}); err != nil {
 		return err
 	}
 	_, err = c.Ensure(ctx)

@@ -23,9 +23,9 @@ type Rules struct {
 	Allowed, Denied []string
 	// Strict refuses what neither list names instead of asking.
 	Strict bool
-	// Ask decides a destination neither list names, when not Strict; nil refuses (a headless
-	// run).
-	Ask func(ctx context.Context, host string, port int) bool
+	// Ask decides a destination neither list names, when not Strict: nil lets it through, an
+	// error refuses it and says why. A nil Ask refuses (a headless run).
+	Ask func(ctx context.Context, host string, port int) error
 	// Resolve looks a name up; nil uses the system's resolver. Tests give names to loopback
 	// servers here.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
@@ -47,8 +47,14 @@ func (r Rules) Decide(ctx context.Context, host string, port int) (netip.AddrPor
 		return netip.AddrPort{}, &Denial{hp, "listed in sandbox.network.deniedDomains"}
 	}
 	if !matchAny(r.Allowed, host, port) {
-		if r.Strict || r.Ask == nil || !r.Ask(ctx, host, port) {
+		switch {
+		case r.Strict:
+			return netip.AddrPort{}, &Denial{hp, "not in sandbox.network.allowedDomains, and sandbox.network.strictAllowlist refuses the rest (add it there to allow it)"}
+		case r.Ask == nil:
 			return netip.AddrPort{}, &Denial{hp, "not in sandbox.network.allowedDomains (add it there to allow it)"}
+		}
+		if err := r.Ask(ctx, host, port); err != nil {
+			return netip.AddrPort{}, &Denial{hp, err.Error()}
 		}
 	}
 	addrs, err := r.resolve(ctx, host)

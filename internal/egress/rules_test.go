@@ -51,7 +51,7 @@ func TestDecide(t *testing.T) {
 		rr := r
 		rr.Strict = tc.strict
 		if tc.ask {
-			rr.Ask = func(context.Context, string, int) bool { asked++; return true }
+			rr.Ask = func(context.Context, string, int) error { asked++; return nil }
 		}
 		_, err := rr.Decide(t.Context(), tc.host, tc.port)
 		if (err == nil) != tc.ok {

@@ -24,15 +24,10 @@ var (
 	_ tui.Exporter         = (*backend)(nil)
 )
 
-// Doctor runs the session's checks and those other packages add (sandboxChecks).
+// Doctor runs the session's checks and the sandbox's, which `keel doctor` prints too.
 func (b *backend) Doctor(ctx context.Context) []keel.Check {
-	return append(b.s().Doctor(ctx), sandboxChecks(ctx)...)
+	return append(b.s().Doctor(ctx), b.s().SandboxChecks(ctx)...)
 }
-
-// sandboxChecks are where the sandbox's own checks (`keel doctor`: namespaces, Landlock,
-// seccomp, the egress proxy) join /doctor once internal/sandbox provides them; until then
-// there are none.
-func sandboxChecks(context.Context) []keel.Check { return nil }
 
 func (b *backend) Models() []keel.ModelInfo { return b.s().Models() }
 func (b *backend) SwitchModel(ctx context.Context, name string) error {

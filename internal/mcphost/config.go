@@ -146,6 +146,9 @@ func Load(opts LoadOptions) *Config {
 		if errors.Is(err, os.ErrNotExist) {
 			return
 		}
+		if entries, derr := os.ReadDir(path); derr == nil && len(entries) == 0 {
+			return // an empty directory: the sandbox's stand-in for an absent file while a command runs
+		}
 		if err != nil {
 			c.Problems = append(c.Problems, Problem{File: path, Msg: err.Error()})
 			return

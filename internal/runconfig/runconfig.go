@@ -120,7 +120,7 @@ type Config struct {
 	// loaded beside the enabled installed ones.
 	Plugins []Plugin `json:"plugins,omitempty"`
 	// Sandbox is --sandbox: read-only, workspace-write or off; empty defers to the settings'
-	// sandbox.enabled (see internal/sandbox).
+	// sandbox.enabled, else on (see internal/sandbox.DefaultOn).
 	Sandbox string `json:"sandbox,omitempty"`
 	// Interactive says a person drives the run at a terminal (the terminal UI): telemetry
 	// reports the terminal, and the caller's TRACEPARENT is not inherited.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -53,7 +54,7 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 	}
 	argv := slices.Clone(cmd.Args)
 	argv[0] = cmd.Path
-	pl := s.policy.newPlan(dir, argv, extra)
+	pl := s.policy.newPlan(dir, argv, envPath(cmd.Env), extra)
 	data, err := json.Marshal(pl)
 	if err != nil {
 		r.Release()
@@ -80,6 +81,20 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 		}
 	}
 	return r, nil
+}
+
+// envPath is PATH in env, the command's environment (nil: keel's own).
+func envPath(env []string) string {
+	if env == nil {
+		return os.Getenv("PATH")
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v // the last one wins, as in exec
+		}
+	}
+	return path
 }
 
 // bridge gives the helper one end of a socket pair on which it sends back the listener it
@@ -188,28 +203,68 @@ func (r *Run) Release() []string {
 
 // hold makes (or shares) a placeholder for each absent always-read-only path, which the
 // helper then binds read-only so that the command cannot create the real one. Placeholders
-// are empty directories, files included: git shows and adds no empty directory, so a
-// `git add -A` inside cannot commit a placeholder, and a program reading one as a file
-// fails instead of reading an empty configuration.
+// are empty directories without write permission, files included: git shows and adds no
+// empty directory, so a `git add -A` inside cannot commit a placeholder, and a program
+// reading one as a file fails instead of reading an empty configuration.
+//
+// Other keel processes in an overlapping workspace (teammates, a second session) share
+// placeholders: each holder keeps the directory open with a shared flock, and the last one
+// to let go — the one that can turn its lock exclusive — removes it. A placeholder left by a
+// keel that was killed is taken over and removed the same way.
 func (s *Sandbox) hold(paths []string) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var held []string
 	for _, p := range paths {
 		if s.placeholders[p] == 0 {
-			err := os.Mkdir(p, 0o755)
-			if os.IsExist(err) {
+			f, err := acquirePlaceholder(p)
+			if errors.Is(err, errRealFile) {
 				continue // made meanwhile by someone else: it is real, and bound as it is
 			}
 			if err != nil {
 				s.releaseLocked(held)
 				return nil, fmt.Errorf("protect %s: %w", p, err)
 			}
+			s.placeholderFiles[p] = f
 		}
 		s.placeholders[p]++
 		held = append(held, p)
 	}
 	return held, nil
+}
+
+// errRealFile says a path is not a placeholder but something real.
+var errRealFile = errors.New("a real file")
+
+// acquirePlaceholder makes the placeholder p, or joins the one there, and returns it open
+// with a shared lock.
+func acquirePlaceholder(p string) (*os.File, error) {
+	for range 100 {
+		if err := os.Mkdir(p, 0o555); err != nil && !os.IsExist(err) {
+			return nil, err
+		}
+		f, err := os.Open(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // removed by its last holder meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		fi, err := f.Stat()
+		if err != nil || !isPlaceholder(p, fi) {
+			f.Close()
+			return nil, errRealFile
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if now, err := os.Lstat(p); err == nil && os.SameFile(now, fi) {
+			return f, nil
+		}
+		f.Close() // the last holder removed it before our lock: make it again
+	}
+	return nil, errors.New("the placeholder keeps disappearing")
 }
 
 func (s *Sandbox) release(paths []string) {
@@ -218,8 +273,8 @@ func (s *Sandbox) release(paths []string) {
 	s.releaseLocked(paths)
 }
 
-// releaseLocked drops one hold on each placeholder and removes those no command holds, if
-// they are still empty.
+// releaseLocked drops one hold on each placeholder; one this process no longer holds is
+// removed if no other process holds it either and it is still an empty placeholder.
 func (s *Sandbox) releaseLocked(paths []string) {
 	for _, p := range paths {
 		s.placeholders[p]--
@@ -227,9 +282,19 @@ func (s *Sandbox) releaseLocked(paths []string) {
 			continue
 		}
 		delete(s.placeholders, p)
-		if fi, err := os.Lstat(p); err == nil && (fi.IsDir() || fi.Size() == 0) {
-			os.Remove(p) // a directory with content is not removed: someone put it there
+		f := s.placeholderFiles[p]
+		delete(s.placeholderFiles, p)
+		if f == nil {
+			continue
 		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			if fi, err := os.Lstat(p); err == nil && isPlaceholder(p, fi) {
+				if mine, err := f.Stat(); err == nil && os.SameFile(mine, fi) {
+					os.Remove(p)
+				}
+			}
+		}
+		f.Close()
 	}
 }
 

@@ -58,18 +58,26 @@ func Doctor(ctx context.Context, s *Sandbox) []Finding {
 		mode.Detail = "off: Bash runs without the sandbox (turn it on with sandbox.enabled or --sandbox workspace-write)"
 	}
 	out = append(out, mode)
+	// Absent paths are counted, not listed: a dozen start-up files a user does not have would
+	// hide the few that matter.
 	list := func(name string, paths []string, none string) {
-		detail := none
-		if len(paths) > 0 {
-			var parts []string
-			for _, path := range paths {
-				mark := ""
-				if _, err := os.Lstat(path); err != nil {
-					mark = " (absent)"
-				}
-				parts = append(parts, path+mark)
+		var present []string
+		absent := 0
+		for _, path := range paths {
+			if _, err := os.Lstat(path); err != nil {
+				absent++
+				continue
 			}
-			detail = strings.Join(parts, ", ")
+			present = append(present, path)
+		}
+		detail := strings.Join(present, ", ")
+		switch {
+		case absent > 0 && detail == "":
+			detail = fmt.Sprintf("%d paths, none present now (they apply once they exist)", absent)
+		case absent > 0:
+			detail += fmt.Sprintf("; and %d paths not present now (they apply once they exist)", absent)
+		case detail == "":
+			detail = none
 		}
 		out = append(out, Finding{Name: name, Status: "info", Detail: detail})
 	}
@@ -81,7 +89,12 @@ func Doctor(ctx context.Context, s *Sandbox) []Finding {
 	if len(p.Network.AllowedDomains) > 0 {
 		net += ", allowed: " + strings.Join(p.Network.AllowedDomains, ", ")
 	} else {
-		net += ", which allows no domain (sandbox.network.allowedDomains)"
+		net += ", which lists no domain (sandbox.network.allowedDomains)"
+	}
+	if p.Network.Strict {
+		net += "; any other is refused (strictAllowlist)"
+	} else {
+		net += "; any other is asked about (refused in a headless run)"
 	}
 	if len(p.Network.DeniedDomains) > 0 {
 		net += "; denied: " + strings.Join(p.Network.DeniedDomains, ", ")

@@ -37,6 +37,10 @@ func setupMounts(pl plan) error {
 	if err != nil {
 		return err
 	}
+	visible, err := openAll(pl.Visible)
+	if err != nil {
+		return err
+	}
 	devs, err := openAll(prefixed("/dev/", devNodes))
 	if err != nil {
 		return err
@@ -50,6 +54,14 @@ func setupMounts(pl plan) error {
 	for i, w := range pl.Writable {
 		if err := bindFD(writable[i], w, unix.MS_REC); err != nil {
 			return fmt.Errorf("make %s writable: %w", w, err)
+		}
+	}
+	for i, v := range pl.Visible {
+		if err := bindFD(visible[i], v, unix.MS_REC); err != nil {
+			return fmt.Errorf("keep %s on PATH: %w", v, err)
+		}
+		if err := remountReadOnly(v); err != nil {
+			return err
 		}
 	}
 	for _, m := range mounts {

@@ -30,18 +30,34 @@ type plan struct {
 	Sockets []string `json:"sockets,omitempty"`
 	// Landlock adds Landlock's rules where the kernel has it.
 	Landlock bool `json:"landlock,omitempty"`
+	// Visible are directories under /tmp the command's PATH names (a plugin's programs): bound
+	// read-only into the private /tmp, so that what keel put on PATH runs inside too.
+	Visible []string `json:"visible,omitempty"`
 	// Argv is the command: its program is looked up on the sandbox's PATH.
 	Argv []string `json:"argv"`
 }
 
-// newPlan is the plan of p for a command run in dir with argv; extra are more paths the
-// command may write (the file its shell reports the final directory in).
-func (p Policy) newPlan(dir string, argv []string, extra []string) plan {
+// newPlan is the plan of p for a command run in dir with argv and the search path path;
+// extra are more paths the command may write (the file its shell reports the final directory
+// in).
+func (p Policy) newPlan(dir string, argv []string, path string, extra []string) plan {
 	pl := plan{Dir: dir, Argv: argv, Proxy: p.Network.Proxy, Sockets: p.UnixSockets, Landlock: true}
 	exists := func(path string) bool { _, err := os.Lstat(path); return err == nil }
 	for _, w := range append(slices.Clone(p.Writable), extra...) {
 		if exists(w) {
 			pl.Writable = append(pl.Writable, w)
+		}
+	}
+	if !slices.Contains(pl.Writable, "/tmp") {
+		for _, d := range filepath.SplitList(path) {
+			d = filepath.Clean(d)
+			if !filepath.IsAbs(d) || d == "/tmp" || !within(d, "/tmp") || slices.Contains(pl.Visible, d) ||
+				slices.ContainsFunc(pl.Writable, func(w string) bool { return within(d, w) }) {
+				continue
+			}
+			if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+				pl.Visible = append(pl.Visible, d)
+			}
 		}
 	}
 	for _, r := range p.ReadOnly {
@@ -65,7 +81,7 @@ func (p Policy) newPlan(dir string, argv []string, extra []string) plan {
 		}
 	}
 	// Parents before children: a bind inside another must come after it.
-	for _, l := range [][]string{pl.Writable, pl.Pinned, pl.ReadOnly, pl.Masked, pl.Unmasked} {
+	for _, l := range [][]string{pl.Writable, pl.Visible, pl.Pinned, pl.ReadOnly, pl.Masked, pl.Unmasked} {
 		slices.SortFunc(l, func(a, b string) int { return len(filepath.Clean(a)) - len(filepath.Clean(b)) })
 	}
 	return pl
@@ -76,7 +92,7 @@ func (p Policy) newPlan(dir string, argv []string, extra []string) plan {
 func (p Policy) absentReadOnly() []string {
 	var out []string
 	for _, r := range p.ReadOnly {
-		if _, err := os.Lstat(r); err == nil {
+		if fi, err := os.Lstat(r); err == nil && !isPlaceholder(r, fi) {
 			continue
 		}
 		parent := filepath.Dir(r)
@@ -88,4 +104,15 @@ func (p Policy) absentReadOnly() []string {
 		}
 	}
 	return out
+}
+
+// isPlaceholder reports whether fi, the file at path, is a placeholder keel made for an
+// absent always-read-only path: an empty directory without write permission (a directory a
+// user makes has it).
+func isPlaceholder(path string, fi os.FileInfo) bool {
+	if !fi.IsDir() || fi.Mode().Perm()&0o222 != 0 {
+		return false
+	}
+	entries, err := os.ReadDir(path)
+	return err == nil && len(entries) == 0
 }

@@ -35,8 +35,10 @@ const (
 var Modes = []string{string(ModeReadOnly), string(ModeWorkspaceWrite), string(ModeOff)}
 
 // DefaultOn says whether a session that neither --sandbox nor sandbox.enabled speaks for runs
-// its commands in the sandbox. Off for now: see the README's security section.
-const DefaultOn = false
+// its commands in the sandbox (auto): on, in workspace-write with the network through the
+// proxy. Where the machine cannot run it, the session says so once and commands run outside,
+// unless failIfUnavailable (or a headless run in auto permission mode) makes that an error.
+const DefaultOn = true
 
 // Policy is what a sandboxed command may do. Paths are absolute and cleaned. It is a plain
 // value, safe to copy and to share between goroutines once built.
@@ -61,9 +63,13 @@ type Policy struct {
 	// creating a Unix socket fails.
 	UnixSockets []string
 
-	AutoAllowBash     bool
-	AllowUnsandboxed  bool
+	AutoAllowBash    bool
+	AllowUnsandboxed bool
+	// FailIfUnavailable makes a sandbox that cannot start an error for each command instead
+	// of a notice; FailWhy names what asked for it (sandbox.failIfUnavailable, or a headless
+	// run in auto permission mode).
 	FailIfUnavailable bool
+	FailWhy           string
 	// Excluded are Bash rule patterns run outside the sandbox (excludedCommands).
 	Excluded []string
 	// WrapHooks and WrapMCPServers extend the sandbox to hooks and MCP stdio servers.
@@ -107,6 +113,10 @@ type Input struct {
 	Protect []string
 	// ReadDeny are the user's Read(...) deny rules.
 	ReadDeny []PathRule
+	// Unattended is a run with no one to ask and no one to read a notice, in auto permission
+	// mode (a headless `keel -p --permission-mode auto`): a sandbox that cannot start is then
+	// an error, as with failIfUnavailable.
+	Unattended bool
 }
 
 // PathRule is the specifier of a path rule ("./secrets/**", "~/.ssh", "//etc/shadow",
@@ -196,6 +206,12 @@ func NewPolicy(in Input) Policy {
 	// Claude Code's default: a command may ask to run outside (and is asked about).
 	p.AllowUnsandboxed = !sb.AllowUnsandboxedCommands.IsSet() || sb.AllowUnsandboxedCommands.V
 	p.FailIfUnavailable = sb.FailIfUnavailable.V
+	switch {
+	case p.FailIfUnavailable:
+		p.FailWhy = "sandbox.failIfUnavailable is true"
+	case in.Unattended:
+		p.FailIfUnavailable, p.FailWhy = true, "a headless run in auto permission mode never runs commands unsandboxed"
+	}
 	p.Excluded = vals(sb.ExcludedCommands)
 	p.WrapHooks, p.WrapMCPServers = sb.WrapHooks.V, sb.WrapMcpServers.V
 	return p

@@ -58,3 +58,28 @@ func TestPolicyModes(t *testing.T) {
 		t.Errorf("git's index not writable, or .gitmodules not explained: %q", p.Why(filepath.Join(ws, ".gitmodules")))
 	}
 }
+
+// TestUnavailableOnce: a sandbox that cannot start says why to Options.Unavailable once,
+// however many commands find it out; a headless run in auto permission mode (Unattended)
+// makes that an error for each command, naming why.
+func TestUnavailableOnce(t *testing.T) {
+	ws := t.TempDir()
+	var told []error
+	s := sandbox.New(sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}}),
+		sandbox.Options{Executable: filepath.Join(ws, "no-keel"), Unavailable: func(err error) { told = append(told, err) }})
+	for range 3 {
+		if err := s.Available(); err == nil {
+			t.Fatal("a sandbox without its helper is available")
+		}
+	}
+	if len(told) != 1 {
+		t.Errorf("told %d times: %v", len(told), told)
+	}
+	if p := s.Policy(); p.FailIfUnavailable {
+		t.Errorf("an attended run fails: %+v", p)
+	}
+	p := sandbox.NewPolicy(sandbox.Input{Dirs: []string{ws}, Unattended: true})
+	if !p.FailIfUnavailable || p.FailWhy == "" {
+		t.Errorf("an unattended run in auto mode: fail %v, why %q", p.FailIfUnavailable, p.FailWhy)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/keel-dev/keel/internal/companion"
@@ -26,6 +27,9 @@ type Options struct {
 	Executable string
 	// Proxy serves the sandbox's network; nil refuses every connection.
 	Proxy Proxy
+	// Unavailable, when set, is told once why the sandbox cannot start here (the first time
+	// [Sandbox.Available] finds out): the session shows it to the user, once.
+	Unavailable func(error)
 }
 
 // Sandbox is one session's sandbox: its policy and the means to start commands under it. It
@@ -36,18 +40,21 @@ type Sandbox struct {
 	exeErr error
 	proxy  Proxy
 
-	probeOnce sync.Once
-	probeErr  error
+	unavailable func(error)
+	probeOnce   sync.Once
+	probeErr    error
 
 	// mu guards placeholders: how many running commands share each placeholder keel made
 	// for an absent always-read-only path; the last one removes it.
 	mu           sync.Mutex
 	placeholders map[string]int
+	// placeholderFiles hold each placeholder open with a shared flock (see hold).
+	placeholderFiles map[string]*os.File
 }
 
 // New returns the sandbox of policy p. Nothing is started or probed until the first command.
 func New(p Policy, opts Options) *Sandbox {
-	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, placeholders: map[string]int{}}
+	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}, placeholderFiles: map[string]*os.File{}}
 	if s.exe == "" {
 		s.exe, s.exeErr = helperExecutable()
 	}
@@ -57,11 +64,24 @@ func New(p Policy, opts Options) *Sandbox {
 // Policy returns the sandbox's policy.
 func (s *Sandbox) Policy() Policy { return s.policy }
 
-// helperExecutable is the program that can be the helper: this one when it called Dispatch,
-// else a keel beside it or on PATH.
+// HelperProgram is the sandbox's own helper program (cmd/keel-sandbox): installed beside
+// keel, it is what keel starts for each command, since it links only this package and starts
+// several milliseconds sooner than keel itself.
+const HelperProgram = "keel-sandbox"
+
+// helperExecutable is the program that can be the helper: keel-sandbox beside this program
+// (never one found elsewhere, which may be of another version), else this one when it called
+// Dispatch, else a keel beside it or on PATH.
 func helperExecutable() (string, error) {
+	self, err := os.Executable()
+	if err == nil {
+		p := filepath.Join(filepath.Dir(self), HelperProgram)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
 	if dispatching.Load() {
-		return os.Executable()
+		return self, err
 	}
 	return companion.Find("keel")
 }
@@ -70,6 +90,11 @@ func helperExecutable() (string, error) {
 // [ErrUnavailable] that says what is missing and how to fix it. The first call starts a
 // trivial command in the sandbox; the answer is kept.
 func (s *Sandbox) Available() error {
-	s.probeOnce.Do(func() { s.probeErr = s.probe() })
+	s.probeOnce.Do(func() {
+		s.probeErr = s.probe()
+		if s.probeErr != nil && s.unavailable != nil {
+			s.unavailable(s.probeErr)
+		}
+	})
 	return s.probeErr
 }

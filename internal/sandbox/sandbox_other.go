@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package sandbox
 
@@ -9,18 +9,18 @@ import (
 	"runtime"
 )
 
-// Run is a confined command's link to keel; outside Linux there is none.
+// Run is a confined command's link to keel; outside Linux and macOS there is none.
 type Run struct{}
 
-// Release does nothing outside Linux.
+// Release does nothing outside Linux and macOS.
 func (r *Run) Release() []string { return nil }
 
-// Confine fails outside Linux: keel's sandbox is built on Linux namespaces (a Seatbelt
-// profile for macOS is not written yet).
+// Confine fails outside Linux and macOS: keel's sandbox is built on Linux namespaces, or
+// Seatbelt on macOS.
 func (s *Sandbox) Confine(*exec.Cmd, ...string) (*Run, error) { return nil, s.Available() }
 
 func (s *Sandbox) probe() error {
-	return fmt.Errorf("%w: keel's sandbox needs Linux (this is %s)", ErrUnavailable, runtime.GOOS)
+	return fmt.Errorf("%w: keel's sandbox needs Linux or macOS (this is %s)", ErrUnavailable, runtime.GOOS)
 }
 
 func runHelper(string) error { return errors.New("the sandbox helper runs on Linux only") }

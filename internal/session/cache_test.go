@@ -24,8 +24,9 @@ import (
 // of Claude Code's 12,118. Every token is paid on every request of every agent: raise it on
 // purpose, never by accident (a new rarely needed tool declares tool.Deferrable). Raised from
 // 4000 to 4200 for the auto memory section, to 4250 for the Agent tool's items (fan-outs);
-// lowered to 4050 when TodoWrite was deferred (4,015).
-const firstRequestBudget = 4050
+// lowered to 4050 when TodoWrite was deferred (4,015); raised to 4125 for the sandbox's lines
+// in Bash's description and schema (the sandbox is on by default).
+const firstRequestBudget = 4125
 
 // TestFirstRequestBudget pins the first request's size and, in testdata/first_request.golden,
 // its shape: which tools are sent whole and which deferred, the system blocks, and the

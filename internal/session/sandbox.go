@@ -1,10 +1,16 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 
 	"github.com/keel-dev/keel/internal/egress"
 	"github.com/keel-dev/keel/internal/permission"
@@ -55,10 +61,73 @@ func (s *Session) newSandbox() *sandbox.Sandbox {
 		Mode: sandbox.Mode(s.opts.Sandbox), Settings: &s.settings.Sandbox,
 		Dirs: append([]string{s.opts.Cwd}, s.state.AdditionalDirs...), Home: home, KeelHome: s.opts.Home,
 		Caches: sandbox.Caches(home, os.Getenv), Protect: s.protectedPaths(), ReadDeny: readDeny,
+		Unattended: s.unattended(),
 	})
 	sb := s.settings.Sandbox.Network
-	proxy := egress.New(egress.Rules{Allowed: values(sb.AllowedDomains), Denied: values(sb.DeniedDomains), Strict: sb.StrictAllowlist.V})
-	return sandbox.New(p, sandbox.Options{Proxy: proxy})
+	rules := egress.Rules{Allowed: values(sb.AllowedDomains), Denied: values(sb.DeniedDomains), Strict: sb.StrictAllowlist.V}
+	if s.checker != nil {
+		rules.Ask = s.askNetwork
+	}
+	rules.Resolve = sandboxResolve
+	return sandbox.New(p, sandbox.Options{Proxy: egress.New(rules), Unavailable: func(err error) { s.sandboxUnavailable(p, err) }})
+}
+
+// sandboxResolve is the egress proxy's resolver: nil, the system's. Tests give a name to a
+// loopback server here.
+var sandboxResolve func(ctx context.Context, host string) ([]netip.Addr, error)
+
+// unattended reports a run with no one to ask (no asker, no permission-prompt tool) in auto
+// permission mode: a sandbox that cannot start is then an error, never an unsandboxed run.
+func (s *Session) unattended() bool {
+	return s.checker != nil && s.opts.Asker == nil && s.opts.MCP.PermissionPromptTool == "" &&
+		s.checker.Policy().Mode == permission.ModeAuto
+}
+
+// sandboxUnavailable is the one notice of a session whose sandbox cannot start here: what is
+// missing and how to fix it, and what becomes of the commands. Each command's result says it
+// too, for the model.
+func (s *Session) sandboxUnavailable(p sandbox.Policy, err error) {
+	if p.FailIfUnavailable {
+		s.warn(fmt.Sprintf("Bash commands will not run: %v (%s).", err, p.FailWhy))
+		return
+	}
+	s.warn(fmt.Sprintf("Bash commands run WITHOUT the sandbox: %v. Set sandbox.failIfUnavailable to refuse them instead, or sandbox.enabled to false (--sandbox off) to run them outside knowingly.", err))
+}
+
+// askNetwork decides a connection of a sandboxed command to a host that neither
+// sandbox.network.allowedDomains nor deniedDomains names, as Claude Code does: the
+// WebFetch(domain:…) rules decide first (so an "always" answer, or a rule written in
+// settings, allows the host from then on), and what they leave open is put to the session's
+// asker — the terminal's permission prompt, the SDK's can_use_tool, the permission-prompt
+// tool. A headless run has no one to ask: the connection is refused, naming the settings
+// that would allow it.
+func (s *Session) askNetwork(ctx context.Context, host string, port int) error {
+	hp := net.JoinHostPort(host, strconv.Itoa(port))
+	scheme := "https"
+	if port == 80 {
+		scheme = "http"
+	}
+	u := scheme + "://" + hp + "/"
+	input, _ := json.Marshal(map[string]any{
+		"url": u, "host": host, "port": port, "sandboxNetwork": true,
+		"description": "Network request outside of the sandbox: " + hp,
+	})
+	req := permission.Request{Tool: "WebFetch", URL: u, Input: input}
+	d := s.checker.Evaluate(req)
+	switch d.Behavior {
+	case permission.Allow:
+		return nil
+	case permission.Deny:
+		return errors.New("denied: " + d.Reason)
+	}
+	if s.opts.Asker == nil && s.opts.MCP.PermissionPromptTool == "" {
+		return fmt.Errorf("not in sandbox.network.allowedDomains, and a headless run has no one to ask: add %q to sandbox.network.allowedDomains or \"WebFetch(domain:%s)\" to permissions.allow", host, host)
+	}
+	d = s.checker.AskAnyway(ctx, req, "a sandboxed command connects to "+hp+", which sandbox.network.allowedDomains does not list", "sandbox")
+	if d.Behavior != permission.Allow {
+		return errors.New("refused when asked: " + d.Reason)
+	}
+	return nil
 }
 
 func values(vs []settings.Value[string]) []string {
@@ -108,4 +177,14 @@ func (s *Session) serverConfine() func(*exec.Cmd) (func(), error) {
 		}
 		return func() { run.Release() }, nil
 	}
+}
+
+// SandboxFindings are `keel doctor`'s sandbox checks for this session (see [sandbox.Doctor]):
+// what the machine supports and what the session's sandbox allows, or that it is off.
+func (s *Session) SandboxFindings(ctx context.Context) []sandbox.Finding {
+	sb := s.sandbox
+	if sb == nil {
+		sb = s.newSandbox() // off: its policy says so, and nothing is started
+	}
+	return sandbox.Doctor(ctx, sb)
 }

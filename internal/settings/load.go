@@ -111,6 +111,10 @@ func (s *Settings) loadSource(src Source) FileState {
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && src.Optional:
 			return FileMissing
+		case err != nil && src.Optional && emptyDir(src.Path):
+			// The sandbox's stand-in for an absent settings file while a command runs (or
+			// left behind by a keel that was killed meanwhile): no settings.
+			return FileMissing
 		case err != nil:
 			s.Problems = append(s.Problems, Problem{Severity: SeverityError, Path: src.Path,
 				Msg: fmt.Sprintf("read %s settings: %v", src.Scope, err)})
@@ -152,4 +156,10 @@ func (s *Settings) CacheTTL1hFor(querySource string) bool {
 		}
 	}
 	return false
+}
+
+// emptyDir reports whether path is a directory with nothing in it.
+func emptyDir(path string) bool {
+	entries, err := os.ReadDir(path)
+	return err == nil && len(entries) == 0
 }

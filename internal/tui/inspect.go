@@ -102,7 +102,8 @@ func (m *Model) cmdDoctor(string) tea.Cmd {
 	}
 }
 
-// doctorText lists the checks by area, each marked ✓, ⚠ or ✗, the failures counted first.
+// doctorText lists the checks by area, each marked ✓, ⚠, ✗ (or · for what is only reported),
+// the failures counted first.
 func doctorText(checks []keel.Check) string {
 	fails, warns := 0, 0
 	for _, c := range checks {
@@ -121,7 +122,7 @@ func doctorText(checks []keel.Check) string {
 			area = c.Area
 			b.WriteString("\n" + area)
 		}
-		mark := map[string]string{"ok": "✓", "warn": "⚠", "fail": "✗"}[c.Status]
+		mark := map[string]string{"ok": "✓", "warn": "⚠", "fail": "✗", "info": "·"}[c.Status]
 		fmt.Fprintf(&b, "\n  %s %s: %s", mark, c.Name, c.Detail)
 	}
 	return b.String()

@@ -7,7 +7,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
-import { alive, connect, spawnKeel, timeout, until, workspace } from './harness.mjs';
+import { alive, commandPid, connect, spawnKeel, timeout, until, workspace } from './harness.mjs';
 
 // raw starts keel and exchanges lines with it directly.
 function raw(ws) {
@@ -101,6 +101,8 @@ test('stdin closed mid-command: keel exits 0, the command is killed, the transcr
     } catch {
       return false;
     }
+    // The file holds its pid inside the sandbox; find the one seen from here.
+    pid = commandPid(ws.dir, 'sleep');
     return pid > 0;
   }, 'the command to start');
   const exit = await c.close();

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { alive, connect, statuses, timeout, toolCalls, until, workspace } from './harness.mjs';
+import { alive, commandPid, connect, statuses, timeout, toolCalls, until, workspace } from './harness.mjs';
 
 test('cancel mid-command: stop reason cancelled, the command killed, the session still answers', { timeout }, async () => {
   const ws = workspace();
@@ -19,6 +19,8 @@ test('cancel mid-command: stop reason cancelled, the command killed, the session
       } catch {
         return false;
       }
+      // The file holds its pid inside the sandbox; find the one seen from here.
+      pid = commandPid(ws.dir, 'sleep');
       return pid > 0;
     }, 'the command to start');
     assert.ok(alive(pid), 'the command is not running');

@@ -93,7 +93,8 @@ function terminals() {
 test('terminal capability: Bash runs in an editor terminal, shown in the tool call', { timeout }, async () => {
   const ws = workspace();
   const term = terminals();
-  const c = await connect(ws, { capabilities: { terminal: true }, handlers: term.handlers, args: ['--permission-mode', 'bypassPermissions'] });
+  // The editor's terminal is outside keel's sandbox, so only an unsandboxed command goes there.
+  const c = await connect(ws, { capabilities: { terminal: true }, handlers: term.handlers, args: ['--permission-mode', 'bypassPermissions', '--sandbox', 'off'] });
   try {
     const { sessionId } = await c.newSession();
     const resp = await c.prompt(sessionId, 'ACP-TERM-RUN echo');
@@ -116,7 +117,8 @@ test('terminal capability: Bash runs in an editor terminal, shown in the tool ca
 test('terminal capability: cancel kills the command in the editor terminal and releases it', { timeout }, async () => {
   const ws = workspace();
   const term = terminals();
-  const c = await connect(ws, { capabilities: { terminal: true }, handlers: term.handlers, args: ['--permission-mode', 'bypassPermissions'] });
+  // The editor's terminal is outside keel's sandbox, so only an unsandboxed command goes there.
+  const c = await connect(ws, { capabilities: { terminal: true }, handlers: term.handlers, args: ['--permission-mode', 'bypassPermissions', '--sandbox', 'off'] });
   try {
     const { sessionId } = await c.newSession();
     const turn = c.prompt(sessionId, 'ACP-TERM-CANCEL sleep');

@@ -7,6 +7,7 @@
 //   KEEL_ACP_TIMEOUT_MS   the time limit of one test (scaled by KEEL_TEST_TIMEOUT_SCALE)
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
@@ -136,4 +137,22 @@ export async function until(cond, what) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+// commandPid is the pid, as this test sees it, of the process named comm whose working
+// directory is dir: a sandboxed command's own $$ is its pid inside the sandbox's PID
+// namespace, which means nothing out here. 0 when there is none.
+export function commandPid(dir, comm) {
+  const want = statSync(dir);
+  for (const name of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/comm`, 'utf8').trim() !== comm) continue;
+      const cwd = statSync(`/proc/${name}/cwd`);
+      if (cwd.dev === want.dev && cwd.ino === want.ino) return Number(name);
+    } catch {
+      // gone meanwhile, or not ours to look at
+    }
+  }
+  return 0;
 }

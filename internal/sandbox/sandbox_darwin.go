@@ -1,0 +1,145 @@
+//go:build darwin
+
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// sandboxExec is macOS's front end to Seatbelt.
+const sandboxExec = "/usr/bin/sandbox-exec"
+
+// Run is one confined command's link to keel: the proxy serving it and its temporary
+// directory. Release it once the command has exited.
+type Run struct {
+	s      *Sandbox
+	tmp    string
+	l      net.Listener
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// mu guards denied.
+	mu     sync.Mutex
+	denied []string
+}
+
+// Confine rewrites cmd, not yet started, to run under sandbox-exec with the policy's
+// Seatbelt profile ([SeatbeltProfile]): a temporary directory of its own (TMPDIR) and, with
+// the proxy, a loopback port of keel's proxy as its only way out. extra are more paths the
+// command may write.
+func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
+	if err := s.Available(); err != nil {
+		return nil, err
+	}
+	r := &Run{s: s}
+	tmp, err := os.MkdirTemp("", "keel-sandbox-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: make its temporary directory: %w", err)
+	}
+	r.tmp = tmp
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = append(slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") }), "TMPDIR="+tmp)
+	port := 0
+	if s.policy.Network.Proxy {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			r.Release()
+			return nil, fmt.Errorf("sandbox: listen for the proxy: %w", err)
+		}
+		r.l = l
+		port = l.Addr().(*net.TCPAddr).Port
+		env = proxyEnv(env, strconv.Itoa(port))
+		ctx, cancel := context.WithCancel(context.Background())
+		r.cancel = cancel
+		r.wg.Go(func() { r.serve(ctx) })
+	}
+	p := s.policy
+	p.Writable = append(slices.Clone(p.Writable), extra...)
+	profile := SeatbeltProfile(p, []string{tmp}, port)
+	args := append([]string{sandboxExec, "-p", profile, cmd.Path}, cmd.Args[1:]...)
+	cmd.Path, cmd.Args, cmd.Env = sandboxExec, args, env
+	return r, nil
+}
+
+// serve serves the proxy on the run's listener until the run is released.
+func (r *Run) serve(ctx context.Context) {
+	var conns sync.WaitGroup
+	defer conns.Wait()
+	for {
+		c, err := r.l.Accept()
+		if err != nil {
+			return
+		}
+		conns.Go(func() {
+			defer c.Close()
+			stop := context.AfterFunc(ctx, func() { c.Close() })
+			defer stop()
+			if r.s.proxy == nil {
+				r.deny("", "no network was configured for the sandbox")
+				return
+			}
+			r.s.proxy.ServeConn(ctx, c, r.deny)
+		})
+	}
+}
+
+func (r *Run) deny(host, why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	note := why
+	if host != "" {
+		note = host + ": " + why
+	}
+	if !slices.Contains(r.denied, note) {
+		r.denied = append(r.denied, note)
+	}
+}
+
+// Release ends the run's proxy and removes its temporary directory, and returns the
+// connections the proxy refused, each as "host: why".
+func (r *Run) Release() []string {
+	if r == nil {
+		return nil
+	}
+	if r.cancel != nil {
+		r.cancel()
+	}
+	if r.l != nil {
+		r.l.Close()
+	}
+	r.wg.Wait()
+	if r.tmp != "" {
+		os.RemoveAll(r.tmp)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.denied)
+}
+
+func (s *Sandbox) probe() error {
+	if _, err := os.Stat(sandboxExec); err != nil {
+		return fmt.Errorf("%w: %s is missing: %v", ErrUnavailable, sandboxExec, err)
+	}
+	cmd := exec.Command(sandboxExec, "-p", SeatbeltProfile(Policy{Mode: ModeReadOnly}, nil, 0), "/usr/bin/true")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: sandbox-exec fails: %v %s", ErrUnavailable, err, out)
+	}
+	return nil
+}
+
+func runHelper(string) error { return errors.New("the sandbox helper runs on Linux only") }
+
+// LandlockABI is 0 outside Linux.
+func LandlockABI() int { return 0 }
