@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/keel-dev/keel/internal/coord/fscoord"
@@ -95,32 +92,10 @@ func TestFanOutKilledMidRunResumes(t *testing.T) {
 		return out
 	}
 
-	var out bytes.Buffer
-	first := keel("-p", "check all", "--session-id", fanoutSession, "--permission-mode", "bypassPermissions")
-	first.Stdout, first.Stderr = &out, &out
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- first.Wait() }()
 	// With every worker on a held item, the items before them have their results recorded
 	// (a worker records its item before it claims the next).
-	waittest.Until(t, "the cap of items to wait on their model", func() bool {
-		select {
-		case err := <-exited:
-			t.Fatalf("keel ended before it was killed: %v\n%s", err, out.String())
-		default:
-		}
-		return len(rules(0, "held")) == capacity
-	})
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	err = waittest.Recv(t, "the killed keel to exit", exited)
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("keel's end: %v, want killed by SIGKILL", err)
-	}
+	killWhen(t, keel("-p", "check all", "--session-id", fanoutSession, "--permission-mode", "bypassPermissions"),
+		"the cap of items to wait on their model", func() bool { return len(rules(0, "held")) == capacity })
 	killedAt := len(srv.Requests())
 	states := map[fanout.State][]string{}
 	for _, it := range ledgerItems(t, home, fanoutSession) {

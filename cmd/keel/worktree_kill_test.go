@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/keel-dev/keel/internal/gittest"
@@ -61,35 +58,15 @@ func TestWorktreeSessionKilledResumesInTheWorktree(t *testing.T) {
 		return cmd
 	}
 
-	var out bytes.Buffer
-	first := keel("-p", "work apart", "--session-id", worktreeSession, "--permission-mode", "bypassPermissions")
-	first.Stdout, first.Stderr = &out, &out
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- first.Wait() }()
-	waittest.Until(t, "the request after the Write in the worktree", func() bool {
-		select {
-		case err := <-exited:
-			t.Fatalf("keel ended before it was killed: %v\n%s", err, out.String())
-		default:
-		}
-		for _, r := range srv.Requests() {
-			if r.Rule == "held" {
-				return true
+	killWhen(t, keel("-p", "work apart", "--session-id", worktreeSession, "--permission-mode", "bypassPermissions"),
+		"the request after the Write in the worktree", func() bool {
+			for _, r := range srv.Requests() {
+				if r.Rule == "held" {
+					return true
+				}
 			}
-		}
-		return false
-	})
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	err = waittest.Recv(t, "the killed keel to exit", exited)
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("keel's end: %v, want killed by SIGKILL", err)
-	}
+			return false
+		})
 	if b, err := os.ReadFile(filepath.Join(wtPath, "notes.txt")); err != nil || string(b) != "notes.txt content\n" {
 		t.Fatalf("notes.txt in the worktree: %q, %v", b, err)
 	}
