@@ -26,6 +26,9 @@ type Run struct {
 	cancel       context.CancelFunc
 	wg           sync.WaitGroup
 
+	// tmp is the private temp directory of a Landlock-only run, removed on release.
+	tmp string
+
 	// mu guards denied.
 	mu     sync.Mutex
 	denied []string
@@ -42,6 +45,9 @@ func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
 }
 
 func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
+	if s.landlockOnly {
+		return s.confineLandlockOnly(cmd, extra)
+	}
 	r := &Run{s: s}
 	var err error
 	if r.placeholders, err = s.hold(s.policy.absentReadOnly()); err != nil {
@@ -55,13 +61,13 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 	argv := slices.Clone(cmd.Args)
 	argv[0] = cmd.Path
 	pl := s.policy.newPlan(dir, argv, envPath(cmd.Env), extra)
-	data, err := json.Marshal(pl)
+	data, err := jsonPlan(pl)
 	if err != nil {
 		r.Release()
-		return nil, fmt.Errorf("encode sandbox plan: %w", err)
+		return nil, err
 	}
 	cmd.Path = s.exe
-	cmd.Args = []string{s.exe, helperArg, string(data)}
+	cmd.Args = []string{s.exe, helperArg, data}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -81,6 +87,14 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 		}
 	}
 	return r, nil
+}
+
+func jsonPlan(pl plan) (string, error) {
+	data, err := json.Marshal(pl)
+	if err != nil {
+		return "", fmt.Errorf("encode sandbox plan: %w", err)
+	}
+	return string(data), nil
 }
 
 // envPath is PATH in env, the command's environment (nil: keel's own).
@@ -148,6 +162,11 @@ func (r *Run) serve(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	r.serveListener(ctx, l)
+}
+
+// serveListener serves the proxy on l until the run is released.
+func (r *Run) serveListener(ctx context.Context, l net.Listener) {
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer stop()
 	var conns sync.WaitGroup
@@ -196,6 +215,9 @@ func (r *Run) Release() []string {
 	}
 	r.wg.Wait()
 	r.s.release(r.placeholders)
+	if r.tmp != "" {
+		os.RemoveAll(r.tmp)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.denied)
@@ -303,15 +325,35 @@ func (s *Sandbox) probe() error {
 	if s.exeErr != nil {
 		return fmt.Errorf("%w: no keel executable to run the sandbox helper (%v); call sandbox.Dispatch first in main", ErrUnavailable, s.exeErr)
 	}
-	if !userNamespaces() {
+	err := s.probeNamespaces()
+	if err == nil || LandlockABI() < 1 {
+		return err
+	}
+	// User namespaces are blocked: Landlock alone, if it starts.
+	if s.probeRun(true) == nil {
+		s.landlockOnly, s.limited = true, s.landlockOnlyLimits()
+		return nil
+	}
+	return err
+}
+
+// probeNamespaces runs `true` in the namespaces.
+func (s *Sandbox) probeNamespaces() error {
+	if testNoUserNamespaces.Load() || !userNamespaces() {
 		return fmt.Errorf("%w: user namespaces are disabled (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, or AppArmor's kernel.apparmor_restrict_unprivileged_userns)", ErrUnavailable)
 	}
+	return s.probeRun(false)
+}
+
+// probeRun runs `true` in the namespaces or, with landlockOnly, under Landlock alone.
+func (s *Sandbox) probeRun(landlockOnly bool) error {
 	truth, err := exec.LookPath("true")
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	p := Policy{Mode: ModeReadOnly}
 	probe := New(p, Options{Executable: s.exe})
+	probe.landlockOnly = landlockOnly
 	cmd := exec.Command(truth)
 	cmd.Dir = "/"
 	var out bytes.Buffer

@@ -50,6 +50,8 @@ func Doctor(ctx context.Context, s *Sandbox) []Finding {
 	use := Finding{Name: "keel uses", Status: "ok", Detail: "its own helper (" + s.exe + "): user, mount, PID, network and IPC namespaces, Landlock, seccomp, no_new_privs"}
 	if err := s.Available(); err != nil {
 		use.Status, use.Detail = "fail", err.Error()
+	} else if s.limited != "" {
+		use.Status, use.Detail = "warn", "its own helper ("+s.exe+"), "+s.limited+"; seccomp and no_new_privs"
 	}
 	out = append(out, use)
 	p := s.policy
@@ -86,6 +88,9 @@ func Doctor(ctx context.Context, s *Sandbox) []Finding {
 	list("always read-only", p.ReadOnly, "none")
 	list("masked", p.Masked, "none")
 	net := "no network device but loopback; out only through keel's proxy"
+	if s.landlockOnly {
+		net = "the host's network (Landlock only: see above); keel's proxy"
+	}
 	if len(p.Network.AllowedDomains) > 0 {
 		net += ", allowed: " + strings.Join(p.Network.AllowedDomains, ", ")
 	} else {

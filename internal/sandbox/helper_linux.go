@@ -30,6 +30,9 @@ func runHelper(arg string) error {
 	if err := json.Unmarshal([]byte(arg), &pl); err != nil {
 		return fmt.Errorf("read sandbox plan: %w", err)
 	}
+	if pl.LandlockOnly {
+		return runLandlockOnly(pl)
+	}
 	if err := setupMounts(pl); err != nil {
 		return err
 	}

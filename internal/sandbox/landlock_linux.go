@@ -73,11 +73,11 @@ func applyLandlock(pl plan) bool {
 }
 
 // addRule allows access beneath path (or on it, for a file; directory-only rights are
-// dropped for a file, which Landlock would refuse).
-func addRule(rulesetFD int, path string, access uint64) {
+// dropped for a file, which Landlock would refuse). It reports whether the rule was added.
+func addRule(rulesetFD int, path string, access uint64) bool {
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return
+		return false
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
@@ -86,5 +86,6 @@ func addRule(rulesetFD int, path string, access uint64) {
 			unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV | unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
 	}
 	rule := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(fd)}
-	unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rulesetFD), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&rule)), 0, 0, 0)
+	_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rulesetFD), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&rule)), 0, 0, 0)
+	return errno == 0
 }

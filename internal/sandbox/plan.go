@@ -33,6 +33,13 @@ type plan struct {
 	// Visible are directories under /tmp the command's PATH names (a plugin's programs): bound
 	// read-only into the private /tmp, so that what keel put on PATH runs inside too.
 	Visible []string `json:"visible,omitempty"`
+	// LandlockOnly is the fallback where user namespaces are blocked: no namespaces, no
+	// mounts; Landlock, seccomp and no_new_privs only. Tmp is then the command's private
+	// TMPDIR, ProxyPort the proxy's port on the host's loopback, Bind lets it listen.
+	LandlockOnly bool   `json:"landlockOnly,omitempty"`
+	Tmp          string `json:"tmp,omitempty"`
+	ProxyPort    int    `json:"proxyPort,omitempty"`
+	Bind         bool   `json:"bind,omitempty"`
 	// Argv is the command: its program is looked up on the sandbox's PATH.
 	Argv []string `json:"argv"`
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,11 @@ import (
 
 // ErrUnavailable wraps every reason a sandbox cannot start on this machine.
 var ErrUnavailable = errors.New("sandbox unavailable")
+
+// ErrLimited is what [Options.Unavailable] is told when the sandbox runs, but only in the
+// Landlock-only fallback: user namespaces are blocked here, so commands are confined by
+// Landlock, seccomp and no_new_privs alone, and the error says what that leaves open.
+var ErrLimited = errors.New("sandbox limited")
 
 // Proxy serves the connections a sandboxed command opens to keel's egress proxy. deny is
 // called with each host the proxy refused, so the command's result can name it.
@@ -28,7 +34,9 @@ type Options struct {
 	// Proxy serves the sandbox's network; nil refuses every connection.
 	Proxy Proxy
 	// Unavailable, when set, is told once why the sandbox cannot start here (the first time
-	// [Sandbox.Available] finds out): the session shows it to the user, once.
+	// [Sandbox.Available] finds out): the session shows it to the user, once. It is also
+	// told, with an error wrapping [ErrLimited], when the sandbox starts only in its weaker
+	// Landlock-only form; Available is then nil.
 	Unavailable func(error)
 }
 
@@ -43,6 +51,11 @@ type Sandbox struct {
 	unavailable func(error)
 	probeOnce   sync.Once
 	probeErr    error
+	// landlockOnly is set by the probe when user namespaces are blocked but Landlock works:
+	// commands then run in the Landlock-only fallback.
+	landlockOnly bool
+	// limited says what the sandbox cannot do in its weaker form; empty in its full form.
+	limited string
 
 	// mu guards placeholders: how many running commands share each placeholder keel made
 	// for an absent always-read-only path; the last one removes it.
@@ -92,8 +105,13 @@ func helperExecutable() (string, error) {
 func (s *Sandbox) Available() error {
 	s.probeOnce.Do(func() {
 		s.probeErr = s.probe()
-		if s.probeErr != nil && s.unavailable != nil {
+		if s.unavailable == nil {
+			return
+		}
+		if s.probeErr != nil {
 			s.unavailable(s.probeErr)
+		} else if s.limited != "" {
+			s.unavailable(fmt.Errorf("%w: %s", ErrLimited, s.limited))
 		}
 	})
 	return s.probeErr

@@ -84,9 +84,14 @@ func (s *Session) unattended() bool {
 }
 
 // sandboxUnavailable is the one notice of a session whose sandbox cannot start here: what is
-// missing and how to fix it, and what becomes of the commands. Each command's result says it
+// missing and how to fix it, and what becomes of the commands; or, for a sandbox that runs
+// only in its Landlock-only form, what that form leaves open. Each command's result says it
 // too, for the model.
 func (s *Session) sandboxUnavailable(p sandbox.Policy, err error) {
+	if errors.Is(err, sandbox.ErrLimited) {
+		s.warn(fmt.Sprintf("Bash commands run in a weaker sandbox: %v.", err))
+		return
+	}
 	if p.FailIfUnavailable {
 		s.warn(fmt.Sprintf("Bash commands will not run: %v (%s).", err, p.FailWhy))
 		return
