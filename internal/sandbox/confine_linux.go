@@ -29,9 +29,7 @@ type Run struct {
 	// tmp is the private temp directory of a Landlock-only run, removed on release.
 	tmp string
 
-	// mu guards denied.
-	mu     sync.Mutex
-	denied []string
+	refused refusals
 }
 
 // Confine rewrites cmd, not yet started, to run inside the sandbox: keel re-executed as the
@@ -162,43 +160,7 @@ func (r *Run) serve(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	r.serveListener(ctx, l)
-}
-
-// serveListener serves the proxy on l until the run is released.
-func (r *Run) serveListener(ctx context.Context, l net.Listener) {
-	stop := context.AfterFunc(ctx, func() { l.Close() })
-	defer stop()
-	var conns sync.WaitGroup
-	defer conns.Wait()
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		conns.Go(func() {
-			defer c.Close()
-			stopConn := context.AfterFunc(ctx, func() { c.Close() })
-			defer stopConn()
-			if r.s.proxy == nil {
-				r.deny("", "no network was configured for the sandbox")
-				return
-			}
-			r.s.proxy.ServeConn(ctx, c, r.deny)
-		})
-	}
-}
-
-func (r *Run) deny(host, why string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	note := why
-	if host != "" {
-		note = host + ": " + why
-	}
-	if !slices.Contains(r.denied, note) {
-		r.denied = append(r.denied, note)
-	}
+	serveProxy(ctx, l, r.s.proxy, &r.refused)
 }
 
 // Release ends what the run holds — the proxy's connections, the placeholders — and returns
@@ -218,9 +180,7 @@ func (r *Run) Release() []string {
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.denied)
+	return r.refused.all()
 }
 
 // hold makes (or shares) a placeholder for each absent always-read-only path, which the

@@ -36,19 +36,8 @@ func LandlockABI() int {
 // sandbox relies on. It is written against the raw system calls because the rules must bind
 // this one thread only (go-landlock restricts every thread, through a cgo helper).
 func applyLandlock(pl plan) bool {
-	handled := uint64(0)
-	switch abi := LandlockABI(); {
-	case abi >= 9:
-		handled = llV9
-	case abi >= 5:
-		handled = llV5
-	case abi >= 3:
-		handled = llV3
-	case abi == 2:
-		handled = llV2
-	case abi == 1:
-		handled = llV1
-	default:
+	handled := handledFS(LandlockABI())
+	if handled == 0 {
 		return false
 	}
 	attr := unix.LandlockRulesetAttr{Handled_access_fs: handled}
@@ -88,4 +77,21 @@ func addRule(rulesetFD int, path string, access uint64) bool {
 	rule := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(fd)}
 	_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rulesetFD), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&rule)), 0, 0, 0)
 	return errno == 0
+}
+
+// handledFS is every file-system right the kernel's Landlock ABI knows (0: no Landlock).
+func handledFS(abi int) uint64 {
+	switch {
+	case abi >= 9:
+		return llV9
+	case abi >= 5:
+		return llV5
+	case abi >= 3:
+		return llV3
+	case abi == 2:
+		return llV2
+	case abi == 1:
+		return llV1
+	}
+	return 0
 }

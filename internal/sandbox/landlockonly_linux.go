@@ -82,7 +82,7 @@ func (s *Sandbox) confineLandlockOnly(cmd *exec.Cmd, extra []string) (*Run, erro
 		pl.ProxyPort = l.Addr().(*net.TCPAddr).Port
 		ctx, cancel := context.WithCancel(context.Background())
 		r.cancel = cancel
-		r.wg.Go(func() { r.serveListener(ctx, l) })
+		r.wg.Go(func() { serveProxy(ctx, l, r.s.proxy, &r.refused) })
 	}
 	data, err := jsonPlan(pl)
 	if err != nil {
@@ -126,19 +126,8 @@ func runLandlockOnly(pl plan) error {
 // applyLandlock's second layer, any failure is an error: these rules are the sandbox.
 func restrictLandlockOnly(pl plan) error {
 	abi := LandlockABI()
-	handled := uint64(0)
-	switch {
-	case abi >= 9:
-		handled = llV9
-	case abi >= 5:
-		handled = llV5
-	case abi >= 3:
-		handled = llV3
-	case abi == 2:
-		handled = llV2
-	case abi == 1:
-		handled = llV1
-	default:
+	handled := handledFS(abi)
+	if handled == 0 {
 		return errors.New("no Landlock in this kernel")
 	}
 	attr := unix.LandlockRulesetAttr{Handled_access_fs: handled}

@@ -27,9 +27,7 @@ type Run struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// mu guards denied.
-	mu     sync.Mutex
-	denied []string
+	refused refusals
 }
 
 // Confine rewrites cmd, not yet started, to run under sandbox-exec with the policy's
@@ -63,7 +61,7 @@ func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
 		env = proxyEnv(env, strconv.Itoa(port))
 		ctx, cancel := context.WithCancel(context.Background())
 		r.cancel = cancel
-		r.wg.Go(func() { r.serve(ctx) })
+		r.wg.Go(func() { serveProxy(ctx, r.l, r.s.proxy, &r.refused) })
 	}
 	p := s.policy
 	p.Writable = append(slices.Clone(p.Writable), extra...)
@@ -71,40 +69,6 @@ func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
 	args := append([]string{sandboxExec, "-p", profile, cmd.Path}, cmd.Args[1:]...)
 	cmd.Path, cmd.Args, cmd.Env = sandboxExec, args, env
 	return r, nil
-}
-
-// serve serves the proxy on the run's listener until the run is released.
-func (r *Run) serve(ctx context.Context) {
-	var conns sync.WaitGroup
-	defer conns.Wait()
-	for {
-		c, err := r.l.Accept()
-		if err != nil {
-			return
-		}
-		conns.Go(func() {
-			defer c.Close()
-			stop := context.AfterFunc(ctx, func() { c.Close() })
-			defer stop()
-			if r.s.proxy == nil {
-				r.deny("", "no network was configured for the sandbox")
-				return
-			}
-			r.s.proxy.ServeConn(ctx, c, r.deny)
-		})
-	}
-}
-
-func (r *Run) deny(host, why string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	note := why
-	if host != "" {
-		note = host + ": " + why
-	}
-	if !slices.Contains(r.denied, note) {
-		r.denied = append(r.denied, note)
-	}
 }
 
 // Release ends the run's proxy and removes its temporary directory, and returns the
@@ -123,9 +87,7 @@ func (r *Run) Release() []string {
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.denied)
+	return r.refused.all()
 }
 
 func (s *Sandbox) probe() error {
