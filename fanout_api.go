@@ -50,7 +50,7 @@ type FanOutSummary struct {
 // f in the same (resumed) session, runs only the items that have no result yet. It needs a
 // session that keeps a transcript.
 func (s *Session) FanOut(ctx context.Context, f FanOut) (FanOutSummary, error) {
-	sum, err := s.s.FanOut(ctx, fanOutSpec(f))
+	sum, err := s.s.FanOuts().Run(ctx, fanOutSpec(f))
 	out := FanOutSummary{Total: sum.Total, Done: sum.Done, Failed: sum.Failed, Pending: sum.Pending}
 	for _, it := range sum.Items {
 		out.Items = append(out.Items, fanOutItem(it))
@@ -63,7 +63,7 @@ func (s *Session) FanOut(ctx context.Context, f FanOut) (FanOutSummary, error) {
 
 // FanOutItem returns item index (from 1) of fan-out f with its whole result.
 func (s *Session) FanOutItem(ctx context.Context, f FanOut, index int) (FanOutItem, error) {
-	it, err := s.s.FanOutItem(ctx, fanOutSpec(f), index)
+	it, err := s.s.FanOuts().Item(ctx, fanOutSpec(f), index)
 	return fanOutItem(it), err
 }
 

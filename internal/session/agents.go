@@ -157,7 +157,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Logger:   s.logger,
 		Detacher: s.opts.Detacher,
 		Detach:   s.opts.DetachBackground,
-		FanOut:   s.agentFanOut,
+		FanOut:   s.FanOuts().agent,
 		Seams: subagent.Seams{Validator: s.validator, Meter: &s.acct.spend, Check: s.acct.budgetCheck, Threshold: s.compaction.thresholdFor,
 			Breakpoints: s.compaction.breakpoints, Now: s.opts.Now, Traceparent: s.tel.traceparent, Environ: s.plug.bashEnviron,
 			NoClearing: s.settings.ClearToolResults.IsSet() && !s.settings.ClearToolResults.V},

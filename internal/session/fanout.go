@@ -71,14 +71,22 @@ func (f FanOutSpec) ledgerKey() string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// FanOut runs spec's agent once per item through the session's agent runner (each item an
+// FanOuts runs the session's fan-outs: one task over many items, each item's state in a
+// ledger beside the transcript, so an interrupted fan-out resumes where it stopped.
+type FanOuts struct{ s *Session }
+
+// FanOuts returns the session's fan-outs.
+func (s *Session) FanOuts() *FanOuts { return &FanOuts{s: s} }
+
+// Run runs spec's agent once per item through the session's agent runner (each item an
 // agent built by subagent.Runner, transcript beside the session's), at most Concurrency at
 // once, and returns the summary; every item's whole result is in the ledger
 // (<session dir>/fanouts/<key>, read with fanout.Get). The first item runs alone until its
 // agent answered, so the prompt prefix the items share is in the cache for the others. A
 // fan-out cut off (a crash, a cancel) and started again with the same spec in the same
 // session runs only the items without a result.
-func (s *Session) FanOut(ctx context.Context, spec FanOutSpec) (fanout.Summary, error) {
+func (f *FanOuts) Run(ctx context.Context, spec FanOutSpec) (fanout.Summary, error) {
+	s := f.s
 	path := s.TranscriptPath()
 	if path == "" {
 		return fanout.Summary{}, errors.New("fan-out: the session keeps no transcript, so no ledger to resume from")
@@ -112,28 +120,29 @@ func (s *Session) FanOut(ctx context.Context, spec FanOutSpec) (fanout.Summary, 
 	return fanout.Run(ctx, fanout.Config{Board: b.Board(), Owner: "fanout-" + spec.ledgerKey(), Concurrency: spec.Concurrency, Logger: s.logger}, run)
 }
 
-// FanOutItem returns item index (from 1) of the fan-out spec describes, with its whole
+// Item returns item index (from 1) of the fan-out spec describes, with its whole
 // result: what the summary's line for it points to.
-func (s *Session) FanOutItem(ctx context.Context, spec FanOutSpec, index int) (fanout.Item, error) {
-	it, err := s.fanOutItemByKey(ctx, spec.ledgerKey(), index)
+func (f *FanOuts) Item(ctx context.Context, spec FanOutSpec, index int) (fanout.Item, error) {
+	it, err := f.itemByKey(ctx, spec.ledgerKey(), index)
 	if err != nil {
 		return it, fmt.Errorf("fan-out: %w", err)
 	}
 	return it, nil
 }
 
-// agentFanOut is the Agent tool's call with items: each item an agent of the type the call
+// agent is the Agent tool's call with items: each item an agent of the type the call
 // names, or a fork child of the main thread when it names none and forks are on (their
 // requests then read the whole conversation from the cache). The result is the summary; an
 // item's whole result is the fan-out's ledger's.
-func (s *Session) agentFanOut(ctx context.Context, in subagent.Input) tool.Result {
+func (f *FanOuts) agent(ctx context.Context, in subagent.Input) tool.Result {
+	s := f.s
 	spec := FanOutSpec{Description: in.Description, Prompt: in.Prompt, Items: in.Items, AgentType: in.SubagentType,
 		Fork: in.SubagentType == "" && (s.opts.ForkSubagents || s.settings.ForkSubagents.V)}
-	sum, err := s.FanOut(ctx, spec)
+	sum, err := f.Run(ctx, spec)
 	if err != nil && sum.Total == 0 {
 		return tool.Errorf("fan-out: %v", err)
 	}
-	text := s.fanOutText(ctx, spec, sum)
+	text := f.text(ctx, spec, sum)
 	if err != nil {
 		text += "\n(the ledger could not be fully written: " + err.Error() + ")"
 	}
@@ -144,9 +153,10 @@ func (s *Session) agentFanOut(ctx context.Context, in subagent.Input) tool.Resul
 // past it the summary's excerpts stand in.
 const fullResultsLimit = 30000
 
-// fanOutText is what the model reads of a fan-out: every item's whole result when they fit
+// text is what the model reads of a fan-out: every item's whole result when they fit
 // in fullResultsLimit, else the summary's one line per item.
-func (s *Session) fanOutText(ctx context.Context, spec FanOutSpec, sum fanout.Summary) string {
+func (f *FanOuts) text(ctx context.Context, spec FanOutSpec, sum fanout.Summary) string {
+	s := f.s
 	path := s.TranscriptPath()
 	b, err := fscoord.Open(filepath.Join(transcript.SessionDir(path), "fanouts", spec.ledgerKey()), fscoord.Options{})
 	if err != nil {

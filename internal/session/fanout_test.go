@@ -37,7 +37,7 @@ func testFanOut(t *testing.T, fork bool) {
 		_, _ = h.srv.WaitRequests(ctx, 1+cut)
 		cancel()
 	}()
-	first, err := h.sess.FanOut(ctx, spec)
+	first, err := h.sess.FanOuts().Run(ctx, spec)
 	cancel()
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func testFanOut(t *testing.T, fork bool) {
 	resumedAt := len(h.srv.Requests())
 	h2 := newHarnessOn(t, h.srv, Options{Home: home, Cwd: cwd, Resume: id})
 	h2.send(t, "go on") // forks branch off a turn of the main thread
-	sum, err := h2.sess.FanOut(t.Context(), spec)
+	sum, err := h2.sess.FanOuts().Run(t.Context(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func testFanOut(t *testing.T, fork bool) {
 		}
 		t.Logf("the request that read least (%d):\n%s", worst.N, worst.Body)
 	}
-	if it, err := h2.sess.FanOutItem(t.Context(), spec, 7); err != nil || it.Result != "fine" {
+	if it, err := h2.sess.FanOuts().Item(t.Context(), spec, 7); err != nil || it.Result != "fine" {
 		t.Errorf("item 7's result: %+v, %v", it, err)
 	}
 }

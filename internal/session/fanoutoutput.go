@@ -44,7 +44,7 @@ func (t fanOutOutput) Call(ctx context.Context, env *tool.Env, input json.RawMes
 		return t.Tool.Call(ctx, env, input)
 	}
 	n, _ := strconv.Atoi(m[2])
-	it, err := t.s.fanOutItemByKey(ctx, m[1], n)
+	it, err := t.s.FanOuts().itemByKey(ctx, m[1], n)
 	if err != nil {
 		return tool.Errorf("fan-out item %s: %v", in.TaskID, err)
 	}
@@ -57,8 +57,9 @@ func (t fanOutOutput) Call(ctx context.Context, env *tool.Env, input json.RawMes
 	return tool.Result{Content: tool.Text(fmt.Sprintf("Item %d (%s) is %s; the same Agent call again resumes the fan-out", it.Index, it.Input, it.State)).Content, Output: it}
 }
 
-// fanOutItemByKey reads item index of the fan-out whose ledger key is key.
-func (s *Session) fanOutItemByKey(ctx context.Context, key string, index int) (fanout.Item, error) {
+// itemByKey reads item index of the fan-out whose ledger key is key.
+func (f *FanOuts) itemByKey(ctx context.Context, key string, index int) (fanout.Item, error) {
+	s := f.s
 	path := s.TranscriptPath()
 	if path == "" {
 		return fanout.Item{}, fmt.Errorf("the session keeps no transcript")
