@@ -6,6 +6,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
+	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/trust"
 )
 
@@ -54,7 +55,8 @@ func InspectWorkspace(opts Options) (Workspace, error) {
 	w := Workspace{Dir: session.ProjectRoot(abs)}
 	w.Trusted = trust.Decide(homeOf(cfg), w.Dir, cfg.Trust)
 	for _, p := range projectProvided {
-		if provides(filepath.Join(w.Dir, p)) {
+		path := filepath.Join(w.Dir, p)
+		if _, err := os.Stat(path); err == nil && !settings.StandIn(path) {
 			w.Provides = append(w.Provides, p)
 		}
 	}
@@ -85,19 +87,4 @@ func homeOf(cfg runconfig.Config) string {
 		return cfg.Home
 	}
 	return defaultHome()
-}
-
-// provides reports whether path gives the workspace something: a file, or a directory with
-// entries. An empty directory provides nothing, and is what the sandbox holds in place of an
-// absent .mcp.json or .claude/ while a command runs, so that the command cannot create it.
-func provides(path string) bool {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return false
-	}
-	if !fi.IsDir() {
-		return true
-	}
-	entries, err := os.ReadDir(path)
-	return err != nil || len(entries) > 0
 }

@@ -21,6 +21,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/settings"
 )
 
 // Transport types a server entry may name.
@@ -146,8 +148,8 @@ func Load(opts LoadOptions) *Config {
 		if errors.Is(err, os.ErrNotExist) {
 			return
 		}
-		if entries, derr := os.ReadDir(path); derr == nil && len(entries) == 0 {
-			return // an empty directory: the sandbox's stand-in for an absent file while a command runs
+		if settings.StandIn(path) {
+			return
 		}
 		if err != nil {
 			c.Problems = append(c.Problems, Problem{File: path, Msg: err.Error()})

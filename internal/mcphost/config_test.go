@@ -161,3 +161,21 @@ func findCompat(t *testing.T) string {
 	t.Helper()
 	return compattest.Dir(t, "claude", "settings")
 }
+
+// TestSandboxStandInIsNoConfig: an empty directory where .mcp.json would be — the sandbox's
+// stand-in for the absent file while a command runs — is no configuration and no problem;
+// a directory with something in it is still a problem.
+func TestSandboxStandInIsNoConfig(t *testing.T) {
+	home, proj := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(proj, ProjectFile), 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if c := Load(LoadOptions{Home: home, ProjectDir: proj}); len(c.Problems) != 0 {
+		t.Errorf("an empty .mcp.json directory gave problems %v", c.Problems)
+	}
+	other := t.TempDir()
+	write(t, filepath.Join(other, ProjectFile, "x"), "not a stand-in")
+	if c := Load(LoadOptions{Home: home, ProjectDir: other}); len(c.Problems) != 1 {
+		t.Errorf("a .mcp.json directory with a file in it gave problems %v, want one", c.Problems)
+	}
+}

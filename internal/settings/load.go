@@ -111,7 +111,7 @@ func (s *Settings) loadSource(src Source) FileState {
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && src.Optional:
 			return FileMissing
-		case err != nil && src.Optional && emptyDir(src.Path):
+		case err != nil && src.Optional && StandIn(src.Path):
 			// The sandbox's stand-in for an absent settings file while a command runs (or
 			// left behind by a keel that was killed meanwhile): no settings.
 			return FileMissing
@@ -158,8 +158,11 @@ func (s *Settings) CacheTTL1hFor(querySource string) bool {
 	return false
 }
 
-// emptyDir reports whether path is a directory with nothing in it.
-func emptyDir(path string) bool {
+// StandIn reports whether path is an empty directory: what keel's sandbox holds in place of
+// an absent protected file (a settings file, .mcp.json, .claude/) while a command runs, so
+// that the command cannot create it — or what a killed keel left behind. keel's readers take
+// it for absent.
+func StandIn(path string) bool {
 	entries, err := os.ReadDir(path)
 	return err == nil && len(entries) == 0
 }
