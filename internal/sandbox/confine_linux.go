@@ -59,13 +59,10 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 	argv := slices.Clone(cmd.Args)
 	argv[0] = cmd.Path
 	pl := s.policy.newPlan(dir, argv, envPath(cmd.Env), extra)
-	data, err := jsonPlan(pl)
-	if err != nil {
+	if err := s.runAsHelper(cmd, pl); err != nil {
 		r.Release()
 		return nil, err
 	}
-	cmd.Path = s.exe
-	cmd.Args = []string{s.exe, helperArg, data}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -331,5 +328,17 @@ func (s *Sandbox) probeRun(landlockOnly bool) error {
 		}
 		return fmt.Errorf("%w: %s", ErrUnavailable, msg)
 	}
+	return nil
+}
+
+// runAsHelper makes cmd start the sandbox's helper with pl, the plan it carries out before it
+// becomes the command.
+func (s *Sandbox) runAsHelper(cmd *exec.Cmd, pl plan) error {
+	data, err := jsonPlan(pl)
+	if err != nil {
+		return err
+	}
+	cmd.Path = s.exe
+	cmd.Args = []string{s.exe, helperArg, data}
 	return nil
 }

@@ -84,13 +84,10 @@ func (s *Sandbox) confineLandlockOnly(cmd *exec.Cmd, extra []string) (*Run, erro
 		r.cancel = cancel
 		r.wg.Go(func() { serveProxy(ctx, l, r.s.proxy, &r.refused) })
 	}
-	data, err := jsonPlan(pl)
-	if err != nil {
+	if err := s.runAsHelper(cmd, pl); err != nil {
 		r.Release()
 		return nil, err
 	}
-	cmd.Path = s.exe
-	cmd.Args = []string{s.exe, helperArg, data}
 	return r, nil
 }
 
