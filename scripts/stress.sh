@@ -53,7 +53,8 @@ pass() {
   echo "stress: $name took $((SECONDS - start))s"
 }
 pass "count$count" -race -count="$count" "${args[@]}"
-GOMAXPROCS=1 pass gomaxprocs1 -race -count=1 "${args[@]}"
+# GOMAXPROCS=1 also sets go test's default -p: without -p the packages would run one at a time.
+GOMAXPROCS=1 pass gomaxprocs1 -race -count=1 -p "$cores" "${args[@]}"
 stop_hogs
 trap - EXIT
 
