@@ -46,6 +46,7 @@ func (r Rules) Decide(ctx context.Context, host string, port int) (netip.AddrPor
 	if matchAny(r.Denied, host, port) {
 		return netip.AddrPort{}, &Denial{hp, "listed in sandbox.network.deniedDomains"}
 	}
+	approved := false // the host was put to Ask (or its rules) and allowed
 	if !matchAny(r.Allowed, host, port) {
 		switch {
 		case r.Strict:
@@ -56,6 +57,7 @@ func (r Rules) Decide(ctx context.Context, host string, port int) (netip.AddrPor
 		if err := r.Ask(ctx, host, port); err != nil {
 			return netip.AddrPort{}, &Denial{hp, err.Error()}
 		}
+		approved = true
 	}
 	addrs, err := r.resolve(ctx, host)
 	if err != nil {
@@ -63,7 +65,11 @@ func (r Rules) Decide(ctx context.Context, host string, port int) (netip.AddrPor
 	}
 	for _, a := range addrs {
 		a = a.Unmap()
-		if internal(a) && !matchAny(r.Allowed, a.String(), port) {
+		// An internal address is refused unless listed, so that a name cannot lead a command
+		// somewhere private; an address literal the user was asked about and allowed is that
+		// address itself, knowingly.
+		literal := approved && a.String() == host
+		if internal(a) && !literal && !matchAny(r.Allowed, a.String(), port) {
 			return netip.AddrPort{}, &Denial{hp, fmt.Sprintf("resolves to the internal address %s; list %s in sandbox.network.allowedDomains to allow it", a, a)}
 		}
 	}

@@ -13,7 +13,7 @@ func TestDecide(t *testing.T) {
 	names := map[string]string{
 		"github.com": "140.82.112.3", "api.github.com": "140.82.112.6", "evil.github.com": "140.82.112.9",
 		"rebind.example": "127.0.0.1", "meta.example": "169.254.169.254", "lan.example": "10.1.2.3",
-		"listed.example": "10.9.9.9", "other.example": "93.184.215.14",
+		"listed.example": "10.9.9.9", "other.example": "93.184.215.14", "rebind2.example": "127.0.0.1",
 	}
 	r := Rules{
 		Allowed: []string{"github.com", "*.github.com", "npmjs.org:443", "rebind.example", "meta.example", "lan.example", "listed.example", "10.9.9.9"},
@@ -47,6 +47,11 @@ func TestDecide(t *testing.T) {
 		{host: "other.example", port: 443},
 		{host: "other.example", port: 443, ask: true, ok: true},
 		{host: "other.example", port: 443, ask: true, strict: true},
+		// An internal address literal the user allowed when asked is that address, knowingly;
+		// a name that leads there is not, however it was answered.
+		{host: "127.0.0.1", port: 9, ask: true, ok: true},
+		{host: "::1", port: 9, ask: true, ok: true},
+		{host: "rebind2.example", port: 80, ask: true},
 	} {
 		rr := r
 		rr.Strict = tc.strict
@@ -58,7 +63,7 @@ func TestDecide(t *testing.T) {
 			t.Errorf("%s:%d (ask %v, strict %v): err %v, want allowed %v", tc.host, tc.port, tc.ask, tc.strict, err, tc.ok)
 		}
 	}
-	if asked != 1 {
-		t.Errorf("asked %d times, want 1 (strictAllowlist never asks)", asked)
+	if asked != 4 {
+		t.Errorf("asked %d times, want 4 (strictAllowlist never asks)", asked)
 	}
 }
