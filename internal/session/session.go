@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/sandbox"
+	"github.com/keel-dev/keel/internal/settingsedit"
 	"github.com/keel-dev/keel/internal/teamopen"
 
 	"github.com/google/uuid"
@@ -118,7 +119,7 @@ type Session struct {
 	watched fileWatch
 	servers *MCP
 	// config is the settings and permission rules as frontends change them (settings.go).
-	config *Configuration
+	config *settingsedit.Configuration
 	// plug is the loaded plugins (plugins.go).
 	plug Plugins
 	// hookd fires the session's hook events (hooks.go, hookevents.go).
@@ -205,7 +206,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	}
 	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger, Classifier: autoClassifier{s}})
 	s.state.AdditionalDirs = policy.Dirs[1:]
-	s.config = s.newConfiguration()
+	s.config = s.conf.configuration()
 	s.sandbox = s.buildSandbox()
 	s.conf.buildHooks()
 	s.conf.buildLSP()
