@@ -65,8 +65,8 @@ func (s *Session) warn(text string) {
 func (s *Session) emitAgent(e event.Event) {
 	if w := s.opts.Team.Worker; w != nil {
 		// A worker's events are its member's: they go to its log for the lead to show.
-		if s.teams.team != nil {
-			s.teams.team.Publish(e)
+		if t := s.teams.Current(); t != nil {
+			t.Publish(e)
 		}
 		if w.Events != nil {
 			w.Events(e)
@@ -135,9 +135,9 @@ func (s *Session) buildAgents(ctx context.Context) {
 	}
 	runner := subagent.New(subagent.Config{
 		Defs: set, Provider: s.opts.Provider, Tasks: tasks,
-		SessionID: s.id, SessionPath: cmp.Or(s.opts.DetachedFrom, s.teams.agentSessionPath()), Version: s.opts.Version,
+		SessionID: s.id, SessionPath: cmp.Or(s.opts.DetachedFrom, s.teams.AgentTranscript()), Version: s.opts.Version,
 		Forks:     s.opts.ForkSubagents || s.settings.ForkSubagents.V,
-		Teams:     s.teams.teamsEnabled(),
+		Teams:     s.teams.Enabled(),
 		MaxDepth:  s.opts.MaxAgentDepth,
 		Hooks:     s.hooks,
 		HookInput: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) },
@@ -209,8 +209,8 @@ func (a *Agents) ackNotifications() error {
 	}
 	s := a.s
 	err := a.queue.Ack()
-	if s.teams.team != nil && s.teams.team.LeadInbox() != nil {
-		err = errors.Join(err, s.teams.team.LeadInbox().Ack(context.Background()))
+	if t := s.teams.Current(); t != nil && t.LeadInbox() != nil {
+		err = errors.Join(err, t.LeadInbox().Ack(context.Background()))
 	}
 	return err
 }
@@ -222,8 +222,8 @@ func (a *Agents) agentLedger() cost.Ledger {
 	}
 	s := a.s
 	l := a.runner.Ledger()
-	if s.teams.team != nil {
-		l.Merge(s.teams.team.Ledger())
+	if t := s.teams.Current(); t != nil {
+		l.Merge(t.Ledger())
 	}
 	return l
 }
@@ -243,7 +243,7 @@ func (a *Agents) WaitBackground(ctx context.Context) (int, error) {
 	if err != nil || n > 0 {
 		return n, err
 	}
-	return s.teams.waitTeam(ctx)
+	return s.teams.Wait(ctx)
 }
 
 // WaitTasks is WaitBackground without the team: it blocks until the main thread's
@@ -301,8 +301,8 @@ func (a *Agents) SendPending(ctx context.Context) func(yield func(event.Event, e
 			Requeue()
 			Ack(context.Context) error
 		}
-		if s.teams.team != nil && s.teams.team.LeadInbox() != nil {
-			in := s.teams.team.LeadInbox()
+		if t := s.teams.Current(); t != nil && t.LeadInbox() != nil {
+			in := t.LeadInbox()
 			inbox = in
 			blocks = append(blocks, in.Observe(ctx)...)
 		}

@@ -140,7 +140,7 @@ func TestTeamPeersOnNATS(t *testing.T) {
 	srv, coordOpts := onNATS(t)
 	newHarnessOn(t, srv, Options{Coordination: coordOpts, Team: TeamOptions{Enabled: true, Name: "first-crew"}})
 	second := newHarnessOn(t, srv, Options{Coordination: coordOpts, Team: TeamOptions{Enabled: true, Name: "second-crew"}})
-	peers := strings.Join(second.sess.teams.teamPeers(t.Context()), "\n")
+	peers := strings.Join(second.sess.Team().Peers(t.Context()), "\n")
 	if !strings.Contains(peers, "leading team first-crew") || strings.Contains(peers, "second-crew") {
 		t.Errorf("second-crew's lead sees peers:\n%s\nwant first-crew's lead, not its own", peers)
 	}

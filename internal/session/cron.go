@@ -15,6 +15,7 @@ import (
 	"github.com/keel-dev/keel/internal/daemon"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/team"
+	"github.com/keel-dev/keel/internal/teamstore"
 )
 
 // Scheduler is the supervisor as the session's scheduled jobs need it: the store of the
@@ -111,21 +112,22 @@ func (t *teamJobs) place() cron.Place {
 	}
 	t.looked = true
 	s := t.s
-	if s.teams.team == nil {
+	tm := s.teams.Current()
+	if tm == nil {
 		return t.at
 	}
-	if _, ok := s.teams.backend.(*natscoord.Backend); !ok {
+	if _, ok := tm.Backend().(*natscoord.Backend); !ok {
 		return t.at
 	}
 	origin := t.origin
-	origin.Team, origin.Member = s.teams.team.Name(), team.LeadAlias
+	origin.Team, origin.Member = tm.Name(), team.LeadAlias
 	if w := s.opts.Team.Worker; w != nil {
 		origin.Member = w.Member
 	}
-	rec := s.teams.backend.Records()
+	rec := tm.Backend().Records()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if be, err := s.teams.teamStore(s.opts.Home).Open(ctx, origin.Team, coord.Config{Logger: s.logger}, nil); err == nil {
+	if be, err := teamstore.Choose(s.settings, s.opts.Home, s.opts.Coordination).Open(ctx, origin.Team, coord.Config{Logger: s.logger}, nil); err == nil {
 		t.be, rec = be, be.Records()
 	} else {
 		s.logger.Warn("scheduled jobs of the team: no handle of their own; the team's serves, and jobs with durable false outlive the session", "err", err)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/sandbox"
+	"github.com/keel-dev/keel/internal/settingsedit"
+	"github.com/keel-dev/keel/internal/teamopen"
 
 	"github.com/google/uuid"
 
@@ -117,13 +119,13 @@ type Session struct {
 	watched fileWatch
 	servers *MCP
 	// config is the settings and permission rules as frontends change them (settings.go).
-	config *Configuration
+	config *settingsedit.Configuration
 	// plug is the loaded plugins (plugins.go).
 	plug Plugins
 	// hookd fires the session's hook events (hooks.go, hookevents.go).
 	hookd hookDispatch
-	// teams is the session's agent team (team.go).
-	teams TeamHandle
+	// teams is the session's agent team (team.go); nil until Open has built it.
+	teams *teamopen.Handle
 	// idleEvents, if set, receives the events of background work between Sends (guarded by
 	// mu); without it they are held for the next Send.
 	idleEvents func(event.Event)
@@ -204,7 +206,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	}
 	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger, Classifier: autoClassifier{s}})
 	s.state.AdditionalDirs = policy.Dirs[1:]
-	s.config = s.newConfiguration()
+	s.config = s.conf.configuration()
 	s.sandbox = s.buildSandbox()
 	s.conf.buildHooks()
 	s.conf.buildLSP()
@@ -228,12 +230,13 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	if err := s.persist.resumeAt(ctx); err != nil {
 		return nil, err
 	}
+	s.teams = s.conf.team()
 	s.buildAgents(ctx)
 	s.buildCron(ctx)
 	if st != nil {
 		s.wtree.restoreWorktree(st)
 	}
-	if err := s.teams.buildTeam(ctx, st != nil); err != nil {
+	if err := s.conf.openTeam(ctx, st != nil); err != nil {
 		return nil, err
 	}
 	if err := s.applyMainAgent(); err != nil {
@@ -242,7 +245,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	s.conf.buildPrompt(ctx, env)
 	s.undo.warmShadow()
 	s.conf.untrustedNotice()
-	s.teams.resumeTeam(ctx)
+	s.notices = append(s.notices, s.teams.Resume(ctx)...)
 	source := "startup"
 	if st != nil {
 		source = "resume"
@@ -258,7 +261,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 func (s *Session) joinParts() {
 	s.acct.maxBudget, s.acct.catalog = s.opts.SDK.MaxBudgetUSD, s.switches.models
 	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
-	s.teams.s, s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s = s, s, s, s, s, s
+	s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s = s, s, s, s, s
 	s.insp.s, s.persist.s, s.sk.s, s.compaction.s, s.wtree.s = s, s, s, s, s
 }
 
@@ -410,9 +413,9 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 
 	g := &gate{s: s, checker: s.checker, emit: sink.Emit}
 	agent := s.newMainAgent(g, sink, history)
-	if s.teams.team != nil {
-		s.teams.team.SetLeadState(ctx, team.StateWorking)
-		defer s.teams.team.SetLeadState(context.WithoutCancel(ctx), team.StateIdle)
+	if t := s.teams.Current(); t != nil {
+		t.SetLeadState(ctx, team.StateWorking)
+		defer t.SetLeadState(context.WithoutCancel(ctx), team.StateIdle)
 	}
 	cwd := agent.State.Cwd
 	ran, runErr := loop.Drive(ctx, agent, history, nil, nil)
@@ -518,7 +521,7 @@ func (s *Session) shutdown() error {
 	if s.jobs != nil {
 		s.jobs.Close()
 	}
-	s.teams.closeTeam()
+	s.teams.Close()
 	s.agents.close()
 	s.lsp.Close()
 	if s.mcp != nil {
@@ -605,8 +608,8 @@ func (s *Session) observers(listing *listingObserver) []loop.Observer {
 	if s.lsp != nil {
 		obs = append(obs, lspObserver{s})
 	}
-	if s.teams.team != nil && s.teams.team.LeadInbox() != nil {
-		obs = append(obs, s.teams.team.LeadInbox())
+	if t := s.teams.Current(); t != nil && t.LeadInbox() != nil {
+		obs = append(obs, t.LeadInbox())
 	}
 	return append(obs, listing)
 }

@@ -2,7 +2,9 @@
 // behalf: permission answers remembered ("always allow"), directories added, the mode set,
 // and keys written (the Agent SDK's update_settings). Every change is a read-modify-write of
 // one file (settings.UpdateFile: the file keeps its other keys, and is replaced whole), and a
-// settings object to apply at once is read into the rules, mode and model it sets.
+// settings object to apply at once is read into the rules, mode and model it sets. A session's
+// [Configuration] is those changes as its frontends and controlling programs make them: the
+// file written, then the rules, mode and model layered over the running session.
 package settingsedit
 
 import (
