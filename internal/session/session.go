@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/sandbox"
+	"github.com/keel-dev/keel/internal/toolgate"
 
 	"github.com/google/uuid"
 
@@ -408,7 +409,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	s.undo.beginSnapshot(uuid)
 	sink.Emit(event.UserMessage{UUID: uuid, Message: user})
 
-	g := &gate{s: s, checker: s.checker, emit: sink.Emit}
+	g := newGate(s, s.checker, event.Origin{}, sink.Emit, nil)
 	agent := s.newMainAgent(g, sink, history)
 	if s.teams.team != nil {
 		s.teams.team.SetLeadState(ctx, team.StateWorking)
@@ -432,7 +433,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Duration:         time.Since(started),
 		APIDuration:      out.APIDuration,
 		StopReason:       out.StopReason,
-		Denials:          g.takeDenials(),
+		Denials:          g.TakeDenials(),
 		Cache:            cacheStats(subTotals(s.cacheTotals, cacheBefore)),
 		StructuredOutput: s.sdk.structuredAnswer(),
 	}
@@ -467,7 +468,7 @@ func (s *Session) announce(ctx context.Context, sink *chanSink) {
 // built by: the session's prompt, pool and gate, its cache watcher (whose totals the result
 // reports), the structured-output and Stop-hook checks, the session's observers and the
 // background tasks' queue, and the compaction hooks of the main thread.
-func (s *Session) newMainAgent(g *gate, sink *chanSink, history []message.Message) *loop.Agent {
+func (s *Session) newMainAgent(g *toolgate.Gate, sink *chanSink, history []message.Message) *loop.Agent {
 	s.mu.Lock()
 	state := s.state
 	s.mu.Unlock()
