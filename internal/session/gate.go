@@ -14,7 +14,7 @@ import (
 // subagent's own joined with the session's, or nil for the session's), the skills' grants,
 // the rewind snapshots, the path-scoped rules, the language servers and the transcript.
 func newGate(s *Session, checker *permission.Checker, origin event.Origin, emit func(event.Event), h hooks.EventRunner) *toolgate.Gate {
-	runner := hooks.EventRunner(s.hooks)
+	var runner hooks.EventRunner = sessionHooks{s}
 	if h != nil {
 		runner = h
 	}
@@ -42,4 +42,12 @@ func newGate(s *Session, checker *permission.Checker, origin event.Origin, emit 
 		c.LSP = s.lsp
 	}
 	return toolgate.New(c)
+}
+
+// sessionHooks runs the session's hooks as they stand at each call, as the gate did when it
+// held the session.
+type sessionHooks struct{ s *Session }
+
+func (h sessionHooks) Run(ctx context.Context, ev hooks.Event, in hooks.Input) hooks.Outcome {
+	return h.s.hooks.Run(ctx, ev, in)
 }
