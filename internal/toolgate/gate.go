@@ -161,6 +161,15 @@ func (g *Gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		call.Input = d.UpdatedInput
 		req = request(t, call.Input, env.State.Cwd)
 	}
+	g.admit(env, t, call, req)
+	return tool.Result{}, true
+}
+
+// admit does what an allowed call brings about before it runs: an approved plan ends plan
+// mode; the search filter, and WebFetch's question for private addresses, go into env; the
+// paths it touches are noted, and an edit's files are kept for rewind and shown to the
+// language servers.
+func (g *Gate) admit(env *tool.Env, t tool.Tool, call *tool.Call, req permission.Request) {
 	if call.Name == builtin.ExitPlanModeName {
 		g.planApproved(env)
 	}
@@ -182,7 +191,6 @@ func (g *Gate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *too
 		}
 		lspBefore(g.c.LSP, env, t, *call)
 	}
-	return tool.Result{}, true
 }
 
 // decide is the permission check of a call, given what the PreToolUse hooks decided.
