@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/keel-dev/keel/internal/cost"
@@ -160,6 +161,21 @@ func (c *Compactor) Compact(ctx context.Context, history []message.Message, trig
 		c.cfg.After(ctx, trigger, summary, boundary)
 	}
 	return []message.Message{SummaryMessage(summary)}, used, nil
+}
+
+// ErrNothingToCompact is a manual compaction's answer when there is no history yet.
+var ErrNothingToCompact = errors.New("nothing to compact yet")
+
+// Manual compacts history at the user's request (/compact [instructions]); instructions, when
+// given, say what the summary should dwell on and join the history as a user message.
+func (c *Compactor) Manual(ctx context.Context, history []message.Message, instructions string) ([]message.Message, cost.Ledger, error) {
+	if len(history) == 0 {
+		return nil, cost.Ledger{}, ErrNothingToCompact
+	}
+	if instructions != "" {
+		history = append(slices.Clip(history), message.User(message.Text("When summarising, focus on: "+instructions)))
+	}
+	return c.Compact(ctx, history, "manual")
 }
 
 // request is the compaction request for messages (the history and the summary prompt). It

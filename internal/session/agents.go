@@ -142,7 +142,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Hooks:     s.hooks,
 		HookInput: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) },
 		Gate: func(c *permission.Checker, origin event.Origin, h hooks.EventRunner) tool.Gate {
-			return &gate{s: s, checker: c, origin: origin, emit: s.emitAgent, hooks: h}
+			return newGate(s, c, origin, s.emitAgent, h)
 		},
 		ProjectDir: s.projectDir, Home: s.opts.Home, TrustedHooks: s.conf.trusted(),
 		Skills: s.skills, MCP: childMCP{s},

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/keel-dev/keel/internal/compact"
@@ -26,26 +25,27 @@ const DefaultContextWindow = models.DefaultContextWindow
 // prompt's memo and the file views, hence s.
 type compaction struct{ s *Session }
 
+// policy is the session's compaction policy as its settings stand: they may change during
+// the session (the model, the autoCompactThreshold setting, an embedder's window).
+func (c *compaction) policy() compact.Policy {
+	s := c.s
+	p := compact.Policy{Window: s.opts.ContextWindow, Windows: s.switches.models(), TTL: s.ttl}
+	if v := s.settings.AutoCompactThreshold; v.IsSet() {
+		p.Percent = v.V
+	}
+	return p
+}
+
 // compactThreshold is the input size, in tokens, past which the main agent's history is
 // compacted.
 func (c *compaction) compactThreshold() int64 {
-	s := c.s
-	return c.thresholdFor(s.switches.Model())
+	return c.thresholdFor(c.s.switches.Model())
 }
 
 // thresholdFor is the input size, in tokens, past which the history of an agent on model is
 // compacted: the share of its window the autoCompactThreshold setting names.
 func (c *compaction) thresholdFor(model string) int64 {
-	s := c.s
-	window := s.opts.ContextWindow
-	if window <= 0 {
-		window = s.switches.models().ContextWindow(model)
-	}
-	var percent float64
-	if v := s.settings.AutoCompactThreshold; v.IsSet() {
-		percent = v.V
-	}
-	return compact.Threshold(window, percent)
+	return c.policy().Threshold(model)
 }
 
 // mainCompaction is the main agent's part in compacting: the PreCompact hooks' context joins
@@ -104,8 +104,7 @@ func (c *compaction) compactor(sink *chanSink) *compact.Compactor {
 
 // breakpoints places the cache breakpoints of a request as sent (a compaction's).
 func (c *compaction) breakpoints(r *provider.Request) {
-	s := c.s
-	provider.PlaceBreakpoints(r, s.ttl)
+	c.policy().Breakpoints(r)
 }
 
 // builtinCommand runs the session commands that are not prompts: /compact [instructions]
@@ -115,14 +114,7 @@ func (c *compaction) builtinCommand(ctx context.Context, prompt string, sink *ch
 	name, args, _ := strings.Cut(strings.TrimSpace(prompt), " ")
 	switch name {
 	case "/compact":
-		history := s.History()
-		if len(history) == 0 {
-			return true, cost.Ledger{}, errors.New("nothing to compact yet")
-		}
-		if args != "" {
-			history = append(history, message.User(message.Text("When summarising, focus on: "+args)))
-		}
-		compacted, used, err := c.compactor(sink).Compact(ctx, history, "manual")
+		compacted, used, err := c.compactor(sink).Manual(ctx, s.History(), args)
 		if err != nil {
 			return true, used, err
 		}

@@ -11,8 +11,6 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/lsp"
 	"github.com/keel-dev/keel/internal/message"
-	"github.com/keel-dev/keel/internal/tool"
-	"github.com/keel-dev/keel/internal/toolpath"
 )
 
 // buildLSP starts the language-server manager of the lspServers settings (no server runs
@@ -49,58 +47,6 @@ func (c *configWiring) buildLSP() {
 		environ = os.Environ()
 	}
 	s.lsp = lsp.New(lsp.Options{Servers: servers, Root: s.projectDir, Environ: environ, Wait: s.opts.LSPWait, Logger: s.logger})
-}
-
-// lspPaths are the files a call touches, resolved the way the permission check resolves them.
-func lspPaths(t tool.Tool, call tool.Call, cwd string) []string {
-	req := permissionRequest(t, call.Input, cwd)
-	out := make([]string, 0, len(req.Paths))
-	for _, p := range req.Paths {
-		out = append(out, toolpath.Resolve(p, cwd, "").Real)
-	}
-	return out
-}
-
-// lspBefore notes, in the language servers of m (nil when none run), the diagnostics of
-// the files an edit is about to change.
-func lspBefore(m *lsp.Manager, env *tool.Env, t tool.Tool, call tool.Call) {
-	if m == nil || !isFileEdit(call.Name) {
-		return
-	}
-	for _, p := range lspPaths(t, call, env.State.Cwd) {
-		m.Before(env.AgentID, p)
-	}
-}
-
-// lspAfter opens files that were read in the servers of m (nil when none run), and adds to
-// an edit's result the problems it introduced (and earlier edits' problems that arrived
-// since).
-func lspAfter(ctx context.Context, m *lsp.Manager, env *tool.Env, t tool.Tool, call tool.Call, res *tool.Result, emit func(event.Event)) {
-	if m == nil {
-		return
-	}
-	var files []lsp.FileDiagnostics
-	if !res.IsError {
-		switch {
-		case call.Name == "Read":
-			for _, p := range lspPaths(t, call, env.State.Cwd) {
-				m.Touch(p)
-			}
-		case isFileEdit(call.Name):
-			for _, p := range lspPaths(t, call, env.State.Cwd) {
-				rep := m.After(ctx, env.AgentID, p)
-				files = append(files, rep.Files...)
-				if rep.Note != "" {
-					res.Content = append(res.Content, message.Text("("+rep.Note+")"))
-					emit(event.Notice{Level: "warn", Text: rep.Note})
-				}
-			}
-		}
-	}
-	files = append(files, m.Late(env.AgentID)...)
-	if text := lsp.Format(files, env.State.Cwd); text != "" {
-		res.Content = append(res.Content, message.Text(text))
-	}
 }
 
 // lspObserver hands the main agent diagnostics that arrived after its edit's result was

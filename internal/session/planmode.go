@@ -2,15 +2,12 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 
 	"github.com/keel-dev/keel/internal/builtin"
-	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/tool"
-	"github.com/keel-dev/keel/internal/transcript"
 )
 
 // Plan mode, as Claude Code has it: the model is told at the next request that it is
@@ -65,38 +62,4 @@ func (s *Session) mainPlanFilter(p *tool.Pool) *tool.Pool {
 		return p
 	}
 	return p.Filter(func(t tool.Tool) bool { return t.Name() != builtin.ExitPlanModeName })
-}
-
-// planExitRefused answers an ExitPlanMode call made outside plan mode, before any question.
-func planExitRefused(checker *permission.Checker) (tool.Result, bool) {
-	if checker.Policy().Mode == permission.ModePlan {
-		return tool.Result{}, false
-	}
-	return tool.Errorf("You are not in plan mode. ExitPlanMode is only for presenting a plan while in plan mode; go on with the task."), true
-}
-
-// planDenied is the refusal of a plan: the answer's reason and, so that a headless run still
-// hands its plan back, the plan itself.
-func planDenied(call *tool.Call, reason string) string {
-	var in builtin.ExitPlanModeInput
-	_ = json.Unmarshal(call.Input, &in) // a malformed input has no plan to repeat
-	msg := "The user did not approve the plan; stay in plan mode. " + reason
-	if in.Plan != "" {
-		msg += "\n\nThe plan that was not approved:\n" + in.Plan
-	}
-	return msg
-}
-
-// planApproved ends plan mode for the agent whose ExitPlanMode call was allowed, unless the
-// answer already chose another mode; the main agent's change is recorded and announced.
-func (g *gate) planApproved(env *tool.Env) {
-	if g.checker.Policy().Mode == permission.ModePlan {
-		g.checker.SetMode(permission.ModeDefault)
-	}
-	if env.AgentID != "" {
-		return
-	}
-	mode := string(g.checker.Policy().Mode)
-	g.s.persist.recordMetadata(context.Background(), transcript.TypeMode, mode)
-	g.emit(event.Status{PermissionMode: mode})
 }

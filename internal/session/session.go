@@ -16,6 +16,7 @@ import (
 	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/settingsedit"
 	"github.com/keel-dev/keel/internal/teamopen"
+	"github.com/keel-dev/keel/internal/toolgate"
 
 	"github.com/google/uuid"
 
@@ -411,7 +412,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	s.undo.beginSnapshot(uuid)
 	sink.Emit(event.UserMessage{UUID: uuid, Message: user})
 
-	g := &gate{s: s, checker: s.checker, emit: sink.Emit}
+	g := newGate(s, s.checker, event.Origin{}, sink.Emit, nil)
 	agent := s.newMainAgent(g, sink, history)
 	if t := s.teams.Current(); t != nil {
 		t.SetLeadState(ctx, team.StateWorking)
@@ -435,7 +436,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		Duration:         time.Since(started),
 		APIDuration:      out.APIDuration,
 		StopReason:       out.StopReason,
-		Denials:          g.takeDenials(),
+		Denials:          g.TakeDenials(),
 		Cache:            cacheStats(subTotals(s.cacheTotals, cacheBefore)),
 		StructuredOutput: s.sdk.structuredAnswer(),
 	}
@@ -470,7 +471,7 @@ func (s *Session) announce(ctx context.Context, sink *chanSink) {
 // built by: the session's prompt, pool and gate, its cache watcher (whose totals the result
 // reports), the structured-output and Stop-hook checks, the session's observers and the
 // background tasks' queue, and the compaction hooks of the main thread.
-func (s *Session) newMainAgent(g *gate, sink *chanSink, history []message.Message) *loop.Agent {
+func (s *Session) newMainAgent(g *toolgate.Gate, sink *chanSink, history []message.Message) *loop.Agent {
 	s.mu.Lock()
 	state := s.state
 	s.mu.Unlock()
