@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/message"
 )
 
@@ -13,38 +14,40 @@ import (
 // sides have the same fields, so one cannot grow without the other.
 
 // publicEvents maps each internal event type to its public twin.
-var publicEvents = map[reflect.Type]reflect.Type{
-	reflect.TypeFor[event.Init]():             reflect.TypeFor[Init](),
-	reflect.TypeFor[event.TextDelta]():        reflect.TypeFor[TextDelta](),
-	reflect.TypeFor[event.ThinkingDelta]():    reflect.TypeFor[ThinkingDelta](),
-	reflect.TypeFor[event.ToolInputDelta]():   reflect.TypeFor[ToolInputDelta](),
-	reflect.TypeFor[event.AssistantMessage](): reflect.TypeFor[AssistantMessage](),
-	reflect.TypeFor[event.UserMessage]():      reflect.TypeFor[UserMessage](),
-	reflect.TypeFor[event.ToolStart]():        reflect.TypeFor[ToolStart](),
-	reflect.TypeFor[event.ToolProgress]():     reflect.TypeFor[ToolProgress](),
-	reflect.TypeFor[event.ToolEnd]():          reflect.TypeFor[ToolEnd](),
-	reflect.TypeFor[event.PermissionDenied](): reflect.TypeFor[PermissionDenied](),
-	reflect.TypeFor[event.Retry]():            reflect.TypeFor[Retry](),
-	reflect.TypeFor[event.CacheBreak]():       reflect.TypeFor[CacheBreak](),
-	reflect.TypeFor[event.Compacted]():        reflect.TypeFor[Compacted](),
-	reflect.TypeFor[event.Todos]():            reflect.TypeFor[Todos](),
-	reflect.TypeFor[event.TaskStarted]():      reflect.TypeFor[TaskStarted](),
-	reflect.TypeFor[event.TaskUpdated]():      reflect.TypeFor[TaskUpdated](),
-	reflect.TypeFor[event.TaskProgress]():     reflect.TypeFor[TaskProgress](),
-	reflect.TypeFor[event.TaskNotification](): reflect.TypeFor[TaskNotification](),
-	reflect.TypeFor[event.Status]():           reflect.TypeFor[Status](),
-	reflect.TypeFor[event.HookStarted]():      reflect.TypeFor[HookStarted](),
-	reflect.TypeFor[event.HookResponse]():     reflect.TypeFor[HookResponse](),
-	reflect.TypeFor[event.Notice]():           reflect.TypeFor[Notice](),
-	reflect.TypeFor[event.Result]():           reflect.TypeFor[Result](),
-	reflect.TypeFor[event.TeammateState]():    reflect.TypeFor[TeammateState](),
-	reflect.TypeFor[event.TeamMessage]():      reflect.TypeFor[TeamMessage](),
-	reflect.TypeFor[event.TeamMessageRead]():  reflect.TypeFor[TeamMessageRead](),
-}
+var publicEvents = lazy.Value[map[reflect.Type]reflect.Type]{New: func() map[reflect.Type]reflect.Type {
+	return map[reflect.Type]reflect.Type{
+		reflect.TypeFor[event.Init]():             reflect.TypeFor[Init](),
+		reflect.TypeFor[event.TextDelta]():        reflect.TypeFor[TextDelta](),
+		reflect.TypeFor[event.ThinkingDelta]():    reflect.TypeFor[ThinkingDelta](),
+		reflect.TypeFor[event.ToolInputDelta]():   reflect.TypeFor[ToolInputDelta](),
+		reflect.TypeFor[event.AssistantMessage](): reflect.TypeFor[AssistantMessage](),
+		reflect.TypeFor[event.UserMessage]():      reflect.TypeFor[UserMessage](),
+		reflect.TypeFor[event.ToolStart]():        reflect.TypeFor[ToolStart](),
+		reflect.TypeFor[event.ToolProgress]():     reflect.TypeFor[ToolProgress](),
+		reflect.TypeFor[event.ToolEnd]():          reflect.TypeFor[ToolEnd](),
+		reflect.TypeFor[event.PermissionDenied](): reflect.TypeFor[PermissionDenied](),
+		reflect.TypeFor[event.Retry]():            reflect.TypeFor[Retry](),
+		reflect.TypeFor[event.CacheBreak]():       reflect.TypeFor[CacheBreak](),
+		reflect.TypeFor[event.Compacted]():        reflect.TypeFor[Compacted](),
+		reflect.TypeFor[event.Todos]():            reflect.TypeFor[Todos](),
+		reflect.TypeFor[event.TaskStarted]():      reflect.TypeFor[TaskStarted](),
+		reflect.TypeFor[event.TaskUpdated]():      reflect.TypeFor[TaskUpdated](),
+		reflect.TypeFor[event.TaskProgress]():     reflect.TypeFor[TaskProgress](),
+		reflect.TypeFor[event.TaskNotification](): reflect.TypeFor[TaskNotification](),
+		reflect.TypeFor[event.Status]():           reflect.TypeFor[Status](),
+		reflect.TypeFor[event.HookStarted]():      reflect.TypeFor[HookStarted](),
+		reflect.TypeFor[event.HookResponse]():     reflect.TypeFor[HookResponse](),
+		reflect.TypeFor[event.Notice]():           reflect.TypeFor[Notice](),
+		reflect.TypeFor[event.Result]():           reflect.TypeFor[Result](),
+		reflect.TypeFor[event.TeammateState]():    reflect.TypeFor[TeammateState](),
+		reflect.TypeFor[event.TeamMessage]():      reflect.TypeFor[TeamMessage](),
+		reflect.TypeFor[event.TeamMessageRead]():  reflect.TypeFor[TeamMessageRead](),
+	}
+}}
 
 // publicEvent is the public form of a session's event; nil for one the API does not show.
 func publicEvent(e event.Event) Event {
-	pub, ok := publicEvents[reflect.TypeOf(e)]
+	pub, ok := publicEvents.Get()[reflect.TypeOf(e)]
 	if !ok {
 		return nil
 	}

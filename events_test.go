@@ -18,7 +18,7 @@ import (
 // one side and not the other fails here: the internal value survives a trip through the
 // public type and back, and so does a public one the other way.
 func TestPublicEventsHaveEveryField(t *testing.T) {
-	for internal, public := range publicEvents {
+	for internal, public := range publicEvents.Get() {
 		roundTrip(t, internal, public)
 		roundTrip(t, public, internal)
 	}
@@ -56,7 +56,7 @@ func TestEveryEventIsPublic(t *testing.T) {
 		t.Fatal(err)
 	}
 	known := map[string]bool{}
-	for internal := range publicEvents {
+	for internal := range publicEvents.Get() {
 		known[internal.Name()] = true
 	}
 	n := 0

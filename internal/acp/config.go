@@ -9,6 +9,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/keel-dev/keel"
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // The session's config options: the model and the reasoning effort.
@@ -18,21 +19,23 @@ const (
 	effortOff    = "off"
 )
 
-// modes are keel's permission modes, as the editor's mode picker shows them.
-var modes = []sdk.SessionMode{
-	{Id: "default", Name: "Default", Description: sdk.Ptr("Ask before edits and commands the rules leave open")},
-	{Id: "acceptEdits", Name: "Accept edits", Description: sdk.Ptr("Edit files in the working directories without asking")},
-	{Id: "plan", Name: "Plan", Description: sdk.Ptr("Read and plan; change nothing")},
-	{Id: "dontAsk", Name: "Don't ask", Description: sdk.Ptr("Deny what the rules do not allow, without asking")},
-	{Id: "bypassPermissions", Name: "Bypass permissions", Description: sdk.Ptr("Run everything the deny rules do not forbid")},
-}
+// modeList are keel's permission modes, as the editor's mode picker shows them.
+var modeList = lazy.Value[[]sdk.SessionMode]{New: func() []sdk.SessionMode {
+	return []sdk.SessionMode{
+		{Id: "default", Name: "Default", Description: sdk.Ptr("Ask before edits and commands the rules leave open")},
+		{Id: "acceptEdits", Name: "Accept edits", Description: sdk.Ptr("Edit files in the working directories without asking")},
+		{Id: "plan", Name: "Plan", Description: sdk.Ptr("Read and plan; change nothing")},
+		{Id: "dontAsk", Name: "Don't ask", Description: sdk.Ptr("Deny what the rules do not allow, without asking")},
+		{Id: "bypassPermissions", Name: "Bypass permissions", Description: sdk.Ptr("Run everything the deny rules do not forbid")},
+	}
+}}
 
 func (s *session) modes() *sdk.SessionModeState {
-	return &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(s.ks.PermissionMode()), AvailableModes: modes}
+	return &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(s.ks.PermissionMode()), AvailableModes: modeList.Get()}
 }
 
 func (s *session) setMode(mode string) error {
-	if !slices.ContainsFunc(modes, func(m sdk.SessionMode) bool { return string(m.Id) == mode }) {
+	if !slices.ContainsFunc(modeList.Get(), func(m sdk.SessionMode) bool { return string(m.Id) == mode }) {
 		return sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("mode %q is not one of default, acceptEdits, plan, dontAsk, bypassPermissions", mode)})
 	}
 	if err := s.ks.SetPermissionMode(keel.PermissionMode(mode)); err != nil {

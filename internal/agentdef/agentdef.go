@@ -23,8 +23,6 @@ package agentdef
 import (
 	"encoding/json"
 	"fmt"
-
-	"github.com/keel-dev/keel/internal/effort"
 )
 
 // Definition is one agent definition after parsing and validation. The zero value of each
@@ -99,7 +97,7 @@ type MCPServer struct {
 // Effort is a reasoning-effort level or an explicit thinking budget in tokens; at most one of
 // the two is set.
 type Effort struct {
-	Level  string // one of [EffortLevels]
+	Level  string // one of [effort.Levels]
 	Tokens int
 }
 
@@ -162,7 +160,6 @@ var (
 	PermissionModes = []PermissionMode{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk, ModeBypassPermissions, ModeAuto, ModeBubble}
 	MemoryScopes    = []MemoryScope{MemoryUser, MemoryProject, MemoryLocal}
 	Isolations      = []Isolation{IsolationWorktree}
-	EffortLevels    = effort.Levels
 	Colors          = []string{"red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan"}
 )
 

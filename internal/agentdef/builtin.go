@@ -3,6 +3,8 @@ package agentdef
 import (
 	"embed"
 	"fmt"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 //go:embed builtin/*.md
@@ -12,7 +14,9 @@ var builtinFS embed.FS
 var builtinNames = []string{"general-purpose", "Explore", "Plan", "verification"}
 
 // oneShot are the built-ins that report once and are never messaged again.
-var oneShot = map[string]bool{"Explore": true, "Plan": true}
+var oneShot = lazy.Value[map[string]bool]{New: func() map[string]bool {
+	return map[string]bool{"Explore": true, "Plan": true}
+}}
 
 // Builtins returns fresh copies of the built-in agents: general-purpose, Explore (read-only
 // search), Plan (read-only planning) and verification. They are written in keel's own agent
@@ -28,7 +32,7 @@ func Builtins() []*Definition {
 		if def == nil || len(diags) > 0 {
 			panic(fmt.Sprintf("agentdef: built-in %s does not parse cleanly: %v", name, diags))
 		}
-		def.Source, def.Path, def.OneShot = SourceBuiltin, "", oneShot[name]
+		def.Source, def.Path, def.OneShot = SourceBuiltin, "", oneShot.Get()[name]
 		defs = append(defs, def)
 	}
 	return defs

@@ -5,40 +5,43 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/BurntSushi/toml"
 	"github.com/keel-dev/keel/internal/frontmatter"
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // Codex roles are TOML: either standalone files with name, description and
 // developer_instructions, or config layers registered in config.toml under [agents.<name>]
 // with a description and a config_file.
-var codexFields = withFields(map[string]handler{
-	"developer_instructions": {"prompt", func(d *decoder, f frontmatter.Field) {
-		if s, ok := d.str(f); ok {
-			d.def.Prompt = s
-		}
-	}},
-	"model_reasoning_effort":  {"effort", setCodexEffort},
-	"sandbox_mode":            {"sandbox_mode", setCodexSandbox},
-	"mcp_servers":             {"mcpServers", setCodexMCPServers},
-	"config_file":             {"config_file", func(*decoder, frontmatter.Field) {}},
-	"approval_policy":         {"approval_policy", unsupportedBy("codex")},
-	"nickname_candidates":     {"nickname_candidates", unsupportedBy("codex")},
-	"model_reasoning_summary": {"model_reasoning_summary", unsupportedBy("codex")},
-	"model_verbosity":         {"model_verbosity", unsupportedBy("codex")},
-})
+var codexFields = lazy.Value[map[string]handler]{New: func() map[string]handler {
+	return withFields(map[string]handler{
+		"developer_instructions": {"prompt", func(d *decoder, f frontmatter.Field) {
+			if s, ok := d.str(f); ok {
+				d.def.Prompt = s
+			}
+		}},
+		"model_reasoning_effort":  {"effort", setCodexEffort},
+		"sandbox_mode":            {"sandbox_mode", setCodexSandbox},
+		"mcp_servers":             {"mcpServers", setCodexMCPServers},
+		"config_file":             {"config_file", func(*decoder, frontmatter.Field) {}},
+		"approval_policy":         {"approval_policy", unsupportedBy("codex")},
+		"nickname_candidates":     {"nickname_candidates", unsupportedBy("codex")},
+		"model_reasoning_summary": {"model_reasoning_summary", unsupportedBy("codex")},
+		"model_verbosity":         {"model_verbosity", unsupportedBy("codex")},
+	})
+}}
 
 // codexEfforts maps Codex's reasoning efforts to keel's levels.
-var codexEfforts = map[string]string{"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "max"}
+var codexEfforts = lazy.Value[map[string]string]{New: func() map[string]string {
+	return map[string]string{"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "max"}
+}}
 
 func setCodexEffort(d *decoder, f frontmatter.Field) {
 	s, _ := scalar(f.Value)
-	if level, ok := codexEfforts[strings.TrimSpace(s)]; ok {
+	if level, ok := codexEfforts.Get()[strings.TrimSpace(s)]; ok {
 		d.def.Effort = Effort{Level: level}
 		return
 	}
@@ -94,7 +97,7 @@ type codexRole struct {
 // parseCodexRole reads one role. Fields from the config.toml entry override the file's.
 func parseCodexRole(role codexRole, data []byte) (*Definition, []Diagnostic) {
 	def := &Definition{Format: FormatCodex, Path: role.path}
-	d := newDecoder(role.path, codexFields, def)
+	d := newDecoder(role.path, codexFields.Get(), def)
 	var fields []frontmatter.Field
 	if data != nil {
 		var err error
@@ -111,7 +114,7 @@ func parseCodexRole(role codexRole, data []byte) (*Definition, []Diagnostic) {
 	}
 	d.decode(fields)
 	if role.entry != nil {
-		entry := newDecoder(role.config, codexFields, def)
+		entry := newDecoder(role.config, codexFields.Get(), def)
 		entry.decode(role.entry)
 		// The entry's problems are in config.toml, not in the role file.
 		d.diags = append(d.diags, entry.diags...)
@@ -143,8 +146,8 @@ func tomlMessage(err error) string {
 }
 
 // tomlKeyLine matches a top-level "key =" line; table headers end the top level.
-var tomlKeyLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*("[^"]+"|'[^']+'|[A-Za-z0-9_-]+)\s*=`) })
-var tomlHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\[?\s*("[^"]+"|'[^']+'|[A-Za-z0-9_.-]+)`) })
+var tomlKeyLine = lazy.Regexp{Expr: `^\s*("[^"]+"|'[^']+'|[A-Za-z0-9_-]+)\s*=`}
+var tomlHeader = lazy.Regexp{Expr: `^\s*\[\[?\s*("[^"]+"|'[^']+'|[A-Za-z0-9_.-]+)`}
 
 // tomlFields decodes a TOML document into its top-level keys with their lines. BurntSushi/toml
 // does not report key positions, so lines come from a scan of the text: the first line that
@@ -157,7 +160,7 @@ func tomlFields(data []byte) ([]frontmatter.Field, error) {
 	lines := map[string]int{}
 	inTable := false
 	for i, l := range strings.Split(string(data), "\n") {
-		if h := tomlHeader().FindStringSubmatch(l); h != nil {
+		if h := tomlHeader.Get().FindStringSubmatch(l); h != nil {
 			inTable = true
 			key, _, _ := strings.Cut(strings.Trim(h[1], `"'`), ".")
 			if _, ok := lines[key]; !ok {
@@ -165,7 +168,7 @@ func tomlFields(data []byte) ([]frontmatter.Field, error) {
 			}
 			continue
 		}
-		if k := tomlKeyLine().FindStringSubmatch(l); k != nil && !inTable {
+		if k := tomlKeyLine.Get().FindStringSubmatch(l); k != nil && !inTable {
 			key := strings.Trim(k[1], `"'`)
 			if _, ok := lines[key]; !ok {
 				lines[key] = i + 1

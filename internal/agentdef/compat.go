@@ -6,21 +6,24 @@ import (
 	"strings"
 
 	"github.com/keel-dev/keel/internal/frontmatter"
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // Gemini CLI subagents (.gemini/agents/*.md) are markdown with frontmatter like keel's, but
 // name their tools after Gemini's built-ins and carry model sampling settings.
-var geminiFields = withFields(map[string]handler{
-	"tools":        {"tools", setTools(geminiToolName, false)},
-	"max_turns":    {"maxTurns", setMaxTurns},
-	"kind":         {"kind", setGeminiKind},
-	"temperature":  {"temperature", unsupportedBy("gemini")},
-	"top_p":        {"top_p", unsupportedBy("gemini")},
-	"timeout_mins": {"timeout_mins", unsupportedBy("gemini")},
-})
+var geminiFields = lazy.Value[map[string]handler]{New: func() map[string]handler {
+	return withFields(map[string]handler{
+		"tools":        {"tools", setTools(geminiToolName, false)},
+		"max_turns":    {"maxTurns", setMaxTurns},
+		"kind":         {"kind", setGeminiKind},
+		"temperature":  {"temperature", unsupportedBy("gemini")},
+		"top_p":        {"top_p", unsupportedBy("gemini")},
+		"timeout_mins": {"timeout_mins", unsupportedBy("gemini")},
+	})
+}}
 
 func parseGemini(path string, data []byte) (*Definition, []Diagnostic) {
-	return parseMarkdown(path, data, FormatGemini, geminiFields, "")
+	return parseMarkdown(path, data, FormatGemini, geminiFields.Get(), "")
 }
 
 func setGeminiKind(d *decoder, f frontmatter.Field) {
@@ -39,19 +42,21 @@ func unsupportedBy(harness string) func(*decoder, frontmatter.Field) {
 // opencode agents (.opencode/agent/**/*.md) take their identity from the file path; their
 // "name" is a display name. tools is a map of booleans over tools that are on by default, and
 // permission(s) maps a tool to an action or to patterns with actions.
-var opencodeFields = withFields(map[string]handler{
-	"name":        {"displayName", func(d *decoder, f frontmatter.Field) { d.extra(f) }},
-	"tools":       {"tools", setTools(opencodeToolName, true)},
-	"permission":  {"permissions", setOpencodePermissions},
-	"permissions": {"permissions", setOpencodePermissions},
-	"mode":        {"mode", setOpencodeMode},
-	"maxSteps":    {"maxTurns", setMaxTurns},
-	"steps":       {"maxTurns", setMaxTurns},
-	"temperature": {"temperature", unsupportedBy("opencode")},
-	"top_p":       {"top_p", unsupportedBy("opencode")},
-	"prompt":      {"prompt", unsupportedBy("opencode")},
-	"disable":     {"disable", unsupportedBy("opencode")},
-})
+var opencodeFields = lazy.Value[map[string]handler]{New: func() map[string]handler {
+	return withFields(map[string]handler{
+		"name":        {"displayName", func(d *decoder, f frontmatter.Field) { d.extra(f) }},
+		"tools":       {"tools", setTools(opencodeToolName, true)},
+		"permission":  {"permissions", setOpencodePermissions},
+		"permissions": {"permissions", setOpencodePermissions},
+		"mode":        {"mode", setOpencodeMode},
+		"maxSteps":    {"maxTurns", setMaxTurns},
+		"steps":       {"maxTurns", setMaxTurns},
+		"temperature": {"temperature", unsupportedBy("opencode")},
+		"top_p":       {"top_p", unsupportedBy("opencode")},
+		"prompt":      {"prompt", unsupportedBy("opencode")},
+		"disable":     {"disable", unsupportedBy("opencode")},
+	})
+}}
 
 // opencodeName is an opencode agent's identity: its path below the agent folder, without the
 // extension, with forward slashes.
@@ -64,7 +69,7 @@ func opencodeName(root, path string) string {
 }
 
 func parseOpencode(path string, data []byte, name string) (*Definition, []Diagnostic) {
-	return parseMarkdown(path, data, FormatOpencode, opencodeFields, name)
+	return parseMarkdown(path, data, FormatOpencode, opencodeFields.Get(), name)
 }
 
 func setOpencodeMode(d *decoder, f frontmatter.Field) {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/effort"
 	"github.com/keel-dev/keel/internal/frontmatter"
 	"github.com/keel-dev/keel/internal/permission"
 )
@@ -241,11 +242,11 @@ func (d *decoder) effort(f frontmatter.Field) (Effort, bool) {
 	}
 	if s, ok := f.Value.(string); ok {
 		s = strings.ToLower(strings.TrimSpace(s))
-		if slices.Contains(EffortLevels, s) {
+		if slices.Contains(effort.Levels, s) {
 			return Effort{Level: s}, true
 		}
 	}
-	d.errorf(f.Line, "effort %s is not one of %s or a positive integer", quoted(f.Value), oneOf(EffortLevels))
+	d.errorf(f.Line, "effort %s is not one of %s or a positive integer", quoted(f.Value), oneOf(effort.Levels))
 	return Effort{}, false
 }
 

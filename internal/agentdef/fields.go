@@ -6,35 +6,38 @@ import (
 	"unicode"
 
 	"github.com/keel-dev/keel/internal/frontmatter"
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // keelFields decodes keel's (and Claude Code's) frontmatter keys. The other formats start from
 // a copy of it and replace what they spell differently.
-var keelFields = map[string]handler{
-	"name":            {"name", setName},
-	"description":     {"description", setDescription},
-	"tools":           {"tools", setTools(keelToolName, false)},
-	"allowedTools":    {"tools", setTools(keelToolName, false)},
-	"allowed-tools":   {"tools", setTools(keelToolName, false)},
-	"disallowedTools": {"disallowedTools", setDisallowed(keelToolName)},
-	"model":           {"model", setModel},
-	"permissionMode":  {"permissionMode", setPermissionMode},
-	"maxTurns":        {"maxTurns", setMaxTurns},
-	"effort":          {"effort", setEffort},
-	"background":      {"background", setBackground},
-	"initialPrompt":   {"initialPrompt", setInitialPrompt},
-	"skills":          {"skills", setSkills},
-	"memory":          {"memory", setMemory},
-	"isolation":       {"isolation", setIsolation},
-	"mcpServers":      {"mcpServers", setMCPServers},
-	"hooks":           {"hooks", setHooks},
-	"color":           {"color", func(d *decoder, f frontmatter.Field) { d.color(f) }},
-	"omitMemory":      {"omitMemory", setOmitMemory},
-}
+var keelFields = lazy.Value[map[string]handler]{New: func() map[string]handler {
+	return map[string]handler{
+		"name":            {"name", setName},
+		"description":     {"description", setDescription},
+		"tools":           {"tools", setTools(keelToolName, false)},
+		"allowedTools":    {"tools", setTools(keelToolName, false)},
+		"allowed-tools":   {"tools", setTools(keelToolName, false)},
+		"disallowedTools": {"disallowedTools", setDisallowed(keelToolName)},
+		"model":           {"model", setModel},
+		"permissionMode":  {"permissionMode", setPermissionMode},
+		"maxTurns":        {"maxTurns", setMaxTurns},
+		"effort":          {"effort", setEffort},
+		"background":      {"background", setBackground},
+		"initialPrompt":   {"initialPrompt", setInitialPrompt},
+		"skills":          {"skills", setSkills},
+		"memory":          {"memory", setMemory},
+		"isolation":       {"isolation", setIsolation},
+		"mcpServers":      {"mcpServers", setMCPServers},
+		"hooks":           {"hooks", setHooks},
+		"color":           {"color", func(d *decoder, f frontmatter.Field) { d.color(f) }},
+		"omitMemory":      {"omitMemory", setOmitMemory},
+	}
+}}
 
 // withFields returns keelFields with some keys replaced or added.
 func withFields(over map[string]handler) map[string]handler {
-	m := maps.Clone(keelFields)
+	m := maps.Clone(keelFields.Get())
 	maps.Copy(m, over)
 	return m
 }

@@ -16,7 +16,7 @@ import (
 // file has an error; the diagnostics hold the errors and warnings either way. Source is left
 // for the caller to set.
 func ParseMarkdown(path string, data []byte) (*Definition, []Diagnostic) {
-	return parseMarkdown(path, data, FormatKeel, keelFields, "")
+	return parseMarkdown(path, data, FormatKeel, keelFields.Get(), "")
 }
 
 // parseMarkdown reads a markdown agent file with the given key table. identity, when set, is

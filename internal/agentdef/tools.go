@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/keel-dev/keel/internal/frontmatter"
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/permission"
 )
 
@@ -122,29 +123,31 @@ func dedupe(s []string) []string {
 var readOnlyTools = []string{"Read", "Glob", "Grep", "WebFetch", "WebSearch"}
 
 // geminiTools maps Gemini CLI's built-in tool names to keel's.
-var geminiTools = map[string]string{
-	"read_file":           "Read",
-	"read_many_files":     "Read",
-	"write_file":          "Write",
-	"replace":             "Edit",
-	"edit":                "Edit",
-	"run_shell_command":   "Bash",
-	"glob":                "Glob",
-	"list_directory":      "Glob",
-	"ls":                  "Glob",
-	"grep_search":         "Grep",
-	"search_file_content": "Grep",
-	"grep":                "Grep",
-	"google_web_search":   "WebSearch",
-	"web_search":          "WebSearch",
-	"web_fetch":           "WebFetch",
-	"write_todos":         "TodoWrite",
-	"activate_skill":      "Skill",
-	"*":                   "*",
-}
+var geminiTools = lazy.Value[map[string]string]{New: func() map[string]string {
+	return map[string]string{
+		"read_file":           "Read",
+		"read_many_files":     "Read",
+		"write_file":          "Write",
+		"replace":             "Edit",
+		"edit":                "Edit",
+		"run_shell_command":   "Bash",
+		"glob":                "Glob",
+		"list_directory":      "Glob",
+		"ls":                  "Glob",
+		"grep_search":         "Grep",
+		"search_file_content": "Grep",
+		"grep":                "Grep",
+		"google_web_search":   "WebSearch",
+		"web_search":          "WebSearch",
+		"web_fetch":           "WebFetch",
+		"write_todos":         "TodoWrite",
+		"activate_skill":      "Skill",
+		"*":                   "*",
+	}
+}}
 
 func geminiToolName(n string) (string, bool) {
-	if m, ok := geminiTools[n]; ok {
+	if m, ok := geminiTools.Get()[n]; ok {
 		return m, true
 	}
 	if strings.HasPrefix(n, "mcp__") || strings.HasPrefix(n, "mcp_") {
@@ -154,26 +157,28 @@ func geminiToolName(n string) (string, bool) {
 }
 
 // opencodeTools maps opencode's tool names (also its permission keys) to keel's.
-var opencodeTools = map[string]string{
-	"read":      "Read",
-	"write":     "Write",
-	"edit":      "Edit",
-	"patch":     "Edit",
-	"multiedit": "Edit",
-	"bash":      "Bash",
-	"grep":      "Grep",
-	"glob":      "Glob",
-	"list":      "Glob",
-	"task":      "Agent",
-	"webfetch":  "WebFetch",
-	"websearch": "WebSearch",
-	"todowrite": "TodoWrite",
-	"skill":     "Skill",
-	"*":         "*",
-}
+var opencodeTools = lazy.Value[map[string]string]{New: func() map[string]string {
+	return map[string]string{
+		"read":      "Read",
+		"write":     "Write",
+		"edit":      "Edit",
+		"patch":     "Edit",
+		"multiedit": "Edit",
+		"bash":      "Bash",
+		"grep":      "Grep",
+		"glob":      "Glob",
+		"list":      "Glob",
+		"task":      "Agent",
+		"webfetch":  "WebFetch",
+		"websearch": "WebSearch",
+		"todowrite": "TodoWrite",
+		"skill":     "Skill",
+		"*":         "*",
+	}
+}}
 
 func opencodeToolName(n string) (string, bool) {
-	if m, ok := opencodeTools[strings.ToLower(n)]; ok {
+	if m, ok := opencodeTools.Get()[strings.ToLower(n)]; ok {
 		return m, true
 	}
 	// opencode names MCP tools <server>_<tool> and allows globs such as "github_*"; they have no

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // rgArgs builds a ripgrep command line equivalent to the built-in search: hidden files
@@ -193,16 +193,14 @@ func readRgLines(r *rgReader, q grepQuery, a *grepAnswer, lineNums bool) (found 
 
 // rgPreviewSuffix ends rg's preview of a line longer than --max-columns; " [... 3 more
 // matches]" may stand in its place. Compiled on first use, as most runs never need it.
-var rgPreviewSuffix = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(` \[\.\.\. (omitted end of long line|\d+ more matches?)\]$`)
-})
+var rgPreviewSuffix = lazy.Regexp{Expr: ` \[\.\.\. (omitted end of long line|\d+ more matches?)\]$`}
 
 // rgPreview strips rg's note from the preview of a long line.
 func rgPreview(text []byte) ([]byte, bool) {
 	if len(text) <= maxRgColumns {
 		return text, false
 	}
-	if loc := rgPreviewSuffix().FindIndex(text); loc != nil {
+	if loc := rgPreviewSuffix.Get().FindIndex(text); loc != nil {
 		return text[:loc[0]], true
 	}
 	return text, false

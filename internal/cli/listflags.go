@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/runconfig"
 )
 
@@ -12,11 +13,13 @@ import (
 // `keel -p "query" --allowedTools "Bash(git log:*)" "Read"` allows both rules and the prompt
 // is "query". The values of one flag are kept apart (each may still hold several rules,
 // comma- or space-separated) except --tools', which is one comma-separated list.
-var listFlags = map[string]bool{
-	"--allowedTools": true, "--allowed-tools": true,
-	"--disallowedTools": true, "--disallowed-tools": true,
-	"--add-dir": true, "--mcp-config": true, "--tools": true,
-}
+var listFlags = lazy.Value[map[string]bool]{New: func() map[string]bool {
+	return map[string]bool{
+		"--allowedTools": true, "--allowed-tools": true,
+		"--disallowedTools": true, "--disallowed-tools": true,
+		"--add-dir": true, "--mcp-config": true, "--tools": true,
+	}
+}}
 
 // expandListFlags rewrites the list flags of args as the repeated flags pflag reads:
 // `--add-dir a b` becomes `--add-dir=a --add-dir=b`. It parses as commander (Claude Code's
@@ -30,7 +33,7 @@ func expandListFlags(args []string) []string {
 		if a == "--" {
 			return append(out, args[i:]...)
 		}
-		if !listFlags[a] || i == len(args)-1 {
+		if !listFlags.Get()[a] || i == len(args)-1 {
 			out = append(out, a)
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/render"
 	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/sandbox"
@@ -62,7 +63,7 @@ type runFlags struct {
 const DefaultHeadlessMaxTurns = 200
 
 // permissionModes are the values --permission-mode accepts.
-var permissionModes = runconfig.PermissionModes()
+var permissionModes = lazy.Value[[]string]{New: runconfig.PermissionModes}
 
 func (f *runFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
@@ -75,7 +76,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.systemPrompt, "system-prompt", "", "replace the system prompt")
 	fl.StringVar(&f.appendSystemPrompt, "append-system-prompt", "", "append to the system prompt")
 	fl.BoolVar(&f.verbose, "verbose", false, "show the whole conversation (text output) and every event")
-	fl.StringVar(&f.permissionMode, "permission-mode", "", "permission mode: "+strings.Join(permissionModes, ", ")+" (default: settings, else default)")
+	fl.StringVar(&f.permissionMode, "permission-mode", "", "permission mode: "+strings.Join(permissionModes.Get(), ", ")+" (default: settings, else default)")
 	fl.StringVar(&f.providerName, "provider", "", "model API: anthropic or openai (OpenAI-compatible servers such as Ollama, vLLM, llama.cpp)")
 	fl.StringVar(&f.baseURL, "base-url", "", "base URL of the model API")
 	fl.StringVar(&f.cwd, "cwd", "", "working directory (default: the current directory)")
@@ -132,8 +133,8 @@ func (f *runFlags) validate(cmd *cobra.Command) error {
 	if err := f.sdk.validate(cmd); err != nil {
 		return err
 	}
-	if f.permissionMode != "" && !contains(permissionModes, f.permissionMode) {
-		return usageError{fmt.Errorf("--permission-mode %q is not one of %s", f.permissionMode, strings.Join(permissionModes, ", "))}
+	if f.permissionMode != "" && !contains(permissionModes.Get(), f.permissionMode) {
+		return usageError{fmt.Errorf("--permission-mode %q is not one of %s", f.permissionMode, strings.Join(permissionModes.Get(), ", "))}
 	}
 	if !contains(render.Formats, f.outputFormat) {
 		return usageError{fmt.Errorf("--output-format %q is not one of %s", f.outputFormat, strings.Join(render.Formats, ", "))}
@@ -161,8 +162,8 @@ func (f *runFlags) validate(cmd *cobra.Command) error {
 	if f.sandbox != "" && !contains(sandbox.Modes, f.sandbox) {
 		return usageError{fmt.Errorf("--sandbox %q is not one of %s", f.sandbox, strings.Join(sandbox.Modes, ", "))}
 	}
-	if f.teammateMode != "" && !contains(runconfig.TeammateModes, f.teammateMode) {
-		return usageError{fmt.Errorf("--teammate-mode %q is not one of %s", f.teammateMode, strings.Join(runconfig.TeammateModes, ", "))}
+	if f.teammateMode != "" && !contains(runconfig.TeammateModes(), f.teammateMode) {
+		return usageError{fmt.Errorf("--teammate-mode %q is not one of %s", f.teammateMode, strings.Join(runconfig.TeammateModes(), ", "))}
 	}
 	return nil
 }

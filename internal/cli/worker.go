@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/companion"
 	"github.com/keel-dev/keel/internal/daemon"
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/team"
@@ -62,11 +62,11 @@ task goes back to the board when its claim's lease lapses and another member fin
 	return cmd
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+var unsafeName = lazy.Regexp{Expr: `[^A-Za-z0-9_-]+`}
 
 func defaultWorkerName() string {
 	host, _ := os.Hostname()
-	host = strings.Trim(unsafeName.ReplaceAllString(strings.Split(host, ".")[0], "-"), "-")
+	host = strings.Trim(unsafeName.Get().ReplaceAllString(strings.Split(host, ".")[0], "-"), "-")
 	if host == "" {
 		host = "host"
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/toolpath"
 
 	"github.com/keel-dev/keel/internal/permission"
@@ -124,7 +125,7 @@ func (a asker) Ask(ctx context.Context, r permission.AskRequest) (permission.Ans
 		ans := permission.DenyAnswer(msg)
 		ans.Interrupt = res.Interrupt
 		if res.Interrupt {
-			c.interrupt(interruptedCause)
+			c.interrupt(loop.ErrInterrupted)
 		}
 		return ans, nil
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keel-dev/keel/internal/event"
-	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/render"
 )
 
@@ -497,6 +496,3 @@ func trim(b []byte) []byte {
 	}
 	return b
 }
-
-// interruptedCause is what an interrupt request cancels the turn with.
-var interruptedCause = loop.ErrInterrupted

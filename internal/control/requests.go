@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/lazy"
+	"github.com/keel-dev/keel/internal/loop"
 )
 
 // handler answers one control request subtype. It runs on the dispatcher unless the subtype
@@ -23,24 +25,26 @@ type handler struct {
 }
 
 // handlers lists every subtype keel answers; anything else gets an error at once.
-var handlers = map[string]handler{
-	"interrupt":               {fn: (*controller).onInterrupt, beforeOpen: true},
-	"set_permission_mode":     {fn: (*controller).onSetPermissionMode},
-	"set_model":               {fn: (*controller).onSetModel},
-	"set_max_thinking_tokens": {fn: (*controller).onSetMaxThinkingTokens},
-	"mcp_status":              {fn: (*controller).onMCPStatus},
-	"mcp_message":             {fn: (*controller).onMCPMessage, beforeOpen: true},
-	"mcp_reconnect":           {fn: (*controller).onMCPReconnect, slow: true},
-	"mcp_toggle":              {fn: (*controller).onMCPToggle, slow: true},
-	"mcp_set_servers":         {fn: (*controller).onMCPSetServers, slow: true},
-	"get_context_usage":       {fn: (*controller).onGetContextUsage},
-	"rewind_files":            {fn: (*controller).onRewindFiles, slow: true},
-	"stop_task":               {fn: (*controller).onStopTask},
-	"get_settings":            {fn: (*controller).onGetSettings},
-	"apply_flag_settings":     {fn: (*controller).onApplyFlagSettings},
-	"update_settings":         {fn: (*controller).onUpdateSettings},
-	"reload_skills":           {fn: (*controller).onReloadSkills},
-}
+var handlers = lazy.Value[map[string]handler]{New: func() map[string]handler {
+	return map[string]handler{
+		"interrupt":               {fn: (*controller).onInterrupt, beforeOpen: true},
+		"set_permission_mode":     {fn: (*controller).onSetPermissionMode},
+		"set_model":               {fn: (*controller).onSetModel},
+		"set_max_thinking_tokens": {fn: (*controller).onSetMaxThinkingTokens},
+		"mcp_status":              {fn: (*controller).onMCPStatus},
+		"mcp_message":             {fn: (*controller).onMCPMessage, beforeOpen: true},
+		"mcp_reconnect":           {fn: (*controller).onMCPReconnect, slow: true},
+		"mcp_toggle":              {fn: (*controller).onMCPToggle, slow: true},
+		"mcp_set_servers":         {fn: (*controller).onMCPSetServers, slow: true},
+		"get_context_usage":       {fn: (*controller).onGetContextUsage},
+		"rewind_files":            {fn: (*controller).onRewindFiles, slow: true},
+		"stop_task":               {fn: (*controller).onStopTask},
+		"get_settings":            {fn: (*controller).onGetSettings},
+		"apply_flag_settings":     {fn: (*controller).onApplyFlagSettings},
+		"update_settings":         {fn: (*controller).onUpdateSettings},
+		"reload_skills":           {fn: (*controller).onReloadSkills},
+	}
+}}
 
 // handleRequest answers one control_request from the SDK.
 func (c *controller) handleRequest(ctx context.Context, l inLine) {
@@ -59,7 +63,7 @@ func (c *controller) handleRequest(ctx context.Context, l inLine) {
 		c.onInitialize(ctx, l)
 		return
 	}
-	h, ok := handlers[head.Subtype]
+	h, ok := handlers.Get()[head.Subtype]
 	if !ok {
 		_ = c.w.failure(l.RequestID, fmt.Errorf("keel does not implement the %q control request (it answers: initialize, %s)", head.Subtype, strings.Join(handlerNames(), ", ")))
 		return
@@ -104,8 +108,8 @@ func (c *controller) handleRequest(ctx context.Context, l inLine) {
 var noResponse = &struct{ none bool }{}
 
 func handlerNames() []string {
-	names := make([]string, 0, len(handlers))
-	for n := range handlers {
+	names := make([]string, 0, len(handlers.Get()))
+	for n := range handlers.Get() {
 		names = append(names, n)
 	}
 	slices.Sort(names)
@@ -145,7 +149,7 @@ func (c *controller) onInitialize(ctx context.Context, l inLine) {
 }
 
 func (c *controller) onInterrupt(context.Context, json.RawMessage) (any, error) {
-	c.interrupt(interruptedCause)
+	c.interrupt(loop.ErrInterrupted)
 	still := []string{}
 	for _, p := range c.prompts.snapshot() {
 		if p.uuid != "" {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // The requests about the session's state: context usage, file rewind, tasks, settings,
@@ -39,11 +41,13 @@ type contextUser interface {
 }
 
 // categoryColors are the colours Claude Code's /context grid uses, which SDK UIs reuse.
-var categoryColors = map[string]string{
-	"system_prompt": "promptBorder", "system_tools": "inactive", "mcp_tools": "cyan_FOR_SUBAGENTS_ONLY",
-	"memory_files": "claude", "skills": "warning", "messages": "purple_FOR_SUBAGENTS_ONLY", "free_space": "promptBorder",
-	"autocompact_buffer": "inactive",
-}
+var categoryColors = lazy.Value[map[string]string]{New: func() map[string]string {
+	return map[string]string{
+		"system_prompt": "promptBorder", "system_tools": "inactive", "mcp_tools": "cyan_FOR_SUBAGENTS_ONLY",
+		"memory_files": "claude", "skills": "warning", "messages": "purple_FOR_SUBAGENTS_ONLY", "free_space": "promptBorder",
+		"autocompact_buffer": "inactive",
+	}
+}}
 
 func (c *controller) onGetContextUsage(ctx context.Context, _ json.RawMessage) (any, error) {
 	u, ok := c.sess.(contextUser)
@@ -58,7 +62,7 @@ func (c *controller) onGetContextUsage(ctx context.Context, _ json.RawMessage) (
 	var cats []category
 	var total int64
 	for _, cat := range cu.Categories {
-		cats = append(cats, category{cat, categoryColors[cat.ID]})
+		cats = append(cats, category{cat, categoryColors.Get()[cat.ID]})
 		if cat.Kind == "used" {
 			total += cat.Tokens
 		}

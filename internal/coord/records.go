@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
-	"sync"
 	"time"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // Record is one keyed value with a revision: a member's state and heartbeat, the team's
@@ -41,13 +41,11 @@ type Records interface {
 }
 
 // keyRE is compiled on first use, like nameRE: most keel processes never check a key.
-var keyRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^[A-Za-z0-9_=-][A-Za-z0-9_=.-]*(/[A-Za-z0-9_=-][A-Za-z0-9_=.-]*)*$`)
-})
+var keyRE = lazy.Regexp{Expr: `^[A-Za-z0-9_=-][A-Za-z0-9_=.-]*(/[A-Za-z0-9_=-][A-Za-z0-9_=.-]*)*$`}
 
 // CheckKey reports a record key a backend must refuse.
 func CheckKey(key string) error {
-	if !keyRE().MatchString(key) {
+	if !keyRE.Get().MatchString(key) {
 		return fmt.Errorf("record key %q: want segments of letters, digits and _ = . - separated by /: %w", key, ErrInvalid)
 	}
 	return nil
@@ -55,13 +53,13 @@ func CheckKey(key string) error {
 
 // nameRE is compiled on first use: a counted repetition compiles to a program of thousands
 // of instructions, which every keel process paid at start (most never check an id).
-var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`) })
+var nameRE = lazy.Regexp{Expr: `^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`}
 
 // CheckName reports a member or inbox name a backend must refuse: names are 1–64 letters,
 // digits, _ and -, starting with a letter or digit, so they are safe as file names, NATS
 // subjects and record keys.
 func CheckName(name string) error {
-	if !nameRE().MatchString(name) {
+	if !nameRE.Get().MatchString(name) {
 		return fmt.Errorf("member name %q: want 1-64 letters, digits, _ and -, starting with a letter or digit: %w", name, ErrInvalid)
 	}
 	return nil

@@ -6,8 +6,8 @@ package cost
 import (
 	"fmt"
 	"strings"
-	"sync"
 
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/message"
 )
 
@@ -51,7 +51,7 @@ func anthropic(input, output, read float64) Rates {
 // has no price, rather than its predecessor's: prices change between versions. Figures are
 // from platform.claude.com (the pricing page and each model's overview), checked 2026-12-01,
 // except where a Note says otherwise. The map is built on first use, not at every keel start.
-var prices = sync.OnceValue(func() map[string]Price {
+var prices = lazy.Value[map[string]Price]{New: func() map[string]Price {
 	return map[string]Price{
 		"claude-fable-5-2": {Rates: anthropic(8, 40, 0.20),
 			Note: "input and output from the models overview; cache read $0.20 and 5-minute write $10 from a reseller quoting the list price; the 1-hour write ($16) is 2× input: no published figure found"},
@@ -90,13 +90,13 @@ var prices = sync.OnceValue(func() map[string]Price {
 		"gpt-4.1-mini": {Rates: Rates{Input: 0.40, Output: 1.60, CacheRead: 0.10}},
 		"gpt-4.1-nano": {Rates: Rates{Input: 0.10, Output: 0.40, CacheRead: 0.025}},
 	}
-})
+}}
 
 // Lookup returns the price of model and whether it is known. A model keel has no price for
 // (a local server's, a release newer than keel) is unknown, not free.
 func Lookup(model string) (Price, bool) {
 	model = strings.TrimSuffix(model, "[1m]")
-	if p, ok := prices()[model]; ok {
+	if p, ok := prices.Get()[model]; ok {
 		return p, true
 	}
 	// A snapshot: the id, a dash, then a date (digits and dashes) or "latest".
@@ -105,7 +105,7 @@ func Lookup(model string) (Price, bool) {
 		if rest != "latest" && strings.Trim(rest, "0123456789-") != "" {
 			break
 		}
-		if p, ok := prices()[model[:i]]; ok && (rest == "latest" || len(strings.ReplaceAll(rest, "-", "")) >= 6) {
+		if p, ok := prices.Get()[model[:i]]; ok && (rest == "latest" || len(strings.ReplaceAll(rest, "-", "")) >= 6) {
 			return p, true
 		}
 	}

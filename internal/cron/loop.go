@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // LoopDone is the line with which the model ends its answer when the work a loop repeats is
@@ -19,10 +19,8 @@ const loopNote = "\n\n(This prompt runs again and again in a loop. When the work
 	"or running it again would be pointless, end your answer with the line " + LoopDone + " and the loop stops.)"
 
 var (
-	leadingInterval  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d+[smhd])\s+(.+)$`) })
-	trailingInterval = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^(.+?)\s+every\s+(\d+)\s*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?|d|days?)$`)
-	})
+	leadingInterval  = lazy.Regexp{Expr: `^(\d+[smhd])\s+(.+)$`}
+	trailingInterval = lazy.Regexp{Expr: `^(.+?)\s+every\s+(\d+)\s*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?|d|days?)$`}
 )
 
 // ParseLoop reads /loop's and `keel loop`'s arguments, as Claude Code's /loop does: a leading
@@ -34,9 +32,9 @@ func ParseLoop(args string) (interval time.Duration, prompt string, err error) {
 		return 0, "", errors.New("usage: /loop [interval] PROMPT, e.g. /loop 5m check the deploy (intervals: Ns, Nm, Nh, Nd; none: the next run starts when one ends)")
 	}
 	spec := ""
-	if m := leadingInterval().FindStringSubmatch(args); m != nil {
+	if m := leadingInterval.Get().FindStringSubmatch(args); m != nil {
 		spec, prompt = m[1], m[2]
-	} else if m := trailingInterval().FindStringSubmatch(args); m != nil {
+	} else if m := trailingInterval.Get().FindStringSubmatch(args); m != nil {
 		spec, prompt = m[2]+m[3][:1], m[1]
 	} else {
 		return 0, args, nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keel-dev/keel/internal/lazy"
 	robfig "github.com/robfig/cron/v3"
 )
 
@@ -16,7 +17,9 @@ const MinInterval = time.Minute
 
 // parser reads the five standard fields in local time, plus the descriptors (@hourly, @daily,
 // @every 10m…). Seconds are not a field: Claude Code's expressions have five.
-var parser = robfig.NewParser(robfig.Minute | robfig.Hour | robfig.Dom | robfig.Month | robfig.Dow | robfig.Descriptor)
+var parser = lazy.Value[robfig.Parser]{New: func() robfig.Parser {
+	return robfig.NewParser(robfig.Minute | robfig.Hour | robfig.Dom | robfig.Month | robfig.Dow | robfig.Descriptor)
+}}
 
 // exprHelp is what every bad schedule is told, so the model can correct its call at once.
 const exprHelp = `want a 5-field cron expression in local time "M H DoM Mon DoW" (e.g. "*/5 * * * *" = every 5 minutes, ` +
@@ -55,7 +58,7 @@ func parseSchedule(spec string, now time.Time, minInterval time.Duration) (Sched
 	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
 		return Schedule{}, fmt.Errorf("cron expression %q: time zones are not supported; expressions are in local time", spec)
 	}
-	s, err := parser.Parse(spec)
+	s, err := parser.Get().Parse(spec)
 	if err != nil {
 		return Schedule{}, fmt.Errorf("cron expression %q: %v; %s", spec, err, exprHelp)
 	}
@@ -75,7 +78,7 @@ func mustSchedule(j Job) (Schedule, error) {
 	if !j.At.IsZero() {
 		return Schedule{Spec: j.Cron, At: j.At}, nil
 	}
-	s, err := parser.Parse(j.Cron)
+	s, err := parser.Get().Parse(j.Cron)
 	if err != nil {
 		return Schedule{}, fmt.Errorf("job %s: stored cron expression %q: %w", j.ID, j.Cron, err)
 	}

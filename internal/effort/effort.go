@@ -3,20 +3,24 @@
 // definitions all read it, so a level means the same budget wherever it is given.
 package effort
 
+import "github.com/keel-dev/keel/internal/lazy"
+
 // Levels are the effort levels, lowest first, in the order error messages list them.
 var Levels = []string{"low", "medium", "high", "xhigh", "max"}
 
 // budgets are the thinking budgets, in tokens, of the levels.
-var budgets = map[string]int64{"low": 2048, "medium": 8192, "high": 16384, "xhigh": 24576, "max": 31999}
+var budgets = lazy.Value[map[string]int64]{New: func() map[string]int64 {
+	return map[string]int64{"low": 2048, "medium": 8192, "high": 16384, "xhigh": 24576, "max": 31999}
+}}
 
 // Budget returns the thinking budget of level; false for a level that is not one of [Levels].
 func Budget(level string) (int64, bool) {
-	b, ok := budgets[level]
+	b, ok := budgets.Get()[level]
 	return b, ok
 }
 
 // Valid reports whether level is one of [Levels].
 func Valid(level string) bool {
-	_, ok := budgets[level]
+	_, ok := budgets.Get()[level]
 	return ok
 }

@@ -12,8 +12,8 @@ func TestLevelsHaveGrowingBudgets(t *testing.T) {
 		}
 		prev = b
 	}
-	if len(budgets) != len(Levels) {
-		t.Errorf("%d budgets for %d levels", len(budgets), len(Levels))
+	if len(budgets.Get()) != len(Levels) {
+		t.Errorf("%d budgets for %d levels", len(budgets.Get()), len(Levels))
 	}
 	if Valid("extreme") {
 		t.Error("an unknown level is valid")

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // diffProgram stands in for an external diff or a diff driver's command: git calls it with
@@ -80,9 +82,11 @@ var perKey = []struct {
 
 // gpgPrograms are the signature programs by key: the user's own from PATH, never one the
 // repository names.
-var gpgPrograms = map[string]string{
-	"gpg.program": "gpg", "gpg.openpgp.program": "gpg", "gpg.x509.program": "gpgsm", "gpg.ssh.program": "ssh-keygen",
-}
+var gpgPrograms = lazy.Value[map[string]string]{New: func() map[string]string {
+	return map[string]string{
+		"gpg.program": "gpg", "gpg.openpgp.program": "gpg", "gpg.x509.program": "gpgsm", "gpg.ssh.program": "ssh-keygen",
+	}
+}}
 
 // ErrUnneutralisable says a repository configures a program keel cannot switch off from git's
 // command line; its git is not run until the workspace is trusted.
@@ -101,7 +105,7 @@ func Neutralise(keys []string) ([]string, error) {
 			continue
 		}
 		seen[lower] = true
-		value, ok := gpgPrograms[lower]
+		value, ok := gpgPrograms.Get()[lower]
 		if !ok {
 			section, _, _ := strings.Cut(lower, ".")
 			variable := lower[strings.LastIndexByte(lower, '.')+1:]

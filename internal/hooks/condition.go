@@ -3,6 +3,7 @@ package hooks
 import (
 	"fmt"
 
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/settings"
 )
@@ -21,9 +22,11 @@ type hook struct {
 
 // toolEvents are the events an `if` is evaluated on, as Claude Code's hooks reference lists
 // them; on any other event a hook with `if` set never runs.
-var toolEvents = map[Event]bool{
-	PreToolUse: true, PostToolUse: true, PostToolUseFailure: true, PermissionRequest: true, PermissionDenied: true,
-}
+var toolEvents = lazy.Value[map[Event]bool]{New: func() map[Event]bool {
+	return map[Event]bool{
+		PreToolUse: true, PostToolUse: true, PostToolUseFailure: true, PermissionRequest: true, PermissionDenied: true,
+	}
+}}
 
 // compileHook reads h's `if`; problem says what about it the user should know.
 func compileHook(ev Event, h settings.HookCommand) (c hook, problem string) {
@@ -31,7 +34,7 @@ func compileHook(ev Event, h settings.HookCommand) (c hook, problem string) {
 	if h.If == "" {
 		return c, ""
 	}
-	if !toolEvents[ev] {
+	if !toolEvents.Get()[ev] {
 		c.never = true
 		return c, fmt.Sprintf("hook %q has \"if\": %q, which only tool events (PreToolUse, PostToolUse, PostToolUseFailure, PermissionRequest, PermissionDenied) evaluate; it never runs", h.Command, h.If)
 	}

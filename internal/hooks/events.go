@@ -12,6 +12,8 @@ package hooks
 import (
 	"path/filepath"
 	"slices"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // Event names a hook event, spelled as in settings files.
@@ -95,48 +97,50 @@ func byExtra(key string) func(Input) string {
 }
 
 // eventTable is every event keel fires, one row each.
-var eventTable = map[Event]eventSpec{
-	SessionStart:     {matchOn: bySource, stdoutIsContext: true},
-	UserPromptSubmit: {canBlock: true, stdoutIsContext: true},
-	PreToolUse:       {matchOn: byTool, canBlock: true},
-	PostToolUse:      {matchOn: byTool, canBlock: true},
-	PostToolBatch:    {canBlock: true},
-	Stop:             {canBlock: true, stopHook: true},
-	SubagentStart:    {matchOn: byAgentType, stdoutIsContext: true},
-	SubagentStop:     {matchOn: byAgentType, canBlock: true, stopHook: true},
-	TeammateIdle:     {canBlock: true},
-	TaskCreated:      {canBlock: true},
-	TaskCompleted:    {canBlock: true},
-	WorktreeCreate:   {},
-	WorktreeRemove:   {},
-	PreCompact:       {matchOn: byTrigger},
-	SessionEnd:       {},
-	Notification:     {matchOn: byType},
+var eventTable = lazy.Value[map[Event]eventSpec]{New: func() map[Event]eventSpec {
+	return map[Event]eventSpec{
+		SessionStart:     {matchOn: bySource, stdoutIsContext: true},
+		UserPromptSubmit: {canBlock: true, stdoutIsContext: true},
+		PreToolUse:       {matchOn: byTool, canBlock: true},
+		PostToolUse:      {matchOn: byTool, canBlock: true},
+		PostToolBatch:    {canBlock: true},
+		Stop:             {canBlock: true, stopHook: true},
+		SubagentStart:    {matchOn: byAgentType, stdoutIsContext: true},
+		SubagentStop:     {matchOn: byAgentType, canBlock: true, stopHook: true},
+		TeammateIdle:     {canBlock: true},
+		TaskCreated:      {canBlock: true},
+		TaskCompleted:    {canBlock: true},
+		WorktreeCreate:   {},
+		WorktreeRemove:   {},
+		PreCompact:       {matchOn: byTrigger},
+		SessionEnd:       {},
+		Notification:     {matchOn: byType},
 
-	PostToolUseFailure:   {matchOn: byTool},
-	StopFailure:          {matchOn: byExtra("error")},
-	PostCompact:          {matchOn: byTrigger},
-	PreModelSwitch:       {canBlock: true},
-	PostModelSwitch:      {},
-	PermissionRequest:    {matchOn: byTool, canBlock: true},
-	PermissionDenied:     {matchOn: byTool},
-	Setup:                {matchOn: byTrigger, stdoutIsContext: true},
-	ConfigChange:         {matchOn: bySource, canBlock: true},
-	InstructionsLoaded:   {matchOn: byExtra("load_reason")},
-	CwdChanged:           {},
-	FileChanged:          {matchOn: byFileName},
-	DirectoryAdded:       {},
-	UserPromptExpansion:  {matchOn: byExtra("command_name"), canBlock: true},
-	MessageDisplay:       {},
-	PreSkillShellCommand: {matchOn: byExtra("command_name"), canBlock: true},
-	Elicitation:          {matchOn: byServer, canBlock: true},
-	ElicitationResult:    {matchOn: byServer, canBlock: true},
-}
+		PostToolUseFailure:   {matchOn: byTool},
+		StopFailure:          {matchOn: byExtra("error")},
+		PostCompact:          {matchOn: byTrigger},
+		PreModelSwitch:       {canBlock: true},
+		PostModelSwitch:      {},
+		PermissionRequest:    {matchOn: byTool, canBlock: true},
+		PermissionDenied:     {matchOn: byTool},
+		Setup:                {matchOn: byTrigger, stdoutIsContext: true},
+		ConfigChange:         {matchOn: bySource, canBlock: true},
+		InstructionsLoaded:   {matchOn: byExtra("load_reason")},
+		CwdChanged:           {},
+		FileChanged:          {matchOn: byFileName},
+		DirectoryAdded:       {},
+		UserPromptExpansion:  {matchOn: byExtra("command_name"), canBlock: true},
+		MessageDisplay:       {},
+		PreSkillShellCommand: {matchOn: byExtra("command_name"), canBlock: true},
+		Elicitation:          {matchOn: byServer, canBlock: true},
+		ElicitationResult:    {matchOn: byServer, canBlock: true},
+	}
+}}
 
 // Events lists the events keel fires, sorted.
 func Events() []Event {
 	var out []Event
-	for e := range eventTable {
+	for e := range eventTable.Get() {
 		out = append(out, e)
 	}
 	slices.Sort(out)

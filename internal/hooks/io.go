@@ -62,7 +62,7 @@ func (in Input) encode(ev Event) ([]byte, error) {
 		return nil, fmt.Errorf("encode hook input: %w", err)
 	}
 	m["hook_event_name"] = ev
-	if eventTable[ev].stopHook {
+	if eventTable.Get()[ev].stopHook {
 		m["stop_hook_active"] = in.StopHookActive
 	}
 	for k, v := range in.Extra {
@@ -129,7 +129,7 @@ type specificOutput struct {
 
 // interpret fills r's verdict from its exit code and output, for event ev.
 func (r *Result) interpret(ev Event) {
-	spec := eventTable[ev]
+	spec := eventTable.Get()[ev]
 	switch {
 	case r.Err != nil:
 		return

@@ -4,13 +4,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // plainMatcher is a matcher that is only names and "|": Claude Code compares those exactly
 // ("Edit|Write" matches Edit and Write, never NotebookEdit) and treats anything else as a
 // regular expression.
-var plainMatcher = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_|]+$`) })
+var plainMatcher = lazy.Regexp{Expr: `^[A-Za-z0-9_|]+$`}
 
 // matcher selects hooks by tool name (or, for some events, source, trigger, agent type).
 type matcher struct {
@@ -27,7 +28,7 @@ func compileMatcher(s string) (matcher, error) {
 	switch {
 	case s == "" || s == "*":
 		return matcher{all: true}, nil
-	case plainMatcher().MatchString(s):
+	case plainMatcher.Get().MatchString(s):
 		return matcher{exact: strings.Split(s, "|")}, nil
 	}
 	re, err := regexp.Compile(s)

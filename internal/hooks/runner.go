@@ -115,7 +115,7 @@ func New(cfg Config) (*Runner, []settings.Problem) {
 	for _, cb := range cfg.Callbacks {
 		from := settings.Origin{Scope: settings.ScopeCLI, Path: "initialize"}
 		ev := Event(cb.Event)
-		if _, ok := eventTable[ev]; !ok {
+		if _, ok := eventTable.Get()[ev]; !ok {
 			warn(from, "hooks.%s: keel does not fire this event, so its callbacks never run (events: %s)", cb.Event, eventList())
 			continue
 		}
@@ -142,7 +142,7 @@ func compile(groups []settings.HookGroup, problems ...settings.Problem) ([]group
 	var out []group
 	for _, g := range groups {
 		ev := Event(g.Event)
-		if _, ok := eventTable[ev]; !ok {
+		if _, ok := eventTable.Get()[ev]; !ok {
 			warn(g.From, "hooks.%s: keel does not fire this event, so its hooks never run (events: %s)", g.Event, eventList())
 			continue
 		}
@@ -284,7 +284,7 @@ type planned struct {
 // Run fires ev: every matching hook runs in parallel, and Run returns when all have finished or
 // timed out (async hooks excepted: they finish later, see [Config.OnAsync] and [Runner.Wait]).
 func (r *Runner) Run(ctx context.Context, ev Event, in Input) Outcome {
-	spec, ok := eventTable[ev]
+	spec, ok := eventTable.Get()[ev]
 	if !ok {
 		panic(fmt.Sprintf("hooks: Run with unknown event %q", ev)) // a programmer error
 	}

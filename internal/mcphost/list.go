@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -141,7 +142,9 @@ func checkSchema(raw []byte) error {
 }
 
 // jsonTypes are the type names a JSON schema may use.
-var jsonTypes = map[string]bool{"object": true, "array": true, "string": true, "number": true, "integer": true, "boolean": true, "null": true}
+var jsonTypes = lazy.Value[map[string]bool]{New: func() map[string]bool {
+	return map[string]bool{"object": true, "array": true, "string": true, "number": true, "integer": true, "boolean": true, "null": true}
+}}
 
 // checkTypes rejects unknown "type" names anywhere in a schema, which Resolve lets through;
 // a tool with one could never be called correctly.
@@ -155,7 +158,7 @@ func checkTypes(v any) error {
 					names = []any{s}
 				}
 				for _, n := range names {
-					if s, _ := n.(string); !jsonTypes[s] {
+					if s, _ := n.(string); !jsonTypes.Get()[s] {
 						return fmt.Errorf("type %v is not a JSON schema type", n)
 					}
 				}

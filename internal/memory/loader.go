@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // candidate is a file discovery proposes; it may not exist.
@@ -251,7 +253,7 @@ func (l *loader) read(path string, kind Kind, line int) (File, bool) {
 		return File{}, false
 	}
 	l.seen[key] = true
-	if ext := strings.ToLower(filepath.Ext(path)); ext != "" && !textExtensions[ext] {
+	if ext := strings.ToLower(filepath.Ext(path)); ext != "" && !textExtensions.Get()[ext] {
 		l.warn(path, 0, fmt.Sprintf("not a text file (%s); not included", ext))
 		return File{}, false
 	}
@@ -364,28 +366,30 @@ func totalWarning(files []File, limit int) (Warning, bool) {
 // textExtensions are the file types an include may name. Anything else (images, archives,
 // executables, PDFs) is refused with a warning: its bytes would be noise to the model. A
 // file without an extension (Makefile, LICENSE) is allowed if its content is text.
-var textExtensions = map[string]bool{
-	// prose and markup
-	".md": true, ".markdown": true, ".mdx": true, ".txt": true, ".text": true, ".rst": true,
-	".adoc": true, ".org": true, ".tex": true, ".html": true, ".htm": true, ".xml": true,
-	".css": true, ".scss": true, ".less": true, ".svg": true,
-	// data and configuration
-	".json": true, ".jsonc": true, ".json5": true, ".jsonl": true, ".yaml": true, ".yml": true,
-	".toml": true, ".ini": true, ".cfg": true, ".conf": true, ".properties": true, ".env": true,
-	".csv": true, ".tsv": true, ".proto": true, ".graphql": true, ".gql": true, ".sql": true,
-	".tf": true, ".hcl": true, ".nix": true, ".lock": true, ".mod": true, ".sum": true,
-	// source code
-	".go": true, ".py": true, ".pyi": true, ".rb": true, ".rs": true, ".java": true, ".kt": true,
-	".kts": true, ".scala": true, ".groovy": true, ".gradle": true, ".c": true, ".h": true,
-	".cc": true, ".cpp": true, ".cxx": true, ".hpp": true, ".hh": true, ".m": true, ".mm": true,
-	".cs": true, ".fs": true, ".swift": true, ".dart": true, ".js": true, ".mjs": true,
-	".cjs": true, ".jsx": true, ".ts": true, ".mts": true, ".cts": true, ".tsx": true,
-	".vue": true, ".svelte": true, ".astro": true, ".php": true, ".pl": true, ".pm": true,
-	".lua": true, ".r": true, ".jl": true, ".ex": true, ".exs": true, ".erl": true, ".hrl": true,
-	".hs": true, ".ml": true, ".mli": true, ".clj": true, ".cljs": true, ".elm": true,
-	".zig": true, ".nim": true, ".v": true, ".sol": true,
-	// scripts and build files
-	".sh": true, ".bash": true, ".zsh": true, ".fish": true, ".ps1": true, ".bat": true,
-	".cmd": true, ".mk": true, ".cmake": true, ".dockerfile": true, ".gitignore": true,
-	".editorconfig": true,
-}
+var textExtensions = lazy.Value[map[string]bool]{New: func() map[string]bool {
+	return map[string]bool{
+		// prose and markup
+		".md": true, ".markdown": true, ".mdx": true, ".txt": true, ".text": true, ".rst": true,
+		".adoc": true, ".org": true, ".tex": true, ".html": true, ".htm": true, ".xml": true,
+		".css": true, ".scss": true, ".less": true, ".svg": true,
+		// data and configuration
+		".json": true, ".jsonc": true, ".json5": true, ".jsonl": true, ".yaml": true, ".yml": true,
+		".toml": true, ".ini": true, ".cfg": true, ".conf": true, ".properties": true, ".env": true,
+		".csv": true, ".tsv": true, ".proto": true, ".graphql": true, ".gql": true, ".sql": true,
+		".tf": true, ".hcl": true, ".nix": true, ".lock": true, ".mod": true, ".sum": true,
+		// source code
+		".go": true, ".py": true, ".pyi": true, ".rb": true, ".rs": true, ".java": true, ".kt": true,
+		".kts": true, ".scala": true, ".groovy": true, ".gradle": true, ".c": true, ".h": true,
+		".cc": true, ".cpp": true, ".cxx": true, ".hpp": true, ".hh": true, ".m": true, ".mm": true,
+		".cs": true, ".fs": true, ".swift": true, ".dart": true, ".js": true, ".mjs": true,
+		".cjs": true, ".jsx": true, ".ts": true, ".mts": true, ".cts": true, ".tsx": true,
+		".vue": true, ".svelte": true, ".astro": true, ".php": true, ".pl": true, ".pm": true,
+		".lua": true, ".r": true, ".jl": true, ".ex": true, ".exs": true, ".erl": true, ".hrl": true,
+		".hs": true, ".ml": true, ".mli": true, ".clj": true, ".cljs": true, ".elm": true,
+		".zig": true, ".nim": true, ".v": true, ".sol": true,
+		// scripts and build files
+		".sh": true, ".bash": true, ".zsh": true, ".fish": true, ".ps1": true, ".bat": true,
+		".cmd": true, ".mk": true, ".cmake": true, ".dockerfile": true, ".gitignore": true,
+		".editorconfig": true,
+	}
+}}

@@ -68,12 +68,12 @@ func Load(home, baseURL string) *Catalog {
 			}
 		}
 	}
-	c.models = merge(c.models, builtin)
+	c.models = merge(c.models, builtin.Get())
 	return c
 }
 
 // Builtins returns a catalog of the built-in table only.
-func Builtins() *Catalog { return &Catalog{models: merge(nil, builtin)} }
+func Builtins() *Catalog { return &Catalog{models: merge(nil, builtin.Get())} }
 
 // merge lists fetched models, then the built-in ones the list lacks, newest first.
 func merge(fetched, table []Model) []Model {
@@ -132,7 +132,7 @@ func (c *Catalog) Refresh(ctx context.Context, l Lister, baseURL string, now tim
 		return err
 	}
 	c.fetched, c.checked = now, now
-	c.models, c.listed = merge(list, builtin), list
+	c.models, c.listed = merge(list, builtin.Get()), list
 	f.FetchedAt, f.Models = now, list
 	return c.save(f)
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // Model is one model as keel knows it.
@@ -53,24 +55,26 @@ const DefaultContextWindow = 200_000
 
 // builtin is the offline table, from the model pages on platform.claude.com (checked
 // 2026-12-01). Release dates order a family when no list from the API says otherwise.
-var builtin = []Model{
-	{ID: "claude-fable-5-2", DisplayName: "Claude Fable 5.2", Created: day(2026, 11, 9), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
-	{ID: "claude-haiku-5-5", DisplayName: "Claude Haiku 5.5", Created: day(2026, 10, 7), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
-	{ID: "claude-sonnet-5-5", DisplayName: "Claude Sonnet 5.5", Created: day(2026, 9, 28), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
-	{ID: "claude-opus-5-5", DisplayName: "Claude Opus 5.5", Created: day(2026, 9, 22), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
-	{ID: "claude-fable-5-1", DisplayName: "Claude Fable 5.1", Created: day(2026, 9, 1), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
-	{ID: "claude-opus-5", DisplayName: "Claude Opus 5", Created: day(2026, 7, 24), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
-	{ID: "claude-sonnet-5", DisplayName: "Claude Sonnet 5", Created: day(2026, 6, 30), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
-	{ID: "claude-fable-5", DisplayName: "Claude Fable 5", Created: day(2026, 6, 9), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
-	{ID: "claude-haiku-4-5", DisplayName: "Claude Haiku 4.5", Created: day(2025, 10, 15), ContextWindow: 200_000, MaxOutputTokens: 64_000},
-	{ID: "claude-sonnet-4-5", DisplayName: "Claude Sonnet 4.5", Created: day(2025, 9, 29), ContextWindow: 200_000, MaxOutputTokens: 64_000},
-	{ID: "claude-opus-4-5", DisplayName: "Claude Opus 4.5", Created: day(2025, 11, 24), ContextWindow: 200_000, MaxOutputTokens: 64_000},
-}
+var builtin = lazy.Value[[]Model]{New: func() []Model {
+	return []Model{
+		{ID: "claude-fable-5-2", DisplayName: "Claude Fable 5.2", Created: day(2026, 11, 9), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
+		{ID: "claude-haiku-5-5", DisplayName: "Claude Haiku 5.5", Created: day(2026, 10, 7), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
+		{ID: "claude-sonnet-5-5", DisplayName: "Claude Sonnet 5.5", Created: day(2026, 9, 28), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
+		{ID: "claude-opus-5-5", DisplayName: "Claude Opus 5.5", Created: day(2026, 9, 22), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
+		{ID: "claude-fable-5-1", DisplayName: "Claude Fable 5.1", Created: day(2026, 9, 1), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
+		{ID: "claude-opus-5", DisplayName: "Claude Opus 5", Created: day(2026, 7, 24), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
+		{ID: "claude-sonnet-5", DisplayName: "Claude Sonnet 5", Created: day(2026, 6, 30), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
+		{ID: "claude-fable-5", DisplayName: "Claude Fable 5", Created: day(2026, 6, 9), ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
+		{ID: "claude-haiku-4-5", DisplayName: "Claude Haiku 4.5", Created: day(2025, 10, 15), ContextWindow: 200_000, MaxOutputTokens: 64_000},
+		{ID: "claude-sonnet-4-5", DisplayName: "Claude Sonnet 4.5", Created: day(2025, 9, 29), ContextWindow: 200_000, MaxOutputTokens: 64_000},
+		{ID: "claude-opus-4-5", DisplayName: "Claude Opus 4.5", Created: day(2025, 11, 24), ContextWindow: 200_000, MaxOutputTokens: 64_000},
+	}
+}}
 
 func day(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
 
 // Builtin returns the offline table, newest first.
-func Builtin() []Model { return sortNewest(slices.Clone(builtin)) }
+func Builtin() []Model { return sortNewest(slices.Clone(builtin.Get())) }
 
 // family extracts the line from an id such as claude-opus-5-5 or claude-3-5-sonnet-20241022.
 func family(id string) string {

@@ -2,10 +2,10 @@ package permission
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // A prefix rule allows its program's options (Bash(git diff:*) allows git diff --stat), but
@@ -149,7 +149,7 @@ var (
 		danger("lets the environment override the makefile's variables (SHELL, CC…)", "-e", "--environment-overrides"),
 	}, check: func(words []shellWord) string {
 		for _, w := range words {
-			if assignmentLikeRE().MatchString(w.value) {
+			if assignmentLikeRE.Get().MatchString(w.value) {
 				return fmt.Sprintf("%s overrides a make variable, which can change every command the recipes run", w.value)
 			}
 		}
@@ -282,7 +282,7 @@ func ruleNames(named []string, name string) bool {
 }
 
 func gitDangerIn(c simpleCmd, named []string) string {
-	s := skipGitOptions(c, gitFlags, true)
+	s := skipGitOptions(c, gitFlags.Get(), true)
 	global := c.words[1 : len(c.words)-len(s.words)+1]
 	if why := optionDanger("git", global, gitDangerTable()[""], false, named); why != "" {
 		return why
@@ -351,9 +351,7 @@ func sedDanger(words []shellWord) string {
 
 // awkProgramRE finds what makes an awk program run commands or write files: system(), pipes,
 // output redirection, getline from a command or file.
-var awkProgramRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`system|\||>|getline|close|fflush|ENVIRON|PROCINFO|@load|@include`)
-})
+var awkProgramRE = lazy.Regexp{Expr: `system|\||>|getline|close|fflush|ENVIRON|PROCINFO|@load|@include`}
 
 func awkDanger(words []shellWord) string {
 	ops := operandIndexes(simpleCmd{words: append([]shellWord{{}}, words...)}, "vF")
@@ -364,20 +362,18 @@ func awkDanger(words []shellWord) string {
 	if !w.static {
 		return "the awk program is computed, so keel cannot check it"
 	}
-	if m := awkProgramRE().FindString(w.value); m != "" {
+	if m := awkProgramRE.Get().FindString(w.value); m != "" {
 		return fmt.Sprintf("the awk program uses %s, which can run commands or write files", m)
 	}
 	return ""
 }
 
 // codeVarsRE are environment variables that make programs load or run code.
-var codeVarsRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(LD_[A-Z_]+|DYLD_[A-Z_]+|BASH_ENV|ENV|PATH|PYTHON[A-Z]*|NODE_OPTIONS|NODE_PATH|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|RUBYLIB|GIT_[A-Z_]+|PAGER|EDITOR|VISUAL|LESSOPEN|LESSCLOSE|SHELLOPTS|BASHOPTS|PROMPT_COMMAND|IFS)=`)
-})
+var codeVarsRE = lazy.Regexp{Expr: `^(LD_[A-Z_]+|DYLD_[A-Z_]+|BASH_ENV|ENV|PATH|PYTHON[A-Z]*|NODE_OPTIONS|NODE_PATH|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|RUBYLIB|GIT_[A-Z_]+|PAGER|EDITOR|VISUAL|LESSOPEN|LESSCLOSE|SHELLOPTS|BASHOPTS|PROMPT_COMMAND|IFS)=`}
 
 func envDanger(words []shellWord) string {
 	for _, w := range words {
-		if codeVarsRE().MatchString(w.value) {
+		if codeVarsRE.Get().MatchString(w.value) {
 			return fmt.Sprintf("env sets %s, which can make the command load or run other code", w.value)
 		}
 	}

@@ -2,6 +2,8 @@ package permission
 
 import (
 	"strings"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // maxDenyWords caps the words of all the spellings collected for one line (a wrapper's every
@@ -33,12 +35,12 @@ func (a *shellAnalysis) addDeny(c simpleCmd, depth int) {
 	}
 	base := baseName(c.name())
 	if depth >= maxShellDepth {
-		if _, ok := transparentWrappers[base]; ok || execWrappers[base] || shells[base] || base == "eval" || base == "find" || base == "trap" {
+		if _, ok := transparentWrappers.Get()[base]; ok || execWrappers.Get()[base] || shells.Get()[base] || base == "eval" || base == "find" || base == "trap" {
 			a.addBlind("commands nested deeper than %d levels", maxShellDepth)
 		}
 		return
 	}
-	spec, transparent := transparentWrappers[base]
+	spec, transparent := transparentWrappers.Get()[base]
 	switch {
 	case transparent:
 		if i, _, ok := wrapped(spec, c); ok {
@@ -50,15 +52,15 @@ func (a *shellAnalysis) addDeny(c simpleCmd, depth int) {
 		a.denyEveryTail(c, depth)
 	case base == "find":
 		a.denyFindExec(c, depth)
-	case shells[base]:
+	case shells.Get()[base]:
 		a.denyShell(c, depth)
 	case base == "eval":
 		a.denyScript(joinWords(c.words[1:]), depth)
 	case base == "trap" && len(c.words) > 1:
 		a.denyScript(c.words[1].value, depth)
-	case execWrappers[base]:
+	case execWrappers.Get()[base]:
 		a.denyEveryTail(c, depth)
-	case interpreters[base] || base == "source" || base == ".":
+	case interpreters.Get()[base] || base == "source" || base == ".":
 		a.unchecked("%s runs code keel cannot read", base)
 	}
 }
@@ -93,25 +95,31 @@ func spellings(c simpleCmd) []simpleCmd {
 
 // git's global options: those that take a value (as the next word or after "="), and flags.
 var (
-	gitValueOptions = map[string]bool{
-		"-C": true, "-c": true, "--git-dir": true, "--work-tree": true, "--namespace": true,
-		"--config-env": true, "--super-prefix": true, "--attr-source": true, "--list-cmds": true,
-	}
-	gitFlags = map[string]bool{
-		"-p": true, "-P": true, "--paginate": true, "--no-pager": true, "--bare": true,
-		"--no-replace-objects": true, "--no-lazy-fetch": true, "--no-optional-locks": true,
-		"--no-advice": true, "--literal-pathspecs": true, "--glob-pathspecs": true,
-		"--noglob-pathspecs": true, "--icase-pathspecs": true, "--exec-path": true,
-		"--html-path": true, "--man-path": true, "--info-path": true,
-	}
+	gitValueOptions = lazy.Value[map[string]bool]{New: func() map[string]bool {
+		return map[string]bool{
+			"-C": true, "-c": true, "--git-dir": true, "--work-tree": true, "--namespace": true,
+			"--config-env": true, "--super-prefix": true, "--attr-source": true, "--list-cmds": true,
+		}
+	}}
+	gitFlags = lazy.Value[map[string]bool]{New: func() map[string]bool {
+		return map[string]bool{
+			"-p": true, "-P": true, "--paginate": true, "--no-pager": true, "--bare": true,
+			"--no-replace-objects": true, "--no-lazy-fetch": true, "--no-optional-locks": true,
+			"--no-advice": true, "--literal-pathspecs": true, "--glob-pathspecs": true,
+			"--noglob-pathspecs": true, "--icase-pathspecs": true, "--exec-path": true,
+			"--html-path": true, "--man-path": true, "--info-path": true,
+		}
+	}}
 	// harmlessGitFlags change nothing about what a subcommand may do, so allow rules look
 	// past them (git --no-pager log is git log). -c, -C, --git-dir, --exec-path and the
 	// like can make git run other programs, and keep the command matched as written.
-	harmlessGitFlags = map[string]bool{
-		"--no-pager": true, "-P": true, "--no-optional-locks": true, "--no-advice": true,
-		"--literal-pathspecs": true, "--glob-pathspecs": true, "--noglob-pathspecs": true,
-		"--icase-pathspecs": true, "--no-replace-objects": true, "--no-lazy-fetch": true,
-	}
+	harmlessGitFlags = lazy.Value[map[string]bool]{New: func() map[string]bool {
+		return map[string]bool{
+			"--no-pager": true, "-P": true, "--no-optional-locks": true, "--no-advice": true,
+			"--literal-pathspecs": true, "--glob-pathspecs": true, "--noglob-pathspecs": true,
+			"--icase-pathspecs": true, "--no-replace-objects": true, "--no-lazy-fetch": true,
+		}
+	}}
 )
 
 // skipGitOptions drops the leading global options of a git command: the flags given, and
@@ -125,9 +133,9 @@ func skipGitOptions(c simpleCmd, flags map[string]bool, values bool) simpleCmd {
 		case flags[v]:
 		case !values:
 			return trimGit(c, i)
-		case gitValueOptions[v]:
+		case gitValueOptions.Get()[v]:
 			i++ // the value is the next word
-		case hasValue && strings.HasPrefix(v, "--") && (gitValueOptions[name] || name == "--exec-path"):
+		case hasValue && strings.HasPrefix(v, "--") && (gitValueOptions.Get()[name] || name == "--exec-path"):
 		case len(v) > 2 && (strings.HasPrefix(v, "-C") || strings.HasPrefix(v, "-c")) && v[1] != '-':
 		default:
 			return trimGit(c, i)
@@ -146,7 +154,7 @@ func trimGit(c simpleCmd, i int) simpleCmd {
 // gitSubcommands returns c with git's global options skipped. After an option keel does not
 // know, every later word may be the subcommand, so each is tried.
 func gitSubcommands(c simpleCmd) []simpleCmd {
-	s := skipGitOptions(c, gitFlags, true)
+	s := skipGitOptions(c, gitFlags.Get(), true)
 	var out []simpleCmd
 	if len(s.words) != len(c.words) {
 		out = append(out, s)

@@ -196,7 +196,7 @@ func (u *fileUses) commandFiles(c simpleCmd, depth int) {
 	if !c.words[0].static {
 		name = ""
 	}
-	if spec, ok := transparentWrappers[name]; ok {
+	if spec, ok := transparentWrappers.Get()[name]; ok {
 		if i, _, ok := wrapped(spec, c); ok {
 			if i < len(c.words) {
 				u.commandFiles(c.from(i), depth+1)
@@ -204,7 +204,7 @@ func (u *fileUses) commandFiles(c simpleCmd, depth int) {
 			return
 		}
 	}
-	if execWrappers[name] && name != "xargs" && name != "parallel" {
+	if execWrappers.Get()[name] && name != "xargs" && name != "parallel" {
 		// sudo, chroot, strace…: the wrapped command may start at any later word.
 		for i, tails := 1, 0; i < len(c.words) && tails < 8; i++ {
 			if w := c.words[i]; w.static && !strings.HasPrefix(w.value, "-") && !strings.Contains(w.value, "=") {

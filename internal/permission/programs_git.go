@@ -3,6 +3,8 @@ package permission
 import (
 	"slices"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // git's subcommands by what they do with the repository's files. A reader prints file
@@ -11,18 +13,24 @@ import (
 // now — unless pathspecs after "--" narrow it. A writer changes the work tree (checkout,
 // reset, stash, merge…). The rest touch neither; a subcommand keel does not know may do both.
 var (
-	gitReaders = set("show", "diff", "grep", "archive", "blame", "annotate", "cat-file", "format-patch",
-		"range-diff", "bundle", "fast-export", "difftool", "diff-tree", "diff-index", "diff-files", "whatchanged",
-		"cherry", "request-pull", "send-email", "am", "apply", "notes", "replay")
-	gitWriters = set("checkout", "switch", "restore", "reset", "clean", "stash", "merge", "rebase", "pull", "apply",
-		"am", "cherry-pick", "revert", "rm", "mv", "checkout-index", "read-tree", "sparse-checkout", "submodule",
-		"worktree", "clone", "init", "mergetool", "filter-branch", "bisect", "commit")
-	gitQuiet = set("status", "branch", "rev-parse", "log", "shortlog", "describe", "tag", "remote", "config", "fetch",
-		"push", "ls-files", "ls-tree", "ls-remote", "count-objects", "reflog", "rev-list", "merge-base", "name-rev",
-		"show-ref", "symbolic-ref", "for-each-ref", "var", "version", "help", "add", "check-ignore", "check-attr",
-		"fsck", "gc", "prune", "repack", "verify-commit", "verify-tag", "show-branch", "hash-object", "update-index",
-		"update-ref", "write-tree", "commit-tree", "mktree", "mktag", "maintenance", "check-ref-format", "column",
-		"interpret-trailers", "credential", "stripspace")
+	gitReaders = lazy.Value[map[string]bool]{New: func() map[string]bool {
+		return set("show", "diff", "grep", "archive", "blame", "annotate", "cat-file", "format-patch",
+			"range-diff", "bundle", "fast-export", "difftool", "diff-tree", "diff-index", "diff-files", "whatchanged",
+			"cherry", "request-pull", "send-email", "am", "apply", "notes", "replay")
+	}}
+	gitWriters = lazy.Value[map[string]bool]{New: func() map[string]bool {
+		return set("checkout", "switch", "restore", "reset", "clean", "stash", "merge", "rebase", "pull", "apply",
+			"am", "cherry-pick", "revert", "rm", "mv", "checkout-index", "read-tree", "sparse-checkout", "submodule",
+			"worktree", "clone", "init", "mergetool", "filter-branch", "bisect", "commit")
+	}}
+	gitQuiet = lazy.Value[map[string]bool]{New: func() map[string]bool {
+		return set("status", "branch", "rev-parse", "log", "shortlog", "describe", "tag", "remote", "config", "fetch",
+			"push", "ls-files", "ls-tree", "ls-remote", "count-objects", "reflog", "rev-list", "merge-base", "name-rev",
+			"show-ref", "symbolic-ref", "for-each-ref", "var", "version", "help", "add", "check-ignore", "check-attr",
+			"fsck", "gc", "prune", "repack", "verify-commit", "verify-tag", "show-branch", "hash-object", "update-index",
+			"update-ref", "write-tree", "commit-tree", "mktree", "mktag", "maintenance", "check-ref-format", "column",
+			"interpret-trailers", "credential", "stripspace")
+	}}
 	// gitPatchOptions make log and the like print file contents.
 	gitPatchOptions = []string{"-p", "-u", "--patch", "-U", "--unified", "--word-diff", "--color-words", "--cc", "-c",
 		"--full-diff", "-L", "--patch-with-stat", "--patch-with-raw", "--ext-diff", "--textconv", "-m", "--diff-merges"}
@@ -38,7 +46,7 @@ func set(names ...string) map[string]bool {
 
 func gitFiles(c simpleCmd, u *fileUses) {
 	u.readAll(c)
-	s := skipGitOptions(c, gitFlags, true)
+	s := skipGitOptions(c, gitFlags.Get(), true)
 	if len(s.words) != len(c.words) && !slices.Equal(gitGlobalNames(c), []string{"--no-pager"}) {
 		for _, g := range gitGlobalNames(c) {
 			switch g {
@@ -53,7 +61,7 @@ func gitFiles(c simpleCmd, u *fileUses) {
 	}
 	sub := s.words[1].value
 	args := simpleCmd{words: s.words[1:]}
-	reads, writes := gitReaders[sub], gitWriters[sub]
+	reads, writes := gitReaders.Get()[sub], gitWriters.Get()[sub]
 	switch {
 	case sub == "log" || sub == "shortlog" || sub == "stash" && len(args.words) > 1 && args.words[1].value == "show":
 		reads = slices.ContainsFunc(args.words[1:], func(w shellWord) bool {
@@ -75,7 +83,7 @@ func gitFiles(c simpleCmd, u *fileUses) {
 			u.add(args.words[i], roleReadTree)
 		}
 		reads = false
-	case !reads && !writes && !gitQuiet[sub]:
+	case !reads && !writes && !gitQuiet.Get()[sub]:
 		reads, writes = true, true
 	}
 	outputs := []string{"--output", "--output-directory"}
@@ -147,7 +155,7 @@ func gitReadsTrackedOnly(sub string, args simpleCmd) bool {
 
 // gitGlobalNames are the option names before git's subcommand.
 func gitGlobalNames(c simpleCmd) []string {
-	s := skipGitOptions(c, gitFlags, true)
+	s := skipGitOptions(c, gitFlags.Get(), true)
 	var out []string
 	for _, w := range c.words[1 : len(c.words)-len(s.words)+1] {
 		if name, _, _ := strings.Cut(w.value, "="); strings.HasPrefix(name, "-") {

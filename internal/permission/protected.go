@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/toolpath"
 )
 
@@ -18,8 +19,12 @@ import (
 // protectedDirs are directory names whose contents are protected, at any depth below a
 // working directory; protectedFiles are file names likewise.
 var (
-	protectedDirs  = map[string]bool{".git": true, ".keel": true, ".claude": true, ".vscode": true, ".idea": true}
-	protectedFiles = map[string]bool{".mcp.json": true, ".gitmodules": true}
+	protectedDirs = lazy.Value[map[string]bool]{New: func() map[string]bool {
+		return map[string]bool{".git": true, ".keel": true, ".claude": true, ".vscode": true, ".idea": true}
+	}}
+	protectedFiles = lazy.Value[map[string]bool]{New: func() map[string]bool {
+		return map[string]bool{".mcp.json": true, ".gitmodules": true}
+	}}
 )
 
 // protected returns the first path of an edit that is protected, with the protected part it
@@ -96,7 +101,7 @@ func protectedPart(cand string, dirs []string) string {
 			i += 2
 			continue
 		}
-		if protectedDirs[c] || protectedFiles[c] && i == len(parts)-1 {
+		if protectedDirs.Get()[c] || protectedFiles.Get()[c] && i == len(parts)-1 {
 			return c
 		}
 	}

@@ -2,10 +2,9 @@ package permission
 
 import (
 	"path"
-	"regexp"
 	"strings"
-	"sync"
 
+	"github.com/keel-dev/keel/internal/lazy"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -13,13 +12,17 @@ import (
 // safeSinks are files a redirection may write without writing a file; safeSources are files
 // it may read without reading one.
 var (
-	safeSinks   = map[string]bool{"/dev/null": true, "/dev/stdout": true, "/dev/stderr": true}
-	safeSources = map[string]bool{"/dev/null": true, "/dev/stdin": true, "/dev/zero": true}
+	safeSinks = lazy.Value[map[string]bool]{New: func() map[string]bool {
+		return map[string]bool{"/dev/null": true, "/dev/stdout": true, "/dev/stderr": true}
+	}}
+	safeSources = lazy.Value[map[string]bool]{New: func() map[string]bool {
+		return map[string]bool{"/dev/null": true, "/dev/stdin": true, "/dev/zero": true}
+	}}
 )
 
 // heredocDelimRE is the here-document delimiter keel reads exactly; other spellings (with
 // expansions, backslashes, odd characters) are asked about.
-var heredocDelimRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`) })
+var heredocDelimRE = lazy.Regexp{Expr: `^[A-Za-z0-9_][A-Za-z0-9_.-]*$`}
 
 // redirect classifies one redirection: a read or write of a file (checked as a Read or Edit
 // of that path), a network connection (bash's /dev/tcp and /dev/udp), or something keel
@@ -47,14 +50,14 @@ func (a *shellAnalysis) redirect(src string, r *syntax.Redirect) {
 		switch {
 		case !static:
 			a.addBlind("input redirection from a computed path")
-		case !safeSources[target]:
+		case !safeSources.Get()[target]:
 			a.reads = append(a.reads, files...)
 		}
 	case syntax.DplIn, syntax.DplOut:
 		switch {
 		case !static:
 			a.addBlind("redirection %s to a computed path", r.Op)
-		case !(isDigits(target) || target == "-" || safeSinks[target]):
+		case !(isDigits(target) || target == "-" || safeSinks.Get()[target]):
 			a.addOpaque("redirection %s to a file", r.Op)
 			a.writes = append(a.writes, files...)
 		}
@@ -76,7 +79,7 @@ func (a *shellAnalysis) redirect(src string, r *syntax.Redirect) {
 		switch {
 		case !static:
 			a.addBlind("output redirection %s to a computed path", r.Op)
-		case !safeSinks[target]:
+		case !safeSinks.Get()[target]:
 			a.addOpaque("output redirection %s writes a file", r.Op)
 			a.writes = append(a.writes, files...)
 		}
@@ -156,5 +159,5 @@ func plainDelimiter(src string, w *syntax.Word) (delim string, quoted, ok bool) 
 	if len(text) >= 2 && (text[0] == '\'' || text[0] == '"') && text[len(text)-1] == text[0] {
 		text, quoted = text[1:len(text)-1], true
 	}
-	return text, quoted, heredocDelimRE().MatchString(text)
+	return text, quoted, heredocDelimRE.Get().MatchString(text)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/toolpath"
 )
 
@@ -40,16 +41,18 @@ const PlanExitTool = "ExitPlanMode"
 
 // kinds maps built-in tool names to their kind. MultiEdit and NotebookRead
 // are Claude Code names keel may not ship; rules naming them still work.
-var kinds = map[string]Kind{
-	"Write": KindEdit, "Edit": KindEdit, "MultiEdit": KindEdit, "NotebookEdit": KindEdit,
-	"Read": KindRead, "Glob": KindRead, "Grep": KindRead, "LS": KindRead, "NotebookRead": KindRead,
-	"Bash":      KindShell,
-	"WebFetch":  KindFetch,
-	"WebSearch": KindSearch,
-	"TodoWrite": KindSafe, "Agent": KindSafe, "ToolSearch": KindSafe,
-	// The team's tools change only the team's shared state; SendMessage only talks.
-	"SendMessage": KindSafe, "TaskCreate": KindSafe, "TaskUpdate": KindSafe,
-}
+var kinds = lazy.Value[map[string]Kind]{New: func() map[string]Kind {
+	return map[string]Kind{
+		"Write": KindEdit, "Edit": KindEdit, "MultiEdit": KindEdit, "NotebookEdit": KindEdit,
+		"Read": KindRead, "Glob": KindRead, "Grep": KindRead, "LS": KindRead, "NotebookRead": KindRead,
+		"Bash":      KindShell,
+		"WebFetch":  KindFetch,
+		"WebSearch": KindSearch,
+		"TodoWrite": KindSafe, "Agent": KindSafe, "ToolSearch": KindSafe,
+		// The team's tools change only the team's shared state; SendMessage only talks.
+		"SendMessage": KindSafe, "TaskCreate": KindSafe, "TaskUpdate": KindSafe,
+	}
+}}
 
 // Request describes one tool call for a permission decision. The tool fills
 // in what it knows; the engine never looks at the raw input.
@@ -93,7 +96,7 @@ func (r Request) kind() Kind {
 	if r.Kind != KindUnknown {
 		return r.Kind
 	}
-	if k, ok := kinds[canonicalTool(r.Tool)]; ok {
+	if k, ok := kinds.Get()[canonicalTool(r.Tool)]; ok {
 		return k
 	}
 	return KindOther

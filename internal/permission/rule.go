@@ -2,9 +2,9 @@ package permission
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // Behavior is what a rule or decision does with a tool call.
@@ -108,8 +108,8 @@ func (e *RuleError) Error() string {
 }
 
 var (
-	toolNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`) })
-	mcpNameRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^mcp__[A-Za-z0-9_.-]+?(__[A-Za-z0-9_.*-]+)?$`) })
+	toolNameRE = lazy.Regexp{Expr: `^[A-Za-z][A-Za-z0-9_-]*$`}
+	mcpNameRE  = lazy.Regexp{Expr: `^mcp__[A-Za-z0-9_.-]+?(__[A-Za-z0-9_.*-]+)?$`}
 )
 
 // ParseRule parses one rule in Claude Code's syntax: Tool, Tool(specifier),
@@ -137,21 +137,21 @@ func ParseRule(text string, b Behavior, src Source) (Rule, error) {
 	r.Tool = canonicalTool(r.Tool)
 	switch {
 	case strings.HasPrefix(r.Tool, "mcp__"):
-		if !mcpNameRE().MatchString(r.Tool) || (strings.Contains(r.Tool, "*") && !strings.HasSuffix(r.Tool, "__*")) {
+		if !mcpNameRE.Get().MatchString(r.Tool) || (strings.Contains(r.Tool, "*") && !strings.HasSuffix(r.Tool, "__*")) {
 			return fail("MCP rules are mcp__server, mcp__server__* or mcp__server__tool")
 		}
 		if r.Specifier != "" {
 			return fail("MCP rules take no specifier")
 		}
 		return r, nil
-	case !toolNameRE().MatchString(r.Tool):
+	case !toolNameRE.Get().MatchString(r.Tool):
 		return fail("tool name %q must start with a letter and hold only letters, digits, '_' and '-'", r.Tool)
 	}
 	if r.Specifier == "" {
 		return r, nil
 	}
 	var err error
-	switch kinds[r.Tool] {
+	switch kinds.Get()[r.Tool] {
 	case KindShell:
 		if r.Specifier == "*" {
 			r.Specifier = "" // Bash(*) is every command, like Bash.

@@ -2,12 +2,11 @@ package permission
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
+	"github.com/keel-dev/keel/internal/lazy"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -73,10 +72,10 @@ func (c simpleCmd) guessed() (simpleCmd, bool) {
 	return out, changed
 }
 
-var plainWordRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_./+@%:,=*?~^!\[\]{}-]+$`) })
+var plainWordRE = lazy.Regexp{Expr: `^[A-Za-z0-9_./+@%:,=*?~^!\[\]{}-]+$`}
 
 func quoteWord(s string) string {
-	if plainWordRE().MatchString(s) {
+	if plainWordRE.Get().MatchString(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
@@ -141,7 +140,7 @@ func (a *shellAnalysis) addBlind(format string, args ...any) {
 
 // commandNameRE is what a command name may look like for an allow rule to
 // apply: no globs, braces or quotes that the shell would rewrite.
-var commandNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_./+@%:][A-Za-z0-9_./+@%:-]*$`) })
+var commandNameRE = lazy.Regexp{Expr: `^[A-Za-z0-9_./+@%:][A-Za-z0-9_./+@%:-]*$`}
 
 // Limits past which a command is asked about instead of analysed: bash reads it fine, but a
 // line this long or this deep is no command a person reviews, and parsing it costs time.
@@ -237,10 +236,12 @@ func nesting(s string) int {
 // splitVariant rewrites s the way bash may split it where keel's parser joins lines: every
 // carriage return and every backslash-newline (in a comment bash ends the comment there)
 // becomes a plain newline. Reading more commands than bash does is safe for deny rules.
-var splitVariant = strings.NewReplacer("\\\r\n", "\n", "\\\n", "\n", "\r", "\n")
+var splitVariant = lazy.Value[*strings.Replacer]{New: func() *strings.Replacer {
+	return strings.NewReplacer("\\\r\n", "\n", "\\\n", "\n", "\r", "\n")
+}}
 
 func (a *shellAnalysis) addSplitVariant(command string, depth int) {
-	v := splitVariant.Replace(command)
+	v := splitVariant.Get().Replace(command)
 	if v == command {
 		return
 	}
@@ -329,7 +330,7 @@ func (a *shellAnalysis) callExpr(src string, c *syntax.CallExpr, depth int) {
 	}
 	head := src[c.Args[0].Pos().Offset():c.Args[0].End().Offset()]
 	switch name := cmd.name(); {
-	case !commandNameRE().MatchString(name):
+	case !commandNameRE.Get().MatchString(name):
 		a.addBlind("command name %s is not a plain word", cmd.words[0].value)
 	case strings.ContainsAny(head, "{}"):
 		a.addOpaque("brace expansion in the command name %s", head)

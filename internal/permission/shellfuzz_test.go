@@ -70,7 +70,7 @@ func newFuzzHarness(t testing.TB) *fuzzHarness {
 	}
 	markers := t.TempDir()
 	for _, w := range fuzzWords {
-		if _, ok := transparentWrappers[w]; ok {
+		if _, ok := transparentWrappers.Get()[w]; ok {
 			// A transparent wrapper is allowed to run, so it is the real program, which then
 			// runs the wrapped command through the same PATH; a missing one is not found.
 			if real, err := exec.LookPath(w); err == nil {

@@ -2,11 +2,10 @@ package permission
 
 import (
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/toolpath"
 )
 
@@ -31,7 +30,7 @@ func suggest(p *prepared, dirs []string) []Rule {
 			tool = "Edit"
 		}
 		for _, path := range p.paths {
-			texts = append(texts, tool+"("+globEscaper.Replace(suggestPath(path.resolved, dirs))+")")
+			texts = append(texts, tool+"("+globEscaper.Get().Replace(suggestPath(path.resolved, dirs))+")")
 		}
 	case KindFetch:
 		if p.host != "" {
@@ -51,8 +50,10 @@ func suggest(p *prepared, dirs []string) []Rule {
 
 // subcommandRE is a second word that reads as a subcommand: a word of letters, with digits,
 // dashes or underscores after the first letter.
-var subcommandRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`) })
-var globEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`, "{", `\{`, "}", `\}`)
+var subcommandRE = lazy.Regexp{Expr: `^[A-Za-z][A-Za-z0-9_-]*$`}
+var globEscaper = lazy.Value[*strings.Replacer]{New: func() *strings.Replacer {
+	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`, "{", `\{`, "}", `\}`)
+}}
 
 func suggestBash(c simpleCmd) string {
 	for _, w := range c.words {
@@ -69,7 +70,7 @@ func suggestBash(c simpleCmd) string {
 	if len(c.words) > 1 {
 		// A subcommand (go test, git commit, npm run) narrows the rule; an argument (seq 1,
 		// cat notes) would make a rule nobody writes, so it is left out.
-		if w := c.words[1].value; subcommandRE().MatchString(w) {
+		if w := c.words[1].value; subcommandRE.Get().MatchString(w) {
 			prefix += " " + w
 		}
 	}

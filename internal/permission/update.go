@@ -166,7 +166,7 @@ func Suggest(req AskRequest, dirs []string) []Update {
 		out = append(out, u)
 	}
 	var outsideDirs []string
-	edit := req.Request.Kind == KindEdit || kinds[canonicalTool(req.Request.Tool)] == KindEdit
+	edit := req.Request.Kind == KindEdit || kinds.Get()[canonicalTool(req.Request.Tool)] == KindEdit
 	for _, p := range req.Request.Paths {
 		abs := toolpath.Resolve(p, req.Request.Cwd, "").Real
 		if !slices.ContainsFunc(dirs, func(d string) bool { return toolpath.Within(abs, toolpath.Real(d)) }) {

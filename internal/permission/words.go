@@ -1,10 +1,9 @@
 package permission
 
 import (
-	"regexp"
 	"strings"
-	"sync"
 
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/toolpath"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/pattern"
@@ -57,7 +56,7 @@ func fileWords(w *syntax.Word) []wordFile {
 
 // assignmentLikeRE is a word bash treats like an assignment even as an argument, expanding
 // an unquoted ~ after its "=" or a ":" (dd of=~/x, PATH=a:~/b).
-var assignmentLikeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`) })
+var assignmentLikeRE = lazy.Regexp{Expr: `^[A-Za-z_][A-Za-z0-9_]*=`}
 
 // fileWord reads the parts of one field.
 func fileWord(parts []syntax.WordPart) wordFile {
@@ -95,7 +94,7 @@ func fileWord(parts []syntax.WordPart) wordFile {
 					sure = false
 				}
 			}
-			if assignmentLikeRE().MatchString(b.String()+v) && (strings.Contains(v, "=~") || strings.Contains(v, ":~")) {
+			if assignmentLikeRE.Get().MatchString(b.String()+v) && (strings.Contains(v, "=~") || strings.Contains(v, ":~")) {
 				unresolved("a ~ after = or : in an assignment-like word")
 			}
 			b.WriteString(v)

@@ -3,6 +3,8 @@ package permission
 import (
 	"slices"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // Commands that run another command named in their arguments fall in three groups.
@@ -31,73 +33,85 @@ type wrapperSpec struct {
 	notRun                string   // options that make the wrapper print instead of run (command -v)
 }
 
-var transparentWrappers = map[string]wrapperSpec{
-	"command": {shortFlags: "p", notRun: "vV"},
-	"builtin": {},
-	"exec":    {shortFlags: "cl", shortArgs: "a"},
-	"nice":    {shortArgs: "n", longArgs: []string{"adjustment"}, digitOption: true},
-	"nohup":   {},
-	"timeout": {shortFlags: "v", shortArgs: "ks", longFlags: []string{"preserve-status", "foreground", "verbose"},
-		longArgs: []string{"kill-after", "signal"}, operands: 1},
-	"stdbuf": {shortArgs: "ioe", longArgs: []string{"input", "output", "error"}},
-	// env -C, -S, -P, -a and the signal options are not listed: they change the directory,
-	// split a string into a command or the like, so env is then matched as itself.
-	"env": {shortFlags: "i0v", shortArgs: "u", longFlags: []string{"ignore-environment", "null", "debug"},
-		longArgs: []string{"unset"}, assignments: true},
-	// GNU time's -o writes a file; only -p keeps it transparent.
-	"time": {shortFlags: "p"},
-}
+var transparentWrappers = lazy.Value[map[string]wrapperSpec]{New: func() map[string]wrapperSpec {
+	return map[string]wrapperSpec{
+		"command": {shortFlags: "p", notRun: "vV"},
+		"builtin": {},
+		"exec":    {shortFlags: "cl", shortArgs: "a"},
+		"nice":    {shortArgs: "n", longArgs: []string{"adjustment"}, digitOption: true},
+		"nohup":   {},
+		"timeout": {shortFlags: "v", shortArgs: "ks", longFlags: []string{"preserve-status", "foreground", "verbose"},
+			longArgs: []string{"kill-after", "signal"}, operands: 1},
+		"stdbuf": {shortArgs: "ioe", longArgs: []string{"input", "output", "error"}},
+		// env -C, -S, -P, -a and the signal options are not listed: they change the directory,
+		// split a string into a command or the like, so env is then matched as itself.
+		"env": {shortFlags: "i0v", shortArgs: "u", longFlags: []string{"ignore-environment", "null", "debug"},
+			longArgs: []string{"unset"}, assignments: true},
+		// GNU time's -o writes a file; only -p keeps it transparent.
+		"time": {shortFlags: "p"},
+	}
+}}
 
 // execWrappers run their arguments as a command after options of their own, and are matched
 // as themselves by allow rules.
-var execWrappers = map[string]bool{
-	"sudo": true, "doas": true, "xargs": true, "chroot": true, "setsid": true, "flock": true,
-	"watch": true, "parallel": true, "strace": true, "ltrace": true, "unbuffer": true,
-	"caffeinate": true, "runuser": true, "chrt": true, "taskset": true, "script": true, "su": true,
-	"busybox": true, "toybox": true, "ionice": true, "systemd-run": true, "nsenter": true, "unshare": true,
-	"firejail": true, "proot": true, "fakeroot": true, "pkexec": true, "sg": true, "newgrp": true,
-	"cgexec": true, "numactl": true, "catchsegv": true, "valgrind": true, "gdb": true, "dbus-launch": true,
-	"ssh-agent": true, "torsocks": true, "proxychains": true, "proxychains4": true, "npx": true, "bunx": true,
-	"pnpx": true, "uvx": true, "pipx": true, "nix-shell": true, "direnv": true, "with-contenv": true,
-}
+var execWrappers = lazy.Value[map[string]bool]{New: func() map[string]bool {
+	return map[string]bool{
+		"sudo": true, "doas": true, "xargs": true, "chroot": true, "setsid": true, "flock": true,
+		"watch": true, "parallel": true, "strace": true, "ltrace": true, "unbuffer": true,
+		"caffeinate": true, "runuser": true, "chrt": true, "taskset": true, "script": true, "su": true,
+		"busybox": true, "toybox": true, "ionice": true, "systemd-run": true, "nsenter": true, "unshare": true,
+		"firejail": true, "proot": true, "fakeroot": true, "pkexec": true, "sg": true, "newgrp": true,
+		"cgexec": true, "numactl": true, "catchsegv": true, "valgrind": true, "gdb": true, "dbus-launch": true,
+		"ssh-agent": true, "torsocks": true, "proxychains": true, "proxychains4": true, "npx": true, "bunx": true,
+		"pnpx": true, "uvx": true, "pipx": true, "nix-shell": true, "direnv": true, "with-contenv": true,
+	}
+}}
 
 // shells take a command string with -c.
-var shells = map[string]bool{
-	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true,
-	"fish": true, "csh": true, "tcsh": true, "rbash": true, "yash": true, "posh": true,
-}
+var shells = lazy.Value[map[string]bool]{New: func() map[string]bool {
+	return map[string]bool{
+		"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true,
+		"fish": true, "csh": true, "tcsh": true, "rbash": true, "yash": true, "posh": true,
+	}
+}}
 
 // interpreters run code from their arguments (-c, -e, a script file, stdin), which keel
 // cannot read.
-var interpreters = map[string]bool{
-	"python": true, "python2": true, "python3": true, "node": true, "perl": true, "ruby": true,
-	"php": true, "lua": true, "deno": true, "bun": true, "awk": true, "gawk": true, "mawk": true,
-	"nawk": true, "osascript": true, "powershell": true, "pwsh": true, "expect": true, "tclsh": true,
-	"wish": true, "Rscript": true, "julia": true, "java": true, "jshell": true, "groovy": true,
-	"scala": true, "ghci": true, "runghc": true, "erl": true, "elixir": true, "iex": true,
-	"guile": true, "racket": true, "sbcl": true, "clojure": true, "make": true, "gmake": true,
-}
+var interpreters = lazy.Value[map[string]bool]{New: func() map[string]bool {
+	return map[string]bool{
+		"python": true, "python2": true, "python3": true, "node": true, "perl": true, "ruby": true,
+		"php": true, "lua": true, "deno": true, "bun": true, "awk": true, "gawk": true, "mawk": true,
+		"nawk": true, "osascript": true, "powershell": true, "pwsh": true, "expect": true, "tclsh": true,
+		"wish": true, "Rscript": true, "julia": true, "java": true, "jshell": true, "groovy": true,
+		"scala": true, "ghci": true, "runghc": true, "erl": true, "elixir": true, "iex": true,
+		"guile": true, "racket": true, "sbcl": true, "clojure": true, "make": true, "gmake": true,
+	}
+}}
 
 // opaqueBuiltins run code from their arguments or change how later commands are looked up
 // (eval, source, trap, alias, hash -p, enable -f, mapfile -C…): no allow rule covers them.
-var opaqueBuiltins = map[string]bool{
-	"eval": true, "source": true, ".": true, "trap": true, "alias": true, "unalias": true,
-	"hash": true, "enable": true, "mapfile": true, "readarray": true, "jobs": true, "bind": true,
-	"complete": true, "compgen": true, "fc": true, "shopt": true,
-}
+var opaqueBuiltins = lazy.Value[map[string]bool]{New: func() map[string]bool {
+	return map[string]bool{
+		"eval": true, "source": true, ".": true, "trap": true, "alias": true, "unalias": true,
+		"hash": true, "enable": true, "mapfile": true, "readarray": true, "jobs": true, "bind": true,
+		"complete": true, "compgen": true, "fc": true, "shopt": true,
+	}
+}}
 
 // subscriptBuiltins evaluate an array subscript in a variable-name argument, and so the
 // arithmetic (and command substitutions) inside it: read 'a[$(cmd)]' runs cmd.
-var subscriptBuiltins = map[string]string{
-	"read": "", "unset": "", "getopts": "", "wait": "", "printf": "-v", "test": "-v", "[": "-v",
-}
+var subscriptBuiltins = lazy.Value[map[string]string]{New: func() map[string]string {
+	return map[string]string{
+		"read": "", "unset": "", "getopts": "", "wait": "", "printf": "-v", "test": "-v", "[": "-v",
+	}
+}}
 
 // runsOtherCode reports whether a command with this name can run commands its arguments name
 // or change how later commands run; a rule whose command name is a wildcard never covers it.
 func runsOtherCode(name string) bool {
 	base := baseName(name)
-	_, transparent := transparentWrappers[base]
-	return transparent || execWrappers[base] || shells[base] || interpreters[base] || opaqueBuiltins[base] ||
+	_, transparent := transparentWrappers.Get()[base]
+	return transparent || execWrappers.Get()[base] || shells.Get()[base] || interpreters.Get()[base] || opaqueBuiltins.Get()[base] ||
 		base == "find"
 }
 
@@ -190,7 +204,7 @@ func isAssignment(w shellWord) bool {
 func (a *shellAnalysis) allowView(c simpleCmd) simpleCmd {
 	for range maxWrapperDepth {
 		a.checkBuiltin(c)
-		spec, ok := transparentWrappers[c.name()]
+		spec, ok := transparentWrappers.Get()[c.name()]
 		if !ok {
 			break
 		}
@@ -199,14 +213,14 @@ func (a *shellAnalysis) allowView(c simpleCmd) simpleCmd {
 			break
 		}
 		inner := c.from(i)
-		if name := inner.name(); !commandNameRE().MatchString(name) {
+		if name := inner.name(); !commandNameRE.Get().MatchString(name) {
 			a.addBlind("command name %s is not a plain word", inner.words[0].value)
 			return c
 		}
 		c = inner
 	}
 	if c.name() == "git" {
-		c = skipGitOptions(c, harmlessGitFlags, false)
+		c = skipGitOptions(c, harmlessGitFlags.Get(), false)
 	}
 	return c
 }
@@ -217,7 +231,7 @@ const maxWrapperDepth = 8
 // checkBuiltin marks builtins no allow rule may cover.
 func (a *shellAnalysis) checkBuiltin(c simpleCmd) {
 	name := c.name()
-	if opaqueBuiltins[name] {
+	if opaqueBuiltins.Get()[name] {
 		if name == "eval" || name == "trap" {
 			// Their strings are parsed for deny rules (addDeny).
 			a.addOpaque("%s, which runs code the rules cannot see", name)
@@ -226,7 +240,7 @@ func (a *shellAnalysis) checkBuiltin(c simpleCmd) {
 		}
 		return
 	}
-	opt, ok := subscriptBuiltins[name]
+	opt, ok := subscriptBuiltins.Get()[name]
 	if !ok {
 		return
 	}

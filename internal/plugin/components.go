@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // Default locations of components, relative to a plugin's root (Claude Code's standard layout).
@@ -25,7 +27,9 @@ const (
 // Claude Code, a commands, agents or outputStyles key lists everything of its kind (name the
 // default folder too to keep it), while skills, hooks, mcpServers and lspServers add to the
 // default files.
-var replacesDefault = map[string]bool{keyCommands: true, keyAgents: true, keyOutputStyles: true}
+var replacesDefault = lazy.Value[map[string]bool]{New: func() map[string]bool {
+	return map[string]bool{keyCommands: true, keyAgents: true, keyOutputStyles: true}
+}}
 
 // declared is one value of a component key: a path (resolved against the plugin root) or an
 // inline object, with where it was written.
@@ -132,7 +136,7 @@ func (l *loader) paths(key, def string, check func(declared)) []string {
 	for _, d := range l.docs {
 		decls = append(decls, l.declaredValues(d, key, false)...)
 	}
-	if len(decls) == 0 || !replacesDefault[key] {
+	if len(decls) == 0 || !replacesDefault.Get()[key] {
 		if p := filepath.Join(l.p.Root, def); isDir(p) {
 			add(p)
 		}

@@ -39,14 +39,14 @@ func (g git) clone(ctx context.Context, url, dest, ref string) (string, error) {
 		return "", fmt.Errorf("create %s: %w", filepath.Dir(dest), err)
 	}
 	args := []string{"clone", "--quiet", "--no-recurse-submodules"}
-	if ref != "" && !fullSHA().MatchString(ref) {
+	if ref != "" && !fullSHA.Get().MatchString(ref) {
 		args = append(args, "--branch", ref)
 	}
 	if _, err := g.run(ctx, "", append(args, "--", url, dest)...); err != nil {
 		os.RemoveAll(dest)
 		return "", err
 	}
-	if fullSHA().MatchString(ref) {
+	if fullSHA.Get().MatchString(ref) {
 		if _, err := g.run(ctx, dest, "checkout", "--quiet", "--detach", ref); err != nil {
 			os.RemoveAll(dest)
 			return "", fmt.Errorf("commit %s of %s: %w", ref, url, err)

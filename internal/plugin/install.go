@@ -174,7 +174,7 @@ func (m *Manager) stagePlugin(ctx context.Context, cat *Marketplace, known Known
 		return root, "", "", nil
 	case SourceGitHub, SourceURL, SourceGitSubdir:
 		url := src.URL
-		if src.Type == SourceGitHub || (src.Type == SourceGitSubdir && ownerRepo().MatchString(url)) {
+		if src.Type == SourceGitHub || (src.Type == SourceGitSubdir && ownerRepo.Get().MatchString(url)) {
 			url = m.githubURL(cmpOr(src.Repo, src.URL))
 		}
 		cleanup, err := os.MkdirTemp("", "keel-plugin-")

@@ -8,11 +8,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/settings"
 )
@@ -109,9 +108,9 @@ func cmpOr(a, b string) string {
 
 // dataID is a plugin id as a folder name: characters outside [A-Za-z0-9_-] become "-"
 // (formatter@acme-tools is formatter-acme-tools), as Claude Code names data folders.
-func dataID(id string) string { return notIDChar().ReplaceAllString(id, "-") }
+func dataID(id string) string { return notIDChar.Get().ReplaceAllString(id, "-") }
 
-var notIDChar = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_-]`) })
+var notIDChar = lazy.Regexp{Expr: `[^A-Za-z0-9_-]`}
 
 // readManifest reads .claude-plugin/plugin.json; a plugin without one is normal.
 func (l *loader) readManifest() *doc {

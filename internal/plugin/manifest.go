@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // ManifestPath is where a plugin's manifest lives, relative to its root.
-var ManifestPath = filepath.Join(".claude-plugin", "plugin.json")
+const ManifestPath = ".claude-plugin" + string(filepath.Separator) + "plugin.json"
 
 // Manifest is the metadata of .claude-plugin/plugin.json (or of a marketplace entry that
 // stands in for it). Component keys are read by the loader from the document itself.
@@ -51,22 +53,24 @@ var metadataKeys = []string{"$schema", "name", "displayName", "version", "descri
 
 // unsupportedKeys are manifest keys Claude Code reads that keel does not act on yet, with what
 // that means for the plugin.
-var unsupportedKeys = map[string]string{
-	"userConfig":     "keel does not ask for plugin options yet, so ${user_config.KEY} stays unexpanded",
-	"dependencies":   "keel does not install or enable dependencies; enable them yourself",
-	"channels":       "keel has no channels",
-	"monitors":       "keel does not run plugin monitors",
-	"themes":         "keel has no themes",
-	"workflows":      "keel has no workflows",
-	"settings":       "keel does not merge plugin settings",
-	"binaries":       "keel does not fetch plugin binaries",
-	"types":          "keel has no hooks modules",
-	"experimental":   "keel reads no experimental components",
-	"engines":        "keel does not check host versions",
-	"network":        "",
-	"metadata":       "",
-	"defaultEnabled": "",
-}
+var unsupportedKeys = lazy.Value[map[string]string]{New: func() map[string]string {
+	return map[string]string{
+		"userConfig":     "keel does not ask for plugin options yet, so ${user_config.KEY} stays unexpanded",
+		"dependencies":   "keel does not install or enable dependencies; enable them yourself",
+		"channels":       "keel has no channels",
+		"monitors":       "keel does not run plugin monitors",
+		"themes":         "keel has no themes",
+		"workflows":      "keel has no workflows",
+		"settings":       "keel does not merge plugin settings",
+		"binaries":       "keel does not fetch plugin binaries",
+		"types":          "keel has no hooks modules",
+		"experimental":   "keel reads no experimental components",
+		"engines":        "keel does not check host versions",
+		"network":        "",
+		"metadata":       "",
+		"defaultEnabled": "",
+	}
+}}
 
 // entryKeys are the keys a marketplace entry has besides a manifest's.
 var entryKeys = []string{"source", "category", "tags", "strict", "headers", "headersHelper", "relevance"}
@@ -138,9 +142,9 @@ func parseManifest(pr *problems, d *doc, entry bool) Manifest {
 		switch {
 		case slices.Contains(metadataKeys, key), slices.Contains(componentKeys, key):
 		case entry && slices.Contains(entryKeys, key):
-		case unsupportedKeys[key] != "":
-			pr.warnf(ErrUnsupported, d.file, d.line(key), key, "%s: %s (ignored)", key, unsupportedKeys[key])
-		case hasKey(unsupportedKeys, key):
+		case unsupportedKeys.Get()[key] != "":
+			pr.warnf(ErrUnsupported, d.file, d.line(key), key, "%s: %s (ignored)", key, unsupportedKeys.Get()[key])
+		case hasKey(unsupportedKeys.Get(), key):
 		default:
 			valid := append(slices.Clone(metadataKeys), componentKeys...)
 			if entry {

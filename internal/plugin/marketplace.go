@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // MarketplacePath is where a marketplace's catalogue lives, relative to its root.
-var MarketplacePath = filepath.Join(".claude-plugin", "marketplace.json")
+const MarketplacePath = ".claude-plugin" + string(filepath.Separator) + "marketplace.json"
 
 // Marketplace is a parsed .claude-plugin/marketplace.json. It is not modified after parsing.
 type Marketplace struct {
@@ -119,7 +119,7 @@ func refSuffix(ref, sha string) string {
 // marketplace.
 var reservedMarketplaceNames = []string{"inline", "builtin", "skills-dir", "synced", "claude-plugin-test"}
 
-var fullSHA = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}$`) })
+var fullSHA = lazy.Regexp{Expr: `^[0-9a-f]{40}$`}
 
 // ReadMarketplace reads the catalogue of the marketplace whose root is dir (or the
 // marketplace.json file itself).
@@ -265,7 +265,7 @@ func (m *Marketplace) parseSource(pr *problems, name string, raw json.RawMessage
 		pr.errorf(ErrManifest, m.File, line, "source", "plugin %s: source type %q is not one of %s", name, s.Type, strings.Join(sourceTypes, ", "))
 	case slices.Contains(fields, ""):
 		pr.errorf(ErrManifest, m.File, line, "source", "plugin %s: a %s source is missing a field it needs", name, s.Type)
-	case s.SHA != "" && !fullSHA().MatchString(s.SHA):
+	case s.SHA != "" && !fullSHA.Get().MatchString(s.SHA):
 		pr.errorf(ErrManifest, m.File, line, "source", "plugin %s: sha %q must be a full 40-character lowercase commit id", name, s.SHA)
 	}
 	return s

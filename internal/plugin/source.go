@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/settings"
 )
 
@@ -23,8 +23,8 @@ const (
 )
 
 var (
-	ownerRepo = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`) })
-	scpLike   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:.+$`) })
+	ownerRepo = lazy.Regexp{Expr: `^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`}
+	scpLike   = lazy.Regexp{Expr: `^[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:.+$`}
 )
 
 // ParseMarketplaceSource reads what `keel plugin marketplace add` is given:
@@ -63,7 +63,7 @@ func ParseMarketplaceSource(arg, cwd string) (settings.MarketplaceSource, error)
 			return settings.MarketplaceSource{Source: MarketURL, URL: arg}, nil
 		}
 		return settings.MarketplaceSource{Source: MarketGit, URL: base, Ref: ref}, nil
-	case strings.Contains(arg, "://") || scpLike().MatchString(base):
+	case strings.Contains(arg, "://") || scpLike.Get().MatchString(base):
 		return settings.MarketplaceSource{Source: MarketGit, URL: base, Ref: ref}, nil
 	}
 	if ref == "" {
@@ -71,7 +71,7 @@ func ParseMarketplaceSource(arg, cwd string) (settings.MarketplaceSource, error)
 			base, ref = b, r
 		}
 	}
-	if ownerRepo().MatchString(base) && !strings.HasPrefix(base, ".") {
+	if ownerRepo.Get().MatchString(base) && !strings.HasPrefix(base, ".") {
 		return settings.MarketplaceSource{Source: MarketGitHub, Repo: base, Ref: ref}, nil
 	}
 	return settings.MarketplaceSource{}, fmt.Errorf("marketplace source %q is not a folder, a marketplace.json, a git URL or owner/repo", arg)
@@ -159,7 +159,7 @@ func sourceHost(src settings.MarketplaceSource) string {
 	case MarketGitHub:
 		return "github.com"
 	case MarketGit, MarketURL:
-		if scpLike().MatchString(src.URL) {
+		if scpLike.Get().MatchString(src.URL) {
 			_, rest, _ := strings.Cut(src.URL, "@")
 			host, _, _ := strings.Cut(rest, ":")
 			return host

@@ -3,35 +3,30 @@ package render
 import (
 	"encoding/json"
 	"html"
-	"regexp"
 	"strings"
-	"sync"
 
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/message"
 )
 
 // The tags keel writes into messages for the model (Claude Code's formats): a person reading
 // the conversation gets their meaning in words instead.
 var (
-	reminderRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>\s*`) })
-	taskRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<task-notification>(.*?)</task-notification>`) })
-	teammateRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?s)<teammate-message([^>]*)>\n?(.*?)\n?</teammate-message>`)
-	})
-	attrRE       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\w+)="([^"]*)"`) })
-	bashInputRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<bash-input>(.*?)</bash-input>`) })
-	bashOutputRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?s)\s*<bash-(?:output|stdout|stderr)>(.*?)</bash-(?:output|stdout|stderr)>`)
-	})
+	reminderRE   = lazy.Regexp{Expr: `(?s)<system-reminder>.*?</system-reminder>\s*`}
+	taskRE       = lazy.Regexp{Expr: `(?s)<task-notification>(.*?)</task-notification>`}
+	teammateRE   = lazy.Regexp{Expr: `(?s)<teammate-message([^>]*)>\n?(.*?)\n?</teammate-message>`}
+	attrRE       = lazy.Regexp{Expr: `(\w+)="([^"]*)"`}
+	bashInputRE  = lazy.Regexp{Expr: `(?s)<bash-input>(.*?)</bash-input>`}
+	bashOutputRE = lazy.Regexp{Expr: `(?s)\s*<bash-(?:output|stdout|stderr)>(.*?)</bash-(?:output|stdout|stderr)>`}
 )
 
 // Readable is text from a message as a person reads it: keel's reminders to the model are
 // left out, a background task's report reads "task a1b2 completed: …", a teammate's message
 // "alice: …", a `!` command and its output "! cmd" and the output. Anything else is kept.
 func Readable(text string) string {
-	text = reminderRE().ReplaceAllString(text, "")
-	text = taskRE().ReplaceAllStringFunc(text, func(s string) string {
-		in := taskRE().FindStringSubmatch(s)[1]
+	text = reminderRE.Get().ReplaceAllString(text, "")
+	text = taskRE.Get().ReplaceAllStringFunc(text, func(s string) string {
+		in := taskRE.Get().FindStringSubmatch(s)[1]
 		line := "task " + tagText(in, "task-id") + " " + tagText(in, "status")
 		if sum := tagText(in, "summary"); sum != "" {
 			line += ": " + sum
@@ -41,10 +36,10 @@ func Readable(text string) string {
 		}
 		return line
 	})
-	text = teammateRE().ReplaceAllStringFunc(text, func(s string) string {
-		m := teammateRE().FindStringSubmatch(s)
+	text = teammateRE.Get().ReplaceAllStringFunc(text, func(s string) string {
+		m := teammateRE.Get().FindStringSubmatch(s)
 		attrs := map[string]string{}
-		for _, a := range attrRE().FindAllStringSubmatch(m[1], -1) {
+		for _, a := range attrRE.Get().FindAllStringSubmatch(m[1], -1) {
 			attrs[a[1]] = html.UnescapeString(a[2])
 		}
 		who := attrs["teammate_id"]
@@ -53,9 +48,9 @@ func Readable(text string) string {
 		}
 		return who + ": " + strings.TrimSpace(m[2])
 	})
-	text = bashInputRE().ReplaceAllString(text, "! $1")
-	text = bashOutputRE().ReplaceAllStringFunc(text, func(s string) string {
-		out := strings.TrimSpace(bashOutputRE().FindStringSubmatch(s)[1])
+	text = bashInputRE.Get().ReplaceAllString(text, "! $1")
+	text = bashOutputRE.Get().ReplaceAllStringFunc(text, func(s string) string {
+		out := strings.TrimSpace(bashOutputRE.Get().FindStringSubmatch(s)[1])
 		if out == "" {
 			return ""
 		}

@@ -20,7 +20,7 @@ func PermissionModes() []string {
 }
 
 // TeammateModes are the values of [Team.Mode] (the teammateMode setting's).
-var TeammateModes = settings.TeammateModes
+func TeammateModes() []string { return settings.TeammateModes }
 
 // ToolSearchModes are the values of [MCP.ToolSearch].
 var ToolSearchModes = []string{"auto", "on", "off"}

@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
-	"sync"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // PermissionModes are the values of permissions.defaultMode. "bubble" is not among them: only
@@ -90,7 +91,7 @@ type Permissions struct {
 
 // keyTable is every key keel reads. Order is the order of `keel config` output. Built on
 // first use: a run that reads no settings (`keel --version`) does not pay for its 150 closures.
-var keyTable = sync.OnceValue(func() []keyDef {
+var keyTable = lazy.Value[[]keyDef]{New: func() []keyDef {
 	return []keyDef{
 		object("permissions",
 			list("allow", func(s *Settings) *[]Value[string] { return &s.Permissions.Allow }, decNonEmpty),
@@ -126,7 +127,7 @@ var keyTable = sync.OnceValue(func() []keyDef {
 		scalar("autoMemoryEnabled", func(s *Settings) *Value[bool] { return &s.AutoMemoryEnabled }, decBool),
 		sandboxKey(),
 	}
-})
+}}
 
 // keyDef reads one key. Sources are applied highest first, so apply only fills what is unset
 // (scalars) or not yet present (lists).
@@ -272,54 +273,58 @@ func envKey() keyDef {
 // (lspServers), telemetry endpoints and proxies. A cloned repository can narrow (deny, ask)
 // but never widen. Every key of keyTable is either here or in narrowingKeys (a test checks),
 // so a key added later has to be classified.
-var wideningKeys = map[string]bool{
-	"permissions.allow": true, "permissions.defaultMode": true, "permissions.additionalDirectories": true,
-	"env": true, "hooks": true, "apiKeyHelper": true, "awsAuthRefresh": true, "awsCredentialExport": true,
-	"otelHeadersHelper": true, "statusLine": true, "fileSuggestion": true,
-	"enabledPlugins": true, "extraKnownMarketplaces": true,
-	"teams": true, "coordination": true, "webSearch": true, "lspServers": true,
-	// Claude Code's and OpenTelemetry's names for endpoints and proxies, should keel read them.
-	"otelEndpoint": true, "otelExporterEndpoint": true, "telemetry": true, "proxy": true, "httpProxy": true,
-	"httpsProxy": true,
-	// What the sandbox lets a command write, read, reach or run outside of it.
-	"sandbox.excludedCommands": true, "sandbox.network.allowedDomains": true,
-	"sandbox.network.allowUnixSockets": true, "sandbox.filesystem.allowWrite": true,
-	"sandbox.filesystem.allowRead": true,
-}
+var wideningKeys = lazy.Value[map[string]bool]{New: func() map[string]bool {
+	return map[string]bool{
+		"permissions.allow": true, "permissions.defaultMode": true, "permissions.additionalDirectories": true,
+		"env": true, "hooks": true, "apiKeyHelper": true, "awsAuthRefresh": true, "awsCredentialExport": true,
+		"otelHeadersHelper": true, "statusLine": true, "fileSuggestion": true,
+		"enabledPlugins": true, "extraKnownMarketplaces": true,
+		"teams": true, "coordination": true, "webSearch": true, "lspServers": true,
+		// Claude Code's and OpenTelemetry's names for endpoints and proxies, should keel read them.
+		"otelEndpoint": true, "otelExporterEndpoint": true, "telemetry": true, "proxy": true, "httpProxy": true,
+		"httpsProxy": true,
+		// What the sandbox lets a command write, read, reach or run outside of it.
+		"sandbox.excludedCommands": true, "sandbox.network.allowedDomains": true,
+		"sandbox.network.allowUnixSockets": true, "sandbox.filesystem.allowWrite": true,
+		"sandbox.filesystem.allowRead": true,
+	}
+}}
 
 // narrowingKeys are the keys a workspace may set before it is trusted: they narrow, pick
 // among things the user already allows, or have a trust gate of their own (MCP servers of a
 // project start only once it is trusted).
-var narrowingKeys = map[string]bool{
-	"permissions.ask": true, "permissions.deny": true, "disableAllHooks": true, "model": true,
-	"enableAllProjectMcpServers": true, "enabledMcpjsonServers": true, "disabledMcpjsonServers": true,
-	"allowedMcpServers": true, "deniedMcpServers": true, "forkSubagents": true, "cacheTTL1h": true,
-	"autoCompactThreshold": true, "teammateMode": true,
-	// Clearing stale tool results changes what the model keeps seeing, not what it may do.
-	"clearToolResults": true,
-	// How answers are worded: a style changes the prompt as a project's memory files do
-	// before trust, and grants nothing.
-	"outputStyle": true,
-	// Auto memory is on unless switched off; a project may only switch it off.
-	"autoMemoryEnabled": true,
-	// Managed-only policies: honoured only from managed settings, where they narrow.
-	"strictKnownMarketplaces": true, "blockedMarketplaces": true,
-	// The sandbox's deny lists narrow; its bools are tighteningBool (sandbox.go): an
-	// untrusted workspace's value is honoured only when it gives the sandbox less room.
-	"sandbox.enabled": true, "sandbox.autoAllowBashIfSandboxed": true, "sandbox.allowUnsandboxedCommands": true,
-	"sandbox.failIfUnavailable": true, "sandbox.wrapHooks": true, "sandbox.wrapMcpServers": true,
-	"sandbox.network.deniedDomains": true, "sandbox.network.allowLocalBinding": true,
-	"sandbox.network.strictAllowlist": true, "sandbox.filesystem.denyWrite": true, "sandbox.filesystem.denyRead": true,
-}
+var narrowingKeys = lazy.Value[map[string]bool]{New: func() map[string]bool {
+	return map[string]bool{
+		"permissions.ask": true, "permissions.deny": true, "disableAllHooks": true, "model": true,
+		"enableAllProjectMcpServers": true, "enabledMcpjsonServers": true, "disabledMcpjsonServers": true,
+		"allowedMcpServers": true, "deniedMcpServers": true, "forkSubagents": true, "cacheTTL1h": true,
+		"autoCompactThreshold": true, "teammateMode": true,
+		// Clearing stale tool results changes what the model keeps seeing, not what it may do.
+		"clearToolResults": true,
+		// How answers are worded: a style changes the prompt as a project's memory files do
+		// before trust, and grants nothing.
+		"outputStyle": true,
+		// Auto memory is on unless switched off; a project may only switch it off.
+		"autoMemoryEnabled": true,
+		// Managed-only policies: honoured only from managed settings, where they narrow.
+		"strictKnownMarketplaces": true, "blockedMarketplaces": true,
+		// The sandbox's deny lists narrow; its bools are tighteningBool (sandbox.go): an
+		// untrusted workspace's value is honoured only when it gives the sandbox less room.
+		"sandbox.enabled": true, "sandbox.autoAllowBashIfSandboxed": true, "sandbox.allowUnsandboxedCommands": true,
+		"sandbox.failIfUnavailable": true, "sandbox.wrapHooks": true, "sandbox.wrapMcpServers": true,
+		"sandbox.network.deniedDomains": true, "sandbox.network.allowLocalBinding": true,
+		"sandbox.network.strictAllowlist": true, "sandbox.filesystem.denyWrite": true, "sandbox.filesystem.denyRead": true,
+	}
+}}
 
 // WideningKeys lists the keys an untrusted workspace's files may not set, sorted.
-func WideningKeys() []string { return slices.Sorted(maps.Keys(wideningKeys)) }
+func WideningKeys() []string { return slices.Sorted(maps.Keys(wideningKeys.Get())) }
 
 // applyMembers applies each member of n with its keyDef, keeping and warning about unknown keys.
 func applyMembers(s *Settings, f *fileCtx, prefix string, n *node, defs []keyDef) {
 	for _, m := range n.members {
 		key := prefix + m.key
-		if f.src.Untrusted && wideningKeys[key] {
+		if f.src.Untrusted && wideningKeys.Get()[key] {
 			s.Ignored = append(s.Ignored, Value[string]{V: key, From: f.origin(m.val)})
 			continue
 		}

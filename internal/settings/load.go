@@ -143,7 +143,7 @@ func (s *Settings) apply(src Source, data []byte) error {
 		f.errorf(root.off, "settings are %s, want a JSON object (file ignored)", root.kind)
 		return errors.New("not an object")
 	}
-	applyMembers(s, f, "", root, keyTable())
+	applyMembers(s, f, "", root, keyTable.Get())
 	return nil
 }
 

@@ -8,7 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // ScopePlugin marks values read from a plugin's own files (its hooks file, its .lsp.json, its
@@ -58,10 +59,12 @@ type MarketplaceSource struct {
 }
 
 // sourceFields names the field each source type requires.
-var sourceFields = map[string]string{
-	"github": "repo", "git": "url", "url": "url", "directory": "path", "file": "path", "npm": "package",
-	"settings": "plugins", "hostPattern": "hostPattern", "pathPattern": "pathPattern",
-}
+var sourceFields = lazy.Value[map[string]string]{New: func() map[string]string {
+	return map[string]string{
+		"github": "repo", "git": "url", "url": "url", "directory": "path", "file": "path", "npm": "package",
+		"settings": "plugins", "hostPattern": "hostPattern", "pathPattern": "pathPattern",
+	}
+}}
 
 func enabledPluginsKey() keyDef {
 	return mapKey("enabledPlugins", `an object {"name@marketplace": true}`,
@@ -114,11 +117,11 @@ func mapKey[T any](name, want string, field func(*Settings) *map[string]Value[T]
 }
 
 // pluginIDPattern is "name@marketplace" with names Claude Code accepts (no spaces, no "@").
-var pluginIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[^@\s]+@[^@\s]+$`) })
+var pluginIDPattern = lazy.Regexp{Expr: `^[^@\s]+@[^@\s]+$`}
 
 func decPluginEnabled(f *fileCtx, key string, n *node) (bool, bool) {
 	id := key[strings.IndexByte(key, '.')+1:]
-	if !pluginIDPattern().MatchString(id) {
+	if !pluginIDPattern.Get().MatchString(id) {
 		f.warnf(n.off, "%s: %q is not a plugin id of the form name@marketplace; it can match no installed plugin", key, id)
 	}
 	return decBool(f, key, n)
@@ -192,7 +195,7 @@ func decMarketplaceSource(f *fileCtx, key string, n *node) (MarketplaceSource, b
 		return src, false
 	}
 	src.Raw = n.raw
-	need, known := sourceFields[src.Source]
+	need, known := sourceFields.Get()[src.Source]
 	switch {
 	case src.Source == "":
 		f.errorf(n.off, "%s has no source type (want one of %s)", key, strings.Join(MarketplaceSources, ", "))

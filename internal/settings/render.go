@@ -11,7 +11,7 @@ import (
 
 // items lists every merged value in table order, then unknown keys sorted.
 func (s *Settings) items() (known, unknown []shown) {
-	for _, k := range keyTable() {
+	for _, k := range keyTable.Get() {
 		known = append(known, k.show(s, k.name)...)
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Unknown)) {

@@ -88,9 +88,9 @@ func TestEveryKeyIsClassified(t *testing.T) {
 		for _, d := range defs {
 			key := prefix + d.name
 			switch {
-			case wideningKeys[key] && narrowingKeys[key]:
+			case wideningKeys.Get()[key] && narrowingKeys.Get()[key]:
 				t.Errorf("%s is both widening and narrowing", key)
-			case wideningKeys[key] || narrowingKeys[key]:
+			case wideningKeys.Get()[key] || narrowingKeys.Get()[key]:
 			case d.sub != nil:
 				walk(key+".", d.sub)
 			default:
@@ -98,5 +98,5 @@ func TestEveryKeyIsClassified(t *testing.T) {
 			}
 		}
 	}
-	walk("", keyTable())
+	walk("", keyTable.Get())
 }

@@ -34,7 +34,7 @@ type Marks struct {
 // OpenMarks returns the marks of session under keel's home; the file is made on the first
 // [Marks.Add].
 func OpenMarks(home, session string) (*Marks, error) {
-	if !sessionRE().MatchString(session) {
+	if !sessionRE.Get().MatchString(session) {
 		return nil, fmt.Errorf("shadow marks: session %q: want 1-128 letters, digits, - and _", session)
 	}
 	return &Marks{path: filepath.Join(home, "shadow", "marks", session+".jsonl")}, nil

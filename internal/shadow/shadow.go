@@ -29,13 +29,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/keel-dev/keel/internal/atomicfile"
+	"github.com/keel-dev/keel/internal/lazy"
 
 	"github.com/keel-dev/keel/internal/transcript"
 )
@@ -92,14 +92,14 @@ type Checkpoint struct {
 	Large []string `json:"large,omitempty"`
 }
 
-var sessionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`) })
+var sessionRE = lazy.Regexp{Expr: `^[A-Za-z0-9_-]{1,128}$`}
 
 // Open opens, creating it when needed, the shadow repository of workDir.
 func Open(ctx context.Context, workDir string, opts Options) (*Repo, error) {
 	if opts.Home == "" {
 		panic("shadow.Open: Options.Home is required")
 	}
-	if !sessionRE().MatchString(opts.Session) {
+	if !sessionRE.Get().MatchString(opts.Session) {
 		return nil, fmt.Errorf("shadow repository: session %q: want 1-128 letters, digits, - and _", opts.Session)
 	}
 	if opts.MaxFileBytes <= 0 {
@@ -390,10 +390,10 @@ func (r *Repo) Checkpoint(ctx context.Context, commit string) (Checkpoint, error
 	return r.read(ctx, commit)
 }
 
-var hashRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40,64}$`) })
+var hashRE = lazy.Regexp{Expr: `^[0-9a-f]{40,64}$`}
 
 func (r *Repo) read(ctx context.Context, commit string) (Checkpoint, error) {
-	if !hashRE().MatchString(commit) {
+	if !hashRE.Get().MatchString(commit) {
 		return Checkpoint{}, fmt.Errorf("checkpoint %q: not a commit id", commit)
 	}
 	out, err := r.git(ctx, nil, "cat-file", "commit", commit)

@@ -8,12 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/sandbox"
 )
 
@@ -33,8 +32,8 @@ const (
 )
 
 var (
-	inlineShell = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(^|[\\s(>])!`([^`\n]+)`") })
-	fileRef     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[\s(])@([^\s()\[\]<>"'` + "`" + `]+)`) })
+	inlineShell = lazy.Regexp{Expr: "(^|[\\s(>])!`([^`\n]+)`"}
+	fileRef     = lazy.Regexp{Expr: `(^|[\s(])@([^\s()\[\]<>"'` + "`" + `]+)`}
 )
 
 // expander turns a substituted body into the prompt text: it runs the shell commands the
@@ -92,8 +91,8 @@ func (e *expander) expand(ctx context.Context, text string) string {
 			}
 			continue
 		}
-		lines[i] = inlineShell().ReplaceAllStringFunc(line, func(m string) string {
-			sub := inlineShell().FindStringSubmatch(m)
+		lines[i] = inlineShell.Get().ReplaceAllStringFunc(line, func(m string) string {
+			sub := inlineShell.Get().FindStringSubmatch(m)
 			if out, ran := e.shell(ctx, sub[2]); ran {
 				return sub[1] + out
 			}
@@ -205,7 +204,7 @@ func capBytes(b []byte, n int) []byte {
 // collectFiles records the @path mentions of a line (outside code spans) that name readable
 // text files. Other mentions (@handles, missing files) stay plain text.
 func (e *expander) collectFiles(line string) {
-	for _, m := range fileRef().FindAllStringSubmatch(blankCodeSpans(line), -1) {
+	for _, m := range fileRef.Get().FindAllStringSubmatch(blankCodeSpans(line), -1) {
 		raw := strings.TrimRight(m[2], ".,;:!?")
 		if e.onlyRefs != nil && !e.onlyRefs[raw] {
 			continue
@@ -277,7 +276,7 @@ func (e *expander) attachments() string {
 func authorRefs(body, skillDir string) map[string]bool {
 	refs := map[string]bool{}
 	for line := range strings.SplitSeq(Substitute(body, "", skillDir), "\n") {
-		for _, m := range fileRef().FindAllStringSubmatch(blankCodeSpans(line), -1) {
+		for _, m := range fileRef.Get().FindAllStringSubmatch(blankCodeSpans(line), -1) {
 			refs[strings.TrimRight(m[2], ".,;:!?")] = true
 		}
 	}

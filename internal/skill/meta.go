@@ -3,13 +3,12 @@ package skill
 import (
 	"bytes"
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/goccy/go-yaml"
 
 	"github.com/keel-dev/keel/internal/frontmatter"
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/permission"
 )
 
@@ -52,7 +51,7 @@ func splitFile(path string, data []byte) parsed {
 	yamlText := string(doc.YAML)
 	p.bodyLine = first + strings.Count(yamlText, "\n") + 1
 	for i, line := range strings.Split(yamlText, "\n") {
-		if m := topKey().FindStringSubmatch(line); m != nil {
+		if m := topKey.Get().FindStringSubmatch(line); m != nil {
 			if _, dup := p.keyLine[m[1]]; !dup {
 				p.keyLine[m[1]] = first + i
 			}
@@ -75,7 +74,7 @@ func splitFile(path string, data []byte) parsed {
 	return p
 }
 
-var topKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*)\s*:(\s|$)`) })
+var topKey = lazy.Regexp{Expr: `^([A-Za-z_][A-Za-z0-9_-]*)\s*:(\s|$)`}
 
 // recoverLines reads YAML that a parser rejected as a flat list of top-level keys. A value is
 // the rest of its line plus the indented (or blank) lines after it; a value made only of "- "
@@ -85,7 +84,7 @@ func recoverLines(src string) map[string]any {
 	out := map[string]any{}
 	lines := strings.Split(strings.ReplaceAll(src, "\r\n", "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
-		m := topKey().FindStringSubmatch(lines[i])
+		m := topKey.Get().FindStringSubmatch(lines[i])
 		if m == nil {
 			continue
 		}
@@ -185,10 +184,12 @@ func firstLine(s string) string {
 }
 
 // known lists the frontmatter keys keel reads; the rest go to Skill.Extra.
-var known = map[string]bool{
-	"name": true, "description": true, "allowed-tools": true, "model": true, "context": true,
-	"agent": true, "argument-hint": true, "disable-model-invocation": true, "user-invocable": true,
-}
+var known = lazy.Value[map[string]bool]{New: func() map[string]bool {
+	return map[string]bool{
+		"name": true, "description": true, "allowed-tools": true, "model": true, "context": true,
+		"agent": true, "argument-hint": true, "disable-model-invocation": true, "user-invocable": true,
+	}
+}}
 
 // fields fills the frontmatter fields of s from p. A value of the wrong type or outside its
 // valid set is an error naming the file, line and valid values; the entry is then dropped.
@@ -270,7 +271,7 @@ func (p *parsed) fields(path string, s *Skill) error {
 		return bad("allowed-tools", "%v", err)
 	}
 	for k, v := range p.values {
-		if !known[k] {
+		if !known.Get()[k] {
 			if s.Extra == nil {
 				s.Extra = map[string]any{}
 			}

@@ -6,24 +6,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
 // agentIDRE is a subagent id ("a" and 16 hex digits): SendMessage to one continues that
 // subagent, which is the subagent runner's business.
-var agentIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^a[0-9a-f]{16}$`) })
+var agentIDRE = lazy.Regexp{Expr: `^a[0-9a-f]{16}$`}
 
 // Route delivers a SendMessage call from agent agentID. It reports false when to is not a
 // team recipient (a subagent id), leaving the call to the subagent runner.
 func (t *Team) Route(ctx context.Context, agentID, to string, raw json.RawMessage, summary string) (tool.Result, bool) {
 	to = strings.TrimSpace(to)
-	if agentIDRE().MatchString(to) {
+	if agentIDRE.Get().MatchString(to) {
 		if name := t.memberByID(ctx, to); name != "" {
 			to = name
 		} else if _, err := t.record(ctx, to); err != nil {

@@ -5,26 +5,30 @@ import (
 	"net"
 	"net/netip"
 	"syscall"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // nonPublic are address ranges outside the public internet that netip's predicates do not
 // cover: carrier-grade NAT, the IETF protocol block, benchmarking, and "this network".
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-}
+var nonPublic = lazy.Value[[]netip.Prefix]{New: func() []netip.Prefix {
+	return []netip.Prefix{
+		netip.MustParsePrefix("0.0.0.0/8"),
+		netip.MustParsePrefix("100.64.0.0/10"),
+		netip.MustParsePrefix("192.0.0.0/24"),
+		netip.MustParsePrefix("198.18.0.0/15"),
+	}
+}}
 
 // nat64 embeds IPv4 addresses in IPv6 (RFC 6052); the embedded address decides.
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+var nat64 = lazy.Value[netip.Prefix]{New: func() netip.Prefix { return netip.MustParsePrefix("64:ff9b::/96") }}
 
 // IsPrivate reports whether ip is a loopback, private, link-local, unspecified, multicast or
 // otherwise non-public address: somewhere on the user's machine or network rather than the
 // internet.
 func IsPrivate(ip netip.Addr) bool {
 	ip = ip.Unmap()
-	if nat64.Contains(ip) {
+	if nat64.Get().Contains(ip) {
 		b := ip.As16()
 		ip = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
 	}
@@ -32,7 +36,7 @@ func IsPrivate(ip netip.Addr) bool {
 		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
 		return true
 	}
-	for _, p := range nonPublic {
+	for _, p := range nonPublic.Get() {
 		if p.Contains(ip) {
 			return true
 		}

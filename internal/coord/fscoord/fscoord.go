@@ -40,11 +40,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sync"
 	"time"
 
 	"github.com/keel-dev/keel/internal/coord"
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // DefaultPollInterval is how often watches poll when fsnotify is not available.
@@ -165,11 +165,11 @@ func (b *Backend) sweepTemp() {
 
 // idRE is compiled on first use: a counted repetition compiles to a program of thousands
 // of instructions, which every keel process paid at start (most never check an id).
-var idRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_=-][A-Za-z0-9_.=-]{0,127}$`) })
+var idRE = lazy.Regexp{Expr: `^[A-Za-z0-9_=-][A-Za-z0-9_.=-]{0,127}$`}
 
 // checkID reports an id that cannot be a file name.
 func checkID(what, id string) error {
-	if !idRE().MatchString(id) {
+	if !idRE.Get().MatchString(id) {
 		return fmt.Errorf("%s: id %q: want 1-128 letters, digits and _ . = -: %w", what, id, coord.ErrInvalid)
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/keel-dev/keel/internal/coord"
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // deliveredTTL is how long a delivered message is remembered: its history for `keel team
@@ -158,11 +158,11 @@ func (m *mailbox) stamp(msg *coord.Message) {
 
 // idRE is compiled on first use: a counted repetition compiles to a program of thousands
 // of instructions, which every keel process paid at start (most never check an id).
-var idRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_=-][A-Za-z0-9_=-]{0,127}$`) })
+var idRE = lazy.Regexp{Expr: `^[A-Za-z0-9_=-][A-Za-z0-9_=-]{0,127}$`}
 
 // checkID reports an id that cannot be part of a key.
 func checkID(what, id string) error {
-	if !idRE().MatchString(id) {
+	if !idRE.Get().MatchString(id) {
 		return fmt.Errorf("%s: id %q: want 1-128 letters, digits and _ = -: %w", what, id, coord.ErrInvalid)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/keel-dev/keel/internal/coord"
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // records keeps each record under rec.<key>, with "." and "=" in keys escaped so that a
@@ -27,13 +28,13 @@ type recordEntry struct {
 	Updated  time.Time       `json:"updated"`
 }
 
-var keyEscaper = strings.NewReplacer("=", "=3D", ".", "=2E")
-var keyUnescaper = strings.NewReplacer("=3D", "=", "=2E", ".")
+var keyEscaper = lazy.Value[*strings.Replacer]{New: func() *strings.Replacer { return strings.NewReplacer("=", "=3D", ".", "=2E") }}
+var keyUnescaper = lazy.Value[*strings.Replacer]{New: func() *strings.Replacer { return strings.NewReplacer("=3D", "=", "=2E", ".") }}
 
-func recKey(key string) string { return "rec." + keyEscaper.Replace(key) }
+func recKey(key string) string { return "rec." + keyEscaper.Get().Replace(key) }
 
 func recordKey(kvKey string) string {
-	return keyUnescaper.Replace(strings.TrimPrefix(kvKey, "rec."))
+	return keyUnescaper.Get().Replace(strings.TrimPrefix(kvKey, "rec."))
 }
 
 func (r *records) check(ctx context.Context, what, key string) error {

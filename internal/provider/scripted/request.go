@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // view is the API-independent picture of a request that rules match against.
@@ -461,10 +461,10 @@ func checkBreakpoints(blocks []cacheBlock) error {
 }
 
 // reminder matches a <system-reminder> block a harness adds to a user message.
-var reminder = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`) })
+var reminder = lazy.Regexp{Expr: `(?s)<system-reminder>.*?</system-reminder>`}
 
 // withoutReminders cuts the harness's system reminders out of user text: a rule's user_text
 // is about what the user wrote, not the listings and notes the harness adds beside it.
 func withoutReminders(s string) string {
-	return strings.TrimSpace(reminder().ReplaceAllString(s, ""))
+	return strings.TrimSpace(reminder.Get().ReplaceAllString(s, ""))
 }
