@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"time"
 )
 
 // Finding is one line of `keel doctor`'s sandbox section.
@@ -39,19 +37,31 @@ func Doctor(ctx context.Context, s *Sandbox) []Finding {
 		out = append(out, Finding{Name: "Landlock", Status: "warn", Detail: "not available (the mounts still confine writes)"})
 	}
 	out = append(out, seccompFinding())
-	bw := Finding{Name: "bubblewrap", Status: "info", Detail: "not installed (not needed: keel sets the namespaces up itself)"}
-	if path, err := exec.LookPath("bwrap"); err == nil {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		v, _ := exec.CommandContext(ctx, path, "--version").Output()
-		cancel()
-		bw.Detail = fmt.Sprintf("%s at %s (not used: keel's own helper does the same without it)", strings.TrimSpace(string(v)), path)
+	// The probe tries bubblewrap first and remembers why it was not used.
+	err := s.Available()
+	bw := Finding{Name: "bubblewrap", Status: "info", Detail: "not used (the sandbox uses it on Linux only)"}
+	switch {
+	case s.bwrap != "":
+		bw.Detail = fmt.Sprintf("%s at %s: used (installed and recent enough)", s.bwrapVersion, s.bwrap)
+	case s.bwrapWhy != "":
+		bw.Detail = "not used: " + s.bwrapWhy
 	}
 	out = append(out, bw)
-	use := Finding{Name: "keel uses", Status: "ok", Detail: "its own helper (" + s.exe + "): user, mount, PID, network and IPC namespaces, Landlock, seccomp, no_new_privs"}
-	if err := s.Available(); err != nil {
+	const confinement = "Landlock, seccomp, no_new_privs"
+	use := Finding{Name: "keel uses", Status: "ok"}
+	switch {
+	case err != nil:
 		use.Status, use.Detail = "fail", err.Error()
-	} else if s.limited != "" {
-		use.Status, use.Detail = "warn", "its own helper ("+s.exe+"), "+s.limited+"; seccomp and no_new_privs"
+	case s.bwrap != "":
+		use.Detail = fmt.Sprintf("bubblewrap (%s, %s) for the user, mount, PID, network and IPC namespaces, then its own helper (%s) inside for %s; bubblewrap is preferred to keel's own namespace set-up whenever it is installed and recent enough",
+			s.bwrapVersion, s.bwrap, s.exe, confinement)
+	case s.limited != "":
+		use.Status, use.Detail = "warn", "its own helper ("+s.exe+"), "+s.limited+"; seccomp and no_new_privs; bubblewrap not used: "+s.bwrapWhy
+	default:
+		use.Detail = "its own helper (" + s.exe + "): user, mount, PID, network and IPC namespaces, " + confinement
+		if s.bwrapWhy != "" {
+			use.Detail += "; bubblewrap not used: " + s.bwrapWhy
+		}
 	}
 	out = append(out, use)
 	p := s.policy

@@ -70,6 +70,10 @@ type Policy struct {
 	// run in auto permission mode).
 	FailIfUnavailable bool
 	FailWhy           string
+	// RefuseLimited (sandbox.failIfUnavailable itself) counts the weaker Landlock-only form as
+	// unavailable too: whoever set it asked for the full sandbox or a refusal. A headless run
+	// in auto permission mode still takes that form, which is not an unsandboxed run.
+	RefuseLimited bool
 	// Excluded are Bash rule patterns run outside the sandbox (excludedCommands).
 	Excluded []string
 	// WrapHooks and WrapMCPServers extend the sandbox to hooks and MCP stdio servers.
@@ -206,6 +210,7 @@ func NewPolicy(in Input) Policy {
 	// Claude Code's default: a command may ask to run outside (and is asked about).
 	p.AllowUnsandboxed = !sb.AllowUnsandboxedCommands.IsSet() || sb.AllowUnsandboxedCommands.V
 	p.FailIfUnavailable = sb.FailIfUnavailable.V
+	p.RefuseLimited = sb.FailIfUnavailable.V
 	switch {
 	case p.FailIfUnavailable:
 		p.FailWhy = "sandbox.failIfUnavailable is true"
