@@ -28,9 +28,12 @@ import (
 // bookworm ships 0.8.0; bullseye's 0.4.1 is too old, and keel's own helper is used there.
 var bwrapMinVersion = [3]int{0, 5, 0}
 
-// bwrapFallback is where Debian installs bwrap, tried when PATH has none (a service's short
-// PATH). Tests point it elsewhere.
-var bwrapFallback = "/usr/bin/bwrap"
+// bwrapName is looked up on PATH, and bwrapFallback, where Debian installs it, tried when
+// PATH has none (a service's short PATH). Tests point them elsewhere.
+var (
+	bwrapName     = "bwrap"
+	bwrapFallback = "/usr/bin/bwrap"
+)
 
 // launcher says which program sets up a command's namespaces.
 type launcher int32
@@ -51,7 +54,7 @@ var testLauncher atomic.Int32
 // findBwrap finds bwrap on PATH (else at bwrapFallback) and reads its version. It reports why
 // there is none that keel can use.
 func findBwrap(ctx context.Context) (path, version string, err error) {
-	path, err = exec.LookPath("bwrap")
+	path, err = exec.LookPath(bwrapName)
 	if err != nil {
 		if fi, serr := os.Stat(bwrapFallback); serr == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 			path, err = bwrapFallback, nil
