@@ -76,7 +76,7 @@ func TestLauncherPrefersBwrap(t *testing.T) {
 	if _, err := os.Lstat(outside); err == nil {
 		t.Error("a write outside the writable roots landed")
 	}
-	if d := doctorLine(t, s, "keel uses"); !strings.HasPrefix(d, "bubblewrap (") || !strings.Contains(d, "preferred") {
+	if d := doctorLine(t, s, "keel uses"); !strings.HasPrefix(d, version+" ("+path+")") || !strings.Contains(d, "preferred") {
 		t.Errorf("keel uses: %s", d)
 	}
 	if d := doctorLine(t, s, "bubblewrap"); !strings.Contains(d, "used") || !strings.Contains(d, version) {
