@@ -24,7 +24,8 @@ import (
 
 // bwrapMinVersion is the oldest bubblewrap keel uses: --perms before --tmpfs, which gives the
 // private /tmp its mode 1777 and the masks theirs, came in 0.5.0; every other option it
-// passes (--unshare-all, --die-with-parent, --ro-bind-data, --remount-ro) is older. Debian
+// passes (--unshare-all, --die-with-parent, --as-pid-1, --ro-bind-data, --remount-ro) is
+// older. Debian
 // bookworm ships 0.8.0; bullseye's 0.4.1 is too old, and keel's own helper is used there.
 var bwrapMinVersion = [3]int{0, 5, 0}
 
@@ -168,9 +169,12 @@ func (s *Sandbox) wrapBwrap(cmd *exec.Cmd, r *Run, pl plan) error {
 //
 // --new-session is not passed: keel stops a command by signalling its process group, which
 // the command then stays in, as under keel's own helper; the terminal injection that
-// --new-session prevents (TIOCSTI) is refused by the seccomp filter instead.
+// --new-session prevents (TIOCSTI) is refused by the seccomp filter instead. --as-pid-1
+// makes the helper, and so the command, PID 1 of the sandbox, as under keel's own helper,
+// without bwrap's own init: one process less to start and schedule (half of bwrap's wall time
+// on a loaded machine).
 func bwrapArgs(pl plan, exe string, setuid bool, firstFD int, files *int) []string {
-	a := []string{"--unshare-all", "--die-with-parent"}
+	a := []string{"--unshare-all", "--die-with-parent", "--as-pid-1"}
 	if !setuid {
 		a = append(a, "--unshare-user")
 	}

@@ -53,9 +53,8 @@ func doctorLine(t *testing.T, s *Sandbox, name string) string {
 }
 
 // TestLauncherPrefersBwrap: with a bubblewrap recent enough installed, keel chooses it over
-// its own helper, and the command runs under it (bwrap's own init is PID 1 of the sandbox;
-// under keel's helper the command is), confined (a write outside fails), and `keel doctor`
-// says so.
+// its own helper, and the command runs under it (in a UTS namespace of its own, which only
+// bubblewrap makes), confined (a write outside fails), and `keel doctor` says so.
 func TestLauncherPrefersBwrap(t *testing.T) {
 	path, version, err := findBwrap(context.Background())
 	if err != nil {
@@ -69,8 +68,8 @@ func TestLauncherPrefersBwrap(t *testing.T) {
 		t.Fatalf("with %s at %s installed, keel chose bwrap=%q landlockOnly=%v (why not bwrap: %s)", version, path, s.bwrap, s.landlockOnly, s.bwrapWhy)
 	}
 	outside := filepath.Join(visibleTestDir(t), "escaped")
-	out, code := runIn(t, s, ws, "tr '\\0' ' ' < /proc/1/cmdline; echo; echo pwned > "+outside+" || echo refused")
-	if code != 0 || !strings.Contains(out, "bwrap") || !strings.Contains(out, "refused") {
+	out, code := runIn(t, s, ws, "readlink /proc/self/ns/uts; echo pwned > "+outside+" || echo refused")
+	if code != 0 || strings.Contains(out, hostUTS(t)) || !strings.Contains(out, "uts:[") || !strings.Contains(out, "refused") {
 		t.Errorf("the command did not run confined under bubblewrap (exit %d):\n%s", code, out)
 	}
 	if _, err := os.Lstat(outside); err == nil {
@@ -82,6 +81,16 @@ func TestLauncherPrefersBwrap(t *testing.T) {
 	if d := doctorLine(t, s, "bubblewrap"); !strings.Contains(d, "used") || !strings.Contains(d, version) {
 		t.Errorf("bubblewrap: %s", d)
 	}
+}
+
+// hostUTS is keel's UTS namespace: keel's own helper keeps it, bubblewrap makes a new one.
+func hostUTS(t *testing.T) string {
+	t.Helper()
+	id, err := os.Readlink("/proc/self/ns/uts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 // visibleTestDir is a directory outside every writable root that the sandbox shows
@@ -166,7 +175,7 @@ echo 'bwrap: setting up uid map: Permission denied' >&2; exit 1
 			if d := doctorLine(t, s, "keel uses"); !strings.HasPrefix(d, "its own helper") || !strings.Contains(d, "bubblewrap not used: ") || !strings.Contains(d, c.why) {
 				t.Errorf("keel uses: %s", d)
 			}
-			if out, code := runIn(t, s, ws, "tr '\\0' ' ' < /proc/1/cmdline"); code != 0 || strings.Contains(out, "bwrap") {
+			if out, code := runIn(t, s, ws, "readlink /proc/self/ns/uts"); code != 0 || !strings.Contains(out, hostUTS(t)) {
 				t.Errorf("the command did not run under keel's helper (exit %d): %s", code, out)
 			}
 		})
