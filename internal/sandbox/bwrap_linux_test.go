@@ -192,11 +192,11 @@ func TestBwrapUnsandboxedRefused(t *testing.T) {
 	fake := fakeBwrap(t, unsandboxedBwrap)
 	testLauncher.Store(int32(launcherBwrap))
 	t.Cleanup(func() { testLauncher.Store(int32(launcherAuto)) })
-	s, ws := workspaceSandbox(t)
-	if err := s.Available(); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "did not make a new") {
+	forced, _ := workspaceSandbox(t)
+	if err := forced.Available(); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "did not make a new") {
 		t.Fatalf("forced to a bwrap that makes no namespaces, the sandbox says %v", err)
 	}
-	s, ws = workspaceSandbox(t)
+	s, ws := workspaceSandbox(t)
 	s.probeOnce.Do(func() {})
 	s.bwrap = fake
 	outside := filepath.Join(visibleTestDir(t), "escaped")
