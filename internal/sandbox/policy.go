@@ -1,7 +1,8 @@
 // Package sandbox confines Bash, and everything it starts, with the kernel: on Linux, new
-// user, mount, PID, network and IPC namespaces set up by keel itself (keel re-executed as a
-// helper, see [Dispatch]), Landlock where the kernel has it, a seccomp filter and
-// no_new_privs. A [Policy] says what a command may write, what it may not read and how it
+// user, mount, PID, network and IPC namespaces set up by bubblewrap where it is installed and
+// recent enough, else by keel itself (keel re-executed as a helper, see [Dispatch]), Landlock
+// where the kernel has it, a seccomp filter and no_new_privs; where user namespaces are
+// blocked, Landlock, seccomp and no_new_privs alone. A [Policy] says what a command may write, what it may not read and how it
 // reaches the network; it is built once per session from the settings' sandbox block, the
 // --sandbox flag and the user's Read deny rules ([NewPolicy]).
 //
