@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,19 +80,27 @@ func findBwrap(ctx context.Context) (path, version string, err error) {
 	return path, version, nil
 }
 
-var bwrapVersionRE = regexp.MustCompile(`(\d+)\.(\d+)(?:\.(\d+))?`)
-
-// parseBwrapVersion reads "bubblewrap 0.8.0".
+// parseBwrapVersion reads "bubblewrap 0.8.0": the first word that is a dotted number ("v"
+// before it allowed), with its patch level 0 when absent. (No regular expression: keel's start-up builds none for
+// this.)
 func parseBwrapVersion(s string) ([3]int, bool) {
-	m := bwrapVersionRE.FindStringSubmatch(s)
-	if m == nil {
-		return [3]int{}, false
+	for _, word := range strings.Fields(s) {
+		parts := strings.Split(strings.TrimPrefix(word, "v"), ".")
+		if len(parts) < 2 || len(parts) > 3 {
+			continue
+		}
+		var v [3]int
+		ok := true
+		for i, p := range parts {
+			n, err := strconv.Atoi(p)
+			ok = ok && err == nil && n >= 0
+			v[i] = n
+		}
+		if ok {
+			return v, true
+		}
 	}
-	var v [3]int
-	for i := range 3 {
-		v[i], _ = strconv.Atoi(m[i+1]) // an absent patch level reads as 0
-	}
-	return v, true
+	return [3]int{}, false
 }
 
 func versionString(v [3]int) string { return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2]) }

@@ -211,12 +211,14 @@ func TestBwrapUnsandboxedRefused(t *testing.T) {
 
 // TestBwrapVersion: versions are read from bwrap --version's line and compared as numbers.
 func TestBwrapVersion(t *testing.T) {
-	for in, want := range map[string][3]int{"bubblewrap 0.8.0": {0, 8, 0}, "bubblewrap 0.10.1\n": {0, 10, 1}, "bubblewrap 1.2": {1, 2, 0}} {
+	for in, want := range map[string][3]int{"bubblewrap 0.8.0": {0, 8, 0}, "bubblewrap 0.10.1\n": {0, 10, 1}, "bubblewrap 1.2": {1, 2, 0}, "bubblewrap v0.11.1": {0, 11, 1}} {
 		if got, ok := parseBwrapVersion(in); !ok || got != want {
 			t.Errorf("%q: %v %v, want %v", in, got, ok, want)
 		}
 	}
-	if _, ok := parseBwrapVersion("bubblewrap"); ok {
-		t.Error("a version read from no number")
+	for _, in := range []string{"bubblewrap", "bubblewrap 1", "bubblewrap 0.x.1", "bubblewrap 0.8.0.1"} {
+		if v, ok := parseBwrapVersion(in); ok {
+			t.Errorf("%q read as version %v", in, v)
+		}
 	}
 }
