@@ -14,6 +14,8 @@ command -v rg >/dev/null 2>&1 || need_apt+=(ripgrep)
 command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 command -v bash >/dev/null 2>&1 || need_apt+=(bash)
+# Debian's bubblewrap: the sandbox's escape suite runs through it as well as keel's own helper.
+command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 /usr/bin/python3 -c 'import nbformat' >/dev/null 2>&1 || need_apt+=(python3-nbformat)
 # Debian's chromium for the dashboard's browser test (driven headless over the DevTools
 # protocol; the test passes the flags that work without network access).

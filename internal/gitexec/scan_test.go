@@ -32,7 +32,7 @@ var otherPrograms = map[string]string{
 	"internal/sandbox/helper_linux.go":       "the confined command (bash for the Bash tool, the person's for keel sandbox --)",
 	"internal/sandbox/landlockonly_linux.go": "the confined command, as in helper_linux.go (the Landlock-only fallback)",
 	"internal/sandbox/confine_linux.go":      "true, the probe that the namespaces start",
-	"internal/sandbox/doctor.go":             "bwrap --version for keel doctor",
+	"internal/sandbox/bwrap_linux.go":        "bwrap --version, to choose bubblewrap as the sandbox's launcher",
 	"internal/sandbox/sandbox_darwin.go":     "/usr/bin/sandbox-exec, macOS's Seatbelt, probing and confining commands",
 	"scripts/costbench/main.go":              "keel and the Claude Code binary for the cost benchmark",
 }

@@ -8,7 +8,9 @@ import (
 	"net/netip"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/keel-dev/keel/internal/egress"
 	"github.com/keel-dev/keel/internal/sandbox"
@@ -17,7 +19,9 @@ import (
 // BenchmarkEchoHi measures what the sandbox adds to one command: `bash -c 'echo hi'` run
 // plainly and in the sandbox (workspace-write, with the proxy bridge), one after the other in
 // one run. The difference of the two ns/op is the added wall time per Bash call: with this
-// test binary as the helper, and with keel-sandbox (built here), the helper keel installs.
+// test binary as the helper, and with keel-sandbox (built here), the helper keel installs —
+// each through keel's own namespace set-up and through bubblewrap (the -bwrap cases) where
+// it is usable.
 func BenchmarkEchoHi(b *testing.B) {
 	ws := b.TempDir()
 	s := sandbox.New(sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}}),
@@ -25,17 +29,31 @@ func BenchmarkEchoHi(b *testing.B) {
 	if err := s.Available(); err != nil {
 		b.Skipf("no sandbox on this machine: %v", err)
 	}
+	// cpu-ms/op is the CPU time of the command and everything it waited for (the helper,
+	// bubblewrap, bash): a figure that a loaded machine inflates less than the wall time.
+	cpu := func(cmd *exec.Cmd, total *time.Duration) {
+		if ps := cmd.ProcessState; ps != nil {
+			*total += ps.UserTime() + ps.SystemTime()
+		}
+	}
+	report := func(b *testing.B, total time.Duration) {
+		b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "cpu-ms/op")
+	}
 	b.Run("plain", func(b *testing.B) {
+		var total time.Duration
 		for b.Loop() {
 			cmd := exec.Command("bash", "-c", "echo hi")
 			cmd.Dir = ws
 			if out, err := cmd.Output(); err != nil || string(out) != "hi\n" {
 				b.Fatalf("%q %v", out, err)
 			}
+			cpu(cmd, &total)
 		}
+		report(b, total)
 	})
 	sandboxed := func(s *sandbox.Sandbox) func(b *testing.B) {
 		return func(b *testing.B) {
+			var total time.Duration
 			for b.Loop() {
 				cmd := exec.Command("bash", "-c", "echo hi")
 				cmd.Dir = ws
@@ -48,17 +66,45 @@ func BenchmarkEchoHi(b *testing.B) {
 				if err != nil || string(out) != "hi\n" {
 					b.Fatalf("%q %v", out, err)
 				}
+				cpu(cmd, &total)
 			}
+			report(b, total)
 		}
 	}
-	b.Run("sandboxed", sandboxed(s))
+	// launched is a new sandbox of s's policy with helper (empty: this binary), forced to a
+	// launcher; nil where that launcher cannot start here.
+	launched := func(b *testing.B, helper, launcher string) *sandbox.Sandbox {
+		sandbox.ForceLauncher(b, launcher)
+		ls := sandbox.New(s.Policy(), sandbox.Options{Executable: helper, Proxy: egress.New(egress.Rules{})})
+		if err := ls.Available(); err != nil {
+			b.Logf("no %s launcher here: %v", launcher, err)
+			return nil
+		}
+		return ls
+	}
 	// As installed: keel starts keel-sandbox, the helper alone, rather than itself.
 	helper := filepath.Join(b.TempDir(), sandbox.HelperProgram)
 	if out, err := exec.Command("go", "build", "-o", helper, "github.com/keel-dev/keel/cmd/keel-sandbox").CombinedOutput(); err != nil {
 		b.Logf("no keel-sandbox (%v): %s", err, out)
-		return
+		helper = ""
 	}
-	b.Run("sandboxed-keel-sandbox", sandboxed(sandbox.New(s.Policy(), sandbox.Options{Executable: helper, Proxy: egress.New(egress.Rules{})})))
+	for _, c := range []struct{ name, helper, launcher string }{
+		{"sandboxed", "", "helper"},
+		{"sandboxed-keel-sandbox", helper, "helper"},
+		{"sandboxed-bwrap", "", "bwrap"},
+		{"sandboxed-keel-sandbox-bwrap", helper, "bwrap"},
+	} {
+		if c.name != "sandboxed" && c.helper == "" && strings.Contains(c.name, "keel-sandbox") {
+			continue
+		}
+		b.Run(c.name, func(b *testing.B) {
+			ls := launched(b, c.helper, c.launcher)
+			if ls == nil {
+				b.Skip("launcher unavailable")
+			}
+			sandboxed(ls)(b)
+		})
+	}
 }
 
 // BenchmarkProxiedConnection measures what the proxy adds to one connection: 20 HTTP

@@ -28,13 +28,17 @@ type Run struct {
 
 	// tmp is the private temp directory of a Landlock-only run, removed on release.
 	tmp string
+	// files are keel's copies of descriptors the command was started with (bubblewrap's
+	// empty files for the masks), closed on release.
+	files []*os.File
 
 	refused refusals
 }
 
-// Confine rewrites cmd, not yet started, to run inside the sandbox: keel re-executed as the
-// helper in new user, mount, PID, network and IPC namespaces, which sets the sandbox up and
-// becomes cmd's program. extra are more paths the command may write. cmd.Dir must be set.
+// Confine rewrites cmd, not yet started, to run inside the sandbox: bubblewrap, or else keel
+// re-executed as the helper, in new user, mount, PID, network and IPC namespaces, which sets
+// the sandbox up and becomes cmd's program. extra are more paths the command may write.
+// cmd.Dir must be set.
 func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
 	if err := s.Available(); err != nil {
 		return nil, err
@@ -59,9 +63,23 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 	argv := slices.Clone(cmd.Args)
 	argv[0] = cmd.Path
 	pl := s.policy.newPlan(dir, argv, envPath(cmd.Env), extra)
-	if err := s.runAsHelper(cmd, pl); err != nil {
+	if s.bwrap != "" {
+		err = s.wrapBwrap(cmd, r, pl)
+	} else {
+		err = s.wrapHelper(cmd, r, pl)
+	}
+	if err != nil {
 		r.Release()
 		return nil, err
+	}
+	return r, nil
+}
+
+// wrapHelper makes cmd start keel's helper in new user, mount, PID, network and IPC
+// namespaces, where it carries out pl and becomes the command.
+func (s *Sandbox) wrapHelper(cmd *exec.Cmd, r *Run, pl plan) error {
+	if err := s.runAsHelper(cmd, pl); err != nil {
+		return err
 	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -76,12 +94,9 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 	// user inside; it drops every capability before it becomes the command.
 	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
 	if pl.Proxy {
-		if err := r.bridge(cmd); err != nil {
-			r.Release()
-			return nil, err
-		}
+		return r.bridge(cmd)
 	}
-	return r, nil
+	return nil
 }
 
 func jsonPlan(pl plan) (string, error) {
@@ -173,6 +188,9 @@ func (r *Run) Release() []string {
 		r.control.Close()
 	}
 	r.wg.Wait()
+	for _, f := range r.files {
+		f.Close()
+	}
 	r.s.release(r.placeholders)
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
@@ -277,40 +295,67 @@ func (s *Sandbox) releaseLocked(paths []string) {
 	}
 }
 
-// probe runs `true` in the sandbox and reports what failed, if anything.
+// probe finds how commands run in the sandbox here, trying each launcher in turn with
+// `true`: bubblewrap when it is installed and recent enough, else keel's own helper, else
+// (user namespaces blocked) Landlock alone — unless failIfUnavailable asks for the full
+// sandbox or none. It reports what failed when nothing works.
 func (s *Sandbox) probe() error {
 	if s.exeErr != nil {
 		return fmt.Errorf("%w: no keel executable to run the sandbox helper (%v); call sandbox.Dispatch first in main", ErrUnavailable, s.exeErr)
 	}
+	force := launcher(testLauncher.Load())
+	if force != launcherHelper {
+		err := s.probeBwrap()
+		if err == nil {
+			return nil
+		}
+		s.bwrapWhy = err.Error()
+		if force == launcherBwrap {
+			return fmt.Errorf("%w: bubblewrap: %v", ErrUnavailable, err)
+		}
+	} else {
+		s.bwrapWhy = "not tried"
+	}
 	err := s.probeNamespaces()
-	if err == nil || LandlockABI() < 1 {
+	if err == nil || force == launcherHelper || LandlockABI() < 1 {
 		return err
 	}
 	// User namespaces are blocked: Landlock alone, if it starts.
-	if s.probeRun(true) == nil {
-		s.landlockOnly, s.limited = true, s.landlockOnlyLimits()
-		return nil
+	if s.probeRun("", true) != nil {
+		return err
 	}
-	return err
+	limits := s.landlockOnlyLimits()
+	if s.policy.RefuseLimited {
+		return fmt.Errorf("%w: the full sandbox needs user namespaces (%v; bubblewrap: %s), and only the weaker Landlock-only form could start, which is refused instead of used: %s",
+			ErrUnavailable, reason(err), s.bwrapWhy, limits)
+	}
+	s.landlockOnly, s.limited = true, limits
+	return nil
 }
 
-// probeNamespaces runs `true` in the namespaces.
+// reason is err's message without the "sandbox unavailable: " it starts with.
+func reason(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrUnavailable.Error()+": ")
+}
+
+// probeNamespaces runs `true` in the namespaces keel's helper makes.
 func (s *Sandbox) probeNamespaces() error {
 	if testNoUserNamespaces.Load() || !userNamespaces() {
 		return fmt.Errorf("%w: user namespaces are disabled (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, or AppArmor's kernel.apparmor_restrict_unprivileged_userns)", ErrUnavailable)
 	}
-	return s.probeRun(false)
+	return s.probeRun("", false)
 }
 
-// probeRun runs `true` in the namespaces or, with landlockOnly, under Landlock alone.
-func (s *Sandbox) probeRun(landlockOnly bool) error {
+// probeRun runs `true` in the sandbox: under bwrap when it names one, else in keel's own
+// namespaces or, with landlockOnly, under Landlock alone.
+func (s *Sandbox) probeRun(bwrap string, landlockOnly bool) error {
 	truth, err := exec.LookPath("true")
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	p := Policy{Mode: ModeReadOnly}
 	probe := New(p, Options{Executable: s.exe})
-	probe.landlockOnly = landlockOnly
+	probe.landlockOnly, probe.bwrap = landlockOnly, bwrap
 	cmd := exec.Command(truth)
 	cmd.Dir = "/"
 	var out bytes.Buffer

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"time"
 )
 
 // Finding is one line of `keel doctor`'s sandbox section.
@@ -22,6 +20,8 @@ type Finding struct {
 // always-read-only and masked paths and the network rule.
 func Doctor(ctx context.Context, s *Sandbox) []Finding {
 	var out []Finding
+	// The probe tries bubblewrap first and remembers why it was not used.
+	err := s.Available()
 	userns := Finding{Name: "user namespaces", Status: "ok", Detail: "available"}
 	for _, f := range []string{"/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/unprivileged_userns_clone",
 		"/proc/sys/kernel/apparmor_restrict_unprivileged_userns"} {
@@ -29,8 +29,14 @@ func Doctor(ctx context.Context, s *Sandbox) []Finding {
 			userns.Detail += fmt.Sprintf("; %s = %s", strings.TrimPrefix(f, "/proc/sys/"), strings.TrimSpace(string(b)))
 		}
 	}
-	if !userNamespaces() {
+	switch {
+	case !userNamespaces() && s.bwrap != "":
+		// A setuid bwrap, or one AppArmor lets through, makes them all the same.
+		userns.Status, userns.Detail = "warn", "disabled for keel's own helper, not for bubblewrap: "+userns.Detail
+	case !userNamespaces():
 		userns.Status, userns.Detail = "fail", "disabled: "+userns.Detail
+	case appArmorRestrictsUserNamespaces():
+		userns.Status, userns.Detail = "warn", "restricted by AppArmor to the programs its profiles allow (bubblewrap's bwrap among them): "+userns.Detail
 	}
 	out = append(out, userns)
 	if abi := LandlockABI(); abi > 0 {
@@ -39,19 +45,29 @@ func Doctor(ctx context.Context, s *Sandbox) []Finding {
 		out = append(out, Finding{Name: "Landlock", Status: "warn", Detail: "not available (the mounts still confine writes)"})
 	}
 	out = append(out, seccompFinding())
-	bw := Finding{Name: "bubblewrap", Status: "info", Detail: "not installed (not needed: keel sets the namespaces up itself)"}
-	if path, err := exec.LookPath("bwrap"); err == nil {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		v, _ := exec.CommandContext(ctx, path, "--version").Output()
-		cancel()
-		bw.Detail = fmt.Sprintf("%s at %s (not used: keel's own helper does the same without it)", strings.TrimSpace(string(v)), path)
+	bw := Finding{Name: "bubblewrap", Status: "info", Detail: "not used (the sandbox uses it on Linux only)"}
+	switch {
+	case s.bwrap != "":
+		bw.Detail = fmt.Sprintf("%s at %s: used (installed and recent enough)", s.bwrapVersion, s.bwrap)
+	case s.bwrapWhy != "":
+		bw.Detail = "not used: " + s.bwrapWhy
 	}
 	out = append(out, bw)
-	use := Finding{Name: "keel uses", Status: "ok", Detail: "its own helper (" + s.exe + "): user, mount, PID, network and IPC namespaces, Landlock, seccomp, no_new_privs"}
-	if err := s.Available(); err != nil {
+	const confinement = "Landlock, seccomp, no_new_privs"
+	use := Finding{Name: "keel uses", Status: "ok"}
+	switch {
+	case err != nil:
 		use.Status, use.Detail = "fail", err.Error()
-	} else if s.limited != "" {
-		use.Status, use.Detail = "warn", "its own helper ("+s.exe+"), "+s.limited+"; seccomp and no_new_privs"
+	case s.bwrap != "":
+		use.Detail = fmt.Sprintf("%s (%s) for the user, mount, PID, network and IPC namespaces, then its own helper (%s) inside for %s; bubblewrap is preferred to keel's own namespace set-up whenever it is installed and recent enough",
+			s.bwrapVersion, s.bwrap, s.exe, confinement)
+	case s.limited != "":
+		use.Status, use.Detail = "warn", "its own helper ("+s.exe+"), "+s.limited+"; seccomp and no_new_privs; bubblewrap not used: "+s.bwrapWhy
+	default:
+		use.Detail = "its own helper (" + s.exe + "): user, mount, PID, network and IPC namespaces, " + confinement
+		if s.bwrapWhy != "" {
+			use.Detail += "; bubblewrap not used: " + s.bwrapWhy
+		}
 	}
 	out = append(out, use)
 	p := s.policy
@@ -114,7 +130,14 @@ func seccompFinding() Finding {
 	if err != nil || !strings.Contains(string(b), "Seccomp:") {
 		return Finding{Name: "seccomp", Status: "warn", Detail: "not reported by the kernel"}
 	}
-	return Finding{Name: "seccomp", Status: "ok", Detail: "filters available (io_uring, ptrace, process_vm_*, mounts, namespaces, AF_VSOCK and new Unix sockets refused)"}
+	return Finding{Name: "seccomp", Status: "ok", Detail: "filters available (io_uring, ptrace, process_vm_*, mounts, namespaces, AF_VSOCK, TIOCSTI and new Unix sockets refused)"}
+}
+
+// appArmorRestrictsUserNamespaces reports whether AppArmor allows unprivileged user
+// namespaces only to the programs its profiles name (Ubuntu 24.04 and later).
+func appArmorRestrictsUserNamespaces() bool {
+	b, err := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+	return err == nil && strings.TrimSpace(string(b)) == "1" && os.Getuid() != 0
 }
 
 // userNamespaces reports whether this kernel lets this user create user namespaces, as far

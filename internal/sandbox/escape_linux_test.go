@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/keel-dev/keel/internal/gittest"
@@ -71,14 +72,54 @@ func visibleDir(t *testing.T) string {
 	return dir
 }
 
+// launchers are the programs that set up the namespaces, each of which the escape suite
+// runs through: bubblewrap and keel's own helper.
+var launchers = []string{"bwrap", "helper"}
+
+// forcedLauncher is the launcher the running test forced ("": keel chooses).
+var forcedLauncher string
+
+// forEachLauncher runs test once for each launcher, forced, as a subtest named after it.
+func forEachLauncher(t *testing.T, test func(t *testing.T)) {
+	for _, l := range launchers {
+		t.Run(l, func(t *testing.T) {
+			sandbox.ForceLauncher(t, l)
+			forcedLauncher = l
+			t.Cleanup(func() { forcedLauncher = "" })
+			test(t)
+		})
+	}
+}
+
+// skipWithoutSandbox skips the test, saying why, where the sandbox cannot start. Under a
+// forced launcher the sandbox must use it; bubblewrap, when it is installed and recent
+// enough and the kernel gives this user namespaces, must start.
 func skipWithoutSandbox(t *testing.T, s *sandbox.Sandbox) {
 	t.Helper()
 	if err := s.Available(); err != nil {
 		if errors.Is(err, sandbox.ErrUnavailable) {
+			if forcedLauncher == "bwrap" {
+				if path, version, ferr := sandbox.FindBwrap(); ferr != nil {
+					t.Skipf("bubblewrap is not usable here (%v), so the escape suite does not run through it", ferr)
+				} else if userNamespacesWork() {
+					t.Fatalf("%s at %s is installed and user namespaces work, but the sandbox does not start under it: %v", version, path, err)
+				}
+			}
 			t.Skipf("this machine cannot run the sandbox, so the escape suite does not run: %v", err)
 		}
 		t.Fatal(err)
 	}
+	if got := sandbox.Launcher(s); forcedLauncher != "" && got != forcedLauncher {
+		t.Fatalf("the sandbox was forced to %s but uses %s", forcedLauncher, got)
+	}
+}
+
+// userNamespacesWork reports whether this process can start a program in a new user
+// namespace.
+func userNamespacesWork() bool {
+	cmd := exec.Command("true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+	return cmd.Run() == nil
 }
 
 func vals(ss ...string) []settings.Value[string] {
@@ -121,7 +162,9 @@ func (w *world) run(t *testing.T, script string, env ...string) string {
 
 // TestEscapeWrites: every way to write outside the writable roots, or to an always-read-only
 // path inside them, fails; the host's files are unchanged afterwards.
-func TestEscapeWrites(t *testing.T) {
+func TestEscapeWrites(t *testing.T) { forEachLauncher(t, testEscapeWrites) }
+
+func testEscapeWrites(t *testing.T) {
 	w := newWorld(t, nil)
 	o := w.outside
 	attempts := map[string]string{
@@ -195,7 +238,9 @@ func TestEscapeWrites(t *testing.T) {
 
 // TestEscapeReads: masked files (filesystem.denyRead, a Read deny rule) cannot be read by
 // any spelling.
-func TestEscapeReads(t *testing.T) {
+func TestEscapeReads(t *testing.T) { forEachLauncher(t, testEscapeReads) }
+
+func testEscapeReads(t *testing.T) {
 	w := newWorld(t, nil)
 	for name, script := range map[string]string{
 		"cat":           fmt.Sprintf("cat %s %s/key %s", w.secretFile, w.secretDir, w.ruleSecret),
@@ -223,7 +268,9 @@ func TestEscapeReads(t *testing.T) {
 // TestEscapeNetwork: no connection leaves the sandbox except through the proxy, and the
 // proxy refuses what the lists do not allow — a loopback listener outside, a name that
 // resolves to loopback, a Unix socket outside, /dev/tcp.
-func TestEscapeNetwork(t *testing.T) {
+func TestEscapeNetwork(t *testing.T) { forEachLauncher(t, testEscapeNetwork) }
+
+func testEscapeNetwork(t *testing.T) {
 	for _, tool := range []string{"curl", python} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("the network escapes are tried with %s, which this machine lacks", tool)
@@ -274,6 +321,7 @@ func TestEscapeNetwork(t *testing.T) {
 	proxy := egress.New(egress.Rules{Allowed: []string{"allowed.test", "rebind.test", "127.0.0.1:" + fmt.Sprint(port)}, Resolve: resolve})
 	w := newWorld(t, nil)
 	w.s = sandbox.New(w.s.Policy(), sandbox.Options{Proxy: proxy})
+	skipWithoutSandbox(t, w.s)
 
 	for name, script := range map[string]string{
 		"dev tcp loopback":   fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && echo ESCAPED", port),
@@ -289,6 +337,7 @@ func TestEscapeNetwork(t *testing.T) {
 		"io_uring":           fmt.Sprintf("%s -c \"import ctypes; p=ctypes.create_string_buffer(120); r=ctypes.CDLL(None).syscall(425, 4, p); print('ESCAPED' if r >= 0 else 'refused')\"", python),
 		"ptrace":             fmt.Sprintf("sleep 5 & %s -c \"import ctypes; r=ctypes.CDLL(None).ptrace(16, $!, 0, 0); print('ESCAPED' if r == 0 else 'refused')\"; kill %%1", python),
 		"strace":             "strace -f true 2>&1 && echo ESCAPED",
+		"tiocsti":            fmt.Sprintf("%s -c \"import errno, fcntl, termios\ntry: fcntl.ioctl(0, termios.TIOCSTI, b'x')\nexcept OSError as e: print('refused' if e.errno == errno.EPERM else 'ESCAPED')\nelse: print('ESCAPED')\"", python),
 		"outside pids":       "ps -e -o pid= | wc -l | { read n; [ \"$n\" -gt 10 ] && echo ESCAPED; true; }",
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -308,7 +357,9 @@ func TestEscapeNetwork(t *testing.T) {
 
 // TestPositiveControls: what must keep working inside does: writes to the workspace and the
 // caches land, git status works, go build works, a small npm command works.
-func TestPositiveControls(t *testing.T) {
+func TestPositiveControls(t *testing.T) { forEachLauncher(t, testPositiveControls) }
+
+func testPositiveControls(t *testing.T) {
 	home, _ := os.UserHomeDir()
 	caches := sandbox.Caches(home, os.Getenv)
 	w := newWorld(t, func(in *sandbox.Input) { in.Caches = caches })

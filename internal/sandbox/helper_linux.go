@@ -33,7 +33,11 @@ func runHelper(arg string) error {
 	if pl.LandlockOnly {
 		return runLandlockOnly(pl)
 	}
-	if err := setupMounts(pl); err != nil {
+	if pl.Bwrap {
+		if err := checkBwrapped(pl); err != nil {
+			return err
+		}
+	} else if err := setupMounts(pl); err != nil {
 		return err
 	}
 	env := append(os.Environ(), "TMPDIR=/tmp")
@@ -59,12 +63,14 @@ func runHelper(arg string) error {
 	return syscall.Exec(prog, pl.Argv, env)
 }
 
-// setupNetwork brings the namespace's loopback up and, with the proxy, listens on it and
+// setupNetwork brings the namespace's loopback up (bubblewrap did already) and, with the proxy, listens on it and
 // hands the listener to the parent, which serves keel's egress proxy on it from outside:
 // the only way out. The command's proxy variables point at it.
 func setupNetwork(pl plan, env *[]string) error {
-	if err := loopbackUp(); err != nil {
-		return err
+	if !pl.Bwrap {
+		if err := loopbackUp(); err != nil {
+			return err
+		}
 	}
 	if !pl.Proxy {
 		return nil
@@ -108,12 +114,17 @@ func loopbackUp() error {
 
 // dropCapabilities leaves the command no capability in the sandbox's user namespace, so that
 // it cannot undo a mount even as uid 0 inside: ambient and bounding sets cleared, then the
-// effective, permitted and inheritable sets.
+// effective, permitted and inheritable sets. A capability already out of the bounding set is
+// left alone: bubblewrap clears the set for a non-root user, and the helper then lacks the
+// CAP_SETPCAP a drop needs.
 func dropCapabilities() error {
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("drop ambient capabilities: %w", err)
 	}
 	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0); err == nil && in == 0 {
+			continue
+		}
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 			return fmt.Errorf("drop capability %d: %w", c, err)
 		}

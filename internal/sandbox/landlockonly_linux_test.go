@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -157,4 +158,47 @@ func TestLandlockOnlyDoctor(t *testing.T) {
 		}
 	}
 	t.Error("no \"keel uses\" line")
+}
+
+// TestLandlockOnlyRefusedWithFailIfUnavailable: sandbox.failIfUnavailable asks for the full
+// sandbox or a refusal, so where only the Landlock-only form could start, the sandbox is
+// unavailable, saying what is missing and what that form would leave open; a headless run in
+// auto permission mode (which never runs commands unsandboxed) still takes that form.
+func TestLandlockOnlyRefusedWithFailIfUnavailable(t *testing.T) {
+	if LandlockABI() < 1 {
+		t.Skip("this kernel has no Landlock: the Landlock-only fallback cannot run here")
+	}
+	testNoUserNamespaces.Store(true)
+	t.Cleanup(func() { testNoUserNamespaces.Store(false) })
+	sb := &settings.Sandbox{}
+	sb.FailIfUnavailable.V = true
+	var notice error
+	s := New(NewPolicy(Input{Mode: ModeWorkspaceWrite, Settings: sb, Dirs: []string{t.TempDir()}}),
+		Options{Unavailable: func(err error) { notice = err }})
+	err := s.Available()
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrLimited) || s.landlockOnly {
+		t.Fatalf("with failIfUnavailable, the Landlock-only form was taken: %v (landlockOnly %v)", err, s.landlockOnly)
+	}
+	for _, want := range []string{"user namespaces", "Landlock-only", "refused", ".git/config"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not say %q: %v", want, err)
+		}
+	}
+	if notice != err {
+		t.Errorf("the session was told %v, not the refusal", notice)
+	}
+	cmd := exec.Command("true")
+	if _, cerr := s.Confine(cmd); cerr == nil {
+		t.Error("a command was confined by a sandbox that refused its only form")
+	}
+	if d := Doctor(context.Background(), s); !slices.ContainsFunc(d, func(f Finding) bool {
+		return f.Name == "keel uses" && f.Status == "fail" && strings.Contains(f.Detail, "Landlock-only")
+	}) {
+		t.Errorf("keel doctor does not say the sandbox is refused: %v", d)
+	}
+
+	headless := New(NewPolicy(Input{Mode: ModeWorkspaceWrite, Settings: &settings.Sandbox{}, Dirs: []string{t.TempDir()}, Unattended: true}), Options{})
+	if err := headless.Available(); err != nil || !headless.landlockOnly {
+		t.Errorf("a headless run in auto permission mode did not take the Landlock-only form: %v", err)
+	}
 }

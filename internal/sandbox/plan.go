@@ -40,6 +40,11 @@ type plan struct {
 	Tmp          string `json:"tmp,omitempty"`
 	ProxyPort    int    `json:"proxyPort,omitempty"`
 	Bind         bool   `json:"bind,omitempty"`
+	// Bwrap says bubblewrap made the namespaces and mounts: the helper only checks them —
+	// that its namespaces differ from OuterNS, keel's own (by name, "net": "net:[…]") — and
+	// goes on with the network and its own confinement.
+	Bwrap   bool              `json:"bwrap,omitempty"`
+	OuterNS map[string]string `json:"outerNS,omitempty"`
 	// Argv is the command: its program is looked up on the sandbox's PATH.
 	Argv []string `json:"argv"`
 }

@@ -1,7 +1,8 @@
 // Package sandbox confines Bash, and everything it starts, with the kernel: on Linux, new
-// user, mount, PID, network and IPC namespaces set up by keel itself (keel re-executed as a
-// helper, see [Dispatch]), Landlock where the kernel has it, a seccomp filter and
-// no_new_privs. A [Policy] says what a command may write, what it may not read and how it
+// user, mount, PID, network and IPC namespaces set up by bubblewrap where it is installed and
+// recent enough, else by keel itself (keel re-executed as a helper, see [Dispatch]), Landlock
+// where the kernel has it, a seccomp filter and no_new_privs; where user namespaces are
+// blocked, Landlock, seccomp and no_new_privs alone. A [Policy] says what a command may write, what it may not read and how it
 // reaches the network; it is built once per session from the settings' sandbox block, the
 // --sandbox flag and the user's Read deny rules ([NewPolicy]).
 //
@@ -70,6 +71,10 @@ type Policy struct {
 	// run in auto permission mode).
 	FailIfUnavailable bool
 	FailWhy           string
+	// RefuseLimited (sandbox.failIfUnavailable itself) counts the weaker Landlock-only form as
+	// unavailable too: whoever set it asked for the full sandbox or a refusal. A headless run
+	// in auto permission mode still takes that form, which is not an unsandboxed run.
+	RefuseLimited bool
 	// Excluded are Bash rule patterns run outside the sandbox (excludedCommands).
 	Excluded []string
 	// WrapHooks and WrapMCPServers extend the sandbox to hooks and MCP stdio servers.
@@ -206,6 +211,7 @@ func NewPolicy(in Input) Policy {
 	// Claude Code's default: a command may ask to run outside (and is asked about).
 	p.AllowUnsandboxed = !sb.AllowUnsandboxedCommands.IsSet() || sb.AllowUnsandboxedCommands.V
 	p.FailIfUnavailable = sb.FailIfUnavailable.V
+	p.RefuseLimited = sb.FailIfUnavailable.V
 	switch {
 	case p.FailIfUnavailable:
 		p.FailWhy = "sandbox.failIfUnavailable is true"

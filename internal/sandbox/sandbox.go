@@ -56,6 +56,10 @@ type Sandbox struct {
 	landlockOnly bool
 	// limited says what the sandbox cannot do in its weaker form; empty in its full form.
 	limited string
+	// bwrap is the bubblewrap that sets up the namespaces when the probe chose it (empty:
+	// keel's own helper does); bwrapVersion its version, bwrapWhy why it was not chosen (for
+	// `keel doctor`).
+	bwrap, bwrapVersion, bwrapWhy string
 
 	// mu guards placeholders: how many running commands share each placeholder keel made
 	// for an absent always-read-only path; the last one removes it.

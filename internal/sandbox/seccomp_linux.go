@@ -33,7 +33,7 @@ const newNamespaces = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWNET 
 // library so that nothing is built at keel's start: a system call of another architecture
 // (and, on amd64, of the x32 ABI) fails; deniedSyscalls fail with EPERM, clone with a new
 // namespace too; clone3 fails with ENOSYS (its flags sit in memory a filter cannot read, and
-// libc then falls back to clone); socket fails for AF_VSOCK, and for AF_UNIX unless Unix
+// libc then falls back to clone); ioctl fails for TIOCSTI and TIOCLINUX; socket fails for AF_VSOCK, and for AF_UNIX unless Unix
 // sockets are allowed. Everything else is allowed.
 func seccompProgram(pl plan) ([]bpf.RawInstruction, error) {
 	const (
@@ -43,6 +43,7 @@ func seccompProgram(pl plan) ([]bpf.RawInstruction, error) {
 		offNR    = 0
 		offArch  = 4
 		offArg0  = 16 // the low 32 bits of args[0], little-endian
+		offArg1  = 24
 	)
 	families := []uint32{unix.AF_VSOCK}
 	if len(pl.Sockets) == 0 {
@@ -68,6 +69,17 @@ func seccompProgram(pl plan) ([]bpf.RawInstruction, error) {
 		bpf.JumpIf{Cond: bpf.JumpBitsNotSet, Val: newNamespaces, SkipTrue: 1},
 		bpf.RetConstant{Val: retEPERM},
 		bpf.RetConstant{Val: retAllow},
+	)
+	// ioctl: no TIOCSTI (typing into the terminal keel runs in, whose input the shell there
+	// reads once keel exits) and no TIOCLINUX (the same on a virtual console). The request is
+	// an unsigned int; the kernel ignores the upper half of the register.
+	p = append(p,
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.SYS_IOCTL, SkipTrue: 5},
+		bpf.LoadAbsolute{Off: offArg1, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.TIOCSTI, SkipTrue: 2},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.TIOCLINUX, SkipTrue: 1},
+		bpf.RetConstant{Val: retAllow},
+		bpf.RetConstant{Val: retEPERM},
 	)
 	p = append(p, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.SYS_SOCKET, SkipTrue: uint8(2*len(families) + 2)},
 		bpf.LoadAbsolute{Off: offArg0, Size: 4})

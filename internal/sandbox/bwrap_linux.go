@@ -1,0 +1,266 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Bubblewrap (Debian's bubblewrap package, `bwrap`) sets up the namespaces and the mounts
+// when it is installed and recent enough; keel's helper then runs inside it as its last
+// stage — Landlock, capabilities, seccomp, no_new_privs, the proxy's hand-off — exactly as
+// after its own namespace set-up. Where AppArmor lets only bwrap create user namespaces
+// (Ubuntu 24.04 and later), this is what gives the whole sandbox instead of Landlock alone.
+
+// bwrapMinVersion is the oldest bubblewrap keel uses: --perms before --tmpfs, which gives the
+// private /tmp its mode 1777 and the masks theirs, came in 0.5.0; every other option it
+// passes (--unshare-all, --die-with-parent, --as-pid-1, --ro-bind-data, --remount-ro) is
+// older. Debian
+// bookworm ships 0.8.0; bullseye's 0.4.1 is too old, and keel's own helper is used there.
+var bwrapMinVersion = [3]int{0, 5, 0}
+
+// bwrapName is looked up on PATH, and bwrapFallback, where Debian installs it, tried when
+// PATH has none (a service's short PATH). Tests point them elsewhere.
+var (
+	bwrapName     = "bwrap"
+	bwrapFallback = "/usr/bin/bwrap"
+)
+
+// launcher says which program sets up a command's namespaces.
+type launcher int32
+
+const (
+	// launcherAuto chooses: bubblewrap when usable, else keel's helper, else Landlock only.
+	launcherAuto launcher = iota
+	// launcherBwrap is bubblewrap, and nothing else.
+	launcherBwrap
+	// launcherHelper is keel's own helper, never bubblewrap.
+	launcherHelper
+)
+
+// testLauncher forces a launcher (a [launcher]), so that tests run the escape suite through
+// each one; launcherAuto in keel.
+var testLauncher atomic.Int32
+
+// findBwrap finds bwrap on PATH (else at bwrapFallback) and reads its version. It reports why
+// there is none that keel can use.
+func findBwrap(ctx context.Context) (path, version string, err error) {
+	path, err = exec.LookPath(bwrapName)
+	if err != nil {
+		if fi, serr := os.Stat(bwrapFallback); serr == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			path, err = bwrapFallback, nil
+		}
+	}
+	if err != nil {
+		return "", "", errors.New("not installed (Debian's bubblewrap package)")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	if err != nil {
+		return path, "", fmt.Errorf("%s --version failed: %v", path, err)
+	}
+	version = strings.TrimSpace(string(out))
+	v, ok := parseBwrapVersion(version)
+	if !ok {
+		return path, version, fmt.Errorf("%s says %q, not a version keel can read", path, version)
+	}
+	if slices.Compare(v[:], bwrapMinVersion[:]) < 0 {
+		return path, version, fmt.Errorf("%s at %s is older than %s, the oldest keel uses", version, path, versionString(bwrapMinVersion))
+	}
+	return path, version, nil
+}
+
+// parseBwrapVersion reads "bubblewrap 0.8.0": the first word that is a dotted number ("v"
+// before it allowed), with its patch level 0 when absent. (No regular expression: keel's start-up builds none for
+// this.)
+func parseBwrapVersion(s string) ([3]int, bool) {
+	for _, word := range strings.Fields(s) {
+		parts := strings.Split(strings.TrimPrefix(word, "v"), ".")
+		if len(parts) < 2 || len(parts) > 3 {
+			continue
+		}
+		var v [3]int
+		ok := true
+		for i, p := range parts {
+			n, err := strconv.Atoi(p)
+			ok = ok && err == nil && n >= 0
+			v[i] = n
+		}
+		if ok {
+			return v, true
+		}
+	}
+	return [3]int{}, false
+}
+
+func versionString(v [3]int) string { return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2]) }
+
+// probeBwrap finds a usable bubblewrap and starts `true` under it; on success the sandbox
+// uses it from then on.
+func (s *Sandbox) probeBwrap() error {
+	if testNoUserNamespaces.Load() {
+		return errors.New("not tried: user namespaces are blocked here")
+	}
+	path, version, err := findBwrap(context.Background())
+	s.bwrapVersion = version
+	if err != nil {
+		return err
+	}
+	if err := s.probeRun(path, false); err != nil {
+		return fmt.Errorf("%s at %s cannot start the sandbox: %s", version, path, reason(err))
+	}
+	s.bwrap = path
+	return nil
+}
+
+// wrapBwrap makes cmd start bubblewrap, which sets up the namespaces and mounts of pl and
+// runs keel's helper inside them, which finishes the sandbox (Landlock, seccomp,
+// no_new_privs, the proxy) and becomes the command. The helper checks that it really is in
+// new namespaces under a read-only root, so a bwrap that did not build them never runs a
+// command outside the sandbox.
+func (s *Sandbox) wrapBwrap(cmd *exec.Cmd, r *Run, pl plan) error {
+	fi, err := os.Stat(s.bwrap)
+	if err != nil {
+		return fmt.Errorf("start bubblewrap: %w", err)
+	}
+	setuid := fi.Mode()&os.ModeSetuid != 0
+	pl.Bwrap = true
+	if pl.OuterNS, err = namespaceIDs(!setuid); err != nil {
+		return err
+	}
+	if err := s.runAsHelper(cmd, pl); err != nil {
+		return err
+	}
+	helper := cmd.Args
+	if pl.Proxy {
+		if err := r.bridge(cmd); err != nil {
+			return err
+		}
+	}
+	// Each masked file is covered by a read-only copy of an empty file bwrap reads from a
+	// descriptor of its own: /dev/null, passed once per file after the control socket.
+	files := 0
+	args := bwrapArgs(pl, s.exe, setuid, 3+len(cmd.ExtraFiles), &files)
+	if files > 0 {
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return fmt.Errorf("open %s for bubblewrap: %w", os.DevNull, err)
+		}
+		r.files = append(r.files, null)
+		for range files {
+			cmd.ExtraFiles = append(cmd.ExtraFiles, null)
+		}
+	}
+	cmd.Path = s.bwrap
+	cmd.Args = append(append(append([]string{s.bwrap}, args...), "--"), helper...)
+	return nil
+}
+
+// bwrapArgs are bubblewrap's options for pl: new user (unless bwrap is setuid, which needs
+// none), PID, network, IPC, UTS and cgroup namespaces; the root read-only; a private /dev,
+// /proc and /tmp; the helper program exe where the private /tmp would hide it (a test
+// binary, a keel run from a temporary build); the writable roots, the directories kept on PATH, the pinned .git
+// directories, the always-read-only paths, the masks and their exceptions in the order
+// [setupMounts] makes them. firstFD is the descriptor of the first empty file for a mask;
+// files is set to how many are needed.
+//
+// --new-session is not passed: keel stops a command by signalling its process group, which
+// the command then stays in, as under keel's own helper; the terminal injection that
+// --new-session prevents (TIOCSTI) is refused by the seccomp filter instead. --as-pid-1
+// makes the helper, and so the command, PID 1 of the sandbox, as under keel's own helper,
+// without bwrap's own init: one process less to start and schedule (half of bwrap's wall time
+// on a loaded machine).
+func bwrapArgs(pl plan, exe string, setuid bool, firstFD int, files *int) []string {
+	a := []string{"--unshare-all", "--die-with-parent", "--as-pid-1"}
+	if !setuid {
+		a = append(a, "--unshare-user")
+	}
+	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+	if !slices.Contains(pl.Writable, "/tmp") {
+		a = append(a, "--perms", "1777", "--tmpfs", "/tmp")
+		if within(exe, "/tmp") {
+			a = append(a, "--ro-bind", exe, exe)
+		}
+	}
+	bind := func(opt string, paths []string) {
+		for _, p := range paths {
+			a = append(a, opt, p, p)
+		}
+	}
+	bind("--bind", pl.Writable)
+	bind("--ro-bind", pl.Visible)
+	bind("--bind", pl.Pinned)
+	bind("--ro-bind", pl.ReadOnly)
+	var dirs []string
+	for _, m := range pl.Masked {
+		if slices.ContainsFunc(dirs, func(d string) bool { return within(m, d) }) {
+			continue // under a masked directory already
+		}
+		fi, err := os.Lstat(m)
+		switch {
+		case err != nil:
+			continue
+		case fi.IsDir():
+			a = append(a, "--perms", "0755", "--tmpfs", m)
+			dirs = append(dirs, m)
+		default:
+			a = append(a, "--perms", "0444", "--ro-bind-data", strconv.Itoa(firstFD+*files), m)
+			*files++
+		}
+	}
+	bind("--ro-bind", pl.Unmasked)
+	for _, d := range dirs {
+		a = append(a, "--remount-ro", d)
+	}
+	return a
+}
+
+// namespaces are the namespaces bubblewrap must make new; user only when it is not setuid.
+var namespaces = []string{"mnt", "pid", "net", "ipc", "user"}
+
+// namespaceIDs are this process's namespaces ("net:[4026531840]"), by name.
+func namespaceIDs(user bool) (map[string]string, error) {
+	ids := map[string]string{}
+	for _, ns := range namespaces {
+		if ns == "user" && !user {
+			continue
+		}
+		id, err := os.Readlink("/proc/self/ns/" + ns)
+		if err != nil {
+			return nil, fmt.Errorf("read this process's %s namespace: %w", ns, err)
+		}
+		ids[ns] = id
+	}
+	return ids, nil
+}
+
+// checkBwrapped is the helper's check, under bubblewrap, that it runs in the sandbox
+// bubblewrap was asked for: in namespaces other than keel's, under a read-only root.
+// Anything else (a bwrap that ignored its options, a stand-in that only runs the command) is
+// an error, and the command does not run.
+func checkBwrapped(pl plan) error {
+	inside, err := namespaceIDs(pl.OuterNS["user"] != "")
+	if err != nil {
+		return err
+	}
+	for ns, outer := range pl.OuterNS {
+		if inside[ns] == outer {
+			return fmt.Errorf("bubblewrap did not make a new %s namespace (%s): the command is not run outside the sandbox", ns, outer)
+		}
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs("/", &st); err != nil || st.Flags&unix.ST_RDONLY == 0 {
+		return errors.New("bubblewrap left the root writable: the command is not run outside the sandbox")
+	}
+	return nil
+}

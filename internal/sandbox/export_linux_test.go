@@ -1,0 +1,32 @@
+package sandbox
+
+import (
+	"context"
+	"testing"
+)
+
+// ForceLauncher makes the sandboxes probed during t use one launcher, "bwrap" or "helper",
+// and nothing else: the escape suite runs through each.
+func ForceLauncher(t testing.TB, name string) {
+	l, ok := map[string]launcher{"bwrap": launcherBwrap, "helper": launcherHelper}[name]
+	if !ok {
+		t.Fatalf("no launcher %q", name)
+	}
+	testLauncher.Store(int32(l))
+	t.Cleanup(func() { testLauncher.Store(int32(launcherAuto)) })
+}
+
+// Launcher names what s, once available, runs its commands with: "bwrap", "helper" or
+// "landlock-only".
+func Launcher(s *Sandbox) string {
+	switch {
+	case s.landlockOnly:
+		return "landlock-only"
+	case s.bwrap != "":
+		return "bwrap"
+	}
+	return "helper"
+}
+
+// FindBwrap reports the bubblewrap keel would try, or why there is none it can use.
+func FindBwrap() (path, version string, err error) { return findBwrap(context.Background()) }
