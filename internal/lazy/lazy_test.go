@@ -34,7 +34,8 @@ func TestRegexpCompilesOnFirstUse(t *testing.T) {
 	if !re.Get().MatchString("a12") || re.Get().MatchString("b12") {
 		t.Fatalf("%q matches wrongly", re.Expr)
 	}
-	if re.Get() != re.Get() {
+	first := re.Get()
+	if second := re.Get(); second != first {
 		t.Fatal("compiled more than once")
 	}
 }
