@@ -37,8 +37,6 @@ const (
 // variables that re-export internal ones (ErrBusy, ErrNotHosted).
 var initPackages = []string{
 	"github.com/keel-dev/keel",
-	"github.com/keel-dev/keel/internal/sandbox",
-	"github.com/keel-dev/keel/internal/session",
 }
 
 // initCost is one package's line of GODEBUG=inittrace=1.

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // Choice is how one Bash command runs.
@@ -66,9 +66,7 @@ func (p Policy) excluded(command string) bool {
 // deniedPath finds the paths of failed writes in a command's output, as the tools print them:
 // "touch: cannot touch '/etc/x': Read-only file system", "bash: line 1: /etc/x: Permission
 // denied".
-var deniedPath = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`['"‘]?((?:/|\./|\.\./)?[^\s'"‘’:]+)['"’]?: (Read-only file system|Permission denied|Operation not permitted|No such file or directory|Is a directory)`)
-})
+var deniedPath = lazy.Regexp{Expr: `['"‘]?((?:/|\./|\.\./)?[^\s'"‘’:]+)['"’]?: (Read-only file system|Permission denied|Operation not permitted|No such file or directory|Is a directory)`}
 
 // maxNotes bounds the sandbox notes added to one result.
 const maxNotes = 5
@@ -79,7 +77,7 @@ const maxNotes = 5
 func (p Policy) Explain(command, output, dir string, refused []string) []string {
 	var notes []string
 	seen := map[string]bool{}
-	for _, m := range deniedPath().FindAllStringSubmatch(output, -1) {
+	for _, m := range deniedPath.Get().FindAllStringSubmatch(output, -1) {
 		path := m[1]
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(dir, path)

@@ -6,20 +6,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/keel-dev/keel/internal/coord/fscoord"
 	"github.com/keel-dev/keel/internal/fanout"
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
 // itemID is a fan-out item's id, as the Agent call with items names it when the summary had
 // to be cut: "fanout-<ledger key>/<item number>". TaskOutput takes it as its task_id.
-var itemID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^fanout-([0-9a-f]{16})/([1-9][0-9]*)$`) })
+var itemID = lazy.Regexp{Expr: `^fanout-([0-9a-f]{16})/([1-9][0-9]*)$`}
 
 // fanOutOutput is TaskOutput that also answers a fan-out item's id with the item's whole
 // result (Session.FanOutItem); every other id goes to the background tasks' TaskOutput. Its
@@ -39,7 +38,7 @@ func (t fanOutOutput) Call(ctx context.Context, env *tool.Env, input json.RawMes
 	if json.Unmarshal(input, &in) != nil {
 		return t.Tool.Call(ctx, env, input)
 	}
-	m := itemID().FindStringSubmatch(strings.TrimSpace(in.TaskID))
+	m := itemID.Get().FindStringSubmatch(strings.TrimSpace(in.TaskID))
 	if m == nil {
 		return t.Tool.Call(ctx, env, input)
 	}
