@@ -5,6 +5,8 @@ import (
 
 	"github.com/keel-dev/keel/internal/cost"
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/loop"
+	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/models"
 )
 
@@ -50,11 +52,6 @@ func (a *accounts) unaccounted() cost.Ledger {
 	return late
 }
 
-// Settle adds to res — the newest result, held back by a headless run until its team and
-// background agents settled — what they used after it was made, so the last result line
-// carries every request of the run. It reports whether res changed.
-func (s *Session) Settle(res *event.Result) bool { return s.acct.settle(res) }
-
 // settle is [Session.Settle].
 func (a *accounts) settle(res *event.Result) bool {
 	late := a.unaccounted()
@@ -94,4 +91,56 @@ func (a *accounts) fillUsage(res *event.Result, used cost.Ledger) {
 			res.ModelUsage[id] = mu
 		}
 	}
+}
+
+// ledgerNow returns what every Send so far used, by model.
+func (a *accounts) ledgerNow() cost.Ledger {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ledger.Clone()
+}
+
+// meter adds up usage as it is reported, from any goroutine (a loop.Meter): what the tools'
+// own model requests used (helpers), or what every request of the session's agents used so
+// far (spend, which the budget reads).
+type meter struct {
+	// mu guards used.
+	mu   sync.Mutex
+	used cost.Ledger
+}
+
+// Add counts one response.
+func (m *meter) Add(model string, u message.Usage) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.used.Add(model, u)
+}
+
+// ledger returns a copy of what was counted so far.
+func (m *meter) ledger() cost.Ledger {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.used.Clone()
+}
+
+// budgetCheck ends the run of any agent — the main one, a subagent, a teammate — once the
+// session has cost --max-budget-usd: what every agent's requests cost is counted as each
+// response arrives, so children that overspend stop, and so does the turn that waits for
+// them.
+func (a *accounts) budgetCheck(out *loop.Outcome) (string, bool) {
+	max := a.maxBudget
+	if max <= 0 {
+		return "", false
+	}
+	if _, spent, _, _ := a.spend.ledger().Total(); spent >= max {
+		out.Text = "Reached the maximum budget of " + cost.FormatUSD(max)
+		return loop.SubtypeMaxBudget, true
+	}
+	return "", false
+}
+
+// helperUsed counts a helper's request as the helpers' and the session's.
+func (a *accounts) helperUsed(model string, u message.Usage) {
+	a.helpers.Add(model, u)
+	a.spend.Add(model, u)
 }

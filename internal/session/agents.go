@@ -21,24 +21,6 @@ import (
 	"github.com/keel-dev/keel/internal/worktree"
 )
 
-// Agents is the session's part of the agent machinery: the task registry, the main thread's
-// notification queue and the subagent runner, whose Agent, SendMessage, TaskOutput and
-// TaskStop tools join the built-ins. [Session.Agents] returns it; a UI and a controlling
-// program move agents to the background, wait for them, stop and continue them through it.
-type Agents struct {
-	tasks  *background.Registry
-	queue  *background.Queue
-	runner *subagent.Runner
-	// detached says the session was opened to run one detached agent (a supervisor job).
-	detached bool
-	// s is the session the agents belong to: wiring the main thread's parent, routing
-	// events and giving reports a turn reach the whole session.
-	s *Session
-	// held are events of background work that happened between Sends (a task finishing),
-	// replayed at the start of the next one; guarded by Session.mu.
-	held []event.Event
-}
-
 // Agents returns the session's agents.
 func (s *Session) Agents() *Agents { return s.agents }
 

@@ -9,14 +9,6 @@ import (
 	"github.com/keel-dev/keel/internal/permission"
 )
 
-// autoMemoryState is the project's auto memory as this session uses it.
-type autoMemoryState struct {
-	// dir is the open directory, nil when auto memory is off or unavailable; problem says
-	// why it is unavailable (the prompt and a notice say it), "" when it is simply off.
-	dir     *memory.Auto
-	problem string
-}
-
 // openAutoMemory opens the project's auto memory ($KEEL_HOME/projects/<root>/memory) unless
 // the settings switch it off ("autoMemoryEnabled": false) or the session has no keel
 // directory, and grants the main agent Read, Write and Edit there: the notes are the

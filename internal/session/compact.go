@@ -19,12 +19,6 @@ import (
 // DefaultContextWindow is the context window assumed for models keel has no figure for.
 const DefaultContextWindow = models.DefaultContextWindow
 
-// compaction is the main thread's compaction and its session commands (/compact, /clear,
-// /add-dir): thresholds from the settings and the model's window, the hooks around a
-// compaction, the boundary in the transcript. A compaction resets the history, the
-// prompt's memo and the file views, hence s.
-type compaction struct{ s *Session }
-
 // policy is the session's compaction policy as its settings stand: they may change during
 // the session (the model, the autoCompactThreshold setting, an embedder's window).
 func (c *compaction) policy() compact.Policy {

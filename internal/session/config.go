@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/keel-dev/keel/internal/cachewatch"
@@ -35,16 +34,6 @@ func ProjectRoot(dir string) string {
 		}
 		d = parent
 	}
-}
-
-// configWiring turns the session's options and settings into its parts while it opens:
-// settings, the permission policy, trust, hooks, the prompt and the cache policy. It
-// assigns the parts it builds to the session, hence s.
-type configWiring struct {
-	s *Session
-	// trustOnce decides isTrusted (see trusted).
-	trustOnce sync.Once
-	isTrusted bool
 }
 
 // loadSettings reads every settings source; problems become notices. A file that cannot be

@@ -12,18 +12,10 @@ import (
 	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/coord/natscoord"
 	"github.com/keel-dev/keel/internal/cron"
-	"github.com/keel-dev/keel/internal/daemon"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/team"
 	"github.com/keel-dev/keel/internal/teamstore"
 )
-
-// Scheduler is the supervisor as the session's scheduled jobs need it: the store of the
-// jobs, and a way to make sure a supervisor runs them (daemon.Client).
-type Scheduler interface {
-	CronStore() (*cron.Store, error)
-	Ensure(ctx context.Context) (daemon.Info, error)
-}
 
 // buildCron adds CronCreate, CronList and CronDelete when the session reaches a supervisor.
 // A job's origin is this session: its reports go to the main thread's notification queue,

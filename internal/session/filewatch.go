@@ -1,14 +1,11 @@
 package session
 
 import (
-	"context"
 	"log/slog"
 	"path/filepath"
 	"sync"
 
 	"github.com/fsnotify/fsnotify"
-
-	"github.com/keel-dev/keel/internal/hooks"
 )
 
 // fileWatch tells the FileChanged hooks about changes to the files hooks asked to watch
@@ -31,14 +28,6 @@ type watchHooks struct {
 	// changed runs the FileChanged hooks for a change (add, change, unlink) to file, and
 	// returns the further files they ask to watch.
 	changed func(file, kind string) []string
-}
-
-// watchFiles adds paths (relative ones to the session's directory) to the watched files.
-func (s *Session) watchFiles(paths []string) {
-	s.watched.add(paths, watchHooks{logger: s.logger, cwd: s.Cwd, changed: func(file, kind string) []string {
-		in := s.hookd.hookInput(s.Cwd(), hooks.Input{Extra: map[string]any{"file_path": file, "event": kind}})
-		return s.hooks.Run(context.Background(), hooks.FileChanged, in).WatchPaths
-	}})
 }
 
 // add adds paths to the watched files, starting the watch on the first.

@@ -13,12 +13,6 @@ import (
 	"github.com/keel-dev/keel/internal/permission"
 )
 
-// hookDispatch fires the session's hook events: the common input, the prompt and session
-// hooks, and the events that have one place each (hookevents.go). A hook's outcome reaches
-// the whole session (notices, the start context, the working directories, watched files),
-// hence s.
-type hookDispatch struct{ s *Session }
-
 // hookInput fills the fields every hook event carries.
 func (d *hookDispatch) hookInput(cwd string, in hooks.Input) hooks.Input {
 	s := d.s
@@ -154,4 +148,12 @@ func (d *hookDispatch) permissionRequest(ctx context.Context, r permission.AskRe
 		return ans, true
 	}
 	return permission.Answer{}, false
+}
+
+// watchFiles adds paths (relative ones to the session's directory) to the watched files.
+func (s *Session) watchFiles(paths []string) {
+	s.watched.add(paths, watchHooks{logger: s.logger, cwd: s.Cwd, changed: func(file, kind string) []string {
+		in := s.hookd.hookInput(s.Cwd(), hooks.Input{Extra: map[string]any{"file_path": file, "event": kind}})
+		return s.hooks.Run(context.Background(), hooks.FileChanged, in).WatchPaths
+	}})
 }

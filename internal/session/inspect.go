@@ -2,18 +2,9 @@ package session
 
 import (
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/shell"
 )
-
-// Inspector is what a frontend reads of a session to show it (the terminal UI's /todos,
-// /bashes, /memory, /context and status line), the background shells it may stop, and the
-// project's auto memory (automemory.go), which it opens. Measuring the context reads the
-// prompt, the pool and the history, hence s.
-type Inspector struct {
-	s *Session
-	// autoMem is the project's auto memory (automemory.go).
-	autoMem autoMemoryState
-}
 
 // Inspect returns what a frontend reads of the session.
 func (s *Session) Inspect() *Inspector { return &s.insp }
@@ -35,4 +26,18 @@ func (i *Inspector) KillShell(id string) error {
 	s := i.s
 	_, err := s.jobs.Kill(id)
 	return err
+}
+
+// MemoryFiles lists the memory files in the system prompt, in load order, then the auto
+// memory's index (memory.KindAuto) when auto memory is on.
+func (i *Inspector) MemoryFiles() []memory.File {
+	s := i.s
+	var files []memory.File
+	if s.memory != nil {
+		files = s.memory.Files()
+	}
+	if f, ok := i.autoMemoryFile(); ok {
+		files = append(files, f)
+	}
+	return files
 }

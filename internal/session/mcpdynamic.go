@@ -13,17 +13,6 @@ import (
 	"github.com/keel-dev/keel/internal/mcphost"
 )
 
-// dynamicMCP is the set of MCP servers the driving program manages while the session runs
-// (the Agent SDK's mcp_set_servers): its in-process servers from the start, and whatever
-// SetServers named since.
-type dynamicMCP struct {
-	// mu serialises SetMCPServers and guards entries.
-	mu sync.Mutex
-	// entries holds each server's configuration as last set, in canonical JSON; nil until
-	// the first SetMCPServers.
-	entries map[string]string
-}
-
 // sdkEntry is the canonical entry of a server in the driving program: one with the name is
 // the same server, whatever its settings.
 const sdkEntry = `{"type":"sdk"}`
@@ -96,13 +85,6 @@ func (c *MCP) SetServers(ctx context.Context, servers map[string]json.RawMessage
 	}
 	c.logger.Info("mcp servers set", "added", added, "removed", removed, "errors", len(errs))
 	return added, removed, errs, nil
-}
-
-// dynamicServer is one server SetServers may add.
-type dynamicServer struct {
-	cfg   mcphost.ServerConfig
-	tr    mcp.Transport
-	canon string
 }
 
 // parse reads SetServers' entries as the --mcp-config ones are read (${VAR}

@@ -9,15 +9,6 @@ import (
 	"github.com/keel-dev/keel/internal/permission"
 )
 
-// Switches are what a user or a controlling program switches in the main agent between
-// prompts: the model (and its catalog), the output style, the effort and thinking budget.
-// A switch runs hooks, rebuilds the prompt and tells the cache watcher, hence s.
-type Switches struct {
-	s *Session
-	// style is the output style of the main agent's prompt (outputstyle.go).
-	style styleState
-}
-
 // Switches returns the session's model, output style and thinking switches.
 func (s *Session) Switches() *Switches { return &s.switches }
 

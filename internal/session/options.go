@@ -1,11 +1,15 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"time"
 
+	"github.com/keel-dev/keel/internal/cron"
+	"github.com/keel-dev/keel/internal/daemon"
 	"github.com/keel-dev/keel/internal/hooks"
+	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/models"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/plugin"
@@ -13,7 +17,10 @@ import (
 	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/subagent"
+	"github.com/keel-dev/keel/internal/teamopen"
+	"github.com/keel-dev/keel/internal/teamstore"
 	"github.com/keel-dev/keel/internal/tool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // SDKOptions are what the Agent SDK's options add to a session, through its CLI flags and
@@ -166,4 +173,61 @@ type Options struct {
 	// Run is the configuration the session was opened from ([Open]): process teammates are
 	// launched with it.
 	Run runconfig.Config
+}
+
+// CoordinationOptions say how teams reach NATS when settings choose that backend
+// (teamstore.Options).
+type CoordinationOptions = teamstore.Options
+
+// TeamOptions configure agent teams (teamopen.Options).
+type TeamOptions = teamopen.Options
+
+// TeamWorker names the teammate a worker session runs (teamopen.Worker).
+type TeamWorker = teamopen.Worker
+
+// Scheduler is the supervisor as the session's scheduled jobs need it: the store of the
+// jobs, and a way to make sure a supervisor runs them (daemon.Client).
+type Scheduler interface {
+	CronStore() (*cron.Store, error)
+	Ensure(ctx context.Context) (daemon.Info, error)
+}
+
+// MCPOptions configure the session's MCP servers.
+type MCPOptions struct {
+	// Configs are --mcp-config values (a file or JSON text each); Strict uses only them.
+	Configs []string
+	Strict  bool
+	// InProcess are Go SDK servers run inside this process, by name; Transports are servers
+	// reached through the program driving keel (the Agent SDK's in-process servers).
+	InProcess  map[string]*mcp.Server
+	Transports map[string]mcp.Transport
+	// ToolSearch is auto (default), on or off.
+	ToolSearch string
+	// Environ expands ${VAR} in configurations and is the environment of stdio servers; nil
+	// means this process's.
+	Environ []string
+	// ConnectTimeout (MCP_TIMEOUT), ToolTimeout (MCP_TOOL_TIMEOUT) and MaxOutputTokens
+	// (MAX_MCP_OUTPUT_TOKENS); zero means the defaults.
+	ConnectTimeout  time.Duration
+	ToolTimeout     time.Duration
+	MaxOutputTokens int
+	// PermissionPromptTool names an MCP tool (mcp__server__tool) that answers permission
+	// questions instead of the asker.
+	PermissionPromptTool string
+	// Authorize sends the user to the OAuth authorization page of the server called server
+	// when it asks (an interactive session): on connecting, on a step-up, and for LoginMCP.
+	// Nil leaves servers without usable tokens in needs-auth, and `keel mcp login` fixes
+	// that. See [mcphost.OAuthOptions].
+	Authorize func(ctx context.Context, server, authURL string) error
+	// ClientSecret is $MCP_CLIENT_SECRET, the secret of pre-registered OAuth clients whose
+	// configuration gives none.
+	ClientSecret string
+	// Elicit asks the user an MCP server's question (the TUI's form, the Agent SDK's
+	// elicitation control request); nil means no one can be asked, and only Elicitation hooks
+	// answer. See [mcphost.ElicitFunc].
+	Elicit mcphost.ElicitFunc
+	// Dynamic keeps an MCP manager even when no server is configured, so servers can be
+	// added while the session runs ([Session.SetMCPServers], the Agent SDK's
+	// mcp_set_servers).
+	Dynamic bool
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/outputstyle"
@@ -14,16 +13,6 @@ import (
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/settingsedit"
 )
-
-// styleState is the output style the main agent answers in (outputStyle setting, /config).
-type styleState struct {
-	// mu guards name and base.
-	mu   sync.Mutex
-	name string
-	// base are the prompt options without a style, to build the prompt again when the
-	// style changes.
-	base prompt.Options
-}
 
 // styleDirs are where output style files are found: the user's (keel's home, then
 // ~/.claude), then the project's (.claude, then .keel); a later one wins by name.

@@ -29,11 +29,6 @@ type agentSetting struct {
 	Model       string              `json:"model,omitempty"`
 }
 
-// Persistence is the session's transcript as it opens, records and replays it: created,
-// resumed or forked at open, the history restored (and repaired) from it, entries and
-// metadata recorded, the title set. Replay rebuilds the whole session's state, hence s.
-type Persistence struct{ s *Session }
-
 // Transcript returns the session's persistence: its recorded history and title.
 func (s *Session) Transcript() *Persistence { return &s.persist }
 

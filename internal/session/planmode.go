@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"sync"
 
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/message"
@@ -25,13 +24,6 @@ const planReminder = "<system-reminder>\nPlan mode is active. The user wants a p
 
 // planExitedReminder follows an approval, once.
 const planExitedReminder = "<system-reminder>\n## Exited Plan Mode\n\nYou have exited plan mode. You can now edit files, run tools and carry out the plan.\n</system-reminder>"
-
-// planState remembers what the main agent was last told about plan mode.
-type planState struct {
-	// mu guards told.
-	mu   sync.Mutex
-	told bool // the current plan mode was announced
-}
 
 // planObserver tells the main agent when its requests start going out in plan mode, and once
 // when that ended.

@@ -17,24 +17,6 @@ import (
 	"github.com/keel-dev/keel/internal/skill"
 )
 
-// pluginState is the session's plugins: loaded when it opens and read again at a request
-// boundary when their records or the settings that enable them changed.
-type pluginState struct {
-	// set is the loaded plugins; guarded by Session.mu (the Bash tool reads it from its
-	// goroutine).
-	set *plugin.Set
-	// stamp is what the files that decide the set looked like when it was loaded.
-	stamp string
-}
-
-// Plugins are the session's plugins: loaded when it opens, read again at a request
-// boundary when their records or settings changed, their MCP servers swapped then. Loading
-// reaches the settings, the MCP manager and the notices, hence s.
-type Plugins struct {
-	s           *Session
-	pluginState pluginState
-}
-
 // Plugins returns the session's plugins.
 func (s *Session) Plugins() *Plugins { return &s.plug }
 

@@ -13,15 +13,6 @@ import (
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
-// Undo takes the session back: file-history snapshots of the tools' edits (rewind.go), the
-// shadow repository that covers the shell (shadow.go), the conversation cut at a prompt.
-// Rewinding resets the history, the transcript's branch and the agents' views, hence s.
-type Undo struct {
-	s *Session
-	// shadow is the undo that covers the shell (shadow.go).
-	shadow shadowState
-}
-
 // Undo returns what takes the session back to an earlier prompt.
 func (s *Session) Undo() *Undo { return &s.undo }
 

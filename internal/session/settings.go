@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	"github.com/keel-dev/keel/internal/hooks"
+	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/settingsedit"
+	"github.com/keel-dev/keel/internal/transcript"
 )
 
 // This file wires the session's settings as a controlling program reads and changes them
@@ -31,4 +33,15 @@ func (c *configWiring) configuration() *settingsedit.Configuration {
 		SetMode:  s.SetPermissionMode,
 		SetModel: s.switches.SetModel,
 	})
+}
+
+// SetPermissionMode switches the main agent's mode for the next calls.
+func (s *Session) SetPermissionMode(mode string) error {
+	m, err := permission.ParseMode(mode)
+	if err != nil {
+		return err
+	}
+	s.checker.SetMode(m)
+	s.persist.recordMetadata(context.Background(), transcript.TypeMode, string(m))
+	return nil
 }

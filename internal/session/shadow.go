@@ -5,27 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/shadow"
 )
-
-// shadowState is the session's undo that covers the shell: a shadow repository per working
-// directory the session prompted in, and the marks pairing each prompt with the checkpoint
-// its directory was at when it started (internal/shadow).
-type shadowState struct {
-	// mu guards repos, marks and warned.
-	mu    sync.Mutex
-	repos map[string]*shadow.Repo
-	marks *shadow.Marks
-	// warned says a capture failure was reported; later ones are only logged.
-	warned bool
-	// warming is the first capture, started when the session opens (warmShadow); stop
-	// cancels it.
-	warming sync.WaitGroup
-	stop    context.CancelFunc
-}
 
 // warmShadow makes the directory's first capture in the background as the session opens:
 // on a large directory with no earlier session's index to start from, hashing every file

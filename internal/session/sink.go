@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"sync"
 
 	"github.com/keel-dev/keel/internal/clearing"
 	"github.com/keel-dev/keel/internal/event"
@@ -16,22 +15,6 @@ var (
 	_ loop.ToolRecorder  = (*chanSink)(nil)
 	_ loop.ClearRecorder = (*chanSink)(nil)
 )
-
-// chanSink forwards a run's events to the Send iterator and records its messages in the
-// transcript. One run owns it.
-type chanSink struct {
-	s  *Session
-	ch chan<- event.Event
-	// uuids are the entry ids of the messages appended during the run, in order.
-	uuids []string
-	// replaced is set when compaction replaced the history: uuids then start at the boundary.
-	replaced bool
-
-	// mu guards closed and sends on ch: background agents emit from their own goroutines and
-	// may finish just as the run ends.
-	mu     sync.Mutex
-	closed bool
-}
 
 // close ends the event stream; later events (a background agent finishing between Sends)
 // are dropped.

@@ -12,11 +12,6 @@ import (
 	"github.com/keel-dev/keel/internal/skill"
 )
 
-// Skills are the session's skills and commands: loaded at open, expanded from a /command
-// prompt, their shell lines judged by the permission rules, reloaded on request. Expanding
-// runs hooks and reaches the MCP prompts and the checker, hence s.
-type Skills struct{ s *Session }
-
 // Skills returns the session's skills and commands.
 func (s *Session) Skills() *Skills { return &s.sk }
 

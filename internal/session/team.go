@@ -9,21 +9,10 @@ import (
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/team"
 	"github.com/keel-dev/keel/internal/teamopen"
-	"github.com/keel-dev/keel/internal/teamstore"
 )
 
 // This file wires the session's agent team; opening it, choosing its backend and listing its
 // peers are teamopen's.
-
-// TeamOptions configure agent teams (teamopen.Options).
-type TeamOptions = teamopen.Options
-
-// TeamWorker names the teammate a worker session runs (teamopen.Worker).
-type TeamWorker = teamopen.Worker
-
-// CoordinationOptions say how teams reach NATS when settings choose that backend
-// (teamstore.Options).
-type CoordinationOptions = teamstore.Options
 
 // Team returns the session's team handle.
 func (s *Session) Team() *teamopen.Handle { return s.teams }

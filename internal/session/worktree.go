@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
@@ -33,22 +32,6 @@ type worktreeRecord struct {
 	Base   string `json:"base,omitempty"`
 	// From is the working directory the session left for it, where ExitWorktree returns.
 	From string `json:"from,omitempty"`
-}
-
-// worktreeState is the worktree the main session works in (worktree.go).
-type worktreeState struct {
-	// mu guards active.
-	mu     sync.Mutex
-	active *worktreeRecord
-}
-
-// mainWorktree moves the main session into a worktree of the project and back
-// (EnterWorktree, ExitWorktree) and restores it on resume. Moving changes the session's
-// working directory, permissions and transcript, hence s.
-type mainWorktree struct {
-	s *Session
-	// wt is the worktree the main session works in.
-	wt worktreeState
 }
 
 // worktrees is the manager of the project's worktrees, with the same safety as agent

@@ -1,0 +1,162 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/google/uuid"
+	"github.com/keel-dev/keel/internal/cachewatch"
+	"github.com/keel-dev/keel/internal/cost"
+	"github.com/keel-dev/keel/internal/hooks"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/tool"
+	"github.com/keel-dev/keel/internal/toolsearch"
+)
+
+// New opens a session. When a step fails, whatever the steps before it started (MCP
+// servers, language servers, shell jobs, agents, the team, the transcript) is closed before
+// it returns.
+func New(ctx context.Context, opts Options) (_ *Session, err error) {
+	if opts.Provider == nil {
+		return nil, errors.New("session: no model provider configured")
+	}
+	cwd, err := resolveCwd(opts.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	opts.Cwd = cwd
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	id := opts.SessionID
+	if id == "" {
+		id = uuid.NewString()
+	}
+	s := &Session{
+		id:         id,
+		opts:       opts,
+		logger:     logger.With("session", id),
+		projectDir: ProjectRoot(cwd),
+		files:      tool.NewFileState(),
+		validator:  tool.NewValidator(),
+		state:      tool.State{Cwd: cwd},
+		watch:      cachewatch.New(cachewatch.Options{Now: opts.Now}),
+	}
+	s.joinParts()
+	defer func() {
+		if err != nil {
+			_ = s.shutdown()
+		}
+	}()
+	s.sdk.thinking = initialThinking(opts.SDK)
+	s.wrapFallback()
+	if err := s.conf.loadSettings(); err != nil {
+		return nil, err
+	}
+	s.plug.loadPlugins(ctx)
+	policy, problems := s.conf.permissionPolicy()
+	s.notices = append(s.notices, problems...)
+	var asker permission.Asker = permission.Headless{}
+	switch {
+	case opts.MCP.PermissionPromptTool != "":
+		asker = promptToolAsker{s, opts.MCP.PermissionPromptTool}
+	case opts.Asker != nil:
+		asker = opts.Asker
+	}
+	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger, Classifier: autoClassifier{s}})
+	s.state.AdditionalDirs = policy.Dirs[1:]
+	s.config = s.conf.configuration()
+	s.sandbox = s.buildSandbox()
+	s.conf.buildHooks()
+	s.conf.buildLSP()
+	s.conf.buildCachePolicy()
+	s.nativeSearch = provider.SupportsNativeToolSearch(opts.Provider)
+	s.search = toolsearch.New()
+	s.searchTool = s.search.Tool(s.deferredTools)
+	if !opts.Offline {
+		s.startMCP(ctx)
+	}
+	s.servers = s.newMCP()
+	s.sk.loadSkills()
+	s.forkRunner = agentForks{s}
+	s.builtins = s.buildTools()
+	st, err := s.persist.openTranscript(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.logger = logger.With("session", s.id)
+	env := s.persist.restore(ctx, st)
+	if err := s.persist.resumeAt(ctx); err != nil {
+		return nil, err
+	}
+	s.teams = s.conf.team()
+	s.buildAgents(ctx)
+	s.buildCron(ctx)
+	if st != nil {
+		s.wtree.restoreWorktree(st)
+	}
+	if err := s.conf.openTeam(ctx, st != nil); err != nil {
+		return nil, err
+	}
+	if err := s.applyMainAgent(); err != nil {
+		return nil, err
+	}
+	s.conf.buildPrompt(ctx, env)
+	s.undo.warmShadow()
+	s.conf.untrustedNotice()
+	s.notices = append(s.notices, s.teams.Resume(ctx)...)
+	source := "startup"
+	if st != nil {
+		source = "resume"
+	}
+	if !opts.Offline {
+		s.hookd.startHooks(ctx, source)
+	}
+	return s, nil
+}
+
+// joinParts connects the session's components to it: the accounts get what they read, the
+// parts that wire the whole session their back-pointer.
+func (s *Session) joinParts() {
+	s.acct.maxBudget, s.acct.catalog = s.opts.SDK.MaxBudgetUSD, s.switches.models
+	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
+	s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s = s, s, s, s, s
+	s.insp.s, s.persist.s, s.sk.s, s.compaction.s, s.wtree.s = s, s, s, s, s
+}
+
+// Close ends the session and releases what it holds.
+func (s *Session) Close() error {
+	if !s.opts.Offline {
+		// "other": the SDK's ExitReason for a session that simply ended (its input did).
+		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookd.hookInput(s.Cwd(), hooks.Input{Reason: "other"}))
+	}
+	s.watched.close()
+	s.hooks.Wait()
+	return s.shutdown()
+}
+
+// shutdown stops everything the session started, in the reverse order of opening; every
+// part may be missing (New calls it when a step fails).
+func (s *Session) shutdown() error {
+	s.undo.stopShadow()
+	if s.jobs != nil {
+		s.jobs.Close()
+	}
+	s.teams.Close()
+	s.agents.close()
+	s.lsp.Close()
+	if s.mcp != nil {
+		s.mcp.Close()
+	}
+	var err error
+	if s.transcript != nil {
+		err = s.transcript.Close()
+	}
+	for _, c := range s.closers {
+		err = errors.Join(err, c())
+	}
+	return err
+}
