@@ -3,7 +3,6 @@ package session
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -26,21 +25,6 @@ func (s *Session) Agents() *Agents { return s.agents }
 
 // maxHeld bounds the events kept between Sends; older ones are dropped.
 const maxHeld = 1000
-
-// warn shows the user a problem found while the session works (a hook that timed out): in the
-// Send in progress, or with the next one.
-func (s *Session) warn(text string) {
-	n := event.Notice{Level: "warn", Text: text}
-	s.mu.Lock()
-	sink := s.sink
-	if sink == nil {
-		s.notices = append(s.notices, n)
-	}
-	s.mu.Unlock()
-	if sink != nil {
-		sink.Emit(n)
-	}
-}
 
 // emitAgent sends an event of a subagent or background task to the Send in progress, or
 // holds it for the next Send.
@@ -183,20 +167,6 @@ func (a *Agents) replayHeld() {
 	}
 }
 
-// ackNotifications forgets the notifications the last request carried; the sink calls it
-// after the transcript holding them was synced.
-func (a *Agents) ackNotifications() error {
-	if a == nil {
-		return nil
-	}
-	s := a.s
-	err := a.queue.Ack()
-	if t := s.teams.Current(); t != nil && t.LeadInbox() != nil {
-		err = errors.Join(err, t.LeadInbox().Ack(context.Background()))
-	}
-	return err
-}
-
 // agentLedger returns what every subagent used so far, by model.
 func (a *Agents) agentLedger() cost.Ledger {
 	if a == nil {
@@ -265,63 +235,6 @@ func (f agentForks) RunFork(ctx context.Context, agentType, prompt string, allow
 func (a *Agents) close() {
 	if a != nil {
 		a.tasks.Close()
-	}
-}
-
-// SendPending gives the main thread a turn for the background reports waiting for it: they
-// are the turn's prompt, as Claude Code's headless mode does. They are acked once the turn's
-// transcript is synced, and requeued if the turn fails before that.
-func (a *Agents) SendPending(ctx context.Context) func(yield func(event.Event, error) bool) {
-	return func(yield func(event.Event, error) bool) {
-		if a == nil {
-			return
-		}
-		s := a.s
-		var text string
-		blocks := a.queue.Observe(ctx)
-		var inbox interface {
-			Requeue()
-			Ack(context.Context) error
-		}
-		if t := s.teams.Current(); t != nil && t.LeadInbox() != nil {
-			in := t.LeadInbox()
-			inbox = in
-			blocks = append(blocks, in.Observe(ctx)...)
-		}
-		for _, b := range blocks {
-			if text != "" {
-				text += "\n\n"
-			}
-			text += b.Text
-		}
-		if text == "" {
-			return
-		}
-		failed := false
-		for e, err := range s.Send(ctx, text) {
-			if err != nil {
-				failed = true
-			}
-			if !yield(e, err) {
-				failed = true
-				break
-			}
-		}
-		if failed {
-			a.queue.Requeue()
-			if inbox != nil {
-				inbox.Requeue()
-			}
-			return
-		}
-		if err := a.queue.Ack(); err != nil {
-			s.logger.Warn("ack notifications", "err", err)
-		}
-		if inbox != nil {
-			if err := inbox.Ack(ctx); err != nil {
-				s.logger.Warn("ack team messages", "err", err)
-			}
-		}
 	}
 }
 

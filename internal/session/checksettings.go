@@ -1,9 +1,7 @@
 package session
 
 import (
-	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/keel-dev/keel/internal/settings"
 )
@@ -30,14 +28,4 @@ func CheckSettings(opts Options) error {
 		return unreadableError(bad)
 	}
 	return nil
-}
-
-// unreadableError names every settings file that could not be read or parsed at all.
-func unreadableError(bad []settings.Problem) error {
-	var lines []string
-	for _, p := range bad {
-		p.Msg = strings.TrimSuffix(p.Msg, " (file ignored)")
-		lines = append(lines, p.Error())
-	}
-	return fmt.Errorf("%s; fix it, or pass --ignore-settings-errors to run without that file", strings.Join(lines, "; "))
 }

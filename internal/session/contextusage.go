@@ -101,14 +101,3 @@ func memoryType(k memory.Kind) string {
 	}
 	return "Project"
 }
-
-// lastContextTokens is what the last main-thread request carried, 0 before the first.
-func (i *Inspector) lastContextTokens() int64 {
-	s := i.s
-	cs := s.cacheSafeNow()
-	if cs == nil {
-		return 0
-	}
-	b, _ := json.Marshal(cs.Messages)
-	return tokensOf(len(b))
-}

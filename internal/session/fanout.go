@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -188,4 +189,23 @@ func (f *FanOuts) text(ctx context.Context, spec FanOutSpec, sum fanout.Summary)
 		}
 	}
 	return strings.TrimRight(out.String(), "\n")
+}
+
+// itemByKey reads item index of the fan-out whose ledger key is key.
+func (f *FanOuts) itemByKey(ctx context.Context, key string, index int) (fanout.Item, error) {
+	s := f.s
+	path := s.TranscriptPath()
+	if path == "" {
+		return fanout.Item{}, fmt.Errorf("the session keeps no transcript")
+	}
+	dir := filepath.Join(transcript.SessionDir(path), "fanouts", key)
+	if _, err := os.Stat(dir); err != nil {
+		return fanout.Item{}, fmt.Errorf("no fan-out with that id in this session")
+	}
+	b, err := fscoord.Open(dir, fscoord.Options{})
+	if err != nil {
+		return fanout.Item{}, fmt.Errorf("no fan-out with that id in this session (%w)", err)
+	}
+	defer b.Close()
+	return fanout.Get(ctx, b.Board(), index)
 }

@@ -4,16 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
-	"github.com/keel-dev/keel/internal/coord/fscoord"
 	"github.com/keel-dev/keel/internal/fanout"
 	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/tool"
-	"github.com/keel-dev/keel/internal/transcript"
 )
 
 // itemID is a fan-out item's id, as the Agent call with items names it when the summary had
@@ -54,23 +50,4 @@ func (t fanOutOutput) Call(ctx context.Context, env *tool.Env, input json.RawMes
 		return tool.Result{Content: tool.Text(fmt.Sprintf("Item %d (%s) failed: %s", it.Index, it.Input, it.Error)).Content, Output: it}
 	}
 	return tool.Result{Content: tool.Text(fmt.Sprintf("Item %d (%s) is %s; the same Agent call again resumes the fan-out", it.Index, it.Input, it.State)).Content, Output: it}
-}
-
-// itemByKey reads item index of the fan-out whose ledger key is key.
-func (f *FanOuts) itemByKey(ctx context.Context, key string, index int) (fanout.Item, error) {
-	s := f.s
-	path := s.TranscriptPath()
-	if path == "" {
-		return fanout.Item{}, fmt.Errorf("the session keeps no transcript")
-	}
-	dir := filepath.Join(transcript.SessionDir(path), "fanouts", key)
-	if _, err := os.Stat(dir); err != nil {
-		return fanout.Item{}, fmt.Errorf("no fan-out with that id in this session")
-	}
-	b, err := fscoord.Open(dir, fscoord.Options{})
-	if err != nil {
-		return fanout.Item{}, fmt.Errorf("no fan-out with that id in this session (%w)", err)
-	}
-	defer b.Close()
-	return fanout.Get(ctx, b.Board(), index)
 }

@@ -224,3 +224,23 @@ func (d *hookDispatch) hookEvents(id string, ev hooks.Event, res hooks.Result, d
 func dirUpdate(dir string) []permission.Update {
 	return []permission.Update{{Type: permission.UpdateAddDirectories, Directories: []string{dir}, Destination: permission.DestinationSession}}
 }
+
+// watchFiles adds paths (relative ones to the session's directory) to the watched files.
+func (s *Session) watchFiles(paths []string) {
+	s.watched.add(paths, watchHooks{logger: s.logger, cwd: s.Cwd, changed: func(file, kind string) []string {
+		in := s.hookd.hookInput(s.Cwd(), hooks.Input{Extra: map[string]any{"file_path": file, "event": kind}})
+		return s.hooks.Run(context.Background(), hooks.FileChanged, in).WatchPaths
+	}})
+}
+
+// startHooks runs the SessionStart hooks; what they add joins the first prompt.
+func (d *hookDispatch) startHooks(ctx context.Context, source string) {
+	s := d.s
+	d.setupHooks(ctx, s.opts.SDK.SetupTrigger)
+	out := s.hooks.Run(ctx, hooks.SessionStart, d.hookInput(s.opts.Cwd, hooks.Input{Source: source}))
+	for _, n := range out.Notices {
+		s.notices = append(s.notices, event.Notice{Level: "info", Text: n})
+	}
+	s.startContext = append(s.startContext, out.AdditionalContext...)
+	s.watchFiles(out.WatchPaths)
+}

@@ -80,18 +80,6 @@ func userHome() string {
 	return h
 }
 
-// startHooks runs the SessionStart hooks; what they add joins the first prompt.
-func (d *hookDispatch) startHooks(ctx context.Context, source string) {
-	s := d.s
-	d.setupHooks(ctx, s.opts.SDK.SetupTrigger)
-	out := s.hooks.Run(ctx, hooks.SessionStart, d.hookInput(s.opts.Cwd, hooks.Input{Source: source}))
-	for _, n := range out.Notices {
-		s.notices = append(s.notices, event.Notice{Level: "info", Text: n})
-	}
-	s.startContext = append(s.startContext, out.AdditionalContext...)
-	s.watchFiles(out.WatchPaths)
-}
-
 // notifyingAsker runs the Notification hooks before a permission question is put, so a user
 // away from the terminal can be told that keel waits for them.
 type notifyingAsker struct {
@@ -148,12 +136,4 @@ func (d *hookDispatch) permissionRequest(ctx context.Context, r permission.AskRe
 		return ans, true
 	}
 	return permission.Answer{}, false
-}
-
-// watchFiles adds paths (relative ones to the session's directory) to the watched files.
-func (s *Session) watchFiles(paths []string) {
-	s.watched.add(paths, watchHooks{logger: s.logger, cwd: s.Cwd, changed: func(file, kind string) []string {
-		in := s.hookd.hookInput(s.Cwd(), hooks.Input{Extra: map[string]any{"file_path": file, "event": kind}})
-		return s.hooks.Run(context.Background(), hooks.FileChanged, in).WatchPaths
-	}})
 }

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"encoding/json"
+
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/shell"
@@ -40,4 +42,15 @@ func (i *Inspector) MemoryFiles() []memory.File {
 		files = append(files, f)
 	}
 	return files
+}
+
+// lastContextTokens is what the last main-thread request carried, 0 before the first.
+func (i *Inspector) lastContextTokens() int64 {
+	s := i.s
+	cs := s.cacheSafeNow()
+	if cs == nil {
+		return 0
+	}
+	b, _ := json.Marshal(cs.Messages)
+	return tokensOf(len(b))
 }

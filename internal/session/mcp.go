@@ -14,8 +14,6 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/settings"
-	"github.com/keel-dev/keel/internal/skill"
-	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/trust"
 )
 
@@ -176,10 +174,6 @@ func (c *MCP) Toggle(ctx context.Context, name string, enabled bool) error {
 	}
 	return c.m.Disable(ctx, name)
 }
-
-var _ skill.PromptSource = mcpPrompts{}
-
-var _ subagent.MCPStarter = childMCP{}
 
 // dynamicMCP is the set of MCP servers the driving program manages while the session runs
 // (the Agent SDK's mcp_set_servers): its in-process servers from the start, and whatever

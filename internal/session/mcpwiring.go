@@ -71,6 +71,8 @@ func (s *Session) startMCP(ctx context.Context) {
 // lifetime: they join only its pool, and stop when it ends.
 type childMCP struct{ s *Session }
 
+var _ subagent.MCPStarter = childMCP{}
+
 func (c childMCP) StartServers(ctx context.Context, def *agentdef.Definition, servers []agentdef.MCPServer) (subagent.ChildMCP, error) {
 	if def.Source == agentdef.SourceProject && !c.s.conf.trusted() {
 		return nil, fmt.Errorf("%s comes from the project, and this workspace is not trusted to run its MCP servers", def.Path)
@@ -109,6 +111,8 @@ func (c childMCP) StartServers(ctx context.Context, def *agentdef.Definition, se
 
 // mcpPrompts lets skills offer MCP prompts as /mcp__server__prompt commands.
 type mcpPrompts struct{ s *Session }
+
+var _ skill.PromptSource = mcpPrompts{}
 
 func (p mcpPrompts) GetPrompt(ctx context.Context, server, name string, args map[string]string) (string, error) {
 	if p.s.mcp == nil {

@@ -12,10 +12,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/keel-dev/keel/internal/compact"
-	"github.com/keel-dev/keel/internal/event"
-	"github.com/keel-dev/keel/internal/message"
-	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/shell"
 	"github.com/keel-dev/keel/internal/snapshot"
@@ -114,49 +110,6 @@ func resumeLocked(ctx context.Context, path string, opts transcript.Options) (*t
 		case <-t.C:
 		}
 	}
-}
-
-// restore rebuilds the session's state from a replayed transcript.
-func (p *Persistence) restore(ctx context.Context, st *transcript.State) *prompt.Environment {
-	s := p.s
-	if st == nil {
-		return nil
-	}
-	// The context, not the full messages: results cleared before are stubs again, so the
-	// next request repeats the last one's prefix byte for byte.
-	msgs, uuids := st.Context()
-	if b, ok := st.Boundary(); ok {
-		msgs = append([]message.Message{compact.SummaryMessage(b.Summary)}, msgs...)
-		uuids = append([]string{b.UUID}, uuids...)
-	}
-	s.history, s.uuids = msgs, uuids
-	p.repairResumed(ctx, st)
-	if st.TornTail > 0 {
-		s.notices = append(s.notices, event.Notice{Level: "warn",
-			Text: fmt.Sprintf("the transcript ended in an incomplete entry (%d bytes, from a crash); it was skipped", st.TornTail)})
-	}
-	if st.BadLines > 0 {
-		s.notices = append(s.notices, event.Notice{Level: "warn", Text: fmt.Sprintf("%d damaged transcript lines were skipped", st.BadLines)})
-	}
-	if st.Repairs.Any() {
-		s.notices = append(s.notices, event.Notice{Level: "warn", Text: st.Repairs.String()})
-	}
-	if todos := st.Todos(); len(todos) > 0 {
-		var items []event.Todo
-		if json.Unmarshal(todos, &items) == nil {
-			s.todos.Set(items)
-		}
-	}
-	if mode := st.Mode(); mode != "" && s.opts.PermissionMode == "" {
-		if m, err := permission.ParseMode(mode); err == nil {
-			s.checker.SetMode(m)
-		}
-	}
-	var set agentSetting
-	if raw := st.AgentSetting(); len(raw) > 0 && json.Unmarshal(raw, &set) == nil {
-		return set.Environment
-	}
-	return nil
 }
 
 // record appends one entry to the transcript, if there is one.

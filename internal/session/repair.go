@@ -2,13 +2,17 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/keel-dev/keel/internal/compact"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
@@ -59,4 +63,47 @@ func (p *Persistence) answerInterrupted(ctx context.Context, uses []message.Bloc
 			len(uses), strings.Join(ran, ", "))
 	}
 	s.notices = append(s.notices, event.Notice{Level: "warn", Text: text})
+}
+
+// restore rebuilds the session's state from a replayed transcript.
+func (p *Persistence) restore(ctx context.Context, st *transcript.State) *prompt.Environment {
+	s := p.s
+	if st == nil {
+		return nil
+	}
+	// The context, not the full messages: results cleared before are stubs again, so the
+	// next request repeats the last one's prefix byte for byte.
+	msgs, uuids := st.Context()
+	if b, ok := st.Boundary(); ok {
+		msgs = append([]message.Message{compact.SummaryMessage(b.Summary)}, msgs...)
+		uuids = append([]string{b.UUID}, uuids...)
+	}
+	s.history, s.uuids = msgs, uuids
+	p.repairResumed(ctx, st)
+	if st.TornTail > 0 {
+		s.notices = append(s.notices, event.Notice{Level: "warn",
+			Text: fmt.Sprintf("the transcript ended in an incomplete entry (%d bytes, from a crash); it was skipped", st.TornTail)})
+	}
+	if st.BadLines > 0 {
+		s.notices = append(s.notices, event.Notice{Level: "warn", Text: fmt.Sprintf("%d damaged transcript lines were skipped", st.BadLines)})
+	}
+	if st.Repairs.Any() {
+		s.notices = append(s.notices, event.Notice{Level: "warn", Text: st.Repairs.String()})
+	}
+	if todos := st.Todos(); len(todos) > 0 {
+		var items []event.Todo
+		if json.Unmarshal(todos, &items) == nil {
+			s.todos.Set(items)
+		}
+	}
+	if mode := st.Mode(); mode != "" && s.opts.PermissionMode == "" {
+		if m, err := permission.ParseMode(mode); err == nil {
+			s.checker.SetMode(m)
+		}
+	}
+	var set agentSetting
+	if raw := st.AgentSetting(); len(raw) > 0 && json.Unmarshal(raw, &set) == nil {
+		return set.Environment
+	}
+	return nil
 }

@@ -11,10 +11,8 @@ import (
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/message"
-	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/team"
-	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/toolgate"
 )
 
@@ -62,22 +60,6 @@ func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[event.Event
 			yield(nil, err)
 		}
 	}
-}
-
-func (s *Session) acquire() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.busy {
-		return false
-	}
-	s.busy = true
-	return true
-}
-
-func (s *Session) release() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.busy = false
 }
 
 // run is one Send: the prompt joins the history, the main agent runs, the result is
@@ -210,13 +192,6 @@ func (s *Session) keep(agent *loop.Agent, out *loop.Outcome, sink *chanSink) {
 	s.state = agent.State
 }
 
-// prepare finishes every request of this session's agents before it is sent: rarely needed
-// tools are deferred, then the cache breakpoints are placed.
-func (s *Session) prepare(r *provider.Request) {
-	s.deferTools(context.Background(), r)
-	provider.PlaceBreakpoints(r, s.ttl)
-}
-
 // observers are consulted at every request boundary of the main agent; listing is this
 // run's announcer of the session's changing lists.
 func (s *Session) observers(listing *listingObserver) []loop.Observer {
@@ -255,42 +230,66 @@ func (o mcpObserver) Observe(ctx context.Context) []message.Block {
 	return news
 }
 
-// cacheSafeNow returns what the main agent's newest completed turn sent, or nil.
-func (s *Session) cacheSafeNow() *loop.CacheSafe {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cacheSafe
-}
-
-// pool is the main agent's tools for the next request: built-ins and custom tools in their
-// fixed order, the MCP resource tools, ToolSearch where the provider cannot search deferred
-// tools itself, then the MCP tools of the current generation sorted by name. Deferred tools
-// are in the pool (so filters, listings and calls see them); deferTools keeps their schemas
-// out of the request.
-func (s *Session) pool(ctx context.Context) *tool.Pool {
-	return s.mainPlanFilter(s.agentPool(ctx))
-}
-
-// agentPool is the pool subagents are filtered from: the main agent's, with ExitPlanMode
-// whatever the main agent's mode (a definition may run its agent in plan mode).
-func (s *Session) agentPool(ctx context.Context) *tool.Pool {
-	fixed := s.fixedTools()
-	var mcpTools []tool.Tool
-	if s.mcp != nil {
-		mcpTools = s.mcp.Tools(ctx)
-	}
-	if !s.nativeSearch && len(s.deferredTools(ctx)) > 0 {
-		fixed = append(fixed, s.searchTool)
-	}
-	return s.mainFilter(tool.Assemble(fixed, mcpTools))
-}
-
-// ToolNames returns the names of the tools the main agent offers, in request order.
-func (s *Session) ToolNames() []string { return s.pool(context.Background()).Names() }
-
 // beginRun clears the state of the previous run's SDK options.
 func (s *Session) beginRun(prompt string) {
 	s.sdk.mu.Lock()
 	s.sdk.structured, s.sdk.reminders, s.sdk.prompt, s.sdk.turn = nil, 0, prompt, uuid.NewString()
 	s.sdk.mu.Unlock()
+}
+
+// SendPending gives the main thread a turn for the background reports waiting for it: they
+// are the turn's prompt, as Claude Code's headless mode does. They are acked once the turn's
+// transcript is synced, and requeued if the turn fails before that.
+func (a *Agents) SendPending(ctx context.Context) func(yield func(event.Event, error) bool) {
+	return func(yield func(event.Event, error) bool) {
+		if a == nil {
+			return
+		}
+		s := a.s
+		var text string
+		blocks := a.queue.Observe(ctx)
+		var inbox interface {
+			Requeue()
+			Ack(context.Context) error
+		}
+		if t := s.teams.Current(); t != nil && t.LeadInbox() != nil {
+			in := t.LeadInbox()
+			inbox = in
+			blocks = append(blocks, in.Observe(ctx)...)
+		}
+		for _, b := range blocks {
+			if text != "" {
+				text += "\n\n"
+			}
+			text += b.Text
+		}
+		if text == "" {
+			return
+		}
+		failed := false
+		for e, err := range s.Send(ctx, text) {
+			if err != nil {
+				failed = true
+			}
+			if !yield(e, err) {
+				failed = true
+				break
+			}
+		}
+		if failed {
+			a.queue.Requeue()
+			if inbox != nil {
+				inbox.Requeue()
+			}
+			return
+		}
+		if err := a.queue.Ack(); err != nil {
+			s.logger.Warn("ack notifications", "err", err)
+		}
+		if inbox != nil {
+			if err := inbox.Ack(ctx); err != nil {
+				s.logger.Warn("ack team messages", "err", err)
+			}
+		}
+	}
 }

@@ -393,3 +393,37 @@ func (s *Session) currentTurn() string {
 	defer s.sdk.mu.Unlock()
 	return s.sdk.turn
 }
+
+func (s *Session) acquire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.busy {
+		return false
+	}
+	s.busy = true
+	return true
+}
+
+func (s *Session) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.busy = false
+}
+
+// cacheSafeNow returns what the main agent's newest completed turn sent, or nil.
+func (s *Session) cacheSafeNow() *loop.CacheSafe {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cacheSafe
+}
+
+// worktreeRecord is the main session's worktree as the transcript records it
+// (transcript.TypeWorktree); the zero value is none.
+type worktreeRecord struct {
+	Slug   string `json:"slug,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Branch string `json:"branch,omitempty"`
+	Base   string `json:"base,omitempty"`
+	// From is the working directory the session left for it, where ExitWorktree returns.
+	From string `json:"from,omitempty"`
+}

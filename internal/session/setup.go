@@ -56,3 +56,18 @@ func (s *Session) emit(e event.Event) {
 		sink.Emit(e)
 	}
 }
+
+// warn shows the user a problem found while the session works (a hook that timed out): in the
+// Send in progress, or with the next one.
+func (s *Session) warn(text string) {
+	n := event.Notice{Level: "warn", Text: text}
+	s.mu.Lock()
+	sink := s.sink
+	if sink == nil {
+		s.notices = append(s.notices, n)
+	}
+	s.mu.Unlock()
+	if sink != nil {
+		sink.Emit(n)
+	}
+}

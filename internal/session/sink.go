@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 
 	"github.com/keel-dev/keel/internal/clearing"
 	"github.com/keel-dev/keel/internal/event"
@@ -114,4 +115,18 @@ func clearedResults(results []clearing.Cleared) []transcript.ClearedResult {
 		out[i] = transcript.ClearedResult{ToolUseID: r.ToolUseID, Stub: r.Stub}
 	}
 	return out
+}
+
+// ackNotifications forgets the notifications the last request carried; the sink calls it
+// after the transcript holding them was synced.
+func (a *Agents) ackNotifications() error {
+	if a == nil {
+		return nil
+	}
+	s := a.s
+	err := a.queue.Ack()
+	if t := s.teams.Current(); t != nil && t.LeadInbox() != nil {
+		err = errors.Join(err, t.LeadInbox().Ack(context.Background()))
+	}
+	return err
 }

@@ -23,17 +23,6 @@ const (
 	ExitWorktreeName  = "ExitWorktree"
 )
 
-// worktreeRecord is the main session's worktree as the transcript records it
-// (transcript.TypeWorktree); the zero value is none.
-type worktreeRecord struct {
-	Slug   string `json:"slug,omitempty"`
-	Path   string `json:"path,omitempty"`
-	Branch string `json:"branch,omitempty"`
-	Base   string `json:"base,omitempty"`
-	// From is the working directory the session left for it, where ExitWorktree returns.
-	From string `json:"from,omitempty"`
-}
-
 // worktrees is the manager of the project's worktrees, with the same safety as agent
 // worktrees: git through gitexec, the repository's hooks and filters off until the workspace
 // is trusted, WorktreeCreate/WorktreeRemove hooks honoured.
