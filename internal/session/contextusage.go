@@ -3,8 +3,6 @@ package session
 import (
 	"context"
 	"encoding/json"
-
-	"github.com/keel-dev/keel/internal/memory"
 )
 
 // ContextPart is one part of what the next request carries.
@@ -29,10 +27,6 @@ type MemoryShare struct {
 	Path, Kind string
 	Tokens     int64
 }
-
-// tokensOf approximates tokens as a quarter of the bytes, as keel does wherever it has no
-// count from the provider.
-func tokensOf(n int) int64 { return int64((n + 3) / 4) }
 
 // ContextUsage measures what the next request of the main agent would send.
 func (i *Inspector) ContextUsage(ctx context.Context) ContextUsage {
@@ -86,18 +80,3 @@ func (i *Inspector) ContextUsage(ctx context.Context) ContextUsage {
 }
 
 func isMCPName(name string) bool { return len(name) > 5 && name[:5] == "mcp__" }
-
-// memoryType names a memory file's kind as the SDK does (User, Project, Local, Managed).
-func memoryType(k memory.Kind) string {
-	switch k {
-	case memory.KindUser:
-		return "User"
-	case memory.KindLocal:
-		return "Local"
-	case memory.KindManaged:
-		return "Managed"
-	case memory.KindAuto:
-		return "AutoMem"
-	}
-	return "Project"
-}

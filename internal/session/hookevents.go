@@ -2,7 +2,9 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -171,38 +173,6 @@ func (d *hookDispatch) addDirectory(ctx context.Context, dir string) (string, er
 	return abs, nil
 }
 
-// messageDisplay runs the MessageDisplay hooks for an assistant message about to be shown;
-// a hook's displayContent replaces the text shown (the history keeps what the model said).
-func (d *hookDispatch) messageDisplay(ctx context.Context, e event.AssistantMessage) event.AssistantMessage {
-	s := d.s
-	text := e.Message.TextOf()
-	if text == "" || e.Origin.AgentID != "" {
-		return e
-	}
-	out := s.hooks.Run(ctx, hooks.MessageDisplay, d.hookInput(s.Cwd(), hooks.Input{Extra: map[string]any{
-		"turn_id": s.currentTurn(), "message_id": e.RequestID, "index": 0, "final": true, "delta": text,
-	}}))
-	if out.DisplayContent == nil {
-		return e
-	}
-	m := e.Message.Clone()
-	var blocks []message.Block
-	replaced := false
-	for _, b := range m.Content {
-		if b.Type == message.TypeText {
-			if !replaced {
-				blocks = append(blocks, message.Text(*out.DisplayContent))
-				replaced = true
-			}
-			continue
-		}
-		blocks = append(blocks, b)
-	}
-	m.Content = blocks
-	e.Message = m
-	return e
-}
-
 // hookEvents turns hook runs into events for the caller (stream-json's hook lines).
 func (d *hookDispatch) hookEvents(id string, ev hooks.Event, res hooks.Result, done bool) {
 	s := d.s
@@ -243,4 +213,84 @@ func (d *hookDispatch) startHooks(ctx context.Context, source string) {
 	}
 	s.startContext = append(s.startContext, out.AdditionalContext...)
 	s.watchFiles(out.WatchPaths)
+}
+
+// submitPrompt runs the UserPromptSubmit hooks; a block refuses the prompt, and additional
+// context joins it.
+func (d *hookDispatch) submitPrompt(ctx context.Context, prompt string, sink *chanSink) ([]message.Block, error) {
+	s := d.s
+	out := s.hooks.Run(ctx, hooks.UserPromptSubmit, d.hookInput(s.Cwd(), hooks.Input{Prompt: prompt}))
+	for _, n := range out.Notices {
+		sink.Emit(event.Notice{Level: "info", Text: n})
+	}
+	if out.Decision == hooks.DecisionBlock {
+		return nil, fmt.Errorf("prompt blocked by a UserPromptSubmit hook: %s", out.Reason)
+	}
+	blocks := append([]message.Block{message.Text(prompt)}, attachments(ctx)...)
+	s.mu.Lock()
+	extra := append(s.startContext, out.AdditionalContext...)
+	s.startContext = nil
+	s.mu.Unlock()
+	for _, c := range extra {
+		blocks = append(blocks, message.Text(c))
+	}
+	return blocks, nil
+}
+
+// permissionRequest runs the PermissionRequest hooks before a question is put: a hook may
+// answer it (allow, with a rewritten input and permission updates, or deny). ok is false
+// when no hook decided.
+func (d *hookDispatch) permissionRequest(ctx context.Context, r permission.AskRequest) (permission.Answer, bool) {
+	s := d.s
+	input := r.Request.Input
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	out := s.hooks.Run(ctx, hooks.PermissionRequest, d.hookInput(s.Cwd(), hooks.Input{
+		ToolName: r.Request.Tool, ToolInput: input, ToolUseID: r.Request.ToolUseID,
+		Extra: map[string]any{"permission_suggestions": permission.Suggest(r, s.config.WorkingDirs())},
+	}))
+	for _, n := range append(out.Notices, out.SystemMessages...) {
+		s.emit(event.Notice{Level: "info", Text: n})
+	}
+	switch out.Decision {
+	case hooks.DecisionAllow:
+		ans := permission.AllowOnce()
+		ans.UpdatedInput = out.UpdatedInput
+		ups, err := permission.ParseUpdates(out.UpdatedPermissions)
+		if err != nil {
+			s.emit(event.Notice{Level: "warn", Text: "PermissionRequest hook: " + err.Error() + "; the call is allowed without them"})
+		}
+		ans.Permissions = ups
+		return ans, true
+	case hooks.DecisionBlock:
+		reason := out.Reason
+		if reason == "" {
+			reason = "denied by a PermissionRequest hook"
+		}
+		ans := permission.DenyAnswer(reason)
+		ans.Interrupt = out.Interrupt
+		return ans, true
+	}
+	return permission.Answer{}, false
+}
+
+// notifyingAsker runs the Notification hooks before a permission question is put, so a user
+// away from the terminal can be told that keel waits for them.
+type notifyingAsker struct {
+	s     *Session
+	inner permission.Asker
+}
+
+func (a notifyingAsker) Ask(ctx context.Context, r permission.AskRequest) (permission.Answer, error) {
+	if a.s.sandboxAutoAllows(r) {
+		return permission.AllowOnce(), nil
+	}
+	if ans, ok := a.s.hookd.permissionRequest(ctx, r); ok {
+		return ans, nil
+	}
+	a.s.hooks.Run(ctx, hooks.Notification, a.s.hookd.hookInput(a.s.Cwd(), hooks.Input{
+		Message: "keel needs your permission to use " + r.Request.Tool, NotificationType: "permission_prompt",
+	}))
+	return a.inner.Ask(ctx, r)
 }

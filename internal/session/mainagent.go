@@ -6,8 +6,6 @@ import (
 
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/permission"
-	"github.com/keel-dev/keel/internal/subagent"
-	"github.com/keel-dev/keel/internal/tool"
 )
 
 // applyMainAgent makes the main thread run as the agent Options.Agent names (keel --agent):
@@ -37,16 +35,6 @@ func (s *Session) applyMainAgent() error {
 		s.checker.SetMode(m)
 	}
 	return nil
-}
-
-// mainFilter narrows the main thread's pool to an --agent's tool lists. Only the lists apply:
-// the blacklists of subagents are for agents that have a parent.
-func (s *Session) mainFilter(p *tool.Pool) *tool.Pool {
-	p = s.sdkFilter(p)
-	if s.mainAgent == nil {
-		return p
-	}
-	return subagent.Filter{MainAgent: true, Tools: s.mainAgent.Tools, Disallowed: s.mainAgent.DisallowedTools}.Apply(p)
 }
 
 // initialPrompt puts an --agent's initialPrompt in front of the session's first prompt.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -39,3 +40,13 @@ func (s *Session) agentPool(ctx context.Context) *tool.Pool {
 
 // ToolNames returns the names of the tools the main agent offers, in request order.
 func (s *Session) ToolNames() []string { return s.pool(context.Background()).Names() }
+
+// mainFilter narrows the main thread's pool to an --agent's tool lists. Only the lists apply:
+// the blacklists of subagents are for agents that have a parent.
+func (s *Session) mainFilter(p *tool.Pool) *tool.Pool {
+	p = s.sdkFilter(p)
+	if s.mainAgent == nil {
+		return p
+	}
+	return subagent.Filter{MainAgent: true, Tools: s.mainAgent.Tools, Disallowed: s.mainAgent.DisallowedTools}.Apply(p)
+}
