@@ -3,11 +3,13 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"time"
 
 	"github.com/keel-dev/keel/internal/cron"
 	"github.com/keel-dev/keel/internal/daemon"
+	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/models"
@@ -230,4 +232,53 @@ type MCPOptions struct {
 	// added while the session runs ([Session.SetMCPServers], the Agent SDK's
 	// mcp_set_servers).
 	Dynamic bool
+}
+
+// Seams are what opening a session takes besides its [runconfig.Config]: what cannot be
+// serialised — credentials, callbacks, in-process servers, custom tools, the logger — and
+// the keel executable that runs the supervisor and process teammates.
+type Seams struct {
+	// Getenv reads provider credentials and keel's environment; nil means the process's.
+	Getenv func(string) string
+	// APIKey overrides the provider's key from the environment.
+	APIKey string
+	// Provider, when set, is the model instead of connecting to the one the configuration
+	// names (tests, the demo, a maintenance session that sends nothing); Config.Model names
+	// its model.
+	Provider provider.Provider
+	// Program is the keel executable that runs the supervisor (background agents beyond the
+	// session's life, the embedded nats-server); empty means no supervisor is reached.
+	// SupervisorEnv is the environment of a supervisor this session starts (see
+	// daemon.Environ) and SupervisorNATS makes it run the embedded nats-server.
+	Program        string
+	SupervisorEnv  []string
+	SupervisorNATS bool
+	// TeammateCommand is the program and leading arguments of `keel team worker`, which runs
+	// a process teammate from the lead's configuration; nil allows in-process teammates only.
+	TeammateCommand []string
+	// Tools are custom tools, offered after the built-ins.
+	Tools  []tool.Tool
+	Logger *slog.Logger
+	// Asker answers permission questions; nil denies them with the rule that would allow.
+	Asker permission.Asker
+	// MCPServers are Go SDK servers run in this process; MCPTransports servers reached
+	// through the program driving keel (the Agent SDK's in-process servers).
+	MCPServers    map[string]*mcp.Server
+	MCPTransports map[string]mcp.Transport
+	// Elicit asks the user an MCP server's question; Authorize sends the user to an MCP
+	// server's sign-in page (see [MCPOptions]).
+	Elicit    mcphost.ElicitFunc
+	Authorize func(ctx context.Context, server, authURL string) error
+	// HookCallbacks are hooks the driving program answers; CallHook runs one.
+	HookCallbacks []hooks.Callback
+	CallHook      hooks.CallFunc
+	// WorkerEvents receives the events of the teammate a worker session runs.
+	WorkerEvents func(event.Event)
+	// Stderr receives the log of telemetry's exporter (keel-otel); nil discards it.
+	Stderr io.Writer
+	// ManagedSettingsPath and ManagedMemoryPath replace the system-wide files ("-": none) for
+	// tests and the demo. They are seams, never configuration: a configuration file must not
+	// be able to swap out the administrator's policy.
+	ManagedSettingsPath string
+	ManagedMemoryPath   string
 }
