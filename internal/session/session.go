@@ -191,6 +191,52 @@ func (s *Session) Usage() (message.Usage, float64) {
 	return u, usd
 }
 
+// Settle adds to res — the newest result, held back by a headless run until its team and
+// background agents settled — what they used after it was made, so the last result line
+// carries every request of the run. It reports whether res changed.
+func (s *Session) Settle(res *event.Result) bool { return s.acct.settle(res) }
+
+// currentPrompt is the prompt of the Send in progress.
+func (s *Session) currentPrompt() string {
+	s.sdk.mu.Lock()
+	defer s.sdk.mu.Unlock()
+	return s.sdk.prompt
+}
+
+// currentTurn names the Send in progress.
+func (s *Session) currentTurn() string {
+	s.sdk.mu.Lock()
+	defer s.sdk.mu.Unlock()
+	return s.sdk.turn
+}
+
+func (s *Session) acquire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.busy {
+		return false
+	}
+	s.busy = true
+	return true
+}
+
+func (s *Session) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.busy = false
+}
+
+// cacheSafeNow returns what the main agent's newest completed turn sent, or nil.
+func (s *Session) cacheSafeNow() *loop.CacheSafe {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cacheSafe
+}
+
+// The types of the session's parts stand here, beside Session: each holds the session it is
+// part of and the session holds each, so no other file could hold them without the two files
+// using each other. Their methods live in the files of their concerns, above this one.
+
 // Agents is the session's part of the agent machinery: the task registry, the main thread's
 // notification queue and the subagent runner, whose Agent, SendMessage, TaskOutput and
 // TaskStop tools join the built-ins. [Session.Agents] returns it; a UI and a controlling
@@ -373,48 +419,6 @@ type sdkState struct {
 	// prompt is the prompt of the Send in progress, for auto mode's classifier; turn names
 	// it for hooks.
 	prompt, turn string
-}
-
-// Settle adds to res — the newest result, held back by a headless run until its team and
-// background agents settled — what they used after it was made, so the last result line
-// carries every request of the run. It reports whether res changed.
-func (s *Session) Settle(res *event.Result) bool { return s.acct.settle(res) }
-
-// currentPrompt is the prompt of the Send in progress.
-func (s *Session) currentPrompt() string {
-	s.sdk.mu.Lock()
-	defer s.sdk.mu.Unlock()
-	return s.sdk.prompt
-}
-
-// currentTurn names the Send in progress.
-func (s *Session) currentTurn() string {
-	s.sdk.mu.Lock()
-	defer s.sdk.mu.Unlock()
-	return s.sdk.turn
-}
-
-func (s *Session) acquire() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.busy {
-		return false
-	}
-	s.busy = true
-	return true
-}
-
-func (s *Session) release() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.busy = false
-}
-
-// cacheSafeNow returns what the main agent's newest completed turn sent, or nil.
-func (s *Session) cacheSafeNow() *loop.CacheSafe {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cacheSafe
 }
 
 // worktreeRecord is the main session's worktree as the transcript records it
