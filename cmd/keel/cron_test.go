@@ -74,13 +74,16 @@ func TestCronJobRunsWithNoWindowOpen(t *testing.T) {
 	// The run starts with no keel window open; the supervisor dies while it goes.
 	ctx := waittest.Context(t)
 	var run daemon.Job
-	waittest.Until(t, "the scheduled run to start", func() bool {
+	// Started means its process holds the job (its pid recorded under the job's lock): killed
+	// before that, the supervisor dies with a run nobody holds, which the next one starts again
+	// as a second attempt.
+	waittest.Until(t, "the scheduled run's process to start", func() bool {
 		st, err := r.client.Status(ctx)
 		if err != nil {
 			return false
 		}
 		for _, j := range st.Jobs {
-			if strings.HasPrefix(j.Agent.ID, "cron-") {
+			if strings.HasPrefix(j.Agent.ID, "cron-") && j.State == daemon.StateRunning && j.PID > 0 {
 				run = j
 				return true
 			}

@@ -120,11 +120,18 @@ export function answer(optionId, asked = []) {
   };
 }
 
-// alive reports whether a process with pid runs.
+// alive reports whether a process with pid runs. A zombie has ended: it waits only for its
+// parent to collect its status — for a command under bubblewrap killed with its launcher, the
+// machine's init, which in a container may never do so.
 export function alive(pid) {
   try {
     process.kill(pid, 0);
-    return true;
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
   } catch {
     return false;
   }
