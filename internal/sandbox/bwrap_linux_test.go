@@ -94,7 +94,7 @@ func hostUTS(t *testing.T) string {
 }
 
 // visibleTestDir is a directory outside every writable root that the sandbox shows
-// read-only (not under /tmp, which is private to each command).
+// read-only: beside the test's sources, not under /tmp, which is private to each command.
 func visibleTestDir(t *testing.T) string {
 	t.Helper()
 	wd, err := os.Getwd()

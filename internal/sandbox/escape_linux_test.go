@@ -32,7 +32,7 @@ type world struct {
 
 func newWorld(t *testing.T, mutate func(*sandbox.Input)) *world {
 	t.Helper()
-	w := &world{ws: t.TempDir(), outside: visibleDir(t)}
+	w := &world{ws: t.TempDir(), outside: sandbox.VisibleDir(t)}
 	git(t, w.ws, "init", "-q")
 	write(t, filepath.Join(w.outside, "existing"), "original\n")
 	// Secrets inside the writable workspace: the hardest place to keep them.
@@ -54,22 +54,6 @@ func newWorld(t *testing.T, mutate func(*sandbox.Input)) *world {
 	w.s = sandbox.New(sandbox.NewPolicy(in), sandbox.Options{})
 	skipWithoutSandbox(t, w.s)
 	return w
-}
-
-// visibleDir is a directory outside every writable root that the sandbox shows (read-only):
-// not under /tmp, which is private to each command, but beside the test's sources.
-func visibleDir(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp(wd, ".sandbox-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
 }
 
 // launchers are the programs that set up the namespaces, each of which the escape suite

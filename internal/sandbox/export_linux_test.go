@@ -5,6 +5,9 @@ import (
 	"testing"
 )
 
+// VisibleDir is a directory outside every writable root that the sandbox shows, read-only.
+var VisibleDir = visibleTestDir
+
 // ForceLauncher makes the sandboxes probed during t use one launcher, "bwrap" or "helper",
 // and nothing else: the escape suite runs through each.
 func ForceLauncher(t testing.TB, name string) {
