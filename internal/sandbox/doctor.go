@@ -19,9 +19,15 @@ type Finding struct {
 // the result of starting a command in the sandbox; then the mode, the writable set, the
 // always-read-only and masked paths and the network rule.
 func Doctor(ctx context.Context, s *Sandbox) []Finding {
-	var out []Finding
 	// The probe tries bubblewrap first and remembers why it was not used.
 	err := s.Available()
+	out := []Finding{userNamespaceFinding(s), landlockFinding(), seccompFinding(), bubblewrapFinding(s), launcherFinding(s, err)}
+	return append(out, policyFindings(s)...)
+}
+
+// userNamespaceFinding says whether keel's own helper can make user namespaces, with the
+// kernel settings that decide it.
+func userNamespaceFinding(s *Sandbox) Finding {
 	userns := Finding{Name: "user namespaces", Status: "ok", Detail: "available"}
 	for _, f := range []string{"/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/unprivileged_userns_clone",
 		"/proc/sys/kernel/apparmor_restrict_unprivileged_userns"} {
@@ -38,13 +44,17 @@ func Doctor(ctx context.Context, s *Sandbox) []Finding {
 	case appArmorRestrictsUserNamespaces():
 		userns.Status, userns.Detail = "warn", "restricted by AppArmor to the programs its profiles allow (bubblewrap's bwrap among them): "+userns.Detail
 	}
-	out = append(out, userns)
+	return userns
+}
+
+func landlockFinding() Finding {
 	if abi := LandlockABI(); abi > 0 {
-		out = append(out, Finding{Name: "Landlock", Status: "ok", Detail: fmt.Sprintf("ABI %d (used as a second layer, best effort)", abi)})
-	} else {
-		out = append(out, Finding{Name: "Landlock", Status: "warn", Detail: "not available (the mounts still confine writes)"})
+		return Finding{Name: "Landlock", Status: "ok", Detail: fmt.Sprintf("ABI %d (used as a second layer, best effort)", abi)}
 	}
-	out = append(out, seccompFinding())
+	return Finding{Name: "Landlock", Status: "warn", Detail: "not available (the mounts still confine writes)"}
+}
+
+func bubblewrapFinding(s *Sandbox) Finding {
 	bw := Finding{Name: "bubblewrap", Status: "info", Detail: "not used (the sandbox uses it on Linux only)"}
 	switch {
 	case s.bwrap != "":
@@ -52,7 +62,12 @@ func Doctor(ctx context.Context, s *Sandbox) []Finding {
 	case s.bwrapWhy != "":
 		bw.Detail = "not used: " + s.bwrapWhy
 	}
-	out = append(out, bw)
+	return bw
+}
+
+// launcherFinding names what runs the commands — bubblewrap, keel's own helper, the
+// Landlock-only form — or why nothing can (err, from the probe).
+func launcherFinding(s *Sandbox, err error) Finding {
 	const confinement = "Landlock, seccomp, no_new_privs"
 	use := Finding{Name: "keel uses", Status: "ok"}
 	switch {
@@ -69,40 +84,49 @@ func Doctor(ctx context.Context, s *Sandbox) []Finding {
 			use.Detail += "; bubblewrap not used: " + s.bwrapWhy
 		}
 	}
-	out = append(out, use)
+	return use
+}
+
+// policyFindings are what the session's sandbox allows: its mode, the writable, read-only
+// and masked paths, and the network.
+func policyFindings(s *Sandbox) []Finding {
 	p := s.policy
 	mode := Finding{Name: "mode", Status: "info", Detail: string(p.Mode)}
 	if !p.Enabled() {
 		mode.Detail = "off: Bash runs without the sandbox (turn it on with sandbox.enabled or --sandbox workspace-write)"
 	}
-	out = append(out, mode)
-	// Absent paths are counted, not listed: a dozen start-up files a user does not have would
-	// hide the few that matter.
-	list := func(name string, paths []string, none string) {
-		var present []string
-		absent := 0
-		for _, path := range paths {
-			if _, err := os.Lstat(path); err != nil {
-				absent++
-				continue
-			}
-			present = append(present, path)
+	writable := pathsFinding("writable", p.Writable, "nothing")
+	writable.Detail += "; and a private /tmp for each command"
+	return []Finding{mode, writable, pathsFinding("always read-only", p.ReadOnly, "none"),
+		pathsFinding("masked", p.Masked, "none"), networkFinding(s)}
+}
+
+// pathsFinding lists the paths that exist now. Absent paths are counted, not listed: a dozen
+// start-up files a user does not have would hide the few that matter.
+func pathsFinding(name string, paths []string, none string) Finding {
+	var present []string
+	absent := 0
+	for _, path := range paths {
+		if _, err := os.Lstat(path); err != nil {
+			absent++
+			continue
 		}
-		detail := strings.Join(present, ", ")
-		switch {
-		case absent > 0 && detail == "":
-			detail = fmt.Sprintf("%d paths, none present now (they apply once they exist)", absent)
-		case absent > 0:
-			detail += fmt.Sprintf("; and %d paths not present now (they apply once they exist)", absent)
-		case detail == "":
-			detail = none
-		}
-		out = append(out, Finding{Name: name, Status: "info", Detail: detail})
+		present = append(present, path)
 	}
-	list("writable", p.Writable, "nothing")
-	out[len(out)-1].Detail += "; and a private /tmp for each command"
-	list("always read-only", p.ReadOnly, "none")
-	list("masked", p.Masked, "none")
+	detail := strings.Join(present, ", ")
+	switch {
+	case absent > 0 && detail == "":
+		detail = fmt.Sprintf("%d paths, none present now (they apply once they exist)", absent)
+	case absent > 0:
+		detail += fmt.Sprintf("; and %d paths not present now (they apply once they exist)", absent)
+	case detail == "":
+		detail = none
+	}
+	return Finding{Name: name, Status: "info", Detail: detail}
+}
+
+func networkFinding(s *Sandbox) Finding {
+	p := s.policy
 	net := "no network device but loopback; out only through keel's proxy"
 	if s.landlockOnly {
 		net = "the host's network (Landlock only: see above); keel's proxy"
@@ -120,8 +144,7 @@ func Doctor(ctx context.Context, s *Sandbox) []Finding {
 	if len(p.Network.DeniedDomains) > 0 {
 		net += "; denied: " + strings.Join(p.Network.DeniedDomains, ", ")
 	}
-	out = append(out, Finding{Name: "network", Status: "info", Detail: net})
-	return out
+	return Finding{Name: "network", Status: "info", Detail: net}
 }
 
 // seccompFinding reads whether the kernel has seccomp filters, from this process's status.
