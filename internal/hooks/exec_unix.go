@@ -36,9 +36,10 @@ func runCommand(ctx context.Context, command, dir string, env []string, stdin []
 	cmd.Stdin = bytes.NewReader(stdin)
 	stdout, stderr := &cappedBuffer{limit: outputLimit}, &cappedBuffer{limit: outputLimit}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	var run *sandbox.Run
 	if sb != nil {
-		run, err := sb.Confine(cmd)
-		if err != nil {
+		var err error
+		if run, err = sb.Confine(cmd); err != nil {
 			res.Err = fmt.Errorf("run hook in the sandbox: %w", err)
 			return res
 		}
@@ -48,7 +49,7 @@ func runCommand(ctx context.Context, command, dir string, env []string, stdin []
 	var killed atomic.Bool
 	cmd.Cancel = func() error {
 		killed.Store(true)
-		return procgroup.Kill(cmd.Process.Pid)
+		return run.Kill(cmd.Process.Pid)
 	}
 	cmd.WaitDelay = waitDelay
 	start := time.Now()

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -147,10 +148,15 @@ func (s *Sandbox) wrapBwrap(cmd *exec.Cmd, r *Run, pl plan) error {
 			return err
 		}
 	}
+	infoFD, err := r.readBwrapInfo(cmd)
+	if err != nil {
+		return err
+	}
 	// Each masked file is covered by a read-only copy of an empty file bwrap reads from a
 	// descriptor of its own: /dev/null, passed once per file after the control socket.
 	files := 0
 	args := bwrapArgs(pl, s.exe, setuid, 3+len(cmd.ExtraFiles), &files)
+	args = append([]string{"--info-fd", strconv.Itoa(infoFD)}, args...)
 	if files > 0 {
 		null, err := os.Open(os.DevNull)
 		if err != nil {
@@ -164,6 +170,36 @@ func (s *Sandbox) wrapBwrap(cmd *exec.Cmd, r *Run, pl plan) error {
 	cmd.Path = s.bwrap
 	cmd.Args = append(append(append([]string{s.bwrap}, args...), "--"), helper...)
 	return nil
+}
+
+// readBwrapInfo passes bubblewrap a pipe for its --info-fd, on which it writes the host PID
+// of the sandbox's first process once it started it, and takes a handle on that process into
+// r.first. It
+// returns the descriptor number the pipe has in bubblewrap.
+func (r *Run) readBwrapInfo(cmd *exec.Cmd) (int, error) {
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return 0, fmt.Errorf("create bubblewrap's info pipe: %w", err)
+	}
+	fd := 3 + len(cmd.ExtraFiles)
+	cmd.ExtraFiles = append(cmd.ExtraFiles, wr)
+	// keel's copy of the write end closes on release: then a bwrap that never wrote (it failed
+	// to start) ends the read with EOF.
+	r.files = append(r.files, wr, rd)
+	r.firstKnown = make(chan struct{})
+	r.wg.Go(func() {
+		defer close(r.firstKnown)
+		var info struct {
+			ChildPID int64 `json:"child-pid"`
+		}
+		if json.NewDecoder(rd).Decode(&info) != nil || info.ChildPID <= 0 {
+			return
+		}
+		if p, err := os.FindProcess(int(info.ChildPID)); err == nil {
+			r.first.Store(p)
+		}
+	})
+	return fd, nil
 }
 
 // bwrapArgs are bubblewrap's options for pl: new user (unless bwrap is setuid, which needs

@@ -1,16 +1,21 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/procgroup"
 	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // workspaceSandbox is a workspace-write sandbox of a fresh workspace, not yet probed.
@@ -221,4 +226,56 @@ func TestBwrapVersion(t *testing.T) {
 			t.Errorf("%q read as version %v", in, v)
 		}
 	}
+}
+
+// TestKillUnderBwrapLeavesNothingForInit kills a running command under bubblewrap the way
+// keel stops a call (Run.Kill of its process group) and asserts that the sandbox's first
+// process was collected by bubblewrap by the time bubblewrap was: killed together, as one
+// group, it outlives keel's wait for the command, dying or a zombie left to the machine's
+// init, which in a container may collect it late or never.
+func TestKillUnderBwrapLeavesNothingForInit(t *testing.T) {
+	if _, _, err := findBwrap(context.Background()); err != nil {
+		t.Skipf("bubblewrap is not usable here: %v", err)
+	}
+	s, ws := workspaceSandbox(t)
+	if err := s.Available(); err != nil || s.bwrap == "" {
+		t.Fatalf("bubblewrap is installed, but the sandbox does not start under it: %v (why not: %s)", err, s.bwrapWhy)
+	}
+	cmd := exec.Command("sh", "-c", "sleep 600 & echo started; wait")
+	cmd.Dir = ws
+	run, err := s.Confine(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Release()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	procgroup.Own(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if line != "started\n" {
+		t.Fatalf("the command did not start: %q %v", line, err)
+	}
+	waittest.Recv(t, "bubblewrap's info", run.firstKnown)
+	p := run.first.Load()
+	if p == nil {
+		t.Fatal("bubblewrap did not say which process is the sandbox's first")
+	}
+	if err := run.Kill(cmd.Process.Pid); err != nil && !errors.Is(err, syscall.ESRCH) {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("the killed command exited 0")
+	}
+	// Collected by bubblewrap before bubblewrap itself exited, so before Wait returned; killed
+	// with bubblewrap as one group it would still be dying or waiting here for init.
+	if err := syscall.Kill(p.Pid, 0); !errors.Is(err, syscall.ESRCH) {
+		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid))
+		t.Fatalf("the sandbox's first process outlived bubblewrap (signal 0: %v): %s", err, st)
+	}
+	waittest.Until(t, "the command's process group to be gone", func() bool { return procgroup.Gone(cmd.Process.Pid) })
 }

@@ -12,8 +12,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
+	"github.com/keel-dev/keel/internal/procgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,6 +34,12 @@ type Run struct {
 	// files are keel's copies of descriptors the command was started with (bubblewrap's
 	// empty files for the masks), closed on release.
 	files []*os.File
+	// first is the sandbox's first process when bubblewrap runs the command (its --info-fd
+	// says which), once known; firstKnown is closed when bubblewrap has said it, or cannot any
+	// more. The handle is a pidfd: a PID reused after bubblewrap collected the process is
+	// never signalled.
+	first      atomic.Pointer[os.Process]
+	firstKnown chan struct{}
 
 	refused refusals
 }
@@ -187,15 +196,60 @@ func (r *Run) Release() []string {
 	if r.control != nil {
 		r.control.Close()
 	}
-	r.wg.Wait()
+	// Closed before the wait: the reader of bubblewrap's info pipe ends on it.
 	for _, f := range r.files {
 		f.Close()
+	}
+	r.wg.Wait()
+	if p := r.first.Load(); p != nil {
+		p.Release()
 	}
 	r.s.release(r.placeholders)
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
 	}
 	return r.refused.all()
+}
+
+// Kill ends the confined command started as the leader of process group pgid (see
+// procgroup.Own) and everything it started. Under bubblewrap the sandbox's first process is
+// killed first — the kernel then ends everything in its PID namespace — and bubblewrap, its
+// parent, is left to collect it and exit: killed together with it, as the group, bubblewrap
+// would leave its child to be collected by the machine's init, which in a container without
+// one never happens. The group is killed after that in any case. A nil Run kills the group.
+func (r *Run) Kill(pgid int) error {
+	if r != nil && r.firstKnown != nil {
+		r.killFirst()
+	}
+	return procgroup.Kill(pgid)
+}
+
+// firstGrace bounds the waits of killFirst: for bubblewrap to say which process is the
+// sandbox's first (it does once it started it, in microseconds) and to collect it once
+// killed. Past it, the group is killed anyway.
+const firstGrace = 2 * time.Second
+
+// killFirst kills the sandbox's first process and waits, up to firstGrace, until bubblewrap
+// has collected it.
+func (r *Run) killFirst() {
+	t := time.NewTimer(firstGrace)
+	defer t.Stop()
+	select {
+	case <-r.firstKnown:
+	case <-t.C:
+		return
+	}
+	p := r.first.Load()
+	if p == nil || p.Kill() != nil {
+		return
+	}
+	pid := p.Pid
+	ctx, cancel := context.WithTimeout(context.Background(), firstGrace)
+	defer cancel()
+	// Signal 0 still finds a zombie: the PID is gone once bubblewrap collected it.
+	for unix.Kill(pid, 0) == nil && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // hold makes (or shares) a placeholder for each absent always-read-only path, which the

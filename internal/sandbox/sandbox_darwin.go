@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/keel-dev/keel/internal/procgroup"
 )
 
 // sandboxExec is macOS's front end to Seatbelt.
@@ -70,6 +72,10 @@ func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
 	cmd.Path, cmd.Args, cmd.Env = sandboxExec, args, env
 	return r, nil
 }
+
+// Kill kills the process group led by pgid, as procgroup.Kill does: sandbox-exec becomes the
+// command, so the group is all there is.
+func (r *Run) Kill(pgid int) error { return procgroup.Kill(pgid) }
 
 // Release ends the run's proxy and removes its temporary directory, and returns the
 // connections the proxy refused, each as "host: why".

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os/exec"
 	"runtime"
+
+	"github.com/keel-dev/keel/internal/procgroup"
 )
 
 // Run is a confined command's link to keel; outside Linux and macOS there is none.
@@ -14,6 +16,9 @@ type Run struct{}
 
 // Release does nothing outside Linux and macOS.
 func (r *Run) Release() []string { return nil }
+
+// Kill kills the process group led by pgid, as procgroup.Kill does.
+func (r *Run) Kill(pgid int) error { return procgroup.Kill(pgid) }
 
 // Confine fails outside Linux and macOS: keel's sandbox is built on Linux namespaces, or
 // Seatbelt on macOS.

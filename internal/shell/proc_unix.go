@@ -84,10 +84,11 @@ func (p *proc) release() []string {
 	return p.run.Release()
 }
 
-// kill sends SIGKILL to the whole process group. The group id stays reserved while any member
+// kill sends SIGKILL to the whole process group (through the sandbox, which under bubblewrap
+// ends the sandbox's first process before it). The group id stays reserved while any member
 // lives, so this cannot hit an unrelated group.
 func (p *proc) kill() {
-	_ = procgroup.Kill(p.cmd.Process.Pid)
+	_ = p.run.Kill(p.cmd.Process.Pid)
 }
 
 // killGrace bounds the wait for a killed group's members to die: SIGKILL cannot be caught, so
