@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/keel-dev/keel/internal/procgroup"
 )
 
 // TestConfinedServers: with Options.Confine (sandbox.wrapMcpServers) every stdio server's
@@ -17,7 +19,7 @@ func TestConfinedServers(t *testing.T) {
 	var confined, released atomic.Int32
 	m := start(t, Options{
 		Servers: []ServerConfig{stdioServer("t", "everything")},
-		Confine: func(cmd *exec.Cmd) (func(), error) {
+		Confine: func(cmd *exec.Cmd) (Confined, error) {
 			confined.Add(1)
 			// What the sandbox does too: the program becomes another that runs the server.
 			cmd.Args = append([]string{"env", "KEEL_CONFINED=1"}, cmd.Args...)
@@ -27,7 +29,7 @@ func TestConfinedServers(t *testing.T) {
 				return nil, err
 			}
 			cmd.Path = path
-			return func() { released.Add(1) }, nil
+			return fakeConfined{released: &released}, nil
 		},
 	})
 	if got := toolNames(m.Tools(t.Context())); !slices.Contains(got, "mcp__t__echo") {
@@ -43,7 +45,7 @@ func TestConfinedServers(t *testing.T) {
 
 	refused := start(t, Options{
 		Servers: []ServerConfig{stdioServer("t", "everything")},
-		Confine: func(*exec.Cmd) (func(), error) {
+		Confine: func(*exec.Cmd) (Confined, error) {
 			return nil, errors.New("the sandbox is unavailable: no user namespaces")
 		},
 	})
@@ -54,4 +56,14 @@ func TestConfinedServers(t *testing.T) {
 	if len(st) != 1 || st[0].Status == StatusConnected || !strings.Contains(st[0].Reason, "in the sandbox") || !strings.Contains(st[0].Reason, "no user namespaces") {
 		t.Errorf("status of the server that could not be confined: %+v", st)
 	}
+}
+
+// fakeConfined counts releases and kills the group as the sandbox does.
+type fakeConfined struct{ released *atomic.Int32 }
+
+func (f fakeConfined) Kill(pgid int) error { return procgroup.Kill(pgid) }
+
+func (f fakeConfined) Release() []string {
+	f.released.Add(1)
+	return nil
 }

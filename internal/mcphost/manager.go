@@ -36,6 +36,14 @@ const (
 	DefaultShutdownGrace   = 2 * time.Second
 )
 
+// Confined is a stdio server's hold on the sandbox it runs in (a *sandbox.Run).
+type Confined interface {
+	// Kill kills the server's process group, led by pgid, and what it started.
+	Kill(pgid int) error
+	// Release ends the hold once the server has exited.
+	Release() []string
+}
+
 // Options configures a [Manager]. The zero value (plus Servers) works.
 type Options struct {
 	// Servers are the entries to run, after [Policy.Apply]; disabled ones are listed, not started.
@@ -70,9 +78,9 @@ type Options struct {
 	// ShutdownGrace is how long a stdio server gets after stdin closes, and after SIGTERM.
 	ShutdownGrace time.Duration
 	// Confine, when set, rewrites a stdio server's command, not yet started, to run inside
-	// keel's sandbox (sandbox.wrapMcpServers); release is called once the server has exited.
-	// A server it cannot confine does not start: it never runs outside instead.
-	Confine func(cmd *exec.Cmd) (release func(), err error)
+	// keel's sandbox (sandbox.wrapMcpServers). A server it cannot confine does not start: it
+	// never runs outside instead.
+	Confine func(cmd *exec.Cmd) (Confined, error)
 	// Reconnect is the backoff of HTTP and SSE servers that drop.
 	Reconnect Backoff
 	// ToolSearch configures deferral of MCP tool schemas behind ToolSearch.

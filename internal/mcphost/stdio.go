@@ -35,12 +35,14 @@ type stdioTransport struct {
 	// onStart receives the process once it runs, so the owner can watch it exit.
 	onStart func(*process)
 	// confine runs the server inside the sandbox (Options.Confine); nil runs it as is.
-	confine func(*exec.Cmd) (func(), error)
+	confine func(*exec.Cmd) (Confined, error)
 }
 
 // process is one running server.
 type process struct {
-	cmd    *exec.Cmd
+	cmd *exec.Cmd
+	// kill kills the process group led by the server (through its sandbox when it has one).
+	kill   func(pgid int) error
 	stdin  *os.File
 	stdout *os.File
 	grace  time.Duration
@@ -88,7 +90,7 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return msg, err
 }
 
-func startProcess(cfg ServerConfig, environ []string, dir string, grace time.Duration, logger *slog.Logger, confine func(*exec.Cmd) (func(), error)) (*process, error) {
+func startProcess(cfg ServerConfig, environ []string, dir string, grace time.Duration, logger *slog.Logger, confine func(*exec.Cmd) (Confined, error)) (*process, error) {
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Dir = dir
 	env := slices.Clone(environ)
@@ -96,12 +98,13 @@ func startProcess(cfg ServerConfig, environ []string, dir string, grace time.Dur
 		env = append(env, k+"="+cfg.Env[k])
 	}
 	cmd.Env = env
-	release := func() {}
+	release, kill := func() {}, procgroup.Kill
 	if confine != nil {
-		var err error
-		if release, err = confine(cmd); err != nil {
+		c, err := confine(cmd)
+		if err != nil {
 			return nil, fmt.Errorf("start %s in the sandbox: %w", cfg.Command, err)
 		}
+		release, kill = func() { c.Release() }, c.Kill
 	}
 	procgroup.Own(cmd)
 	// Own pipes rather than StdoutPipe: Wait must not close our end while reads are pending.
@@ -135,7 +138,7 @@ func startProcess(cfg ServerConfig, environ []string, dir string, grace time.Dur
 		release()
 		return nil, fmt.Errorf("start %s: %w", cfg.Command, err)
 	}
-	p := &process{cmd: cmd, stdin: inW, stdout: outR, grace: grace, done: make(chan struct{}), stderr: &tail{max: 20}}
+	p := &process{cmd: cmd, kill: kill, stdin: inW, stdout: outR, grace: grace, done: make(chan struct{}), stderr: &tail{max: 20}}
 	stderrDone := make(chan struct{})
 	go func() {
 		defer close(stderrDone)
@@ -197,12 +200,12 @@ func (p *process) Close() error {
 			select {
 			case <-p.done:
 			case <-time.After(p.grace):
-				_ = procgroup.Kill(p.cmd.Process.Pid)
+				_ = p.kill(p.cmd.Process.Pid)
 				<-p.done
 			}
 		}
 		// Kill stragglers in the group that ignored stdin closing.
-		_ = procgroup.Kill(p.cmd.Process.Pid)
+		_ = p.kill(p.cmd.Process.Pid)
 		p.stdout.Close()
 	})
 	return nil

@@ -68,7 +68,7 @@ type MCPSetup struct {
 	Traceparent func() string
 	// Confine runs stdio servers inside the sandbox (sandbox.wrapMcpServers); nil runs them
 	// as they are.
-	Confine func(*exec.Cmd) (func(), error)
+	Confine func(*exec.Cmd) (mcphost.Confined, error)
 }
 
 // OpenMCP loads the MCP configuration from every source and connects the enabled servers in

@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/keel-dev/keel/internal/egress"
+	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/sandbox"
@@ -170,17 +171,17 @@ func (s *Session) hookSandbox() *sandbox.Sandbox {
 
 // serverConfine runs the session's stdio MCP servers inside its sandbox when
 // sandbox.wrapMcpServers asks for it; nil otherwise.
-func (s *Session) serverConfine() func(*exec.Cmd) (func(), error) {
+func (s *Session) serverConfine() func(*exec.Cmd) (mcphost.Confined, error) {
 	if s.sandbox == nil || !s.sandbox.Policy().WrapMCPServers {
 		return nil
 	}
 	sb := s.sandbox
-	return func(cmd *exec.Cmd) (func(), error) {
+	return func(cmd *exec.Cmd) (mcphost.Confined, error) {
 		run, err := sb.Confine(cmd)
 		if err != nil {
-			return nil, err
+			return nil, err // not a nil *sandbox.Run in a non-nil interface
 		}
-		return func() { run.Release() }, nil
+		return run, nil
 	}
 }
 
