@@ -212,9 +212,10 @@ func keelDashboard(t *testing.T, ctx context.Context, keel string, env []string)
 // expiry caused by its segment.
 func TestDashboardInChromium(t *testing.T) {
 	keel := buildtest.Keel(t, buildtest.Options{})
-	// The browser lives as long as the test; each step has its own time limit.
+	// The browser, the model server, keel's dashboard and the lead live as long as the test;
+	// each step has its own time limit (a whole run takes longer than one on a loaded machine).
 	bctx := browse(t, t.Context())
-	ctx := waittest.Context(t)
+	ctx := t.Context()
 
 	hold := make(chan struct{})
 	var released sync.Once
@@ -312,7 +313,7 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	screenshot(t, bctx, "session-cache-plot")
 	var v dashboard.View
-	if err := getJSON(ctx, strings.Replace(url, "/?token=", "/api/view?token=", 1), &v); err != nil {
+	if err := getJSON(waittest.Context(t), strings.Replace(url, "/?token=", "/api/view?token=", 1), &v); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range v.Sessions {
@@ -335,7 +336,7 @@ func TestDashboardInChromium(t *testing.T) {
 	var latencies, loads []time.Duration
 	for i := range 5 {
 		written := time.Now()
-		task, err := be.Board().Create(ctx, coord.Task{Subject: fmt.Sprintf("latency probe %d", i)})
+		task, err := be.Board().Create(waittest.Context(t), coord.Task{Subject: fmt.Sprintf("latency probe %d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
