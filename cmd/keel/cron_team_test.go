@@ -101,7 +101,6 @@ func TestCronJobOfANATSTeamRunsInAnotherMachinesSupervisor(t *testing.T) {
 		"KEEL_TEAM_LEASE": waittest.Scale(6 * time.Second).String()}
 	a := newSupervisorRigOn(t, keel, srv, env)
 	b := newSupervisorRigOn(t, keel, srv, env)
-	ctx := waittest.Context(t)
 
 	out := a.run("-p", "schedule the team check", "--session-id", cronTeamSession, "--permission-mode", "bypassPermissions")
 	if !strings.Contains(out, "Scheduled.") {
@@ -115,6 +114,8 @@ func TestCronJobOfANATSTeamRunsInAnotherMachinesSupervisor(t *testing.T) {
 	// The durable job is on NATS, in the team's records, and not in A's supervisor's; the
 	// other ended with the session that made it.
 	teamName := "team-" + strings.ReplaceAll(cronTeamSession, "-", "")[:8]
+	// The whole run takes longer than one time limit on a loaded machine: each step has its own.
+	ctx := waittest.Context(t)
 	be, err := natscoord.Open(ctx, natscoord.Options{URL: nsrv.URL(), Team: teamName})
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +138,7 @@ func TestCronJobOfANATSTeamRunsInAnotherMachinesSupervisor(t *testing.T) {
 		t.Errorf("machine A's supervisor records hold jobs: %+v, %v", l, err)
 	}
 	runsAtLeast := func(n int) func() bool {
+		ctx := waittest.Context(t) // the limit of the wait it is the condition of
 		return func() bool {
 			j, err := teamJobs.Get(ctx, id)
 			return err == nil && j.Runs >= n && j.Pending == nil
@@ -146,6 +148,7 @@ func TestCronJobOfANATSTeamRunsInAnotherMachinesSupervisor(t *testing.T) {
 	// Both supervisors schedule the team's job.
 	waittest.Until(t, "three ticks with both supervisors running", runsAtLeast(3))
 	a.run("supervisor", "stop")
+	ctx = waittest.Context(t)
 	stopped, err := teamJobs.Get(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -169,10 +172,11 @@ func TestCronJobOfANATSTeamRunsInAnotherMachinesSupervisor(t *testing.T) {
 	if out := b.run("cron", "delete", id); !strings.Contains(out, "deleted scheduled job "+id) {
 		t.Errorf("keel cron delete on machine B: %q", out)
 	}
-	if _, err := teamJobs.Get(ctx, id); !errors.Is(err, cron.ErrNotFound) {
+	if _, err := teamJobs.Get(waittest.Context(t), id); !errors.Is(err, cron.ErrNotFound) {
 		t.Errorf("the team's job after keel cron delete: %v", err)
 	}
 	var byA, byB map[string]daemon.Job
+	ctx = waittest.Context(t)
 	waittest.Until(t, "every run to end and be reported", func() bool {
 		byA, byB = a.cronRunsOf(ctx), b.cronRunsOf(ctx)
 		msgs, err := be.Mailbox().Fetch(ctx, team.LeadAlias, 0)
@@ -207,7 +211,7 @@ func TestCronJobOfANATSTeamRunsInAnotherMachinesSupervisor(t *testing.T) {
 	if n := countRequests(a, "cron-run"); n != len(byA)+len(byB) {
 		t.Errorf("the job's prompt ran %d times for %d ticks", n, len(all))
 	}
-	msgs, err := be.Mailbox().Fetch(ctx, team.LeadAlias, 0)
+	msgs, err := be.Mailbox().Fetch(waittest.Context(t), team.LeadAlias, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

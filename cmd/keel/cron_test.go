@@ -72,6 +72,8 @@ func TestCronJobRunsWithNoWindowOpen(t *testing.T) {
 	}
 
 	// The run starts with no keel window open; the supervisor dies while it goes.
+	// ctx is the time limit of one step, renewed at each: the whole run takes longer than one
+	// on a loaded machine.
 	ctx := waittest.Context(t)
 	var run daemon.Job
 	// Started means its process holds the job (its pid recorded under the job's lock): killed
@@ -98,6 +100,7 @@ func TestCronJobRunsWithNoWindowOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	waittest.Until(t, "the killed supervisor to be gone", func() bool { return !r.client.Running() })
+	ctx = waittest.Context(t)
 	// As after a reboot: the next keel session, in any project, finds jobs and starts a
 	// supervisor, whose scheduler takes over the run the killed one left.
 	store, err := r.client.CronStore()
@@ -116,11 +119,12 @@ func TestCronJobRunsWithNoWindowOpen(t *testing.T) {
 		t.Log("the run finished before the supervisor was killed (a loaded machine); the kill tested nothing mid-run")
 		r.run("supervisor", "start")
 	}
+	ctx = waittest.Context(t)
 	waittest.Until(t, "the one-shot job to run, report and end", func() bool {
 		jobs, err := store.List(ctx)
 		return err == nil && len(jobs) == 0
 	})
-	st, err = r.client.Status(ctx)
+	st, err = r.client.Status(waittest.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,6 +93,8 @@ func TestCronRecurringJobSurvivesSupervisorKilledBetweenTicks(t *testing.T) {
 		t.Fatalf("transcripts: %v", paths)
 	}
 	session := strings.TrimSuffix(filepath.Base(paths[0]), ".jsonl")
+	// ctx is the time limit of one step, renewed at each (get reads it when called): the whole
+	// run takes longer than one on a loaded machine.
 	ctx := waittest.Context(t)
 	store, err := r.client.CronStore()
 	if err != nil {
@@ -116,8 +118,10 @@ func TestCronRecurringJobSurvivesSupervisorKilledBetweenTicks(t *testing.T) {
 	// supervisor and try at the next gap.
 	var before cron.Job
 	for attempt := 1; ; attempt++ {
+		ctx = waittest.Context(t)
 		runs := get().Runs
 		waittest.Until(t, "a tick to run and report", func() bool { j := get(); return j.Runs > runs && j.Pending == nil })
+		ctx = waittest.Context(t)
 		st, err := r.client.Status(ctx)
 		if err != nil || st.Info == nil {
 			t.Fatalf("supervisor status: %+v, %v", st, err)
@@ -126,6 +130,7 @@ func TestCronRecurringJobSurvivesSupervisorKilledBetweenTicks(t *testing.T) {
 			t.Fatal(err)
 		}
 		waittest.Until(t, "the killed supervisor to be gone", func() bool { return !r.client.Running() })
+		ctx = waittest.Context(t)
 		if before = get(); before.Pending == nil {
 			break
 		}
@@ -135,6 +140,7 @@ func TestCronRecurringJobSurvivesSupervisorKilledBetweenTicks(t *testing.T) {
 		t.Logf("attempt %d: the kill landed while tick %v ran; again", attempt, before.Pending.Tick)
 		r.run("supervisor", "start")
 	}
+	ctx = waittest.Context(t)
 	runsBefore := r.cronRuns(ctx, id)
 
 	// Two ticks pass with no supervisor: nothing claims or runs them.
@@ -145,18 +151,21 @@ func TestCronRecurringJobSurvivesSupervisorKilledBetweenTicks(t *testing.T) {
 	missed1 := sched.Next(before.LastTick)
 	missed2 := sched.Next(missed1)
 	waittest.Until(t, "two ticks to pass with no supervisor", func() bool { return time.Now().After(missed2) })
+	ctx = waittest.Context(t)
 	if j := get(); j.Runs != before.Runs || j.Pending != nil || !j.LastTick.Equal(before.LastTick) {
 		t.Fatalf("the job moved with no supervisor running: %+v, was %+v", j, before)
 	}
 
 	// A new supervisor takes over and runs what was missed once.
 	r.run("supervisor", "start")
+	ctx = waittest.Context(t)
 	waittest.Until(t, "the new supervisor to run the missed ticks", func() bool {
 		j := get()
 		return j.Runs > before.Runs && j.Pending == nil
 	})
 	// No more ticks: a run that is going when the job is deleted still finishes and reports.
 	r.run("cron", "delete", id)
+	ctx = waittest.Context(t)
 	waittest.Until(t, "every run of the job to end", func() bool {
 		for _, j := range r.cronRuns(ctx, id) {
 			if !j.State.Terminal() || !j.Delivered {
@@ -165,7 +174,7 @@ func TestCronRecurringJobSurvivesSupervisorKilledBetweenTicks(t *testing.T) {
 		}
 		return true
 	})
-	runs := r.cronRuns(ctx, id)
+	runs := r.cronRuns(waittest.Context(t), id)
 	var ticks []time.Time
 	for tick, j := range runs {
 		ticks = append(ticks, tick)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -74,8 +75,9 @@ func TestFanOutKilledMidRunResumes(t *testing.T) {
 	home, cwd := t.TempDir(), t.TempDir()
 	env := append(os.Environ(), "KEEL_HOME="+home, "HOME="+t.TempDir(), "ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=test-key",
 		fmt.Sprintf("KEEL_MAX_CONCURRENT_SUBAGENTS=%d", capacity))
-	ctx := waittest.Context(t)
-	keel := func(args ...string) *exec.Cmd {
+	// keel builds a command living as long as ctx: the killed run lives on the test's context
+	// (killWhen limits its wait), the resumed one, expected to finish, has one time limit.
+	keel := func(ctx context.Context, args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, "keel", args...)
 		cmd.Env, cmd.Dir = env, cwd
 		return cmd
@@ -94,7 +96,7 @@ func TestFanOutKilledMidRunResumes(t *testing.T) {
 
 	// With every worker on a held item, the items before them have their results recorded
 	// (a worker records its item before it claims the next).
-	killWhen(t, keel("-p", "check all", "--session-id", fanoutSession, "--permission-mode", "bypassPermissions"),
+	killWhen(t, keel(t.Context(), "-p", "check all", "--session-id", fanoutSession, "--permission-mode", "bypassPermissions"),
 		"the cap of items to wait on their model", func() bool { return len(rules(0, "held")) == capacity })
 	killedAt := len(srv.Requests())
 	states := map[fanout.State][]string{}
@@ -106,7 +108,7 @@ func TestFanOutKilledMidRunResumes(t *testing.T) {
 			len(states[fanout.StateDone]), len(states[fanout.StateRunning]), len(states[fanout.StatePending]), quick, capacity, n-quick-capacity)
 	}
 
-	res, err := keel("--resume", fanoutSession, "-p", "go on", "--permission-mode", "bypassPermissions").CombinedOutput()
+	res, err := keel(waittest.Context(t), "--resume", fanoutSession, "-p", "go on", "--permission-mode", "bypassPermissions").CombinedOutput()
 	if err != nil || !strings.Contains(string(res), "all checked") {
 		t.Fatalf("the resumed run: %v\n%s", err, res)
 	}

@@ -44,8 +44,9 @@ func TestSignalsEndAHeadlessRunCleanly(t *testing.T) {
 }
 
 func signalRun(t *testing.T, exe, format string, sig syscall.Signal) {
-	ctx := waittest.Context(t)
-	srv, err := scripted.Start(ctx, "", &scripted.Scenario{Rules: []scripted.Rule{
+	// The model server and keel live as long as the test; each wait has its own time limit (the
+	// six runs in parallel take longer than one on a loaded machine).
+	srv, err := scripted.Start(t.Context(), "", &scripted.Scenario{Rules: []scripted.Rule{
 		{When: scripted.Match{UserText: "hold on"}, Reply: []scripted.Block{scripted.ToolUse("Bash", map[string]any{"command": holdCommand, "timeout": 600000})}},
 	}}, scripted.Options{})
 	if err != nil {
@@ -53,7 +54,7 @@ func signalRun(t *testing.T, exe, format string, sig syscall.Signal) {
 	}
 	t.Cleanup(func() { srv.Close() })
 	dir, home := t.TempDir(), t.TempDir()
-	cmd := exec.CommandContext(ctx, exe, "-p", "hold on", "--output-format", format, "--verbose", "--allowedTools", "Bash")
+	cmd := exec.CommandContext(t.Context(), exe, "-p", "hold on", "--output-format", format, "--verbose", "--allowedTools", "Bash")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "KEEL_HOME="+home, "HOME="+t.TempDir(), "ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=test")
 	var stdout, stderr bytes.Buffer
@@ -81,7 +82,9 @@ func signalRun(t *testing.T, exe, format string, sig syscall.Signal) {
 	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	err = waittest.Recv(t, "keel to end on "+signalName[sig], waited)
 	if got, want := cmd.ProcessState.ExitCode(), 128+int(sig); got != want {
 		t.Errorf("exit status %d (%v), want %d\nstderr: %s", got, err, want, stderr.String())
 	}

@@ -504,6 +504,7 @@ func TestSupervisorEmbeddedNATS(t *testing.T) {
 	if again := natsURL(); again != url {
 		t.Errorf("after a restart the embedded NATS is at %s, was %s", again, url)
 	}
+	ctx = waittest.Context(t) // the restart's steps took their own time limits
 	b, err = natscoord.Open(ctx, natscoord.Options{URL: url, Team: "local"})
 	if err != nil {
 		t.Fatal(err)

@@ -109,10 +109,11 @@ func (r *teamRun) record(t *testing.T, name string) team.Record {
 }
 
 func TestTeamProcessKilledMidTask(t *testing.T) {
-	ctx := waittest.Context(t)
 	r, srv := newTeamRun(t, teamKillScenario())
 	var out, errOut bytes.Buffer
-	cmd := r.keel(ctx, "-p", "run the team", "--session-id", teamSession, "--teammate-mode", "process", "--output-format", "stream-json", "--verbose")
+	// The lead lives as long as the test; each step below has its own time limit (the whole
+	// run takes longer than one on a loaded machine).
+	cmd := r.keel(t.Context(), "-p", "run the team", "--session-id", teamSession, "--teammate-mode", "process", "--output-format", "stream-json", "--verbose")
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -149,7 +150,7 @@ func TestTeamProcessKilledMidTask(t *testing.T) {
 		if err != nil {
 			t.Fatalf("lead: %v\nstderr:\n%s", err, errOut.String())
 		}
-	case <-ctx.Done():
+	case <-waittest.Context(t).Done():
 		t.Fatalf("the lead did not finish\nstdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	}
 	if !strings.Contains(out.String(), `"result":"all tasks done"`) {
@@ -161,6 +162,7 @@ func TestTeamProcessKilledMidTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer be.Close()
+	ctx := waittest.Context(t)
 	tasks, err := be.Board().List(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +224,6 @@ func TestTeamProcessPermissionAcrossProcesses(t *testing.T) {
 					t.Skip("SKIPPED LOUDLY: tmux is not installed (scripts/test.sh installs it); the tmux runner is untested here")
 				}
 			}
-			ctx := waittest.Context(t)
 			r, srv := newTeamRun(t, askScenario())
 			if mode == "tmux" {
 				// A tmux server of this test's own, away from any the user runs.
@@ -233,7 +234,7 @@ func TestTeamProcessPermissionAcrossProcesses(t *testing.T) {
 					_ = kill.Run()
 				})
 			}
-			out, err := r.keel(ctx, "-p", "delegate", "--session-id", teamSession, "--teammate-mode", mode, "--output-format", "stream-json").CombinedOutput()
+			out, err := r.keel(waittest.Context(t), "-p", "delegate", "--session-id", teamSession, "--teammate-mode", mode, "--output-format", "stream-json").CombinedOutput()
 			if err != nil {
 				t.Fatalf("lead: %v\n%s", err, out)
 			}
@@ -269,7 +270,6 @@ func TestTeamProcessPermissionAcrossProcesses(t *testing.T) {
 // --continue` finds alice again through the backend (the same process, not a new one), waits
 // for her to finish and shuts the team down.
 func TestTeamProcessSurvivesLeadAndIsRefound(t *testing.T) {
-	ctx := waittest.Context(t)
 	sc := &scripted.Scenario{Rules: []scripted.Rule{
 		{Name: "alice works", When: mate("alice", scripted.Match{UserText: `<task-assignment id="1"`}),
 			Reply: []scripted.Block{scripted.ToolUse("TaskUpdate", map[string]any{"taskId": "1", "status": "completed"})},
@@ -283,7 +283,8 @@ func TestTeamProcessSurvivesLeadAndIsRefound(t *testing.T) {
 		{Name: "lead resumed", When: lead(scripted.Match{UserText: "how is it going"}), Reply: []scripted.Block{scripted.Text("alice is still on it")}},
 	}}
 	r, srv := newTeamRun(t, sc)
-	first := r.keel(ctx, "-p", "start", "--session-id", teamSession, "--teammate-mode", "process")
+	// The first lead lives until the test kills it; each later step has its own time limit.
+	first := r.keel(t.Context(), "-p", "start", "--session-id", teamSession, "--teammate-mode", "process")
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func TestTeamProcessSurvivesLeadAndIsRefound(t *testing.T) {
 	_ = first.Process.Kill()
 	_ = first.Wait()
 
-	out, err := r.keel(ctx, "--continue", "-p", "how is it going", "--teammate-mode", "process").CombinedOutput()
+	out, err := r.keel(waittest.Context(t), "--continue", "-p", "how is it going", "--teammate-mode", "process").CombinedOutput()
 	if err != nil {
 		t.Fatalf("continued lead: %v\n%s", err, out)
 	}
@@ -323,7 +324,7 @@ func TestTeamProcessSurvivesLeadAndIsRefound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer be.Close()
-	if tk, err := be.Board().Get(ctx, "1"); err != nil || tk.Status != coord.StatusCompleted {
+	if tk, err := be.Board().Get(waittest.Context(t), "1"); err != nil || tk.Status != coord.StatusCompleted {
 		t.Errorf("task 1: %+v, %v; want completed by the surviving alice", tk, err)
 	}
 }

@@ -85,7 +85,6 @@ func TestWorkersFinishBoardThroughNATS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the keel command testscript installs is not on PATH: %v", err)
 	}
-	ctx := waittest.Context(t)
 	nsrv := natstest.Start(t)
 	msrv, err := scripted.Start(context.Background(), "", workerScenario(), scripted.Options{})
 	if err != nil {
@@ -160,14 +159,17 @@ func TestWorkersFinishBoardThroughNATS(t *testing.T) {
 		t.Logf("the lead's output:\n%s", strings.Join(leadOutput(), "\n"))
 	})
 
-	// The test's own view of the team, through the same NATS.
-	view, err := natscoord.Open(ctx, natscoord.Options{URL: nsrv.URL(), Team: teamName})
+	// The test's own view of the team, through the same NATS. It lives as long as the test;
+	// each step below has its own time limit (the whole run takes longer than one on a loaded
+	// machine: a limit shared by all of them ended the last reads of the board).
+	view, err := natscoord.Open(waittest.Context(t), natscoord.Options{URL: nsrv.URL(), Team: teamName})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer view.Close()
+	joined := waittest.Context(t)
 	waittest.Until(t, "both workers to join and idle", func() bool {
-		recs, _ := view.Records().List(ctx, "members/")
+		recs, _ := view.Records().List(joined, "members/")
 		idle := 0
 		for _, r := range recs {
 			var m struct{ State string }
@@ -210,7 +212,7 @@ func TestWorkersFinishBoardThroughNATS(t *testing.T) {
 		_, err := os.Stat(filepath.Join(root, "victim-holds"))
 		return err == nil
 	})
-	tk, err := view.Board().Get(ctx, fmt.Sprint(victimTask))
+	tk, err := view.Board().Get(waittest.Context(t), fmt.Sprint(victimTask))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +240,7 @@ func TestWorkersFinishBoardThroughNATS(t *testing.T) {
 	// loaded machine that is longer than one time limit, so the limit is on progress — each
 	// limit must see another task completed — not on the whole.
 	completed := func() int {
-		tasks, _ := view.Board().List(ctx)
+		tasks, _ := view.Board().List(waittest.Context(t))
 		n := 0
 		for _, tk := range tasks {
 			if tk.Status == coord.StatusCompleted {
@@ -269,7 +271,7 @@ func TestWorkersFinishBoardThroughNATS(t *testing.T) {
 		t.Errorf("surviving worker: %v", survivor.err)
 	}
 
-	tasks, err := view.Board().List(ctx)
+	tasks, err := view.Board().List(waittest.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,14 +52,15 @@ func TestWorktreeSessionKilledResumesInTheWorktree(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	home := t.TempDir()
 	env := append(os.Environ(), "KEEL_HOME="+home, "HOME="+t.TempDir(), "ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=test-key")
-	ctx := waittest.Context(t)
-	keel := func(args ...string) *exec.Cmd {
+	// keel builds a command living as long as ctx: the killed run lives on the test's context
+	// (killWhen limits its wait), the resumed one, expected to finish, has one time limit.
+	keel := func(ctx context.Context, args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, "keel", args...)
 		cmd.Env, cmd.Dir = env, repo.Dir
 		return cmd
 	}
 
-	killWhen(t, keel("-p", "work apart", "--session-id", worktreeSession, "--permission-mode", "bypassPermissions"),
+	killWhen(t, keel(t.Context(), "-p", "work apart", "--session-id", worktreeSession, "--permission-mode", "bypassPermissions"),
 		"the request after the Write in the worktree", func() bool {
 			for _, r := range srv.Requests() {
 				if r.Rule == "held" {
@@ -71,7 +73,7 @@ func TestWorktreeSessionKilledResumesInTheWorktree(t *testing.T) {
 		t.Fatalf("notes.txt in the worktree: %q, %v", b, err)
 	}
 
-	res, err := keel("--resume", worktreeSession, "-p", "carry on", "--permission-mode", "bypassPermissions").CombinedOutput()
+	res, err := keel(waittest.Context(t), "--resume", worktreeSession, "-p", "carry on", "--permission-mode", "bypassPermissions").CombinedOutput()
 	if err != nil || !strings.Contains(string(res), "all done") {
 		t.Fatalf("the resumed run: %v\n%s", err, res)
 	}

@@ -47,9 +47,11 @@ func TestNoLiveMemberIsDeadUnderLoad(t *testing.T) {
 		}
 	}
 	h.sess.agents.SetIdleEvents(note)
-	ctx := waittest.Context(t)
 	var stop atomic.Bool
 	var watch sync.WaitGroup
+	// The watcher looks for as long as the team runs, which under load takes longer than one
+	// time limit: with one, its listings failed unnoticed after it and it saw nothing.
+	ctx := t.Context()
 	watch.Go(func() {
 		tick := time.NewTicker(2 * time.Millisecond) //keel:duration how often the list is looked at, not a limit
 		defer tick.Stop()

@@ -26,22 +26,25 @@ func TestMailToAStoppingMemberIsRefusedAndAcceptedMailDrained(t *testing.T) {
 		{Name: "lead waits", When: leadTurn(scripted.Match{ToolResult: "Agent"}), Reply: []scripted.Block{scripted.Text("alice is on it")}},
 	}, Fallback: &scripted.Rule{Reply: []scripted.Block{scripted.Text("ok")}}}
 	h := newHarness(t, sc, Options{Team: TeamOptions{Enabled: true, Lease: waittest.Scale(2 * time.Second), ShutdownTimeout: waittest.Timeout()}})
-	ctx := waittest.Context(t)
 	if r := result(t, h.send(t, "start")); r.Text != "alice is on it" {
 		t.Fatalf("the lead's turn: %+v", r)
 	}
 	tm := h.sess.Team().Current()
+	ctx := waittest.Context(t)
 	if _, err := tm.SendFromUser(ctx, "alice", "note-before-shutdown"); err != nil {
 		t.Fatalf("a note to a working member: %v", err)
 	}
 	shut := make(chan error, 1)
-	go func() { shut <- tm.Shutdown(ctx, "done") }()
+	// The shutdown lives across the steps below, each with its own time limit (waittest.Recv
+	// bounds its end).
+	go func() { shut <- tm.Shutdown(t.Context(), "done") }()
+	ctx = waittest.Context(t)
 	waittest.Until(t, "alice's record to say she is stopping", func() bool {
 		rec, err := tm.Backend().Records().Get(ctx, "members/alice")
 		var r team.Record
 		return err == nil && json.Unmarshal(rec.Value, &r) == nil && r.Stopping
 	})
-	_, err := tm.SendFromUser(ctx, "alice", "note-after-shutdown")
+	_, err := tm.SendFromUser(waittest.Context(t), "alice", "note-after-shutdown")
 	if err == nil || !strings.Contains(err.Error(), "shutting down") {
 		t.Errorf("a note to a stopping member: %v; want it refused, saying she is shutting down", err)
 	}
@@ -57,7 +60,7 @@ func TestMailToAStoppingMemberIsRefusedAndAcceptedMailDrained(t *testing.T) {
 	if !read || leaked {
 		t.Errorf("alice read the note sent before the shutdown: %v; the refused one reached a request: %v", read, leaked)
 	}
-	members, _ := tm.Members(ctx)
+	members, _ := tm.Members(waittest.Context(t))
 	for _, m := range members {
 		if m.Name == "alice" && m.State != team.StateStopped {
 			t.Errorf("alice after the shutdown: %s", m.State)

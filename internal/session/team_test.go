@@ -59,9 +59,11 @@ func teamScenario() *scripted.Scenario {
 // until the team settles.
 func drain(t *testing.T, s *Session) []event.Event {
 	t.Helper()
-	ctx := waittest.Context(t)
 	var events []event.Event
 	for {
+		// Each wait and the turn it wakes have their own time limit: the whole team run takes
+		// longer than one on a loaded machine.
+		ctx := waittest.Context(t)
 		n, err := s.agents.WaitBackground(ctx)
 		if err != nil {
 			t.Fatalf("wait for the team: %v", err)
@@ -486,9 +488,9 @@ func TestTeamShutdownAbortsUnansweringTeammate(t *testing.T) {
 	const timeout = 300 * time.Millisecond //keel:duration meant to pass: alice never answers
 	h := newHarness(t, sc, Options{Team: TeamOptions{Enabled: true, Lease: time.Minute, ShutdownTimeout: timeout}})
 	h.send(t, "start")
-	ctx := waittest.Context(t)
 	tm := h.sess.Team().Current()
 	waittest.Until(t, "alice to be mid-task", func() bool { return slicesContains(ruleNames(h), "alice stuck") })
+	ctx := waittest.Context(t) // after the wait, which had its own time limit
 	if tk, err := tm.Backend().Board().Get(ctx, "1"); err != nil || tk.Status != coord.StatusInProgress || tk.Owner != "alice" {
 		t.Fatalf("task 1 before the shutdown: %+v, %v; want in progress, held by alice", tk, err)
 	}

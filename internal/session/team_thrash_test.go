@@ -65,6 +65,9 @@ func thrash(t *testing.T, h *harness) {
 	if r := result(t, h.send(t, "get help")); r.Text != "bob is on it" {
 		t.Fatalf("the lead's turn: %+v", r)
 	}
+	// Each step has its own time limit from here: the whole test takes longer than one on a
+	// loaded machine.
+	ctx = waittest.Context(t)
 	bobRequests := func() int {
 		n := 0
 		for _, r := range h.srv.Requests() {
@@ -81,7 +84,7 @@ func thrash(t *testing.T, h *harness) {
 	atContested := bobRequests()
 	// A thrashing member would go on taking the task: give it the time of the longest
 	// backoff to show.
-	window, cancel := context.WithTimeout(ctx, waittest.Scale(3*coord.ReleaseBackoff(coord.ContestedAfter)))
+	window, cancel := context.WithTimeout(t.Context(), waittest.Scale(3*coord.ReleaseBackoff(coord.ContestedAfter)))
 	defer cancel()
 	if waittest.Poll(window, func() bool { return bobRequests() > atContested }) {
 		t.Errorf("bob took the contested task again: %d requests, %d when it became contested", bobRequests(), atContested)
@@ -93,8 +96,9 @@ func thrash(t *testing.T, h *harness) {
 	}
 	t.Logf("bob's requests: %d (1 to start, 4 on the task he could not finish)", bobRequests())
 	// The lead hears of it once: its turn for what waits reads one contested report.
+	ctx = waittest.Context(t)
 	waittest.Until(t, "the lead to be told", func() bool { return h.sess.Team().LeadUnread(ctx) > 0 })
-	for range h.sess.agents.SendPending(ctx) {
+	for range h.sess.agents.SendPending(waittest.Context(t)) {
 	}
 	reports := 0
 	for _, r := range h.srv.Requests() {

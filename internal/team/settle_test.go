@@ -181,8 +181,10 @@ func TestSettledNotWhileTeamUnreadable(t *testing.T) {
 				t.Fatalf("Settled with %s = %v, %q; want not settled because the %s", tc.name, done, why, tc.want)
 			}
 			waited := make(chan error, 1)
+			// The lead's wait lives across the steps below, each with its own time limit (all of
+			// them take longer than one on a loaded machine).
 			go func() {
-				n, err := tm.WaitLead(ctx)
+				n, err := tm.WaitLead(t.Context())
 				if err == nil && n != 0 {
 					err = fmt.Errorf("WaitLead woke the lead for %d messages", n)
 				}
@@ -196,7 +198,7 @@ func TestSettledNotWhileTeamUnreadable(t *testing.T) {
 			}
 			repair()
 			// The repair is a write the wait watches (or its next tick sees).
-			if _, err := tm.be.Board().Create(ctx, coord.Task{Subject: "three", Status: coord.StatusCompleted}); err != nil {
+			if _, err := tm.be.Board().Create(waittest.Context(t), coord.Task{Subject: "three", Status: coord.StatusCompleted}); err != nil {
 				t.Fatal(err)
 			}
 			if err := waittest.Recv(t, "the wait to end once the team is readable and done", waited); err != nil {
@@ -291,6 +293,8 @@ func TestLivenessOfARealProcess(t *testing.T) {
 	dir := t.TempDir()
 	lease := waittest.Scale(4 * time.Second)
 	tm := openLeadAt(t, dir, Config{Lease: lease})
+	// ctx is the time limit of one step (look reads it when called), renewed at each: the whole
+	// test takes longer than one on a loaded machine.
 	ctx := waittest.Context(t)
 	self, err := os.Executable()
 	if err != nil {
@@ -319,6 +323,7 @@ func TestLivenessOfARealProcess(t *testing.T) {
 	}
 	oldRule := 3*tm.heartbeatEvery() + time.Second
 	var rec Record
+	ctx = waittest.Context(t)
 	waittest.Until(t, "the stopped child's heartbeat to be older than three beats and a second", func() bool {
 		rec, _ = look()
 		return time.Since(rec.Heartbeat) > oldRule
@@ -331,6 +336,7 @@ func TestLivenessOfARealProcess(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
+	ctx = waittest.Context(t)
 	waittest.Until(t, "the continued child's heartbeat", func() bool {
 		r, s := look()
 		return r.Heartbeat.After(rec.Heartbeat) && s == StateWorking
@@ -340,6 +346,7 @@ func TestLivenessOfARealProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-exited
+	ctx = waittest.Context(t)
 	if r, s := look(); s != StateDead {
 		t.Errorf("a member whose process was killed is %s (heartbeat %s ago), want dead at once", s, time.Since(r.Heartbeat))
 	}
@@ -418,6 +425,7 @@ func TestShutdownAbortsUnansweringProcess(t *testing.T) {
 		r, err := tm.record(ctx, "alice")
 		return err == nil && tm.liveness(r) == StateWorking
 	})
+	ctx = waittest.Context(t) // each step has its own time limit
 	if _, err := tm.be.Board().Create(ctx, coord.Task{Subject: "the task"}); err != nil {
 		t.Fatal(err)
 	}
@@ -429,6 +437,7 @@ func TestShutdownAbortsUnansweringProcess(t *testing.T) {
 		t.Fatalf("Shutdown = %v; want alice aborted", err)
 	}
 	waittest.Recv(t, "alice's process to be reaped", exited)
+	ctx = waittest.Context(t)
 	tk, err := tm.be.Board().Get(ctx, "1")
 	if err != nil || tk.Status != coord.StatusPending || tk.Owner != "" {
 		t.Errorf("task 1 after the abort: %+v, %v; want pending and unowned", tk, err)

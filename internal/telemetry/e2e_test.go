@@ -78,8 +78,8 @@ type results struct {
 func run(t *testing.T, recv *oteltest.Receiver, protocol string, extra ...string) results {
 	t.Helper()
 	bin := keel(t)
-	ctx := waittest.Context(t)
-	srv, err := scripted.Start(ctx, "", crew(), scripted.Options{})
+	// The model server lives as long as the test; keel's run, expected to finish, has one time limit.
+	srv, err := scripted.Start(t.Context(), "", crew(), scripted.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func run(t *testing.T, recv *oteltest.Receiver, protocol string, extra ...string
 	if protocol == "grpc" {
 		endpoint = recv.GRPCEndpoint()
 	}
-	cmd := exec.CommandContext(ctx, bin, "-p", secretPrompt, "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash")
+	cmd := exec.CommandContext(waittest.Context(t), bin, "-p", secretPrompt, "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash")
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "KEEL_HOME="+t.TempDir(), "HOME="+t.TempDir(), "ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=test-key",
 		"CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1", "CLAUDE_CODE_ENABLE_TELEMETRY=1",
@@ -253,8 +253,8 @@ func TestTelemetryContentWhenSwitchedOn(t *testing.T) {
 // the session's trace.
 func TestBashGetsTheTraceparentOfItsCall(t *testing.T) {
 	bin := keel(t)
-	ctx := waittest.Context(t)
-	srv, err := scripted.Start(ctx, "", &scripted.Scenario{Rules: []scripted.Rule{
+	// The model server lives as long as the test; keel's run, expected to finish, has one time limit.
+	srv, err := scripted.Start(t.Context(), "", &scripted.Scenario{Rules: []scripted.Rule{
 		{When: scripted.Match{ToolResult: "Bash"}, Reply: []scripted.Block{scripted.Text("noted")}},
 		{When: scripted.Match{UserText: "trace it"}, Reply: []scripted.Block{scripted.ToolUse("Bash", map[string]any{"command": `printf %s "$TRACEPARENT" > tp.txt`})}},
 	}}, scripted.Options{})
@@ -264,7 +264,7 @@ func TestBashGetsTheTraceparentOfItsCall(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	recv := oteltest.Start(t)
 	dir := t.TempDir()
-	cmd := exec.CommandContext(ctx, bin, "-p", "trace it", "--allowedTools", "Bash")
+	cmd := exec.CommandContext(waittest.Context(t), bin, "-p", "trace it", "--allowedTools", "Bash")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "KEEL_HOME="+t.TempDir(), "HOME="+t.TempDir(), "ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=test-key",
 		"CLAUDE_CODE_ENABLE_TELEMETRY=1", "OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_ENDPOINT="+recv.GRPCEndpoint(),
@@ -297,15 +297,15 @@ func TestBashGetsTheTraceparentOfItsCall(t *testing.T) {
 // An Agent SDK run (stream-json on stdin) is seen too, under the caller's TRACEPARENT.
 func TestTelemetryOfAnSDKRun(t *testing.T) {
 	bin := keel(t)
-	ctx := waittest.Context(t)
-	srv, err := scripted.Start(ctx, "", &scripted.Scenario{Rules: []scripted.Rule{
+	// The model server lives as long as the test; keel's run, expected to finish, has one time limit.
+	srv, err := scripted.Start(t.Context(), "", &scripted.Scenario{Rules: []scripted.Rule{
 		{When: scripted.Match{UserText: "say hello"}, Reply: []scripted.Block{scripted.Text("hello")}}}}, scripted.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
 	recv := oteltest.Start(t)
-	cmd := exec.CommandContext(ctx, bin, "--input-format", "stream-json", "--output-format", "stream-json", "--verbose")
+	cmd := exec.CommandContext(waittest.Context(t), bin, "--input-format", "stream-json", "--output-format", "stream-json", "--verbose")
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "KEEL_HOME="+t.TempDir(), "HOME="+t.TempDir(), "ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=test-key",
 		"CLAUDE_CODE_ENABLE_TELEMETRY=1", "OTEL_LOGS_EXPORTER=otlp", "OTEL_TRACES_EXPORTER=otlp",

@@ -18,8 +18,8 @@ import (
 // hook exports join the session's trace where they belong.
 func TestHooksGetTheTraceparentOfTheirSpan(t *testing.T) {
 	bin := keel(t)
-	ctx := waittest.Context(t)
-	srv, err := scripted.Start(ctx, "", &scripted.Scenario{Rules: []scripted.Rule{
+	// The model server lives as long as the test; keel's run, expected to finish, has one time limit.
+	srv, err := scripted.Start(t.Context(), "", &scripted.Scenario{Rules: []scripted.Rule{
 		{When: scripted.Match{ToolResult: "Bash"}, Reply: []scripted.Block{scripted.Text("noted")}},
 		{When: scripted.Match{UserText: "trace the hooks"}, Reply: []scripted.Block{scripted.ToolUse("Bash", map[string]any{"command": "true"})}},
 	}}, scripted.Options{})
@@ -38,7 +38,7 @@ func TestHooksGetTheTraceparentOfTheirSpan(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(settings), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, bin, "-p", "trace the hooks", "--allowedTools", "Bash")
+	cmd := exec.CommandContext(waittest.Context(t), bin, "-p", "trace the hooks", "--allowedTools", "Bash")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "KEEL_HOME="+home, "HOME="+t.TempDir(), "ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=test-key",
 		"CLAUDE_CODE_ENABLE_TELEMETRY=1", "OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_ENDPOINT="+recv.GRPCEndpoint(),

@@ -161,7 +161,8 @@ func TestKilledClaimerLosesTask(t *testing.T) {
 	if got := waittest.Recv(t, "the child to claim", lines); got != "claimed 1" {
 		t.Fatalf("child said %q", got)
 	}
-	if _, err := b.Board().Claim(ctx, "1", "bob", time.Minute); !errors.Is(err, coord.ErrClaimed) {
+	// Each step has its own time limit: the child's start took one.
+	if _, err := b.Board().Claim(waittest.Context(t), "1", "bob", time.Minute); !errors.Is(err, coord.ErrClaimed) {
 		t.Fatalf("claim while alice lives: %v", err)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -169,6 +170,7 @@ func TestKilledClaimerLosesTask(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	var got coord.Task
+	ctx = waittest.Context(t)
 	waittest.Until(t, "the lapsed task to be claimable", func() bool {
 		tk, err := b.Board().ClaimNext(ctx, "bob", time.Minute)
 		got = tk

@@ -202,7 +202,6 @@ func mustPub(t *testing.T, kp nkeys.KeyPair) string {
 // a password in its URL) and what to fix; a file problem names the file.
 func TestCredsFileRefused(t *testing.T) {
 	s := startOperatorServer(t)
-	ctx := waittest.Context(t)
 	url := s.srv.ClientURL()
 	dir := t.TempDir()
 	garbage := filepath.Join(dir, "garbage.creds")
@@ -254,7 +253,7 @@ func TestCredsFileRefused(t *testing.T) {
 			is: jetstream.ErrJetStreamNotEnabledForAccount, want: []string{url, "JetStream is not enabled"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := natscoord.Open(ctx, natscoord.Options{URL: tc.url, Team: "refused", CredsFile: tc.creds})
+			b, err := natscoord.Open(waittest.Context(t), natscoord.Options{URL: tc.url, Team: "refused", CredsFile: tc.creds})
 			if err == nil {
 				_ = b.Close()
 				t.Fatal("open succeeded")

@@ -83,7 +83,10 @@ func TestReconnect(t *testing.T) {
 	if _, err := sender.Board().Create(ctx, coord.Task{Subject: "survives"}); err != nil {
 		t.Fatal(err)
 	}
-	wake, err := receiver.Mailbox().Watch(ctx, "bob")
+	// The watch lives as long as the test; each step has its own time limit (the outage and the
+	// reconnect take longer than one on a loaded machine, and a send or claim issued late was
+	// ended by the limit of the test's start).
+	wake, err := receiver.Mailbox().Watch(t.Context(), "bob")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +98,11 @@ func TestReconnect(t *testing.T) {
 	during := coord.Message{ID: coord.NewID(), From: "lead", To: "bob", Text: "during"}
 	want = append(want, during.Text)
 	sent := make(chan error, 1)
-	go func() { sent <- mb.Send(ctx, during) }()
+	sendCtx, claimCtx := waittest.Context(t), waittest.Context(t)
+	go func() { sent <- mb.Send(sendCtx, during) }()
 	claimed := make(chan error, 1)
 	go func() {
-		_, err := receiver.Board().ClaimNext(ctx, "bob", time.Minute)
+		_, err := receiver.Board().ClaimNext(claimCtx, "bob", time.Minute)
 		claimed <- err
 	}()
 	// Drain the signals the receiver's watch gave before and at the outage.
@@ -121,6 +125,7 @@ func TestReconnect(t *testing.T) {
 		t.Fatalf("claim during the outage: %v", err)
 	}
 	waittest.Recv(t, "the watch to wake after the reconnect", wake)
+	ctx = waittest.Context(t)
 	got, err := receiver.Mailbox().Fetch(ctx, "bob", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -188,11 +193,13 @@ func TestDuplicatePublishStoredOnce(t *testing.T) {
 // and deliveries carry on through the other two, with no task claimed twice and no message
 // lost or doubled.
 func TestClusterNodeKilled(t *testing.T) {
-	ctx := waittest.Context(t)
 	c := natstest.StartCluster(t, 3)
 	opts := natscoord.Options{URL: c.URL(), Team: "ha", Replicas: 3}
 	lead, worker := open(t, opts), open(t, opts)
 	const tasks, msgs = 20, 20
+	// Each step has its own time limit: the whole run, a node's death included, takes longer
+	// than one on a loaded machine.
+	ctx := waittest.Context(t)
 	for i := range tasks {
 		if _, err := lead.Board().Create(ctx, coord.Task{Subject: fmt.Sprint("task ", i)}); err != nil {
 			t.Fatal(err)
@@ -206,6 +213,7 @@ func TestClusterNodeKilled(t *testing.T) {
 	work := func(n int) {
 		t.Helper()
 		for range n {
+			ctx := waittest.Context(t)
 			tk, err := worker.Board().ClaimNext(ctx, "w", time.Minute)
 			if err != nil {
 				t.Fatalf("claim: %v", err)
@@ -222,6 +230,7 @@ func TestClusterNodeKilled(t *testing.T) {
 	mail := func(n int) {
 		t.Helper()
 		for range n {
+			ctx := waittest.Context(t)
 			text := fmt.Sprint("m", sent)
 			sent++
 			if err := lead.Mailbox().Send(ctx, coord.Message{ID: coord.NewID(), From: "lead", To: "w", Text: text}); err != nil {
@@ -250,7 +259,7 @@ func TestClusterNodeKilled(t *testing.T) {
 	}
 	work(tasks / 2)
 	mail(msgs / 2)
-	if _, err := worker.Board().ClaimNext(ctx, "w", time.Minute); !errors.Is(err, coord.ErrNoTask) {
+	if _, err := worker.Board().ClaimNext(waittest.Context(t), "w", time.Minute); !errors.Is(err, coord.ErrNoTask) {
 		t.Errorf("after %d completions the board still has work: %v", tasks, err)
 	}
 	slices.Sort(completed)

@@ -32,7 +32,10 @@ func TestListingsUnderConcurrentWrites(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	// The writer lives as long as the test (stop ends it); each listing has its own time limit:
+	// all of them take longer than one on a loaded machine.
 	wg.Go(func() {
+		ctx := t.Context()
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
@@ -48,14 +51,14 @@ func TestListingsUnderConcurrentWrites(t *testing.T) {
 		wg.Wait()
 	}()
 	for i := range 200 {
-		recs, err := reader.Records().List(ctx, "members/")
+		recs, err := reader.Records().List(waittest.Context(t), "members/")
 		if err != nil || len(recs) != 3 {
 			t.Fatalf("listing %d: %d records (%v), want 3", i, len(recs), err)
 		}
 	}
 	for i := range 10 {
 		fresh := open(t, opts)
-		tasks, err := fresh.Board().List(ctx)
+		tasks, err := fresh.Board().List(waittest.Context(t))
 		if err != nil || len(tasks) != 5 {
 			t.Fatalf("handle %d opened amid writes sees %d tasks (%v), want 5", i, len(tasks), err)
 		}

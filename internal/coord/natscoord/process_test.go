@@ -151,6 +151,8 @@ func TestKilledReceiverGetsMailAgain(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("drain: %v", err)
 	}
+	// The children's steps took their own time limits; what follows has one of its own.
+	ctx = waittest.Context(t)
 	if err := b.Mailbox().Send(ctx, first); err != nil { // the sender's late retry
 		t.Fatal(err)
 	}
