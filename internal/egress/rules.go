@@ -23,9 +23,12 @@ type Rules struct {
 	Allowed, Denied []string
 	// Strict refuses what neither list names instead of asking.
 	Strict bool
-	// Ask decides a destination neither list names, when not Strict: nil lets it through, an
-	// error refuses it and says why. A nil Ask refuses (a headless run).
-	Ask func(ctx context.Context, host string, port int) error
+	// Ask decides a destination neither list names, when not Strict: a nil error lets it
+	// through, an error refuses it and says why. answered reports that a person (or the
+	// program driving keel) answered for this very destination, not a rule allowing a whole
+	// tool: only such an answer lets an address literal reach an internal address. A nil Ask
+	// refuses (a headless run).
+	Ask func(ctx context.Context, host string, port int) (answered bool, err error)
 	// Resolve looks a name up; nil uses the system's resolver. Tests give names to loopback
 	// servers here.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
@@ -46,7 +49,7 @@ func (r Rules) Decide(ctx context.Context, host string, port int) (netip.AddrPor
 	if matchAny(r.Denied, host, port) {
 		return netip.AddrPort{}, &Denial{hp, "listed in sandbox.network.deniedDomains"}
 	}
-	approved := false // the host was put to Ask (or its rules) and allowed
+	answered := false // someone was asked about this destination and allowed it
 	if !matchAny(r.Allowed, host, port) {
 		switch {
 		case r.Strict:
@@ -54,10 +57,10 @@ func (r Rules) Decide(ctx context.Context, host string, port int) (netip.AddrPor
 		case r.Ask == nil:
 			return netip.AddrPort{}, &Denial{hp, "not in sandbox.network.allowedDomains (add it there to allow it)"}
 		}
-		if err := r.Ask(ctx, host, port); err != nil {
+		var err error
+		if answered, err = r.Ask(ctx, host, port); err != nil {
 			return netip.AddrPort{}, &Denial{hp, err.Error()}
 		}
-		approved = true
 	}
 	addrs, err := r.resolve(ctx, host)
 	if err != nil {
@@ -66,10 +69,10 @@ func (r Rules) Decide(ctx context.Context, host string, port int) (netip.AddrPor
 	for _, a := range addrs {
 		a = a.Unmap()
 		// An internal address is refused unless listed, so that a name cannot lead a command
-		// somewhere private; an address literal the user was asked about and allowed is that
-		// address itself, knowingly.
-		literal := approved && a.String() == host
-		if internal(a) && !literal && !matchAny(r.Allowed, a.String(), port) {
+		// somewhere private; an address literal someone was asked about and allowed is that
+		// address itself, knowingly. A rule allowing every WebFetch is not such an answer.
+		literal := answered && a.String() == host
+		if (internal(a) || local(a)) && !literal && !matchAny(r.Allowed, a.String(), port) {
 			return netip.AddrPort{}, &Denial{hp, fmt.Sprintf("resolves to the internal address %s; list %s in sandbox.network.allowedDomains to allow it", a, a)}
 		}
 	}
@@ -96,6 +99,32 @@ func internal(a netip.Addr) bool {
 	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
 		a.IsUnspecified() || a.IsInterfaceLocalMulticast() ||
 		netip.MustParsePrefix("100.64.0.0/10").Contains(a) || a == netip.MustParseAddr("fd00:ec2::254")
+}
+
+// localAddrs are the addresses of this machine's interfaces; a variable for tests.
+var localAddrs = func() []netip.Addr {
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range as {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr().Unmap())
+		}
+	}
+	return out
+}
+
+// local reports an address of this machine itself, whatever its range: a service listening
+// on the host's public address is as much outside the sandbox's reach as one on loopback.
+func local(a netip.Addr) bool {
+	for _, l := range localAddrs() {
+		if l == a {
+			return true
+		}
+	}
+	return false
 }
 
 func matchAny(patterns []string, host string, port int) bool {

@@ -14,7 +14,12 @@ func TestDecide(t *testing.T) {
 		"github.com": "140.82.112.3", "api.github.com": "140.82.112.6", "evil.github.com": "140.82.112.9",
 		"rebind.example": "127.0.0.1", "meta.example": "169.254.169.254", "lan.example": "10.1.2.3",
 		"listed.example": "10.9.9.9", "other.example": "93.184.215.14", "rebind2.example": "127.0.0.1",
+		"self.example": "192.0.2.2",
 	}
+	// This machine's own address, outside every private range (the tester's was in TEST-NET-1).
+	saved := localAddrs
+	localAddrs = func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("192.0.2.2")} }
+	t.Cleanup(func() { localAddrs = saved })
 	r := Rules{
 		Allowed: []string{"github.com", "*.github.com", "npmjs.org:443", "rebind.example", "meta.example", "lan.example", "listed.example", "10.9.9.9"},
 		Denied:  []string{"evil.github.com"},
@@ -32,6 +37,8 @@ func TestDecide(t *testing.T) {
 		ok     bool
 		ask    bool
 		strict bool
+		// rule: the ask was answered by a rule allowing the whole tool, no one was asked.
+		rule bool
 	}{
 		{host: "github.com", port: 443, ok: true},
 		{host: "API.GitHub.com.", port: 443, ok: true},
@@ -52,18 +59,31 @@ func TestDecide(t *testing.T) {
 		{host: "127.0.0.1", port: 9, ask: true, ok: true},
 		{host: "::1", port: 9, ask: true, ok: true},
 		{host: "rebind2.example", port: 80, ask: true},
+		// A rule allowing every WebFetch is not an answer about an internal address (the
+		// tester's F2: a blanket allow rule let commands reach the host's loopback services).
+		{host: "127.0.0.1", port: 9, rule: true},
+		{host: "0.0.0.0", port: 9, rule: true},
+		{host: "::1", port: 9, rule: true},
+		{host: "other.example", port: 443, rule: true, ok: true},
+		// The machine's own address counts as internal, by name or literal, unless asked about.
+		{host: "192.0.2.2", port: 9, rule: true},
+		{host: "self.example", port: 80, rule: true},
+		{host: "192.0.2.2", port: 9, ask: true, ok: true},
 	} {
 		rr := r
 		rr.Strict = tc.strict
-		if tc.ask {
-			rr.Ask = func(context.Context, string, int) error { asked++; return nil }
+		switch {
+		case tc.ask:
+			rr.Ask = func(context.Context, string, int) (bool, error) { asked++; return true, nil }
+		case tc.rule:
+			rr.Ask = func(context.Context, string, int) (bool, error) { return false, nil }
 		}
 		_, err := rr.Decide(t.Context(), tc.host, tc.port)
 		if (err == nil) != tc.ok {
 			t.Errorf("%s:%d (ask %v, strict %v): err %v, want allowed %v", tc.host, tc.port, tc.ask, tc.strict, err, tc.ok)
 		}
 	}
-	if asked != 4 {
-		t.Errorf("asked %d times, want 4 (strictAllowlist never asks)", asked)
+	if asked != 5 {
+		t.Errorf("asked %d times, want 5 (strictAllowlist never asks)", asked)
 	}
 }

@@ -107,7 +107,7 @@ func (s *Session) sandboxUnavailable(p sandbox.Policy, err error) {
 // asker — the terminal's permission prompt, the SDK's can_use_tool, the permission-prompt
 // tool. A headless run has no one to ask: the connection is refused, naming the settings
 // that would allow it.
-func (s *Session) askNetwork(ctx context.Context, host string, port int) error {
+func (s *Session) askNetwork(ctx context.Context, host string, port int) (answered bool, err error) {
 	hp := net.JoinHostPort(host, strconv.Itoa(port))
 	scheme := "https"
 	if port == 80 {
@@ -122,18 +122,18 @@ func (s *Session) askNetwork(ctx context.Context, host string, port int) error {
 	d := s.checker.Evaluate(req)
 	switch d.Behavior {
 	case permission.Allow:
-		return nil
+		return d.Asked, nil
 	case permission.Deny:
-		return errors.New("denied: " + d.Reason)
+		return false, errors.New("denied: " + d.Reason)
 	}
 	if s.opts.Asker == nil && s.opts.MCP.PermissionPromptTool == "" {
-		return fmt.Errorf("not in sandbox.network.allowedDomains, and a headless run has no one to ask: add %q to sandbox.network.allowedDomains or \"WebFetch(domain:%s)\" to permissions.allow", host, host)
+		return false, fmt.Errorf("not in sandbox.network.allowedDomains, and a headless run has no one to ask: add %q to sandbox.network.allowedDomains or \"WebFetch(domain:%s)\" to permissions.allow", host, host)
 	}
 	d = s.checker.AskAnyway(ctx, req, "a sandboxed command connects to "+hp+", which sandbox.network.allowedDomains does not list", "sandbox")
 	if d.Behavior != permission.Allow {
-		return errors.New("refused when asked: " + d.Reason)
+		return false, errors.New("refused when asked: " + d.Reason)
 	}
-	return nil
+	return true, nil
 }
 
 func values(vs []settings.Value[string]) []string {
