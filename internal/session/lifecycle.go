@@ -80,8 +80,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		s.startMCP(ctx)
 	}
 	s.servers = s.newMCP()
-	s.sk.loadSkills()
-	s.forkRunner = agentForks{s}
+	s.sk = s.newSkills()
 	s.builtins = s.buildTools()
 	st, err := s.persist.openTranscript(ctx)
 	if err != nil {
@@ -124,7 +123,7 @@ func (s *Session) joinParts() {
 	s.acct.maxBudget, s.acct.catalog = s.opts.SDK.MaxBudgetUSD, s.switches.models
 	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
 	s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s = s, s, s, s, s
-	s.insp.s, s.persist.s, s.sk.s, s.compaction.s, s.wtree.s = s, s, s, s, s
+	s.insp.s, s.persist.s, s.compaction.s, s.wtree.s = s, s, s, s
 }
 
 // Close ends the session and releases what it holds.

@@ -32,7 +32,7 @@ import (
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/shell"
-	"github.com/keel-dev/keel/internal/skill"
+	"github.com/keel-dev/keel/internal/skillset"
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/tool"
@@ -77,10 +77,6 @@ type Session struct {
 	nativeSearch bool
 	search       *toolsearch.Searcher
 	searchTool   tool.Tool
-	skills       *skill.Catalog
-	grants       *skill.Grants
-	// forkRunner runs fork-context skills as subagents; nil until agents are wired.
-	forkRunner skill.ForkRunner
 	// lsp runs the language servers of the lspServers settings; nil when none are set.
 	lsp *lsp.Manager
 
@@ -134,8 +130,8 @@ type Session struct {
 	tel telemetryLink
 	// compaction compacts the main thread and runs /compact, /clear and /add-dir (compact.go).
 	compaction compaction
-	// sk loads, expands and reloads skills and commands (skills.go).
-	sk Skills
+	// sk loads, expands and reloads skills and commands (skills.go, internal/skillset).
+	sk *skillset.Set
 	// persist opens, records and replays the transcript (persist.go).
 	persist Persistence
 	// insp is what frontends read of the session, and the auto memory (inspect.go).
@@ -277,11 +273,6 @@ type Plugins struct {
 	s           *Session
 	pluginState pluginState
 }
-
-// Skills are the session's skills and commands: loaded at open, expanded from a /command
-// prompt, their shell lines judged by the permission rules, reloaded on request. Expanding
-// runs hooks and reaches the MCP prompts and the checker, hence s.
-type Skills struct{ s *Session }
 
 // Switches are what a user or a controlling program switches in the main agent between
 // prompts: the model (and its catalog), the output style, the effort and thinking budget.
