@@ -80,7 +80,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		s.startMCP(ctx)
 	}
 	s.servers = s.newMCP()
-	s.sk = s.newSkills()
+	s.sk = newSkills(s)
 	s.builtins = s.buildTools()
 	st, err := s.persist.openTranscript(ctx)
 	if err != nil {

@@ -15,9 +15,9 @@ func (s *Session) Skills() *Skills { return s.sk }
 
 // newSkills loads the session's skills and commands and wires them to its rules, hooks,
 // working directory and agents.
-func (s *Session) newSkills() *skillset.Set {
+func newSkills(s *Session) *skillset.Set {
 	return skillset.New(skillset.Config{
-		Sources: s.skillSources,
+		Sources: func() skill.Options { return skillSources(s) },
 		Checker: s.checker, Home: userHome(), RuleDir: s.opts.Cwd,
 		Hooks: sessionHooks{s}, HookInput: s.hookd.hookInput, Cwd: s.Cwd, Warn: s.warn,
 		Expanded: s.hookd.promptExpansion,
@@ -42,7 +42,7 @@ func (s *Session) newSkills() *skillset.Set {
 
 // skillSources says where the session's skills and commands come from, as the options, the
 // trust and the plugins stand now.
-func (s *Session) skillSources() skill.Options {
+func skillSources(s *Session) skill.Options {
 	home, keelHome := userHome(), s.opts.Home
 	if !s.opts.SDK.sourceAllowed("user") {
 		home, keelHome = "", ""
