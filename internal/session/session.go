@@ -13,6 +13,7 @@ import (
 	"github.com/keel-dev/keel/internal/background"
 	"github.com/keel-dev/keel/internal/plugin"
 	"github.com/keel-dev/keel/internal/sandbox"
+	"github.com/keel-dev/keel/internal/sessionlog"
 	"github.com/keel-dev/keel/internal/settingsedit"
 	"github.com/keel-dev/keel/internal/shadow"
 	"github.com/keel-dev/keel/internal/teamopen"
@@ -132,7 +133,7 @@ type Session struct {
 	compaction compaction
 	// sk loads, expands and reloads skills and commands (skills.go, internal/skillset).
 	sk *skillset.Set
-	// persist opens, records and replays the transcript (persist.go).
+	// persist records the transcript (persist.go, internal/sessionlog).
 	persist Persistence
 	// insp is what frontends read of the session, and the auto memory (inspect.go).
 	insp Inspector
@@ -229,9 +230,11 @@ func (s *Session) cacheSafeNow() *loop.CacheSafe {
 	return s.cacheSafe
 }
 
-// The types of the session's parts stand here, beside Session: each holds the session it is
+// The types of the session's parts stand here, beside Session: most hold the session they are
 // part of and the session holds each, so no other file could hold them without the two files
-// using each other. Their methods live in the files of their concerns, above this one.
+// using each other. Their methods live in the files of their concerns, above this one. A part
+// that moved to a package of its own (toolgate, skillset, sessionlog) is wired in a file of
+// its concern and holds no session.
 
 // Agents is the session's part of the agent machinery: the task registry, the main thread's
 // notification queue and the subagent runner, whose Agent, SendMessage, TaskOutput and
@@ -261,10 +264,15 @@ type Inspector struct {
 	autoMem autoMemoryState
 }
 
-// Persistence is the session's transcript as it opens, records and replays it: created,
-// resumed or forked at open, the history restored (and repaired) from it, entries and
-// metadata recorded, the title set. Replay rebuilds the whole session's state, hence s.
-type Persistence struct{ s *Session }
+// Persistence is the session's transcript as it records it (internal/sessionlog): entries
+// and metadata recorded, the title set, the history read back with its entry ids. Opening
+// and replaying the transcript (persist.go) take the session's state up, and stay there.
+type Persistence struct {
+	// log records the entries; nil until the transcript opened, and with persistence off.
+	log *sessionlog.Log
+	// entries is the history with its entry ids, read under the session's lock.
+	entries func() ([]message.Message, []string)
+}
 
 // Plugins are the session's plugins: loaded when it opens, read again at a request
 // boundary when their records or settings changed, their MCP servers swapped then. Loading
