@@ -111,7 +111,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 			return newGate(s, c, origin, s.emitAgent, h)
 		},
 		ProjectDir: s.projectDir, Home: s.opts.Home, TrustedHooks: s.conf.trusted(),
-		Skills: s.skills, MCP: childMCP{s},
+		Skills: s.sk.Catalog(), MCP: childMCP{s},
 		Prepare:      s.prepare,
 		ResolveModel: s.switches.models().Resolve,
 		Observers: func(pool func(context.Context) *tool.Pool, history []message.Message) []loop.Observer {

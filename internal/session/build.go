@@ -10,6 +10,7 @@ import (
 	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/prompt"
 	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/sessionlog"
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
@@ -43,7 +44,7 @@ func (c *configWiring) buildPrompt(ctx context.Context, env *prompt.Environment)
 	if env == nil {
 		detected := prompt.DetectEnvironment(ctx, s.opts.Cwd, s.opts.now(), gitexec.Runner{Trusted: c.trusted()})
 		env = &detected
-		s.persist.recordMetadata(ctx, transcript.TypeAgentSetting, agentSetting{Environment: env, Model: s.opts.Model})
+		s.persist.recordMetadata(ctx, transcript.TypeAgentSetting, sessionlog.AgentSetting{Environment: env, Model: s.opts.Model})
 	}
 	home, _ := os.UserHomeDir()
 	mem, err := memory.Load(memory.Options{Cwd: s.opts.Cwd, Home: home, KeelHome: s.opts.Home, ManagedPath: s.opts.ManagedMemoryPath,

@@ -20,15 +20,8 @@ func newGate(s *Session, checker *permission.Checker, origin event.Origin, emit 
 	}
 	c := toolgate.Config{
 		Checker: checker, Origin: origin, Emit: emit, Hooks: runner,
-		HookInput: s.hookd.hookInput,
-		Granted: func(agentID string, req permission.Request) (permission.Decision, bool) {
-			rules := s.grants.Rules(agentID)
-			if len(rules) == 0 {
-				return permission.Decision{}, false
-			}
-			d := s.sk.evaluateWith(rules, req)
-			return d, d.Behavior == permission.Allow
-		},
+		HookInput:     s.hookd.hookInput,
+		Granted:       s.sk.Granted,
 		Interrupt:     s.sdk.interrupt,
 		Validator:     s.validator,
 		Touched:       s.noteTouched,

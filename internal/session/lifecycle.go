@@ -80,16 +80,15 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		s.startMCP(ctx)
 	}
 	s.servers = s.newMCP()
-	s.sk.loadSkills()
-	s.forkRunner = agentForks{s}
+	s.sk = newSkills(s)
 	s.builtins = s.buildTools()
-	st, err := s.persist.openTranscript(ctx)
+	st, err := openTranscript(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	s.logger = logger.With("session", s.id)
-	env := s.persist.restore(ctx, st)
-	if err := s.persist.resumeAt(ctx); err != nil {
+	env := restore(ctx, s, st)
+	if err := resumeAt(ctx, s); err != nil {
 		return nil, err
 	}
 	s.teams = s.conf.team()
@@ -124,7 +123,8 @@ func (s *Session) joinParts() {
 	s.acct.maxBudget, s.acct.catalog = s.opts.SDK.MaxBudgetUSD, s.switches.models
 	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
 	s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s = s, s, s, s, s
-	s.insp.s, s.persist.s, s.sk.s, s.compaction.s, s.wtree.s = s, s, s, s, s
+	s.insp.s, s.compaction.s, s.wtree.s = s, s, s
+	s.persist.entries = historyEntries(s)
 }
 
 // Close ends the session and releases what it holds.

@@ -60,7 +60,7 @@ func (s *Session) listingFor(ctx context.Context, pool *tool.Pool) prompt.Listin
 		l.Agents = s.agents.runner.AgentTypes()
 	}
 	if _, ok := pool.Lookup(skill.ToolName); ok {
-		l.Skills, l.SkillsOmitted = s.skills.Entries()
+		l.Skills, l.SkillsOmitted = s.sk.Catalog().Entries()
 	}
 	deferred := map[string]bool{}
 	for _, t := range s.deferredTools(ctx) {

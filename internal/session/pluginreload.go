@@ -10,7 +10,6 @@ import (
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/plugin"
 	"github.com/keel-dev/keel/internal/settings"
-	"github.com/keel-dev/keel/internal/skill"
 )
 
 // reloadPlugins runs at the start of each Send, a request boundary: when a plugin was
@@ -43,8 +42,7 @@ func (p *Plugins) reloadPlugins(ctx context.Context) []event.Notice {
 	for _, p := range s.hooks.SetPlugins(set.Hooks()) {
 		notices = append(notices, event.Notice{Level: string(p.Severity), Text: p.Error()})
 	}
-	cat, _ := skill.Load(s.sk.skillOptions())
-	s.skills.Replace(cat)
+	s.sk.Refresh()
 	if s.agents != nil {
 		if defs, err := agentdef.Load(ctx, s.conf.agentDefOptions()); err == nil {
 			s.agents.runner.Definitions().Replace(defs)

@@ -81,8 +81,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		sink.Emit(res)
 		return nil
 	}
-	defer s.grants.End("")
-	if text, ok, err := s.sk.expandCommand(ctx, prompt); err != nil {
+	defer s.sk.EndTurn("")
+	if text, ok, err := s.sk.Expand(ctx, prompt); err != nil {
 		return fail(err)
 	} else if ok {
 		prompt = text
@@ -146,7 +146,7 @@ func (s *Session) announce(ctx context.Context, sink *chanSink) {
 	reloaded := s.plug.reloadPlugins(ctx)
 	plugins, pluginErrors := initPlugins(s.plug.plugins())
 	sink.Emit(event.Init{SessionID: s.id, Model: s.switches.Model(), Cwd: s.Cwd(), Tools: s.pool(ctx).Names(), PermissionMode: s.PermissionMode(),
-		Skills: s.sk.skillNames(), Agents: s.agents.names(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
+		Skills: s.sk.Names(), Agents: s.agents.names(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
 	for _, n := range reloaded {
 		sink.Emit(n)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/keel-dev/keel/internal/background"
 	"github.com/keel-dev/keel/internal/plugin"
 	"github.com/keel-dev/keel/internal/sandbox"
+	"github.com/keel-dev/keel/internal/sessionlog"
 	"github.com/keel-dev/keel/internal/settingsedit"
 	"github.com/keel-dev/keel/internal/shadow"
 	"github.com/keel-dev/keel/internal/teamopen"
@@ -32,7 +33,7 @@ import (
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/shell"
-	"github.com/keel-dev/keel/internal/skill"
+	"github.com/keel-dev/keel/internal/skillset"
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/tool"
@@ -77,10 +78,6 @@ type Session struct {
 	nativeSearch bool
 	search       *toolsearch.Searcher
 	searchTool   tool.Tool
-	skills       *skill.Catalog
-	grants       *skill.Grants
-	// forkRunner runs fork-context skills as subagents; nil until agents are wired.
-	forkRunner skill.ForkRunner
 	// lsp runs the language servers of the lspServers settings; nil when none are set.
 	lsp *lsp.Manager
 
@@ -134,9 +131,9 @@ type Session struct {
 	tel telemetryLink
 	// compaction compacts the main thread and runs /compact, /clear and /add-dir (compact.go).
 	compaction compaction
-	// sk loads, expands and reloads skills and commands (skills.go).
-	sk Skills
-	// persist opens, records and replays the transcript (persist.go).
+	// sk loads, expands and reloads skills and commands (skills.go, internal/skillset).
+	sk *skillset.Set
+	// persist records the transcript (persist.go, internal/sessionlog).
 	persist Persistence
 	// insp is what frontends read of the session, and the auto memory (inspect.go).
 	insp Inspector
@@ -233,9 +230,11 @@ func (s *Session) cacheSafeNow() *loop.CacheSafe {
 	return s.cacheSafe
 }
 
-// The types of the session's parts stand here, beside Session: each holds the session it is
+// The types of the session's parts stand here, beside Session: most hold the session they are
 // part of and the session holds each, so no other file could hold them without the two files
-// using each other. Their methods live in the files of their concerns, above this one.
+// using each other. Their methods live in the files of their concerns, above this one. A part
+// that moved to a package of its own (toolgate, skillset, sessionlog) is wired in a file of
+// its concern and holds no session.
 
 // Agents is the session's part of the agent machinery: the task registry, the main thread's
 // notification queue and the subagent runner, whose Agent, SendMessage, TaskOutput and
@@ -265,10 +264,15 @@ type Inspector struct {
 	autoMem autoMemoryState
 }
 
-// Persistence is the session's transcript as it opens, records and replays it: created,
-// resumed or forked at open, the history restored (and repaired) from it, entries and
-// metadata recorded, the title set. Replay rebuilds the whole session's state, hence s.
-type Persistence struct{ s *Session }
+// Persistence is the session's transcript as it records it (internal/sessionlog): entries
+// and metadata recorded, the title set, the history read back with its entry ids. Opening
+// and replaying the transcript (persist.go) take the session's state up, and stay there.
+type Persistence struct {
+	// log records the entries; nil until the transcript opened, and with persistence off.
+	log *sessionlog.Log
+	// entries is the history with its entry ids, read under the session's lock.
+	entries func() ([]message.Message, []string)
+}
 
 // Plugins are the session's plugins: loaded when it opens, read again at a request
 // boundary when their records or settings changed, their MCP servers swapped then. Loading
@@ -277,11 +281,6 @@ type Plugins struct {
 	s           *Session
 	pluginState pluginState
 }
-
-// Skills are the session's skills and commands: loaded at open, expanded from a /command
-// prompt, their shell lines judged by the permission rules, reloaded on request. Expanding
-// runs hooks and reaches the MCP prompts and the checker, hence s.
-type Skills struct{ s *Session }
 
 // Switches are what a user or a controlling program switches in the main agent between
 // prompts: the model (and its catalog), the output style, the effort and thinking budget.

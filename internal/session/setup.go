@@ -9,7 +9,6 @@ import (
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/shell"
-	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
 )
@@ -42,7 +41,7 @@ func (s *Session) buildTools() []tool.Tool {
 	opts := builtin.Options{Jobs: s.jobs, Todos: s.todos, Sandbox: s.sandbox}
 	s.notices = append(s.notices, newWebSetup(s).configure(&opts)...)
 	tools := builtin.Tools(opts)
-	tools = append(tools, s.skills.Tool(skill.ToolOptions{Runner: s.forkRunner, Grants: s.grants}))
+	tools = append(tools, s.sk.Tool())
 	tools = append(tools, s.structuredTool()...)
 	return append(tools, builtin.ExitPlanMode())
 }

@@ -1,4 +1,4 @@
-package session
+package skillset
 
 import (
 	"cmp"
@@ -12,23 +12,22 @@ import (
 	"github.com/keel-dev/keel/internal/skill"
 )
 
-// beforeSkillShell runs the PreSkillShellCommand hooks before a skill's or command's "!"
+// beforeShell runs the PreSkillShellCommand hooks before a skill's or command's "!"
 // command: as Claude Code, allow adds nothing (the permission rules still decide), while a
 // deny, an ask or a changed input keeps the command from running. Only trusted entries get
 // here; an untrusted project's commands never run.
-func (k *Skills) beforeSkillShell(ctx context.Context, c skill.ShellCommand) error {
-	s := k.s
+func (k *Set) beforeShell(ctx context.Context, c skill.ShellCommand) error {
 	input, _ := json.Marshal(map[string]string{"command": c.Command})
 	by := "user"
 	if c.By == skill.ByModel {
 		by = "claude"
 	}
-	out := s.hooks.Run(ctx, hooks.PreSkillShellCommand, s.hookd.hookInput(s.Cwd(), hooks.Input{
+	out := k.c.Hooks.Run(ctx, hooks.PreSkillShellCommand, k.c.HookInput(k.c.Cwd(), hooks.Input{
 		ToolName: "Bash", ToolInput: input, ToolUseID: "skillsh_" + uuid.NewString(),
 		Extra: map[string]any{"command_name": c.Name, "command_source": string(c.Source), "invoked_by": by},
 	}))
 	for _, n := range out.SystemMessages {
-		s.warn(n)
+		k.c.Warn(n)
 	}
 	switch {
 	case out.Decision == hooks.DecisionBlock, out.Decision == hooks.DecisionAsk:
