@@ -60,7 +60,28 @@ func runHelper(arg string) error {
 	if err := loadSeccomp(pl); err != nil {
 		return err
 	}
+	closeInherited()
 	return syscall.Exec(prog, pl.Argv, env)
+}
+
+// closeInherited marks every descriptor past stderr close-on-exec, so the command starts with
+// stdin, stdout and stderr only: keel itself may have inherited descriptors without the flag
+// (from the shell or harness that started it), which os/exec passes on to every child, and
+// the sandbox's own descriptors are done with by now.
+func closeInherited() {
+	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	// Before Linux 5.11: one by one.
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
 }
 
 // setupNetwork brings the namespace's loopback up (bubblewrap did already) and, with the proxy, listens on it and

@@ -116,6 +116,7 @@ func runLandlockOnly(pl plan) error {
 	if err := loadSeccomp(pl); err != nil {
 		return err
 	}
+	closeInherited()
 	return syscall.Exec(prog, pl.Argv, env)
 }
 
