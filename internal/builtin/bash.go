@@ -76,6 +76,9 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs,
 		return tool.Errorf("%s", refusal)
 	}
 	procEnv := vars // nil inherits keel's
+	if box != nil {
+		procEnv = sandbox.WithoutCredentials(procEnv)
+	}
 	if env.Traceparent != "" {
 		if procEnv == nil {
 			procEnv = os.Environ()

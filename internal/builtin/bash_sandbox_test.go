@@ -137,3 +137,24 @@ func TestBashSandboxUnavailable(t *testing.T) {
 		t.Errorf("unavailable sandbox with failIfUnavailable ran the command or did not say why: %s", resultText(res))
 	}
 }
+
+// TestSandboxedBashWithoutKeelsCredentials: a sandboxed command does not see the credentials
+// keel itself uses (its model's key), which it could send out through any allowed domain;
+// the user's other variables stay. Outside the sandbox the environment is left as it is.
+func TestSandboxedBashWithoutKeelsCredentials(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-keels-own")
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer keels-own")
+	t.Setenv("KEEL_TEST_USER_VAR", "users-own")
+	jobs := shell.NewJobs()
+	t.Cleanup(jobs.Close)
+	script := `echo "key=$ANTHROPIC_API_KEY headers=$OTEL_EXPORTER_OTLP_HEADERS user=$KEEL_TEST_USER_VAR"`
+	text := resultText(call(t, SandboxedBash(jobs, sandboxFor(t, dir, settings.Sandbox{})), newEnv(t, dir), bashInput{Command: script}))
+	if !strings.Contains(text, "key= headers= user=users-own") {
+		t.Errorf("inside the sandbox: %s", text)
+	}
+	text = resultText(call(t, Bash(jobs), newEnv(t, dir), bashInput{Command: script}))
+	if !strings.Contains(text, "key=sk-ant-keels-own") || !strings.Contains(text, "user=users-own") {
+		t.Errorf("outside the sandbox: %s", text)
+	}
+}

@@ -99,6 +99,7 @@ func (a *app) sandboxCommand() *cobra.Command {
 			}
 			c := exec.CommandContext(cmd.Context(), args[0], args[1:]...)
 			c.Stdin, c.Stdout, c.Stderr = a.std.In, a.std.Out, a.std.Err
+			c.Env = sandbox.WithoutCredentials(nil) // what a session's Bash would see
 			run, err := sb.Confine(c)
 			if err != nil {
 				return err

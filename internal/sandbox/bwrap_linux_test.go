@@ -16,6 +16,7 @@ import (
 	"github.com/keel-dev/keel/internal/procgroup"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/waittest"
+	"golang.org/x/sys/unix"
 )
 
 // workspaceSandbox is a workspace-write sandbox of a fresh workspace, not yet probed.
@@ -278,4 +279,42 @@ func TestKillUnderBwrapLeavesNothingForInit(t *testing.T) {
 		t.Fatalf("the sandbox's first process outlived bubblewrap (signal 0: %v): %s", err, st)
 	}
 	waittest.Until(t, "the command's process group to be gone", func() bool { return procgroup.Gone(cmd.Process.Pid) })
+}
+
+// TestInheritedDescriptorsStayOutside: a descriptor keel inherited without close-on-exec
+// (from the shell or harness that started it; os/exec passes such descriptors to every
+// child) is not open in a sandboxed command, through either launcher.
+func TestInheritedDescriptorsStayOutside(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	fd := int(w.Fd())
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil { // as inherited: no FD_CLOEXEC
+		t.Fatal(err)
+	}
+	for _, l := range []string{"bwrap", "helper"} {
+		t.Run(l, func(t *testing.T) {
+			ForceLauncher(t, l)
+			s, ws := workspaceSandbox(t)
+			if err := s.Available(); err != nil {
+				if l == "bwrap" {
+					if _, _, ferr := findBwrap(context.Background()); ferr != nil {
+						t.Skipf("bubblewrap is not usable here: %v", ferr)
+					}
+				}
+				t.Fatalf("the sandbox does not start with %s: %v", l, err)
+			}
+			// Outside, the same command sees it: the check can tell.
+			if out, _ := exec.Command("sh", "-c", fmt.Sprintf("test -e /proc/self/fd/%d && echo open", fd)).Output(); string(out) != "open\n" {
+				t.Fatalf("an unsandboxed child does not see the inherited descriptor %d (%q): the check cannot tell", fd, out)
+			}
+			out, code := runIn(t, s, ws, fmt.Sprintf("test -e /proc/self/fd/%d && echo open || echo closed", fd))
+			if code != 0 || out != "closed\n" {
+				t.Errorf("descriptor %d inside the sandbox (exit %d): %q", fd, code, out)
+			}
+		})
+	}
 }

@@ -172,6 +172,7 @@ func (e *expander) run(ctx context.Context, cmd string) string {
 	c.WaitDelay = time.Second
 	note := ""
 	if sb := e.opts.Sandbox; sb != nil && sb.Policy().Choose(cmd, false) == sandbox.Inside {
+		c.Env = sandbox.WithoutCredentials(c.Env)
 		run, err := sb.Confine(c)
 		switch {
 		case err == nil:
