@@ -10,6 +10,7 @@ import (
 	"github.com/keel-dev/keel/internal/background"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 var tokensRe = regexp.MustCompile(`subagent_tokens: (\d+)`)
@@ -85,15 +86,20 @@ func TestTaskNotificationUsage(t *testing.T) {
 	if n, err := w.tasks.WaitIdle(t.Context(), background.MainOwner); err != nil || n != 1 {
 		t.Fatalf("WaitIdle = %d, %v", n, err)
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	// The report is queued before its event is sent (a frontend woken by the event finds it
+	// waiting), so the event may still be on its way when WaitIdle returns.
 	var note *event.TaskNotification
-	for _, e := range w.events {
-		if n, ok := e.(event.TaskNotification); ok {
-			note = &n
+	waittest.Until(t, "the task's notification event", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, e := range w.events {
+			if n, ok := e.(event.TaskNotification); ok {
+				note = &n
+			}
 		}
-	}
-	if note == nil || note.Usage == nil {
+		return note != nil
+	})
+	if note.Usage == nil {
 		t.Fatalf("notification %+v, want one with usage", note)
 	}
 	if u := note.Usage; u.TotalTokens <= 0 || u.ToolUses != 0 || u.Duration <= 0 {
