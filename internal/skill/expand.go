@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/lazy"
+	"github.com/keel-dev/keel/internal/procgroup"
 	"github.com/keel-dev/keel/internal/sandbox"
 )
 
@@ -171,9 +172,11 @@ func (e *expander) run(ctx context.Context, cmd string) string {
 	c.Dir = e.cwd
 	c.WaitDelay = time.Second
 	note := ""
+	var run *sandbox.Run
 	if sb := e.opts.Sandbox; sb != nil && sb.Policy().Choose(cmd, false) == sandbox.Inside {
 		c.Env = sandbox.WithoutCredentials(c.Env)
-		run, err := sb.Confine(c)
+		var err error
+		run, err = sb.Confine(c)
 		switch {
 		case err == nil:
 			defer run.Release()
@@ -185,6 +188,9 @@ func (e *expander) run(ctx context.Context, cmd string) string {
 			note = fmt.Sprintf("\n[not sandboxed: %v]", err)
 		}
 	}
+	// At the time limit the whole group goes, and under bubblewrap the sandbox from inside.
+	procgroup.Own(c)
+	c.Cancel = func() error { return run.Kill(c.Process.Pid) }
 	raw, runErr := c.CombinedOutput()
 	out := strings.TrimRight(string(capBytes(raw, maxShellOutput)), "\n") + note
 	if runErr != nil {

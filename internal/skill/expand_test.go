@@ -5,10 +5,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/keel-dev/keel/internal/procgroup"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // TestShellLines runs real shell commands: allowed ones are replaced by their output, denied
@@ -155,4 +160,25 @@ func TestFileReferencesFromModelArguments(t *testing.T) {
 	if err != nil || !strings.Contains(inv.Text, "PRIVATE KEY") {
 		t.Errorf("a user's own @path was not inlined: %q, %v", inv.Text, err)
 	}
+}
+
+// TestShellLineTimeoutEndsItsChildren: a "!" line that outlives its time limit is stopped
+// with everything it started, not only its shell.
+func TestShellLineTimeoutEndsItsChildren(t *testing.T) {
+	l := newLayout(t)
+	write(t, l.root, ".keel/commands/slow.md", "Slow: !`sleep 600 & echo $! > child.pid; wait`")
+	allow := func(context.Context, string, []string) error { return nil }
+	c, _ := l.load(t, func(o *Options) { o.AllowShell = allow; o.ShellTimeout = waittest.Scale(500 * time.Millisecond) })
+	if _, ok, err := c.Expand(t.Context(), "/slow"); !ok || err != nil {
+		t.Fatalf("Expand = %v, %v", ok, err)
+	}
+	b, err := os.ReadFile(filepath.Join(l.cwd, "child.pid"))
+	if err != nil {
+		t.Fatalf("the line did not start its child: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waittest.Until(t, "the line's child to be killed with it", func() bool { return !procgroup.Alive(pid) })
 }
