@@ -12,7 +12,6 @@
 package sandbox
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -54,6 +53,13 @@ type Policy struct {
 	// configuration and hooks, .mcp.json, .claude/, .keel/, settings files, hook scripts,
 	// shell start-up files and filesystem.denyWrite.
 	ReadOnly []string
+	// Pinned are directories bound onto themselves, writable: a mount point cannot be renamed
+	// or removed, so a command cannot move a repository's gitdir (or a directory on the way to
+	// one) aside and plant another in its place.
+	Pinned []string
+	// Warnings say where the protection is incomplete (the search for repositories stopped at
+	// its bounds, a .git that is a symbolic link): `keel doctor` shows them.
+	Warnings []string
 	// Masked are replaced by an empty file or directory: filesystem.denyRead and the paths of
 	// Read(...) deny rules. Unmasked (filesystem.allowRead) stay readable inside them.
 	Masked   []string
@@ -173,6 +179,7 @@ func NewPolicy(in Input) Policy {
 	for _, d := range vals(sb.Filesystem.DenyWrite) {
 		p.add(&p.ReadOnly, abs(d), "sandbox.filesystem.denyWrite")
 	}
+	g := gitGuard{seen: map[string]bool{}, skip: p.Writable}
 	for _, r := range roots {
 		if r == "" || r == "/" {
 			continue
@@ -180,7 +187,16 @@ func NewPolicy(in Input) Policy {
 		for _, ro := range protectedIn(r) {
 			p.add(&p.ReadOnly, ro, "keel's always-read-only paths")
 		}
+		g.skip = slices.DeleteFunc(slices.Clone(p.Writable), func(w string) bool { return w == r })
+		g.root(r)
 	}
+	for _, ro := range g.readOnly {
+		p.add(&p.ReadOnly, ro, "keel's always-read-only paths (git's configuration and hooks)")
+	}
+	for _, d := range g.pinned {
+		p.add(&p.Pinned, d, "keel's always-read-only paths (git's configuration and hooks)")
+	}
+	p.Warnings = append(p.Warnings, g.warnings...)
 	for _, pr := range append(homeProtected(in.Home, in.KeelHome), in.Protect...) {
 		p.add(&p.ReadOnly, abs(pr), "keel's always-read-only paths")
 	}
@@ -260,33 +276,15 @@ func absPath(s, cwd, home string) string {
 	return filepath.Clean(s)
 }
 
-// protectedIn lists what is always read-only inside the writable root r: the files through
-// which a later, unsandboxed program would run what a command planted — git's configuration
-// and hooks (of r's own repository, and of r itself when r is a bare repository), the
-// submodule list, MCP servers and the settings of keel and Claude Code.
+// protectedIn lists what is always read-only inside the writable root r besides git's
+// files (see [gitGuard]): the files through which a later, unsandboxed program would run what
+// a command planted — the submodule list, MCP servers and the settings of keel and Claude
+// Code.
 func protectedIn(r string) []string {
-	out := []string{
+	return []string{
 		filepath.Join(r, ".mcp.json"), filepath.Join(r, ".gitmodules"),
 		filepath.Join(r, ".claude"), filepath.Join(r, ".keel"),
 	}
-	if fi, err := os.Lstat(filepath.Join(r, ".git")); err == nil && fi.IsDir() {
-		out = append(out, filepath.Join(r, ".git", "config"), filepath.Join(r, ".git", "hooks"))
-	}
-	if isGitDir(r) {
-		out = append(out, filepath.Join(r, "config"), filepath.Join(r, "hooks"))
-	}
-	return out
-}
-
-// isGitDir reports whether git would take dir for a repository: HEAD, config, objects/ and
-// refs/ (a bare repository, or a .git directory given as a root).
-func isGitDir(dir string) bool {
-	for _, n := range []string{"HEAD", "config", "objects", "refs"} {
-		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
-			return false
-		}
-	}
-	return true
 }
 
 // homeProtected are the start-up and configuration files of the user's shell and tools:

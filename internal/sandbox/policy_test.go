@@ -83,3 +83,45 @@ func TestUnavailableOnce(t *testing.T) {
 		t.Errorf("an unattended run in auto mode: fail %v, why %q", p.FailIfUnavailable, p.FailWhy)
 	}
 }
+
+// TestPolicyGitGuard: inside a writable root, git's configuration, hooks and commondir are
+// read-only for the root's repository, a submodule's gitdir and a nested repository; the
+// objects, refs and index stay writable; the gitdirs and the directories leading to them
+// are pinned; a root without .git has its .git read-only.
+func TestPolicyGitGuard(t *testing.T) {
+	ws := t.TempDir()
+	for _, d := range []string{".git/objects", ".git/refs", ".git/modules/a/b/objects", ".git/modules/a/b/refs", "deep/nested/.git/objects", "deep/nested/.git/refs"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{".git/HEAD", ".git/config", ".git/modules/a/b/HEAD", ".git/modules/a/b/config", "deep/nested/.git/HEAD", "deep/nested/.git/config"} {
+		if err := os.WriteFile(filepath.Join(ws, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain := t.TempDir()
+	p := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws, plain}})
+	for _, ro := range []string{".git/config", ".git/commondir", ".git/config.worktree", ".git/hooks/x", ".git/modules/a/b/config",
+		".git/modules/a/b/commondir", ".git/modules/a/b/hooks/x", "deep/nested/.git/config", "deep/nested/.git/hooks/x"} {
+		if p.WritableAt(filepath.Join(ws, ro)) {
+			t.Errorf("%s is writable", ro)
+		}
+	}
+	for _, w := range []string{".git/index", ".git/objects/x", ".git/refs/heads/main", ".git/HEAD", ".git/info/attributes", ".git/modules/a/b/index", "deep/nested/.git/index", "deep/x"} {
+		if !p.WritableAt(filepath.Join(ws, w)) {
+			t.Errorf("%s is not writable", w)
+		}
+	}
+	for _, pin := range []string{".git", ".git/modules", ".git/modules/a", ".git/modules/a/b", "deep", "deep/nested", "deep/nested/.git"} {
+		if !slices.Contains(p.Pinned, filepath.Join(ws, pin)) {
+			t.Errorf("%s is not pinned: %v", pin, p.Pinned)
+		}
+	}
+	if p.WritableAt(filepath.Join(plain, ".git", "config")) || p.WritableAt(filepath.Join(plain, ".git")) {
+		t.Error("a root without .git can be made a repository")
+	}
+	if len(p.Warnings) != 0 {
+		t.Errorf("warnings for a small tree: %v", p.Warnings)
+	}
+}
