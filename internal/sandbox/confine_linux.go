@@ -291,6 +291,9 @@ var errRealFile = errors.New("a real file")
 // acquirePlaceholder makes the placeholder p, or joins the one there, and returns it open
 // with a shared lock.
 func acquirePlaceholder(p string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, err
+	}
 	for range 100 {
 		if err := makePlaceholder(p); err != nil && !os.IsExist(err) {
 			return nil, err

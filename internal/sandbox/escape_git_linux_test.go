@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,6 +96,12 @@ var gitAttacks = map[string]gitAttack{
 			write(t, filepath.Join(ws, "f"), "f\n")
 			return ws, ws
 		}},
+	"home git config": {home: true, script: "mkdir -p .config/git && evilcfg > .config/git/config",
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := filepath.Join(base, "home")
+			newRepo(t, filepath.Join(ws, "proj"))
+			return ws, filepath.Join(ws, "proj")
+		}},
 }
 
 // linkedWorktree is a workspace that is a linked worktree (.git a file) of a repository
@@ -164,6 +171,30 @@ func testEscapeGit(t *testing.T) {
 				t.Errorf("git status outside ran what %q planted:\n%s\n%s", a.script, out, status)
 			}
 		})
+	}
+}
+
+// TestEscapeHomeStartup: with the home directory a writable root, the start-up files of the
+// shells, the login and the tools git starts stay read-only, also when they (and their
+// directories) do not exist.
+func TestEscapeHomeStartup(t *testing.T) { forEachLauncher(t, testEscapeHomeStartup) }
+
+func testEscapeHomeStartup(t *testing.T) {
+	ws := filepath.Join(sandbox.VisibleDir(t), "home")
+	write(t, filepath.Join(ws, ".local", "share", "x"), "x\n")
+	w := gitWorld(t, ws, true)
+	for _, f := range []string{".bash_aliases", ".zlogout", ".local/bin/git", ".config/fish/config.fish",
+		".config/systemd/user/x.service", ".config/autostart/x.desktop", ".config/environment.d/x.conf",
+		".npmrc", ".vimrc", ".config/nvim/init.vim", ".cargo/env", ".cargo/bin/git", ".config/git/attributes"} {
+		t.Run(f, func(t *testing.T) {
+			script := fmt.Sprintf("mkdir -p %s && echo pwned > %s && echo ESCAPED", filepath.Dir(f), f)
+			if out := w.run(t, script); strings.Contains(out, "ESCAPED") {
+				t.Errorf("%s was written inside the sandbox:\n%s", f, out)
+			}
+		})
+	}
+	if out := w.run(t, "mkdir -p .config/other && echo ok > .config/other/f && cat .config/other/f"); !strings.Contains(out, "ok") {
+		t.Errorf("a configuration directory not on the list is not writable:\n%s", out)
 	}
 }
 

@@ -101,7 +101,9 @@ func (p Policy) newPlan(dir string, argv []string, path string, extra []string) 
 }
 
 // absentReadOnly are the always-read-only paths of p that do not exist inside a writable
-// root: each gets a placeholder for the command's life, so that it cannot be created.
+// root: each gets a placeholder for the command's life, so that it cannot be created. A
+// missing parent inside a writable root is made for it (~/.config for ~/.config/git): a
+// placeholder needs a directory to sit in.
 func (p Policy) absentReadOnly() []string {
 	var out []string
 	for _, r := range p.ReadOnly {
@@ -109,10 +111,23 @@ func (p Policy) absentReadOnly() []string {
 			continue
 		}
 		parent := filepath.Dir(r)
-		if fi, err := os.Stat(parent); err != nil || !fi.IsDir() {
-			continue // created with its parent, which is itself absent: see placeholderFor
+		for {
+			fi, err := os.Lstat(parent)
+			if err == nil || filepath.Dir(parent) == parent {
+				if err != nil || !fi.IsDir() {
+					parent = "" // a file stands in the way: nothing can be created below it
+				}
+				break
+			}
+			parent = filepath.Dir(parent)
 		}
-		if slices.ContainsFunc(p.Writable, func(w string) bool { return within(parent, w) }) {
+		if parent == "" {
+			continue
+		}
+		if slices.ContainsFunc(p.Writable, func(w string) bool {
+			_, err := os.Lstat(w)
+			return err == nil && within(parent, w)
+		}) {
 			out = append(out, r)
 		}
 	}

@@ -12,6 +12,7 @@
 package sandbox
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -197,7 +198,7 @@ func NewPolicy(in Input) Policy {
 		p.add(&p.Pinned, d, "keel's always-read-only paths (git's configuration and hooks)")
 	}
 	p.Warnings = append(p.Warnings, g.warnings...)
-	for _, pr := range append(homeProtected(in.Home, in.KeelHome), in.Protect...) {
+	for _, pr := range append(homeProtected(in.Home, configHome(in.Home), in.KeelHome), in.Protect...) {
 		p.add(&p.ReadOnly, abs(pr), "keel's always-read-only paths")
 	}
 	for _, d := range vals(sb.Filesystem.DenyRead) {
@@ -287,20 +288,47 @@ func protectedIn(r string) []string {
 	}
 }
 
-// homeProtected are the start-up and configuration files of the user's shell and tools:
-// read-only already unless a writable root holds them, and then they stay so.
-func homeProtected(home, keelHome string) []string {
+// homeProtected are the start-up and configuration files of the user's shell, login, git
+// and tools — whatever runs by itself, or is run by git, a shell or a login, when the user
+// next works outside: read-only already unless a writable root holds them (keel run in ~,
+// --add-dir ~, a toolchain cache), and then they stay so. configHome is $XDG_CONFIG_HOME
+// (~/.config by default): git's global configuration, attributes and ignore file live in its
+// git/, fish's start-up files in fish/, systemd's user units and environment in systemd/ and
+// environment.d/, a desktop session's autostart entries in autostart/. ~/.local/bin is on
+// PATH on many distributions (a program planted there shadows git), and so is ~/.cargo/bin,
+// whose ~/.cargo/env a login sources and whose config can wrap rustc. The editors git starts
+// for a commit message (vi, by default) read ~/.vimrc, ~/.vim and nvim's configuration, which
+// can run commands: protected too. Other editors' configuration is not.
+func homeProtected(home, configHome, keelHome string) []string {
 	var out []string
 	if home != "" {
-		for _, n := range []string{".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout", ".zshrc",
-			".zshenv", ".zprofile", ".zlogin", ".gitconfig", ".config/git", ".ssh", ".claude", ".keel", ".claude.json"} {
+		for _, n := range []string{".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout", ".bash_aliases",
+			".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".gitconfig", ".config/git", ".ssh", ".claude", ".keel",
+			".claude.json", ".local/bin", ".npmrc", ".cargo/bin", ".cargo/env", ".cargo/config", ".cargo/config.toml",
+			".vimrc", ".vim"} {
 			out = append(out, filepath.Join(home, n))
+		}
+	}
+	if configHome != "" {
+		for _, n := range []string{"git", "fish", "systemd", "environment.d", "autostart", "nvim"} {
+			out = append(out, filepath.Join(configHome, n))
 		}
 	}
 	if keelHome != "" {
 		out = append(out, keelHome)
 	}
 	return out
+}
+
+// configHome is $XDG_CONFIG_HOME when set to an absolute path, else ~/.config.
+func configHome(home string) string {
+	if c := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(c) {
+		return filepath.Clean(c)
+	}
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".config")
 }
 
 // Why names the setting that made path writable, read-only or masked (the nearest
