@@ -10,6 +10,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/gittest"
 	"github.com/keel-dev/keel/internal/sandbox"
+	"github.com/keel-dev/keel/internal/settings"
 )
 
 // gitPrelude defines, for the attack scripts, evilcfg (a git configuration whose fsmonitor
@@ -247,4 +248,33 @@ func testGitInside(t *testing.T) {
 func gittestLog(t *testing.T, dir string) string {
 	t.Helper()
 	return gittest.Run(t, dir, "log", "--format=%s") + "\n"
+}
+
+// TestSymlinkedPaths: a working directory reached through a symbolic link, and a denyRead
+// path through a symbolically linked directory, work: the command runs, writes land in the
+// real directory, the masked file reads empty.
+func TestSymlinkedPaths(t *testing.T) { forEachLauncher(t, testSymlinkedPaths) }
+
+func testSymlinkedPaths(t *testing.T) {
+	base := sandbox.VisibleDir(t)
+	ws, out := filepath.Join(base, "ws"), filepath.Join(base, "out")
+	write(t, filepath.Join(ws, "f"), "f\n")
+	write(t, filepath.Join(out, "denied.txt"), "TOPSECRET-linked\n")
+	for link, target := range map[string]string{"wslink": ws, "outlink": out} {
+		if err := os.Symlink(target, filepath.Join(base, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb := &settings.Sandbox{}
+	sb.Filesystem.DenyRead = vals(filepath.Join(base, "outlink", "denied.txt"))
+	in := sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Settings: sb, Dirs: []string{filepath.Join(base, "wslink")}}
+	w := &world{ws: filepath.Join(base, "wslink"), s: sandbox.New(sandbox.NewPolicy(in), sandbox.Options{})}
+	skipWithoutSandbox(t, w.s)
+	got := w.run(t, fmt.Sprintf("echo landed > new && cat new; cat %s/outlink/denied.txt %s/denied.txt", base, out))
+	if !strings.Contains(got, "landed") || strings.Contains(got, "TOPSECRET") {
+		t.Errorf("through the links, the command did not run, or read the masked file:\n%s", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "new")); string(b) != "landed\n" {
+		t.Errorf("the write through the linked working directory did not land: %q", b)
+	}
 }

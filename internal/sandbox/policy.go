@@ -166,11 +166,11 @@ func NewPolicy(in Input) Policy {
 	var roots []string // writable roots whose git and agent configuration stays read-only
 	if p.Mode == ModeWorkspaceWrite {
 		for _, d := range in.Dirs {
-			roots = append(roots, abs(d))
+			roots = append(roots, resolvePath(abs(d)))
 			p.addWritable(abs(d), "the working directories (--add-dir, permissions.additionalDirectories)")
 		}
 		for _, w := range vals(sb.Filesystem.AllowWrite) {
-			roots = append(roots, abs(w))
+			roots = append(roots, resolvePath(abs(w)))
 			p.addWritable(abs(w), "sandbox.filesystem.allowWrite")
 		}
 		for _, c := range in.Caches {
@@ -241,19 +241,49 @@ func NewPolicy(in Input) Policy {
 }
 
 func (p *Policy) addWritable(path, why string) {
-	if path == "" || path == "/" {
+	if path == "" || path == "/" || resolvePath(path) == "/" {
 		return // the whole file system is what a sandbox is not
 	}
 	p.add(&p.Writable, path, why)
 }
 
+// add puts path on list with the symbolic links in it resolved: a mount is made at, and a
+// mask covers, the real path, which is where bubblewrap can make it (it cannot bind onto a
+// path through a link), and the way in through the link leads there too. why is kept for
+// both spellings.
 func (p *Policy) add(list *[]string, path, why string) {
-	if path == "" || slices.Contains(*list, path) {
+	if path == "" {
 		return
 	}
-	*list = append(*list, path)
-	if _, ok := p.why[path]; !ok {
-		p.why[path] = why
+	real := resolvePath(path)
+	if list == &p.UnixSockets {
+		real = path // a socket is matched by the path a program connects to, not mounted
+	}
+	for _, k := range []string{path, real} {
+		if _, ok := p.why[k]; !ok {
+			p.why[k] = why
+		}
+	}
+	if !slices.Contains(*list, real) {
+		*list = append(*list, real)
+	}
+}
+
+// resolvePath is path with its symbolic links resolved; for a path that does not exist, its
+// nearest existing ancestor's, the rest kept as it is.
+func resolvePath(path string) string {
+	if path == "" {
+		return ""
+	}
+	rest := ""
+	for p := path; ; p = filepath.Dir(p) {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if filepath.Dir(p) == p {
+			return path
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
 	}
 }
 
