@@ -102,6 +102,9 @@ func policyFindings(s *Sandbox) []Finding {
 	for _, w := range p.Warnings {
 		out = append(out, Finding{Name: "protection", Status: "warn", Detail: w})
 	}
+	for _, pr := range p.Problems {
+		out = append(out, Finding{Name: "masks", Status: "fail", Detail: pr + " (every command is refused until then)"})
+	}
 	return out
 }
 

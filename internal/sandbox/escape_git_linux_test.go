@@ -278,3 +278,20 @@ func testSymlinkedPaths(t *testing.T) {
 		t.Errorf("the write through the linked working directory did not land: %q", b)
 	}
 }
+
+// TestEscapeReadsManyMatches: a Read deny glob with more matches than keel masks one by one
+// masks the directory holding them, so no match stays readable.
+func TestEscapeReadsManyMatches(t *testing.T) { forEachLauncher(t, testEscapeReadsManyMatches) }
+
+func testEscapeReadsManyMatches(t *testing.T) {
+	ws := t.TempDir()
+	for i := range 300 {
+		write(t, filepath.Join(ws, "keys", fmt.Sprintf("k%03d.key", i)), fmt.Sprintf("KEYSECRET%03d\n", i))
+	}
+	in := sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}, ReadDeny: []sandbox.PathRule{{Spec: "./keys/*.key"}}}
+	w := &world{ws: ws, s: sandbox.New(sandbox.NewPolicy(in), sandbox.Options{})}
+	skipWithoutSandbox(t, w.s)
+	if out := w.run(t, "cat keys/*.key; cat keys/k299.key; echo DONE"); strings.Contains(out, "KEYSECRET") || !strings.Contains(out, "DONE") {
+		t.Errorf("a match of the Read deny glob was readable:\n%s", out)
+	}
+}

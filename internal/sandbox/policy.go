@@ -12,6 +12,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -61,6 +62,10 @@ type Policy struct {
 	// Warnings say where the protection is incomplete (the search for repositories stopped at
 	// its bounds, a .git that is a symbolic link): `keel doctor` shows them.
 	Warnings []string
+	// Problems make every command an error (a Read deny glob whose matches cannot be masked
+	// without hiding a working directory): a sandbox that would leave a secret readable does
+	// not run.
+	Problems []string
 	// Masked are replaced by an empty file or directory: filesystem.denyRead and the paths of
 	// Read(...) deny rules. Unmasked (filesystem.allowRead) stay readable inside them.
 	Masked   []string
@@ -209,8 +214,18 @@ func NewPolicy(in Input) Policy {
 		if dir == "" {
 			dir = cwd
 		}
-		for _, m := range readDenyPaths(r.Spec, dir, in.Home) {
-			p.add(&p.Masked, m, "a Read(...) deny rule")
+		ms, whole := readDenyPaths(r.Spec, dir, in.Home)
+		for _, m := range ms {
+			if !whole {
+				p.add(&p.Masked, m, "a Read(...) deny rule")
+				continue
+			}
+			m = resolvePath(m)
+			if slices.ContainsFunc(p.Writable, func(w string) bool { return within(w, m) }) || within(resolvePath(cwd), m) {
+				p.Problems = append(p.Problems, fmt.Sprintf("the Read deny rule %q matches more than %d files, and masking %s, the directory holding them all, would hide the working directory: name fewer files in the rule", r.Spec, maxGlobMatches, m))
+				continue
+			}
+			p.add(&p.Masked, m, fmt.Sprintf("a Read(...) deny rule (%s matches more than %d files: the directory holding them is masked)", r.Spec, maxGlobMatches))
 		}
 	}
 	for _, a := range vals(sb.Filesystem.AllowRead) {

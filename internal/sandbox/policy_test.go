@@ -1,9 +1,12 @@
 package sandbox_test
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/keel-dev/keel/internal/sandbox"
@@ -123,5 +126,43 @@ func TestPolicyGitGuard(t *testing.T) {
 	}
 	if len(p.Warnings) != 0 {
 		t.Errorf("warnings for a small tree: %v", p.Warnings)
+	}
+}
+
+// TestPolicyManyMatches: a Read deny glob with more matches than are masked one by one
+// masks the directory holding them; when that directory holds the working directory, the
+// policy refuses every command instead, and doctor says why.
+func TestPolicyManyMatches(t *testing.T) {
+	ws := t.TempDir()
+	for i := range 300 {
+		for _, d := range []string{"a", "b"} {
+			if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(ws, d, fmt.Sprintf("k%03d.key", i)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}, ReadDeny: []sandbox.PathRule{{Spec: "./a/*.key"}}})
+	if !slices.Equal(p.Masked, []string{filepath.Join(ws, "a")}) || len(p.Problems) != 0 {
+		t.Errorf("masked %v, problems %v; want the directory a masked", p.Masked, p.Problems)
+	}
+	p = sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}, ReadDeny: []sandbox.PathRule{{Spec: "*.key"}}})
+	if len(p.Problems) != 1 || slices.Contains(p.Masked, ws) {
+		t.Fatalf("a glob spread over the workspace: masked %v, problems %v", p.Masked, p.Problems)
+	}
+	s := sandbox.New(p, sandbox.Options{})
+	if s.Available() == nil {
+		if _, err := s.Confine(exec.Command("true")); err == nil || !strings.Contains(err.Error(), "*.key") {
+			t.Errorf("a command ran with an unmaskable glob: %v", err)
+		}
+	}
+	var found bool
+	for _, f := range sandbox.Doctor(t.Context(), s) {
+		found = found || (f.Status == "fail" && strings.Contains(f.Detail, "*.key"))
+	}
+	if !found {
+		t.Error("doctor does not say why every command is refused")
 	}
 }
