@@ -110,6 +110,9 @@ func (p Policy) absentReadOnly() []string {
 		if fi, err := os.Lstat(r); err == nil && !isPlaceholder(r, fi) {
 			continue
 		}
+		if slices.ContainsFunc(p.ReadOnly, func(o string) bool { return o != r && within(r, o) }) {
+			continue // read-only with its ancestor: a placeholder inside that one's would keep it from being removed
+		}
 		parent := filepath.Dir(r)
 		for {
 			fi, err := os.Lstat(parent)
