@@ -166,3 +166,26 @@ func TestPolicyManyMatches(t *testing.T) {
 		t.Error("doctor does not say why every command is refused")
 	}
 }
+
+// TestPolicyGitGuardWarns: where the protection of repositories is incomplete — the search
+// for them stopped at its depth, a .git that is a symbolic link (replaceable) — the policy
+// says so rather than leaving it silent.
+func TestPolicyGitGuardWarns(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, strings.Repeat("d/", 16)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitdir := t.TempDir()
+	if err := os.Symlink(gitdir, filepath.Join(ws, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	p := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}})
+	var deep, link bool
+	for _, w := range p.Warnings {
+		deep = deep || strings.Contains(w, "deep")
+		link = link || strings.Contains(w, "symbolic link")
+	}
+	if !deep || !link {
+		t.Errorf("warnings %q lack the depth bound or the linked .git", p.Warnings)
+	}
+}
