@@ -185,24 +185,7 @@ func NewPolicy(in Input) Policy {
 	for _, d := range vals(sb.Filesystem.DenyWrite) {
 		p.add(&p.ReadOnly, abs(d), "sandbox.filesystem.denyWrite")
 	}
-	g := gitGuard{seen: map[string]bool{}, skip: p.Writable}
-	for _, r := range roots {
-		if r == "" || r == "/" {
-			continue
-		}
-		for _, ro := range protectedIn(r) {
-			p.add(&p.ReadOnly, ro, "keel's always-read-only paths")
-		}
-		g.skip = slices.DeleteFunc(slices.Clone(p.Writable), func(w string) bool { return w == r })
-		g.root(r)
-	}
-	for _, ro := range g.readOnly {
-		p.add(&p.ReadOnly, ro, "keel's always-read-only paths (git's configuration and hooks)")
-	}
-	for _, d := range g.pinned {
-		p.add(&p.Pinned, d, "keel's always-read-only paths (git's configuration and hooks)")
-	}
-	p.Warnings = append(p.Warnings, g.warnings...)
+	p.protectRoots(roots)
 	for _, pr := range append(homeProtected(in.Home, configHome(in.Home), in.KeelHome), in.Protect...) {
 		p.add(&p.ReadOnly, abs(pr), "keel's always-read-only paths")
 	}
@@ -210,23 +193,7 @@ func NewPolicy(in Input) Policy {
 		p.add(&p.Masked, abs(d), "sandbox.filesystem.denyRead")
 	}
 	for _, r := range in.ReadDeny {
-		dir := r.Dir
-		if dir == "" {
-			dir = cwd
-		}
-		ms, whole := readDenyPaths(r.Spec, dir, in.Home)
-		for _, m := range ms {
-			if !whole {
-				p.add(&p.Masked, m, "a Read(...) deny rule")
-				continue
-			}
-			m = resolvePath(m)
-			if slices.ContainsFunc(p.Writable, func(w string) bool { return within(w, m) }) || within(resolvePath(cwd), m) {
-				p.Problems = append(p.Problems, fmt.Sprintf("the Read deny rule %q matches more than %d files, and masking %s, the directory holding them all, would hide the working directory: name fewer files in the rule", r.Spec, maxGlobMatches, m))
-				continue
-			}
-			p.add(&p.Masked, m, fmt.Sprintf("a Read(...) deny rule (%s matches more than %d files: the directory holding them is masked)", r.Spec, maxGlobMatches))
-		}
+		p.maskRule(r, cwd, in.Home)
 	}
 	for _, a := range vals(sb.Filesystem.AllowRead) {
 		p.add(&p.Unmasked, abs(a), "sandbox.filesystem.allowRead")
@@ -253,6 +220,53 @@ func NewPolicy(in Input) Policy {
 	p.Excluded = vals(sb.ExcludedCommands)
 	p.WrapHooks, p.WrapMCPServers = sb.WrapHooks.V, sb.WrapMcpServers.V
 	return p
+}
+
+// protectRoots makes what is always read-only inside the writable roots so: the agents'
+// configuration (protectedIn) and git's in every repository found there ([gitGuard]).
+func (p *Policy) protectRoots(roots []string) {
+	g := gitGuard{seen: map[string]bool{}}
+	for _, r := range roots {
+		if r == "" || r == "/" {
+			continue
+		}
+		for _, ro := range protectedIn(r) {
+			p.add(&p.ReadOnly, ro, "keel's always-read-only paths")
+		}
+		// The other writable roots and the caches are searched on their own, or not at all.
+		g.skip = slices.DeleteFunc(slices.Clone(p.Writable), func(w string) bool { return w == r })
+		g.root(r)
+	}
+	for _, ro := range g.readOnly {
+		p.add(&p.ReadOnly, ro, "keel's always-read-only paths (git's configuration and hooks)")
+	}
+	for _, d := range g.pinned {
+		p.add(&p.Pinned, d, "keel's always-read-only paths (git's configuration and hooks)")
+	}
+	p.Warnings = append(p.Warnings, g.warnings...)
+}
+
+// maskRule masks what the Read deny rule r covers. A glob past maxGlobMatches covers the
+// directory holding every match; where that would hide a working directory, every command is
+// refused instead (Problems).
+func (p *Policy) maskRule(r PathRule, cwd, home string) {
+	dir := r.Dir
+	if dir == "" {
+		dir = cwd
+	}
+	ms, whole := readDenyPaths(r.Spec, dir, home)
+	for _, m := range ms {
+		if !whole {
+			p.add(&p.Masked, m, "a Read(...) deny rule")
+			continue
+		}
+		m = resolvePath(m)
+		if slices.ContainsFunc(p.Writable, func(w string) bool { return within(w, m) }) || within(resolvePath(cwd), m) {
+			p.Problems = append(p.Problems, fmt.Sprintf("the Read deny rule %q matches more than %d files, and masking %s, the directory holding them all, would hide the working directory: name fewer files in the rule", r.Spec, maxGlobMatches, m))
+			continue
+		}
+		p.add(&p.Masked, m, fmt.Sprintf("a Read(...) deny rule (%s matches more than %d files: the directory holding them is masked)", r.Spec, maxGlobMatches))
+	}
 }
 
 func (p *Policy) addWritable(path, why string) {
