@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -51,6 +52,9 @@ type Run struct {
 func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
 	if err := s.Available(); err != nil {
 		return nil, err
+	}
+	if len(s.policy.Problems) > 0 {
+		return nil, fmt.Errorf("sandbox: the command is not run: %s", strings.Join(s.policy.Problems, "; "))
 	}
 	return s.confine(cmd, extra)
 }
@@ -290,8 +294,11 @@ var errRealFile = errors.New("a real file")
 // acquirePlaceholder makes the placeholder p, or joins the one there, and returns it open
 // with a shared lock.
 func acquirePlaceholder(p string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, err
+	}
 	for range 100 {
-		if err := os.Mkdir(p, 0o555); err != nil && !os.IsExist(err) {
+		if err := makePlaceholder(p); err != nil && !os.IsExist(err) {
 			return nil, err
 		}
 		f, err := os.Open(p)
@@ -316,6 +323,33 @@ func acquirePlaceholder(p string) (*os.File, error) {
 		f.Close() // the last holder removed it before our lock: make it again
 	}
 	return nil, errors.New("the placeholder keeps disappearing")
+}
+
+// makePlaceholder makes the placeholder p: an empty directory without write permission, or
+// for a name of filePlaceholders a file without it, made whole under another name and linked
+// into place, so that no git run meanwhile reads it half made.
+func makePlaceholder(p string) error {
+	content, ok := filePlaceholders[filepath.Base(p)]
+	if !ok {
+		return os.Mkdir(p, 0o555)
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".keel-placeholder-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o444)
+	}
+	if err == nil {
+		err = os.Link(tmp, p)
+	}
+	return err
 }
 
 func (s *Sandbox) release(paths []string) {

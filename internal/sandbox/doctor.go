@@ -97,8 +97,15 @@ func policyFindings(s *Sandbox) []Finding {
 	}
 	writable := pathsFinding("writable", p.Writable, "nothing")
 	writable.Detail += "; and a private /tmp for each command"
-	return []Finding{mode, writable, pathsFinding("always read-only", p.ReadOnly, "none"),
+	out := []Finding{mode, writable, pathsFinding("always read-only", p.ReadOnly, "none"),
 		pathsFinding("masked", p.Masked, "none"), networkFinding(s)}
+	for _, w := range p.Warnings {
+		out = append(out, Finding{Name: "protection", Status: "warn", Detail: w})
+	}
+	for _, pr := range p.Problems {
+		out = append(out, Finding{Name: "masks", Status: "fail", Detail: pr + " (every command is refused until then)"})
+	}
+	return out
 }
 
 // pathsFinding lists the paths that exist now. Absent paths are counted, not listed: a dozen

@@ -52,3 +52,21 @@ func TestPlaceholdersShared(t *testing.T) {
 		t.Error("a real empty directory was removed")
 	}
 }
+
+// TestPlaceholdersNotNested: an absent always-read-only path below another one (a settings
+// file in .claude/) gets no placeholder of its own — the outer one covers it — and nothing
+// is left behind: a placeholder made inside another kept that one from being removed (and
+// failed outright for a user who cannot write into the read-only placeholder).
+func TestPlaceholdersNotNested(t *testing.T) {
+	ws := t.TempDir()
+	p := NewPolicy(Input{Mode: ModeWorkspaceWrite, Dirs: []string{ws}, Protect: []string{filepath.Join(ws, ".claude", "settings.json")}})
+	s := New(p, Options{Executable: "/nonexistent"})
+	held, err := s.hold(p.absentReadOnly())
+	if err != nil || slices.Contains(held, filepath.Join(ws, ".claude", "settings.json")) || !slices.Contains(held, filepath.Join(ws, ".claude")) {
+		t.Fatalf("held %v (%v)", held, err)
+	}
+	s.release(held)
+	if entries, _ := os.ReadDir(ws); len(entries) != 0 {
+		t.Errorf("left behind: %v", entries)
+	}
+}

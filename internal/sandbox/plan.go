@@ -77,9 +77,10 @@ func (p Policy) newPlan(dir string, argv []string, path string, extra []string) 
 			pl.ReadOnly = append(pl.ReadOnly, r)
 		}
 	}
-	for _, w := range pl.Writable {
-		if fi, err := os.Lstat(filepath.Join(w, ".git")); err == nil && fi.IsDir() {
-			pl.Pinned = append(pl.Pinned, filepath.Join(w, ".git"))
+	for _, g := range p.Pinned {
+		if fi, err := os.Lstat(g); err == nil && fi.IsDir() && !slices.Contains(pl.Writable, g) &&
+			slices.ContainsFunc(pl.Writable, func(w string) bool { return within(g, w) }) {
+			pl.Pinned = append(pl.Pinned, g)
 		}
 	}
 	for _, m := range p.Masked {
@@ -100,29 +101,60 @@ func (p Policy) newPlan(dir string, argv []string, path string, extra []string) 
 }
 
 // absentReadOnly are the always-read-only paths of p that do not exist inside a writable
-// root: each gets a placeholder for the command's life, so that it cannot be created.
+// root: each gets a placeholder for the command's life, so that it cannot be created. A
+// missing parent inside a writable root is made for it (~/.config for ~/.config/git): a
+// placeholder needs a directory to sit in.
 func (p Policy) absentReadOnly() []string {
 	var out []string
 	for _, r := range p.ReadOnly {
 		if fi, err := os.Lstat(r); err == nil && !isPlaceholder(r, fi) {
 			continue
 		}
-		parent := filepath.Dir(r)
-		if fi, err := os.Stat(parent); err != nil || !fi.IsDir() {
-			continue // created with its parent, which is itself absent: see placeholderFor
+		if slices.ContainsFunc(p.ReadOnly, func(o string) bool { return o != r && within(r, o) }) {
+			continue // read-only with its ancestor: a placeholder inside that one's would keep it from being removed
 		}
-		if slices.ContainsFunc(p.Writable, func(w string) bool { return within(parent, w) }) {
+		parent := filepath.Dir(r)
+		for {
+			fi, err := os.Lstat(parent)
+			if err == nil || filepath.Dir(parent) == parent {
+				if err != nil || !fi.IsDir() {
+					parent = "" // a file stands in the way: nothing can be created below it
+				}
+				break
+			}
+			parent = filepath.Dir(parent)
+		}
+		if parent == "" {
+			continue
+		}
+		if slices.ContainsFunc(p.Writable, func(w string) bool {
+			_, err := os.Lstat(w)
+			return err == nil && within(parent, w)
+		}) {
 			out = append(out, r)
 		}
 	}
 	return out
 }
 
+// filePlaceholders are the placeholders that must be files, with what they hold: git dies on
+// a commondir it cannot read, and "." names the gitdir itself, as no commondir does; an empty
+// config.worktree is an empty configuration. Every other placeholder is a directory.
+var filePlaceholders = map[string]string{"commondir": ".\n", "config.worktree": ""}
+
 // isPlaceholder reports whether fi, the file at path, is a placeholder keel made for an
 // absent always-read-only path: an empty directory without write permission (a directory a
-// user makes has it).
+// user makes has it), or for the names of filePlaceholders a file without write permission
+// holding just what keel puts there.
 func isPlaceholder(path string, fi os.FileInfo) bool {
-	if !fi.IsDir() || fi.Mode().Perm()&0o222 != 0 {
+	if fi.Mode().Perm()&0o222 != 0 {
+		return false
+	}
+	if want, ok := filePlaceholders[filepath.Base(path)]; ok && fi.Mode().IsRegular() {
+		b, err := os.ReadFile(path)
+		return err == nil && string(b) == want
+	}
+	if !fi.IsDir() {
 		return false
 	}
 	entries, err := os.ReadDir(path)

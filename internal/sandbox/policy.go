@@ -12,6 +12,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,6 +55,17 @@ type Policy struct {
 	// configuration and hooks, .mcp.json, .claude/, .keel/, settings files, hook scripts,
 	// shell start-up files and filesystem.denyWrite.
 	ReadOnly []string
+	// Pinned are directories bound onto themselves, writable: a mount point cannot be renamed
+	// or removed, so a command cannot move a repository's gitdir (or a directory on the way to
+	// one) aside and plant another in its place.
+	Pinned []string
+	// Warnings say where the protection is incomplete (the search for repositories stopped at
+	// its bounds, a .git that is a symbolic link): `keel doctor` shows them.
+	Warnings []string
+	// Problems make every command an error (a Read deny glob whose matches cannot be masked
+	// without hiding a working directory): a sandbox that would leave a secret readable does
+	// not run.
+	Problems []string
 	// Masked are replaced by an empty file or directory: filesystem.denyRead and the paths of
 	// Read(...) deny rules. Unmasked (filesystem.allowRead) stay readable inside them.
 	Masked   []string
@@ -159,11 +171,11 @@ func NewPolicy(in Input) Policy {
 	var roots []string // writable roots whose git and agent configuration stays read-only
 	if p.Mode == ModeWorkspaceWrite {
 		for _, d := range in.Dirs {
-			roots = append(roots, abs(d))
+			roots = append(roots, resolvePath(abs(d)))
 			p.addWritable(abs(d), "the working directories (--add-dir, permissions.additionalDirectories)")
 		}
 		for _, w := range vals(sb.Filesystem.AllowWrite) {
-			roots = append(roots, abs(w))
+			roots = append(roots, resolvePath(abs(w)))
 			p.addWritable(abs(w), "sandbox.filesystem.allowWrite")
 		}
 		for _, c := range in.Caches {
@@ -173,28 +185,15 @@ func NewPolicy(in Input) Policy {
 	for _, d := range vals(sb.Filesystem.DenyWrite) {
 		p.add(&p.ReadOnly, abs(d), "sandbox.filesystem.denyWrite")
 	}
-	for _, r := range roots {
-		if r == "" || r == "/" {
-			continue
-		}
-		for _, ro := range protectedIn(r) {
-			p.add(&p.ReadOnly, ro, "keel's always-read-only paths")
-		}
-	}
-	for _, pr := range append(homeProtected(in.Home, in.KeelHome), in.Protect...) {
+	p.protectRoots(roots)
+	for _, pr := range append(homeProtected(in.Home, configHome(in.Home), in.KeelHome), in.Protect...) {
 		p.add(&p.ReadOnly, abs(pr), "keel's always-read-only paths")
 	}
 	for _, d := range vals(sb.Filesystem.DenyRead) {
 		p.add(&p.Masked, abs(d), "sandbox.filesystem.denyRead")
 	}
 	for _, r := range in.ReadDeny {
-		dir := r.Dir
-		if dir == "" {
-			dir = cwd
-		}
-		for _, m := range readDenyPaths(r.Spec, dir, in.Home) {
-			p.add(&p.Masked, m, "a Read(...) deny rule")
-		}
+		p.maskRule(r, cwd, in.Home)
 	}
 	for _, a := range vals(sb.Filesystem.AllowRead) {
 		p.add(&p.Unmasked, abs(a), "sandbox.filesystem.allowRead")
@@ -223,20 +222,97 @@ func NewPolicy(in Input) Policy {
 	return p
 }
 
+// protectRoots makes what is always read-only inside the writable roots so: the agents'
+// configuration (protectedIn) and git's in every repository found there ([gitGuard]).
+func (p *Policy) protectRoots(roots []string) {
+	g := gitGuard{seen: map[string]bool{}}
+	for _, r := range roots {
+		if r == "" || r == "/" {
+			continue
+		}
+		for _, ro := range protectedIn(r) {
+			p.add(&p.ReadOnly, ro, "keel's always-read-only paths")
+		}
+		// The other writable roots and the caches are searched on their own, or not at all.
+		g.skip = slices.DeleteFunc(slices.Clone(p.Writable), func(w string) bool { return w == r })
+		g.root(r)
+	}
+	for _, ro := range g.readOnly {
+		p.add(&p.ReadOnly, ro, "keel's always-read-only paths (git's configuration and hooks)")
+	}
+	for _, d := range g.pinned {
+		p.add(&p.Pinned, d, "keel's always-read-only paths (git's configuration and hooks)")
+	}
+	p.Warnings = append(p.Warnings, g.warnings...)
+}
+
+// maskRule masks what the Read deny rule r covers. A glob past maxGlobMatches covers the
+// directory holding every match; where that would hide a working directory, every command is
+// refused instead (Problems).
+func (p *Policy) maskRule(r PathRule, cwd, home string) {
+	dir := r.Dir
+	if dir == "" {
+		dir = cwd
+	}
+	ms, whole := readDenyPaths(r.Spec, dir, home)
+	for _, m := range ms {
+		if !whole {
+			p.add(&p.Masked, m, "a Read(...) deny rule")
+			continue
+		}
+		m = resolvePath(m)
+		if slices.ContainsFunc(p.Writable, func(w string) bool { return within(w, m) }) || within(resolvePath(cwd), m) {
+			p.Problems = append(p.Problems, fmt.Sprintf("the Read deny rule %q matches more than %d files, and masking %s, the directory holding them all, would hide the working directory: name fewer files in the rule", r.Spec, maxGlobMatches, m))
+			continue
+		}
+		p.add(&p.Masked, m, fmt.Sprintf("a Read(...) deny rule (%s matches more than %d files: the directory holding them is masked)", r.Spec, maxGlobMatches))
+	}
+}
+
 func (p *Policy) addWritable(path, why string) {
-	if path == "" || path == "/" {
+	if path == "" || path == "/" || resolvePath(path) == "/" {
 		return // the whole file system is what a sandbox is not
 	}
 	p.add(&p.Writable, path, why)
 }
 
+// add puts path on list with the symbolic links in it resolved: a mount is made at, and a
+// mask covers, the real path, which is where bubblewrap can make it (it cannot bind onto a
+// path through a link), and the way in through the link leads there too. why is kept for
+// both spellings.
 func (p *Policy) add(list *[]string, path, why string) {
-	if path == "" || slices.Contains(*list, path) {
+	if path == "" {
 		return
 	}
-	*list = append(*list, path)
-	if _, ok := p.why[path]; !ok {
-		p.why[path] = why
+	real := resolvePath(path)
+	if list == &p.UnixSockets {
+		real = path // a socket is matched by the path a program connects to, not mounted
+	}
+	for _, k := range []string{path, real} {
+		if _, ok := p.why[k]; !ok {
+			p.why[k] = why
+		}
+	}
+	if !slices.Contains(*list, real) {
+		*list = append(*list, real)
+	}
+}
+
+// resolvePath is path with its symbolic links resolved; for a path that does not exist, its
+// nearest existing ancestor's, the rest kept as it is.
+func resolvePath(path string) string {
+	if path == "" {
+		return ""
+	}
+	rest := ""
+	for p := path; ; p = filepath.Dir(p) {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if filepath.Dir(p) == p {
+			return path
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
 	}
 }
 
@@ -260,49 +336,58 @@ func absPath(s, cwd, home string) string {
 	return filepath.Clean(s)
 }
 
-// protectedIn lists what is always read-only inside the writable root r: the files through
-// which a later, unsandboxed program would run what a command planted — git's configuration
-// and hooks (of r's own repository, and of r itself when r is a bare repository), the
-// submodule list, MCP servers and the settings of keel and Claude Code.
+// protectedIn lists what is always read-only inside the writable root r besides git's
+// files (see [gitGuard]): the files through which a later, unsandboxed program would run what
+// a command planted — the submodule list, MCP servers and the settings of keel and Claude
+// Code.
 func protectedIn(r string) []string {
-	out := []string{
+	return []string{
 		filepath.Join(r, ".mcp.json"), filepath.Join(r, ".gitmodules"),
 		filepath.Join(r, ".claude"), filepath.Join(r, ".keel"),
 	}
-	if fi, err := os.Lstat(filepath.Join(r, ".git")); err == nil && fi.IsDir() {
-		out = append(out, filepath.Join(r, ".git", "config"), filepath.Join(r, ".git", "hooks"))
-	}
-	if isGitDir(r) {
-		out = append(out, filepath.Join(r, "config"), filepath.Join(r, "hooks"))
-	}
-	return out
 }
 
-// isGitDir reports whether git would take dir for a repository: HEAD, config, objects/ and
-// refs/ (a bare repository, or a .git directory given as a root).
-func isGitDir(dir string) bool {
-	for _, n := range []string{"HEAD", "config", "objects", "refs"} {
-		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
-			return false
-		}
-	}
-	return true
-}
-
-// homeProtected are the start-up and configuration files of the user's shell and tools:
-// read-only already unless a writable root holds them, and then they stay so.
-func homeProtected(home, keelHome string) []string {
+// homeProtected are the start-up and configuration files of the user's shell, login, git
+// and tools — whatever runs by itself, or is run by git, a shell or a login, when the user
+// next works outside: read-only already unless a writable root holds them (keel run in ~,
+// --add-dir ~, a toolchain cache), and then they stay so. configHome is $XDG_CONFIG_HOME
+// (~/.config by default): git's global configuration, attributes and ignore file live in its
+// git/, fish's start-up files in fish/, systemd's user units and environment in systemd/ and
+// environment.d/, a desktop session's autostart entries in autostart/. ~/.local/bin is on
+// PATH on many distributions (a program planted there shadows git), and so is ~/.cargo/bin,
+// whose ~/.cargo/env a login sources and whose config can wrap rustc. The editors git starts
+// for a commit message (vi, by default) read ~/.vimrc, ~/.vim and nvim's configuration, which
+// can run commands: protected too. Other editors' configuration is not.
+func homeProtected(home, configHome, keelHome string) []string {
 	var out []string
 	if home != "" {
-		for _, n := range []string{".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout", ".zshrc",
-			".zshenv", ".zprofile", ".zlogin", ".gitconfig", ".config/git", ".ssh", ".claude", ".keel", ".claude.json"} {
+		for _, n := range []string{".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout", ".bash_aliases",
+			".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".gitconfig", ".config/git", ".ssh", ".claude", ".keel",
+			".claude.json", ".local/bin", ".npmrc", ".cargo/bin", ".cargo/env", ".cargo/config", ".cargo/config.toml",
+			".vimrc", ".vim"} {
 			out = append(out, filepath.Join(home, n))
+		}
+	}
+	if configHome != "" {
+		for _, n := range []string{"git", "fish", "systemd", "environment.d", "autostart", "nvim"} {
+			out = append(out, filepath.Join(configHome, n))
 		}
 	}
 	if keelHome != "" {
 		out = append(out, keelHome)
 	}
 	return out
+}
+
+// configHome is $XDG_CONFIG_HOME when set to an absolute path, else ~/.config.
+func configHome(home string) string {
+	if c := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(c) {
+		return filepath.Clean(c)
+	}
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".config")
 }
 
 // Why names the setting that made path writable, read-only or masked (the nearest

@@ -1,9 +1,12 @@
 package sandbox_test
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/keel-dev/keel/internal/sandbox"
@@ -81,5 +84,108 @@ func TestUnavailableOnce(t *testing.T) {
 	p := sandbox.NewPolicy(sandbox.Input{Dirs: []string{ws}, Unattended: true})
 	if !p.FailIfUnavailable || p.FailWhy == "" {
 		t.Errorf("an unattended run in auto mode: fail %v, why %q", p.FailIfUnavailable, p.FailWhy)
+	}
+}
+
+// TestPolicyGitGuard: inside a writable root, git's configuration, hooks and commondir are
+// read-only for the root's repository, a submodule's gitdir and a nested repository; the
+// objects, refs and index stay writable; the gitdirs and the directories leading to them
+// are pinned; a root without .git has its .git read-only.
+func TestPolicyGitGuard(t *testing.T) {
+	ws := t.TempDir()
+	for _, d := range []string{".git/objects", ".git/refs", ".git/modules/a/b/objects", ".git/modules/a/b/refs", "deep/nested/.git/objects", "deep/nested/.git/refs"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{".git/HEAD", ".git/config", ".git/modules/a/b/HEAD", ".git/modules/a/b/config", "deep/nested/.git/HEAD", "deep/nested/.git/config"} {
+		if err := os.WriteFile(filepath.Join(ws, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain := t.TempDir()
+	p := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws, plain}})
+	for _, ro := range []string{".git/config", ".git/commondir", ".git/config.worktree", ".git/hooks/x", ".git/modules/a/b/config",
+		".git/modules/a/b/commondir", ".git/modules/a/b/hooks/x", "deep/nested/.git/config", "deep/nested/.git/hooks/x"} {
+		if p.WritableAt(filepath.Join(ws, ro)) {
+			t.Errorf("%s is writable", ro)
+		}
+	}
+	for _, w := range []string{".git/index", ".git/objects/x", ".git/refs/heads/main", ".git/HEAD", ".git/info/attributes", ".git/modules/a/b/index", "deep/nested/.git/index", "deep/x"} {
+		if !p.WritableAt(filepath.Join(ws, w)) {
+			t.Errorf("%s is not writable", w)
+		}
+	}
+	for _, pin := range []string{".git", ".git/modules", ".git/modules/a", ".git/modules/a/b", "deep", "deep/nested", "deep/nested/.git"} {
+		if !slices.Contains(p.Pinned, filepath.Join(ws, pin)) {
+			t.Errorf("%s is not pinned: %v", pin, p.Pinned)
+		}
+	}
+	if p.WritableAt(filepath.Join(plain, ".git", "config")) || p.WritableAt(filepath.Join(plain, ".git")) {
+		t.Error("a root without .git can be made a repository")
+	}
+	if len(p.Warnings) != 0 {
+		t.Errorf("warnings for a small tree: %v", p.Warnings)
+	}
+}
+
+// TestPolicyManyMatches: a Read deny glob with more matches than are masked one by one
+// masks the directory holding them; when that directory holds the working directory, the
+// policy refuses every command instead, and doctor says why.
+func TestPolicyManyMatches(t *testing.T) {
+	ws := t.TempDir()
+	for i := range 300 {
+		for _, d := range []string{"a", "b"} {
+			if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(ws, d, fmt.Sprintf("k%03d.key", i)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}, ReadDeny: []sandbox.PathRule{{Spec: "./a/*.key"}}})
+	if !slices.Equal(p.Masked, []string{filepath.Join(ws, "a")}) || len(p.Problems) != 0 {
+		t.Errorf("masked %v, problems %v; want the directory a masked", p.Masked, p.Problems)
+	}
+	p = sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}, ReadDeny: []sandbox.PathRule{{Spec: "*.key"}}})
+	if len(p.Problems) != 1 || slices.Contains(p.Masked, ws) {
+		t.Fatalf("a glob spread over the workspace: masked %v, problems %v", p.Masked, p.Problems)
+	}
+	s := sandbox.New(p, sandbox.Options{})
+	if s.Available() == nil {
+		if _, err := s.Confine(exec.Command("true")); err == nil || !strings.Contains(err.Error(), "*.key") {
+			t.Errorf("a command ran with an unmaskable glob: %v", err)
+		}
+	}
+	var found bool
+	for _, f := range sandbox.Doctor(t.Context(), s) {
+		found = found || (f.Status == "fail" && strings.Contains(f.Detail, "*.key"))
+	}
+	if !found {
+		t.Error("doctor does not say why every command is refused")
+	}
+}
+
+// TestPolicyGitGuardWarns: where the protection of repositories is incomplete — the search
+// for them stopped at its depth, a .git that is a symbolic link (replaceable) — the policy
+// says so rather than leaving it silent.
+func TestPolicyGitGuardWarns(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, strings.Repeat("d/", 16)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitdir := t.TempDir()
+	if err := os.Symlink(gitdir, filepath.Join(ws, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	p := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}})
+	var deep, link bool
+	for _, w := range p.Warnings {
+		deep = deep || strings.Contains(w, "deep")
+		link = link || strings.Contains(w, "symbolic link")
+	}
+	if !deep || !link {
+		t.Errorf("warnings %q lack the depth bound or the linked .git", p.Warnings)
 	}
 }

@@ -9,16 +9,18 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 )
 
-// maxGlobMatches bounds what one Read deny glob masks, so a pattern such as **/*.go in a
-// large tree cannot turn every sandbox start into thousands of mounts.
-const maxGlobMatches = 64
+// maxGlobMatches bounds the masks of one Read deny glob, so a pattern such as **/*.go in a
+// large tree cannot turn every sandbox start into thousands of mounts. Past it, the
+// directory holding every match is masked instead: never fewer than the rule names.
+const maxGlobMatches = 256
 
 // readDenyPaths are the existing paths a Read(...) deny rule's specifier covers, to be masked:
-// the path itself for a literal, the directory for dir/**, and the matches of a glob (at most
-// maxGlobMatches; a glob found at any depth is searched below cwd). Anchors follow the
+// the path itself for a literal, the directory for dir/**, and the matches of a glob (a glob
+// found at any depth is searched below cwd). Past maxGlobMatches matches it is the one
+// directory holding them all, and whole is true. Anchors follow the
 // permission rules: //abs, ~/home, anything else (/x included) relative to cwd, the rule's
 // directory.
-func readDenyPaths(spec, cwd, home string) []string {
+func readDenyPaths(spec, cwd, home string) (paths []string, whole bool) {
 	s := filepath.ToSlash(spec)
 	if strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//") {
 		s = "." + s
@@ -30,20 +32,20 @@ func readDenyPaths(spec, cwd, home string) []string {
 		s = strings.TrimSuffix(s, "/**")
 	}
 	if s == "" || s == "**" {
-		return nil
+		return nil, false
 	}
 	if anyDepth {
 		s = "./**/" + s
 	}
 	base := absPath(s, cwd, home)
 	if base == "" {
-		return nil
+		return nil, false
 	}
 	if !strings.ContainsAny(s, "*?[{") {
 		if _, err := os.Lstat(base); err != nil {
-			return nil
+			return nil, false
 		}
-		return []string{base}
+		return []string{base}, false
 	}
 	// The literal directories before the first glob segment, then the glob below them.
 	dir, pattern := base, ""
@@ -52,12 +54,32 @@ func readDenyPaths(spec, cwd, home string) []string {
 		dir = filepath.Dir(dir)
 	}
 	var out []string
+	common := ""
 	_ = doublestar.GlobWalk(os.DirFS(dir), filepath.ToSlash(pattern), func(p string, _ fs.DirEntry) error {
-		out = append(out, filepath.Join(dir, p))
-		if len(out) >= maxGlobMatches {
-			return fs.SkipAll
+		m := filepath.Join(dir, p)
+		if len(out) < maxGlobMatches {
+			out = append(out, m)
+			return nil
 		}
+		if common == "" {
+			common = filepath.Dir(out[0])
+			for _, o := range out[1:] {
+				common = commonDir(common, o)
+			}
+		}
+		common = commonDir(common, m)
 		return nil
 	})
-	return out
+	if common != "" {
+		return []string{common}, true
+	}
+	return out, false
+}
+
+// commonDir is the deepest directory that is dir or holds it and holds path.
+func commonDir(dir, path string) string {
+	for !within(path, dir) {
+		dir = filepath.Dir(dir)
+	}
+	return dir
 }

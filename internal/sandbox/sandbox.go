@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -74,6 +75,10 @@ func New(p Policy, opts Options) *Sandbox {
 	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}, placeholderFiles: map[string]*os.File{}}
 	if s.exe == "" {
 		s.exe, s.exeErr = helperExecutable()
+	}
+	// Where the protection is incomplete, the log says so too, not only `keel doctor`.
+	for _, w := range p.Warnings {
+		slog.Warn("sandbox: protection incomplete", "why", w)
 	}
 	return s
 }

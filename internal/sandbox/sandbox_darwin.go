@@ -40,6 +40,9 @@ func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
 	if err := s.Available(); err != nil {
 		return nil, err
 	}
+	if len(s.policy.Problems) > 0 {
+		return nil, fmt.Errorf("sandbox: the command is not run: %s", strings.Join(s.policy.Problems, "; "))
+	}
 	r := &Run{s: s}
 	tmp, err := os.MkdirTemp("", "keel-sandbox-")
 	if err != nil {

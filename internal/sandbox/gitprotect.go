@@ -1,0 +1,232 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// What git reads inside a gitdir as configuration or as code to run, and so what a command
+// must not write there: a later git run outside the sandbox would run what it planted.
+//   - config, and config.worktree (read when config turns extensions.worktreeConfig on);
+//   - commondir, which moves config and hooks to any directory it names;
+//   - hooks/;
+//   - the gitdirs of submodules (modules/…) and the admin directories of linked worktrees
+//     (worktrees/…: commondir, gitdir, config.worktree), each protected as a gitdir.
+//
+// objects/, refs/, logs/, index, HEAD and the lock files stay writable, so that git add,
+// commit and checkout work inside. info/attributes stays writable too: an attribute only
+// names a filter, diff or merge driver, and a driver runs a program only when configuration
+// (read-only) defines it.
+var gitDirFiles = []string{"config", "config.worktree", "commondir", "hooks"}
+
+// Bounds of the search for repositories below a writable root: directories visited, depth,
+// repositories protected. Past any of them the policy carries a warning (doctor shows it).
+const (
+	maxRepoWalkDirs  = 20000
+	maxRepoWalkDepth = 12
+	maxNestedRepos   = 256
+)
+
+// repoWalkSkip are directories the search does not enter: package trees, which hold no
+// repository a user runs git in.
+var repoWalkSkip = []string{"node_modules"}
+
+// gitGuard collects what protects the repositories of the writable roots: always-read-only
+// paths, directories pinned (bound onto themselves, so that they cannot be renamed and a
+// fresh one planted in their place) and warnings.
+type gitGuard struct {
+	readOnly, pinned, warnings []string
+	seen                       map[string]bool
+	skip                       []string
+}
+
+// root protects the repository of writable root r (its .git, or r itself when r is a
+// gitdir) and every repository found below it.
+func (g *gitGuard) root(r string) {
+	if isGitDir(r) {
+		g.gitDir(r, r)
+	}
+	g.worktree(r, r, true)
+	g.nested(r)
+}
+
+// worktree protects dir's .git: a directory is a gitdir; a file (a linked worktree's or a
+// submodule's "gitdir: …") is itself read-only and its gitdir protected; a symbolic link has
+// its target protected. An absent .git at a writable root (atRoot) is read-only too: a
+// command cannot make the root a repository, or shadow the repository of a parent
+// directory, with a configuration of its own.
+func (g *gitGuard) worktree(dir, root string, atRoot bool) {
+	dotGit := filepath.Join(dir, ".git")
+	fi, err := os.Lstat(dotGit)
+	switch {
+	case err != nil:
+		if atRoot {
+			g.readOnly = append(g.readOnly, dotGit)
+		}
+	case fi.IsDir():
+		g.gitDir(dotGit, root)
+	case fi.Mode().IsRegular():
+		g.readOnly = append(g.readOnly, dotGit)
+		g.pin(dir, root)
+		if target := readGitFile(dotGit); target != "" {
+			g.gitDir(target, root)
+		}
+	case fi.Mode()&os.ModeSymlink != 0:
+		if target, err := filepath.EvalSymlinks(dotGit); err == nil {
+			g.gitDir(target, root)
+		}
+		g.warnings = append(g.warnings, fmt.Sprintf("%s is a symbolic link: its gitdir's configuration and hooks are read-only, but a command can replace the link itself", dotGit))
+	}
+}
+
+// gitDir protects gitdir d: its configuration and hooks (or, for a linked worktree's admin
+// directory, its commondir and the common directory it names), its submodules' gitdirs and
+// its linked worktrees' admin directories.
+func (g *gitGuard) gitDir(d, root string) {
+	if g.seen[d] {
+		return
+	}
+	g.seen[d] = true
+	g.pin(d, root)
+	common := filepath.Join(d, "commondir")
+	if b, err := os.ReadFile(common); err == nil {
+		for _, n := range []string{"commondir", "gitdir", "config.worktree"} {
+			g.readOnly = append(g.readOnly, filepath.Join(d, n))
+		}
+		if c := strings.TrimSpace(string(b)); c != "" {
+			if !filepath.IsAbs(c) {
+				c = filepath.Join(d, c)
+			}
+			g.gitDir(filepath.Clean(c), root)
+		}
+	} else {
+		for _, n := range gitDirFiles {
+			g.readOnly = append(g.readOnly, filepath.Join(d, n))
+		}
+	}
+	if entries, err := os.ReadDir(filepath.Join(d, "worktrees")); err == nil {
+		for _, e := range entries {
+			if e.IsDir() {
+				g.gitDir(filepath.Join(d, "worktrees", e.Name()), root)
+			}
+		}
+	}
+	g.modules(filepath.Join(d, "modules"), root, 0)
+}
+
+// modules protects the submodules' gitdirs under dir, a gitdir's modules/ (names may hold
+// slashes, so a directory that is no gitdir is searched further).
+func (g *gitGuard) modules(dir, root string, depth int) {
+	entries, err := os.ReadDir(dir)
+	if err != nil || depth > maxRepoWalkDepth {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		sub := filepath.Join(dir, e.Name())
+		if isGitDir(sub) {
+			g.gitDir(sub, root)
+		} else {
+			g.modules(sub, root, depth+1)
+		}
+	}
+}
+
+// nested finds the repositories below root, bounded, and protects each like root's own.
+func (g *gitGuard) nested(root string) {
+	dirs, repos := 0, 0
+	var walk func(dir string, depth int) bool
+	walk = func(dir string, depth int) bool {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return true
+		}
+		if dirs++; dirs > maxRepoWalkDirs {
+			g.warnings = append(g.warnings, fmt.Sprintf("the search for repositories in %s stopped after %d directories: a repository below those may have writable git configuration", root, maxRepoWalkDirs))
+			return false
+		}
+		if dir != root && (slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == ".git" }) || isGitDir(dir)) {
+			if repos++; repos > maxNestedRepos {
+				g.warnings = append(g.warnings, fmt.Sprintf("%s holds more than %d repositories: those past them may have writable git configuration", root, maxNestedRepos))
+				return false
+			}
+			if isGitDir(dir) {
+				g.gitDir(dir, root)
+			}
+			g.worktree(dir, root, false)
+		}
+		if isGitDir(dir) {
+			return true // a gitdir's own directories are no working tree
+		}
+		for _, e := range entries {
+			if !e.IsDir() || e.Name() == ".git" || slices.Contains(repoWalkSkip, e.Name()) {
+				continue
+			}
+			sub := filepath.Join(dir, e.Name())
+			if slices.Contains(g.skip, sub) {
+				continue
+			}
+			if depth+1 > maxRepoWalkDepth {
+				if hasSubdir(sub) {
+					g.warnings = append(g.warnings, fmt.Sprintf("the search for repositories in %s stops %d directories deep (%s): a repository below may have writable git configuration", root, maxRepoWalkDepth, sub))
+					return false
+				}
+				continue
+			}
+			if !walk(sub, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	walk(root, 0)
+}
+
+// hasSubdir reports whether dir holds a directory.
+func hasSubdir(dir string) bool {
+	entries, _ := os.ReadDir(dir)
+	return slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.IsDir() })
+}
+
+// pin pins d and each directory between root and d, so that no step of the way to a
+// protected gitdir can be renamed and replaced.
+func (g *gitGuard) pin(d, root string) {
+	for p := d; p != root && within(p, root); p = filepath.Dir(p) {
+		g.pinned = append(g.pinned, p)
+	}
+	if !within(d, root) {
+		g.pinned = append(g.pinned, d) // another root's, or outside every one (then read-only anyway)
+	}
+}
+
+// readGitFile reads a .git file ("gitdir: …"), its path made absolute; "" when it is none.
+func readGitFile(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if dir = strings.TrimSpace(dir); !ok || dir == "" {
+		return ""
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(filepath.Dir(path), dir)
+	}
+	return filepath.Clean(dir)
+}
+
+// isGitDir reports whether git would take dir for a repository: HEAD, config, objects/ and
+// refs/ (a bare repository, or a .git directory given as a root).
+func isGitDir(dir string) bool {
+	for _, n := range []string{"HEAD", "config", "objects", "refs"} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
+			return false
+		}
+	}
+	return true
+}
