@@ -3,11 +3,12 @@ package sandbox_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
+
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/gitexec"
 	"github.com/keel-dev/keel/internal/gittest"
 	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/settings"
@@ -119,8 +120,11 @@ func linkedWorktree(t *testing.T, base string) (string, string) {
 // user's configuration in home (no system configuration), never looking above base.
 func gitOutside(t *testing.T, dir, home, base string) string {
 	t.Helper()
-	cmd := exec.Command("git", "status", "--short")
-	cmd.Dir = dir
+	// Trusted: the point is what git outside does with the repository's configuration.
+	cmd, err := gitexec.Runner{Trusted: true}.Command(t.Context(), dir, "status", "--short")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "GIT_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") && !strings.HasPrefix(kv, "HOME=") {
 			cmd.Env = append(cmd.Env, kv)

@@ -137,20 +137,28 @@ func (p Policy) absentReadOnly() []string {
 	return out
 }
 
-// filePlaceholders are the placeholders that must be files, with what they hold: git dies on
+// filePlaceholder says whether a placeholder named name must be a file, and what it holds: git dies on
 // a commondir it cannot read, and "." names the gitdir itself, as no commondir does; an empty
 // config.worktree is an empty configuration. Every other placeholder is a directory.
-var filePlaceholders = map[string]string{"commondir": ".\n", "config.worktree": ""}
+func filePlaceholder(name string) (content string, ok bool) {
+	switch name {
+	case "commondir":
+		return ".\n", true
+	case "config.worktree":
+		return "", true
+	}
+	return "", false
+}
 
 // isPlaceholder reports whether fi, the file at path, is a placeholder keel made for an
 // absent always-read-only path: an empty directory without write permission (a directory a
-// user makes has it), or for the names of filePlaceholders a file without write permission
+// user makes has it), or for the names filePlaceholder knows a file without write permission
 // holding just what keel puts there.
 func isPlaceholder(path string, fi os.FileInfo) bool {
 	if fi.Mode().Perm()&0o222 != 0 {
 		return false
 	}
-	if want, ok := filePlaceholders[filepath.Base(path)]; ok && fi.Mode().IsRegular() {
+	if want, ok := filePlaceholder(filepath.Base(path)); ok && fi.Mode().IsRegular() {
 		b, err := os.ReadFile(path)
 		return err == nil && string(b) == want
 	}
