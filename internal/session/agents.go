@@ -42,21 +42,25 @@ func (s *Session) emitAgent(e event.Event) {
 	s.mu.Lock()
 	sink := s.sink
 	idle := s.idleEvents
+	s.mu.Unlock()
 	if sink == nil && idle != nil {
-		s.mu.Unlock()
 		s.tel.Load().Observe(e)
 		idle(e)
 		return
 	}
-	if sink == nil && s.agents != nil {
+	if sink != nil && sink.send(e, false) {
+		return
+	}
+	// Between Sends, or the run ended just now: held for the next Send, and seen by
+	// telemetry now, as it happens — a headless run may never Send again.
+	s.tel.Load().Observe(e)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.agents != nil {
 		if len(s.agents.held) >= maxHeld {
 			s.agents.held = s.agents.held[1:]
 		}
 		s.agents.held = append(s.agents.held, e)
-	}
-	s.mu.Unlock()
-	if sink != nil {
-		sink.Emit(e)
 	}
 }
 
@@ -155,15 +159,16 @@ func (a *Agents) setMainParent() {
 	})
 }
 
-// replayHeld shows, in the Send starting, the events background work had between Sends.
-func (a *Agents) replayHeld() {
+// replayHeld shows, in the Send starting, the events background work had between Sends;
+// telemetry saw them when they happened.
+func (a *Agents) replayHeld(sink *chanSink) {
 	s := a.s
 	s.mu.Lock()
 	held := a.held
 	a.held = nil
 	s.mu.Unlock()
 	for _, e := range held {
-		s.emit(e)
+		sink.send(e, true)
 	}
 }
 

@@ -33,7 +33,7 @@ func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[event.Event
 		s.sdk.setCancel(cancel)
 		defer s.sdk.setCancel(nil)
 
-		events := make(chan event.Event, 64)
+		events := make(chan sinkEvent, 64)
 		done := make(chan error, 1)
 		sink := &chanSink{s: s, ch: events}
 		s.mu.Lock()
@@ -49,9 +49,11 @@ func (s *Session) Send(ctx context.Context, prompt string) iter.Seq2[event.Event
 			done <- s.run(ctx, prompt, sink)
 		}()
 		stopped := false
-		for e := range events {
-			tel.Observe(e)
-			if !stopped && !yield(e, nil) {
+		for m := range events {
+			if !m.observed {
+				tel.Observe(m.e)
+			}
+			if !stopped && !yield(m.e, nil) {
 				stopped = true
 				cancel(loop.ErrInterrupted)
 			}
@@ -166,7 +168,7 @@ func (s *Session) newMainAgent(g *toolgate.Gate, sink *chanSink, history []messa
 	listing := s.newListing(s.pool, history)
 	s.agents.setMainParent()
 	observers := append(s.observers(listing), s.agents.queue)
-	s.agents.replayHeld()
+	s.agents.replayHeld(sink)
 	return s.agents.runner.NewAgent(subagent.AgentSpec{
 		Kind: subagent.KindMain, Model: s.switches.Model(), MaxTokens: s.opts.MaxTokens, Thinking: s.switches.thinking(),
 		System: s.conf.systemPrompt, Pool: s.pool, Lookup: s.lookupTool, Gate: g, Files: s.files, State: state,

@@ -304,7 +304,7 @@ type Undo struct {
 // transcript. One run owns it.
 type chanSink struct {
 	s  *Session
-	ch chan<- event.Event
+	ch chan<- sinkEvent
 	// uuids are the entry ids of the messages appended during the run, in order.
 	uuids []string
 	// replaced is set when compaction replaced the history: uuids then start at the boundary.
@@ -314,6 +314,13 @@ type chanSink struct {
 	// may finish just as the run ends.
 	mu     sync.Mutex
 	closed bool
+}
+
+// sinkEvent is an event of a run on its way to its Send; observed says telemetry saw it
+// already (background work's events between Sends are observed as they happen).
+type sinkEvent struct {
+	e        event.Event
+	observed bool
 }
 
 // compaction is the main thread's compaction and its session commands (/compact, /clear,

@@ -32,7 +32,10 @@ func (k *chanSink) compacted(boundary string) {
 	k.replaced = true
 }
 
-func (k *chanSink) Emit(e event.Event) {
+func (k *chanSink) Emit(e event.Event) { k.send(e, false) }
+
+// send passes e to the run's Send and reports whether it could: false once the run ended.
+func (k *chanSink) send(e event.Event, observed bool) bool {
 	if a, ok := e.(event.AssistantMessage); ok {
 		e = k.s.hookd.messageDisplay(context.Background(), a)
 	}
@@ -45,9 +48,11 @@ func (k *chanSink) Emit(e event.Event) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if !k.closed {
-		k.ch <- e
+	if k.closed {
+		return false
 	}
+	k.ch <- sinkEvent{e, observed}
+	return true
 }
 
 func (k *chanSink) Append(ctx context.Context, m message.Message) (string, error) {
