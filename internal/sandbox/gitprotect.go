@@ -150,17 +150,19 @@ func (g *gitGuard) nested(root string) {
 			g.warnings = append(g.warnings, fmt.Sprintf("the search for repositories in %s stopped after %d directories: a repository below those may have writable git configuration", root, maxRepoWalkDirs))
 			return false
 		}
-		if dir != root && (slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == ".git" }) || isGitDir(dir)) {
+		// Read from the listing in hand: no system call per directory beyond the ReadDir.
+		gitDir := gitDirListing(entries)
+		if dir != root && (gitDir || slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == ".git" })) {
 			if repos++; repos > maxNestedRepos {
 				g.warnings = append(g.warnings, fmt.Sprintf("%s holds more than %d repositories: those past them may have writable git configuration", root, maxNestedRepos))
 				return false
 			}
-			if isGitDir(dir) {
+			if gitDir {
 				g.gitDir(dir, root)
 			}
 			g.worktree(dir, root, false)
 		}
-		if isGitDir(dir) {
+		if gitDir {
 			return true // a gitdir's own directories are no working tree
 		}
 		for _, e := range entries {
@@ -220,11 +222,24 @@ func readGitFile(path string) string {
 	return filepath.Clean(dir)
 }
 
-// isGitDir reports whether git would take dir for a repository: HEAD, config, objects/ and
-// refs/ (a bare repository, or a .git directory given as a root).
+// gitDirNames are what makes git take a directory for a repository: HEAD, config, objects/
+// and refs/ (a bare repository, or a .git directory given as a root).
+var gitDirNames = [...]string{"HEAD", "config", "objects", "refs"}
+
+// isGitDir reports whether git would take dir for a repository (gitDirNames).
 func isGitDir(dir string) bool {
-	for _, n := range []string{"HEAD", "config", "objects", "refs"} {
+	for _, n := range gitDirNames {
 		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// gitDirListing is isGitDir of a directory whose listing is entries.
+func gitDirListing(entries []os.DirEntry) bool {
+	for _, n := range gitDirNames {
+		if !slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == n }) {
 			return false
 		}
 	}
