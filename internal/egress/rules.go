@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -66,13 +67,21 @@ func (r Rules) Decide(ctx context.Context, host string, port int) (netip.AddrPor
 	if err != nil {
 		return netip.AddrPort{}, &Denial{hp, fmt.Sprintf("cannot resolve: %v", err)}
 	}
+	var own []netip.Addr // this machine's addresses, read once a public address needs them
 	for _, a := range addrs {
 		a = a.Unmap()
 		// An internal address is refused unless listed, so that a name cannot lead a command
 		// somewhere private; an address literal someone was asked about and allowed is that
 		// address itself, knowingly. A rule allowing every WebFetch is not such an answer.
 		literal := answered && a.String() == host
-		if (internal(a) || local(a)) && !literal && !matchAny(r.Allowed, a.String(), port) {
+		isInternal := internal(a)
+		if !isInternal {
+			if own == nil {
+				own = localAddrs()
+			}
+			isInternal = slices.Contains(own, a)
+		}
+		if isInternal && !literal && !matchAny(r.Allowed, a.String(), port) {
 			return netip.AddrPort{}, &Denial{hp, fmt.Sprintf("resolves to the internal address %s; list %s in sandbox.network.allowedDomains to allow it", a, a)}
 		}
 	}
@@ -101,7 +110,9 @@ func internal(a netip.Addr) bool {
 		netip.MustParsePrefix("100.64.0.0/10").Contains(a) || a == netip.MustParseAddr("fd00:ec2::254")
 }
 
-// localAddrs are the addresses of this machine's interfaces; a variable for tests.
+// localAddrs are the addresses of this machine's interfaces, which count as internal whatever
+// their range: a service listening on the host's public address is as much outside the
+// sandbox's reach as one on loopback. A variable for tests.
 var localAddrs = func() []netip.Addr {
 	as, err := net.InterfaceAddrs()
 	if err != nil {
@@ -114,17 +125,6 @@ var localAddrs = func() []netip.Addr {
 		}
 	}
 	return out
-}
-
-// local reports an address of this machine itself, whatever its range: a service listening
-// on the host's public address is as much outside the sandbox's reach as one on loopback.
-func local(a netip.Addr) bool {
-	for _, l := range localAddrs() {
-		if l == a {
-			return true
-		}
-	}
-	return false
 }
 
 func matchAny(patterns []string, host string, port int) bool {
