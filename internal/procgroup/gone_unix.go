@@ -25,3 +25,6 @@ func Gone(pgid int) bool {
 func Alive(pid int) bool {
 	return pid > 0 && syscall.Kill(pid, 0) == nil && !zombie(pid)
 }
+
+// exists reports whether pid names a process, a zombie included (signal 0 finds both).
+func exists(pid int) bool { return syscall.Kill(pid, 0) == nil }

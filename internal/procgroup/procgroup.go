@@ -23,20 +23,32 @@ const (
 // Wait blocks until no member of process group pgid is running (see [Gone]), or ctx ends,
 // then reporting the group as still running.
 func Wait(ctx context.Context, pgid int) error {
+	if !poll(ctx, func() bool { return Gone(pgid) }) {
+		return fmt.Errorf("process group %d still running: %w", pgid, context.Cause(ctx))
+	}
+	return nil
+}
+
+// WaitReaped blocks until process pid no longer exists — exited and collected by its
+// parent, where Gone counts a zombie as gone — or ctx ends, then reporting false. For a
+// process keel did not start: another's child it killed.
+func WaitReaped(ctx context.Context, pid int) bool {
+	return poll(ctx, func() bool { return !exists(pid) })
+}
+
+// poll checks done with a growing interval until it holds (true) or ctx ends (false).
+func poll(ctx context.Context, done func() bool) bool {
 	d := firstPoll
 	t := time.NewTimer(d)
 	defer t.Stop()
-	for !Gone(pgid) {
+	for !done() {
 		select {
 		case <-ctx.Done():
-			if Gone(pgid) {
-				return nil
-			}
-			return fmt.Errorf("process group %d still running: %w", pgid, context.Cause(ctx))
+			return done()
 		case <-t.C:
 			d = min(2*d, maxPoll)
 			t.Reset(d)
 		}
 	}
-	return nil
+	return true
 }

@@ -152,3 +152,26 @@ func TestOwnKill(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitReaped: a killed process is not reaped while its parent has not collected it (a
+// zombie still has its PID, where Gone would count it gone), and is once the parent has.
+func TestWaitReaped(t *testing.T) {
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waittest.Until(t, "the killed child to be a zombie", func() bool { return zombie(pid) })
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if WaitReaped(ctx, pid) {
+		t.Fatal("WaitReaped reported a zombie its parent has not collected as reaped")
+	}
+	_ = cmd.Wait()
+	if !WaitReaped(waittest.Context(t), pid) {
+		t.Fatal("WaitReaped did not see the collected child gone")
+	}
+}

@@ -250,10 +250,7 @@ func (r *Run) killFirst() {
 	pid := p.Pid
 	ctx, cancel := context.WithTimeout(context.Background(), firstGrace)
 	defer cancel()
-	// Signal 0 still finds a zombie: the PID is gone once bubblewrap collected it.
-	for unix.Kill(pid, 0) == nil && ctx.Err() == nil {
-		time.Sleep(time.Millisecond)
-	}
+	procgroup.WaitReaped(ctx, pid)
 }
 
 // hold makes (or shares) a placeholder for each absent always-read-only path, which the
