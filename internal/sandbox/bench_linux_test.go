@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -82,9 +83,12 @@ func BenchmarkEchoHi(b *testing.B) {
 		}
 		return ls
 	}
-	// As installed: keel starts keel-sandbox, the helper alone, rather than itself.
+	// As installed: keel starts keel-sandbox, the helper alone, rather than itself, built
+	// without cgo as `make build` builds it (a dynamically linked helper starts slower).
 	helper := filepath.Join(b.TempDir(), sandbox.HelperProgram)
-	if out, err := exec.Command("go", "build", "-o", helper, "github.com/keel-dev/keel/cmd/keel-sandbox").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", helper, "github.com/keel-dev/keel/cmd/keel-sandbox")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		b.Logf("no keel-sandbox (%v): %s", err, out)
 		helper = ""
 	}
