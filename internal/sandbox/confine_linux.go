@@ -53,8 +53,8 @@ func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
 	if err := s.Available(); err != nil {
 		return nil, err
 	}
-	if len(s.policy.Problems) > 0 {
-		return nil, fmt.Errorf("sandbox: the command is not run: %s", strings.Join(s.policy.Problems, "; "))
+	if p := s.complete(); len(p.Problems) > 0 {
+		return nil, fmt.Errorf("sandbox: the command is not run: %s", strings.Join(p.Problems, "; "))
 	}
 	return s.confine(cmd, extra)
 }
@@ -65,7 +65,7 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 	}
 	r := &Run{s: s}
 	var err error
-	if r.placeholders, err = s.hold(s.policy.absentReadOnly()); err != nil {
+	if r.placeholders, err = s.hold(s.complete().absentReadOnly()); err != nil {
 		r.Release()
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 	}
 	argv := slices.Clone(cmd.Args)
 	argv[0] = cmd.Path
-	pl := s.policy.newPlan(dir, argv, envPath(cmd.Env), extra)
+	pl := s.complete().newPlan(dir, argv, envPath(cmd.Env), extra)
 	if s.bwrap != "" {
 		err = s.wrapBwrap(cmd, r, pl)
 	} else {

@@ -90,7 +90,7 @@ func launcherFinding(s *Sandbox, err error) Finding {
 // policyFindings are what the session's sandbox allows: its mode, the writable, read-only
 // and masked paths, and the network.
 func policyFindings(s *Sandbox) []Finding {
-	p := s.policy
+	p := s.complete()
 	mode := Finding{Name: "mode", Status: "info", Detail: string(p.Mode)}
 	if !p.Enabled() {
 		mode.Detail = "off: Bash runs without the sandbox (turn it on with sandbox.enabled or --sandbox workspace-write)"

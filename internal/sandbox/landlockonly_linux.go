@@ -69,7 +69,7 @@ func (s *Sandbox) confineLandlockOnly(cmd *exec.Cmd, extra []string) (*Run, erro
 	r.tmp = tmp
 	argv := slices.Clone(cmd.Args)
 	argv[0] = cmd.Path
-	pl := s.policy.newPlan(dir, argv, envPath(cmd.Env), append(slices.Clone(extra), tmp))
+	pl := s.complete().newPlan(dir, argv, envPath(cmd.Env), append(slices.Clone(extra), tmp))
 	pl.LandlockOnly, pl.Tmp, pl.Bind = true, tmp, s.policy.Network.AllowLocalBinding
 	// What only the namespaces could do is left out of the plan.
 	pl.ReadOnly, pl.Pinned, pl.Masked, pl.Unmasked, pl.Visible = nil, nil, nil, nil, nil

@@ -13,6 +13,7 @@ package sandbox
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,6 +45,13 @@ const DefaultOn = true
 
 // Policy is what a sandboxed command may do. Paths are absolute and cleaned. It is a plain
 // value, safe to copy and to share between goroutines once built.
+//
+// What takes reading the file system below the writable roots — git's files in every
+// repository found there, the matches of Read deny globs — is left by [NewPolicy] to
+// [Policy.Complete]: a [Sandbox] completes its policy at its first command (or `keel
+// doctor`), so a session that opens in a large tree and never runs one does not pay for the
+// search. Until then ReadOnly, Pinned, Masked, Warnings and Problems hold only what the
+// settings name.
 type Policy struct {
 	Mode Mode
 	// Writable are the directories (and files) a command may write: in workspace-write the
@@ -96,6 +104,16 @@ type Policy struct {
 	// why remembers, for each configured path, the setting that put it there, for the
 	// messages about denied operations.
 	why map[string]string
+	// search is what Complete has left to do; nil once done.
+	search *search
+}
+
+// search is the part of a policy that reads the file system: the writable roots whose
+// repositories git's protection looks for, and the Read deny rules whose globs are matched.
+type search struct {
+	roots     []string
+	readDeny  []PathRule
+	cwd, home string
 }
 
 // Network says what the egress proxy lets through. A sandboxed command has no network
@@ -185,15 +203,22 @@ func NewPolicy(in Input) Policy {
 	for _, d := range vals(sb.Filesystem.DenyWrite) {
 		p.add(&p.ReadOnly, abs(d), "sandbox.filesystem.denyWrite")
 	}
-	p.protectRoots(roots)
+	for _, r := range roots {
+		if r == "" || r == "/" {
+			continue
+		}
+		for _, ro := range protectedIn(r) {
+			p.add(&p.ReadOnly, ro, "keel's always-read-only paths")
+		}
+	}
+	if len(roots) > 0 || len(in.ReadDeny) > 0 {
+		p.search = &search{roots: roots, readDeny: in.ReadDeny, cwd: cwd, home: in.Home}
+	}
 	for _, pr := range append(homeProtected(in.Home, configHome(in.Home), in.KeelHome), in.Protect...) {
 		p.add(&p.ReadOnly, abs(pr), "keel's always-read-only paths")
 	}
 	for _, d := range vals(sb.Filesystem.DenyRead) {
 		p.add(&p.Masked, abs(d), "sandbox.filesystem.denyRead")
-	}
-	for _, r := range in.ReadDeny {
-		p.maskRule(r, cwd, in.Home)
 	}
 	for _, a := range vals(sb.Filesystem.AllowRead) {
 		p.add(&p.Unmasked, abs(a), "sandbox.filesystem.allowRead")
@@ -222,16 +247,33 @@ func NewPolicy(in Input) Policy {
 	return p
 }
 
-// protectRoots makes what is always read-only inside the writable roots so: the agents'
-// configuration (protectedIn) and git's in every repository found there ([gitGuard]).
+// Complete returns p with what NewPolicy left to the first command done: git's files made
+// read-only in every repository found below the writable roots ([gitGuard]) and the matches
+// of the Read deny rules masked. p itself is not changed; a complete policy is returned as
+// it is.
+func (p Policy) Complete() Policy {
+	sr := p.search
+	if sr == nil {
+		return p
+	}
+	p.search = nil
+	p.why = maps.Clone(p.why)
+	p.ReadOnly, p.Pinned, p.Masked = slices.Clone(p.ReadOnly), slices.Clone(p.Pinned), slices.Clone(p.Masked)
+	p.Warnings, p.Problems = slices.Clone(p.Warnings), slices.Clone(p.Problems)
+	p.protectRoots(sr.roots)
+	for _, r := range sr.readDeny {
+		p.maskRule(r, sr.cwd, sr.home)
+	}
+	return p
+}
+
+// protectRoots makes git's configuration and hooks read-only in every repository found in
+// the writable roots ([gitGuard]).
 func (p *Policy) protectRoots(roots []string) {
 	g := gitGuard{seen: map[string]bool{}}
 	for _, r := range roots {
 		if r == "" || r == "/" {
 			continue
-		}
-		for _, ro := range protectedIn(r) {
-			p.add(&p.ReadOnly, ro, "keel's always-read-only paths")
 		}
 		// The other writable roots and the caches are searched on their own, or not at all.
 		g.skip = slices.DeleteFunc(slices.Clone(p.Writable), func(w string) bool { return w == r })

@@ -46,7 +46,7 @@ func TestPolicyModes(t *testing.T) {
 		t.Errorf("read-only has writable roots: %v", p.Writable)
 	}
 	in.Mode = sandbox.ModeAuto
-	p := sandbox.NewPolicy(in)
+	p := sandbox.NewPolicy(in).Complete()
 	for _, w := range []string{ws, "/home/u/.gradle", "/home/u/.cache"} {
 		if !slices.Contains(p.Writable, w) {
 			t.Errorf("workspace-write lacks %s: %v", w, p.Writable)
@@ -104,7 +104,25 @@ func TestPolicyGitGuard(t *testing.T) {
 		}
 	}
 	plain := t.TempDir()
-	p := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws, plain}})
+	given := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws, plain}})
+	// The search for repositories is left to the first command: a session that never runs
+	// one does not pay for it. Completing does not change the policy it was given.
+	nested := filepath.Join(ws, "deep/nested/.git/config")
+	if !given.WritableAt(nested) {
+		t.Error("NewPolicy searched the writable roots for repositories; that is Complete's work")
+	}
+	sb := sandbox.New(given, sandbox.Options{Executable: "/nonexistent"})
+	if !sb.Policy().WritableAt(nested) {
+		t.Error("a new sandbox searched the writable roots before its first command")
+	}
+	p := given.Complete()
+	if !given.WritableAt(nested) {
+		t.Error("Complete changed the policy it was called on")
+	}
+	sandbox.Doctor(t.Context(), sb)
+	if sb.Policy().WritableAt(nested) {
+		t.Error("after doctor, the sandbox's policy still lacks what the search found")
+	}
 	for _, ro := range []string{".git/config", ".git/commondir", ".git/config.worktree", ".git/hooks/x", ".git/modules/a/b/config",
 		".git/modules/a/b/commondir", ".git/modules/a/b/hooks/x", "deep/nested/.git/config", "deep/nested/.git/hooks/x"} {
 		if p.WritableAt(filepath.Join(ws, ro)) {
@@ -144,11 +162,11 @@ func TestPolicyManyMatches(t *testing.T) {
 			}
 		}
 	}
-	p := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}, ReadDeny: []sandbox.PathRule{{Spec: "./a/*.key"}}})
+	p := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}, ReadDeny: []sandbox.PathRule{{Spec: "./a/*.key"}}}).Complete()
 	if !slices.Equal(p.Masked, []string{filepath.Join(ws, "a")}) || len(p.Problems) != 0 {
 		t.Errorf("masked %v, problems %v; want the directory a masked", p.Masked, p.Problems)
 	}
-	p = sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}, ReadDeny: []sandbox.PathRule{{Spec: "*.key"}}})
+	p = sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}, ReadDeny: []sandbox.PathRule{{Spec: "*.key"}}}).Complete()
 	if len(p.Problems) != 1 || slices.Contains(p.Masked, ws) {
 		t.Fatalf("a glob spread over the workspace: masked %v, problems %v", p.Masked, p.Problems)
 	}
@@ -179,7 +197,7 @@ func TestPolicyGitGuardWarns(t *testing.T) {
 	if err := os.Symlink(gitdir, filepath.Join(ws, ".git")); err != nil {
 		t.Fatal(err)
 	}
-	p := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}})
+	p := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}}).Complete()
 	var deep, link bool
 	for _, w := range p.Warnings {
 		deep = deep || strings.Contains(w, "deep")

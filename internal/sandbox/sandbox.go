@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/keel-dev/keel/internal/companion"
 )
@@ -62,6 +63,11 @@ type Sandbox struct {
 	// `keel doctor`).
 	bwrap, bwrapVersion, bwrapWhy string
 
+	// full is policy completed by the first command or doctor (complete).
+	completeOnce sync.Once
+	completed    atomic.Bool
+	full         Policy
+
 	// mu guards placeholders: how many running commands share each placeholder keel made
 	// for an absent always-read-only path; the last one removes it.
 	mu           sync.Mutex
@@ -70,21 +76,39 @@ type Sandbox struct {
 	placeholderFiles map[string]*os.File
 }
 
-// New returns the sandbox of policy p. Nothing is started or probed until the first command.
+// New returns the sandbox of policy p. Nothing is started, probed or searched until the first
+// command.
 func New(p Policy, opts Options) *Sandbox {
 	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}, placeholderFiles: map[string]*os.File{}}
 	if s.exe == "" {
 		s.exe, s.exeErr = helperExecutable()
 	}
-	// Where the protection is incomplete, the log says so too, not only `keel doctor`.
-	for _, w := range p.Warnings {
-		slog.Warn("sandbox: protection incomplete", "why", w)
-	}
 	return s
 }
 
-// Policy returns the sandbox's policy.
-func (s *Sandbox) Policy() Policy { return s.policy }
+// Policy returns the sandbox's policy: complete once a command has been confined (or
+// [Doctor] has run), until then as it was given — its switches and what the settings
+// name, without what the search of the writable roots adds ([Policy.Complete]) — so asking
+// it never costs that search.
+func (s *Sandbox) Policy() Policy {
+	if s.completed.Load() {
+		return s.full
+	}
+	return s.policy
+}
+
+// complete is the policy commands run under: the given one completed, once.
+func (s *Sandbox) complete() Policy {
+	s.completeOnce.Do(func() {
+		s.full = s.policy.Complete()
+		s.completed.Store(true)
+		// Where the protection is incomplete, the log says so too, not only `keel doctor`.
+		for _, w := range s.full.Warnings {
+			slog.Warn("sandbox: protection incomplete", "why", w)
+		}
+	})
+	return s.full
+}
 
 // HelperProgram is the sandbox's own helper program (cmd/keel-sandbox): installed beside
 // keel, it is what keel starts for each command, since it links only this package and starts

@@ -40,8 +40,8 @@ func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
 	if err := s.Available(); err != nil {
 		return nil, err
 	}
-	if len(s.policy.Problems) > 0 {
-		return nil, fmt.Errorf("sandbox: the command is not run: %s", strings.Join(s.policy.Problems, "; "))
+	if p := s.complete(); len(p.Problems) > 0 {
+		return nil, fmt.Errorf("sandbox: the command is not run: %s", strings.Join(p.Problems, "; "))
 	}
 	r := &Run{s: s}
 	tmp, err := os.MkdirTemp("", "keel-sandbox-")
@@ -68,7 +68,7 @@ func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
 		r.cancel = cancel
 		r.wg.Go(func() { serveProxy(ctx, r.l, r.s.proxy, &r.refused) })
 	}
-	p := s.policy
+	p := s.complete()
 	p.Writable = append(slices.Clone(p.Writable), extra...)
 	profile := SeatbeltProfile(p, []string{tmp}, port)
 	args := append([]string{sandboxExec, "-p", profile, cmd.Path}, cmd.Args[1:]...)
