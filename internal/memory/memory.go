@@ -29,6 +29,22 @@ const (
 	KindAuto Kind = "auto"
 )
 
+// SDKType names the kind as the Agent SDK does (User, Project, Local, Managed, AutoMem): in
+// InstructionsLoaded hooks' memory_type and the context usage's memory files.
+func (k Kind) SDKType() string {
+	switch k {
+	case KindUser:
+		return "User"
+	case KindLocal:
+		return "Local"
+	case KindManaged:
+		return "Managed"
+	case KindAuto:
+		return "AutoMem"
+	}
+	return "Project"
+}
+
 // Defaults for [Options].
 const (
 	// DefaultWarnChars is the total size, in characters, past which loading warns: every

@@ -110,7 +110,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Teams:     s.teams.Enabled(),
 		MaxDepth:  s.opts.MaxAgentDepth,
 		Hooks:     s.hooks,
-		HookInput: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) },
+		HookInput: func(in hooks.Input) hooks.Input { return s.hookd.Input(s.Cwd(), in) },
 		Gate: func(c *permission.Checker, origin event.Origin, h hooks.EventRunner) tool.Gate {
 			return newGate(s, c, origin, s.emitAgent, h)
 		},
@@ -122,7 +122,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 			return []loop.Observer{s.newListing(pool, history)}
 		},
 		Worktrees: &worktree.Manager{Root: s.projectDir, Trusted: s.conf.trusted(), Logger: s.logger,
-			Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) }}},
+			Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookd.Input(s.Cwd(), in) }}},
 		Emit:     s.emitAgent,
 		Logger:   s.logger,
 		Detacher: s.opts.Detacher,

@@ -25,7 +25,7 @@ func (c *configWiring) buildHooks() {
 		Trusted:     trusted,
 		Callbacks:   s.opts.SDK.HookCallbacks,
 		Call:        s.opts.SDK.CallHook,
-		OnRun:       s.hookd.hookEvents,
+		OnRun:       s.hookd.Ran,
 		Traceparent: s.tel.traceparent,
 		Report:      s.warn,
 		Logger:      s.logger,
@@ -55,7 +55,7 @@ func (c *configWiring) buildPrompt(ctx context.Context, env *prompt.Environment)
 			s.notices = append(s.notices, event.Notice{Level: "warn", Text: w.String()})
 		}
 		if !s.opts.Offline {
-			s.hookd.instructionsLoaded(ctx, s.opts.SDK.memoryAllowed(mem.Files()), "session_start")
+			s.hookd.InstructionsLoaded(ctx, s.opts.Cwd, s.opts.SDK.memoryAllowed(mem.Files()), "session_start")
 		}
 	}
 	s.insp.openAutoMemory()

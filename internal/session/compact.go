@@ -50,7 +50,7 @@ func (c *compaction) mainCompaction(sink *chanSink, listing *listingObserver) su
 	s := c.s
 	return subagent.Compaction{
 		Before: func(ctx context.Context, trigger string) []string {
-			return s.hooks.Run(ctx, hooks.PreCompact, s.hookd.hookInput(s.Cwd(), hooks.Input{Trigger: trigger})).AdditionalContext
+			return s.hooks.Run(ctx, hooks.PreCompact, s.hookd.Input(s.Cwd(), hooks.Input{Trigger: trigger})).AdditionalContext
 		},
 		Record: func(ctx context.Context, summary string) (string, error) {
 			uuid, err := s.persist.record(ctx, transcript.Entry{Type: transcript.TypeSummary, Summary: summary})
@@ -71,9 +71,9 @@ func (c *compaction) mainCompaction(sink *chanSink, listing *listingObserver) su
 			if s.files != nil {
 				s.files.ForgetViews()
 			}
-			s.hookd.postCompact(ctx, trigger, summary)
+			s.hookd.PostCompact(ctx, trigger, summary)
 			s.prompt.Clear()
-			s.hooks.Run(ctx, hooks.SessionStart, s.hookd.hookInput(s.Cwd(), hooks.Input{Source: "compact"}))
+			s.hooks.Run(ctx, hooks.SessionStart, s.hookd.Input(s.Cwd(), hooks.Input{Source: "compact"}))
 			if listing != nil {
 				listing.reset([]message.Message{compact.SummaryMessage(summary)})
 			}
@@ -117,7 +117,7 @@ func (c *compaction) builtinCommand(ctx context.Context, prompt string, sink *ch
 		s.mu.Unlock()
 		return true, used, nil
 	case "/add-dir":
-		dir, err := s.hookd.addDirectory(ctx, strings.TrimSpace(args))
+		dir, err := addDirectory(ctx, s, strings.TrimSpace(args))
 		if err == nil {
 			sink.Emit(event.Notice{Level: "info", Text: "added " + dir + " to the working directories"})
 		}

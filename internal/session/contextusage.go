@@ -55,7 +55,7 @@ func (i *Inspector) ContextUsage(ctx context.Context) ContextUsage {
 	for _, f := range i.MemoryFiles() {
 		t := tokensOf(len(f.Content))
 		memTokens += t
-		mem = append(mem, MemoryShare{Path: f.Path, Kind: memoryType(f.Kind), Tokens: t})
+		mem = append(mem, MemoryShare{Path: f.Path, Kind: f.Kind.SDKType(), Tokens: t})
 	}
 	window := s.opts.ContextWindow
 	if window == 0 {

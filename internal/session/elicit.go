@@ -30,7 +30,7 @@ type elicitation struct {
 // newElicitation is s's elicitation.
 func newElicitation(s *Session) elicitation {
 	return elicitation{hooks: s.hooks, ask: s.opts.MCP.Elicit, logger: s.logger,
-		input: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) }}
+		input: func(in hooks.Input) hooks.Input { return s.hookd.Input(s.Cwd(), in) }}
 }
 
 // answerer returns the MCP host's ElicitFunc, or nil when no one could answer (no asker, no

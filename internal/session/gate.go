@@ -20,7 +20,7 @@ func newGate(s *Session, checker *permission.Checker, origin event.Origin, emit 
 	}
 	c := toolgate.Config{
 		Checker: checker, Origin: origin, Emit: emit, Hooks: runner,
-		HookInput:     s.hookd.hookInput,
+		HookInput:     s.hookd.Input,
 		Granted:       s.sk.Granted,
 		Interrupt:     s.sdk.interrupt,
 		Validator:     s.validator,

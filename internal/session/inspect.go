@@ -58,18 +58,3 @@ func (i *Inspector) lastContextTokens() int64 {
 // tokensOf approximates tokens as a quarter of the bytes, as keel does wherever it has no
 // count from the provider.
 func tokensOf(n int) int64 { return int64((n + 3) / 4) }
-
-// memoryType names a memory file's kind as the SDK does (User, Project, Local, Managed).
-func memoryType(k memory.Kind) string {
-	switch k {
-	case memory.KindUser:
-		return "User"
-	case memory.KindLocal:
-		return "Local"
-	case memory.KindManaged:
-		return "Managed"
-	case memory.KindAuto:
-		return "AutoMem"
-	}
-	return "Project"
-}

@@ -112,7 +112,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		source = "resume"
 	}
 	if !opts.Offline {
-		s.hookd.startHooks(ctx, source)
+		startHooks(ctx, s, source)
 	}
 	return s, nil
 }
@@ -122,7 +122,8 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 func (s *Session) joinParts() {
 	s.acct.maxBudget, s.acct.catalog = s.opts.SDK.MaxBudgetUSD, s.switches.models
 	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
-	s.hookd.s, s.conf.s, s.plug.s, s.undo.s, s.switches.s = s, s, s, s, s
+	s.hookd = newHookDispatch(s)
+	s.conf.s, s.plug.s, s.undo.s, s.switches.s = s, s, s, s
 	s.insp.s, s.compaction.s, s.wtree.s = s, s, s
 	s.persist.entries = historyEntries(s)
 }
@@ -131,7 +132,7 @@ func (s *Session) joinParts() {
 func (s *Session) Close() error {
 	if !s.opts.Offline {
 		// "other": the SDK's ExitReason for a session that simply ended (its input did).
-		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookd.hookInput(s.Cwd(), hooks.Input{Reason: "other"}))
+		s.hooks.Run(context.Background(), hooks.SessionEnd, s.hookd.Input(s.Cwd(), hooks.Input{Reason: "other"}))
 	}
 	s.watched.close()
 	s.hooks.Wait()

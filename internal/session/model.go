@@ -64,7 +64,7 @@ func (w *Switches) SwitchModel(ctx context.Context, model, source string) error 
 		"from_model": from, "to_model": model, "requested_model": model, "context_tokens": s.insp.lastContextTokens(),
 		"prompt_cache_warm": s.cacheSafeNow() != nil, "cache_ttl": "5m", "estimated_cache_write_usd": 0, "pricing": "catalog",
 	}}
-	pre := s.hooks.Run(ctx, hooks.PreModelSwitch, s.hookd.hookInput(s.Cwd(), in))
+	pre := s.hooks.Run(ctx, hooks.PreModelSwitch, s.hookd.Input(s.Cwd(), in))
 	if pre.Decision == hooks.DecisionBlock {
 		reason := pre.Reason
 		if reason == "" {
@@ -73,7 +73,7 @@ func (w *Switches) SwitchModel(ctx context.Context, model, source string) error 
 		return fmt.Errorf("switch to %s refused: %s", model, reason)
 	}
 	w.SetModel(model)
-	post := s.hooks.Run(ctx, hooks.PostModelSwitch, s.hookd.hookInput(s.Cwd(), in))
+	post := s.hooks.Run(ctx, hooks.PostModelSwitch, s.hookd.Input(s.Cwd(), in))
 	s.mu.Lock()
 	s.startContext = append(s.startContext, post.AdditionalContext...)
 	s.mu.Unlock()

@@ -89,7 +89,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	} else if ok {
 		prompt = text
 	}
-	blocks, err := s.hookd.submitPrompt(ctx, s.initialPrompt(prompt), sink)
+	blocks, err := submitPrompt(ctx, s, s.initialPrompt(prompt), sink)
 	if err != nil {
 		return fail(err)
 	}
@@ -111,8 +111,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	cwd := agent.State.Cwd
 	ran, runErr := loop.Drive(ctx, agent, history, nil, nil)
 	out := ran.Out
-	s.hookd.stopFailure(ctx, runErr, out.Messages)
-	s.hookd.cwdChanged(ctx, cwd, agent.State.Cwd)
+	s.hookd.StopFailure(ctx, runErr, out.Messages)
+	s.hookd.CwdChanged(ctx, cwd, agent.State.Cwd)
 	s.keep(agent, out, sink)
 
 	cacheBefore := s.cacheTotals
@@ -172,7 +172,7 @@ func (s *Session) newMainAgent(g *toolgate.Gate, sink *chanSink, history []messa
 	return s.agents.runner.NewAgent(subagent.AgentSpec{
 		Kind: subagent.KindMain, Model: s.switches.Model(), MaxTokens: s.opts.MaxTokens, Thinking: s.switches.thinking(),
 		System: s.conf.systemPrompt, Pool: s.pool, Lookup: s.lookupTool, Gate: g, Files: s.files, State: state,
-		MaxTurns: s.opts.MaxTurns, Source: "main", Prepare: s.prepare, Stop: structuredStop{s, stopHook{s}},
+		MaxTurns: s.opts.MaxTurns, Source: "main", Prepare: s.prepare, Stop: structuredStop{s, s.hookd},
 		Check:     func(out *loop.Outcome) (string, bool) { return s.sdk.checkRun(s.opts.SDK.JSONSchema, out) },
 		Observers: observers, Sink: sink, AfterTurn: s.agents.runner.AfterTurn(""),
 		Watch: s.watch, Compaction: s.compaction.mainCompaction(sink, listing), Logger: s.logger,

@@ -13,6 +13,7 @@ import (
 	"github.com/keel-dev/keel/internal/background"
 	"github.com/keel-dev/keel/internal/plugin"
 	"github.com/keel-dev/keel/internal/sandbox"
+	"github.com/keel-dev/keel/internal/sessionhooks"
 	"github.com/keel-dev/keel/internal/sessionlog"
 	"github.com/keel-dev/keel/internal/settingsedit"
 	"github.com/keel-dev/keel/internal/shadow"
@@ -116,7 +117,7 @@ type Session struct {
 	// plug is the loaded plugins (plugins.go).
 	plug Plugins
 	// hookd fires the session's hook events (hooks.go, hookevents.go).
-	hookd hookDispatch
+	hookd *sessionhooks.Dispatcher
 	// teams is the session's agent team (team.go); nil until Open has built it.
 	teams *teamopen.Handle
 	// idleEvents, if set, receives the events of background work between Sends (guarded by
@@ -338,12 +339,6 @@ type configWiring struct {
 	trustOnce sync.Once
 	isTrusted bool
 }
-
-// hookDispatch fires the session's hook events: the common input, the prompt and session
-// hooks, and the events that have one place each (hookevents.go). A hook's outcome reaches
-// the whole session (notices, the start context, the working directories, watched files),
-// hence s.
-type hookDispatch struct{ s *Session }
 
 // mainWorktree moves the main session into a worktree of the project and back
 // (EnterWorktree, ExitWorktree) and restores it on resume. Moving changes the session's

@@ -24,7 +24,7 @@ func (c *configWiring) configuration() *settingsedit.Configuration {
 	return settingsedit.New(settingsedit.Options{
 		Settings: s.settings, Rules: s.checker, ProjectDir: s.projectDir, Home: s.opts.Home, Cwd: s.opts.Cwd,
 		ConfigChange: func(ctx context.Context, source, label string) error {
-			out := s.hooks.Run(ctx, hooks.ConfigChange, s.hookd.hookInput(s.Cwd(), hooks.Input{Source: source, Extra: map[string]any{"file_path": label}}))
+			out := s.hooks.Run(ctx, hooks.ConfigChange, s.hookd.Input(s.Cwd(), hooks.Input{Source: source, Extra: map[string]any{"file_path": label}}))
 			if out.Decision == hooks.DecisionBlock {
 				return fmt.Errorf("settings change refused by a ConfigChange hook: %s", out.Reason)
 			}

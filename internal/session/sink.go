@@ -37,7 +37,7 @@ func (k *chanSink) Emit(e event.Event) { k.send(e, false) }
 // send passes e to the run's Send and reports whether it could: false once the run ended.
 func (k *chanSink) send(e event.Event, observed bool) bool {
 	if a, ok := e.(event.AssistantMessage); ok {
-		e = k.s.hookd.messageDisplay(context.Background(), a)
+		e = k.s.hookd.MessageDisplay(context.Background(), a)
 	}
 	// The main agent's request usage and cache breaks go into its transcript too, for readers
 	// such as the dashboard; a subagent's go into its own (subagent.childSink).

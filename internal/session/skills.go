@@ -19,8 +19,8 @@ func newSkills(s *Session) *skillset.Set {
 	return skillset.New(skillset.Config{
 		Sources: func() skill.Options { return skillSources(s) },
 		Checker: s.checker, Home: userHome(), RuleDir: s.opts.Cwd,
-		Hooks: sessionHooks{s}, HookInput: s.hookd.hookInput, Cwd: s.Cwd, Warn: s.warn,
-		Expanded: s.hookd.promptExpansion,
+		Hooks: sessionHooks{s}, HookInput: s.hookd.Input, Cwd: s.Cwd, Warn: s.warn,
+		Expanded: s.hookd.PromptExpansion,
 		Forks:    agentForks{s},
 		Acquire: func() (func(), error) {
 			if !s.acquire() {

@@ -27,7 +27,7 @@ func (c *configWiring) team() *teamopen.Handle {
 		SessionID: s.id, TranscriptPath: s.TranscriptPath(), LeadName: s.opts.Agent, Run: s.opts.Run,
 		Host: teamHost{s}, LeadAsker: c.leadAsker(),
 		Hooks:     s.hooks,
-		HookInput: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) },
+		HookInput: func(in hooks.Input) hooks.Input { return s.hookd.Input(s.Cwd(), in) },
 		Subagents: c.subagentLines,
 		Emit:      s.emitAgent, Notify: s.emit, Logger: s.logger,
 	})

@@ -29,7 +29,7 @@ const (
 func (wk *mainWorktree) worktrees() *worktree.Manager {
 	s := wk.s
 	return &worktree.Manager{Root: s.projectDir, Trusted: s.conf.trusted(), Logger: s.logger,
-		Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookd.hookInput(s.Cwd(), in) }}}
+		Hooks: worktree.HookStrategy{Runner: s.hooks, Input: func(in hooks.Input) hooks.Input { return s.hookd.Input(s.Cwd(), in) }}}
 }
 
 type enterWorktreeInput struct {
