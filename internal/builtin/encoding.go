@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net/http"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/gabriel-vasile/mimetype"
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/unicode"
@@ -42,28 +42,32 @@ var (
 	bomUTF8    = []byte{0xEF, 0xBB, 0xBF}
 	bomUTF16LE = []byte{0xFF, 0xFE}
 	bomUTF16BE = []byte{0xFE, 0xFF}
+	bomUTF32LE = []byte{0xFF, 0xFE, 0x00, 0x00}
+	bomUTF32BE = []byte{0x00, 0x00, 0xFE, 0xFF}
 )
 
 // detectEncoding says how data (a whole file, or with partial the head of a big one) is
-// encoded. The content sniffing — binary formats, byte-order marks — is mimetype's; whether
-// the bytes really are UTF-8 is checked on all of data, since the sniffer looks at the first
-// few KB only.
+// encoded. The content sniffing — binary formats, byte-order marks — is the WHATWG algorithm
+// of net/http's DetectContentType, which looks at the first 512 bytes; UTF-32's byte-order
+// marks, which it takes for UTF-16's, are told apart first; whether the bytes really are
+// UTF-8 is checked on all of data.
 func detectEncoding(data []byte, partial bool) (textEncoding, error) {
 	if len(data) == 0 {
 		return utf8Text, nil
 	}
-	m := mimetype.Detect(data)
-	_, params, _ := mime.ParseMediaType(m.String())
+	if bytes.HasPrefix(data, bomUTF32LE) || bytes.HasPrefix(data, bomUTF32BE) {
+		return textEncoding{}, &errBinary{kind: "UTF-32 text, which keel does not read"}
+	}
+	sniffed := http.DetectContentType(data)
+	media, params, _ := mime.ParseMediaType(sniffed)
 	switch params["charset"] {
 	case "utf-16le":
 		return textEncoding{name: "UTF-16LE", bom: bomUTF16LE, enc: unicode.UTF16(unicode.LittleEndian, unicode.IgnoreBOM), unit: 2}, nil
 	case "utf-16be":
 		return textEncoding{name: "UTF-16BE", bom: bomUTF16BE, enc: unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM), unit: 2}, nil
-	case "utf-32le", "utf-32be":
-		return textEncoding{}, &errBinary{kind: "UTF-32 text, which keel does not read"}
 	}
-	if !isText(m) {
-		return textEncoding{}, &errBinary{kind: "a binary file", detail: m.String()}
+	if !strings.HasPrefix(media, "text/") {
+		return textEncoding{}, &errBinary{kind: "a binary file", detail: sniffed}
 	}
 	if bytes.HasPrefix(data, bomUTF8) {
 		return textEncoding{name: "UTF-8 with BOM", bom: bomUTF8, unit: 1}, nil
@@ -83,17 +87,6 @@ func validExceptTail(data []byte) bool {
 	for i := len(data) - 1; i >= 0 && i >= len(data)-utf8.UTFMax; i-- {
 		if utf8.RuneStart(data[i]) {
 			return utf8.Valid(data[:i])
-		}
-	}
-	return false
-}
-
-// isText reports whether m is text/plain or a text format derived from it (source code,
-// JSON, CSV, HTML…).
-func isText(m *mimetype.MIME) bool {
-	for p := m; p != nil; p = p.Parent() {
-		if p.Is("text/plain") {
-			return true
 		}
 	}
 	return false

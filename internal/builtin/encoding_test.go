@@ -28,6 +28,13 @@ func TestDetectEncoding(t *testing.T) {
 		{"ELF\x00\x01\x02", false, "binary"},
 		{"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n", false, "binary"},
 		{"PK\x03\x04\x14\x00\x00\x00", false, "binary"},
+		{"\x1f\x8b\x08\x00gzipped", false, "binary"},
+		{"GIF89a\x01\x00\x01\x00", false, "binary"},
+		{"\xff\xfe\x00\x00h\x00\x00\x00", false, "binary"}, // UTF-32LE, not UTF-16LE
+		{"\x00\x00\xfe\xff\x00\x00\x00h", false, "binary"},
+		{"<!DOCTYPE html>\n<p>caf\xc3\xa9</p>\n", false, "UTF-8"},
+		{"<?xml version=\"1.0\"?>\n<a/>\n", false, "UTF-8"},
+		{"{\"k\": [1, 2]}\n", false, "UTF-8"},
 	}
 	for _, tt := range tests {
 		enc, err := detectEncoding([]byte(tt.data), tt.partial)
