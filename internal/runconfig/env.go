@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/keel-dev/keel/internal/envvar"
 )
 
 // Env is what keel reads from the environment for itself (KEEL_*, the CLAUDE_CODE_* switches
@@ -96,7 +98,7 @@ func ReadEnv(getenv func(string) string) Env {
 		}
 		e.MaxTurns, e.MaxTurnsSet = n, err == nil && n >= 0
 	}
-	e.Teams = Truthy(getenv("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"))
+	e.Teams = envvar.Truthy(getenv("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"))
 	if v := getenv("KEEL_TEAM_LEASE"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
@@ -133,10 +135,10 @@ func ReadEnv(getenv func(string) string) Env {
 			e.CronMinInterval = d
 		}
 	}
-	e.SDKReadsSessionState = getenv("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1"
+	e.SDKReadsSessionState = envvar.Truthy(getenv("CLAUDE_CODE_SDK_READS_SESSION_STATE"))
 	e.NoColor = getenv("NO_COLOR") != ""
 	e.Browser = getenv("BROWSER")
-	e.Debug = Truthy(getenv("KEEL_DEBUG"))
+	e.Debug = envvar.Truthy(getenv("KEEL_DEBUG"))
 	return e
 }
 
@@ -218,14 +220,4 @@ func (e Env) SessionHomes(home string, sdk bool) []string {
 		}
 	}
 	return out
-}
-
-// Truthy says whether an environment or settings value switches something on: 1, true, yes
-// or on, in any case. Every on/off switch keel reads is read with it.
-func Truthy(s string) bool {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "true", "yes", "on":
-		return true
-	}
-	return false
 }

@@ -76,16 +76,3 @@ func TestReadEnv(t *testing.T) {
 		t.Errorf("the environment overrode an explicit NATS URL: %s", explicit.Coordination.NATSURL)
 	}
 }
-
-func TestTruthy(t *testing.T) {
-	for _, s := range []string{"1", "true", "TRUE", " yes ", "on"} {
-		if !Truthy(s) {
-			t.Errorf("Truthy(%q) = false", s)
-		}
-	}
-	for _, s := range []string{"", "0", "false", "off", "no", "2"} {
-		if Truthy(s) {
-			t.Errorf("Truthy(%q) = true", s)
-		}
-	}
-}

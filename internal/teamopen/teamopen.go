@@ -24,6 +24,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/coord/natscoord"
+	"github.com/keel-dev/keel/internal/envvar"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/message"
@@ -156,7 +157,7 @@ func (h *Handle) Enabled() bool {
 	if st == nil {
 		return false
 	}
-	if v, ok := st.Env["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"]; ok && runconfig.Truthy(v.V) {
+	if v, ok := st.Env["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"]; ok && envvar.Truthy(v.V) {
 		return true
 	}
 	return false

@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/keel-dev/keel/internal/envvar"
 )
 
 // Config is the telemetry configuration, serialised to keel-otel as its first line.
@@ -95,16 +97,16 @@ const (
 // and the valid options; a switched-off configuration is never an error, whatever the other
 // variables say.
 func FromEnv(getenv func(string) string) (Config, error) {
-	c := Config{Enabled: truthy(getenv("CLAUDE_CODE_ENABLE_TELEMETRY")) || truthy(getenv("KEEL_ENABLE_TELEMETRY"))}
+	c := Config{Enabled: envvar.Truthy(getenv("CLAUDE_CODE_ENABLE_TELEMETRY")) || envvar.Truthy(getenv("KEEL_ENABLE_TELEMETRY"))}
 	if !c.Enabled {
 		return c, nil
 	}
 	var errs []error
 	c.IncludeSessionID = boolVar(getenv, "OTEL_METRICS_INCLUDE_SESSION_ID", true, &errs)
 	c.IncludeVersion = boolVar(getenv, "OTEL_METRICS_INCLUDE_VERSION", false, &errs)
-	c.LogUserPrompts = truthy(getenv("OTEL_LOG_USER_PROMPTS"))
-	c.LogToolDetails = truthy(getenv("OTEL_LOG_TOOL_DETAILS"))
-	c.LogToolContent = truthy(getenv("OTEL_LOG_TOOL_CONTENT"))
+	c.LogUserPrompts = envvar.Truthy(getenv("OTEL_LOG_USER_PROMPTS"))
+	c.LogToolDetails = envvar.Truthy(getenv("OTEL_LOG_TOOL_DETAILS"))
+	c.LogToolContent = envvar.Truthy(getenv("OTEL_LOG_TOOL_CONTENT"))
 	switch t := strings.ToLower(strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"))); t {
 	case "", "delta":
 		c.Delta = true
@@ -241,11 +243,6 @@ func firstSet(getenv func(string) string, names ...string) string {
 		}
 	}
 	return ""
-}
-
-func truthy(v string) bool {
-	v = strings.ToLower(strings.TrimSpace(v))
-	return v == "1" || v == "true" || v == "yes" || v == "on"
 }
 
 func boolVar(getenv func(string) string, name string, def bool, errs *[]error) bool {
