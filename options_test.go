@@ -107,3 +107,15 @@ func TestEveryOptionReachesTheConfiguration(t *testing.T) {
 		t.Errorf("Options over a base configuration: %+v; want the explicit model and resume, the base's cwd, no continue", got)
 	}
 }
+
+// The public mode constants are the run's permission modes, no more and no fewer: a mode the
+// settings accept has a name an embedder can use.
+func TestPermissionModeConstantsAreTheRunsModes(t *testing.T) {
+	var got []string
+	for _, m := range []PermissionMode{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk, ModeBypassPermissions, ModeAuto} {
+		got = append(got, string(m))
+	}
+	if want := runconfig.PermissionModes(); !cmp.Equal(got, want) {
+		t.Errorf("keel's permission modes %q, the run's %q", got, want)
+	}
+}

@@ -22,11 +22,11 @@ const (
 // modeList are keel's permission modes, as the editor's mode picker shows them.
 var modeList = lazy.Value[[]sdk.SessionMode]{New: func() []sdk.SessionMode {
 	return []sdk.SessionMode{
-		{Id: "default", Name: "Default", Description: sdk.Ptr("Ask before edits and commands the rules leave open")},
-		{Id: "acceptEdits", Name: "Accept edits", Description: sdk.Ptr("Edit files in the working directories without asking")},
-		{Id: "plan", Name: "Plan", Description: sdk.Ptr("Read and plan; change nothing")},
-		{Id: "dontAsk", Name: "Don't ask", Description: sdk.Ptr("Deny what the rules do not allow, without asking")},
-		{Id: "bypassPermissions", Name: "Bypass permissions", Description: sdk.Ptr("Run everything the deny rules do not forbid")},
+		{Id: sdk.SessionModeId(keel.ModeDefault), Name: "Default", Description: sdk.Ptr("Ask before edits and commands the rules leave open")},
+		{Id: sdk.SessionModeId(keel.ModeAcceptEdits), Name: "Accept edits", Description: sdk.Ptr("Edit files in the working directories without asking")},
+		{Id: sdk.SessionModeId(keel.ModePlan), Name: "Plan", Description: sdk.Ptr("Read and plan; change nothing")},
+		{Id: sdk.SessionModeId(keel.ModeDontAsk), Name: "Don't ask", Description: sdk.Ptr("Deny what the rules do not allow, without asking")},
+		{Id: sdk.SessionModeId(keel.ModeBypassPermissions), Name: "Bypass permissions", Description: sdk.Ptr("Run everything the deny rules do not forbid")},
 	}
 }}
 

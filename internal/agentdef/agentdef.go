@@ -23,6 +23,8 @@ package agentdef
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/keel-dev/keel/internal/permission"
 )
 
 // Definition is one agent definition after parsing and validation. The zero value of each
@@ -122,18 +124,19 @@ func (e Effort) String() string {
 	return ""
 }
 
-// PermissionMode is the permission mode an agent runs in.
-type PermissionMode string
+// PermissionMode is the permission mode an agent runs in: [permission.Mode], whose
+// constants these are, so a definition's mode and the session's are one type with one list.
+type PermissionMode = permission.Mode
 
-// The permission modes of DESIGN §6.
+// The permission modes an agent definition may name.
 const (
-	ModeDefault           PermissionMode = "default"
-	ModeAcceptEdits       PermissionMode = "acceptEdits"
-	ModePlan              PermissionMode = "plan"
-	ModeDontAsk           PermissionMode = "dontAsk"
-	ModeBypassPermissions PermissionMode = "bypassPermissions"
-	ModeAuto              PermissionMode = "auto"
-	ModeBubble            PermissionMode = "bubble"
+	ModeDefault           = permission.ModeDefault
+	ModeAcceptEdits       = permission.ModeAcceptEdits
+	ModePlan              = permission.ModePlan
+	ModeDontAsk           = permission.ModeDontAsk
+	ModeBypassPermissions = permission.ModeBypassPermissions
+	ModeAuto              = permission.ModeAuto
+	ModeBubble            = permission.ModeBubble
 )
 
 // MemoryScope selects the agent's memory directory, to which it gets read/write/edit access.
@@ -157,7 +160,7 @@ const ModelInherit = "inherit"
 
 // The valid values, in the order error messages list them.
 var (
-	PermissionModes = []PermissionMode{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk, ModeBypassPermissions, ModeAuto, ModeBubble}
+	PermissionModes = permission.Modes
 	MemoryScopes    = []MemoryScope{MemoryUser, MemoryProject, MemoryLocal}
 	Isolations      = []Isolation{IsolationWorktree}
 	Colors          = []string{"red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan"}

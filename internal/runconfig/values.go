@@ -1,23 +1,16 @@
 package runconfig
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/settings"
 )
 
-// PermissionModes are the modes a run may be asked for: every [permission.Mode] but bubble,
-// which only children take.
-func PermissionModes() []string {
-	var out []string
-	for _, m := range permission.Modes {
-		if m != permission.ModeBubble {
-			out = append(out, string(m))
-		}
-	}
-	return out
-}
+// PermissionModes are the modes a run may be asked for: the settings' defaultMode values
+// (every [permission.Mode] but bubble, which only children take).
+func PermissionModes() []string { return slices.Clone(settings.PermissionModes) }
 
 // TeammateModes are the values of [Team.Mode] (the teammateMode setting's).
 func TeammateModes() []string { return settings.TeammateModes }

@@ -1,11 +1,14 @@
 package subagent
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/team"
 )
 
@@ -59,5 +62,25 @@ func TestPrepareTeammate(t *testing.T) {
 				t.Errorf("origin %+v, history %v", p.Agent.Origin, p.History)
 			}
 		})
+	}
+}
+
+// The Agent tool's mode enum for a teammate is the settings' permission modes but auto, as
+// Claude Code's Agent tool lists them: written out in the schema's text so the tool list
+// stays byte-stable, and held to the one list here.
+func TestTeamSchemaModesArePermissionModes(t *testing.T) {
+	var schema struct {
+		Properties struct {
+			Mode struct {
+				Enum []string `json:"enum"`
+			} `json:"mode"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal([]byte(teamSchema), &schema); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.DeleteFunc(slices.Clone(settings.PermissionModes), func(m string) bool { return m == string(permission.ModeAuto) })
+	if !slices.Equal(schema.Properties.Mode.Enum, want) {
+		t.Errorf("team schema's mode enum = %q, want %q", schema.Properties.Mode.Enum, want)
 	}
 }

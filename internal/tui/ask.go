@@ -37,7 +37,7 @@ func (m *Model) askChoices(req keel.PermissionRequest) []askChoice {
 	if len(req.Suggestions) > 0 {
 		out = append(out, askAlways)
 	}
-	if slices.Contains(editTools, req.Tool) && m.b.PermissionMode() == "default" {
+	if slices.Contains(editTools, req.Tool) && m.b.PermissionMode() == keel.ModeDefault {
 		out = append(out, askAllEdits)
 	}
 	return append(out, askNo)
@@ -146,7 +146,7 @@ func (m *Model) answerAsk(c askChoice) tea.Cmd {
 	case askPlanAcceptEdits, askPlanDefault:
 		m.answerPlan(c)
 	case askAllEdits:
-		if err := m.b.SetPermissionMode("acceptEdits"); err != nil {
+		if err := m.b.SetPermissionMode(keel.ModeAcceptEdits); err != nil {
 			m.errorf("could not switch to accepting edits: " + err.Error())
 		}
 		m.replyAsk(keel.PermissionAnswer{Allow: true})

@@ -8,6 +8,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/keel-dev/keel"
 	"github.com/keel-dev/keel/internal/cost"
 )
 
@@ -287,7 +288,7 @@ Keys
 }
 
 func (m *Model) cmdPlan(string) tea.Cmd {
-	if err := m.b.SetPermissionMode("plan"); err != nil {
+	if err := m.b.SetPermissionMode(keel.ModePlan); err != nil {
 		m.errorf("could not switch to plan mode: " + err.Error())
 		return nil
 	}

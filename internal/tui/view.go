@@ -7,6 +7,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/keel-dev/keel"
 )
 
 var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
@@ -174,11 +176,11 @@ func (m *Model) statusLine() string {
 	mode := m.b.PermissionMode()
 	var modeText string
 	switch mode {
-	case "acceptEdits":
+	case keel.ModeAcceptEdits:
 		modeText = m.st.ok.Render("⏵⏵ accept edits")
-	case "plan":
+	case keel.ModePlan:
 		modeText = m.st.accent.Render("⏸ plan mode")
-	case "default":
+	case keel.ModeDefault:
 		modeText = m.st.dim.Render("default mode")
 	default:
 		modeText = m.st.warn.Render(string(mode))
