@@ -10,7 +10,7 @@ import (
 
 // The public types are defined here, field for field as keel's internal ones, so that their
 // documentation is the root package's own (an alias would show none of its fields). They
-// are filled from the internal values by name (copyValue); options_test.go checks that both
+// are filled from the internal values by name (copyValue); events_test.go checks that both
 // sides have the same fields, so one cannot grow without the other.
 
 // publicEvents maps each internal event type to its public twin.

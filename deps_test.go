@@ -8,7 +8,9 @@ import (
 	"testing"
 )
 
-// TestDependencyRules enforces the dependency rules of STYLE.md on the real import graph.
+// TestDependencyRules holds the real import graph to keel's dependency rules: the layer table
+// below (no arrow runs back up), the leaves, who may import the session and NATS, test
+// packages for tests only, and what the keel binary and an embedder must not link.
 func TestDependencyRules(t *testing.T) {
 	const mod = "github.com/keel-dev/keel"
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", "./...").Output()

@@ -62,7 +62,7 @@ type location struct {
 }
 
 // locations states the precedence of every folder, lowest first; a later definition of a name
-// overrides an earlier one. Between sources the order is DESIGN §9's: built-in, plugin, user,
+// overrides an earlier one. Between sources the order is: built-in, plugin, user,
 // project, CLI (--agents), managed. Within the user and project sources the other harnesses'
 // folders come first and keel's own last, so a .keel definition always wins; among the others
 // .claude wins over .gemini, .codex and .opencode, because Claude Code's format is keel's own

@@ -60,7 +60,7 @@ func findRoot(cwd string) string {
 	}
 }
 
-// candidates lists every place a memory file may be, lowest priority first (DESIGN §4).
+// candidates lists every place a memory file may be, lowest priority first.
 func (l *loader) candidates() []candidate {
 	var out []candidate
 	if l.opts.ManagedPath != "-" {

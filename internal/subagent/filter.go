@@ -65,7 +65,7 @@ type Filter struct {
 	Teammate bool
 }
 
-// Apply returns the tools of p that f lets through, in p's order, following DESIGN §5: MCP
+// Apply returns the tools of p that f lets through, in p's order: MCP
 // tools always pass the agent blacklists; the plan-exit tool passes in plan mode; then the
 // all-agents and custom-agent blacklists; then a background agent's allow-list; then the
 // definition's tools (with * expanding to the whole filtered pool) and disallowedTools.

@@ -171,7 +171,7 @@ func (r *Runner) toolResult(c *child, res result) tool.Result {
 	return tool.Result{Content: blocks, IsError: res.err != nil && !res.interrupted, Output: out}
 }
 
-// prepare builds the child's loop: context per DESIGN §10, permissions under the parent's
+// prepare builds the child's loop: its context (see the package doc), permissions under the parent's
 // ceiling, its pool and system prompt, and its transcript. The agent itself is built by
 // [Runner.NewAgent], as every agent is.
 func (r *Runner) prepare(ctx context.Context, s spawn) (_ *child, err error) {

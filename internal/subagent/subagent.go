@@ -4,7 +4,7 @@
 // Agent tool (legacy name Task) and SendMessage, which continues a subagent from its
 // transcript.
 //
-// # Child context (DESIGN §10)
+// # Child context
 //
 // A child starts from clones of its parent's file-read state, with fresh denial tracking, its
 // own cancellation (a background child outlives the turn that started it), no UI of its own

@@ -27,8 +27,8 @@ type mate struct {
 	mode        string
 	observers   []loop.Observer
 	synced      func(ctx context.Context, err error) error
-	// systemMode is default, replace or append (DESIGN §3); systemPrompt goes with the last
-	// two.
+	// systemMode is default, replace or append (see [mate.system]); systemPrompt goes with
+	// the last two.
 	systemMode   string
 	systemPrompt string
 }
@@ -71,7 +71,7 @@ func (m *mate) system(parent func(context.Context) loop.System, def *agentdef.De
 }
 
 // PrepareTeammate builds the loop of a teammate started by the main thread: a child of the
-// main agent per DESIGN §10 (cloned file state, fresh denial tracking, its own transcript
+// main agent (cloned file state, fresh denial tracking, its own transcript
 // agent-<id>.jsonl beside the session's), asking through asker, with the team's tools and
 // without the Agent tool. With spec.Resume it continues from that transcript. The team
 // package runs the loop; Prepared.Close ends what this started.

@@ -14,7 +14,7 @@ import (
 	"github.com/keel-dev/keel/internal/permission"
 )
 
-// Two-level permissions (DESIGN §6). A teammate's ask goes to the lead's UI when the
+// Two-level permissions. A teammate's ask goes to the lead's UI when the
 // teammate runs in the lead's process and the lead has one (level 1: the terminal prompt or
 // the SDK's can_use_tool, labelled with the teammate's name and colour). Otherwise — a
 // headless lead, or a teammate in another process — it becomes a request record in the

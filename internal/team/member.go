@@ -27,7 +27,7 @@ type Spec struct {
 	Isolation string `json:"isolation,omitempty"`
 	// Mode is the teammate's permission mode; empty takes the lead's.
 	Mode string `json:"mode,omitempty"`
-	// SystemPromptMode is default, replace or append (DESIGN §3): replace sends only
+	// SystemPromptMode is default, replace or append: replace sends only
 	// SystemPrompt; append adds it after the default prompt and the team addendum. No
 	// model-facing field sets them; library callers and tests do.
 	SystemPromptMode string `json:"systemPromptMode,omitempty"`
@@ -37,7 +37,7 @@ type Spec struct {
 }
 
 // Host builds the loop of a teammate run in this process; the session implements it over
-// the subagent runner (child context per DESIGN §10, permissions under the lead's ceiling).
+// the subagent runner (a child's context, permissions under the lead's ceiling).
 type Host interface {
 	PrepareTeammate(ctx context.Context, spec Spec, seams MemberSeams) (*Prepared, error)
 }
