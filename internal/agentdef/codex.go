@@ -34,7 +34,9 @@ var codexFields = lazy.Value[map[string]handler]{New: func() map[string]handler 
 	})
 }}
 
-// codexEfforts maps Codex's reasoning efforts to keel's levels.
+// codexEfforts maps Codex's reasoning efforts to keel's levels by their place on the scale,
+// not by name: Codex's scale ends at xhigh, so its top is keel's top (max), and its minimal,
+// below anything keel has, is keel's lowest.
 var codexEfforts = lazy.Value[map[string]string]{New: func() map[string]string {
 	return map[string]string{"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "max"}
 }}

@@ -30,8 +30,7 @@ func Find(name string, beside ...string) (string, error) {
 			continue
 		}
 		dir := filepath.Dir(exe)
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+		if p := filepath.Join(dir, name); isProgram(p) {
 			return p, nil
 		}
 		if !slices.Contains(dirs, dir) {
@@ -42,6 +41,23 @@ func Find(name string, beside ...string) (string, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("%s %w in %s or on PATH", name, ErrNotFound, strings.Join(dirs, ", "))
+}
+
+// Beside returns program name from this executable's directory only, never from PATH: for a
+// helper that must be of this keel's version (the sandbox's keel-sandbox).
+func Beside(name string) (string, bool) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", false
+	}
+	p := filepath.Join(filepath.Dir(self), name)
+	return p, isProgram(p)
+}
+
+// isProgram says p is a regular file someone may execute.
+func isProgram(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // Self is the program to start again as keel (the supervisor, its jobs, process teammates):

@@ -69,3 +69,18 @@ func TestKeel(t *testing.T) {
 		t.Errorf("Keel(keel) = %s, want itself", got)
 	}
 }
+
+// Beside finds a program only in this executable's directory: this test binary itself is
+// found there, a program that is only on PATH is not.
+func TestBeside(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := companion.Beside(filepath.Base(self)); !ok || p != self {
+		t.Errorf("Beside(this test binary) = %q, %v; want %q, true", p, ok, self)
+	}
+	if p, ok := companion.Beside("sh"); ok {
+		t.Errorf("Beside(sh) = %q, true; sh is on PATH, not beside the test binary", p)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -119,15 +118,11 @@ const HelperProgram = "keel-sandbox"
 // (never one found elsewhere, which may be of another version), else this one when it called
 // Dispatch, else a keel beside it or on PATH.
 func helperExecutable() (string, error) {
-	self, err := os.Executable()
-	if err == nil {
-		p := filepath.Join(filepath.Dir(self), HelperProgram)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
+	if p, ok := companion.Beside(HelperProgram); ok {
+		return p, nil
 	}
 	if dispatching.Load() {
-		return self, err
+		return os.Executable()
 	}
 	return companion.Find("keel")
 }
