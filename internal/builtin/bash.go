@@ -123,6 +123,9 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs,
 	}
 	if box != nil {
 		notes = append(notes, box.Policy().Explain(in.Command, res.Output, dir, res.SandboxDenied)...)
+		for _, p := range res.SandboxPlanted {
+			notes = append(notes, "[Sandbox: "+p+"]")
+		}
 	}
 	if notice != "" {
 		notes = append(notes, notice)

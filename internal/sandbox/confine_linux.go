@@ -43,6 +43,7 @@ type Run struct {
 	firstKnown chan struct{}
 
 	refused refusals
+	planted plantWatch
 }
 
 // Confine rewrites cmd, not yet started, to run inside the sandbox: bubblewrap, or else keel
@@ -69,6 +70,7 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 		r.Release()
 		return nil, err
 	}
+	r.planted.start(s.complete().GitDirs)
 	dir := cmd.Dir
 	if dir == "" {
 		dir, _ = os.Getwd()
@@ -212,6 +214,7 @@ func (r *Run) Release() []string {
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
 	}
+	r.planted.finish(r.s.complete().GitDirs)
 	return r.refused.all()
 }
 

@@ -3,7 +3,7 @@ package sandbox_test
 import (
 	"fmt"
 	"os"
-
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -297,5 +297,46 @@ func testEscapeReadsManyMatches(t *testing.T) {
 	skipWithoutSandbox(t, w.s)
 	if out := w.run(t, "cat keys/*.key; cat keys/k299.key; echo DONE"); strings.Contains(out, "KEYSECRET") || !strings.Contains(out, "DONE") {
 		t.Errorf("a match of the Read deny glob was readable:\n%s", out)
+	}
+}
+
+// TestPlantedSubmoduleIsReported: a repository made inside and added to the workspace's
+// index as a submodule — which no mount can prevent, and whose configuration git run outside
+// would read — is named when the run is released; adding files, or a repository the sandbox
+// protected from the start (a submodule's, a nested one's), is not reported.
+func TestPlantedSubmoduleIsReported(t *testing.T) { forEachLauncher(t, testPlantedSubmoduleIsReported) }
+
+func testPlantedSubmoduleIsReported(t *testing.T) {
+	base := sandbox.VisibleDir(t)
+	ws := repoLayout(t, base)
+	w := gitWorld(t, ws, false)
+	for _, tc := range []struct {
+		name, script string
+		want         string
+	}{
+		{"files", "echo f > f && git add f", ""},
+		{"protected repositories", "echo g > nested/g && git add -A", ""},
+		{"planted", "git init -q planted && git -C planted -c user.name=x -c user.email=x@x commit -q --allow-empty -m p && git add planted 2>/dev/null", "added planted to the repository at " + ws},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command("bash", "-c", tc.script+" && echo DONE")
+			cmd.Dir = ws
+			run, err := w.s.Confine(cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := cmd.CombinedOutput()
+			run.Release()
+			if !strings.Contains(string(out), "DONE") {
+				t.Fatalf("the script failed inside:\n%s", out)
+			}
+			planted := strings.Join(run.Planted(), "\n")
+			if tc.want == "" && planted != "" {
+				t.Errorf("reported: %s", planted)
+			}
+			if tc.want != "" && !strings.Contains(planted, tc.want) {
+				t.Errorf("Planted() = %q, want it to say %q", planted, tc.want)
+			}
+		})
 	}
 }

@@ -67,6 +67,10 @@ type Policy struct {
 	// or removed, so a command cannot move a repository's gitdir (or a directory on the way to
 	// one) aside and plant another in its place.
 	Pinned []string
+	// GitDirs are the repositories whose configuration and hooks ReadOnly protects, found by
+	// Complete: a submodule added to one of them whose repository is not among them was made
+	// by a command ([Run.Planted]).
+	GitDirs []string
 	// Warnings say where the protection is incomplete (the search for repositories stopped at
 	// its bounds, a .git that is a symbolic link): `keel doctor` shows them.
 	Warnings []string
@@ -286,6 +290,7 @@ func (p *Policy) protectRoots(roots []string) {
 		p.add(&p.Pinned, d, "keel's always-read-only paths (git's configuration and hooks)")
 	}
 	p.Warnings = append(p.Warnings, g.warnings...)
+	p.GitDirs = slices.Sorted(maps.Keys(g.seen))
 }
 
 // maskRule masks what the Read deny rule r covers. A glob past maxGlobMatches covers the

@@ -30,6 +30,7 @@ type Run struct {
 	wg     sync.WaitGroup
 
 	refused refusals
+	planted plantWatch
 }
 
 // Confine rewrites cmd, not yet started, to run under sandbox-exec with the policy's
@@ -69,6 +70,7 @@ func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
 		r.wg.Go(func() { serveProxy(ctx, r.l, r.s.proxy, &r.refused) })
 	}
 	p := s.complete()
+	r.planted.start(p.GitDirs)
 	p.Writable = append(slices.Clone(p.Writable), extra...)
 	profile := SeatbeltProfile(p, []string{tmp}, port)
 	args := append([]string{sandboxExec, "-p", profile, cmd.Path}, cmd.Args[1:]...)
@@ -96,6 +98,7 @@ func (r *Run) Release() []string {
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
 	}
+	r.planted.finish(r.s.complete().GitDirs)
 	return r.refused.all()
 }
 

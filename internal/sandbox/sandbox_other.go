@@ -17,6 +17,9 @@ type Run struct{}
 // Release does nothing outside Linux and macOS.
 func (r *Run) Release() []string { return nil }
 
+// Planted is nil outside Linux and macOS.
+func (r *Run) Planted() []string { return nil }
+
 // Kill kills the process group led by pgid, as procgroup.Kill does.
 func (r *Run) Kill(pgid int) error { return procgroup.Kill(pgid) }
 

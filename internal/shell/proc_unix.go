@@ -76,12 +76,14 @@ func start(c Command, out io.Writer, cwdFile string) (*proc, error) {
 }
 
 // release ends the sandbox's hold on the command (its proxy, its placeholders) and returns the
-// connections the proxy refused; call it once the command is gone.
-func (p *proc) release() []string {
+// connections the proxy refused and the submodules the command planted ([sandbox.Run.Planted]);
+// call it once the command is gone.
+func (p *proc) release() (denied, planted []string) {
 	if p.run == nil {
-		return nil
+		return nil, nil
 	}
-	return p.run.Release()
+	denied = p.run.Release()
+	return denied, p.run.Planted()
 }
 
 // kill sends SIGKILL to the whole process group (through the sandbox, which under bubblewrap

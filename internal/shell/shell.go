@@ -73,6 +73,10 @@ type Result struct {
 	Cwd string
 	// SandboxDenied are the connections the sandbox's proxy refused, as "host: why".
 	SandboxDenied []string
+	// SandboxPlanted say which submodules the command added to a repository the sandbox
+	// protects with a repository of its own making, whose configuration git run outside
+	// would read: sentences for the result.
+	SandboxPlanted []string
 }
 
 // Run runs c and waits for it and every process it started in its process group. An error is
@@ -127,7 +131,7 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	p.kill()
 	p.waitGone()
 	res.OutputHeldOpen = !p.drain()
-	res.SandboxDenied = p.release()
+	res.SandboxDenied, res.SandboxPlanted = p.release()
 	trim.Flush()
 	res.Output, res.Truncated = buf.String()
 	res.ExitCode = exitCode(p.err)
