@@ -75,7 +75,7 @@ func (c *configWiring) agentDefOptions() agentdef.Options {
 		home, keelHome = "", ""
 	}
 	return agentdef.Options{ProjectDir: projectDir, HomeDir: home, KeelHome: keelHome, CLIAgents: s.opts.Agents,
-		Plugins: s.plug.plugins().AgentSources(), Logger: s.logger}
+		Plugins: s.plug.Current().AgentSources(), Logger: s.logger}
 }
 
 // buildAgents loads the agent definitions and wires the runner. It runs after the transcript
@@ -129,7 +129,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Detach:   s.opts.DetachBackground,
 		FanOut:   s.FanOuts().agent,
 		Seams: subagent.Seams{Validator: s.validator, Meter: &s.acct.spend, Check: s.acct.budgetCheck, Threshold: s.compaction.thresholdFor,
-			Breakpoints: s.compaction.breakpoints, Now: s.opts.Now, Traceparent: s.tel.traceparent, Environ: s.plug.bashEnviron,
+			Breakpoints: s.compaction.breakpoints, Now: s.opts.Now, Traceparent: s.tel.traceparent, Environ: s.plug.Environ,
 			NoClearing: s.settings.ClearToolResults.IsSet() && !s.settings.ClearToolResults.V},
 	})
 	s.agents = &Agents{s: s, tasks: tasks, queue: queue, runner: runner, detached: s.opts.DetachedFrom != ""}

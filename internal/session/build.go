@@ -19,7 +19,7 @@ func (c *configWiring) buildHooks() {
 	trusted := c.trusted()
 	runner, problems := hooks.New(hooks.Config{
 		Hooks:       s.settings.Hooks,
-		Plugins:     s.plug.plugins().Hooks(),
+		Plugins:     s.plug.Current().Hooks(),
 		DisableAll:  s.settings.DisableAllHooks.V,
 		ProjectDir:  s.projectDir,
 		Trusted:     trusted,

@@ -56,7 +56,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	if err := s.conf.loadSettings(); err != nil {
 		return nil, err
 	}
-	s.plug.loadPlugins(ctx)
+	s.plug = openPlugins(ctx, s)
 	policy, problems := s.conf.permissionPolicy()
 	s.notices = append(s.notices, problems...)
 	var asker permission.Asker = permission.Headless{}
@@ -123,7 +123,7 @@ func (s *Session) joinParts() {
 	s.acct.maxBudget, s.acct.catalog = s.opts.SDK.MaxBudgetUSD, s.switches.models
 	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
 	s.hookd = newHookDispatch(s)
-	s.conf.s, s.plug.s, s.undo.s, s.switches.s = s, s, s, s
+	s.conf.s, s.undo.s, s.switches.s = s, s, s
 	s.insp.s, s.compaction.s, s.wtree.s = s, s, s
 	s.persist.entries = historyEntries(s)
 }

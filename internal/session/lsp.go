@@ -19,7 +19,7 @@ import (
 func (c *configWiring) buildLSP() {
 	s := c.s
 	var servers []lsp.Config
-	all := pluginLSP(s.plug.plugins())
+	all := s.plug.LSPServers()
 	maps.Copy(all, s.settings.LSPServers)
 	for _, name := range slices.Sorted(maps.Keys(all)) {
 		v := all[name]

@@ -57,7 +57,7 @@ func (s *Session) startMCP(ctx context.Context) {
 	m, notices := OpenMCP(ctx, s.opts.MCP, MCPSetup{
 		Home: s.opts.Home, ProjectDir: s.projectDir, Cwd: s.opts.Cwd, AddDirs: s.state.AdditionalDirs,
 		Settings: s.settings, Trust: s.opts.Trust, Version: s.opts.Version, ContextWindow: window, Logger: s.logger,
-		Elicit: newElicitation(s).answerer(), Plugins: s.plug.plugins().MCPServers(), Traceparent: s.tel.serverTraceparent,
+		Elicit: newElicitation(s).answerer(), Plugins: s.plug.Current().MCPServers(), Traceparent: s.tel.serverTraceparent,
 		Confine: s.serverConfine(),
 	})
 	s.mcp = m

@@ -33,7 +33,7 @@ func (w *Switches) styleDirs() []outputstyle.Dir {
 func (w *Switches) OutputStyles() []outputstyle.Style {
 	s := w.s
 	styles, _ := outputstyle.Load(w.styleDirs())
-	return append(styles, pluginOutputStyles(s.plug.plugins())...)
+	return append(styles, s.plug.OutputStyles()...)
 }
 
 // OutputStyle is the name of the style in use ("default" for keel's own).

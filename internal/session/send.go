@@ -145,8 +145,8 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 
 // announce opens a Send's stream: the init event, then the notices found since the last.
 func (s *Session) announce(ctx context.Context, sink *chanSink) {
-	reloaded := s.plug.reloadPlugins(ctx)
-	plugins, pluginErrors := initPlugins(s.plug.plugins())
+	reloaded := s.plug.Reload(ctx)
+	plugins, pluginErrors := s.plug.Init()
 	sink.Emit(event.Init{SessionID: s.id, Model: s.switches.Model(), Cwd: s.Cwd(), Tools: s.pool(ctx).Names(), PermissionMode: s.PermissionMode(),
 		Skills: s.sk.Names(), Agents: s.agents.names(), MCPServers: s.mcpStatus(), Plugins: plugins, PluginErrors: pluginErrors})
 	for _, n := range reloaded {

@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/keel-dev/keel/internal/background"
-	"github.com/keel-dev/keel/internal/plugin"
+	"github.com/keel-dev/keel/internal/pluginset"
 	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/sessionhooks"
 	"github.com/keel-dev/keel/internal/sessionlog"
@@ -114,8 +114,8 @@ type Session struct {
 	servers *MCP
 	// config is the settings and permission rules as frontends change them (settings.go).
 	config *settingsedit.Configuration
-	// plug is the loaded plugins (plugins.go).
-	plug Plugins
+	// plug is the loaded plugins (plugins.go, internal/pluginset).
+	plug *pluginset.Set
 	// hookd fires the session's hook events (hooks.go, hookevents.go).
 	hookd *sessionhooks.Dispatcher
 	// teams is the session's agent team (team.go); nil until Open has built it.
@@ -234,7 +234,7 @@ func (s *Session) cacheSafeNow() *loop.CacheSafe {
 // The types of the session's parts stand here, beside Session: most hold the session they are
 // part of and the session holds each, so no other file could hold them without the two files
 // using each other. Their methods live in the files of their concerns, above this one. A part
-// that moved to a package of its own (toolgate, skillset, sessionlog) is wired in a file of
+// that moved to a package of its own (toolgate, skillset, sessionlog, pluginset) is wired in a file of
 // its concern and holds no session.
 
 // Agents is the session's part of the agent machinery: the task registry, the main thread's
@@ -273,14 +273,6 @@ type Persistence struct {
 	log *sessionlog.Log
 	// entries is the history with its entry ids, read under the session's lock.
 	entries func() ([]message.Message, []string)
-}
-
-// Plugins are the session's plugins: loaded when it opens, read again at a request
-// boundary when their records or settings changed, their MCP servers swapped then. Loading
-// reaches the settings, the MCP manager and the notices, hence s.
-type Plugins struct {
-	s           *Session
-	pluginState pluginState
 }
 
 // Switches are what a user or a controlling program switches in the main agent between
@@ -365,16 +357,6 @@ type styleState struct {
 	// base are the prompt options without a style, to build the prompt again when the
 	// style changes.
 	base prompt.Options
-}
-
-// pluginState is the session's plugins: loaded when it opens and read again at a request
-// boundary when their records or the settings that enable them changed.
-type pluginState struct {
-	// set is the loaded plugins; guarded by Session.mu (the Bash tool reads it from its
-	// goroutine).
-	set *plugin.Set
-	// stamp is what the files that decide the set looked like when it was loaded.
-	stamp string
 }
 
 // shadowState is the session's undo that covers the shell: a shadow repository per working

@@ -50,6 +50,6 @@ func skillSources(s *Session) skill.Options {
 	return skill.Options{
 		Cwd: s.opts.Cwd, ProjectRoot: s.projectDir, Home: home, KeelHome: keelHome, NoProject: !s.opts.SDK.sourceAllowed("project"),
 		Sandbox: s.sandbox, Prompts: mcpPrompts{s}, Logger: s.logger, UntrustedProject: !s.conf.trusted(),
-		Plugins: s.plug.plugins().SkillSources(),
+		Plugins: s.plug.Current().SkillSources(),
 	}
 }
