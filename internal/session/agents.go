@@ -117,7 +117,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		ProjectDir: s.projectDir, Home: s.opts.Home, TrustedHooks: s.conf.trusted(),
 		Skills: s.sk.Catalog(), MCP: childMCP{s},
 		Prepare:      s.prepare,
-		ResolveModel: s.switches.models().Resolve,
+		ResolveModel: s.switches.ModelCatalog().Resolve,
 		Observers: func(pool func(context.Context) *tool.Pool, history []message.Message) []loop.Observer {
 			return []loop.Observer{s.newListing(pool, history)}
 		},

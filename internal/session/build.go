@@ -44,7 +44,7 @@ func (c *configWiring) buildPrompt(ctx context.Context, env *prompt.Environment)
 	if env == nil {
 		detected := prompt.DetectEnvironment(ctx, s.opts.Cwd, s.opts.now(), gitexec.Runner{Trusted: c.trusted()})
 		env = &detected
-		s.persist.recordMetadata(ctx, transcript.TypeAgentSetting, sessionlog.AgentSetting{Environment: env, Model: s.opts.Model})
+		s.persist.recordMetadata(ctx, transcript.TypeAgentSetting, sessionlog.AgentSetting{Environment: env, Model: s.switches.Base()})
 	}
 	home, _ := os.UserHomeDir()
 	mem, err := memory.Load(memory.Options{Cwd: s.opts.Cwd, Home: home, KeelHome: s.opts.Home, ManagedPath: s.opts.ManagedMemoryPath,
@@ -59,7 +59,7 @@ func (c *configWiring) buildPrompt(ctx context.Context, env *prompt.Environment)
 		}
 	}
 	s.insp.openAutoMemory()
-	s.switches.buildStyledPrompt(prompt.Options{
+	problems := s.switches.BuildPrompt(prompt.Options{
 		AutoMemory: s.insp.autoMem.dir, AutoMemoryProblem: s.insp.autoMem.problem,
 		SystemPrompt:       s.opts.SystemPrompt,
 		AppendSystemPrompt: s.opts.AppendSystemPrompt,
@@ -70,7 +70,10 @@ func (c *configWiring) buildPrompt(ctx context.Context, env *prompt.Environment)
 			return s.opts.SDK.memoryAllowed(s.memory.Files())
 		},
 		Environment: env,
-	})
+	}, s.settings.OutputStyle.V, s.settings.OutputStyle.From.String())
+	for _, err := range problems {
+		s.notices = append(s.notices, event.Notice{Level: "warn", Text: err.Error()})
+	}
 }
 
 // buildCachePolicy pins the cache TTL policy for the whole session.

@@ -23,7 +23,7 @@ const DefaultContextWindow = models.DefaultContextWindow
 // the session (the model, the autoCompactThreshold setting, an embedder's window).
 func (c *compaction) policy() compact.Policy {
 	s := c.s
-	p := compact.Policy{Window: s.opts.ContextWindow, Windows: s.switches.models(), TTL: s.ttl}
+	p := compact.Policy{Window: s.opts.ContextWindow, Windows: s.switches.ModelCatalog(), TTL: s.ttl}
 	if v := s.settings.AutoCompactThreshold; v.IsSet() {
 		p.Percent = v.V
 	}

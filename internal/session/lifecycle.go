@@ -51,7 +51,6 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 			_ = s.shutdown()
 		}
 	}()
-	s.sdk.thinking = initialThinking(opts.SDK)
 	s.wrapFallback()
 	if err := s.conf.loadSettings(); err != nil {
 		return nil, err
@@ -120,10 +119,11 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 // joinParts connects the session's components to it: the accounts get what they read, the
 // parts that wire the whole session their back-pointer.
 func (s *Session) joinParts() {
-	s.acct.maxBudget, s.acct.catalog = s.opts.SDK.MaxBudgetUSD, s.switches.models
+	s.switches = newSwitches(s)
+	s.acct.maxBudget, s.acct.catalog = s.opts.SDK.MaxBudgetUSD, s.switches.ModelCatalog
 	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
 	s.hookd = newHookDispatch(s)
-	s.conf.s, s.undo.s, s.switches.s = s, s, s
+	s.conf.s, s.undo.s = s, s
 	s.insp.s, s.compaction.s, s.wtree.s = s, s, s
 	s.persist.entries = historyEntries(s)
 }

@@ -25,7 +25,7 @@ func (s *Session) applyMainAgent() error {
 		s.opts.AppendSystemPrompt = strings.TrimSpace(s.opts.AppendSystemPrompt + "\n\n" + def.Prompt)
 	}
 	if def.Model != "" && def.Model != agentdef.ModelInherit && !s.opts.ModelFlag {
-		s.opts.Model = s.switches.models().Resolve(def.Model)
+		s.switches.SetBase(s.switches.ModelCatalog().Resolve(def.Model))
 	}
 	if def.PermissionMode != "" && s.opts.PermissionMode == "" {
 		m, err := permission.ParseMode(string(def.PermissionMode))

@@ -53,7 +53,7 @@ func (s *Session) newMCP() *MCP {
 
 // startMCP connects the session's MCP servers.
 func (s *Session) startMCP(ctx context.Context) {
-	window := s.switches.contextWindow()
+	window := s.switches.ContextWindow()
 	m, notices := OpenMCP(ctx, s.opts.MCP, MCPSetup{
 		Home: s.opts.Home, ProjectDir: s.projectDir, Cwd: s.opts.Cwd, AddDirs: s.state.AdditionalDirs,
 		Settings: s.settings, Trust: s.opts.Trust, Version: s.opts.Version, ContextWindow: window, Logger: s.logger,

@@ -1,81 +1,86 @@
 package session
 
 import (
-	"context"
-	"fmt"
+	"path/filepath"
 
+	"github.com/keel-dev/keel/internal/effort"
 	"github.com/keel-dev/keel/internal/hooks"
-	"github.com/keel-dev/keel/internal/models"
+	"github.com/keel-dev/keel/internal/outputstyle"
 	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/prompt"
+	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/settingsedit"
+	"github.com/keel-dev/keel/internal/switchset"
 )
 
+// Switches are what a user or a controlling program switches in the main agent between
+// prompts (internal/switchset): the model (and its catalog), the output style, the effort and
+// thinking budget.
+type Switches = switchset.Switches
+
 // Switches returns the session's model, output style and thinking switches.
-func (s *Session) Switches() *Switches { return &s.switches }
+func (s *Session) Switches() *Switches { return s.switches }
 
-// ModelCatalog is the model list this session resolves and checks model names with.
-func (w *Switches) ModelCatalog() *models.Catalog { return w.models() }
-
-// models is the session's model catalog.
-func (w *Switches) models() *models.Catalog {
-	s := w.s
-	if s.opts.Models == nil {
-		return models.Builtins()
-	}
-	return s.opts.Models
+// newSwitches wires the switches to the session's options, permission mode, hooks, prompt
+// and cache watcher. The checker, the hooks and the plugins come later in opening than the
+// switches, hence the functions that reach them when called.
+func newSwitches(s *Session) *switchset.Switches {
+	return switchset.New(switchset.Config{
+		Model: s.opts.Model, PlanModel: s.opts.PlanModel, Catalog: s.opts.Models,
+		Window:   func() int64 { return s.opts.ContextWindow },
+		Planning: func() bool { return s.checker.Policy().Mode == permission.ModePlan },
+		Thinking: initialThinking(s.opts.SDK),
+		Hooks:    sessionHooks{s}, HookInput: func(cwd string, in hooks.Input) hooks.Input { return s.hookd.Input(cwd, in) },
+		Cwd:           s.Cwd,
+		ContextTokens: s.insp.lastContextTokens,
+		CacheWarm:     func() bool { return s.cacheSafeNow() != nil },
+		AddContext: func(c []string) {
+			s.mu.Lock()
+			s.startContext = append(s.startContext, c...)
+			s.mu.Unlock()
+		},
+		StyleDirs:     styleDirs(s),
+		PluginStyles:  func() []outputstyle.Style { return s.plug.OutputStyles() },
+		LocalSettings: settingsedit.File(permission.DestinationLocalSettings, s.projectDir, s.opts.Home),
+		SetPrompt:     func(o prompt.Options) { s.prompt = prompt.New(o) },
+		Acquire: func() (func(), error) {
+			if !s.acquire() {
+				return nil, ErrBusy
+			}
+			return s.release, nil
+		},
+		Announce: func(reason string) { s.watch.Announce(reason) },
+	})
 }
 
-// contextWindow is the window of the session's model, in tokens.
-func (w *Switches) contextWindow() int64 {
-	s := w.s
-	if s.opts.ContextWindow > 0 {
-		return s.opts.ContextWindow
+// styleDirs are where output style files are found: the user's (~/.claude, then keel's
+// home), then the project's (.claude, then .keel); a later one wins by name.
+func styleDirs(s *Session) []outputstyle.Dir {
+	var dirs []outputstyle.Dir
+	if home := userHome(); home != "" {
+		dirs = append(dirs, outputstyle.Dir{Path: filepath.Join(home, ".claude", "output-styles")})
 	}
-	return w.models().ContextWindow(w.Model())
+	if s.opts.Home != "" {
+		dirs = append(dirs, outputstyle.Dir{Path: filepath.Join(s.opts.Home, "output-styles")})
+	}
+	return append(dirs, outputstyle.Dir{Path: filepath.Join(s.projectDir, ".claude", "output-styles")},
+		outputstyle.Dir{Path: filepath.Join(s.projectDir, ".keel", "output-styles")})
 }
 
-// Model returns the model the next request uses: PlanModel while the permission mode is plan
-// (the opusplan alias), else Model.
-func (w *Switches) Model() string {
-	s := w.s
-	plan := s.checker.Policy().Mode == permission.ModePlan
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if plan && s.opts.PlanModel != "" {
-		return s.opts.PlanModel
+// initialThinking turns the options into the first thinking setting.
+func initialThinking(o SDKOptions) *provider.Thinking {
+	switch {
+	case o.ThinkingMode == "disabled":
+		return nil
+	case o.MaxThinkingTokens > 0:
+		return &provider.Thinking{BudgetTokens: o.MaxThinkingTokens}
 	}
-	return s.opts.Model
-}
-
-// SetModel switches the model for the next Send (and ends opusplan's switching). The model
-// is part of the prompt-cache key, so the cache starts over; the watcher reports it as such.
-func (w *Switches) SetModel(model string) {
-	s := w.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.opts.Model, s.opts.PlanModel = model, ""
-}
-
-// SwitchModel changes the model for the next Send, as set_model or /model does: the
-// PreModelSwitch hooks may refuse it, the PostModelSwitch hooks hear of it.
-func (w *Switches) SwitchModel(ctx context.Context, model, source string) error {
-	s := w.s
-	from := w.Model()
-	in := hooks.Input{Source: source, Extra: map[string]any{
-		"from_model": from, "to_model": model, "requested_model": model, "context_tokens": s.insp.lastContextTokens(),
-		"prompt_cache_warm": s.cacheSafeNow() != nil, "cache_ttl": "5m", "estimated_cache_write_usd": 0, "pricing": "catalog",
-	}}
-	pre := s.hooks.Run(ctx, hooks.PreModelSwitch, s.hookd.Input(s.Cwd(), in))
-	if pre.Decision == hooks.DecisionBlock {
-		reason := pre.Reason
-		if reason == "" {
-			reason = "a PreModelSwitch hook refused it"
-		}
-		return fmt.Errorf("switch to %s refused: %s", model, reason)
+	if b, ok := effort.Budget(o.Effort); ok {
+		return &provider.Thinking{BudgetTokens: b}
 	}
-	w.SetModel(model)
-	post := s.hooks.Run(ctx, hooks.PostModelSwitch, s.hookd.Input(s.Cwd(), in))
-	s.mu.Lock()
-	s.startContext = append(s.startContext, post.AdditionalContext...)
-	s.mu.Unlock()
+	if o.ThinkingMode != "" {
+		b, _ := effort.Budget("medium")
+		return &provider.Thinking{BudgetTokens: b}
+	}
 	return nil
 }

@@ -170,7 +170,7 @@ func (s *Session) newMainAgent(g *toolgate.Gate, sink *chanSink, history []messa
 	observers := append(s.observers(listing), s.agents.queue)
 	s.agents.replayHeld(sink)
 	return s.agents.runner.NewAgent(subagent.AgentSpec{
-		Kind: subagent.KindMain, Model: s.switches.Model(), MaxTokens: s.opts.MaxTokens, Thinking: s.switches.thinking(),
+		Kind: subagent.KindMain, Model: s.switches.Model(), MaxTokens: s.opts.MaxTokens, Thinking: s.switches.Thinking(),
 		System: s.conf.systemPrompt, Pool: s.pool, Lookup: s.lookupTool, Gate: g, Files: s.files, State: state,
 		MaxTurns: s.opts.MaxTurns, Source: "main", Prepare: s.prepare, Stop: structuredStop{s, s.hookd},
 		Check:     func(out *loop.Outcome) (string, bool) { return s.sdk.checkRun(s.opts.SDK.JSONSchema, out) },

@@ -37,6 +37,7 @@ import (
 	"github.com/keel-dev/keel/internal/skillset"
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/subagent"
+	"github.com/keel-dev/keel/internal/switchset"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/toolsearch"
 	"github.com/keel-dev/keel/internal/transcript"
@@ -123,8 +124,9 @@ type Session struct {
 	// idleEvents, if set, receives the events of background work between Sends (guarded by
 	// mu); without it they are held for the next Send.
 	idleEvents func(event.Event)
-	// switches are the model, output style and thinking switches (model.go).
-	switches Switches
+	// switches are the model, output style and thinking switches (model.go,
+	// internal/switchset).
+	switches *switchset.Switches
 	// closers release what Open started for the session (the supervisor's client, the
 	// telemetry exporter).
 	closers []func() error
@@ -234,7 +236,7 @@ func (s *Session) cacheSafeNow() *loop.CacheSafe {
 // The types of the session's parts stand here, beside Session: most hold the session they are
 // part of and the session holds each, so no other file could hold them without the two files
 // using each other. Their methods live in the files of their concerns, above this one. A part
-// that moved to a package of its own (toolgate, skillset, sessionlog, pluginset) is wired in a file of
+// that moved to a package of its own (toolgate, skillset, sessionlog, pluginset, switchset) is wired in a file of
 // its concern and holds no session.
 
 // Agents is the session's part of the agent machinery: the task registry, the main thread's
@@ -273,15 +275,6 @@ type Persistence struct {
 	log *sessionlog.Log
 	// entries is the history with its entry ids, read under the session's lock.
 	entries func() ([]message.Message, []string)
-}
-
-// Switches are what a user or a controlling program switches in the main agent between
-// prompts: the model (and its catalog), the output style, the effort and thinking budget.
-// A switch runs hooks, rebuilds the prompt and tells the cache watcher, hence s.
-type Switches struct {
-	s *Session
-	// style is the output style of the main agent's prompt (outputstyle.go).
-	style styleState
 }
 
 // Undo takes the session back: file-history snapshots of the tools' edits (rewind.go), the
@@ -349,16 +342,6 @@ type autoMemoryState struct {
 	problem string
 }
 
-// styleState is the output style the main agent answers in (outputStyle setting, /config).
-type styleState struct {
-	// mu guards name and base.
-	mu   sync.Mutex
-	name string
-	// base are the prompt options without a style, to build the prompt again when the
-	// style changes.
-	base prompt.Options
-}
-
 // shadowState is the session's undo that covers the shell: a shadow repository per working
 // directory the session prompted in, and the marks pairing each prompt with the checkpoint
 // its directory was at when it started (internal/shadow).
@@ -390,11 +373,10 @@ type planState struct {
 }
 
 // sdkState is the state of the Send in progress that the SDK's options and requests reach:
-// its prompt and turn id, its cancel, its thinking setting and its structured answer.
+// its prompt and turn id, its cancel and its structured answer.
 type sdkState struct {
-	// mu guards thinking, cancel and the structured answer of the run in progress.
+	// mu guards cancel and the structured answer of the run in progress.
 	mu         sync.Mutex
-	thinking   *provider.Thinking
 	structured json.RawMessage
 	reminders  int
 	// cancel interrupts the Send in progress (an answer that denies and interrupts).

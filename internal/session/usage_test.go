@@ -87,7 +87,7 @@ func TestUnknownPriceIsNotFree(t *testing.T) {
 // the plan out with sonnet, by permission mode.
 func TestOpusplanPlansWithOpus(t *testing.T) {
 	h := newHarness(t, &scripted.Scenario{}, Options{PermissionMode: "plan", PlanModel: "claude-opus-5-5"})
-	h.sess.opts.Model = "claude-sonnet-5-5"
+	h.sess.switches.SetBase("claude-sonnet-5-5")
 	h.send(t, "plan it")
 	if err := h.sess.SetPermissionMode("acceptEdits"); err != nil {
 		t.Fatal(err)
