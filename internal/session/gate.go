@@ -25,8 +25,8 @@ func newGate(s *Session, checker *permission.Checker, origin event.Origin, emit 
 		Interrupt:     s.sdk.interrupt,
 		Validator:     s.validator,
 		Touched:       s.noteTouched,
-		TrackEdit:     s.undo.trackEdit,
-		Unrecoverable: s.undo.noteUnrecoverable,
+		TrackEdit:     s.undo.TrackEdit,
+		Unrecoverable: s.undo.Unrecoverable,
 		RecordMode: func(mode string) {
 			s.persist.recordMetadata(context.Background(), transcript.TypeMode, mode)
 		},

@@ -90,6 +90,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	if err := resumeAt(ctx, s); err != nil {
 		return nil, err
 	}
+	s.undo = newUndo(s)
 	s.teams = s.conf.team()
 	s.buildAgents(ctx)
 	s.buildCron(ctx)
@@ -103,7 +104,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		return nil, err
 	}
 	s.conf.buildPrompt(ctx, env)
-	s.undo.warmShadow()
+	s.undo.Warm()
 	s.conf.untrustedNotice()
 	s.notices = append(s.notices, s.teams.Resume(ctx)...)
 	source := "startup"
@@ -116,15 +117,15 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	return s, nil
 }
 
-// joinParts connects the session's components to it: the accounts get what they read, the
-// parts that wire the whole session their back-pointer.
+// joinParts connects the session's components to it: the switches and the hook events their
+// wiring (they need nothing opening builds first), the accounts what they read, the parts
+// that wire the whole session their back-pointer.
 func (s *Session) joinParts() {
 	s.switches = newSwitches(s)
 	s.acct.maxBudget, s.acct.catalog = s.opts.SDK.MaxBudgetUSD, s.switches.ModelCatalog
 	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
 	s.hookd = newHookDispatch(s)
-	s.conf.s, s.undo.s = s, s
-	s.insp.s, s.compaction.s, s.wtree.s = s, s, s
+	s.conf.s, s.insp.s, s.compaction.s, s.wtree.s = s, s, s, s
 	s.persist.entries = historyEntries(s)
 }
 
@@ -142,7 +143,7 @@ func (s *Session) Close() error {
 // shutdown stops everything the session started, in the reverse order of opening; every
 // part may be missing (New calls it when a step fails).
 func (s *Session) shutdown() error {
-	s.undo.stopShadow()
+	s.undo.Stop()
 	if s.jobs != nil {
 		s.jobs.Close()
 	}

@@ -99,7 +99,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 	if err != nil {
 		return err
 	}
-	s.undo.beginSnapshot(uuid)
+	s.undo.BeginTurn(uuid)
 	sink.Emit(event.UserMessage{UUID: uuid, Message: user})
 
 	g := newGate(s, s.checker, event.Origin{}, sink.Emit, nil)

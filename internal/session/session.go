@@ -16,7 +16,6 @@ import (
 	"github.com/keel-dev/keel/internal/sessionhooks"
 	"github.com/keel-dev/keel/internal/sessionlog"
 	"github.com/keel-dev/keel/internal/settingsedit"
-	"github.com/keel-dev/keel/internal/shadow"
 	"github.com/keel-dev/keel/internal/teamopen"
 
 	"github.com/keel-dev/keel/internal/agentdef"
@@ -41,6 +40,7 @@ import (
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/toolsearch"
 	"github.com/keel-dev/keel/internal/transcript"
+	"github.com/keel-dev/keel/internal/undo"
 )
 
 // Session is one conversation. Send may not be called concurrently; other methods may.
@@ -140,8 +140,9 @@ type Session struct {
 	persist Persistence
 	// insp is what frontends read of the session, and the auto memory (inspect.go).
 	insp Inspector
-	// undo is the rewind of files, shell effects and conversation (rewind.go, shadow.go).
-	undo Undo
+	// undo is the rewind of files, shell effects and conversation (rewind.go, internal/undo);
+	// nil until the transcript opened.
+	undo *undo.Undo
 	// wtree is the worktree the main session works in (worktree.go).
 	wtree mainWorktree
 }
@@ -236,8 +237,8 @@ func (s *Session) cacheSafeNow() *loop.CacheSafe {
 // The types of the session's parts stand here, beside Session: most hold the session they are
 // part of and the session holds each, so no other file could hold them without the two files
 // using each other. Their methods live in the files of their concerns, above this one. A part
-// that moved to a package of its own (toolgate, skillset, sessionlog, pluginset, switchset) is wired in a file of
-// its concern and holds no session.
+// that moved to a package of its own (toolgate, skillset, sessionlog, sessionhooks, pluginset,
+// switchset, undo) is wired in a file of its concern and holds no session.
 
 // Agents is the session's part of the agent machinery: the task registry, the main thread's
 // notification queue and the subagent runner, whose Agent, SendMessage, TaskOutput and
@@ -275,15 +276,6 @@ type Persistence struct {
 	log *sessionlog.Log
 	// entries is the history with its entry ids, read under the session's lock.
 	entries func() ([]message.Message, []string)
-}
-
-// Undo takes the session back: file-history snapshots of the tools' edits (rewind.go), the
-// shadow repository that covers the shell (shadow.go), the conversation cut at a prompt.
-// Rewinding resets the history, the transcript's branch and the agents' views, hence s.
-type Undo struct {
-	s *Session
-	// shadow is the undo that covers the shell (shadow.go).
-	shadow shadowState
 }
 
 // chanSink forwards a run's events to the Send iterator and records its messages in the
@@ -340,22 +332,6 @@ type autoMemoryState struct {
 	// why it is unavailable (the prompt and a notice say it), "" when it is simply off.
 	dir     *memory.Auto
 	problem string
-}
-
-// shadowState is the session's undo that covers the shell: a shadow repository per working
-// directory the session prompted in, and the marks pairing each prompt with the checkpoint
-// its directory was at when it started (internal/shadow).
-type shadowState struct {
-	// mu guards repos, marks and warned.
-	mu    sync.Mutex
-	repos map[string]*shadow.Repo
-	marks *shadow.Marks
-	// warned says a capture failure was reported; later ones are only logged.
-	warned bool
-	// warming is the first capture, started when the session opens (warmShadow); stop
-	// cancels it.
-	warming sync.WaitGroup
-	stop    context.CancelFunc
 }
 
 // worktreeState is the worktree the main session works in (worktree.go).

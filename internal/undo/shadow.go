@@ -1,4 +1,4 @@
-package session
+package undo
 
 import (
 	"context"
@@ -6,19 +6,17 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/shadow"
 )
 
-// warmShadow makes the directory's first capture in the background as the session opens:
-// on a large directory with no earlier session's index to start from, hashing every file
-// takes seconds (4.2 s for 10,000 files on a loaded machine), which the first prompt would
+// Warm makes the directory's first capture in the background as the session opens: on a
+// large directory with no earlier session's index to start from, hashing every file takes
+// seconds (4.2 s for 10,000 files on a loaded machine), which the first prompt would
 // otherwise wait for; later captures hash only what changed. The prompt's capture waits for
-// this one to finish, and the session's shutdown cancels it.
-func (u *Undo) warmShadow() {
-	s := u.s
-	dir := s.Cwd()
-	if s.opts.Offline || !u.shadowOn(dir) {
+// this one to finish, and Stop cancels it.
+func (u *Undo) Warm() {
+	dir := u.c.Cwd()
+	if u.c.Offline || !u.shadowOn(dir) {
 		return // a maintenance session (keel rewind) captures when it needs to
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -29,13 +27,16 @@ func (u *Undo) warmShadow() {
 			_, err = r.Capture(ctx, "session start")
 		}
 		if err != nil && ctx.Err() == nil {
-			s.logger.Warn("shadow capture at start", "dir", dir, "err", err)
+			u.c.Logger.Warn("shadow capture at start", "dir", dir, "err", err)
 		}
 	})
 }
 
-// stopShadow cancels the first capture if it still runs and waits for it.
-func (u *Undo) stopShadow() {
+// Stop cancels the first capture if it still runs and waits for it. A nil Undo has none.
+func (u *Undo) Stop() {
+	if u == nil {
+		return
+	}
 	if u.shadow.stop != nil {
 		u.shadow.stop()
 	}
@@ -43,24 +44,21 @@ func (u *Undo) stopShadow() {
 }
 
 // shadowOn says whether prompts are captured: the session keeps history (a keel directory
-// and a transcript) and dir is not the user's home or the root, whose captures would walk
-// everything the user owns.
+// and a file history) and dir is not the user's home or the root.
 func (u *Undo) shadowOn(dir string) bool {
-	s := u.s
-	if s.opts.Home == "" || s.snapshots == nil {
+	if u.c.Home == "" || u.c.Files == nil {
 		return false
 	}
 	clean := filepath.Clean(dir)
-	return clean != filepath.Clean(userHome()) && clean != string(filepath.Separator)
+	return clean != filepath.Clean(u.c.UserHome) && clean != string(filepath.Separator)
 }
 
 // shadowRepo opens (once) the shadow repository of dir for this session.
 func (u *Undo) shadowRepo(ctx context.Context, dir string) (*shadow.Repo, *shadow.Marks, error) {
-	s := u.s
 	u.shadow.mu.Lock()
 	defer u.shadow.mu.Unlock()
 	if u.shadow.marks == nil {
-		m, err := shadow.OpenMarks(s.opts.Home, s.id)
+		m, err := shadow.OpenMarks(u.c.Home, u.c.Session)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -69,7 +67,7 @@ func (u *Undo) shadowRepo(ctx context.Context, dir string) (*shadow.Repo, *shado
 	if r, ok := u.shadow.repos[dir]; ok {
 		return r, u.shadow.marks, nil
 	}
-	r, err := shadow.Open(ctx, dir, shadow.Options{Home: s.opts.Home, Session: s.id, Logger: s.logger})
+	r, err := shadow.Open(ctx, dir, shadow.Options{Home: u.c.Home, Session: u.c.Session, Logger: u.c.Logger})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -85,8 +83,7 @@ func (u *Undo) shadowRepo(ctx context.Context, dir string) (*shadow.Repo, *shado
 // build or git change during the turn. A failure costs the undo of shell changes for this
 // turn, not the turn: it is said once and logged.
 func (u *Undo) captureTurn(ctx context.Context, uuid string) {
-	s := u.s
-	dir := s.Cwd()
+	dir := u.c.Cwd()
 	if !u.shadowOn(dir) {
 		return
 	}
@@ -104,23 +101,22 @@ func (u *Undo) captureTurn(ctx context.Context, uuid string) {
 	if err == nil {
 		return
 	}
-	s.logger.Warn("shadow capture", "dir", dir, "err", err)
+	u.c.Logger.Warn("shadow capture", "dir", dir, "err", err)
 	u.shadow.mu.Lock()
 	warned := u.shadow.warned
 	u.shadow.warned = true
 	u.shadow.mu.Unlock()
 	if !warned {
-		s.emit(event.Notice{Level: "warn", Text: fmt.Sprintf("changes made by commands in %s cannot be rewound this session: %v", dir, err)})
+		u.c.Warn(fmt.Sprintf("changes made by commands in %s cannot be rewound this session: %v", dir, err))
 	}
 }
 
 // findMark returns the mark of the prompt uuid and the repository of its directory.
 func (u *Undo) findMark(ctx context.Context, uuid string) (shadow.Mark, *shadow.Repo, []shadow.Mark, error) {
-	s := u.s
-	if s.opts.Home == "" {
+	if u.c.Home == "" {
 		return shadow.Mark{}, nil, nil, errNoMark
 	}
-	marks, err := shadow.OpenMarks(s.opts.Home, s.id)
+	marks, err := shadow.OpenMarks(u.c.Home, u.c.Session)
 	if err != nil {
 		return shadow.Mark{}, nil, nil, err
 	}
