@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/keel-dev/keel/internal/clearing"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/mcphost/mcptest"
 	"github.com/keel-dev/keel/internal/provider/scripted"
@@ -100,5 +101,42 @@ func TestBudgetStopsATurnWhoseForkOverspends(t *testing.T) {
 	}
 	if reads >= 20 {
 		t.Errorf("the fork read %d times; the budget should have stopped it", reads)
+	}
+}
+
+// A fork child clears its stale tool results as every agent does, and each request that
+// carries stubs still reads its unchanged prefix from the cache: the fork's mark at the end
+// of the prefix its siblings share must not take the place of the mark clearing puts before
+// the first stub (the fork's would leave every later clearing reading only up to the fork's
+// first turn, plus what the provider's lookback from the newest message happens to find).
+func TestForkClearsStaleToolResults(t *testing.T) {
+	_, cwd := longSession(t, 0)
+	rules := forking("read big.txt over and over", "delegated", readsBig(scripted.Match{}, 14)...)
+	h := newHarness(t, &scripted.Scenario{Rules: rules}, Options{Cwd: cwd, ContextWindow: 60_000, PermissionMode: "bypassPermissions", ForkSubagents: true})
+	events := h.send(t, "delegate")
+	if res := result(t, events); res.Text != "delegated" {
+		t.Fatalf("result %q", res.Text)
+	}
+	if compactedByFork(events) {
+		t.Error("the fork compacted although clearing kept its history small")
+	}
+	for _, e := range events {
+		if b, ok := e.(event.CacheBreak); ok {
+			t.Errorf("cache break reported: %s: %s (%s)", b.Segment, b.Reason, b.Origin.AgentName)
+		}
+	}
+	stubbed := 0
+	for _, r := range h.srv.Requests() {
+		if !strings.HasPrefix(r.Rule, "child") || !strings.Contains(string(r.Body), clearing.StubPrefix) {
+			continue
+		}
+		stubbed++
+		if read, shared := r.Cache.CacheReadTokens, r.Cache.SharedPrefixTokens; float64(read) < 0.99*float64(shared) {
+			t.Errorf("the fork's request %d (%s) read %d of its %d unchanged prefix tokens from the cache (%.3f), want ≥ 0.99",
+				r.N, r.Rule, read, shared, float64(read)/float64(shared))
+		}
+	}
+	if stubbed < 2 {
+		t.Fatalf("%d of the fork's requests carry stubs of cleared tool results; the test wants a clearing after the first", stubbed)
 	}
 }
