@@ -5,9 +5,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/internal/waittest"
 )
 
 // Background and resumed agents are subagents that run on after the Agent call that started
@@ -158,5 +160,67 @@ func TestResumedAgentCompactsWhenItsContextFills(t *testing.T) {
 				t.Error("the resumed agent's first request lacks its first run's history")
 			}
 		})
+	}
+}
+
+// A resumed teammate compacts: the session ends while she works on a task; --continue brings
+// her back with her history replayed from her transcript, and once her work on the task takes
+// her past the window she compacts.
+func TestResumedTeammateCompactsWhenItsContextFills(t *testing.T) {
+	_, cwd := longSession(t, 0)
+	alice := func(m scripted.Match) scripted.Match { m.System = mateIs("alice").System; return m }
+	read := func(i int) []scripted.Block {
+		return []scripted.Block{scripted.ToolUse("Read", map[string]any{"file_path": "big.txt", "offset": i})}
+	}
+	rules := []scripted.Rule{
+		{Name: "summary", When: scripted.Match{UserText: "Summarise this conversation"}, Reply: []scripted.Block{scripted.Text("SUMMARY: big.txt was read.")}},
+		{Name: "alice reads 1", When: alice(scripted.Match{UserText: "work the board"}), Times: 1, Reply: read(1)},
+		{Name: "alice reads 2", When: alice(scripted.Match{ToolResult: "Read"}), Times: 1, Reply: read(2)},
+		{Name: "alice ready", When: alice(scripted.Match{ToolResult: "Read"}), Times: 1, Reply: []scripted.Block{scripted.Text("ready after two reads")}},
+		{Name: "alice stalls", When: alice(scripted.Match{UserText: `<task-assignment id="1"`}), Times: 1,
+			Reply: []scripted.Block{scripted.Text("working")}, Fault: &scripted.Fault{Delay: 10 * time.Minute}},
+	}
+	// Back, she reads on (rules fire in order: the ones above are used up).
+	for i := 3; i <= 16; i++ {
+		rules = append(rules, scripted.Rule{Name: "alice reads " + strconv.Itoa(i), When: mateIs("alice"), Times: 1, Reply: read(i)})
+	}
+	rules = append(rules,
+		scripted.Rule{Name: "alice completes", When: mateIs("alice"), Times: 1, Reply: []scripted.Block{
+			scripted.ToolUse("TaskUpdate", map[string]any{"taskId": "1", "status": "completed"})}},
+		scripted.Rule{Name: "alice done", When: mateIs("alice"), Reply: []scripted.Block{scripted.Text("finished")}},
+		scripted.Rule{Name: "lead starts", When: leadTurn(scripted.Match{UserText: "start"}), Reply: []scripted.Block{
+			scripted.ToolUse("TaskCreate", map[string]any{"subject": "the task"}),
+			scripted.ToolUse("Agent", map[string]any{"description": "worker", "prompt": "work the board", "name": "alice"})}},
+		scripted.Rule{Name: "lead waits", When: leadTurn(scripted.Match{ToolResult: "Agent"}), Reply: []scripted.Block{scripted.Text("started")}},
+		scripted.Rule{Name: "lead continues", When: leadTurn(scripted.Match{UserText: "how is it going"}), Reply: []scripted.Block{scripted.Text("fine")}})
+	srv, err := scripted.Start(t.Context(), "", &scripted.Scenario{Rules: rules, Fallback: &scripted.Rule{Reply: []scripted.Block{scripted.Text("noted")}}}, scripted.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	opts := Options{Home: t.TempDir(), Cwd: cwd, ContextWindow: 30_000, PermissionMode: "bypassPermissions", SettingsArgs: noClearing,
+		Team: TeamOptions{Enabled: true, Lease: time.Minute, ShutdownTimeout: waittest.Timeout()}}
+	first := newHarnessOn(t, srv, opts)
+	first.send(t, "start")
+	waittest.Until(t, "alice to be mid-task", func() bool { return slicesContains(ruleNames(first), "alice stalls") })
+	if err := first.sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	opts.Continue = true
+	second := newHarnessOn(t, srv, opts)
+	events := sendAndSettle(t, second, "how is it going")
+	if !slicesContains(ruleNames(second), "alice completes") {
+		t.Fatalf("alice did not finish her task after the resume: %v", ruleNames(second))
+	}
+	if !compactedBy(events, "alice") {
+		t.Error("the resumed alice's history outgrew the window and she did not compact")
+	}
+	var replayed bool
+	for _, r := range srv.Requests() {
+		replayed = replayed || (r.Rule == "alice reads 3" && strings.Contains(string(r.Body), "ready after two reads"))
+	}
+	if !replayed {
+		t.Error("the resumed alice's first request lacks her history")
 	}
 }
