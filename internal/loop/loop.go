@@ -122,6 +122,11 @@ type Agent struct {
 	// before the model is asked again: a structured answer was given, the budget is spent.
 	// It may set out.Text; subtype is how the run ended.
 	Check func(out *Outcome) (subtype string, stop bool)
+	// Admit, if set, is asked before a run's first request whether the run may ask the model
+	// at all: an agent another agent started or woke ends, having asked nothing, when the
+	// session's budget was spent before it began. It may set out.Text; subtype is how the run
+	// ended.
+	Admit func(out *Outcome) (subtype string, stop bool)
 	// Meter, if set, is told the usage of every response as it arrives.
 	Meter Meter
 	// Clear, if set, replaces the oldest tool results with stubs when the context grew past
@@ -244,16 +249,20 @@ func (a *Agent) Run(ctx context.Context, history []message.Message) (*Outcome, e
 	}
 }
 
-// limitReached says the run must end before its next request: the turn limit is reached
-// or Check stopped it; out says why.
+// limitReached says the run must end before its next request: the turn limit is reached,
+// or Check (Admit before the first request) stopped it; out says why.
 func (a *Agent) limitReached(out *Outcome) bool {
 	if a.MaxTurns > 0 && out.Turns >= a.MaxTurns {
 		out.Subtype = "error_max_turns"
 		out.Text = fmt.Sprintf("Reached maximum number of turns (%d)", a.MaxTurns)
 		return true
 	}
-	if out.Turns > 0 && a.Check != nil {
-		if subtype, stop := a.Check(out); stop {
+	check := a.Check
+	if out.Turns == 0 {
+		check = a.Admit
+	}
+	if check != nil {
+		if subtype, stop := check(out); stop {
 			out.Subtype = subtype
 			return true
 		}

@@ -103,8 +103,9 @@ type Compaction struct {
 
 // NewAgent builds an agent of any kind — the main thread, a subagent, a fork child, a
 // teammate — from its spec: the one place an agent gets its seams. Every agent compacts its
-// own history, reports its own cache breaks, checks the session's budget and counts towards
-// it while it runs, and validates its tool inputs.
+// own history, reports its own cache breaks, checks the session's budget (every agent but the
+// main one before its first request too) and counts towards it while it runs, and validates
+// its tool inputs.
 func (r *Runner) NewAgent(s AgentSpec) *loop.Agent {
 	w := s.Watch
 	if w == nil {
@@ -168,6 +169,12 @@ func (r *Runner) NewAgent(s AgentSpec) *loop.Agent {
 		},
 	})
 	a.Compact = c
+	if s.Kind != KindMain {
+		// The main agent answers each prompt once whatever the budget (as Claude Code does);
+		// any other agent runs within a turn the budget already governs, so a budget spent
+		// before it starts ends it before its first request.
+		a.Admit = r.cfg.Seams.Check
+	}
 	return a
 }
 

@@ -449,10 +449,17 @@ func (r *Runner) build(ctx context.Context, c *child, spec AgentSpec) error {
 	return nil
 }
 
-// withSharedPrefix has prepare mark the end of the prefix a turn's fork children share.
+// withSharedPrefix has prepare mark the end of the prefix a turn's fork children (or a
+// fan-out's items) share, unless the loop marks a block already: once the agent has cleared
+// stale tool results it marks the block before the first stub (or its newest stub), the end
+// of the prefix its own next request reads. The agent's first request wrote the shared
+// prefix's entry; taking the loop's mark instead would leave each request after a clearing
+// reading the cache only up to the shared prefix.
 func withSharedPrefix(prepare func(*provider.Request), shared provider.BlockRef) func(*provider.Request) {
 	return func(r *provider.Request) {
-		r.SharedPrefix = &shared
+		if r.SharedPrefix == nil {
+			r.SharedPrefix = &shared
+		}
 		if prepare != nil {
 			prepare(r)
 		}

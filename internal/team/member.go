@@ -268,11 +268,16 @@ func (m *Member) Next(_ context.Context, ran loop.Ran) (message.Message, bool) {
 	if m.ctx.Err() != nil {
 		return message.Message{}, false
 	}
-	if ran.Err != nil {
+	switch {
+	case ran.Err != nil:
 		m.t.logger.Warn("teammate turn failed", "member", m.name, "err", ran.Err)
 		m.tellLead(TypeMessage, fmt.Sprintf("%s's turn failed: %v", m.name, ran.Err), "turn failed")
-	} else if reason := m.idleHook(); reason != "" {
-		return m.working(message.User(message.Text(reason)), true)
+	case ran.Out.Subtype == loop.SubtypeMaxBudget:
+		// The session's budget ended the turn: no TeammateIdle hook can keep it going.
+	default:
+		if reason := m.idleHook(); reason != "" {
+			return m.working(message.User(message.Text(reason)), true)
+		}
 	}
 	return m.working(m.idle(m.idleText(ran.Out)))
 }
