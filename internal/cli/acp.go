@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -14,42 +15,50 @@ import (
 // stderr (--debug) or a file (--debug-file). It takes the run flags: they configure every
 // session the editor opens, as they configure a run's.
 func (a *app) acpCommand() *cobra.Command {
-	var f runFlags
+	opts := &acpOptions{}
 	cmd := &cobra.Command{
 		Use:   "acp",
 		Short: "serve the Agent Client Protocol on stdin/stdout (for Zed, JetBrains IDEs, Neovim…)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := f.validate(cmd); err != nil {
-				return err
-			}
-			logger, closeLog, err := f.sdk.logger(a.std.Err)
-			if err != nil {
-				return err
-			}
-			defer closeLog()
-			a.logger = logger
-			cfg, err := a.acpConfig(cmd, &f)
-			if err != nil {
-				return err
-			}
-			opts, err := a.libraryOptions(cfg)
-			if err != nil {
-				return err
-			}
-			// The server adds to these per session (the client's cwd, directories and MCP
-			// servers), so it reads them from the options.
-			opts.Home, opts.Cwd, opts.AddDirs, opts.MCPConfig = cfg.Home, cfg.Cwd, cfg.AddDirs, cfg.MCP.Configs
-			run := a.acp
-			if run == nil {
-				run = acp.Run
-			}
-			return run(cmd.Context(), acp.Config{In: a.std.In, Out: a.std.Out, Options: opts, Version: Version, Logger: logger})
+			opts.cmd = cmd
+			return a.runACP(cmd.Context(), opts)
 		},
 	}
-	f.register(cmd)
+	opts.register(cmd)
 	ownFlagsHelp(cmd)
 	return cmd
+}
+
+// acpOptions are `keel acp`'s: the run flags.
+type acpOptions struct{ commandRunFlags }
+
+func (a *app) runACP(ctx context.Context, opts *acpOptions) error {
+	if err := opts.validate(opts.cmd); err != nil {
+		return err
+	}
+	logger, closeLog, err := opts.sdk.logger(a.std.Err)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	a.logger = logger
+	cfg, err := a.acpConfig(opts.cmd, &opts.runFlags)
+	if err != nil {
+		return err
+	}
+	lib, err := a.libraryOptions(cfg)
+	if err != nil {
+		return err
+	}
+	// The server adds to these per session (the client's cwd, directories and MCP
+	// servers), so it reads them from the options.
+	lib.Home, lib.Cwd, lib.AddDirs, lib.MCPConfig = cfg.Home, cfg.Cwd, cfg.AddDirs, cfg.MCP.Configs
+	run := a.acp
+	if run == nil {
+		run = acp.Run
+	}
+	return run(ctx, acp.Config{In: a.std.In, Out: a.std.Out, Options: lib, Version: Version, Logger: logger})
 }
 
 // acpConfig is the configuration of every session an editor opens: the run flags, less what

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -16,40 +17,50 @@ import (
 // finds the session the subagent belongs to in this directory, resumes it and continues the
 // subagent from its transcript.
 func (a *app) agentsResumeCommand() *cobra.Command {
-	f := &runFlags{}
+	opts := &agentsResumeOptions{}
 	cmd := &cobra.Command{
 		Use:   "resume AGENT_ID MESSAGE",
 		Short: "continue a subagent from its transcript with a new message",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, msg := args[0], args[1]
-			if err := transcript.CheckID(id); err != nil {
-				return usageError{fmt.Errorf("agent id %q: %w", id, err)}
-			}
-			cfg, err := a.runConfig(cmd, f)
-			if err != nil {
-				return err
-			}
-			if cfg.Resume, err = a.sessionOfAgent(cfg.Cwd, id); err != nil {
-				return err
-			}
-			cfg.Supervisor = runconfig.Supervisor{}
-			sess, err := a.openSession(cmd.Context(), cfg, a.seams())
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			text, err := sess.Agents().Resume(cmd.Context(), id, msg)
-			if err != nil {
-				return exitCodeError{code: exitError, err: err}
-			}
-			fmt.Fprintln(a.std.Out, strings.TrimRight(text, "\n"))
-			return nil
+			opts.cmd, opts.AgentID, opts.Message = cmd, args[0], args[1]
+			return a.runAgentsResume(cmd.Context(), opts)
 		},
 	}
-	f.register(cmd)
+	opts.register(cmd)
 	ownFlagsHelp(cmd)
 	return cmd
+}
+
+// agentsResumeOptions are `keel agents resume`'s: the run flags, the subagent and the message.
+type agentsResumeOptions struct {
+	commandRunFlags
+	AgentID, Message string
+}
+
+func (a *app) runAgentsResume(ctx context.Context, opts *agentsResumeOptions) error {
+	if err := transcript.CheckID(opts.AgentID); err != nil {
+		return usageError{fmt.Errorf("agent id %q: %w", opts.AgentID, err)}
+	}
+	cfg, err := opts.config(a)
+	if err != nil {
+		return err
+	}
+	if cfg.Resume, err = a.sessionOfAgent(cfg.Cwd, opts.AgentID); err != nil {
+		return err
+	}
+	cfg.Supervisor = runconfig.Supervisor{}
+	sess, err := a.openSession(ctx, cfg, a.seams())
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	text, err := sess.Agents().Resume(ctx, opts.AgentID, opts.Message)
+	if err != nil {
+		return exitCodeError{code: exitError, err: err}
+	}
+	fmt.Fprintln(a.std.Out, strings.TrimRight(text, "\n"))
+	return nil
 }
 
 // sessionOfAgent finds the session in directory cwd (empty: the working directory) that

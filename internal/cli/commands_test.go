@@ -19,8 +19,14 @@ import (
 // code and output.
 func runKeel(t *testing.T, home string, args ...string) (int, string) {
 	t.Helper()
+	return runKeelEnv(t, map[string]string{"KEEL_HOME": home, "HOME": t.TempDir()}, args...)
+}
+
+// runKeelEnv runs the command line in the environment env and returns its exit code and
+// output.
+func runKeelEnv(t *testing.T, env map[string]string, args ...string) (int, string) {
+	t.Helper()
 	var out bytes.Buffer
-	env := map[string]string{"KEEL_HOME": home, "HOME": t.TempDir()}
 	code := cli.Main(args, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &out}, func(k string) string { return env[k] })
 	return code, out.String()
 }

@@ -72,6 +72,19 @@ func (a *app) runConfig(cmd *cobra.Command, f *runFlags) (runconfig.Config, erro
 	return cfg, nil
 }
 
+// commandRunFlags are the run flags of a command other than the root (acp, agents resume,
+// loop, worker, team worker), with the command that parsed them: runConfig asks it which
+// flags were set.
+type commandRunFlags struct {
+	runFlags
+	cmd *cobra.Command
+}
+
+// config is the configuration the flags ask for (runConfig).
+func (f *commandRunFlags) config(a *app) (runconfig.Config, error) {
+	return a.runConfig(f.cmd, &f.runFlags)
+}
+
 // seams are what this process gives every session it opens besides its configuration: the
 // environment, the log, and the keel executable that runs the supervisor and process
 // teammates.

@@ -16,8 +16,7 @@ import (
 )
 
 func (a *app) dashboardCommand() *cobra.Command {
-	var listen string
-	var open bool
+	opts := &dashboardOptions{}
 	cmd := &cobra.Command{
 		Use:   "dashboard",
 		Short: "a live web page of this machine's sessions, teams and background agents",
@@ -30,25 +29,32 @@ background agent.
 It listens on loopback and prints an address with a random token; without the token every
 request is refused. --listen chooses another address (the token still guards it).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, _, err := net.SplitHostPort(listen); err != nil {
-				return usageError{fmt.Errorf("--listen %q is not host:port: %w", listen, err)}
-			}
-			ctx := cmd.Context()
-			srv, err := dashboard.Listen(ctx, listen, dashboard.Config{Home: a.env.Home, Teams: dashboardTeams{a}, Jobs: dashboardJobs{a.supervisorClient()}, Logger: a.logger})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.std.Out, "keel dashboard: %s\n", srv.URL())
-			if open {
-				_ = browser.Open(a.getenv("BROWSER"), srv.URL())
-			}
-			return srv.Serve(ctx)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runDashboard(cmd.Context(), opts) },
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on (default: a free loopback port)")
-	cmd.Flags().BoolVar(&open, "open", false, "open the page in the browser ($BROWSER)")
+	cmd.Flags().StringVar(&opts.Listen, "listen", "127.0.0.1:0", "address to listen on (default: a free loopback port)")
+	cmd.Flags().BoolVar(&opts.Open, "open", false, "open the page in the browser ($BROWSER)")
 	return cmd
+}
+
+// dashboardOptions are `keel dashboard`'s.
+type dashboardOptions struct {
+	Listen string
+	Open   bool
+}
+
+func (a *app) runDashboard(ctx context.Context, opts *dashboardOptions) error {
+	if _, _, err := net.SplitHostPort(opts.Listen); err != nil {
+		return usageError{fmt.Errorf("--listen %q is not host:port: %w", opts.Listen, err)}
+	}
+	srv, err := dashboard.Listen(ctx, opts.Listen, dashboard.Config{Home: a.env.Home, Teams: dashboardTeams{a}, Jobs: dashboardJobs{a.supervisorClient()}, Logger: a.logger})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.std.Out, "keel dashboard: %s\n", srv.URL())
+	if opts.Open {
+		_ = browser.Open(a.getenv("BROWSER"), srv.URL())
+	}
+	return srv.Serve(ctx)
 }
 
 // dashboardTeams opens the teams of KEEL_HOME for the dashboard, as `keel team` does.

@@ -22,7 +22,7 @@ import (
 )
 
 func (a *app) demoCommand() *cobra.Command {
-	var keep bool
+	opts := &demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "run a whole session offline against the built-in scripted model",
@@ -34,13 +34,16 @@ when it arrives. Last, it leads a team: two teammates take four tasks (one waiti
 another) from a shared board, and one of them asks the lead for a permission. Nothing leaves
 this machine.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.runDemo(cmd.Context(), keep) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runDemo(cmd.Context(), opts) },
 	}
-	cmd.Flags().BoolVar(&keep, "keep", false, "keep the temporary workspace and keel home")
+	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "keep the temporary workspace and keel home")
 	return cmd
 }
 
-func (a *app) runDemo(ctx context.Context, keep bool) error {
+// demoOptions are `keel demo`'s.
+type demoOptions struct{ Keep bool }
+
+func (a *app) runDemo(ctx context.Context, opts *demoOptions) error {
 	sc, err := demo.Scenario()
 	if err != nil {
 		return err
@@ -54,7 +57,7 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 	if err != nil {
 		return fmt.Errorf("create demo workspace: %w", err)
 	}
-	if !keep {
+	if !opts.Keep {
 		defer os.RemoveAll(root)
 	}
 	work := root + "/project"
@@ -73,7 +76,7 @@ func (a *app) runDemo(ctx context.Context, keep bool) error {
 				rec.Cache.CacheReadTokens, rec.Cache.InputTokens, 100*float64(rec.Cache.CacheReadTokens)/float64(rec.Cache.InputTokens))
 		}
 	}
-	if keep {
+	if opts.Keep {
 		fmt.Fprintf(a.std.Out, "\nkept: %s\n", root)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,76 +46,94 @@ func (a *app) sandbox(f *sandboxFlags) (*sandbox.Sandbox, error) {
 // doctorCommand is `keel doctor`: what this machine supports for the sandbox, and what keel
 // will use here.
 func (a *app) doctorCommand() *cobra.Command {
-	var f sandboxFlags
-	var asJSON bool
+	opts := &doctorOptions{}
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "check what this machine supports (user namespaces, Landlock, seccomp, bubblewrap) and what the sandbox allows here",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			sb, err := a.sandbox(&f)
-			if err != nil {
-				return err
-			}
-			findings := sandbox.Doctor(cmd.Context(), sb)
-			if asJSON {
-				enc := json.NewEncoder(a.std.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(findings)
-			}
-			failed := false
-			for _, x := range findings {
-				fmt.Fprintf(a.std.Out, "%-5s sandbox  %-17s %s\n", x.Status, x.Name, x.Detail)
-				failed = failed || x.Status == "fail"
-			}
-			if failed {
-				return exitCodeError{code: exitError}
-			}
-			return nil
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return a.runDoctor(cmd.Context(), opts) },
 	}
-	f.register(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	opts.register(cmd)
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	return cmd
+}
+
+// doctorOptions are `keel doctor`'s: the sandbox to check, and the output form.
+type doctorOptions struct {
+	sandboxFlags
+	JSON bool
+}
+
+func (a *app) runDoctor(ctx context.Context, opts *doctorOptions) error {
+	sb, err := a.sandbox(&opts.sandboxFlags)
+	if err != nil {
+		return err
+	}
+	findings := sandbox.Doctor(ctx, sb)
+	if opts.JSON {
+		enc := json.NewEncoder(a.std.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(findings)
+	}
+	failed := false
+	for _, x := range findings {
+		fmt.Fprintf(a.std.Out, "%-5s sandbox  %-17s %s\n", x.Status, x.Name, x.Detail)
+		failed = failed || x.Status == "fail"
+	}
+	if failed {
+		return exitCodeError{code: exitError}
+	}
+	return nil
 }
 
 // sandboxCommand is `keel sandbox -- CMD…`: one command under the configured sandbox
 // (workspace-write when the settings leave it off), so a user can see why something fails.
 func (a *app) sandboxCommand() *cobra.Command {
-	var f sandboxFlags
+	opts := &sandboxOptions{}
 	cmd := &cobra.Command{
 		Use:   "sandbox [flags] -- COMMAND [ARG...]",
 		Short: "run one command in the sandbox a session here would use",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.mode == "" {
-				f.mode = string(sandbox.ModeWorkspaceWrite)
-			}
-			sb, err := a.sandbox(&f)
-			if err != nil {
-				return err
-			}
-			if !sb.Policy().Enabled() {
-				return usageError{errors.New("--sandbox off runs nothing in a sandbox")}
-			}
-			c := exec.CommandContext(cmd.Context(), args[0], args[1:]...)
-			c.Stdin, c.Stdout, c.Stderr = a.std.In, a.std.Out, a.std.Err
-			c.Env = sandbox.WithoutCredentials(nil) // what a session's Bash would see
-			run, err := sb.Confine(c)
-			if err != nil {
-				return err
-			}
-			err = c.Run()
-			for _, r := range run.Release() {
-				fmt.Fprintln(a.std.Err, "keel sandbox: connection refused by the proxy: "+r)
-			}
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				return exitCodeError{code: ee.ExitCode()}
-			}
-			return err
+			opts.Command = args
+			return a.runSandbox(cmd.Context(), opts)
 		},
 	}
-	f.register(cmd)
+	opts.register(cmd)
 	return cmd
+}
+
+// sandboxOptions are `keel sandbox`'s: the sandbox, and the command to run in it.
+type sandboxOptions struct {
+	sandboxFlags
+	Command []string
+}
+
+func (a *app) runSandbox(ctx context.Context, opts *sandboxOptions) error {
+	if opts.mode == "" {
+		opts.mode = string(sandbox.ModeWorkspaceWrite)
+	}
+	sb, err := a.sandbox(&opts.sandboxFlags)
+	if err != nil {
+		return err
+	}
+	if !sb.Policy().Enabled() {
+		return usageError{errors.New("--sandbox off runs nothing in a sandbox")}
+	}
+	c := exec.CommandContext(ctx, opts.Command[0], opts.Command[1:]...)
+	c.Stdin, c.Stdout, c.Stderr = a.std.In, a.std.Out, a.std.Err
+	c.Env = sandbox.WithoutCredentials(nil) // what a session's Bash would see
+	run, err := sb.Confine(c)
+	if err != nil {
+		return err
+	}
+	err = c.Run()
+	for _, r := range run.Release() {
+		fmt.Fprintln(a.std.Err, "keel sandbox: connection refused by the proxy: "+r)
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return exitCodeError{code: ee.ExitCode()}
+	}
+	return err
 }

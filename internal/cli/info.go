@@ -31,102 +31,123 @@ func userHomeDir() string {
 }
 
 func (a *app) infoCommands() []*cobra.Command {
-	var asJSON bool
-	jsonFlag := func(c *cobra.Command) *cobra.Command {
-		c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-		return c
-	}
+	configOpts, agentsOpts, skillsOpts, memOpts := &infoOptions{}, &infoOptions{}, &infoOptions{}, &infoOptions{}
 	config := &cobra.Command{
 		Use:   "config",
 		Short: "show the merged settings and the file each value comes from",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, root, err := workDirs()
-			if err != nil {
-				return err
-			}
-			// Show what a session here would use: an untrusted workspace's widening keys are
-			// listed as ignored, not as settings (Load decides trust).
-			st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root})
-			if asJSON {
-				return st.RenderJSON(a.std.Out)
-			}
-			return st.RenderText(a.std.Out)
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return a.runConfigShow(cmd.Context(), configOpts) },
 	}
+	trustOpts := &trustOptions{}
 	trustCmd := &cobra.Command{
 		Use:   "trust [DIR]",
 		Short: "trust a project directory: its settings may widen permissions, its hooks, MCP servers and skill commands run",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, dir, err := workDirs()
-			if err != nil {
-				return err
-			}
 			if len(args) == 1 {
-				if dir, err = filepath.Abs(args[0]); err != nil {
-					return err
+				trustOpts.Dir = args[0]
+				if trustOpts.Dir == "" {
+					trustOpts.Dir = "." // as filepath.Abs reads "": the working directory
 				}
 			}
-			if err := trust.Grant(a.env.Home, dir); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.std.Out, "trusted %s\n", dir)
-			return nil
+			return a.runTrust(cmd.Context(), trustOpts)
 		},
 	}
 	agents := &cobra.Command{
 		Use:   "agents",
 		Short: "list agent definitions with their source files and overrides",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, root, err := workDirs()
-			if err != nil {
-				return err
-			}
-			cwd, _, _ := workDirs()
-			set, err := agentdef.Load(cmd.Context(), agentdef.Options{ProjectDir: root, HomeDir: userHomeDir(), KeelHome: a.env.Home,
-				Plugins: a.sessionPlugins(cmd.Context(), cwd, root).AgentSources()})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return set.List().WriteJSON(a.std.Out)
-			}
-			return set.List().WriteText(a.std.Out, root, userHomeDir())
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return a.runAgentsList(cmd.Context(), agentsOpts) },
 	}
 	skills := &cobra.Command{
 		Use:   "skills",
 		Short: "list skills and custom commands with their source",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cwd, root, err := workDirs()
-			if err != nil {
-				return err
-			}
-			cat, problems := skill.Load(skill.Options{Cwd: cwd, ProjectRoot: root, Home: userHomeDir(), KeelHome: a.env.Home,
-				Plugins: a.sessionPlugins(cmd.Context(), cwd, root).SkillSources()})
-			if asJSON {
-				return skill.RenderJSON(a.std.Out, cat.All(), problems)
-			}
-			return skill.RenderText(a.std.Out, cat.All(), problems)
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return a.runSkills(cmd.Context(), skillsOpts) },
 	}
 	mem := &cobra.Command{
 		Use:   "memory",
 		Short: "list the memory files (KEEL.md, CLAUDE.md, AGENTS.md…) loaded here, in order",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.showMemory(cmd.Context(), asJSON)
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return a.runMemory(cmd.Context(), memOpts) },
 	}
 	agents.AddCommand(a.agentsResumeCommand())
-	out := []*cobra.Command{jsonFlag(config), trustCmd, jsonFlag(agents), jsonFlag(skills), jsonFlag(mem)}
-	return out
+	return []*cobra.Command{configOpts.register(config), trustCmd, agentsOpts.register(agents), skillsOpts.register(skills), memOpts.register(mem)}
 }
 
-func (a *app) showMemory(ctx context.Context, asJSON bool) error {
+// infoOptions are what the listings (config, agents, skills, memory) take: the output form.
+type infoOptions struct{ JSON bool }
+
+func (o *infoOptions) register(cmd *cobra.Command) *cobra.Command {
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) runConfigShow(_ context.Context, opts *infoOptions) error {
+	_, root, err := workDirs()
+	if err != nil {
+		return err
+	}
+	// Show what a session here would use: an untrusted workspace's widening keys are
+	// listed as ignored, not as settings (Load decides trust).
+	st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root})
+	if opts.JSON {
+		return st.RenderJSON(a.std.Out)
+	}
+	return st.RenderText(a.std.Out)
+}
+
+// trustOptions are `keel trust`'s: the directory, empty for this project's root.
+type trustOptions struct{ Dir string }
+
+func (a *app) runTrust(_ context.Context, opts *trustOptions) error {
+	_, dir, err := workDirs()
+	if err != nil {
+		return err
+	}
+	if opts.Dir != "" {
+		if dir, err = filepath.Abs(opts.Dir); err != nil {
+			return err
+		}
+	}
+	if err := trust.Grant(a.env.Home, dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.std.Out, "trusted %s\n", dir)
+	return nil
+}
+
+func (a *app) runAgentsList(ctx context.Context, opts *infoOptions) error {
+	_, root, err := workDirs()
+	if err != nil {
+		return err
+	}
+	cwd, _, _ := workDirs()
+	set, err := agentdef.Load(ctx, agentdef.Options{ProjectDir: root, HomeDir: userHomeDir(), KeelHome: a.env.Home,
+		Plugins: a.sessionPlugins(ctx, cwd, root).AgentSources()})
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return set.List().WriteJSON(a.std.Out)
+	}
+	return set.List().WriteText(a.std.Out, root, userHomeDir())
+}
+
+func (a *app) runSkills(ctx context.Context, opts *infoOptions) error {
+	cwd, root, err := workDirs()
+	if err != nil {
+		return err
+	}
+	cat, problems := skill.Load(skill.Options{Cwd: cwd, ProjectRoot: root, Home: userHomeDir(), KeelHome: a.env.Home,
+		Plugins: a.sessionPlugins(ctx, cwd, root).SkillSources()})
+	if opts.JSON {
+		return skill.RenderJSON(a.std.Out, cat.All(), problems)
+	}
+	return skill.RenderText(a.std.Out, cat.All(), problems)
+}
+
+func (a *app) runMemory(_ context.Context, opts *infoOptions) error {
 	cwd, _, err := workDirs()
 	if err != nil {
 		return err
@@ -136,7 +157,7 @@ func (a *app) showMemory(ctx context.Context, asJSON bool) error {
 		return err
 	}
 	r := memory.NewReport(set)
-	if asJSON {
+	if opts.JSON {
 		return r.WriteJSON(a.std.Out)
 	}
 	return r.WriteText(a.std.Out)

@@ -206,71 +206,95 @@ func parseScope(s string) (mcphost.Scope, error) {
 }
 
 func (a *app) mcpAddCommand() *cobra.Command {
-	var scope, transport string
-	var env, headers []string
-	var oauth mcphost.OAuthConfig
-	var clientSecret bool
+	opts := &mcpAddOptions{}
 	cmd := &cobra.Command{
 		Use:   "add NAME [--scope local|project|user] [--transport stdio|http|sse] -- COMMAND [ARGS…] | URL",
 		Short: "add a server",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := parseScope(scope)
-			if err != nil {
-				return err
-			}
-			cfg := mcphost.ServerConfig{Name: args[0], Type: transport}
-			switch transport {
-			case "stdio":
-				cfg.Command, cfg.Args = args[1], args[2:]
-			case "http", "sse":
-				cfg.URL = args[1]
-			default:
-				return usageError{fmt.Errorf("--transport %q is not one of stdio, http, sse", transport)}
-			}
-			if cfg.Env, err = keyValues(env, "="); err != nil {
-				return err
-			}
-			if cfg.Headers, err = keyValues(headers, ":"); err != nil {
-				return err
-			}
-			if oauth.ClientID != "" || oauth.CallbackPort != 0 || oauth.GrantType != "" || oauth.PrivateKeyFile != "" || clientSecret {
-				if oauth.ClientID == "" {
-					return usageError{fmt.Errorf("--client-secret, --callback-port, --grant-type and --private-key-file need --client-id")}
-				}
-				o := oauth
-				cfg.OAuth = &o
-			}
-			secret := a.env.MCPClientSecret
-			if clientSecret && secret == "" {
-				return usageError{fmt.Errorf("--client-secret reads the secret from MCP_CLIENT_SECRET, which is not set")}
-			}
-			_, root, _ := workDirs()
-			if err := mcphost.Add(sc, a.env.Home, root, cfg); err != nil {
-				return err
-			}
-			if clientSecret {
-				// The secret stays out of the configuration file, which a project may commit.
-				if err := mcphost.SaveClientSecret(a.env.Home, cfg, secret); err != nil {
-					return err
-				}
-			}
-			file, _ := mcphost.ConfigFile(sc, a.env.Home, root)
-			fmt.Fprintf(a.std.Out, "added %s (%s) to %s\n", args[0], sc, file)
-			return nil
+			opts.Name, opts.Target, opts.Args = args[0], args[1], args[2:]
+			return a.runMCPAdd(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&scope, "scope", "local", "local (private to you, this project), project (.mcp.json) or user")
-	cmd.Flags().StringVar(&transport, "transport", "stdio", "stdio, http or sse")
-	cmd.Flags().StringArrayVarP(&env, "env", "e", nil, "environment variable KEY=value for a stdio server")
-	cmd.Flags().StringArrayVarP(&headers, "header", "H", nil, "HTTP header 'Name: value'")
-	cmd.Flags().StringVar(&oauth.ClientID, "client-id", "", "OAuth client ID registered with the server's authorization server (or the HTTPS URL of a client ID metadata document)")
-	cmd.Flags().BoolVar(&clientSecret, "client-secret", false, "store the OAuth client secret given in MCP_CLIENT_SECRET (kept under the keel home, not in the config)")
-	cmd.Flags().IntVar(&oauth.CallbackPort, "callback-port", 0, "fixed loopback port for the OAuth redirect (as registered with the client)")
-	cmd.Flags().StringVar(&oauth.GrantType, "grant-type", "", "OAuth grant: authorization_code (default) or client_credentials (no user)")
-	cmd.Flags().StringVar(&oauth.PrivateKeyFile, "private-key-file", "", "PEM private key for private_key_jwt client authentication")
-	cmd.Flags().StringVar(&oauth.SigningAlgorithm, "signing-algorithm", "", "JWS algorithm of --private-key-file (default ES256)")
+	cmd.Flags().StringVar(&opts.Scope, "scope", "local", "local (private to you, this project), project (.mcp.json) or user")
+	cmd.Flags().StringVar(&opts.Transport, "transport", "stdio", "stdio, http or sse")
+	cmd.Flags().StringArrayVarP(&opts.Env, "env", "e", nil, "environment variable KEY=value for a stdio server")
+	cmd.Flags().StringArrayVarP(&opts.Headers, "header", "H", nil, "HTTP header 'Name: value'")
+	cmd.Flags().StringVar(&opts.OAuth.ClientID, "client-id", "", "OAuth client ID registered with the server's authorization server (or the HTTPS URL of a client ID metadata document)")
+	cmd.Flags().BoolVar(&opts.ClientSecret, "client-secret", false, "store the OAuth client secret given in MCP_CLIENT_SECRET (kept under the keel home, not in the config)")
+	cmd.Flags().IntVar(&opts.OAuth.CallbackPort, "callback-port", 0, "fixed loopback port for the OAuth redirect (as registered with the client)")
+	cmd.Flags().StringVar(&opts.OAuth.GrantType, "grant-type", "", "OAuth grant: authorization_code (default) or client_credentials (no user)")
+	cmd.Flags().StringVar(&opts.OAuth.PrivateKeyFile, "private-key-file", "", "PEM private key for private_key_jwt client authentication")
+	cmd.Flags().StringVar(&opts.OAuth.SigningAlgorithm, "signing-algorithm", "", "JWS algorithm of --private-key-file (default ES256)")
 	return cmd
+}
+
+// mcpAddOptions are `keel mcp add`'s.
+type mcpAddOptions struct {
+	Scope, Transport string
+	Env, Headers     []string
+	OAuth            mcphost.OAuthConfig
+	// ClientSecret stores MCP_CLIENT_SECRET as the server's OAuth client secret.
+	ClientSecret bool
+	// Name is the server's; Target its command (stdio) or URL; Args the command's arguments.
+	Name, Target string
+	Args         []string
+}
+
+func (a *app) runMCPAdd(_ context.Context, opts *mcpAddOptions) error {
+	sc, err := parseScope(opts.Scope)
+	if err != nil {
+		return err
+	}
+	cfg, err := opts.server()
+	if err != nil {
+		return err
+	}
+	secret := a.env.MCPClientSecret
+	if opts.ClientSecret && secret == "" {
+		return usageError{fmt.Errorf("--client-secret reads the secret from MCP_CLIENT_SECRET, which is not set")}
+	}
+	_, root, _ := workDirs()
+	if err := mcphost.Add(sc, a.env.Home, root, cfg); err != nil {
+		return err
+	}
+	if opts.ClientSecret {
+		// The secret stays out of the configuration file, which a project may commit.
+		if err := mcphost.SaveClientSecret(a.env.Home, cfg, secret); err != nil {
+			return err
+		}
+	}
+	file, _ := mcphost.ConfigFile(sc, a.env.Home, root)
+	fmt.Fprintf(a.std.Out, "added %s (%s) to %s\n", opts.Name, sc, file)
+	return nil
+}
+
+// server is the configuration entry the options describe.
+func (opts *mcpAddOptions) server() (mcphost.ServerConfig, error) {
+	cfg := mcphost.ServerConfig{Name: opts.Name, Type: opts.Transport}
+	switch opts.Transport {
+	case "stdio":
+		cfg.Command, cfg.Args = opts.Target, opts.Args
+	case "http", "sse":
+		cfg.URL = opts.Target
+	default:
+		return cfg, usageError{fmt.Errorf("--transport %q is not one of stdio, http, sse", opts.Transport)}
+	}
+	var err error
+	if cfg.Env, err = keyValues(opts.Env, "="); err != nil {
+		return cfg, err
+	}
+	if cfg.Headers, err = keyValues(opts.Headers, ":"); err != nil {
+		return cfg, err
+	}
+	oauth := opts.OAuth
+	if oauth.ClientID != "" || oauth.CallbackPort != 0 || oauth.GrantType != "" || oauth.PrivateKeyFile != "" || opts.ClientSecret {
+		if oauth.ClientID == "" {
+			return cfg, usageError{fmt.Errorf("--client-secret, --callback-port, --grant-type and --private-key-file need --client-id")}
+		}
+		cfg.OAuth = &oauth
+	}
+	return cfg, nil
 }
 
 func keyValues(pairs []string, sep string) (map[string]string, error) {
@@ -289,52 +313,68 @@ func keyValues(pairs []string, sep string) (map[string]string, error) {
 }
 
 func (a *app) mcpAddJSONCommand() *cobra.Command {
-	var scope string
+	opts := &mcpAddJSONOptions{}
 	cmd := &cobra.Command{
 		Use: "add-json NAME JSON", Short: "add a server from its JSON entry", Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := parseScope(scope)
-			if err != nil {
-				return err
-			}
-			_, root, _ := workDirs()
-			if err := mcphost.AddJSON(sc, a.env.Home, root, args[0], args[1]); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.std.Out, "added %s (%s)\n", args[0], sc)
-			return nil
+			opts.Name, opts.JSON = args[0], args[1]
+			return a.runMCPAddJSON(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&scope, "scope", "local", "local, project or user")
+	cmd.Flags().StringVar(&opts.Scope, "scope", "local", "local, project or user")
 	return cmd
 }
 
+// mcpAddJSONOptions are `keel mcp add-json`'s: the scope, the server's name and its entry.
+type mcpAddJSONOptions struct{ Scope, Name, JSON string }
+
+func (a *app) runMCPAddJSON(_ context.Context, opts *mcpAddJSONOptions) error {
+	sc, err := parseScope(opts.Scope)
+	if err != nil {
+		return err
+	}
+	_, root, _ := workDirs()
+	if err := mcphost.AddJSON(sc, a.env.Home, root, opts.Name, opts.JSON); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.std.Out, "added %s (%s)\n", opts.Name, sc)
+	return nil
+}
+
 func (a *app) mcpRemoveCommand() *cobra.Command {
-	var scope string
+	opts := &mcpRemoveOptions{}
 	cmd := &cobra.Command{
 		Use: "remove NAME", Short: "remove a server", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := parseScope(scope)
-			if err != nil {
-				return err
-			}
-			_, root, _ := workDirs()
-			if err := mcphost.Remove(sc, a.env.Home, root, args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.std.Out, "removed %s (%s)\n", args[0], sc)
-			return nil
+			opts.Name = args[0]
+			return a.runMCPRemove(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&scope, "scope", "local", "local, project or user")
+	cmd.Flags().StringVar(&opts.Scope, "scope", "local", "local, project or user")
 	return cmd
+}
+
+// mcpRemoveOptions are `keel mcp remove`'s: the scope and the server's name.
+type mcpRemoveOptions struct{ Scope, Name string }
+
+func (a *app) runMCPRemove(_ context.Context, opts *mcpRemoveOptions) error {
+	sc, err := parseScope(opts.Scope)
+	if err != nil {
+		return err
+	}
+	_, root, _ := workDirs()
+	if err := mcphost.Remove(sc, a.env.Home, root, opts.Name); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.std.Out, "removed %s (%s)\n", opts.Name, sc)
+	return nil
 }
 
 // mcpServeCommand serves keel's built-in tools, skills and workspace files over MCP, on stdio
 // or streamable HTTP, so other agents can use them. The caller's own permission system decides
 // what runs; keel adds none here.
 func (a *app) mcpServeCommand() *cobra.Command {
-	var addr, tokenFile string
+	opts := &mcpServeOptions{}
 	cmd := &cobra.Command{
 		Use: "serve [--http ADDR [--token-file FILE]]", Short: "serve keel's tools, skills and workspace files as an MCP server (stdio, or streamable HTTP)", Args: cobra.NoArgs,
 		Long: `serve offers keel's built-in tools, its skills and custom commands (as prompts, whose
@@ -343,39 +383,44 @@ another agent over MCP. Without --http it speaks over stdin and stdout. With --h
 serves streamable HTTP at http://ADDR/mcp: requests whose Host or Origin is not this machine
 are refused, and an address beyond loopback needs --token-file, whose token every request
 must carry as "Authorization: Bearer TOKEN".`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cwd, err := os.Getwd()
-			if err != nil {
-				return err
-			}
-			jobs := shell.NewJobs()
-			defer jobs.Close()
-			files := tool.NewFileState()
-			cat, _ := skill.Load(skill.Options{Cwd: cwd, Home: userHomeDir(), KeelHome: a.env.Home, NoBundled: true})
-			srv := mcpserve.New(mcpserve.Options{Name: "keel", Version: Version,
-				Tools: builtin.Tools(builtin.Options{Jobs: jobs}),
-				Env: func() *tool.Env {
-					return &tool.Env{State: tool.State{Cwd: cwd}, Files: files, Progress: func(string) {}, Logger: discardLogger()}
-				},
-				Prompts: skillPrompts{cat: cat, cwd: cwd}, Root: cwd})
-			if addr == "" {
-				if tokenFile != "" {
-					return usageError{fmt.Errorf("--token-file needs --http")}
-				}
-				return srv.Run(cmd.Context(), &mcp.StdioTransport{})
-			}
-			o := mcpserve.HTTPOptions{Addr: addr, Ready: func(url string) { fmt.Fprintf(a.std.Err, "keel mcp serve: listening on %s\n", url) }}
-			if tokenFile != "" {
-				if o.Token, err = mcpserve.ReadTokenFile(tokenFile); err != nil {
-					return usageError{err}
-				}
-			}
-			return mcpserve.ServeHTTP(cmd.Context(), srv, o)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runMCPServe(cmd.Context(), opts) },
 	}
-	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8080) instead of stdio")
-	cmd.Flags().StringVar(&tokenFile, "token-file", "", "require the bearer token in FILE on every HTTP request")
+	cmd.Flags().StringVar(&opts.Addr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8080) instead of stdio")
+	cmd.Flags().StringVar(&opts.TokenFile, "token-file", "", "require the bearer token in FILE on every HTTP request")
 	return cmd
+}
+
+// mcpServeOptions are `keel mcp serve`'s: the HTTP address (empty: stdio) and token file.
+type mcpServeOptions struct{ Addr, TokenFile string }
+
+func (a *app) runMCPServe(ctx context.Context, opts *mcpServeOptions) error {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	jobs := shell.NewJobs()
+	defer jobs.Close()
+	files := tool.NewFileState()
+	cat, _ := skill.Load(skill.Options{Cwd: cwd, Home: userHomeDir(), KeelHome: a.env.Home, NoBundled: true})
+	srv := mcpserve.New(mcpserve.Options{Name: "keel", Version: Version,
+		Tools: builtin.Tools(builtin.Options{Jobs: jobs}),
+		Env: func() *tool.Env {
+			return &tool.Env{State: tool.State{Cwd: cwd}, Files: files, Progress: func(string) {}, Logger: discardLogger()}
+		},
+		Prompts: skillPrompts{cat: cat, cwd: cwd}, Root: cwd})
+	if opts.Addr == "" {
+		if opts.TokenFile != "" {
+			return usageError{fmt.Errorf("--token-file needs --http")}
+		}
+		return srv.Run(ctx, &mcp.StdioTransport{})
+	}
+	o := mcpserve.HTTPOptions{Addr: opts.Addr, Ready: func(url string) { fmt.Fprintf(a.std.Err, "keel mcp serve: listening on %s\n", url) }}
+	if opts.TokenFile != "" {
+		if o.Token, err = mcpserve.ReadTokenFile(opts.TokenFile); err != nil {
+			return usageError{err}
+		}
+	}
+	return mcpserve.ServeHTTP(ctx, srv, o)
 }
 
 // skillPrompts offers the user-invocable skills and custom commands as MCP prompts.

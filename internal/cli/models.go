@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,8 +17,7 @@ import (
 )
 
 func (a *app) modelsCommand() *cobra.Command {
-	var asJSON bool
-	var providerName, baseURL string
+	opts := &modelsOptions{}
 	cmd := &cobra.Command{
 		Use:   "models",
 		Short: "list the models the API key can use, with context window and price",
@@ -26,35 +26,43 @@ under KEEL_HOME for a day — the list aliases such as opus and sonnet resolve w
 each model's aliases, context window, output limit and price. Without a key, or when the API
 cannot be reached, it prints keel's built-in list.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := connect.Config{Provider: providerName, BaseURL: baseURL}
-			start := time.Now()
-			cat, err := connect.LoadModels(cmd.Context(), cfg, a.getenv, a.env.Home, true)
-			list, source := cat.Listed(), ""
-			switch {
-			case list != nil && !cat.Fetched().Before(start):
-				source = "models the API lists for this key"
-			case list != nil && err != nil:
-				source = fmt.Sprintf("models the API listed on %s (it could not be asked again: %v)", cat.Fetched().Format(time.DateOnly), err)
-			case list != nil:
-				source = fmt.Sprintf("models the API listed on %s (cached; set ANTHROPIC_API_KEY to ask again)", cat.Fetched().Format(time.DateOnly))
-			default:
-				list = models.Builtin()
-				source = "keel's built-in list (no answer from the API: set ANTHROPIC_API_KEY to see what your key can use)"
-				if err != nil {
-					source = fmt.Sprintf("keel's built-in list (the API was not reached: %v)", err)
-				}
-			}
-			if asJSON {
-				return writeModelsJSON(a.std.Out, cat, list)
-			}
-			return writeModels(a.std.Out, cat, list, source)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runModels(cmd.Context(), opts) },
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().StringVar(&providerName, "provider", "", "model API: anthropic (openai servers list no prices)")
-	cmd.Flags().StringVar(&baseURL, "base-url", "", "base URL of the model API")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&opts.Provider, "provider", "", "model API: anthropic (openai servers list no prices)")
+	cmd.Flags().StringVar(&opts.BaseURL, "base-url", "", "base URL of the model API")
 	return cmd
+}
+
+// modelsOptions are `keel models`'s.
+type modelsOptions struct {
+	JSON              bool
+	Provider, BaseURL string
+}
+
+func (a *app) runModels(ctx context.Context, opts *modelsOptions) error {
+	cfg := connect.Config{Provider: opts.Provider, BaseURL: opts.BaseURL}
+	start := time.Now()
+	cat, err := connect.LoadModels(ctx, cfg, a.getenv, a.env.Home, true)
+	list, source := cat.Listed(), ""
+	switch {
+	case list != nil && !cat.Fetched().Before(start):
+		source = "models the API lists for this key"
+	case list != nil && err != nil:
+		source = fmt.Sprintf("models the API listed on %s (it could not be asked again: %v)", cat.Fetched().Format(time.DateOnly), err)
+	case list != nil:
+		source = fmt.Sprintf("models the API listed on %s (cached; set ANTHROPIC_API_KEY to ask again)", cat.Fetched().Format(time.DateOnly))
+	default:
+		list = models.Builtin()
+		source = "keel's built-in list (no answer from the API: set ANTHROPIC_API_KEY to see what your key can use)"
+		if err != nil {
+			source = fmt.Sprintf("keel's built-in list (the API was not reached: %v)", err)
+		}
+	}
+	if opts.JSON {
+		return writeModelsJSON(a.std.Out, cat, list)
+	}
+	return writeModels(a.std.Out, cat, list, source)
 }
 
 func writeModels(w io.Writer, cat *models.Catalog, list []models.Model, source string) error {

@@ -62,201 +62,151 @@ func (a *app) pluginCommand() *cobra.Command {
 		Use:   "plugin",
 		Short: "manage Claude Code plugins and the marketplaces they come from",
 	}
-	var yes, asJSON bool
+	installOpts := &pluginOptions{}
 	install := &cobra.Command{
 		Use:   "install NAME@MARKETPLACE",
 		Short: "install a plugin from a marketplace and enable it (asks once when it runs code)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := a.pluginManager(yes)
-			if err != nil {
-				return err
-			}
-			rec, err := m.Install(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.std.Out, "installed %s %s in %s\n", rec.ID(), cmpVersion(rec.Version), rec.InstallPath)
-			return nil
+			installOpts.ID = args[0]
+			return a.runPluginInstall(cmd.Context(), installOpts)
 		},
 	}
-	install.Flags().BoolVarP(&yes, "yes", "y", false, "agree to install a plugin that runs code without asking")
+	install.Flags().BoolVarP(&installOpts.Yes, "yes", "y", false, "agree to install a plugin that runs code without asking")
+	listOpts := &pluginListOptions{}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "list installed plugins",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := a.pluginManager(false)
-			if err != nil {
-				return err
-			}
-			plugins, err := m.List()
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.std.Out, plugins)
-			}
-			tw := tabwriter.NewWriter(a.std.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PLUGIN\tVERSION\tENABLED\tSOURCE")
-			for _, p := range plugins {
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", p.ID(), cmpVersion(p.Version), p.Enabled, p.Source)
-			}
-			if len(plugins) == 0 {
-				fmt.Fprintln(tw, "(no plugins installed)")
-			}
-			return tw.Flush()
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return a.runPluginList(cmd.Context(), listOpts) },
 	}
-	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	byID := func(use, short, done string, run func(m *plugin.Manager, cmd *cobra.Command, id string) error) *cobra.Command {
-		return &cobra.Command{
-			Use: use + " NAME@MARKETPLACE", Short: short, Args: cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				m, err := a.pluginManager(yes)
-				if err != nil {
-					return err
-				}
-				if err := run(m, cmd, args[0]); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.std.Out, "%s %s\n", done, args[0])
-				if v, ok := m.Settings.Enabled[args[0]]; ok && v.From.Scope != settings.ScopeUser && (use == "enable" || use == "disable") {
-					fmt.Fprintf(a.std.Err, "note: %s sets enabledPlugins for it too (%s), and wins over your user settings\n", v.From.Path, v.From)
-				}
-				return nil
-			},
-		}
-	}
-	update := byID("update", "install the newest version of a plugin (fetching its marketplace again)", "updated",
-		func(m *plugin.Manager, cmd *cobra.Command, id string) error {
-			_, err := m.Update(cmd.Context(), id)
-			return err
-		})
-	update.Flags().BoolVarP(&yes, "yes", "y", false, "agree without asking if the new version runs more code")
-	cmd.AddCommand(install, list, update,
-		byID("enable", "enable an installed plugin (sessions pick it up at their next request)", "enabled",
-			func(m *plugin.Manager, _ *cobra.Command, id string) error { return m.Enable(id) }),
-		byID("disable", "disable an installed plugin (sessions drop it at their next request)", "disabled",
-			func(m *plugin.Manager, _ *cobra.Command, id string) error { return m.Disable(id) }),
-		byID("uninstall", "remove an installed plugin and its data folder", "uninstalled",
-			func(m *plugin.Manager, _ *cobra.Command, id string) error { return m.Uninstall(id) }),
-		a.pluginValidateCommand(), a.pluginMarketplaceCommand())
+	list.Flags().BoolVar(&listOpts.JSON, "json", false, "print JSON")
+	update, updateOpts := a.pluginByIDCmd("update", "install the newest version of a plugin (fetching its marketplace again)")
+	update.Flags().BoolVarP(&updateOpts.Yes, "yes", "y", false, "agree without asking if the new version runs more code")
+	enable, _ := a.pluginByIDCmd("enable", "enable an installed plugin (sessions pick it up at their next request)")
+	disable, _ := a.pluginByIDCmd("disable", "disable an installed plugin (sessions drop it at their next request)")
+	uninstall, _ := a.pluginByIDCmd("uninstall", "remove an installed plugin and its data folder")
+	cmd.AddCommand(install, list, update, enable, disable, uninstall, a.pluginValidateCommand(), a.pluginMarketplaceCommand())
 	return cmd
 }
 
+// pluginOptions are what the commands about one plugin take: the plugin, --yes, and which
+// command it is (update, enable, disable, uninstall; install has a run function of its own).
+type pluginOptions struct {
+	ID   string
+	Yes  bool
+	verb string
+}
+
+func (a *app) runPluginInstall(ctx context.Context, opts *pluginOptions) error {
+	m, err := a.pluginManager(opts.Yes)
+	if err != nil {
+		return err
+	}
+	rec, err := m.Install(ctx, opts.ID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.std.Out, "installed %s %s in %s\n", rec.ID(), cmpVersion(rec.Version), rec.InstallPath)
+	return nil
+}
+
+// pluginListOptions are `keel plugin list`'s.
+type pluginListOptions struct{ JSON bool }
+
+func (a *app) runPluginList(_ context.Context, opts *pluginListOptions) error {
+	m, err := a.pluginManager(false)
+	if err != nil {
+		return err
+	}
+	plugins, err := m.List()
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.std.Out, plugins)
+	}
+	tw := tabwriter.NewWriter(a.std.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLUGIN\tVERSION\tENABLED\tSOURCE")
+	for _, p := range plugins {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", p.ID(), cmpVersion(p.Version), p.Enabled, p.Source)
+	}
+	if len(plugins) == 0 {
+		fmt.Fprintln(tw, "(no plugins installed)")
+	}
+	return tw.Flush()
+}
+
+// pluginByIDCmd builds `keel plugin VERB NAME@MARKETPLACE` for update, enable, disable and
+// uninstall, which differ only in what they ask the manager.
+func (a *app) pluginByIDCmd(verb, short string) (*cobra.Command, *pluginOptions) {
+	opts := &pluginOptions{verb: verb}
+	return &cobra.Command{
+		Use: verb + " NAME@MARKETPLACE", Short: short, Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			return a.runPluginByID(cmd.Context(), opts)
+		},
+	}, opts
+}
+
+func (a *app) runPluginByID(ctx context.Context, opts *pluginOptions) error {
+	m, err := a.pluginManager(opts.Yes)
+	if err != nil {
+		return err
+	}
+	var done string
+	switch opts.verb {
+	case "update":
+		done = "updated"
+		_, err = m.Update(ctx, opts.ID)
+	case "enable":
+		done, err = "enabled", m.Enable(opts.ID)
+	case "disable":
+		done, err = "disabled", m.Disable(opts.ID)
+	case "uninstall":
+		done, err = "uninstalled", m.Uninstall(opts.ID)
+	default:
+		return fmt.Errorf("no plugin command %q", opts.verb)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.std.Out, "%s %s\n", done, opts.ID)
+	if v, ok := m.Settings.Enabled[opts.ID]; ok && v.From.Scope != settings.ScopeUser && (opts.verb == "enable" || opts.verb == "disable") {
+		fmt.Fprintf(a.std.Err, "note: %s sets enabledPlugins for it too (%s), and wins over your user settings\n", v.From.Path, v.From)
+	}
+	return nil
+}
+
 func (a *app) pluginValidateCommand() *cobra.Command {
+	opts := &pluginValidateOptions{}
 	return &cobra.Command{
 		Use:   "validate PATH",
 		Short: "check a plugin or marketplace folder (or its plugin.json / marketplace.json) as claude plugin validate does",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reports, err := plugin.Validate(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			plugin.WriteText(a.std.Out, reports)
-			for _, r := range reports {
-				if !r.OK() {
-					return exitCodeError{code: exitError}
-				}
-			}
-			return nil
+			opts.Path = args[0]
+			return a.runPluginValidate(cmd.Context(), opts)
 		},
 	}
 }
 
-func (a *app) pluginMarketplaceCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "marketplace", Short: "add, list, update and remove plugin marketplaces"}
-	var asJSON bool
-	add := &cobra.Command{
-		Use:   "add SOURCE",
-		Short: "add a marketplace: a folder, a marketplace.json, a git URL (#ref) or owner/repo (#ref or @sha)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := a.pluginManager(false)
-			if err != nil {
-				return err
-			}
-			cat, err := m.AddMarketplace(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.std.Out, "added marketplace %s (%d plugins)\n", cat.Name, len(cat.Entries))
-			return nil
-		},
+// pluginValidateOptions are `keel plugin validate`'s: the folder or file to check.
+type pluginValidateOptions struct{ Path string }
+
+func (a *app) runPluginValidate(ctx context.Context, opts *pluginValidateOptions) error {
+	reports, err := plugin.Validate(ctx, opts.Path)
+	if err != nil {
+		return err
 	}
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "list known marketplaces",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := a.pluginManager(false)
-			if err != nil {
-				return err
-			}
-			infos, err := m.Marketplaces()
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.std.Out, infos)
-			}
-			tw := tabwriter.NewWriter(a.std.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "MARKETPLACE\tSOURCE\tPLUGINS\tNOTE")
-			for _, i := range infos {
-				note := i.Problem
-				if i.FromSettings {
-					note = "from extraKnownMarketplaces; fetched on first install"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", i.Name, plugin.SourceString(i.Source), i.Plugins, note)
-			}
-			if len(infos) == 0 {
-				fmt.Fprintln(tw, "(no marketplaces)")
-			}
-			return tw.Flush()
-		},
+	plugin.WriteText(a.std.Out, reports)
+	for _, r := range reports {
+		if !r.OK() {
+			return exitCodeError{code: exitError}
+		}
 	}
-	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	remove := &cobra.Command{
-		Use:   "remove NAME",
-		Short: "forget a marketplace and uninstall its plugins",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := a.pluginManager(false)
-			if err != nil {
-				return err
-			}
-			removed, err := m.RemoveMarketplace(args[0])
-			for _, id := range removed {
-				fmt.Fprintf(a.std.Out, "uninstalled %s\n", id)
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.std.Out, "removed marketplace %s\n", args[0])
-			return nil
-		},
-	}
-	update := &cobra.Command{
-		Use:   "update NAME",
-		Short: "fetch a marketplace again (a commit pin stays where it is)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := a.pluginManager(false)
-			if err != nil {
-				return err
-			}
-			cat, err := m.UpdateMarketplace(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.std.Out, "updated marketplace %s (%d plugins)\n", cat.Name, len(cat.Entries))
-			return nil
-		},
-	}
-	cmd.AddCommand(add, list, remove, update)
-	return cmd
+	return nil
 }
 
 func cmpVersion(v string) string {

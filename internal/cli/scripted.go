@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -17,8 +18,7 @@ import (
 var scriptedExample string
 
 func (a *app) scriptedCommand() *cobra.Command {
-	var addr string
-	var example bool
+	opts := &scriptedOptions{}
 	cmd := &cobra.Command{
 		Use:   "scripted SCENARIO.yaml",
 		Short: "serve the scripted model (Anthropic Messages and OpenAI chat APIs) for offline testing",
@@ -29,22 +29,36 @@ your own agent) at it with ANTHROPIC_BASE_URL=http://ADDR. keel scripted --examp
 commented scenario to start from.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if example {
-				_, err := fmt.Fprint(a.std.Out, scriptedExample)
-				return err
+			if len(args) == 1 {
+				opts.Scenario = args[0]
 			}
-			if len(args) == 0 {
-				return usageError{errors.New("keel scripted needs a scenario file (keel scripted --example > scenario.yaml writes one to start from)")}
-			}
-			sc, err := scripted.LoadScenario(args[0])
-			if err != nil {
-				return usageError{err}
-			}
-			logger := slog.New(slog.NewTextHandler(a.std.Err, nil))
-			return scripted.Serve(cmd.Context(), addr, sc, logger)
+			return a.runScripted(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8765", "address to listen on (loopback)")
-	cmd.Flags().BoolVar(&example, "example", false, "print a commented scenario and exit")
+	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:8765", "address to listen on (loopback)")
+	cmd.Flags().BoolVar(&opts.Example, "example", false, "print a commented scenario and exit")
 	return cmd
+}
+
+// scriptedOptions are `keel scripted`'s: the address, --example, and the scenario file.
+type scriptedOptions struct {
+	Addr     string
+	Example  bool
+	Scenario string
+}
+
+func (a *app) runScripted(ctx context.Context, opts *scriptedOptions) error {
+	if opts.Example {
+		_, err := fmt.Fprint(a.std.Out, scriptedExample)
+		return err
+	}
+	if opts.Scenario == "" {
+		return usageError{errors.New("keel scripted needs a scenario file (keel scripted --example > scenario.yaml writes one to start from)")}
+	}
+	sc, err := scripted.LoadScenario(opts.Scenario)
+	if err != nil {
+		return usageError{err}
+	}
+	logger := slog.New(slog.NewTextHandler(a.std.Err, nil))
+	return scripted.Serve(ctx, opts.Addr, sc, logger)
 }

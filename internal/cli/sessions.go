@@ -182,8 +182,7 @@ func (a *app) runSessionsRm(opts *sessionsRmOptions) error {
 }
 
 func (a *app) rewindCommand() *cobra.Command {
-	var to string
-	var code, conversation, both, diff bool
+	opts := &rewindOptions{}
 	cmd := &cobra.Command{
 		Use:   "rewind SESSION --to MESSAGE_UUID",
 		Short: "move a session back to before one of its user messages: files, conversation or both",
@@ -195,60 +194,78 @@ the directory by shell commands or MCP tools cannot be undone: rewind lists them
 --diff only shows what the turn that message started changed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if to == "" {
-				return usageError{errors.New("--to MESSAGE_UUID is required")}
-			}
-			if both || (!code && !conversation) {
-				code, conversation = true, true
-			}
-			// A maintenance session: it sends nothing to a model, starts no MCP server and runs
-			// no SessionStart or SessionEnd hooks.
-			sess, err := a.openSession(cmd.Context(), runconfig.Config{Home: a.env.Home, Resume: args[0], Version: Version, Offline: true},
-				session.Seams{Getenv: func(string) string { return "" }, APIKey: "unused-by-rewind", Logger: a.logger})
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			if diff {
-				patch, err := sess.Undo().TurnDiff(cmd.Context(), to)
-				if err != nil {
-					return err
-				}
-				_, err = io.WriteString(a.std.Out, patch)
-				return err
-			}
-			rep, err := sess.Undo().Rewind(cmd.Context(), to, code, conversation)
-			for _, f := range rep.Files.Restored {
-				fmt.Fprintf(a.std.Out, "restored %s\n", f)
-			}
-			for _, f := range rep.Files.Deleted {
-				fmt.Fprintf(a.std.Out, "deleted  %s (created by the session)\n", f)
-			}
-			if sh := rep.Shadow; sh != nil {
-				fmt.Fprintf(a.std.Out, "restored %s as it was before the message (shell changes included)\n", sh.Dir)
-				for _, f := range sh.NotRestored {
-					fmt.Fprintf(a.std.Out, "not restored: %s (too large to capture)\n", f)
-				}
-			}
-			for _, u := range rep.Files.Unrecoverable {
-				if rep.Shadow != nil {
-					fmt.Fprintf(a.std.Out, "undone inside %s only: %s %s\n", rep.Shadow.Dir, u.Tool, oneLineCut(u.Description, 80))
-					continue
-				}
-				fmt.Fprintf(a.std.Out, "cannot undo: %s %s\n", u.Tool, oneLineCut(u.Description, 80))
-			}
-			if conversation {
-				fmt.Fprintf(a.std.Out, "conversation moved back %d messages\n", rep.Messages)
-			}
-			return err
+			opts.Session = args[0]
+			return a.runRewind(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&to, "to", "", "uuid of the user message to go back to")
-	cmd.Flags().BoolVar(&code, "code", false, "restore files only")
-	cmd.Flags().BoolVar(&conversation, "conversation", false, "move the conversation only")
-	cmd.Flags().BoolVar(&both, "both", false, "files and conversation (the default)")
-	cmd.Flags().BoolVar(&diff, "diff", false, "show what the turn that message started changed, and rewind nothing")
+	cmd.Flags().StringVar(&opts.To, "to", "", "uuid of the user message to go back to")
+	cmd.Flags().BoolVar(&opts.Code, "code", false, "restore files only")
+	cmd.Flags().BoolVar(&opts.Conversation, "conversation", false, "move the conversation only")
+	cmd.Flags().BoolVar(&opts.Both, "both", false, "files and conversation (the default)")
+	cmd.Flags().BoolVar(&opts.Diff, "diff", false, "show what the turn that message started changed, and rewind nothing")
 	return cmd
+}
+
+// rewindOptions are `keel rewind`'s: the session, the user message to go back to, and what
+// to move back.
+type rewindOptions struct {
+	Session, To                    string
+	Code, Conversation, Both, Diff bool
+}
+
+func (a *app) runRewind(ctx context.Context, opts *rewindOptions) error {
+	if opts.To == "" {
+		return usageError{errors.New("--to MESSAGE_UUID is required")}
+	}
+	code, conversation := opts.Code, opts.Conversation
+	if opts.Both || (!code && !conversation) {
+		code, conversation = true, true
+	}
+	// A maintenance session: it sends nothing to a model, starts no MCP server and runs
+	// no SessionStart or SessionEnd hooks.
+	sess, err := a.openSession(ctx, runconfig.Config{Home: a.env.Home, Resume: opts.Session, Version: Version, Offline: true},
+		session.Seams{Getenv: func(string) string { return "" }, APIKey: "unused-by-rewind", Logger: a.logger})
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	if opts.Diff {
+		patch, err := sess.Undo().TurnDiff(ctx, opts.To)
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(a.std.Out, patch)
+		return err
+	}
+	rep, err := sess.Undo().Rewind(ctx, opts.To, code, conversation)
+	a.writeRewind(rep, conversation)
+	return err
+}
+
+// writeRewind says what a rewind restored, deleted and could not undo.
+func (a *app) writeRewind(rep session.RewindReport, conversation bool) {
+	for _, f := range rep.Files.Restored {
+		fmt.Fprintf(a.std.Out, "restored %s\n", f)
+	}
+	for _, f := range rep.Files.Deleted {
+		fmt.Fprintf(a.std.Out, "deleted  %s (created by the session)\n", f)
+	}
+	if sh := rep.Shadow; sh != nil {
+		fmt.Fprintf(a.std.Out, "restored %s as it was before the message (shell changes included)\n", sh.Dir)
+		for _, f := range sh.NotRestored {
+			fmt.Fprintf(a.std.Out, "not restored: %s (too large to capture)\n", f)
+		}
+	}
+	for _, u := range rep.Files.Unrecoverable {
+		if rep.Shadow != nil {
+			fmt.Fprintf(a.std.Out, "undone inside %s only: %s %s\n", rep.Shadow.Dir, u.Tool, oneLineCut(u.Description, 80))
+			continue
+		}
+		fmt.Fprintf(a.std.Out, "cannot undo: %s %s\n", u.Tool, oneLineCut(u.Description, 80))
+	}
+	if conversation {
+		fmt.Fprintf(a.std.Out, "conversation moved back %d messages\n", rep.Messages)
+	}
 }
 
 func oneLineCut(s string, n int) string {

@@ -32,95 +32,124 @@ runs (keel --continue). It starts on demand; its environment comes from settings
 of the user and managed settings), never from the shell that started it. With
 coordination.backend "nats" and no url, it also runs an embedded nats-server.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.supervisorStatus(cmd.Context(), false) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runSupervisorStatus(cmd.Context(), &supervisorStatusOptions{})
+		},
 	}
-	var asJSON, withNATS bool
+	statusOpts := &supervisorStatusOptions{}
 	status := &cobra.Command{
 		Use: "status", Short: "say whether the supervisor runs, and list its agents", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.supervisorStatus(cmd.Context(), asJSON) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runSupervisorStatus(cmd.Context(), statusOpts) },
 	}
-	status.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	status.Flags().BoolVar(&statusOpts.JSON, "json", false, "print JSON")
 	start := &cobra.Command{
 		Use: "start", Short: "start the supervisor unless it runs", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			info, err := a.supervisorClient().Ensure(cmd.Context())
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.std.Out, "supervisor running (pid %d)\n", info.PID)
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runSupervisorStart(cmd.Context()) },
 	}
 	stop := &cobra.Command{
 		Use: "stop", Short: "stop the supervisor (running agents go on; the next supervisor adopts them)", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c := a.supervisorClient()
-			defer c.Close()
-			stopped, err := c.Shutdown(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if stopped {
-				fmt.Fprintln(a.std.Out, "supervisor stopped")
-			} else {
-				fmt.Fprintln(a.std.Out, "no supervisor is running")
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runSupervisorStop(cmd.Context()) },
 	}
-	var lines int
+	logsOpts := &supervisorLogsOptions{}
 	logs := &cobra.Command{
 		Use: "logs", Short: "print the supervisor's log", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := os.ReadFile(daemon.NewLayout(a.env.Home).Log)
-			if errors.Is(err, os.ErrNotExist) {
-				return errors.New("the supervisor has not run yet: no log")
-			}
-			if err != nil {
-				return err
-			}
-			all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-			if lines > 0 && len(all) > lines {
-				all = all[len(all)-lines:]
-			}
-			fmt.Fprintln(a.std.Out, strings.Join(all, "\n"))
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runSupervisorLogs(cmd.Context(), logsOpts) },
 	}
-	logs.Flags().IntVarP(&lines, "lines", "n", 100, "print the last N lines (0: all)")
+	logs.Flags().IntVarP(&logsOpts.Lines, "lines", "n", 100, "print the last N lines (0: all)")
+	runOpts := &supervisorRunOptions{}
 	run := &cobra.Command{
 		Use: "run", Short: "run the supervisor in the foreground (what starting it on demand runs)", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger := slog.New(slog.NewTextHandler(a.std.Err, nil))
-			err := daemon.Run(cmd.Context(), daemon.Config{Home: a.env.Home, Exe: companion.Self(), Env: a.supervisorEnv(),
-				NATS: withNATS || a.embeddedNATS(), Teams: a.supervisorTeams, TeamLease: a.env.TeamLease, Version: Version, Logger: logger})
-			if errors.Is(err, daemon.ErrRunning) {
-				fmt.Fprintln(a.std.Err, "keel: a supervisor is already running")
-				return nil
-			}
-			return err
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runSupervisorRun(cmd.Context(), runOpts) },
 	}
-	run.Flags().BoolVar(&withNATS, "nats", false, "also run the embedded nats-server")
+	run.Flags().BoolVar(&runOpts.NATS, "nats", false, "also run the embedded nats-server")
 	runJob := &cobra.Command{
 		Use: "run-job AGENT_ID", Hidden: true, Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			logger := slog.New(slog.NewTextHandler(a.std.Err, nil))
-			return daemon.RunJob(cmd.Context(), a.env.Home, args[0], a.openJob, logger)
+			return a.runSupervisorJob(cmd.Context(), &supervisorJobOptions{AgentID: args[0]})
 		},
 	}
 	cmd.AddCommand(status, start, stop, logs, run, runJob)
 	return cmd
 }
 
-func (a *app) supervisorStatus(ctx context.Context, asJSON bool) error {
+// runSupervisorStart is `keel supervisor start`, which takes no flags or arguments.
+func (a *app) runSupervisorStart(ctx context.Context) error {
+	info, err := a.supervisorClient().Ensure(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.std.Out, "supervisor running (pid %d)\n", info.PID)
+	return nil
+}
+
+// runSupervisorStop is `keel supervisor stop`, which takes no flags or arguments.
+func (a *app) runSupervisorStop(ctx context.Context) error {
+	c := a.supervisorClient()
+	defer c.Close()
+	stopped, err := c.Shutdown(ctx)
+	if err != nil {
+		return err
+	}
+	if stopped {
+		fmt.Fprintln(a.std.Out, "supervisor stopped")
+	} else {
+		fmt.Fprintln(a.std.Out, "no supervisor is running")
+	}
+	return nil
+}
+
+// supervisorLogsOptions are `keel supervisor logs`'s: how many of the last lines (0: all).
+type supervisorLogsOptions struct{ Lines int }
+
+func (a *app) runSupervisorLogs(_ context.Context, opts *supervisorLogsOptions) error {
+	b, err := os.ReadFile(daemon.NewLayout(a.env.Home).Log)
+	if errors.Is(err, os.ErrNotExist) {
+		return errors.New("the supervisor has not run yet: no log")
+	}
+	if err != nil {
+		return err
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if opts.Lines > 0 && len(all) > opts.Lines {
+		all = all[len(all)-opts.Lines:]
+	}
+	fmt.Fprintln(a.std.Out, strings.Join(all, "\n"))
+	return nil
+}
+
+// supervisorRunOptions are `keel supervisor run`'s: NATS runs the embedded nats-server.
+type supervisorRunOptions struct{ NATS bool }
+
+func (a *app) runSupervisorRun(ctx context.Context, opts *supervisorRunOptions) error {
+	logger := slog.New(slog.NewTextHandler(a.std.Err, nil))
+	err := daemon.Run(ctx, daemon.Config{Home: a.env.Home, Exe: companion.Self(), Env: a.supervisorEnv(),
+		NATS: opts.NATS || a.embeddedNATS(), Teams: a.supervisorTeams, TeamLease: a.env.TeamLease, Version: Version, Logger: logger})
+	if errors.Is(err, daemon.ErrRunning) {
+		fmt.Fprintln(a.std.Err, "keel: a supervisor is already running")
+		return nil
+	}
+	return err
+}
+
+// supervisorJobOptions are `keel supervisor run-job`'s: the agent the job runs.
+type supervisorJobOptions struct{ AgentID string }
+
+func (a *app) runSupervisorJob(ctx context.Context, opts *supervisorJobOptions) error {
+	logger := slog.New(slog.NewTextHandler(a.std.Err, nil))
+	return daemon.RunJob(ctx, a.env.Home, opts.AgentID, a.openJob, logger)
+}
+
+// supervisorStatusOptions are `keel supervisor status`'s (and `keel supervisor`'s).
+type supervisorStatusOptions struct{ JSON bool }
+
+func (a *app) runSupervisorStatus(ctx context.Context, opts *supervisorStatusOptions) error {
 	c := a.supervisorClient()
 	defer c.Close()
 	st, err := c.Status(ctx)
 	if err != nil {
 		return err
 	}
-	if asJSON {
+	if opts.JSON {
 		enc := json.NewEncoder(a.std.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)

@@ -223,41 +223,52 @@ func writeJSON(w io.Writer, v any) error {
 // started by its lead with --config, the lead's configuration. It prints the teammate's
 // conversation (a tmux pane shows it).
 func (a *app) teamWorkerCommand() *cobra.Command {
-	f := &runFlags{}
-	var configFile string
-	var w runconfig.Worker
+	opts := &teamWorkerOptions{}
 	cmd := &cobra.Command{
 		Use:    "worker --team TEAM --member NAME --config FILE",
 		Short:  "run one teammate of a team (started by its lead)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if w.Team == "" || w.Member == "" {
-				return usageError{errors.New("team worker needs --team and --member")}
-			}
-			cfg, err := a.runConfig(cmd, f)
-			if configFile != "" {
-				cfg, err = runconfig.Read(configFile)
-			}
-			if err != nil {
-				return err
-			}
-			return a.runTeamWorker(cmd.Context(), cfg.Teammate(w), nil)
+			opts.cmd = cmd
+			return a.runTeamWorker(cmd.Context(), opts)
 		},
 	}
-	f.register(cmd)
+	opts.register(cmd)
 	ownFlagsHelp(cmd)
-	cmd.Flags().StringVar(&configFile, "config", "", "the lead's run configuration (written by the lead; run flags are then ignored)")
-	cmd.Flags().StringVar(&w.Team, "team", "", "the team to join")
-	cmd.Flags().StringVar(&w.Member, "member", "", "the member to run")
-	cmd.Flags().StringVar(&w.LeadTranscript, "lead-transcript", "", "the lead session's transcript (the teammate's goes beside it)")
-	cmd.Flags().BoolVar(&w.Resume, "resume-member", false, "continue the member from its transcript")
+	cmd.Flags().StringVar(&opts.ConfigFile, "config", "", "the lead's run configuration (written by the lead; run flags are then ignored)")
+	cmd.Flags().StringVar(&opts.Worker.Team, "team", "", "the team to join")
+	cmd.Flags().StringVar(&opts.Worker.Member, "member", "", "the member to run")
+	cmd.Flags().StringVar(&opts.Worker.LeadTranscript, "lead-transcript", "", "the lead session's transcript (the teammate's goes beside it)")
+	cmd.Flags().BoolVar(&opts.Worker.Resume, "resume-member", false, "continue the member from its transcript")
 	return cmd
 }
 
-// runTeamWorker runs the team member cfg names in this process, rendering its events as a
+// teamWorkerOptions are `keel team worker`'s: the run flags, or the lead's configuration in
+// ConfigFile, and the member to run.
+type teamWorkerOptions struct {
+	commandRunFlags
+	ConfigFile string
+	Worker     runconfig.Worker
+}
+
+func (a *app) runTeamWorker(ctx context.Context, opts *teamWorkerOptions) error {
+	if opts.Worker.Team == "" || opts.Worker.Member == "" {
+		return usageError{errors.New("team worker needs --team and --member")}
+	}
+	cfg, err := opts.config(a)
+	if opts.ConfigFile != "" {
+		cfg, err = runconfig.Read(opts.ConfigFile)
+	}
+	if err != nil {
+		return err
+	}
+	return a.runTeammate(ctx, cfg.Teammate(opts.Worker), nil)
+}
+
+// runTeammate runs the team member cfg names in this process, rendering its events as a
 // conversation on stdout; joined, when set, runs once the session is up.
-func (a *app) runTeamWorker(ctx context.Context, cfg runconfig.Config, joined func()) error {
+func (a *app) runTeammate(ctx context.Context, cfg runconfig.Config, joined func()) error {
 	var mu sync.Mutex
 	view := render.NewConversation(a.std.Out, false)
 	seams := a.seams()

@@ -22,9 +22,7 @@ import (
 // the team lives there — claims tasks from its board and runs a teammate's loop here, with
 // this host's tools and files, until the lead shuts the team down.
 func (a *app) workerCmd() *cobra.Command {
-	f := &runFlags{}
-	var teamName, name string
-	var resume bool
+	opts := &workerOptions{}
 	cmd := &cobra.Command{
 		Use:   "worker --team TEAM [--name NAME]",
 		Short: "join an agent team from this host: claim tasks from its board and work on them here",
@@ -38,28 +36,41 @@ coordination.url (or KEEL_NATS_URL) on every host, the lead's included. If the w
 task goes back to the board when its claim's lease lapses and another member finishes it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if teamName == "" {
-				return usageError{errors.New("keel worker needs --team (the lead's team name: keel team list, or --team-name when the lead starts)")}
-			}
-			if name == "" {
-				name = defaultWorkerName()
-			}
-			cfg, err := a.runConfig(cmd, f)
-			if err != nil {
-				return err
-			}
-			cfg = cfg.Teammate(runconfig.Worker{Team: teamName, Member: name, Resume: resume, Remote: true})
-			return a.runTeamWorker(cmd.Context(), cfg, func() {
-				fmt.Fprintf(a.std.Err, "keel: worker %s joined team %s\n", name, teamName)
-			})
+			opts.cmd = cmd
+			return a.runWorker(cmd.Context(), opts)
 		},
 	}
-	f.register(cmd)
+	opts.register(cmd)
 	ownFlagsHelp(cmd)
-	cmd.Flags().StringVar(&teamName, "team", "", "the team to join")
-	cmd.Flags().StringVar(&name, "name", "", "this worker's member name (default: from the host name and process id)")
-	cmd.Flags().BoolVar(&resume, "resume-member", false, "continue a stopped member of that name from its transcript, when it is on this host")
+	cmd.Flags().StringVar(&opts.Team, "team", "", "the team to join")
+	cmd.Flags().StringVar(&opts.Name, "name", "", "this worker's member name (default: from the host name and process id)")
+	cmd.Flags().BoolVar(&opts.Resume, "resume-member", false, "continue a stopped member of that name from its transcript, when it is on this host")
 	return cmd
+}
+
+// workerOptions are `keel worker`'s: the run flags, the team, this member's name and whether
+// it continues a stopped member.
+type workerOptions struct {
+	commandRunFlags
+	Team, Name string
+	Resume     bool
+}
+
+func (a *app) runWorker(ctx context.Context, opts *workerOptions) error {
+	if opts.Team == "" {
+		return usageError{errors.New("keel worker needs --team (the lead's team name: keel team list, or --team-name when the lead starts)")}
+	}
+	if opts.Name == "" {
+		opts.Name = defaultWorkerName()
+	}
+	cfg, err := opts.config(a)
+	if err != nil {
+		return err
+	}
+	cfg = cfg.Teammate(runconfig.Worker{Team: opts.Team, Member: opts.Name, Resume: opts.Resume, Remote: true})
+	return a.runTeammate(ctx, cfg, func() {
+		fmt.Fprintf(a.std.Err, "keel: worker %s joined team %s\n", opts.Name, opts.Team)
+	})
 }
 
 var unsafeName = lazy.Regexp{Expr: `[^A-Za-z0-9_-]+`}
