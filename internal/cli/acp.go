@@ -21,7 +21,6 @@ func (a *app) acpCommand() *cobra.Command {
 		Short: "serve the Agent Client Protocol on stdin/stdout (for Zed, JetBrains IDEs, Neovim…)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.cmd = cmd
 			return a.runACP(cmd.Context(), opts)
 		},
 	}
@@ -31,10 +30,10 @@ func (a *app) acpCommand() *cobra.Command {
 }
 
 // acpOptions are `keel acp`'s: the run flags.
-type acpOptions struct{ commandRunFlags }
+type acpOptions struct{ runFlags }
 
 func (a *app) runACP(ctx context.Context, opts *acpOptions) error {
-	if err := opts.validate(opts.cmd); err != nil {
+	if err := opts.validate(); err != nil {
 		return err
 	}
 	logger, closeLog, err := opts.sdk.logger(a.std.Err)
@@ -43,7 +42,7 @@ func (a *app) runACP(ctx context.Context, opts *acpOptions) error {
 	}
 	defer closeLog()
 	a.logger = logger
-	cfg, err := a.acpConfig(opts.cmd, &opts.runFlags)
+	cfg, err := a.acpConfig(&opts.runFlags)
 	if err != nil {
 		return err
 	}
@@ -64,8 +63,8 @@ func (a *app) runACP(ctx context.Context, opts *acpOptions) error {
 // acpConfig is the configuration of every session an editor opens: the run flags, less what
 // the client chooses per session (which stored session, with what id) and the supervisor's
 // hand-off (the editor keeps keel running while its agents work).
-func (a *app) acpConfig(cmd *cobra.Command, f *runFlags) (runconfig.Config, error) {
-	cfg, err := a.runConfig(cmd, f)
+func (a *app) acpConfig(f *runFlags) (runconfig.Config, error) {
+	cfg, err := a.runConfig(f)
 	if err != nil {
 		return cfg, err
 	}

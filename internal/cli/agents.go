@@ -23,7 +23,7 @@ func (a *app) agentsResumeCommand() *cobra.Command {
 		Short: "continue a subagent from its transcript with a new message",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.cmd, opts.AgentID, opts.Message = cmd, args[0], args[1]
+			opts.AgentID, opts.Message = args[0], args[1]
 			return a.runAgentsResume(cmd.Context(), opts)
 		},
 	}
@@ -34,7 +34,7 @@ func (a *app) agentsResumeCommand() *cobra.Command {
 
 // agentsResumeOptions are `keel agents resume`'s: the run flags, the subagent and the message.
 type agentsResumeOptions struct {
-	commandRunFlags
+	runFlags
 	AgentID, Message string
 }
 

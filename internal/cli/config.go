@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/spf13/cobra"
-
 	"github.com/keel-dev/keel/internal/companion"
 	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
@@ -16,7 +14,7 @@ import (
 // session, whichever command opens it (a run, keel worker, keel team worker, keel agents
 // resume). The environment fills what the flags leave unset. Rendering flags (-p, the
 // formats, --verbose) say how the run is shown and are not part of it.
-func (a *app) runConfig(cmd *cobra.Command, f *runFlags) (runconfig.Config, error) {
+func (a *app) runConfig(f *runFlags) (runconfig.Config, error) {
 	if err := f.checkNamedFiles(); err != nil {
 		return runconfig.Config{}, err
 	}
@@ -32,12 +30,12 @@ func (a *app) runConfig(cmd *cobra.Command, f *runFlags) (runconfig.Config, erro
 		MaxTurns: f.maxTurns, SystemPrompt: f.systemPrompt, AppendSystemPrompt: f.appendSystemPrompt,
 		PermissionMode: mode, AllowedTools: runconfig.SplitToolList(f.allowedTools),
 		DisallowedTools: runconfig.SplitToolList(f.disallowedTools), AddDirs: f.addDirs,
-		Settings: f.settings, LimitSources: cmd.Flags().Changed("setting-sources"), SettingSources: s.sources(cmd),
+		Settings: f.settings, LimitSources: f.set("setting-sources"), SettingSources: s.sources(),
 		Trust: f.trust, IgnoreSettingsErrors: f.ignoreSettingsErrors,
 		Resume: f.resume, Continue: f.continueLast, ForkSession: f.forkSession, ResumeSessionAt: s.resumeSessionAt,
 		SessionID: f.sessionID, NoPersistence: f.noPersistence,
 		Agent: f.agent, Agents: f.agents, ForkSubagents: f.forkSubagents,
-		LimitTools: cmd.Flags().Changed("tools") && s.tools != "default", Tools: s.builtinTools(cmd),
+		LimitTools: f.set("tools") && s.tools != "default", Tools: s.builtinTools(),
 		Effort: s.effort, Thinking: s.thinking, MaxThinkingTokens: s.maxThinkingTokens, MaxBudgetUSD: s.maxBudgetUSD,
 		SetupTrigger: s.setupTrigger(),
 		MCP: runconfig.MCP{Configs: f.mcp.configs, Strict: f.mcp.strict, ToolSearch: f.mcp.toolSearch,
@@ -70,19 +68,6 @@ func (a *app) runConfig(cmd *cobra.Command, f *runFlags) (runconfig.Config, erro
 	cfg.SessionHomes = a.env.SessionHomes(cfg.Home, f.inputFormat == "stream-json")
 	a.env.Apply(&cfg)
 	return cfg, nil
-}
-
-// commandRunFlags are the run flags of a command other than the root (acp, agents resume,
-// loop, worker, team worker), with the command that parsed them: runConfig asks it which
-// flags were set.
-type commandRunFlags struct {
-	runFlags
-	cmd *cobra.Command
-}
-
-// config is the configuration the flags ask for (runConfig).
-func (f *commandRunFlags) config(a *app) (runconfig.Config, error) {
-	return a.runConfig(f.cmd, &f.runFlags)
 }
 
 // seams are what this process gives every session it opens besides its configuration: the

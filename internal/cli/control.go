@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/spf13/cobra"
 
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/control"
@@ -27,11 +26,11 @@ const stdioPromptTool = "stdio"
 
 // runControl serves the Agent SDK's control protocol on stdin and stdout
 // (--input-format stream-json): the session opens once initialize has said what it needs.
-func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
+func (a *app) runControl(ctx context.Context, f *runFlags) error {
 	if f.outputFormat != "stream-json" {
 		return usageError{fmt.Errorf("--input-format stream-json needs --output-format stream-json, not %s", f.outputFormat)}
 	}
-	base, err := a.headlessConfig(cmd, f)
+	base, err := a.headlessConfig(f)
 	if err != nil {
 		return err
 	}
@@ -52,7 +51,7 @@ func (a *app) runControl(ctx context.Context, cmd *cobra.Command, f *runFlags) e
 		},
 		Render:         a.streamOptions(f),
 		PromptStdio:    f.mcp.permissionPromptTool == stdioPromptTool,
-		Notices:        f.sdk.ignoredNotices(cmd),
+		Notices:        f.sdk.ignoredNotices(),
 		Version:        Version,
 		APIKeySource:   control.APIKeySource(a.getenv),
 		WaitBackground: !f.noWait,

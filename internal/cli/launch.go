@@ -8,8 +8,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/spf13/cobra"
-
 	"github.com/keel-dev/keel"
 	"github.com/keel-dev/keel/internal/companion"
 	"github.com/keel-dev/keel/internal/runconfig"
@@ -34,9 +32,9 @@ const tuiBinary = "keel-tui"
 // runInteractive starts the terminal UI: in this process when it is linked in, else by
 // replacing this process with keel-tui (found beside this executable, then on PATH) with the
 // same arguments.
-func (a *app) runInteractive(ctx context.Context, cmd *cobra.Command, f *runFlags, args []string) error {
+func (a *app) runInteractive(ctx context.Context, f *runFlags, args []string) error {
 	if a.interactive != nil {
-		cfg, err := a.runConfig(cmd, f)
+		cfg, err := a.runConfig(f)
 		if err != nil {
 			return err
 		}

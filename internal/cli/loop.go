@@ -27,7 +27,7 @@ start that far apart; without one, each run starts when the previous ended. The 
 the model ends an answer with <loop-done/>, when a run fails, or when you stop it (Ctrl+C).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.cmd, opts.Args = cmd, args
+			opts.Args = args
 			return a.runLoop(cmd.Context(), opts)
 		},
 	}
@@ -37,7 +37,7 @@ the model ends an answer with <loop-done/>, when a run fails, or when you stop i
 
 // loopOptions are `keel loop`'s: the run flags, and the words of the interval and prompt.
 type loopOptions struct {
-	commandRunFlags
+	runFlags
 	Args []string
 }
 
@@ -46,7 +46,7 @@ func (a *app) runLoop(ctx context.Context, opts *loopOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
-	cfg, err := a.headlessConfig(opts.cmd, &opts.runFlags)
+	cfg, err := a.headlessConfig(&opts.runFlags)
 	if err != nil {
 		return err
 	}

@@ -138,7 +138,7 @@ func (a *app) rootCommand() *cobra.Command {
 					return err
 				}
 			}
-			return a.runRoot(cmd.Context(), cmd, f, args)
+			return a.runRoot(cmd.Context(), f, args)
 		},
 	}
 	root.SetVersionTemplate("{{.Version}} (keel)\n")

@@ -72,3 +72,26 @@ func TestRunScriptedExample(t *testing.T) {
 		t.Errorf("keel scripted --example printed:\n%s", out.String())
 	}
 }
+
+// A command that takes the run flags runs from its options alone: which flags were given is
+// the options' own (runFlags.given), not asked of a cobra command, so it reaches the session
+// it opens — here one that refuses to open.
+func TestRunFlagCommandsRunFromTheirOptions(t *testing.T) {
+	t.Chdir(t.TempDir())
+	var out bytes.Buffer
+	a := optionsApp(t, &out)
+	err := a.runLoop(t.Context(), &loopOptions{Args: []string{"5m", "check the build"}})
+	if err == nil || !strings.Contains(err.Error(), "no session in this test") {
+		t.Errorf("runLoop without a cobra command: err = %v, want the session's opening to be reached", err)
+	}
+	for _, given := range []bool{false, true} {
+		f := &runFlags{}
+		if given {
+			f.given = func(name string) bool { return name == "setting-sources" }
+			f.sdk.given = f.given
+		}
+		if cfg, err := a.runConfig(f); err != nil || cfg.LimitSources != given {
+			t.Errorf("runConfig, --setting-sources given %v: LimitSources %v, err %v", given, cfg.LimitSources, err)
+		}
+	}
+}

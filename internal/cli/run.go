@@ -21,6 +21,9 @@ import (
 
 // runFlags are the flags of a headless or interactive run.
 type runFlags struct {
+	// given says whether a flag was given on the command line (the flag set's Changed once
+	// registered); nil, as in options built by a test, is "none was".
+	given              func(name string) bool
 	print              bool
 	outputFormat       string
 	inputFormat        string
@@ -67,6 +70,7 @@ var permissionModes = lazy.Value[[]string]{New: runconfig.PermissionModes}
 
 func (f *runFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	f.given = fl.Changed
 	defer markSessionFlags(fl, flagNames(fl))
 	fl.BoolVarP(&f.print, "print", "p", false, "run the prompt headless and print the result")
 	fl.StringVar(&f.outputFormat, "output-format", "text", "output of -p: text, json or stream-json")
@@ -129,8 +133,14 @@ func (a *app) headlessMaxTurns(f *runFlags) (int, error) {
 	return DefaultHeadlessMaxTurns, nil
 }
 
-func (f *runFlags) validate(cmd *cobra.Command) error {
-	if err := f.sdk.validate(cmd); err != nil {
+// set says whether flag name was given on the command line.
+func (f *runFlags) set(name string) bool { return f.given != nil && f.given(name) }
+
+// config is the configuration these flags ask for (runConfig).
+func (f *runFlags) config(a *app) (runconfig.Config, error) { return a.runConfig(f) }
+
+func (f *runFlags) validate() error {
+	if err := f.sdk.validate(); err != nil {
 		return err
 	}
 	if f.permissionMode != "" && !contains(permissionModes.Get(), f.permissionMode) {
@@ -183,8 +193,8 @@ func (a *app) isHeadless(f *runFlags) bool {
 	return f.print || f.inputFormat == "stream-json" || (f.outputFormat == "stream-json" && !isTerminal(a.std.In))
 }
 
-func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args []string) error {
-	if err := f.validate(cmd); err != nil {
+func (a *app) runRoot(ctx context.Context, f *runFlags, args []string) error {
+	if err := f.validate(); err != nil {
 		return err
 	}
 	logger, closeLog, err := f.sdk.logger(a.std.Err)
@@ -194,19 +204,19 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 	defer closeLog()
 	a.logger = logger
 	if f.sdk.initOnly {
-		return a.runInitOnly(ctx, cmd, f)
+		return a.runInitOnly(ctx, f)
 	}
 	if !a.isHeadless(f) {
-		return a.runInteractive(ctx, cmd, f, args)
+		return a.runInteractive(ctx, f, args)
 	}
 	if f.inputFormat == "stream-json" {
-		return a.runControl(ctx, cmd, f)
+		return a.runControl(ctx, f)
 	}
 	prompts, err := a.prompts(f, args)
 	if err != nil {
 		return err
 	}
-	cfg, err := a.headlessConfig(cmd, f)
+	cfg, err := a.headlessConfig(f)
 	if err != nil {
 		return err
 	}
@@ -218,7 +228,7 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 	var r render.Renderer
 	if f.outputFormat == "stream-json" {
 		r = render.NewStreamJSON(a.std.Out, a.streamOptions(f))
-		for _, n := range f.sdk.ignoredNotices(cmd) {
+		for _, n := range f.sdk.ignoredNotices() {
 			_ = r.Render(n)
 		}
 	} else if r, err = render.New(f.outputFormat, a.std.Out, f.verbose); err != nil {
@@ -234,8 +244,8 @@ func (a *app) runRoot(ctx context.Context, cmd *cobra.Command, f *runFlags, args
 }
 
 // runInitOnly runs the Setup and SessionStart hooks of a session and exits (--init-only).
-func (a *app) runInitOnly(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
-	cfg, err := a.headlessConfig(cmd, f)
+func (a *app) runInitOnly(ctx context.Context, f *runFlags) error {
+	cfg, err := a.headlessConfig(f)
 	if err != nil {
 		return err
 	}
@@ -249,8 +259,8 @@ func (a *app) runInitOnly(ctx context.Context, cmd *cobra.Command, f *runFlags) 
 
 // headlessConfig is the configuration of a headless run: the flags with the headless turn
 // cap.
-func (a *app) headlessConfig(cmd *cobra.Command, f *runFlags) (runconfig.Config, error) {
-	cfg, err := a.runConfig(cmd, f)
+func (a *app) headlessConfig(f *runFlags) (runconfig.Config, error) {
+	cfg, err := a.runConfig(f)
 	if err != nil {
 		return cfg, err
 	}

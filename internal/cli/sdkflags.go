@@ -20,6 +20,8 @@ import (
 // flag mapping). keel accepts every one: most act as in Claude Code; the few naming things
 // keel has no counterpart for (channels, betas) are reported as ignored, never refused.
 type sdkFlags struct {
+	// given is as runFlags' (the same flag set's Changed).
+	given              func(name string) bool
 	settingSources     string
 	includePartial     bool
 	replayUserMessages bool
@@ -55,6 +57,7 @@ type sdkFlags struct {
 
 func (f *sdkFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	f.given = fl.Changed
 	fl.StringVar(&f.settingSources, "setting-sources", "", "settings sources to load, comma-separated: user, project, local (empty: none; managed policy and flags always apply)")
 	fl.BoolVar(&f.includePartial, "include-partial-messages", false, "with stream-json output: also print the reply as it streams (stream_event lines)")
 	fl.BoolVar(&f.replayUserMessages, "replay-user-messages", false, "with stream-json input and output: echo each prompt back as a user line")
@@ -104,8 +107,11 @@ func (f *sdkFlags) register(cmd *cobra.Command) {
 	ignored(&f.initializeFields, "initialize-fields", "keel applies whatever initialize carries")
 }
 
-func (f *sdkFlags) validate(cmd *cobra.Command) error {
-	for _, s := range f.sources(cmd) {
+// set says whether flag name was given on the command line.
+func (f *sdkFlags) set(name string) bool { return f.given != nil && f.given(name) }
+
+func (f *sdkFlags) validate() error {
+	for _, s := range f.sources() {
 		if !slices.Contains([]string{"user", "project", "local"}, s) {
 			return usageError{fmt.Errorf("--setting-sources: %q is not one of user, project, local", s)}
 		}
@@ -146,27 +152,27 @@ func (f *sdkFlags) setupTrigger() string {
 }
 
 // sources lists --setting-sources' entries; nil when the flag was not given (all sources).
-func (f *sdkFlags) sources(cmd *cobra.Command) []string {
-	if !cmd.Flags().Changed("setting-sources") {
+func (f *sdkFlags) sources() []string {
+	if !f.set("setting-sources") {
 		return nil
 	}
 	return runconfig.SplitCommas(f.settingSources)
 }
 
 // builtinTools is --tools as a list: nil when not given (every built-in tool).
-func (f *sdkFlags) builtinTools(cmd *cobra.Command) []string {
-	if !cmd.Flags().Changed("tools") || f.tools == "default" {
+func (f *sdkFlags) builtinTools() []string {
+	if !f.set("tools") || f.tools == "default" {
 		return nil
 	}
 	return runconfig.SplitCommas(f.tools)
 }
 
 // ignoredNotices names the flags given that keel accepts without acting on them.
-func (f *sdkFlags) ignoredNotices(cmd *cobra.Command) []event.Notice {
+func (f *sdkFlags) ignoredNotices() []event.Notice {
 	var names []string
 	for _, n := range []string{"channels", "betas", "permission-prompts", "task-budget",
 		"managed-settings", "managed-settings-in-initialize", "project-config-root", "resume-drops-turn", "session-mirror"} {
-		if cmd.Flags().Changed(n) {
+		if f.set(n) {
 			names = append(names, "--"+n)
 		}
 	}

@@ -230,7 +230,6 @@ func (a *app) teamWorkerCommand() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.cmd = cmd
 			return a.runTeamWorker(cmd.Context(), opts)
 		},
 	}
@@ -247,7 +246,7 @@ func (a *app) teamWorkerCommand() *cobra.Command {
 // teamWorkerOptions are `keel team worker`'s: the run flags, or the lead's configuration in
 // ConfigFile, and the member to run.
 type teamWorkerOptions struct {
-	commandRunFlags
+	runFlags
 	ConfigFile string
 	Worker     runconfig.Worker
 }

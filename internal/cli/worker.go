@@ -36,7 +36,6 @@ coordination.url (or KEEL_NATS_URL) on every host, the lead's included. If the w
 task goes back to the board when its claim's lease lapses and another member finishes it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.cmd = cmd
 			return a.runWorker(cmd.Context(), opts)
 		},
 	}
@@ -51,7 +50,7 @@ task goes back to the board when its claim's lease lapses and another member fin
 // workerOptions are `keel worker`'s: the run flags, the team, this member's name and whether
 // it continues a stopped member.
 type workerOptions struct {
-	commandRunFlags
+	runFlags
 	Team, Name string
 	Resume     bool
 }
