@@ -6,15 +6,13 @@ import (
 	"slices"
 
 	"github.com/keel-dev/keel/internal/lazy"
-	"github.com/keel-dev/keel/internal/permission"
 )
 
-// PermissionModes are the values of permissions.defaultMode: every [permission.Modes] but
-// bubble, which only a parent session gives to a child. A literal of permission's constants
-// rather than a filtered copy, so it costs nothing at start-up; TestPermissionModes holds the
-// two lists together.
-var PermissionModes = []string{string(permission.ModeDefault), string(permission.ModeAcceptEdits), string(permission.ModePlan),
-	string(permission.ModeDontAsk), string(permission.ModeBypassPermissions), string(permission.ModeAuto)}
+// PermissionModes are the values of permissions.defaultMode: every permission.Mode but
+// bubble, which only a parent session gives to a child. Written out rather than taken from
+// the permission package, which settings must not import: permission's tests run the shell,
+// whose sandbox reads settings. TestPermissionModes holds the two lists together.
+var PermissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto"}
 
 // TeammateModes are the values of teammateMode: Claude Code's in-process, tmux and auto,
 // and keel's process (separate processes without tmux).
