@@ -125,7 +125,8 @@ func (s *Session) joinParts() {
 	s.acct.maxBudget, s.acct.catalog = s.opts.SDK.MaxBudgetUSD, s.switches.ModelCatalog
 	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
 	s.hookd = newHookDispatch(s)
-	s.conf.s, s.insp.s, s.compaction.s, s.wtree.s = s, s, s, s
+	s.insp = newInspector(s)
+	s.conf.s, s.compaction.s, s.wtree.s = s, s, s
 	s.persist.entries = historyEntries(s)
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/keel-dev/keel/internal/background"
+	"github.com/keel-dev/keel/internal/inspect"
 	"github.com/keel-dev/keel/internal/pluginset"
 	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/sessionhooks"
@@ -138,8 +139,9 @@ type Session struct {
 	sk *skillset.Set
 	// persist records the transcript (persist.go, internal/sessionlog).
 	persist Persistence
-	// insp is what frontends read of the session, and the auto memory (inspect.go).
-	insp Inspector
+	// insp is what frontends read of the session, and the auto memory (inspect.go,
+	// internal/inspect).
+	insp *inspect.Inspector
 	// undo is the rewind of files, shell effects and conversation (rewind.go, internal/undo);
 	// nil until the transcript opened.
 	undo *undo.Undo
@@ -238,7 +240,7 @@ func (s *Session) cacheSafeNow() *loop.CacheSafe {
 // part of and the session holds each, so no other file could hold them without the two files
 // using each other. Their methods live in the files of their concerns, above this one. A part
 // that moved to a package of its own (toolgate, skillset, sessionlog, sessionhooks, pluginset,
-// switchset, undo) is wired in a file of its concern and holds no session.
+// switchset, undo, inspect) is wired in a file of its concern and holds no session.
 
 // Agents is the session's part of the agent machinery: the task registry, the main thread's
 // notification queue and the subagent runner, whose Agent, SendMessage, TaskOutput and
@@ -256,16 +258,6 @@ type Agents struct {
 	// held are events of background work that happened between Sends (a task finishing),
 	// replayed at the start of the next one; guarded by Session.mu.
 	held []event.Event
-}
-
-// Inspector is what a frontend reads of a session to show it (the terminal UI's /todos,
-// /bashes, /memory, /context and status line), the background shells it may stop, and the
-// project's auto memory (automemory.go), which it opens. Measuring the context reads the
-// prompt, the pool and the history, hence s.
-type Inspector struct {
-	s *Session
-	// autoMem is the project's auto memory (automemory.go).
-	autoMem autoMemoryState
 }
 
 // Persistence is the session's transcript as it records it (internal/sessionlog): entries
@@ -324,14 +316,6 @@ type mainWorktree struct {
 	s *Session
 	// wt is the worktree the main session works in.
 	wt worktreeState
-}
-
-// autoMemoryState is the project's auto memory as this session uses it.
-type autoMemoryState struct {
-	// dir is the open directory, nil when auto memory is off or unavailable; problem says
-	// why it is unavailable (the prompt and a notice say it), "" when it is simply off.
-	dir     *memory.Auto
-	problem string
 }
 
 // worktreeState is the worktree the main session works in (worktree.go).
