@@ -138,7 +138,7 @@ var layers = []struct {
 		"internal/coord/fscoord", "internal/coord/natscoord", "internal/runconfig", "internal/render", "internal/mcpserve",
 		"internal/settingsedit", "internal/plugin", "internal/telemetry", "internal/telemetry/otelexport", "internal/cron",
 		"internal/fanout", "internal/shadow", "internal/toolgate", "internal/skillset", "internal/pluginset",
-		"internal/switchset", "internal/undo", "internal/inspect"}},
+		"internal/switchset", "internal/undo", "internal/inspect", "internal/mainworktree"}},
 	{"the engine: the loop every agent runs, and compaction", []string{"internal/loop", "internal/compact"}},
 	{"agents: children, teams, where teams are kept and how a session opens its team and its transcript and fires its hooks", []string{"internal/subagent", "internal/team", "internal/teamstore",
 		"internal/teamopen", "internal/sessionlog", "internal/sessionhooks"}},

@@ -13,6 +13,7 @@ import (
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/toolsearch"
+	"github.com/keel-dev/keel/internal/transcript"
 )
 
 // New opens a session. When a step fails, whatever the steps before it started (MCP
@@ -91,11 +92,12 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		return nil, err
 	}
 	s.undo = newUndo(s)
+	s.wtree = newMainWorktree(s)
 	s.teams = s.conf.team()
 	s.buildAgents(ctx)
 	s.buildCron(ctx)
 	if st != nil {
-		s.wtree.restoreWorktree(st)
+		s.wtree.Restore(st.Metadata[transcript.TypeWorktree])
 	}
 	if err := s.conf.openTeam(ctx, st != nil); err != nil {
 		return nil, err
@@ -126,7 +128,7 @@ func (s *Session) joinParts() {
 	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
 	s.hookd = newHookDispatch(s)
 	s.insp = newInspector(s)
-	s.conf.s, s.compaction.s, s.wtree.s = s, s, s
+	s.conf.s, s.compaction.s = s, s
 	s.persist.entries = historyEntries(s)
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/background"
 	"github.com/keel-dev/keel/internal/inspect"
+	"github.com/keel-dev/keel/internal/mainworktree"
 	"github.com/keel-dev/keel/internal/pluginset"
 	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/sessionhooks"
@@ -145,8 +146,9 @@ type Session struct {
 	// undo is the rewind of files, shell effects and conversation (rewind.go, internal/undo);
 	// nil until the transcript opened.
 	undo *undo.Undo
-	// wtree is the worktree the main session works in (worktree.go).
-	wtree mainWorktree
+	// wtree is the worktree the main session works in (worktree.go, internal/mainworktree);
+	// nil until the transcript opened.
+	wtree *mainworktree.Main
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -240,7 +242,7 @@ func (s *Session) cacheSafeNow() *loop.CacheSafe {
 // part of and the session holds each, so no other file could hold them without the two files
 // using each other. Their methods live in the files of their concerns, above this one. A part
 // that moved to a package of its own (toolgate, skillset, sessionlog, sessionhooks, pluginset,
-// switchset, undo, inspect) is wired in a file of its concern and holds no session.
+// switchset, undo, inspect, mainworktree) is wired in a file of its concern and holds no session.
 
 // Agents is the session's part of the agent machinery: the task registry, the main thread's
 // notification queue and the subagent runner, whose Agent, SendMessage, TaskOutput and
@@ -309,22 +311,6 @@ type configWiring struct {
 	isTrusted bool
 }
 
-// mainWorktree moves the main session into a worktree of the project and back
-// (EnterWorktree, ExitWorktree) and restores it on resume. Moving changes the session's
-// working directory, permissions and transcript, hence s.
-type mainWorktree struct {
-	s *Session
-	// wt is the worktree the main session works in.
-	wt worktreeState
-}
-
-// worktreeState is the worktree the main session works in (worktree.go).
-type worktreeState struct {
-	// mu guards active.
-	mu     sync.Mutex
-	active *worktreeRecord
-}
-
 // planState remembers what the main agent was last told about plan mode.
 type planState struct {
 	// mu guards told.
@@ -344,15 +330,4 @@ type sdkState struct {
 	// prompt is the prompt of the Send in progress, for auto mode's classifier; turn names
 	// it for hooks.
 	prompt, turn string
-}
-
-// worktreeRecord is the main session's worktree as the transcript records it
-// (transcript.TypeWorktree); the zero value is none.
-type worktreeRecord struct {
-	Slug   string `json:"slug,omitempty"`
-	Path   string `json:"path,omitempty"`
-	Branch string `json:"branch,omitempty"`
-	Base   string `json:"base,omitempty"`
-	// From is the working directory the session left for it, where ExitWorktree returns.
-	From string `json:"from,omitempty"`
 }
