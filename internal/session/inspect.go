@@ -61,7 +61,7 @@ func newInspector(s *Session) *inspect.Inspector {
 			}
 			return s.opts.ContextWindow
 		},
-		Threshold: func() int64 { return s.compaction.compactThreshold() },
+		Threshold: func() int64 { return s.compaction.Threshold() },
 		Model:     func() string { return s.switches.Model() },
 	})
 }

@@ -119,16 +119,17 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	return s, nil
 }
 
-// joinParts connects the session's components to it: the switches and the hook events their
-// wiring (they need nothing opening builds first), the accounts what they read, the parts
-// that wire the whole session their back-pointer.
+// joinParts connects the session's components to it: the switches, the hook events, the
+// inspector and the compaction their wiring (they need nothing opening builds first), the
+// accounts what they read, the configuration wiring its back-pointer.
 func (s *Session) joinParts() {
 	s.switches = newSwitches(s)
 	s.acct.maxBudget, s.acct.catalog = s.opts.SDK.MaxBudgetUSD, s.switches.ModelCatalog
 	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
 	s.hookd = newHookDispatch(s)
 	s.insp = newInspector(s)
-	s.conf.s, s.compaction.s = s, s
+	s.compaction = newCompaction(s)
+	s.conf.s = s
 	s.persist.entries = historyEntries(s)
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/background"
 	"github.com/keel-dev/keel/internal/inspect"
+	"github.com/keel-dev/keel/internal/maincompact"
 	"github.com/keel-dev/keel/internal/mainworktree"
 	"github.com/keel-dev/keel/internal/pluginset"
 	"github.com/keel-dev/keel/internal/sandbox"
@@ -134,8 +135,9 @@ type Session struct {
 	closers []func() error
 	// tel exports the session's telemetry (telemetry.go); nil while it is off.
 	tel telemetryLink
-	// compaction compacts the main thread and runs /compact, /clear and /add-dir (compact.go).
-	compaction compaction
+	// compaction compacts the main thread and runs /compact, /clear and /add-dir (compact.go,
+	// internal/maincompact).
+	compaction *maincompact.Compaction
 	// sk loads, expands and reloads skills and commands (skills.go, internal/skillset).
 	sk *skillset.Set
 	// persist records the transcript (persist.go, internal/sessionlog).
@@ -242,7 +244,7 @@ func (s *Session) cacheSafeNow() *loop.CacheSafe {
 // part of and the session holds each, so no other file could hold them without the two files
 // using each other. Their methods live in the files of their concerns, above this one. A part
 // that moved to a package of its own (toolgate, skillset, sessionlog, sessionhooks, pluginset,
-// switchset, undo, inspect, mainworktree) is wired in a file of its concern and holds no session.
+// switchset, undo, inspect, mainworktree, maincompact) is wired in a file of its concern and holds no session.
 
 // Agents is the session's part of the agent machinery: the task registry, the main thread's
 // notification queue and the subagent runner, whose Agent, SendMessage, TaskOutput and
@@ -294,12 +296,6 @@ type sinkEvent struct {
 	e        event.Event
 	observed bool
 }
-
-// compaction is the main thread's compaction and its session commands (/compact, /clear,
-// /add-dir): thresholds from the settings and the model's window, the hooks around a
-// compaction, the boundary in the transcript. A compaction resets the history, the
-// prompt's memo and the file views, hence s.
-type compaction struct{ s *Session }
 
 // configWiring turns the session's options and settings into its parts while it opens:
 // settings, the permission policy, trust, hooks, the prompt and the cache policy. It
