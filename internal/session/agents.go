@@ -128,8 +128,8 @@ func (s *Session) buildAgents(ctx context.Context) {
 		Detacher: s.opts.Detacher,
 		Detach:   s.opts.DetachBackground,
 		FanOut:   s.FanOuts().agent,
-		Seams: subagent.Seams{Validator: s.validator, Meter: &s.acct.spend, Check: s.acct.budgetCheck, Threshold: s.compaction.thresholdFor,
-			Breakpoints: s.compaction.breakpoints, Now: s.opts.Now, Traceparent: s.tel.traceparent, Environ: s.plug.Environ,
+		Seams: subagent.Seams{Validator: s.validator, Meter: &s.acct.spend, Check: s.acct.budgetCheck, Threshold: s.compaction.ThresholdFor,
+			Breakpoints: s.compaction.Breakpoints, Now: s.opts.Now, Traceparent: s.tel.traceparent, Environ: s.plug.Environ,
 			NoClearing: s.settings.ClearToolResults.IsSet() && !s.settings.ClearToolResults.V},
 	})
 	s.agents = &Agents{s: s, tasks: tasks, queue: queue, runner: runner, detached: s.opts.DetachedFrom != ""}

@@ -58,9 +58,10 @@ func (c *configWiring) buildPrompt(ctx context.Context, env *prompt.Environment)
 			s.hookd.InstructionsLoaded(ctx, s.opts.Cwd, s.opts.SDK.memoryAllowed(mem.Files()), "session_start")
 		}
 	}
-	s.insp.openAutoMemory()
+	s.insp.OpenAutoMemory()
+	autoMem, autoMemProblem := s.insp.AutoMemory()
 	problems := s.switches.BuildPrompt(prompt.Options{
-		AutoMemory: s.insp.autoMem.dir, AutoMemoryProblem: s.insp.autoMem.problem,
+		AutoMemory: autoMem, AutoMemoryProblem: autoMemProblem,
 		SystemPrompt:       s.opts.SystemPrompt,
 		AppendSystemPrompt: s.opts.AppendSystemPrompt,
 		Memory: func() []memory.File {

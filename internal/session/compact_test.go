@@ -145,12 +145,12 @@ func TestCompactionThresholdFollowsTheModel(t *testing.T) {
 	h := newHarness(t, &scripted.Scenario{}, Options{})
 	for model, want := range map[string]int64{"claude-opus-5-5": 850_000, "claude-haiku-4-5": 170_000, "local-llama": 170_000} {
 		h.sess.switches.SetModel(model)
-		if got := h.sess.compaction.compactThreshold(); got != want {
+		if got := h.sess.compaction.Threshold(); got != want {
 			t.Errorf("%s: compaction at %d tokens, want %d", model, got, want)
 		}
 	}
 	h.sess.opts.ContextWindow = 30_000
-	if got := h.sess.compaction.compactThreshold(); got != 25_500 {
+	if got := h.sess.compaction.Threshold(); got != 25_500 {
 		t.Errorf("with a given window: %d", got)
 	}
 }

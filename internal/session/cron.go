@@ -27,7 +27,7 @@ func (s *Session) buildCron(ctx context.Context) {
 	// after the agents, appended to the fixed built-ins (deferred: their names only reach
 	// the first request).
 	if s.opts.DetachedFrom == "" {
-		s.builtins = append(s.builtins, s.worktreeTools()...)
+		s.builtins = append(s.builtins, s.wtree.Tools()...)
 	}
 	if s.opts.Scheduler == nil || s.opts.DetachedFrom != "" {
 		return // a supervisor job's session schedules nothing of its own

@@ -1,60 +1,74 @@
 package session
 
 import (
-	"encoding/json"
+	"context"
 
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/inspect"
 	"github.com/keel-dev/keel/internal/memory"
+	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/shell"
+	"github.com/keel-dev/keel/internal/tool"
+)
+
+// Inspector is what a frontend reads of a session to show it (internal/inspect): the
+// todos, the background shells it may stop, the memory files, the context usage, and the
+// project's auto memory, which it opens.
+type Inspector = inspect.Inspector
+
+// ContextUsage is the next request's context by part; ContextPart one part; MemoryShare one
+// memory file's share.
+type (
+	ContextUsage = inspect.ContextUsage
+	ContextPart  = inspect.ContextPart
+	MemoryShare  = inspect.MemoryShare
 )
 
 // Inspect returns what a frontend reads of the session.
-func (s *Session) Inspect() *Inspector { return &s.insp }
+func (s *Session) Inspect() *Inspector { return s.insp }
 
-// Todos is the main agent's todo list (TodoWrite), restored on resume.
-func (i *Inspector) Todos() []event.Todo {
-	s := i.s
-	return s.todos.List()
+// newInspector wires the inspector to the session's todos, shells, memory, prompt, pool,
+// history and switches. Most of them are built later in opening than the inspector, hence
+// the functions that reach them when called.
+func newInspector(s *Session) *inspect.Inspector {
+	return inspect.New(inspect.Config{
+		Todos:  func() []event.Todo { return s.todos.List() },
+		Shells: inspectShells{s},
+		Memory: func() []memory.File {
+			if s.memory == nil {
+				return nil
+			}
+			return s.memory.Files()
+		},
+		LastRequest: func() []message.Message {
+			if cs := s.cacheSafeNow(); cs != nil {
+				return cs.Messages
+			}
+			return nil
+		},
+		Home: s.opts.Home, Cwd: s.opts.Cwd,
+		AutoMemoryOn: func() bool { return s.settings.AutoMemoryOn() },
+		Grant:        func(rules ...permission.Rule) { s.checker.Grant(rules...) },
+		Warn:         func(text string) { s.notices = append(s.notices, event.Notice{Level: "warn", Text: text}) },
+		System:       func(ctx context.Context) []provider.SystemBlock { return s.conf.systemPrompt(ctx).Blocks },
+		Tools:        func(ctx context.Context) []tool.Tool { return s.pool(ctx).Tools() },
+		History:      s.History,
+		Window: func() int64 {
+			if s.opts.ContextWindow == 0 {
+				return DefaultContextWindow
+			}
+			return s.opts.ContextWindow
+		},
+		Threshold: func() int64 { return s.compaction.Threshold() },
+		Model:     func() string { return s.switches.Model() },
+	})
 }
 
-// Shells lists the background shells, oldest first, leaving their output unread.
-func (i *Inspector) Shells() []shell.Info {
-	s := i.s
-	return s.jobs.List()
-}
+// inspectShells reaches the session's background shells, which are built after the
+// inspector.
+type inspectShells struct{ s *Session }
 
-// KillShell stops a background shell and everything it started.
-func (i *Inspector) KillShell(id string) error {
-	s := i.s
-	_, err := s.jobs.Kill(id)
-	return err
-}
-
-// MemoryFiles lists the memory files in the system prompt, in load order, then the auto
-// memory's index (memory.KindAuto) when auto memory is on.
-func (i *Inspector) MemoryFiles() []memory.File {
-	s := i.s
-	var files []memory.File
-	if s.memory != nil {
-		files = s.memory.Files()
-	}
-	if f, ok := i.autoMemoryFile(); ok {
-		files = append(files, f)
-	}
-	return files
-}
-
-// lastContextTokens is what the last main-thread request carried, 0 before the first.
-func (i *Inspector) lastContextTokens() int64 {
-	s := i.s
-	cs := s.cacheSafeNow()
-	if cs == nil {
-		return 0
-	}
-	b, _ := json.Marshal(cs.Messages)
-	return tokensOf(len(b))
-}
-
-// tokensOf approximates tokens as a quarter of the bytes, as keel does wherever it has no
-// count from the provider.
-func tokensOf(n int) int64 { return int64((n + 3) / 4) }
+func (i inspectShells) List() []shell.Info                     { return i.s.jobs.List() }
+func (i inspectShells) Kill(id string) (shell.Snapshot, error) { return i.s.jobs.Kill(id) }

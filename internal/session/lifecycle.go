@@ -13,6 +13,7 @@ import (
 	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/toolsearch"
+	"github.com/keel-dev/keel/internal/transcript"
 )
 
 // New opens a session. When a step fails, whatever the steps before it started (MCP
@@ -91,11 +92,12 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		return nil, err
 	}
 	s.undo = newUndo(s)
+	s.wtree = newMainWorktree(s)
 	s.teams = s.conf.team()
 	s.buildAgents(ctx)
 	s.buildCron(ctx)
 	if st != nil {
-		s.wtree.restoreWorktree(st)
+		s.wtree.Restore(st.Metadata[transcript.TypeWorktree])
 	}
 	if err := s.conf.openTeam(ctx, st != nil); err != nil {
 		return nil, err
@@ -117,15 +119,17 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	return s, nil
 }
 
-// joinParts connects the session's components to it: the switches and the hook events their
-// wiring (they need nothing opening builds first), the accounts what they read, the parts
-// that wire the whole session their back-pointer.
+// joinParts connects the session's components to it: the switches, the hook events, the
+// inspector and the compaction their wiring (they need nothing opening builds first), the
+// accounts what they read, the configuration wiring its back-pointer.
 func (s *Session) joinParts() {
 	s.switches = newSwitches(s)
 	s.acct.maxBudget, s.acct.catalog = s.opts.SDK.MaxBudgetUSD, s.switches.ModelCatalog
 	s.acct.agentLedger = func() cost.Ledger { return s.agents.agentLedger() }
 	s.hookd = newHookDispatch(s)
-	s.conf.s, s.insp.s, s.compaction.s, s.wtree.s = s, s, s, s
+	s.insp = newInspector(s)
+	s.compaction = newCompaction(s)
+	s.conf.s = s
 	s.persist.entries = historyEntries(s)
 }
 

@@ -32,7 +32,7 @@ func newSwitches(s *Session) *switchset.Switches {
 		Thinking: initialThinking(s.opts.SDK),
 		Hooks:    sessionHooks{s}, HookInput: func(cwd string, in hooks.Input) hooks.Input { return s.hookd.Input(cwd, in) },
 		Cwd:           s.Cwd,
-		ContextTokens: s.insp.lastContextTokens,
+		ContextTokens: func() int64 { return s.insp.LastContextTokens() },
 		CacheWarm:     func() bool { return s.cacheSafeNow() != nil },
 		AddContext: func(c []string) {
 			s.mu.Lock()

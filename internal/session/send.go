@@ -74,7 +74,7 @@ func (s *Session) run(ctx context.Context, prompt string, sink *chanSink) error 
 		sink.Emit(event.Result{Subtype: "error_during_execution", IsError: true, Text: err.Error(), SessionID: s.id, Duration: time.Since(started)})
 		return nil
 	}
-	if handled, used, err := s.compaction.builtinCommand(ctx, prompt, sink); handled {
+	if handled, used, err := s.compaction.Command(ctx, prompt, compactionRun(sink, nil)); handled {
 		res := event.Result{Subtype: "success", SessionID: s.id, Duration: time.Since(started), Text: strings.TrimSpace(prompt) + " done"}
 		if err != nil {
 			res.Subtype, res.IsError, res.Text = "error_during_execution", true, err.Error()
@@ -175,7 +175,7 @@ func (s *Session) newMainAgent(g *toolgate.Gate, sink *chanSink, history []messa
 		MaxTurns: s.opts.MaxTurns, Source: "main", Prepare: s.prepare, Stop: structuredStop{s, s.hookd},
 		Check:     func(out *loop.Outcome) (string, bool) { return s.sdk.checkRun(s.opts.SDK.JSONSchema, out) },
 		Observers: observers, Sink: sink, AfterTurn: s.agents.runner.AfterTurn(""),
-		Watch: s.watch, Compaction: s.compaction.mainCompaction(sink, listing), Logger: s.logger,
+		Watch: s.watch, Compaction: s.compaction.Main(compactionRun(sink, listing)), Logger: s.logger,
 	})
 }
 

@@ -11,6 +11,9 @@ import (
 	"sync"
 
 	"github.com/keel-dev/keel/internal/background"
+	"github.com/keel-dev/keel/internal/inspect"
+	"github.com/keel-dev/keel/internal/maincompact"
+	"github.com/keel-dev/keel/internal/mainworktree"
 	"github.com/keel-dev/keel/internal/pluginset"
 	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/sessionhooks"
@@ -132,19 +135,22 @@ type Session struct {
 	closers []func() error
 	// tel exports the session's telemetry (telemetry.go); nil while it is off.
 	tel telemetryLink
-	// compaction compacts the main thread and runs /compact, /clear and /add-dir (compact.go).
-	compaction compaction
+	// compaction compacts the main thread and runs /compact, /clear and /add-dir (compact.go,
+	// internal/maincompact).
+	compaction *maincompact.Compaction
 	// sk loads, expands and reloads skills and commands (skills.go, internal/skillset).
 	sk *skillset.Set
 	// persist records the transcript (persist.go, internal/sessionlog).
 	persist Persistence
-	// insp is what frontends read of the session, and the auto memory (inspect.go).
-	insp Inspector
+	// insp is what frontends read of the session, and the auto memory (inspect.go,
+	// internal/inspect).
+	insp *inspect.Inspector
 	// undo is the rewind of files, shell effects and conversation (rewind.go, internal/undo);
 	// nil until the transcript opened.
 	undo *undo.Undo
-	// wtree is the worktree the main session works in (worktree.go).
-	wtree mainWorktree
+	// wtree is the worktree the main session works in (worktree.go, internal/mainworktree);
+	// nil until the transcript opened.
+	wtree *mainworktree.Main
 }
 
 // ErrBusy is returned when Send is called while another Send runs.
@@ -238,7 +244,7 @@ func (s *Session) cacheSafeNow() *loop.CacheSafe {
 // part of and the session holds each, so no other file could hold them without the two files
 // using each other. Their methods live in the files of their concerns, above this one. A part
 // that moved to a package of its own (toolgate, skillset, sessionlog, sessionhooks, pluginset,
-// switchset, undo) is wired in a file of its concern and holds no session.
+// switchset, undo, inspect, mainworktree, maincompact) is wired in a file of its concern and holds no session.
 
 // Agents is the session's part of the agent machinery: the task registry, the main thread's
 // notification queue and the subagent runner, whose Agent, SendMessage, TaskOutput and
@@ -256,16 +262,6 @@ type Agents struct {
 	// held are events of background work that happened between Sends (a task finishing),
 	// replayed at the start of the next one; guarded by Session.mu.
 	held []event.Event
-}
-
-// Inspector is what a frontend reads of a session to show it (the terminal UI's /todos,
-// /bashes, /memory, /context and status line), the background shells it may stop, and the
-// project's auto memory (automemory.go), which it opens. Measuring the context reads the
-// prompt, the pool and the history, hence s.
-type Inspector struct {
-	s *Session
-	// autoMem is the project's auto memory (automemory.go).
-	autoMem autoMemoryState
 }
 
 // Persistence is the session's transcript as it records it (internal/sessionlog): entries
@@ -301,12 +297,6 @@ type sinkEvent struct {
 	observed bool
 }
 
-// compaction is the main thread's compaction and its session commands (/compact, /clear,
-// /add-dir): thresholds from the settings and the model's window, the hooks around a
-// compaction, the boundary in the transcript. A compaction resets the history, the
-// prompt's memo and the file views, hence s.
-type compaction struct{ s *Session }
-
 // configWiring turns the session's options and settings into its parts while it opens:
 // settings, the permission policy, trust, hooks, the prompt and the cache policy. It
 // assigns the parts it builds to the session, hence s.
@@ -315,30 +305,6 @@ type configWiring struct {
 	// trustOnce decides isTrusted (see trusted).
 	trustOnce sync.Once
 	isTrusted bool
-}
-
-// mainWorktree moves the main session into a worktree of the project and back
-// (EnterWorktree, ExitWorktree) and restores it on resume. Moving changes the session's
-// working directory, permissions and transcript, hence s.
-type mainWorktree struct {
-	s *Session
-	// wt is the worktree the main session works in.
-	wt worktreeState
-}
-
-// autoMemoryState is the project's auto memory as this session uses it.
-type autoMemoryState struct {
-	// dir is the open directory, nil when auto memory is off or unavailable; problem says
-	// why it is unavailable (the prompt and a notice say it), "" when it is simply off.
-	dir     *memory.Auto
-	problem string
-}
-
-// worktreeState is the worktree the main session works in (worktree.go).
-type worktreeState struct {
-	// mu guards active.
-	mu     sync.Mutex
-	active *worktreeRecord
 }
 
 // planState remembers what the main agent was last told about plan mode.
@@ -360,15 +326,4 @@ type sdkState struct {
 	// prompt is the prompt of the Send in progress, for auto mode's classifier; turn names
 	// it for hooks.
 	prompt, turn string
-}
-
-// worktreeRecord is the main session's worktree as the transcript records it
-// (transcript.TypeWorktree); the zero value is none.
-type worktreeRecord struct {
-	Slug   string `json:"slug,omitempty"`
-	Path   string `json:"path,omitempty"`
-	Branch string `json:"branch,omitempty"`
-	Base   string `json:"base,omitempty"`
-	// From is the working directory the session left for it, where ExitWorktree returns.
-	From string `json:"from,omitempty"`
 }

@@ -1,8 +1,9 @@
-package session
+package inspect
 
 import (
 	"context"
 	"encoding/json"
+	"strings"
 )
 
 // ContextPart is one part of what the next request carries.
@@ -28,27 +29,33 @@ type MemoryShare struct {
 	Tokens     int64
 }
 
-// ContextUsage measures what the next request of the main agent would send.
+// ContextUsage measures what the next request of the main agent would send: the system
+// prompt less the memory files in it, the built-in and the MCP tools, the memory files, the
+// messages, the buffer kept free below the window for compaction, and what is left.
 func (i *Inspector) ContextUsage(ctx context.Context) ContextUsage {
-	s := i.s
-	sys := s.conf.systemPrompt(ctx)
 	var sysBytes int
-	for _, b := range sys.Blocks {
-		sysBytes += len(b.Text)
+	if i.c.System != nil {
+		for _, b := range i.c.System(ctx) {
+			sysBytes += len(b.Text)
+		}
 	}
 	var toolBytes, mcpBytes int
-	for _, t := range s.pool(ctx).Tools() {
-		n := len(t.Name()) + len(t.Description()) + len(t.InputSchema())
-		if isMCPName(t.Name()) {
-			mcpBytes += n
-		} else {
-			toolBytes += n
+	if i.c.Tools != nil {
+		for _, t := range i.c.Tools(ctx) {
+			n := len(t.Name()) + len(t.Description()) + len(t.InputSchema())
+			if isMCPName(t.Name()) {
+				mcpBytes += n
+			} else {
+				toolBytes += n
+			}
 		}
 	}
 	var msgBytes int
-	for _, m := range s.History() {
-		b, _ := json.Marshal(m.Content)
-		msgBytes += len(b)
+	if i.c.History != nil {
+		for _, m := range i.c.History() {
+			b, _ := json.Marshal(m.Content)
+			msgBytes += len(b)
+		}
 	}
 	var memTokens int64
 	var mem []MemoryShare
@@ -57,10 +64,7 @@ func (i *Inspector) ContextUsage(ctx context.Context) ContextUsage {
 		memTokens += t
 		mem = append(mem, MemoryShare{Path: f.Path, Kind: f.Kind.SDKType(), Tokens: t})
 	}
-	window := s.opts.ContextWindow
-	if window == 0 {
-		window = DefaultContextWindow
-	}
+	window, threshold := call(i.c.Window), call(i.c.Threshold)
 	used := []ContextPart{
 		{ID: "system_prompt", Name: "System prompt", Tokens: tokensOf(sysBytes) - memTokens, Kind: "used"},
 		{ID: "system_tools", Name: "System tools", Tokens: tokensOf(toolBytes), Kind: "used"},
@@ -72,11 +76,22 @@ func (i *Inspector) ContextUsage(ctx context.Context) ContextUsage {
 	for _, p := range used {
 		total += p.Tokens
 	}
-	buffer := window - s.compaction.compactThreshold()
+	buffer := window - threshold
 	free := max(window-total-buffer, 0)
 	parts := append(used, ContextPart{ID: "autocompact_buffer", Name: "Autocompact buffer", Tokens: buffer, Kind: "buffer"},
 		ContextPart{ID: "free_space", Name: "Free space", Tokens: free, Kind: "free"})
-	return ContextUsage{Parts: parts, Window: window, Model: s.switches.Model(), Memory: mem}
+	var model string
+	if i.c.Model != nil {
+		model = i.c.Model()
+	}
+	return ContextUsage{Parts: parts, Window: window, Model: model, Memory: mem}
 }
 
-func isMCPName(name string) bool { return len(name) > 5 && name[:5] == "mcp__" }
+func call(f func() int64) int64 {
+	if f == nil {
+		return 0
+	}
+	return f()
+}
+
+func isMCPName(name string) bool { return strings.HasPrefix(name, "mcp__") && len(name) > 5 }

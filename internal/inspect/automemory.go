@@ -1,30 +1,31 @@
-package session
+package inspect
 
 import (
 	"os"
 	"path/filepath"
 
-	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/permission"
 )
 
-// openAutoMemory opens the project's auto memory ($KEEL_HOME/projects/<root>/memory) unless
+// OpenAutoMemory opens the project's auto memory ($KEEL_HOME/projects/<root>/memory) unless
 // the settings switch it off ("autoMemoryEnabled": false) or the session has no keel
 // directory, and grants the main agent Read, Write and Edit there: the notes are the
 // model's own, so keeping them never asks (deny rules still win, Bash is judged as
-// anywhere). A directory keel cannot create or write leaves auto memory out with a notice to
-// the user and a line in the prompt for the model; nothing is granted then.
-func (i *Inspector) openAutoMemory() {
-	s := i.s
-	if s.opts.Home == "" || !s.settings.AutoMemoryOn() {
+// anywhere). A directory keel cannot create or write leaves auto memory out with a warning to
+// the user and a problem for the prompt to tell the model; nothing is granted then. It runs
+// once, while the session opens, before the prompt is built.
+func (i *Inspector) OpenAutoMemory() {
+	if i.c.Home == "" || (i.c.AutoMemoryOn != nil && !i.c.AutoMemoryOn()) {
 		return
 	}
 	fail := func(err error) {
-		i.autoMem.problem = err.Error()
-		s.notices = append(s.notices, event.Notice{Level: "warn", Text: err.Error()})
+		i.problem = err.Error()
+		if i.c.Warn != nil {
+			i.c.Warn(err.Error())
+		}
 	}
-	a, err := memory.OpenAuto(memory.AutoDir(s.opts.Home, s.opts.Cwd))
+	a, err := memory.OpenAuto(memory.AutoDir(i.c.Home, i.c.Cwd))
 	if err != nil {
 		fail(err)
 		return
@@ -34,28 +35,34 @@ func (i *Inspector) openAutoMemory() {
 		fail(err)
 		return
 	}
-	s.checker.Grant(rules...)
-	i.autoMem.dir = a
+	if i.c.Grant != nil {
+		i.c.Grant(rules...)
+	}
+	i.auto = a
 }
+
+// AutoMemory is the open auto memory (nil when off or unavailable) and why it is
+// unavailable ("" when it is open or simply off), for the prompt.
+func (i *Inspector) AutoMemory() (dir *memory.Auto, problem string) { return i.auto, i.problem }
 
 // AutoMemoryDir returns the project's auto memory directory, "" when auto memory is off or
 // unavailable.
 func (i *Inspector) AutoMemoryDir() string {
-	if i.autoMem.dir == nil {
+	if i.auto == nil {
 		return ""
 	}
-	return i.autoMem.dir.Dir
+	return i.auto.Dir
 }
 
 // autoMemoryFile is the auto memory's index as a memory file, as it is on disk now (the
 // prompt keeps the head it had at the session's start), for /memory and the context usage.
 func (i *Inspector) autoMemoryFile() (memory.File, bool) {
-	if i.autoMem.dir == nil {
+	if i.auto == nil {
 		return memory.File{}, false
 	}
-	path := filepath.Join(i.autoMem.dir.Dir, memory.AutoIndexName)
+	path := filepath.Join(i.auto.Dir, memory.AutoIndexName)
 	f := memory.File{Path: path, Display: path, Kind: memory.KindAuto}
-	idx, err := i.autoMem.dir.ReadIndex()
+	idx, err := i.auto.ReadIndex()
 	if err == nil {
 		f.Content, f.Truncated = idx.Text, idx.Truncated
 	}
