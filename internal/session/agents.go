@@ -41,8 +41,8 @@ func (s *Session) emitAgent(e event.Event) {
 	}
 	s.mu.Lock()
 	sink := s.sink
-	idle := s.idleEvents
 	s.mu.Unlock()
+	idle := s.agents.idleEvents()
 	if sink == nil && idle != nil {
 		s.tel.Load().Observe(e)
 		idle(e)
@@ -54,14 +54,30 @@ func (s *Session) emitAgent(e event.Event) {
 	// Between Sends, or the run ended just now: held for the next Send, and seen by
 	// telemetry now, as it happens — a headless run may never Send again.
 	s.tel.Load().Observe(e)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.agents != nil {
-		if len(s.agents.held) >= maxHeld {
-			s.agents.held = s.agents.held[1:]
-		}
-		s.agents.held = append(s.agents.held, e)
+	s.agents.hold(e)
+}
+
+// hold keeps e for the next Send; a nil Agents (not built yet) keeps nothing.
+func (a *Agents) hold(e event.Event) {
+	if a == nil {
+		return
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.held) >= maxHeld {
+		a.held = a.held[1:]
+	}
+	a.held = append(a.held, e)
+}
+
+// idleEvents is the receiver SetIdleEvents gave, or nil.
+func (a *Agents) idleEvents() func(event.Event) {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.idle
 }
 
 // agentDefOptions says where the session's agent definitions come from.
@@ -132,10 +148,11 @@ func (s *Session) buildAgents(ctx context.Context) {
 			Breakpoints: s.compaction.Breakpoints, Now: s.opts.Now, Traceparent: s.tel.traceparent, Environ: s.plug.Environ,
 			NoClearing: s.settings.ClearToolResults.IsSet() && !s.settings.ClearToolResults.V},
 	})
-	s.agents = &Agents{s: s, tasks: tasks, queue: queue, runner: runner, detached: s.opts.DetachedFrom != ""}
+	s.agents = &Agents{tasks: tasks, queue: queue, runner: runner, detached: s.opts.DetachedFrom != "",
+		team: s.teams.Current, teamWait: s.teams.Wait, logger: s.logger}
 	s.reattachAgents(ctx)
 	s.builtins = append(s.builtins, runner.Tool(), runner.SendMessageTool(), fanOutOutput{background.OutputTool(tasks), s}, background.StopTool(tasks))
-	s.agents.setMainParent()
+	s.setMainParent()
 }
 
 // Background moves the subagents the main thread is waiting for to the background (Ctrl+B in
@@ -148,9 +165,9 @@ func (a *Agents) Background(ctx context.Context) error {
 	return nil
 }
 
-func (a *Agents) setMainParent() {
-	s := a.s
-	a.runner.SetMain(subagent.Parent{
+// setMainParent gives the runner the main thread as the parent of the agents it starts.
+func (s *Session) setMainParent() {
+	s.agents.runner.SetMain(subagent.Parent{
 		Model: s.switches.Model(), MaxTokens: s.opts.MaxTokens, System: s.conf.systemPrompt,
 		Pool:    s.agentPool,
 		Checker: s.checker, Files: s.files,
@@ -162,11 +179,10 @@ func (a *Agents) setMainParent() {
 // replayHeld shows, in the Send starting, the events background work had between Sends;
 // telemetry saw them when they happened.
 func (a *Agents) replayHeld(sink *chanSink) {
-	s := a.s
-	s.mu.Lock()
+	a.mu.Lock()
 	held := a.held
 	a.held = nil
-	s.mu.Unlock()
+	a.mu.Unlock()
 	for _, e := range held {
 		sink.send(e, true)
 	}
@@ -177,9 +193,8 @@ func (a *Agents) agentLedger() cost.Ledger {
 	if a == nil {
 		return cost.Ledger{}
 	}
-	s := a.s
 	l := a.runner.Ledger()
-	if t := s.teams.Current(); t != nil {
+	if t := a.team(); t != nil {
 		l.Merge(t.Ledger())
 	}
 	return l
@@ -195,12 +210,11 @@ func (a *Agents) WaitBackground(ctx context.Context) (int, error) {
 	if a == nil {
 		return 0, nil
 	}
-	s := a.s
 	n, err := a.tasks.WaitIdle(ctx, background.MainOwner)
 	if err != nil || n > 0 {
 		return n, err
 	}
-	return s.teams.Wait(ctx)
+	return a.teamWait(ctx)
 }
 
 // WaitTasks is WaitBackground without the team: it blocks until the main thread's
@@ -270,8 +284,7 @@ func (a *Agents) StopTask(ctx context.Context, id string) error {
 // agents) go to fn as they happen instead of being held for the next Send; a terminal UI
 // shows a team at work that way. fn is called from other goroutines; nil restores holding.
 func (a *Agents) SetIdleEvents(fn func(event.Event)) {
-	s := a.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.idleEvents = fn
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.idle = fn
 }

@@ -22,7 +22,6 @@ func TestAgentEventAfterTheRunEndedIsHeld(t *testing.T) {
 	}
 
 	next := make(chan sinkEvent, 2)
-	s.agents.s = s
 	s.agents.replayHeld(&chanSink{s: s, ch: next})
 	select {
 	case m := <-next:

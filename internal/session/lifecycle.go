@@ -95,6 +95,8 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	s.wtree = newMainWorktree(s)
 	s.teams = s.conf.team()
 	s.buildAgents(ctx)
+	// Set here, above both agents.go and send.go: the reports' turn is a Send.
+	s.agents.send = s.Send
 	s.buildCron(ctx)
 	if st != nil {
 		s.wtree.Restore(st.Metadata[transcript.TypeWorktree])

@@ -166,7 +166,7 @@ func (s *Session) newMainAgent(g *toolgate.Gate, sink *chanSink, history []messa
 	state := s.state
 	s.mu.Unlock()
 	listing := s.newListing(s.pool, history)
-	s.agents.setMainParent()
+	s.setMainParent()
 	observers := append(s.observers(listing), s.agents.queue)
 	s.agents.replayHeld(sink)
 	return s.agents.runner.NewAgent(subagent.AgentSpec{
@@ -247,14 +247,13 @@ func (a *Agents) SendPending(ctx context.Context) func(yield func(event.Event, e
 		if a == nil {
 			return
 		}
-		s := a.s
 		var text string
 		blocks := a.queue.Observe(ctx)
 		var inbox interface {
 			Requeue()
 			Ack(context.Context) error
 		}
-		if t := s.teams.Current(); t != nil && t.LeadInbox() != nil {
+		if t := a.team(); t != nil && t.LeadInbox() != nil {
 			in := t.LeadInbox()
 			inbox = in
 			blocks = append(blocks, in.Observe(ctx)...)
@@ -269,7 +268,7 @@ func (a *Agents) SendPending(ctx context.Context) func(yield func(event.Event, e
 			return
 		}
 		failed := false
-		for e, err := range s.Send(ctx, text) {
+		for e, err := range a.send(ctx, text) {
 			if err != nil {
 				failed = true
 			}
@@ -286,11 +285,11 @@ func (a *Agents) SendPending(ctx context.Context) func(yield func(event.Event, e
 			return
 		}
 		if err := a.queue.Ack(); err != nil {
-			s.logger.Warn("ack notifications", "err", err)
+			a.logger.Warn("ack notifications", "err", err)
 		}
 		if inbox != nil {
 			if err := inbox.Ack(ctx); err != nil {
-				s.logger.Warn("ack team messages", "err", err)
+				a.logger.Warn("ack team messages", "err", err)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"log/slog"
 	"sync"
 
@@ -40,6 +41,7 @@ import (
 	"github.com/keel-dev/keel/internal/snapshot"
 	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/switchset"
+	"github.com/keel-dev/keel/internal/team"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/toolsearch"
 	"github.com/keel-dev/keel/internal/transcript"
@@ -124,9 +126,6 @@ type Session struct {
 	hookd *sessionhooks.Dispatcher
 	// teams is the session's agent team (team.go); nil until Open has built it.
 	teams *teamopen.Handle
-	// idleEvents, if set, receives the events of background work between Sends (guarded by
-	// mu); without it they are held for the next Send.
-	idleEvents func(event.Event)
 	// switches are the model, output style and thinking switches (model.go,
 	// internal/switchset).
 	switches *switchset.Switches
@@ -256,12 +255,21 @@ type Agents struct {
 	runner *subagent.Runner
 	// detached says the session was opened to run one detached agent (a supervisor job).
 	detached bool
-	// s is the session the agents belong to: wiring the main thread's parent, routing
-	// events and giving reports a turn reach the whole session.
-	s *Session
+	// team is the session's team, nil without one; teamWait waits for it as WaitBackground
+	// does (zero without one).
+	team     func() *team.Team
+	teamWait func(ctx context.Context) (int, error)
+	// send gives the main thread a turn (Session.Send): the background reports' turn.
+	send   func(ctx context.Context, prompt string) iter.Seq2[event.Event, error]
+	logger *slog.Logger
+
+	// mu guards held and idle: background work emits from its own goroutines.
+	mu sync.Mutex
 	// held are events of background work that happened between Sends (a task finishing),
-	// replayed at the start of the next one; guarded by Session.mu.
+	// replayed at the start of the next one.
 	held []event.Event
+	// idle, if set, receives the events of background work between Sends instead.
+	idle func(event.Event)
 }
 
 // Persistence is the session's transcript as it records it (internal/sessionlog): entries

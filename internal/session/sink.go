@@ -128,9 +128,8 @@ func (a *Agents) ackNotifications() error {
 	if a == nil {
 		return nil
 	}
-	s := a.s
 	err := a.queue.Ack()
-	if t := s.teams.Current(); t != nil && t.LeadInbox() != nil {
+	if t := a.team(); t != nil && t.LeadInbox() != nil {
 		err = errors.Join(err, t.LeadInbox().Ack(context.Background()))
 	}
 	return err
