@@ -135,7 +135,7 @@ var layers = []struct {
 		"internal/clearing",
 		"internal/hooks", "internal/shell", "internal/lsp", "internal/webfetch", "internal/websearch", "internal/mcphost", "internal/skill",
 		"internal/agentdef", "internal/background", "internal/worktree", "internal/toolsearch", "internal/builtin",
-		"internal/coord/fscoord", "internal/coord/natscoord", "internal/runconfig", "internal/render", "internal/mcpserve",
+		"internal/coord/fscoord", "internal/coord/natscoord", "internal/coord/coordpipe", "internal/runconfig", "internal/render", "internal/mcpserve",
 		"internal/settingsedit", "internal/plugin", "internal/telemetry", "internal/telemetry/otelexport", "internal/cron",
 		"internal/fanout", "internal/shadow", "internal/toolgate", "internal/skillset"}},
 	{"the engine: the loop every agent runs, and compaction", []string{"internal/loop", "internal/compact"}},
