@@ -35,6 +35,8 @@ type Client struct {
 	closed bool
 
 	onState func(State)
+	// answer is what the ready line carried: a one-shot server's answer ([Query]).
+	answer json.RawMessage
 	// stop, when set, ends the server by force (kills the companion); wait reaps it.
 	stop func()
 	wait func() error
@@ -140,6 +142,7 @@ func (c *Client) read(dec *json.Decoder, ready chan<- error) {
 				c.end(err)
 				return
 			}
+			c.answer = r.Result
 			ready <- nil
 			continue
 		}

@@ -2,7 +2,6 @@ package coordpipe_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -85,7 +84,7 @@ func TestServerGoneEndsWatchesAndCalls(t *testing.T) {
 		srv.State(coordpipe.State{Connected: false, URL: "nats://x", Err: errors.New("gone")})
 		_ = srv.Reply(nil) // the ready line; then the server dies at once
 		var req map[string]any
-		_ = ReadLine(toServer, &req)
+		_ = srv.ReadOpen(&req) // the watch's request
 		_ = fromServer.Close()
 	}()
 	states := make(chan coordpipe.State, 1)
@@ -108,10 +107,3 @@ func TestServerGoneEndsWatchesAndCalls(t *testing.T) {
 		t.Errorf("a call after Close: %v; want coord.ErrClosed", err)
 	}
 }
-
-// ReadLine reads one JSON value from r.
-func ReadLine(r io.Reader, v any) error {
-	return jsonDecode(r, v)
-}
-
-func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

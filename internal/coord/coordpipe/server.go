@@ -13,7 +13,13 @@ import (
 
 // Server serves one backend to one client over a pipe.
 type Server struct {
-	dec *json.Decoder
+	// in carries the client's lines, read by one goroutine so that the end of the input is
+	// seen even while nothing is served (the backend is still opening); inErr is why it
+	// ended, set before in closes.
+	in    chan json.RawMessage
+	inErr error
+	// ended is closed once the input has ended.
+	ended chan struct{}
 	// wmu serialises lines: answers and watch signals are written from several goroutines.
 	wmu sync.Mutex
 	enc *json.Encoder
@@ -28,12 +34,50 @@ type Server struct {
 func NewServer(r io.Reader, w io.Writer) *Server {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	return &Server{dec: json.NewDecoder(r), enc: enc, cancels: map[uint64]context.CancelFunc{}}
+	s := &Server{in: make(chan json.RawMessage), ended: make(chan struct{}), enc: enc, cancels: map[uint64]context.CancelFunc{}}
+	go s.read(json.NewDecoder(r))
+	return s
+}
+
+func (s *Server) read(dec *json.Decoder) {
+	for {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			s.inErr = err
+			close(s.ended)
+			close(s.in)
+			return
+		}
+		s.in <- raw
+	}
+}
+
+// next returns the client's next line; an error at the input's end.
+func (s *Server) next(v any) error {
+	raw, ok := <-s.in
+	if !ok {
+		return s.inErr
+	}
+	return json.Unmarshal(raw, v)
+}
+
+// Context returns ctx ended also when the client's input ends (the client went away): an
+// opening backend gives up then rather than retrying for nobody.
+func (s *Server) Context(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.ended:
+			cancel()
+		}
+	}()
+	return ctx, cancel
 }
 
 // ReadOpen reads the first line the client wrote, which says what to open, into v.
 func (s *Server) ReadOpen(v any) error {
-	if err := s.dec.Decode(v); err != nil {
+	if err := s.next(v); err != nil {
 		return fmt.Errorf("read what to open: %w", err)
 	}
 	return nil
@@ -79,7 +123,7 @@ func (s *Server) Serve(ctx context.Context, be coord.Backend) error {
 	closed := false
 	for !closed {
 		var req request
-		if err := s.dec.Decode(&req); err != nil {
+		if err := s.next(&req); err != nil {
 			if !errors.Is(err, io.EOF) {
 				closeErr = fmt.Errorf("read a request: %w", err)
 			}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/coord"
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // request is one line from client to server.
@@ -83,18 +84,24 @@ type wireState struct {
 	Err       string `json:"err,omitempty"`
 }
 
-// sentinels are the errors whose identity crosses the pipe, by name.
-var sentinels = []struct {
+// sentinel is an error whose identity crosses the pipe, by name.
+type sentinel struct {
 	name string
 	err  error
-}{
-	{"not_found", coord.ErrNotFound}, {"claimed", coord.ErrClaimed}, {"blocked", coord.ErrBlocked},
-	{"completed", coord.ErrCompleted}, {"no_task", coord.ErrNoTask}, {"not_owner", coord.ErrNotOwner},
-	{"cycle", coord.ErrCycle}, {"too_large", coord.ErrTooLarge}, {"inbox_full", coord.ErrInboxFull},
-	{"exists", coord.ErrExists}, {"conflict", coord.ErrConflict}, {"resolved", coord.ErrResolved},
-	{"pending", coord.ErrPending}, {"corrupt", coord.ErrCorrupt}, {"invalid", coord.ErrInvalid},
-	{"closed", coord.ErrClosed}, {"canceled", context.Canceled}, {"deadline", context.DeadlineExceeded},
 }
+
+// sentinels are built on first use: a table of other packages' errors would be init work at
+// every keel start (cmd/keel's TestStartupInitBudget).
+var sentinels = lazy.Value[[]sentinel]{New: func() []sentinel {
+	return []sentinel{
+		{"not_found", coord.ErrNotFound}, {"claimed", coord.ErrClaimed}, {"blocked", coord.ErrBlocked},
+		{"completed", coord.ErrCompleted}, {"no_task", coord.ErrNoTask}, {"not_owner", coord.ErrNotOwner},
+		{"cycle", coord.ErrCycle}, {"too_large", coord.ErrTooLarge}, {"inbox_full", coord.ErrInboxFull},
+		{"exists", coord.ErrExists}, {"conflict", coord.ErrConflict}, {"resolved", coord.ErrResolved},
+		{"pending", coord.ErrPending}, {"corrupt", coord.ErrCorrupt}, {"invalid", coord.ErrInvalid},
+		{"closed", coord.ErrClosed}, {"canceled", context.Canceled}, {"deadline", context.DeadlineExceeded},
+	}
+}}
 
 // wireError is an error as it crosses: its text and the sentinels it wraps.
 type wireError struct {
@@ -107,7 +114,7 @@ func encodeError(err error) *wireError {
 		return nil
 	}
 	w := &wireError{Msg: err.Error()}
-	for _, s := range sentinels {
+	for _, s := range sentinels.Get() {
 		if errors.Is(err, s.err) {
 			w.Is = append(w.Is, s.name)
 		}
@@ -120,7 +127,7 @@ func (w *wireError) decode() error {
 		return nil
 	}
 	e := &remoteError{msg: w.Msg}
-	for _, s := range sentinels {
+	for _, s := range sentinels.Get() {
 		if slices.Contains(w.Is, s.name) {
 			e.is = append(e.is, s.err)
 		}
