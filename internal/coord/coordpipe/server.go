@@ -118,6 +118,14 @@ func (s *Server) Reply(v any) error {
 func (s *Server) Serve(ctx context.Context, be coord.Backend) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Lines that come after the end (a watch's cancel crossing the close) are read and
+	// dropped, so that the reading goroutine ends with the input.
+	defer func() {
+		go func() {
+			for range s.in {
+			}
+		}()
+	}()
 	s.write(response{Ready: true})
 	var closeErr error
 	closed := false
