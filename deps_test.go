@@ -86,6 +86,18 @@ func TestDependencyRules(t *testing.T) {
 				}
 			}
 		}
+		// Nor the NATS client (nats.go, jetstream, nkeys, jwt, its compression and gob): keel
+		// reaches a team on NATS through `keel-nats coord` (coordpipe), so that every keel start
+		// does not pay for their package init and pages.
+		if (name == "" || hasPrefix(name, "cmd/keel", "cmd/keel-tui", "internal/cli", "internal/session", "internal/daemon",
+			"internal/teamstore", "internal/teamopen", "internal/coord/coordpipe")) && !strings.HasSuffix(name, "test") {
+			for _, d := range p.deps {
+				if hasPrefix(d, "github.com/nats-io") {
+					t.Errorf("%s depends on %s: keel reaches NATS through keel-nats coord (coordpipe); the client belongs in keel-nats", name, d)
+					break
+				}
+			}
+		}
 		// Nor the OpenTelemetry SDK and its exporters (gRPC, protobuf registries, the
 		// Prometheus client): their package init would cost every keel start, telemetry on or
 		// off. keel-otel links them; keel only talks to it (internal/telemetry).
@@ -135,7 +147,7 @@ var layers = []struct {
 		"internal/clearing",
 		"internal/hooks", "internal/shell", "internal/lsp", "internal/webfetch", "internal/websearch", "internal/mcphost", "internal/skill",
 		"internal/agentdef", "internal/background", "internal/worktree", "internal/toolsearch", "internal/builtin",
-		"internal/coord/fscoord", "internal/coord/natscoord", "internal/runconfig", "internal/render", "internal/mcpserve",
+		"internal/coord/fscoord", "internal/coord/natscoord", "internal/coord/coordpipe", "internal/runconfig", "internal/render", "internal/mcpserve",
 		"internal/settingsedit", "internal/plugin", "internal/telemetry", "internal/telemetry/otelexport", "internal/cron",
 		"internal/fanout", "internal/shadow", "internal/toolgate", "internal/skillset", "internal/pluginset",
 		"internal/switchset", "internal/undo", "internal/inspect", "internal/mainworktree"}},

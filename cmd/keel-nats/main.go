@@ -1,7 +1,9 @@
-// Command keel-nats is the keel supervisor's embedded nats-server: the official server as a
-// library, JetStream on, listening on loopback only. It is a binary of its own so that keel
-// itself does not link the server (every keel process would pay for its package init and
-// pages, though only the supervisor runs one).
+// Command keel-nats is keel's NATS companion. Without a subcommand it is the keel
+// supervisor's embedded nats-server: the official server as a library, JetStream on,
+// listening on loopback only. `keel-nats coord` serves one team's store on a NATS server to
+// keel over its stdin and stdout (coordpipe), so that keel links neither the server nor the
+// NATS client: every keel process would pay for their package init and pages, though few
+// runs have a team on NATS.
 //
 // Once JetStream is ready it prints one JSON line on stdout, {"url": "nats://127.0.0.1:PORT"},
 // and logs to stderr as JSON lines (log/slog). It stops, flushing its store, when its stdin
@@ -25,10 +27,15 @@ import (
 )
 
 const usage = `usage: keel-nats --store DIR [flags]
+       keel-nats coord
+
 
 Runs the nats-server that the keel supervisor uses when coordination.backend is "nats" with
 no url: JetStream on, loopback only. Prints {"url": ...} on stdout once JetStream is ready,
 logs to stderr, and stops when stdin is closed or on SIGTERM/SIGINT.
+
+keel-nats coord serves a team's store on a NATS server to keel over stdin and stdout (see
+keel-nats coord --help): keel reaches NATS through it.
 
 flags:
 `
@@ -79,6 +86,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "coord" {
+		return runCoord(args[1:], stdin, stdout, stderr)
+	}
 	c, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

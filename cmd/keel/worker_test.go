@@ -85,6 +85,7 @@ func TestWorkersFinishBoardThroughNATS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the keel command testscript installs is not on PATH: %v", err)
 	}
+	installKeelNATS(t, keel) // keel reaches NATS through keel-nats coord
 	nsrv := natstest.Start(t)
 	msrv, err := scripted.Start(context.Background(), "", workerScenario(), scripted.Options{})
 	if err != nil {

@@ -69,6 +69,18 @@ func KeelNATS(dir string) (string, error) {
 	return filepath.Join(dir, "keel-nats"), nil
 }
 
+// NATSCompanion builds cmd/keel-nats into a directory of t and returns its path: for
+// in-process tests that open teams on NATS, which keel reaches through `keel-nats coord`
+// (teamstore.Options.NATSBinary).
+func NATSCompanion(t testing.TB) string {
+	t.Helper()
+	p, err := KeelNATS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func build(dir string, race bool, pkgs ...string) error {
 	root, err := moduleRoot()
 	if err != nil {

@@ -3,9 +3,12 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/buildtest"
 	"github.com/keel-dev/keel/internal/cli"
 	"github.com/keel-dev/keel/internal/coord/natscoord"
 	"github.com/keel-dev/keel/internal/coord/natscoord/natstest"
@@ -15,6 +18,8 @@ import (
 // `keel team list` lists the teams of the store settings choose: on NATS, the teams on the
 // server (it used to read only the filesystem backend's directories, and saw nothing).
 func TestTeamListOnNATS(t *testing.T) {
+	// keel lists the teams on NATS through keel-nats coord, found on PATH here.
+	t.Setenv("PATH", filepath.Dir(buildtest.NATSCompanion(t))+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	nsrv := natstest.Start(t)
 	ctx := waittest.Context(t)
 	be, err := natscoord.Open(ctx, natscoord.Options{URL: nsrv.URL(), Team: "far-crew"})

@@ -14,6 +14,10 @@ import (
 	"strings"
 )
 
+// KeelNATS is the NATS companion: the supervisor's embedded nats-server, and (`keel-nats
+// coord`) keel's way to a team's store on NATS.
+const KeelNATS = "keel-nats"
+
 // ErrNotFound: the program is neither beside the executables searched nor on PATH.
 var ErrNotFound = errors.New("not found")
 

@@ -2,7 +2,8 @@
 // shared task [Board] with atomic, leased claims, permission [Requests] that cross processes,
 // and [Records] (member state, heartbeats) with watches. A [Backend] bundles the four for one
 // team. Backends: coord/fscoord (files under the keel directory, the default) and
-// coord/natscoord (NATS JetStream); both must pass the conformance suite in coord/coordtest.
+// coord/natscoord (NATS JetStream), which keel reaches through coord/coordpipe (a backend
+// served across a pipe); all must pass the conformance suite in coord/coordtest.
 //
 // # Contracts every backend keeps
 //

@@ -21,7 +21,7 @@ import (
 
 // NATSBinary is the program that runs the embedded nats-server: a binary of its own, so that
 // keel does not link the server (see cmd/keel-nats).
-const NATSBinary = "keel-nats"
+const NATSBinary = companion.KeelNATS
 
 const (
 	// natsReadyLimit bounds the wait for keel-nats to report its URL; the server itself gives

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/buildtest"
 	"github.com/keel-dev/keel/internal/coord/natscoord/natstest"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/provider/connect"
@@ -110,7 +111,8 @@ func TestNATSUnreachableIsAnError(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "settings.json"), settingsJSON, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = openForTest(t, srv, Options{Home: home, Team: TeamOptions{Enabled: true}})
+	_, err = openForTest(t, srv, Options{Home: home, Team: TeamOptions{Enabled: true},
+		Coordination: CoordinationOptions{NATSBinary: buildtest.NATSCompanion(t)}})
 	if err == nil || !strings.Contains(err.Error(), url) {
 		t.Fatalf("open with an unreachable NATS: %v; want an error naming %s", err, url)
 	}
@@ -156,5 +158,5 @@ func onNATS(t *testing.T) (*scripted.Server, CoordinationOptions) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	return srv, CoordinationOptions{NATSURL: nsrv.URL()}
+	return srv, CoordinationOptions{NATSURL: nsrv.URL(), NATSBinary: buildtest.NATSCompanion(t)}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/background"
 	"github.com/keel-dev/keel/internal/coord"
-	"github.com/keel-dev/keel/internal/coord/natscoord"
+	"github.com/keel-dev/keel/internal/coord/coordpipe"
 	"github.com/keel-dev/keel/internal/cron"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/team"
@@ -108,7 +108,7 @@ func (t *teamJobs) place() cron.Place {
 	if tm == nil {
 		return t.at
 	}
-	if _, ok := tm.Backend().(*natscoord.Backend); !ok {
+	if _, ok := tm.Backend().(*coordpipe.Client); !ok {
 		return t.at
 	}
 	origin := t.origin

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keel-dev/keel/internal/buildtest"
 	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/coord/natscoord/natstest"
 	"github.com/keel-dev/keel/internal/provider/scripted"
@@ -45,11 +46,11 @@ func TestStalledTeammateDoesNotMakeTheOtherThrash(t *testing.T) {
 			t.Parallel()
 			var opts Options
 			if backend == "nats" {
-				opts.Coordination = CoordinationOptions{NATSURL: natstest.Start(t).URL()}
+				opts.Coordination = CoordinationOptions{NATSURL: natstest.Start(t).URL(), NATSBinary: buildtest.NATSCompanion(t)}
 			}
 			opts.Team = TeamOptions{Enabled: true, Lease: waittest.Scale(time.Second), ShutdownTimeout: waittest.Timeout()}
 			h := newHarness(t, thrashScenario(), opts)
-			if got := fmt.Sprintf("%T", h.sess.Team().Current().Backend()); !strings.Contains(got, map[string]string{"files": "fscoord", "nats": "natscoord"}[backend]) {
+			if got := fmt.Sprintf("%T", h.sess.Team().Current().Backend()); !strings.Contains(got, map[string]string{"files": "fscoord", "nats": "coordpipe"}[backend]) {
 				t.Fatalf("the team runs on %s", got)
 			}
 			thrash(t, h)

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/coord"
-	"github.com/keel-dev/keel/internal/coord/natscoord"
+	"github.com/keel-dev/keel/internal/coord/coordpipe"
 	"github.com/keel-dev/keel/internal/envvar"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
@@ -311,7 +311,7 @@ func (h *Handle) openBackend(ctx context.Context, store teamstore.Store, name st
 	if emit == nil {
 		emit = func(event.Event) {}
 	}
-	return store.Open(ctx, name, coord.Config{Logger: h.cfg.Logger}, func(st natscoord.State) {
+	return store.Open(ctx, name, coord.Config{Logger: h.cfg.Logger}, func(st coordpipe.State) {
 		if st.Connected {
 			emit(event.Notice{Level: "info", Text: fmt.Sprintf("team %s: connected to NATS at %s again", name, st.URL)})
 			return

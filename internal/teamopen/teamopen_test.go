@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/buildtest"
 	"github.com/keel-dev/keel/internal/coord"
+	"github.com/keel-dev/keel/internal/coord/coordpipe"
 	"github.com/keel-dev/keel/internal/coord/fscoord"
-	"github.com/keel-dev/keel/internal/coord/natscoord"
 	"github.com/keel-dev/keel/internal/coord/natscoord/natstest"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/settings"
@@ -90,16 +91,17 @@ func TestEnabled(t *testing.T) {
 // its team, beside its transcript, names the backend.
 func TestBackendChoice(t *testing.T) {
 	nsrv := natstest.Start(t)
+	nats := buildtest.NATSCompanion(t)
 	for _, tc := range []struct {
 		name string
 		opts teamstore.Options
 		args []string
 		want string
 	}{
-		{"files by default", teamstore.Options{}, nil, teamstore.FS},
-		{"nats by KEEL_NATS_URL", teamstore.Options{NATSURL: nsrv.URL()}, nil, teamstore.NATS},
-		{"nats by settings", teamstore.Options{}, []string{fmt.Sprintf(`{"coordination":{"backend":"nats","url":%q}}`, nsrv.URL())}, teamstore.NATS},
-		{"files by settings despite KEEL_NATS_URL", teamstore.Options{NATSURL: nsrv.URL()}, []string{`{"coordination":{"backend":"fs"}}`}, teamstore.FS},
+		{"files by default", teamstore.Options{NATSBinary: nats}, nil, teamstore.FS},
+		{"nats by KEEL_NATS_URL", teamstore.Options{NATSURL: nsrv.URL(), NATSBinary: nats}, nil, teamstore.NATS},
+		{"nats by settings", teamstore.Options{NATSBinary: nats}, []string{fmt.Sprintf(`{"coordination":{"backend":"nats","url":%q}}`, nsrv.URL())}, teamstore.NATS},
+		{"files by settings despite KEEL_NATS_URL", teamstore.Options{NATSURL: nsrv.URL(), NATSBinary: nats}, []string{`{"coordination":{"backend":"fs"}}`}, teamstore.FS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home := t.TempDir()
@@ -109,7 +111,8 @@ func TestBackendChoice(t *testing.T) {
 				Home: home, Coordination: tc.opts, TranscriptPath: tpath}, false)
 			be := h.Current().Backend()
 			_, onFiles := be.(*fscoord.Backend)
-			_, onNATS := be.(*natscoord.Backend)
+			// keel reaches NATS through keel-nats coord.
+			_, onNATS := be.(*coordpipe.Client)
 			if (tc.want == teamstore.FS) != onFiles || (tc.want == teamstore.NATS) != onNATS {
 				t.Errorf("backend %T, want %s", be, tc.want)
 			}
@@ -131,12 +134,13 @@ func TestBackendChoice(t *testing.T) {
 // itself, and no longer sees a lead whose session closed.
 func TestPeersThroughTheBackend(t *testing.T) {
 	nsrv := natstest.Start(t)
+	nats := buildtest.NATSCompanion(t)
 	for _, tc := range []struct {
 		name string
 		opts teamstore.Options
 	}{
 		{"fs", teamstore.Options{}},
-		{"nats", teamstore.Options{NATSURL: nsrv.URL()}},
+		{"nats", teamstore.Options{NATSURL: nsrv.URL(), NATSBinary: nats}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := waittest.Context(t)

@@ -6,8 +6,10 @@
 //
 // The filesystem backend keeps team name under $KEEL_HOME/teams/<name>; the NATS backend
 // keeps it on the configured server, or on the keel supervisor's embedded one when the
-// settings name none. A NATS server that cannot be reached is an error naming it: nothing
-// falls back to files.
+// settings name none. keel reaches NATS through its companion `keel-nats coord` (a
+// coordpipe client of the natscoord backend it serves), so that keel does not link the NATS
+// client. A NATS server that cannot be reached is an error naming it: nothing falls back to
+// files.
 package teamstore
 
 import (
@@ -18,9 +20,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/companion"
 	"github.com/keel-dev/keel/internal/coord"
+	"github.com/keel-dev/keel/internal/coord/coordpipe"
 	"github.com/keel-dev/keel/internal/coord/fscoord"
-	"github.com/keel-dev/keel/internal/coord/natscoord"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/team"
 )
@@ -43,6 +46,9 @@ type Options struct {
 	LocalNATS func(ctx context.Context) (string, error)
 	// Name is the NATS connection's name (shown by the server's monitoring).
 	Name string
+	// NATSBinary is the keel-nats companion's path; empty finds it beside keel, beside this
+	// executable, then on PATH ([companion.Find]).
+	NATSBinary string
 }
 
 // Dir is where the filesystem backend keeps teams under keel's directory home.
@@ -70,20 +76,36 @@ func Choose(st *settings.Settings, home string, opts Options) Store {
 }
 
 // natsOptions are the options of a connection to the chosen NATS server.
-func (s Store) natsOptions(ctx context.Context, what string) (natscoord.Options, error) {
+func (s Store) natsOptions(ctx context.Context, what string) (coordpipe.NATS, error) {
 	url := s.nats.URL
 	if url == "" {
 		if s.opts.LocalNATS == nil {
-			return natscoord.Options{}, fmt.Errorf("%s: coordination.backend is nats but no server is named: set coordination.url or KEEL_NATS_URL", what)
+			return coordpipe.NATS{}, fmt.Errorf("%s: coordination.backend is nats but no server is named: set coordination.url or KEEL_NATS_URL", what)
 		}
 		var err error
 		if url, err = s.opts.LocalNATS(ctx); err != nil {
-			return natscoord.Options{}, fmt.Errorf("%s on the supervisor's embedded NATS server: %w", what, err)
+			return coordpipe.NATS{}, fmt.Errorf("%s on the supervisor's embedded NATS server: %w", what, err)
 		}
 	}
-	return natscoord.Options{URL: url, CredsFile: s.nats.CredsFile, Replicas: s.nats.Replicas,
-		TLS:  natscoord.TLS{CAFile: s.nats.CAFile, CertFile: s.nats.CertFile, KeyFile: s.nats.KeyFile},
+	return coordpipe.NATS{URL: url, CredsFile: s.nats.CredsFile, Replicas: s.nats.Replicas,
+		CAFile: s.nats.CAFile, CertFile: s.nats.CertFile, KeyFile: s.nats.KeyFile,
 		Name: s.opts.Name}, nil
+}
+
+// natsCompanion is how keel reaches NATS: `keel-nats coord`, found beside keel (or as
+// Options.NATSBinary says). Missing, it is an error that says where it was looked for and
+// how to install it.
+func (s Store) natsCompanion(what, url string, cfg coord.Config, onState func(coordpipe.State)) (coordpipe.Process, error) {
+	path := s.opts.NATSBinary
+	if path == "" {
+		var err error
+		if path, err = companion.Find(companion.KeelNATS, companion.Self()); err != nil {
+			return coordpipe.Process{}, fmt.Errorf("%s: keel reaches NATS at %s through its companion %s: %w; install it beside keel with "+
+				"`make build` or `go install ./cmd/...` (go install github.com/keel-dev/keel/cmd/keel-nats@latest)",
+				what, coord.RedactURL(url), companion.KeelNATS, err)
+		}
+	}
+	return coordpipe.Process{Path: path, Args: []string{"coord"}, Logger: cfg.Logger, OnState: onState}, nil
 }
 
 // TeamDir is the directory of team name: the filesystem backend's store, and on any backend
@@ -91,8 +113,8 @@ func (s Store) natsOptions(ctx context.Context, what string) (natscoord.Options,
 func (s Store) TeamDir(name string) string { return TeamDirOf(s.home, name) }
 
 // Open opens team name's store; onState, on NATS, is told when the connection drops and
-// comes back.
-func (s Store) Open(ctx context.Context, name string, cfg coord.Config, onState func(natscoord.State)) (coord.Backend, error) {
+// comes back. On NATS, cfg's clock (Now) stays keel's: the companion keeps its own.
+func (s Store) Open(ctx context.Context, name string, cfg coord.Config, onState func(coordpipe.State)) (coord.Backend, error) {
 	what := "open team " + name
 	if err := coord.CheckName(name); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -108,8 +130,12 @@ func (s Store) Open(ctx context.Context, name string, cfg coord.Config, onState 
 	if err != nil {
 		return nil, err
 	}
-	o.Config, o.Team, o.OnState = cfg, name, onState
-	be, err := natscoord.Open(ctx, o)
+	o.Team, o.Limits = name, cfg.Limits
+	p, err := s.natsCompanion(what, o.URL, cfg, onState)
+	if err != nil {
+		return nil, err
+	}
+	be, err := coordpipe.Start(ctx, p, o)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -126,7 +152,14 @@ func (s Store) Teams(ctx context.Context, key string) ([]coord.TeamInfo, error) 
 	if err != nil {
 		return nil, err
 	}
-	return natscoord.ListTeams(ctx, o, key)
+	o.List, o.ListKey = true, key
+	p, err := s.natsCompanion("list teams", o.URL, coord.Config{}, nil)
+	if err != nil {
+		return nil, err
+	}
+	var teams []coord.TeamInfo
+	err = coordpipe.Query(ctx, p, o, &teams)
+	return teams, err
 }
 
 // Where says where the store keeps its teams, for messages.
@@ -135,7 +168,7 @@ func (s Store) Where() string {
 		if s.nats.URL == "" {
 			return "the supervisor's embedded NATS server"
 		}
-		return "NATS at " + natscoord.Redact(s.nats.URL)
+		return "NATS at " + coord.RedactURL(s.nats.URL)
 	}
 	return Dir(s.home)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/buildtest"
 	"github.com/keel-dev/keel/internal/coord"
 	"github.com/keel-dev/keel/internal/coord/natscoord/natstest"
 	"github.com/keel-dev/keel/internal/settings"
@@ -16,13 +17,14 @@ import (
 // look at a team the store lacks names those it has.
 func TestTeamsOnEitherBackend(t *testing.T) {
 	nsrv := natstest.Start(t)
+	nats := buildtest.NATSCompanion(t)
 	for _, tc := range []struct {
 		name string
 		opts Options
 		want string
 	}{
 		{"fs", Options{}, FS},
-		{"nats", Options{NATSURL: nsrv.URL()}, NATS},
+		{"nats", Options{NATSURL: nsrv.URL(), NATSBinary: nats}, NATS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := waittest.Context(t)
@@ -83,10 +85,32 @@ func TestEmbeddedServer(t *testing.T) {
 	}
 	nsrv := natstest.Start(t)
 	asked := false
-	store := Choose(st, home, Options{LocalNATS: func(context.Context) (string, error) { asked = true; return nsrv.URL(), nil }})
+	store := Choose(st, home, Options{LocalNATS: func(context.Context) (string, error) { asked = true; return nsrv.URL(), nil },
+		NATSBinary: buildtest.NATSCompanion(t)})
 	be, err := store.Open(waittest.Context(t), "x", coord.Config{}, nil)
 	if err != nil || !asked {
 		t.Fatalf("open on the embedded server: %v (asked %v)", err, asked)
 	}
 	_ = be.Close()
+}
+
+// Without keel-nats, a team on NATS is an error that names the companion, where it was
+// looked for and how to install it.
+func TestNATSCompanionMissing(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	home := t.TempDir()
+	st, _ := settings.Load(settings.Options{Env: settings.Env{Home: home}})
+	store := Choose(st, home, Options{NATSURL: "nats://127.0.0.1:1"})
+	_, err := store.Open(t.Context(), "crew", coord.Config{}, nil)
+	_, lerr := store.Teams(t.Context(), "")
+	for _, err := range []error{err, lerr} {
+		if err == nil {
+			t.Fatal("a team on NATS opened without keel-nats")
+		}
+		for _, want := range []string{"nats://127.0.0.1:1", "keel-nats not found in", "on PATH", "make build", "go install ./cmd/..."} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+	}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
+	"github.com/keel-dev/keel/internal/coord"
 )
 
 // Reconnection: forever, starting fast and backing off to a few seconds, with jitter so that
@@ -186,23 +188,5 @@ func urlHasUser(urls string) bool {
 	return false
 }
 
-// Redact removes passwords and tokens from a server URL (or comma-separated URLs), so that
-// errors and logs can name the server.
-func Redact(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		p = strings.TrimSpace(p)
-		u, err := url.Parse(p)
-		if err != nil || u.User == nil {
-			parts[i] = p
-			continue
-		}
-		if _, hasPass := u.User.Password(); hasPass {
-			u.User = url.UserPassword(u.User.Username(), "REDACTED")
-		} else {
-			u.User = url.User("REDACTED") // a bare token
-		}
-		parts[i] = u.String()
-	}
-	return strings.Join(parts, ",")
-}
+// Redact removes passwords and tokens from a server URL (coord.RedactURL).
+func Redact(urls string) string { return coord.RedactURL(urls) }

@@ -1,7 +1,7 @@
 // Package natscoord is the coordination backend on NATS JetStream, for teams that span
 // machines: every host points at one NATS cluster (or, on one machine, the supervisor's
 // embedded server, which the keel-nats binary runs). It passes the same conformance suite as the filesystem
-// backend.
+// backend. keel does not link it: `keel-nats coord` serves it to keel over a pipe (coordpipe).
 //
 // One team is one JetStream stream and two key-value buckets, named after the team:
 //
