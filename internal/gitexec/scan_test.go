@@ -35,6 +35,7 @@ var otherPrograms = map[string]string{
 	"internal/sandbox/bwrap_linux.go":        "bwrap --version, to choose bubblewrap as the sandbox's launcher",
 	"internal/sandbox/sandbox_darwin.go":     "/usr/bin/sandbox-exec, macOS's Seatbelt, probing and confining commands",
 	"scripts/costbench/main.go":              "keel and the Claude Code binary for the cost benchmark",
+	"internal/coord/coordpipe/process.go":    "keel-nats coord, the companion that holds a team's NATS connection",
 }
 
 // TestEveryGitExecGoesThroughGitexec parses every Go file of the module and finds each place

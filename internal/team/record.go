@@ -106,14 +106,16 @@ func (t *Team) deadAfter() time.Duration { return t.cfg.Lease + max(t.cfg.Lease/
 // sighting is what this handle last saw of a member's heartbeat: the record's revision, its
 // heartbeat field, and when (by this handle's clock) that heartbeat was first seen.
 type sighting struct {
+	id  string
 	rev uint64
 	hb  time.Time
 	at  time.Time
 }
 
-// silence is how long r's heartbeat has not moved. The first sight of a member trusts the
-// heartbeat's own time (never in the future); after that only a changed heartbeat counts,
-// timed by this handle's clock.
+// silence is how long r's heartbeat has not moved. The first sight of a member (of this
+// record id: a member spawned again is seen afresh) trusts the heartbeat's own time (never in
+// the future); after that only a changed heartbeat in a newer revision counts, timed by this
+// handle's clock.
 func (t *Team) silence(r Record) time.Duration {
 	now := t.cfg.Now()
 	first := r.Heartbeat
@@ -127,13 +129,16 @@ func (t *Team) silence(r Record) time.Duration {
 	defer t.seenMu.Unlock()
 	s, ok := t.seen[r.Name]
 	switch {
-	case !ok:
-		s = sighting{rev: r.rev, hb: r.Heartbeat, at: first}
-	case r.rev != s.rev && !r.Heartbeat.Equal(s.hb):
-		s = sighting{rev: r.rev, hb: r.Heartbeat, at: now}
-	default:
+	case !ok || s.id != r.ID:
+		s = sighting{id: r.ID, rev: r.rev, hb: r.Heartbeat, at: first}
+	case r.rev > s.rev && !r.Heartbeat.Equal(s.hb):
+		s = sighting{id: r.ID, rev: r.rev, hb: r.Heartbeat, at: now}
+	case r.rev > s.rev:
 		s.rev = r.rev
 	}
+	// A revision older than the one seen is a read that started before it (the lead's
+	// loops read records concurrently): taken for a moved heartbeat, it would restart the
+	// silence of a member that has stopped beating.
 	if t.seen == nil {
 		t.seen = map[string]sighting{}
 	}

@@ -449,3 +449,28 @@ func TestShutdownAbortsUnansweringProcess(t *testing.T) {
 		t.Errorf("alice's inbox: %+v; want the unanswered shutdown request", msgs)
 	}
 }
+
+// A stale read of a member's record (a revision older than one already seen, as a loop that
+// read before the last heartbeat's write holds) does not count as its heartbeat moving: the
+// member's silence keeps running from the newest heartbeat seen, so one that stopped beating
+// is still found dead on time. A member spawned again (a new record id) is seen afresh.
+func TestSilenceIgnoresStaleReads(t *testing.T) {
+	clk := &clock{now: time.Now()}
+	tm := openLeadAt(t, t.TempDir(), Config{Lease: 10 * time.Second, Now: clk.Now}) //keel:duration on the test's fake clock
+	t0 := clk.Now()
+	rec := func(id string, rev uint64, hb time.Time) Record {
+		return Record{ID: id, Name: "alice", Heartbeat: hb, rev: rev}
+	}
+	tm.silence(rec("a1", 1, t0))
+	clk.add(5 * time.Second)
+	tm.silence(rec("a1", 2, t0.Add(5*time.Second))) // the heartbeat moved: silence from now
+	clk.add(5 * time.Second)
+	tm.silence(rec("a1", 1, t0)) // a read that started before revision 2
+	clk.add(5 * time.Second)
+	if got := tm.silence(rec("a1", 2, t0.Add(5*time.Second))); got != 10*time.Second {
+		t.Errorf("silence after a stale read = %s, want 10s (since the heartbeat of revision 2 was seen)", got)
+	}
+	if got := tm.silence(rec("a2", 1, clk.Now())); got != 0 {
+		t.Errorf("silence of a member spawned again = %s, want 0", got)
+	}
+}
