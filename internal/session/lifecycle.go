@@ -59,14 +59,7 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 	s.plug = openPlugins(ctx, s)
 	policy, problems := s.conf.permissionPolicy()
 	s.notices = append(s.notices, problems...)
-	var asker permission.Asker = permission.Headless{}
-	switch {
-	case opts.MCP.PermissionPromptTool != "":
-		asker = promptToolAsker{s, opts.MCP.PermissionPromptTool}
-	case opts.Asker != nil:
-		asker = opts.Asker
-	}
-	s.checker = permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger, Classifier: autoClassifier{s}})
+	s.checker = newChecker(s, policy)
 	s.state.AdditionalDirs = policy.Dirs[1:]
 	s.config = s.conf.configuration()
 	s.sandbox = s.buildSandbox()
@@ -119,6 +112,20 @@ func New(ctx context.Context, opts Options) (_ *Session, err error) {
 		startHooks(ctx, s, source)
 	}
 	return s, nil
+}
+
+// newChecker is the session's permission checker: policy, asking through the MCP tool
+// --permission-prompt-tool names, else the embedder's asker, else refusing as a headless run
+// does — each ask first through the sandbox's and the hooks' answers (notifyingAsker).
+func newChecker(s *Session, policy permission.Policy) *permission.Checker {
+	var asker permission.Asker = permission.Headless{}
+	switch {
+	case s.opts.MCP.PermissionPromptTool != "":
+		asker = promptToolAsker{s, s.opts.MCP.PermissionPromptTool}
+	case s.opts.Asker != nil:
+		asker = s.opts.Asker
+	}
+	return permission.New(permission.Config{Policy: policy, Asker: notifyingAsker{s, asker}, Home: userHome(), Logger: s.logger, Classifier: autoClassifier{s}})
 }
 
 // joinParts connects the session's components to it: the switches, the hook events, the
