@@ -60,15 +60,7 @@ func TestCacheBreakInAForkIsReported(t *testing.T) {
 	if res := result(t, events); res.Text != "delegated" {
 		t.Fatalf("result %q", res.Text)
 	}
-	var breaks []event.CacheBreak
-	var fork bool
-	for _, e := range events {
-		if b, ok := e.(event.CacheBreak); ok {
-			breaks = append(breaks, b)
-			fork = fork || (b.Origin.AgentName == subagent.ForkType && strings.Contains(b.Reason, "mcp__t__fresh"))
-		}
-	}
-	if !fork {
+	if breaks, ok := cacheBreakOf(events, subagent.ForkType, "mcp__t__fresh"); !ok {
 		t.Errorf("cache breaks %+v; want the fork's, naming the tool added to its list", breaks)
 	}
 }

@@ -59,17 +59,7 @@ func TestCacheBreakInATeammateIsReported(t *testing.T) {
 	h := newHarness(t, sc, Options{PermissionMode: "bypassPermissions",
 		MCP:  MCPOptions{ToolSearch: "off", InProcess: map[string]*mcp.Server{"t": srv.Server}},
 		Team: TeamOptions{Enabled: true, ShutdownTimeout: waittest.Timeout()}})
-	var breaks []event.CacheBreak
-	for _, e := range sendAndSettle(t, h, "start the team") {
-		if b, ok := e.(event.CacheBreak); ok {
-			breaks = append(breaks, b)
-		}
-	}
-	var alice bool
-	for _, b := range breaks {
-		alice = alice || (b.Origin.AgentName == "alice" && strings.Contains(b.Reason, "mcp__t__fresh"))
-	}
-	if !alice {
+	if breaks, ok := cacheBreakOf(sendAndSettle(t, h, "start the team"), "alice", "mcp__t__fresh"); !ok {
 		t.Errorf("cache breaks %+v; want alice's, naming the tool added to her list", breaks)
 	}
 }

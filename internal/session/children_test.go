@@ -147,17 +147,7 @@ func TestCacheBreakInAChildIsReported(t *testing.T) {
 	}}
 	h := newHarness(t, sc, Options{PermissionMode: "bypassPermissions",
 		MCP: MCPOptions{ToolSearch: "off", InProcess: map[string]*mcp.Server{"t": srv.Server}}})
-	var breaks []event.CacheBreak
-	for _, e := range h.send(t, "delegate") {
-		if b, ok := e.(event.CacheBreak); ok {
-			breaks = append(breaks, b)
-		}
-	}
-	var child0 bool
-	for _, b := range breaks {
-		child0 = child0 || (b.Origin.AgentName == "general-purpose" && strings.Contains(b.Reason, "mcp__t__fresh"))
-	}
-	if !child0 {
+	if breaks, ok := cacheBreakOf(h.send(t, "delegate"), "general-purpose", "mcp__t__fresh"); !ok {
 		t.Errorf("cache breaks %+v; want the subagent's, naming the tool added to its list", breaks)
 	}
 }
@@ -260,4 +250,17 @@ func TestFailedOpenLeavesNoProcessBehind(t *testing.T) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("the MCP server (pid %d) still runs after New failed", pid)
 	}
+}
+
+// cacheBreakOf returns the cache breaks among events and whether one is agent's, naming what.
+func cacheBreakOf(events []event.Event, agent, what string) ([]event.CacheBreak, bool) {
+	var breaks []event.CacheBreak
+	found := false
+	for _, e := range events {
+		if b, ok := e.(event.CacheBreak); ok {
+			breaks = append(breaks, b)
+			found = found || (b.Origin.AgentName == agent && strings.Contains(b.Reason, what))
+		}
+	}
+	return breaks, found
 }
