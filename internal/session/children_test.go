@@ -168,16 +168,7 @@ func TestBudgetStopsATurnWhoseChildrenOverspend(t *testing.T) {
 	if res.Subtype != "error_max_budget_usd" {
 		t.Errorf("result %s (%q, $%.4f); want error_max_budget_usd", res.Subtype, res.Text, res.CostUSD)
 	}
-	reads := 0
-	for _, r := range h.srv.Requests() {
-		if strings.HasPrefix(r.Rule, "child reads") {
-			reads++
-		}
-		if r.Rule == "main goes on" {
-			t.Error("the main agent was asked again after its child had spent the budget")
-		}
-	}
-	if reads >= 20 {
+	if reads := childReadsUntil(t, h, "main goes on"); reads >= 20 {
 		t.Errorf("the subagent read %d times; the budget should have stopped it", reads)
 	}
 }
@@ -263,4 +254,20 @@ func cacheBreakOf(events []event.Event, agent, what string) ([]event.CacheBreak,
 		}
 	}
 	return breaks, found
+}
+
+// childReadsUntil counts the requests of the "child reads" rules (readsBig) and fails the test
+// if the parent's rule next, which only a turn the budget did not stop reaches, was asked.
+func childReadsUntil(t *testing.T, h *harness, next string) int {
+	t.Helper()
+	reads := 0
+	for _, r := range h.srv.Requests() {
+		if strings.HasPrefix(r.Rule, "child reads") {
+			reads++
+		}
+		if r.Rule == next {
+			t.Errorf("%q was asked after a child had spent the budget", next)
+		}
+	}
+	return reads
 }
