@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,8 +56,9 @@ func (w *plantWatch) start(gitDirs []string) {
 // finish lists, as sentences for the command's result, the submodules added to a protected
 // repository whose own repository is unprotected; each is logged as a warning too.
 func (w *plantWatch) finish(gitDirs []string) []string {
-	for tree, before := range w.index {
-		if statIndex(filepath.Join(tree, ".git")).same(before) {
+	// In order: the sentences go into the command's result, part of the next request.
+	for _, tree := range slices.Sorted(maps.Keys(w.index)) {
+		if statIndex(filepath.Join(tree, ".git")).same(w.index[tree]) {
 			continue
 		}
 		for _, sub := range unprotectedSubmodules(tree, gitDirs) {
