@@ -63,7 +63,12 @@ func (m *Manager) Login(ctx context.Context, name string, authorize func(ctx con
 	m.mu.Unlock()
 	switch {
 	case err != nil:
-		return fmt.Errorf("login %s: %w", name, errors.Unwrap(err))
+		// Reconnect's own prefix repeats the name; its cause is what the user needs. An error
+		// that wraps nothing is the cause itself (a failed connection's status and reason).
+		if cause := errors.Unwrap(err); cause != nil {
+			err = cause
+		}
+		return fmt.Errorf("login %s: %w", name, err)
 	case !authorized:
 		return fmt.Errorf("login %s: %w", name, ErrNoAuthorizationAsked)
 	}

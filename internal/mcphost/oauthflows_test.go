@@ -8,6 +8,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -263,4 +264,29 @@ func TestOAuthClientCredentials(t *testing.T) {
 			t.Errorf("status = %s (%s), want failed naming the token request and invalid_client", st.Status, st.Reason)
 		}
 	})
+}
+
+// TestLoginSaysWhyItFailed: a login that cannot listen on its configured callback port fails
+// with the reason (the connection's status and the bind error), not an empty wrapped error.
+func TestLoginSaysWhyItFailed(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	as := mcptest.NewAuthServer(t)
+	as.NoRegistration = true
+	as.AddClient(mcptest.Client{ID: "keel-pre", Secret: "s3cret", RedirectURIs: []string{"http://127.0.0.1/callback"}})
+	u := mcptest.OAuthHTTP(t, mcptest.New().Server, as)
+	o := OAuthConfig{ClientID: "keel-pre", ClientSecret: "s3cret", CallbackPort: taken.Addr().(*net.TCPAddr).Port}
+	cfg := ServerConfig{Name: "t", Type: TypeHTTP, URL: u, Scope: ScopeUser, OAuth: &o}
+	var opened atomic.Int32
+	m := start(t, Options{Servers: []ServerConfig{cfg}, OAuth: OAuthOptions{Home: t.TempDir()}})
+	err = m.Login(t.Context(), "t", browser(&opened))
+	if err == nil {
+		t.Fatal("login succeeded on a callback port another listener holds")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "listen for the authorization redirect") || strings.Contains(msg, "%!") {
+		t.Errorf("login error = %q, want the reason it could not listen", msg)
+	}
 }
