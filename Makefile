@@ -14,7 +14,7 @@ test-stress:
 # Statically linked (CGO_ENABLED=0): keel uses no C code, and a binary without the dynamic
 # loader starts in about 2 ms less and 2 MiB of RSS less (README, "Installing").
 build:
-	CGO_ENABLED=0 go build -o bin/ ./cmd/keel ./cmd/keel-tui ./cmd/keel-nats ./cmd/keel-otel ./cmd/keel-sandbox
+	CGO_ENABLED=0 go build -o bin/ ./cmd/keel ./cmd/keel-tui ./cmd/keel-nats ./cmd/keel-otel ./cmd/keel-sandbox ./cmd/keel-web
 
 bench:
 	./scripts/bench.sh

@@ -110,6 +110,18 @@ func TestDependencyRules(t *testing.T) {
 				}
 			}
 		}
+		// Nor the HTML → Markdown converter, the HTML parser and the charset indexes: their
+		// package init would cost every keel start, and only WebFetch needs them. keel-web
+		// links them (internal/webfetch/htmltext); keel only talks to it (webfetch.Companion).
+		if (name == "" || hasPrefix(name, "cmd/keel", "internal/cli", "internal/session", "internal/builtin", "internal/webfetch")) &&
+			!hasPrefix(name, "internal/webfetch/htmltext") {
+			for _, d := range p.deps {
+				if hasPrefix(d, "github.com/JohannesKaufmann", "golang.org/x/net/html") {
+					t.Errorf("%s depends on %s: the HTML converter belongs in keel-web (internal/webfetch/htmltext)", name, d)
+					break
+				}
+			}
+		}
 		if name == "" || hasPrefix(name, "internal/loop", "internal/provider", "internal/tool", "internal/coord", "internal/acp") {
 			for _, d := range p.deps {
 				if hasPrefix(d, terminalUI...) {
@@ -145,7 +157,7 @@ var layers = []struct {
 	{"capabilities: what an agent uses, and how runs are configured and shown", []string{"internal/provider/anthropic",
 		"internal/provider/openai", "internal/provider/connect", "internal/provider/scripted", "internal/prompt", "internal/cachewatch",
 		"internal/clearing",
-		"internal/hooks", "internal/shell", "internal/lsp", "internal/webfetch", "internal/websearch", "internal/mcphost", "internal/skill",
+		"internal/hooks", "internal/shell", "internal/lsp", "internal/webfetch", "internal/webfetch/htmltext", "internal/websearch", "internal/mcphost", "internal/skill",
 		"internal/agentdef", "internal/background", "internal/worktree", "internal/toolsearch", "internal/builtin",
 		"internal/coord/fscoord", "internal/coord/natscoord", "internal/coord/coordpipe", "internal/runconfig", "internal/render", "internal/mcpserve",
 		"internal/settingsedit", "internal/plugin", "internal/telemetry", "internal/telemetry/otelexport", "internal/cron",
@@ -157,7 +169,7 @@ var layers = []struct {
 	{"composition: a session, and the supervisor that runs its agents beyond it", []string{"internal/session", "internal/daemon"}},
 	{"frontends and the public API", []string{"", "keeltest", "internal/control", "internal/tui", "internal/interactive",
 		"internal/cli", "internal/cli/demo", "internal/acp", "internal/dashboard"}},
-	{"commands", []string{"cmd/keel", "cmd/keel-tui", "cmd/keel-nats", "cmd/keel-otel", "cmd/keel-sandbox", "scripts/costbench"}},
+	{"commands", []string{"cmd/keel", "cmd/keel-tui", "cmd/keel-nats", "cmd/keel-otel", "cmd/keel-sandbox", "cmd/keel-web", "scripts/costbench"}},
 }
 
 // testOnly are the packages for tests only (doubles, helpers, test commands): outside the

@@ -26,9 +26,13 @@ type Options struct {
 	NATS bool
 	// OTel builds cmd/keel-otel beside cmd/keel: keel runs it when telemetry is on.
 	OTel bool
+	// Web builds cmd/keel-web beside cmd/keel: WebFetch runs it to convert pages. It is
+	// never race-enabled: its converter runs under the race detector in-process
+	// (htmltext.InProcess).
+	Web bool
 }
 
-// Keel builds cmd/keel (and cmd/keel-tui, cmd/keel-nats as opts say) into a new directory of t and returns
+// Keel builds cmd/keel (and cmd/keel-tui, cmd/keel-nats, cmd/keel-otel, cmd/keel-web as opts say) into a new directory of t and returns
 // the keel binary's path.
 func Keel(t testing.TB, opts Options) string {
 	t.Helper()
@@ -57,6 +61,11 @@ func Build(dir string, opts Options) (string, error) {
 			return "", err
 		}
 	}
+	if opts.Web {
+		if _, err := KeelWeb(dir); err != nil {
+			return "", err
+		}
+	}
 	return filepath.Join(dir, "keel"), nil
 }
 
@@ -75,6 +84,26 @@ func KeelNATS(dir string) (string, error) {
 func NATSCompanion(t testing.TB) string {
 	t.Helper()
 	p, err := KeelNATS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// KeelWeb builds cmd/keel-web alone into dir and returns its path.
+func KeelWeb(dir string) (string, error) {
+	if err := build(dir, false, "./cmd/keel-web"); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "keel-web"), nil
+}
+
+// WebCompanion builds cmd/keel-web into a directory of t and returns its path: for
+// in-process tests that fetch pages, which keel converts in keel-web
+// (webfetch.Companion.Path, session.Options.WebBinary).
+func WebCompanion(t testing.TB) string {
+	t.Helper()
+	p, err := KeelWeb(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/webfetch"
+	"github.com/keel-dev/keel/internal/webfetch/htmltext"
 	"github.com/keel-dev/keel/internal/websearch"
 )
 
@@ -55,7 +56,7 @@ func TestWebFetchResults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env := newEnv(t, t.TempDir())
 			env.Explicit = tt.explicit
-			tl := WebFetch(webfetch.New(webfetch.Options{CacheTTL: -1}), tt.reader)
+			tl := WebFetch(webfetch.New(webfetch.Options{CacheTTL: -1, Converter: htmltext.InProcess{}}), tt.reader)
 			res := call(t, tl, env, webFetchInput{URL: srv.URL + tt.path, Prompt: "How is it installed?"})
 			_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 			golden(t, "webfetch/"+strings.ReplaceAll(tt.name, " ", "_"), strings.ReplaceAll(render(res, env.State.Cwd), port, "PORT"))

@@ -1,5 +1,6 @@
-// Package companion finds keel's companion binaries: keel-tui (the terminal UI) and keel-nats
-// (the supervisor's embedded nats-server). They are separate programs so that every keel
+// Package companion finds keel's companion binaries: keel-tui (the terminal UI), keel-nats
+// (the supervisor's embedded nats-server, teams on NATS), keel-otel (telemetry's exporter) and
+// keel-web (WebFetch's page converter). They are separate programs so that every keel
 // process does not pay for linking what only some runs use; `go install ./cmd/...` and
 // `make build` put them beside keel.
 package companion

@@ -36,6 +36,7 @@ var otherPrograms = map[string]string{
 	"internal/sandbox/sandbox_darwin.go":     "/usr/bin/sandbox-exec, macOS's Seatbelt, probing and confining commands",
 	"scripts/costbench/main.go":              "keel and the Claude Code binary for the cost benchmark",
 	"internal/coord/coordpipe/process.go":    "keel-nats coord, the companion that holds a team's NATS connection",
+	"internal/webfetch/companion.go":         "keel-web, the companion that converts WebFetch's pages",
 }
 
 // TestEveryGitExecGoesThroughGitexec parses every Go file of the module and finds each place

@@ -172,6 +172,9 @@ type Options struct {
 	// Coordination says how teams reach NATS when settings choose that backend
 	// (coordination.go).
 	Coordination CoordinationOptions
+	// WebBinary is the keel-web companion's path, which converts the pages WebFetch reads;
+	// empty finds it beside keel, beside this executable, then on PATH (webfetch.Companion).
+	WebBinary string
 	// Run is the configuration the session was opened from ([Open]): process teammates are
 	// launched with it.
 	Run runconfig.Config

@@ -27,19 +27,21 @@ type webSetup struct {
 	search  settings.WebSearch
 	trusted bool
 	environ []string // nil: keel's own
-	logger  *slog.Logger
-	notices []event.Notice
+	// webBinary is keel-web's path; empty finds it ([webfetch.Companion]).
+	webBinary string
+	logger    *slog.Logger
+	notices   []event.Notice
 }
 
 // newWebSetup is s's web setup.
 func newWebSetup(s *Session) *webSetup {
 	return &webSetup{provider: s.opts.Provider, model: s.switches.Model, usage: s.acct.helperUsed, search: s.settings.WebSearch,
-		trusted: s.conf.trusted(), environ: s.opts.MCP.Environ, logger: s.logger}
+		trusted: s.conf.trusted(), environ: s.opts.MCP.Environ, webBinary: s.opts.WebBinary, logger: s.logger}
 }
 
 // configure fills in opts' web tools; the notices say what settings were ignored.
 func (w *webSetup) configure(opts *builtin.Options) []event.Notice {
-	opts.Fetcher = webfetch.New(webfetch.Options{Logger: w.logger})
+	opts.Fetcher = webfetch.New(webfetch.Options{Logger: w.logger, Converter: &webfetch.Companion{Path: w.webBinary}})
 	opts.Reader = builtin.ModelReader{Provider: w.provider, Model: w.smallModel, Usage: w.usage}
 	opts.Search = w.searchBackend()
 	return w.notices

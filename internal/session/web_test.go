@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/buildtest"
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/goldentest"
 	"github.com/keel-dev/keel/internal/provider/connect"
@@ -41,6 +42,7 @@ func webFetchScenario(url string) *scripted.Scenario {
 
 func TestWebFetchEndToEnd(t *testing.T) {
 	page, hits := pageServer(t)
+	web := buildtest.WebCompanion(t)
 	tests := []struct {
 		name     string
 		settings string
@@ -57,7 +59,7 @@ func TestWebFetchEndToEnd(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			hits.Store(0)
-			h := newHarness(t, webFetchScenario(page.URL+"/notes"), Options{SettingsArgs: []string{tt.settings}})
+			h := newHarness(t, webFetchScenario(page.URL+"/notes"), Options{SettingsArgs: []string{tt.settings}, WebBinary: web})
 			h.send(t, "read the notes")
 			text, isErr := toolResultText(t, h.sess.History())
 			if !strings.Contains(text, tt.want) || isErr != tt.isError {

@@ -2,7 +2,7 @@ package webfetch
 
 import (
 	"bytes"
-	"fmt"
+	"context"
 	"mime"
 	"net"
 	"net/http"
@@ -10,36 +10,38 @@ import (
 	"net/url"
 	"strings"
 	"unicode/utf8"
-
-	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
-	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
-	"golang.org/x/net/html/charset"
 )
+
+// Converter turns fetched bodies into UTF-8 text. keel's is the keel-web companion
+// ([Companion]); tests convert in process (htmltext.InProcess).
+type Converter interface {
+	// Markdown converts an HTML body, decoded by the Content-Type header, a <meta>
+	// declaration or a byte-order mark, to Markdown with links made absolute against base.
+	Markdown(ctx context.Context, body []byte, header string, base *url.URL) (string, error)
+	// Decode converts text in a charset other than UTF-8 to UTF-8.
+	Decode(ctx context.Context, body []byte, header string) (string, error)
+}
 
 // toText turns a body into text by its content type: HTML becomes Markdown (links made
 // absolute against the page's URL), other text is decoded to UTF-8 as it is, anything else is
 // a *BinaryError. A missing or generic type is sniffed.
-func toText(body []byte, header string, base *url.URL) (content, ctype string, err error) {
+func (f *Fetcher) toText(ctx context.Context, body []byte, header string, base *url.URL) (content, ctype string, err error) {
 	ctype, params, perr := mime.ParseMediaType(header)
 	if perr != nil || ctype == "" || ctype == "application/octet-stream" {
 		ctype, params, _ = mime.ParseMediaType(http.DetectContentType(body))
 	}
 	switch {
 	case ctype == "text/html" || ctype == "application/xhtml+xml":
-		utf8Body, err := decode(body, header)
-		if err != nil {
-			return "", ctype, err
-		}
-		md, err := htmltomarkdown.ConvertString(utf8Body, converter.WithDomain(base.Scheme+"://"+base.Host))
-		if err != nil {
-			return "", ctype, fmt.Errorf("convert the HTML of %s to Markdown: %w", base, err)
-		}
-		return md, ctype, nil
+		md, err := f.opts.Converter.Markdown(ctx, body, header, base)
+		return md, ctype, err
 	case isText(ctype):
 		if bytes.IndexByte(body, 0) >= 0 && params["charset"] == "" {
 			return "", ctype, &BinaryError{ContentType: ctype + " with binary bytes"}
 		}
-		text, err := decode(body, header)
+		if text, ok := utf8Text(body, header); ok {
+			return text, ctype, nil
+		}
+		text, err := f.opts.Converter.Decode(ctx, body, header)
 		return text, ctype, err
 	}
 	return "", ctype, &BinaryError{ContentType: ctype}
@@ -60,22 +62,37 @@ func isText(ctype string) bool {
 	return false
 }
 
-// decode converts body to UTF-8 using the charset of the header, the HTML's own <meta>
-// declaration or a byte-order mark, and replaces what is still not valid UTF-8.
-func decode(body []byte, header string) (string, error) {
-	r, err := charset.NewReader(bytes.NewReader(body), header)
-	if err != nil {
-		return strings.ToValidUTF8(string(body), "\uFFFD"), nil
+// utf8Text decodes text that needs no charset table, so that most text never starts
+// keel-web: text with a UTF-8 byte-order mark, declared UTF-8, or declaring no charset and
+// valid UTF-8 throughout, with what is not UTF-8 replaced. A UTF-16 byte-order mark, another
+// charset, or undeclared bytes that are not UTF-8 (windows-1252, as browsers guess) are not.
+func utf8Text(body []byte, header string) (string, bool) {
+	switch {
+	case bytes.HasPrefix(body, []byte("\xef\xbb\xbf")):
+		return strings.ToValidUTF8(string(body), "\uFFFD"), true
+	case bytes.HasPrefix(body, []byte("\xfe\xff")), bytes.HasPrefix(body, []byte("\xff\xfe")):
+		return "", false
 	}
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(r); err != nil {
-		return "", fmt.Errorf("decode the text: %w", err)
+	if _, params, err := mime.ParseMediaType(header); err == nil && params["charset"] != "" {
+		if !isUTF8Label(params["charset"]) {
+			return "", false
+		}
+		return strings.ToValidUTF8(string(body), "\uFFFD"), true
 	}
-	s := b.String()
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
+	if !utf8.Valid(body) {
+		return "", false
 	}
-	return s, nil
+	return string(body), true
+}
+
+// isUTF8Label reports whether label names UTF-8 in the WHATWG Encoding Standard, which
+// browsers (and keel-web) follow.
+func isUTF8Label(label string) bool {
+	switch strings.ToLower(strings.TrimSpace(label)) {
+	case "utf-8", "utf8", "unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "x-unicode20utf8":
+		return true
+	}
+	return false
 }
 
 func netipOf(a net.Addr) (netip.Addr, error) {

@@ -1,6 +1,7 @@
 // Package webfetch fetches web pages for the WebFetch tool: HTTPS first, only public
 // addresses unless the caller allows more, few redirects and none to another host, size and
-// time limits, HTML converted to Markdown, and a short cache of what was fetched.
+// time limits, HTML converted to Markdown (by the keel-web companion), and a short cache of
+// what was fetched.
 package webfetch
 
 import (
@@ -48,6 +49,9 @@ type Options struct {
 	// Now is the clock of the cache; nil is time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Converter turns HTML into Markdown, and text in other charsets than UTF-8 into UTF-8;
+	// nil is keel-web ([Companion]) with MaxBytes as its limit.
+	Converter Converter
 }
 
 // Fetcher fetches pages. It is safe for concurrent use.
@@ -78,6 +82,9 @@ func New(opts Options) *Fetcher {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Converter == nil {
+		opts.Converter = &Companion{MaxBytes: opts.MaxBytes}
 	}
 	return &Fetcher{opts: opts, cache: newCache(opts.CacheTTL, opts.CacheBytes, opts.Now)}
 }
@@ -144,6 +151,17 @@ type BinaryError struct {
 func (e *BinaryError) Error() string {
 	return fmt.Sprintf("%s is %s, not HTML or text", e.URL, e.ContentType)
 }
+
+// ConversionError is a body fetched but not turned into text: keel-web missing, failing or
+// stopped. It is not retried over plain HTTP: the page came, and would come the same way.
+type ConversionError struct {
+	URL string
+	Err error
+}
+
+func (e *ConversionError) Error() string { return e.URL + ": " + e.Err.Error() }
+
+func (e *ConversionError) Unwrap() error { return e.Err }
 
 // Fetch gets rawURL. An http:// URL is tried over HTTPS first. Connections to private,
 // loopback and link-local addresses fail with a *PrivateAddressError unless allowPrivate;
@@ -215,9 +233,10 @@ func fallsBack(ctx context.Context, err error) bool {
 	var status *StatusError
 	var large *TooLargeError
 	var binary *BinaryError
+	var conversion *ConversionError
 	switch {
 	case ctx.Err() != nil, errors.As(err, &priv), errors.As(err, &redirect), errors.As(err, &status),
-		errors.As(err, &large), errors.As(err, &binary):
+		errors.As(err, &large), errors.As(err, &binary), errors.As(err, &conversion):
 		return false
 	}
 	return true
@@ -276,7 +295,7 @@ func (f *Fetcher) get(ctx context.Context, u *url.URL, allowPrivate bool, dialTi
 		}
 		return nil, &RedirectError{From: resp.Request.URL.String(), To: to.String(), Status: resp.StatusCode}
 	}
-	page, err := f.read(resp)
+	page, err := f.read(ctx, resp)
 	if page != nil {
 		page.Private = private.Load()
 	}
@@ -333,7 +352,7 @@ func unwrapURLError(err error) error {
 }
 
 // read takes the body within the size limit and turns it into text.
-func (f *Fetcher) read(resp *http.Response) (*Page, error) {
+func (f *Fetcher) read(ctx context.Context, resp *http.Response) (*Page, error) {
 	where := resp.Request.URL.String()
 	if resp.StatusCode >= 400 {
 		return nil, &StatusError{URL: where, Status: resp.StatusCode}
@@ -348,13 +367,14 @@ func (f *Fetcher) read(resp *http.Response) (*Page, error) {
 	if int64(len(body)) > f.opts.MaxBytes {
 		return nil, &TooLargeError{URL: where, Size: -1, Limit: f.opts.MaxBytes}
 	}
-	content, ctype, err := toText(body, resp.Header.Get("Content-Type"), resp.Request.URL)
+	content, ctype, err := f.toText(ctx, body, resp.Header.Get("Content-Type"), resp.Request.URL)
 	if err != nil {
 		var bin *BinaryError
 		if errors.As(err, &bin) {
 			bin.URL = where
+			return nil, err
 		}
-		return nil, err
+		return nil, &ConversionError{URL: where, Err: err}
 	}
 	return &Page{URL: where, Status: resp.StatusCode, ContentType: ctype, Bytes: len(body), Content: content}, nil
 }

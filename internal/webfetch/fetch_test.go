@@ -20,7 +20,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/keel-dev/keel/internal/waittest"
+	"github.com/keel-dev/keel/internal/webfetch/htmltext"
 )
+
+// newFetcher is New converting in this process; companion_test.go runs keel-web itself.
+func newFetcher(opts Options) *Fetcher {
+	if opts.Converter == nil {
+		opts.Converter = htmltext.InProcess{}
+	}
+	return New(opts)
+}
 
 // site is a local web server with the pages the tests fetch.
 type site struct {
@@ -43,6 +52,18 @@ func newSite(t *testing.T, secure bool) *site {
 	mux.HandleFunc("/latin1", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=iso-8859-1")
 		w.Write([]byte("<p>caf\xe9</p>"))
+	})
+	mux.HandleFunc("/latin1.txt", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=iso-8859-1")
+		w.Write([]byte("na\xefve"))
+	})
+	mux.HandleFunc("/sjis", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=shift_jis")
+		w.Write([]byte("<p>\x93\xfa\x96\x7b</p>"))
+	})
+	mux.HandleFunc("/sjis.txt", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=shift_jis")
+		w.Write([]byte("\x93\xfa\x96\x7b"))
 	})
 	mux.HandleFunc("/text", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -119,7 +140,7 @@ func trusting(s *site) *tls.Config {
 
 func TestFetchPages(t *testing.T) {
 	s := newSite(t, false)
-	f := New(Options{CacheTTL: -1})
+	f := newFetcher(Options{CacheTTL: -1})
 	tests := []struct {
 		path     string
 		contains []string
@@ -127,6 +148,9 @@ func TestFetchPages(t *testing.T) {
 	}{
 		{"/page", []string{"# Hello", "**bold**", "[a link](" + s.srv.URL + "/other)", "- one"}, []string{"alert", "color:red"}},
 		{"/latin1", []string{"café"}, nil},
+		{"/latin1.txt", []string{"naïve"}, nil},
+		{"/sjis", []string{"日本"}, nil},
+		{"/sjis.txt", []string{"日本"}, nil},
 		{"/text", []string{`{"ok": true}`}, nil},
 		{"/hop", []string{"# Hello"}, nil},
 	}
@@ -155,7 +179,7 @@ func TestFetchPages(t *testing.T) {
 
 func TestFetchRefusesPrivateAddresses(t *testing.T) {
 	s := newSite(t, false)
-	f := New(Options{CacheTTL: -1})
+	f := newFetcher(Options{CacheTTL: -1})
 	_, port, _ := net.SplitHostPort(s.srv.Listener.Addr().String())
 	for _, u := range []string{s.url("/page"), "http://localhost:" + port + "/page", "http://[::1]:" + port + "/page"} {
 		_, err := f.Fetch(t.Context(), u, false)
@@ -184,7 +208,7 @@ func TestIsPrivate(t *testing.T) {
 
 func TestFetchRedirects(t *testing.T) {
 	s := newSite(t, false)
-	f := New(Options{CacheTTL: -1, MaxRedirects: 3})
+	f := newFetcher(Options{CacheTTL: -1, MaxRedirects: 3})
 	_, err := f.Fetch(t.Context(), s.url("/away"), true)
 	var re *RedirectError
 	if !errors.As(err, &re) {
@@ -222,7 +246,7 @@ func TestFetchSameSite(t *testing.T) {
 func TestFetchLimitsAndBadInput(t *testing.T) {
 	s := newSite(t, false)
 	timeout := waittest.Scale(2 * time.Second) // what is not slow answers within it, loaded or not
-	f := New(Options{CacheTTL: -1, MaxBytes: 1 << 20, Timeout: timeout})
+	f := newFetcher(Options{CacheTTL: -1, MaxBytes: 1 << 20, Timeout: timeout})
 	tests := []struct {
 		url  string
 		want string
@@ -254,7 +278,7 @@ func TestFetchUnreachable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	_, err = New(Options{CacheTTL: -1}).Fetch(t.Context(), "https://"+addr+"/", true)
+	_, err = newFetcher(Options{CacheTTL: -1}).Fetch(t.Context(), "https://"+addr+"/", true)
 	if err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("err = %v, want connection refused", err)
 	}
@@ -263,7 +287,7 @@ func TestFetchUnreachable(t *testing.T) {
 func TestFetchHTTPS(t *testing.T) {
 	s := newSite(t, true)
 	t.Run("upgrade", func(t *testing.T) {
-		f := New(Options{CacheTTL: -1, TLS: trusting(s)})
+		f := newFetcher(Options{CacheTTL: -1, TLS: trusting(s)})
 		plainURL := strings.Replace(s.url("/page"), "https://", "http://", 1)
 		p, err := f.Fetch(t.Context(), plainURL, true)
 		if err != nil {
@@ -274,7 +298,7 @@ func TestFetchHTTPS(t *testing.T) {
 		}
 	})
 	t.Run("untrusted certificate", func(t *testing.T) {
-		_, err := New(Options{CacheTTL: -1}).Fetch(t.Context(), s.url("/page"), true)
+		_, err := newFetcher(Options{CacheTTL: -1}).Fetch(t.Context(), s.url("/page"), true)
 		if err == nil || !strings.Contains(err.Error(), "certificate") {
 			t.Errorf("err = %v, want a certificate error", err)
 		}
@@ -286,7 +310,7 @@ func TestFetchCache(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Unix(1000, 0)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	f := New(Options{Now: clock})
+	f := newFetcher(Options{Now: clock})
 	var cached []bool
 	for range 2 {
 		p, err := f.Fetch(t.Context(), s.url("/page"), true)
