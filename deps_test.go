@@ -174,7 +174,7 @@ var layers = []struct {
 
 // testOnly are the packages for tests only (doubles, helpers, test commands): outside the
 // layers.
-var testOnly = []string{"internal/waittest", "internal/buildtest", "internal/gittest", "internal/goldentest", "internal/compattest",
+var testOnly = []string{"internal/waittest", "internal/porttest", "internal/buildtest", "internal/gittest", "internal/goldentest", "internal/compattest",
 	"internal/testreport", "internal/mcpconform", "internal/coord/coordtest", "internal/coord/natscoord/natstest",
 	"internal/mcphost/mcptest", "internal/lsp/lsptest", "internal/telemetry/oteltest"}
 

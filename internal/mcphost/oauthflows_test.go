@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/keel-dev/keel/internal/mcphost/mcptest"
+	"github.com/keel-dev/keel/internal/porttest"
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
@@ -158,7 +159,7 @@ func TestOAuthStepUp(t *testing.T) {
 // registration), its secret from the entry or from MCP_CLIENT_SECRET, its redirect on the
 // configured callback port.
 func TestOAuthPreRegistered(t *testing.T) {
-	port := mcptest.FreePort(t)
+	port := porttest.Free(t)
 	for _, tc := range []struct {
 		name      string
 		oauth     OAuthConfig

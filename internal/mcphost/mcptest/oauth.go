@@ -9,14 +9,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	mrand "math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -464,39 +460,6 @@ func stepUp(next http.Handler, res Resource, metaURL string) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// FreePort returns a loopback port nothing listens on right now, for a configured
-// callback port. It is taken from below the kernel's ephemeral range: a port the kernel
-// handed out for :0 could be handed out again, to another test's listener or outgoing
-// connection, before the test binds it.
-func FreePort(t testing.TB) int {
-	low := ephemeralLow()
-	for range 100 {
-		port := 10_000 + mrand.IntN(low-10_000)
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		return port
-	}
-	t.Fatalf("no free loopback port below %d in 100 tries", low)
-	return 0
-}
-
-// ephemeralLow is the first port of the kernel's ephemeral range (Linux's default where it
-// cannot be read).
-func ephemeralLow() int {
-	low := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 11_000 {
-				low = n
-			}
-		}
-	}
-	return low
 }
 
 // readBody reads a request's body and puts it back for the next handler.

@@ -6,14 +6,12 @@ package natstest
 
 import (
 	"fmt"
-	"net"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/keel-dev/keel/internal/coord/natscoord/natsserver"
+	"github.com/keel-dev/keel/internal/porttest"
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
@@ -41,16 +39,12 @@ type Cluster struct {
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	// A JetStream cluster wants its routes configured from the start, so the route ports are
-	// picked before any node starts: free ones, from listeners opened and closed at once.
+	// picked before any node starts (porttest: outside the range the kernel hands out to the
+	// first nodes' own connections).
 	var routes []string
 	ports := make([]int, n)
 	for i := range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
+		ports[i] = porttest.Free(t)
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
 	}
 	c := &Cluster{}
@@ -102,16 +96,12 @@ type Restartable struct {
 	url string
 }
 
-// StartRestartable runs a server on a random port that [Restartable.Start] reuses.
+// StartRestartable runs a server on a free port that [Restartable.Start] reuses (porttest:
+// outside the range the kernel hands out to the clients' reconnections while it is down).
 func StartRestartable(t testing.TB) *Restartable {
 	t.Helper()
-	r := &Restartable{t: t, opts: natsserver.Options{Name: "test", StoreDir: t.TempDir()}}
+	r := &Restartable{t: t, opts: natsserver.Options{Name: "test", StoreDir: t.TempDir(), Port: porttest.Free(t)}}
 	r.Start()
-	u, err := url.Parse(r.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.opts.Port, _ = strconv.Atoi(u.Port())
 	t.Cleanup(r.Stop)
 	return r
 }
