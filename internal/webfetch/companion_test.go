@@ -20,11 +20,7 @@ import (
 func TestCompanionConverts(t *testing.T) {
 	s := newSite(t, false)
 	f := New(Options{CacheTTL: -1, Converter: &Companion{Path: buildtest.WebCompanion(t)}})
-	tests := []struct {
-		path     string
-		contains []string
-		lacks    []string
-	}{
+	tests := []pageCase{
 		{"/page", []string{"# Hello", "**bold**", "[a link](" + s.srv.URL + "/other)", "- one"}, []string{"alert", "color:red"}},
 		{"/latin1", []string{"café"}, nil},
 		{"/sjis", []string{"日本"}, nil},
@@ -32,22 +28,7 @@ func TestCompanionConverts(t *testing.T) {
 		{"/sjis.txt", []string{"日本"}, nil},
 	}
 	for _, tt := range tests {
-		t.Run(tt.path, func(t *testing.T) {
-			p, err := f.Fetch(t.Context(), s.url(tt.path), true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range tt.contains {
-				if !strings.Contains(p.Content, c) {
-					t.Errorf("content lacks %q:\n%s", c, p.Content)
-				}
-			}
-			for _, c := range tt.lacks {
-				if strings.Contains(p.Content, c) {
-					t.Errorf("content has %q:\n%s", c, p.Content)
-				}
-			}
-		})
+		t.Run(tt.path, func(t *testing.T) { tt.fetch(t, f, s) })
 	}
 }
 

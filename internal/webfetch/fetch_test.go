@@ -138,14 +138,37 @@ func trusting(s *site) *tls.Config {
 	return &tls.Config{RootCAs: pool}
 }
 
+// pageCase is a page of the test site and what its text must and must not hold.
+type pageCase struct {
+	path     string
+	contains []string
+	lacks    []string
+}
+
+// fetch fetches the page with f and checks its text.
+func (c pageCase) fetch(t *testing.T, f *Fetcher, s *site) *Page {
+	t.Helper()
+	p, err := f.Fetch(t.Context(), s.url(c.path), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range c.contains {
+		if !strings.Contains(p.Content, want) {
+			t.Errorf("content lacks %q:\n%s", want, p.Content)
+		}
+	}
+	for _, not := range c.lacks {
+		if strings.Contains(p.Content, not) {
+			t.Errorf("content has %q:\n%s", not, p.Content)
+		}
+	}
+	return p
+}
+
 func TestFetchPages(t *testing.T) {
 	s := newSite(t, false)
 	f := newFetcher(Options{CacheTTL: -1})
-	tests := []struct {
-		path     string
-		contains []string
-		lacks    []string
-	}{
+	tests := []pageCase{
 		{"/page", []string{"# Hello", "**bold**", "[a link](" + s.srv.URL + "/other)", "- one"}, []string{"alert", "color:red"}},
 		{"/latin1", []string{"café"}, nil},
 		{"/latin1.txt", []string{"naïve"}, nil},
@@ -156,20 +179,7 @@ func TestFetchPages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			p, err := f.Fetch(t.Context(), s.url(tt.path), true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range tt.contains {
-				if !strings.Contains(p.Content, c) {
-					t.Errorf("content lacks %q:\n%s", c, p.Content)
-				}
-			}
-			for _, c := range tt.lacks {
-				if strings.Contains(p.Content, c) {
-					t.Errorf("content has %q:\n%s", c, p.Content)
-				}
-			}
+			p := tt.fetch(t, f, s)
 			if !p.Plain || !p.Private {
 				t.Errorf("Plain=%v Private=%v, want both: an http URL of a plain server on loopback", p.Plain, p.Private)
 			}
