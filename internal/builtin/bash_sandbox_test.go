@@ -88,6 +88,36 @@ func TestSandboxedBash(t *testing.T) {
 	}
 }
 
+// TestSandboxedBashSaysWhatItDisarmed: a repository a command made with a configuration that
+// names a program is disarmed as the command ends, and the model is told — in the Bash result,
+// and in a background command's output.
+func TestSandboxedBashSaysWhatItDisarmed(t *testing.T) {
+	dir := t.TempDir()
+	jobs := shell.NewJobs()
+	t.Cleanup(jobs.Close)
+	bash := SandboxedBash(jobs, sandboxFor(t, dir, settings.Sandbox{}))
+	env := newEnv(t, dir)
+	want := func(repo string) string {
+		return "[Sandbox: the command wrote " + filepath.Join(dir, repo, ".git", "config") + ", a git configuration that sets core.fsmonitor"
+	}
+	res := call(t, bash, env, bashInput{Command: "git init -q fg && git -C fg config core.fsmonitor 'touch x'"})
+	if text := resultText(res); !strings.Contains(text, want("fg")) {
+		t.Errorf("the result does not say what was disarmed:\n%s", text)
+	}
+	res = call(t, bash, env, bashInput{Command: "git init -q bg && git -C bg config core.fsmonitor 'touch x'", RunInBackground: true})
+	id, _ := res.Output.(map[string]any)["backgroundTaskId"].(string)
+	if err := jobs.Wait(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := jobs.Read(id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(snap.Output, want("bg")) {
+		t.Errorf("the background command's output does not say what was disarmed:\n%s", snap.Output)
+	}
+}
+
 // TestBashDangerouslyDisableSandbox: the field is offered only with a sandbox; it runs the
 // command outside when allowUnsandboxedCommands allows (the permission flow decides the
 // call), and is refused when it does not. Excluded commands run outside.

@@ -70,7 +70,7 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 		r.Release()
 		return nil, err
 	}
-	r.planted.start(s.complete().GitDirs)
+	r.planted.start(s.complete())
 	dir := cmd.Dir
 	if dir == "" {
 		dir, _ = os.Getwd()
@@ -214,7 +214,7 @@ func (r *Run) Release() []string {
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
 	}
-	r.planted.finish(r.s.complete().GitDirs)
+	r.planted.finish(r.s)
 	return r.refused.all()
 }
 

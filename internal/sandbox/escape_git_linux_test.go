@@ -29,6 +29,10 @@ type gitAttack struct {
 	script string
 	// home makes the workspace the user's home directory too.
 	home bool
+	// disarmed says no mount can stop the script — it makes a repository, and so its
+	// configuration, where none stood — so it succeeds inside; keel disarms what it made as
+	// the command is released.
+	disarmed bool
 }
 
 // newRepo makes a repository at dir with one commit.
@@ -98,6 +102,20 @@ var gitAttacks = map[string]gitAttack{
 			write(t, filepath.Join(ws, "f"), "f\n")
 			return ws, ws
 		}},
+	"made repository": {disarmed: true, script: "git init -q made && evilcfg >> made/.git/config",
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "made")
+		}},
+	"made .git file to a repository out of the search": {disarmed: true,
+		script: "mkgitdir node_modules/r && mkdir made && echo \"gitdir: $PWD/node_modules/r\" > made/.git",
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "made")
+		}},
+	"planted submodule out of the search": {disarmed: true,
+		script: "git init -q node_modules/sm2 && evilcfg >> node_modules/sm2/.git/config && git -C node_modules/sm2 -c user.name=x -c user.email=x@x commit -q --allow-empty -m p && git add -f node_modules/sm2 2>/dev/null",
+		layout: func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
 	"home git config": {home: true, script: "mkdir -p .config/git && evilcfg > .config/git/config",
 		layout: func(t *testing.T, base string) (string, string) {
 			ws := filepath.Join(base, "home")
@@ -164,8 +182,8 @@ func testEscapeGit(t *testing.T) {
 			w := gitWorld(t, ws, a.home)
 			mark := filepath.Join(t.TempDir(), "PWNED")
 			out := w.run(t, gitPrelude+a.script+" && echo ESCAPED", "MARK="+mark)
-			if strings.Contains(out, "ESCAPED") {
-				t.Errorf("%q succeeded inside the sandbox:\n%s", a.script, out)
+			if escaped := strings.Contains(out, "ESCAPED"); escaped != a.disarmed {
+				t.Errorf("%q inside the sandbox: succeeded %v, want %v:\n%s", a.script, escaped, a.disarmed, out)
 			}
 			home := t.TempDir()
 			if a.home {
@@ -300,23 +318,27 @@ func testEscapeReadsManyMatches(t *testing.T) {
 	}
 }
 
-// TestPlantedSubmoduleIsReported: a repository made inside and added to the workspace's
-// index as a submodule — which no mount can prevent, and whose configuration git run outside
-// would read — is named when the run is released; adding files, or a repository the sandbox
-// protected from the start (a submodule's, a nested one's), is not reported.
-func TestPlantedSubmoduleIsReported(t *testing.T) { forEachLauncher(t, testPlantedSubmoduleIsReported) }
+// TestPlantedSubmoduleIsDisarmed: a repository made inside with a configuration that names a
+// program and added to the workspace's index as a submodule — which no mount can prevent, and
+// whose configuration git run outside would read — is disarmed and named when the run is
+// released; adding files, a repository the sandbox protected from the start (a submodule's, a
+// nested one's) or a planted submodule whose configuration starts nothing is not reported.
+func TestPlantedSubmoduleIsDisarmed(t *testing.T) { forEachLauncher(t, testPlantedSubmoduleIsDisarmed) }
 
-func testPlantedSubmoduleIsReported(t *testing.T) {
+func testPlantedSubmoduleIsDisarmed(t *testing.T) {
 	base := sandbox.VisibleDir(t)
 	ws := repoLayout(t, base)
 	w := gitWorld(t, ws, false)
+	commit := " && git -C %[1]s -c user.name=x -c user.email=x@x commit -q --allow-empty -m p && git add %[1]s 2>/dev/null"
 	for _, tc := range []struct {
 		name, script string
 		want         string
 	}{
 		{"files", "echo f > f && git add f", ""},
 		{"protected repositories", "echo g > nested/g && git add -A", ""},
-		{"planted", "git init -q planted && git -C planted -c user.name=x -c user.email=x@x commit -q --allow-empty -m p && git add planted 2>/dev/null", "added planted to the repository at " + ws},
+		{"planted, configuration safe", "git init -q clean" + fmt.Sprintf(commit, "clean"), ""},
+		{"planted", "git init -q planted && git -C planted config core.fsmonitor 'touch pwned'" + fmt.Sprintf(commit, "planted"),
+			"the command wrote " + filepath.Join(ws, "planted", ".git", "config") + ", a git configuration that sets core.fsmonitor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command("bash", "-c", tc.script+" && echo DONE")
@@ -338,5 +360,150 @@ func testPlantedSubmoduleIsReported(t *testing.T) {
 				t.Errorf("Planted() = %q, want it to say %q", planted, tc.want)
 			}
 		})
+	}
+}
+
+// TestMadeRepositoriesDisarmed: as a command is released, a repository it made keeps only
+// the git settings that start nothing, the file as written moved beside it, and its planted
+// hooks are moved aside — a bare repository too; a repository cloned or initialised as git
+// does it is left alone and not reported; the next command cannot write the new repositories'
+// configuration; and a repository the user had before, reached through a .git file the
+// command made, keeps its settings.
+func TestMadeRepositoriesDisarmed(t *testing.T) { forEachLauncher(t, testMadeRepositoriesDisarmed) }
+
+func testMadeRepositoriesDisarmed(t *testing.T) {
+	base := sandbox.VisibleDir(t)
+	ws := repoLayout(t, base)
+	w := gitWorld(t, ws, false)
+	run := func(script string) (string, []string) {
+		t.Helper()
+		cmd := exec.Command("bash", "-c", gitPrelude+script)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "MARK="+filepath.Join(base, "PWNED"))
+		r, err := w.s.Confine(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := cmd.CombinedOutput()
+		r.Release()
+		return string(out), r.Planted()
+	}
+	config := func(dir, key string) string {
+		t.Helper()
+		out, _ := exec.Command("git", "config", "--file", filepath.Join(dir, "config"), "--get", key).Output()
+		return strings.TrimSpace(string(out))
+	}
+
+	out, said := run(`git init -q made && git -C made config user.name x && git -C made remote add origin https://example.invalid/x.git &&
+		evilcfg >> made/.git/config && printf '#!/bin/sh\ntouch "$MARK"\n' > made/.git/hooks/pre-commit && chmod +x made/.git/hooks/pre-commit &&
+		mkgitdir bare && git clone -q ../subsrc cloned && git init -q fresh && echo DONE`)
+	if !strings.Contains(out, "DONE") {
+		t.Fatalf("the script failed inside:\n%s", out)
+	}
+	made := filepath.Join(ws, "made", ".git")
+	if got := config(made, "core.fsmonitor"); got != "" {
+		t.Errorf("made's core.fsmonitor = %q after the release, want it gone", got)
+	}
+	if config(made, "user.name") != "x" || config(made, "remote.origin.url") != "https://example.invalid/x.git" || config(made, "core.bare") != "false" {
+		t.Errorf("made's safe settings were not kept:\n%s", readFile(t, filepath.Join(made, "config")))
+	}
+	if got := readFile(t, filepath.Join(made, "config.keel-refused")); !strings.Contains(got, "fsmonitor = touch") {
+		t.Errorf("made's configuration as written is not kept aside: %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(made, "hooks", "pre-commit")); err == nil {
+		t.Error("made's planted hook is still in hooks/")
+	}
+	if got := readFile(t, filepath.Join(made, "hooks.keel-refused", "pre-commit")); !strings.Contains(got, "touch") {
+		t.Errorf("made's planted hook is not kept aside: %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(made, "hooks", "pre-commit.sample")); err == nil != hasSampleHooks(t) {
+		t.Error("git's sample hooks in made were moved")
+	}
+	if got := config(filepath.Join(ws, "bare"), "core.fsmonitor"); got != "" {
+		t.Errorf("bare's core.fsmonitor = %q after the release, want it gone", got)
+	}
+	joined := strings.Join(said, "\n")
+	for _, want := range []string{filepath.Join(made, "config") + ", a git configuration that sets core.fsmonitor", "the hooks pre-commit in " + filepath.Join(made, "hooks"), filepath.Join(ws, "bare", "config")} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("Planted() does not say %q:\n%s", want, joined)
+		}
+	}
+	for _, clean := range []string{"cloned", "fresh"} {
+		if strings.Contains(joined, filepath.Join(ws, clean)) {
+			t.Errorf("%s, made as git makes it, was reported:\n%s", clean, joined)
+		}
+		if _, err := os.Lstat(filepath.Join(ws, clean, ".git", "config.keel-refused")); err == nil {
+			t.Errorf("%s's configuration was moved aside", clean)
+		}
+	}
+
+	out, said = run(`for r in made/.git cloned/.git fresh/.git bare; do evilcfg >> $r/config && echo "WROTE $r"; done; echo DONE`)
+	if strings.Contains(out, "WROTE") || !strings.Contains(out, "DONE") {
+		t.Errorf("the next command wrote the configuration of a repository the last one made:\n%s", out)
+	}
+	if len(said) > 0 {
+		t.Errorf("the next command reported: %q", said)
+	}
+
+	old := filepath.Join(ws, "node_modules", "old")
+	git(t, ws, "init", "-q", "--bare", old)
+	git(t, old, "config", "core.pager", "cat")
+	write(t, filepath.Join(old, "hooks", "post-checkout"), "#!/bin/sh\n")
+	sandbox.SetTimestampSlack(t, 0)
+	out, said = run(`mkdir via && echo "gitdir: $PWD/node_modules/old" > via/.git && echo DONE`)
+	if !strings.Contains(out, "DONE") || len(said) > 0 {
+		t.Errorf("a .git file to the user's own repository: %q\n%s", said, out)
+	}
+	if config(old, "core.pager") != "cat" {
+		t.Error("the user's own repository, reached through a new .git file, lost its settings")
+	}
+	if _, err := os.Lstat(filepath.Join(old, "hooks", "post-checkout")); err != nil {
+		t.Errorf("the user's own repository's hook was moved: %v", err)
+	}
+}
+
+// hasSampleHooks reports whether git init writes sample hooks here (the system's templates).
+func hasSampleHooks(t *testing.T) bool {
+	dir := filepath.Join(t.TempDir(), "r")
+	git(t, t.TempDir(), "init", "-q", dir)
+	entries, _ := os.ReadDir(filepath.Join(dir, ".git", "hooks"))
+	return len(entries) > 0
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+// TestDeletedRepositoryStaysDeleted: a protected repository deleted outside between commands
+// is not made again by the next command's placeholders; a repository a command then plants in
+// its place is disarmed like any other it makes.
+func TestDeletedRepositoryStaysDeleted(t *testing.T) { forEachLauncher(t, testDeletedRepositoryStaysDeleted) }
+
+func testDeletedRepositoryStaysDeleted(t *testing.T) {
+	base := sandbox.VisibleDir(t)
+	ws := repoLayout(t, base)
+	w := gitWorld(t, ws, false)
+	w.run(t, "true")
+	if err := os.RemoveAll(filepath.Join(ws, "nested")); err != nil {
+		t.Fatal(err)
+	}
+	if out := w.run(t, "ls nested 2>&1; echo DONE"); !strings.Contains(out, "No such file") {
+		t.Errorf("the deleted repository's directory is there again inside:\n%s", out)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "nested")); err == nil {
+		t.Error("the deleted repository's directory is there again after the command")
+	}
+	cmd := exec.Command("bash", "-c", gitPrelude+"mkgitdir nested/.git && echo DONE")
+	cmd.Dir, cmd.Env = ws, append(os.Environ(), "MARK="+filepath.Join(base, "PWNED"))
+	r, err := w.s.Confine(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := cmd.CombinedOutput()
+	r.Release()
+	if want := filepath.Join(ws, "nested", ".git", "config") + ", a git configuration that sets core.fsmonitor"; !strings.Contains(strings.Join(r.Planted(), "\n"), want) {
+		t.Errorf("a repository planted where a deleted one stood was not disarmed: %q\n%s", r.Planted(), out)
 	}
 }

@@ -103,7 +103,8 @@ func (p Policy) newPlan(dir string, argv []string, path string, extra []string) 
 // absentReadOnly are the always-read-only paths of p that do not exist inside a writable
 // root: each gets a placeholder for the command's life, so that it cannot be created. A
 // missing parent inside a writable root is made for it (~/.config for ~/.config/git): a
-// placeholder needs a directory to sit in.
+// placeholder needs a directory to sit in — but not a repository's that was deleted since
+// the search found it (a pinned directory gone), which would come back as empty directories.
 func (p Policy) absentReadOnly() []string {
 	var out []string
 	for _, r := range p.ReadOnly {
@@ -112,6 +113,9 @@ func (p Policy) absentReadOnly() []string {
 		}
 		if slices.ContainsFunc(p.ReadOnly, func(o string) bool { return o != r && within(r, o) }) {
 			continue // read-only with its ancestor: a placeholder inside that one's would keep it from being removed
+		}
+		if slices.ContainsFunc(p.Pinned, func(d string) bool { _, err := os.Lstat(d); return err != nil && within(r, d) }) {
+			continue // its repository was deleted: not made again; one planted there is disarmed (plantWatch)
 		}
 		parent := filepath.Dir(r)
 		for {

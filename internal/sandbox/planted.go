@@ -3,9 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,20 +12,33 @@ import (
 	"github.com/keel-dev/keel/internal/gitexec"
 )
 
-// A command can make a repository anywhere under a writable root and add it to the index of
-// a repository the sandbox protects, as a submodule (git init sub && git add sub): no mount
-// can stand on a directory that does not exist yet, so the new repository's configuration is
-// the command's to write, and git run later outside the sandbox in the protecting repository
-// (git status, for one) enters the submodule and runs the programs that configuration names
-// (core.fsmonitor). Mounts cannot close this; what keel can do is see it happen and say so.
-// A plantWatch notes the index of every protected repository as a command starts and, as it
-// is released, lists the submodules of each index that changed whose repository the sandbox
-// did not protect when the command started.
+// A command can make a repository anywhere under a writable root (git init sub, git clone, a
+// bare repository's four entries): no mount can stand on a directory that does not exist
+// yet, so the new repository's configuration and hooks are the command's to write, and git
+// run there later outside the sandbox — by the user, or entering it as a submodule the
+// command added to a protected repository's index — would run the programs they name
+// (core.fsmonitor on every git status). Mounts cannot close this; keel closes it as the
+// command is released, before anything outside can have run git there on the strength of
+// it: a plantWatch notes the repositories the sandbox protects as a command starts; as it is
+// released, it searches the writable roots again, as Complete did, and disarms every
+// repository it finds that was not protected at the start — the configuration and hooks the
+// command wrote that could start a program are moved aside ([disarm]) — and the commands
+// started after it protect those repositories like the others ([Sandbox.refresh]).
 type plantWatch struct {
+	// since is when the command started, less the file systems' timestamp granularity: a
+	// file changed since then may be the command's.
+	since time.Time
+	// known are the gitdirs protected when the command started; nil when the watch did not
+	// start (the Landlock-only form protects no repository).
+	known map[string]bool
 	// index holds, per protected repository's working tree, its index file's state at start.
 	index map[string]indexState
 	found []string
 }
+
+// timestampSlack is how far before its start a file a command changed may be stamped: a
+// coarse kernel clock lags by a tick, and some file systems keep whole seconds.
+var timestampSlack = 2 * time.Second
 
 // indexState is what tells an index file changed: git rewrites it whole, so an entry added
 // changes its size and its modification time.
@@ -42,34 +53,57 @@ const gitlinkMode = "160000"
 // plantCheckLimit bounds the git run that lists one index's submodules.
 const plantCheckLimit = 10 * time.Second
 
-// start notes the index of each protected repository with a working tree (a gitdir named
-// .git): a stat each.
-func (w *plantWatch) start(gitDirs []string) {
+// start notes the repositories p protects that exist, and the index of each with a working tree (a
+// gitdir named .git): a stat each.
+func (w *plantWatch) start(p Policy) {
+	w.since = time.Now().Add(-timestampSlack)
+	w.known = map[string]bool{}
 	w.index = map[string]indexState{}
-	for _, d := range gitDirs {
+	for _, d := range p.GitDirs {
+		if _, err := os.Lstat(d); err != nil {
+			continue // deleted since the search: one made in its place is the command's
+		}
+		w.known[d] = true
 		if filepath.Base(d) == ".git" {
 			w.index[filepath.Dir(d)] = statIndex(d)
 		}
 	}
 }
 
-// finish lists, as sentences for the command's result, the submodules added to a protected
-// repository whose own repository is unprotected; each is logged as a warning too.
-func (w *plantWatch) finish(gitDirs []string) []string {
-	// In order: the sentences go into the command's result, part of the next request.
-	for _, tree := range slices.Sorted(maps.Keys(w.index)) {
-		if statIndex(filepath.Join(tree, ".git")).same(w.index[tree]) {
-			continue
-		}
-		for _, sub := range unprotectedSubmodules(tree, gitDirs) {
-			msg := fmt.Sprintf("the command added %s to the repository at %s as a submodule, and its repository (%s) was made inside the sandbox: its git configuration may name programs that git, run outside the sandbox in %s, would start (git status enters submodules). Check %s, or take it out of the index with `git rm --cached %s`.",
-				sub.path, tree, sub.gitDir, tree, filepath.Join(sub.gitDir, "config"), sub.path)
-			slog.Warn("sandbox: a submodule was planted", "repository", tree, "submodule", sub.path, "gitdir", sub.gitDir)
-			w.found = append(w.found, msg)
+// finish disarms the repositories below the writable roots that s did not protect when the
+// command started, and those it added to a protected repository's index as submodules
+// (which may lie where the search does not go); it says, as sentences for the command's
+// result, what it moved aside, each logged as a warning too. s protects from then on every
+// repository the search found.
+func (w *plantWatch) finish(s *Sandbox) {
+	if w.known == nil {
+		return
+	}
+	p := s.complete()
+	g := p.searchRepos(p.gitRoots)
+	var suspects []string
+	for d := range g.seen {
+		if !w.known[d] {
+			suspects = append(suspects, d)
 		}
 	}
-	w.index = nil
-	return w.found
+	for tree, st := range w.index {
+		if statIndex(filepath.Join(tree, ".git")).same(st) {
+			continue
+		}
+		suspects = append(suspects, unprotectedSubmodules(tree, w.known)...)
+	}
+	slices.Sort(suspects) // in order: the sentences go into the command's result, part of the next request
+	for _, d := range slices.Compact(suspects) {
+		w.found = append(w.found, disarm(d, w.since)...)
+	}
+	for d := range g.seen {
+		if _, ok := slices.BinarySearch(p.GitDirs, d); !ok {
+			s.refresh()
+			break
+		}
+	}
+	w.known, w.index = nil, nil
 }
 
 func (a indexState) same(b indexState) bool { return a.size == b.size && a.mtime.Equal(b.mtime) }
@@ -82,13 +116,10 @@ func statIndex(gitDir string) indexState {
 	return indexState{size: fi.Size(), mtime: fi.ModTime()}
 }
 
-// submodule is one planted submodule: its path in the index and its repository.
-type submodule struct{ path, gitDir string }
-
-// unprotectedSubmodules lists the submodules in tree's index that are checked out (git enters
-// only those) and whose repository is none of gitDirs. git runs as for an untrusted workspace
+// unprotectedSubmodules lists the repositories of the submodules in tree's index that are
+// checked out (git enters only those) and not known. git runs as for an untrusted workspace
 // (gitexec's zero Runner): reading the index runs nothing of the repository's.
-func unprotectedSubmodules(tree string, gitDirs []string) []submodule {
+func unprotectedSubmodules(tree string, known map[string]bool) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
 	defer cancel()
 	out, err := gitexec.Runner{}.Output(ctx, tree, "ls-files", "--stage", "-z")
@@ -96,25 +127,26 @@ func unprotectedSubmodules(tree string, gitDirs []string) []submodule {
 		slog.Warn("sandbox: could not list the submodules of a repository a command changed", "repository", tree, "err", err)
 		return nil
 	}
-	var subs []submodule
+	var gitDirs []string
 	for entry := range bytes.SplitSeq(out, []byte{0}) {
 		// "<mode> <object> <stage>\t<path>"
 		meta, path, ok := bytes.Cut(entry, []byte{'\t'})
 		if !ok || !bytes.HasPrefix(meta, []byte(gitlinkMode+" ")) {
 			continue
 		}
+		// git follows a .git that is a symbolic link, and reads a .git file's "gitdir: …".
 		dotGit := filepath.Join(tree, string(path), ".git")
-		gitDir := dotGit
-		if fi, err := os.Lstat(dotGit); err != nil {
+		fi, err := os.Stat(dotGit)
+		if err != nil {
 			continue
-		} else if !fi.IsDir() {
-			if gitDir = readGitFile(dotGit); gitDir == "" {
-				continue
-			}
 		}
-		if !slices.Contains(gitDirs, filepath.Clean(gitDir)) {
-			subs = append(subs, submodule{path: string(path), gitDir: gitDir})
+		gitDir := readGitFile(dotGit)
+		if fi.IsDir() {
+			gitDir, _ = filepath.EvalSymlinks(dotGit)
+		}
+		if gitDir != "" && !known[filepath.Clean(gitDir)] {
+			gitDirs = append(gitDirs, filepath.Clean(gitDir))
 		}
 	}
-	return subs
+	return gitDirs
 }

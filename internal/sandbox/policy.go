@@ -68,8 +68,8 @@ type Policy struct {
 	// one) aside and plant another in its place.
 	Pinned []string
 	// GitDirs are the repositories whose configuration and hooks ReadOnly protects, found by
-	// Complete: a submodule added to one of them whose repository is not among them was made
-	// by a command ([Run.Planted]).
+	// Complete: a repository found later that is not among them was made (or reached) by a
+	// command, and is checked as that command is released ([Run.Planted]).
 	GitDirs []string
 	// Warnings say where the protection is incomplete (the search for repositories stopped at
 	// its bounds, a .git that is a symbolic link): `keel doctor` shows them.
@@ -110,6 +110,9 @@ type Policy struct {
 	why map[string]string
 	// search is what Complete has left to do; nil once done.
 	search *search
+	// gitRoots are the writable roots Complete searched for repositories: searched again as
+	// each command is released, for the repositories it made ([plantWatch]).
+	gitRoots []string
 }
 
 // search is the part of a policy that reads the file system: the writable roots whose
@@ -274,6 +277,20 @@ func (p Policy) Complete() Policy {
 // protectRoots makes git's configuration and hooks read-only in every repository found in
 // the writable roots ([gitGuard]).
 func (p *Policy) protectRoots(roots []string) {
+	g := p.searchRepos(roots)
+	for _, ro := range g.readOnly {
+		p.add(&p.ReadOnly, ro, "keel's always-read-only paths (git's configuration and hooks)")
+	}
+	for _, d := range g.pinned {
+		p.add(&p.Pinned, d, "keel's always-read-only paths (git's configuration and hooks)")
+	}
+	p.Warnings = append(p.Warnings, g.warnings...)
+	p.GitDirs = slices.Sorted(maps.Keys(g.seen))
+	p.gitRoots = roots
+}
+
+// searchRepos finds the repositories below roots ([gitGuard]).
+func (p Policy) searchRepos(roots []string) gitGuard {
 	g := gitGuard{seen: map[string]bool{}}
 	for _, r := range roots {
 		if r == "" || r == "/" {
@@ -283,14 +300,7 @@ func (p *Policy) protectRoots(roots []string) {
 		g.skip = slices.DeleteFunc(slices.Clone(p.Writable), func(w string) bool { return w == r })
 		g.root(r)
 	}
-	for _, ro := range g.readOnly {
-		p.add(&p.ReadOnly, ro, "keel's always-read-only paths (git's configuration and hooks)")
-	}
-	for _, d := range g.pinned {
-		p.add(&p.Pinned, d, "keel's always-read-only paths (git's configuration and hooks)")
-	}
-	p.Warnings = append(p.Warnings, g.warnings...)
-	p.GitDirs = slices.Sorted(maps.Keys(g.seen))
+	return g
 }
 
 // maskRule masks what the Read deny rule r covers. A glob past maxGlobMatches covers the

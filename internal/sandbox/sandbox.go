@@ -62,10 +62,12 @@ type Sandbox struct {
 	// `keel doctor`).
 	bwrap, bwrapVersion, bwrapWhy string
 
-	// full is policy completed by the first command or doctor (complete).
+	// full is policy completed by the first command or doctor (complete), completed again
+	// when a command made a repository (refresh); nil until then.
 	completeOnce sync.Once
-	completed    atomic.Bool
-	full         Policy
+	full         atomic.Pointer[Policy]
+	// refreshMu keeps refreshes in order, so that an older search never replaces a newer one.
+	refreshMu sync.Mutex
 
 	// mu guards placeholders: how many running commands share each placeholder keel made
 	// for an absent always-read-only path; the last one removes it.
@@ -90,8 +92,8 @@ func New(p Policy, opts Options) *Sandbox {
 // name, without what the search of the writable roots adds ([Policy.Complete]) — so asking
 // it never costs that search.
 func (s *Sandbox) Policy() Policy {
-	if s.completed.Load() {
-		return s.full
+	if p := s.full.Load(); p != nil {
+		return *p
 	}
 	return s.policy
 }
@@ -99,14 +101,23 @@ func (s *Sandbox) Policy() Policy {
 // complete is the policy commands run under: the given one completed, once.
 func (s *Sandbox) complete() Policy {
 	s.completeOnce.Do(func() {
-		s.full = s.policy.Complete()
-		s.completed.Store(true)
+		full := s.policy.Complete()
+		s.full.Store(&full)
 		// Where the protection is incomplete, the log says so too, not only `keel doctor`.
-		for _, w := range s.full.Warnings {
+		for _, w := range full.Warnings {
 			slog.Warn("sandbox: protection incomplete", "why", w)
 		}
 	})
-	return s.full
+	return *s.full.Load()
+}
+
+// refresh completes the policy again, for the commands that start from now on: a command
+// made a repository, whose configuration and hooks are then read-only like the others'.
+func (s *Sandbox) refresh() {
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	full := s.policy.Complete()
+	s.full.Store(&full)
 }
 
 // HelperProgram is the sandbox's own helper program (cmd/keel-sandbox): installed beside

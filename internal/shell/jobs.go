@@ -94,7 +94,12 @@ func (j *Jobs) Start(c Command) (string, error) {
 	j.jobs[jb.id] = jb
 	go func() {
 		<-p.done
-		defer p.release()
+		// What the sandbox disarmed as it let go of the job reaches the model with the job's
+		// output, as it does in a Bash result.
+		_, planted := p.release()
+		for _, msg := range planted {
+			jobWriter{jb}.Write([]byte("\n[Sandbox: " + msg + "]\n"))
+		}
 		jb.mu.Lock()
 		defer jb.mu.Unlock()
 		defer close(jb.ended)
