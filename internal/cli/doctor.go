@@ -131,6 +131,9 @@ func (a *app) runSandbox(ctx context.Context, opts *sandboxOptions) error {
 	for _, r := range run.Release() {
 		fmt.Fprintln(a.std.Err, "keel sandbox: connection refused by the proxy: "+r)
 	}
+	for _, p := range run.Planted() {
+		fmt.Fprintln(a.std.Err, "keel sandbox: "+p)
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return exitCodeError{code: ee.ExitCode()}

@@ -67,3 +67,17 @@ func TestDoctorUsage(t *testing.T) {
 		t.Errorf("keel sandbox --sandbox off exited %d:\n%s\nwant a usage error", code, out)
 	}
 }
+
+// keel sandbox says on standard error what it disarmed as the command ended: a repository the
+// command made whose configuration names a program.
+func TestSandboxSaysWhatItDisarmed(t *testing.T) {
+	ws := t.TempDir()
+	t.Chdir(ws)
+	code, out := runKeel(t, t.TempDir(), "sandbox", "--", "sh", "-c", "git init -q r && git -C r config core.fsmonitor 'touch x'")
+	if code != 0 && strings.Contains(out, "sandbox unavailable") {
+		t.Skipf("no sandbox here: %s", out)
+	}
+	if want := "keel sandbox: the command wrote " + ws + "/r/.git/config, a git configuration that sets core.fsmonitor"; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("keel sandbox exited %d:\n%s\nwant it to say %q", code, out, want)
+	}
+}

@@ -479,7 +479,9 @@ func readFile(t *testing.T, path string) string {
 // TestDeletedRepositoryStaysDeleted: a protected repository deleted outside between commands
 // is not made again by the next command's placeholders; a repository a command then plants in
 // its place is disarmed like any other it makes.
-func TestDeletedRepositoryStaysDeleted(t *testing.T) { forEachLauncher(t, testDeletedRepositoryStaysDeleted) }
+func TestDeletedRepositoryStaysDeleted(t *testing.T) {
+	forEachLauncher(t, testDeletedRepositoryStaysDeleted)
+}
 
 func testDeletedRepositoryStaysDeleted(t *testing.T) {
 	base := sandbox.VisibleDir(t)

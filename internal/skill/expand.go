@@ -179,7 +179,6 @@ func (e *expander) run(ctx context.Context, cmd string) string {
 		run, err = sb.Confine(c)
 		switch {
 		case err == nil:
-			defer run.Release()
 		case sb.Policy().FailIfUnavailable:
 			out := fmt.Sprintf("[shell command not run: %s: %v]", cmd, err)
 			e.runs = append(e.runs, ShellRun{Command: cmd, Output: out, Denied: true})
@@ -192,6 +191,12 @@ func (e *expander) run(ctx context.Context, cmd string) string {
 	procgroup.Own(c)
 	c.Cancel = func() error { return run.Kill(c.Process.Pid) }
 	raw, runErr := c.CombinedOutput()
+	for _, p := range run.Release() { // a nil run releases nothing
+		note += "\n[Sandbox: connection refused by the proxy: " + p + "]"
+	}
+	for _, p := range run.Planted() {
+		note += "\n[Sandbox: " + p + "]"
+	}
 	out := strings.TrimRight(string(capBytes(raw, maxShellOutput)), "\n") + note
 	if runErr != nil {
 		out += fmt.Sprintf("\n[%s: %v]", cmd, runErr)

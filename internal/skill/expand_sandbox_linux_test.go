@@ -1,0 +1,39 @@
+package skill
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/keel-dev/keel/internal/sandbox"
+)
+
+// TestMain lets this test binary serve as the sandbox's helper for the sandboxed shell lines.
+func TestMain(m *testing.M) {
+	sandbox.Dispatch(os.Args)
+	os.Exit(m.Run())
+}
+
+// TestShellLinesSayWhatTheSandboxDisarmed: a shell line run in the sandbox that makes a
+// repository whose configuration names a program leaves, in its place, what the sandbox
+// disarmed as it ended.
+func TestShellLinesSayWhatTheSandboxDisarmed(t *testing.T) {
+	l := newLayout(t)
+	write(t, l.root, ".keel/commands/mk.md", "---\nallowed-tools: Bash(git:*)\n---\nMade: !`git init -q r && git -C r config core.fsmonitor 'touch x'`")
+	sb := sandbox.New(sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{l.cwd}}), sandbox.Options{})
+	if err := sb.Available(); errors.Is(err, sandbox.ErrUnavailable) {
+		t.Skipf("no sandbox on this machine: %v", err)
+	}
+	allow := func(context.Context, string, []string) error { return nil }
+	c, _ := l.load(t, func(o *Options) { o.AllowShell, o.Sandbox = allow, sb })
+	inv, ok, err := c.Expand(t.Context(), "/mk")
+	if !ok || err != nil {
+		t.Fatalf("Expand = %v, %v", ok, err)
+	}
+	if want := "[Sandbox: the command wrote " + filepath.Join(l.cwd, "r", ".git", "config") + ", a git configuration that sets core.fsmonitor"; !strings.Contains(inv.Text, want) {
+		t.Errorf("the expansion does not say what was disarmed:\n%s", inv.Text)
+	}
+}
