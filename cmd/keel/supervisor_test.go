@@ -39,7 +39,7 @@ var (
 // installKeelNATS builds cmd/keel-nats beside the keel binary at keel, once per test binary.
 func installKeelNATS(t *testing.T, keel string) {
 	t.Helper()
-	natsOnce.Do(func() { _, natsErr = buildtest.KeelNATS(filepath.Dir(keel)) })
+	natsOnce.Do(func() { _, natsErr = buildtest.CompanionInto(filepath.Dir(keel), "keel-nats") })
 	if natsErr != nil {
 		t.Fatal(natsErr)
 	}

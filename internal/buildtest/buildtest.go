@@ -57,53 +57,34 @@ func Build(dir string, opts Options) (string, error) {
 		return "", err
 	}
 	if opts.NATS {
-		if _, err := KeelNATS(dir); err != nil {
+		if _, err := CompanionInto(dir, "keel-nats"); err != nil {
 			return "", err
 		}
 	}
 	if opts.Web {
-		if _, err := KeelWeb(dir); err != nil {
+		if _, err := CompanionInto(dir, "keel-web"); err != nil {
 			return "", err
 		}
 	}
 	return filepath.Join(dir, "keel"), nil
 }
 
-// KeelNATS builds cmd/keel-nats alone into dir and returns its path: for tests whose keel is
-// another binary (testscript's copy of the test binary) or that run the supervisor in-process.
-func KeelNATS(dir string) (string, error) {
-	if err := build(dir, false, "./cmd/keel-nats"); err != nil {
+// CompanionInto builds keel's companion program cmd/NAME (keel-nats, keel-web) alone into dir
+// and returns its path.
+func CompanionInto(dir, name string) (string, error) {
+	if err := build(dir, false, "./cmd/"+name); err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, "keel-nats"), nil
+	return filepath.Join(dir, name), nil
 }
 
-// NATSCompanion builds cmd/keel-nats into a directory of t and returns its path: for
-// in-process tests that open teams on NATS, which keel reaches through `keel-nats coord`
-// (teamstore.Options.NATSBinary).
-func NATSCompanion(t testing.TB) string {
+// Companion builds keel's companion program cmd/NAME into a directory of t and returns its
+// path: for in-process tests that reach it as keel does — keel-nats for teams on NATS
+// (teamstore.Options.NATSBinary), keel-web to convert fetched pages (webfetch.Companion.Path,
+// session.Options.WebBinary).
+func Companion(t testing.TB, name string) string {
 	t.Helper()
-	p, err := KeelNATS(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// KeelWeb builds cmd/keel-web alone into dir and returns its path.
-func KeelWeb(dir string) (string, error) {
-	if err := build(dir, false, "./cmd/keel-web"); err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "keel-web"), nil
-}
-
-// WebCompanion builds cmd/keel-web into a directory of t and returns its path: for
-// in-process tests that fetch pages, which keel converts in keel-web
-// (webfetch.Companion.Path, session.Options.WebBinary).
-func WebCompanion(t testing.TB) string {
-	t.Helper()
-	p, err := KeelWeb(t.TempDir())
+	p, err := CompanionInto(t.TempDir(), name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // server (it used to read only the filesystem backend's directories, and saw nothing).
 func TestTeamListOnNATS(t *testing.T) {
 	// keel lists the teams on NATS through keel-nats coord, found on PATH here.
-	t.Setenv("PATH", filepath.Dir(buildtest.NATSCompanion(t))+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	t.Setenv("PATH", filepath.Dir(buildtest.Companion(t, "keel-nats"))+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	nsrv := natstest.Start(t)
 	ctx := waittest.Context(t)
 	be, err := natscoord.Open(ctx, natscoord.Options{URL: nsrv.URL(), Team: "far-crew"})

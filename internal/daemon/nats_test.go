@@ -43,7 +43,7 @@ var (
 // keelNATS builds cmd/keel-nats once and returns its path.
 func keelNATS(t *testing.T) string {
 	t.Helper()
-	natsOnce.Do(func() { natsBin, natsErr = buildtest.KeelNATS(binDir) })
+	natsOnce.Do(func() { natsBin, natsErr = buildtest.CompanionInto(binDir, "keel-nats") })
 	if natsErr != nil {
 		t.Fatal(natsErr)
 	}

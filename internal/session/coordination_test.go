@@ -112,7 +112,7 @@ func TestNATSUnreachableIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = openForTest(t, srv, Options{Home: home, Team: TeamOptions{Enabled: true},
-		Coordination: CoordinationOptions{NATSBinary: buildtest.NATSCompanion(t)}})
+		Coordination: CoordinationOptions{NATSBinary: buildtest.Companion(t, "keel-nats")}})
 	if err == nil || !strings.Contains(err.Error(), url) {
 		t.Fatalf("open with an unreachable NATS: %v; want an error naming %s", err, url)
 	}
@@ -158,5 +158,5 @@ func onNATS(t *testing.T) (*scripted.Server, CoordinationOptions) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	return srv, CoordinationOptions{NATSURL: nsrv.URL(), NATSBinary: buildtest.NATSCompanion(t)}
+	return srv, CoordinationOptions{NATSURL: nsrv.URL(), NATSBinary: buildtest.Companion(t, "keel-nats")}
 }

@@ -46,7 +46,7 @@ func TestStalledTeammateDoesNotMakeTheOtherThrash(t *testing.T) {
 			t.Parallel()
 			var opts Options
 			if backend == "nats" {
-				opts.Coordination = CoordinationOptions{NATSURL: natstest.Start(t).URL(), NATSBinary: buildtest.NATSCompanion(t)}
+				opts.Coordination = CoordinationOptions{NATSURL: natstest.Start(t).URL(), NATSBinary: buildtest.Companion(t, "keel-nats")}
 			}
 			opts.Team = TeamOptions{Enabled: true, Lease: waittest.Scale(time.Second), ShutdownTimeout: waittest.Timeout()}
 			h := newHarness(t, thrashScenario(), opts)

@@ -42,7 +42,7 @@ func webFetchScenario(url string) *scripted.Scenario {
 
 func TestWebFetchEndToEnd(t *testing.T) {
 	page, hits := pageServer(t)
-	web := buildtest.WebCompanion(t)
+	web := buildtest.Companion(t, "keel-web")
 	tests := []struct {
 		name     string
 		settings string

@@ -91,7 +91,7 @@ func TestEnabled(t *testing.T) {
 // its team, beside its transcript, names the backend.
 func TestBackendChoice(t *testing.T) {
 	nsrv := natstest.Start(t)
-	nats := buildtest.NATSCompanion(t)
+	nats := buildtest.Companion(t, "keel-nats")
 	for _, tc := range []struct {
 		name string
 		opts teamstore.Options
@@ -134,7 +134,7 @@ func TestBackendChoice(t *testing.T) {
 // itself, and no longer sees a lead whose session closed.
 func TestPeersThroughTheBackend(t *testing.T) {
 	nsrv := natstest.Start(t)
-	nats := buildtest.NATSCompanion(t)
+	nats := buildtest.Companion(t, "keel-nats")
 	for _, tc := range []struct {
 		name string
 		opts teamstore.Options

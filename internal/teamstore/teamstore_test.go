@@ -17,7 +17,7 @@ import (
 // look at a team the store lacks names those it has.
 func TestTeamsOnEitherBackend(t *testing.T) {
 	nsrv := natstest.Start(t)
-	nats := buildtest.NATSCompanion(t)
+	nats := buildtest.Companion(t, "keel-nats")
 	for _, tc := range []struct {
 		name string
 		opts Options
@@ -86,7 +86,7 @@ func TestEmbeddedServer(t *testing.T) {
 	nsrv := natstest.Start(t)
 	asked := false
 	store := Choose(st, home, Options{LocalNATS: func(context.Context) (string, error) { asked = true; return nsrv.URL(), nil },
-		NATSBinary: buildtest.NATSCompanion(t)})
+		NATSBinary: buildtest.Companion(t, "keel-nats")})
 	be, err := store.Open(waittest.Context(t), "x", coord.Config{}, nil)
 	if err != nil || !asked {
 		t.Fatalf("open on the embedded server: %v (asked %v)", err, asked)

@@ -19,7 +19,7 @@ import (
 // absolute, text in another charset into UTF-8.
 func TestCompanionConverts(t *testing.T) {
 	s := newSite(t, false)
-	f := New(Options{CacheTTL: -1, Converter: &Companion{Path: buildtest.WebCompanion(t)}})
+	f := New(Options{CacheTTL: -1, Converter: &Companion{Path: buildtest.Companion(t, "keel-web")}})
 	tests := []pageCase{
 		{"/page", []string{"# Hello", "**bold**", "[a link](" + s.srv.URL + "/other)", "- one"}, []string{"alert", "color:red"}},
 		{"/latin1", []string{"café"}, nil},

@@ -49,34 +49,21 @@ func newSite(t *testing.T, secure bool) *site {
 		fmt.Fprint(w, `<html><head><title>T</title><style>p{color:red}</style><script>alert(1)</script></head>
 <body><h1>Hello</h1><p>Some <b>bold</b> text and <a href="/other">a link</a>.</p><ul><li>one</li><li>two</li></ul></body></html>`)
 	})
-	mux.HandleFunc("/latin1", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=iso-8859-1")
-		w.Write([]byte("<p>caf\xe9</p>"))
-	})
-	mux.HandleFunc("/latin1.txt", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=iso-8859-1")
-		w.Write([]byte("na\xefve"))
-	})
-	mux.HandleFunc("/sjis", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=shift_jis")
-		w.Write([]byte("<p>\x93\xfa\x96\x7b</p>"))
-	})
-	mux.HandleFunc("/sjis.txt", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=shift_jis")
-		w.Write([]byte("\x93\xfa\x96\x7b"))
-	})
-	mux.HandleFunc("/text", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"ok": true}`)
-	})
-	mux.HandleFunc("/png", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "image/png")
-		w.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00"))
-	})
-	mux.HandleFunc("/octets", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Write([]byte("\x00\x01\x02\x03ELF"))
-	})
+	// Pages that are only a content type and a body.
+	for path, page := range map[string]struct{ contentType, body string }{
+		"/latin1":     {"text/html; charset=iso-8859-1", "<p>caf\xe9</p>"},
+		"/latin1.txt": {"text/plain; charset=iso-8859-1", "na\xefve"},
+		"/sjis":       {"text/html; charset=shift_jis", "<p>\x93\xfa\x96\x7b</p>"},
+		"/sjis.txt":   {"text/plain; charset=shift_jis", "\x93\xfa\x96\x7b"},
+		"/text":       {"application/json", `{"ok": true}`},
+		"/png":        {"image/png", "\x89PNG\r\n\x1a\n\x00\x00"},
+		"/octets":     {"application/octet-stream", "\x00\x01\x02\x03ELF"},
+	} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", page.contentType)
+			w.Write([]byte(page.body))
+		})
+	}
 	mux.HandleFunc("/missing", http.NotFound)
 	mux.HandleFunc("/hop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/page", http.StatusFound) })
 	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop", http.StatusFound) })
