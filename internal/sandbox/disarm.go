@@ -79,6 +79,10 @@ func changedSince(path string, t time.Time) bool {
 	return err == nil && !changeTime(fi).Before(t)
 }
 
+// maxGitConfig is the largest configuration file disarmConfig has git read: one of a
+// repository a command made that is larger is refused whole.
+const maxGitConfig = 1 << 20
+
 // disarmConfig keeps in the git configuration file cfg, when it changed since since, only the
 // settings safeGitKey allows; the file as it was is moved to cfg.keel-refused. It says what it
 // did, or "" when there was nothing to do.
@@ -86,7 +90,25 @@ func disarmConfig(cfg string, since time.Time) string {
 	if !changedSince(cfg, since) {
 		return ""
 	}
-	entries, err := readGitConfig(cfg)
+	var entries []configEntry
+	why := ""
+	li, lerr := os.Lstat(cfg)
+	fi, err := os.Stat(cfg)
+	switch {
+	case lerr == nil && li.Mode()&fs.ModeSymlink != 0:
+		// What it names could change later, where no protection looks.
+		why = "is a symbolic link"
+	case err != nil:
+		why = "cannot be read (" + err.Error() + ")"
+	case !fi.Mode().IsRegular():
+		why = "is not a regular file" // a FIFO would hold git, reading it, until the time limit
+	case fi.Size() > maxGitConfig:
+		why = fmt.Sprintf("is larger than %d bytes", maxGitConfig)
+	default:
+		if entries, err = readGitConfig(cfg); err != nil {
+			why = "git cannot read (" + err.Error() + ")"
+		}
+	}
 	var refused []string
 	var kept []configEntry
 	for _, e := range entries {
@@ -96,12 +118,12 @@ func disarmConfig(cfg string, since time.Time) string {
 			refused = append(refused, e.key)
 		}
 	}
-	if err == nil && len(refused) == 0 {
+	switch {
+	case why == "" && len(refused) == 0:
 		return ""
-	}
-	why := "sets " + strings.Join(refused, ", ")
-	if err != nil {
-		why = "git cannot read it (" + err.Error() + ")"
+	case why == "":
+		why = "sets " + strings.Join(refused, ", ")
+	default:
 		kept = nil
 	}
 	aside, err := moveAside(cfg)

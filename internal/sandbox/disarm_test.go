@@ -1,3 +1,5 @@
+//go:build unix
+
 package sandbox
 
 import (
@@ -5,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -80,5 +83,39 @@ func TestTemplateHooksStay(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(hooks+refusedSuffix, "pre-push")); err != nil {
 		t.Errorf("the planted hook is not aside: %v", err)
+	}
+}
+
+// TestDisarmConfigThatGitCannotRead: a configuration that is a FIFO (git would wait on it),
+// too large, a symbolic link (what it names may change later) or not git's syntax is moved
+// aside whole, without waiting, and an empty one
+// put in its place.
+func TestDisarmConfigThatGitCannotRead(t *testing.T) {
+	for name, tc := range map[string]struct {
+		make func(path string) error
+		why  string
+	}{
+		"fifo": {func(p string) error { return syscall.Mkfifo(p, 0o644) }, "that is not a regular file"},
+		"too large": {func(p string) error {
+			return os.WriteFile(p, []byte("[core]\n\tbare = false\n"+strings.Repeat("#\n", maxGitConfig)), 0o644)
+		}, "that is larger than"},
+		"link": {func(p string) error {
+			return os.Symlink("/dev/null", p)
+		}, "that is a symbolic link"},
+		"garbage": {func(p string) error { return os.WriteFile(p, []byte("[core\n\tfsmonitor = x\n"), 0o644) }, "that git cannot read (git"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := filepath.Join(t.TempDir(), "config")
+			if err := tc.make(cfg); err != nil {
+				t.Fatal(err)
+			}
+			msg := disarmConfig(cfg, time.Now().Add(-time.Hour))
+			if !strings.Contains(msg, tc.why) || !strings.Contains(msg, "moved the file as written to "+cfg+refusedSuffix) {
+				t.Errorf("disarmConfig said %q", msg)
+			}
+			if b, err := os.ReadFile(cfg); err != nil || len(b) != 0 {
+				t.Errorf("the configuration in its place holds %q (%v), want it empty", b, err)
+			}
+		})
 	}
 }

@@ -94,9 +94,11 @@ func (w *plantWatch) finish(s *Sandbox) {
 		suspects = append(suspects, unprotectedSubmodules(tree, w.known)...)
 	}
 	slices.Sort(suspects) // in order: the sentences go into the command's result, part of the next request
+	s.disarmMu.Lock() // two runs released together may find the same repository
 	for _, d := range slices.Compact(suspects) {
 		w.found = append(w.found, disarm(d, w.since)...)
 	}
+	s.disarmMu.Unlock()
 	for d := range g.seen {
 		if _, ok := slices.BinarySearch(p.GitDirs, d); !ok {
 			s.refresh()

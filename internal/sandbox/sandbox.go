@@ -68,6 +68,8 @@ type Sandbox struct {
 	full         atomic.Pointer[Policy]
 	// refreshMu keeps refreshes in order, so that an older search never replaces a newer one.
 	refreshMu sync.Mutex
+	// disarmMu keeps runs released together from disarming the same repository at once.
+	disarmMu sync.Mutex
 
 	// mu guards placeholders: how many running commands share each placeholder keel made
 	// for an absent always-read-only path; the last one removes it.
