@@ -70,7 +70,7 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 		r.Release()
 		return nil, err
 	}
-	r.planted.start(s.complete())
+	r.planted.start(s, s.complete())
 	dir := cmd.Dir
 	if dir == "" {
 		dir, _ = os.Getwd()

@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -507,5 +508,58 @@ func testDeletedRepositoryStaysDeleted(t *testing.T) {
 	r.Release()
 	if want := filepath.Join(ws, "nested", ".git", "config") + ", a git configuration that sets core.fsmonitor"; !strings.Contains(strings.Join(r.Planted(), "\n"), want) {
 		t.Errorf("a repository planted where a deleted one stood was not disarmed: %q\n%s", r.Planted(), out)
+	}
+}
+
+// TestRepositoryMadeInTheBackgroundDisarmed: a repository made by a command that is still
+// running (in the background) is disarmed as the next command ends, not only when it does.
+func TestRepositoryMadeInTheBackgroundDisarmed(t *testing.T) {
+	forEachLauncher(t, testRepositoryMadeInTheBackgroundDisarmed)
+}
+
+func testRepositoryMadeInTheBackgroundDisarmed(t *testing.T) {
+	base := sandbox.VisibleDir(t)
+	ws := repoLayout(t, base)
+	w := gitWorld(t, ws, false)
+	bg := exec.Command("bash", "-c", gitPrelude+"git init -q bgmade && evilcfg >> bgmade/.git/config && echo READY && read line")
+	bg.Dir, bg.Env = ws, append(os.Environ(), "MARK="+filepath.Join(base, "PWNED"))
+	stdin, err := bg.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := bg.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bgRun, err := w.s.Confine(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "READY\n" {
+		t.Fatalf("the background command said %q (%v)", line, err)
+	}
+	// What was written before the next command starts is not that command's own change: only
+	// the running one's watch can find it.
+	sandbox.SetTimestampSlack(t, 0)
+	fg := exec.Command("true")
+	fg.Dir = ws
+	fgRun, err := w.s.Confine(fg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fg.Run()
+	fgRun.Release()
+	want := filepath.Join(ws, "bgmade", ".git", "config") + ", a git configuration that sets core.fsmonitor"
+	if !strings.Contains(strings.Join(fgRun.Planted(), "\n"), want) {
+		t.Errorf("the next command's release did not disarm what the running one made: %q", fgRun.Planted())
+	}
+	stdin.Close()
+	bg.Wait()
+	bgRun.Release()
+	if said := bgRun.Planted(); len(said) > 0 {
+		t.Errorf("disarmed twice: %q", said)
 	}
 }

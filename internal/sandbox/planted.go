@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,9 +54,9 @@ const gitlinkMode = "160000"
 // plantCheckLimit bounds the git run that lists one index's submodules.
 const plantCheckLimit = 10 * time.Second
 
-// start notes the repositories p protects that exist, and the index of each with a working tree (a
-// gitdir named .git): a stat each.
-func (w *plantWatch) start(p Policy) {
+// start notes the repositories p, s's policy, protects that exist, and the index of each
+// with a working tree (a gitdir named .git): a stat each; s knows the watch until it finishes.
+func (w *plantWatch) start(s *Sandbox, p Policy) {
 	w.since = time.Now().Add(-timestampSlack)
 	w.known = map[string]bool{}
 	w.index = map[string]indexState{}
@@ -68,6 +69,9 @@ func (w *plantWatch) start(p Policy) {
 			w.index[filepath.Dir(d)] = statIndex(d)
 		}
 	}
+	s.disarmMu.Lock()
+	s.watches[w] = true
+	s.disarmMu.Unlock()
 }
 
 // finish disarms the repositories below the writable roots that s did not protect when the
@@ -75,30 +79,44 @@ func (w *plantWatch) start(p Policy) {
 // (which may lie where the search does not go); it says, as sentences for the command's
 // result, what it moved aside, each logged as a warning too. s protects from then on every
 // repository the search found.
+//
+// A command still running (in the background) writes where it could when it started, which
+// the commands started since may not: what it made is disarmed as each command is released,
+// not only as it is, so it stays armed at most until the next command ends.
 func (w *plantWatch) finish(s *Sandbox) {
 	if w.known == nil {
 		return
 	}
 	p := s.complete()
 	g := p.searchRepos(p.gitRoots)
-	var suspects []string
-	for d := range g.seen {
-		if !w.known[d] {
-			suspects = append(suspects, d)
+	s.disarmMu.Lock() // two runs released together may find the same repository
+	defer s.disarmMu.Unlock()
+	// Each suspect, with the start of the oldest running command that may have made it.
+	suspects := map[string]time.Time{}
+	suspect := func(d string, since time.Time) {
+		if t, ok := suspects[d]; !ok || since.Before(t) {
+			suspects[d] = since
+		}
+	}
+	for o := range s.watches {
+		for d := range g.seen {
+			if !o.known[d] {
+				suspect(d, o.since)
+			}
 		}
 	}
 	for tree, st := range w.index {
-		if statIndex(filepath.Join(tree, ".git")).same(st) {
-			continue
+		if !statIndex(filepath.Join(tree, ".git")).same(st) {
+			for _, d := range unprotectedSubmodules(tree, w.known) {
+				suspect(d, w.since)
+			}
 		}
-		suspects = append(suspects, unprotectedSubmodules(tree, w.known)...)
 	}
-	slices.Sort(suspects) // in order: the sentences go into the command's result, part of the next request
-	s.disarmMu.Lock() // two runs released together may find the same repository
-	for _, d := range slices.Compact(suspects) {
-		w.found = append(w.found, disarm(d, w.since)...)
+	// In order: the sentences go into the command's result, part of the next request.
+	for _, d := range slices.Sorted(maps.Keys(suspects)) {
+		w.found = append(w.found, disarm(d, suspects[d])...)
 	}
-	s.disarmMu.Unlock()
+	delete(s.watches, w)
 	for d := range g.seen {
 		if _, ok := slices.BinarySearch(p.GitDirs, d); !ok {
 			s.refresh()

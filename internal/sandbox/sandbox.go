@@ -68,8 +68,10 @@ type Sandbox struct {
 	full         atomic.Pointer[Policy]
 	// refreshMu keeps refreshes in order, so that an older search never replaces a newer one.
 	refreshMu sync.Mutex
-	// disarmMu keeps runs released together from disarming the same repository at once.
+	// disarmMu guards watches, the commands running now as their repository watches know
+	// them, and keeps runs released together from disarming the same repository at once.
 	disarmMu sync.Mutex
+	watches  map[*plantWatch]bool
 
 	// mu guards placeholders: how many running commands share each placeholder keel made
 	// for an absent always-read-only path; the last one removes it.
@@ -82,7 +84,7 @@ type Sandbox struct {
 // New returns the sandbox of policy p. Nothing is started, probed or searched until the first
 // command.
 func New(p Policy, opts Options) *Sandbox {
-	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}, placeholderFiles: map[string]*os.File{}}
+	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}, placeholderFiles: map[string]*os.File{}, watches: map[*plantWatch]bool{}}
 	if s.exe == "" {
 		s.exe, s.exeErr = helperExecutable()
 	}

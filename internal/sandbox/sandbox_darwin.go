@@ -70,7 +70,7 @@ func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
 		r.wg.Go(func() { serveProxy(ctx, r.l, r.s.proxy, &r.refused) })
 	}
 	p := s.complete()
-	r.planted.start(p)
+	r.planted.start(s, p)
 	p.Writable = append(slices.Clone(p.Writable), extra...)
 	profile := SeatbeltProfile(p, []string{tmp}, port)
 	args := append([]string{sandboxExec, "-p", profile, cmd.Path}, cmd.Args[1:]...)
