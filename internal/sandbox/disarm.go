@@ -11,11 +11,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/gitexec"
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // refusedSuffix names what keel moved aside: git reads neither a config.keel-refused nor a
@@ -212,7 +212,7 @@ func freeName(name string) string {
 func isTemplateHook(name, path string) bool {
 	dir := os.Getenv("GIT_TEMPLATE_DIR")
 	if dir == "" {
-		dir = userTemplateDir()
+		dir = userTemplateDir.Get()
 	}
 	if dir == "" {
 		return false
@@ -227,12 +227,12 @@ func isTemplateHook(name, path string) bool {
 
 // userTemplateDir is init.templateDir as the user's and the system's configuration set it,
 // read once through git as for an untrusted workspace; "" when unset.
-var userTemplateDir = sync.OnceValue(func() string {
+var userTemplateDir = lazy.Value[string]{New: func() string {
 	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
 	defer cancel()
 	out, _ := gitexec.Runner{}.Output(ctx, "/", "config", "--path", "--get", "init.templateDir")
 	return strings.TrimSpace(string(out))
-})
+}}
 
 // configEntry is one setting of a git configuration file: its key as git lists it (section
 // and name in lower case, a subsection as written) and its value; noValue for a bare

@@ -391,7 +391,7 @@ func testMadeRepositoriesDisarmed(t *testing.T) {
 	}
 	config := func(dir, key string) string {
 		t.Helper()
-		out, _ := exec.Command("git", "config", "--file", filepath.Join(dir, "config"), "--get", key).Output()
+		out, _ := gitexec.Runner{}.Output(t.Context(), dir, "config", "--file", filepath.Join(dir, "config"), "--get", key)
 		return strings.TrimSpace(string(out))
 	}
 
