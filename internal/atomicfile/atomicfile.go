@@ -31,7 +31,7 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 // keeping its mode and owner. It returns an error wrapping ErrNotReplaceable, having changed
 // nothing, when the file cannot be swapped for a new one without changing what it is.
 func Replace(path string, data []byte, old fs.FileInfo) error {
-	if links(old) > 1 {
+	if HardLinks(old) > 1 {
 		return fmt.Errorf("replace %s: it has other hard links: %w", path, ErrNotReplaceable)
 	}
 	mode := old.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)

@@ -8,7 +8,8 @@ import (
 	"syscall"
 )
 
-func links(info fs.FileInfo) uint64 {
+// HardLinks is how many names the file of info has; 1 where the system does not say.
+func HardLinks(info fs.FileInfo) uint64 {
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
 		return uint64(st.Nlink)
 	}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/gitexec"
@@ -23,22 +22,22 @@ import (
 const refusedSuffix = ".keel-refused"
 
 // disarm makes gitDir, a repository a command may have made or reached, start nothing when
-// git runs there outside the sandbox, and says what it moved aside. What changed since
-// since is the command's: its configuration files (the common directory's config, the
-// gitdir's config.worktree) keep only the settings that start no program and redirect
-// nothing ([safeGitKey]), the whole file moved aside when any other is set; its hooks (the
-// common directory's) are moved aside unless they are git's own templates. What did not
-// change is left as it was: the user's repositories reached through a new .git file keep
-// their settings.
-func disarm(gitDir string, since time.Time) []string {
-	common := gitCommonDir(gitDir)
+// git runs there outside the sandbox, and says what it moved aside. Whatever of it lies in
+// the writable roots may be the command's — written now, or earlier and moved in, which
+// keeps a file's times — so it is all treated as the command's: its configuration files (the
+// common directory's config, the gitdir's config.worktree) keep only the settings that start
+// no program and redirect nothing ([safeGitKey]), the whole file moved aside when any other
+// is set; its hooks (the common directory's) are moved aside unless they are git's own
+// templates. What lies outside the writable roots no command wrote, and is left alone.
+func disarm(gitDir string, writable []string) []string {
+	common, _ := readCommonDir(gitDir)
 	var said []string
 	for _, cfg := range []string{filepath.Join(common, "config"), filepath.Join(gitDir, "config.worktree")} {
-		if msg := disarmConfig(cfg, since); msg != "" {
+		if msg := disarmConfig(cfg, writable); msg != "" {
 			said = append(said, msg)
 		}
 	}
-	if msg := disarmHooks(filepath.Join(common, "hooks"), since); msg != "" {
+	if msg := disarmHooks(filepath.Join(common, "hooks"), writable); msg != "" {
 		said = append(said, msg)
 	}
 	for _, msg := range said {
@@ -47,61 +46,41 @@ func disarm(gitDir string, since time.Time) []string {
 	return said
 }
 
-// gitCommonDir is the directory holding gitDir's configuration and hooks: the one its commondir
-// names, else gitDir itself.
-func gitCommonDir(gitDir string) string {
-	b, err := os.ReadFile(filepath.Join(gitDir, "commondir"))
-	if err != nil {
-		return gitDir
-	}
-	c := strings.TrimSpace(string(b))
-	if c == "" {
-		return gitDir
-	}
-	if !filepath.IsAbs(c) {
-		c = filepath.Join(gitDir, c)
-	}
-	return filepath.Clean(c)
-}
-
-// changedSince reports whether path (or, through a symbolic link, what it names) changed since
-// t. The change time is the kernel's: a command can set a file's modification time back, not
-// its change time.
-func changedSince(path string, t time.Time) bool {
-	li, err := os.Lstat(path)
+// inWritable reports whether path's directory, its links resolved, is inside one of
+// writable (which are resolved): only there can a command have put what is at path.
+func inWritable(path string, writable []string) bool {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
 	if err != nil {
 		return false
 	}
-	if !changeTime(li).Before(t) {
-		return true
-	}
-	fi, err := os.Stat(path)
-	return err == nil && !changeTime(fi).Before(t)
+	return slices.ContainsFunc(writable, func(w string) bool { return within(dir, w) })
 }
 
 // maxGitConfig is the largest configuration file disarmConfig has git read: one of a
 // repository a command made that is larger is refused whole.
 const maxGitConfig = 1 << 20
 
-// disarmConfig keeps in the git configuration file cfg, when it changed since since, only the
-// settings safeGitKey allows; the file as it was is moved to cfg.keel-refused. It says what it
-// did, or "" when there was nothing to do.
-func disarmConfig(cfg string, since time.Time) string {
-	if !changedSince(cfg, since) {
+// disarmConfig keeps in the git configuration file cfg, when a command can have written it,
+// only the settings safeGitKey allows; the file as it was is moved to cfg.keel-refused. It
+// says what it did, or "" when there was nothing to do.
+func disarmConfig(cfg string, writable []string) string {
+	li, err := os.Lstat(cfg)
+	if err != nil || !inWritable(cfg, writable) {
 		return ""
 	}
 	var entries []configEntry
 	why := ""
-	li, lerr := os.Lstat(cfg)
-	fi, err := os.Stat(cfg)
-	switch {
-	case lerr == nil && li.Mode()&fs.ModeSymlink != 0:
+	switch fi, err := os.Stat(cfg); {
+	case li.Mode()&fs.ModeSymlink != 0:
 		// What it names could change later, where no protection looks.
 		why = "is a symbolic link"
 	case err != nil:
 		why = "cannot be read (" + err.Error() + ")"
 	case !fi.Mode().IsRegular():
 		why = "is not a regular file" // a FIFO would hold git, reading it, until the time limit
+	case atomicfile.HardLinks(fi) > 1:
+		// Written through another name later, where no protection looks.
+		why = "has another name (a hard link)"
 	case fi.Size() > maxGitConfig:
 		why = fmt.Sprintf("is larger than %d bytes", maxGitConfig)
 	default:
@@ -136,57 +115,51 @@ func disarmConfig(cfg string, since time.Time) string {
 	return fmt.Sprintf("the command wrote %s, a git configuration that %s, which git run there outside the sandbox would act on. keel kept only the settings that start no program (%d of them) and moved the file as written to %s.", cfg, why, len(kept), aside)
 }
 
-// disarmHooks moves aside the hooks in dir that changed since since and are not git's own
-// templates (which git init and git clone copy), into dir.keel-refused; a hooks directory
-// that is a link or a file made since then goes aside whole.
-func disarmHooks(dir string, since time.Time) string {
+// disarmHooks moves aside, into a new directory beside dir, the hooks in dir that are not
+// git's samples or its own templates (which git init and git clone copy); a hooks directory
+// that is a link or a file goes aside whole.
+func disarmHooks(dir string, writable []string) string {
 	li, err := os.Lstat(dir)
-	if err != nil {
+	if err != nil || !inWritable(dir, writable) {
 		return ""
 	}
 	if !li.IsDir() {
-		if !changedSince(dir, since) {
-			return ""
-		}
 		aside, err := moveAside(dir)
 		if err != nil {
 			return fmt.Sprintf("the command made %s, which is not a directory of hooks git would run outside the sandbox, and keel could not move it aside (%v): do not run git in that repository before you have checked it.", dir, err)
 		}
-		return fmt.Sprintf("the command made %s point elsewhere; git run outside the sandbox would run the hooks there. keel moved it to %s.", dir, aside)
+		return fmt.Sprintf("the command made %s a link or a file; git run outside the sandbox would run the hooks it leads to. keel moved it to %s.", dir, aside)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return ""
 	}
-	var moved []string
-	var failed error
+	var planted []string
 	for _, e := range entries {
-		hook := filepath.Join(dir, e.Name())
-		if strings.HasSuffix(e.Name(), ".sample") || !changedSince(hook, since) || isTemplateHook(e.Name(), hook) {
-			continue
+		if !strings.HasSuffix(e.Name(), ".sample") && !isTemplateHook(e.Name(), filepath.Join(dir, e.Name())) {
+			planted = append(planted, e.Name())
 		}
-		aside := filepath.Join(dir+refusedSuffix, e.Name())
-		if err := os.MkdirAll(filepath.Dir(aside), 0o755); err != nil {
-			failed = err
-			continue
-		}
-		if err := os.Rename(hook, freeName(aside)); err != nil {
-			failed = err
-			continue
-		}
-		moved = append(moved, e.Name())
 	}
-	switch {
-	case failed != nil:
-		return fmt.Sprintf("the command wrote hooks in %s, which git run there outside the sandbox would run, and keel could not move all of them aside (%v): do not run git in that repository before you have checked it.", dir, failed)
-	case len(moved) > 0:
-		return fmt.Sprintf("the command wrote the hooks %s in %s, which git run there outside the sandbox would run. keel moved them to %s.", strings.Join(moved, ", "), dir, dir+refusedSuffix)
+	if len(planted) == 0 {
+		return ""
 	}
-	return ""
+	// A directory of keel's own making, never one the command put there: a link in its place
+	// would lead the moves, made outside the sandbox, anywhere.
+	aside := freeName(dir + refusedSuffix)
+	err = os.Mkdir(aside, 0o700)
+	for _, name := range planted {
+		if err == nil {
+			err = os.Rename(filepath.Join(dir, name), filepath.Join(aside, name))
+		}
+	}
+	if err != nil {
+		return fmt.Sprintf("the command wrote the hooks %s in %s, which git run there outside the sandbox would run, and keel could not move all of them aside (%v): do not run git in that repository before you have checked it.", strings.Join(planted, ", "), dir, err)
+	}
+	return fmt.Sprintf("the command wrote the hooks %s in %s, which git run there outside the sandbox would run. keel moved them to %s.", strings.Join(planted, ", "), dir, aside)
 }
 
 // moveAside renames path to path.keel-refused (with a number when that is taken) and
-// returns the new name.
+// returns the new name. rename replaces, never follows, a link that appears at the new name.
 func moveAside(path string) (string, error) {
 	aside := freeName(path + refusedSuffix)
 	if err := os.Rename(path, aside); err != nil {
@@ -219,6 +192,11 @@ func isTemplateHook(name, path string) bool {
 	}
 	tmpl, err := os.ReadFile(filepath.Join(dir, "hooks", name))
 	if err != nil {
+		return false
+	}
+	// A link, or a file with another name, could change after keel looked.
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || atomicfile.HardLinks(fi) > 1 {
 		return false
 	}
 	b, err := os.ReadFile(path)
@@ -265,13 +243,14 @@ func readGitConfig(cfg string) ([]configEntry, error) {
 
 // safeGitKeys are the settings a repository a command made may keep: what git init, git clone,
 // git remote, git branch --set-upstream-to, git submodule and git config user.* write, none of
-// which starts a program, reads another file or moves the repository's configuration. A
-// "*" stands for a subsection. Every other setting is refused, known or not: a list of what
-// is dangerous would lag behind git.
+// which starts a program, reads another file or moves the repository's configuration or its
+// working tree (core.worktree, which git submodule writes, would let a later checkout write
+// where the sandbox could not). A "*" stands for a subsection. Every other setting is refused,
+// known or not: a list of what is dangerous would lag behind git.
 var safeGitKeys = []string{
 	"core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates",
 	"core.ignorecase", "core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol",
-	"core.safecrlf", "core.quotepath", "core.worktree", "core.sparsecheckout", "core.sparsecheckoutcone",
+	"core.safecrlf", "core.quotepath", "core.sparsecheckout", "core.sparsecheckoutcone",
 	"extensions.objectformat", "extensions.refstorage", "extensions.worktreeconfig", "extensions.partialclone",
 	"remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.push", "remote.*.tagopt",
 	"remote.*.prune", "remote.*.mirror", "remote.*.promisor", "remote.*.partialclonefilter",

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestGitConfigRoundTrip: the configuration keel writes back reads, through git, as the
@@ -48,7 +47,7 @@ func TestSafeGitKey(t *testing.T) {
 	for _, kv := range [][2]string{{"core.fsmonitor", "x"}, {"core.hookspath", "h"}, {"core.sshcommand", "x"}, {"core.pager", "x"},
 		{"include.path", "x"}, {"includeif.gitdir:/.path", "x"}, {"filter.f.smudge", "x"}, {"diff.d.textconv", "x"},
 		{"remote.o.uploadpack", "x"}, {"remote.o.url", " EXT::sh -c x"}, {"submodule.s.update", "!x"}, {"core.newthing", "x"},
-		{"alias.st", "!x"}, {"credential.helper", "x"}} {
+		{"alias.st", "!x"}, {"credential.helper", "x"}, {"core.worktree", "/home/u"}} {
 		if safeGitKey(kv[0], kv[1]) {
 			t.Errorf("%s = %s is kept", kv[0], kv[1])
 		}
@@ -74,7 +73,7 @@ func TestTemplateHooksStay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	msg := disarmHooks(hooks, time.Now().Add(-time.Hour))
+	msg := disarmHooks(hooks, []string{filepath.Dir(hooks)})
 	if !strings.Contains(msg, "the hooks pre-push in") {
 		t.Errorf("disarmHooks said %q", msg)
 	}
@@ -102,6 +101,12 @@ func TestDisarmConfigThatGitCannotRead(t *testing.T) {
 		"link": {func(p string) error {
 			return os.Symlink("/dev/null", p)
 		}, "that is a symbolic link"},
+		"hard link": {func(p string) error {
+			if err := os.WriteFile(p+"-other", []byte("[core]\n\tbare = false\n"), 0o644); err != nil {
+				return err
+			}
+			return os.Link(p+"-other", p)
+		}, "that has another name (a hard link)"},
 		"garbage": {func(p string) error { return os.WriteFile(p, []byte("[core\n\tfsmonitor = x\n"), 0o644) }, "that git cannot read (git"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -109,7 +114,7 @@ func TestDisarmConfigThatGitCannotRead(t *testing.T) {
 			if err := tc.make(cfg); err != nil {
 				t.Fatal(err)
 			}
-			msg := disarmConfig(cfg, time.Now().Add(-time.Hour))
+			msg := disarmConfig(cfg, []string{filepath.Dir(cfg)})
 			if !strings.Contains(msg, tc.why) || !strings.Contains(msg, "moved the file as written to "+cfg+refusedSuffix) {
 				t.Errorf("disarmConfig said %q", msg)
 			}

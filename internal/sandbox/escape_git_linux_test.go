@@ -16,10 +16,11 @@ import (
 )
 
 // gitPrelude defines, for the attack scripts, evilcfg (a git configuration whose fsmonitor
-// touches $MARK) and mkgitdir DIR (a directory git accepts as a repository, with that
-// configuration).
+// touches $MARK), evilhook (a hook that does) and mkgitdir DIR (a directory git accepts as a
+// repository, with that configuration).
 const gitPrelude = `evilcfg() { printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch %s\n' "$MARK"; }
 mkgitdir() { mkdir -p "$1/objects" "$1/refs/heads" && echo 'ref: refs/heads/main' > "$1/HEAD" && evilcfg > "$1/config"; }
+evilhook() { printf '#!/bin/sh\ntouch %s\n' "$MARK"; }
 `
 
 // gitAttack is one attempt to leave, inside the writable root, what makes git run a program
@@ -34,6 +35,10 @@ type gitAttack struct {
 	// configuration, where none stood — so it succeeds inside; keel disarms what it made as
 	// the command is released.
 	disarmed bool
+	// earlier runs in the sandbox first, as a command of its own.
+	earlier string
+	// outside is what git then does outside (status when empty).
+	outside []string
 }
 
 // newRepo makes a repository at dir with one commit.
@@ -117,6 +122,58 @@ var gitAttacks = map[string]gitAttack{
 	"planted submodule out of the search": {disarmed: true,
 		script: "git init -q node_modules/sm2 && evilcfg >> node_modules/sm2/.git/config && git -C node_modules/sm2 -c user.name=x -c user.email=x@x commit -q --allow-empty -m p && git add -f node_modules/sm2 2>/dev/null",
 		layout: func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	// An independent adversarial run found these (A1–A28).
+	"old configuration moved into a new gitdir": {disarmed: true, earlier: "mkdir stash && evilcfg > stash/config",
+		script: "git init -q --bare /tmp/b && cp -r /tmp/b/HEAD /tmp/b/objects /tmp/b/refs stash/ && mkdir sub && mv stash sub/.git",
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "sub")
+		}},
+	"old hooks moved into a new gitdir": {disarmed: true, earlier: "mkdir -p stash/hooks && evilhook > stash/hooks/post-commit && chmod +x stash/hooks/post-commit",
+		script:  "git init -q sub && rm -rf sub/.git/hooks && mv stash/hooks sub/.git/hooks",
+		outside: []string{"-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "x"},
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "sub")
+		}},
+	".git file with a trailing space": {disarmed: true,
+		script: "git init -q --bare '.git/evil ' && git -C '.git/evil ' config core.bare false && evilcfg >> '.git/evil /config' && mkdir sub && printf 'gitdir: ../.git/evil \\n' > sub/.git && (cd sub && git -c user.name=x -c user.email=x@x commit -q --allow-empty -m x) && git add sub",
+		layout: func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	"commondir with a trailing space": {disarmed: true,
+		script: "git init -q --bare '.git/evc ' && git -C '.git/evc ' config core.bare false && evilcfg >> '.git/evc /config' && mkdir -p .git/evc/objects .git/evc/refs wt sub && echo 'ref: refs/heads/main' > wt/HEAD && printf '../.git/evc \\n' > wt/commondir && echo \"$PWD/sub/.git\" > wt/gitdir && printf 'gitdir: ../wt\\n' > sub/.git",
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "sub")
+		}},
+	".git a link to a .git file": {disarmed: true, earlier: "git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),sub",
+		script: "git init -q --bare .git/evil2 && git -C .git/evil2 config core.bare false && evilcfg >> .git/evil2/config && mkdir sub && printf 'gitdir: ../.git/evil2\\n' > gitfile.txt && ln -s ../gitfile.txt sub/.git",
+		layout: func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	".git a link to a .git file, git run there": {disarmed: true,
+		script: "git init -q --bare .git/evil3 && git -C .git/evil3 config core.bare false && evilcfg >> .git/evil3/config && mkdir sub && printf 'gitdir: ../.git/evil3\\n' > gitfile.txt && ln -s ../gitfile.txt sub/.git",
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "sub")
+		}},
+	"submodule entry in an earlier command, repository out of the search later": {disarmed: true,
+		earlier: "git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),node_modules/pkg",
+		script:  "git init -q node_modules/pkg && evilcfg >> node_modules/pkg/.git/config",
+		layout:  func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	"bare repository without a configuration": {disarmed: true,
+		script:  "git init -q --bare evil.git && rm evil.git/config && evilhook > evil.git/hooks/post-receive && chmod +x evil.git/hooks/post-receive",
+		outside: []string{"push", "-q", "./evil.git", "HEAD:refs/heads/x"},
+		layout:  func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	"a FIFO named commondir": {disarmed: true,
+		script: "git init -q made && evilcfg >> made/.git/config && git init -q --bare zz.git && mkfifo zz.git/commondir",
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "made")
+		}},
+	"a huge .git file": {disarmed: true,
+		script: "git init -q made && evilcfg >> made/.git/config && mkdir big && truncate -s 64G big/.git",
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "made")
+		}},
 	"home git config": {home: true, script: "mkdir -p .config/git && evilcfg > .config/git/config",
 		layout: func(t *testing.T, base string) (string, string) {
 			ws := filepath.Join(base, "home")
@@ -135,12 +192,15 @@ func linkedWorktree(t *testing.T, base string) (string, string) {
 	return ws, ws
 }
 
-// gitOutside runs git status in dir outside the sandbox, as the user would later: with the
+// gitOutside runs git status (or args) in dir outside the sandbox, as the user would later: with the
 // user's configuration in home (no system configuration), never looking above base.
-func gitOutside(t *testing.T, dir, home, base string) string {
+func gitOutside(t *testing.T, dir, home, base string, args ...string) string {
 	t.Helper()
+	if len(args) == 0 {
+		args = []string{"status", "--short"}
+	}
 	// Trusted: the point is what git outside does with the repository's configuration.
-	cmd, err := gitexec.Runner{Trusted: true}.Command(t.Context(), dir, "status", "--short")
+	cmd, err := gitexec.Runner{Trusted: true}.Command(t.Context(), dir, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,6 +242,11 @@ func testEscapeGit(t *testing.T) {
 			ws, gitIn := a.layout(t, base)
 			w := gitWorld(t, ws, a.home)
 			mark := filepath.Join(t.TempDir(), "PWNED")
+			if a.earlier != "" {
+				if out := w.run(t, gitPrelude+a.earlier+" && echo DONE", "MARK="+mark); !strings.Contains(out, "DONE") {
+					t.Fatalf("the earlier command failed:\n%s", out)
+				}
+			}
 			out := w.run(t, gitPrelude+a.script+" && echo ESCAPED", "MARK="+mark)
 			if escaped := strings.Contains(out, "ESCAPED"); escaped != a.disarmed {
 				t.Errorf("%q inside the sandbox: succeeded %v, want %v:\n%s", a.script, escaped, a.disarmed, out)
@@ -190,9 +255,9 @@ func testEscapeGit(t *testing.T) {
 			if a.home {
 				home = ws
 			}
-			status := gitOutside(t, gitIn, home, base)
+			status := gitOutside(t, gitIn, home, base, a.outside...)
 			if _, err := os.Lstat(mark); err == nil {
-				t.Errorf("git status outside ran what %q planted:\n%s\n%s", a.script, out, status)
+				t.Errorf("git %v outside ran what %q planted:\n%s\n%s", a.outside, a.script, out, status)
 			}
 		})
 	}
@@ -446,20 +511,31 @@ func testMadeRepositoriesDisarmed(t *testing.T) {
 		t.Errorf("the next command reported: %q", said)
 	}
 
-	old := filepath.Join(ws, "node_modules", "old")
-	git(t, ws, "init", "-q", "--bare", old)
-	git(t, old, "config", "core.pager", "cat")
-	write(t, filepath.Join(old, "hooks", "post-checkout"), "#!/bin/sh\n")
-	sandbox.SetTimestampSlack(t, 0)
-	out, said = run(`mkdir via && echo "gitdir: $PWD/node_modules/old" > via/.git && echo DONE`)
-	if !strings.Contains(out, "DONE") || len(said) > 0 {
-		t.Errorf("a .git file to the user's own repository: %q\n%s", said, out)
+	// A repository outside the writable roots no command wrote: reached through a new .git
+	// file, it keeps its settings. One inside them, written before (by an earlier command, or
+	// the project's own files) and reached now, is disarmed like a new one.
+	outside := filepath.Join(base, "outside-old")
+	inside := filepath.Join(ws, "node_modules", "old")
+	for _, r := range []string{outside, inside} {
+		git(t, ws, "init", "-q", "--bare", r)
+		git(t, r, "config", "core.pager", "cat")
+		write(t, filepath.Join(r, "hooks", "post-checkout"), "#!/bin/sh\n")
 	}
-	if config(old, "core.pager") != "cat" {
-		t.Error("the user's own repository, reached through a new .git file, lost its settings")
+	out, said = run(`mkdir via1 via2 && echo "gitdir: ` + outside + `" > via1/.git && echo "gitdir: ` + inside + `" > via2/.git && echo DONE`)
+	if !strings.Contains(out, "DONE") {
+		t.Fatalf("the script failed inside:\n%s", out)
 	}
-	if _, err := os.Lstat(filepath.Join(old, "hooks", "post-checkout")); err != nil {
-		t.Errorf("the user's own repository's hook was moved: %v", err)
+	if config(outside, "core.pager") != "cat" {
+		t.Error("a repository outside the writable roots, reached through a new .git file, lost its settings")
+	}
+	if _, err := os.Lstat(filepath.Join(outside, "hooks", "post-checkout")); err != nil {
+		t.Errorf("a repository outside the writable roots had its hook moved: %v", err)
+	}
+	if config(inside, "core.pager") != "" || !strings.Contains(strings.Join(said, "\n"), filepath.Join(inside, "hooks")) {
+		t.Errorf("a repository inside the writable roots, reached through a new .git file, was not disarmed: %q", said)
+	}
+	if strings.Contains(strings.Join(said, "\n"), outside) {
+		t.Errorf("the repository outside the writable roots was reported: %q", said)
 	}
 }
 
@@ -521,7 +597,10 @@ func testRepositoryMadeInTheBackgroundDisarmed(t *testing.T) {
 	base := sandbox.VisibleDir(t)
 	ws := repoLayout(t, base)
 	w := gitWorld(t, ws, false)
-	bg := exec.Command("bash", "-c", gitPrelude+"git init -q bgmade && evilcfg >> bgmade/.git/config && echo READY && read line")
+	// The background command makes a repository; a command run meanwhile disarms it (there is
+	// nothing to disarm yet) and protects it from then on — from the commands started after
+	// it, not the background one, which then writes the configuration.
+	bg := exec.Command("bash", "-c", gitPrelude+"git init -q bgmade && echo READY && read a && evilcfg >> bgmade/.git/config && echo READY && read b")
 	bg.Dir, bg.Env = ws, append(os.Environ(), "MARK="+filepath.Join(base, "PWNED"))
 	stdin, err := bg.StdinPipe()
 	if err != nil {
@@ -538,28 +617,66 @@ func testRepositoryMadeInTheBackgroundDisarmed(t *testing.T) {
 	if err := bg.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "READY\n" {
-		t.Fatalf("the background command said %q (%v)", line, err)
+	bgOut := bufio.NewReader(stdout)
+	ready := func() {
+		t.Helper()
+		if line, err := bgOut.ReadString('\n'); line != "READY\n" {
+			t.Fatalf("the background command said %q (%v)", line, err)
+		}
 	}
-	// What was written before the next command starts is not that command's own change: only
-	// the running one's watch can find it.
-	sandbox.SetTimestampSlack(t, 0)
-	fg := exec.Command("true")
-	fg.Dir = ws
-	fgRun, err := w.s.Confine(fg)
-	if err != nil {
-		t.Fatal(err)
+	ready()
+	runTrue := func() *sandbox.Run {
+		t.Helper()
+		c := exec.Command("true")
+		c.Dir = ws
+		r, err := w.s.Confine(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Run()
+		r.Release()
+		return r
 	}
-	fg.Run()
-	fgRun.Release()
+	if said := runTrue().Planted(); len(said) > 0 {
+		t.Errorf("a repository as git init makes it was reported: %q", said)
+	}
+	stdin.Write([]byte("go\n"))
+	ready()
 	want := filepath.Join(ws, "bgmade", ".git", "config") + ", a git configuration that sets core.fsmonitor"
-	if !strings.Contains(strings.Join(fgRun.Planted(), "\n"), want) {
-		t.Errorf("the next command's release did not disarm what the running one made: %q", fgRun.Planted())
+	if said := runTrue().Planted(); !strings.Contains(strings.Join(said, "\n"), want) {
+		t.Errorf("the next command's release did not disarm what the running one wrote: %q", said)
 	}
 	stdin.Close()
 	bg.Wait()
 	bgRun.Release()
 	if said := bgRun.Planted(); len(said) > 0 {
 		t.Errorf("disarmed twice: %q", said)
+	}
+}
+
+// TestDisarmFollowsNoLinkOfTheCommand: keel moves planted hooks aside, outside the sandbox,
+// into a directory of its own making — never through a link the command left where that
+// directory would go, which would put the command's program anywhere (a directory on PATH).
+func TestDisarmFollowsNoLinkOfTheCommand(t *testing.T) {
+	forEachLauncher(t, testDisarmFollowsNoLinkOfTheCommand)
+}
+
+func testDisarmFollowsNoLinkOfTheCommand(t *testing.T) {
+	base := sandbox.VisibleDir(t)
+	ws := repoLayout(t, base)
+	bin := filepath.Join(base, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := gitWorld(t, ws, false)
+	out := w.run(t, "git init -q sub && printf '#!/bin/sh\\necho planted\\n' > sub/.git/hooks/git && chmod +x sub/.git/hooks/git && ln -s "+bin+" sub/.git/hooks.keel-refused && echo DONE")
+	if !strings.Contains(out, "DONE") {
+		t.Fatalf("the script failed inside:\n%s", out)
+	}
+	if entries, _ := os.ReadDir(bin); len(entries) > 0 {
+		t.Errorf("keel's release put %s into a directory the sandbox keeps read-only", entries[0].Name())
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "sub", ".git", "hooks", "git")); err == nil {
+		t.Error("the planted hook is still in hooks/")
 	}
 }

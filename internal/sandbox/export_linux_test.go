@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"testing"
-	"time"
 )
 
 // VisibleDir is a directory outside every writable root that the sandbox shows, read-only.
@@ -34,11 +33,3 @@ func Launcher(s *Sandbox) string {
 
 // FindBwrap reports the bubblewrap keel would try, or why there is none it can use.
 func FindBwrap() (path, version string, err error) { return findBwrap(context.Background()) }
-
-// SetTimestampSlack sets, for t, how far before a command's start a file may be stamped and
-// still count as the command's change: 0 makes a file written just before it the user's.
-func SetTimestampSlack(t testing.TB, d time.Duration) {
-	old := timestampSlack
-	timestampSlack = d
-	t.Cleanup(func() { timestampSlack = old })
-}

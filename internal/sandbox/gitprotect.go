@@ -2,10 +2,12 @@ package sandbox
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // What git reads inside a gitdir as configuration or as code to run, and so what a command
@@ -75,8 +77,13 @@ func (g *gitGuard) worktree(dir, root string, atRoot bool) {
 			g.gitDir(target, root)
 		}
 	case fi.Mode()&os.ModeSymlink != 0:
-		if target, err := filepath.EvalSymlinks(dotGit); err == nil {
+		// git follows the link: to a directory, that is the gitdir; to a file, a "gitdir: …"
+		// read relative to where the link is.
+		if target, err := filepath.EvalSymlinks(dotGit); err != nil {
+		} else if tfi, err := os.Stat(target); err == nil && tfi.IsDir() {
 			g.gitDir(target, root)
+		} else if gd := readGitFile(dotGit); gd != "" {
+			g.gitDir(gd, root)
 		}
 		g.warnings = append(g.warnings, fmt.Sprintf("%s is a symbolic link: its gitdir's configuration and hooks are read-only, but a command can replace the link itself", dotGit))
 	}
@@ -91,16 +98,12 @@ func (g *gitGuard) gitDir(d, root string) {
 	}
 	g.seen[d] = true
 	g.pin(d, root)
-	common := filepath.Join(d, "commondir")
-	if b, err := os.ReadFile(common); err == nil {
+	if c, ok := readCommonDir(d); ok {
 		for _, n := range []string{"commondir", "gitdir", "config.worktree"} {
 			g.readOnly = append(g.readOnly, filepath.Join(d, n))
 		}
-		if c := strings.TrimSpace(string(b)); c != "" {
-			if !filepath.IsAbs(c) {
-				c = filepath.Join(d, c)
-			}
-			g.gitDir(filepath.Clean(c), root)
+		if c != d {
+			g.gitDir(c, root)
 		}
 	} else {
 		for _, n := range gitDirFiles {
@@ -206,14 +209,20 @@ func (g *gitGuard) pin(d, root string) {
 	}
 }
 
-// readGitFile reads a .git file ("gitdir: …"), its path made absolute; "" when it is none.
+// maxGitFile bounds what keel reads of a .git file or a commondir: git refuses larger ones
+// too, and reading a huge one would cost keel its memory.
+const maxGitFile = 64 << 10
+
+// readGitFile reads a .git file ("gitdir: …"), or what a .git link names, as git does:
+// "gitdir: " exactly, the rest up to the trailing line ends the path (spaces kept), relative
+// to the .git's directory; "" when it is none.
 func readGitFile(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
+	b, ok := readSmallFile(path, maxGitFile)
+	if !ok {
 		return ""
 	}
-	dir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
-	if dir = strings.TrimSpace(dir); !ok || dir == "" {
+	dir, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
+	if !ok || dir == "" {
 		return ""
 	}
 	if !filepath.IsAbs(dir) {
@@ -222,9 +231,42 @@ func readGitFile(path string) string {
 	return filepath.Clean(dir)
 }
 
-// gitDirNames are what makes git take a directory for a repository: HEAD, config, objects/
-// and refs/ (a bare repository, or a .git directory given as a root).
-var gitDirNames = [...]string{"HEAD", "config", "objects", "refs"}
+// readCommonDir reads gitDir's commondir as git does — the line ends trimmed, nothing else,
+// relative to gitDir — and returns the directory it names (gitDir itself when it is empty);
+// ok is false when there is no commondir keel can read.
+func readCommonDir(gitDir string) (string, bool) {
+	b, ok := readSmallFile(filepath.Join(gitDir, "commondir"), maxGitFile)
+	if !ok {
+		return gitDir, false
+	}
+	c := strings.TrimRight(string(b), "\r\n")
+	if !filepath.IsAbs(c) {
+		c = filepath.Join(gitDir, c)
+	}
+	return filepath.Clean(c), true
+}
+
+// readSmallFile reads the regular file path, at most max bytes of it. Anything else — a FIFO
+// (on which a read would wait for ever), a device, a larger file — reads as nothing: opened
+// without blocking and checked on the open file, so it cannot be swapped in between.
+func readSmallFile(path string, max int64) ([]byte, bool) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > max {
+		return nil, false
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max))
+	return b, err == nil
+}
+
+// gitDirNames are what makes git take a directory for a repository: HEAD, objects/ and refs/
+// (a bare repository, or a .git directory given as a root) — a configuration it does not
+// need.
+var gitDirNames = [...]string{"HEAD", "objects", "refs"}
 
 // isGitDir reports whether git would take dir for a repository (gitDirNames).
 func isGitDir(dir string) bool {

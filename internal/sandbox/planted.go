@@ -26,9 +26,6 @@ import (
 // command wrote that could start a program are moved aside ([disarm]) — and the commands
 // started after it protect those repositories like the others ([Sandbox.refresh]).
 type plantWatch struct {
-	// since is when the command started, less the file systems' timestamp granularity: a
-	// file changed since then may be the command's.
-	since time.Time
 	// known are the gitdirs protected when the command started; nil when the watch did not
 	// start (the Landlock-only form protects no repository).
 	known map[string]bool
@@ -36,10 +33,6 @@ type plantWatch struct {
 	index map[string]indexState
 	found []string
 }
-
-// timestampSlack is how far before its start a file a command changed may be stamped: a
-// coarse kernel clock lags by a tick, and some file systems keep whole seconds.
-var timestampSlack = 2 * time.Second
 
 // indexState is what tells an index file changed: git rewrites it whole, so an entry added
 // changes its size and its modification time.
@@ -57,7 +50,6 @@ const plantCheckLimit = 10 * time.Second
 // start notes the repositories p, s's policy, protects that exist, and the index of each
 // with a working tree (a gitdir named .git): a stat each; s knows the watch until it finishes.
 func (w *plantWatch) start(s *Sandbox, p Policy) {
-	w.since = time.Now().Add(-timestampSlack)
 	w.known = map[string]bool{}
 	w.index = map[string]indexState{}
 	for _, d := range p.GitDirs {
@@ -82,7 +74,9 @@ func (w *plantWatch) start(s *Sandbox, p Policy) {
 //
 // A command still running (in the background) writes where it could when it started, which
 // the commands started since may not: what it made is disarmed as each command is released,
-// not only as it is, so it stays armed at most until the next command ends.
+// not only as it is, so it stays armed at most until the next command ends. A repository a
+// watch does not know is checked at each release, found by the commands still running
+// then: disarming one already disarmed changes nothing.
 func (w *plantWatch) finish(s *Sandbox) {
 	if w.known == nil {
 		return
@@ -91,30 +85,30 @@ func (w *plantWatch) finish(s *Sandbox) {
 	g := p.searchRepos(p.gitRoots)
 	s.disarmMu.Lock() // two runs released together may find the same repository
 	defer s.disarmMu.Unlock()
-	// Each suspect, with the start of the oldest running command that may have made it.
-	suspects := map[string]time.Time{}
-	suspect := func(d string, since time.Time) {
-		if t, ok := suspects[d]; !ok || since.Before(t) {
-			suspects[d] = since
-		}
-	}
+	// A repository any running command may have made: one its watch does not know.
+	suspects := map[string]bool{}
 	for o := range s.watches {
 		for d := range g.seen {
 			if !o.known[d] {
-				suspect(d, o.since)
+				suspects[d] = true
 			}
 		}
 	}
+	// A submodule git enters from a protected repository: its entry may have been added by an
+	// earlier command, its repository made now, where the search does not go.
 	for tree, st := range w.index {
-		if !statIndex(filepath.Join(tree, ".git")).same(st) {
-			for _, d := range unprotectedSubmodules(tree, w.known) {
-				suspect(d, w.since)
+		if _, listed := s.gitlinks[tree]; !listed || !statIndex(filepath.Join(tree, ".git")).same(st) {
+			s.gitlinks[tree] = listGitlinks(tree)
+		}
+		for _, path := range s.gitlinks[tree] {
+			if d := submoduleGitDir(filepath.Join(tree, path)); d != "" && !w.known[d] {
+				suspects[d] = true
 			}
 		}
 	}
 	// In order: the sentences go into the command's result, part of the next request.
 	for _, d := range slices.Sorted(maps.Keys(suspects)) {
-		w.found = append(w.found, disarm(d, suspects[d])...)
+		w.found = append(w.found, disarm(d, p.Writable)...)
 	}
 	delete(s.watches, w)
 	for d := range g.seen {
@@ -136,37 +130,40 @@ func statIndex(gitDir string) indexState {
 	return indexState{size: fi.Size(), mtime: fi.ModTime()}
 }
 
-// unprotectedSubmodules lists the repositories of the submodules in tree's index that are
-// checked out (git enters only those) and not known. git runs as for an untrusted workspace
-// (gitexec's zero Runner): reading the index runs nothing of the repository's.
-func unprotectedSubmodules(tree string, known map[string]bool) []string {
+// listGitlinks lists the paths of the submodules in tree's index. git runs as for an
+// untrusted workspace (gitexec's zero Runner): reading the index runs nothing of the
+// repository's.
+func listGitlinks(tree string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
 	defer cancel()
 	out, err := gitexec.Runner{}.Output(ctx, tree, "ls-files", "--stage", "-z")
 	if err != nil {
-		slog.Warn("sandbox: could not list the submodules of a repository a command changed", "repository", tree, "err", err)
+		slog.Warn("sandbox: could not list the submodules of a repository", "repository", tree, "err", err)
 		return nil
 	}
-	var gitDirs []string
+	paths := []string{}
 	for entry := range bytes.SplitSeq(out, []byte{0}) {
 		// "<mode> <object> <stage>\t<path>"
 		meta, path, ok := bytes.Cut(entry, []byte{'\t'})
-		if !ok || !bytes.HasPrefix(meta, []byte(gitlinkMode+" ")) {
-			continue
-		}
-		// git follows a .git that is a symbolic link, and reads a .git file's "gitdir: …".
-		dotGit := filepath.Join(tree, string(path), ".git")
-		fi, err := os.Stat(dotGit)
-		if err != nil {
-			continue
-		}
-		gitDir := readGitFile(dotGit)
-		if fi.IsDir() {
-			gitDir, _ = filepath.EvalSymlinks(dotGit)
-		}
-		if gitDir != "" && !known[filepath.Clean(gitDir)] {
-			gitDirs = append(gitDirs, filepath.Clean(gitDir))
+		if ok && bytes.HasPrefix(meta, []byte(gitlinkMode+" ")) {
+			paths = append(paths, string(path))
 		}
 	}
-	return gitDirs
+	return paths
+}
+
+// submoduleGitDir is the repository of the submodule checked out at dir (git enters only
+// those), or "": git follows a .git that is a symbolic link, and reads a .git file's (or a
+// link to one's) "gitdir: …".
+func submoduleGitDir(dir string) string {
+	dotGit := filepath.Join(dir, ".git")
+	fi, err := os.Stat(dotGit)
+	switch {
+	case err != nil:
+		return ""
+	case fi.IsDir():
+		d, _ := filepath.EvalSymlinks(dotGit)
+		return d
+	}
+	return readGitFile(dotGit)
 }
