@@ -485,13 +485,17 @@ func (p Policy) MaskedAt(path string) bool {
 // Caches are the per-user toolchain caches keel keeps writable in workspace-write, so that
 // go build, go test, npm, pnpm, pip and cargo work inside: Go's build and module caches (as
 // GOCACHE and GOMODCACHE say, else their defaults), ~/.cache, ~/.npm, ~/.cargo and pnpm's
-// store. getenv reads the session's environment.
+// store — the store only: PNPM_HOME itself is on PATH (pnpm setup puts it first), where a
+// program a command planted would shadow git. getenv reads the session's environment.
 func Caches(home string, getenv func(string) string) []string {
 	var out []string
-	for _, k := range []string{"GOCACHE", "GOMODCACHE", "XDG_CACHE_HOME", "npm_config_cache", "CARGO_HOME", "PNPM_HOME"} {
+	for _, k := range []string{"GOCACHE", "GOMODCACHE", "XDG_CACHE_HOME", "npm_config_cache", "CARGO_HOME"} {
 		if v := getenv(k); filepath.IsAbs(v) {
 			out = append(out, v)
 		}
+	}
+	if v := getenv("PNPM_HOME"); filepath.IsAbs(v) {
+		out = append(out, filepath.Join(v, "store"))
 	}
 	if home != "" {
 		gopath := getenv("GOPATH")
@@ -499,7 +503,7 @@ func Caches(home string, getenv func(string) string) []string {
 			gopath = filepath.Join(home, "go")
 		}
 		out = append(out, filepath.Join(gopath, "pkg", "mod"), filepath.Join(home, ".cache"), filepath.Join(home, ".npm"),
-			filepath.Join(home, ".cargo"), filepath.Join(home, ".local", "share", "pnpm"))
+			filepath.Join(home, ".cargo"), filepath.Join(home, ".local", "share", "pnpm", "store"))
 	}
 	return out
 }

@@ -207,3 +207,20 @@ func TestPolicyGitGuardWarns(t *testing.T) {
 		t.Errorf("warnings %q lack the depth bound or the linked .git", p.Warnings)
 	}
 }
+
+// TestCachesLeavePATHReadOnly: of pnpm's home, which pnpm setup puts first on PATH, only the
+// store is writable — a program planted beside pnpm's would shadow git.
+func TestCachesLeavePATHReadOnly(t *testing.T) {
+	env := map[string]string{"PNPM_HOME": "/opt/pnpm"}
+	caches := sandbox.Caches("/home/u", func(k string) string { return env[k] })
+	for _, c := range caches {
+		if c == "/opt/pnpm" || c == "/home/u/.local/share/pnpm" {
+			t.Errorf("%s, on PATH, is writable", c)
+		}
+	}
+	for _, want := range []string{"/opt/pnpm/store", "/home/u/.local/share/pnpm/store"} {
+		if !slices.Contains(caches, want) {
+			t.Errorf("pnpm's store %s is not writable: %v", want, caches)
+		}
+	}
+}
