@@ -158,6 +158,19 @@ var gitAttacks = map[string]gitAttack{
 		earlier: "git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),node_modules/pkg",
 		script:  "git init -q node_modules/pkg && evilcfg >> node_modules/pkg/.git/config",
 		layout:  func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	"past the repositories the search protects": {disarmed: true,
+		script: "for i in $(seq -w 1 260); do mkdir -p r$i/.git; done && git init -q zzz && evilcfg >> zzz/.git/config",
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "zzz")
+		}},
+	"past the repositories the search protects, armed later": {disarmed: true,
+		earlier: "for i in $(seq -w 1 260); do mkdir -p r$i/.git; done && git init -q zzz",
+		script:  "evilcfg >> zzz/.git/config",
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "zzz")
+		}},
 	"bare repository without a configuration": {disarmed: true,
 		script:  "git init -q --bare evil.git && rm evil.git/config && evilhook > evil.git/hooks/post-receive && chmod +x evil.git/hooks/post-receive",
 		outside: []string{"push", "-q", "./evil.git", "HEAD:refs/heads/x"},

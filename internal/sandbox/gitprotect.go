@@ -43,6 +43,9 @@ type gitGuard struct {
 	readOnly, pinned, warnings []string
 	seen                       map[string]bool
 	skip                       []string
+	// unprotected are the gitdirs found past maxNestedRepos: not protected, but known to be
+	// there.
+	unprotected []string
 }
 
 // root protects the repository of writable root r (its .git, or r itself when r is a
@@ -156,14 +159,24 @@ func (g *gitGuard) nested(root string) {
 		// Read from the listing in hand: no system call per directory beyond the ReadDir.
 		gitDir := gitDirListing(entries)
 		if dir != root && (gitDir || slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == ".git" })) {
-			if repos++; repos > maxNestedRepos {
+			switch repos++; {
+			case repos <= maxNestedRepos:
+				if gitDir {
+					g.gitDir(dir, root)
+				}
+				g.worktree(dir, root, false)
+			case repos == maxNestedRepos+1:
 				g.warnings = append(g.warnings, fmt.Sprintf("%s holds more than %d repositories: those past them may have writable git configuration", root, maxNestedRepos))
-				return false
+				fallthrough
+			default:
+				// Past the bound the search goes on, finding what it no longer protects: a
+				// command's repositories there are still disarmed as it ends.
+				if gitDir {
+					g.unprotected = append(g.unprotected, dir)
+				} else if d := submoduleGitDir(dir); d != "" {
+					g.unprotected = append(g.unprotected, d)
+				}
 			}
-			if gitDir {
-				g.gitDir(dir, root)
-			}
-			g.worktree(dir, root, false)
 		}
 		if gitDir {
 			return true // a gitdir's own directories are no working tree

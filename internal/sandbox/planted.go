@@ -3,11 +3,13 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/keel-dev/keel/internal/gitexec"
@@ -94,6 +96,9 @@ func (w *plantWatch) finish(s *Sandbox) {
 			}
 		}
 	}
+	for _, d := range g.unprotected {
+		suspects[d] = true
+	}
 	// A submodule git enters from a protected repository: its entry may have been added by an
 	// earlier command, its repository made now, where the search does not go.
 	for tree, st := range w.index {
@@ -108,7 +113,12 @@ func (w *plantWatch) finish(s *Sandbox) {
 	}
 	// In order: the sentences go into the command's result, part of the next request.
 	for _, d := range slices.Sorted(maps.Keys(suspects)) {
-		w.found = append(w.found, disarm(d, p.Writable)...)
+		// One checked before and not changed since is not read again (a repository past the
+		// search's bounds is a suspect at every release).
+		if fp := gitFingerprint(d); fp != s.verified[d] {
+			w.found = append(w.found, disarm(d, p.Writable)...)
+			s.verified[d] = gitFingerprint(d)
+		}
 	}
 	delete(s.watches, w)
 	for d := range g.seen {
@@ -166,4 +176,30 @@ func submoduleGitDir(dir string) string {
 		return d
 	}
 	return readGitFile(dotGit)
+}
+
+// gitFingerprint identifies the state of what disarm looks at in gitDir — its common
+// directory's config and hooks, its config.worktree, each hook — by each one's identity,
+// size and times: writing any of them, or moving another in, changes the change time or the
+// identity, which no command can set back.
+func gitFingerprint(gitDir string) string {
+	common, _ := readCommonDir(gitDir)
+	var b strings.Builder
+	stat := func(path string) {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			b.WriteString("-|")
+			return
+		}
+		fmt.Fprintf(&b, "%s %d %d %d %s|", path, fi.Size(), fi.Mode(), fi.ModTime().UnixNano(), fileIdentity(fi))
+	}
+	stat(filepath.Join(common, "config"))
+	stat(filepath.Join(gitDir, "config.worktree"))
+	hooks := filepath.Join(common, "hooks")
+	stat(hooks)
+	entries, _ := os.ReadDir(hooks)
+	for _, e := range entries {
+		stat(filepath.Join(hooks, e.Name()))
+	}
+	return b.String()
 }

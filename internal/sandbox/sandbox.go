@@ -75,6 +75,8 @@ type Sandbox struct {
 	// gitlinks are the submodule paths in each protected repository's index (by its working
 	// tree), listed at its first release and again whenever the index changed.
 	gitlinks map[string][]string
+	// verified holds, per gitdir disarm last looked at, its gitFingerprint after.
+	verified map[string]string
 
 	// mu guards placeholders: how many running commands share each placeholder keel made
 	// for an absent always-read-only path; the last one removes it.
@@ -87,7 +89,7 @@ type Sandbox struct {
 // New returns the sandbox of policy p. Nothing is started, probed or searched until the first
 // command.
 func New(p Policy, opts Options) *Sandbox {
-	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}, placeholderFiles: map[string]*os.File{}, watches: map[*plantWatch]bool{}, gitlinks: map[string][]string{}}
+	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}, placeholderFiles: map[string]*os.File{}, watches: map[*plantWatch]bool{}, gitlinks: map[string][]string{}, verified: map[string]string{}}
 	if s.exe == "" {
 		s.exe, s.exeErr = helperExecutable()
 	}

@@ -1,0 +1,16 @@
+package sandbox
+
+import (
+	"fmt"
+	"io/fs"
+	"syscall"
+)
+
+// fileIdentity is fi's device, inode and status change time: a file moved in has another
+// identity, and a change time only the kernel sets.
+func fileIdentity(fi fs.FileInfo) string {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf("%d:%d:%d", st.Dev, st.Ino, st.Ctim.Nano())
+	}
+	return ""
+}
