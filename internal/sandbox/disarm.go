@@ -28,17 +28,26 @@ const refusedSuffix = ".keel-refused"
 // common directory's config, the gitdir's config.worktree) keep only the settings that start
 // no program and redirect nothing ([safeGitKey]), the whole file moved aside when any other
 // is set; its hooks (the common directory's) are moved aside unless they are git's own
-// templates. What lies outside the writable roots no command wrote, and is left alone.
-func disarm(gitDir string, writable []string) []string {
+// templates. What lies outside the writable roots no command wrote, and is left alone; so is
+// a common directory protected for every command that ran — the user's repository, whose new
+// linked worktree (git worktree add) or submodule gitdir is gitDir.
+func disarm(gitDir string, writable []string, protected func(gitDir string) bool) []string {
 	common, _ := readCommonDir(gitDir)
+	var files []string
+	if !protected(common) {
+		files = append(files, filepath.Join(common, "config"))
+	}
+	files = append(files, filepath.Join(gitDir, "config.worktree"))
 	var said []string
-	for _, cfg := range []string{filepath.Join(common, "config"), filepath.Join(gitDir, "config.worktree")} {
-		if msg := disarmConfig(cfg, writable); msg != "" {
+	for _, cfg := range files {
+		if msg := disarmConfig(cfg, gitDir, writable); msg != "" {
 			said = append(said, msg)
 		}
 	}
-	if msg := disarmHooks(filepath.Join(common, "hooks"), writable); msg != "" {
-		said = append(said, msg)
+	if !protected(common) {
+		if msg := disarmHooks(filepath.Join(common, "hooks"), writable); msg != "" {
+			said = append(said, msg)
+		}
 	}
 	for _, msg := range said {
 		slog.Warn("sandbox: a repository a command made was disarmed", "gitdir", gitDir, "what", msg)
@@ -63,7 +72,7 @@ const maxGitConfig = 1 << 20
 // disarmConfig keeps in the git configuration file cfg, when a command can have written it,
 // only the settings safeGitKey allows; the file as it was is moved to cfg.keel-refused. It
 // says what it did, or "" when there was nothing to do.
-func disarmConfig(cfg string, writable []string) string {
+func disarmConfig(cfg, gitDir string, writable []string) string {
 	li, err := os.Lstat(cfg)
 	if err != nil || !inWritable(cfg, writable) {
 		return ""
@@ -91,7 +100,7 @@ func disarmConfig(cfg string, writable []string) string {
 	var refused []string
 	var kept []configEntry
 	for _, e := range entries {
-		if safeGitKey(e.key, e.value) {
+		if safeGitKey(e.key, e.value) || ownWorktree(e, gitDir) {
 			kept = append(kept, e)
 		} else if !slices.Contains(refused, e.key) {
 			refused = append(refused, e.key)
@@ -258,6 +267,27 @@ var safeGitKeys = []string{
 	"submodule.*.url", "submodule.*.active", "submodule.active",
 	"user.name", "user.email", "init.defaultbranch", "clone.defaultremotename",
 	"pull.rebase", "pull.ff", "push.default", "fetch.prune", "gc.auto", "lfs.repositoryformatversion",
+}
+
+// ownWorktree reports whether e is a core.worktree that names the working tree whose .git
+// file names gitDir back — what git submodule and git worktree write, which moves nothing.
+func ownWorktree(e configEntry, gitDir string) bool {
+	if e.key != "core.worktree" || e.value == "" {
+		return false
+	}
+	dir := e.value
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(gitDir, dir)
+	}
+	back := readGitFile(filepath.Join(dir, ".git"))
+	return back != "" && sameDir(back, gitDir)
+}
+
+// sameDir reports whether a and b are the same directory.
+func sameDir(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
 // safeGitKey reports whether key (as git lists it) with value may stay: it matches

@@ -114,7 +114,7 @@ func TestDisarmConfigThatGitCannotRead(t *testing.T) {
 			if err := tc.make(cfg); err != nil {
 				t.Fatal(err)
 			}
-			msg := disarmConfig(cfg, []string{filepath.Dir(cfg)})
+			msg := disarmConfig(cfg, filepath.Dir(cfg), []string{filepath.Dir(cfg)})
 			if !strings.Contains(msg, tc.why) || !strings.Contains(msg, "moved the file as written to "+cfg+refusedSuffix) {
 				t.Errorf("disarmConfig said %q", msg)
 			}

@@ -693,3 +693,34 @@ func testDisarmFollowsNoLinkOfTheCommand(t *testing.T) {
 		t.Error("the planted hook is still in hooks/")
 	}
 }
+
+// TestUsersRepositoryNotDisarmed: a linked worktree added inside (git worktree add) is a new
+// gitdir whose configuration is the user's repository's, protected throughout: that
+// configuration keeps what the user set, even settings a made repository may not keep, and
+// nothing is reported. Nor is a clone with its submodules, whose core.worktree names the
+// submodule's own working tree.
+func TestUsersRepositoryNotDisarmed(t *testing.T) { forEachLauncher(t, testUsersRepositoryNotDisarmed) }
+
+func testUsersRepositoryNotDisarmed(t *testing.T) {
+	base := sandbox.VisibleDir(t)
+	ws := repoLayout(t, base)
+	git(t, ws, "config", "core.pager", "cat")
+	w := gitWorld(t, ws, false)
+	cmd := exec.Command("bash", "-c", "git worktree add -q wt2 -b b2 && git -c protocol.file.allow=always clone -q --recurse-submodules \"$PWD\" cloned && echo DONE")
+	cmd.Dir = ws
+	r, err := w.s.Confine(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := cmd.CombinedOutput()
+	r.Release()
+	if !strings.Contains(string(out), "DONE") {
+		t.Fatalf("git worktree add failed inside:\n%s", out)
+	}
+	if said := r.Planted(); len(said) > 0 {
+		t.Errorf("adding a worktree was reported: %q", said)
+	}
+	if got := gittest.Run(t, ws, "config", "--get", "core.pager"); got != "cat" {
+		t.Errorf("the user's core.pager is %q after a worktree was added inside", got)
+	}
+}

@@ -87,7 +87,16 @@ func (w *plantWatch) finish(s *Sandbox) {
 	g := p.searchRepos(p.gitRoots)
 	s.disarmMu.Lock() // two runs released together may find the same repository
 	defer s.disarmMu.Unlock()
-	// A repository any running command may have made: one its watch does not know.
+	// A repository any running command may have made: one its watch does not know. One every
+	// watch knows was protected wherever a command ran.
+	protectedForAll := func(d string) bool {
+		for o := range s.watches {
+			if !o.known[d] {
+				return false
+			}
+		}
+		return true
+	}
 	suspects := map[string]bool{}
 	for o := range s.watches {
 		for d := range g.seen {
@@ -116,7 +125,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 		// One checked before and not changed since is not read again (a repository past the
 		// search's bounds is a suspect at every release).
 		if fp := gitFingerprint(d); fp != s.verified[d] {
-			w.found = append(w.found, disarm(d, p.Writable)...)
+			w.found = append(w.found, disarm(d, p.Writable, protectedForAll)...)
 			s.verified[d] = gitFingerprint(d)
 		}
 	}
