@@ -724,3 +724,35 @@ func testUsersRepositoryNotDisarmed(t *testing.T) {
 		t.Errorf("the user's core.pager is %q after a worktree was added inside", got)
 	}
 }
+
+// TestUsersRepositoriesPastTheSearch: a repository of the user's past the ones the search
+// protects keeps what the user set while commands leave it alone, and is disarmed once one
+// changes it.
+func TestUsersRepositoriesPastTheSearch(t *testing.T) {
+	forEachLauncher(t, testUsersRepositoriesPastTheSearch)
+}
+
+func testUsersRepositoriesPastTheSearch(t *testing.T) {
+	base := sandbox.VisibleDir(t)
+	ws := repoLayout(t, base)
+	for i := range 260 {
+		if err := os.MkdirAll(filepath.Join(ws, fmt.Sprintf("r%03d", i), ".git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	zzz := filepath.Join(ws, "zzz")
+	newRepo(t, zzz)
+	git(t, zzz, "config", "core.pager", "cat")
+	w := gitWorld(t, ws, false)
+	if out := w.run(t, "git -C zzz status --short && echo DONE"); !strings.Contains(out, "DONE") {
+		t.Fatalf("git status inside failed:\n%s", out)
+	}
+	if got := gittest.Run(t, zzz, "config", "--get", "core.pager"); got != "cat" {
+		t.Errorf("the user's repository past the search lost its core.pager (%q) to a command that left it alone", got)
+	}
+	w.run(t, "git -C zzz config core.fsmonitor 'touch pwned'")
+	got, _ := gitexec.Runner{}.Output(t.Context(), zzz, "config", "--file", filepath.Join(zzz, ".git", "config"), "--get", "core.fsmonitor")
+	if len(got) > 0 {
+		t.Errorf("a command's core.fsmonitor in a repository past the search was kept: %q", got)
+	}
+}

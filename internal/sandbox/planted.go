@@ -33,7 +33,10 @@ type plantWatch struct {
 	known map[string]bool
 	// index holds, per protected repository's working tree, its index file's state at start.
 	index map[string]indexState
-	found []string
+	// unprotected holds the gitFingerprint at start of each repository the search found past
+	// those it protects: the user's, unless the command changes it.
+	unprotected map[string]string
+	found       []string
 }
 
 // indexState is what tells an index file changed: git rewrites it whole, so an entry added
@@ -63,9 +66,24 @@ func (w *plantWatch) start(s *Sandbox, p Policy) {
 			w.index[filepath.Dir(d)] = statIndex(d)
 		}
 	}
+	w.unprotected = map[string]string{}
+	for _, d := range p.unprotected {
+		w.unprotected[d] = gitFingerprint(d)
+	}
 	s.disarmMu.Lock()
 	s.watches[w] = true
 	s.disarmMu.Unlock()
+}
+
+// mayHaveChanged reports whether the command of w may have made or changed gitDir: it was
+// not protected when the command started, and is not a repository past the protected ones
+// that is as it was then.
+func (w *plantWatch) mayHaveChanged(gitDir string) bool {
+	if w.known[gitDir] {
+		return false
+	}
+	fp, ok := w.unprotected[gitDir]
+	return !ok || fp != gitFingerprint(gitDir)
 }
 
 // finish disarms the repositories below the writable roots that s did not protect when the
@@ -99,14 +117,11 @@ func (w *plantWatch) finish(s *Sandbox) {
 	}
 	suspects := map[string]bool{}
 	for o := range s.watches {
-		for d := range g.seen {
-			if !o.known[d] {
+		for _, d := range slices.Concat(slices.Collect(maps.Keys(g.seen)), g.unprotected) {
+			if o.mayHaveChanged(d) {
 				suspects[d] = true
 			}
 		}
-	}
-	for _, d := range g.unprotected {
-		suspects[d] = true
 	}
 	// A submodule git enters from a protected repository: its entry may have been added by an
 	// earlier command, its repository made now, where the search does not go.
@@ -115,7 +130,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 			s.gitlinks[tree] = listGitlinks(tree)
 		}
 		for _, path := range s.gitlinks[tree] {
-			if d := submoduleGitDir(filepath.Join(tree, path)); d != "" && !w.known[d] {
+			if d := submoduleGitDir(filepath.Join(tree, path)); d != "" && w.mayHaveChanged(d) {
 				suspects[d] = true
 			}
 		}
@@ -136,7 +151,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 			break
 		}
 	}
-	w.known, w.index = nil, nil
+	w.known, w.index, w.unprotected = nil, nil, nil
 }
 
 func (a indexState) same(b indexState) bool { return a.size == b.size && a.mtime.Equal(b.mtime) }

@@ -113,6 +113,8 @@ type Policy struct {
 	// gitRoots are the writable roots Complete searched for repositories: searched again as
 	// each command is released, for the repositories it made ([plantWatch]).
 	gitRoots []string
+	// unprotected are the repositories Complete found past those it protects.
+	unprotected []string
 }
 
 // search is the part of a policy that reads the file system: the writable roots whose
@@ -286,6 +288,7 @@ func (p *Policy) protectRoots(roots []string) {
 	}
 	p.Warnings = append(p.Warnings, g.warnings...)
 	p.GitDirs = slices.Sorted(maps.Keys(g.seen))
+	p.unprotected = g.unprotected
 	p.gitRoots = roots
 }
 
