@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -32,7 +31,13 @@ const refusedSuffix = ".keel-refused"
 // a common directory protected for every command that ran — the user's repository, whose new
 // linked worktree (git worktree add) or submodule gitdir is gitDir.
 func disarm(gitDir string, writable []string, protected func(gitDir string) bool) []string {
-	common, _ := readCommonDir(gitDir)
+	common, _, tooLarge := readCommonDir(gitDir)
+	if tooLarge && inWritable(filepath.Join(gitDir, "commondir"), writable) {
+		// Where it leads keel cannot tell; git would follow it.
+		if msg := moveAsidePath(filepath.Join(gitDir, "commondir"), "is too large for keel to read"); msg != "" {
+			return []string{msg}
+		}
+	}
 	var files []string
 	if !protected(common) {
 		files = append(files, filepath.Join(common, "config"))
@@ -114,9 +119,15 @@ func disarmConfig(cfg, gitDir string, writable []string) string {
 	default:
 		kept = nil
 	}
-	aside, err := moveAside(cfg)
+	aside := ""
+	dir, err := holdDir(filepath.Dir(cfg))
 	if err == nil {
-		err = atomicfile.WriteFile(cfg, formatGitConfig(kept), 0o644)
+		defer dir.close()
+		aside = freeHeldName(dir, filepath.Base(cfg)+refusedSuffix)
+		if err = dir.moveTo(filepath.Base(cfg), dir, aside); err == nil {
+			err = dir.writeFile(filepath.Base(cfg), formatGitConfig(kept))
+		}
+		aside = filepath.Join(filepath.Dir(cfg), aside)
 	}
 	if err != nil {
 		return fmt.Sprintf("the command wrote %s, a git configuration that %s, which git run there outside the sandbox would act on, and keel could not disarm it (%v): do not run git in that repository before you have checked it.", cfg, why, err)
@@ -133,11 +144,7 @@ func disarmHooks(dir string, writable []string) string {
 		return ""
 	}
 	if !li.IsDir() {
-		aside, err := moveAside(dir)
-		if err != nil {
-			return fmt.Sprintf("the command made %s, which is not a directory of hooks git would run outside the sandbox, and keel could not move it aside (%v): do not run git in that repository before you have checked it.", dir, err)
-		}
-		return fmt.Sprintf("the command made %s a link or a file; git run outside the sandbox would run the hooks it leads to. keel moved it to %s.", dir, aside)
+		return moveAsidePath(dir, "is a link or a file, so git would run the hooks it leads to")
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -152,14 +159,26 @@ func disarmHooks(dir string, writable []string) string {
 	if len(planted) == 0 {
 		return ""
 	}
-	// A directory of keel's own making, never one the command put there: a link in its place
-	// would lead the moves, made outside the sandbox, anywhere.
-	aside := freeName(dir + refusedSuffix)
-	err = os.Mkdir(aside, 0o700)
-	for _, name := range planted {
-		if err == nil {
-			err = os.Rename(filepath.Join(dir, name), filepath.Join(aside, name))
+	// Into a directory of keel's own making, held open with the hooks directory: a link the
+	// command leaves, or swaps in while the moves go on, leads them nowhere.
+	aside := ""
+	parent, err := holdDir(filepath.Dir(dir))
+	if err == nil {
+		defer parent.close()
+		var hooks, into *heldDir
+		if hooks, err = holdDir(dir); err == nil {
+			defer hooks.close()
+			aside = freeHeldName(parent, filepath.Base(dir)+refusedSuffix)
+			if into, err = parent.mkdir(aside); err == nil {
+				defer into.close()
+				for _, name := range planted {
+					if err = hooks.moveTo(name, into, name); err != nil {
+						break
+					}
+				}
+			}
 		}
+		aside = filepath.Join(filepath.Dir(dir), aside)
 	}
 	if err != nil {
 		return fmt.Sprintf("the command wrote the hooks %s in %s, which git run there outside the sandbox would run, and keel could not move all of them aside (%v): do not run git in that repository before you have checked it.", strings.Join(planted, ", "), dir, err)
@@ -167,25 +186,29 @@ func disarmHooks(dir string, writable []string) string {
 	return fmt.Sprintf("the command wrote the hooks %s in %s, which git run there outside the sandbox would run. keel moved them to %s.", strings.Join(planted, ", "), dir, aside)
 }
 
-// moveAside renames path to path.keel-refused (with a number when that is taken) and
-// returns the new name. rename replaces, never follows, a link that appears at the new name.
-func moveAside(path string) (string, error) {
-	aside := freeName(path + refusedSuffix)
-	if err := os.Rename(path, aside); err != nil {
-		return "", fmt.Errorf("move %s aside: %w", path, err)
+// moveAsidePath moves path, which why says is dangerous, to path.keel-refused (or the first
+// free name after it) in its directory, held open, and says so.
+func moveAsidePath(path, why string) string {
+	dir, err := holdDir(filepath.Dir(path))
+	aside := ""
+	if err == nil {
+		defer dir.close()
+		aside = freeHeldName(dir, filepath.Base(path)+refusedSuffix)
+		err = dir.moveTo(filepath.Base(path), dir, aside)
 	}
-	return aside, nil
+	if err != nil {
+		return fmt.Sprintf("the command made %s, which %s, and keel could not move it aside (%v): do not run git in that repository before you have checked it.", path, why, err)
+	}
+	return fmt.Sprintf("the command made %s, which %s. keel moved it to %s.", path, why, filepath.Join(filepath.Dir(path), aside))
 }
 
-// freeName is name, or name.2, name.3, … — the first that does not exist.
-func freeName(name string) string {
+// freeHeldName is name, or name.2, name.3, … — the first that is not in d.
+func freeHeldName(d *heldDir, name string) string {
 	try := name
-	for i := 2; ; i++ {
-		if _, err := os.Lstat(try); errors.Is(err, fs.ErrNotExist) {
-			return try
-		}
+	for i := 2; d.exists(try); i++ {
 		try = fmt.Sprintf("%s.%d", name, i)
 	}
+	return try
 }
 
 // isTemplateHook reports whether the hook at path holds what git's template of that name

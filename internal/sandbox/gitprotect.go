@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -101,7 +102,7 @@ func (g *gitGuard) gitDir(d, root string) {
 	}
 	g.seen[d] = true
 	g.pin(d, root)
-	if c, ok := readCommonDir(d); ok {
+	if c, ok, _ := readCommonDir(d); ok {
 		for _, n := range []string{"commondir", "gitdir", "config.worktree"} {
 			g.readOnly = append(g.readOnly, filepath.Join(d, n))
 		}
@@ -222,59 +223,101 @@ func (g *gitGuard) pin(d, root string) {
 	}
 }
 
-// maxGitFile bounds what keel reads of a .git file or a commondir: git refuses larger ones
-// too, and reading a huge one would cost keel its memory.
-const maxGitFile = 64 << 10
+// Bounds of what keel reads of a .git file and of a commondir. git reads a .git file up to
+// 1 MiB and a commondir of any size, the path up to the first NUL with the trailing line ends
+// trimmed; a path longer than maxGitPath no system call takes, so past it only line ends (or a
+// NUL) may follow for git to use the file. Past maxGitPointerScan keel gives up reading a
+// commondir, and says so (tooLarge): disarm then moves it aside.
+const (
+	maxGitPath        = 4096
+	maxGitFileSize    = 1 << 20
+	maxGitPointerScan = 256 << 20
+)
 
 // readGitFile reads a .git file ("gitdir: …"), or what a .git link names, as git does:
-// "gitdir: " exactly, the rest up to the trailing line ends the path (spaces kept), relative
-// to the .git's directory; "" when it is none.
+// "gitdir: " exactly, the rest the path, relative to the .git's directory; "" when it is none.
 func readGitFile(path string) string {
-	b, ok := readSmallFile(path, maxGitFile)
-	if !ok {
-		return ""
+	b, tooLarge := readGitPointer(path, maxGitFileSize)
+	if b == nil || tooLarge {
+		return "" // git refuses a larger one too
 	}
-	dir, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
+	dir, ok := strings.CutPrefix(string(b), "gitdir: ")
 	if !ok || dir == "" {
 		return ""
 	}
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(filepath.Dir(path), dir)
-	}
-	return filepath.Clean(dir)
+	return resolveGitPath(filepath.Dir(path), dir)
 }
 
-// readCommonDir reads gitDir's commondir as git does — the line ends trimmed, nothing else,
-// relative to gitDir — and returns the directory it names (gitDir itself when it is empty);
-// ok is false when there is no commondir keel can read.
-func readCommonDir(gitDir string) (string, bool) {
-	b, ok := readSmallFile(filepath.Join(gitDir, "commondir"), maxGitFile)
-	if !ok {
-		return gitDir, false
+// readCommonDir reads gitDir's commondir as git does and returns the directory it names
+// (gitDir itself when it is empty); ok is false when there is no commondir keel can read,
+// tooLarge when there is one keel gave up reading.
+func readCommonDir(gitDir string) (common string, ok, tooLarge bool) {
+	b, tooLarge := readGitPointer(filepath.Join(gitDir, "commondir"), maxGitPointerScan)
+	if b == nil {
+		return gitDir, false, tooLarge
 	}
-	c := strings.TrimRight(string(b), "\r\n")
-	if !filepath.IsAbs(c) {
-		c = filepath.Join(gitDir, c)
-	}
-	return filepath.Clean(c), true
+	return resolveGitPath(gitDir, string(b)), true, false
 }
 
-// readSmallFile reads the regular file path, at most max bytes of it. Anything else — a FIFO
-// (on which a read would wait for ever), a device, a larger file — reads as nothing: opened
-// without blocking and checked on the open file, so it cannot be swapped in between.
-func readSmallFile(path string, max int64) ([]byte, bool) {
+// resolveGitPath is path p, relative to dir unless absolute, resolved as the kernel does when
+// git opens it — a symbolic link before a "..", not the text — and cleaned where it does not
+// exist.
+func resolveGitPath(dir, p string) string {
+	if !filepath.IsAbs(p) {
+		p = dir + string(filepath.Separator) + p
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// readGitPointer reads the regular file path as git reads a .git file or a commondir: up to
+// the first NUL, trailing line ends trimmed. nil when it is none, or names no path a system
+// call would take; tooLarge when it holds more than max bytes before its end or a NUL. A FIFO
+// (on which a read would wait for ever) or a device reads as none: opened without blocking and
+// checked on the open file, so it cannot be swapped in between.
+func readGitPointer(path string, max int64) (b []byte, tooLarge bool) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, false
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > max {
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return nil, false
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max))
-	return b, err == nil
+	head := make([]byte, maxGitPath+2)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	if i := bytes.IndexByte(head, 0); i >= 0 {
+		return trimLineEnds(head[:i]), false
+	}
+	// Past the head only line ends may come before the end or a NUL.
+	buf := make([]byte, 32<<10)
+	for read := int64(n); ; {
+		m, err := f.Read(buf)
+		for _, c := range buf[:m] {
+			if c == 0 {
+				return trimLineEnds(head), false
+			}
+			if c != '\n' && c != '\r' {
+				return nil, false // a path too long to open
+			}
+		}
+		if read += int64(m); read > max {
+			return nil, true
+		}
+		if err != nil {
+			break
+		}
+	}
+	if b = trimLineEnds(head); len(b) > maxGitPath {
+		return nil, false
+	}
+	return b, false
 }
+
+func trimLineEnds(b []byte) []byte { return bytes.TrimRight(b, "\r\n") }
 
 // gitDirNames are what makes git take a directory for a repository: HEAD, objects/ and refs/
 // (a bare repository, or a .git directory given as a root) — a configuration it does not

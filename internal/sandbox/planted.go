@@ -207,7 +207,7 @@ func submoduleGitDir(dir string) string {
 // size and times: writing any of them, or moving another in, changes the change time or the
 // identity, which no command can set back.
 func gitFingerprint(gitDir string) string {
-	common, _ := readCommonDir(gitDir)
+	common, _, _ := readCommonDir(gitDir)
 	var b strings.Builder
 	stat := func(path string) {
 		fi, err := os.Lstat(path)

@@ -1,0 +1,88 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// heldDir is a directory disarm changes, held open: keel changes it outside the sandbox while
+// a command may still run (in the background), and a link that command swaps into its path
+// meanwhile must lead nowhere. Every name given to its methods is one component.
+type heldDir struct {
+	fd   int
+	path string
+}
+
+// holdDir opens the directory path, refusing it when any component of path is a symbolic link
+// (disarm's paths are resolved, so one there was swapped in).
+func holdDir(path string) (*heldDir, error) {
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &how)
+	if errors.Is(err, unix.ENOSYS) {
+		// Before Linux 5.6: the last component at least is no link.
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return &heldDir{fd: fd, path: path}, nil
+}
+
+func (d *heldDir) close() { unix.Close(d.fd) }
+
+// exists reports whether name is there, a link not followed.
+func (d *heldDir) exists(name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+}
+
+// moveTo renames name in d to newName in dst; a link at newName is replaced, never followed.
+func (d *heldDir) moveTo(name string, dst *heldDir, newName string) error {
+	if err := unix.Renameat(d.fd, name, dst.fd, newName); err != nil {
+		return fmt.Errorf("move %s to %s: %w", filepath.Join(d.path, name), filepath.Join(dst.path, newName), err)
+	}
+	return nil
+}
+
+// mkdir makes the directory name in d and holds it: what is held is what was made, whatever
+// is renamed to its name afterwards.
+func (d *heldDir) mkdir(name string) (*heldDir, error) {
+	if err := unix.Mkdirat(d.fd, name, 0o700); err != nil {
+		return nil, fmt.Errorf("make %s: %w", filepath.Join(d.path, name), err)
+	}
+	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", filepath.Join(d.path, name), err)
+	}
+	return &heldDir{fd: fd, path: filepath.Join(d.path, name)}, nil
+}
+
+// writeFile puts data at name in d whole: written to a new file beside it, then renamed over
+// it, so no reader sees it half written.
+func (d *heldDir) writeFile(name string, data []byte) error {
+	tmp := freeHeldName(d, "."+name+".keel-tmp")
+	fd, err := unix.Openat(d.fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(d.path, name), err)
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(d.fd, tmp, d.fd, name)
+	}
+	if err != nil {
+		unix.Unlinkat(d.fd, tmp, 0)
+		return fmt.Errorf("write %s: %w", filepath.Join(d.path, name), err)
+	}
+	return nil
+}
