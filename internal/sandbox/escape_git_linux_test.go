@@ -154,6 +154,22 @@ var gitAttacks = map[string]gitAttack{
 			ws := repoLayout(t, base)
 			return ws, filepath.Join(ws, "sub")
 		}},
+	// A second adversarial run (B1–B16).
+	".git file padded past what keel read": {disarmed: true,
+		script: "git init -q --bare node_modules/x/g && git -C node_modules/x/g config core.bare false && evilcfg >> node_modules/x/g/config && mkdir sub && { printf 'gitdir: ../node_modules/x/g'; head -c 70000 /dev/zero | tr '\\0' '\\n'; } > sub/.git && (cd sub && git -c user.name=x -c user.email=x@x commit -q --allow-empty -m x) && git add sub",
+		layout: func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	"commondir padded past what keel read": {disarmed: true,
+		script: "git init -q --bare node_modules/y/c && git -C node_modules/y/c config core.bare false && evilcfg >> node_modules/y/c/config && mkdir -p sub/.git && echo 'ref: refs/heads/main' > sub/.git/HEAD && { printf '../../node_modules/y/c'; head -c 70000 /dev/zero | tr '\\0' '\\n'; } > sub/.git/commondir",
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "sub")
+		}},
+	".git file with a NUL": {disarmed: true,
+		script: "git init -q --bare node_modules/x/g && git -C node_modules/x/g config core.bare false && evilcfg >> node_modules/x/g/config && mkdir sub && printf 'gitdir: ../node_modules/x/g\\0junk\\n' > sub/.git && (cd sub && git -c user.name=x -c user.email=x@x commit -q --allow-empty -m x) && git add sub",
+		layout: func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	".git file with .. after a link": {disarmed: true,
+		script: "git init -q --bare node_modules/x/g && git -C node_modules/x/g config core.bare false && evilcfg >> node_modules/x/g/config && mkdir -p node_modules/x/d sub && ln -s ../node_modules/x/d sub/lnk && printf 'gitdir: lnk/../g\\n' > sub/.git && (cd sub && git -c user.name=x -c user.email=x@x commit -q --allow-empty -m x) && git add sub",
+		layout: func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
 	"submodule entry in an earlier command, repository out of the search later": {disarmed: true,
 		earlier: "git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),node_modules/pkg",
 		script:  "git init -q node_modules/pkg && evilcfg >> node_modules/pkg/.git/config",
