@@ -30,32 +30,47 @@ const refusedSuffix = ".keel-refused"
 // templates. What lies outside the writable roots no command wrote, and is left alone; so is
 // a common directory protected for every command that ran — the user's repository, whose new
 // linked worktree (git worktree add) or submodule gitdir is gitDir.
-func disarm(gitDir string, writable []string, protected func(gitDir string) bool) []string {
+func disarm(gitDir string, writable []string, protected func(gitDir string) bool) (said []string, ok bool) {
+	ok = true
+	note := func(msg string, failed bool) {
+		if msg != "" {
+			said = append(said, msg)
+			slog.Warn("sandbox: a repository a command made was disarmed", "gitdir", gitDir, "what", msg)
+		}
+		ok = ok && !failed
+	}
 	common, _, tooLarge := readCommonDir(gitDir)
 	if tooLarge && inWritable(filepath.Join(gitDir, "commondir"), writable) {
 		// Where it leads keel cannot tell; git would follow it.
-		if msg := moveAsidePath(filepath.Join(gitDir, "commondir"), "is too large for keel to read"); msg != "" {
-			return []string{msg}
-		}
+		note(moveAsidePath(filepath.Join(gitDir, "commondir"), "is too large for keel to read"))
+		return said, ok
 	}
-	var files []string
 	if !protected(common) {
-		files = append(files, filepath.Join(common, "config"))
+		note(disarmConfig(filepath.Join(common, "config"), gitDir, writable))
+		note(disarmHooks(filepath.Join(common, "hooks"), writable))
 	}
-	files = append(files, filepath.Join(gitDir, "config.worktree"))
+	note(disarmConfig(filepath.Join(gitDir, "config.worktree"), gitDir, writable))
+	return said, ok
+}
+
+// legacyRemoteDirs are git's older way of naming a remote, in a gitdir: a push or fetch to a
+// name the configuration does not define goes where a file there says.
+var legacyRemoteDirs = []string{"remotes", "branches"}
+
+// disarmLegacyRemotes moves aside what a command changed in a protected gitDir's remotes/ or
+// branches/ (no mount protects them), so the user's git push and fetch go only where the
+// configuration says.
+func disarmLegacyRemotes(gitDir string, writable []string) []string {
 	var said []string
-	for _, cfg := range files {
-		if msg := disarmConfig(cfg, gitDir, writable); msg != "" {
+	for _, n := range legacyRemoteDirs {
+		dir := filepath.Join(gitDir, n)
+		if _, err := os.Lstat(dir); err != nil || !inWritable(dir, writable) {
+			continue
+		}
+		if msg, _ := moveAsidePath(dir, "names where git push and fetch go for a remote the configuration does not define"); msg != "" {
+			slog.Warn("sandbox: a command wrote a repository's remotes", "gitdir", gitDir, "what", msg)
 			said = append(said, msg)
 		}
-	}
-	if !protected(common) {
-		if msg := disarmHooks(filepath.Join(common, "hooks"), writable); msg != "" {
-			said = append(said, msg)
-		}
-	}
-	for _, msg := range said {
-		slog.Warn("sandbox: a repository a command made was disarmed", "gitdir", gitDir, "what", msg)
 	}
 	return said
 }
@@ -77,10 +92,10 @@ const maxGitConfig = 1 << 20
 // disarmConfig keeps in the git configuration file cfg, when a command can have written it,
 // only the settings safeGitKey allows; the file as it was is moved to cfg.keel-refused. It
 // says what it did, or "" when there was nothing to do.
-func disarmConfig(cfg, gitDir string, writable []string) string {
+func disarmConfig(cfg, gitDir string, writable []string) (said string, failed bool) {
 	li, err := os.Lstat(cfg)
 	if err != nil || !inWritable(cfg, writable) {
-		return ""
+		return "", false
 	}
 	var entries []configEntry
 	why := ""
@@ -113,7 +128,7 @@ func disarmConfig(cfg, gitDir string, writable []string) string {
 	}
 	switch {
 	case why == "" && len(refused) == 0:
-		return ""
+		return "", false
 	case why == "":
 		why = "sets " + strings.Join(refused, ", ")
 	default:
@@ -130,25 +145,25 @@ func disarmConfig(cfg, gitDir string, writable []string) string {
 		aside = filepath.Join(filepath.Dir(cfg), aside)
 	}
 	if err != nil {
-		return fmt.Sprintf("the command wrote %s, a git configuration that %s, which git run there outside the sandbox would act on, and keel could not disarm it (%v): do not run git in that repository before you have checked it.", cfg, why, err)
+		return fmt.Sprintf("the command wrote %s, a git configuration that %s, which git run there outside the sandbox would act on, and keel could not disarm it (%v): do not run git in that repository before you have checked it.", cfg, why, err), true
 	}
-	return fmt.Sprintf("the command wrote %s, a git configuration that %s, which git run there outside the sandbox would act on. keel kept only the settings that start no program (%d of them) and moved the file as written to %s.", cfg, why, len(kept), aside)
+	return fmt.Sprintf("the command wrote %s, a git configuration that %s, which git run there outside the sandbox would act on. keel kept only the settings that start no program (%d of them) and moved the file as written to %s.", cfg, why, len(kept), aside), false
 }
 
 // disarmHooks moves aside, into a new directory beside dir, the hooks in dir that are not
 // git's samples or its own templates (which git init and git clone copy); a hooks directory
 // that is a link or a file goes aside whole.
-func disarmHooks(dir string, writable []string) string {
+func disarmHooks(dir string, writable []string) (said string, failed bool) {
 	li, err := os.Lstat(dir)
 	if err != nil || !inWritable(dir, writable) {
-		return ""
+		return "", false
 	}
 	if !li.IsDir() {
 		return moveAsidePath(dir, "is a link or a file, so git would run the hooks it leads to")
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return ""
+		return fmt.Sprintf("keel could not read %s, the hooks of a repository the command made (%v): do not run git in that repository before you have checked it.", dir, err), true
 	}
 	var planted []string
 	for _, e := range entries {
@@ -157,7 +172,7 @@ func disarmHooks(dir string, writable []string) string {
 		}
 	}
 	if len(planted) == 0 {
-		return ""
+		return "", false
 	}
 	// Into a directory of keel's own making, held open with the hooks directory: a link the
 	// command leaves, or swaps in while the moves go on, leads them nowhere.
@@ -181,14 +196,14 @@ func disarmHooks(dir string, writable []string) string {
 		aside = filepath.Join(filepath.Dir(dir), aside)
 	}
 	if err != nil {
-		return fmt.Sprintf("the command wrote the hooks %s in %s, which git run there outside the sandbox would run, and keel could not move all of them aside (%v): do not run git in that repository before you have checked it.", strings.Join(planted, ", "), dir, err)
+		return fmt.Sprintf("the command wrote the hooks %s in %s, which git run there outside the sandbox would run, and keel could not move all of them aside (%v): do not run git in that repository before you have checked it.", strings.Join(planted, ", "), dir, err), true
 	}
-	return fmt.Sprintf("the command wrote the hooks %s in %s, which git run there outside the sandbox would run. keel moved them to %s.", strings.Join(planted, ", "), dir, aside)
+	return fmt.Sprintf("the command wrote the hooks %s in %s, which git run there outside the sandbox would run. keel moved them to %s.", strings.Join(planted, ", "), dir, aside), false
 }
 
 // moveAsidePath moves path, which why says is dangerous, to path.keel-refused (or the first
 // free name after it) in its directory, held open, and says so.
-func moveAsidePath(path, why string) string {
+func moveAsidePath(path, why string) (said string, failed bool) {
 	dir, err := holdDir(filepath.Dir(path))
 	aside := ""
 	if err == nil {
@@ -197,9 +212,9 @@ func moveAsidePath(path, why string) string {
 		err = dir.moveTo(filepath.Base(path), dir, aside)
 	}
 	if err != nil {
-		return fmt.Sprintf("the command made %s, which %s, and keel could not move it aside (%v): do not run git in that repository before you have checked it.", path, why, err)
+		return fmt.Sprintf("the command made %s, which %s, and keel could not move it aside (%v): do not run git in that repository before you have checked it.", path, why, err), true
 	}
-	return fmt.Sprintf("the command made %s, which %s. keel moved it to %s.", path, why, filepath.Join(filepath.Dir(path), aside))
+	return fmt.Sprintf("the command made %s, which %s. keel moved it to %s.", path, why, filepath.Join(filepath.Dir(path), aside)), false
 }
 
 // freeHeldName is name, or name.2, name.3, … — the first that is not in d.

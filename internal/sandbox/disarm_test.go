@@ -73,7 +73,7 @@ func TestTemplateHooksStay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	msg := disarmHooks(hooks, []string{filepath.Dir(hooks)})
+	msg, _ := disarmHooks(hooks, []string{filepath.Dir(hooks)})
 	if !strings.Contains(msg, "the hooks pre-push in") {
 		t.Errorf("disarmHooks said %q", msg)
 	}
@@ -114,7 +114,7 @@ func TestDisarmConfigThatGitCannotRead(t *testing.T) {
 			if err := tc.make(cfg); err != nil {
 				t.Fatal(err)
 			}
-			msg := disarmConfig(cfg, filepath.Dir(cfg), []string{filepath.Dir(cfg)})
+			msg, _ := disarmConfig(cfg, filepath.Dir(cfg), []string{filepath.Dir(cfg)})
 			if !strings.Contains(msg, tc.why) || !strings.Contains(msg, "moved the file as written to "+cfg+refusedSuffix) {
 				t.Errorf("disarmConfig said %q", msg)
 			}
@@ -122,5 +122,29 @@ func TestDisarmConfigThatGitCannotRead(t *testing.T) {
 				t.Errorf("the configuration in its place holds %q (%v), want it empty", b, err)
 			}
 		})
+	}
+}
+
+// TestWatchKnowsDirectoriesNotPaths: a gitdir protected when a command started is taken for
+// protected at its end only while its path leads to the same directory — not once the
+// directory was renamed away and another made in its place (as in a writable cache, where no
+// mount pins its parent).
+func TestWatchKnowsDirectoriesNotPaths(t *testing.T) {
+	d := filepath.Join(t.TempDir(), "g")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := plantWatch{known: map[string]string{d: dirIdentity(d)}}
+	if !w.protects(d) {
+		t.Fatal("the directory protected at the start is not taken for protected")
+	}
+	if err := os.Rename(d, d+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if w.protects(d) {
+		t.Error("another directory at the protected path is taken for protected")
 	}
 }

@@ -170,6 +170,27 @@ var gitAttacks = map[string]gitAttack{
 	".git file with .. after a link": {disarmed: true,
 		script: "git init -q --bare node_modules/x/g && git -C node_modules/x/g config core.bare false && evilcfg >> node_modules/x/g/config && mkdir -p node_modules/x/d sub && ln -s ../node_modules/x/d sub/lnk && printf 'gitdir: lnk/../g\\n' > sub/.git && (cd sub && git -c user.name=x -c user.email=x@x commit -q --allow-empty -m x) && git add sub",
 		layout: func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	"HEAD, objects and refs beside the project's files": {disarmed: true,
+		script: "mkdir -p objects refs && echo 'ref: refs/heads/main' > HEAD && git init -q sub && evilcfg >> sub/.git/config",
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "sub")
+		}},
+	"index put back as it was": {disarmed: true,
+		earlier: "b=$(echo hi | git hash-object -w --stdin) && git update-index --add --cacheinfo 100644,$b,node_modules/pkg",
+		script:  "cp -p .git/index /tmp/ref && git update-index --cacheinfo 160000,$(git rev-parse HEAD),node_modules/pkg && touch -r /tmp/ref .git/index && git init -q node_modules/pkg && evilcfg >> node_modules/pkg/.git/config",
+		layout:  func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	"a link in a protected gitdir's path replaced": {disarmed: true,
+		earlier: "git init -q --bare real/g && git -C real/g config core.bare false && ln -s real lnk && mkdir sub && echo 'gitdir: ../lnk/g' > sub/.git && (cd sub && git -c user.name=x -c user.email=x@x commit -q --allow-empty -m x) && git add sub",
+		script:  "rm lnk && mkdir -p node_modules/x && git init -q --bare node_modules/x/g && git -C node_modules/x/g config core.bare false && evilcfg >> node_modules/x/g/config && ln -s node_modules/x lnk",
+		layout:  func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	"submodule entry in a submodule's index": {disarmed: true,
+		script: "cd sm && git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),node_modules/p && git init -q node_modules/p && evilcfg >> node_modules/p/.git/config",
+		layout: func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	"remotes/ in the protected .git": {disarmed: true,
+		script:  "git init -q --bare node_modules/x/evil.git && evilhook > node_modules/x/evil.git/hooks/pre-receive && chmod +x node_modules/x/evil.git/hooks/pre-receive && mkdir -p .git/remotes && printf 'URL: %s/node_modules/x/evil.git\\nPush: refs/heads/*:refs/heads/*\\n' \"$PWD\" > .git/remotes/origin",
+		outside: []string{"push", "-q", "origin", "main"},
+		layout:  func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
 	"submodule entry in an earlier command, repository out of the search later": {disarmed: true,
 		earlier: "git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),node_modules/pkg",
 		script:  "git init -q node_modules/pkg && evilcfg >> node_modules/pkg/.git/config",
@@ -714,7 +735,7 @@ func testDisarmFollowsNoLinkOfTheCommand(t *testing.T) {
 // gitdir whose configuration is the user's repository's, protected throughout: that
 // configuration keeps what the user set, even settings a made repository may not keep, and
 // nothing is reported. Nor is a clone with its submodules, whose core.worktree names the
-// submodule's own working tree.
+// submodule's own working tree, or an admin directory whose commondir names the user's.
 func TestUsersRepositoryNotDisarmed(t *testing.T) { forEachLauncher(t, testUsersRepositoryNotDisarmed) }
 
 func testUsersRepositoryNotDisarmed(t *testing.T) {
@@ -722,7 +743,7 @@ func testUsersRepositoryNotDisarmed(t *testing.T) {
 	ws := repoLayout(t, base)
 	git(t, ws, "config", "core.pager", "cat")
 	w := gitWorld(t, ws, false)
-	cmd := exec.Command("bash", "-c", "git worktree add -q wt2 -b b2 && git -c protocol.file.allow=always clone -q --recurse-submodules \"$PWD\" cloned && echo DONE")
+	cmd := exec.Command("bash", "-c", "git worktree add -q wt2 -b b2 && git -c protocol.file.allow=always clone -q --recurse-submodules \"$PWD\" cloned && mkdir -p .git/worktrees/x && echo ../.. > .git/worktrees/x/commondir && echo DONE")
 	cmd.Dir = ws
 	r, err := w.s.Confine(cmd)
 	if err != nil {

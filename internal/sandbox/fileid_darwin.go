@@ -14,3 +14,11 @@ func fileIdentity(fi fs.FileInfo) string {
 	}
 	return ""
 }
+
+// fileInode is fi's device and inode: which file it is, whatever is written to it.
+func fileInode(fi fs.FileInfo) string {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf("%d:%d", st.Dev, st.Ino)
+	}
+	return ""
+}

@@ -6,3 +6,6 @@ import "io/fs"
 
 // fileIdentity says nothing here, where no sandbox runs.
 func fileIdentity(fs.FileInfo) string { return "" }
+
+// fileInode says nothing here, where no sandbox runs.
+func fileInode(fs.FileInfo) string { return "" }

@@ -19,6 +19,11 @@ import (
 //   - the gitdirs of submodules (modules/…) and the admin directories of linked worktrees
 //     (worktrees/…: commondir, gitdir, config.worktree), each protected as a gitdir.
 //
+// remotes/ and branches/ — git's older way of naming a remote, which a push or fetch to a name
+// the configuration does not define follows — get no mount (most repositories have neither,
+// and a placeholder per repository and command costs): what a command puts there is moved
+// aside as it ends ([plantWatch]).
+//
 // objects/, refs/, logs/, index, HEAD and the lock files stay writable, so that git add,
 // commit and checkout work inside. info/attributes stays writable too: an attribute only
 // names a filter, diff or merge driver, and a driver runs a program only when configuration
@@ -33,6 +38,10 @@ const (
 	maxNestedRepos   = 256
 )
 
+// gitDirInternals are the directories of a gitdir the search does not enter: git's own
+// store, which holds no repository (modules/ and worktrees/ are followed by gitDir).
+var gitDirInternals = []string{"objects", "refs", "logs", "info", "hooks", "modules", "worktrees", "lfs", "rr-cache"}
+
 // repoWalkSkip are directories the search does not enter: package trees, which hold no
 // repository a user runs git in.
 var repoWalkSkip = []string{"node_modules"}
@@ -44,6 +53,8 @@ type gitGuard struct {
 	readOnly, pinned, warnings []string
 	seen                       map[string]bool
 	skip                       []string
+	// trees names, per gitdir found through a .git, the working tree it serves.
+	trees map[string]string
 	// unprotected are the gitdirs found past maxNestedRepos: not protected, but known to be
 	// there.
 	unprotected []string
@@ -73,11 +84,13 @@ func (g *gitGuard) worktree(dir, root string, atRoot bool) {
 			g.readOnly = append(g.readOnly, dotGit)
 		}
 	case fi.IsDir():
+		g.trees[dotGit] = dir
 		g.gitDir(dotGit, root)
 	case fi.Mode().IsRegular():
 		g.readOnly = append(g.readOnly, dotGit)
 		g.pin(dir, root)
 		if target := readGitFile(dotGit); target != "" {
+			g.trees[target] = dir
 			g.gitDir(target, root)
 		}
 	case fi.Mode()&os.ModeSymlink != 0:
@@ -85,8 +98,10 @@ func (g *gitGuard) worktree(dir, root string, atRoot bool) {
 		// read relative to where the link is.
 		if target, err := filepath.EvalSymlinks(dotGit); err != nil {
 		} else if tfi, err := os.Stat(target); err == nil && tfi.IsDir() {
+			g.trees[target] = dir
 			g.gitDir(target, root)
 		} else if gd := readGitFile(dotGit); gd != "" {
+			g.trees[gd] = dir
 			g.gitDir(gd, root)
 		}
 		g.warnings = append(g.warnings, fmt.Sprintf("%s is a symbolic link: its gitdir's configuration and hooks are read-only, but a command can replace the link itself", dotGit))
@@ -105,6 +120,10 @@ func (g *gitGuard) gitDir(d, root string) {
 	if c, ok, _ := readCommonDir(d); ok {
 		for _, n := range []string{"commondir", "gitdir", "config.worktree"} {
 			g.readOnly = append(g.readOnly, filepath.Join(d, n))
+		}
+		// A linked worktree's admin directory names the worktree's .git in its gitdir file.
+		if b, _ := readGitPointer(filepath.Join(d, "gitdir"), maxGitFileSize); len(b) > 0 && g.trees[d] == "" {
+			g.trees[d] = filepath.Dir(resolveGitPath(d, string(b)))
 		}
 		if c != d {
 			g.gitDir(c, root)
@@ -179,11 +198,14 @@ func (g *gitGuard) nested(root string) {
 				}
 			}
 		}
-		if gitDir {
-			return true // a gitdir's own directories are no working tree
-		}
 		for _, e := range entries {
 			if !e.IsDir() || e.Name() == ".git" || slices.Contains(repoWalkSkip, e.Name()) {
+				continue
+			}
+			// A gitdir's own directories hold no repository git would find; the rest of a
+			// directory that merely looks like one (HEAD, objects/, refs/ made beside a
+			// project's files) is searched like any other.
+			if gitDir && slices.Contains(gitDirInternals, e.Name()) {
 				continue
 			}
 			sub := filepath.Join(dir, e.Name())

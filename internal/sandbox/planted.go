@@ -28,23 +28,27 @@ import (
 // command wrote that could start a program are moved aside ([disarm]) — and the commands
 // started after it protect those repositories like the others ([Sandbox.refresh]).
 type plantWatch struct {
-	// known are the gitdirs protected when the command started; nil when the watch did not
-	// start (the Landlock-only form protects no repository).
-	known map[string]bool
-	// index holds, per protected repository's working tree, its index file's state at start.
+	// known are the gitdirs protected when the command started, each with the identity of the
+	// directory then — a path alone could lead elsewhere by the end (a link replaced, a parent
+	// renamed); nil when the watch did not start (the Landlock-only form protects no
+	// repository).
+	known map[string]string
+	// index holds, per protected gitdir with a working tree, its index file's state at start;
+	// trees names that working tree.
 	index map[string]indexState
+	trees map[string]string
+	// legacy holds, per protected gitdir, the state at start of remotes/ and branches/, which
+	// no mount protects ([gitDirFiles]).
+	legacy map[string]string
 	// unprotected holds the gitFingerprint at start of each repository the search found past
 	// those it protects: the user's, unless the command changes it.
 	unprotected map[string]string
 	found       []string
 }
 
-// indexState is what tells an index file changed: git rewrites it whole, so an entry added
-// changes its size and its modification time.
-type indexState struct {
-	size  int64
-	mtime time.Time
-}
+// indexState is what tells an index file changed: its identity and change time, which no
+// command can set back.
+type indexState string
 
 // gitlinkMode is the index mode of a submodule's entry.
 const gitlinkMode = "160000"
@@ -55,16 +59,20 @@ const plantCheckLimit = 10 * time.Second
 // start notes the repositories p, s's policy, protects that exist, and the index of each
 // with a working tree (a gitdir named .git): a stat each; s knows the watch until it finishes.
 func (w *plantWatch) start(s *Sandbox, p Policy) {
-	w.known = map[string]bool{}
+	w.known = map[string]string{}
 	w.index = map[string]indexState{}
+	w.legacy = map[string]string{}
+	w.trees = p.trees
 	for _, d := range p.GitDirs {
-		if _, err := os.Lstat(d); err != nil {
+		id := dirIdentity(d)
+		if id == "" {
 			continue // deleted since the search: one made in its place is the command's
 		}
-		w.known[d] = true
-		if filepath.Base(d) == ".git" {
-			w.index[filepath.Dir(d)] = statIndex(d)
+		w.known[d] = id
+		if p.trees[d] != "" {
+			w.index[d] = statIndex(d)
 		}
+		w.legacy[d] = legacyState(d)
 	}
 	w.unprotected = map[string]string{}
 	for _, d := range p.unprotected {
@@ -75,11 +83,18 @@ func (w *plantWatch) start(s *Sandbox, p Policy) {
 	s.disarmMu.Unlock()
 }
 
+// protects reports whether w's command ran with gitDir protected: it was then, and the path
+// still leads to the same directory.
+func (w *plantWatch) protects(gitDir string) bool {
+	id, ok := w.known[gitDir]
+	return ok && id == dirIdentity(gitDir)
+}
+
 // mayHaveChanged reports whether the command of w may have made or changed gitDir: it was
 // not protected when the command started, and is not a repository past the protected ones
 // that is as it was then.
 func (w *plantWatch) mayHaveChanged(gitDir string) bool {
-	if w.known[gitDir] {
+	if w.protects(gitDir) {
 		return false
 	}
 	fp, ok := w.unprotected[gitDir]
@@ -109,7 +124,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 	// watch knows was protected wherever a command ran.
 	protectedForAll := func(d string) bool {
 		for o := range s.watches {
-			if !o.known[d] {
+			if !o.protects(d) {
 				return false
 			}
 		}
@@ -125,14 +140,20 @@ func (w *plantWatch) finish(s *Sandbox) {
 	}
 	// A submodule git enters from a protected repository: its entry may have been added by an
 	// earlier command, its repository made now, where the search does not go.
-	for tree, st := range w.index {
-		if _, listed := s.gitlinks[tree]; !listed || !statIndex(filepath.Join(tree, ".git")).same(st) {
-			s.gitlinks[tree] = listGitlinks(tree)
+	for gitDir, st := range w.index {
+		tree := w.trees[gitDir]
+		if _, listed := s.gitlinks[gitDir]; !listed || statIndex(gitDir) != st {
+			s.gitlinks[gitDir] = listGitlinks(gitDir, tree)
 		}
-		for _, path := range s.gitlinks[tree] {
+		for _, path := range s.gitlinks[gitDir] {
 			if d := submoduleGitDir(filepath.Join(tree, path)); d != "" && w.mayHaveChanged(d) {
 				suspects[d] = true
 			}
+		}
+	}
+	for d, st := range w.legacy {
+		if legacyState(d) != st {
+			w.found = append(w.found, disarmLegacyRemotes(d, p.Writable)...)
 		}
 	}
 	// In order: the sentences go into the command's result, part of the next request.
@@ -140,8 +161,11 @@ func (w *plantWatch) finish(s *Sandbox) {
 		// One checked before and not changed since is not read again (a repository past the
 		// search's bounds is a suspect at every release).
 		if fp := gitFingerprint(d); fp != s.verified[d] {
-			w.found = append(w.found, disarm(d, p.Writable, protectedForAll)...)
-			s.verified[d] = gitFingerprint(d)
+			said, ok := disarm(d, p.Writable, protectedForAll)
+			w.found = append(w.found, said...)
+			if ok { // one keel could not disarm is tried again at the next release
+				s.verified[d] = gitFingerprint(d)
+			}
 		}
 	}
 	delete(s.watches, w)
@@ -151,26 +175,52 @@ func (w *plantWatch) finish(s *Sandbox) {
 			break
 		}
 	}
-	w.known, w.index, w.unprotected = nil, nil, nil
+	w.known, w.index, w.unprotected, w.legacy = nil, nil, nil, nil
 }
 
-func (a indexState) same(b indexState) bool { return a.size == b.size && a.mtime.Equal(b.mtime) }
-
+// statIndex is the state of gitDir's index; "" when it has none.
 func statIndex(gitDir string) indexState {
-	fi, err := os.Stat(filepath.Join(gitDir, "index"))
+	fi, err := os.Lstat(filepath.Join(gitDir, "index"))
 	if err != nil {
-		return indexState{}
+		return ""
 	}
-	return indexState{size: fi.Size(), mtime: fi.ModTime()}
+	return indexState(fmt.Sprintf("%d %s", fi.Size(), fileIdentity(fi)))
+}
+
+// dirIdentity is the identity of the directory path leads to (device and inode); "" when
+// there is none.
+func dirIdentity(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fileInode(fi)
+}
+
+// legacyState is the state of gitDir's remotes/ and branches/ and of what they hold.
+func legacyState(gitDir string) string {
+	var b strings.Builder
+	for _, n := range legacyRemoteDirs {
+		dir := filepath.Join(gitDir, n)
+		b.WriteString(statString(dir))
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			b.WriteString(statString(filepath.Join(dir, e.Name())))
+		}
+	}
+	return b.String()
 }
 
 // listGitlinks lists the paths of the submodules in tree's index. git runs as for an
 // untrusted workspace (gitexec's zero Runner): reading the index runs nothing of the
 // repository's.
-func listGitlinks(tree string) []string {
+func listGitlinks(gitDir, tree string) []string {
+	if fi, err := os.Lstat(filepath.Join(gitDir, "index")); err != nil || !fi.Mode().IsRegular() {
+		return []string{} // none, or a FIFO git would wait on
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
 	defer cancel()
-	out, err := gitexec.Runner{}.Output(ctx, tree, "ls-files", "--stage", "-z")
+	out, err := gitexec.Runner{}.Output(ctx, tree, "--git-dir="+gitDir, "--work-tree="+tree, "ls-files", "--stage", "-z")
 	if err != nil {
 		slog.Warn("sandbox: could not list the submodules of a repository", "repository", tree, "err", err)
 		return nil
@@ -209,14 +259,7 @@ func submoduleGitDir(dir string) string {
 func gitFingerprint(gitDir string) string {
 	common, _, _ := readCommonDir(gitDir)
 	var b strings.Builder
-	stat := func(path string) {
-		fi, err := os.Lstat(path)
-		if err != nil {
-			b.WriteString("-|")
-			return
-		}
-		fmt.Fprintf(&b, "%s %d %d %d %s|", path, fi.Size(), fi.Mode(), fi.ModTime().UnixNano(), fileIdentity(fi))
-	}
+	stat := func(path string) { b.WriteString(statString(path)) }
 	stat(filepath.Join(common, "config"))
 	stat(filepath.Join(gitDir, "config.worktree"))
 	hooks := filepath.Join(common, "hooks")
@@ -226,4 +269,13 @@ func gitFingerprint(gitDir string) string {
 		stat(filepath.Join(hooks, e.Name()))
 	}
 	return b.String()
+}
+
+// statString is path's identity, size, mode and times, for fingerprints.
+func statString(path string) string {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return "-|"
+	}
+	return fmt.Sprintf("%s %d %d %d %s|", path, fi.Size(), fi.Mode(), fi.ModTime().UnixNano(), fileIdentity(fi))
 }

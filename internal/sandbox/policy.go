@@ -115,6 +115,8 @@ type Policy struct {
 	gitRoots []string
 	// unprotected are the repositories Complete found past those it protects.
 	unprotected []string
+	// trees names the working tree of each gitdir found through a .git ([gitGuard]).
+	trees map[string]string
 }
 
 // search is the part of a policy that reads the file system: the writable roots whose
@@ -289,12 +291,13 @@ func (p *Policy) protectRoots(roots []string) {
 	p.Warnings = append(p.Warnings, g.warnings...)
 	p.GitDirs = slices.Sorted(maps.Keys(g.seen))
 	p.unprotected = g.unprotected
+	p.trees = g.trees
 	p.gitRoots = roots
 }
 
 // searchRepos finds the repositories below roots ([gitGuard]).
 func (p Policy) searchRepos(roots []string) gitGuard {
-	g := gitGuard{seen: map[string]bool{}}
+	g := gitGuard{seen: map[string]bool{}, trees: map[string]string{}}
 	for _, r := range roots {
 		if r == "" || r == "/" {
 			continue
