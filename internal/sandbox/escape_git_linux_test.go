@@ -793,3 +793,33 @@ func testUsersRepositoriesPastTheSearch(t *testing.T) {
 		t.Errorf("a command's core.fsmonitor in a repository past the search was kept: %q", got)
 	}
 }
+
+// TestSearchBoundsAreSaid: a command that takes its repository past where the search goes
+// (deeper than it looks) is told so in its result, once, since no mount protects it there and
+// no disarm reaches it.
+func TestSearchBoundsAreSaid(t *testing.T) { forEachLauncher(t, testSearchBoundsAreSaid) }
+
+func testSearchBoundsAreSaid(t *testing.T) {
+	base := sandbox.VisibleDir(t)
+	ws := repoLayout(t, base)
+	w := gitWorld(t, ws, false)
+	deep := "d/d/d/d/d/d/d/d/d/d/d/d/d/d"
+	said := func(script string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "-c", script)
+		cmd.Dir = ws
+		r, err := w.s.Confine(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Run()
+		r.Release()
+		return strings.Join(r.Planted(), "\n")
+	}
+	if got := said("mkdir -p " + deep + " && git init -q " + deep + "/r"); !strings.Contains(got, "stops 12 directories deep") {
+		t.Errorf("the result does not say the search stopped: %q", got)
+	}
+	if got := said("true"); got != "" {
+		t.Errorf("the next command's result says it again: %q", got)
+	}
+}

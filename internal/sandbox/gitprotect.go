@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"io"
 	"os"
 	"path/filepath"
@@ -169,6 +171,10 @@ func (g *gitGuard) nested(root string) {
 	var walk func(dir string, depth int) bool
 	walk = func(dir string, depth int) bool {
 		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrPermission) {
+			// git needs only to pass through a directory to find a repository below it.
+			g.warnings = append(g.warnings, fmt.Sprintf("keel cannot list %s, so a repository below it may have writable git configuration", dir))
+		}
 		if err != nil {
 			return true
 		}

@@ -169,11 +169,22 @@ func (w *plantWatch) finish(s *Sandbox) {
 		}
 	}
 	delete(s.watches, w)
+	// Where this search could not go that the last one could, the command's result says so:
+	// a repository there is neither protected nor disarmed.
+	refresh := false
+	for _, warning := range g.warnings {
+		if !slices.Contains(p.Warnings, warning) {
+			w.found = append(w.found, warning)
+			refresh = true
+		}
+	}
 	for d := range g.seen {
 		if _, ok := slices.BinarySearch(p.GitDirs, d); !ok {
-			s.refresh()
-			break
+			refresh = true
 		}
+	}
+	if refresh {
+		s.refresh()
 	}
 	w.known, w.index, w.unprotected, w.legacy = nil, nil, nil, nil
 }
