@@ -120,8 +120,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 	g := p.searchRepos(p.gitRoots)
 	s.disarmMu.Lock() // two runs released together may find the same repository
 	defer s.disarmMu.Unlock()
-	// A repository any running command may have made: one its watch does not know. One every
-	// watch knows was protected wherever a command ran.
+	// One every running watch knows was protected wherever a command ran.
 	protectedForAll := func(d string) bool {
 		for o := range s.watches {
 			if !o.protects(d) {
@@ -130,34 +129,13 @@ func (w *plantWatch) finish(s *Sandbox) {
 		}
 		return true
 	}
-	suspects := map[string]bool{}
-	for o := range s.watches {
-		for _, d := range slices.Concat(slices.Collect(maps.Keys(g.seen)), g.unprotected) {
-			if o.mayHaveChanged(d) {
-				suspects[d] = true
-			}
-		}
-	}
-	// A submodule git enters from a protected repository: its entry may have been added by an
-	// earlier command, its repository made now, where the search does not go.
-	for gitDir, st := range w.index {
-		tree := w.trees[gitDir]
-		if _, listed := s.gitlinks[gitDir]; !listed || statIndex(gitDir) != st {
-			s.gitlinks[gitDir] = listGitlinks(gitDir, tree)
-		}
-		for _, path := range s.gitlinks[gitDir] {
-			if d := submoduleGitDir(filepath.Join(tree, path)); d != "" && w.mayHaveChanged(d) {
-				suspects[d] = true
-			}
-		}
-	}
 	for d, st := range w.legacy {
 		if legacyState(d) != st {
 			w.found = append(w.found, disarmLegacyRemotes(d, p.Writable)...)
 		}
 	}
 	// In order: the sentences go into the command's result, part of the next request.
-	for _, d := range slices.Sorted(maps.Keys(suspects)) {
+	for _, d := range slices.Sorted(maps.Keys(w.suspects(s, g))) {
 		// One checked before and not changed since is not read again (a repository past the
 		// search's bounds is a suspect at every release).
 		if fp := gitFingerprint(d); fp != s.verified[d] {
@@ -187,6 +165,34 @@ func (w *plantWatch) finish(s *Sandbox) {
 		s.refresh()
 	}
 	w.known, w.index, w.unprotected, w.legacy = nil, nil, nil, nil
+}
+
+// suspects are the repositories a running command may have made or changed: of those the
+// search g found, one a running watch did not know as it is now; of the submodules git enters
+// from a protected repository — whose entry an earlier command may have added, and whose
+// repository this one made where the search does not go — one w did not. Call with
+// s.disarmMu held.
+func (w *plantWatch) suspects(s *Sandbox, g gitGuard) map[string]bool {
+	suspects := map[string]bool{}
+	for o := range s.watches {
+		for _, d := range slices.Concat(slices.Collect(maps.Keys(g.seen)), g.unprotected) {
+			if o.mayHaveChanged(d) {
+				suspects[d] = true
+			}
+		}
+	}
+	for gitDir, st := range w.index {
+		tree := w.trees[gitDir]
+		if _, listed := s.gitlinks[gitDir]; !listed || statIndex(gitDir) != st {
+			s.gitlinks[gitDir] = listGitlinks(gitDir, tree)
+		}
+		for _, path := range s.gitlinks[gitDir] {
+			if d := submoduleGitDir(filepath.Join(tree, path)); d != "" && w.mayHaveChanged(d) {
+				suspects[d] = true
+			}
+		}
+	}
+	return suspects
 }
 
 // statIndex is the state of gitDir's index; "" when it has none.
