@@ -26,18 +26,9 @@ func testMadeRepositoriesDisarmed(t *testing.T) {
 	base := sandbox.VisibleDir(t)
 	ws := repoLayout(t, base)
 	w := gitWorld(t, ws, false)
-	run := func(script string) (string, []string) {
+	run := func(script string) (string, string) {
 		t.Helper()
-		cmd := exec.Command("bash", "-c", gitPrelude+script)
-		cmd.Dir = ws
-		cmd.Env = append(os.Environ(), "MARK="+filepath.Join(base, "PWNED"))
-		r, err := w.s.Confine(cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, _ := cmd.CombinedOutput()
-		r.Release()
-		return string(out), r.Planted()
+		return w.say(t, gitPrelude+script, "MARK="+filepath.Join(base, "PWNED"))
 	}
 	config := func(dir, key string) string {
 		t.Helper()
@@ -73,7 +64,7 @@ func testMadeRepositoriesDisarmed(t *testing.T) {
 	if got := config(filepath.Join(ws, "bare"), "core.fsmonitor"); got != "" {
 		t.Errorf("bare's core.fsmonitor = %q after the release, want it gone", got)
 	}
-	joined := strings.Join(said, "\n")
+	joined := said
 	for _, want := range []string{filepath.Join(made, "config") + ", a git configuration that sets core.fsmonitor", "the hooks pre-commit in " + filepath.Join(made, "hooks"), filepath.Join(ws, "bare", "config")} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("Planted() does not say %q:\n%s", want, joined)
@@ -92,7 +83,7 @@ func testMadeRepositoriesDisarmed(t *testing.T) {
 	if strings.Contains(out, "WROTE") || !strings.Contains(out, "DONE") {
 		t.Errorf("the next command wrote the configuration of a repository the last one made:\n%s", out)
 	}
-	if len(said) > 0 {
+	if said != "" {
 		t.Errorf("the next command reported: %q", said)
 	}
 
@@ -116,10 +107,10 @@ func testMadeRepositoriesDisarmed(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(outside, "hooks", "post-checkout")); err != nil {
 		t.Errorf("a repository outside the writable roots had its hook moved: %v", err)
 	}
-	if config(inside, "core.pager") != "" || !strings.Contains(strings.Join(said, "\n"), filepath.Join(inside, "hooks")) {
+	if config(inside, "core.pager") != "" || !strings.Contains(said, filepath.Join(inside, "hooks")) {
 		t.Errorf("a repository inside the writable roots, reached through a new .git file, was not disarmed: %q", said)
 	}
-	if strings.Contains(strings.Join(said, "\n"), outside) {
+	if strings.Contains(said, outside) {
 		t.Errorf("the repository outside the writable roots was reported: %q", said)
 	}
 }
@@ -159,16 +150,9 @@ func testDeletedRepositoryStaysDeleted(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(ws, "nested")); err == nil {
 		t.Error("the deleted repository's directory is there again after the command")
 	}
-	cmd := exec.Command("bash", "-c", gitPrelude+"mkgitdir nested/.git && echo DONE")
-	cmd.Dir, cmd.Env = ws, append(os.Environ(), "MARK="+filepath.Join(base, "PWNED"))
-	r, err := w.s.Confine(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := cmd.CombinedOutput()
-	r.Release()
-	if want := filepath.Join(ws, "nested", ".git", "config") + ", a git configuration that sets core.fsmonitor"; !strings.Contains(strings.Join(r.Planted(), "\n"), want) {
-		t.Errorf("a repository planted where a deleted one stood was not disarmed: %q\n%s", r.Planted(), out)
+	out, said := w.say(t, gitPrelude+"mkgitdir nested/.git && echo DONE", "MARK="+filepath.Join(base, "PWNED"))
+	if want := filepath.Join(ws, "nested", ".git", "config") + ", a git configuration that sets core.fsmonitor"; !strings.Contains(said, want) {
+		t.Errorf("a repository planted where a deleted one stood was not disarmed: %q\n%s", said, out)
 	}
 }
 
@@ -278,18 +262,11 @@ func testUsersRepositoryNotDisarmed(t *testing.T) {
 	ws := repoLayout(t, base)
 	git(t, ws, "config", "core.pager", "cat")
 	w := gitWorld(t, ws, false)
-	cmd := exec.Command("bash", "-c", "git worktree add -q wt2 -b b2 && git -c protocol.file.allow=always clone -q --recurse-submodules \"$PWD\" cloned && mkdir -p .git/worktrees/x && echo ../.. > .git/worktrees/x/commondir && echo DONE")
-	cmd.Dir = ws
-	r, err := w.s.Confine(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := cmd.CombinedOutput()
-	r.Release()
-	if !strings.Contains(string(out), "DONE") {
+	out, said := w.say(t, "git worktree add -q wt2 -b b2 && git -c protocol.file.allow=always clone -q --recurse-submodules \"$PWD\" cloned && mkdir -p .git/worktrees/x && echo ../.. > .git/worktrees/x/commondir && echo DONE")
+	if !strings.Contains(out, "DONE") {
 		t.Fatalf("git worktree add failed inside:\n%s", out)
 	}
-	if said := r.Planted(); len(said) > 0 {
+	if said != "" {
 		t.Errorf("adding a worktree was reported: %q", said)
 	}
 	if got := gittest.Run(t, ws, "config", "--get", "core.pager"); got != "cat" {
@@ -339,22 +316,10 @@ func testSearchBoundsAreSaid(t *testing.T) {
 	ws := repoLayout(t, base)
 	w := gitWorld(t, ws, false)
 	deep := "d/d/d/d/d/d/d/d/d/d/d/d/d/d"
-	said := func(script string) string {
-		t.Helper()
-		cmd := exec.Command("bash", "-c", script)
-		cmd.Dir = ws
-		r, err := w.s.Confine(cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Run()
-		r.Release()
-		return strings.Join(r.Planted(), "\n")
-	}
-	if got := said("mkdir -p " + deep + " && git init -q " + deep + "/r"); !strings.Contains(got, "stops 12 directories deep") {
+	if _, got := w.say(t, "mkdir -p "+deep+" && git init -q "+deep+"/r"); !strings.Contains(got, "stops 12 directories deep") {
 		t.Errorf("the result does not say the search stopped: %q", got)
 	}
-	if got := said("true"); got != "" {
+	if _, got := w.say(t, "true"); got != "" {
 		t.Errorf("the next command's result says it again: %q", got)
 	}
 }

@@ -3,7 +3,6 @@ package sandbox_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -292,18 +291,10 @@ func testPlantedSubmoduleIsDisarmed(t *testing.T) {
 			"the command wrote " + filepath.Join(ws, "planted", ".git", "config") + ", a git configuration that sets core.fsmonitor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command("bash", "-c", tc.script+" && echo DONE")
-			cmd.Dir = ws
-			run, err := w.s.Confine(cmd)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, _ := cmd.CombinedOutput()
-			run.Release()
-			if !strings.Contains(string(out), "DONE") {
+			out, planted := w.say(t, tc.script+" && echo DONE")
+			if !strings.Contains(out, "DONE") {
 				t.Fatalf("the script failed inside:\n%s", out)
 			}
-			planted := strings.Join(run.Planted(), "\n")
 			if tc.want == "" && planted != "" {
 				t.Errorf("reported: %s", planted)
 			}

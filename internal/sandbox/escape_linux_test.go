@@ -132,6 +132,14 @@ func git(t *testing.T, dir string, args ...string) {
 // run runs script with bash in the sandbox, in the workspace, and returns its output.
 func (w *world) run(t *testing.T, script string, env ...string) string {
 	t.Helper()
+	out, _ := w.say(t, script, env...)
+	return out
+}
+
+// say is run that also returns what the sandbox said as it released the command: what it
+// disarmed ([sandbox.Run.Planted]), one string.
+func (w *world) say(t *testing.T, script string, env ...string) (out, said string) {
+	t.Helper()
 	cmd := exec.Command("bash", "-c", script)
 	cmd.Dir = w.ws
 	cmd.Env = append(os.Environ(), env...)
@@ -139,9 +147,9 @@ func (w *world) run(t *testing.T, script string, env ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _ := cmd.CombinedOutput()
+	b, _ := cmd.CombinedOutput()
 	run.Release()
-	return string(out)
+	return string(b), strings.Join(run.Planted(), "\n")
 }
 
 // TestEscapeWrites: every way to write outside the writable roots, or to an always-read-only
