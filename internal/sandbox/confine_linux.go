@@ -114,13 +114,24 @@ func (s *Sandbox) wrapHelper(cmd *exec.Cmd, r *Run, pl plan) error {
 	return nil
 }
 
-func jsonPlan(pl plan) (string, error) {
+// jsonPlan is pl in JSON, in pieces of at most maxArgLen bytes: the kernel takes no longer
+// single argument (MAX_ARG_STRLEN), and a plan that protects hundreds of repositories is
+// longer than that. Dispatch joins the pieces.
+func jsonPlan(pl plan) ([]string, error) {
 	data, err := json.Marshal(pl)
 	if err != nil {
-		return "", fmt.Errorf("encode sandbox plan: %w", err)
+		return nil, fmt.Errorf("encode sandbox plan: %w", err)
 	}
-	return string(data), nil
+	var pieces []string
+	for s := string(data); s != ""; {
+		n := min(len(s), maxArgLen)
+		pieces, s = append(pieces, s[:n]), s[n:]
+	}
+	return pieces, nil
 }
+
+// maxArgLen keeps each argument under the kernel's limit on one (32 pages).
+const maxArgLen = 64 << 10
 
 // envPath is PATH in env, the command's environment (nil: keel's own).
 func envPath(env []string) string {
@@ -467,11 +478,11 @@ func (s *Sandbox) probeRun(bwrap string, landlockOnly bool) error {
 // runAsHelper makes cmd start the sandbox's helper with pl, the plan it carries out before it
 // becomes the command.
 func (s *Sandbox) runAsHelper(cmd *exec.Cmd, pl plan) error {
-	data, err := jsonPlan(pl)
+	pieces, err := jsonPlan(pl)
 	if err != nil {
 		return err
 	}
 	cmd.Path = s.exe
-	cmd.Args = []string{s.exe, helperArg, data}
+	cmd.Args = append([]string{s.exe, helperArg}, pieces...)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -46,10 +47,10 @@ func disarm(gitDir string, writable []string, protected func(gitDir string) bool
 		return said, ok
 	}
 	if !protected(common) {
-		note(disarmConfig(filepath.Join(common, "config"), gitDir, writable))
+		note(disarmConfig(filepath.Join(common, "config"), gitDir, writable, protected))
 		note(disarmHooks(filepath.Join(common, "hooks"), writable))
 	}
-	note(disarmConfig(filepath.Join(gitDir, "config.worktree"), gitDir, writable))
+	note(disarmConfig(filepath.Join(gitDir, "config.worktree"), gitDir, writable, protected))
 	return said, ok
 }
 
@@ -92,7 +93,7 @@ const maxGitConfig = 1 << 20
 // disarmConfig keeps in the git configuration file cfg, when a command can have written it,
 // only the settings safeGitKey allows; the file as it was is moved to cfg.keel-refused. It
 // says what it did, or "" when there was nothing to do.
-func disarmConfig(cfg, gitDir string, writable []string) (said string, failed bool) {
+func disarmConfig(cfg, gitDir string, writable []string, protected func(string) bool) (said string, failed bool) {
 	li, err := os.Lstat(cfg)
 	if err != nil || !inWritable(cfg, writable) {
 		return "", false
@@ -120,7 +121,7 @@ func disarmConfig(cfg, gitDir string, writable []string) (said string, failed bo
 	var refused []string
 	var kept []configEntry
 	for _, e := range entries {
-		if safeGitKey(e.key, e.value) || ownWorktree(e, gitDir) {
+		if (safeGitKey(e.key, e.value) && !unsafeLocalRemote(e, writable, protected)) || ownWorktree(e, gitDir) {
 			kept = append(kept, e)
 		} else if !slices.Contains(refused, e.key) {
 			refused = append(refused, e.key)
@@ -237,7 +238,12 @@ func isTemplateHook(name, path string) bool {
 	if dir == "" {
 		return false
 	}
-	tmpl, err := os.ReadFile(filepath.Join(dir, "hooks", name))
+	tf, err := openRegular(filepath.Join(dir, "hooks", name))
+	if err != nil {
+		return false
+	}
+	tmpl, err := io.ReadAll(io.LimitReader(tf, maxGitConfig))
+	tf.Close()
 	if err != nil {
 		return false
 	}
@@ -246,7 +252,12 @@ func isTemplateHook(name, path string) bool {
 	if err != nil || !fi.Mode().IsRegular() || atomicfile.HardLinks(fi) > 1 {
 		return false
 	}
-	b, err := os.ReadFile(path)
+	f, err := openRegular(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(len(tmpl))+1))
 	return err == nil && bytes.Equal(b, tmpl)
 }
 
@@ -269,11 +280,36 @@ type configEntry struct {
 
 // readGitConfig lists the settings of the configuration file cfg, read by git itself (so that
 // keel reads it as the git outside would), includes not followed: an include is refused
-// anyway.
+// anyway. git reads a copy keel made of it, opened as a regular file: the command may still
+// run, and a FIFO or a device swapped in at cfg must not be what git opens outside the sandbox.
 func readGitConfig(cfg string) ([]configEntry, error) {
+	f, err := openRegular(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxGitConfig+1))
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxGitConfig {
+		return nil, fmt.Errorf("larger than %d bytes", maxGitConfig)
+	}
+	tmp, err := os.CreateTemp("", "keel-gitconfig-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
 	defer cancel()
-	out, err := gitexec.Runner{}.Output(ctx, "/", "config", "--file", cfg, "--no-includes", "--null", "--list")
+	out, err := gitexec.Runner{}.Output(ctx, "/", "config", "--file", tmp.Name(), "--no-includes", "--null", "--list")
 	if err != nil {
 		return nil, err
 	}
@@ -307,16 +343,35 @@ var safeGitKeys = []string{
 	"pull.rebase", "pull.ff", "push.default", "fetch.prune", "gc.auto", "lfs.repositoryformatversion",
 }
 
+// unsafeLocalRemote reports whether e is a remote's or a submodule's URL that names a
+// repository on this machine inside the writable roots that was not protected throughout: a
+// push there runs its hooks, which a command may have written.
+func unsafeLocalRemote(e configEntry, writable []string, protected func(string) bool) bool {
+	if !strings.HasSuffix(e.key, ".url") && !strings.HasSuffix(e.key, ".pushurl") {
+		return false
+	}
+	path, ok := strings.CutPrefix(e.value, "file://")
+	if !ok {
+		slash := strings.IndexByte(e.value, '/')
+		if strings.Contains(e.value, "://") || (strings.IndexByte(e.value, ':') >= 0 && (slash < 0 || strings.IndexByte(e.value, ':') < slash)) {
+			return false // another machine's (host:path is ssh)
+		}
+		path = e.value
+	}
+	if !filepath.IsAbs(path) {
+		return true // relative to wherever git runs: no telling where
+	}
+	real := resolveGitPath("/", path)
+	return inWritable(filepath.Join(real, "x"), writable) && !protected(real) && !protected(filepath.Join(real, ".git"))
+}
+
 // ownWorktree reports whether e is a core.worktree that names the working tree whose .git
 // file names gitDir back — what git submodule and git worktree write, which moves nothing.
 func ownWorktree(e configEntry, gitDir string) bool {
 	if e.key != "core.worktree" || e.value == "" {
 		return false
 	}
-	dir := e.value
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(gitDir, dir)
-	}
+	dir := resolveGitPath(gitDir, e.value)
 	back := readGitFile(filepath.Join(dir, ".git"))
 	return back != "" && sameDir(back, gitDir)
 }

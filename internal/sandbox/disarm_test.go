@@ -114,7 +114,7 @@ func TestDisarmConfigThatGitCannotRead(t *testing.T) {
 			if err := tc.make(cfg); err != nil {
 				t.Fatal(err)
 			}
-			msg, _ := disarmConfig(cfg, filepath.Dir(cfg), []string{filepath.Dir(cfg)})
+			msg, _ := disarmConfig(cfg, filepath.Dir(cfg), []string{filepath.Dir(cfg)}, func(string) bool { return false })
 			if !strings.Contains(msg, tc.why) || !strings.Contains(msg, "moved the file as written to "+cfg+refusedSuffix) {
 				t.Errorf("disarmConfig said %q", msg)
 			}
@@ -146,5 +146,31 @@ func TestWatchKnowsDirectoriesNotPaths(t *testing.T) {
 	}
 	if w.protects(d) {
 		t.Error("another directory at the protected path is taken for protected")
+	}
+}
+
+// TestOwnWorktreeResolvesLinks: a core.worktree is kept only when the directory git would use
+// — a link before a ".." followed, as the kernel does — has a .git naming the gitdir back.
+func TestOwnWorktreeResolvesLinks(t *testing.T) {
+	base := t.TempDir()
+	g, wt, victim := filepath.Join(base, "g"), filepath.Join(base, "wt"), filepath.Join(base, "victim", "child")
+	for _, d := range []string{g, wt, victim} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for path, body := range map[string]string{filepath.Join(wt, ".git"): "gitdir: " + g + "\n", filepath.Join(g, ".git"): "gitdir: .\n"} {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(victim, filepath.Join(g, "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	if !ownWorktree(configEntry{key: "core.worktree", value: wt}, g) {
+		t.Error("a core.worktree naming the worktree whose .git names the gitdir is refused")
+	}
+	if ownWorktree(configEntry{key: "core.worktree", value: "lnk/.."}, g) {
+		t.Error("lnk/.., which git takes for the victim's directory, is kept")
 	}
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 )
 
@@ -24,7 +25,7 @@ func Dispatch(args []string) {
 	if len(args) < 3 || args[1] != helperArg {
 		return
 	}
-	err := runHelper(args[2])
+	err := runHelper(strings.Join(args[2:], "")) // the plan, in pieces (jsonPlan)
 	fmt.Fprintf(os.Stderr, "keel sandbox: %v\n", err)
 	os.Exit(helperFailed)
 }

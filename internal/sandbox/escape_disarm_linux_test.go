@@ -323,3 +323,21 @@ func testSearchBoundsAreSaid(t *testing.T) {
 		t.Errorf("the next command's result says it again: %q", got)
 	}
 }
+
+// TestManyGitDirsStillRun: a command that makes hundreds of gitdirs keel would protect (in
+// .git/modules, which is writable) does not stop the commands after it: the plan that
+// protects them no longer fits one argument, and travels in several.
+func TestManyGitDirsStillRun(t *testing.T) { forEachLauncher(t, testManyGitDirsStillRun) }
+
+func testManyGitDirsStillRun(t *testing.T) {
+	base := sandbox.VisibleDir(t)
+	ws := repoLayout(t, base)
+	w := gitWorld(t, ws, false)
+	out := w.run(t, "for i in $(seq 600); do d=.git/modules/m$i; mkdir -p $d/objects $d/refs && echo 'ref: refs/heads/main' > $d/HEAD; done && echo MADE")
+	if !strings.Contains(out, "MADE") {
+		t.Fatalf("the gitdirs were not made:\n%s", out)
+	}
+	if out := w.run(t, "echo RAN"); !strings.Contains(out, "RAN") {
+		t.Errorf("the next command did not run:\n%s", out)
+	}
+}

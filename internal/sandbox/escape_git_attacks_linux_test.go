@@ -128,6 +128,39 @@ var gitAttacks = map[string]gitAttack{
 		script:  "git init -q --bare node_modules/x/evil.git && evilhook > node_modules/x/evil.git/hooks/pre-receive && chmod +x node_modules/x/evil.git/hooks/pre-receive && mkdir -p .git/remotes && printf 'URL: %s/node_modules/x/evil.git\\nPush: refs/heads/*:refs/heads/*\\n' \"$PWD\" > .git/remotes/origin",
 		outside: []string{"push", "-q", "origin", "main"},
 		layout:  func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	// A third adversarial run (C1–C8).
+	"commondir with a line end before a NUL": {disarmed: true,
+		script: "git init -q --bare node_modules/x/g && git -C node_modules/x/g config core.bare false && evilcfg >> node_modules/x/g/config && ln -s node_modules/x/g $'.git\\n' && mkdir -p sub/.git && echo 'ref: refs/heads/main' > sub/.git/HEAD && printf '../../.git\\n\\0' > sub/.git/commondir",
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "sub")
+		}},
+	"submodule entry in a repository the command made": {disarmed: true,
+		script: "git init -q node_modules/p && evilcfg >> node_modules/p/.git/config && git -C node_modules/p -c user.name=x -c user.email=x@x commit -q --allow-empty -m p && git init -q sub && mkdir -p sub/node_modules/m && echo \"gitdir: $PWD/node_modules/p/.git\" > sub/node_modules/m/.git && git -C sub update-index --add --cacheinfo 160000,$(git -C node_modules/p rev-parse HEAD),node_modules/m && git -C sub -c user.name=x -c user.email=x@x commit -q -m s && git add sub",
+		layout: func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	"index a link": {disarmed: true,
+		script: "b=$(git rev-parse HEAD) && cp .git/index idx && git update-index --add --cacheinfo 160000,$b,node_modules/p && mv .git/index idx2 && ln -s ../idx2 .git/index && git init -q node_modules/p && evilcfg >> node_modules/p/.git/config",
+		layout: func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	"commondir past 4 KiB of /.": {disarmed: true,
+		script: "git init -q --bare node_modules/y/c && git -C node_modules/y/c config core.bare false && evilcfg >> node_modules/y/c/config && mkdir -p sub/.git && echo 'ref: refs/heads/main' > sub/.git/HEAD && { printf '../../node_modules/y/c'; for i in $(seq 3000); do printf '/.'; done; } > sub/.git/commondir",
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "sub")
+		}},
+	"HEAD and commondir only": {disarmed: true,
+		script:  "git init -q --bare node_modules/y/c && printf '[alias]\\n\\tst = !touch %s\\n' \"$MARK\" >> node_modules/y/c/config && mkdir -p lib && echo 'ref: refs/heads/main' > lib/HEAD && echo ../node_modules/y/c > lib/commondir",
+		outside: []string{"st"},
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "lib")
+		}},
+	"remote URL to a repository with hooks out of the search": {disarmed: true,
+		script:  "git init -q sub && git init -q --bare node_modules/x/r.git && evilhook > node_modules/x/r.git/hooks/pre-receive && chmod +x node_modules/x/r.git/hooks/pre-receive && git -C sub remote add origin \"$PWD/node_modules/x/r.git\" && git -C sub -c user.name=x -c user.email=x@x commit -q --allow-empty -m x",
+		outside: []string{"push", "-q", "origin", "HEAD:refs/heads/x"},
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "sub")
+		}},
 	"submodule entry in an earlier command, repository out of the search later": {disarmed: true,
 		earlier: "git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),node_modules/pkg",
 		script:  "git init -q node_modules/pkg && evilcfg >> node_modules/pkg/.git/config",

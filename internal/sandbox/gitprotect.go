@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 )
 
 // What git reads inside a gitdir as configuration or as code to run, and so what a command
@@ -38,6 +37,9 @@ const (
 	maxRepoWalkDirs  = 20000
 	maxRepoWalkDepth = 12
 	maxNestedRepos   = 256
+	// maxProtectedGitDirs bounds the gitdirs protected in all: the repositories' own and their
+	// submodules' and linked worktrees' admin directories.
+	maxProtectedGitDirs = 512
 )
 
 // gitDirInternals are the directories of a gitdir the search does not enter: git's own
@@ -57,9 +59,10 @@ type gitGuard struct {
 	skip                       []string
 	// trees names, per gitdir found through a .git, the working tree it serves.
 	trees map[string]string
-	// unprotected are the gitdirs found past maxNestedRepos: not protected, but known to be
-	// there.
+	// unprotected are the gitdirs found past maxNestedRepos or maxProtectedGitDirs: not
+	// protected, but known to be there; overflowed says the second bound was reached.
 	unprotected []string
+	overflowed  bool
 }
 
 // root protects the repository of writable root r (its .git, or r itself when r is a
@@ -114,7 +117,17 @@ func (g *gitGuard) worktree(dir, root string, atRoot bool) {
 // directory, its commondir and the common directory it names), its submodules' gitdirs and
 // its linked worktrees' admin directories.
 func (g *gitGuard) gitDir(d, root string) {
-	if g.seen[d] {
+	if g.seen[d] || slices.Contains(g.unprotected, d) {
+		return
+	}
+	if len(g.seen) >= maxProtectedGitDirs {
+		// Each costs mounts, and a command can make thousands (in .git/modules): past the
+		// bound they are found, not protected — and disarmed when a command changes them.
+		if !g.overflowed {
+			g.overflowed = true
+			g.warnings = append(g.warnings, fmt.Sprintf("more than %d gitdirs below %s: those past them may have writable git configuration", maxProtectedGitDirs, root))
+		}
+		g.unprotected = append(g.unprotected, d)
 		return
 	}
 	g.seen[d] = true
@@ -124,7 +137,7 @@ func (g *gitGuard) gitDir(d, root string) {
 			g.readOnly = append(g.readOnly, filepath.Join(d, n))
 		}
 		// A linked worktree's admin directory names the worktree's .git in its gitdir file.
-		if b, _ := readGitPointer(filepath.Join(d, "gitdir"), maxGitFileSize); len(b) > 0 && g.trees[d] == "" {
+		if b, _ := readGitPointer(filepath.Join(d, "gitdir")); len(b) > 0 && g.trees[d] == "" {
 			g.trees[d] = filepath.Dir(resolveGitPath(d, string(b)))
 		}
 		if c != d {
@@ -201,6 +214,7 @@ func (g *gitGuard) nested(root string) {
 					g.unprotected = append(g.unprotected, dir)
 				} else if d := submoduleGitDir(dir); d != "" {
 					g.unprotected = append(g.unprotected, d)
+					g.trees[d] = dir
 				}
 			}
 		}
@@ -251,21 +265,15 @@ func (g *gitGuard) pin(d, root string) {
 	}
 }
 
-// Bounds of what keel reads of a .git file and of a commondir. git reads a .git file up to
-// 1 MiB and a commondir of any size, the path up to the first NUL with the trailing line ends
-// trimmed; a path longer than maxGitPath no system call takes, so past it only line ends (or a
-// NUL) may follow for git to use the file. Past maxGitPointerScan keel gives up reading a
-// commondir, and says so (tooLarge): disarm then moves it aside.
-const (
-	maxGitPath        = 4096
-	maxGitFileSize    = 1 << 20
-	maxGitPointerScan = 256 << 20
-)
+// maxGitPointer bounds what keel reads of a .git file or a commondir. git reads a .git file up
+// to 1 MiB (refusing a larger one) and a commondir of any size; one larger than this keel
+// does not follow, and says so (tooLarge): disarm then moves a commondir aside.
+const maxGitPointer = 1 << 20
 
 // readGitFile reads a .git file ("gitdir: …"), or what a .git link names, as git does:
 // "gitdir: " exactly, the rest the path, relative to the .git's directory; "" when it is none.
 func readGitFile(path string) string {
-	b, tooLarge := readGitPointer(path, maxGitFileSize)
+	b, tooLarge := readGitPointer(path)
 	if b == nil || tooLarge {
 		return "" // git refuses a larger one too
 	}
@@ -278,9 +286,9 @@ func readGitFile(path string) string {
 
 // readCommonDir reads gitDir's commondir as git does and returns the directory it names
 // (gitDir itself when it is empty); ok is false when there is no commondir keel can read,
-// tooLarge when there is one keel gave up reading.
+// tooLarge when there is one too large for keel to follow.
 func readCommonDir(gitDir string) (common string, ok, tooLarge bool) {
-	b, tooLarge := readGitPointer(filepath.Join(gitDir, "commondir"), maxGitPointerScan)
+	b, tooLarge := readGitPointer(filepath.Join(gitDir, "commondir"))
 	if b == nil {
 		return gitDir, false, tooLarge
 	}
@@ -300,72 +308,53 @@ func resolveGitPath(dir, p string) string {
 	return filepath.Clean(p)
 }
 
-// readGitPointer reads the regular file path as git reads a .git file or a commondir: up to
-// the first NUL, trailing line ends trimmed. nil when it is none, or names no path a system
-// call would take; tooLarge when it holds more than max bytes before its end or a NUL. A FIFO
-// (on which a read would wait for ever) or a device reads as none: opened without blocking and
-// checked on the open file, so it cannot be swapped in between.
-func readGitPointer(path string, max int64) (b []byte, tooLarge bool) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+// readGitPointer reads the regular file path as git reads a .git file or a commondir: the
+// trailing line ends of the whole file trimmed, then the text up to its first NUL. nil when
+// it is no regular file (a FIFO, on which a read would wait for ever, or a device, which a
+// link could name, are not opened at all); tooLarge when it holds more than maxGitPointer
+// bytes.
+func readGitPointer(path string) (b []byte, tooLarge bool) {
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, false
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	b, err = io.ReadAll(io.LimitReader(f, maxGitPointer+1))
+	if err != nil {
 		return nil, false
 	}
-	head := make([]byte, maxGitPath+2)
-	n, _ := io.ReadFull(f, head)
-	head = head[:n]
-	if i := bytes.IndexByte(head, 0); i >= 0 {
-		return trimLineEnds(head[:i]), false
+	if len(b) > maxGitPointer {
+		return nil, true
 	}
-	// Past the head only line ends may come before the end or a NUL.
-	buf := make([]byte, 32<<10)
-	for read := int64(n); ; {
-		m, err := f.Read(buf)
-		for _, c := range buf[:m] {
-			if c == 0 {
-				return trimLineEnds(head), false
-			}
-			if c != '\n' && c != '\r' {
-				return nil, false // a path too long to open
-			}
-		}
-		if read += int64(m); read > max {
-			return nil, true
-		}
-		if err != nil {
-			break
-		}
-	}
-	if b = trimLineEnds(head); len(b) > maxGitPath {
-		return nil, false
+	b = bytes.TrimRight(b, "\r\n")
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
 	}
 	return b, false
 }
-
-func trimLineEnds(b []byte) []byte { return bytes.TrimRight(b, "\r\n") }
 
 // gitDirNames are what makes git take a directory for a repository: HEAD, objects/ and refs/
 // (a bare repository, or a .git directory given as a root) — a configuration it does not
 // need.
 var gitDirNames = [...]string{"HEAD", "objects", "refs"}
 
-// isGitDir reports whether git would take dir for a repository (gitDirNames).
+// isGitDir reports whether git would take dir for a repository (gitDirNames, or HEAD and a
+// commondir: git looks for objects/ and refs/ in the common directory).
 func isGitDir(dir string) bool {
-	for _, n := range gitDirNames {
-		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
-			return false
-		}
-	}
-	return true
+	entries, err := os.ReadDir(dir)
+	return err == nil && gitDirListing(entries)
 }
 
 // gitDirListing is isGitDir of a directory whose listing is entries.
 func gitDirListing(entries []os.DirEntry) bool {
+	has := func(n string) bool {
+		return slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == n })
+	}
+	if has("HEAD") && has("commondir") {
+		return true
+	}
 	for _, n := range gitDirNames {
-		if !slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == n }) {
+		if !has(n) {
 			return false
 		}
 	}

@@ -86,3 +86,29 @@ func (d *heldDir) writeFile(name string, data []byte) error {
 	}
 	return nil
 }
+
+// openRegular opens path, a file a command may have put there, for reading, only when it is a
+// regular file: its links resolved first, then opened with none in the path and without
+// blocking, and checked on the open file — so neither a FIFO (a read would wait for ever) nor
+// a device a link names (opening some has effects) is ever opened as it, whatever is swapped
+// in meanwhile.
+func openRegular(path string) (*os.File, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, err
+	}
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, real, &how)
+	if errors.Is(err, unix.ENOSYS) {
+		fd, err = unix.Open(real, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("open %s: not a regular file", path)
+	}
+	return f, nil
+}

@@ -47,3 +47,15 @@ func (d *heldDir) mkdir(name string) (*heldDir, error) {
 func (d *heldDir) writeFile(name string, data []byte) error {
 	return atomicfile.WriteFile(filepath.Join(d.path, name), data, 0o644)
 }
+
+// openRegular opens path for reading only when it is a regular file, without blocking.
+func openRegular(path string) (*os.File, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("open %s: not a regular file", path)
+	}
+	return os.Open(path)
+}

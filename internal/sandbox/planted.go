@@ -77,6 +77,9 @@ func (w *plantWatch) start(s *Sandbox, p Policy) {
 	w.unprotected = map[string]string{}
 	for _, d := range p.unprotected {
 		w.unprotected[d] = gitFingerprint(d)
+		if p.trees[d] != "" {
+			w.index[d] = statIndex(d)
+		}
 	}
 	s.disarmMu.Lock()
 	s.watches[w] = true
@@ -192,12 +195,32 @@ func (w *plantWatch) suspects(s *Sandbox, g gitGuard) map[string]bool {
 			}
 		}
 	}
+	// git enters the submodules of a repository the command made too, and theirs.
+	queue := slices.Collect(maps.Keys(suspects))
+	for checked := 0; len(queue) > 0 && checked < maxSubmoduleChase; checked++ {
+		gitDir := queue[0]
+		queue = queue[1:]
+		tree := g.trees[gitDir]
+		if tree == "" {
+			continue
+		}
+		for _, path := range listGitlinks(gitDir, tree) {
+			if d := submoduleGitDir(filepath.Join(tree, path)); d != "" && !suspects[d] && w.mayHaveChanged(d) {
+				suspects[d] = true
+				queue = append(queue, d)
+			}
+		}
+	}
 	return suspects
 }
 
-// statIndex is the state of gitDir's index; "" when it has none.
+// maxSubmoduleChase bounds the repositories whose submodules one release follows.
+const maxSubmoduleChase = 4096
+
+// statIndex is the state of gitDir's index (through a link, as git reads it); "" when it has
+// none.
 func statIndex(gitDir string) indexState {
-	fi, err := os.Lstat(filepath.Join(gitDir, "index"))
+	fi, err := os.Stat(filepath.Join(gitDir, "index"))
 	if err != nil {
 		return ""
 	}
@@ -232,8 +255,9 @@ func legacyState(gitDir string) string {
 // untrusted workspace (gitexec's zero Runner): reading the index runs nothing of the
 // repository's.
 func listGitlinks(gitDir, tree string) []string {
-	if fi, err := os.Lstat(filepath.Join(gitDir, "index")); err != nil || !fi.Mode().IsRegular() {
-		return []string{} // none, or a FIFO git would wait on
+	// git follows a link; a FIFO it would wait on.
+	if fi, err := os.Stat(filepath.Join(gitDir, "index")); err != nil || !fi.Mode().IsRegular() {
+		return []string{}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
 	defer cancel()
