@@ -121,7 +121,7 @@ func disarmConfig(cfg, gitDir string, writable []string, protected func(string) 
 	var refused []string
 	var kept []configEntry
 	for _, e := range entries {
-		if (safeGitKey(e.key, e.value) && !unsafeLocalRemote(e, writable, protected)) || ownWorktree(e, gitDir) {
+		if (safeGitKey(e.key, e.value) && !unsafeLocalRemote(e, writable, protected)) || ownWorktree(e, gitDir, writable) {
 			kept = append(kept, e)
 		} else if !slices.Contains(refused, e.key) {
 			refused = append(refused, e.key)
@@ -361,17 +361,39 @@ func unsafeLocalRemote(e configEntry, writable []string, protected func(string) 
 	if !filepath.IsAbs(path) {
 		return true // relative to wherever git runs: no telling where
 	}
-	real := resolveGitPath("/", path)
+	real, ok := settledPath(path, writable)
+	if !ok {
+		return true
+	}
 	return inWritable(filepath.Join(real, "x"), writable) && !protected(real) && !protected(filepath.Join(real, ".git"))
+}
+
+// settledPath resolves the absolute path p, a setting's value, and reports whether it stays
+// where it leads: not through /proc or /dev/fd (where git, in another working directory,
+// would land elsewhere), nor through a link inside the writable roots (which a later command
+// could point elsewhere, after keel looked).
+func settledPath(p string, writable []string) (string, bool) {
+	real, viaProcess, links := walkPath(p)
+	if viaProcess || slices.ContainsFunc(links, func(l string) bool { return inWritable(l, writable) }) {
+		return "", false
+	}
+	return filepath.Clean(real), true
 }
 
 // ownWorktree reports whether e is a core.worktree that names the working tree whose .git
 // file names gitDir back — what git submodule and git worktree write, which moves nothing.
-func ownWorktree(e configEntry, gitDir string) bool {
+func ownWorktree(e configEntry, gitDir string, writable []string) bool {
 	if e.key != "core.worktree" || e.value == "" {
 		return false
 	}
-	dir := resolveGitPath(gitDir, e.value)
+	dir := e.value
+	if !filepath.IsAbs(dir) {
+		dir = gitDir + string(filepath.Separator) + dir
+	}
+	dir, ok := settledPath(dir, writable)
+	if !ok {
+		return false
+	}
 	back := readGitFile(filepath.Join(dir, ".git"))
 	return back != "" && sameDir(back, gitDir)
 }

@@ -150,7 +150,8 @@ func TestWatchKnowsDirectoriesNotPaths(t *testing.T) {
 }
 
 // TestOwnWorktreeResolvesLinks: a core.worktree is kept only when the directory git would use
-// — a link before a ".." followed, as the kernel does — has a .git naming the gitdir back.
+// — a link before a ".." followed, as the kernel does — has a .git naming the gitdir back, and
+// the way there is settled: not through /proc, nor through a link a command could retarget.
 func TestOwnWorktreeResolvesLinks(t *testing.T) {
 	base := t.TempDir()
 	g, wt, victim := filepath.Join(base, "g"), filepath.Join(base, "wt"), filepath.Join(base, "victim", "child")
@@ -167,10 +168,22 @@ func TestOwnWorktreeResolvesLinks(t *testing.T) {
 	if err := os.Symlink(victim, filepath.Join(g, "lnk")); err != nil {
 		t.Fatal(err)
 	}
-	if !ownWorktree(configEntry{key: "core.worktree", value: wt}, g) {
+	if !ownWorktree(configEntry{key: "core.worktree", value: wt}, g, nil) {
 		t.Error("a core.worktree naming the worktree whose .git names the gitdir is refused")
 	}
-	if ownWorktree(configEntry{key: "core.worktree", value: "lnk/.."}, g) {
+	if ownWorktree(configEntry{key: "core.worktree", value: "lnk/.."}, g, nil) {
 		t.Error("lnk/.., which git takes for the victim's directory, is kept")
+	}
+	// git resolves /proc/self/cwd from its own working directory, wherever that is.
+	t.Chdir(base)
+	if ownWorktree(configEntry{key: "core.worktree", value: "/proc/self/cwd/wt"}, g, nil) {
+		t.Error("a core.worktree through /proc/self/cwd is kept")
+	}
+	// A link in the writable roots could be pointed elsewhere after keel looked.
+	if err := os.Symlink(wt, filepath.Join(base, "wtlink")); err != nil {
+		t.Fatal(err)
+	}
+	if ownWorktree(configEntry{key: "core.worktree", value: filepath.Join(base, "wtlink")}, g, []string{base}) {
+		t.Error("a core.worktree through a link in the writable roots is kept")
 	}
 }

@@ -161,6 +161,32 @@ var gitAttacks = map[string]gitAttack{
 			ws := repoLayout(t, base)
 			return ws, filepath.Join(ws, "sub")
 		}},
+	// A fourth adversarial run (E0–E4): paths through /proc/self, which git resolves from its
+	// own working directory, and links a later command retargets.
+	".git file through /proc/self/cwd": {disarmed: true,
+		script: "git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),sub && git init -q --bare sub/node_modules/g && git -C sub/node_modules/g config core.bare false && evilcfg >> sub/node_modules/g/config && git init -q --bare node_modules/g && git -C node_modules/g config core.bare false && echo 'gitdir: /proc/self/cwd/node_modules/g' > sub/.git",
+		layout: func(t *testing.T, base string) (string, string) { ws := repoLayout(t, base); return ws, ws }},
+	"commondir through /proc/self/cwd": {disarmed: true,
+		script: "git init -q --bare node_modules/c && git -C node_modules/c config core.bare false && evilcfg >> node_modules/c/config && mkdir -p sub/.git && echo 'ref: refs/heads/main' > sub/.git/HEAD && echo /proc/self/cwd/../node_modules/c > sub/.git/commondir",
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "sub")
+		}},
+	"remote URL through /proc/self/cwd": {disarmed: true,
+		script:  "git init -q sub && git init -q --bare node_modules/x/evil.git && evilhook > node_modules/x/evil.git/hooks/pre-receive && chmod +x node_modules/x/evil.git/hooks/pre-receive && git -C sub remote add origin /proc/self/cwd/../node_modules/x/evil.git && git -C sub -c user.name=x -c user.email=x@x commit -q --allow-empty -m x",
+		outside: []string{"push", "-q", "origin", "HEAD:refs/heads/x"},
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "sub")
+		}},
+	"remote URL through a link retargeted later": {disarmed: true,
+		earlier: "git init -q sub && mkdir real && git init -q --bare real/r.git && ln -s real lnk && git -C sub remote add origin \"$PWD/lnk/r.git\" && git -C sub -c user.name=x -c user.email=x@x commit -q --allow-empty -m x",
+		script:  "rm lnk && git init -q --bare node_modules/x/r.git && evilhook > node_modules/x/r.git/hooks/pre-receive && chmod +x node_modules/x/r.git/hooks/pre-receive && ln -s node_modules/x lnk",
+		outside: []string{"push", "-q", "origin", "HEAD:refs/heads/x"},
+		layout: func(t *testing.T, base string) (string, string) {
+			ws := repoLayout(t, base)
+			return ws, filepath.Join(ws, "sub")
+		}},
 	"submodule entry in an earlier command, repository out of the search later": {disarmed: true,
 		earlier: "git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),node_modules/pkg",
 		script:  "git init -q node_modules/pkg && evilcfg >> node_modules/pkg/.git/config",

@@ -63,6 +63,9 @@ type gitGuard struct {
 	// protected, but known to be there; overflowed says the second bound was reached.
 	unprotected []string
 	overflowed  bool
+	// unfollowable are the .git files and commondirs git would follow and keel cannot
+	// (gitFileTarget): a command's are moved aside as it ends.
+	unfollowable []string
 }
 
 // root protects the repository of writable root r (its .git, or r itself when r is a
@@ -88,26 +91,21 @@ func (g *gitGuard) worktree(dir, root string, atRoot bool) {
 		if atRoot {
 			g.readOnly = append(g.readOnly, dotGit)
 		}
-	case fi.IsDir():
-		g.trees[dotGit] = dir
-		g.gitDir(dotGit, root)
-	case fi.Mode().IsRegular():
-		g.readOnly = append(g.readOnly, dotGit)
-		g.pin(dir, root)
-		if target := readGitFile(dotGit); target != "" {
+	default:
+		if fi.Mode().IsRegular() {
+			g.readOnly = append(g.readOnly, dotGit)
+			g.pin(dir, root)
+		}
+		target, unfollowable := dotGitTarget(dotGit)
+		if unfollowable {
+			g.unfollowable = append(g.unfollowable, dotGit)
+		}
+		if target != "" {
 			g.trees[target] = dir
 			g.gitDir(target, root)
 		}
-	case fi.Mode()&os.ModeSymlink != 0:
-		// git follows the link: to a directory, that is the gitdir; to a file, a "gitdir: …"
-		// read relative to where the link is.
-		if target, err := filepath.EvalSymlinks(dotGit); err != nil {
-		} else if tfi, err := os.Stat(target); err == nil && tfi.IsDir() {
-			g.trees[target] = dir
-			g.gitDir(target, root)
-		} else if gd := readGitFile(dotGit); gd != "" {
-			g.trees[gd] = dir
-			g.gitDir(gd, root)
+		if fi.Mode()&os.ModeSymlink == 0 {
+			return
 		}
 		g.warnings = append(g.warnings, fmt.Sprintf("%s is a symbolic link: its gitdir's configuration and hooks are read-only, but a command can replace the link itself", dotGit))
 	}
@@ -132,13 +130,19 @@ func (g *gitGuard) gitDir(d, root string) {
 	}
 	g.seen[d] = true
 	g.pin(d, root)
-	if c, ok, _ := readCommonDir(d); ok {
+	c, ok, unfollowable := readCommonDir(d)
+	if unfollowable {
+		g.unfollowable = append(g.unfollowable, filepath.Join(d, "commondir"))
+	}
+	if ok {
 		for _, n := range []string{"commondir", "gitdir", "config.worktree"} {
 			g.readOnly = append(g.readOnly, filepath.Join(d, n))
 		}
 		// A linked worktree's admin directory names the worktree's .git in its gitdir file.
 		if b, _ := readGitPointer(filepath.Join(d, "gitdir")); len(b) > 0 && g.trees[d] == "" {
-			g.trees[d] = filepath.Dir(resolveGitPath(d, string(b)))
+			if wt, viaProcess := resolveGitPath(d, string(b)); !viaProcess {
+				g.trees[d] = filepath.Dir(wt)
+			}
 		}
 		if c != d {
 			g.gitDir(c, root)
@@ -212,9 +216,11 @@ func (g *gitGuard) nested(root string) {
 				// command's repositories there are still disarmed as it ends.
 				if gitDir {
 					g.unprotected = append(g.unprotected, dir)
-				} else if d := submoduleGitDir(dir); d != "" {
+				} else if d, unfollowable := dotGitTarget(filepath.Join(dir, ".git")); d != "" {
 					g.unprotected = append(g.unprotected, d)
 					g.trees[d] = dir
+				} else if unfollowable {
+					g.unfollowable = append(g.unfollowable, filepath.Join(dir, ".git"))
 				}
 			}
 		}
@@ -271,41 +277,82 @@ func (g *gitGuard) pin(d, root string) {
 const maxGitPointer = 1 << 20
 
 // readGitFile reads a .git file ("gitdir: …"), or what a .git link names, as git does:
-// "gitdir: " exactly, the rest the path, relative to the .git's directory; "" when it is none.
+// "gitdir: " exactly, the rest the path, relative to the .git's directory; "" when it is none
+// or names it through /proc (see gitFileTarget).
 func readGitFile(path string) string {
+	target, _ := gitFileTarget(path)
+	return target
+}
+
+// gitFileTarget is readGitFile's answer, and whether path is a .git file (or a link to one) git
+// would follow that keel cannot: too large for keel, or naming its gitdir through /proc or
+// /dev/fd, which git resolves from its own working directory.
+func gitFileTarget(path string) (target string, unfollowable bool) {
 	b, tooLarge := readGitPointer(path)
 	if b == nil || tooLarge {
-		return "" // git refuses a larger one too
+		return "", false // git refuses a larger one too
 	}
 	dir, ok := strings.CutPrefix(string(b), "gitdir: ")
 	if !ok || dir == "" {
-		return ""
+		return "", false
 	}
-	return resolveGitPath(filepath.Dir(path), dir)
+	target, viaProcess := resolveGitPath(filepath.Dir(path), dir)
+	if viaProcess {
+		return "", true
+	}
+	return target, false
+}
+
+// dotGitTarget is the gitdir that dotGit — a directory, a .git file or a link to either —
+// leads git to, and whether it is one git would follow and keel cannot (gitFileTarget).
+func dotGitTarget(dotGit string) (gitDir string, unfollowable bool) {
+	if _, err := os.Lstat(dotGit); err != nil {
+		return "", false
+	}
+	real, viaProcess, _ := walkPath(dotGit)
+	if viaProcess {
+		return "", true
+	}
+	fi, err := os.Stat(real)
+	switch {
+	case err != nil:
+		return "", false
+	case fi.IsDir():
+		return filepath.Clean(real), false
+	}
+	return gitFileTarget(dotGit)
 }
 
 // readCommonDir reads gitDir's commondir as git does and returns the directory it names
 // (gitDir itself when it is empty); ok is false when there is no commondir keel can read,
-// tooLarge when there is one too large for keel to follow.
-func readCommonDir(gitDir string) (common string, ok, tooLarge bool) {
+// unfollowable when there is one keel cannot follow (too large, or through /proc).
+func readCommonDir(gitDir string) (common string, ok, unfollowable bool) {
 	b, tooLarge := readGitPointer(filepath.Join(gitDir, "commondir"))
 	if b == nil {
 		return gitDir, false, tooLarge
 	}
-	return resolveGitPath(gitDir, string(b)), true, false
+	c, viaProcess := resolveGitPath(gitDir, string(b))
+	if viaProcess {
+		return gitDir, false, true
+	}
+	return c, true, false
 }
 
 // resolveGitPath is path p, relative to dir unless absolute, resolved as the kernel does when
-// git opens it — a symbolic link before a "..", not the text — and cleaned where it does not
-// exist.
-func resolveGitPath(dir, p string) string {
+// git opens it (walkPath); viaProcess when the way passes through /proc or /dev/fd, where
+// what it names depends on the process.
+func resolveGitPath(dir, p string) (string, bool) {
 	if !filepath.IsAbs(p) {
 		p = dir + string(filepath.Separator) + p
 	}
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
+	if processDependent(p) {
+		return "", true
 	}
-	return filepath.Clean(p)
+	real, viaProcess, _ := walkPath(p)
+	if viaProcess {
+		return "", true
+	}
+	return filepath.Clean(real), false
 }
 
 // readGitPointer reads the regular file path as git reads a .git file or a commondir: the

@@ -138,7 +138,15 @@ func (w *plantWatch) finish(s *Sandbox) {
 		}
 	}
 	// In order: the sentences go into the command's result, part of the next request.
-	for _, d := range slices.Sorted(maps.Keys(w.suspects(s, g))) {
+	suspects, unfollowable := w.suspects(s, g)
+	for _, ptr := range slices.Compact(slices.Sorted(slices.Values(unfollowable))) {
+		if inWritable(ptr, p.Writable) {
+			msg, _ := moveAsidePath(ptr, "names a repository git would find and keel cannot follow (through /proc or /dev/fd, which git resolves from its own working directory, or too large)")
+			slog.Warn("sandbox: a command made a git pointer keel cannot follow", "what", msg)
+			w.found = append(w.found, msg)
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(suspects)) {
 		// One checked before and not changed since is not read again (a repository past the
 		// search's bounds is a suspect at every release).
 		if fp := gitFingerprint(d); fp != s.verified[d] {
@@ -175,8 +183,16 @@ func (w *plantWatch) finish(s *Sandbox) {
 // from a protected repository — whose entry an earlier command may have added, and whose
 // repository this one made where the search does not go — one w did not. Call with
 // s.disarmMu held.
-func (w *plantWatch) suspects(s *Sandbox, g gitGuard) map[string]bool {
-	suspects := map[string]bool{}
+func (w *plantWatch) suspects(s *Sandbox, g gitGuard) (suspects map[string]bool, unfollowable []string) {
+	suspects = map[string]bool{}
+	unfollowable = slices.Clone(g.unfollowable)
+	follow := func(tree, path string) string {
+		d, bad := dotGitTarget(filepath.Join(tree, path, ".git"))
+		if bad {
+			unfollowable = append(unfollowable, filepath.Join(tree, path, ".git"))
+		}
+		return d
+	}
 	for o := range s.watches {
 		for _, d := range slices.Concat(slices.Collect(maps.Keys(g.seen)), g.unprotected) {
 			if o.mayHaveChanged(d) {
@@ -190,7 +206,7 @@ func (w *plantWatch) suspects(s *Sandbox, g gitGuard) map[string]bool {
 			s.gitlinks[gitDir] = listGitlinks(gitDir, tree)
 		}
 		for _, path := range s.gitlinks[gitDir] {
-			if d := submoduleGitDir(filepath.Join(tree, path)); d != "" && w.mayHaveChanged(d) {
+			if d := follow(tree, path); d != "" && w.mayHaveChanged(d) {
 				suspects[d] = true
 			}
 		}
@@ -205,13 +221,13 @@ func (w *plantWatch) suspects(s *Sandbox, g gitGuard) map[string]bool {
 			continue
 		}
 		for _, path := range listGitlinks(gitDir, tree) {
-			if d := submoduleGitDir(filepath.Join(tree, path)); d != "" && !suspects[d] && w.mayHaveChanged(d) {
+			if d := follow(tree, path); d != "" && !suspects[d] && w.mayHaveChanged(d) {
 				suspects[d] = true
 				queue = append(queue, d)
 			}
 		}
 	}
-	return suspects
+	return suspects, unfollowable
 }
 
 // maxSubmoduleChase bounds the repositories whose submodules one release follows.
@@ -275,22 +291,6 @@ func listGitlinks(gitDir, tree string) []string {
 		}
 	}
 	return paths
-}
-
-// submoduleGitDir is the repository of the submodule checked out at dir (git enters only
-// those), or "": git follows a .git that is a symbolic link, and reads a .git file's (or a
-// link to one's) "gitdir: …".
-func submoduleGitDir(dir string) string {
-	dotGit := filepath.Join(dir, ".git")
-	fi, err := os.Stat(dotGit)
-	switch {
-	case err != nil:
-		return ""
-	case fi.IsDir():
-		d, _ := filepath.EvalSymlinks(dotGit)
-		return d
-	}
-	return readGitFile(dotGit)
 }
 
 // gitFingerprint identifies the state of what disarm looks at in gitDir — its common

@@ -1,0 +1,67 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// walkPath resolves the absolute path p as the kernel does when a program opens it: component
+// by component, a symbolic link followed where it stands (so a ".." after it leaves its
+// target). It returns the path reached, whether the way passed through a directory whose
+// entries depend on the process that looks (/proc, /dev/fd: /proc/self/cwd is keel's working
+// directory when keel looks and git's when git does), and the links it followed. A component
+// that does not exist ends the following; the rest is taken as written.
+func walkPath(p string) (real string, viaProcess bool, links []string) {
+	rest := strings.Split(p, "/")
+	cur := "/"
+	missing := false
+	for hops := 0; len(rest) > 0; {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		if processDependent(next) {
+			return next, true, links
+		}
+		if missing {
+			cur = next
+			continue
+		}
+		fi, err := os.Lstat(next)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			missing = err != nil
+			cur = next
+			continue
+		}
+		target, err := os.Readlink(next)
+		if hops++; err != nil || hops > maxLinkHops {
+			return next, true, links // a loop, or unreadable: as unknowable as /proc
+		}
+		links = append(links, next)
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return cur, false, links
+}
+
+// maxLinkHops is the kernel's own limit on links followed in one path (MAXSYMLINKS).
+const maxLinkHops = 40
+
+// processDependent reports whether what p names depends on the process that opens it.
+func processDependent(p string) bool {
+	for _, d := range []string{"/proc", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr"} {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
