@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -203,7 +204,7 @@ func (w *plantWatch) suspects(s *Sandbox, g gitGuard) (suspects map[string]bool,
 	for gitDir, st := range w.index {
 		tree := w.trees[gitDir]
 		if _, listed := s.gitlinks[gitDir]; !listed || statIndex(gitDir) != st {
-			s.gitlinks[gitDir] = listGitlinks(gitDir, tree)
+			s.gitlinks[gitDir] = listGitlinks(gitDir)
 		}
 		for _, path := range s.gitlinks[gitDir] {
 			if d := follow(tree, path); d != "" && w.mayHaveChanged(d) {
@@ -220,7 +221,7 @@ func (w *plantWatch) suspects(s *Sandbox, g gitGuard) (suspects map[string]bool,
 		if tree == "" {
 			continue
 		}
-		for _, path := range listGitlinks(gitDir, tree) {
+		for _, path := range listGitlinks(gitDir) {
 			if d := follow(tree, path); d != "" && !suspects[d] && w.mayHaveChanged(d) {
 				suspects[d] = true
 				queue = append(queue, d)
@@ -267,19 +268,28 @@ func legacyState(gitDir string) string {
 	return b.String()
 }
 
-// listGitlinks lists the paths of the submodules in tree's index. git runs as for an
-// untrusted workspace (gitexec's zero Runner): reading the index runs nothing of the
-// repository's.
-func listGitlinks(gitDir, tree string) []string {
+// listGitlinks lists the paths of the submodules in gitDir's index. git reads the index through
+// GIT_INDEX_FILE in an empty repository of keel's making, so that nothing of the repository's
+// own configuration — which a command may have written, and which could keep gitexec from
+// running git at all — takes part; the shared index files of a split index are linked beside.
+func listGitlinks(gitDir string) []string {
+	index := filepath.Join(gitDir, "index")
 	// git follows a link; a FIFO it would wait on.
-	if fi, err := os.Stat(filepath.Join(gitDir, "index")); err != nil || !fi.Mode().IsRegular() {
+	if fi, err := os.Stat(index); err != nil || !fi.Mode().IsRegular() {
 		return []string{}
 	}
+	empty, err := emptyGitDir(gitDir)
+	if err != nil {
+		slog.Warn("sandbox: could not list the submodules of a repository", "gitdir", gitDir, "err", err)
+		return nil
+	}
+	defer os.RemoveAll(empty)
 	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
 	defer cancel()
-	out, err := gitexec.Runner{}.Output(ctx, tree, "--git-dir="+gitDir, "--work-tree="+tree, "ls-files", "--stage", "-z")
+	r := gitexec.Runner{Env: append(os.Environ(), "GIT_INDEX_FILE="+index)}
+	out, err := r.Output(ctx, empty, "--git-dir="+empty, "ls-files", "--stage", "-z")
 	if err != nil {
-		slog.Warn("sandbox: could not list the submodules of a repository", "repository", tree, "err", err)
+		slog.Warn("sandbox: could not list the submodules of a repository", "gitdir", gitDir, "err", err)
 		return nil
 	}
 	paths := []string{}
@@ -291,6 +301,26 @@ func listGitlinks(gitDir, tree string) []string {
 		}
 	}
 	return paths
+}
+
+// emptyGitDir makes a repository with nothing in it but what git needs to take it for one,
+// and links to gitDir's shared index files, for listGitlinks.
+func emptyGitDir(gitDir string) (string, error) {
+	dir, err := os.MkdirTemp("", "keel-index-")
+	if err != nil {
+		return "", err
+	}
+	err = errors.Join(os.Mkdir(filepath.Join(dir, "objects"), 0o700), os.Mkdir(filepath.Join(dir, "refs"), 0o700),
+		os.WriteFile(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o600))
+	shared, _ := filepath.Glob(filepath.Join(gitDir, "sharedindex.*"))
+	for _, f := range shared {
+		err = errors.Join(err, os.Symlink(f, filepath.Join(dir, filepath.Base(f))))
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
 }
 
 // gitFingerprint identifies the state of what disarm looks at in gitDir — its common
