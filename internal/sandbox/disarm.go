@@ -40,10 +40,10 @@ func disarm(gitDir string, writable []string, protected func(gitDir string) bool
 		}
 		ok = ok && !failed
 	}
-	common, _, tooLarge := readCommonDir(gitDir)
-	if tooLarge && inWritable(filepath.Join(gitDir, "commondir"), writable) {
+	common, _, unfollowable := readCommonDir(gitDir)
+	if unfollowable && inWritable(filepath.Join(gitDir, "commondir"), writable) {
 		// Where it leads keel cannot tell; git would follow it.
-		note(moveAsidePath(filepath.Join(gitDir, "commondir"), "is too large for keel to read"))
+		note(moveAsidePath(filepath.Join(gitDir, "commondir"), "names a directory keel cannot follow (through /proc or /dev/fd, or too large to read)"))
 		return said, ok
 	}
 	if !protected(common) {
