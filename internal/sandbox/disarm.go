@@ -3,11 +3,12 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -238,12 +239,7 @@ func isTemplateHook(name, path string) bool {
 	if dir == "" {
 		return false
 	}
-	tf, err := openRegular(filepath.Join(dir, "hooks", name))
-	if err != nil {
-		return false
-	}
-	tmpl, err := io.ReadAll(io.LimitReader(tf, maxGitConfig))
-	tf.Close()
+	tmpl, err := readRegular(filepath.Join(dir, "hooks", name), maxGitConfig)
 	if err != nil {
 		return false
 	}
@@ -252,12 +248,7 @@ func isTemplateHook(name, path string) bool {
 	if err != nil || !fi.Mode().IsRegular() || atomicfile.HardLinks(fi) > 1 {
 		return false
 	}
-	f, err := openRegular(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, int64(len(tmpl))+1))
+	b, err := readRegular(path, int64(len(tmpl)))
 	return err == nil && bytes.Equal(b, tmpl)
 }
 
@@ -280,38 +271,25 @@ type configEntry struct {
 
 // readGitConfig lists the settings of the configuration file cfg, read by git itself (so that
 // keel reads it as the git outside would), includes not followed: an include is refused
-// anyway. git reads a copy keel made of it, opened as a regular file: the command may still
-// run, and a FIFO or a device swapped in at cfg must not be what git opens outside the sandbox.
+// anyway. git reads what keel read of it, on its standard input: the command may still run,
+// and a FIFO or a device swapped in at cfg must not be what git opens outside the sandbox.
 func readGitConfig(cfg string) ([]configEntry, error) {
-	f, err := openRegular(cfg)
-	if err != nil {
-		return nil, err
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxGitConfig+1))
-	f.Close()
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxGitConfig {
-		return nil, fmt.Errorf("larger than %d bytes", maxGitConfig)
-	}
-	tmp, err := os.CreateTemp("", "keel-gitconfig-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	b, err := readRegular(cfg, maxGitConfig)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
 	defer cancel()
-	out, err := gitexec.Runner{}.Output(ctx, "/", "config", "--file", tmp.Name(), "--no-includes", "--null", "--list")
+	cmd, err := gitexec.Runner{}.Command(ctx, "/", "config", "--file", "-", "--no-includes", "--null", "--list")
 	if err != nil {
 		return nil, err
+	}
+	cmd.Stdin = bytes.NewReader(b)
+	out, err := cmd.Output()
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		return nil, fmt.Errorf("git config: %w: %s", err, bytes.TrimSpace(ee.Stderr))
+	} else if err != nil {
+		return nil, fmt.Errorf("git config: %w", err)
 	}
 	var entries []configEntry
 	for item := range bytes.SplitSeq(out, []byte{0}) {

@@ -1,6 +1,9 @@
 package sandbox
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,3 +68,21 @@ func processDependent(p string) bool {
 	}
 	return false
 }
+
+// readRegular reads at most max bytes of path, opened only as a regular file ([openRegular]);
+// a file holding more is an error.
+func readRegular(path string, max int64) ([]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(b)) > max {
+		err = fmt.Errorf("%s: %w", path, errTooLarge)
+	}
+	return b, err
+}
+
+// errTooLarge says a file holds more than keel reads of it.
+var errTooLarge = errors.New("larger than keel reads")

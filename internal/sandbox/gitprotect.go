@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -360,18 +359,10 @@ func resolveGitPath(dir, p string) (string, bool) {
 // it is no regular file (a FIFO, on which a read would wait for ever, or a device, which a
 // link could name, are not opened at all); tooLarge when it holds more than maxGitPointer
 // bytes.
-func readGitPointer(path string) (b []byte, tooLarge bool) {
-	f, err := openRegular(path)
+func readGitPointer(path string) ([]byte, bool) {
+	b, err := readRegular(path, maxGitPointer)
 	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	b, err = io.ReadAll(io.LimitReader(f, maxGitPointer+1))
-	if err != nil {
-		return nil, false
-	}
-	if len(b) > maxGitPointer {
-		return nil, true
+		return nil, errors.Is(err, errTooLarge)
 	}
 	b = bytes.TrimRight(b, "\r\n")
 	if i := bytes.IndexByte(b, 0); i >= 0 {

@@ -20,12 +20,7 @@ type heldDir struct {
 // holdDir opens the directory path, refusing it when any component of path is a symbolic link
 // (disarm's paths are resolved, so one there was swapped in).
 func holdDir(path string) (*heldDir, error) {
-	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
-	fd, err := unix.Openat2(unix.AT_FDCWD, path, &how)
-	if errors.Is(err, unix.ENOSYS) {
-		// Before Linux 5.6: the last component at least is no link.
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	}
+	fd, err := openNoLinks(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -97,11 +92,7 @@ func openRegular(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
-	fd, err := unix.Openat2(unix.AT_FDCWD, real, &how)
-	if errors.Is(err, unix.ENOSYS) {
-		fd, err = unix.Open(real, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	}
+	fd, err := openNoLinks(real, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -111,4 +102,14 @@ func openRegular(path string) (*os.File, error) {
 		return nil, fmt.Errorf("open %s: not a regular file", path)
 	}
 	return f, nil
+}
+
+// openNoLinks opens path with flags, refusing it when any component is a symbolic link; before
+// Linux 5.6, without openat2, only the last component is held to that.
+func openNoLinks(path string, flags int) (int, error) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if errors.Is(err, unix.ENOSYS) {
+		fd, err = unix.Open(path, flags|unix.O_NOFOLLOW, 0)
+	}
+	return fd, err
 }

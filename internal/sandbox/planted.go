@@ -57,8 +57,9 @@ const gitlinkMode = "160000"
 // plantCheckLimit bounds the git run that lists one index's submodules.
 const plantCheckLimit = 10 * time.Second
 
-// start notes the repositories p, s's policy, protects that exist, and the index of each
-// with a working tree (a gitdir named .git): a stat each; s knows the watch until it finishes.
+// start notes the repositories p, s's policy, protects that exist (and those past them), the
+// index of each with a working tree, and their remotes/ and branches/: stats; s knows the
+// watch until it finishes.
 func (w *plantWatch) start(s *Sandbox, p Policy) {
 	w.known = map[string]string{}
 	w.index = map[string]indexState{}
@@ -258,12 +259,7 @@ func dirIdentity(path string) string {
 func legacyState(gitDir string) string {
 	var b strings.Builder
 	for _, n := range legacyRemoteDirs {
-		dir := filepath.Join(gitDir, n)
-		b.WriteString(statString(dir))
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			b.WriteString(statString(filepath.Join(dir, e.Name())))
-		}
+		b.WriteString(statDir(filepath.Join(gitDir, n)))
 	}
 	return b.String()
 }
@@ -329,15 +325,17 @@ func emptyGitDir(gitDir string) (string, error) {
 // identity, which no command can set back.
 func gitFingerprint(gitDir string) string {
 	common, _, _ := readCommonDir(gitDir)
+	return statString(filepath.Join(common, "config")) + statString(filepath.Join(gitDir, "config.worktree")) +
+		statDir(filepath.Join(common, "hooks"))
+}
+
+// statDir is statString of dir and of each entry in it.
+func statDir(dir string) string {
 	var b strings.Builder
-	stat := func(path string) { b.WriteString(statString(path)) }
-	stat(filepath.Join(common, "config"))
-	stat(filepath.Join(gitDir, "config.worktree"))
-	hooks := filepath.Join(common, "hooks")
-	stat(hooks)
-	entries, _ := os.ReadDir(hooks)
+	b.WriteString(statString(dir))
+	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		stat(filepath.Join(hooks, e.Name()))
+		b.WriteString(statString(filepath.Join(dir, e.Name())))
 	}
 	return b.String()
 }

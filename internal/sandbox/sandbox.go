@@ -72,8 +72,8 @@ type Sandbox struct {
 	// them, and keeps runs released together from disarming the same repository at once.
 	disarmMu sync.Mutex
 	watches  map[*plantWatch]bool
-	// gitlinks are the submodule paths in each protected repository's index (by its working
-	// tree), listed at its first release and again whenever the index changed.
+	// gitlinks are the submodule paths in each watched gitdir's index, listed at its first
+	// release and again whenever the index changed.
 	gitlinks map[string][]string
 	// verified holds, per gitdir disarm last looked at, its gitFingerprint after.
 	verified map[string]string
