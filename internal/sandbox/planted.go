@@ -134,12 +134,12 @@ func (w *plantWatch) finish(s *Sandbox) {
 		}
 		return true
 	}
-	for d, st := range w.legacy {
-		if legacyState(d) != st {
+	// In order: the sentences go into the command's result, part of the next request.
+	for _, d := range slices.Sorted(maps.Keys(w.legacy)) {
+		if legacyState(d) != w.legacy[d] {
 			w.found = append(w.found, disarmLegacyRemotes(d, p.Writable)...)
 		}
 	}
-	// In order: the sentences go into the command's result, part of the next request.
 	suspects, unfollowable := w.suspects(s, g)
 	for _, ptr := range slices.Compact(slices.Sorted(slices.Values(unfollowable))) {
 		if inWritable(ptr, p.Writable) {
