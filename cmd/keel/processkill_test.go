@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/keel-dev/keel/internal/provider/anthropic"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -278,19 +279,17 @@ func lastStep(t *testing.T, srv *scripted.Server) int {
 // may have run.
 func judgeRepair(t *testing.T, body []byte, killed diskState, st *killStats) {
 	t.Helper()
-	var req struct {
-		Messages []message.Message `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
+	msgs, err := anthropic.DecodeMessages(body)
+	if err != nil {
 		t.Fatalf("request body: %v", err)
 	}
 	uses := map[string]message.Block{}
-	for _, m := range req.Messages {
+	for _, m := range msgs {
 		for _, b := range m.ToolUses() {
 			uses[b.ID] = b
 		}
 	}
-	for _, m := range req.Messages {
+	for _, m := range msgs {
 		for _, b := range m.Content {
 			if b.Type != message.TypeToolResult {
 				continue

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/keel-dev/keel/internal/provider/anthropic"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -339,14 +340,12 @@ func leadSaw(t *testing.T, srv *scripted.Server, text string) int {
 			last = r.Body
 		}
 	}
-	var body struct {
-		Messages []message.Message `json:"messages"`
-	}
-	if err := json.Unmarshal(last, &body); err != nil {
+	msgs, err := anthropic.DecodeMessages(last)
+	if err != nil {
 		t.Fatalf("the lead's last request: %v", err)
 	}
 	n := 0
-	for _, m := range body.Messages {
+	for _, m := range msgs {
 		for _, b := range m.Content {
 			if strings.Contains(b.Text, text) || strings.Contains(message.Message{Content: b.Content}.TextOf(), text) {
 				n++

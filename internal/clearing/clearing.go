@@ -75,18 +75,23 @@ func (p Policy) withDefaults() Policy {
 	return p
 }
 
-// StubPrefix opens every stub, so a result cleared once is never cleared again.
-const StubPrefix = "[Old tool result cleared to keep the context small: "
+// StubPrefix opens every stub, so a result cleared once is never cleared again. A stub is
+// read in every later request, so its fixed words are few: the call it replaces stands just
+// before it with the same name and input.
+const StubPrefix = "[Result cleared to save context: "
+
+// legacyStubPrefix opened the stubs of earlier versions, which resumed transcripts still hold.
+const legacyStubPrefix = "[Old tool result cleared to keep the context small: "
 
 // Stub is the text that replaces a cleared result of the call name(input). readOnly says
 // whether calling the tool again only reads; a call with effects (a Bash command, say) would
 // have them again, and the stub says so.
 func Stub(name string, input json.RawMessage, readOnly bool) string {
-	again := fmt.Sprintf("Call %s again with this input if you need its output.", name)
+	again := fmt.Sprintf("Call %s again to see it.", name)
 	if !readOnly {
-		again = fmt.Sprintf("Calling %s again with this input would run it again, effects included; do so only if you need its output and that is safe.", name)
+		again = fmt.Sprintf("Calling %s again reruns it, effects included: only if needed and safe.", name)
 	}
-	return fmt.Sprintf("%s%s %s.] %s", StubPrefix, name, shorten(compactJSON(input), 300), again)
+	return fmt.Sprintf("%s%s %s. %s]", StubPrefix, name, shorten(compactJSON(input), 300), again)
 }
 
 func compactJSON(raw json.RawMessage) string {
@@ -337,7 +342,7 @@ func hasToolResult(m message.Message) bool {
 }
 
 func isStub(b message.Block) bool {
-	return len(b.Content) == 1 && b.Content[0].Type == message.TypeText && strings.HasPrefix(b.Content[0].Text, StubPrefix)
+	return len(b.Content) == 1 && b.Content[0].Type == message.TypeText && isStubText(b.Content[0].Text)
 }
 
 func resultBytes(b message.Block) int {
@@ -384,4 +389,8 @@ func blockTokens(b message.Block) int64 {
 		return 0
 	}
 	return int64(len(data)+3) / 4
+}
+
+func isStubText(text string) bool {
+	return strings.HasPrefix(text, StubPrefix) || strings.HasPrefix(text, legacyStubPrefix)
 }

@@ -42,12 +42,12 @@ func sentAt(c *Clearer, model string, input int64) {
 
 func TestStubText(t *testing.T) {
 	got := Stub("Read", json.RawMessage(`{ "file_path": "/p/a.go" }`), true)
-	want := `[Old tool result cleared to keep the context small: Read {"file_path":"/p/a.go"}.] Call Read again with this input if you need its output.`
+	want := `[Result cleared to save context: Read {"file_path":"/p/a.go"}. Call Read again to see it.]`
 	if got != want {
 		t.Errorf("read-only stub:\n got %s\nwant %s", got, want)
 	}
 	got = Stub("Bash", json.RawMessage(`{"command":"go test ./..."}`), false)
-	want = `[Old tool result cleared to keep the context small: Bash {"command":"go test ./..."}.] Calling Bash again with this input would run it again, effects included; do so only if you need its output and that is safe.`
+	want = `[Result cleared to save context: Bash {"command":"go test ./..."}. Calling Bash again reruns it, effects included: only if needed and safe.]`
 	if got != want {
 		t.Errorf("stub of a call with effects:\n got %s\nwant %s", got, want)
 	}
@@ -88,7 +88,7 @@ func TestClearsOldResultsKeepsRecentOnes(t *testing.T) {
 		t.Errorf("From = %d, want 2", rep.From)
 	}
 	for _, i := range []int{2, 8, 14} {
-		want := fmt.Sprintf(`[Old tool result cleared to keep the context small: Read {"file_path":"/p/f%02d.go"}.] Call Read again with this input if you need its output.`, i/2)
+		want := fmt.Sprintf(`[Result cleared to save context: Read {"file_path":"/p/f%02d.go"}. Call Read again to see it.]`, i/2)
 		if got := resultText(out[i]); got != want {
 			t.Errorf("message %d: %q, want %q", i, got, want)
 		}
@@ -209,5 +209,16 @@ func TestClearingCarriesOverToANewClearer(t *testing.T) {
 	}
 	if _, again := resumed.Clear(out, "m", readOnly); len(again.Results) != 0 {
 		t.Errorf("a resumed clearer cleared %d more results", len(again.Results))
+	}
+}
+
+// A transcript written by an earlier version holds stubs with the old wording; resumed, its
+// newest stub is still the one the cache breakpoint stays on.
+func TestMarkFindsStubsOfEarlierVersions(t *testing.T) {
+	h := conversation(4, 2_000)
+	h[4].Content[0].Content[0].Text = `[Old tool result cleared to keep the context small: Read {"file_path":"/p/f02.go"}.] Call Read again with this input if you need its output.`
+	c := New(Policy{}, time.Now)
+	if m, b, ok := c.Mark(h); !ok || m != 4 || b != 0 {
+		t.Errorf("Mark = %d, %d, %v; want the old stub at 4, 0", m, b, ok)
 	}
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"github.com/keel-dev/keel/internal/provider/anthropic"
 	"os"
 	"path/filepath"
 	"slices"
@@ -82,13 +83,11 @@ func TestResumeAfterCrashMidTool(t *testing.T) {
 	if len(reqs) != 1 || reqs[0].Status != 200 {
 		t.Fatalf("requests after resume: %+v", reqs)
 	}
-	var body struct {
-		Messages []message.Message `json:"messages"`
-	}
-	if err := json.Unmarshal(reqs[0].Body, &body); err != nil {
+	sent, err := anthropic.DecodeMessages(reqs[0].Body)
+	if err != nil {
 		t.Fatal(err)
 	}
-	last := body.Messages[len(body.Messages)-1]
+	last := sent[len(sent)-1]
 	var texts []string
 	for _, b := range last.Content {
 		if b.Type == message.TypeToolResult {

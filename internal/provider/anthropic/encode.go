@@ -230,7 +230,13 @@ func (w *writer) block(b message.Block) error {
 	case message.TypeToolResult:
 		w.raw(`,"tool_use_id":`)
 		w.str(b.ToolUseID)
-		if len(b.Content) > 0 {
+		switch {
+		case plainText(b.Content):
+			// The string form the API also takes, as Claude Code sends it: the block wrapper
+			// costs every result about six tokens in every later request.
+			w.raw(`,"content":`)
+			w.str(b.Content[0].Text)
+		case len(b.Content) > 0:
 			w.raw(`,"content":`)
 			if err := w.blocks(b.Content); err != nil {
 				return fmt.Errorf("tool_result %s: %w", b.ToolUseID, err)
@@ -260,6 +266,16 @@ func (w *writer) block(b message.Block) error {
 	w.cacheControl(b.CacheControl)
 	w.raw(`}`)
 	return nil
+}
+
+// plainText reports whether a tool result's content is one text block and nothing else — no
+// citations, no cache breakpoint of its own — so it can travel as a plain string.
+func plainText(content []message.Block) bool {
+	if len(content) != 1 {
+		return false
+	}
+	b := content[0]
+	return b.Type == message.TypeText && len(b.Raw) == 0 && len(b.Citations) == 0 && b.CacheControl == nil
 }
 
 // rawBlock replays a block keel does not interpret (a server tool's use or result) byte for
