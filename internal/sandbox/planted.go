@@ -44,7 +44,11 @@ type plantWatch struct {
 	// unprotected holds the gitFingerprint at start of each repository the search found past
 	// those it protects: the user's, unless the command changes it.
 	unprotected map[string]string
-	found       []string
+	// refs holds, per protected repository with read-only paths in its working tree
+	// (guarded, relative to it), its refs at start ([plantWatch.noteRefs]).
+	refs    map[string]refsMark
+	guarded map[string][]string
+	found   []string
 }
 
 // indexState is what tells an index file changed: its identity and change time, which no
@@ -83,6 +87,7 @@ func (w *plantWatch) start(s *Sandbox, p Policy) {
 			w.index[d] = statIndex(d)
 		}
 	}
+	w.noteRefs(s, p)
 	s.disarmMu.Lock()
 	s.watches[w] = true
 	s.disarmMu.Unlock()
@@ -159,6 +164,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 			}
 		}
 	}
+	w.found = append(w.found, w.checkRefs(s)...)
 	delete(s.watches, w)
 	// Where this search could not go that the last one could, the command's result says so:
 	// a repository there is neither protected nor disarmed.
@@ -177,7 +183,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 	if refresh {
 		s.refresh()
 	}
-	w.known, w.index, w.unprotected, w.legacy = nil, nil, nil, nil
+	w.known, w.index, w.unprotected, w.legacy, w.refs, w.guarded = nil, nil, nil, nil, nil, nil
 }
 
 // suspects are the repositories a running command may have made or changed: of those the

@@ -77,6 +77,8 @@ type Sandbox struct {
 	gitlinks map[string][]string
 	// verified holds, per gitdir disarm last looked at, its gitFingerprint after.
 	verified map[string]string
+	// refsSeen holds, per protected repository, its refs as last read ([plantWatch.noteRefs]).
+	refsSeen map[string]refsMark
 
 	// mu guards placeholders: how many running commands share each placeholder keel made
 	// for an absent always-read-only path; the last one removes it.
@@ -89,7 +91,7 @@ type Sandbox struct {
 // New returns the sandbox of policy p. Nothing is started, probed or searched until the first
 // command.
 func New(p Policy, opts Options) *Sandbox {
-	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}, placeholderFiles: map[string]*os.File{}, watches: map[*plantWatch]bool{}, gitlinks: map[string][]string{}, verified: map[string]string{}}
+	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}, placeholderFiles: map[string]*os.File{}, watches: map[*plantWatch]bool{}, gitlinks: map[string][]string{}, verified: map[string]string{}, refsSeen: map[string]refsMark{}}
 	if s.exe == "" {
 		s.exe, s.exeErr = helperExecutable()
 	}

@@ -1,0 +1,316 @@
+package sandbox
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/gitexec"
+)
+
+// A protected repository's objects, refs and index stay writable, so that git commit, branch
+// and add work inside. So a command can leave a branch, or an index entry, whose version of a
+// path keel keeps read-only in the working tree (.claude/, .mcp.json, .gitmodules, …) is not
+// the one there: the user's next git switch, merge, reset or restore, outside the sandbox,
+// writes it. keel cannot take such a commit back without taking the user's work too (a commit
+// of an approved change to .claude/ looks the same), so it tells: as the command is released,
+// every ref it changed and the index, if it changed, are compared with the working tree on
+// those paths, and each difference is said in the command's result.
+
+// refsMark is what a repository's refs were: a fingerprint of the files that hold them and,
+// read by git, each ref's object.
+type refsMark struct {
+	fp   string
+	refs map[string]string
+}
+
+// maxRefsChecked bounds the refs one release compares with the working tree.
+const maxRefsChecked = 32
+
+// noteRefs records, for each protected repository with a working tree and read-only paths
+// in it, its refs as the command starts: read by git only when their files changed since
+// the sandbox last read them.
+func (w *plantWatch) noteRefs(s *Sandbox, p Policy) {
+	w.refs = map[string]refsMark{}
+	w.guarded = map[string][]string{}
+	for _, d := range p.GitDirs {
+		tree := p.trees[d]
+		if tree == "" {
+			continue
+		}
+		paths := guardedPaths(tree, p)
+		if len(paths) == 0 {
+			continue
+		}
+		w.guarded[d] = paths
+		fp := refsFingerprint(d)
+		s.disarmMu.Lock()
+		seen, ok := s.refsSeen[d]
+		s.disarmMu.Unlock()
+		if !ok || seen.fp != fp {
+			refs, err := readRefs(d)
+			if err != nil {
+				slog.Warn("sandbox: could not read a repository's refs", "gitdir", d, "err", err)
+				continue
+			}
+			seen = refsMark{fp: fp, refs: refs}
+			s.disarmMu.Lock()
+			s.refsSeen[d] = seen
+			s.disarmMu.Unlock()
+		}
+		w.refs[d] = seen
+	}
+}
+
+// checkRefs says, for each repository noteRefs recorded, which changed refs and whether the
+// changed index would write a read-only path with other content than the working tree's.
+// Call with s.disarmMu held.
+func (w *plantWatch) checkRefs(s *Sandbox) []string {
+	var said []string
+	for _, d := range slices.Sorted(maps.Keys(w.guarded)) {
+		tree, paths := w.trees[d], w.guarded[d]
+		var found []string
+		if before, ok := w.refs[d]; ok {
+			if fp := refsFingerprint(d); fp != before.fp {
+				refs, err := readRefs(d)
+				if err != nil {
+					slog.Warn("sandbox: could not read a repository's refs", "gitdir", d, "err", err)
+				} else {
+					s.refsSeen[d] = refsMark{fp: fp, refs: refs}
+					changed, skipped := changedRefs(d, tree, paths, before.refs, refs)
+					found = append(found, changed...)
+					if skipped > 0 {
+						said = append(said, fmt.Sprintf("In %s the command changed %d more refs than the %d keel compared with the working tree's read-only paths; those were not compared.",
+							tree, skipped, maxRefsChecked))
+					}
+				}
+			}
+		}
+		if st, ok := w.index[d]; ok && st != statIndex(d) {
+			if diff := indexDiffers(d, tree, paths); len(diff) > 0 {
+				found = append(found, "the index (git restore, checkout or reset --hard would write, and the next commit would take) "+strings.Join(diff, ", "))
+			}
+		}
+		if len(found) > 0 {
+			msg := fmt.Sprintf("In %s the command left git state that would write paths keel keeps read-only, with content other than the working tree's: %s. Look at it (git diff) before running those commands outside.",
+				tree, strings.Join(found, "; "))
+			slog.Warn("sandbox: a command left git state that would write read-only paths", "tree", tree, "what", found)
+			said = append(said, msg)
+		}
+	}
+	return said
+}
+
+// guardedPaths lists the read-only paths of p inside the working tree, relative to it, that
+// git tracks: not the repository's own files.
+func guardedPaths(tree string, p Policy) []string {
+	var out []string
+	for _, ro := range p.ReadOnly {
+		if ro == tree || !within(ro, tree) {
+			continue
+		}
+		rel, err := filepath.Rel(tree, ro)
+		if err != nil || rel == ".git" || strings.HasPrefix(rel, ".git/") {
+			continue
+		}
+		if slices.ContainsFunc(p.GitDirs, func(g string) bool { return within(ro, g) }) {
+			continue
+		}
+		out = append(out, filepath.ToSlash(rel))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// changedRefs names each ref that is new or moved, and what of paths it would write; skipped
+// counts the changed refs past maxRefsChecked, which were not compared. HEAD, branches, the
+// stash and tags come first: those are what a user switches to or restores from without
+// fetching first.
+func changedRefs(gitDir, tree string, paths []string, before, after map[string]string) (found []string, skipped int) {
+	var changed []string
+	for name, oid := range after {
+		if before[name] != oid {
+			changed = append(changed, name)
+		}
+	}
+	slices.SortFunc(changed, func(a, b string) int {
+		return cmp.Or(cmp.Compare(refRank(a), refRank(b)), cmp.Compare(a, b))
+	})
+	if len(changed) > maxRefsChecked {
+		changed, skipped = changed[:maxRefsChecked], len(changed)-maxRefsChecked
+	}
+	for _, name := range changed {
+		entries, err := gitEntries(gitDir, tree, append([]string{"ls-tree", "-r", "-z", after[name] + "^{tree}", "--"}, paths...)...)
+		if err != nil {
+			continue // a ref to something other than a commit or tree
+		}
+		if diff := differing(tree, paths, entries); len(diff) > 0 {
+			found = append(found, fmt.Sprintf("%s (git switch, checkout, merge or reset would write) %s", name, strings.Join(diff, ", ")))
+		}
+	}
+	return found, skipped
+}
+
+func refRank(name string) int {
+	switch {
+	case name == "HEAD":
+		return 0
+	case strings.HasPrefix(name, "refs/heads/"), name == "refs/stash":
+		return 1
+	case strings.HasPrefix(name, "refs/tags/"):
+		return 2
+	}
+	return 3
+}
+
+// indexDiffers names the read-only paths whose index entry is not the working tree's file.
+func indexDiffers(gitDir, tree string, paths []string) []string {
+	entries, err := gitEntries(gitDir, tree, append([]string{"ls-files", "--stage", "-z", "--"}, paths...)...)
+	if err != nil {
+		slog.Warn("sandbox: could not list a repository's index", "gitdir", gitDir, "err", err)
+		return nil
+	}
+	return differing(tree, paths, entries)
+}
+
+// treeEntry is one file git lists: its mode, object and path relative to the working tree.
+type treeEntry struct {
+	mode, oid, path string
+}
+
+// gitEntries runs git with args (their paths taken literally) in the repository and reads the
+// entries it lists, from ls-tree ("<mode> <type> <oid>\t<path>") or ls-files --stage
+// ("<mode> <oid> <stage>\t<path>"). The repository's configuration is protected, and gitexec
+// leaves out whatever in it would start a program.
+func gitEntries(gitDir, tree string, args ...string) ([]treeEntry, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
+	defer cancel()
+	out, err := gitexec.Runner{}.Output(ctx, tree, append([]string{"--literal-pathspecs", "--git-dir=" + gitDir, "--work-tree=" + tree}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	var entries []treeEntry
+	for rec := range bytes.SplitSeq(out, []byte{0}) {
+		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
+		f := strings.Fields(string(meta))
+		if !ok || len(f) != 3 {
+			continue
+		}
+		oid := f[2] // ls-tree
+		if args[0] == "ls-files" {
+			oid = f[1]
+		}
+		entries = append(entries, treeEntry{mode: f[0], oid: oid, path: string(path)})
+	}
+	return entries, nil
+}
+
+// differing lists the entries under paths that are not what the working tree holds: a file
+// missing there, or other content. Submodule entries are left to the submodule checks.
+func differing(tree string, paths []string, entries []treeEntry) []string {
+	var out []string
+	for _, e := range entries {
+		if e.mode == gitlinkMode || !slices.ContainsFunc(paths, func(p string) bool { return e.path == p || strings.HasPrefix(e.path, p+"/") }) {
+			continue
+		}
+		if oid, ok := worktreeOID(filepath.Join(tree, filepath.FromSlash(e.path)), len(e.oid)); !ok || oid != e.oid {
+			out = append(out, e.path)
+		}
+	}
+	return out
+}
+
+// worktreeOID is the object id git would give the file at path as it is now (a link's target,
+// a regular file's bytes, without filters), in the hash whose hex length is hexLen.
+func worktreeOID(path string, hexLen int) (string, bool) {
+	var h hash.Hash
+	switch hexLen {
+	case 2 * sha1.Size:
+		h = sha1.New()
+	case 2 * sha256.Size:
+		h = sha256.New()
+	default:
+		return "", false
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return "", false
+	}
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		target, err := os.Readlink(path)
+		if err != nil {
+			return "", false
+		}
+		fmt.Fprintf(h, "blob %d\x00%s", len(target), target)
+	case fi.Mode().IsRegular():
+		f, err := openRegular(path)
+		if err != nil {
+			return "", false
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return "", false
+		}
+		fmt.Fprintf(h, "blob %d\x00", st.Size())
+		if n, err := io.Copy(h, f); err != nil || n != st.Size() {
+			return "", false
+		}
+	default:
+		return "", false
+	}
+	return hex.EncodeToString(h.Sum(nil)), true
+}
+
+// readRefs lists the repository's refs and HEAD with their objects.
+func readRefs(gitDir string) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
+	defer cancel()
+	out, err := gitexec.Runner{}.Output(ctx, gitDir, "--git-dir="+gitDir, "show-ref", "--head")
+	refs := map[string]string{}
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if oid, name, ok := strings.Cut(line, " "); ok {
+			refs[name] = oid
+		}
+	}
+	if err != nil && len(refs) > 0 {
+		return nil, err
+	}
+	return refs, nil // show-ref fails, listing nothing, where there is no ref yet
+}
+
+// refsFingerprint identifies the state of the files that hold gitDir's refs: HEAD,
+// packed-refs, and every directory below refs/ (writing a ref renames a file into its
+// directory, which changes the directory's times) or reftable/.
+func refsFingerprint(gitDir string) string {
+	common, _, _ := readCommonDir(gitDir)
+	var b strings.Builder
+	b.WriteString(statString(filepath.Join(gitDir, "HEAD")))
+	b.WriteString(statString(filepath.Join(common, "packed-refs")))
+	b.WriteString(statDir(filepath.Join(common, "reftable")))
+	dirs := 0
+	_ = filepath.WalkDir(filepath.Join(common, "refs"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if dirs++; dirs > 4096 {
+			return filepath.SkipAll
+		}
+		b.WriteString(statString(path))
+		return nil
+	})
+	return b.String()
+}
