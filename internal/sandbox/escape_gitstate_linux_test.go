@@ -59,6 +59,13 @@ func testGitStateThatWouldWriteReadOnlyPaths(t *testing.T) {
 		t.Errorf("the report names more than the branch:\n%s", said)
 	}
 
+	// A branch without the settings file: switching to it deletes the file, and its rules.
+	_, said = run(`export GIT_INDEX_FILE=$PWD/.git/gone-index && git read-tree HEAD && git rm -q --cached .claude/settings.json &&
+		git update-ref refs/heads/gone $(git commit-tree $(git write-tree) -p HEAD -m gone) && rm .git/gone-index && echo DONE`)
+	if !strings.Contains(said, "refs/heads/gone (git switch, checkout, merge or reset would remove .claude/settings.json)") {
+		t.Errorf("the branch that would remove .claude/settings.json is not reported as such:\n%s", said)
+	}
+
 	// The same content staged in the index.
 	_, said = run(`git update-index --cacheinfo 100644,$(git rev-parse refs/heads/evil:.claude/settings.json),.claude/settings.json && echo DONE`)
 	if !strings.Contains(said, "the index") || !strings.Contains(said, ".claude/settings.json") || strings.Contains(said, "refs/heads/evil") {

@@ -89,7 +89,7 @@ func (w *plantWatch) checkRefs(s *Sandbox) []string {
 					slog.Warn("sandbox: could not read a repository's refs", "gitdir", d, "err", err)
 				} else {
 					s.refsSeen[d] = refsMark{fp: fp, refs: refs}
-					changed, skipped := changedRefs(d, tree, paths, before.refs, refs)
+					changed, skipped := changedRefs(d, tree, paths, before.refs, refs, indexEntries(d, tree, paths))
 					found = append(found, changed...)
 					if skipped > 0 {
 						said = append(said, fmt.Sprintf("In %s the command changed %d more refs than the %d keel compared with the working tree's read-only paths; those were not compared.",
@@ -99,14 +99,14 @@ func (w *plantWatch) checkRefs(s *Sandbox) []string {
 			}
 		}
 		if st, ok := w.index[d]; ok && st != statIndex(d) {
-			if diff := indexDiffers(d, tree, paths); len(diff) > 0 {
-				found = append(found, "the index (git restore, checkout or reset --hard would write, and the next commit would take) "+strings.Join(diff, ", "))
+			if diff := differing(tree, paths, indexEntries(d, tree, paths)); len(diff) > 0 {
+				found = append(found, "the index (git restore, checkout or reset --hard would write, and the next commit would take, "+strings.Join(diff, ", ")+")")
 			}
 		}
 		if len(found) > 0 {
-			msg := fmt.Sprintf("In %s the command left git state that would write paths keel keeps read-only, with content other than the working tree's: %s. Look at it (git diff) before running those commands outside.",
+			msg := fmt.Sprintf("In %s the command left git state that would change paths keel keeps read-only, which hold something else in the working tree: %s. Look at it (git diff) before running those commands outside.",
 				tree, strings.Join(found, "; "))
-			slog.Warn("sandbox: a command left git state that would write read-only paths", "tree", tree, "what", found)
+			slog.Warn("sandbox: a command left git state that would change read-only paths", "tree", tree, "what", found)
 			said = append(said, msg)
 		}
 	}
@@ -138,7 +138,7 @@ func guardedPaths(tree string, p Policy) []string {
 // counts the changed refs past maxRefsChecked, which were not compared. HEAD, branches, the
 // stash and tags come first: those are what a user switches to or restores from without
 // fetching first.
-func changedRefs(gitDir, tree string, paths []string, before, after map[string]string) (found []string, skipped int) {
+func changedRefs(gitDir, tree string, paths []string, before, after map[string]string, tracked []treeEntry) (found []string, skipped int) {
 	var changed []string
 	for name, oid := range after {
 		if before[name] != oid {
@@ -156,8 +156,15 @@ func changedRefs(gitDir, tree string, paths []string, before, after map[string]s
 		if err != nil {
 			continue // a ref to something other than a commit or tree
 		}
+		var what []string
 		if diff := differing(tree, paths, entries); len(diff) > 0 {
-			found = append(found, fmt.Sprintf("%s (git switch, checkout, merge or reset would write) %s", name, strings.Join(diff, ", ")))
+			what = append(what, "would write "+strings.Join(diff, ", "))
+		}
+		if gone := removed(tree, tracked, entries); len(gone) > 0 {
+			what = append(what, "would remove "+strings.Join(gone, ", "))
+		}
+		if len(what) > 0 {
+			found = append(found, fmt.Sprintf("%s (git switch, checkout, merge or reset %s)", name, strings.Join(what, " and ")))
 		}
 	}
 	return found, skipped
@@ -175,14 +182,32 @@ func refRank(name string) int {
 	return 3
 }
 
-// indexDiffers names the read-only paths whose index entry is not the working tree's file.
-func indexDiffers(gitDir, tree string, paths []string) []string {
+// indexEntries lists the index entries under paths; nil when git cannot.
+func indexEntries(gitDir, tree string, paths []string) []treeEntry {
 	entries, err := gitEntries(gitDir, tree, append([]string{"ls-files", "--stage", "-z", "--"}, paths...)...)
 	if err != nil {
 		slog.Warn("sandbox: could not list a repository's index", "gitdir", gitDir, "err", err)
-		return nil
 	}
-	return differing(tree, paths, entries)
+	return entries
+}
+
+// removed lists the tracked files under the read-only paths, present in the working tree,
+// that a checkout of entries would delete: a settings file whose deny rules go with it.
+func removed(tree string, tracked, entries []treeEntry) []string {
+	in := map[string]bool{}
+	for _, e := range entries {
+		in[e.path] = true
+	}
+	var out []string
+	for _, e := range tracked {
+		if e.mode == gitlinkMode || in[e.path] {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(tree, filepath.FromSlash(e.path))); err == nil {
+			out = append(out, e.path)
+		}
+	}
+	return out
 }
 
 // treeEntry is one file git lists: its mode, object and path relative to the working tree.
