@@ -16,7 +16,8 @@ const maxTrimLine = 64 << 10
 // return followed by more text replaces the line so far (progress bars and spinners redraw
 // that way), a backspace removes the character before it; a run of progress lines that
 // differ only in their figures keeps its last; a line repeated three times or more is kept
-// once with a count. It holds the line being written and the last complete one until it
+// once with a count; go test -v's "=== RUN   Name" is dropped when the next line is Name's
+// result, which names the test too (half the lines of a verbose run that passes). It holds the line being written and the last complete one until it
 // knows what follows; Flush writes them. Not safe for concurrent use.
 type trimmer struct {
 	out io.Writer
@@ -140,6 +141,8 @@ func (t *trimmer) endLine() {
 		t.repeats++
 	case t.hasHeld && t.repeats == 0 && isProgress(t.held) && sameShape(t.line, t.held):
 		t.held = append(t.held[:0], t.line...) // a newer state of the same progress line
+	case t.hasHeld && t.repeats == 0 && announces(t.held, t.line):
+		t.held = append(t.held[:0], t.line...)
 	default:
 		t.flushHeld()
 		t.held, t.hasHeld = append(t.held[:0], t.line...), true
@@ -179,6 +182,22 @@ func (t *trimmer) write(p []byte) {
 	if t.err == nil {
 		_, t.err = t.out.Write(p)
 	}
+}
+
+// announces reports whether run is go test's "=== RUN   Name" and result the line that
+// reports Name's end ("--- PASS: Name (0.00s)", SKIP or FAIL; subtests indented).
+func announces(run, result []byte) bool {
+	name, ok := bytes.CutPrefix(bytes.TrimLeft(run, " "), []byte("=== RUN   "))
+	if !ok || len(name) == 0 {
+		return false
+	}
+	result = bytes.TrimLeft(result, " ")
+	for _, verdict := range []string{"--- PASS: ", "--- SKIP: ", "--- FAIL: "} {
+		if rest, ok := bytes.CutPrefix(result, []byte(verdict)); ok {
+			return bytes.HasPrefix(rest, name) && bytes.HasPrefix(rest[len(name):], []byte(" ("))
+		}
+	}
+	return false
 }
 
 // isProgress reports whether a line looks like a progress report: a bar of at least four

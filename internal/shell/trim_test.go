@@ -27,6 +27,8 @@ func TestTrim(t *testing.T) {
 		{"twice", "again\nagain\nend\n", "again\nagain\nend\n"},
 		{"many times", strings.Repeat("waiting for the server\n", 50) + "up\n", "waiting for the server\n[the line above repeated 49 more times]\nup\n"},
 		{"bell", "ding\a\n", "ding\n"},
+		{"go test -v", "=== RUN   TestA\n--- PASS: TestA (0.00s)\n=== RUN   TestB\n    b_test.go:9: log\n--- FAIL: TestB (0.01s)\n=== RUN   TestC\n=== RUN   TestC/sub\n    --- SKIP: TestC/sub (0.00s)\n--- PASS: TestC (0.00s)\n=== RUN   TestAB\n--- PASS: TestA (0.00s)\nPASS\n",
+			"--- PASS: TestA (0.00s)\n=== RUN   TestB\n    b_test.go:9: log\n--- FAIL: TestB (0.01s)\n=== RUN   TestC\n    --- SKIP: TestC/sub (0.00s)\n--- PASS: TestC (0.00s)\n=== RUN   TestAB\n--- PASS: TestA (0.00s)\nPASS\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
