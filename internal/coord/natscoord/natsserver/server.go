@@ -173,6 +173,51 @@ func (s *Server) WaitJetStream(ctx context.Context) error {
 	return nil
 }
 
+// MetaPeer is one server of JetStream's meta group as the meta leader sees it.
+type MetaPeer struct {
+	Name string
+	// Current: caught up with the leader's log and heard from lately.
+	Current bool
+	// Offline: the leader has not heard from it lately, or heard it shut down.
+	Offline bool
+}
+
+// MetaGroup is JetStream's meta group (the one that places streams on servers) as its
+// leader sees it.
+type MetaGroup struct {
+	Leader string
+	// Size is the cluster's size as the group knows it.
+	Size int
+	// Peers are the servers the leader knows of, itself included, by name.
+	Peers []MetaPeer
+	// Placeable names the peers the leader would place a stream's replicas on: online, with
+	// JetStream, and whose statistics (storage, limits) it has received. A peer can be
+	// current in the group before its statistics arrive, and until they do a stream with as
+	// many replicas as there are servers fails with "no suitable peers for placement".
+	Placeable []string
+}
+
+// MetaGroup reports the meta group when this node is its leader; ok is false on a follower,
+// a standalone server, or while there is no leader: only the leader's view of its peers is
+// the one placement goes by.
+func (s *Server) MetaGroup() (g MetaGroup, ok bool) {
+	if s.opts.Cluster == nil || !s.srv.JetStreamIsLeader() {
+		return MetaGroup{}, false
+	}
+	jsz, err := s.srv.Jsz(&server.JSzOptions{})
+	if err != nil || jsz.Meta == nil || jsz.Meta.Leader != s.opts.Name {
+		return MetaGroup{}, false
+	}
+	m := jsz.Meta
+	g = MetaGroup{Leader: m.Leader, Size: m.Size, Placeable: s.srv.JetStreamClusterPeers()}
+	// The leader leaves itself out of the replicas it lists.
+	g.Peers = append(g.Peers, MetaPeer{Name: m.Leader, Current: true})
+	for _, p := range m.Replicas {
+		g.Peers = append(g.Peers, MetaPeer{Name: p.Name, Current: p.Current, Offline: p.Offline})
+	}
+	return g, true
+}
+
 // Shutdown stops the server and waits until it has stopped; JetStream's store is flushed.
 func (s *Server) Shutdown() {
 	s.srv.Shutdown()

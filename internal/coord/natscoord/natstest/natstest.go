@@ -5,7 +5,9 @@
 package natstest
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,8 +36,8 @@ type Cluster struct {
 	urls  []string
 }
 
-// StartCluster runs n servers routed to each other and waits until JetStream has a meta
-// leader; they stop when the test ends.
+// StartCluster runs n servers routed to each other and waits until JetStream's meta leader
+// can place a stream's replicas on every one of them; they stop when the test ends.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	// A JetStream cluster wants its routes configured from the start, so the route ports are
@@ -67,7 +69,43 @@ func StartCluster(t testing.TB, n int) *Cluster {
 			t.Fatal(err)
 		}
 	}
+	if err := c.waitPeers(ctx, n); err != nil {
+		t.Fatal(err)
+	}
 	return c
+}
+
+// waitPeers waits until the meta leader, whichever node it is, knows n servers, each current,
+// online and placeable. A node's JetStream is ready once it follows a leader, but the leader
+// may not yet have heard every other node's statistics (nor its own), and until it has, a
+// stream with n replicas finds "no suitable peers for placement".
+func (c *Cluster) waitPeers(ctx context.Context, n int) error {
+	var last natsserver.MetaGroup
+	if waittest.Poll(ctx, func() bool {
+		for _, s := range c.nodes {
+			if g, ok := s.MetaGroup(); ok {
+				last = g
+				return allPeers(g, n)
+			}
+		}
+		return false
+	}) {
+		return nil
+	}
+	return fmt.Errorf("wait for the meta leader to place on all %d nodes (last seen: %+v): %w", n, last, context.Cause(ctx))
+}
+
+// allPeers reports whether g knows n servers, all current, online and placeable.
+func allPeers(g natsserver.MetaGroup, n int) bool {
+	if g.Size != n || len(g.Peers) != n || len(g.Placeable) != n {
+		return false
+	}
+	for _, p := range g.Peers {
+		if !p.Current || p.Offline || !slices.Contains(g.Placeable, p.Name) {
+			return false
+		}
+	}
+	return true
 }
 
 // URL lists every node's client URL, comma-separated, as nats.go takes them.
