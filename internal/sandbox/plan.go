@@ -93,11 +93,43 @@ func (p Policy) newPlan(dir string, argv []string, path string, extra []string) 
 			pl.Unmasked = append(pl.Unmasked, u)
 		}
 	}
+	pl.Pinned = append(pl.Pinned, pl.ancestorsToPin()...)
 	// Parents before children: a bind inside another must come after it.
 	for _, l := range [][]string{pl.Writable, pl.Visible, pl.Pinned, pl.ReadOnly, pl.Masked, pl.Unmasked} {
 		slices.SortFunc(l, func(a, b string) int { return len(filepath.Clean(a)) - len(filepath.Clean(b)) })
 	}
 	return pl
+}
+
+// ancestorsToPin are the directories between a writable root and each read-only or masked
+// path in it. A mount point cannot be renamed, but its parent can, and the mount goes with
+// it: the path is then free to be made again, writable, and what a mask hid lies on disk
+// under a name no rule names, for the next command to read. So each such directory is pinned
+// as well — up to a pinned directory (a gitdir may move whole: its protection moves with it,
+// and the release finds it where it went) and not inside a read-only or masked path, which
+// nothing can rename in and where a writable pin would lift the protection.
+func (pl plan) ancestorsToPin() []string {
+	done := map[string]bool{}
+	for _, g := range pl.Pinned {
+		done[g] = true
+	}
+	inside := func(d string, paths []string) bool {
+		return slices.ContainsFunc(paths, func(p string) bool { return within(d, p) })
+	}
+	var out []string
+	for _, r := range append(slices.Clone(pl.ReadOnly), pl.Masked...) {
+		for d := filepath.Dir(r); !done[d] && !slices.Contains(pl.Writable, d) && inside(d, pl.Writable); d = filepath.Dir(d) {
+			done[d] = true
+			if inside(d, pl.ReadOnly) || inside(d, pl.Masked) {
+				continue
+			}
+			if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+				break
+			}
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // absentReadOnly are the always-read-only paths of p that do not exist inside a writable

@@ -1,0 +1,67 @@
+package sandbox_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/keel-dev/keel/internal/sandbox"
+	"github.com/keel-dev/keel/internal/settings"
+)
+
+// TestEscapeRenameParent: a read-only path is a mount, which cannot be renamed, but its
+// parent could be, taking the mount with it and leaving the path free to be made again —
+// a nested denyWrite entry, a hook script, git's global configuration when the home directory
+// is a writable root — and a masked secret moved that way would be read by the next command
+// under its new name. Every directory between a writable root and such a path stays where it
+// is, so none of it works; the workspace's own files still move.
+func TestEscapeRenameParent(t *testing.T) { forEachLauncher(t, testEscapeRenameParent) }
+
+func testEscapeRenameParent(t *testing.T) {
+	ws := filepath.Join(sandbox.VisibleDir(t), "home")
+	files := map[string]string{
+		"a/b/protected.txt":  "original\n",
+		"scripts/hook.sh":    "#!/bin/sh\nexit 0\n",
+		".config/git/config": "[user]\n\tname = me\n",
+		"x/privkeys/id_rsa":  "SECRET-denyRead\n",
+		"vault/token.txt":    "SECRET-rule\n",
+		"src/pkg/main.go":    "package main\n",
+	}
+	for name, content := range files {
+		write(t, filepath.Join(ws, name), content)
+	}
+	git(t, ws, "init", "-q")
+	sb := &settings.Sandbox{}
+	sb.Filesystem.DenyWrite = vals(filepath.Join(ws, "a", "b", "protected.txt"))
+	sb.Filesystem.DenyRead = vals(filepath.Join(ws, "x", "privkeys"))
+	in := sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Settings: sb, Dirs: []string{ws}, Home: ws,
+		Protect: []string{filepath.Join(ws, "scripts", "hook.sh")}, ReadDeny: []sandbox.PathRule{{Spec: "./vault/token.txt"}}}
+	w := &world{ws: ws, s: sandbox.New(sandbox.NewPolicy(in), sandbox.Options{})}
+	skipWithoutSandbox(t, w.s)
+	t.Setenv("HOME", ws)
+
+	out := w.run(t, `for d in a a/b scripts .config x x/privkeys vault; do mv $d $d.moved 2>/dev/null && echo "MOVED $d"; done
+mkdir -p a/b scripts .config/git 2>/dev/null
+echo EVIL > a/b/protected.txt; echo EVIL > scripts/hook.sh; echo EVIL > .config/git/config
+mv src src.moved && echo "MOVED src"; echo DONE`)
+	if strings.Contains(out, "MOVED a") || strings.Contains(out, "MOVED scripts") || strings.Contains(out, "MOVED .config") ||
+		strings.Contains(out, "MOVED x") || strings.Contains(out, "MOVED vault") {
+		t.Errorf("a parent of a read-only or masked path was renamed:\n%s", out)
+	}
+	if !strings.Contains(out, "MOVED src") || !strings.Contains(out, "DONE") {
+		t.Errorf("the workspace's own directories no longer move:\n%s", out)
+	}
+	for name, content := range files {
+		if name == "src/pkg/main.go" {
+			name = "src.moved/pkg/main.go"
+		}
+		if got, err := os.ReadFile(filepath.Join(ws, name)); err != nil || string(got) != content {
+			t.Errorf("%s after the command: %q, %v; want it unchanged", name, got, err)
+		}
+	}
+	out = w.run(t, `cat x.moved/privkeys/id_rsa vault.moved/token.txt x/privkeys/id_rsa vault/token.txt 2>&1; echo DONE`)
+	if strings.Contains(out, "SECRET") || !strings.Contains(out, "DONE") {
+		t.Errorf("the next command read a masked secret:\n%s", out)
+	}
+}
