@@ -175,12 +175,14 @@ func TestSandboxedBashWithoutKeelsCredentials(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-keels-own")
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer keels-own")
+	t.Setenv("MCP_CLIENT_SECRET", "mcp-oauth-secret")
+	t.Setenv("KEEL_NATS_URL", "nats://u:pass@127.0.0.1:4222")
 	t.Setenv("KEEL_TEST_USER_VAR", "users-own")
 	jobs := shell.NewJobs()
 	t.Cleanup(jobs.Close)
-	script := `echo "key=$ANTHROPIC_API_KEY headers=$OTEL_EXPORTER_OTLP_HEADERS user=$KEEL_TEST_USER_VAR"`
+	script := `echo "key=$ANTHROPIC_API_KEY headers=$OTEL_EXPORTER_OTLP_HEADERS mcp=$MCP_CLIENT_SECRET nats=$KEEL_NATS_URL user=$KEEL_TEST_USER_VAR"`
 	text := resultText(call(t, SandboxedBash(jobs, sandboxFor(t, dir, settings.Sandbox{})), newEnv(t, dir), bashInput{Command: script}))
-	if !strings.Contains(text, "key= headers= user=users-own") {
+	if !strings.Contains(text, "key= headers= mcp= nats= user=users-own") {
 		t.Errorf("inside the sandbox: %s", text)
 	}
 	text = resultText(call(t, Bash(jobs), newEnv(t, dir), bashInput{Command: script}))

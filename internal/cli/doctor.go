@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/keel-dev/keel/internal/procgroup"
 	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/session"
@@ -123,6 +124,13 @@ func (a *app) runSandbox(ctx context.Context, opts *sandboxOptions) error {
 	c := exec.CommandContext(ctx, opts.Command[0], opts.Command[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = a.std.In, a.std.Out, a.std.Err
 	c.Env = sandbox.WithoutCredentials(nil) // what a session's Bash would see
+	if !isTerminal(a.std.In) {
+		// A group of its own, as the Bash tool's commands have: kill(0) inside would otherwise
+		// reach keel and the script that started it, whatever the PID namespace. At a
+		// terminal the shell already gives keel's job a group of its own, and the command
+		// keeps the terminal.
+		procgroup.Own(c)
+	}
 	run, err := sb.Confine(c)
 	if err != nil {
 		return err

@@ -47,6 +47,10 @@ func (d *Denial) Error() string { return d.Host + ": " + d.Why }
 func (r Rules) Decide(ctx context.Context, host string, port int) (netip.AddrPort, error) {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	hp := net.JoinHostPort(host, strconv.Itoa(port))
+	if port < 1 || port > 65535 {
+		// A dial takes the port modulo 65536: 67758 would be checked as itself and reach 2222.
+		return netip.AddrPort{}, &Denial{hp, "not a valid port"}
+	}
 	if matchAny(r.Denied, host, port) {
 		return netip.AddrPort{}, &Denial{hp, "listed in sandbox.network.deniedDomains"}
 	}

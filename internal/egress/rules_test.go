@@ -69,6 +69,11 @@ func TestDecide(t *testing.T) {
 		{host: "192.0.2.2", port: 9, rule: true},
 		{host: "self.example", port: 80, rule: true},
 		{host: "192.0.2.2", port: 9, ask: true, ok: true},
+		// A port past 65535 is no port: dialled modulo 65536, 67758 would reach 2222 unchecked
+		// (the tester's F3); an allowed host does not make it one.
+		{host: "github.com", port: 67758},
+		{host: "github.com", port: 0},
+		{host: "10.9.9.9", port: -1},
 	} {
 		rr := r
 		rr.Strict = tc.strict

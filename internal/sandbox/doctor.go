@@ -99,6 +99,9 @@ func policyFindings(s *Sandbox) []Finding {
 	writable.Detail += "; and a private /tmp for each command"
 	out := []Finding{mode, writable, pathsFinding("always read-only", p.ReadOnly, "none"),
 		pathsFinding("masked", p.Masked, "none"), networkFinding(s)}
+	if len(p.UnixSockets) > 0 {
+		out = append(out, unixSocketsFinding(p.UnixSockets, LandlockABI()))
+	}
 	for _, w := range p.Warnings {
 		out = append(out, Finding{Name: "protection", Status: "warn", Detail: w})
 	}
@@ -152,6 +155,18 @@ func networkFinding(s *Sandbox) Finding {
 		net += "; denied: " + strings.Join(p.Network.DeniedDomains, ", ")
 	}
 	return Finding{Name: "network", Status: "info", Detail: net}
+}
+
+// unixSocketsFinding says which Unix sockets a command may reach with allowUnixSockets set:
+// seccomp then lets it make Unix sockets, and only Landlock (ABI 9 and later) limits which
+// paths it may connect to — a read-only mount does not keep a connection from a socket.
+func unixSocketsFinding(sockets []string, abi int) Finding {
+	if abi >= 9 {
+		return Finding{Name: "unix sockets", Status: "info", Detail: "only " + strings.Join(sockets, ", ") + " (sandbox.network.allowUnixSockets, held by Landlock)"}
+	}
+	return Finding{Name: "unix sockets", Status: "warn", Detail: fmt.Sprintf(
+		"sandbox.network.allowUnixSockets lists %s, but Landlock ABI %d here cannot hold a command to them (that needs ABI 9): it may connect to any Unix socket whose path it can reach",
+		strings.Join(sockets, ", "), abi)}
 }
 
 // seccompFinding reads whether the kernel has seccomp filters, from this process's status.

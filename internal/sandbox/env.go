@@ -27,13 +27,15 @@ func proxyEnv(env []string, port string) []string {
 }
 
 // credentials are the variables that carry keel's own secrets: its model providers' keys and
-// tokens and its telemetry exporters' headers. keel reads them itself; a command the model
+// tokens, its telemetry exporters' headers, its MCP OAuth clients' secret and its NATS URL
+// (which may hold a user and password). keel reads them itself; a command the model
 // runs in the sandbox never needs them, and with any allowed domain could send them out.
 var credentials = []string{
 	"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_CUSTOM_HEADERS", "ANTHROPIC_FOUNDRY_API_KEY",
 	"CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY", "AWS_BEARER_TOKEN_BEDROCK",
 	"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
 	"OTEL_EXPORTER_OTLP_METRICS_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+	"MCP_CLIENT_SECRET", "KEEL_NATS_URL",
 }
 
 // WithoutCredentials is env (nil: keel's own environment) without keel's own credentials:
