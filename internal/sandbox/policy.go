@@ -134,7 +134,9 @@ type Network struct {
 	Proxy          bool
 	AllowedDomains []string
 	DeniedDomains  []string
-	// AllowLocalBinding lets a command listen on the sandbox's own loopback.
+	// AllowLocalBinding lets a command listen on the loopback where it is the host's (the
+	// Landlock-only form, macOS). In the namespaces the loopback is the sandbox's own, which
+	// nothing outside reaches, so a test server may listen there whatever it says.
 	AllowLocalBinding bool
 	// Strict refuses a domain in neither list instead of asking.
 	Strict bool
