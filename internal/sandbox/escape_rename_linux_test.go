@@ -65,3 +65,48 @@ mv src src.moved && echo "MOVED src"; echo DONE`)
 		t.Errorf("the next command read a masked secret:\n%s", out)
 	}
 }
+
+// TestEscapeReplaceLink: a read-only path reached through a link is protected where the link
+// leads; the link itself can be removed and something else made in its place. As the command
+// ends keel makes the link again and moves the replacement aside, and says so.
+func TestEscapeReplaceLink(t *testing.T) { forEachLauncher(t, testEscapeReplaceLink) }
+
+func testEscapeReplaceLink(t *testing.T) {
+	base := sandbox.VisibleDir(t)
+	ws := filepath.Join(base, "ws")
+	write(t, filepath.Join(base, "shared", "claude", "settings.json"), "{}\n")
+	write(t, filepath.Join(ws, "real", "hook.sh"), "#!/bin/sh\n")
+	for link, target := range map[string]string{".claude": "../shared/claude", "tools": "real"} {
+		if err := os.Symlink(target, filepath.Join(ws, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}, Protect: []string{filepath.Join(ws, "tools", "hook.sh")}}
+	w := &world{ws: ws, s: sandbox.New(sandbox.NewPolicy(in), sandbox.Options{})}
+	skipWithoutSandbox(t, w.s)
+
+	out, said := w.say(t, `echo EVIL > .claude/settings.json; echo EVIL > tools/hook.sh
+rm .claude && mkdir .claude && echo EVIL > .claude/settings.json && echo REPLACED-claude
+rm tools && mkdir tools && echo EVIL > tools/hook.sh && echo REPLACED-tools; echo DONE`)
+	if !strings.Contains(out, "REPLACED-claude") || !strings.Contains(out, "REPLACED-tools") {
+		t.Fatalf("the links could not be replaced inside (the test needs them to be):\n%s", out)
+	}
+	for link, target := range map[string]string{".claude": "../shared/claude", "tools": "real"} {
+		p := filepath.Join(ws, link)
+		if got, err := os.Readlink(p); err != nil || got != target {
+			t.Errorf("%s after the release: %q, %v; want the link to %s again", link, got, err, target)
+		}
+		if got, err := os.ReadFile(filepath.Join(ws, link+".keel-refused", map[string]string{".claude": "settings.json", "tools": "hook.sh"}[link])); err != nil || string(got) != "EVIL\n" {
+			t.Errorf("the replacement of %s is not kept aside: %q, %v", link, got, err)
+		}
+		if !strings.Contains(said, "the command replaced "+p+", a link to "+target) {
+			t.Errorf("the release does not say %s was replaced:\n%s", link, said)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(base, "shared", "claude", "settings.json")); string(got) != "{}\n" {
+		t.Errorf("the linked settings changed: %q", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "real", "hook.sh")); string(got) != "#!/bin/sh\n" {
+		t.Errorf("the linked hook changed: %q", got)
+	}
+}

@@ -43,6 +43,14 @@ func (d *heldDir) moveTo(name string, dst *heldDir, newName string) error {
 	return nil
 }
 
+// symlink makes name in d a link to target.
+func (d *heldDir) symlink(target, name string) error {
+	if err := unix.Symlinkat(target, d.fd, name); err != nil {
+		return fmt.Errorf("link %s: %w", filepath.Join(d.path, name), err)
+	}
+	return nil
+}
+
 // mkdir makes the directory name in d and holds it: what is held is what was made, whatever
 // is renamed to its name afterwards.
 func (d *heldDir) mkdir(name string) (*heldDir, error) {

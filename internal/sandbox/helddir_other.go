@@ -36,6 +36,10 @@ func (d *heldDir) moveTo(name string, dst *heldDir, newName string) error {
 	return os.Rename(filepath.Join(d.path, name), filepath.Join(dst.path, newName))
 }
 
+func (d *heldDir) symlink(target, name string) error {
+	return os.Symlink(target, filepath.Join(d.path, name))
+}
+
 func (d *heldDir) mkdir(name string) (*heldDir, error) {
 	p := filepath.Join(d.path, name)
 	if err := os.Mkdir(p, 0o700); err != nil {

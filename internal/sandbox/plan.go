@@ -123,10 +123,13 @@ func (pl plan) ancestorsToPin() []string {
 			if inside(d, pl.ReadOnly) || inside(d, pl.Masked) {
 				continue
 			}
-			if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+			fi, err := os.Lstat(d)
+			if err != nil {
 				break
 			}
-			out = append(out, d)
+			if fi.IsDir() { // a link on the way is kept by restoreLinks; its parent pinned
+				out = append(out, d)
+			}
 		}
 	}
 	return out

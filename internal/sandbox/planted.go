@@ -48,7 +48,9 @@ type plantWatch struct {
 	// (guarded, relative to it), its refs at start ([plantWatch.noteRefs]).
 	refs    map[string]refsMark
 	guarded map[string][]string
-	found   []string
+	// links are the links on the way to the read-only and masked paths ([plantWatch.noteLinks]).
+	links map[string]linkMark
+	found []string
 }
 
 // indexState is what tells an index file changed: its identity and change time, which no
@@ -88,6 +90,7 @@ func (w *plantWatch) start(s *Sandbox, p Policy) {
 		}
 	}
 	w.noteRefs(s, p)
+	w.noteLinks(p)
 	s.disarmMu.Lock()
 	s.watches[w] = true
 	s.disarmMu.Unlock()
@@ -164,6 +167,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 			}
 		}
 	}
+	w.found = append(w.found, w.restoreLinks()...)
 	w.found = append(w.found, w.checkRefs(s)...)
 	delete(s.watches, w)
 	// Where this search could not go that the last one could, the command's result says so:
@@ -183,7 +187,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 	if refresh {
 		s.refresh()
 	}
-	w.known, w.index, w.unprotected, w.legacy, w.refs, w.guarded = nil, nil, nil, nil, nil, nil
+	w.known, w.index, w.unprotected, w.legacy, w.refs, w.guarded, w.links = nil, nil, nil, nil, nil, nil, nil
 }
 
 // suspects are the repositories a running command may have made or changed: of those the

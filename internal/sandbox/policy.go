@@ -117,6 +117,9 @@ type Policy struct {
 	unprotected []string
 	// trees names the working tree of each gitdir found through a .git ([gitGuard]).
 	trees map[string]string
+	// viaLinks are the read-only and masked paths as given, where a link on their way made
+	// the real path differ: the links themselves are kept at each release ([plantWatch.noteLinks]).
+	viaLinks []string
 }
 
 // search is the part of a policy that reads the file system: the writable roots whose
@@ -272,7 +275,7 @@ func (p Policy) Complete() Policy {
 	p.search = nil
 	p.why = maps.Clone(p.why)
 	p.ReadOnly, p.Pinned, p.Masked = slices.Clone(p.ReadOnly), slices.Clone(p.Pinned), slices.Clone(p.Masked)
-	p.Warnings, p.Problems = slices.Clone(p.Warnings), slices.Clone(p.Problems)
+	p.Warnings, p.Problems, p.viaLinks = slices.Clone(p.Warnings), slices.Clone(p.Problems), slices.Clone(p.viaLinks)
 	p.protectRoots(sr.roots)
 	for _, r := range sr.readDeny {
 		p.maskRule(r, sr.cwd, sr.home)
@@ -360,6 +363,9 @@ func (p *Policy) add(list *[]string, path, why string) {
 	}
 	if !slices.Contains(*list, real) {
 		*list = append(*list, real)
+	}
+	if real != path && (list == &p.ReadOnly || list == &p.Masked) && !slices.Contains(p.viaLinks, path) {
+		p.viaLinks = append(p.viaLinks, path)
 	}
 }
 
