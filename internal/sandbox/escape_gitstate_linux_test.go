@@ -71,6 +71,13 @@ func testGitStateThatWouldWriteReadOnlyPaths(t *testing.T) {
 	if !strings.Contains(said, "the index") || !strings.Contains(said, ".claude/settings.json") || strings.Contains(said, "refs/heads/evil") {
 		t.Errorf("the staged .claude/settings.json is not reported (or more is):\n%s", said)
 	}
+	// A cherry-pick stopped on a conflict, left for the user to continue outside.
+	_, said = run(`git update-index --cacheinfo 100644,$(git rev-parse HEAD:.claude/settings.json),.claude/settings.json && echo x > a.txt &&
+		git commit -qam conflict && git switch -q -c side HEAD~1 && echo y > a.txt && git commit -qam side;
+		git cherry-pick main >/dev/null 2>&1; echo DONE`)
+	if !strings.Contains(said, "a cherry-pick in progress") {
+		t.Errorf("the cherry-pick left in progress is not reported:\n%s", said)
+	}
 	if got, _ := os.ReadFile(filepath.Join(ws, ".claude", "settings.json")); string(got) != "{}\n" {
 		t.Errorf(".claude/settings.json changed in the working tree: %q", got)
 	}

@@ -45,6 +45,7 @@ const maxRefsChecked = 32
 func (w *plantWatch) noteRefs(s *Sandbox, p Policy) {
 	w.refs = map[string]refsMark{}
 	w.guarded = map[string][]string{}
+	w.ops = map[string]string{}
 	for _, d := range p.GitDirs {
 		tree := p.trees[d]
 		if tree == "" {
@@ -55,6 +56,7 @@ func (w *plantWatch) noteRefs(s *Sandbox, p Policy) {
 			continue
 		}
 		w.guarded[d] = paths
+		w.ops[d] = opsState(d)
 		fp := refsFingerprint(d)
 		s.disarmMu.Lock()
 		seen, ok := s.refsSeen[d]
@@ -97,6 +99,9 @@ func (w *plantWatch) checkRefs(s *Sandbox) []string {
 					}
 				}
 			}
+		}
+		if ops := startedOps(d, w.ops[d]); len(ops) > 0 {
+			found = append(found, "a "+strings.Join(ops, ", a ")+" in progress (continuing it applies the commits or patches it lists, which may write them)")
 		}
 		if st, ok := w.index[d]; ok && st != statIndex(d) {
 			if diff := differing(tree, paths, indexEntries(d, tree, paths)); len(diff) > 0 {
@@ -338,4 +343,35 @@ func refsFingerprint(gitDir string) string {
 		return nil
 	})
 	return b.String()
+}
+
+// gitOps are the files git keeps while a rebase, an am, a cherry-pick, a revert or a merge is
+// in progress, by what it is: a command can leave one, or plant one, whose continuation
+// outside applies what it lists.
+var gitOps = []struct{ path, name string }{
+	{"rebase-merge", "rebase"}, {"rebase-apply", "rebase or am"}, {"sequencer", "cherry-pick or revert"},
+	{"MERGE_HEAD", "merge"}, {"CHERRY_PICK_HEAD", "cherry-pick"}, {"REVERT_HEAD", "revert"},
+}
+
+// opsState identifies the operation files in gitDir as they are.
+func opsState(gitDir string) string {
+	var b strings.Builder
+	for _, op := range gitOps {
+		b.WriteString(statDir(filepath.Join(gitDir, op.path)))
+	}
+	return b.String()
+}
+
+// startedOps names the operations in progress in gitDir whose files changed since before.
+func startedOps(gitDir, before string) []string {
+	if opsState(gitDir) == before {
+		return nil
+	}
+	var out []string
+	for _, op := range gitOps {
+		if _, err := os.Lstat(filepath.Join(gitDir, op.path)); err == nil && !slices.Contains(out, op.name) {
+			out = append(out, op.name)
+		}
+	}
+	return out
 }

@@ -48,6 +48,7 @@ type plantWatch struct {
 	// (guarded, relative to it), its refs at start ([plantWatch.noteRefs]).
 	refs    map[string]refsMark
 	guarded map[string][]string
+	ops     map[string]string
 	// links are the links on the way to the read-only and masked paths ([plantWatch.noteLinks]).
 	links map[string]linkMark
 	found []string
@@ -187,7 +188,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 	if refresh {
 		s.refresh()
 	}
-	w.known, w.index, w.unprotected, w.legacy, w.refs, w.guarded, w.links = nil, nil, nil, nil, nil, nil, nil
+	w.known, w.index, w.unprotected, w.legacy, w.refs, w.guarded, w.links, w.ops = nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 // suspects are the repositories a running command may have made or changed: of those the
