@@ -27,7 +27,10 @@ import (
 // released, it searches the writable roots again, as Complete did, and disarms every
 // repository it finds that was not protected at the start — the configuration and hooks the
 // command wrote that could start a program are moved aside ([disarm]) — and the commands
-// started after it protect those repositories like the others ([Sandbox.refresh]).
+// started after it protect those repositories like the others ([Sandbox.refresh]). In those
+// and in the protected ones, the to-do list of a stopped rebase or cherry-pick the command
+// wrote loses its exec lines ([disarmTodo]): no mount can protect it, since git writes it as
+// it rebases inside.
 type plantWatch struct {
 	// known are the gitdirs protected when the command started, each with the identity of the
 	// directory then — a path alone could lead elsewhere by the end (a link replaced, a parent
@@ -44,7 +47,10 @@ type plantWatch struct {
 	// unprotected holds the gitFingerprint at start of each repository the search found past
 	// those it protects: the user's, unless the command changes it.
 	unprotected map[string]string
-	found       []string
+	// todos holds the state at start of the to-do lists of a stopped rebase or cherry-pick
+	// ([todoFiles]) in every gitdir the search found, keyed by path.
+	todos map[string]string
+	found []string
 }
 
 // indexState is what tells an index file changed: its identity and change time, which no
@@ -76,6 +82,7 @@ func (w *plantWatch) start(s *Sandbox, p Policy) {
 		}
 		w.legacy[d] = legacyState(d)
 	}
+	w.todos = todoStates(p.GitDirs, p.unprotected)
 	w.unprotected = map[string]string{}
 	for _, d := range p.unprotected {
 		w.unprotected[d] = gitFingerprint(d)
@@ -159,6 +166,10 @@ func (w *plantWatch) finish(s *Sandbox) {
 			}
 		}
 	}
+	// A stopped rebase's or cherry-pick's to-do list, in a gitdir protected or made: git writes
+	// it inside, and continuing outside runs its exec lines.
+	todoDirs := slices.Concat(slices.Collect(maps.Keys(w.known)), slices.Collect(maps.Keys(g.seen)), slices.Collect(maps.Keys(suspects)), g.unprotected)
+	w.found = append(w.found, disarmTodos(s, slices.Compact(slices.Sorted(slices.Values(todoDirs))), p.Writable)...)
 	delete(s.watches, w)
 	// Where this search could not go that the last one could, the command's result says so:
 	// a repository there is neither protected nor disarmed.
@@ -177,7 +188,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 	if refresh {
 		s.refresh()
 	}
-	w.known, w.index, w.unprotected, w.legacy = nil, nil, nil, nil
+	w.known, w.index, w.unprotected, w.legacy, w.todos = nil, nil, nil, nil, nil
 }
 
 // suspects are the repositories a running command may have made or changed: of those the
