@@ -31,7 +31,9 @@ func continueOutside(t *testing.T, repo, base, what string) string {
 
 // TestEscapeRebaseTodo: a stopped rebase's (or cherry-pick's) to-do list is no mount's to
 // protect — git writes it as it rebases inside — and an exec line a command adds to it would
-// run when the user continues outside. As the command is released, each exec line of a
+// run when the user continues outside; so would a merge strategy it names that is not git's
+// own (git runs git-merge-<name>, found through the working tree when the name has a slash),
+// which goes aside. As the command is released, each exec line of a
 // to-do list it wrote, in a protected repository or one it made, becomes a comment, the file
 // as written is kept beside it and the result says so; the rebase can still be continued. A
 // to-do list (or its directory) that is a link, or a FIFO, goes aside whole.
@@ -58,6 +60,10 @@ func testEscapeRebaseTodo(t *testing.T) {
 			repo:   "made", todo: rebaseTodo, what: "rebase", said: "a to-do list with 1 exec line,", continued: true},
 		"cherry-pick's sequencer": {script: `stoppick && printf 'exec touch %s\n' "$MARK" >> .git/sequencer/todo`,
 			todo: filepath.Join(".git", "sequencer", "todo"), what: "cherry-pick", said: "a to-do list with 1 exec line,"},
+		"a merge strategy in the working tree": {script: `stoprebase && echo ../evil > .git/rebase-merge/strategy && mkdir git-merge-.. && printf '#!/bin/sh\ntouch %s\nexit 1\n' "$MARK" > git-merge-../evil && chmod +x git-merge-../evil`,
+			todo: filepath.Join(".git", "rebase-merge", "strategy"), what: "rebase", said: `names the merge strategy "../evil"`, continued: true},
+		"a merge strategy in the cherry-pick's options": {script: `stoppick && printf '[options]\n\tstrategy = ../evil\n' >> .git/sequencer/opts && mkdir git-merge-.. && printf '#!/bin/sh\ntouch %s\nexit 1\n' "$MARK" > git-merge-../evil && chmod +x git-merge-../evil`,
+			todo: filepath.Join(".git", "sequencer", "opts"), what: "cherry-pick", said: `names the merge strategy "../evil"`},
 		"a link": {script: `stoprebase && { cat .git/rebase-merge/git-rebase-todo; printf 'exec touch %s\n' "$MARK"; } > evil && ln -sf ../../evil .git/rebase-merge/git-rebase-todo`,
 			todo: rebaseTodo, what: "rebase", said: "which is not a regular file"},
 		"a FIFO": {script: `stoprebase && rm .git/rebase-merge/git-rebase-todo && mkfifo .git/rebase-merge/git-rebase-todo`,

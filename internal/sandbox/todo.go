@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // todoFiles are the to-do lists of a stopped rebase (rebase-merge/, which git rebase
@@ -16,6 +17,15 @@ import (
 // as it rebases inside — and an exec line in either is a shell command git runs when the
 // user continues outside the sandbox.
 var todoFiles = []string{filepath.Join("rebase-merge", "git-rebase-todo"), filepath.Join("sequencer", "todo")}
+
+// strategyFiles name the merge strategy a stopped rebase (rebase-merge/strategy) or
+// cherry-pick (sequencer/opts, as options.strategy) goes on with: a strategy that is not git's
+// own git runs as the program git-merge-<name>, looked up on PATH or — a name with a slash —
+// from the working tree, where a command can put one ("../x" runs git-merge-../x).
+var strategyFiles = []string{filepath.Join("rebase-merge", "strategy"), filepath.Join("sequencer", "opts")}
+
+// builtinStrategies are the merge strategies git has of its own (or in its exec path).
+var builtinStrategies = []string{"ort", "recursive", "resolve", "octopus", "ours", "subtree"}
 
 // maxTodo is the largest to-do list keel reads: one larger is moved aside whole.
 const maxTodo = 64 << 20
@@ -26,7 +36,7 @@ func todoStates(gitDirs ...[]string) map[string]string {
 	out := map[string]string{}
 	for _, ds := range gitDirs {
 		for _, d := range ds {
-			for _, n := range todoFiles {
+			for _, n := range slices.Concat(todoFiles, strategyFiles) {
 				p := filepath.Join(d, n)
 				out[p] = statString(p)
 			}
@@ -42,7 +52,7 @@ func todoStates(gitDirs ...[]string) map[string]string {
 func disarmTodos(s *Sandbox, gitDirs []string, writable []string) []string {
 	var said []string
 	for _, d := range gitDirs {
-		for _, n := range todoFiles {
+		for _, n := range slices.Concat(todoFiles, strategyFiles) {
 			p := filepath.Join(d, n)
 			if _, err := os.Lstat(p); err != nil {
 				continue // none: nothing to continue
@@ -53,8 +63,12 @@ func disarmTodos(s *Sandbox, gitDirs []string, writable []string) []string {
 				was, ok := o.todos[p]
 				changed = changed || !ok || was != now
 			}
+			disarm := disarmTodo
+			if slices.Contains(strategyFiles, n) {
+				disarm = disarmStrategy
+			}
 			if changed {
-				if msg := disarmTodo(p, writable); msg != "" {
+				if msg := disarm(p, writable); msg != "" {
 					slog.Warn("sandbox: a command wrote a to-do list git would run", "todo", p, "what", msg)
 					said = append(said, msg)
 				}
@@ -115,6 +129,53 @@ func disarmTodo(todo string, writable []string) string {
 		return fmt.Sprintf("the command wrote %s, a to-do list with %s, which continuing the rebase or cherry-pick outside the sandbox would run, and keel could not disarm it (%v): do not continue it before you have checked it.", todo, execLines(refused), err)
 	}
 	return fmt.Sprintf("the command wrote %s, a to-do list with %s, which continuing the rebase or cherry-pick outside the sandbox would run as shell commands. keel turned them into comments, kept the other lines, and moved the file as written to %s; the rebase can still be continued.", todo, execLines(refused), filepath.Join(stateDir, aside))
+}
+
+// disarmStrategy moves aside the file f (strategyFiles) when it names a merge strategy that is
+// not git's own, or is not a regular file; the rebase or cherry-pick can still be continued,
+// with git's default strategy. It says what it did, or "" when there was nothing to do.
+func disarmStrategy(f string, writable []string) string {
+	stateDir, name := filepath.Dir(f), filepath.Base(f)
+	if fi, err := os.Lstat(stateDir); err != nil || !fi.IsDir() || !inWritable(stateDir, writable) {
+		return "" // a link in its place goes aside with the to-do list it leads to (disarmTodo)
+	}
+	dir, err := holdDir(stateDir)
+	if err != nil {
+		return fmt.Sprintf("the command changed %s, which names the merge strategy git runs when a rebase or cherry-pick is continued, and keel could not read it (%v): do not continue it before you have checked it.", f, err)
+	}
+	defer dir.close()
+	b, err := dir.readRegular(name, maxGitConfig)
+	why := ""
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ""
+	case errors.Is(err, errNotRegular), errors.Is(err, errTooLarge):
+		why = "is not a regular file, or too large"
+	case err != nil:
+		return fmt.Sprintf("the command changed %s, which names the merge strategy git runs when a rebase or cherry-pick is continued, and keel could not read it (%v): do not continue it before you have checked it.", f, err)
+	case name == "strategy":
+		if s := string(bytes.TrimSpace(b)); s != "" && !slices.Contains(builtinStrategies, s) {
+			why = fmt.Sprintf("names the merge strategy %q, which git would run as the program git-merge-%s", s, s)
+		}
+	default:
+		entries, err := parseGitConfig(b)
+		if err != nil {
+			why = "git cannot read (" + err.Error() + ")"
+		}
+		for _, e := range entries {
+			if e.key == "options.strategy" && !slices.Contains(builtinStrategies, e.value) {
+				why = fmt.Sprintf("names the merge strategy %q, which git would run as the program git-merge-%s", e.value, e.value)
+			}
+		}
+	}
+	if why == "" {
+		return ""
+	}
+	aside := freeHeldName(dir, name+refusedSuffix)
+	if err := dir.moveTo(name, dir, aside); err != nil {
+		return fmt.Sprintf("the command wrote %s, which %s when a rebase or cherry-pick is continued, and keel could not move it aside (%v): do not continue it before you have checked it.", f, why, err)
+	}
+	return fmt.Sprintf("the command wrote %s, which %s when a rebase or cherry-pick is continued. keel moved it to %s; the rebase can still be continued, with git's own strategy.", f, why, filepath.Join(stateDir, aside))
 }
 
 // execLines says how many exec lines there are, in words.
