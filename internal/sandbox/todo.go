@@ -30,8 +30,8 @@ var builtinStrategies = []string{"ort", "recursive", "resolve", "octopus", "ours
 // maxTodo is the largest to-do list keel reads: one larger is moved aside whole.
 const maxTodo = 64 << 20
 
-// todoStates is the state (statString: identity, size, times) of the to-do lists of each of
-// gitDirs, keyed by path.
+// todoStates is the state (statString: identity, size, times) of the to-do lists and strategy
+// files of each of gitDirs, keyed by path.
 func todoStates(gitDirs ...[]string) map[string]string {
 	out := map[string]string{}
 	for _, ds := range gitDirs {
@@ -45,10 +45,10 @@ func todoStates(gitDirs ...[]string) map[string]string {
 	return out
 }
 
-// disarmTodos refuses the exec lines of the to-do lists of gitDirs that changed while a
-// running command could write them: the state differs from what a running watch (w among
-// them) saw as its command started — one it did not see counts as absent then. Call with
-// s.disarmMu held.
+// disarmTodos disarms the to-do lists ([disarmTodo]) and strategy files ([disarmStrategy]) of
+// gitDirs that changed while a running command could write them: the state differs from what
+// a running watch (the releasing one among them) saw as its command started — one it did not
+// see counts as absent then. Call with s.disarmMu held.
 func disarmTodos(s *Sandbox, gitDirs []string, writable []string) []string {
 	var said []string
 	for _, d := range gitDirs {
