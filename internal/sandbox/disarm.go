@@ -278,6 +278,12 @@ func readGitConfig(cfg string) ([]configEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseGitConfig(b)
+}
+
+// parseGitConfig lists the settings of the git configuration b, read by git on its standard
+// input, includes not followed.
+func parseGitConfig(b []byte) ([]configEntry, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
 	defer cancel()
 	cmd, err := gitexec.Runner{}.Command(ctx, "/", "config", "--file", "-", "--no-includes", "--null", "--list")

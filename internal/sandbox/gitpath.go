@@ -76,13 +76,30 @@ func readRegular(path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readOpen(f, max)
+}
+
+// readOpen reads at most max bytes of f, which it closes, when it is a regular file; a file
+// holding more is errTooLarge.
+func readOpen(f *os.File, max int64) ([]byte, error) {
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("read %s: %w", f.Name(), errNotRegular)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err == nil && int64(len(b)) > max {
-		err = fmt.Errorf("%s: %w", path, errTooLarge)
+		err = fmt.Errorf("%s: %w", f.Name(), errTooLarge)
 	}
 	return b, err
 }
 
-// errTooLarge says a file holds more than keel reads of it.
-var errTooLarge = errors.New("larger than keel reads")
+var (
+	// errTooLarge says a file holds more than keel reads of it.
+	errTooLarge = errors.New("larger than keel reads")
+	// errNotRegular says a file keel reads is a link, a FIFO, a directory or a device.
+	errNotRegular = errors.New("not a regular file")
+)

@@ -63,3 +63,19 @@ func openRegular(path string) (*os.File, error) {
 	}
 	return os.Open(path)
 }
+
+func (d *heldDir) readRegular(name string, max int64) ([]byte, error) {
+	p := filepath.Join(d.path, name)
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("read %s: %w", p, errNotRegular)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	return readOpen(f, max)
+}

@@ -27,7 +27,10 @@ import (
 // released, it searches the writable roots again, as Complete did, and disarms every
 // repository it finds that was not protected at the start — the configuration and hooks the
 // command wrote that could start a program are moved aside ([disarm]) — and the commands
-// started after it protect those repositories like the others ([Sandbox.refresh]).
+// started after it protect those repositories like the others ([Sandbox.refresh]). In those
+// and in the protected ones, the to-do list of a stopped rebase or cherry-pick the command
+// wrote loses its exec lines ([disarmTodo]): no mount can protect it, since git writes it as
+// it rebases inside.
 type plantWatch struct {
 	// known are the gitdirs protected when the command started, each with the identity of the
 	// directory then — a path alone could lead elsewhere by the end (a link replaced, a parent
@@ -51,6 +54,9 @@ type plantWatch struct {
 	ops     map[string]string
 	// links are the links on the way to the read-only and masked paths ([plantWatch.noteLinks]).
 	links map[string]linkMark
+	// todos holds the state at start of the to-do lists of a stopped rebase or cherry-pick
+	// ([todoFiles]) in every gitdir the search found, keyed by path.
+	todos map[string]string
 	found []string
 }
 
@@ -83,6 +89,7 @@ func (w *plantWatch) start(s *Sandbox, p Policy) {
 		}
 		w.legacy[d] = legacyState(d)
 	}
+	w.todos = todoStates(p.GitDirs, p.unprotected)
 	w.unprotected = map[string]string{}
 	for _, d := range p.unprotected {
 		w.unprotected[d] = gitFingerprint(d)
@@ -168,6 +175,10 @@ func (w *plantWatch) finish(s *Sandbox) {
 			}
 		}
 	}
+	// A stopped rebase's or cherry-pick's to-do list, in a gitdir protected or made: git writes
+	// it inside, and continuing outside runs its exec lines.
+	todoDirs := slices.Concat(slices.Collect(maps.Keys(w.known)), slices.Collect(maps.Keys(g.seen)), slices.Collect(maps.Keys(suspects)), g.unprotected)
+	w.found = append(w.found, disarmTodos(s, slices.Compact(slices.Sorted(slices.Values(todoDirs))), p.Writable)...)
 	w.found = append(w.found, w.restoreLinks()...)
 	w.found = append(w.found, w.checkRefs(s)...)
 	delete(s.watches, w)
@@ -188,7 +199,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 	if refresh {
 		s.refresh()
 	}
-	w.known, w.index, w.unprotected, w.legacy, w.refs, w.guarded, w.links, w.ops = nil, nil, nil, nil, nil, nil, nil, nil
+	w.known, w.index, w.unprotected, w.legacy, w.todos, w.refs, w.guarded, w.links, w.ops = nil, nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 // suspects are the repositories a running command may have made or changed: of those the

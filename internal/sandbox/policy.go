@@ -230,7 +230,7 @@ func NewPolicy(in Input) Policy {
 	if len(roots) > 0 || len(in.ReadDeny) > 0 {
 		p.search = &search{roots: roots, readDeny: in.ReadDeny, cwd: cwd, home: in.Home}
 	}
-	for _, pr := range append(homeProtected(in.Home, configHome(in.Home), in.KeelHome), in.Protect...) {
+	for _, pr := range append(homeProtected(in.Home, configHome(in.Home), cargoHome(), in.KeelHome), in.Protect...) {
 		p.add(&p.ReadOnly, abs(pr), "keel's always-read-only paths")
 	}
 	for _, d := range vals(sb.Filesystem.DenyRead) {
@@ -425,18 +425,30 @@ func protectedIn(r string) []string {
 // (~/.config by default): git's global configuration, attributes and ignore file live in its
 // git/, fish's start-up files in fish/, systemd's user units and environment in systemd/ and
 // environment.d/, a desktop session's autostart entries in autostart/. ~/.local/bin is on
-// PATH on many distributions (a program planted there shadows git), and so is ~/.cargo/bin,
-// whose ~/.cargo/env a login sources and whose config can wrap rustc. The editors git starts
-// for a commit message (vi, by default) read ~/.vimrc, ~/.vim and nvim's configuration, which
-// can run commands: protected too. Other editors' configuration is not.
-func homeProtected(home, configHome, keelHome string) []string {
+// PATH on many distributions (a program planted there shadows git), and so is cargo's bin/
+// (cargoProtected), in ~/.cargo and in $CARGO_HOME (cargoHome) — both are toolchain caches,
+// writable. The editors git starts for a commit message (vi, by default) read ~/.vimrc, ~/.vim
+// and nvim's configuration, which can run commands: protected too. Other editors'
+// configuration is not.
+func homeProtected(home, configHome, cargoHome, keelHome string) []string {
 	var out []string
 	if home != "" {
 		for _, n := range []string{".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout", ".bash_aliases",
 			".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".gitconfig", ".config/git", ".ssh", ".claude", ".keel",
-			".claude.json", ".local/bin", ".npmrc", ".cargo/bin", ".cargo/env", ".cargo/config", ".cargo/config.toml",
-			".vimrc", ".vim"} {
+			".claude.json", ".local/bin", ".npmrc", ".vimrc", ".vim"} {
 			out = append(out, filepath.Join(home, n))
+		}
+	}
+	cargoHomes := []string{cargoHome}
+	if home != "" {
+		cargoHomes = append(cargoHomes, filepath.Join(home, ".cargo"))
+	}
+	for _, c := range cargoHomes {
+		if c == "" {
+			continue
+		}
+		for _, n := range cargoProtected {
+			out = append(out, filepath.Join(c, n))
 		}
 	}
 	if configHome != "" {
@@ -448,6 +460,19 @@ func homeProtected(home, configHome, keelHome string) []string {
 		out = append(out, keelHome)
 	}
 	return out
+}
+
+// cargoProtected are what of a cargo home (~/.cargo, $CARGO_HOME) stays read-only though the
+// rest is a cache: bin/, on PATH, where a program planted would shadow git; env, which a login
+// sources; config and config.toml, which can wrap rustc or name a linker.
+var cargoProtected = []string{"bin", "env", "config", "config.toml"}
+
+// cargoHome is $CARGO_HOME when set to an absolute path ([Caches] makes it writable), else "".
+func cargoHome() string {
+	if c := os.Getenv("CARGO_HOME"); filepath.IsAbs(c) {
+		return filepath.Clean(c)
+	}
+	return ""
 }
 
 // configHome is $XDG_CONFIG_HOME when set to an absolute path, else ~/.config.
@@ -500,7 +525,9 @@ func (p Policy) MaskedAt(path string) bool {
 // go build, go test, npm, pnpm, pip and cargo work inside: Go's build and module caches (as
 // GOCACHE and GOMODCACHE say, else their defaults), ~/.cache, ~/.npm, ~/.cargo and pnpm's
 // store — the store only: PNPM_HOME itself is on PATH (pnpm setup puts it first), where a
-// program a command planted would shadow git. getenv reads the session's environment.
+// program a command planted would shadow git; for the same reason cargo's bin/, env and config
+// stay read-only in $CARGO_HOME as in ~/.cargo ([homeProtected]). getenv reads the session's
+// environment.
 func Caches(home string, getenv func(string) string) []string {
 	var out []string
 	for _, k := range []string{"GOCACHE", "GOMODCACHE", "XDG_CACHE_HOME", "npm_config_cache", "CARGO_HOME"} {

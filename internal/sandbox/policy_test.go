@@ -224,3 +224,47 @@ func TestCachesLeavePATHReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestCachesLeaveCargoBinReadOnly: a $CARGO_HOME elsewhere than ~/.cargo is a cache, writable,
+// but its bin/ (on PATH), env and config stay read-only, as ~/.cargo's do.
+func TestCachesLeaveCargoBinReadOnly(t *testing.T) {
+	cargo := filepath.Join(t.TempDir(), "cargo")
+	t.Setenv("CARGO_HOME", cargo)
+	p := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{t.TempDir()}, Home: "/home/u",
+		Caches: sandbox.Caches("/home/u", os.Getenv)})
+	for _, home := range []string{cargo, "/home/u/.cargo"} {
+		for _, ro := range []string{"bin/git", "env", "config", "config.toml"} {
+			if p.WritableAt(filepath.Join(home, ro)) {
+				t.Errorf("%s is writable", filepath.Join(home, ro))
+			}
+		}
+		if !p.WritableAt(filepath.Join(home, "registry", "x")) {
+			t.Errorf("%s, cargo's cache, is not writable", filepath.Join(home, "registry"))
+		}
+	}
+}
+
+// TestOddCachesLeaveProtectedPaths: a cache variable set to the home directory itself, or to
+// a directory holding a protected path, makes that directory writable — and the protected
+// paths inside it stay read-only.
+func TestOddCachesLeaveProtectedPaths(t *testing.T) {
+	home := t.TempDir()
+	ws := filepath.Join(home, "proj")
+	if err := os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"GOCACHE", "GOMODCACHE", "XDG_CACHE_HOME", "npm_config_cache", "CARGO_HOME", "PNPM_HOME"} {
+		for _, v := range []string{home, filepath.Join(home, ".config"), filepath.Join(ws, ".git")} {
+			t.Run(k+"="+v, func(t *testing.T) {
+				env := map[string]string{k: v}
+				p := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}, Home: home, KeelHome: filepath.Join(home, ".keel"),
+					Caches: sandbox.Caches(home, func(k string) string { return env[k] })}).Complete()
+				for _, ro := range []string{".bashrc", ".local/bin/git", ".cargo/bin/git", ".config/git/config", ".keel/settings.json", "proj/.git/config", "proj/.git/hooks/pre-commit"} {
+					if p.WritableAt(filepath.Join(home, ro)) {
+						t.Errorf("%s is writable", ro)
+					}
+				}
+			})
+		}
+	}
+}
