@@ -16,8 +16,9 @@ import (
 // hookPaths are the files that decide what the session's hooks run, which keel runs outside
 // the sandbox (unless sandbox.wrapHooks): the scripts the settings' and the plugins' hooks
 // name ([hookScripts]), and of each plugin inside the working directories its manifest
-// folder and hooks/ folder, and a hooks file its manifest names there. A sandboxed command
-// that could change one would run code outside at the next hook.
+// folder, hooks/ folder, .mcp.json and .lsp.json, and a hooks or servers file its manifest
+// names there. A sandboxed command that could change one would run code outside at the next
+// hook, or when the next session starts the plugin's servers.
 func (s *Session) hookPaths() []string {
 	inside := s.hookRoots()
 	base := map[string]string{"CLAUDE_PROJECT_DIR": s.projectDir, "KEEL_PROJECT_DIR": s.projectDir}
@@ -41,9 +42,18 @@ func (s *Session) hookPaths() []string {
 		if !withinAny(root, inside) {
 			continue
 		}
-		out = append(out, filepath.Join(root, ".claude-plugin"), filepath.Join(root, "hooks"))
+		// What decides the hooks and servers keel starts from the plugin, outside the sandbox.
+		out = append(out, filepath.Join(root, ".claude-plugin"), filepath.Join(root, "hooks"),
+			filepath.Join(root, ".mcp.json"), filepath.Join(root, ".lsp.json"))
+		files := make([]string, 0, len(p.Hooks)+len(p.MCP))
 		for _, g := range p.Hooks {
-			if f := g.From.Path; filepath.IsAbs(f) && isRegular(f) && withinAny(f, inside) {
+			files = append(files, g.From.Path)
+		}
+		for _, d := range p.MCP {
+			files = append(files, d.File)
+		}
+		for _, f := range files {
+			if filepath.IsAbs(f) && isRegular(f) && withinAny(f, inside) {
 				out = append(out, filepath.Clean(f))
 			}
 		}

@@ -106,13 +106,15 @@ func TestHookScripts(t *testing.T) {
 }
 
 // TestHookPathsPlugin: a plugin loaded from inside the working directory has its hook
-// scripts, its manifest folder and its hooks folder protected; settings hooks still are.
+// scripts, its manifest folder, hooks folder, server files and a hooks file its manifest
+// names protected; settings hooks still are.
 func TestHookPathsPlugin(t *testing.T) {
 	proj := t.TempDir()
 	writeFiles(t, proj, map[string]string{
-		"plug/.claude-plugin/plugin.json": `{"name": "plug", "version": "0.1.0"}`,
+		"plug/.claude-plugin/plugin.json": `{"name": "plug", "version": "0.1.0", "hooks": "./config/extra.json"}`,
 		"plug/hooks/hooks.json":           `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "sh ${CLAUDE_PLUGIN_ROOT}/hook.sh"}, {"type": "command", "command": "$CLAUDE_PLUGIN_ROOT/bin/absent"}]}]}}`,
 		"plug/hook.sh":                    "exit 0\n",
+		"plug/config/extra.json":          `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}`,
 	})
 	plugs := pluginset.New(t.Context(), pluginset.Config{Cwd: proj, Dirs: []plugin.DirSpec{{Path: "plug", Kind: plugin.OriginDir}}})
 	if errs := plugs.Errors(); len(errs) > 0 {
@@ -121,7 +123,7 @@ func TestHookPathsPlugin(t *testing.T) {
 	st := &settings.Settings{Hooks: []settings.HookGroup{{Event: "Stop", Hooks: []settings.HookCommand{{Type: "command", Command: "cd $CLAUDE_PROJECT_DIR/tools && ./stop.sh"}}}}}
 	s := &Session{projectDir: proj, opts: Options{Cwd: proj}, settings: st, plug: plugs}
 	got := s.hookPaths()
-	for _, want := range []string{"plug/hook.sh", "plug/bin/absent", "plug/.claude-plugin", "plug/hooks", "tools/stop.sh"} {
+	for _, want := range []string{"plug/hook.sh", "plug/bin/absent", "plug/.claude-plugin", "plug/hooks", "plug/.mcp.json", "plug/.lsp.json", "plug/config/extra.json", "tools/stop.sh"} {
 		if !slices.Contains(got, filepath.Join(proj, want)) {
 			t.Errorf("%s is not protected: %q", want, got)
 		}
