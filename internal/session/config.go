@@ -102,8 +102,8 @@ func (c *configWiring) permissionPolicy() (permission.Policy, []event.Notice) {
 
 // protectedPaths are the files whose edits ask in every mode but bypassPermissions, besides
 // the names the permission package protects itself (.git, .keel, .claude…): every settings
-// file keel reads, keel's own directory (trust records, user settings, sessions) and the
-// scripts hooks run.
+// file keel reads, keel's own directory (trust records, user settings, sessions), the
+// scripts hooks run and the plugin files that say which hooks run ([Session.hookPaths]).
 func (s *Session) protectedPaths() []string {
 	var out []string
 	for _, f := range s.settings.Files {
@@ -114,33 +114,7 @@ func (s *Session) protectedPaths() []string {
 	if s.opts.Home != "" {
 		out = append(out, s.opts.Home)
 	}
-	for _, g := range s.settings.Hooks {
-		for _, h := range g.Hooks {
-			out = append(out, hookScripts(h.Command, s.projectDir)...)
-		}
-	}
-	return out
-}
-
-// hookScripts finds the files a hook command runs: words that name an existing file by a
-// path (./check.sh, $CLAUDE_PROJECT_DIR/.hooks/x.py, scripts/lint), relative to the project.
-func hookScripts(command, projectDir string) []string {
-	cmd := strings.NewReplacer("${CLAUDE_PROJECT_DIR}", projectDir, "$CLAUDE_PROJECT_DIR", projectDir,
-		"${KEEL_PROJECT_DIR}", projectDir, "$KEEL_PROJECT_DIR", projectDir, `"`, " ", "'", " ").Replace(command)
-	var out []string
-	for _, w := range strings.Fields(cmd) {
-		if !strings.Contains(w, "/") {
-			continue
-		}
-		p := w
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(projectDir, p)
-		}
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			out = append(out, filepath.Clean(p))
-		}
-	}
-	return out
+	return append(out, s.hookPaths()...)
 }
 
 // ruleDir is the directory a settings file's relative path rules are anchored at: the project
