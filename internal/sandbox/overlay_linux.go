@@ -50,7 +50,9 @@ func (r *Run) workDir(dir string) (string, error) {
 	lock, err := os.OpenFile(filepath.Join(dir, "work.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err == nil {
 		if unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
-			if err := os.Mkdir(work, 0o700); err == nil || errors.Is(err, os.ErrExist) {
+			// Made anew: a volatile overlay leaves a mark in it that refuses the next mount.
+			removeWorkDirs([]string{work})
+			if err := os.Mkdir(work, 0o700); err == nil {
 				r.files = append(r.files, lock) // closed, and so unlocked, on release
 				return work, nil
 			}
@@ -144,7 +146,9 @@ func openOverlays(overlays []overlay) ([][2]int, error) {
 // mountOverlay mounts o in the helper, its layers reached through descriptors opened before
 // anything covered them: lower on the real cache, upperWork on keel's directories ([openOverlays]).
 // userxattr keeps overlayfs's own attributes in the user. namespace, which a user namespace
-// may write.
+// may write; volatile spares each command's end a sync of the whole file system that holds
+// the upper layer (overlayfs syncs it as it is unmounted), at the price of what a crash of the
+// machine may lose from the upper layer: a cache's entries, which a build makes again.
 func mountOverlay(o overlay, lower int, upperWork [2]int) error {
 	if _, err := os.Lstat(o.Dest); errors.Is(err, os.ErrNotExist) {
 		// A cache in the private /tmp, which has no directory to mount on yet.
@@ -152,7 +156,7 @@ func mountOverlay(o overlay, lower int, upperWork [2]int) error {
 			return fmt.Errorf("mount %s as an overlay: %w", o.Dest, err)
 		}
 	}
-	opts := fmt.Sprintf("lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d,userxattr", lower, upperWork[0], upperWork[1])
+	opts := fmt.Sprintf("lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d,userxattr,volatile", lower, upperWork[0], upperWork[1])
 	if err := unix.Mount("overlay", o.Dest, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount %s as an overlay: %w", o.Dest, err)
 	}
