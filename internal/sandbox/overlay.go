@@ -53,8 +53,8 @@ func (p *Policy) addCaches(caches []string, keelHome string, abs func(string) st
 			p.Caches = append(p.Caches, real)
 		}
 	}
-	if len(p.Caches) > 0 {
-		p.CacheState = resolvePath(cacheStateDir(keelHome))
+	if len(p.Caches) > 0 && keelHome != "" {
+		p.CacheState = resolvePath(cacheStateDir(abs(keelHome)))
 	}
 }
 
