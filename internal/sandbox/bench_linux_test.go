@@ -22,10 +22,13 @@ import (
 // one run. The difference of the two ns/op is the added wall time per Bash call: with this
 // test binary as the helper, and with keel-sandbox (built here), the helper keel installs —
 // each through keel's own namespace set-up and through bubblewrap (the -bwrap cases) where
-// it is usable.
+// it is usable. The user's toolchain caches are in the policy, as a session's are: overlays
+// kept in a temporary keel directory.
 func BenchmarkEchoHi(b *testing.B) {
 	ws := b.TempDir()
-	s := sandbox.New(sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}}),
+	home, _ := os.UserHomeDir()
+	in := sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}, Caches: sandbox.Caches(home, os.Getenv), KeelHome: b.TempDir()}
+	s := sandbox.New(sandbox.NewPolicy(in),
 		sandbox.Options{Proxy: egress.New(egress.Rules{})})
 	if err := s.Available(); err != nil {
 		b.Skipf("no sandbox on this machine: %v", err)

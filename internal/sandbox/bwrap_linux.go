@@ -117,7 +117,7 @@ func (s *Sandbox) probeBwrap() error {
 	if err != nil {
 		return err
 	}
-	if err := s.probeRun(path, false); err != nil {
+	if err := s.probeRun(path, false, Policy{Mode: ModeReadOnly}); err != nil {
 		return fmt.Errorf("%s at %s cannot start the sandbox: %s", version, path, reason(err))
 	}
 	s.bwrap = path
@@ -233,7 +233,15 @@ func bwrapArgs(pl plan, exe string, setuid bool, firstFD int, files *int) []stri
 			a = append(a, opt, p, p)
 		}
 	}
-	bind("--bind", pl.Writable)
+	for _, w := range pl.Writable {
+		switch {
+		case pl.overlayIndex(w) < 0:
+			a = append(a, "--bind", w, w)
+		case within(w, "/tmp"):
+			// A cache in the private /tmp: shown read-only there, the overlay's lower layer.
+			a = append(a, "--ro-bind", w, w)
+		}
+	}
 	bind("--ro-bind", pl.Visible)
 	bind("--bind", pl.Pinned)
 	bind("--ro-bind", pl.ReadOnly)
@@ -257,6 +265,11 @@ func bwrapArgs(pl plan, exe string, setuid bool, firstFD int, files *int) []stri
 	bind("--ro-bind", pl.Unmasked)
 	for _, d := range dirs {
 		a = append(a, "--remount-ro", d)
+	}
+	if len(pl.Overlays) > 0 && !setuid {
+		// The helper mounts the caches' overlays ([setupOverlays]) with these, and drops them.
+		// keel's directory for them is bound last, writable over whatever made it read-only.
+		a = append(a, "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP", "--bind", pl.CacheState, pl.CacheState)
 	}
 	return a
 }

@@ -32,6 +32,8 @@ type Run struct {
 
 	// tmp is the private temp directory of a Landlock-only run, removed on release.
 	tmp string
+	// workDirs are the work directories of the run's cache overlays, removed on release.
+	workDirs []string
 	// files are keel's copies of descriptors the command was started with (bubblewrap's
 	// empty files for the masks), closed on release.
 	files []*os.File
@@ -78,6 +80,7 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 	argv := slices.Clone(cmd.Args)
 	argv[0] = cmd.Path
 	pl := s.complete().newPlan(dir, argv, envPath(cmd.Env), extra)
+	s.overlayCaches(r, s.complete(), &pl)
 	if s.bwrap != "" {
 		err = s.wrapBwrap(cmd, r, pl)
 	} else {
@@ -225,6 +228,7 @@ func (r *Run) Release() []string {
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
 	}
+	removeWorkDirs(r.workDirs)
 	r.planted.finish(r.s)
 	return r.refused.all()
 }
@@ -399,6 +403,16 @@ func (s *Sandbox) releaseLocked(paths []string) {
 // (user namespaces blocked) Landlock alone — unless failIfUnavailable asks for the full
 // sandbox or none. It reports what failed when nothing works.
 func (s *Sandbox) probe() error {
+	err := s.probeLauncher()
+	if err == nil {
+		s.cachesWhy = s.probeOverlays()
+	}
+	return err
+}
+
+// probeLauncher chooses what sets up the commands' namespaces: bubblewrap, keel's own
+// helper, or Landlock alone.
+func (s *Sandbox) probeLauncher() error {
 	if s.exeErr != nil {
 		return fmt.Errorf("%w: no keel executable to run the sandbox helper (%v); call sandbox.Dispatch first in main", ErrUnavailable, s.exeErr)
 	}
@@ -420,7 +434,7 @@ func (s *Sandbox) probe() error {
 		return err
 	}
 	// User namespaces are blocked: Landlock alone, if it starts.
-	if s.probeRun("", true) != nil {
+	if s.probeRun("", true, Policy{Mode: ModeReadOnly}) != nil {
 		return err
 	}
 	limits := s.landlockOnlyLimits()
@@ -442,17 +456,16 @@ func (s *Sandbox) probeNamespaces() error {
 	if testNoUserNamespaces.Load() || !userNamespaces() {
 		return fmt.Errorf("%w: user namespaces are disabled (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, or AppArmor's kernel.apparmor_restrict_unprivileged_userns)", ErrUnavailable)
 	}
-	return s.probeRun("", false)
+	return s.probeRun("", false, Policy{Mode: ModeReadOnly})
 }
 
-// probeRun runs `true` in the sandbox: under bwrap when it names one, else in keel's own
-// namespaces or, with landlockOnly, under Landlock alone.
-func (s *Sandbox) probeRun(bwrap string, landlockOnly bool) error {
+// probeRun runs `true` in the sandbox of p: under bwrap when it names one, else in keel's
+// own namespaces or, with landlockOnly, under Landlock alone.
+func (s *Sandbox) probeRun(bwrap string, landlockOnly bool, p Policy) error {
 	truth, err := exec.LookPath("true")
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	p := Policy{Mode: ModeReadOnly}
 	probe := New(p, Options{Executable: s.exe})
 	probe.landlockOnly, probe.bwrap = landlockOnly, bwrap
 	cmd := exec.Command(truth)
@@ -471,6 +484,10 @@ func (s *Sandbox) probeRun(bwrap string, landlockOnly bool) error {
 			msg = err.Error()
 		}
 		return fmt.Errorf("%w: %s", ErrUnavailable, msg)
+	}
+	if len(p.Caches) > 0 && out.Len() > 0 {
+		// The overlays' probe: the helper bound the cache instead, and said why.
+		return fmt.Errorf("%w: %s", ErrUnavailable, strings.TrimSpace(out.String()))
 	}
 	return nil
 }

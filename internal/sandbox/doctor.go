@@ -97,8 +97,12 @@ func policyFindings(s *Sandbox) []Finding {
 	}
 	writable := pathsFinding("writable", p.Writable, "nothing")
 	writable.Detail += "; and a private /tmp for each command"
-	out := []Finding{mode, writable, pathsFinding("always read-only", p.ReadOnly, "none"),
-		pathsFinding("masked", p.Masked, "none"), networkFinding(s)}
+	out := []Finding{mode, writable}
+	if c, ok := cachesFinding(s, p); ok {
+		out = append(out, c)
+	}
+	out = append(out, pathsFinding("always read-only", p.ReadOnly, "none"),
+		pathsFinding("masked", p.Masked, "none"), networkFinding(s))
 	if len(p.UnixSockets) > 0 {
 		out = append(out, unixSocketsFinding(p.UnixSockets, LandlockABI()))
 	}

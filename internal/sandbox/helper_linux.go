@@ -37,6 +37,9 @@ func runHelper(arg string) error {
 		if err := checkBwrapped(pl); err != nil {
 			return err
 		}
+		if err := setupOverlays(pl); err != nil {
+			return err
+		}
 	} else if err := setupMounts(pl); err != nil {
 		return err
 	}

@@ -33,6 +33,10 @@ func setupMounts(pl plan) error {
 	if err != nil {
 		return err
 	}
+	layers, err := openOverlays(pl.Overlays)
+	if err != nil {
+		return err
+	}
 	unmasked, err := openAll(pl.Unmasked)
 	if err != nil {
 		return err
@@ -52,6 +56,12 @@ func setupMounts(pl plan) error {
 		}
 	}
 	for i, w := range pl.Writable {
+		if j := pl.overlayIndex(w); j >= 0 {
+			if err := overlayOrBind(pl.Overlays[j], writable[i], layers[j], false); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := bindFD(writable[i], w, unix.MS_REC); err != nil {
 			return fmt.Errorf("make %s writable: %w", w, err)
 		}
@@ -73,6 +83,20 @@ func setupMounts(pl plan) error {
 			return err
 		}
 	}
+	if err := protect(pl); err != nil {
+		return err
+	}
+	if err := mask(pl.Masked, pl.Unmasked, unmasked); err != nil {
+		return err
+	}
+	if err := setupDev(devs); err != nil {
+		return err
+	}
+	return setupProc()
+}
+
+// protect pins pl's pinned directories and binds its always-read-only paths read-only.
+func protect(pl plan) error {
 	for _, g := range pl.Pinned {
 		if err := unix.Mount(g, g, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("pin %s: %w", g, err)
@@ -86,13 +110,7 @@ func setupMounts(pl plan) error {
 			return err
 		}
 	}
-	if err := mask(pl.Masked, pl.Unmasked, unmasked); err != nil {
-		return err
-	}
-	if err := setupDev(devs); err != nil {
-		return err
-	}
-	return setupProc()
+	return nil
 }
 
 func prefixed(prefix string, names []string) []string {
@@ -185,15 +203,26 @@ func unescapeMount(s string) string {
 // inherited from the parent namespace has them locked, and a remount that dropped nosuid or
 // nodev would be refused. A mount point the sandbox cannot reach (gone, or not searchable by
 // the user) is skipped: the command cannot reach it either.
-func remountReadOnly(path string) error {
+func remountReadOnly(path string) error { return remount(path, true) }
+
+// remount makes the mount at path read-only or writable, keeping its other flags
+// ([remountReadOnly]).
+func remount(path string, readOnly bool) error {
+	what := "writable"
+	if readOnly {
+		what = "read-only"
+	}
 	var sfs unix.Statfs_t
 	if err := unix.Statfs(path, &sfs); err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOTDIR) {
 			return nil
 		}
-		return fmt.Errorf("make %s read-only: %w", path, err)
+		return fmt.Errorf("make %s %s: %w", path, what, err)
 	}
-	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT)
+	if readOnly {
+		flags |= unix.MS_RDONLY
+	}
 	for st, ms := range map[int64]uintptr{
 		unix.ST_NOSUID: unix.MS_NOSUID, unix.ST_NODEV: unix.MS_NODEV, unix.ST_NOEXEC: unix.MS_NOEXEC,
 		unix.ST_SYNCHRONOUS: unix.MS_SYNCHRONOUS, unix.ST_NOATIME: unix.MS_NOATIME,
@@ -207,7 +236,7 @@ func remountReadOnly(path string) error {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES) {
 			return nil
 		}
-		return fmt.Errorf("make %s read-only: %w", path, err)
+		return fmt.Errorf("make %s %s: %w", path, what, err)
 	}
 	return nil
 }

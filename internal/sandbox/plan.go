@@ -14,6 +14,12 @@ type plan struct {
 	Dir string `json:"dir"`
 	// Writable are bound read-write over a read-only root.
 	Writable []string `json:"writable,omitempty"`
+	// Overlays are the writable paths mounted as overlays instead of bound: the toolchain
+	// caches. Under bubblewrap the helper mounts them, with the CAP_SYS_ADMIN bubblewrap
+	// leaves it for that, on CacheState, which bubblewrap binds writable and the helper makes
+	// read-only again once they are mounted.
+	Overlays   []overlay `json:"overlays,omitempty"`
+	CacheState string    `json:"cacheState,omitempty"`
 	// ReadOnly are bound read-only again inside the writable roots.
 	ReadOnly []string `json:"readOnly,omitempty"`
 	// Pinned are bound onto themselves, writable: a mount point cannot be renamed or

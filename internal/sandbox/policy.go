@@ -82,6 +82,10 @@ type Policy struct {
 	// Read(...) deny rules. Unmasked (filesystem.allowRead) stay readable inside them.
 	Masked   []string
 	Unmasked []string
+	// Caches are the toolchain caches among Writable: each is an overlay inside the sandbox
+	// whose upper layer is kept below CacheState, so the real cache is never written ([overlay]).
+	Caches     []string
+	CacheState string
 	// Network is how a command reaches the outside.
 	Network Network
 	// UnixSockets are the Unix sockets a command may connect to (allowUnixSockets); with none,
@@ -212,9 +216,7 @@ func NewPolicy(in Input) Policy {
 			roots = append(roots, resolvePath(abs(w)))
 			p.addWritable(abs(w), "sandbox.filesystem.allowWrite")
 		}
-		for _, c := range in.Caches {
-			p.addWritable(abs(c), "the toolchain caches keel keeps writable")
-		}
+		p.addCaches(in.Caches, in.KeelHome, abs)
 	}
 	for _, d := range vals(sb.Filesystem.DenyWrite) {
 		p.add(&p.ReadOnly, abs(d), "sandbox.filesystem.denyWrite")

@@ -61,6 +61,9 @@ type Sandbox struct {
 	// keel's own helper does); bwrapVersion its version, bwrapWhy why it was not chosen (for
 	// `keel doctor`).
 	bwrap, bwrapVersion, bwrapWhy string
+	// cachesWhy says why the toolchain caches are bound writable, not overlaid ([overlay]),
+	// as the probe found; empty when they are overlays (or there are none).
+	cachesWhy string
 
 	// full is policy completed by the first command or doctor (complete), completed again
 	// when a command made a repository (refresh); nil until then.
@@ -158,10 +161,16 @@ func (s *Sandbox) Available() error {
 		if s.unavailable == nil {
 			return
 		}
+		limited := s.limited
+		if c := s.cachesNotice(); c != "" && limited != "" {
+			limited += "; " + c
+		} else if c != "" {
+			limited = c
+		}
 		if s.probeErr != nil {
 			s.unavailable(s.probeErr)
-		} else if s.limited != "" {
-			s.unavailable(fmt.Errorf("%w: %s", ErrLimited, s.limited))
+		} else if limited != "" {
+			s.unavailable(fmt.Errorf("%w: %s", ErrLimited, limited))
 		}
 	})
 	return s.probeErr
