@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 
@@ -124,7 +125,7 @@ func (a *app) runSandbox(ctx context.Context, opts *sandboxOptions) error {
 	c := exec.CommandContext(ctx, opts.Command[0], opts.Command[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = a.std.In, a.std.Out, a.std.Err
 	c.Env = sandbox.WithoutCredentials(nil) // what a session's Bash would see
-	if !isTerminal(a.std.In) {
+	if in, ok := a.std.In.(*os.File); !ok || !procgroup.IsTerminal(in) {
 		// A group of its own, as the Bash tool's commands have: kill(0) inside would otherwise
 		// reach keel and the script that started it, whatever the PID namespace. At a
 		// terminal the shell already gives keel's job a group of its own, and the command

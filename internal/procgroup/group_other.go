@@ -21,3 +21,6 @@ func Kill(pid int) error {
 	}
 	return p.Kill()
 }
+
+// IsTerminal reports false: without process groups nothing depends on it.
+func IsTerminal(*os.File) bool { return false }
