@@ -71,12 +71,34 @@ func testGitStateThatWouldWriteReadOnlyPaths(t *testing.T) {
 	if !strings.Contains(said, "the index") || !strings.Contains(said, ".claude/settings.json") || strings.Contains(said, "refs/heads/evil") {
 		t.Errorf("the staged .claude/settings.json is not reported (or more is):\n%s", said)
 	}
-	// A cherry-pick stopped on a conflict, left for the user to continue outside.
-	_, said = run(`git update-index --cacheinfo 100644,$(git rev-parse HEAD:.claude/settings.json),.claude/settings.json && echo x > a.txt &&
-		git commit -qam conflict && git switch -q -c side HEAD~1 && echo y > a.txt && git commit -qam side;
-		git cherry-pick main >/dev/null 2>&1; echo DONE`)
-	if !strings.Contains(said, "a cherry-pick in progress") {
-		t.Errorf("the cherry-pick left in progress is not reported:\n%s", said)
+	// A cherry-pick of the branch, planted as if it had stopped: continuing it outside would
+	// write what the branch changes.
+	_, said = run(`git update-index --cacheinfo 100644,$(git rev-parse HEAD:.claude/settings.json),.claude/settings.json &&
+		git rev-parse refs/heads/evil > .git/CHERRY_PICK_HEAD && echo DONE`)
+	if !strings.Contains(said, "a cherry-pick in progress (continuing it would write .claude/settings.json, .mcp.json)") {
+		t.Errorf("the planted cherry-pick is not reported:\n%s", said)
+	}
+	_, said = run(`rm .git/CHERRY_PICK_HEAD && git rev-parse refs/heads/evil > .git/MERGE_HEAD && echo DONE`)
+	if !strings.Contains(said, "a merge in progress (continuing it would write .claude/settings.json, .mcp.json)") {
+		t.Errorf("the planted merge is not reported:\n%s", said)
+	}
+	// A ref rewritten in place alone: its directory does not change.
+	_, said = run(`rm .git/MERGE_HEAD && git rev-parse refs/heads/evil > .git/refs/heads/other && echo DONE`)
+	if !strings.Contains(said, "refs/heads/other (") {
+		t.Errorf("a ref rewritten in place is not reported:\n%s", said)
+	}
+	// A ref rewritten in place, ORIG_HEAD, an older stash entry, grafts.
+	_, said = run(`git rev-parse refs/heads/evil > .git/refs/heads/feature && git rev-parse refs/heads/evil > .git/ORIG_HEAD &&
+		mkdir -p .git/logs/refs && printf '%s %s a <a@x> 1 +0000\tforged\n' $(git rev-parse HEAD) $(git rev-parse refs/heads/evil) >> .git/logs/refs/stash &&
+		printf '%s %s\n' $(git rev-parse HEAD) $(git rev-parse refs/heads/evil) > .git/info/grafts && echo DONE`)
+	for _, want := range []string{"refs/heads/feature (", "ORIG_HEAD (line 1) (", "stash@{0} (", filepath.Join(ws, ".git", "info", "grafts") + ", which gives commits other parents"} {
+		if !strings.Contains(said, want) {
+			t.Errorf("%q is not reported:\n%s", want, said)
+		}
+	}
+	_, said = run(`rm .git/info/grafts && git rev-parse main > .git/CHERRY_PICK_HEAD && echo DONE`)
+	if strings.Contains(said, "in progress") {
+		t.Errorf("a cherry-pick that changes no read-only path was reported:\n%s", said)
 	}
 	if got, _ := os.ReadFile(filepath.Join(ws, ".claude", "settings.json")); string(got) != "{}\n" {
 		t.Errorf(".claude/settings.json changed in the working tree: %q", got)

@@ -1,7 +1,9 @@
 package sandbox_test
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,8 +77,10 @@ func testEscapeReplaceLink(t *testing.T) {
 	base := sandbox.VisibleDir(t)
 	ws := filepath.Join(base, "ws")
 	write(t, filepath.Join(base, "shared", "claude", "settings.json"), "{}\n")
+	write(t, filepath.Join(base, "shared", "conf", "mcp.json"), "{}\n")
 	write(t, filepath.Join(ws, "real", "hook.sh"), "#!/bin/sh\n")
-	for link, target := range map[string]string{".claude": "../shared/claude", "tools": "real"} {
+	// .mcp.json leads through a second link, conf: a chain.
+	for link, target := range map[string]string{".claude": "../shared/claude", "tools": "real", ".mcp.json": "conf/mcp.json", "conf": "../shared/conf"} {
 		if err := os.Symlink(target, filepath.Join(ws, link)); err != nil {
 			t.Fatal(err)
 		}
@@ -87,16 +91,17 @@ func testEscapeReplaceLink(t *testing.T) {
 
 	out, said := w.say(t, `echo EVIL > .claude/settings.json; echo EVIL > tools/hook.sh
 rm .claude && mkdir .claude && echo EVIL > .claude/settings.json && echo REPLACED-claude
-rm tools && mkdir tools && echo EVIL > tools/hook.sh && echo REPLACED-tools; echo DONE`)
-	if !strings.Contains(out, "REPLACED-claude") || !strings.Contains(out, "REPLACED-tools") {
+rm tools && mkdir tools && echo EVIL > tools/hook.sh && echo REPLACED-tools
+rm conf && mkdir conf && echo EVIL > conf/mcp.json && echo REPLACED-conf; echo DONE`)
+	if !strings.Contains(out, "REPLACED-claude") || !strings.Contains(out, "REPLACED-tools") || !strings.Contains(out, "REPLACED-conf") {
 		t.Fatalf("the links could not be replaced inside (the test needs them to be):\n%s", out)
 	}
-	for link, target := range map[string]string{".claude": "../shared/claude", "tools": "real"} {
+	for link, target := range map[string]string{".claude": "../shared/claude", "tools": "real", "conf": "../shared/conf"} {
 		p := filepath.Join(ws, link)
 		if got, err := os.Readlink(p); err != nil || got != target {
 			t.Errorf("%s after the release: %q, %v; want the link to %s again", link, got, err, target)
 		}
-		if got, err := os.ReadFile(filepath.Join(ws, link+".keel-refused", map[string]string{".claude": "settings.json", "tools": "hook.sh"}[link])); err != nil || string(got) != "EVIL\n" {
+		if got, err := os.ReadFile(filepath.Join(ws, link+".keel-refused", map[string]string{".claude": "settings.json", "tools": "hook.sh", "conf": "mcp.json"}[link])); err != nil || string(got) != "EVIL\n" {
 			t.Errorf("the replacement of %s is not kept aside: %q, %v", link, got, err)
 		}
 		if !strings.Contains(said, "the command replaced "+p+", a link to "+target) {
@@ -108,5 +113,63 @@ rm tools && mkdir tools && echo EVIL > tools/hook.sh && echo REPLACED-tools; ech
 	}
 	if got, _ := os.ReadFile(filepath.Join(ws, "real", "hook.sh")); string(got) != "#!/bin/sh\n" {
 		t.Errorf("the linked hook changed: %q", got)
+	}
+}
+
+// TestReplacedLinkMadeAgainBeforeTheNextCommand: a link a command still running replaced is
+// made again before another command starts, not only as one ends — the next command, and
+// keel's hooks between commands, would otherwise use the replacement meanwhile.
+func TestReplacedLinkMadeAgainBeforeTheNextCommand(t *testing.T) {
+	forEachLauncher(t, testReplacedLinkMadeAgainBeforeTheNextCommand)
+}
+
+func testReplacedLinkMadeAgainBeforeTheNextCommand(t *testing.T) {
+	ws := filepath.Join(sandbox.VisibleDir(t), "ws")
+	write(t, filepath.Join(ws, "real", "hook.sh"), "#!/bin/sh\n")
+	if err := os.Symlink("real", filepath.Join(ws, "tools")); err != nil {
+		t.Fatal(err)
+	}
+	in := sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}, Protect: []string{filepath.Join(ws, "tools", "hook.sh")}}
+	s := sandbox.New(sandbox.NewPolicy(in), sandbox.Options{})
+	skipWithoutSandbox(t, s)
+	bg := exec.Command("bash", "-c", "rm tools && mkdir tools && echo EVIL > tools/hook.sh && echo READY && read a")
+	bg.Dir = ws
+	stdin, err := bg.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := bg.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bgRun, err := s.Confine(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "READY\n" {
+		t.Fatalf("the background command said %q (%v)", line, err)
+	}
+	next := exec.Command("cat", "tools/hook.sh")
+	next.Dir = ws
+	run, err := s.Confine(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := next.Output()
+	run.Release()
+	if string(out) != "#!/bin/sh\n" {
+		t.Errorf("the next command read %q through tools, want the real hook", out)
+	}
+	if said := strings.Join(run.Planted(), "\n"); !strings.Contains(said, "the command replaced "+filepath.Join(ws, "tools")) {
+		t.Errorf("the next command's result does not say tools was made again: %q", said)
+	}
+	stdin.Close()
+	bg.Wait()
+	bgRun.Release()
+	if got, err := os.Readlink(filepath.Join(ws, "tools")); err != nil || got != "real" {
+		t.Errorf("tools after both: %q, %v", got, err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/keel-dev/keel/internal/gitexec"
 )
@@ -100,9 +101,7 @@ func (w *plantWatch) checkRefs(s *Sandbox) []string {
 				}
 			}
 		}
-		if ops := startedOps(d, w.ops[d]); len(ops) > 0 {
-			found = append(found, "a "+strings.Join(ops, ", a ")+" in progress (continuing it applies the commits or patches it lists, which may write them)")
-		}
+		found = append(found, opsWriting(d, tree, paths, w.ops[d])...)
 		if st, ok := w.index[d]; ok && st != statIndex(d) {
 			if diff := differing(tree, paths, indexEntries(d, tree, paths)); len(diff) > 0 {
 				found = append(found, "the index (git restore, checkout or reset --hard would write, and the next commit would take, "+strings.Join(diff, ", ")+")")
@@ -220,14 +219,10 @@ type treeEntry struct {
 	mode, oid, path string
 }
 
-// gitEntries runs git with args (their paths taken literally) in the repository and reads the
-// entries it lists, from ls-tree ("<mode> <type> <oid>\t<path>") or ls-files --stage
-// ("<mode> <oid> <stage>\t<path>"). The repository's configuration is protected, and gitexec
-// leaves out whatever in it would start a program.
+// gitEntries runs git with args ([gitOutput]) and reads the entries it lists, from ls-tree
+// ("<mode> <type> <oid>\t<path>") or ls-files --stage ("<mode> <oid> <stage>\t<path>").
 func gitEntries(gitDir, tree string, args ...string) ([]treeEntry, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
-	defer cancel()
-	out, err := gitexec.Runner{}.Output(ctx, tree, append([]string{"--literal-pathspecs", "--git-dir=" + gitDir, "--work-tree=" + tree}, args...)...)
+	out, err := gitOutput(gitDir, tree, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +300,13 @@ func worktreeOID(path string, hexLen int) (string, bool) {
 	return hex.EncodeToString(h.Sum(nil)), true
 }
 
-// readRefs lists the repository's refs and HEAD with their objects.
+// pseudoRefs are the files outside refs/ that name a commit a user's plain git command takes
+// — git reset --hard ORIG_HEAD, git merge FETCH_HEAD — and the stash's older entries, which
+// live in its reflog (git stash pop pops them in turn).
+var pseudoRefs = []string{"ORIG_HEAD", "FETCH_HEAD", "AUTO_MERGE"}
+
+// readRefs lists the repository's refs and HEAD with their objects, the pseudo-refs
+// (pseudoRefs) and the stash's entries (stash@{N}).
 func readRefs(gitDir string) (map[string]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
 	defer cancel()
@@ -319,24 +320,57 @@ func readRefs(gitDir string) (map[string]string, error) {
 	if err != nil && len(refs) > 0 {
 		return nil, err
 	}
-	return refs, nil // show-ref fails, listing nothing, where there is no ref yet
+	// show-ref fails, listing nothing, where there is no ref yet.
+	common, _, _ := readCommonDir(gitDir)
+	for _, name := range pseudoRefs {
+		for i, oid := range headOIDs(filepath.Join(gitDir, name)) {
+			refs[fmt.Sprintf("%s (line %d)", name, i+1)] = oid
+		}
+	}
+	for i, oid := range reflogOIDs(filepath.Join(common, "logs", "refs", "stash")) {
+		refs[fmt.Sprintf("stash@{%d}", i)] = oid
+	}
+	return refs, nil
 }
 
-// refsFingerprint identifies the state of the files that hold gitDir's refs: HEAD,
-// packed-refs, and every directory below refs/ (writing a ref renames a file into its
-// directory, which changes the directory's times) or reftable/.
+// reflogOIDs are the new objects of a reflog's entries, newest first.
+func reflogOIDs(path string) []string {
+	b, err := readRegular(path, 64<<20)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && isHex(f[1]) {
+			out = append(out, f[1])
+		}
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// maxRefFiles bounds the files refsFingerprint stats; past it every release reads the refs.
+const maxRefFiles = 4096
+
+// refsFingerprint identifies the state of the files that hold gitDir's refs: HEAD, the
+// pseudo-refs, packed-refs, the stash's reflog, every file and directory below refs/ (a ref
+// rewritten in place changes only its file) and reftable/.
 func refsFingerprint(gitDir string) string {
 	common, _, _ := readCommonDir(gitDir)
 	var b strings.Builder
-	b.WriteString(statString(filepath.Join(gitDir, "HEAD")))
+	for _, name := range append([]string{"HEAD"}, pseudoRefs...) {
+		b.WriteString(statString(filepath.Join(gitDir, name)))
+	}
 	b.WriteString(statString(filepath.Join(common, "packed-refs")))
+	b.WriteString(statString(filepath.Join(common, "logs", "refs", "stash")))
 	b.WriteString(statDir(filepath.Join(common, "reftable")))
-	dirs := 0
+	n := 0
 	_ = filepath.WalkDir(filepath.Join(common, "refs"), func(path string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
+		if err != nil {
 			return nil
 		}
-		if dirs++; dirs > 4096 {
+		if n++; n > maxRefFiles {
+			b.WriteString(time.Now().String()) // too many to watch: read them every time
 			return filepath.SkipAll
 		}
 		b.WriteString(statString(path))
@@ -353,25 +387,167 @@ var gitOps = []struct{ path, name string }{
 	{"MERGE_HEAD", "merge"}, {"CHERRY_PICK_HEAD", "cherry-pick"}, {"REVERT_HEAD", "revert"},
 }
 
+// graftsFile is where git reads grafts, which it still honours.
+func graftsFile(gitDir string) string {
+	common, _, _ := readCommonDir(gitDir)
+	return filepath.Join(common, "info", "grafts")
+}
+
 // opsState identifies the operation files in gitDir as they are.
 func opsState(gitDir string) string {
 	var b strings.Builder
+	b.WriteString(statString(graftsFile(gitDir)))
 	for _, op := range gitOps {
 		b.WriteString(statDir(filepath.Join(gitDir, op.path)))
 	}
 	return b.String()
 }
 
-// startedOps names the operations in progress in gitDir whose files changed since before.
-func startedOps(gitDir, before string) []string {
+// opsWriting names the operations in progress in gitDir, begun or changed since before, whose
+// continuation would apply a change to paths: the commits a rebase's or cherry-pick's to-do
+// list picks, the one being cherry-picked or reverted, the heads being merged (compared with
+// the working tree), the patches of an am. A rebase stopped on a conflict of its own is not
+// reported: only one that would bring in another version of a read-only path.
+func opsWriting(gitDir, tree string, paths []string, before string) []string {
 	if opsState(gitDir) == before {
 		return nil
 	}
 	var out []string
-	for _, op := range gitOps {
-		if _, err := os.Lstat(filepath.Join(gitDir, op.path)); err == nil && !slices.Contains(out, op.name) {
-			out = append(out, op.name)
+	add := func(name string, changed []string) {
+		if len(changed) > 0 {
+			out = append(out, fmt.Sprintf("a %s in progress (continuing it would write %s)", name, strings.Join(slices.Compact(slices.Sorted(slices.Values(changed))), ", ")))
+		}
+	}
+	commits := func(oids []string) []string {
+		var changed []string
+		for i, oid := range oids {
+			if i == maxRefsChecked {
+				break
+			}
+			entries, err := gitPaths(gitDir, tree, append([]string{"diff-tree", "--no-commit-id", "-r", "-z", "--name-only", "--root", oid, "--"}, paths...)...)
+			if err == nil {
+				changed = append(changed, entries...)
+			}
+		}
+		return changed
+	}
+	for _, todo := range []struct{ path, name string }{{"rebase-merge/git-rebase-todo", "rebase"}, {"sequencer/todo", "cherry-pick or revert"}} {
+		add(todo.name, commits(todoCommits(filepath.Join(gitDir, todo.path))))
+	}
+	for _, head := range []struct{ path, name string }{{"CHERRY_PICK_HEAD", "cherry-pick"}, {"REVERT_HEAD", "revert"}} {
+		add(head.name, commits(headOIDs(filepath.Join(gitDir, head.path))))
+	}
+	var merged []string
+	for _, oid := range headOIDs(filepath.Join(gitDir, "MERGE_HEAD")) {
+		if entries, err := gitEntries(gitDir, tree, append([]string{"ls-tree", "-r", "-z", oid + "^{tree}", "--"}, paths...)...); err == nil {
+			merged = append(merged, differing(tree, paths, entries)...)
+		}
+	}
+	add("merge", merged)
+	add("rebase or am", patchPaths(filepath.Join(gitDir, "rebase-apply"), paths))
+	if grafts := graftsFile(gitDir); statString(grafts) != "-|" && !strings.Contains(before, statString(grafts)) {
+		out = append(out, grafts+", which gives commits other parents than their own (HEAD~1, a reset or a rebase may then take a commit of the command's)")
+	}
+	return out
+}
+
+// todoCommits are the commits a to-do list picks, in the order it lists them.
+func todoCommits(path string) []string {
+	b, err := readRegular(path, 64<<20)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && slices.Contains([]string{"pick", "p", "reword", "r", "edit", "e", "squash", "s", "fixup", "f", "revert"}, f[0]) && isHex(f[1]) {
+			out = append(out, f[1])
 		}
 	}
 	return out
+}
+
+// headOIDs reads the object ids of a file such as MERGE_HEAD, one a line.
+func headOIDs(path string) []string {
+	b, err := readRegular(path, 1<<20)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && isHex(f[0]) {
+			out = append(out, f[0])
+		}
+	}
+	return out
+}
+
+func isHex(s string) bool {
+	if len(s) < 4 || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// patchPaths lists the paths under paths that the patches of an am (rebase-apply/0001, …)
+// change.
+func patchPaths(dir string, paths []string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if !isDigits(e.Name()) {
+			continue
+		}
+		b, err := readRegular(filepath.Join(dir, e.Name()), 64<<20)
+		if err != nil {
+			continue
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			rest, ok := strings.CutPrefix(line, "diff --git a/")
+			if !ok {
+				continue
+			}
+			path, _, _ := strings.Cut(rest, " b/")
+			if slices.ContainsFunc(paths, func(p string) bool { return path == p || strings.HasPrefix(path, p+"/") }) {
+				out = append(out, path)
+			}
+		}
+	}
+	return out
+}
+
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
+// gitPaths runs git with args in the repository and reads the NUL-separated paths it lists.
+func gitPaths(gitDir, tree string, args ...string) ([]string, error) {
+	out, err := gitOutput(gitDir, tree, args...)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for p := range bytes.SplitSeq(out, []byte{0}) {
+		if len(p) > 0 {
+			paths = append(paths, string(p))
+		}
+	}
+	return paths, nil
+}
+
+// gitOutput runs git with args (their paths taken literally) in the repository. The
+// repository's configuration is protected, and gitexec leaves out whatever in it would start
+// a program.
+func gitOutput(gitDir, tree string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
+	defer cancel()
+	return gitexec.Runner{}.Output(ctx, tree, append([]string{"--literal-pathspecs", "--git-dir=" + gitDir, "--work-tree=" + tree}, args...)...)
 }

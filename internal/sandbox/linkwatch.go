@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // A read-only or masked path that is a symbolic link, or lies below one inside a writable
@@ -22,38 +23,81 @@ import (
 type linkMark struct{ target, id string }
 
 // noteLinks records the links on the way to p's read-only and masked paths inside the
-// writable roots, as the settings spelled them (p holds them resolved).
-func (w *plantWatch) noteLinks(p Policy) {
-	w.links = map[string]linkMark{}
+// writable roots. With no other command running they are as the user left them, and become
+// what s keeps; while one runs (in the background) it may have replaced one, so s keeps what
+// it knew and makes such a link again before this command starts.
+func (w *plantWatch) noteLinks(s *Sandbox, p Policy) {
+	cur := currentLinks(p)
+	s.disarmMu.Lock()
+	defer s.disarmMu.Unlock()
+	if len(s.watches) == 0 {
+		s.links = cur
+		return
+	}
+	if s.links == nil {
+		s.links = map[string]linkMark{}
+	}
+	for loc, m := range cur {
+		if _, ok := s.links[loc]; !ok {
+			s.links[loc] = m
+		}
+	}
+	w.found = append(w.found, restoreLinks(s.links)...)
+}
+
+// currentLinks are the links on the way to p's read-only and masked paths inside the writable
+// roots, as the settings spelled those paths (p holds them resolved).
+func currentLinks(p Policy) map[string]linkMark {
+	links := map[string]linkMark{}
 	seen := map[string]bool{}
 	inRoot := func(d string) bool {
 		return !slices.Contains(p.Writable, d) && slices.ContainsFunc(p.Writable, func(r string) bool { return within(d, r) })
 	}
-	for _, r := range p.viaLinks {
-		for d := r; ; d = filepath.Dir(d) {
-			// Where the name d stands: its directory resolved, itself not.
+	// A link's target may pass through more links (.claude -> config/claude, config -> shared):
+	// each target joins the paths walked, so every link of the chain is kept.
+	queue := slices.Clone(p.viaLinks)
+	for len(queue) > 0 && len(seen) < maxLinkWalk {
+		r := queue[0]
+		queue = queue[1:]
+		for d := r; d != filepath.Dir(d); d = filepath.Dir(d) {
+			// Where the name d stands: its directory resolved, itself not. A name outside the
+			// writable roots is no command's to replace, but one above it may be.
 			loc := filepath.Join(resolvePath(filepath.Dir(d)), filepath.Base(d))
-			if !inRoot(loc) || seen[loc] {
+			if seen[loc] || slices.Contains(p.Writable, loc) {
 				break
 			}
 			seen[loc] = true
+			if !inRoot(loc) {
+				continue
+			}
 			fi, err := os.Lstat(loc)
 			if err != nil || fi.Mode()&os.ModeSymlink == 0 {
 				continue
 			}
-			if target, err := os.Readlink(loc); err == nil {
-				w.links[loc] = linkMark{target: target, id: statString(loc)}
+			target, err := os.Readlink(loc)
+			if err != nil {
+				continue
 			}
+			links[loc] = linkMark{target: target, id: statString(loc)}
+			next := target
+			if !filepath.IsAbs(next) {
+				next = filepath.Join(filepath.Dir(loc), next)
+			}
+			queue = append(queue, filepath.Join(next, strings.TrimPrefix(r, d)))
 		}
 	}
+	return links
 }
 
-// restoreLinks makes again each link noteLinks recorded that is gone or leads elsewhere, and
-// says so. Call with s.disarmMu held.
-func (w *plantWatch) restoreLinks() []string {
+// maxLinkWalk bounds the names noteLinks looks at, whatever loops the links make.
+const maxLinkWalk = 4096
+
+// restoreLinks makes again each of links that is gone or leads elsewhere, and says so. Call
+// with s.disarmMu held.
+func restoreLinks(links map[string]linkMark) []string {
 	var said []string
-	for _, path := range slices.Sorted(maps.Keys(w.links)) {
-		m := w.links[path]
+	for _, path := range slices.Sorted(maps.Keys(links)) {
+		m := links[path]
 		if statString(path) == m.id {
 			continue
 		}

@@ -52,8 +52,6 @@ type plantWatch struct {
 	refs    map[string]refsMark
 	guarded map[string][]string
 	ops     map[string]string
-	// links are the links on the way to the read-only and masked paths ([plantWatch.noteLinks]).
-	links map[string]linkMark
 	// todos holds the state at start of the to-do lists of a stopped rebase or cherry-pick
 	// ([todoFiles]) in every gitdir the search found, keyed by path.
 	todos map[string]string
@@ -98,7 +96,7 @@ func (w *plantWatch) start(s *Sandbox, p Policy) {
 		}
 	}
 	w.noteRefs(s, p)
-	w.noteLinks(p)
+	w.noteLinks(s, p)
 	s.disarmMu.Lock()
 	s.watches[w] = true
 	s.disarmMu.Unlock()
@@ -179,7 +177,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 	// it inside, and continuing outside runs its exec lines.
 	todoDirs := slices.Concat(slices.Collect(maps.Keys(w.known)), slices.Collect(maps.Keys(g.seen)), slices.Collect(maps.Keys(suspects)), g.unprotected)
 	w.found = append(w.found, disarmTodos(s, slices.Compact(slices.Sorted(slices.Values(todoDirs))), p.Writable)...)
-	w.found = append(w.found, w.restoreLinks()...)
+	w.found = append(w.found, restoreLinks(s.links)...)
 	w.found = append(w.found, w.checkRefs(s)...)
 	delete(s.watches, w)
 	// Where this search could not go that the last one could, the command's result says so:
@@ -199,7 +197,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 	if refresh {
 		s.refresh()
 	}
-	w.known, w.index, w.unprotected, w.legacy, w.todos, w.refs, w.guarded, w.links, w.ops = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	w.known, w.index, w.unprotected, w.legacy, w.todos, w.refs, w.guarded, w.ops = nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 // suspects are the repositories a running command may have made or changed: of those the

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -82,6 +83,9 @@ type Sandbox struct {
 	verified map[string]string
 	// refsSeen holds, per protected repository, its refs as last read ([plantWatch.noteRefs]).
 	refsSeen map[string]refsMark
+	// links are the links on the way to read-only and masked paths as they were while no
+	// command ran ([plantWatch.noteLinks]), made again when a command replaces one.
+	links map[string]linkMark
 
 	// mu guards placeholders: how many running commands share each placeholder keel made
 	// for an absent always-read-only path; the last one removes it.
@@ -131,6 +135,21 @@ func (s *Sandbox) refresh() {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
 	full := s.policy.Complete()
+	if old := s.full.Load(); old != nil {
+		// What was read-only or masked stays so, where it was resolved: a link a running
+		// command replaced (made again at its release, linkwatch.go) may have led this
+		// resolution elsewhere, away from the real file.
+		for _, r := range old.ReadOnly {
+			if _, err := os.Lstat(r); err == nil && !slices.Contains(full.ReadOnly, r) {
+				full.ReadOnly = append(full.ReadOnly, r)
+			}
+		}
+		for _, m := range old.Masked {
+			if !slices.Contains(full.Masked, m) {
+				full.Masked = append(full.Masked, m)
+			}
+		}
+	}
 	s.full.Store(&full)
 }
 
