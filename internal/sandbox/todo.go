@@ -16,13 +16,13 @@ import (
 // cherry-pick --continue), relative to the gitdir. Neither is protected — git writes them
 // as it rebases inside — and an exec line in either is a shell command git runs when the
 // user continues outside the sandbox.
-var todoFiles = []string{filepath.Join("rebase-merge", "git-rebase-todo"), filepath.Join("sequencer", "todo")}
+var todoFiles = []string{"rebase-merge/git-rebase-todo", "sequencer/todo"}
 
 // strategyFiles name the merge strategy a stopped rebase (rebase-merge/strategy) or
 // cherry-pick (sequencer/opts, as options.strategy) goes on with: a strategy that is not git's
 // own git runs as the program git-merge-<name>, looked up on PATH or — a name with a slash —
 // from the working tree, where a command can put one ("../x" runs git-merge-../x).
-var strategyFiles = []string{filepath.Join("rebase-merge", "strategy"), filepath.Join("sequencer", "opts")}
+var strategyFiles = []string{"rebase-merge/strategy", "sequencer/opts"}
 
 // builtinStrategies are the merge strategies git has of its own (or in its exec path).
 var builtinStrategies = []string{"ort", "recursive", "resolve", "octopus", "ours", "subtree"}

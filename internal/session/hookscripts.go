@@ -1,6 +1,7 @@
 package session
 
 import (
+	"github.com/keel-dev/keel/internal/lazy"
 	"os"
 	"path/filepath"
 	"slices"
@@ -255,9 +256,11 @@ type interpreter struct {
 	bundled        byte
 }
 
-var (
-	shellInterp  = interpreter{inline: []string{"-c"}, bundled: 'c', valued: []string{"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}}
-	interpreters = map[string]interpreter{
+var shellInterp = interpreter{inline: []string{"-c"}, bundled: 'c', valued: []string{"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}}
+
+// interpreters is made on first use: a map literal is init work at every start.
+var interpreters = lazy.Value[map[string]interpreter]{New: func() map[string]interpreter {
+	return map[string]interpreter{
 		"sh": shellInterp, "bash": shellInterp, "dash": shellInterp, "zsh": shellInterp, "ksh": shellInterp,
 		"fish": {inline: []string{"-c", "--command"}},
 		".":    {}, "source": {},
@@ -270,7 +273,7 @@ var (
 		"lua":  {inline: []string{"-e"}, valued: []string{"-l"}},
 		"tsx":  {inline: []string{"-e", "--eval", "-p", "--print"}}, "ts-node": {inline: []string{"-e", "--eval", "-p", "--print"}},
 	}
-)
+}}
 
 // interpreted is the script word an interpreter named name runs given args, or nil.
 func (w *hookWalk) interpreted(name string, args []*syntax.Word, dir string) *syntax.Word {
@@ -278,7 +281,7 @@ func (w *hookWalk) interpreted(name string, args []*syntax.Word, dir string) *sy
 	if strings.HasPrefix(name, "python") && strings.Trim(name[len("python"):], "0123456789.") == "" {
 		key = "python"
 	}
-	in, ok := interpreters[key]
+	in, ok := interpreters.Get()[key]
 	if !ok {
 		return nil
 	}
