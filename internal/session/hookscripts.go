@@ -1,12 +1,12 @@
 package session
 
 import (
-	"github.com/keel-dev/keel/internal/lazy"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/plugin"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/toolpath"
