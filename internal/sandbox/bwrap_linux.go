@@ -247,7 +247,7 @@ func bwrapArgs(pl plan, exe string, setuid bool, firstFD int, files *int) []stri
 	bind("--ro-bind", pl.ReadOnly)
 	var dirs []string
 	for _, m := range pl.Masked {
-		if slices.ContainsFunc(dirs, func(d string) bool { return within(m, d) }) {
+		if withinAny(m, dirs) {
 			continue // under a masked directory already
 		}
 		fi, err := os.Lstat(m)

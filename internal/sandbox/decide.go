@@ -94,7 +94,7 @@ func (p Policy) Explain(command, output, dir string, refused []string) []string 
 			}
 			continue
 		}
-		readOnly := slices.ContainsFunc(p.ReadOnly, func(r string) bool { return within(path, r) })
+		readOnly := withinAny(path, p.ReadOnly)
 		if m[2] == "Is a directory" && !readOnly {
 			continue // a real directory; a placeholder for an absent protected file is one too
 		}

@@ -84,7 +84,7 @@ func inWritable(path string, writable []string) bool {
 	if err != nil {
 		return false
 	}
-	return slices.ContainsFunc(writable, func(w string) bool { return within(dir, w) })
+	return withinAny(dir, writable)
 }
 
 // maxGitConfig is the largest configuration file disarmConfig has git read: one of a

@@ -150,7 +150,7 @@ func patchPaths(dir string, paths []string) []string {
 				continue
 			}
 			path, _, _ := strings.Cut(rest, " b/")
-			if slices.ContainsFunc(paths, func(p string) bool { return path == p || strings.HasPrefix(path, p+"/") }) {
+			if withinAny(path, paths) {
 				out = append(out, path)
 			}
 		}

@@ -129,7 +129,7 @@ func guardedPaths(tree string, p Policy) []string {
 		if err != nil || rel == ".git" || strings.HasPrefix(rel, ".git/") {
 			continue
 		}
-		if slices.ContainsFunc(p.GitDirs, func(g string) bool { return within(ro, g) }) {
+		if withinAny(ro, p.GitDirs) {
 			continue
 		}
 		out = append(out, filepath.ToSlash(rel))
@@ -247,7 +247,7 @@ func gitEntries(gitDir, tree string, args ...string) ([]treeEntry, error) {
 func differing(tree string, paths []string, entries []treeEntry) []string {
 	var out []string
 	for _, e := range entries {
-		if e.mode == gitlinkMode || !slices.ContainsFunc(paths, func(p string) bool { return e.path == p || strings.HasPrefix(e.path, p+"/") }) {
+		if e.mode == gitlinkMode || !withinAny(e.path, paths) {
 			continue
 		}
 		if oid, ok := worktreeOID(filepath.Join(tree, filepath.FromSlash(e.path)), len(e.oid)); !ok || oid != e.oid {

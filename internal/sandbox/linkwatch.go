@@ -49,41 +49,57 @@ func (w *plantWatch) noteLinks(s *Sandbox, p Policy) {
 // roots, as the settings spelled those paths (p holds them resolved).
 func currentLinks(p Policy) map[string]linkMark {
 	links := map[string]linkMark{}
-	seen := map[string]bool{}
 	inRoot := func(d string) bool {
-		return !slices.Contains(p.Writable, d) && slices.ContainsFunc(p.Writable, func(r string) bool { return within(d, r) })
+		return !slices.Contains(p.Writable, d) && withinAny(d, p.Writable)
 	}
+	// Paths share their ancestors: where each name stands, and the link there if any, is
+	// looked up once.
+	locs, looked := map[string]string{}, map[string]bool{}
 	// A link's target may pass through more links (.claude -> config/claude, config -> shared):
-	// each target joins the paths walked, so every link of the chain is kept.
+	// each target, with the rest of the path, joins the paths walked, so every link of the
+	// chain is kept.
+	queued := map[string]bool{}
 	queue := slices.Clone(p.viaLinks)
-	for len(queue) > 0 && len(seen) < maxLinkWalk {
+	for _, r := range queue {
+		queued[r] = true
+	}
+	for len(queue) > 0 && len(queued) < maxLinkWalk {
 		r := queue[0]
 		queue = queue[1:]
 		for d := r; d != filepath.Dir(d); d = filepath.Dir(d) {
 			// Where the name d stands: its directory resolved, itself not. A name outside the
 			// writable roots is no command's to replace, but one above it may be.
-			loc := filepath.Join(resolvePath(filepath.Dir(d)), filepath.Base(d))
-			if seen[loc] || slices.Contains(p.Writable, loc) {
+			loc, ok := locs[d]
+			if !ok {
+				loc = filepath.Join(resolvePath(filepath.Dir(d)), filepath.Base(d))
+				locs[d] = loc
+			}
+			if slices.Contains(p.Writable, loc) {
 				break
 			}
-			seen[loc] = true
 			if !inRoot(loc) {
 				continue
 			}
-			fi, err := os.Lstat(loc)
-			if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			if !looked[loc] {
+				looked[loc] = true
+				if fi, err := os.Lstat(loc); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+					if target, err := os.Readlink(loc); err == nil {
+						links[loc] = linkMark{target: target, id: statString(loc)}
+					}
+				}
+			}
+			m, ok := links[loc]
+			if !ok {
 				continue
 			}
-			target, err := os.Readlink(loc)
-			if err != nil {
-				continue
-			}
-			links[loc] = linkMark{target: target, id: statString(loc)}
-			next := target
+			next := m.target
 			if !filepath.IsAbs(next) {
 				next = filepath.Join(filepath.Dir(loc), next)
 			}
-			queue = append(queue, filepath.Join(next, strings.TrimPrefix(r, d)))
+			if next = filepath.Join(next, strings.TrimPrefix(r, d)); !queued[next] {
+				queued[next] = true
+				queue = append(queue, next)
+			}
 		}
 	}
 	return links

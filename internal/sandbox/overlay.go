@@ -76,7 +76,7 @@ func cacheDir(state, path string) string {
 // always is.
 func (p Policy) cacheStateOverlap() string {
 	for _, w := range p.Writable {
-		readOnly := slices.ContainsFunc(p.ReadOnly, func(r string) bool { return within(p.CacheState, r) })
+		readOnly := withinAny(p.CacheState, p.ReadOnly)
 		switch {
 		case within(w, p.CacheState):
 			return fmt.Sprintf("keel's directory for their overlays (%s) holds the writable %s", p.CacheState, w)

@@ -70,7 +70,7 @@ func (p Policy) newPlan(dir string, argv []string, path string, extra []string) 
 		for _, d := range filepath.SplitList(path) {
 			d = filepath.Clean(d)
 			if !filepath.IsAbs(d) || d == "/tmp" || !within(d, "/tmp") || slices.Contains(pl.Visible, d) ||
-				slices.ContainsFunc(pl.Writable, func(w string) bool { return within(d, w) }) {
+				withinAny(d, pl.Writable) {
 				continue
 			}
 			if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
@@ -79,13 +79,13 @@ func (p Policy) newPlan(dir string, argv []string, path string, extra []string) 
 		}
 	}
 	for _, r := range p.ReadOnly {
-		if exists(r) && slices.ContainsFunc(pl.Writable, func(w string) bool { return within(r, w) }) {
+		if exists(r) && withinAny(r, pl.Writable) {
 			pl.ReadOnly = append(pl.ReadOnly, r)
 		}
 	}
 	for _, g := range p.Pinned {
 		if fi, err := os.Lstat(g); err == nil && fi.IsDir() && !slices.Contains(pl.Writable, g) &&
-			slices.ContainsFunc(pl.Writable, func(w string) bool { return within(g, w) }) {
+			withinAny(g, pl.Writable) {
 			pl.Pinned = append(pl.Pinned, g)
 		}
 	}
@@ -119,14 +119,11 @@ func (pl plan) ancestorsToPin() []string {
 	for _, g := range pl.Pinned {
 		done[g] = true
 	}
-	inside := func(d string, paths []string) bool {
-		return slices.ContainsFunc(paths, func(p string) bool { return within(d, p) })
-	}
 	var out []string
 	for _, r := range append(slices.Clone(pl.ReadOnly), pl.Masked...) {
-		for d := filepath.Dir(r); !done[d] && !slices.Contains(pl.Writable, d) && inside(d, pl.Writable); d = filepath.Dir(d) {
+		for d := filepath.Dir(r); !done[d] && !slices.Contains(pl.Writable, d) && withinAny(d, pl.Writable); d = filepath.Dir(d) {
 			done[d] = true
-			if inside(d, pl.ReadOnly) || inside(d, pl.Masked) {
+			if withinAny(d, pl.ReadOnly) || withinAny(d, pl.Masked) {
 				continue
 			}
 			fi, err := os.Lstat(d)

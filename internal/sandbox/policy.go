@@ -501,6 +501,11 @@ func (p Policy) Why(path string) string {
 	}
 }
 
+// withinAny reports whether path is one of roots or below one.
+func withinAny(path string, roots []string) bool {
+	return slices.ContainsFunc(roots, func(r string) bool { return within(path, r) })
+}
+
 // within reports whether path is root or below it.
 func within(path, root string) bool {
 	return path == root || strings.HasPrefix(path, strings.TrimSuffix(root, "/")+"/")
@@ -509,18 +514,18 @@ func within(path, root string) bool {
 // WritableAt reports whether a command may write path: below a writable root and not below an
 // always-read-only path.
 func (p Policy) WritableAt(path string) bool {
-	if !slices.ContainsFunc(p.Writable, func(r string) bool { return within(path, r) }) {
+	if !withinAny(path, p.Writable) {
 		return false
 	}
-	return !slices.ContainsFunc(p.ReadOnly, func(r string) bool { return within(path, r) })
+	return !withinAny(path, p.ReadOnly)
 }
 
 // MaskedAt reports whether path is masked from reads.
 func (p Policy) MaskedAt(path string) bool {
-	if slices.ContainsFunc(p.Unmasked, func(r string) bool { return within(path, r) }) {
+	if withinAny(path, p.Unmasked) {
 		return false
 	}
-	return slices.ContainsFunc(p.Masked, func(r string) bool { return within(path, r) })
+	return withinAny(path, p.Masked)
 }
 
 // Caches are the per-user toolchain caches keel keeps writable in workspace-write, so that
