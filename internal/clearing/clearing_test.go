@@ -42,14 +42,25 @@ func sentAt(c *Clearer, model string, input int64) {
 
 func TestStubText(t *testing.T) {
 	got := Stub("Read", json.RawMessage(`{ "file_path": "/p/a.go" }`), true)
-	want := `[Result cleared to save context: Read {"file_path":"/p/a.go"}. Call Read again to see it.]`
+	want := `[Cleared to save context: Read /p/a.go. Call Read again to see it.]`
 	if got != want {
 		t.Errorf("read-only stub:\n got %s\nwant %s", got, want)
 	}
-	got = Stub("Bash", json.RawMessage(`{"command":"go test ./..."}`), false)
-	want = `[Result cleared to save context: Bash {"command":"go test ./..."}. Calling Bash again reruns it, effects included: only if needed and safe.]`
+	got = Stub("Bash", json.RawMessage(`{"command":"go test ./...","description":"Run the tests"}`), false)
+	want = `[Cleared to save context: Bash go test ./.... Calling Bash again reruns it, effects included: only if needed and safe.]`
 	if got != want {
 		t.Errorf("stub of a call with effects:\n got %s\nwant %s", got, want)
+	}
+	// The other fields follow the identifying one; an input without one stays JSON.
+	got = Stub("Read", json.RawMessage(`{"file_path":"/p/a.go","offset":10,"limit":5}`), true)
+	want = `[Cleared to save context: Read /p/a.go {"limit":5,"offset":10}. Call Read again to see it.]`
+	if got != want {
+		t.Errorf("stub of a ranged read:\n got %s\nwant %s", got, want)
+	}
+	got = Stub("TodoWrite", json.RawMessage(`{"todos":[]}`), false)
+	want = `[Cleared to save context: TodoWrite {"todos":[]}. Calling TodoWrite again reruns it, effects included: only if needed and safe.]`
+	if got != want {
+		t.Errorf("stub of an input without a path or command:\n got %s\nwant %s", got, want)
 	}
 	long := Stub("Write", json.RawMessage(`{"content":"`+strings.Repeat("é", 400)+`"}`), false)
 	if !strings.Contains(long, "…") || len(long) > 600 {
@@ -61,7 +72,7 @@ func TestStubText(t *testing.T) {
 // Keep turns becomes a stub; the newest turns, errors, small results and the calls stay.
 func TestClearsOldResultsKeepsRecentOnes(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
-	c := New(Policy{Trigger: 5_000}, clk.now)
+	c := New(Policy{Trigger: 5_000, Keep: 3}, clk.now)
 	h := conversation(10, 4_000)
 	// Turn 2 failed and turn 3 read a small file: neither is worth a stub.
 	h[4].Content[0].IsError = true
@@ -88,7 +99,7 @@ func TestClearsOldResultsKeepsRecentOnes(t *testing.T) {
 		t.Errorf("From = %d, want 2", rep.From)
 	}
 	for _, i := range []int{2, 8, 14} {
-		want := fmt.Sprintf(`[Result cleared to save context: Read {"file_path":"/p/f%02d.go"}. Call Read again to see it.]`, i/2)
+		want := fmt.Sprintf(`[Cleared to save context: Read /p/f%02d.go. Call Read again to see it.]`, i/2)
 		if got := resultText(out[i]); got != want {
 			t.Errorf("message %d: %q, want %q", i, got, want)
 		}
@@ -124,7 +135,7 @@ func TestClearsOldResultsKeepsRecentOnes(t *testing.T) {
 // small batch does not, a large one does.
 func TestClearsOnlyWhenItPays(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
-	c := New(Policy{Trigger: 5_000}, clk.now)
+	c := New(Policy{Trigger: 5_000, Keep: 3}, clk.now)
 	few := conversation(6, 4_000) // three old results, three kept
 	sentAt(c, "m", 8_000)
 	clk.t = clk.t.Add(time.Minute)
@@ -150,6 +161,8 @@ func TestClearsOnlyWhenItPays(t *testing.T) {
 // are free moments.
 func TestTriggerAndFreeMoments(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	// Five results cleared against three kept turns need eight requests to repay their
+	// rewrite: not within six.
 	h := conversation(8, 4_000)
 
 	small := New(Policy{Trigger: 1_000_000}, clk.now)
@@ -158,7 +171,7 @@ func TestTriggerAndFreeMoments(t *testing.T) {
 		t.Errorf("cleared below the trigger: %+v", rep)
 	}
 
-	c := New(Policy{Trigger: 5_000}, clk.now)
+	c := New(Policy{Trigger: 5_000, Keep: 3, Payback: 6}, clk.now)
 	if _, rep := c.Clear(h, "m", readOnly); len(rep.Results) != 0 {
 		t.Errorf("the first request was taken for a free moment: %+v", rep)
 	}
@@ -174,7 +187,7 @@ func TestTriggerAndFreeMoments(t *testing.T) {
 		t.Errorf("after a reset: reason %q", rep.Reason)
 	}
 	// A one-hour cache does not lapse in six minutes.
-	hour := New(Policy{Trigger: 5_000}, clk.now)
+	hour := New(Policy{Trigger: 5_000, Keep: 3, Payback: 6}, clk.now)
 	hour.Sent(&provider.Request{Model: "m", System: []provider.SystemBlock{{Text: "s", CacheControl: &message.CacheControl{Type: "ephemeral", TTL: provider.TTL1h}}}}, 9_000)
 	clk.t = clk.t.Add(6 * time.Minute)
 	if _, rep := hour.Clear(h, "m", readOnly); len(rep.Results) != 0 {
@@ -187,7 +200,7 @@ func TestTriggerAndFreeMoments(t *testing.T) {
 // marks the same block as the one that cleared, and clears nothing more.
 func TestClearingCarriesOverToANewClearer(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
-	c := New(Policy{Trigger: 5_000}, clk.now)
+	c := New(Policy{Trigger: 5_000, Keep: 3}, clk.now)
 	sentAt(c, "m", 12_000)
 	clk.t = clk.t.Add(6 * time.Minute)
 	out, rep := c.Clear(conversation(10, 4_000), "m", readOnly)
@@ -202,7 +215,7 @@ func TestClearingCarriesOverToANewClearer(t *testing.T) {
 	}
 	last := rep.Results[len(rep.Results)-1]
 	m, b, ok := c.Mark(out)
-	resumed := New(Policy{Trigger: 5_000}, clk.now)
+	resumed := New(Policy{Trigger: 5_000, Keep: 3}, clk.now)
 	rm, rb, rok := resumed.Mark(out)
 	if !ok || m != last.Message || b != last.Block || rm != m || rb != b || !rok {
 		t.Errorf("marks: clearer %d/%d %v, resumed %d/%d %v, want the newest stub %d/%d", m, b, ok, rm, rb, rok, last.Message, last.Block)
@@ -220,5 +233,28 @@ func TestMarkFindsStubsOfEarlierVersions(t *testing.T) {
 	c := New(Policy{}, time.Now)
 	if m, b, ok := c.Mark(h); !ok || m != 4 || b != 0 {
 		t.Errorf("Mark = %d, %d, %v; want the old stub at 4, 0", m, b, ok)
+	}
+}
+
+// By default the newest two tool-result turns stay whole, and a context under 10,000 tokens
+// is left alone.
+func TestDefaultKeepsTwoTurns(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	c := New(Policy{}, clk.now)
+	h := conversation(8, 4_000)
+	sentAt(c, "m", 9_500)
+	clk.t = clk.t.Add(6 * time.Minute)
+	if _, rep := c.Clear(h, "m", readOnly); len(rep.Results) != 0 {
+		t.Fatalf("cleared under 10,000 tokens: %+v", rep)
+	}
+	sentAt(c, "m", 10_500)
+	clk.t = clk.t.Add(6 * time.Minute)
+	_, rep := c.Clear(h, "m", readOnly)
+	var cleared []int
+	for _, r := range rep.Results {
+		cleared = append(cleared, r.Message)
+	}
+	if diff := cmp.Diff([]int{2, 4, 6, 8, 10, 12}, cleared); diff != "" {
+		t.Errorf("cleared messages (-want +got):\n%s", diff)
 	}
 }
