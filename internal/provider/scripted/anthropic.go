@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // API names in [Recorded.API].
@@ -26,7 +27,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		status, msg = checkAnthropicHeaders(r)
 	}
 	if status == 0 {
-		if p, err = parseAnthropic(body, false); err != nil {
+		if p, err = parseAnthropic(body, false, betas(r)); err != nil {
 			status, msg = errStatus(err), err.Error()
 		}
 	}
@@ -47,14 +48,14 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.stream {
-		writeSSE(r.Context(), w, anthropicEvents(rep, d.rec.Cache), d.fault)
+		writeSSE(r.Context(), w, anthropicEvents(rep, d.rec.Cache, p.applied), d.fault)
 		return
 	}
 	if err := pace(r.Context(), w, d.fault, 0); err != nil {
 		return
 	}
 	finish(w, d.fault)
-	writeJSON(w, http.StatusOK, anthropicMessage(rep, d.rec.Cache))
+	writeJSON(w, http.StatusOK, anthropicMessage(rep, d.rec.Cache, p.applied))
 }
 
 func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
@@ -67,16 +68,12 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 		writeAnthropicError(w, status, msg)
 		return
 	}
-	p, err := parseAnthropic(body, true)
+	p, err := parseAnthropic(body, true, betas(r))
 	if err != nil {
 		writeAnthropicError(w, errStatus(err), err.Error())
 		return
 	}
-	total := 0
-	for _, b := range p.blocks {
-		total += b.tokens
-	}
-	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": total})
+	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": p.inputTokens()})
 }
 
 // checkAnthropicHeaders checks the headers loosely: any key is accepted, but one must be sent,
@@ -89,6 +86,20 @@ func checkAnthropicHeaders(r *http.Request) (int, string) {
 		return http.StatusBadRequest, "anthropic-version: header is required"
 	}
 	return 0, ""
+}
+
+// betas are the anthropic-beta header's values: several headers, or one with a comma-separated
+// list.
+func betas(r *http.Request) []string {
+	var out []string
+	for _, h := range r.Header.Values("anthropic-beta") {
+		for _, v := range strings.Split(h, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }
 
 func errStatus(err error) int {
@@ -297,19 +308,35 @@ func wireBlock(b replyBlock, full bool) any {
 }
 
 type anthropicMsgBody struct {
-	ID           string         `json:"id"`
-	Type         string         `json:"type"`
-	Role         string         `json:"role"`
-	Model        string         `json:"model"`
-	Content      []any          `json:"content"`
-	StopReason   *string        `json:"stop_reason"`
-	StopSequence *string        `json:"stop_sequence"`
-	Usage        anthropicUsage `json:"usage"`
+	ID                string                 `json:"id"`
+	Type              string                 `json:"type"`
+	Role              string                 `json:"role"`
+	Model             string                 `json:"model"`
+	Content           []any                  `json:"content"`
+	StopReason        *string                `json:"stop_reason"`
+	StopSequence      *string                `json:"stop_sequence"`
+	Usage             anthropicUsage         `json:"usage"`
+	ContextManagement *contextManagementBody `json:"context_management,omitempty"`
 }
 
-func anthropicMessage(rep *reply, acc CacheAccount) anthropicMsgBody {
+// contextManagementBody is a response's context_management: what the request's edits did.
+type contextManagementBody struct {
+	AppliedEdits []AppliedEdit `json:"applied_edits"`
+}
+
+// managementOf is the context_management of a response to a request that asked for
+// context editing (applied non-nil), else nil.
+func managementOf(applied []AppliedEdit) *contextManagementBody {
+	if applied == nil {
+		return nil
+	}
+	return &contextManagementBody{AppliedEdits: applied}
+}
+
+func anthropicMessage(rep *reply, acc CacheAccount, applied []AppliedEdit) anthropicMsgBody {
 	m := anthropicMsgBody{ID: rep.id, Type: "message", Role: "assistant", Model: rep.model,
-		Content: []any{}, StopReason: &rep.stopReason, Usage: usageOf(acc, rep.outputTokens)}
+		Content: []any{}, StopReason: &rep.stopReason, Usage: usageOf(acc, rep.outputTokens),
+		ContextManagement: managementOf(applied)}
 	if rep.webSearches > 0 {
 		m.Usage.ServerToolUse = &serverToolUse{WebSearchRequests: rep.webSearches}
 	}
@@ -335,8 +362,9 @@ func event(name string, v any) sseEvent {
 
 // anthropicEvents is the Messages API stream of rep, in the real order: message_start (usage
 // with output_tokens 1), per block content_block_start / deltas / content_block_stop with a
-// ping after the first start, message_delta (stop reason, final usage), message_stop.
-func anthropicEvents(rep *reply, acc CacheAccount) []sseEvent {
+// ping after the first start, message_delta (stop reason, final usage, context_management
+// when the request asked for context editing), message_stop.
+func anthropicEvents(rep *reply, acc CacheAccount, applied []AppliedEdit) []sseEvent {
 	type delta struct {
 		Type        string    `json:"type"`
 		Text        string    `json:"text,omitempty"`
@@ -350,7 +378,7 @@ func anthropicEvents(rep *reply, acc CacheAccount) []sseEvent {
 		Index int    `json:"index"`
 		Delta delta  `json:"delta"`
 	}
-	start := anthropicMessage(rep, acc)
+	start := anthropicMessage(rep, acc, nil)
 	start.Content = []any{}
 	start.StopReason = nil
 	start.Usage.OutputTokens = 1
@@ -409,13 +437,14 @@ func anthropicEvents(rep *reply, acc CacheAccount) []sseEvent {
 		final.ServerToolUse = &serverToolUse{WebSearchRequests: rep.webSearches}
 	}
 	evs = append(evs, event("message_delta", struct {
-		Type  string         `json:"type"`
-		Delta any            `json:"delta"`
-		Usage anthropicUsage `json:"usage"`
+		Type              string                 `json:"type"`
+		Delta             any                    `json:"delta"`
+		Usage             anthropicUsage         `json:"usage"`
+		ContextManagement *contextManagementBody `json:"context_management,omitempty"`
 	}{"message_delta", struct {
 		StopReason   string  `json:"stop_reason"`
 		StopSequence *string `json:"stop_sequence"`
-	}{rep.stopReason, nil}, final}))
+	}{rep.stopReason, nil}, final, managementOf(applied)}))
 	evs = append(evs, event("message_stop", map[string]string{"type": "message_stop"}))
 	return evs
 }

@@ -187,6 +187,23 @@
 // inlines them — so they join the cached prefix from there on and the tool list never changes.
 // A reference to a tool that is not deferred in the request is a 400.
 //
+// # Context editing
+//
+// A Messages request may carry the beta's context_management with a clear_tool_uses_20250919
+// edit (the anthropic-beta header context-management-2025-06-27 is required, else 400, as the
+// API answers; unknown fields, wrong types, negative values and a repeated edit are refused with
+// a 400 naming the field; the other edit types the API knows are refused as not implemented).
+// Like the API, the server keeps no state: on every request, once the unedited prompt exceeds
+// the trigger (input_tokens, default 100,000, or a count of tool_uses), every tool result but
+// those of the newest keep tool uses (default 3), and but those of exclude_tools, is replaced by
+// [ClearedToolResult] — with clear_tool_inputs the calls' inputs by {} too — unless that frees
+// fewer tokens than clear_at_least. The edit applies before the rules match and before the
+// cache accounting, which therefore sees the cleared prefix: a result cleared for the first
+// time rewrites the cache from its block on. The response carries
+// context_management.applied_edits (type, cleared_tool_uses, cleared_input_tokens; empty when
+// nothing was cleared) — in the message_delta event when streaming — and [Recorded.AppliedEdits]
+// the same.
+//
 // # Web search
 //
 // A web_search reply block needs a web_search tool (type web_search_20250305 or

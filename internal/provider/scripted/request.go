@@ -47,6 +47,9 @@ type parsed struct {
 	stream bool
 	// includeUsage is stream_options.include_usage of a chat-completions request.
 	includeUsage bool
+	// applied is what the request's context_management edits did (empty when none applied);
+	// nil when it asked for none.
+	applied []AppliedEdit
 }
 
 // requestError is a 400 invalid_request_error.
@@ -119,7 +122,9 @@ type anthropicRequest struct {
 	Tools        []json.RawMessage `json:"tools"`
 	Messages     []anthropicMsg    `json:"messages"`
 	CacheControl *cacheControl     `json:"cache_control"`
-	Thinking     *struct {
+	// ContextManagement is the beta's server-side context editing (contextedit.go).
+	ContextManagement json.RawMessage `json:"context_management"`
+	Thinking          *struct {
 		Type         string `json:"type"`
 		BudgetTokens *int   `json:"budget_tokens"`
 	} `json:"thinking"`
@@ -132,8 +137,10 @@ type anthropicMsg struct {
 
 // parseAnthropic checks a Messages API body the way the real API does for the features the
 // scripted model understands, and builds its view and cache blocks. countOnly skips the
-// max_tokens requirement of count_tokens.
-func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
+// max_tokens requirement of count_tokens; betas are the anthropic-beta header's values.
+// Context editing applies before anything else reads the prompt: the view and the cache
+// blocks are those of the edited prompt, as the model and the prompt cache see it.
+func parseAnthropic(body []byte, countOnly bool, betas []string) (*parsed, error) {
 	var req anthropicRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, badRequest("invalid JSON body: %v", err)
@@ -141,6 +148,38 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 	if err := checkAnthropic(&req, countOnly); err != nil {
 		return nil, err
 	}
+	cm, err := parseContextManagement(req.ContextManagement, betas)
+	if err != nil {
+		return nil, err
+	}
+	p, err := buildAnthropic(&req, req.Messages)
+	if err != nil || cm == nil {
+		return p, err
+	}
+	edited, applied, err := cm.apply(req.Messages, p.inputTokens())
+	if err != nil {
+		return nil, err
+	}
+	if len(applied) > 0 {
+		if p, err = buildAnthropic(&req, edited); err != nil {
+			return nil, err
+		}
+	}
+	p.applied = applied
+	return p, nil
+}
+
+// inputTokens is the whole prompt's token count.
+func (p *parsed) inputTokens() int {
+	n := 0
+	for _, b := range p.blocks {
+		n += b.tokens
+	}
+	return n
+}
+
+// buildAnthropic builds the view and cache blocks of a checked request whose messages are msgs.
+func buildAnthropic(req *anthropicRequest, msgs []anthropicMsg) (*parsed, error) {
 	p := &parsed{stream: req.Stream}
 	p.view.model = req.Model
 	p.view.thinking = req.Thinking != nil && req.Thinking.Type != "disabled"
@@ -151,7 +190,7 @@ func parseAnthropic(body []byte, countOnly bool) (*parsed, error) {
 	if err := p.anthropicSystem(req.System); err != nil {
 		return nil, err
 	}
-	if err := p.anthropicMessages(req.Messages, deferred); err != nil {
+	if err := p.anthropicMessages(msgs, deferred); err != nil {
 		return nil, err
 	}
 	if req.CacheControl != nil { // automatic caching: a breakpoint on the last block

@@ -46,6 +46,10 @@ type Recorded struct {
 	// Cache is the prompt-cache accounting. A request answered with an error status reads
 	// and writes nothing and adds no shared prefix, like a request the API refused.
 	Cache CacheAccount
+	// AppliedEdits is what the request's context editing did (its response's
+	// context_management.applied_edits): empty when no edit applied, nil when it asked for
+	// none. Cache accounts the edited prompt.
+	AppliedEdits []AppliedEdit
 }
 
 // Server is the scripted model: an [http.Handler] answering the Anthropic Messages API and
@@ -231,6 +235,7 @@ func (s *Server) decide(api string, r *http.Request, body []byte, p *parsed, rej
 		d.rec.Status, d.rec.Error = rejectStatus, rejectMsg
 	} else {
 		d.rec.Stream = p.stream
+		d.rec.AppliedEdits = p.applied
 		d.rule, d.rec.Rule = s.pick(d.rec.N, &p.view)
 		d.fault = d.rule.Fault
 		d.rec.Status = http.StatusOK

@@ -42,11 +42,11 @@ func TestDeferredToolsCountWhereReferenced(t *testing.T) {
 		}
 		return n
 	}
-	without, err := parseAnthropic(body([]string{searchEntry}), false)
+	without, err := parseAnthropic(body([]string{searchEntry}), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	with, err := parseAnthropic(body([]string{deferredDef, searchEntry}), false)
+	with, err := parseAnthropic(body([]string{deferredDef, searchEntry}), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +56,11 @@ func TestDeferredToolsCountWhereReferenced(t *testing.T) {
 	if diff := cmp.Diff([]string{"mcp__wx__forecast", "tool_search_tool_regex"}, with.view.tools); diff != "" {
 		t.Errorf("tools mismatch (-want +got):\n%s", diff)
 	}
-	unref, err := parseAnthropic(body([]string{deferredDef, searchEntry}, searchUse, searchResultJSON()), false)
+	unref, err := parseAnthropic(body([]string{deferredDef, searchEntry}, searchUse, searchResultJSON()), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := parseAnthropic(body([]string{deferredDef, searchEntry}, searchUse, searchResultJSON("mcp__wx__forecast")), false)
+	ref, err := parseAnthropic(body([]string{deferredDef, searchEntry}, searchUse, searchResultJSON("mcp__wx__forecast")), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestDeferredToolErrors(t *testing.T) {
 		"unknown reference":      body([]string{deferredDef, searchEntry}, searchUse, searchResultJSON("mcp__nope")),
 		"breakpoint on deferred": body([]string{strings.TrimSuffix(deferredDef, "}") + `,"cache_control":{"type":"ephemeral"}}`, searchEntry}),
 	} {
-		if _, err := parseAnthropic(b, false); err == nil {
+		if _, err := parseAnthropic(b, false, nil); err == nil {
 			t.Errorf("%s: want a 400", name)
 		}
 	}
@@ -86,7 +86,7 @@ func TestDeferredToolErrors(t *testing.T) {
 // search tool, are a client-side tool search (Claude Code's ToolSearch), which the API takes.
 func TestClientSideToolSearchIsAccepted(t *testing.T) {
 	search := `{"name":"ToolSearch","description":"Find deferred tools.","input_schema":{"type":"object"}}`
-	p, err := parseAnthropic(body([]string{search, deferredDef}), false)
+	p, err := parseAnthropic(body([]string{search, deferredDef}), false, nil)
 	if err != nil {
 		t.Fatalf("client-side tool search refused: %v", err)
 	}
@@ -111,7 +111,7 @@ func TestToolSearchReply(t *testing.T) {
 	}
 	var starts []string
 	input := ""
-	for _, ev := range anthropicEvents(rep, CacheAccount{}) {
+	for _, ev := range anthropicEvents(rep, CacheAccount{}, nil) {
 		var e struct {
 			Type         string          `json:"type"`
 			Index        int             `json:"index"`
@@ -155,11 +155,11 @@ func TestNewDeferredToolKeepsThePrefix(t *testing.T) {
 	read := `{"name":"Read","input_schema":{"type":"object"}}`
 	search := `{"type":"tool_search_tool_regex_20251119","name":"tool_search_tool_regex","cache_control":{"type":"ephemeral"}}`
 	other := `{"name":"mcp__a__new","input_schema":{"type":"object"},"defer_loading":true}`
-	before, err := parseAnthropic(body([]string{read, deferredDef, search}), false)
+	before, err := parseAnthropic(body([]string{read, deferredDef, search}), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := parseAnthropic(body([]string{read, other, deferredDef, search}), false)
+	after, err := parseAnthropic(body([]string{read, other, deferredDef, search}), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
