@@ -47,6 +47,21 @@ type Request struct {
 	CacheSource string
 	// Metadata the API accepts verbatim (e.g. user_id); kept in sorted-key order when encoded.
 	Metadata map[string]string
+	// ClearToolResults, when set, asks the provider to clear old tool results itself before
+	// the model sees the prompt (Anthropic's context editing). Only a provider that reports
+	// the ability ([SupportsToolResultClearing]) may be sent one.
+	ClearToolResults *ToolResultClearing
+}
+
+// ToolResultClearing is the provider's own clearing of stale tool results: once the prompt
+// passes Trigger input tokens, the result of every tool use but the newest Keep is replaced
+// by a placeholder, unless that frees fewer than ClearAtLeast tokens. The provider applies it
+// to the whole history of every request it is sent with, so the history the client keeps and
+// sends stays whole.
+type ToolResultClearing struct {
+	Trigger      int64
+	Keep         int
+	ClearAtLeast int64
 }
 
 // BlockRef names one content block of a request's messages, by message and block index.
@@ -125,6 +140,10 @@ type Done struct {
 	Usage      message.Usage
 	Model      string
 	RequestID  string
+	// ClearedToolUses and ClearedInputTokens say what the provider's own clearing
+	// ([Request.ClearToolResults]) removed from this request's prompt: zero when it cleared
+	// nothing or was not asked to.
+	ClearedToolUses, ClearedInputTokens int64
 }
 
 func (TextDelta) providerEvent()     {}

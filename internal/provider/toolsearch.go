@@ -82,3 +82,16 @@ func SupportsServerWebSearch(p Provider) bool {
 	}
 	return false
 }
+
+// ToolResultClearer is a provider whose API clears old tool results itself when a request
+// asks it to ([Request.ClearToolResults]).
+type ToolResultClearer interface {
+	ClearsToolResults() bool
+}
+
+// SupportsToolResultClearing reports whether p, or a provider it wraps, clears tool results
+// server-side.
+func SupportsToolResultClearing(p Provider) bool {
+	c, ok := capability[ToolResultClearer](p)
+	return ok && c.ClearsToolResults()
+}

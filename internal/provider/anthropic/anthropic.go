@@ -133,6 +133,10 @@ func (p *Provider) NativeToolSearch() string { return ToolSearchToolName }
 // HelperModel is the haiku-class model behind the "haiku" alias, for tools' own requests.
 func (p *Provider) HelperModel() string { return models.Builtins().Resolve("haiku") }
 
+// ClearsToolResults reports that the Messages API clears old tool results itself (context
+// editing, a beta): a request's ClearToolResults is sent as its clear_tool_uses edit.
+func (p *Provider) ClearsToolResults() bool { return true }
+
 // ServerWebSearch reports that the Messages API runs web searches itself (the web_search
 // server tool), so WebSearch needs no search service of its own.
 func (p *Provider) ServerWebSearch() bool { return true }
@@ -146,7 +150,11 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request) iter.Seq2[
 			yield(nil, err)
 			return
 		}
-		raw, err := p.post(ctx, body)
+		beta := ""
+		if req.ClearToolResults != nil {
+			beta = ContextManagementBeta
+		}
+		raw, err := p.post(ctx, body, beta)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -200,8 +208,9 @@ func (p *Provider) Stream(ctx context.Context, req *provider.Request) iter.Seq2[
 	}
 }
 
-// post sends the body; an error status becomes a [*provider.StatusError] with a hint.
-func (p *Provider) post(ctx context.Context, body []byte) (*http.Response, error) {
+// post sends the body, with beta (if not empty) as its anthropic-beta header; an error status
+// becomes a [*provider.StatusError] with a hint.
+func (p *Provider) post(ctx context.Context, body []byte, beta string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+"/v1/messages", bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("anthropic request: %w", err)
@@ -209,6 +218,9 @@ func (p *Provider) post(ctx context.Context, body []byte) (*http.Response, error
 	req.Header.Set("content-type", "application/json")
 	req.Header.Set("accept", "text/event-stream")
 	req.Header.Set("anthropic-version", apiVersion)
+	if beta != "" {
+		req.Header.Set("anthropic-beta", beta)
+	}
 	if p.apiKey != "" {
 		req.Header.Set("x-api-key", p.apiKey)
 	} else {

@@ -77,8 +77,31 @@ func EncodeRequest(req *provider.Request, model string) ([]byte, error) {
 		}
 		w.raw(`}`)
 	}
+	if c := req.ClearToolResults; c != nil {
+		w.contextManagement(c)
+	}
 	w.raw(`,"stream":true}`)
 	return w.buf, nil
+}
+
+// ContextManagementBeta is the anthropic-beta value a request with context_management needs.
+const ContextManagementBeta = "context-management-2025-06-27"
+
+// ClearToolUsesEdit is the context-editing strategy that clears old tool results.
+const ClearToolUsesEdit = "clear_tool_uses_20250919"
+
+// contextManagement writes the clear_tool_uses edit of c. A zero Trigger leaves the API's
+// default (100,000 input tokens); a zero ClearAtLeast none.
+func (w *writer) contextManagement(c *provider.ToolResultClearing) {
+	w.raw(`,"context_management":{"edits":[{"type":"` + ClearToolUsesEdit + `"`)
+	if c.Trigger > 0 {
+		w.raw(`,"trigger":{"type":"input_tokens","value":` + strconv.FormatInt(c.Trigger, 10) + `}`)
+	}
+	w.raw(`,"keep":{"type":"tool_uses","value":` + strconv.Itoa(c.Keep) + `}`)
+	if c.ClearAtLeast > 0 {
+		w.raw(`,"clear_at_least":{"type":"input_tokens","value":` + strconv.FormatInt(c.ClearAtLeast, 10) + `}`)
+	}
+	w.raw(`}]}`)
 }
 
 // ToolSearchTool is the server-side tool search entry sent after the tools whenever one of

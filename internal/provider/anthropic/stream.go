@@ -17,9 +17,10 @@ type wireEvent struct {
 	Type    string `json:"type"`
 	Index   int    `json:"index"`
 	Message *struct {
-		ID    string    `json:"id"`
-		Model string    `json:"model"`
-		Usage wireUsage `json:"usage"`
+		ID                string                 `json:"id"`
+		Model             string                 `json:"model"`
+		Usage             wireUsage              `json:"usage"`
+		ContextManagement *wireContextManagement `json:"context_management"`
 	} `json:"message"`
 	// ContentBlock stays raw until content_block_start reads it: a server tool's block is
 	// kept as sent (see message.Block.Raw).
@@ -35,6 +36,33 @@ type wireEvent struct {
 		Citation json.RawMessage `json:"citation"`
 	} `json:"delta"`
 	Usage *wireUsage `json:"usage"`
+	// ContextManagement is what the request's context editing did (message_delta).
+	ContextManagement *wireContextManagement `json:"context_management"`
+}
+
+// wireContextManagement is a response's context_management: the edits the API applied to the
+// request's prompt before the model saw it.
+type wireContextManagement struct {
+	AppliedEdits []struct {
+		Type               string `json:"type"`
+		ClearedToolUses    int64  `json:"cleared_tool_uses"`
+		ClearedInputTokens int64  `json:"cleared_input_tokens"`
+	} `json:"applied_edits"`
+}
+
+// setCleared takes the tool-result clearing a context_management reports; a later report
+// replaces an earlier one.
+func (a *assembler) setCleared(cm *wireContextManagement) {
+	if cm == nil {
+		return
+	}
+	a.clearedUses, a.clearedTokens = 0, 0
+	for _, e := range cm.AppliedEdits {
+		if e.Type == ClearToolUsesEdit {
+			a.clearedUses += e.ClearedToolUses
+			a.clearedTokens += e.ClearedInputTokens
+		}
+	}
 }
 
 type wireBlock struct {
@@ -97,6 +125,8 @@ type assembler struct {
 	requestID string
 	started   bool // message_start was seen
 	stopped   bool
+	// clearedUses and clearedTokens are what the API's context editing cleared.
+	clearedUses, clearedTokens int64
 }
 
 // malformed is an event that does not fit the stream: retried like a dropped connection.
@@ -125,6 +155,7 @@ func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
 		if ev.Message != nil {
 			a.model = ev.Message.Model
 			ev.Message.Usage.mergeInto(&a.usage)
+			a.setCleared(ev.Message.ContextManagement)
 		}
 	case "content_block_start":
 		return a.blockStart(ev)
@@ -139,6 +170,7 @@ func (a *assembler) add(ev *wireEvent) ([]provider.Event, error) {
 		if ev.Usage != nil {
 			ev.Usage.mergeInto(&a.usage)
 		}
+		a.setCleared(ev.ContextManagement)
 	case "message_stop":
 		a.stopped = true
 	}
@@ -305,6 +337,9 @@ func (a *assembler) done() provider.Done {
 		Usage:      a.usage,
 		Model:      a.model,
 		RequestID:  a.requestID,
+
+		ClearedToolUses:    a.clearedUses,
+		ClearedInputTokens: a.clearedTokens,
 	}
 }
 
