@@ -7,7 +7,10 @@
 // Use one [Watcher] per agent: call Observe with each request before sending it and Report
 // with the usage of its response. Compaction and /clear call Announce first, so the fresh
 // prefix they create is not reported; clearing old tool results calls Declare, which excuses
-// the changed messages only.
+// the changed messages only. When the provider clears old tool results itself, the history
+// sent does not change but the prompt the provider caches does: ProviderCleared, told what
+// each response says was cleared, excuses the short cache read of a response whose provider
+// cleared a different number of results than the one before.
 package cachewatch
 
 import (
@@ -117,6 +120,11 @@ type Watcher struct {
 	gap    time.Duration
 	ttl    time.Duration
 	totals Totals
+	// providerCleared is the number of tool results the provider said it cleared from the
+	// last response's prompt; providerChanged says the response being reported cleared a
+	// different number.
+	providerCleared int64
+	providerChanged bool
 }
 
 // New returns a Watcher for one agent.
@@ -154,6 +162,19 @@ func (w *Watcher) Declare(from int, reason string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.declared = &declaration{from: from, reason: reason}
+}
+
+// ProviderCleared says, before [Watcher.Report] gets the usage of a response, how many tool
+// results the provider cleared from that request's prompt itself (Anthropic's context
+// editing). The provider keeps no state: it clears every request's whole history anew, so
+// while the number stays the same the prompt it caches keeps its prefix, and when the number
+// changes the prompt changed from the first newly cleared result on — on purpose, like a
+// declared clearing: the response's short cache read is not a break.
+func (w *Watcher) ProviderCleared(toolUses int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.providerChanged = toolUses != w.providerCleared
+	w.providerCleared = toolUses
 }
 
 // Observe compares req, about to be sent, with the previous request and returns the breaks
@@ -227,6 +248,13 @@ func (w *Watcher) Report(u message.Usage) []Break {
 	expect := w.expect
 	w.expect = 0
 	w.lastInput = u.TotalInput()
+	if w.providerChanged {
+		w.providerChanged = false
+		if expect != 0 {
+			w.totals.Declared++
+			return nil
+		}
+	}
 	if expect == 0 || float64(u.CacheReadInputTokens) >= float64(expect)*(1-readTolerance) {
 		return nil
 	}

@@ -303,3 +303,40 @@ func TestDeclaredClearing(t *testing.T) {
 		t.Errorf("totals: declared %d, breaks %d; want 2, 3", tot.Declared, tot.Breaks)
 	}
 }
+
+// The provider's own clearing leaves the history alone: the short read of a response whose
+// provider cleared more results than the one before is declared, not a break; the same short
+// read with the same number cleared is one.
+func TestProviderClearing(t *testing.T) {
+	w := New(Options{})
+	r := next(base(), 1)
+	send := func(cleared int64, u message.Usage) []string {
+		t.Helper()
+		r = next(r, len(r.Messages))
+		if got := w.Observe(r, sections); got != nil {
+			t.Fatalf("observe reported %v: the history did not change", strs(got))
+		}
+		w.ProviderCleared(cleared)
+		return strs(w.Report(u))
+	}
+	send(0, message.Usage{InputTokens: 10, CacheCreationInputTokens: 6000})
+	// The provider starts clearing: the prompt it caches changed from the first result on.
+	if got := send(3, message.Usage{InputTokens: 10, CacheReadInputTokens: 1200, CacheCreationInputTokens: 3000}); got != nil {
+		t.Errorf("the provider's first clearing reported %v", got)
+	}
+	// One result more cleared: the prompt changed from that result on.
+	if got := send(4, message.Usage{InputTokens: 10, CacheReadInputTokens: 3100, CacheCreationInputTokens: 900}); got != nil {
+		t.Errorf("one result more cleared reported %v", got)
+	}
+	// The same results cleared: the whole previous prompt must be read.
+	if got := send(4, message.Usage{InputTokens: 10, CacheReadInputTokens: 4010, CacheCreationInputTokens: 300}); got != nil {
+		t.Errorf("a full read reported %v", got)
+	}
+	want := []string{"cache: read 1000 cached tokens, expected 4320 from the unchanged prefix"}
+	if got := send(4, message.Usage{InputTokens: 10, CacheReadInputTokens: 1000, CacheCreationInputTokens: 3400}); !cmp.Equal(got, want) {
+		t.Errorf("a short read with nothing more cleared: got %v, want %v", got, want)
+	}
+	if tot := w.Totals(); tot.Declared != 2 || tot.Breaks != 1 {
+		t.Errorf("totals: declared %d, breaks %d; want 2, 1", tot.Declared, tot.Breaks)
+	}
+}

@@ -79,6 +79,16 @@ func (p Policy) withDefaults() Policy {
 	return p
 }
 
+// ProviderEdit is the provider's own clearing with the policy's thresholds, for a session
+// that leaves clearing to the provider: the same trigger, as many tool uses kept as the
+// policy keeps tool-result turns (the API counts uses, and keeps no turn structure), and
+// MinFree as the fewest tokens a clearing must free. Payback and MinResult have no
+// counterpart: the provider clears on every request past the trigger, results of any size.
+func (p Policy) ProviderEdit() *provider.ToolResultClearing {
+	p = p.withDefaults()
+	return &provider.ToolResultClearing{Trigger: p.Trigger, Keep: p.Keep, ClearAtLeast: p.MinFree}
+}
+
 // StubPrefix opens every stub, so a result cleared once is never cleared again. A stub is
 // read in every later request, so its fixed words are few: the call it replaces stands just
 // before it with the same name and input.

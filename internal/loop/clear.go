@@ -132,3 +132,28 @@ func mergedIndex(history []message.Message, i int) int {
 	}
 	return n
 }
+
+// providerMark locates, among msgs (as sent), the result of the newest tool use the provider's
+// own clearing clears — the one before the newest keep — or nil when there is none. The
+// provider applies its clearing to every request anew, so that result stays cleared in every
+// later request: a breakpoint on it leaves a cache entry the next request, which clears one
+// result more, reads up to. Without it the next request would find no entry of the edited
+// prefix within the provider's lookback and write the whole conversation again. Before the
+// provider starts clearing the mark costs nothing: it splits the write, it adds none.
+func providerMark(msgs []message.Message, keep int) *provider.BlockRef {
+	var results []provider.BlockRef
+	for i, m := range msgs {
+		if m.Role != message.RoleUser {
+			continue
+		}
+		for j, b := range m.Content {
+			if b.Type == message.TypeToolResult {
+				results = append(results, provider.BlockRef{Message: i, Block: j})
+			}
+		}
+	}
+	if len(results) <= keep {
+		return nil
+	}
+	return &results[len(results)-keep-1]
+}

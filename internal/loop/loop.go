@@ -43,6 +43,13 @@ type CacheWatcher interface {
 	AfterResponse(u message.Usage) []event.CacheBreak
 }
 
+// ProviderClearDeclarer is a [CacheWatcher] that can be told, before the usage of a response,
+// how many tool results the provider cleared from that request's prompt: when the number
+// changes, the provider rewrote the prompt from the first newly cleared result on, on purpose.
+type ProviderClearDeclarer interface {
+	ProviderCleared(toolUses int64)
+}
+
 // BreakDeclarer is a [CacheWatcher] that can be told of a prefix change made on purpose: the
 // messages from index from on (as sent, merged) change in the next request.
 type BreakDeclarer interface {
@@ -133,6 +140,11 @@ type Agent struct {
 	// its threshold and clearing pays (package clearing); Watch is told first, when it is a
 	// [BreakDeclarer].
 	Clear *clearing.Clearer
+	// ClearByProvider, if set, asks the provider to clear old tool results itself, on every
+	// request (Anthropic's context editing); the history keel keeps and sends stays whole.
+	// Watch is told what each response says was cleared, when it is a
+	// [ProviderClearDeclarer]. Set it or Clear, not both.
+	ClearByProvider *provider.ToolResultClearing
 
 	// mu guards saved.
 	mu    sync.Mutex

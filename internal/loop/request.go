@@ -39,6 +39,12 @@ func (a *Agent) assemble(ctx context.Context, history []message.Message, pool *t
 		Source:       a.Source,
 		SharedPrefix: stable,
 	}
+	if c := a.ClearByProvider; c != nil {
+		req.ClearToolResults = c
+		if req.SharedPrefix == nil {
+			req.SharedPrefix = providerMark(req.Messages, c.Keep)
+		}
+	}
 	if a.Prepare != nil {
 		a.Prepare(req)
 	}
@@ -129,6 +135,9 @@ func (a *Agent) stream(ctx context.Context, req *provider.Request, sys System, o
 			out.lastUsage = ev.Usage
 			out.StopReason = ev.StopReason
 			if a.Watch != nil {
+				if d, ok := a.Watch.(ProviderClearDeclarer); ok && req.ClearToolResults != nil {
+					d.ProviderCleared(ev.ClearedToolUses)
+				}
 				a.emitBreaks(a.Watch.AfterResponse(ev.Usage))
 			}
 			done := event.AssistantMessage{Origin: a.Origin, Message: reply, StopReason: ev.StopReason,

@@ -14,6 +14,8 @@ import (
 	"github.com/keel-dev/keel/internal/loop"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/provider"
+	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/subagent"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/transcript"
@@ -146,7 +148,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 		FanOut:   s.FanOuts().agent,
 		Seams: subagent.Seams{Validator: s.validator, Meter: &s.acct.spend, Check: s.acct.budgetCheck, Threshold: s.compaction.ThresholdFor,
 			Breakpoints: s.compaction.Breakpoints, Now: s.opts.Now, Traceparent: s.tel.traceparent, Environ: s.plug.Environ,
-			NoClearing: s.settings.ClearToolResults.IsSet() && !s.settings.ClearToolResults.V},
+			NoClearing: s.settings.ClearToolResults.V == settings.ClearingOff, ProviderClearing: s.providerClearing()},
 	})
 	s.agents = &Agents{tasks: tasks, queue: queue, runner: runner, detached: s.opts.DetachedFrom != "",
 		team: s.teams.Current, teamWait: s.teams.Wait, logger: s.logger}
@@ -166,6 +168,22 @@ func (a *Agents) Background(ctx context.Context) error {
 }
 
 // setMainParent gives the runner the main thread as the parent of the agents it starts.
+// providerClearing says whether the settings leave the clearing of stale tool results to the
+// provider ("clearToolResults": "provider") and the provider can do it; one that cannot
+// leaves it to keel's own clearing, with a notice saying so.
+func (s *Session) providerClearing() bool {
+	v := s.settings.ClearToolResults
+	if v.V != settings.ClearingProvider {
+		return false
+	}
+	if provider.SupportsToolResultClearing(s.opts.Provider) {
+		return true
+	}
+	s.notices = append(s.notices, event.Notice{Level: "warn",
+		Text: fmt.Sprintf(`clearToolResults "provider" (%s): this provider does not clear tool results itself; keel clears them`, v.From)})
+	return false
+}
+
 func (s *Session) setMainParent() {
 	s.agents.runner.SetMain(subagent.Parent{
 		Model: s.switches.Model(), MaxTokens: s.opts.MaxTokens, System: s.conf.systemPrompt,

@@ -18,6 +18,15 @@ var PermissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "byp
 // and keel's process (separate processes without tmux).
 var TeammateModes = []string{"in-process", "tmux", "auto", "process"}
 
+// The clearToolResults values, as [Settings.ClearToolResults] holds them: keel's own clearing
+// (true, the default), none (false), or the provider's ("provider": Anthropic's context
+// editing, where the provider has it).
+const (
+	ClearingKeel     = "keel"
+	ClearingOff      = "off"
+	ClearingProvider = "provider"
+)
+
 // Settings is the merged result of every source, each value with its origin. Lists hold the
 // union of all sources, highest priority first; a scalar holds the highest source's value.
 //
@@ -44,9 +53,11 @@ type Settings struct {
 	// AutoCompactThreshold is the percentage (1–100) of the context window at which the
 	// conversation is compacted.
 	AutoCompactThreshold Value[float64]
-	// ClearToolResults switches the clearing of stale tool results (old results replaced by
-	// stubs once the context grows, when that saves cost) on or off; on when unset.
-	ClearToolResults Value[bool]
+	// ClearToolResults says who clears stale tool results (old results replaced by stubs
+	// once the context grows, when that saves cost): keel ([ClearingKeel], the file's true,
+	// and the default when unset), nobody ([ClearingOff], false) or the provider
+	// ([ClearingProvider], "provider").
+	ClearToolResults Value[string]
 	// WebSearch picks the WebSearch tool's backend.
 	WebSearch WebSearch
 	// LSPServers are the language servers by name; edits are checked with them.
@@ -116,7 +127,7 @@ var keyTable = lazy.Value[[]keyDef]{New: func() []keyDef {
 		scalar("teammateMode", func(s *Settings) *Value[string] { return &s.TeammateMode }, decOneOf(TeammateModes...)),
 		list("cacheTTL1h", func(s *Settings) *[]Value[string] { return &s.CacheTTL1h }, decPattern),
 		scalar("autoCompactThreshold", func(s *Settings) *Value[float64] { return &s.AutoCompactThreshold }, decNumberIn(1, 100, "a percentage of the context window")),
-		scalar("clearToolResults", func(s *Settings) *Value[bool] { return &s.ClearToolResults }, decBool),
+		scalar("clearToolResults", func(s *Settings) *Value[string] { return &s.ClearToolResults }, decClearing),
 		webSearchKey(),
 		lspKey(),
 		coordinationKey(),

@@ -204,6 +204,18 @@ func TestProblems(t *testing.T) {
 			model: "m",
 		},
 		{
+			name:    "bad clearToolResults",
+			content: "{\"model\": \"m\",\n \"clearToolResults\": \"server\"}",
+			want:    []string{`settings.json:2:22: clearToolResults "server" is not one of true, false or "provider"`},
+			model:   "m",
+		},
+		{
+			name:    "clearToolResults a number",
+			content: `{"model": "m", "clearToolResults": 1}`,
+			want:    []string{`settings.json:1:36: clearToolResults is a number, want true, false or "provider"`},
+			model:   "m",
+		},
+		{
 			name:    "unknown keys kept",
 			content: `{"$schema": "x", "model": "m", "spinnerVerbs": {"mode": "replace"}, "permissions": {"disableBypassPermissionsMode": "disable"}}`,
 			want: []string{
@@ -454,5 +466,25 @@ func TestUntrustedWorkspaceOnlyNarrows(t *testing.T) {
 	s, _ = Load(l.options())
 	if s.Permissions.DefaultMode.V != "bypassPermissions" || len(s.Ignored) != 0 {
 		t.Errorf("trusted: mode %q, ignored %v", s.Permissions.DefaultMode.V, s.Ignored)
+	}
+}
+
+// clearToolResults takes the boolean it always took and "provider"; every form lands on one
+// of the three values the session reads.
+func TestClearToolResultsValues(t *testing.T) {
+	for content, want := range map[string]string{
+		`{}`:                               "",
+		`{"clearToolResults": true}`:       ClearingKeel,
+		`{"clearToolResults": false}`:      ClearingOff,
+		`{"clearToolResults": "provider"}`: ClearingProvider,
+		`{"clearToolResults": "keel"}`:     ClearingKeel,
+		`{"clearToolResults": "off"}`:      ClearingOff,
+	} {
+		l := newLayout(t)
+		l.write(t, l.files()["project"], content)
+		s, _ := Load(l.options())
+		if s.ClearToolResults.V != want || len(s.Problems) != 0 {
+			t.Errorf("%s: clearToolResults %q (problems %v), want %q", content, s.ClearToolResults.V, s.Problems, want)
+		}
 	}
 }

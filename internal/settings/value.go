@@ -81,6 +81,31 @@ func decBool(f *fileCtx, key string, n *node) (bool, bool) {
 	return string(n.raw) == "true", true
 }
 
+// decClearing reads clearToolResults: true or false, or "provider" for the provider's own
+// clearing ("keel" and "off" say true and false in words).
+func decClearing(f *fileCtx, key string, n *node) (string, bool) {
+	const valid = `true, false or "provider"`
+	switch n.kind {
+	case kindBool:
+		if string(n.raw) == "true" {
+			return ClearingKeel, true
+		}
+		return ClearingOff, true
+	case kindString:
+		var s string
+		if json.Unmarshal(n.raw, &s) == nil {
+			switch s {
+			case ClearingProvider, ClearingKeel, ClearingOff:
+				return s, true
+			}
+		}
+		f.errorf(n.off, "%s %s is not one of %s", key, n.raw, valid)
+		return "", false
+	}
+	wrongType(f, key, n, valid)
+	return "", false
+}
+
 func decNumberIn(lo, hi float64, what string) decoder[float64] {
 	return func(f *fileCtx, key string, n *node) (float64, bool) {
 		var v float64

@@ -54,6 +54,9 @@ type Seams struct {
 	// NoClearing turns it off.
 	Clearing   clearing.Policy
 	NoClearing bool
+	// ProviderClearing has the provider clear them instead (its thresholds from Clearing);
+	// set only for a provider that can ([provider.SupportsToolResultClearing]).
+	ProviderClearing bool
 }
 
 // AgentSpec is what differs between agents: their kind and what they inherit or are given.
@@ -124,6 +127,9 @@ func (r *Runner) NewAgent(s AgentSpec) *loop.Agent {
 		Meter: r.cfg.Seams.Meter, Traceparent: r.cfg.Seams.Traceparent, Environ: r.cfg.Seams.Environ,
 		Clear: r.clearer(s.Watch),
 	}
+	if r.cfg.Seams.ProviderClearing && !r.cfg.Seams.NoClearing {
+		a.ClearByProvider = r.cfg.Seams.Clearing.ProviderEdit()
+	}
 	c := compact.New(compact.Config{
 		Provider: r.cfg.Provider, Meter: r.cfg.Seams.Meter,
 		Threshold: func() int64 {
@@ -182,7 +188,7 @@ func (r *Runner) NewAgent(s AgentSpec) *loop.Agent {
 // main agent, rebuilt for every Send) keeps its clearer with it: both describe the same cached
 // prefix, and the clearer must know when the previous Send's request went out.
 func (r *Runner) clearer(w *cachewatch.Watcher) *clearing.Clearer {
-	if r.cfg.Seams.NoClearing {
+	if r.cfg.Seams.NoClearing || r.cfg.Seams.ProviderClearing {
 		return nil
 	}
 	if w == nil {
