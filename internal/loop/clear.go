@@ -133,13 +133,14 @@ func mergedIndex(history []message.Message, i int) int {
 	return n
 }
 
-// providerMark locates, among msgs (as sent), the result of the newest tool use the provider's
-// own clearing clears — the one before the newest keep — or nil when there is none. The
-// provider applies its clearing to every request anew, so that result stays cleared in every
-// later request: a breakpoint on it leaves a cache entry the next request, which clears one
-// result more, reads up to. Without it the next request would find no entry of the edited
-// prefix within the provider's lookback and write the whole conversation again. Before the
-// provider starts clearing the mark costs nothing: it splits the write, it adds none.
+// providerMark locates, among msgs (as sent), the last block before the result of the oldest
+// tool use the provider's own clearing keeps (the keep newest are kept), or nil when there is
+// none. The provider applies its clearing to every request anew, so everything up to that
+// block is the same in the next request, which clears one result more — that result — and a
+// breakpoint there leaves a cache entry the next request reads up to. Without it the next
+// request would find no entry of the edited prefix within the provider's lookback and write
+// the whole conversation again. Before the provider starts clearing the mark costs nothing:
+// it splits the write, it adds none.
 func providerMark(msgs []message.Message, keep int) *provider.BlockRef {
 	var results []provider.BlockRef
 	for i, m := range msgs {
@@ -152,8 +153,20 @@ func providerMark(msgs []message.Message, keep int) *provider.BlockRef {
 			}
 		}
 	}
-	if len(results) <= keep {
+	if keep <= 0 || len(results) < keep {
 		return nil
 	}
-	return &results[len(results)-keep-1]
+	at := results[len(results)-keep]
+	for {
+		at.Block--
+		for at.Block < 0 {
+			if at.Message--; at.Message < 0 {
+				return nil
+			}
+			at.Block = len(msgs[at.Message].Content) - 1
+		}
+		if provider.LastMarkable(msgs[at.Message].Content[at.Block:at.Block+1]) == 0 {
+			return &at
+		}
+	}
 }

@@ -117,3 +117,106 @@ func jsonText(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
 }
+
+// With the provider's own clearing the agent sends the whole history with the edit on every
+// request and clears nothing itself; it marks the newest result the provider clears, so each
+// request reads the edited prefix the one before wrote, and the short reads of the provider's
+// clearings are declared, not cache breaks.
+func TestProviderClearing(t *testing.T) {
+	const files = 16
+	dir := t.TempDir()
+	path := func(i int) string { return filepath.Join(dir, fmt.Sprintf("f%02d.go", i)) }
+	for i := 1; i <= files; i++ {
+		body := fmt.Sprintf("// MARK-%02d\n", i) + strings.Repeat(fmt.Sprintf("var v%02d = %d // filler line of the file\n", i, i), 80)
+		if err := os.WriteFile(path(i), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(i int) []scripted.Block {
+		return []scripted.Block{scripted.ToolUse("Read", map[string]string{"file_path": path(i)})}
+	}
+	rules := []scripted.Rule{{When: scripted.Match{UserText: "start"}, Times: 1, Reply: read(1)}}
+	for i := 1; i < files; i++ {
+		rules = append(rules, scripted.Rule{When: scripted.Match{ToolResult: "Read", Contains: fmt.Sprintf("MARK-%02d", i)}, Times: 1, Reply: read(i + 1)})
+	}
+	rules = append(rules, scripted.Rule{When: scripted.Match{ToolResult: "Read", Contains: fmt.Sprintf("MARK-%02d", files)}, Times: 1,
+		Reply: []scripted.Block{scripted.Text("all read")}})
+	srv, err := scripted.Start(t.Context(), "", &scripted.Scenario{Rules: rules, Fallback: &scripted.Rule{Reply: []scripted.Block{scripted.Text("no rule")}}}, scripted.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	p, err := anthropic.New(anthropic.Options{APIKey: "k", BaseURL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := cachewatch.New(cachewatch.Options{})
+	policy, _ := provider.NewTTLPolicy(nil)
+	pool := tool.Assemble([]tool.Tool{builtin.Read()}, nil)
+	agent := &Agent{
+		Provider: p, Model: "claude-test", Files: tool.NewFileState(), State: tool.State{Cwd: dir},
+		Pool: func(context.Context) *tool.Pool { return pool },
+		System: func(context.Context) System {
+			return System{Blocks: []provider.SystemBlock{{Text: strings.Repeat("You read files. ", 400)}}, Names: []string{"static"}}
+		},
+		Prepare:         func(r *provider.Request) { provider.PlaceBreakpoints(r, policy) },
+		Watch:           cachewatch.Events{Watcher: w},
+		ClearByProvider: &provider.ToolResultClearing{Trigger: 4_000, Keep: 2, ClearAtLeast: 500},
+	}
+	out, err := agent.Run(t.Context(), []message.Message{message.User(message.Text("start"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Text != "all read" {
+		t.Fatalf("the run ended with %q", out.Text)
+	}
+	reqs := srv.Requests()
+	last := reqs[len(reqs)-1]
+	// The history sent stays whole: every result, no stub of keel's.
+	for i := 1; i <= files; i++ {
+		if !strings.Contains(string(last.Body), fmt.Sprintf("MARK-%02d", i)) {
+			t.Errorf("the last request lacks the result of read %d", i)
+		}
+	}
+	if strings.Contains(string(last.Body), jsonText(clearing.StubPrefix)) {
+		t.Error("the agent cleared results itself")
+	}
+	if len(last.AppliedEdits) != 1 || last.AppliedEdits[0].ClearedToolUses != files-2 {
+		t.Errorf("the provider cleared %+v in the last request, want %d tool uses", last.AppliedEdits, files-2)
+	}
+	tot := w.Totals()
+	if tot.Breaks != 0 || tot.Declared == 0 {
+		t.Errorf("cache watcher: %d breaks %v, %d declared; want none, at least one", tot.Breaks, tot.ByKind, tot.Declared)
+	}
+	var hit, shared int
+	for _, r := range reqs {
+		hit += r.Cache.CacheReadTokens
+		shared += r.Cache.SharedPrefixTokens
+	}
+	if float64(hit) < 0.99*float64(shared) {
+		t.Errorf("cache read %d of %d shared prefix tokens (%.3f), want ≥ 0.99", hit, shared, float64(hit)/float64(shared))
+	}
+}
+
+// The mark is the last block before the result of the oldest tool use the provider keeps,
+// counted across parallel calls, a thinking block skipped.
+func TestProviderMark(t *testing.T) {
+	res := func(id string) message.Block {
+		return message.ToolResult(id, []message.Block{message.Text("x")}, false)
+	}
+	use := func(id string) message.Block { return message.ToolUse(id, "Read", json.RawMessage(`{}`)) }
+	msgs := []message.Message{
+		message.User(message.Text("go")),
+		message.Assistant(use("a"), use("b")),
+		message.User(res("a"), res("b")),
+		message.Assistant(use("c"), message.Block{Type: message.TypeThinking, Thinking: "t", Signature: "s"}),
+		message.User(res("c"), message.Text("note")),
+	}
+	for keep, want := range map[int]*provider.BlockRef{0: nil, 1: {Message: 3, Block: 0}, 2: {Message: 2, Block: 0},
+		3: {Message: 1, Block: 1}, 4: nil} {
+		got := providerMark(msgs, keep)
+		if (got == nil) != (want == nil) || got != nil && *got != *want {
+			t.Errorf("keep %d: mark %v, want %v", keep, got, want)
+		}
+	}
+}

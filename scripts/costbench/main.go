@@ -7,7 +7,11 @@
 // Scenarios: reads-N (N Reads of 2.6 KB files, then an answer) and mixed-N (Read, Grep,
 // Edit and a Bash test run with long output, in turn, N tool turns in all).
 //
-// Usage: costbench -keel BIN -claude BIN [-model M] [-scenarios reads-20,reads-50,mixed-30]
+// With -provider-clearing, keel runs a second time with "clearToolResults": "provider" (the
+// row keel-api): the scripted server then clears old tool results itself, as Anthropic's
+// context editing does, and keel clears nothing.
+//
+// Usage: costbench -keel BIN -claude BIN [-model M] [-scenarios reads-20,reads-50,mixed-30] [-provider-clearing]
 package main
 
 import (
@@ -34,6 +38,7 @@ func main() {
 	model := flag.String("model", "claude-sonnet-4-6", "model both harnesses ask for")
 	names := flag.String("scenarios", "reads-20,reads-50,mixed-30", "comma-separated scenarios")
 	keep := flag.Bool("keep", false, "keep the work directory and print its path")
+	providerClearing := flag.Bool("provider-clearing", false, `also run keel with "clearToolResults": "provider" (row keel-api)`)
 	flag.Parse()
 	if *keelBin == "" {
 		fmt.Fprintln(os.Stderr, "costbench: -keel is required")
@@ -47,24 +52,29 @@ func main() {
 		defer os.RemoveAll(work)
 	}
 	fmt.Printf("model %s; tokens as the scripted server accounts them (bytes/4), priced at the model's rates\n", *model)
-	fmt.Printf("%-9s %-7s %5s %9s %11s %11s %8s %9s %8s\n", "scenario", "harness", "reqs", "input", "cache-write", "cache-read", "output", "cost $", "read %")
+	fmt.Printf("%-9s %-8s %5s %9s %11s %11s %8s %9s %8s\n", "scenario", "harness", "reqs", "input", "cache-write", "cache-read", "output", "cost $", "read %")
 	for _, name := range strings.Split(*names, ",") {
 		sc, err := parseScenario(name)
 		check(err)
-		var costs []float64
-		for _, h := range harnesses(*keelBin, *claudeBin) {
-			t, err := run(work, name, sc, h, *model)
+		costs := map[string]float64{}
+		hs := harnesses(*keelBin, *claudeBin, *providerClearing)
+		for i, h := range hs {
+			t, err := run(filepath.Join(work, fmt.Sprintf("%s-%d", name, i)), sc, h, *model)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "%s %s: %v\n", name, h.name, err)
-				costs = append(costs, 0)
 				continue
 			}
-			costs = append(costs, t.usd)
-			fmt.Printf("%-9s %-7s %5d %9d %11d %11d %8d %9.4f %8.2f\n", name, h.name, t.requests, t.u.InputTokens,
+			costs[h.name] = t.usd
+			fmt.Printf("%-9s %-8s %5d %9d %11d %11d %8d %9.4f %8.2f\n", name, h.name, t.requests, t.u.InputTokens,
 				t.u.CacheCreationInputTokens, t.u.CacheReadInputTokens, t.u.OutputTokens, t.usd, 100*t.readShare())
 		}
-		if len(costs) == 2 && costs[1] > 0 && costs[0] > 0 {
-			fmt.Printf("%-9s keel/claude cost ratio %.2f\n", name, costs[0]/costs[1])
+		for _, h := range hs {
+			if h.name != "claude" && costs[h.name] > 0 && costs["claude"] > 0 {
+				fmt.Printf("%-9s %s/claude cost ratio %.2f\n", name, h.name, costs[h.name]/costs["claude"])
+			}
+		}
+		if costs["keel"] > 0 && costs["keel-api"] > 0 {
+			fmt.Printf("%-9s keel-api/keel cost ratio %.2f\n", name, costs["keel-api"]/costs["keel"])
 		}
 	}
 }
@@ -85,11 +95,17 @@ type harness struct {
 	noGrep bool
 }
 
-func harnesses(keelBin, claudeBin string) []harness {
-	hs := []harness{{name: "keel", cmd: func(prompt, model string) *exec.Cmd {
-		return exec.Command(keelBin, "-p", prompt, "--output-format", "json", "--model", model,
-			"--dangerously-skip-permissions", "--max-turns", "200")
-	}}}
+func harnesses(keelBin, claudeBin string, providerClearing bool) []harness {
+	keel := func(extra ...string) func(prompt, model string) *exec.Cmd {
+		return func(prompt, model string) *exec.Cmd {
+			return exec.Command(keelBin, append([]string{"-p", prompt, "--output-format", "json", "--model", model,
+				"--dangerously-skip-permissions", "--max-turns", "200"}, extra...)...)
+		}
+	}
+	hs := []harness{{name: "keel", cmd: keel()}}
+	if providerClearing {
+		hs = append(hs, harness{name: "keel-api", cmd: keel("--settings", `{"clearToolResults": "provider"}`)})
+	}
 	if claudeBin != "" {
 		hs = append(hs, harness{name: "claude", cmd: func(prompt, model string) *exec.Cmd {
 			return exec.Command(claudeBin, "-p", prompt, "--output-format", "json", "--model", model,
@@ -117,9 +133,10 @@ func (t totals) readShare() float64 {
 	return float64(t.u.CacheReadInputTokens) / float64(t.shared)
 }
 
-// run lays out a fresh project, serves the scenario and runs the harness in it.
-func run(work, name string, sc scenario, h harness, model string) (totals, error) {
-	dir := filepath.Join(work, name+"-"+h.name)
+// run lays out a fresh project in dir, serves the scenario and runs the harness in it. The
+// directories of all harnesses' runs have names of one length, so the paths in their prompts
+// cost the same.
+func run(dir string, sc scenario, h harness, model string) (totals, error) {
 	proj := filepath.Join(dir, "proj")
 	home := filepath.Join(dir, "home")
 	for _, d := range []string{proj, home} {
