@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"github.com/keel-dev/keel/internal/cachewatch"
+	"github.com/keel-dev/keel/internal/clearing"
+	"github.com/keel-dev/keel/internal/loop"
+	"github.com/keel-dev/keel/internal/provider"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 )
 
@@ -24,5 +27,29 @@ func TestEveryAgentClearsAndTheMainAgentKeepsItsClearer(t *testing.T) {
 	off := newWorld(t, &scripted.Scenario{}, worldOptions{cfg: func(c *Config) { c.Seams.NoClearing = true }}).runner
 	if a := off.NewAgent(AgentSpec{Watch: w}); a.Clear != nil {
 		t.Error("NoClearing left a clearer")
+	}
+}
+
+// ProviderClearing gives every agent the provider's clearing, with the policy's thresholds,
+// and no clearer of its own; NoClearing still turns all clearing off.
+func TestProviderClearingReplacesTheClearer(t *testing.T) {
+	policy := clearing.Policy{Trigger: 7_000, Keep: 4, MinFree: 900}
+	r := newWorld(t, &scripted.Scenario{}, worldOptions{cfg: func(c *Config) {
+		c.Seams.ProviderClearing, c.Seams.Clearing = true, policy
+	}}).runner
+	for _, a := range []*loop.Agent{r.NewAgent(AgentSpec{Watch: cachewatch.New(cachewatch.Options{})}), r.NewAgent(AgentSpec{})} {
+		if a.Clear != nil {
+			t.Error("an agent left to the provider's clearing has a clearer of its own")
+		}
+		want := provider.ToolResultClearing{Trigger: 7_000, Keep: 4, ClearAtLeast: 900}
+		if a.ClearByProvider == nil || *a.ClearByProvider != want {
+			t.Errorf("ClearByProvider %+v, want %+v", a.ClearByProvider, want)
+		}
+	}
+	off := newWorld(t, &scripted.Scenario{}, worldOptions{cfg: func(c *Config) {
+		c.Seams.ProviderClearing, c.Seams.NoClearing = true, true
+	}}).runner
+	if a := off.NewAgent(AgentSpec{}); a.Clear != nil || a.ClearByProvider != nil {
+		t.Error("NoClearing left a clearing on")
 	}
 }
