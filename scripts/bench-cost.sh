@@ -5,6 +5,8 @@
 # (scripts/costbench). Scenarios: 20 and 50 turns of Reads, and 30 mixed turns (Read, Grep,
 # Edit, a Bash test run with long output). Installs the pinned Agent SDK with its native
 # Claude Code binary (about 360 MB) into .cache/agent-sdk-bench first, as bench-sdk.sh does.
+# -provider-clearing adds a row keel-api: keel with "clearToolResults": "provider", the scripted
+# server clearing old tool results itself as Anthropic's context editing does.
 # Example: scripts/bench-cost.sh                      (all three scenarios)
 #          scripts/bench-cost.sh -scenarios reads-100 (any reads-N or mixed-N)
 set -euo pipefail
