@@ -180,7 +180,7 @@ func (c *Compactor) Manual(ctx context.Context, history []message.Message, instr
 
 // request is the compaction request for messages (the history and the summary prompt). It
 // repeats the agent's newest request byte for byte, so everything that request sent is a
-// prefix of this one. Its breakpoints sit where that conversation already has cache entries:
+// prefix of this one, and asks for the same provider clearing. Its breakpoints sit where that conversation already has cache entries:
 // the tools, the static prompt, and the newest request's last block, so it reads the whole
 // shared prefix and writes nothing (the seeds' skipCacheWrite). Without a turn to repeat it
 // is built as the next request would be, with a breakpoint where the conversation's last
@@ -213,6 +213,10 @@ func (c *Compactor) request(ctx context.Context, messages, history []message.Mes
 		return req
 	}
 	req.System, req.Tools, req.Thinking = last.System.Blocks, last.Tools, last.Thinking
+	// The provider's clearing, when the conversation has it, applies to the summary request
+	// as to the request it repeats (the summary prompt adds no tool use): the provider clears
+	// the same results, so the edited prefix it cached is read.
+	req.ClearToolResults = last.ClearToolResults
 	if req.Thinking != nil && req.Thinking.BudgetTokens >= req.MaxTokens {
 		req.MaxTokens = req.Thinking.BudgetTokens + MaxTokens
 	}

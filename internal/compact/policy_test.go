@@ -112,8 +112,9 @@ func (r *recorder) sent() []*provider.Request {
 func TestCompactionMarksTheLongestSharedPrefix(t *testing.T) {
 	ttl, _ := provider.NewTTLPolicy([]string{"main"})
 	sent := []message.Message{message.User(message.Text("u1")), message.Assistant(message.Text("a1")), message.User(message.Text("u2"), message.Text("note"))}
+	clearing := &provider.ToolResultClearing{Trigger: 10_000, Keep: 2}
 	last := &loop.CacheSafe{Model: "m", System: loop.System{Blocks: []provider.SystemBlock{{Text: "static"}}}, Tools: []provider.ToolSpec{{Name: "Read"}},
-		Messages: append(append([]message.Message(nil), sent...), message.Assistant(message.Text("a2")))}
+		Messages: append(append([]message.Message(nil), sent...), message.Assistant(message.Text("a2"))), ClearToolResults: clearing}
 	p := &recorder{}
 	c := New(Config{Provider: p, Model: func() string { return "m" }, Last: func() *loop.CacheSafe { return last },
 		Breakpoints: Policy{TTL: ttl}.Breakpoints, CacheSource: "main"})
@@ -137,6 +138,11 @@ func TestCompactionMarksTheLongestSharedPrefix(t *testing.T) {
 	}
 	if req.System[0].Text != "static" || req.Tools[0].Name != "Read" || !req.SkipCacheWrite {
 		t.Errorf("request = %+v, want the newest request's system and tools, writing nothing", req)
+	}
+	// The provider cleared old results from the prompt it cached: the summary request asks
+	// for the same clearing, or it would not share that prefix.
+	if req.ClearToolResults != clearing {
+		t.Errorf("ClearToolResults = %+v, want the newest request's %+v", req.ClearToolResults, clearing)
 	}
 }
 

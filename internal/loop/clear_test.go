@@ -170,6 +170,10 @@ func TestProviderClearing(t *testing.T) {
 	if out.Text != "all read" {
 		t.Fatalf("the run ended with %q", out.Text)
 	}
+	// A request repeating the last one's prefix (a compaction) asks for the same clearing.
+	if cs := agent.LastCacheSafe(); cs == nil || cs.ClearToolResults != agent.ClearByProvider {
+		t.Errorf("the cache-safe parameters do not carry the provider's clearing")
+	}
 	reqs := srv.Requests()
 	last := reqs[len(reqs)-1]
 	// The history sent stays whole: every result, no stub of keel's.

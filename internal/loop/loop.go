@@ -162,6 +162,10 @@ type CacheSafe struct {
 	// Messages are the request's messages (merged as sent, without cache markers) followed by
 	// the model's reply.
 	Messages []message.Message
+	// ClearToolResults is the provider's clearing the request asked for: the prompt the
+	// provider cached is the history with it applied, so a request repeating this prefix asks
+	// for it too.
+	ClearToolResults *provider.ToolResultClearing
 }
 
 // Outcome is how a Run ended.
@@ -427,7 +431,8 @@ func (a *Agent) saveCacheSafe(req *provider.Request, sys System, reply message.M
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.saved = &CacheSafe{System: sys, Tools: tools, Model: req.Model, Thinking: req.Thinking, Messages: append(msgs, reply)}
+	a.saved = &CacheSafe{System: sys, Tools: tools, Model: req.Model, Thinking: req.Thinking, Messages: append(msgs, reply),
+		ClearToolResults: req.ClearToolResults}
 }
 
 // LastCacheSafe returns the cache-safe parameters of the newest completed turn, or nil before
