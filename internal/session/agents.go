@@ -167,7 +167,6 @@ func (a *Agents) Background(ctx context.Context) error {
 	return nil
 }
 
-// setMainParent gives the runner the main thread as the parent of the agents it starts.
 // providerClearing says whether the settings leave the clearing of stale tool results to the
 // provider ("clearToolResults": "provider") and the provider can do it; one that cannot
 // leaves it to keel's own clearing, with a notice saying so.
@@ -184,6 +183,7 @@ func (s *Session) providerClearing() bool {
 	return false
 }
 
+// setMainParent gives the runner the main thread as the parent of the agents it starts.
 func (s *Session) setMainParent() {
 	s.agents.runner.SetMain(subagent.Parent{
 		Model: s.switches.Model(), MaxTokens: s.opts.MaxTokens, System: s.conf.systemPrompt,
