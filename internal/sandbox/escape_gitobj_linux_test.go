@@ -244,6 +244,24 @@ func testEscapeGitObjects(t *testing.T) {
 		said := w.sayDone(t, fmt.Sprintf(`cp %[2]s %[1]s.pack && cp %[3]s %[1]s.idx && echo DONE`, p, pack, idx))
 		checkRefused(t, w, said, p+".pack", p+".idx")
 	})
+	t.Run("pack rewritten whole, as a repack would", func(t *testing.T) {
+		w, _, _, p := packed(t)
+		// Other bytes (no compression) under the same name, every object what its name says:
+		// kept.
+		said := w.sayDone(t, fmt.Sprintf(`n=$(git rev-list --objects --all | git pack-objects -q --compression=0 .git/objects/pack/tmp) &&
+			mv -f .git/objects/pack/tmp-$n.pack %[1]s.pack && mv -f .git/objects/pack/tmp-$n.idx %[1]s.idx && echo DONE`, p))
+		if said != "" || w.catBlob() != "{}\n" {
+			t.Errorf("a pack rewritten with the same objects was refused (%q):\n%s", w.catBlob(), said)
+		}
+	})
+	t.Run("pack directory replaced by a link", func(t *testing.T) {
+		w, _, _, _ := packed(t)
+		said := w.sayDone(t, `mv .git/objects/pack .git/p2 && ln -s ../p2 .git/objects/pack && echo DONE`)
+		f := filepath.Join(".git", "objects", "pack")
+		if !strings.Contains(said, filepath.Join(w.ws, f)+", which is a link") || !strings.Contains(said, f+".keel-refused") {
+			t.Errorf("the link is not named as moved aside:\n%s", said)
+		}
+	})
 	t.Run("commit-graph", func(t *testing.T) {
 		w := newObjWorld(t)
 		// The control: a commit of new content, a repack and a commit after it are checked and

@@ -22,3 +22,11 @@ func fileInode(fi fs.FileInfo) string {
 	}
 	return ""
 }
+
+// fileStamp is what fileIdentity says, as a value to compare: device, inode, change time.
+func fileStamp(fi fs.FileInfo) stamp {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return stamp{dev: uint64(st.Dev), ino: st.Ino, ctime: st.Ctimespec.Nano()}
+	}
+	return stamp{}
+}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/keel-dev/keel/internal/gitexec"
 )
@@ -33,10 +35,12 @@ import (
 // and, as it is released, checks every file that changed or is new:
 //   - a loose object is inflated and hashed ("<type> <len>\0" and its content, SHA-1 or
 //     SHA-256 by the length of its name), which must give its name;
-//   - a pack or pack index that was there must still hash (all but its trailer) to the
-//     checksum it ended with before — what git wrote, which no other content gives;
-//   - a new pack is read by git verify-pack, which hashes every object in it and compares its
-//     index with them;
+//   - a pack or pack index that was there and still hashes (all but its trailer) to the
+//     checksum it ended with before is what git wrote, which no other content gives;
+//   - any other pack is read by git verify-pack, which hashes every object in it and compares
+//     its index with them (bounded: past maxNewPackBytes or packVerifyLimit, the result says
+//     what was not verified);
+//   - a link or special file, which git would follow, goes aside;
 //   - the caches git trusts to find objects or a commit's tree — commit-graph files, the
 //     multi-pack index, a pack's reverse index and bitmap — are not checked: one the command
 //     wrote or changed goes aside, and git works without it (gc makes it again).
@@ -47,25 +51,43 @@ import (
 
 // objFile is a file of an object store as keel last knew it.
 type objFile struct {
-	stat string
+	size, mtime int64
+	mode        fs.FileMode
+	id          stamp
 	// trailer is a pack's or pack index's trailing checksum, in hex.
 	trailer string
 }
 
-// objStore is what an object store held: its files by path relative to it. over says it held
-// more loose objects than maxObjectFiles; those past it are not known.
+// stamp is a file's device, inode and change time ([fileStamp]): a file moved in has another,
+// and a change time only the kernel sets.
+type stamp struct {
+	dev, ino uint64
+	ctime    int64
+}
+
+// same reports whether f and o are the same file in the same state.
+func (f objFile) same(o objFile) bool {
+	return f.size == o.size && f.mtime == o.mtime && f.mode == o.mode && f.id == o.id
+}
+
+// objStore is what an object store held: its files by path relative to it, the loose objects
+// apart (a map shared, not changed, once stored). over says it held more loose objects than
+// maxObjectFiles; those past it are not known.
 type objStore struct {
-	files map[string]objFile
-	over  bool
+	loose, files map[string]objFile
+	over         bool
 }
 
 const (
 	// maxObjectFiles bounds the loose objects of one store whose state keel keeps: past it,
 	// the others are not checked, and the result says so once (git gc packs them).
-	maxObjectFiles = 16384
+	maxObjectFiles = 8192
 	// maxNewPackBytes bounds the new packs one release verifies with git: past it they are not
 	// verified, and the result says so.
-	maxNewPackBytes = 512 << 20
+	maxNewPackBytes = 256 << 20
+	// packVerifyLimit bounds git verify-pack on them: past it, the result says the pack was not
+	// verified.
+	packVerifyLimit = 2 * time.Minute
 	// maxLooseObject is the largest object keel inflates to check: a larger one goes aside.
 	maxLooseObject = 1 << 30
 )
@@ -94,7 +116,10 @@ func (w *plantWatch) noteObjects(s *Sandbox) {
 		if seen && !idle {
 			continue
 		}
-		cur := scanObjects(o, prev)
+		// Known already, only packs and caches are read again: what the user did since with
+		// those (a gc, a fetch) is theirs, and not checked at release; a loose object the user
+		// wrote meanwhile is checked then, which costs an inflate.
+		cur := scanObjects(o, prev, !seen)
 		s.disarmMu.Lock()
 		s.objSeen[o] = cur
 		s.disarmMu.Unlock()
@@ -125,68 +150,117 @@ func (w *plantWatch) checkObjects(s *Sandbox) []string {
 }
 
 // scanObjects lists the files of the object store dir, with their state; a pack's or index's
-// trailer is read only when its state is not the one prev knew.
-func scanObjects(dir string, prev objStore) objStore {
-	st := objStore{files: map[string]objFile{}}
-	loose := 0
-	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
+// trailer is read only when its state is not the one prev knew. Directories are read unsorted,
+// and only as deep as git keeps files there: 1 to 2 µs a file, most of it the kernel's. With
+// loose false only pack/ and info/ are read, and the loose objects are prev's.
+func scanObjects(dir string, prev objStore, loose bool) objStore {
+	st := objStore{loose: prev.loose, files: map[string]objFile{}}
+	if !loose {
+		st.over = prev.over
+		for _, sub := range []string{"pack", "info"} {
+			st.scan(dir, sub, prev, 1, nil)
 		}
-		rel := path[len(dir)+1:]
-		if looseName(rel) != "" {
-			if loose++; loose > maxObjectFiles {
-				st.over = true
-				return nil
-			}
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		f := objFile{stat: fmt.Sprintf("%d %d %d %s", fi.Size(), fi.Mode(), fi.ModTime().UnixNano(), fileIdentity(fi))}
-		if n := packHashLen(rel); n > 0 {
-			if p, ok := prev.files[rel]; ok && p.stat == f.stat {
-				f.trailer = p.trailer
-			} else {
-				f.trailer = readTrailer(path, n)
-			}
-		}
-		st.files[rel] = f
-		return nil
-	})
+		return st
+	}
+	n := 0
+	st.loose = make(map[string]objFile, len(prev.loose))
+	st.scan(dir, "", prev, 0, &n)
 	return st
+}
+
+// scan adds the files of dir/rel to st, as scanObjects says, counting the loose objects in
+// loose.
+func (st *objStore) scan(dir, rel string, prev objStore, depth int, loose *int) {
+	var walk func(rel string, depth int)
+	walk = func(rel string, depth int) {
+		f, err := os.Open(filepath.Join(dir, rel))
+		if err != nil {
+			return
+		}
+		entries, _ := f.ReadDir(-1)
+		f.Close()
+		for _, e := range entries {
+			r := e.Name()
+			if rel != "" {
+				r = rel + "/" + r
+			}
+			if e.IsDir() {
+				if depth < 2 { // objects/pack/multi-pack-index.d/, objects/info/commit-graphs/
+					walk(r, depth+1)
+				}
+				continue
+			}
+			into := st.files
+			if looseName(r) != "" {
+				if loose == nil {
+					continue
+				}
+				if *loose++; *loose > maxObjectFiles {
+					st.over = true
+					continue
+				}
+				into = st.loose
+			}
+			fi, err := e.Info()
+			if err != nil {
+				continue
+			}
+			of := objFile{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode(), id: fileStamp(fi)}
+			if n := packHashLen(r); n > 0 {
+				if p, ok := prev.files[r]; ok && p.same(of) {
+					of.trailer = p.trailer
+				} else {
+					of.trailer = readTrailer(filepath.Join(dir, r), n)
+				}
+			}
+			into[r] = of
+		}
+	}
+	walk(rel, depth)
 }
 
 // verifyObjects checks the files of the object store dir that are not as before knew them,
 // and returns the store as it now is — without what it moved aside, or could not check yet
 // (a new pack whose index is not written), which the next release checks again.
 func verifyObjects(dir string, before objStore) (objStore, []string) {
-	now := scanObjects(dir, before)
+	now := scanObjects(dir, before, true)
 	var said []string
 	refuse := func(rel, what string) {
 		msg, _ := moveAsidePath(filepath.Join(dir, filepath.FromSlash(rel)), what)
 		said = append(said, msg)
 		delete(now.files, rel)
+		delete(now.loose, rel)
 	}
 	newPacks := map[string]bool{}
-	for _, rel := range slices.Sorted(maps.Keys(now.files)) {
-		f := now.files[rel]
-		was, existed := before.files[rel]
-		if existed && was.stat == f.stat {
-			continue
+	type change struct {
+		rel     string
+		f, was  objFile
+		existed bool
+	}
+	var changed []change
+	for _, m := range [][2]map[string]objFile{{now.loose, before.loose}, {now.files, before.files}} {
+		for rel, f := range m[0] {
+			if was, existed := m[1][rel]; !existed || !was.same(f) {
+				changed = append(changed, change{rel, f, was, existed})
+			}
 		}
+	}
+	slices.SortFunc(changed, func(a, b change) int { return strings.Compare(a.rel, b.rel) })
+	for _, c := range changed {
+		rel, f, was, existed := c.rel, c.f, c.was, c.existed
 		path := filepath.Join(dir, filepath.FromSlash(rel))
 		switch {
+		case !f.mode.IsRegular():
+			refuse(rel, "is a link or a special file where git keeps objects (git would follow it to objects keel does not watch)")
 		case looseName(rel) != "":
 			if !looseObjectOK(path, looseName(rel)) {
 				refuse(rel, "is a loose object whose content is not the object its name says (git would read it as that object, and check it out)")
 			}
 		case packHashLen(rel) > 0:
-			if !existed || was.trailer == "" {
+			// One that still hashes to the trailer it had is what it was; any other — new, or
+			// rewritten (an older git named a pack by the objects in it, so a repack could keep the name) — is read whole.
+			if !existed || was.trailer == "" || !trailerOK(path, was.trailer) {
 				newPacks[strings.TrimSuffix(strings.TrimSuffix(rel, ".pack"), ".idx")] = true
-			} else if !trailerOK(path, was.trailer) {
-				refuse(rel, "was a pack or pack index the command rewrote, which no longer holds what git wrote (git would read the objects in it as the command made them)")
 			}
 		case objectCache(rel):
 			refuse(rel, "is an index git trusts to find objects or a commit's tree (a commit-graph, multi-pack index, reverse index or bitmap) that keel does not check; git works without it and makes it again at its next gc")
@@ -196,7 +270,10 @@ func verifyObjects(dir string, before objStore) (objStore, []string) {
 	for _, base := range slices.Sorted(maps.Keys(newPacks)) {
 		pack, idx := filepath.Join(dir, base+".pack"), filepath.Join(dir, base+".idx")
 		pfi, perr := os.Lstat(pack)
-		_, ierr := os.Lstat(idx)
+		ifi, ierr := os.Lstat(idx)
+		if perr == nil && ierr == nil && (!pfi.Mode().IsRegular() || !ifi.Mode().IsRegular()) {
+			continue // refused above
+		}
 		if perr != nil || ierr != nil {
 			// Half a pack, which git does not use: checked when it is whole.
 			delete(now.files, base+".pack")
@@ -204,13 +281,16 @@ func verifyObjects(dir string, before objStore) (objStore, []string) {
 			continue
 		}
 		if budget -= pfi.Size(); budget < 0 {
-			said = append(said, fmt.Sprintf("the command made %s, a pack larger than keel verifies (%d MiB of new packs at one release): run git verify-pack -v on it before git checks anything out of that repository outside the sandbox.", pack, maxNewPackBytes>>20))
+			said = append(said, fmt.Sprintf("the command made or rewrote %s, and keel verifies at most %d MiB of packs at one release: run git verify-pack on it before git checks anything out of that repository outside the sandbox.", pack, maxNewPackBytes>>20))
 			continue
 		}
-		if err := verifyPack(dir, idx); err != nil {
-			slog.Warn("sandbox: a new pack does not verify", "pack", pack, "err", err)
-			refuse(base+".idx", "is the index of a pack whose objects are not what it names (git verify-pack fails on it; git would read them as the command made them)")
-			refuse(base+".pack", "is a pack whose objects are not what its index names (git verify-pack fails on it)")
+		switch err := verifyPack(dir, idx); {
+		case errors.Is(err, context.DeadlineExceeded):
+			said = append(said, fmt.Sprintf("the command made or rewrote %s, which keel could not verify in %s: run git verify-pack on it before git checks anything out of that repository outside the sandbox.", pack, packVerifyLimit))
+		case err != nil:
+			slog.Warn("sandbox: a pack does not verify", "pack", pack, "err", err)
+			refuse(base+".idx", "is the index of a pack whose objects are not what it names (git verify-pack fails on the pair; git would read them as the command made them)")
+			refuse(base+".pack", "is a pack whose objects are not what its index names (git verify-pack fails on the pair)")
 		}
 	}
 	return now, said
@@ -343,10 +423,13 @@ func looseObjectOK(path, name string) bool {
 // verifyPack runs git verify-pack on the pack index idx in the object store dir: it hashes
 // every object of the pack and fails when one is not what the index names.
 func verifyPack(dir, idx string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), packVerifyLimit)
 	defer cancel()
 	// In the repository, for its object format: its configuration is protected, and gitexec
 	// leaves out whatever in it would start a program.
 	_, err := gitexec.Runner{}.Output(ctx, dir, "--git-dir="+filepath.Dir(dir), "verify-pack", idx)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	return err
 }
