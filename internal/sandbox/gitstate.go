@@ -401,19 +401,28 @@ func reflogEntry(name string) (string, bool) {
 	return log, ok && strings.HasSuffix(n, "}") && isDigits(strings.TrimSuffix(n, "}"))
 }
 
-// reflogOIDs are the new objects of a reflog's entries, newest first.
+// maxReflogEntries bounds the entries of one reflog keel reads, newest first: git expires
+// them after 90 days, and an older one is not what a user resets to.
+const maxReflogEntries = 4096
+
+// reflogOIDs are the new objects of a reflog's entries, newest first, at most
+// maxReflogEntries: read from the end, "<old> <new> <who> <when>\t<message>" a line.
 func reflogOIDs(path string) []string {
 	b, err := readRegular(path, 64<<20)
 	if err != nil {
 		return nil
 	}
 	var out []string
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && isHex(f[1]) {
-			out = append(out, f[1])
+	for len(b) > 0 && len(out) < maxReflogEntries {
+		b = bytes.TrimRight(b, "\n")
+		line := b[bytes.LastIndexByte(b, '\n')+1:]
+		b = b[:len(b)-len(line)]
+		if _, rest, ok := bytes.Cut(line, []byte{' '}); ok {
+			if oid, _, ok := bytes.Cut(rest, []byte{' '}); ok && isHex(string(oid)) {
+				out = append(out, string(oid))
+			}
 		}
 	}
-	slices.Reverse(out)
 	return out
 }
 
