@@ -3,6 +3,8 @@ package sandbox
 import (
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -29,4 +31,13 @@ func fileStamp(fi fs.FileInfo) stamp {
 		return stamp{dev: uint64(st.Dev), ino: st.Ino, ctime: st.Ctimespec.Nano()}
 	}
 	return stamp{}
+}
+
+// statAt is the state of name in the directory open as dir, not following a link.
+func statAt(dir *os.File, name string) (objFile, bool) {
+	fi, err := os.Lstat(filepath.Join(dir.Name(), name))
+	if err != nil {
+		return objFile{}, false
+	}
+	return objFile{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode(), id: fileStamp(fi)}, true
 }

@@ -183,8 +183,8 @@ func (st *objStore) scan(dir, rel string, prev objStore, depth int, loose *int) 
 		if err != nil {
 			return
 		}
+		defer f.Close()
 		entries, _ := f.ReadDir(-1)
-		f.Close()
 		for _, e := range entries {
 			r := e.Name()
 			if rel != "" {
@@ -197,7 +197,7 @@ func (st *objStore) scan(dir, rel string, prev objStore, depth int, loose *int) 
 				continue
 			}
 			into := st.files
-			if looseName(r) != "" {
+			if isLoose(r) {
 				if loose == nil {
 					continue
 				}
@@ -207,11 +207,10 @@ func (st *objStore) scan(dir, rel string, prev objStore, depth int, loose *int) 
 				}
 				into = st.loose
 			}
-			fi, err := e.Info()
-			if err != nil {
+			of, ok := statAt(f, e.Name())
+			if !ok {
 				continue
 			}
-			of := objFile{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode(), id: fileStamp(fi)}
 			if n := packHashLen(r); n > 0 {
 				if p, ok := prev.files[r]; ok && p.same(of) {
 					of.trailer = p.trailer
@@ -305,11 +304,23 @@ func verifyObjects(dir string, before objStore) (objStore, []string) {
 // looseName is the object name of rel when it names a loose object (xx/ and 38 or 62 hex
 // digits, as git reads them); "" otherwise.
 func looseName(rel string) string {
-	d, f, ok := strings.Cut(rel, "/")
-	if name := d + f; ok && len(d) == 2 && (len(name) == 2*sha1.Size || len(name) == 2*sha256.Size) && isHex(name) {
-		return name
+	if !isLoose(rel) {
+		return ""
 	}
-	return ""
+	return rel[:2] + rel[3:]
+}
+
+// isLoose reports whether rel names a loose object; a scan asks it of every file.
+func isLoose(rel string) bool {
+	if len(rel) != 2*sha1.Size+1 && len(rel) != 2*sha256.Size+1 || rel[2] != '/' {
+		return false
+	}
+	for i := 0; i < len(rel); i++ {
+		if c := rel[i]; i != 2 && !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // packHashLen is the length of the checksum that ends rel when it is a pack or a pack index
