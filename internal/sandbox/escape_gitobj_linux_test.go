@@ -328,6 +328,12 @@ func testGitInfoAttributesReadOnly(t *testing.T) {
 		}
 	}
 	try()
+	// Nor can the directories holding them be moved away, and others made in their place.
+	for _, d := range []string{".git/info", ".git/objects", ".git/objects/info"} {
+		if out := w.run(t, fmt.Sprintf(`mv %[1]s %[1]s.x || echo REFUSED`, d)); !strings.Contains(out, "REFUSED") {
+			t.Errorf("%s could be moved away inside:\n%s", d, out)
+		}
+	}
 	for _, f := range files {
 		if b, err := os.ReadFile(filepath.Join(w.ws, f)); err == nil && len(b) > 0 {
 			t.Errorf("%s holds %q after the command", f, b)
