@@ -3,7 +3,10 @@ package sandbox
 import (
 	"fmt"
 	"io/fs"
+	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // fileIdentity is fi's device, inode and status change time: a file moved in has another
@@ -21,4 +24,32 @@ func fileInode(fi fs.FileInfo) string {
 		return fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 	}
 	return ""
+}
+
+// fileStamp is what fileIdentity says, as a value to compare: device, inode, change time.
+func fileStamp(fi fs.FileInfo) stamp {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return stamp{dev: st.Dev, ino: st.Ino, ctime: st.Ctim.Nano()}
+	}
+	return stamp{}
+}
+
+// statAt is the state of name in the directory open as dir, not following a link: one name
+// resolved, not the whole path, which halves what a scan of an object store costs.
+func statAt(dir *os.File, name string) (objFile, bool) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return objFile{}, false
+	}
+	mode := fs.FileMode(st.Mode & 0o777)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		mode |= fs.ModeDir
+	case unix.S_IFLNK:
+		mode |= fs.ModeSymlink
+	default:
+		mode |= fs.ModeIrregular
+	}
+	return objFile{size: st.Size, mtime: st.Mtim.Nano(), mode: mode, id: stamp{dev: st.Dev, ino: st.Ino, ctime: st.Ctim.Nano()}}, true
 }

@@ -25,10 +25,18 @@ import (
 // aside as it ends ([plantWatch]).
 //
 // objects/, refs/, logs/, index, HEAD and the lock files stay writable, so that git add,
-// commit and checkout work inside. info/attributes stays writable too: an attribute only
-// names a filter, diff or merge driver, and a driver runs a program only when configuration
-// (read-only) defines it.
+// commit and checkout work inside.
 var gitDirFiles = []string{"config", "config.worktree", "commondir", "hooks"}
+
+// checkoutFiles are what else of a common directory decides what a checkout writes, read-only
+// in a repository with read-only paths in its working tree ([Policy.protectCheckouts]):
+//   - info/attributes, whose attributes change what checkout writes there (eol,
+//     working-tree-encoding, ident, a filter the user's own configuration defines, such as
+//     git-lfs's);
+//   - objects/info/alternates and http-alternates, which add another object store, whose
+//     objects of the same names may hold anything ([plantWatch.checkObjects] checks the
+//     repository's own).
+var checkoutFiles = []string{"info/attributes", "objects/info/alternates", "objects/info/http-alternates"}
 
 // Bounds of the search for repositories below a writable root: directories visited, depth,
 // repositories protected. Past any of them the policy carries a warning (doctor shows it).

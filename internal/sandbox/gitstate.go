@@ -142,42 +142,77 @@ func guardedPaths(tree string, p Policy) []string {
 // counts the changed refs past maxRefsChecked, which were not compared. HEAD, branches, the
 // stash and tags come first: those are what a user switches to or restores from without
 // fetching first.
+//
+// A reflog's entry (HEAD@{1}, main@{2}, stash@{0}) counts as changed when its object was not
+// in that reflog before: an entry appended moves every older one down. A replace ref the
+// command made or moved is named whatever it replaces: git reads the object it names as
+// another in every command, the user's checkout included, and keel's comparisons with it.
+// Each object is compared once, whichever names lead to it.
 func changedRefs(gitDir, tree string, paths []string, before, after map[string]string, tracked []treeEntry) (found []string, skipped int) {
+	inLog := map[string]map[string]bool{}
+	for name, oid := range before {
+		if log, ok := reflogEntry(name); ok {
+			if inLog[log] == nil {
+				inLog[log] = map[string]bool{}
+			}
+			inLog[log][oid] = true
+		}
+	}
 	var changed []string
 	for name, oid := range after {
-		if before[name] != oid {
+		if log, ok := reflogEntry(name); ok && !inLog[log][oid] || !ok && before[name] != oid {
 			changed = append(changed, name)
 		}
 	}
 	slices.SortFunc(changed, func(a, b string) int {
 		return cmp.Or(cmp.Compare(refRank(a), refRank(b)), cmp.Compare(a, b))
 	})
-	if len(changed) > maxRefsChecked {
-		changed, skipped = changed[:maxRefsChecked], len(changed)-maxRefsChecked
-	}
+	what := map[string][]string{} // by object, what it would write
 	for _, name := range changed {
-		entries, err := gitEntries(gitDir, tree, append([]string{"ls-tree", "-r", "-z", after[name] + "^{tree}", "--"}, paths...)...)
-		if err != nil {
-			continue // a ref to something other than a commit or tree
+		oid := after[name]
+		if replaced, ok := strings.CutPrefix(name, "refs/replace/"); ok {
+			found = append(found, fmt.Sprintf("%s (git reads object %s as %s in every command, a checkout outside included)", name, replaced, oid))
+			continue
 		}
-		var what []string
-		if diff := differing(tree, paths, entries); len(diff) > 0 {
-			what = append(what, "would write "+strings.Join(diff, ", "))
+		w, done := what[oid]
+		if !done {
+			if len(what) == maxRefsChecked {
+				skipped++
+				continue
+			}
+			w = refWrites(gitDir, tree, paths, oid, tracked)
+			what[oid] = w
 		}
-		if gone := removed(tree, tracked, entries); len(gone) > 0 {
-			what = append(what, "would remove "+strings.Join(gone, ", "))
-		}
-		if len(what) > 0 {
-			found = append(found, fmt.Sprintf("%s (git switch, checkout, merge or reset %s)", name, strings.Join(what, " and ")))
+		if len(w) > 0 {
+			found = append(found, fmt.Sprintf("%s (git switch, checkout, merge or reset %s)", name, strings.Join(w, " and ")))
 		}
 	}
 	return found, skipped
+}
+
+// refWrites says what a checkout of oid would do to paths that the working tree does not
+// hold: "would write …", "would remove …".
+func refWrites(gitDir, tree string, paths []string, oid string, tracked []treeEntry) []string {
+	entries, err := gitEntries(gitDir, tree, append([]string{"ls-tree", "-r", "-z", oid + "^{tree}", "--"}, paths...)...)
+	if err != nil {
+		return nil // a ref to something other than a commit or tree
+	}
+	var what []string
+	if diff := differing(tree, paths, entries); len(diff) > 0 {
+		what = append(what, "would write "+strings.Join(diff, ", "))
+	}
+	if gone := removed(tree, tracked, entries); len(gone) > 0 {
+		what = append(what, "would remove "+strings.Join(gone, ", "))
+	}
+	return what
 }
 
 func refRank(name string) int {
 	switch {
 	case name == "HEAD":
 		return 0
+	case strings.HasPrefix(name, "refs/replace/"):
+		return 1
 	case strings.HasPrefix(name, "refs/heads/"), name == "refs/stash":
 		return 1
 	case strings.HasPrefix(name, "refs/tags/"):
@@ -330,22 +365,64 @@ func readRefs(gitDir string) (map[string]string, error) {
 	for i, oid := range reflogOIDs(filepath.Join(common, "logs", "refs", "stash")) {
 		refs[fmt.Sprintf("stash@{%d}", i)] = oid
 	}
+	// The branches' and HEAD's older entries: git reset --hard @{1}, git switch main@{2}.
+	for name, path := range branchReflogs(gitDir, common) {
+		for i, oid := range reflogOIDs(path) {
+			refs[fmt.Sprintf("%s@{%d}", name, i)] = oid
+		}
+	}
 	return refs, nil
 }
 
-// reflogOIDs are the new objects of a reflog's entries, newest first.
+// branchReflogs are the reflogs of HEAD and of the branches, by the name git reads them
+// with, bounded by maxRefFiles.
+func branchReflogs(gitDir, common string) map[string]string {
+	logs := map[string]string{}
+	if fi, err := os.Lstat(filepath.Join(gitDir, "logs", "HEAD")); err == nil && fi.Mode().IsRegular() {
+		logs["HEAD"] = filepath.Join(gitDir, "logs", "HEAD")
+	}
+	root := filepath.Join(common, "logs")
+	_ = filepath.WalkDir(filepath.Join(root, "refs", "heads"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if len(logs) >= maxRefFiles {
+			return filepath.SkipAll
+		}
+		logs[filepath.ToSlash(path[len(root)+1:])] = path
+		return nil
+	})
+	return logs
+}
+
+// reflogEntry splits name, a reflog's entry (HEAD@{2}, stash@{0}), into the reflog's name.
+func reflogEntry(name string) (string, bool) {
+	log, n, ok := strings.Cut(name, "@{")
+	return log, ok && strings.HasSuffix(n, "}") && isDigits(strings.TrimSuffix(n, "}"))
+}
+
+// maxReflogEntries bounds the entries of one reflog keel reads, newest first: git expires
+// them after 90 days, and an older one is not what a user resets to.
+const maxReflogEntries = 4096
+
+// reflogOIDs are the new objects of a reflog's entries, newest first, at most
+// maxReflogEntries: read from the end, "<old> <new> <who> <when>\t<message>" a line.
 func reflogOIDs(path string) []string {
 	b, err := readRegular(path, 64<<20)
 	if err != nil {
 		return nil
 	}
 	var out []string
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && isHex(f[1]) {
-			out = append(out, f[1])
+	for len(b) > 0 && len(out) < maxReflogEntries {
+		b = bytes.TrimRight(b, "\n")
+		line := b[bytes.LastIndexByte(b, '\n')+1:]
+		b = b[:len(b)-len(line)]
+		if _, rest, ok := bytes.Cut(line, []byte{' '}); ok {
+			if oid, _, ok := bytes.Cut(rest, []byte{' '}); ok && isHex(string(oid)) {
+				out = append(out, string(oid))
+			}
 		}
 	}
-	slices.Reverse(out)
 	return out
 }
 
@@ -363,19 +440,22 @@ func refsFingerprint(gitDir string) string {
 	}
 	b.WriteString(statString(filepath.Join(common, "packed-refs")))
 	b.WriteString(statString(filepath.Join(common, "logs", "refs", "stash")))
+	b.WriteString(statString(filepath.Join(gitDir, "logs", "HEAD")))
 	b.WriteString(statDir(filepath.Join(common, "reftable")))
 	n := 0
-	_ = filepath.WalkDir(filepath.Join(common, "refs"), func(path string, d os.DirEntry, err error) error {
-		if err != nil {
+	for _, dir := range []string{filepath.Join(common, "refs"), filepath.Join(common, "logs", "refs", "heads")} {
+		_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if n++; n > maxRefFiles {
+				b.WriteString(time.Now().String()) // too many to watch: read them every time
+				return filepath.SkipAll
+			}
+			b.WriteString(statString(path))
 			return nil
-		}
-		if n++; n > maxRefFiles {
-			b.WriteString(time.Now().String()) // too many to watch: read them every time
-			return filepath.SkipAll
-		}
-		b.WriteString(statString(path))
-		return nil
-	})
+		})
+	}
 	return b.String()
 }
 

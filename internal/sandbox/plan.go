@@ -181,12 +181,13 @@ func (p Policy) absentReadOnly() []string {
 
 // filePlaceholder says whether a placeholder named name must be a file, and what it holds: git dies on
 // a commondir it cannot read, and "." names the gitdir itself, as no commondir does; an empty
-// config.worktree is an empty configuration. Every other placeholder is a directory.
+// config.worktree is an empty configuration, and an empty info/attributes or alternates file
+// lists none (git reads a directory there as an error). Every other placeholder is a directory.
 func filePlaceholder(name string) (content string, ok bool) {
 	switch name {
 	case "commondir":
 		return ".\n", true
-	case "config.worktree":
+	case "config.worktree", "attributes", "alternates", "http-alternates":
 		return "", true
 	}
 	return "", false

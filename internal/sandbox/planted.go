@@ -55,7 +55,9 @@ type plantWatch struct {
 	// todos holds the state at start of the to-do lists of a stopped rebase or cherry-pick
 	// ([todoFiles]) in every gitdir the search found, keyed by path.
 	todos map[string]string
-	found []string
+	// objects are the object stores of the guarded repositories ([plantWatch.noteObjects]).
+	objects []string
+	found   []string
 }
 
 // indexState is what tells an index file changed: its identity and change time, which no
@@ -96,6 +98,7 @@ func (w *plantWatch) start(s *Sandbox, p Policy) {
 		}
 	}
 	w.noteRefs(s, p)
+	w.noteObjects(s)
 	w.noteLinks(s, p)
 	s.disarmMu.Lock()
 	s.watches[w] = true
@@ -178,6 +181,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 	todoDirs := slices.Concat(slices.Collect(maps.Keys(w.known)), slices.Collect(maps.Keys(g.seen)), slices.Collect(maps.Keys(suspects)), g.unprotected)
 	w.found = append(w.found, disarmTodos(s, slices.Compact(slices.Sorted(slices.Values(todoDirs))), p.Writable)...)
 	w.found = append(w.found, restoreLinks(s.links)...)
+	w.found = append(w.found, w.checkObjects(s)...) // before the refs, which git reads through them
 	w.found = append(w.found, w.checkRefs(s)...)
 	delete(s.watches, w)
 	// Where this search could not go that the last one could, the command's result says so:
@@ -197,7 +201,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 	if refresh {
 		s.refresh()
 	}
-	w.known, w.index, w.unprotected, w.legacy, w.todos, w.refs, w.guarded, w.ops = nil, nil, nil, nil, nil, nil, nil, nil
+	w.known, w.index, w.unprotected, w.legacy, w.todos, w.refs, w.guarded, w.ops, w.objects = nil, nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 // suspects are the repositories a running command may have made or changed: of those the

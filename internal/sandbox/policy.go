@@ -300,6 +300,23 @@ func (p *Policy) protectRoots(roots []string) {
 	p.unprotected = g.unprotected
 	p.trees = g.trees
 	p.gitRoots = roots
+	p.protectCheckouts()
+}
+
+// protectCheckouts makes checkoutFiles read-only in the common directory of each protected
+// repository with read-only paths in its working tree: only there does what a checkout writes
+// matter to keel (elsewhere the command can write the working tree itself), and each costs a
+// mount, or a placeholder, per command.
+func (p *Policy) protectCheckouts() {
+	for _, d := range p.GitDirs {
+		if tree := p.trees[d]; tree == "" || len(guardedPaths(tree, *p)) == 0 {
+			continue
+		}
+		common, _, _ := readCommonDir(d)
+		for _, n := range checkoutFiles {
+			p.add(&p.ReadOnly, filepath.Join(common, n), "keel's always-read-only paths (what git's checkout reads)")
+		}
+	}
 }
 
 // searchRepos finds the repositories below roots ([gitGuard]).

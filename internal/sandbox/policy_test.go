@@ -123,13 +123,13 @@ func TestPolicyGitGuard(t *testing.T) {
 	if sb.Policy().WritableAt(nested) {
 		t.Error("after doctor, the sandbox's policy still lacks what the search found")
 	}
-	for _, ro := range []string{".git/config", ".git/commondir", ".git/config.worktree", ".git/hooks/x", ".git/modules/a/b/config",
+	for _, ro := range []string{".git/config", ".git/commondir", ".git/config.worktree", ".git/hooks/x", ".git/info/attributes", ".git/objects/info/alternates", ".git/modules/a/b/config",
 		".git/modules/a/b/commondir", ".git/modules/a/b/hooks/x", "deep/nested/.git/config", "deep/nested/.git/hooks/x"} {
 		if p.WritableAt(filepath.Join(ws, ro)) {
 			t.Errorf("%s is writable", ro)
 		}
 	}
-	for _, w := range []string{".git/index", ".git/objects/x", ".git/refs/heads/main", ".git/HEAD", ".git/info/attributes", ".git/modules/a/b/index", "deep/nested/.git/index", "deep/x"} {
+	for _, w := range []string{".git/index", ".git/objects/x", ".git/refs/heads/main", ".git/HEAD", ".git/modules/a/b/index", "deep/nested/.git/index", "deep/x"} {
 		if !p.WritableAt(filepath.Join(ws, w)) {
 			t.Errorf("%s is not writable", w)
 		}

@@ -83,6 +83,9 @@ type Sandbox struct {
 	verified map[string]string
 	// refsSeen holds, per protected repository, its refs as last read ([plantWatch.noteRefs]).
 	refsSeen map[string]refsMark
+	// objSeen holds, per guarded object store, its files as last checked
+	// ([plantWatch.noteObjects]).
+	objSeen map[string]objStore
 	// links are the links on the way to read-only and masked paths as they were while no
 	// command ran ([plantWatch.noteLinks]), made again when a command replaces one.
 	links map[string]linkMark
@@ -98,7 +101,7 @@ type Sandbox struct {
 // New returns the sandbox of policy p. Nothing is started, probed or searched until the first
 // command.
 func New(p Policy, opts Options) *Sandbox {
-	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}, placeholderFiles: map[string]*os.File{}, watches: map[*plantWatch]bool{}, gitlinks: map[string][]string{}, verified: map[string]string{}, refsSeen: map[string]refsMark{}}
+	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}, placeholderFiles: map[string]*os.File{}, watches: map[*plantWatch]bool{}, gitlinks: map[string][]string{}, verified: map[string]string{}, refsSeen: map[string]refsMark{}, objSeen: map[string]objStore{}}
 	if s.exe == "" {
 		s.exe, s.exeErr = helperExecutable()
 	}
