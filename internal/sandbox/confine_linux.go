@@ -341,10 +341,10 @@ func acquirePlaceholder(p string) (*os.File, error) {
 }
 
 // makePlaceholder makes the placeholder p: an empty directory without write permission, or
-// for a name filePlaceholder knows a file without it, made whole under another name and linked
+// for a path filePlaceholder knows a file without it, made whole under another name and linked
 // into place, so that no git run meanwhile reads it half made.
 func makePlaceholder(p string) error {
-	content, ok := filePlaceholder(filepath.Base(p))
+	content, ok := filePlaceholder(p)
 	if !ok {
 		return os.Mkdir(p, 0o555)
 	}

@@ -168,11 +168,12 @@ func (w *plantWatch) finish(s *Sandbox) {
 	for _, d := range slices.Sorted(maps.Keys(suspects)) {
 		// One checked before and not changed since is not read again (a repository past the
 		// search's bounds is a suspect at every release).
-		if fp := gitFingerprint(d); fp != s.verified[d] {
-			said, ok := disarm(d, p.Writable, protectedForAll)
+		hooks := p.plantedHooks(d, g.trees[d], protectedForAll)
+		if fp := gitFingerprint(d) + hooksFingerprint(hooks); fp != s.verified[d] {
+			said, ok := disarm(d, p.Writable, protectedForAll, hooks)
 			w.found = append(w.found, said...)
 			if ok { // one keel could not disarm is tried again at the next release
-				s.verified[d] = gitFingerprint(d)
+				s.verified[d] = gitFingerprint(d) + hooksFingerprint(hooks)
 			}
 		}
 	}

@@ -121,6 +121,10 @@ type Policy struct {
 	unprotected []string
 	// trees names the working tree of each gitdir found through a .git ([gitGuard]).
 	trees map[string]string
+	// userHooks are the core.hooksPath values of the user's and the system's git configuration,
+	// repoHooks those of each protected common directory's ([Policy.protectGitConfig]).
+	userHooks []string
+	repoHooks map[string][]string
 	// viaLinks are the read-only and masked paths as given, where a link on their way made
 	// the real path differ: the links themselves are kept at each release ([plantWatch.noteLinks]).
 	viaLinks []string
@@ -278,7 +282,7 @@ func (p Policy) Complete() Policy {
 	p.why = maps.Clone(p.why)
 	p.ReadOnly, p.Pinned, p.Masked = slices.Clone(p.ReadOnly), slices.Clone(p.Pinned), slices.Clone(p.Masked)
 	p.Warnings, p.Problems, p.viaLinks = slices.Clone(p.Warnings), slices.Clone(p.Problems), slices.Clone(p.viaLinks)
-	p.protectRoots(sr.roots)
+	p.protectRoots(sr.roots, sr.home)
 	for _, r := range sr.readDeny {
 		p.maskRule(r, sr.cwd, sr.home)
 	}
@@ -286,8 +290,8 @@ func (p Policy) Complete() Policy {
 }
 
 // protectRoots makes git's configuration and hooks read-only in every repository found in
-// the writable roots ([gitGuard]).
-func (p *Policy) protectRoots(roots []string) {
+// the writable roots ([gitGuard]), and what that configuration names ([Policy.protectGitConfig]).
+func (p *Policy) protectRoots(roots []string, home string) {
 	g := p.searchRepos(roots)
 	for _, ro := range g.readOnly {
 		p.add(&p.ReadOnly, ro, "keel's always-read-only paths (git's configuration and hooks)")
@@ -300,6 +304,7 @@ func (p *Policy) protectRoots(roots []string) {
 	p.unprotected = g.unprotected
 	p.trees = g.trees
 	p.gitRoots = roots
+	p.protectGitConfig(g, home)
 	p.protectCheckouts()
 }
 
