@@ -8,12 +8,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/gittest"
 	"github.com/keel-dev/keel/internal/sandbox"
 )
 
@@ -41,9 +41,7 @@ func newObjWorld(t *testing.T) objWorld {
 // gitOut runs git outside the sandbox and returns its output, trimmed.
 func gitOut(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.Output()
+	out, err := gittest.Command(dir, args...).Output()
 	if err != nil {
 		t.Fatalf("git %v: %v", args, err)
 	}
@@ -52,9 +50,7 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 
 // catBlob is what git outside reads as the settings' object: its content, or its error.
 func (w objWorld) catBlob() string {
-	cmd := exec.Command("git", "cat-file", "blob", w.blob)
-	cmd.Dir = w.ws
-	out, _ := cmd.CombinedOutput()
+	out, _ := gittest.Command(w.ws, "cat-file", "blob", w.blob).CombinedOutput()
 	return string(out)
 }
 
@@ -112,8 +108,7 @@ func (w objWorld) forgedPack(t *testing.T) (pack, idx string) {
 
 func gitOutStdinRaw(t *testing.T, dir, stdin string, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
+	cmd := gittest.Command(dir, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.Output()
 	if err != nil {
