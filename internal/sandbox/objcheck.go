@@ -46,8 +46,9 @@ import (
 //     wrote or changed goes aside, and git works without it (gc makes it again).
 //
 // What fails goes aside (*.keel-refused): a missing object makes git fail loudly instead of
-// checking out forged content, and the result says so. objects/info/alternates, which would
-// add another store, is always read-only ([gitDirFiles]).
+// checking out forged content, and the result says so. Where the store could not be checked
+// whole, git is asked for the object each read-only file's content names ([forgedBlobs]).
+// objects/info/alternates, which would add another store, is read-only ([checkoutFiles]).
 
 // objFile is a file of an object store as keel last knew it.
 type objFile struct {
