@@ -201,6 +201,13 @@ func testEscapeGitObjects(t *testing.T) {
 		said := w.sayDone(t, fmt.Sprintf(`chmod u+w %[1]s && cat %[2]s > %[1]s && echo DONE`, loosePath(w), forged))
 		checkRefused(t, w, said, loosePath(w))
 	})
+	t.Run("loose object rewritten, its directory made read-only", func(t *testing.T) {
+		w := newObjWorld(t)
+		forged := filepath.Join(w.base, "forged")
+		write(t, forged, string(looseObject(t, evilSettings)))
+		said := w.sayDone(t, fmt.Sprintf(`chmod u+w %[1]s && cat %[2]s > %[1]s && chmod a-w $(dirname %[1]s) && echo DONE`, loosePath(w), forged))
+		checkRefused(t, w, said, loosePath(w))
+	})
 	t.Run("loose object replaced by rename", func(t *testing.T) {
 		w := newObjWorld(t)
 		forged := filepath.Join(w.base, "forged")

@@ -240,7 +240,11 @@ func verifyObjects(dir string, before objStore) (now objStore, said []string, wh
 	now = scanObjects(dir, before, true)
 	whole = true
 	refuse := func(rel, what string) {
-		msg, _ := moveAsidePath(filepath.Join(dir, filepath.FromSlash(rel)), what)
+		path := filepath.Join(dir, filepath.FromSlash(rel))
+		msg, failed := moveAsidePath(path, what)
+		if failed && unlockDir(filepath.Dir(path)) {
+			msg, _ = moveAsidePath(path, what)
+		}
 		said = append(said, msg)
 		delete(now.files, rel)
 		delete(now.loose, rel)
@@ -310,6 +314,17 @@ func verifyObjects(dir string, before objStore) (now objStore, said []string, wh
 		}
 	}
 	return now, said, whole
+}
+
+// unlockDir gives the owner back write permission on dir, a directory of an object store
+// that a command took it from, so that what it forged there can be moved aside; it reports
+// whether it did.
+func unlockDir(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o200 != 0 {
+		return false
+	}
+	return os.Chmod(dir, fi.Mode().Perm()|0o200) == nil
 }
 
 // looseName is the object name of rel when it names a loose object (xx/ and 38 or 62 hex
