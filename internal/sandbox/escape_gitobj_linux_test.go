@@ -352,3 +352,48 @@ func testGitInfoAttributesReadOnly(t *testing.T) {
 		t.Errorf("info/attributes changed: %q", b)
 	}
 }
+
+// TestGitCachedTreeDropped: git's commit takes the trees the index caches as they stand, so a
+// command can leave an index whose entries are the working tree's but whose cached tree for
+// .claude/ holds another settings file — git status shows nothing — and the user's next commit
+// outside would record it. As the command is released, the cached trees on the way to the
+// read-only paths are dropped: that commit records the entries.
+func TestGitCachedTreeDropped(t *testing.T) { forEachLauncher(t, testGitCachedTreeDropped) }
+
+func testGitCachedTreeDropped(t *testing.T) {
+	w := newObjWorld(t)
+	evil := gitOutStdin(t, w.ws, evilSettings, "hash-object", "-w", "--stdin")
+	// The forged index, made outside and copied in by the command: the evil entry's trees
+	// cached, the entry then named back.
+	idx := filepath.Join(w.base, "forged-index")
+	env := append(os.Environ(), "GIT_INDEX_FILE="+idx)
+	for _, args := range [][]string{{"read-tree", "HEAD"}, {"update-index", "--cacheinfo", "100644," + evil + ",.claude/settings.json"}, {"write-tree"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = w.ws, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	b, err := os.ReadFile(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := hex.DecodeString(evil)
+	g, _ := hex.DecodeString(w.blob)
+	b = bytes.Replace(b, e, g, 1)
+	sum := sha1.Sum(b[:len(b)-20])
+	copy(b[len(b)-20:], sum[:])
+	if err := os.WriteFile(idx, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	said := w.sayDone(t, fmt.Sprintf(`cp %s .git/index && git status --porcelain && echo DONE`, idx))
+	if said != "" {
+		t.Errorf("the release said:\n%s", said)
+	}
+	write(t, filepath.Join(w.ws, "b.txt"), "b\n")
+	git(t, w.ws, "add", "b.txt")
+	git(t, w.ws, "commit", "-q", "-m", "the user's")
+	if got := gitOut(t, w.ws, "show", "HEAD:.claude/settings.json"); got != "{}" {
+		t.Errorf("the user's next commit records another .claude/settings.json: %q", got)
+	}
+}

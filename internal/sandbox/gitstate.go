@@ -103,8 +103,13 @@ func (w *plantWatch) checkRefs(s *Sandbox) []string {
 		}
 		found = append(found, opsWriting(d, tree, paths, w.ops[d])...)
 		if st, ok := w.index[d]; ok && st != statIndex(d) {
-			if diff := differing(tree, paths, indexEntries(d, tree, paths)); len(diff) > 0 {
+			entries := indexEntries(d, tree, paths)
+			if diff := differing(tree, paths, entries); len(diff) > 0 {
 				found = append(found, "the index (git restore, checkout or reset --hard would write, and the next commit would take, "+strings.Join(diff, ", ")+")")
+			}
+			if err := dropCachedTrees(d, tree, entries); err != nil {
+				slog.Warn("sandbox: could not drop the index's cached trees", "gitdir", d, "err", err)
+				said = append(said, fmt.Sprintf("In %s keel could not drop the trees the index caches for the read-only paths (%v): the next commit there could record a version of them the index does not show; run git read-tree HEAD before committing outside the sandbox.", tree, err))
 			}
 		}
 		if len(found) > 0 {
@@ -115,6 +120,41 @@ func (w *plantWatch) checkRefs(s *Sandbox) []string {
 		}
 	}
 	return said
+}
+
+// dropCachedTrees adds the index's entries under the read-only paths again as they are,
+// which drops the trees the index caches on their way (its cache-tree): git's next commit
+// takes a cached tree as it stands, without the entries below it, so a command could leave one
+// holding another .claude/ than the entries — which neither git status nor the comparison
+// above shows — and the user's next commit outside would record it. A conflicted path is left
+// alone (adding it again would resolve it).
+func dropCachedTrees(gitDir, tree string, entries []treeEntry) error {
+	conflicted := map[string]bool{}
+	for _, e := range entries {
+		if e.stage != "0" {
+			conflicted[e.path] = true
+		}
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		if !conflicted[e.path] {
+			fmt.Fprintf(&b, "%s %s 0\t%s\x00", e.mode, e.oid, e.path)
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
+	defer cancel()
+	cmd, err := gitexec.Runner{}.Command(ctx, tree, "--literal-pathspecs", "--git-dir="+gitDir, "--work-tree="+tree, "update-index", "-z", "--index-info")
+	if err != nil {
+		return err
+	}
+	cmd.Stdin = strings.NewReader(b.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
 }
 
 // guardedPaths lists the read-only paths of p inside the working tree, relative to it, that
@@ -249,9 +289,10 @@ func removed(tree string, tracked, entries []treeEntry) []string {
 	return out
 }
 
-// treeEntry is one file git lists: its mode, object and path relative to the working tree.
+// treeEntry is one file git lists: its mode, object and path relative to the working tree,
+// and for an index entry its stage ("0" unless conflicted).
 type treeEntry struct {
-	mode, oid, path string
+	mode, oid, path, stage string
 }
 
 // gitEntries runs git with args ([gitOutput]) and reads the entries it lists, from ls-tree
@@ -268,11 +309,11 @@ func gitEntries(gitDir, tree string, args ...string) ([]treeEntry, error) {
 		if !ok || len(f) != 3 {
 			continue
 		}
-		oid := f[2] // ls-tree
+		e := treeEntry{mode: f[0], oid: f[2], path: string(path)} // ls-tree
 		if args[0] == "ls-files" {
-			oid = f[1]
+			e.oid, e.stage = f[1], f[2]
 		}
-		entries = append(entries, treeEntry{mode: f[0], oid: oid, path: string(path)})
+		entries = append(entries, e)
 	}
 	return entries, nil
 }
