@@ -364,7 +364,7 @@ func testGitCachedTreeDropped(t *testing.T) {
 	w := newObjWorld(t)
 	evil := gitOutStdin(t, w.ws, evilSettings, "hash-object", "-w", "--stdin")
 	// The forged index, made outside and copied in by the command: the evil entry's trees
-	// cached, the entry then named back.
+	// cached, the entry then named back, its file state refreshed.
 	idx := filepath.Join(w.base, "forged-index")
 	env := append(os.Environ(), "GIT_INDEX_FILE="+idx)
 	for _, args := range [][]string{{"read-tree", "HEAD"}, {"update-index", "--cacheinfo", "100644," + evil + ",.claude/settings.json"}, {"write-tree"}} {
@@ -386,9 +386,19 @@ func testGitCachedTreeDropped(t *testing.T) {
 	if err := os.WriteFile(idx, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The entry's file state as git reads it, so that adding the path again does nothing.
+	cmd := exec.Command("git", "update-index", "-q", "--refresh")
+	cmd.Dir, cmd.Env = w.ws, env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git update-index --refresh: %v\n%s", err, out)
+	}
 	said := w.sayDone(t, fmt.Sprintf(`cp %s .git/index && git status --porcelain && echo DONE`, idx))
 	if said != "" {
 		t.Errorf("the release said:\n%s", said)
+	}
+	// The index keeps the file's state: a plain diff-index, without a refresh, finds nothing.
+	if out, err := exec.Command("git", "-C", w.ws, "diff-index", "--name-only", "HEAD", "--").CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("git diff-index after the release: %v\n%s", err, out)
 	}
 	write(t, filepath.Join(w.ws, "b.txt"), "b\n")
 	git(t, w.ws, "add", "b.txt")

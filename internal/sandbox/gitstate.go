@@ -104,10 +104,11 @@ func (w *plantWatch) checkRefs(s *Sandbox) []string {
 		found = append(found, opsWriting(d, tree, paths, w.ops[d])...)
 		if st, ok := w.index[d]; ok && st != statIndex(d) {
 			entries := indexEntries(d, tree, paths)
-			if diff := differing(tree, paths, entries); len(diff) > 0 {
+			diff := differing(tree, paths, entries)
+			if len(diff) > 0 {
 				found = append(found, "the index (git restore, checkout or reset --hard would write, and the next commit would take, "+strings.Join(diff, ", ")+")")
 			}
-			if err := dropCachedTrees(d, tree, entries); err != nil {
+			if err := dropCachedTrees(d, tree, entries, diff); err != nil {
 				slog.Warn("sandbox: could not drop the index's cached trees", "gitdir", d, "err", err)
 				said = append(said, fmt.Sprintf("In %s keel could not drop the trees the index caches for the read-only paths (%v): the next commit there could record a version of them the index does not show; run git read-tree HEAD before committing outside the sandbox.", tree, err))
 			}
@@ -127,8 +128,10 @@ func (w *plantWatch) checkRefs(s *Sandbox) []string {
 // takes a cached tree as it stands, without the entries below it, so a command could leave one
 // holding another .claude/ than the entries — which neither git status nor the comparison
 // above shows — and the user's next commit outside would record it. A conflicted path is left
-// alone (adding it again would resolve it).
-func dropCachedTrees(gitDir, tree string, entries []treeEntry) error {
+// alone (adding it again would resolve it). Each entry the working tree holds as it is (not
+// in dirty) is then added from its file, so that the index keeps the file's state and a plain
+// git diff-index does not take it for changed.
+func dropCachedTrees(gitDir, tree string, entries []treeEntry, dirty []string) error {
 	conflicted := map[string]bool{}
 	for _, e := range entries {
 		if e.stage != "0" {
@@ -136,25 +139,38 @@ func dropCachedTrees(gitDir, tree string, entries []treeEntry) error {
 		}
 	}
 	var b strings.Builder
+	clean := []string{"update-index", "--"}
 	for _, e := range entries {
-		if !conflicted[e.path] {
-			fmt.Fprintf(&b, "%s %s 0\t%s\x00", e.mode, e.oid, e.path)
+		if conflicted[e.path] {
+			continue
+		}
+		fmt.Fprintf(&b, "%s %s 0\t%s\x00", e.mode, e.oid, e.path)
+		if e.mode != gitlinkMode && !slices.Contains(dirty, e.path) {
+			clean = append(clean, e.path)
 		}
 	}
 	if b.Len() == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
-	defer cancel()
-	cmd, err := gitexec.Runner{}.Command(ctx, tree, "--literal-pathspecs", "--git-dir="+gitDir, "--work-tree="+tree, "update-index", "-z", "--index-info")
-	if err != nil {
+	update := func(stdin string, args ...string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
+		defer cancel()
+		cmd, err := gitexec.Runner{}.Command(ctx, tree, append([]string{"--git-dir=" + gitDir, "--work-tree=" + tree}, args...)...)
+		if err != nil {
+			return err
+		}
+		cmd.Stdin = strings.NewReader(stdin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
+		}
+		return nil
+	}
+	// --index-info adds each entry whatever its state; a path is added only when its file
+	// is not as the index last saw it, which a forged index can make it seem.
+	if err := update(b.String(), "update-index", "-z", "--index-info"); err != nil || len(clean) == 2 {
 		return err
 	}
-	cmd.Stdin = strings.NewReader(b.String())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
-	}
-	return nil
+	return update("", clean...)
 }
 
 // guardedPaths lists the read-only paths of p inside the working tree, relative to it, that
