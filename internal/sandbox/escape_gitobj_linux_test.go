@@ -407,3 +407,25 @@ func testGitCachedTreeDropped(t *testing.T) {
 		t.Errorf("the user's next commit records another .claude/settings.json: %q", got)
 	}
 }
+
+// TestGitSparseCheckoutReadOnly: where a protected repository has sparse-checkout patterns,
+// a command cannot change them to leave .claude/ out of the user's next checkout.
+func TestGitSparseCheckoutReadOnly(t *testing.T) { forEachLauncher(t, testGitSparseCheckoutReadOnly) }
+
+func testGitSparseCheckoutReadOnly(t *testing.T) {
+	base := sandbox.VisibleDir(t)
+	ws := filepath.Join(base, "ws")
+	newRepo(t, ws)
+	write(t, filepath.Join(ws, ".claude", "settings.json"), "{}\n")
+	git(t, ws, "add", "-A")
+	git(t, ws, "commit", "-q", "-m", "settings")
+	sparse := filepath.Join(ws, ".git", "info", "sparse-checkout")
+	write(t, sparse, "/*\n")
+	w := gitWorld(t, ws, false)
+	if out := w.run(t, `printf '!/.claude/\n' >> .git/info/sparse-checkout || echo REFUSED`); !strings.Contains(out, "REFUSED") {
+		t.Errorf("the sparse-checkout patterns could be changed inside:\n%s", out)
+	}
+	if b, _ := os.ReadFile(sparse); string(b) != "/*\n" {
+		t.Errorf("info/sparse-checkout holds %q", b)
+	}
+}
