@@ -406,6 +406,14 @@ func testGitCachedTreeDropped(t *testing.T) {
 	if got := gitOut(t, w.ws, "show", "HEAD:.claude/settings.json"); got != "{}" {
 		t.Errorf("the user's next commit records another .claude/settings.json: %q", got)
 	}
+	// An entry the working tree does not hold as it is — the user's intent to add a file —
+	// stays what it was.
+	write(t, filepath.Join(w.ws, ".claude", "new.json"), "{}\n")
+	git(t, w.ws, "add", "-N", ".claude/new.json")
+	w.sayDone(t, `echo c > c.txt && git add c.txt && echo DONE`)
+	if got := gitOut(t, w.ws, "status", "--porcelain", "--", ".claude/new.json"); got != "A .claude/new.json" {
+		t.Errorf("the intent-to-add entry changed: %q", got)
+	}
 }
 
 // TestGitSparseCheckoutReadOnly: where a protected repository has sparse-checkout patterns,

@@ -128,9 +128,10 @@ func (w *plantWatch) checkRefs(s *Sandbox) []string {
 // takes a cached tree as it stands, without the entries below it, so a command could leave one
 // holding another .claude/ than the entries — which neither git status nor the comparison
 // above shows — and the user's next commit outside would record it. A conflicted path is left
-// alone (adding it again would resolve it). Each entry the working tree holds as it is (not
-// in dirty) is then added from its file, so that the index keeps the file's state and a plain
-// git diff-index does not take it for changed.
+// alone (adding it again would resolve it), and so is one the working tree does not hold as
+// it is (in dirty: a file missing or changed, an intent-to-add entry or one a sparse checkout
+// leaves out among them — which the index comparison names anyway). Each entry is then added from its file too, so that the index
+// keeps the file's state and a plain git diff-index does not take it for changed.
 func dropCachedTrees(gitDir, tree string, entries []treeEntry, dirty []string) error {
 	conflicted := map[string]bool{}
 	for _, e := range entries {
@@ -141,11 +142,11 @@ func dropCachedTrees(gitDir, tree string, entries []treeEntry, dirty []string) e
 	var b strings.Builder
 	clean := []string{"update-index", "--"}
 	for _, e := range entries {
-		if conflicted[e.path] {
+		if conflicted[e.path] || slices.Contains(dirty, e.path) {
 			continue
 		}
 		fmt.Fprintf(&b, "%s %s 0\t%s\x00", e.mode, e.oid, e.path)
-		if e.mode != gitlinkMode && !slices.Contains(dirty, e.path) {
+		if e.mode != gitlinkMode {
 			clean = append(clean, e.path)
 		}
 	}
