@@ -276,7 +276,8 @@ func verifyObjects(dir string, before objStore) (now objStore, said []string, wh
 			}
 		case packHashLen(rel) > 0:
 			// One that still hashes to the trailer it had is what it was; any other — new, or
-			// rewritten (an older git named a pack by the objects in it, so a repack could keep the name) — is read whole.
+			// rewritten (an older git named a pack by the objects in it, so a repack could
+			// keep the name) — is read whole.
 			if !existed || was.trailer == "" || !trailerOK(path, was.trailer) {
 				newPacks[strings.TrimSuffix(strings.TrimSuffix(rel, ".pack"), ".idx")] = true
 			}
