@@ -55,8 +55,9 @@ type plantWatch struct {
 	// todos holds the state at start of the to-do lists of a stopped rebase or cherry-pick
 	// ([todoFiles]) in every gitdir the search found, keyed by path.
 	todos map[string]string
-	// objects are the object stores of the guarded repositories ([plantWatch.noteObjects]).
-	objects []string
+	// objects are the object stores of the guarded repositories, each with one of them
+	// ([plantWatch.noteObjects]).
+	objects map[string]string
 	found   []string
 }
 

@@ -321,6 +321,14 @@ func (p *Policy) protectCheckouts() {
 		for _, n := range checkoutFiles {
 			p.add(&p.ReadOnly, filepath.Join(common, n), "keel's always-read-only paths (what git's checkout reads)")
 		}
+		// A sparse checkout's patterns (this worktree's): one that leaves .claude/ out has the
+		// next checkout remove it. Only where there is one: git reads it only when the
+		// configuration turns sparse checkout on, and an empty placeholder would then leave the
+		// whole working tree out.
+		sparse := filepath.Join(d, "info", "sparse-checkout")
+		if _, err := os.Lstat(sparse); err == nil {
+			p.add(&p.ReadOnly, sparse, "keel's always-read-only paths (what git's checkout reads)")
+		}
 	}
 }
 
