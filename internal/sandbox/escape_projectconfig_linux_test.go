@@ -17,10 +17,13 @@ import (
 func TestEscapeProjectConfig(t *testing.T) { forEachLauncher(t, testEscapeProjectConfig) }
 
 func testEscapeProjectConfig(t *testing.T) {
-	keelHome := filepath.Join(sandbox.VisibleDir(t), "keel")
+	base := sandbox.VisibleDir(t)
+	keelHome, cache := filepath.Join(base, "keel"), filepath.Join(base, "cache")
+	write(t, filepath.Join(cache, "x"), "cached\n")
 	write(t, filepath.Join(keelHome, "mcp-auth", "srv.json"), `{"token":{"access_token":"TOPSECRET-oauth"}}`)
 	write(t, filepath.Join(keelHome, "file-history", "s", "f@v1"), "TOPSECRET-history\n")
-	w := newWorld(t, func(in *sandbox.Input) { in.KeelHome = keelHome })
+	// With a cache, under bubblewrap the helper mounts its overlay after the masks.
+	w := newWorld(t, func(in *sandbox.Input) { in.KeelHome, in.Caches = keelHome, []string{cache} })
 	write(t, filepath.Join(w.ws, "sub", ".claude", "settings.json"), "{}\n")
 	write(t, filepath.Join(w.ws, "sub", ".mcp.json"), "{}\n")
 	write(t, filepath.Join(w.ws, "sub", "deeper", ".opencode", "opencode.json"), "{}\n")
@@ -68,7 +71,7 @@ func testEscapeProjectConfig(t *testing.T) {
 		t.Errorf("sub2/.keel, made by the command before, is still writable:\n%s", out)
 	}
 	// The rest of the tree is the command's.
-	if out := w.run(t, "mkdir -p sub/src && echo ok > sub/src/x && echo ok > CLAUDE.md && cat sub/src/x"); !strings.Contains(out, "ok") {
+	if out := w.run(t, fmt.Sprintf("mkdir -p sub/src && echo ok > sub/src/x && echo ok > CLAUDE.md && cat sub/src/x && echo more >> %s/x && cat %s/x", cache, cache)); !strings.Contains(out, "ok\ncached\nmore") {
 		t.Errorf("an ordinary write below the workspace failed:\n%s", out)
 	}
 }
