@@ -60,7 +60,7 @@ type Policy struct {
 	Writable []string
 	// ReadOnly are always read-only, even inside a writable root and also when they do not
 	// exist yet (keel puts an empty placeholder there for the command's life): git's
-	// configuration and hooks, the project configuration of [ProjectConfig] (.mcp.json,
+	// configuration and hooks, the project configuration of projectConfigNames (.mcp.json,
 	// .claude/, .keel/, the other harnesses' and the editors' folders) and the few files of
 	// rootConfig, settings files, hook scripts, shell start-up files and filesystem.denyWrite.
 	ReadOnly []string

@@ -7,12 +7,13 @@ import (
 	"slices"
 )
 
-// ProjectConfig are the names that, in a directory of a project, hold what a program run
+// projectConfigNames are the names that, in a directory of a project, hold what a program run
 // later outside the sandbox takes as code to run or permissions to grant: keel's and Claude
 // Code's settings, hooks, skills, commands, agents and output styles (.keel, .claude), the MCP
 // servers of .mcp.json, the agent definitions keel loads from the other harnesses' folders too
 // (.codex, .gemini, .opencode: hooks and MCP servers of their own), and the editors' workspace
-// settings (.vscode, .idea), which name programs the editor runs when the folder is opened.
+// settings (.vscode, .idea), which name programs the editor runs when the folder is opened, and
+// .gitmodules, the submodules git clones and checks out there.
 // keel reads skills and commands in every directory from the project's root down to the
 // working directory, and an editor or another harness opened in a subdirectory reads that
 // directory's: so each is read-only at every writable root, in every directory between a
@@ -23,11 +24,11 @@ import (
 // are instructions a model reads, as it reads any file of the project, not code any program
 // runs or a grant keel applies, and keeping them writable lets /init and the agent itself
 // maintain them. Those inside .keel/ and .claude/ are read-only with their folder.
-var ProjectConfig = []string{".claude", ".keel", ".mcp.json", ".codex", ".gemini", ".opencode", ".vscode", ".idea", ".gitmodules"}
+var projectConfigNames = []string{".claude", ".keel", ".mcp.json", ".codex", ".gemini", ".opencode", ".vscode", ".idea", ".gitmodules"}
 
 // rootConfig are more names read-only at a writable root's top: what tools started there
 // read as configuration — ripgrep's, a workspace-level git configuration, the shells'
-// start-up files — Claude Code's sandbox's "dangerous files" beside those of ProjectConfig
+// start-up files — Claude Code's sandbox's "dangerous files" beside those of projectConfigNames
 // (where the home directory is a writable root, [homeProtected] lists the rest of its own).
 var rootConfig = []string{".ripgreprc", ".gitconfig", ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile"}
 
@@ -44,16 +45,16 @@ const maxNestedConfig = 256
 
 // protectedIn lists what is always read-only inside the writable root r besides git's
 // files (see [gitGuard]): the files through which a later, unsandboxed program would run what
-// a command planted (ProjectConfig and rootConfig).
+// a command planted (projectConfigNames and rootConfig).
 func protectedIn(r string) []string {
 	var out []string
-	for _, n := range slices.Concat(ProjectConfig, rootConfig) {
+	for _, n := range slices.Concat(projectConfigNames, rootConfig) {
 		out = append(out, filepath.Join(r, n))
 	}
 	return out
 }
 
-// protectedBetween lists ProjectConfig in each directory below the writable root r down to
+// protectedBetween lists projectConfigNames in each directory below the writable root r down to
 // dir, the session's working directory, when dir lies below r (a working directory inside an
 // allowWrite or additional directory): a session started there later, by keel or another
 // harness, reads each of them.
@@ -63,14 +64,14 @@ func protectedBetween(r, dir string) []string {
 	}
 	var out []string
 	for d := dir; d != r; d = filepath.Dir(d) {
-		for _, n := range ProjectConfig {
+		for _, n := range projectConfigNames {
 			out = append(out, filepath.Join(d, n))
 		}
 	}
 	return out
 }
 
-// projectConfig notes the ProjectConfig that dir, a directory the search for repositories
+// projectConfig notes the projectConfigNames that dir, a directory the search for repositories
 // visits below root, holds (from its listing, entries: no system call more). The root's own
 // are protectedIn's, absent ones included.
 func (g *gitGuard) projectConfig(dir, root string, entries []os.DirEntry) {
@@ -78,7 +79,7 @@ func (g *gitGuard) projectConfig(dir, root string, entries []os.DirEntry) {
 		return
 	}
 	for _, e := range entries {
-		if !slices.Contains(ProjectConfig, e.Name()) {
+		if !slices.Contains(projectConfigNames, e.Name()) {
 			continue
 		}
 		if len(g.config) >= maxNestedConfig {

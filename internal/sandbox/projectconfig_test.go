@@ -19,7 +19,7 @@ import (
 // (hooks, MCP servers; the other harnesses' folders too), skills and commands (allowed-tools,
 // ! lines), settings (hooks, rules) and MCP servers. A new loader of such configuration adds
 // its list here. Memory files (KEEL.md, CLAUDE.md, AGENTS.md) are not among them: they are
-// instructions, read by the model like any file of the project (sandbox.ProjectConfig).
+// instructions, read by the model like any file of the project (see projectconfig.go).
 func loaderLocations() map[string][]string {
 	return map[string][]string{
 		"agentdef": agentdef.ProjectDirs(),
