@@ -24,7 +24,7 @@ import (
 // are instructions a model reads, as it reads any file of the project, not code any program
 // runs or a grant keel applies, and keeping them writable lets /init and the agent itself
 // maintain them. Those inside .keel/ and .claude/ are read-only with their folder.
-var projectConfigNames = []string{".claude", ".keel", ".mcp.json", ".codex", ".gemini", ".opencode", ".vscode", ".idea", ".gitmodules"}
+var projectConfigNames = []string{".mcp.json", ".gitmodules", ".claude", ".keel", ".codex", ".gemini", ".opencode", ".vscode", ".idea"}
 
 // rootConfig are more names read-only at a writable root's top: what tools started there
 // read as configuration — ripgrep's, a workspace-level git configuration, the shells'
