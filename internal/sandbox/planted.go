@@ -200,6 +200,13 @@ func (w *plantWatch) finish(s *Sandbox) {
 			refresh = true
 		}
 	}
+	// Project configuration a command made below the roots (sub/.claude/, sub/.mcp.json) is
+	// read-only from the next command on, as it would be in the next session.
+	for _, c := range g.config {
+		if !slices.Contains(p.ReadOnly, resolvePath(c)) {
+			refresh = true
+		}
+	}
 	if refresh {
 		s.refresh()
 	}
