@@ -202,12 +202,13 @@ func TestHookPathsPluginIsWorkdir(t *testing.T) {
 // TestHookPathsOtherCommands: the scripts of the other commands keel runs outside the sandbox
 // are protected as hooks' are: the status line's, the stdio MCP servers' of .mcp.json, of
 // keel's own file and of an agent's inline servers (by path and through an interpreter), an
-// agent's hooks' and the language servers'. An HTTP server names no script.
+// HTTP server's headersHelper, an agent's hooks' and the language servers'. An HTTP server's
+// URL names no script.
 func TestHookPathsOtherCommands(t *testing.T) {
 	proj, home := t.TempDir(), t.TempDir()
 	writeFiles(t, proj, map[string]string{
 		".mcp.json": `{"mcpServers": {"a": {"command": "python3", "args": ["tools/server.py"]}, "b": {"command": "` + proj + `/tools/srv.sh"},
-			"web": {"type": "http", "url": "http://127.0.0.1:1/mcp/tools/x.sh"}}}`,
+			"web": {"type": "http", "url": "http://127.0.0.1:1/mcp/tools/x.sh", "headersHelper": "./auth/headers.sh"}}}`,
 		".claude/agents/helper.md": "---\nname: helper\ndescription: d\nmcpServers:\n  - local:\n      command: node\n      args: [agent/srv.js]\n" +
 			"hooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n        - type: command\n          command: ./agent/pre.sh\n---\nbody\n",
 		"tools/status.sh": "echo hi\n",
@@ -219,7 +220,7 @@ func TestHookPathsOtherCommands(t *testing.T) {
 	}
 	s := &Session{projectDir: proj, opts: Options{Cwd: proj, Home: home}, settings: st}
 	got := s.hookPaths()
-	for _, want := range []string{"tools/status.sh", "tools/server.py", "tools/srv.sh", "user/u.sh", "agent/srv.js", "agent/pre.sh", "lsp/run.sh"} {
+	for _, want := range []string{"tools/status.sh", "tools/server.py", "tools/srv.sh", "user/u.sh", "agent/srv.js", "agent/pre.sh", "lsp/run.sh", "auth/headers.sh"} {
 		if !slices.Contains(got, filepath.Join(proj, want)) {
 			t.Errorf("%s is not protected: %q", want, got)
 		}

@@ -19,7 +19,8 @@ import (
 // hookPaths are the files that decide what keel runs outside the sandbox, from the settings,
 // the MCP configurations, the agent definitions and the plugins: the scripts their commands
 // name ([hookScripts]) — hooks', the status line's, the stdio MCP servers' (settings,
-// .mcp.json, --mcp-config, plugins, agents' inline ones), the language servers' — and each
+// .mcp.json, --mcp-config, plugins, agents' inline ones) and HTTP servers' headersHelper, the
+// language servers' — and each
 // plugin that lies in a writable root ([pluginPaths]). A sandboxed command that could change
 // one would run code outside at the next hook, status line refresh or server start.
 func (s *Session) hookPaths() []string {
@@ -57,6 +58,10 @@ func (s *Session) hookPaths() []string {
 	for _, sv := range servers {
 		if sv.Type == mcphost.TypeStdio || sv.Type == "" {
 			out = append(out, argvScripts(append([]string{sv.Command}, sv.Args...), plain, s.opts.Cwd, inside).paths...)
+		}
+		// An HTTP server's headersHelper runs with sh -c in the working directory.
+		if sv.HeadersHelper != "" {
+			out = append(out, findScripts(sv.HeadersHelper, plain, s.opts.Cwd, inside).paths...)
 		}
 	}
 	lsp := s.plug.LSPServers()
