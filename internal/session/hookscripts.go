@@ -1,6 +1,7 @@
 package session
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -165,13 +166,17 @@ func (w *hookWalk) call(args []*syntax.Word, redirs []*syntax.Redirect, dir stri
 		return w.call(rest, redirs, dir)
 	}
 	if strings.Contains(name, "/") {
-		w.add(name, dir, true)
+		if p := w.add(name, dir, true); p != "" {
+			if in, ok := interpreterOf(shebang(p)); ok && in.codeDir {
+				w.codeDir(scriptDir(p), in.python())
+			}
+		}
 	} else if in, ok := interpreterOf(name); ok {
 		script, stdin := w.interpreted(in, rest, dir)
 		if script != nil {
 			if v, ok := w.literal(script); ok {
 				if p := w.add(v, dir, true); p != "" && in.codeDir {
-					w.codeDir(filepath.Dir(p), true)
+					w.codeDir(scriptDir(p), in.python())
 				}
 			}
 		}
@@ -185,6 +190,47 @@ func (w *hookWalk) call(args []*syntax.Word, redirs []*syntax.Redirect, dir stri
 		}
 	}
 	return dir
+}
+
+// shebang is the name of the interpreter the #! line of the file at p names (python3 for
+// "#!/usr/bin/env python3", "#!/usr/bin/python3 -u"), or "" for none.
+func shebang(p string) string {
+	f, err := os.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	buf := make([]byte, 256)
+	n, _ := io.ReadFull(f, buf)
+	line, _, _ := strings.Cut(string(buf[:n]), "\n")
+	rest, ok := strings.CutPrefix(line, "#!")
+	if !ok {
+		return ""
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return ""
+	}
+	name := filepath.Base(fields[0])
+	if name == "env" {
+		// env's options (-S) and assignments come before the program.
+		for _, f := range fields[1:] {
+			if !strings.HasPrefix(f, "-") && !strings.Contains(f, "=") {
+				return f
+			}
+		}
+		return ""
+	}
+	return name
+}
+
+// scriptDir is the directory an interpreter running the script at p looks code up in: that of
+// the file a link at p leads to, since Python and Node follow it first.
+func scriptDir(p string) string {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return filepath.Dir(real)
+	}
+	return filepath.Dir(p)
 }
 
 // stdinScript protects the file an interpreter that reads its script from stdin is given
@@ -257,6 +303,9 @@ var interpreters = lazy.Value[map[string]interpreter]{New: func() map[string]int
 		"tsx":    {inline: []string{"-e", "--eval", "-p", "--print"}, codeDir: true}, "ts-node": {inline: []string{"-e", "--eval", "-p", "--print"}, codeDir: true},
 	}
 }}
+
+// python says in is Python's (the one with -m).
+func (in interpreter) python() bool { return in.module != "" }
 
 // interpreterOf is the interpreter a command named name is, if keel knows it (python3.12 is
 // python).

@@ -44,7 +44,14 @@ func TestHookScripts(t *testing.T) {
 		"single.py":          "",
 		"runner/__main__.py": "",
 		"tools/pkg2/m.py":    "",
+		"tools/run":          "#!/usr/bin/env -S python3 -u\nimport json\n",
+		"tools/run.sh":       "#!/bin/sh\nexit 0\n",
+		"lib/real.py":        "import json\n",
+		"nodehk/x":           "#!/usr/local/bin/node\n",
 	})
+	if err := os.Symlink("../lib/real.py", filepath.Join(proj, "tools/link.py")); err != nil {
+		t.Fatal(err)
+	}
 	writeFiles(t, outside, map[string]string{"present.sh": "exit 0\n"})
 	in := func(rel ...string) []string {
 		var out []string
@@ -93,6 +100,10 @@ func TestHookScripts(t *testing.T) {
 		{"shell script's directory stays writable", "bash tools/lint.sh", vars, in("tools/lint.sh")},
 		{"ruby script's directory stays writable", "ruby -w tools/x.rb", vars, in("tools/x.rb")},
 		{"python script outside", "python3 " + outside + "/present.sh", vars, []string{filepath.Join(outside, "present.sh")}},
+		{"python by its #! line", "$CLAUDE_PROJECT_DIR/tools/run --fix", vars, in("tools/run", "tools")},
+		{"node by its #! line", "./nodehk/x", vars, in("nodehk/x", "nodehk")},
+		{"shell by its #! line", "./tools/run.sh", vars, in("tools/run.sh")},
+		{"python script through a link", "python3 tools/link.py", vars, in("tools/link.py", "lib")},
 		// python3 -m runs a module from the working directory.
 		{"python -m package module", "cd $CLAUDE_PROJECT_DIR && python3 -m pkg.mod --fix", vars, in("pkg/__init__.py", "pkg/mod.py")},
 		{"python -m module", "python3 -m single", vars, in("single.py")},
@@ -247,11 +258,12 @@ func TestPythonSafeHooks(t *testing.T) {
 		{Type: "command", Command: "python3 tools/hook.py"},
 		{Type: "command", Command: "python3 -m hookmod"},
 		{Type: "command", Command: "./hook.sh", Env: []string{"A=1"}},
+		{Type: "command", Command: "./pyhook --x", Env: []string{"A=1"}},
 	}}}
-	writeFiles(t, proj, map[string]string{"hookmod.py": ""})
+	writeFiles(t, proj, map[string]string{"hookmod.py": "", "hook.sh": "#!/bin/sh\n", "pyhook": "#!/usr/bin/python3\n"})
 	s := &Session{projectDir: proj, opts: Options{Cwd: proj}, settings: &settings.Settings{}}
 	got := s.pythonSafe(groups)
-	want := [][]string{{"PYTHONSAFEPATH=1"}, nil, nil, {"A=1"}}
+	want := [][]string{{"PYTHONSAFEPATH=1"}, nil, nil, {"A=1"}, {"A=1", "PYTHONSAFEPATH=1"}}
 	for i, h := range got[0].Hooks {
 		if !slices.Equal(h.Env, want[i]) {
 			t.Errorf("%q runs with %q, want %q", h.Command, h.Env, want[i])
