@@ -20,9 +20,9 @@ import (
 // the MCP configurations, the agent definitions and the plugins: the scripts their commands
 // name ([hookScripts]) — hooks', the status line's, the stdio MCP servers' (settings,
 // .mcp.json, --mcp-config, plugins, agents' inline ones) and HTTP servers' headersHelper, the
-// language servers' — and each
-// plugin that lies in a writable root ([pluginPaths]). A sandboxed command that could change
-// one would run code outside at the next hook, status line refresh or server start.
+// language servers' — and each plugin that lies in a writable root ([pluginPaths]). A
+// sandboxed command that could change one would run code outside at the next hook, status
+// line refresh or server start.
 func (s *Session) hookPaths() []string {
 	inside := s.hookRoots()
 	base := map[string]string{"CLAUDE_PROJECT_DIR": s.projectDir, "KEEL_PROJECT_DIR": s.projectDir}
@@ -46,11 +46,13 @@ func (s *Session) hookPaths() []string {
 	if c := s.settings.StatusLine.Command.V; c != "" {
 		out = append(out, findScripts(c, plain, s.opts.Cwd, inside).paths...)
 	}
-	servers := s.stdioServers()
-	defs := s.agentDefs()
-	for _, d := range defs {
+	servers := s.configuredServers()
+	_, env := mcpEnviron(s.opts.MCP)
+	for _, d := range s.agentDefs() {
 		hooksOf(agentHookGroups(d))
-		_, env := mcpEnviron(s.opts.MCP)
+		if len(d.MCPServers) == 0 {
+			continue
+		}
 		if cfg, err := agentServers(d.MCPServers, env); err == nil {
 			servers = append(servers, cfg.Servers...)
 		}
@@ -77,9 +79,9 @@ func (s *Session) hookPaths() []string {
 	return slices.Compact(out)
 }
 
-// stdioServers are the MCP servers the session's configuration names, started or not: an
+// configuredServers are the MCP servers the session's configuration names, started or not: an
 // untrusted project's may start once it is trusted.
-func (s *Session) stdioServers() []mcphost.ServerConfig {
+func (s *Session) configuredServers() []mcphost.ServerConfig {
 	_, env := mcpEnviron(s.opts.MCP)
 	cfg := mcphost.Load(mcphost.LoadOptions{Home: s.opts.Home, ProjectDir: s.projectDir, CLIConfigs: s.opts.MCP.Configs,
 		Strict: s.opts.MCP.Strict, Env: env, Plugins: s.plug.Current().MCPServers()})
