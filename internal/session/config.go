@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,7 +105,13 @@ func (c *configWiring) permissionPolicy() (permission.Policy, []event.Notice) {
 // the names the permission package protects itself (.git, .keel, .claude…): every settings
 // file keel reads, keel's own directory (trust records, user settings, sessions), the
 // scripts hooks run and the plugin files that say which hooks run ([Session.hookPaths]).
+// They are read once: the permission policy and the sandbox are built from the same list.
 func (s *Session) protectedPaths() []string {
+	s.protectedOnce.Do(func() { s.protected = slices.Clip(s.readProtected()) })
+	return s.protected
+}
+
+func (s *Session) readProtected() []string {
 	var out []string
 	for _, f := range s.settings.Files {
 		if filepath.IsAbs(f.Path) {
