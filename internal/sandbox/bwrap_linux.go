@@ -269,8 +269,12 @@ func bwrapArgs(pl plan, exe string, setuid bool, firstFD int, files *int) []stri
 	}
 	if len(pl.Overlays) > 0 && !setuid {
 		// The helper mounts the caches' overlays ([setupOverlays]) with these, and drops them.
-		// keel's directory for them is bound last, writable over whatever made it read-only.
-		a = append(a, "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP", "--bind", pl.CacheState, pl.CacheState)
+		// keel's directory for them is bound last, writable over whatever made it read-only
+		// (none when every overlay failed: those caches are bound read-only).
+		a = append(a, "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP")
+		if pl.CacheState != "" {
+			a = append(a, "--bind", pl.CacheState, pl.CacheState)
+		}
 	}
 	return a
 }
