@@ -49,7 +49,7 @@ func (s *Sandbox) landlockOnlyLimits() string {
 	} else {
 		b.WriteString("network not contained (Landlock ABI < 4): the proxy variables are set, but nothing forces their use")
 	}
-	b.WriteString("; other processes of this user are visible; enable unprivileged user namespaces for the full sandbox")
+	b.WriteString("; other processes of this user are visible, and the terminal keel runs in is reachable by its /dev/pts name (though not as the command's controlling terminal); enable unprivileged user namespaces for the full sandbox")
 	return b.String()
 }
 
