@@ -125,14 +125,19 @@ func (a *app) runSandbox(ctx context.Context, opts *sandboxOptions) error {
 	c := exec.CommandContext(ctx, opts.Command[0], opts.Command[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = a.std.In, a.std.Out, a.std.Err
 	c.Env = sandbox.WithoutCredentials(nil) // what a session's Bash would see
-	if in, ok := a.std.In.(*os.File); !ok || !procgroup.IsTerminal(in) {
+	confine := sb.Confine
+	if in, ok := a.std.In.(*os.File); ok && procgroup.IsTerminal(in) && procgroup.Foreground(in) {
+		// Typed at a terminal, in its foreground: the command keeps the terminal (an
+		// interactive shell, a prompt), in the group the user's shell gave keel's job.
+		confine = func(c *exec.Cmd, _ ...string) (*sandbox.Run, error) { return sb.ConfineAtTerminal(c) }
+	} else {
 		// A group of its own, as the Bash tool's commands have: kill(0) inside would otherwise
-		// reach keel and the script that started it, whatever the PID namespace. At a
-		// terminal the shell already gives keel's job a group of its own, and the command
-		// keeps the terminal.
+		// reach keel and the script that started it, whatever the PID namespace. On Linux
+		// Confine makes it a session of its own too, so that a terminal keel was merely
+		// handed (a background job, a script's) is not the command's to read.
 		procgroup.Own(c)
 	}
-	run, err := sb.Confine(c)
+	run, err := confine(c)
 	if err != nil {
 		return err
 	}
