@@ -52,11 +52,13 @@ func (s *Session) newSandbox() *sandbox.Sandbox {
 	home := userHome()
 	var readDeny []sandbox.PathRule
 	for _, v := range s.settings.Permissions.Deny {
-		r, err := permission.ParseRule(v.V, permission.Deny, permission.Source{})
+		r, err := permission.ParseRule(v.V, permission.Deny, permission.Source{Dir: s.opts.ruleDir(v.From)})
 		if err != nil || r.Tool != "Read" || r.Specifier == "" {
 			continue
 		}
-		readDeny = append(readDeny, sandbox.PathRule{Spec: r.Specifier, Dir: s.opts.ruleDir(v.From)})
+		// Anchored as the permission rule is: /path at the settings file's directory, path
+		// and ./path at the working directory from every settings file.
+		readDeny = append(readDeny, sandbox.PathRule{Spec: r.Specifier, Dir: r.Root(s.opts.Cwd)})
 	}
 	p := sandbox.NewPolicy(sandbox.Input{
 		Mode: sandbox.Mode(s.opts.Sandbox), Settings: &s.settings.Sandbox,
