@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/gitexec"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 )
 
@@ -39,9 +40,9 @@ func TestShadowLeavesMaskedOut(t *testing.T) {
 	if len(repos) != 1 {
 		t.Fatalf("shadow repositories: %v", repos)
 	}
-	out, err := exec.Command("git", "--git-dir="+repos[0], "log", "--all", "--format=", "--name-only").CombinedOutput()
+	out, err := gitexec.Runner{Trusted: true}.Output(t.Context(), home, "--git-dir="+repos[0], "log", "--all", "--format=", "--name-only")
 	if err != nil {
-		t.Fatalf("git log: %v: %s", err, out)
+		t.Fatalf("git log: %v", err)
 	}
 	captured := strings.Fields(string(out))
 	if !strings.Contains(string(out), "main.txt") {
