@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/hostexec"
 )
 
 // KeelNATS is the NATS companion: the supervisor's embedded nats-server, and (`keel-nats
@@ -42,7 +44,7 @@ func Find(name string, beside ...string) (string, error) {
 			dirs = append(dirs, dir)
 		}
 	}
-	if p, err := exec.LookPath(name); err == nil {
+	if p, err := hostexec.Path(name); err == nil {
 		return p, nil
 	}
 	return "", fmt.Errorf("%s %w in %s or on PATH", name, ErrNotFound, strings.Join(dirs, ", "))
