@@ -127,3 +127,35 @@ func copyExecutable(t *testing.T, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestDoctorHostPrograms: `keel doctor` names the PATH entries commands can write and keel's
+// executables made read-only where a writable root holds them.
+func TestDoctorHostPrograms(t *testing.T) {
+	ws := t.TempDir()
+	venv := filepath.Join(ws, ".venv", "bin")
+	if err := os.MkdirAll(venv, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", venv+string(os.PathListSeparator)+os.Getenv("PATH"))
+	helper := filepath.Join(ws, "bin", sandbox.HelperProgram)
+	copyExecutable(t, helper)
+	s := sandbox.New(sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{ws}}), sandbox.Options{Executable: helper})
+	var path, own string
+	for _, f := range sandbox.Doctor(context.Background(), s) {
+		switch f.Name {
+		case "PATH":
+			path = f.Status + ": " + f.Detail
+		case "keel's executables":
+			own = f.Detail
+		}
+	}
+	if !strings.HasPrefix(path, "warn: ") || !strings.Contains(path, venv) {
+		t.Errorf("PATH finding = %q, want a warning naming %s", path, venv)
+	}
+	if !strings.Contains(own, "read-only in the sandbox: ") || !strings.Contains(own, helper) {
+		t.Errorf("executables finding = %q, want %s read-only", own, helper)
+	}
+	if got := sandbox.ExposedPath(s.Policy()); !strings.Contains(got, venv) {
+		t.Errorf("ExposedPath = %q", got)
+	}
+}

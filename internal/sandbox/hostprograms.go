@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/keel-dev/keel/internal/hostexec"
@@ -84,4 +85,40 @@ func (s *Sandbox) helperFD(cmd *exec.Cmd) string {
 	fd := 3 + len(cmd.ExtraFiles)
 	cmd.ExtraFiles = append(cmd.ExtraFiles, s.exeFile)
 	return "/proc/self/fd/" + strconv.Itoa(fd)
+}
+
+// ExposedPath says, for the session's notice and `keel doctor`, which PATH entries p's
+// commands can write: keel's own programs skip them ([hostexec.Path]), but a program a hook,
+// the status line or an MCP server names by bare name is looked up there. Empty when none (or
+// the sandbox is off).
+func ExposedPath(p Policy) string {
+	if !p.Enabled() || len(p.Writable) == 0 {
+		return ""
+	}
+	return hostexec.Describe(hostexec.Exposed(os.Getenv("PATH"), p.WritableAt))
+}
+
+// hostFindings are `keel doctor`'s lines on what keel runs outside the sandbox: its own
+// executables (from a descriptor; read-only where a writable root holds them) and the PATH
+// entries commands can write.
+func hostFindings(s *Sandbox, p Policy) []Finding {
+	if !p.Enabled() {
+		return nil
+	}
+	own := Finding{Name: "keel's executables", Status: "ok",
+		Detail: "the helper (" + s.exe + ") is run from a descriptor opened when the sandbox was set up, never again by its path"}
+	var ro []string
+	for _, r := range p.ReadOnly {
+		if slices.Contains(keelPrograms, filepath.Base(r)) || r == s.exe {
+			ro = append(ro, r)
+		}
+	}
+	if len(ro) > 0 {
+		own.Detail += "; they lie in a writable root, so these are read-only in the sandbox: " + strings.Join(ro, ", ")
+	}
+	out := []Finding{own}
+	if d := ExposedPath(p); d != "" {
+		out = append(out, Finding{Name: "PATH", Status: "warn", Detail: d})
+	}
+	return out
 }

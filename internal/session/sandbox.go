@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/keel-dev/keel/internal/egress"
+	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/runconfig"
@@ -27,6 +28,9 @@ func (s *Session) buildSandbox() *sandbox.Sandbox {
 	sb := s.newSandbox()
 	if !sb.Policy().Enabled() {
 		return nil
+	}
+	if d := sandbox.ExposedPath(sb.Policy()); d != "" {
+		s.notices = append(s.notices, event.Notice{Level: "warn", Text: "sandbox: " + d})
 	}
 	return sb
 }
