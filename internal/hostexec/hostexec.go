@@ -132,7 +132,9 @@ func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 		cmd.Path, cmd.Err = name, err
 		return cmd
 	}
-	return exec.CommandContext(ctx, p, args...)
+	cmd := exec.CommandContext(ctx, p, args...)
+	cmd.Args[0] = name // as exec.Command would give it: what the program sees as its name
+	return cmd
 }
 
 // Exposed returns the entries of pathList (PATH's form) that a command may write, as
