@@ -145,7 +145,7 @@ func TestDoctorHostPrograms(t *testing.T) {
 		switch f.Name {
 		case "PATH":
 			path = f.Status + ": " + f.Detail
-		case "keel's executables":
+		case "keel binaries":
 			own = f.Detail
 		}
 	}

@@ -105,7 +105,7 @@ func hostFindings(s *Sandbox, p Policy) []Finding {
 	if !p.Enabled() {
 		return nil
 	}
-	own := Finding{Name: "keel's executables", Status: "ok",
+	own := Finding{Name: "keel binaries", Status: "ok",
 		Detail: "the helper (" + s.exe + ") is run from a descriptor opened when the sandbox was set up, never again by its path"}
 	var ro []string
 	for _, r := range p.ReadOnly {
