@@ -100,6 +100,20 @@ func locations(o Options) []location {
 	return locs
 }
 
+// ProjectDirs are the folders, relative to the project directory, that Load reads the
+// project's definitions from, the other harnesses' included: a definition carries hooks and
+// MCP servers keel runs, so the sandbox keeps each of them read-only.
+func ProjectDirs() []string {
+	root := string(filepath.Separator) + "project"
+	var out []string
+	for _, l := range locations(Options{ProjectDir: root}) {
+		if rel, err := filepath.Rel(root, l.dir); l.source == SourceProject && err == nil && filepath.IsLocal(rel) {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
 // CLIPath is the Path of definitions given with --agents.
 const CLIPath = "--agents"
 

@@ -45,14 +45,20 @@ func (r *Repo) Git(args ...string) string {
 // Run runs git in dir like [Repo.Git].
 func Run(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = Env()
-	out, err := cmd.CombinedOutput()
+	out, err := Command(dir, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// Command is git with args, in dir and with [Env], for a test that needs the command itself:
+// its standard input, its output apart from its errors, or a failure that is not fatal.
+func Command(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = Env()
+	return cmd
 }
 
 // Env is the environment git runs with in tests: the process's, isolated from the user's

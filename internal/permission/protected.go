@@ -20,7 +20,9 @@ import (
 // working directory; protectedFiles are file names likewise.
 var (
 	protectedDirs = lazy.Value[map[string]bool]{New: func() map[string]bool {
-		return map[string]bool{".git": true, ".keel": true, ".claude": true, ".vscode": true, ".idea": true}
+		return map[string]bool{".git": true, ".keel": true, ".claude": true, ".vscode": true, ".idea": true,
+			// keel loads agents, with their hooks and MCP servers, from the other harnesses' folders too.
+			".codex": true, ".gemini": true, ".opencode": true}
 	}}
 	protectedFiles = lazy.Value[map[string]bool]{New: func() map[string]bool {
 		return map[string]bool{".mcp.json": true, ".gitmodules": true}

@@ -12,7 +12,8 @@ func TestProtectedPaths(t *testing.T) {
 	userSettings := filepath.Join(t.TempDir(), "settings.json")
 	protectedEdits := []string{".git/hooks/pre-commit", ".git/config", "sub/.git/config", ".keel/settings.json",
 		".claude/settings.local.json", ".claude/agents/evil.md", ".claude/skills/x/SKILL.md", ".mcp.json", "sub/.mcp.json",
-		".vscode/tasks.json", ".gitmodules", ".keel/worktrees/agent-1/.git", ".keel/worktrees/agent-1/.claude/settings.json", ".keel/worktrees", "scripts/check.sh", userSettings, ".git"}
+		".vscode/tasks.json", ".gitmodules", ".keel/worktrees/agent-1/.git", ".keel/worktrees/agent-1/.claude/settings.json", ".keel/worktrees", "scripts/check.sh", userSettings, ".git",
+		".gemini/agents/helper.md", ".opencode/agent/helper.md", ".codex/config.toml", "sub/.opencode/agents/x.md"}
 	plain := []string{"src/main.go", "docs/.gitignore", "git/config", "x.mcp.json", ".keel/worktrees/agent-1/src/a.go"}
 	rules := func(texts ...string) []Rule { return mustRules(t, Allow, texts...) }
 	tests := []struct {

@@ -149,6 +149,13 @@ func (p *Set) stampNow() string {
 
 // Environ is the Bash tool's environment: the process's, with the enabled plugins' bin/
 // folders first on PATH. Nil (inherit) when no plugin has one.
+//
+// It is the environment of the commands that run outside the sandbox too (excludedCommands,
+// an approved dangerouslyDisableSandbox call): a bin/ there is safe first on their PATH
+// because no sandboxed command can write one — a plugin lying in a writable root is kept
+// read-only whole, or its bin/ is where its root is a working directory itself (the
+// session's hookPaths), and a sandboxed command cannot write the others (outside the writable
+// roots; installed ones in keel's home, read-only there too).
 func (p *Set) Environ() []string {
 	bins := p.Current().BinDirs()
 	if len(bins) == 0 {

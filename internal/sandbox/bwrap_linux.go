@@ -213,9 +213,10 @@ func (r *Run) readBwrapInfo(cmd *exec.Cmd) (int, error) {
 // [setupMounts] makes them. firstFD is the descriptor of the first empty file for a mask;
 // files is set to how many are needed.
 //
-// --new-session is not passed: keel stops a command by signalling its process group, which
-// the command then stays in, as under keel's own helper; the terminal injection that
-// --new-session prevents (TIOCSTI) is refused by the seccomp filter instead. --as-pid-1
+// --new-session is not passed: keel starts bubblewrap itself in a session of its own
+// ([detach]), which the sandbox's processes stay in, with no controlling terminal — and in
+// bubblewrap's process group, which keel stops a command by signalling, as under keel's own
+// helper (--new-session would take them out of it). --as-pid-1
 // makes the helper, and so the command, PID 1 of the sandbox, as under keel's own helper,
 // without bwrap's own init: one process less to start and schedule (half of bwrap's wall time
 // on a loaded machine).
@@ -271,8 +272,12 @@ func bwrapArgs(pl plan, exe string, setuid bool, firstFD int, files *int) []stri
 	}
 	if len(pl.Overlays) > 0 && !setuid {
 		// The helper mounts the caches' overlays ([setupOverlays]) with these, and drops them.
-		// keel's directory for them is bound last, writable over whatever made it read-only.
-		a = append(a, "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP", "--bind", pl.CacheState, pl.CacheState)
+		// keel's directory for them is bound last, writable over whatever made it read-only
+		// (none when every overlay failed: those caches are bound read-only).
+		a = append(a, "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP")
+		if pl.CacheState != "" {
+			a = append(a, "--bind", pl.CacheState, pl.CacheState)
+		}
 	}
 	return a
 }

@@ -31,8 +31,11 @@ const refusedSuffix = ".keel-refused"
 // is set; its hooks (the common directory's) are moved aside unless they are git's own
 // templates. What lies outside the writable roots no command wrote, and is left alone; so is
 // a common directory protected for every command that ran — the user's repository, whose new
-// linked worktree (git worktree add) or submodule gitdir is gitDir.
-func disarm(gitDir string, writable []string, protected func(gitDir string) bool) (said []string, ok bool) {
+// linked worktree (git worktree add) or submodule gitdir is gitDir. hooks are the hooks
+// directories outside gitDir that configuration other than gitDir's own (the user's, or the
+// protected common directory's) has git use there ([Policy.plantedHooks]): their hooks go
+// aside like those of hooks/.
+func disarm(gitDir string, writable []string, protected func(gitDir string) bool, hooks []string) (said []string, ok bool) {
 	ok = true
 	note := func(msg string, failed bool) {
 		if msg != "" {
@@ -52,6 +55,9 @@ func disarm(gitDir string, writable []string, protected func(gitDir string) bool
 		note(disarmHooks(filepath.Join(common, "hooks"), writable))
 	}
 	note(disarmConfig(filepath.Join(gitDir, "config.worktree"), gitDir, writable, protected))
+	for _, h := range hooks {
+		note(disarmHooks(h, writable))
+	}
 	return said, ok
 }
 

@@ -8,12 +8,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/gittest"
 	"github.com/keel-dev/keel/internal/sandbox"
 )
 
@@ -41,9 +41,7 @@ func newObjWorld(t *testing.T) objWorld {
 // gitOut runs git outside the sandbox and returns its output, trimmed.
 func gitOut(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.Output()
+	out, err := gittest.Command(dir, args...).Output()
 	if err != nil {
 		t.Fatalf("git %v: %v", args, err)
 	}
@@ -52,9 +50,7 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 
 // catBlob is what git outside reads as the settings' object: its content, or its error.
 func (w objWorld) catBlob() string {
-	cmd := exec.Command("git", "cat-file", "blob", w.blob)
-	cmd.Dir = w.ws
-	out, _ := cmd.CombinedOutput()
+	out, _ := gittest.Command(w.ws, "cat-file", "blob", w.blob).CombinedOutput()
 	return string(out)
 }
 
@@ -112,8 +108,7 @@ func (w objWorld) forgedPack(t *testing.T) (pack, idx string) {
 
 func gitOutStdinRaw(t *testing.T, dir, stdin string, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
+	cmd := gittest.Command(dir, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.Output()
 	if err != nil {
@@ -199,6 +194,13 @@ func testEscapeGitObjects(t *testing.T) {
 		forged := filepath.Join(w.base, "forged")
 		write(t, forged, string(looseObject(t, evilSettings)))
 		said := w.sayDone(t, fmt.Sprintf(`chmod u+w %[1]s && cat %[2]s > %[1]s && echo DONE`, loosePath(w), forged))
+		checkRefused(t, w, said, loosePath(w))
+	})
+	t.Run("loose object rewritten, its directory made read-only", func(t *testing.T) {
+		w := newObjWorld(t)
+		forged := filepath.Join(w.base, "forged")
+		write(t, forged, string(looseObject(t, evilSettings)))
+		said := w.sayDone(t, fmt.Sprintf(`chmod u+w %[1]s && cat %[2]s > %[1]s && chmod a-w $(dirname %[1]s) && echo DONE`, loosePath(w), forged))
 		checkRefused(t, w, said, loosePath(w))
 	})
 	t.Run("loose object replaced by rename", func(t *testing.T) {
@@ -343,5 +345,89 @@ func testGitInfoAttributesReadOnly(t *testing.T) {
 	try()
 	if b, _ := os.ReadFile(filepath.Join(w.ws, ".git", "info", "attributes")); string(b) != "*.txt text\n" {
 		t.Errorf("info/attributes changed: %q", b)
+	}
+}
+
+// TestGitCachedTreeDropped: git's commit takes the trees the index caches as they stand, so a
+// command can leave an index whose entries are the working tree's but whose cached tree for
+// .claude/ holds another settings file — git status shows nothing — and the user's next commit
+// outside would record it. As the command is released, the cached trees on the way to the
+// read-only paths are dropped: that commit records the entries.
+func TestGitCachedTreeDropped(t *testing.T) { forEachLauncher(t, testGitCachedTreeDropped) }
+
+func testGitCachedTreeDropped(t *testing.T) {
+	w := newObjWorld(t)
+	evil := gitOutStdin(t, w.ws, evilSettings, "hash-object", "-w", "--stdin")
+	// The forged index, made outside and copied in by the command: the evil entry's trees
+	// cached, the entry then named back, its file state refreshed.
+	idx := filepath.Join(w.base, "forged-index")
+	for _, args := range [][]string{{"read-tree", "HEAD"}, {"update-index", "--cacheinfo", "100644," + evil + ",.claude/settings.json"}, {"write-tree"}} {
+		cmd := gittest.Command(w.ws, args...)
+		cmd.Env = append(cmd.Env, "GIT_INDEX_FILE="+idx)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	b, err := os.ReadFile(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := hex.DecodeString(evil)
+	g, _ := hex.DecodeString(w.blob)
+	b = bytes.Replace(b, e, g, 1)
+	sum := sha1.Sum(b[:len(b)-20])
+	copy(b[len(b)-20:], sum[:])
+	if err := os.WriteFile(idx, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The entry's file state as git reads it, so that adding the path again does nothing.
+	cmd := gittest.Command(w.ws, "update-index", "-q", "--refresh")
+	cmd.Env = append(cmd.Env, "GIT_INDEX_FILE="+idx)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git update-index --refresh: %v\n%s", err, out)
+	}
+	said := w.sayDone(t, fmt.Sprintf(`cp %s .git/index && git status --porcelain && echo DONE`, idx))
+	if said != "" {
+		t.Errorf("the release said:\n%s", said)
+	}
+	// The index keeps the file's state: a plain diff-index, without a refresh, finds nothing.
+	if out, err := gittest.Command(w.ws, "diff-index", "--name-only", "HEAD", "--").CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("git diff-index after the release: %v\n%s", err, out)
+	}
+	write(t, filepath.Join(w.ws, "b.txt"), "b\n")
+	git(t, w.ws, "add", "b.txt")
+	git(t, w.ws, "commit", "-q", "-m", "the user's")
+	if got := gitOut(t, w.ws, "show", "HEAD:.claude/settings.json"); got != "{}" {
+		t.Errorf("the user's next commit records another .claude/settings.json: %q", got)
+	}
+	// An entry the working tree does not hold as it is — the user's intent to add a file —
+	// stays what it was.
+	write(t, filepath.Join(w.ws, ".claude", "new.json"), "{}\n")
+	git(t, w.ws, "add", "-N", ".claude/new.json")
+	w.sayDone(t, `echo c > c.txt && git add c.txt && echo DONE`)
+	if got := gitOut(t, w.ws, "status", "--porcelain", "--", ".claude/new.json"); got != "A .claude/new.json" {
+		t.Errorf("the intent-to-add entry changed: %q", got)
+	}
+}
+
+// TestGitSparseCheckoutReadOnly: where a protected repository has sparse-checkout patterns,
+// a command cannot change them to leave .claude/ out of the user's next checkout.
+func TestGitSparseCheckoutReadOnly(t *testing.T) { forEachLauncher(t, testGitSparseCheckoutReadOnly) }
+
+func testGitSparseCheckoutReadOnly(t *testing.T) {
+	base := sandbox.VisibleDir(t)
+	ws := filepath.Join(base, "ws")
+	newRepo(t, ws)
+	write(t, filepath.Join(ws, ".claude", "settings.json"), "{}\n")
+	git(t, ws, "add", "-A")
+	git(t, ws, "commit", "-q", "-m", "settings")
+	sparse := filepath.Join(ws, ".git", "info", "sparse-checkout")
+	write(t, sparse, "/*\n")
+	w := gitWorld(t, ws, false)
+	if out := w.run(t, `printf '!/.claude/\n' >> .git/info/sparse-checkout || echo REFUSED`); !strings.Contains(out, "REFUSED") {
+		t.Errorf("the sparse-checkout patterns could be changed inside:\n%s", out)
+	}
+	if b, _ := os.ReadFile(sparse); string(b) != "/*\n" {
+		t.Errorf("info/sparse-checkout holds %q", b)
 	}
 }

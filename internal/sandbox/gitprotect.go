@@ -73,6 +73,7 @@ type gitGuard struct {
 	// unfollowable are the .git files and commondirs git would follow and keel cannot
 	// (gitFileTarget): a command's are moved aside as it ends.
 	unfollowable []string
+	nestedConfig
 }
 
 // root protects the repository of writable root r (its .git, or r itself when r is a
@@ -208,6 +209,7 @@ func (g *gitGuard) nested(root string) {
 		}
 		// Read from the listing in hand: no system call per directory beyond the ReadDir.
 		gitDir := gitDirListing(entries)
+		g.projectConfig(dir, root, entries)
 		if dir != root && (gitDir || slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == ".git" })) {
 			switch repos++; {
 			case repos <= maxNestedRepos:

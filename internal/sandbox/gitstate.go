@@ -103,8 +103,14 @@ func (w *plantWatch) checkRefs(s *Sandbox) []string {
 		}
 		found = append(found, opsWriting(d, tree, paths, w.ops[d])...)
 		if st, ok := w.index[d]; ok && st != statIndex(d) {
-			if diff := differing(tree, paths, indexEntries(d, tree, paths)); len(diff) > 0 {
+			entries := indexEntries(d, tree, paths)
+			diff := differing(tree, paths, entries)
+			if len(diff) > 0 {
 				found = append(found, "the index (git restore, checkout or reset --hard would write, and the next commit would take, "+strings.Join(diff, ", ")+")")
+			}
+			if err := dropCachedTrees(d, tree, entries, diff); err != nil {
+				slog.Warn("sandbox: could not drop the index's cached trees", "gitdir", d, "err", err)
+				said = append(said, fmt.Sprintf("In %s keel could not drop the trees the index caches for the read-only paths (%v): the next commit there could record a version of them the index does not show; run git read-tree HEAD before committing outside the sandbox.", tree, err))
 			}
 		}
 		if len(found) > 0 {
@@ -115,6 +121,57 @@ func (w *plantWatch) checkRefs(s *Sandbox) []string {
 		}
 	}
 	return said
+}
+
+// dropCachedTrees adds the index's entries under the read-only paths again as they are,
+// which drops the trees the index caches on their way (its cache-tree): git's next commit
+// takes a cached tree as it stands, without the entries below it, so a command could leave one
+// holding another .claude/ than the entries — which neither git status nor the comparison
+// above shows — and the user's next commit outside would record it. A conflicted path is left
+// alone (adding it again would resolve it), and so is one the working tree does not hold as
+// it is (in dirty: a file missing or changed, an intent-to-add entry or one a sparse checkout
+// leaves out among them — which the index comparison names anyway). Each entry is then added from its file too, so that the index
+// keeps the file's state and a plain git diff-index does not take it for changed.
+func dropCachedTrees(gitDir, tree string, entries []treeEntry, dirty []string) error {
+	conflicted := map[string]bool{}
+	for _, e := range entries {
+		if e.stage != "0" {
+			conflicted[e.path] = true
+		}
+	}
+	var b strings.Builder
+	clean := []string{"update-index", "--"}
+	for _, e := range entries {
+		if conflicted[e.path] || slices.Contains(dirty, e.path) {
+			continue
+		}
+		fmt.Fprintf(&b, "%s %s 0\t%s\x00", e.mode, e.oid, e.path)
+		if e.mode != gitlinkMode {
+			clean = append(clean, e.path)
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	update := func(stdin string, args ...string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
+		defer cancel()
+		cmd, err := gitexec.Runner{}.Command(ctx, tree, append([]string{"--git-dir=" + gitDir, "--work-tree=" + tree}, args...)...)
+		if err != nil {
+			return err
+		}
+		cmd.Stdin = strings.NewReader(stdin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
+		}
+		return nil
+	}
+	// --index-info adds each entry whatever its state; a path is added only when its file
+	// is not as the index last saw it, which a forged index can make it seem.
+	if err := update(b.String(), "update-index", "-z", "--index-info"); err != nil || len(clean) == 2 {
+		return err
+	}
+	return update("", clean...)
 }
 
 // guardedPaths lists the read-only paths of p inside the working tree, relative to it, that
@@ -249,9 +306,10 @@ func removed(tree string, tracked, entries []treeEntry) []string {
 	return out
 }
 
-// treeEntry is one file git lists: its mode, object and path relative to the working tree.
+// treeEntry is one file git lists: its mode, object and path relative to the working tree,
+// and for an index entry its stage ("0" unless conflicted).
 type treeEntry struct {
-	mode, oid, path string
+	mode, oid, path, stage string
 }
 
 // gitEntries runs git with args ([gitOutput]) and reads the entries it lists, from ls-tree
@@ -268,11 +326,11 @@ func gitEntries(gitDir, tree string, args ...string) ([]treeEntry, error) {
 		if !ok || len(f) != 3 {
 			continue
 		}
-		oid := f[2] // ls-tree
+		e := treeEntry{mode: f[0], oid: f[2], path: string(path)} // ls-tree
 		if args[0] == "ls-files" {
-			oid = f[1]
+			e.oid, e.stage = f[1], f[2]
 		}
-		entries = append(entries, treeEntry{mode: f[0], oid: oid, path: string(path)})
+		entries = append(entries, e)
 	}
 	return entries, nil
 }

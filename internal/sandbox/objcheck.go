@@ -46,8 +46,9 @@ import (
 //     wrote or changed goes aside, and git works without it (gc makes it again).
 //
 // What fails goes aside (*.keel-refused): a missing object makes git fail loudly instead of
-// checking out forged content, and the result says so. objects/info/alternates, which would
-// add another store, is always read-only ([gitDirFiles]).
+// checking out forged content, and the result says so. Where the store could not be checked
+// whole, git is asked for the object each read-only file's content names ([forgedBlobs]).
+// objects/info/alternates, which would add another store, is read-only ([checkoutFiles]).
 
 // objFile is a file of an object store as keel last knew it.
 type objFile struct {
@@ -103,13 +104,13 @@ func objectsDir(gitDir string) string {
 // starts: scanned afresh while no other command runs (what is there is the user's), else as
 // the last release left it, since a running command may have changed it since.
 func (w *plantWatch) noteObjects(s *Sandbox) {
-	w.objects = nil
+	w.objects = map[string]string{}
 	for _, d := range slices.Sorted(maps.Keys(w.guarded)) {
-		if o := objectsDir(d); !slices.Contains(w.objects, o) {
-			w.objects = append(w.objects, o)
+		if o := objectsDir(d); w.objects[o] == "" {
+			w.objects[o] = d
 		}
 	}
-	for _, o := range w.objects {
+	for o := range w.objects {
 		s.disarmMu.Lock()
 		prev, seen := s.objSeen[o]
 		idle := len(s.watches) == 0
@@ -135,17 +136,24 @@ func (w *plantWatch) noteObjects(s *Sandbox) {
 // since keel last knew it, moves aside what fails, and says so. Call with s.disarmMu held.
 func (w *plantWatch) checkObjects(s *Sandbox) []string {
 	var said []string
-	for _, o := range w.objects {
+	for _, o := range slices.Sorted(maps.Keys(w.objects)) {
 		before, ok := s.objSeen[o]
 		if !ok {
 			continue
 		}
-		next, msgs := verifyObjects(o, before)
+		next, msgs, whole := verifyObjects(o, before)
 		said = append(said, msgs...)
 		if next.over {
 			// At every release: a command can add loose objects until the one it rewrites is
 			// past the bound.
 			said = append(said, fmt.Sprintf("%s holds more than %d loose objects, and keel checked that the command did not rewrite or forge only %d of them: run git gc there (outside the sandbox) to pack them, and git fsck before checking anything out.", o, maxObjectFiles, maxObjectFiles))
+		}
+		if !whole || next.over {
+			d := w.objects[o]
+			tree := w.trees[d]
+			for _, f := range forgedBlobs(d, tree, w.guarded[d]) {
+				said = append(said, fmt.Sprintf("In %s git reads the object of %s, named by what the file holds, with other content (a forged object keel did not find, the store not checked whole): a checkout of it outside would write that content. Run git fsck there before checking anything out.", tree, f))
+			}
 		}
 		s.objSeen[o] = next
 	}
@@ -226,12 +234,17 @@ func (st *objStore) scan(dir, rel string, prev objStore, depth int, loose *int) 
 
 // verifyObjects checks the files of the object store dir that are not as before knew them,
 // and returns the store as it now is — without what it moved aside, or could not check yet
-// (a new pack whose index is not written), which the next release checks again.
-func verifyObjects(dir string, before objStore) (objStore, []string) {
-	now := scanObjects(dir, before, true)
-	var said []string
+// (a new pack whose index is not written), which the next release checks again; whole says
+// every pack it had to was verified.
+func verifyObjects(dir string, before objStore) (now objStore, said []string, whole bool) {
+	now = scanObjects(dir, before, true)
+	whole = true
 	refuse := func(rel, what string) {
-		msg, _ := moveAsidePath(filepath.Join(dir, filepath.FromSlash(rel)), what)
+		path := filepath.Join(dir, filepath.FromSlash(rel))
+		msg, failed := moveAsidePath(path, what)
+		if failed && unlockDir(filepath.Dir(path)) {
+			msg, _ = moveAsidePath(path, what)
+		}
 		said = append(said, msg)
 		delete(now.files, rel)
 		delete(now.loose, rel)
@@ -263,7 +276,8 @@ func verifyObjects(dir string, before objStore) (objStore, []string) {
 			}
 		case packHashLen(rel) > 0:
 			// One that still hashes to the trailer it had is what it was; any other — new, or
-			// rewritten (an older git named a pack by the objects in it, so a repack could keep the name) — is read whole.
+			// rewritten (an older git named a pack by the objects in it, so a repack could
+			// keep the name) — is read whole.
 			if !existed || was.trailer == "" || !trailerOK(path, was.trailer) {
 				newPacks[strings.TrimSuffix(strings.TrimSuffix(rel, ".pack"), ".idx")] = true
 			}
@@ -287,18 +301,31 @@ func verifyObjects(dir string, before objStore) (objStore, []string) {
 		}
 		if budget -= pfi.Size(); budget < 0 {
 			said = append(said, fmt.Sprintf("the command made or rewrote %s, and keel verifies at most %d MiB of packs at one release: run git verify-pack on it before git checks anything out of that repository outside the sandbox.", pack, maxNewPackBytes>>20))
+			whole = false
 			continue
 		}
 		switch err := verifyPack(dir, idx); {
 		case errors.Is(err, context.DeadlineExceeded):
 			said = append(said, fmt.Sprintf("the command made or rewrote %s, which keel could not verify in %s: run git verify-pack on it before git checks anything out of that repository outside the sandbox.", pack, packVerifyLimit))
+			whole = false
 		case err != nil:
 			slog.Warn("sandbox: a pack does not verify", "pack", pack, "err", err)
 			refuse(base+".idx", "is the index of a pack whose objects are not what it names (git verify-pack fails on the pair; git would read them as the command made them)")
 			refuse(base+".pack", "is a pack whose objects are not what its index names (git verify-pack fails on the pair)")
 		}
 	}
-	return now, said
+	return now, said, whole
+}
+
+// unlockDir gives the owner back write permission on dir, a directory of an object store
+// that a command took it from, so that what it forged there can be moved aside; it reports
+// whether it did.
+func unlockDir(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o200 != 0 {
+		return false
+	}
+	return os.Chmod(dir, fi.Mode().Perm()|0o200) == nil
 }
 
 // looseName is the object name of rel when it names a loose object (xx/ and 38 or 62 hex
@@ -449,4 +476,78 @@ func verifyPack(dir, idx string) error {
 		return ctx.Err()
 	}
 	return err
+}
+
+// maxForgeCheck bounds the working-tree files forgedBlobs asks git for.
+const maxForgeCheck = 1024
+
+// forgedBlobs lists the files under paths, relative to the working tree, whose object — named
+// by what the file holds, as the ref and index checks take it to be — git reads with other
+// content: what a checkout of any commit holding the file as it is would write instead. It
+// does not matter how (a loose object, a pack, an alternate store, a replace ref): git is
+// asked. The backstop where the store could not be checked whole; nil when git cannot say.
+func forgedBlobs(gitDir, tree string, paths []string) []string {
+	byOID := map[string][]string{}
+	n := 0
+	for _, p := range paths {
+		_ = filepath.WalkDir(filepath.Join(tree, filepath.FromSlash(p)), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			if n++; n > maxForgeCheck {
+				return filepath.SkipAll
+			}
+			rel, _ := filepath.Rel(tree, path)
+			// Either hash: the repository's object format is not read here.
+			for _, hexLen := range []int{2 * sha1.Size, 2 * sha256.Size} {
+				if oid, ok := worktreeOID(path, hexLen); ok {
+					byOID[oid] = append(byOID[oid], filepath.ToSlash(rel))
+				}
+			}
+			return nil
+		})
+	}
+	if len(byOID) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
+	defer cancel()
+	cmd, err := gitexec.Runner{}.Command(ctx, tree, "--git-dir="+gitDir, "cat-file", "--batch")
+	if err != nil {
+		return nil
+	}
+	oids := slices.Sorted(maps.Keys(byOID))
+	cmd.Stdin = strings.NewReader(strings.Join(oids, "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		slog.Warn("sandbox: could not read a repository's objects", "gitdir", gitDir, "err", err)
+		return nil
+	}
+	var forged []string
+	for _, oid := range oids {
+		// "<oid> <type> <size>\n<content>\n", or "<oid> missing\n".
+		line, rest, ok := bytes.Cut(out, []byte{'\n'})
+		if !ok {
+			break
+		}
+		out = rest
+		f := strings.Fields(string(line))
+		if len(f) != 3 {
+			continue // missing: not in the store, so nothing to check out
+		}
+		size, err := strconv.Atoi(f[2])
+		if err != nil || size < 0 || size+1 > len(out) {
+			break
+		}
+		content := out[:size]
+		out = out[size+1:]
+		h := newHash(len(oid) / 2)
+		fmt.Fprintf(h, "%s %d\x00", f[1], size)
+		h.Write(content)
+		if f[0] != oid || hex.EncodeToString(h.Sum(nil)) != oid {
+			forged = append(forged, byOID[oid]...)
+		}
+	}
+	slices.Sort(forged)
+	return forged
 }

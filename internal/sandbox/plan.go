@@ -34,6 +34,11 @@ type plan struct {
 	// Sockets are the Unix sockets the command may reach (allowUnixSockets): with any, it
 	// may create Unix sockets, and Landlock (ABI 9 and later) limits connections to these.
 	Sockets []string `json:"sockets,omitempty"`
+	// Terminal is a command the user runs in the foreground of their own terminal (`keel
+	// sandbox -- bash` typed there): it stays in keel's session, with the terminal, and its
+	// shell may move its jobs to the terminal's foreground. Every other command runs in a
+	// session of its own, with no controlling terminal to read the user's keys from.
+	Terminal bool `json:"terminal,omitempty"`
 	// Landlock adds Landlock's rules where the kernel has it.
 	Landlock bool `json:"landlock,omitempty"`
 	// Visible are directories under /tmp the command's PATH names (a plugin's programs): bound
@@ -179,12 +184,16 @@ func (p Policy) absentReadOnly() []string {
 	return out
 }
 
-// filePlaceholder says whether a placeholder named name must be a file, and what it holds: git dies on
+// filePlaceholder says whether the placeholder at path must be a file, and what it holds: git dies on
 // a commondir it cannot read, and "." names the gitdir itself, as no commondir does; an empty
-// config.worktree is an empty configuration, and an empty info/attributes or alternates file
-// lists none (git reads a directory there as an error). Every other placeholder is a directory.
-func filePlaceholder(name string) (content string, ok bool) {
-	switch name {
+// config.worktree, or an empty file a configuration includes ([includePlaceholder]), is an
+// empty configuration, and an empty info/attributes or alternates file lists none (git reads a
+// directory there as an error). Every other placeholder is a directory.
+func filePlaceholder(path string) (content string, ok bool) {
+	if includePlaceholder(path) {
+		return "", true
+	}
+	switch filepath.Base(path) {
 	case "commondir":
 		return ".\n", true
 	case "config.worktree", "attributes", "alternates", "http-alternates":
@@ -195,13 +204,13 @@ func filePlaceholder(name string) (content string, ok bool) {
 
 // isPlaceholder reports whether fi, the file at path, is a placeholder keel made for an
 // absent always-read-only path: an empty directory without write permission (a directory a
-// user makes has it), or for the names filePlaceholder knows a file without write permission
+// user makes has it), or for the paths filePlaceholder knows a file without write permission
 // holding just what keel puts there.
 func isPlaceholder(path string, fi os.FileInfo) bool {
 	if fi.Mode().Perm()&0o222 != 0 {
 		return false
 	}
-	if want, ok := filePlaceholder(filepath.Base(path)); ok && fi.Mode().IsRegular() {
+	if want, ok := filePlaceholder(path); ok && fi.Mode().IsRegular() {
 		b, err := os.ReadFile(path)
 		return err == nil && string(b) == want
 	}

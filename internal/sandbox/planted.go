@@ -55,8 +55,9 @@ type plantWatch struct {
 	// todos holds the state at start of the to-do lists of a stopped rebase or cherry-pick
 	// ([todoFiles]) in every gitdir the search found, keyed by path.
 	todos map[string]string
-	// objects are the object stores of the guarded repositories ([plantWatch.noteObjects]).
-	objects []string
+	// objects are the object stores of the guarded repositories, each with one of them
+	// ([plantWatch.noteObjects]).
+	objects map[string]string
 	found   []string
 }
 
@@ -168,11 +169,12 @@ func (w *plantWatch) finish(s *Sandbox) {
 	for _, d := range slices.Sorted(maps.Keys(suspects)) {
 		// One checked before and not changed since is not read again (a repository past the
 		// search's bounds is a suspect at every release).
-		if fp := gitFingerprint(d); fp != s.verified[d] {
-			said, ok := disarm(d, p.Writable, protectedForAll)
+		hooks := p.plantedHooks(d, g.trees[d], protectedForAll)
+		if fp := gitFingerprint(d) + hooksFingerprint(hooks); fp != s.verified[d] {
+			said, ok := disarm(d, p.Writable, protectedForAll, hooks)
 			w.found = append(w.found, said...)
 			if ok { // one keel could not disarm is tried again at the next release
-				s.verified[d] = gitFingerprint(d)
+				s.verified[d] = gitFingerprint(d) + hooksFingerprint(hooks)
 			}
 		}
 	}
@@ -195,6 +197,13 @@ func (w *plantWatch) finish(s *Sandbox) {
 	}
 	for d := range g.seen {
 		if _, ok := slices.BinarySearch(p.GitDirs, d); !ok {
+			refresh = true
+		}
+	}
+	// Project configuration a command made below the roots (sub/.claude/, sub/.mcp.json) is
+	// read-only from the next command on, as it would be in the next session.
+	for _, c := range g.config {
+		if !slices.Contains(p.ReadOnly, resolvePath(c)) {
 			refresh = true
 		}
 	}

@@ -60,8 +60,9 @@ type Policy struct {
 	Writable []string
 	// ReadOnly are always read-only, even inside a writable root and also when they do not
 	// exist yet (keel puts an empty placeholder there for the command's life): git's
-	// configuration and hooks, .mcp.json, .claude/, .keel/, settings files, hook scripts,
-	// shell start-up files and filesystem.denyWrite.
+	// configuration and hooks, the project configuration of projectConfigNames (.mcp.json,
+	// .claude/, .keel/, the other harnesses' and the editors' folders) and the few files of
+	// rootConfig, settings files, hook scripts, shell start-up files and filesystem.denyWrite.
 	ReadOnly []string
 	// Pinned are directories bound onto themselves, writable: a mount point cannot be renamed
 	// or removed, so a command cannot move a repository's gitdir (or a directory on the way to
@@ -78,8 +79,9 @@ type Policy struct {
 	// without hiding a working directory): a sandbox that would leave a secret readable does
 	// not run.
 	Problems []string
-	// Masked are replaced by an empty file or directory: filesystem.denyRead and the paths of
-	// Read(...) deny rules. Unmasked (filesystem.allowRead) stay readable inside them.
+	// Masked are replaced by an empty file or directory: filesystem.denyRead, the paths of
+	// Read(...) deny rules and keel's credentials and copies of files ([keelHomeMasked]).
+	// Unmasked (filesystem.allowRead) stay readable inside them.
 	Masked   []string
 	Unmasked []string
 	// Caches are the toolchain caches among Writable: each is an overlay inside the sandbox
@@ -121,6 +123,10 @@ type Policy struct {
 	unprotected []string
 	// trees names the working tree of each gitdir found through a .git ([gitGuard]).
 	trees map[string]string
+	// userHooks are the core.hooksPath values of the user's and the system's git configuration,
+	// repoHooks those of each protected common directory's ([Policy.protectGitConfig]).
+	userHooks []string
+	repoHooks map[string][]string
 	// viaLinks are the read-only and masked paths as given, where a link on their way made
 	// the real path differ: the links themselves are kept at each release ([plantWatch.noteLinks]).
 	viaLinks []string
@@ -225,7 +231,7 @@ func NewPolicy(in Input) Policy {
 		if r == "" || r == "/" {
 			continue
 		}
-		for _, ro := range protectedIn(r) {
+		for _, ro := range append(protectedIn(r), protectedBetween(r, resolvePath(cwd))...) {
 			p.add(&p.ReadOnly, ro, "keel's always-read-only paths")
 		}
 	}
@@ -237,6 +243,9 @@ func NewPolicy(in Input) Policy {
 	}
 	for _, d := range vals(sb.Filesystem.DenyRead) {
 		p.add(&p.Masked, abs(d), "sandbox.filesystem.denyRead")
+	}
+	for _, m := range keelHomeMasked(in.KeelHome) {
+		p.add(&p.Masked, m, "keel's masked paths (its credentials and other sessions' copies of files)")
 	}
 	for _, a := range vals(sb.Filesystem.AllowRead) {
 		p.add(&p.Unmasked, abs(a), "sandbox.filesystem.allowRead")
@@ -278,7 +287,7 @@ func (p Policy) Complete() Policy {
 	p.why = maps.Clone(p.why)
 	p.ReadOnly, p.Pinned, p.Masked = slices.Clone(p.ReadOnly), slices.Clone(p.Pinned), slices.Clone(p.Masked)
 	p.Warnings, p.Problems, p.viaLinks = slices.Clone(p.Warnings), slices.Clone(p.Problems), slices.Clone(p.viaLinks)
-	p.protectRoots(sr.roots)
+	p.protectRoots(sr.roots, sr.home)
 	for _, r := range sr.readDeny {
 		p.maskRule(r, sr.cwd, sr.home)
 	}
@@ -286,8 +295,8 @@ func (p Policy) Complete() Policy {
 }
 
 // protectRoots makes git's configuration and hooks read-only in every repository found in
-// the writable roots ([gitGuard]).
-func (p *Policy) protectRoots(roots []string) {
+// the writable roots ([gitGuard]), and what that configuration names ([Policy.protectGitConfig]).
+func (p *Policy) protectRoots(roots []string, home string) {
 	g := p.searchRepos(roots)
 	for _, ro := range g.readOnly {
 		p.add(&p.ReadOnly, ro, "keel's always-read-only paths (git's configuration and hooks)")
@@ -295,11 +304,15 @@ func (p *Policy) protectRoots(roots []string) {
 	for _, d := range g.pinned {
 		p.add(&p.Pinned, d, "keel's always-read-only paths (git's configuration and hooks)")
 	}
+	for _, c := range g.config {
+		p.add(&p.ReadOnly, c, "keel's always-read-only paths (project configuration below a writable root)")
+	}
 	p.Warnings = append(p.Warnings, g.warnings...)
 	p.GitDirs = slices.Sorted(maps.Keys(g.seen))
 	p.unprotected = g.unprotected
 	p.trees = g.trees
 	p.gitRoots = roots
+	p.protectGitConfig(g, home)
 	p.protectCheckouts()
 }
 
@@ -315,6 +328,14 @@ func (p *Policy) protectCheckouts() {
 		common, _, _ := readCommonDir(d)
 		for _, n := range checkoutFiles {
 			p.add(&p.ReadOnly, filepath.Join(common, n), "keel's always-read-only paths (what git's checkout reads)")
+		}
+		// A sparse checkout's patterns (this worktree's): one that leaves .claude/ out has the
+		// next checkout remove it. Only where there is one: git reads it only when the
+		// configuration turns sparse checkout on, and an empty placeholder would then leave the
+		// whole working tree out.
+		sparse := filepath.Join(d, "info", "sparse-checkout")
+		if _, err := os.Lstat(sparse); err == nil {
+			p.add(&p.ReadOnly, sparse, "keel's always-read-only paths (what git's checkout reads)")
 		}
 	}
 }
@@ -426,17 +447,6 @@ func absPath(s, cwd, home string) string {
 	return filepath.Clean(s)
 }
 
-// protectedIn lists what is always read-only inside the writable root r besides git's
-// files (see [gitGuard]): the files through which a later, unsandboxed program would run what
-// a command planted — the submodule list, MCP servers and the settings of keel and Claude
-// Code.
-func protectedIn(r string) []string {
-	return []string{
-		filepath.Join(r, ".mcp.json"), filepath.Join(r, ".gitmodules"),
-		filepath.Join(r, ".claude"), filepath.Join(r, ".keel"),
-	}
-}
-
 // homeProtected are the start-up and configuration files of the user's shell, login, git
 // and tools — whatever runs by itself, or is run by git, a shell or a login, when the user
 // next works outside: read-only already unless a writable root holds them (keel run in ~,
@@ -479,6 +489,22 @@ func homeProtected(home, configHome, cargoHome, keelHome string) []string {
 		out = append(out, keelHome)
 	}
 	return out
+}
+
+// keelHomeMasked are what of keel's own directory a command cannot read: mcp-auth/, the MCP
+// servers' OAuth tokens and client secrets, which would let a command act as the user on
+// those services; file-history/ and shadow/, every session's copies of the files it changed
+// (the shadow repository's, of whole working trees), which may hold what a Read deny rule
+// masks where the file lies, or another project's secrets. keel itself reads and writes them,
+// outside. projects/ stays readable: each command's shell reports its final directory in a
+// file below it, which a mask over it would hide (masking each other project's folder would
+// cost a mount per project, per command); so do the settings files, which a keel or another
+// tool run inside reads: a secret written there (an env block, webSearch.apiKey) is readable.
+func keelHomeMasked(keelHome string) []string {
+	if keelHome == "" {
+		return nil
+	}
+	return []string{filepath.Join(keelHome, "mcp-auth"), filepath.Join(keelHome, "file-history"), filepath.Join(keelHome, "shadow")}
 }
 
 // cargoProtected are what of a cargo home (~/.cargo, $CARGO_HOME) stays read-only though the

@@ -82,25 +82,11 @@ func (a *Agents) idleEvents() func(event.Event) {
 	return a.idle
 }
 
-// agentDefOptions says where the session's agent definitions come from.
-func (c *configWiring) agentDefOptions() agentdef.Options {
-	s := c.s
-	projectDir, home, keelHome := s.projectDir, userHome(), s.opts.Home
-	if !s.opts.SDK.sourceAllowed("project") {
-		projectDir = ""
-	}
-	if !s.opts.SDK.sourceAllowed("user") {
-		home, keelHome = "", ""
-	}
-	return agentdef.Options{ProjectDir: projectDir, HomeDir: home, KeelHome: keelHome, CLIAgents: s.opts.Agents,
-		Plugins: s.plug.Current().AgentSources(), Logger: s.logger}
-}
-
 // buildAgents loads the agent definitions and wires the runner. It runs after the transcript
 // is open, so subagent transcripts and notifications live beside it, and after restore, so
 // notifications that a crashed process already delivered are dropped, not sent twice.
 func (s *Session) buildAgents(ctx context.Context) {
-	set, err := agentdef.Load(ctx, s.conf.agentDefOptions())
+	set, err := agentdef.Load(ctx, s.agentDefOptions())
 	if err != nil {
 		set = agentdef.NewSet(agentdef.Builtins())
 	}

@@ -18,8 +18,8 @@ func (c *configWiring) buildHooks() {
 	s := c.s
 	trusted := c.trusted()
 	runner, problems := hooks.New(hooks.Config{
-		Hooks:       s.settings.Hooks,
-		Plugins:     s.plug.Current().Hooks(),
+		Hooks:       s.pythonSafe(s.settings.Hooks),
+		Plugins:     s.pythonSafe(s.plug.Current().Hooks()),
 		DisableAll:  s.settings.DisableAllHooks.V,
 		ProjectDir:  s.projectDir,
 		Trusted:     trusted,

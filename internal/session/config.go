@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,7 +105,13 @@ func (c *configWiring) permissionPolicy() (permission.Policy, []event.Notice) {
 // the names the permission package protects itself (.git, .keel, .claude…): every settings
 // file keel reads, keel's own directory (trust records, user settings, sessions), the
 // scripts hooks run and the plugin files that say which hooks run ([Session.hookPaths]).
+// They are read once: the permission policy and the sandbox are built from the same list.
 func (s *Session) protectedPaths() []string {
+	s.protectedOnce.Do(func() { s.protected = slices.Clip(s.readProtected()) })
+	return s.protected
+}
+
+func (s *Session) readProtected() []string {
 	var out []string
 	for _, f := range s.settings.Files {
 		if filepath.IsAbs(f.Path) {
@@ -117,8 +124,11 @@ func (s *Session) protectedPaths() []string {
 	return append(out, s.hookPaths()...)
 }
 
-// ruleDir is the directory a settings file's relative path rules are anchored at: the project
-// directory for files in .keel/ or .claude/, else the file's own directory.
+// ruleDir is the directory of a settings file as its rules read it: where a /path rule is
+// anchored (Claude Code: relative to the settings file) and additionalDirectories resolve —
+// the project directory for files in .keel/ or .claude/, else the file's own directory.
+// path and ./path rules are anchored at the working directory whatever the file
+// ([permission.Rule.Root]).
 func (o *Options) ruleDir(from settings.Origin) string {
 	if !filepath.IsAbs(from.Path) { // flags and inline --settings
 		return o.Cwd

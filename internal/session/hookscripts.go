@@ -1,143 +1,98 @@
 package session
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/keel-dev/keel/internal/lazy"
-	"github.com/keel-dev/keel/internal/plugin"
-	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/toolpath"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// hookPaths are the files that decide what the session's hooks run, which keel runs outside
-// the sandbox (unless sandbox.wrapHooks): the scripts the settings' and the plugins' hooks
-// name ([hookScripts]), and of each plugin inside the working directories its manifest
-// folder, hooks/ folder, .mcp.json and .lsp.json, and a hooks or servers file its manifest
-// names there. A sandboxed command that could change one would run code outside at the next
-// hook, or when the next session starts the plugin's servers.
-func (s *Session) hookPaths() []string {
-	inside := s.hookRoots()
-	base := map[string]string{"CLAUDE_PROJECT_DIR": s.projectDir, "KEEL_PROJECT_DIR": s.projectDir}
-	if home := userHome(); home != "" {
-		base["HOME"] = home
-	}
-	var out []string
-	scripts := func(groups []settings.HookGroup) {
-		for _, g := range groups {
-			for _, h := range g.Hooks {
-				if h.Command != "" {
-					out = append(out, hookScripts(h.Command, hookVars(base, h.Env), s.projectDir, inside)...)
-				}
-			}
-		}
-	}
-	scripts(s.settings.Hooks)
-	for _, p := range loadedPlugins(s) {
-		scripts(p.Hooks)
-		root := filepath.Clean(p.Root)
-		if !withinAny(root, inside) {
-			continue
-		}
-		// What decides the hooks and servers keel starts from the plugin, outside the sandbox.
-		out = append(out, filepath.Join(root, ".claude-plugin"), filepath.Join(root, "hooks"),
-			filepath.Join(root, ".mcp.json"), filepath.Join(root, ".lsp.json"))
-		files := make([]string, 0, len(p.Hooks)+len(p.MCP))
-		for _, g := range p.Hooks {
-			files = append(files, g.From.Path)
-		}
-		for _, d := range p.MCP {
-			files = append(files, d.File)
-		}
-		for _, f := range files {
-			if filepath.IsAbs(f) && isRegular(f) && withinAny(f, inside) {
-				out = append(out, filepath.Clean(f))
-			}
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// hookRoots are the directories in which a hook script keel protects may be absent yet: the
-// project and the working directories, where a sandboxed command could create it. Outside
-// them a command cannot write, and a path keel made up there would only clutter the lists.
-func (s *Session) hookRoots() []string {
-	roots := []string{s.projectDir, s.opts.Cwd}
-	roots = append(roots, s.state.AdditionalDirs...)
-	var out []string
-	for _, r := range roots {
-		if filepath.IsAbs(r) {
-			out = append(out, filepath.Clean(r))
-		}
-	}
-	return out
-}
-
-// loadedPlugins are the session's plugins as loaded now; none before they are.
-func loadedPlugins(s *Session) []*plugin.Plugin {
-	if set := s.plug.Current(); set != nil {
-		return set.Plugins
-	}
-	return nil
-}
-
-// hookVars are the variables keel knows a hook's command sees: the project's, and a plugin
-// hook's own CLAUDE_PLUGIN_ROOT and CLAUDE_PLUGIN_DATA from its environment.
-func hookVars(base map[string]string, env []string) map[string]string {
-	if len(env) == 0 {
-		return base
-	}
-	vars := make(map[string]string, len(base)+len(env))
-	for k, v := range base {
-		vars[k] = v
-	}
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			vars[k] = v
-		}
-	}
-	return vars
-}
-
 // hookScripts finds the files a hook command runs, which must stay read-only in the sandbox
 // since keel runs the hook outside it. The command is parsed as the shell would read it,
 // from dir (where hooks run), following `cd DIR` (DIR literal or made of vars) to the
 // commands after it:
-//   - a command word that is a path (./lint.sh, tools/x, $CLAUDE_PROJECT_DIR/hk/pre.sh) and the
-//     script an interpreter is given (sh x.sh, python3 -u tools/x.py, node x.js, . ./env.sh)
-//     are protected whether or not they exist yet, when inside one of inside;
+//   - a command word that is a path (./lint.sh, tools/x, $CLAUDE_PROJECT_DIR/hk/pre.sh), the
+//     script an interpreter is given (sh x.sh, python3 -u tools/x.py, node x.js, . ./env.sh,
+//     bash < x.sh) and the files of a module python3 -m runs from dir (pkg/__init__.py,
+//     pkg/mod.py) are protected whether or not they exist yet, when inside one of inside;
 //   - any other word with a slash is protected when it names an existing file (a filter file,
-//     a configuration a checker reads).
+//     a configuration a checker reads);
+//   - the directory an interpreter looks code up in before anywhere else — a Python script's
+//     own (sys.path[0], where a json.py put beside it shadows the standard library's),
+//     python3 -m's working directory, a Node script's (require('./x') tries ./x before x.js)
+//     — whole, when it lies below one of inside without being one: a command could otherwise
+//     add a module there that the script imports.
 //
 // A word keel cannot know (another variable, a command substitution, a glob), or a relative
 // one after a cd it cannot follow, is skipped: nothing is made up.
 func hookScripts(command string, vars map[string]string, dir string, inside []string) []string {
+	return findScripts(command, vars, dir, inside).paths
+}
+
+// scripts is what [findScripts] found in one command line.
+type scripts struct {
+	// paths are the files and directories to keep read-only.
+	paths []string
+	// exposed says a Python script runs from a directory that is itself one of the roots, so
+	// cannot be kept read-only whole: the command should run with PYTHONSAFEPATH=1, which
+	// leaves that directory off sys.path.
+	exposed bool
+}
+
+// findScripts reads command as [hookScripts] describes.
+func findScripts(command string, vars map[string]string, dir string, inside []string) scripts {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
 	if err != nil {
-		return nil
+		return scripts{}
 	}
+	w := newHookWalk(vars, inside)
+	w.stmts(f.Stmts, dir)
+	return w.result()
+}
+
+// argvScripts finds the files a program started with argv (not through a shell: an MCP or
+// language server's command and args) runs, from dir, as [hookScripts] does.
+func argvScripts(argv []string, vars map[string]string, dir string, inside []string) scripts {
+	if len(argv) == 0 || argv[0] == "" {
+		return scripts{}
+	}
+	words := make([]*syntax.Word, len(argv))
+	for i, a := range argv {
+		// Quoted: each is one word as it is, with nothing the shell would expand.
+		words[i] = &syntax.Word{Parts: []syntax.WordPart{&syntax.SglQuoted{Value: a}}}
+	}
+	w := newHookWalk(vars, inside)
+	w.call(words, nil, dir)
+	return w.result()
+}
+
+func newHookWalk(vars map[string]string, inside []string) *hookWalk {
 	env := make([]string, 0, len(vars))
 	for k, v := range vars {
 		env = append(env, k+"="+v)
 	}
-	w := &hookWalk{vars: vars, inside: inside, cfg: &expand.Config{Env: expand.ListEnviron(env...)}}
-	w.stmts(f.Stmts, dir)
+	return &hookWalk{vars: vars, inside: inside, cfg: &expand.Config{Env: expand.ListEnviron(env...)}}
+}
+
+func (w *hookWalk) result() scripts {
 	slices.Sort(w.out)
-	return slices.Compact(w.out)
+	return scripts{paths: slices.Compact(w.out), exposed: w.exposed}
 }
 
 // hookWalk reads a hook command's statements in order. A directory of "" is one keel cannot
 // know (after `cd $OTHER`).
 type hookWalk struct {
-	vars   map[string]string
-	inside []string
-	cfg    *expand.Config
-	out    []string
+	vars    map[string]string
+	inside  []string
+	cfg     *expand.Config
+	out     []string
+	exposed bool
 }
 
 func (w *hookWalk) stmts(list []*syntax.Stmt, dir string) string {
@@ -154,7 +109,7 @@ func (w *hookWalk) stmt(st *syntax.Stmt, dir string) string {
 	}
 	switch c := st.Cmd.(type) {
 	case *syntax.CallExpr:
-		return w.call(c.Args, dir)
+		return w.call(c.Args, st.Redirs, dir)
 	case *syntax.BinaryCmd:
 		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
 			w.stmt(c.X, dir) // each side of a pipe is a subshell
@@ -186,8 +141,8 @@ func (w *hookWalk) stmt(st *syntax.Stmt, dir string) string {
 	return dir
 }
 
-// call reads one simple command, args its words, run in dir.
-func (w *hookWalk) call(args []*syntax.Word, dir string) string {
+// call reads one simple command, args its words and redirs its redirections, run in dir.
+func (w *hookWalk) call(args []*syntax.Word, redirs []*syntax.Redirect, dir string) string {
 	if len(args) == 0 {
 		return dir // assignments only
 	}
@@ -208,13 +163,25 @@ func (w *hookWalk) call(args []*syntax.Word, dir string) string {
 			}
 			rest = rest[1:]
 		}
-		return w.call(rest, dir)
+		return w.call(rest, redirs, dir)
 	}
 	if strings.Contains(name, "/") {
-		w.add(name, dir, true)
-	} else if script := w.interpreted(name, rest, dir); script != nil {
-		if v, ok := w.literal(script); ok {
-			w.add(v, dir, true)
+		if p := w.add(name, dir, true); p != "" {
+			if in, ok := interpreterOf(shebang(p)); ok && in.codeDir {
+				w.codeDir(scriptDir(p), in.python())
+			}
+		}
+	} else if in, ok := interpreterOf(name); ok {
+		script, stdin := w.interpreted(in, rest, dir)
+		if script != nil {
+			if v, ok := w.literal(script); ok {
+				if p := w.add(v, dir, true); p != "" && in.codeDir {
+					w.codeDir(scriptDir(p), in.python())
+				}
+			}
+		}
+		if stdin {
+			w.stdinScript(in, redirs, dir)
 		}
 	}
 	for _, a := range rest {
@@ -223,6 +190,60 @@ func (w *hookWalk) call(args []*syntax.Word, dir string) string {
 		}
 	}
 	return dir
+}
+
+// shebang is the name of the interpreter the #! line of the file at p names (python3 for
+// "#!/usr/bin/env python3", "#!/usr/bin/python3 -u"), or "" for none.
+func shebang(p string) string {
+	f, err := os.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	buf := make([]byte, 256)
+	n, _ := io.ReadFull(f, buf)
+	line, _, _ := strings.Cut(string(buf[:n]), "\n")
+	rest, ok := strings.CutPrefix(line, "#!")
+	if !ok {
+		return ""
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return ""
+	}
+	name := filepath.Base(fields[0])
+	if name == "env" {
+		// env's options (-S) and assignments come before the program.
+		for _, f := range fields[1:] {
+			if !strings.HasPrefix(f, "-") && !strings.Contains(f, "=") {
+				return f
+			}
+		}
+		return ""
+	}
+	return name
+}
+
+// scriptDir is the directory an interpreter running the script at p looks code up in: that of
+// the file a link at p leads to, since Python and Node follow it first.
+func scriptDir(p string) string {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return filepath.Dir(real)
+	}
+	return filepath.Dir(p)
+}
+
+// stdinScript protects the file an interpreter that reads its script from stdin is given
+// with `<` (bash < x.sh); for Python and Node the directory code is then looked up in is dir.
+func (w *hookWalk) stdinScript(in interpreter, redirs []*syntax.Redirect, dir string) {
+	for _, r := range redirs {
+		if r.Op != syntax.RdrIn || r.N != nil && r.N.Value != "0" {
+			continue
+		}
+		if v, ok := w.literal(r.Word); ok && w.add(v, dir, true) != "" && in.codeDir && dir != "" {
+			w.codeDir(dir, true)
+		}
+	}
 }
 
 // cd is the directory `cd args` moves to from dir: "" when keel cannot tell.
@@ -250,13 +271,22 @@ func (w *hookWalk) cd(args []*syntax.Word, dir string) string {
 // interpreter says how a program takes the script it runs as its first argument: the options
 // that give it code instead (sh -c, python3 -m, node -e), after which no script follows, and
 // those that take the next word as their value.
-// A shell's -c may come bundled with other letters (-ec): bundled is that letter.
+// A shell's -c may come bundled with other letters (-ec): bundled is that letter; stdin are
+// the options after which it reads the script from stdin (sh -s).
+// codeDir says it looks up the code a script loads in the script's directory first (Python's
+// sys.path[0], Node's relative require); module is python's -m.
 type interpreter struct {
-	inline, valued []string
-	bundled        byte
+	inline, valued, stdin []string
+	bundled               byte
+	codeDir               bool
+	module                string
 }
 
-var shellInterp = interpreter{inline: []string{"-c"}, bundled: 'c', valued: []string{"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}}
+var shellInterp = interpreter{inline: []string{"-c"}, bundled: 'c', stdin: []string{"-s"},
+	valued: []string{"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}}
+
+var nodeInterp = interpreter{inline: []string{"-e", "--eval", "-p", "--print"}, codeDir: true,
+	valued: []string{"-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions"}}
 
 // interpreters is made on first use: a map literal is init work at every start.
 var interpreters = lazy.Value[map[string]interpreter]{New: func() map[string]interpreter {
@@ -264,53 +294,108 @@ var interpreters = lazy.Value[map[string]interpreter]{New: func() map[string]int
 		"sh": shellInterp, "bash": shellInterp, "dash": shellInterp, "zsh": shellInterp, "ksh": shellInterp,
 		"fish": {inline: []string{"-c", "--command"}},
 		".":    {}, "source": {},
-		"python": {inline: []string{"-c", "-m"}, valued: []string{"-W", "-X"}},
-		"node": {inline: []string{"-e", "--eval", "-p", "--print"},
-			valued: []string{"-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions"}},
-		"ruby": {inline: []string{"-e"}, valued: []string{"-I", "-r"}},
-		"perl": {inline: []string{"-e", "-E"}, valued: []string{"-I", "-M"}},
-		"php":  {inline: []string{"-r"}, valued: []string{"-c", "-d"}},
-		"lua":  {inline: []string{"-e"}, valued: []string{"-l"}},
-		"tsx":  {inline: []string{"-e", "--eval", "-p", "--print"}}, "ts-node": {inline: []string{"-e", "--eval", "-p", "--print"}},
+		"python": {inline: []string{"-c"}, valued: []string{"-W", "-X"}, codeDir: true, module: "-m"},
+		"node":   nodeInterp,
+		"ruby":   {inline: []string{"-e"}, valued: []string{"-I", "-r"}},
+		"perl":   {inline: []string{"-e", "-E"}, valued: []string{"-I", "-M"}},
+		"php":    {inline: []string{"-r"}, valued: []string{"-c", "-d"}},
+		"lua":    {inline: []string{"-e"}, valued: []string{"-l"}},
+		"tsx":    {inline: []string{"-e", "--eval", "-p", "--print"}, codeDir: true}, "ts-node": {inline: []string{"-e", "--eval", "-p", "--print"}, codeDir: true},
 	}
 }}
 
-// interpreted is the script word an interpreter named name runs given args, or nil.
-func (w *hookWalk) interpreted(name string, args []*syntax.Word, dir string) *syntax.Word {
+// python says in is Python's (the one with -m).
+func (in interpreter) python() bool { return in.module != "" }
+
+// interpreterOf is the interpreter a command named name is, if keel knows it (python3.12 is
+// python).
+func interpreterOf(name string) (interpreter, bool) {
 	key := name
 	if strings.HasPrefix(name, "python") && strings.Trim(name[len("python"):], "0123456789.") == "" {
 		key = "python"
 	}
 	in, ok := interpreters.Get()[key]
-	if !ok {
-		return nil
-	}
+	return in, ok
+}
+
+// interpreted is the script word in runs given args, or nil; stdin says it reads the script
+// from its standard input instead (no script word, `-`, sh -s).
+func (w *hookWalk) interpreted(in interpreter, args []*syntax.Word, dir string) (script *syntax.Word, stdin bool) {
 	for i := 0; i < len(args); i++ {
 		v, ok := w.literal(args[i])
 		if !ok {
-			return nil
+			return nil, false
 		}
 		switch {
 		case v == "--":
 			if i+1 < len(args) {
-				return args[i+1]
+				return args[i+1], false
 			}
-			return nil
-		case !strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "+") || v == "-":
-			if v == "-" {
-				return nil // the script is read from stdin
+			return nil, true
+		case v == "-" || slices.Contains(in.stdin, v):
+			return nil, true
+		case !strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "+"):
+			return args[i], false
+		case in.module != "" && v == in.module:
+			if i+1 < len(args) {
+				if mod, ok := w.literal(args[i+1]); ok {
+					w.module(mod, dir)
+				}
 			}
-			return args[i]
+			return nil, false
 		case slices.Contains(in.inline, v) || in.bundled != 0 && bundles(v, in.bundled):
 			if in.bundled != 0 && i+1 < len(args) {
 				w.inline(args[i+1], dir) // sh -c '…': a command line of its own, run from dir
 			}
-			return nil
+			return nil, false
 		case slices.Contains(in.valued, v):
 			i++
 		}
 	}
-	return nil
+	return nil, true
+}
+
+// module protects the files of the module `python -m mod` runs from dir, where Python looks
+// first: pkg/__init__.py and pkg/mod.py (or, for a package, its __init__.py and __main__.py),
+// present or not, when the top-level package or module is in dir; a module found only
+// elsewhere (python3 -m pytest) is installed code, not the project's. dir itself is then
+// what sys.path starts with.
+func (w *hookWalk) module(mod, dir string) {
+	parts := strings.Split(mod, ".")
+	if dir == "" || slices.Contains(parts, "") || slices.ContainsFunc(parts, func(p string) bool { return strings.ContainsAny(p, "/\\") }) {
+		return
+	}
+	top := filepath.Join(dir, parts[0])
+	if fi, err := os.Stat(top); !(err == nil && fi.IsDir()) && !isRegular(top+".py") {
+		return
+	}
+	base := dir
+	for _, p := range parts[:len(parts)-1] {
+		base = filepath.Join(base, p)
+		w.add(filepath.Join(base, "__init__.py"), "", true)
+	}
+	last := filepath.Join(base, parts[len(parts)-1])
+	if fi, err := os.Stat(last); err == nil && fi.IsDir() {
+		w.add(filepath.Join(last, "__init__.py"), "", true)
+		w.add(filepath.Join(last, "__main__.py"), "", true)
+	} else {
+		w.add(last+".py", "", true)
+	}
+	// PYTHONSAFEPATH would drop the working directory, and with it the module: not exposed.
+	w.codeDir(dir, false)
+}
+
+// codeDir keeps dir, where an interpreter looks code up first, read-only whole when it lies
+// below a root without being one; a Python script's directory that is a root itself is
+// exposed (python says whether PYTHONSAFEPATH would help).
+func (w *hookWalk) codeDir(dir string, python bool) {
+	switch {
+	case dir == "" || !withinAny(dir, w.inside):
+	case slices.Contains(w.inside, dir):
+		w.exposed = w.exposed || python
+	default:
+		w.out = append(w.out, dir)
+	}
 }
 
 // bundles reports whether v is a bundle of single-letter options (-ec) holding letter.
@@ -319,24 +404,27 @@ func bundles(v string, letter byte) bool {
 }
 
 // add protects the file word names from dir: any existing file, or for a word that is run
-// (runs) one absent yet inside the working directories.
-func (w *hookWalk) add(word, dir string, runs bool) {
+// (runs) one absent yet inside the working directories. It returns the path protected, or "".
+func (w *hookWalk) add(word, dir string, runs bool) string {
 	if strings.Contains(word, "://") {
-		return // a URL
+		return "" // a URL
 	}
 	p := resolveIn(word, dir)
 	if p == "" {
-		return
+		return ""
 	}
 	fi, err := os.Stat(p)
 	switch {
 	case err == nil:
 		if fi.Mode().IsRegular() {
 			w.out = append(w.out, p)
+			return p
 		}
 	case runs && os.IsNotExist(err) && withinAny(p, w.inside):
 		w.out = append(w.out, p)
+		return p
 	}
+	return ""
 }
 
 // literal is the value the shell gives word when keel knows it: quotes removed, the known

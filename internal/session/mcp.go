@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/settings"
@@ -191,4 +193,18 @@ type dynamicServer struct {
 	cfg   mcphost.ServerConfig
 	tr    mcp.Transport
 	canon string
+}
+
+// agentServers reads the servers an agent definition configures inline, ${VAR} expanded
+// from env.
+func agentServers(servers []agentdef.MCPServer, env map[string]string) (*mcphost.Config, error) {
+	entries := map[string]json.RawMessage{}
+	for _, sv := range servers {
+		entries[sv.Name] = sv.Config
+	}
+	doc, err := json.Marshal(map[string]any{"mcpServers": entries})
+	if err != nil {
+		return nil, fmt.Errorf("reading the agent's MCP servers: %w", err)
+	}
+	return mcphost.Load(mcphost.LoadOptions{CLIConfigs: []string{string(doc)}, Strict: true, Env: env}), nil
 }

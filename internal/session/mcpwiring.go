@@ -77,16 +77,11 @@ func (c childMCP) StartServers(ctx context.Context, def *agentdef.Definition, se
 	if def.Source == agentdef.SourceProject && !c.s.conf.trusted() {
 		return nil, fmt.Errorf("%s comes from the project, and this workspace is not trusted to run its MCP servers", def.Path)
 	}
-	entries := map[string]json.RawMessage{}
-	for _, sv := range servers {
-		entries[sv.Name] = sv.Config
-	}
-	doc, err := json.Marshal(map[string]any{"mcpServers": entries})
+	environ, env := mcpEnviron(c.s.opts.MCP)
+	cfg, err := agentServers(servers, env)
 	if err != nil {
 		return nil, err
 	}
-	environ, env := mcpEnviron(c.s.opts.MCP)
-	cfg := mcphost.Load(mcphost.LoadOptions{CLIConfigs: []string{string(doc)}, Strict: true, Env: env})
 	var problems []error
 	for _, p := range cfg.Problems {
 		if !p.Warning {

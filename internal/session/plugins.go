@@ -33,13 +33,13 @@ func openPlugins(ctx context.Context, s *Session) *pluginset.Set {
 			st, _ := settings.Load(s.conf.settingsOptions())
 			return st.Plugins
 		},
-		SetHooks:      func(g []settings.HookGroup) []settings.Problem { return s.hooks.SetPlugins(g) },
+		SetHooks:      func(g []settings.HookGroup) []settings.Problem { return s.hooks.SetPlugins(s.pythonSafe(g)) },
 		RefreshSkills: func() { s.sk.Refresh() },
 		ReloadAgents: func(ctx context.Context) {
 			if s.agents == nil {
 				return
 			}
-			if defs, err := agentdef.Load(ctx, s.conf.agentDefOptions()); err == nil {
+			if defs, err := agentdef.Load(ctx, s.agentDefOptions()); err == nil {
 				s.agents.runner.Definitions().Replace(defs)
 			}
 		},

@@ -28,7 +28,7 @@ func TestSandboxNoticePathWritable(t *testing.T) {
 			said = append(said, n.Level+": "+n.Text)
 		}
 	}
-	if len(said) != 1 || !strings.HasPrefix(said[0], "warn: sandbox: PATH names ") {
+	if len(said) != 1 || !strings.HasPrefix(said[0], "warn: Sandbox: PATH names ") {
 		t.Errorf("notices naming %s: %q, want one warning", venv, said)
 	}
 }

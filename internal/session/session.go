@@ -66,6 +66,10 @@ type Session struct {
 	ttl      provider.TTLPolicy
 	checker  *permission.Checker
 	watch    *cachewatch.Watcher
+	// protected are the paths edits ask about and the sandbox keeps read-only, read once
+	// (protectedPaths).
+	protectedOnce sync.Once
+	protected     []string
 	// notices are configuration problems found while opening, reported with the first Send.
 	notices []event.Notice
 	// transcript is nil when nothing is persisted; snapshots likewise.

@@ -60,6 +60,20 @@ func Sources(opts Options) []Source {
 	return sources(opts, opts.ProjectDir != "" && !trust.Decide(opts.Env.Home, opts.ProjectDir, opts.Trust))
 }
 
+// ProjectFiles are the settings files, relative to the project directory, that a project
+// contributes: their hooks, MCP servers and permission rules run and grant, so the sandbox
+// keeps each of them read-only.
+func ProjectFiles() []string {
+	root := string(filepath.Separator) + "project"
+	var out []string
+	for _, s := range sources(Options{ProjectDir: root}, false) {
+		if rel, err := filepath.Rel(root, s.Path); (s.Scope == ScopeProject || s.Scope == ScopeLocal) && err == nil && filepath.IsLocal(rel) {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
 func sources(opts Options, untrusted bool) []Source {
 	var out []Source
 	managed := opts.ManagedPath

@@ -138,6 +138,21 @@ func searchDirs(opts Options) []dirSpec {
 	return out
 }
 
+// ProjectDirs are the folders, relative to a project directory, that Load reads skills and
+// commands from — in the project's root and in every directory below it down to the working
+// directory. A skill's allowed-tools grants tools and its ! lines run commands, so the sandbox
+// keeps each of them read-only.
+func ProjectDirs() []string {
+	root := string(filepath.Separator) + "project"
+	var out []string
+	for _, d := range searchDirs(Options{Cwd: root, ProjectRoot: root}) {
+		if rel, err := filepath.Rel(root, d.dir); err == nil && filepath.IsLocal(rel) {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
 // findRoot returns the nearest directory at or above cwd holding .git, or cwd.
 func findRoot(cwd string) string {
 	for dir := cwd; ; {

@@ -1,0 +1,94 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// projectConfigNames are the names that, in a directory of a project, hold what a program run
+// later outside the sandbox takes as code to run or permissions to grant: keel's and Claude
+// Code's settings, hooks, skills, commands, agents and output styles (.keel, .claude), the MCP
+// servers of .mcp.json, the agent definitions keel loads from the other harnesses' folders too
+// (.codex, .gemini, .opencode: hooks and MCP servers of their own), and the editors' workspace
+// settings (.vscode, .idea), which name programs the editor runs when the folder is opened, and
+// .gitmodules, the submodules git clones and checks out there.
+// keel reads skills and commands in every directory from the project's root down to the
+// working directory, and an editor or another harness opened in a subdirectory reads that
+// directory's: so each is read-only at every writable root, in every directory between a
+// writable root and the session's working directory (a placeholder where absent), and
+// wherever the search for repositories below the roots finds one ([gitGuard.projectConfig]).
+//
+// Memory files (KEEL.md, CLAUDE.md, AGENTS.md at a directory's top) are not among them: they
+// are instructions a model reads, as it reads any file of the project, not code any program
+// runs or a grant keel applies, and keeping them writable lets /init and the agent itself
+// maintain them. Those inside .keel/ and .claude/ are read-only with their folder.
+var projectConfigNames = []string{".mcp.json", ".gitmodules", ".claude", ".keel", ".codex", ".gemini", ".opencode", ".vscode", ".idea"}
+
+// rootConfig are more names read-only at a writable root's top: what tools started there
+// read as configuration — ripgrep's, a workspace-level git configuration, the shells'
+// start-up files — Claude Code's sandbox's "dangerous files" beside those of projectConfigNames
+// (where the home directory is a writable root, [homeProtected] lists the rest of its own).
+var rootConfig = []string{".ripgreprc", ".gitconfig", ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile"}
+
+// nestedConfig is what the search for repositories notes of the project configuration it
+// passes ([gitGuard.projectConfig]): the paths, and whether maxNestedConfig was reached.
+type nestedConfig struct {
+	config     []string
+	configFull bool
+}
+
+// maxNestedConfig bounds the project configuration found below the roots that is made
+// read-only: each costs a mount per command. Past it the policy carries a warning.
+const maxNestedConfig = 256
+
+// protectedIn lists what is always read-only inside the writable root r besides git's
+// files (see [gitGuard]): the files through which a later, unsandboxed program would run what
+// a command planted (projectConfigNames and rootConfig).
+func protectedIn(r string) []string {
+	var out []string
+	for _, n := range slices.Concat(projectConfigNames, rootConfig) {
+		out = append(out, filepath.Join(r, n))
+	}
+	return out
+}
+
+// protectedBetween lists projectConfigNames in each directory below the writable root r down to
+// dir, the session's working directory, when dir lies below r (a working directory inside an
+// allowWrite or additional directory): a session started there later, by keel or another
+// harness, reads each of them.
+func protectedBetween(r, dir string) []string {
+	if dir == "" || dir == r || !within(dir, r) {
+		return nil
+	}
+	var out []string
+	for d := dir; d != r; d = filepath.Dir(d) {
+		for _, n := range projectConfigNames {
+			out = append(out, filepath.Join(d, n))
+		}
+	}
+	return out
+}
+
+// projectConfig notes the projectConfigNames that dir, a directory the search for repositories
+// visits below root, holds (from its listing, entries: no system call more). The root's own
+// are protectedIn's, absent ones included.
+func (g *gitGuard) projectConfig(dir, root string, entries []os.DirEntry) {
+	if dir == root {
+		return
+	}
+	for _, e := range entries {
+		if !slices.Contains(projectConfigNames, e.Name()) {
+			continue
+		}
+		if len(g.config) >= maxNestedConfig {
+			if !g.configFull {
+				g.configFull = true
+				g.warnings = append(g.warnings, fmt.Sprintf("more than %d folders and files of project configuration (.claude, .keel, .mcp.json, .vscode…) below %s: those past them are writable", maxNestedConfig, root))
+			}
+			continue
+		}
+		g.config = append(g.config, filepath.Join(dir, e.Name()))
+	}
+}
