@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/keel-dev/keel/internal/hostexec"
 )
 
 // Bubblewrap (Debian's bubblewrap package, `bwrap`) sets up the namespaces and the mounts
@@ -55,7 +57,7 @@ var testLauncher atomic.Int32
 // findBwrap finds bwrap on PATH (else at bwrapFallback) and reads its version. It reports why
 // there is none that keel can use.
 func findBwrap(ctx context.Context) (path, version string, err error) {
-	path, err = exec.LookPath(bwrapName)
+	path, err = hostexec.Path(bwrapName)
 	if err != nil {
 		if fi, serr := os.Stat(bwrapFallback); serr == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 			path, err = bwrapFallback, nil
@@ -167,6 +169,7 @@ func (s *Sandbox) wrapBwrap(cmd *exec.Cmd, r *Run, pl plan) error {
 			cmd.ExtraFiles = append(cmd.ExtraFiles, null)
 		}
 	}
+	helper[0] = s.helperFD(cmd) // bubblewrap runs the held helper, never its path again
 	cmd.Path = s.bwrap
 	cmd.Args = append(append(append([]string{s.bwrap}, args...), "--"), helper...)
 	return nil

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/keel-dev/keel/internal/hostexec"
 	"github.com/keel-dev/keel/internal/procgroup"
 	"golang.org/x/sys/unix"
 )
@@ -147,8 +148,11 @@ func (s *Sandbox) wrapHelper(cmd *exec.Cmd, r *Run, pl plan) error {
 	// user inside; it drops every capability before it becomes the command.
 	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
 	if pl.Proxy {
-		return r.bridge(cmd)
+		if err := r.bridge(cmd); err != nil {
+			return err
+		}
 	}
+	cmd.Path = s.helperFD(cmd)
 	return nil
 }
 
@@ -497,11 +501,12 @@ func (s *Sandbox) probeNamespaces() error {
 // probeRun runs `true` in the sandbox of p: under bwrap when it names one, else in keel's
 // own namespaces or, with landlockOnly, under Landlock alone.
 func (s *Sandbox) probeRun(bwrap string, landlockOnly bool, p Policy) error {
-	truth, err := exec.LookPath("true")
+	truth, err := hostexec.Path("true")
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	probe := New(p, Options{Executable: s.exe})
+	probe.exeFile = s.exeFile
 	probe.landlockOnly, probe.bwrap = landlockOnly, bwrap
 	cmd := exec.Command(truth)
 	cmd.Dir = "/"

@@ -88,6 +88,7 @@ func (s *Sandbox) confineLandlockOnly(cmd *exec.Cmd, extra []string, terminal bo
 		r.Release()
 		return nil, err
 	}
+	cmd.Path = s.helperFD(cmd)
 	return r, nil
 }
 

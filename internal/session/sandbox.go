@@ -29,6 +29,9 @@ func (s *Session) buildSandbox() *sandbox.Sandbox {
 	if !sb.Policy().Enabled() {
 		return nil
 	}
+	if d := sandbox.ExposedPath(sb.Policy()); d != "" {
+		s.warn("Sandbox: " + d + ".")
+	}
 	if text := trackedMaskedText(s.trackedMasked(context.Background(), sb.Policy().Masked)); text != "" {
 		s.warn("Sandbox: the " + text + ".")
 	}
