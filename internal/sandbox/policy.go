@@ -235,6 +235,9 @@ func NewPolicy(in Input) Policy {
 			p.add(&p.ReadOnly, ro, "keel's always-read-only paths")
 		}
 	}
+	for _, ro := range homeRootProtected(in.Home, roots, p.Writable, os.Getenv) {
+		p.add(&p.ReadOnly, ro, homeRootWhy)
+	}
 	if len(roots) > 0 || len(in.ReadDeny) > 0 {
 		p.search = &search{roots: roots, readDeny: in.ReadDeny, cwd: cwd, home: in.Home}
 	}

@@ -1,0 +1,89 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// homeRootWhy is the reason [Policy.Why] gives for the paths [homeRootProtected] adds.
+const homeRootWhy = "keel's always-read-only paths (the home directory's dot-entries: a writable root holds the home directory)"
+
+// homeRootProtected are what stays read-only when a writable root is the home directory or
+// holds it (keel started in ~, --add-dir ~): every entry at the home directory's top level
+// whose name starts with a dot, and the directories on PATH that hold the programs `go
+// install` puts there ($GOBIN, each $GOPATH's bin/, ~/go/bin) and ~/bin. A list of start-up
+// files ([homeProtected]) stays incomplete — a user site's .pth runs at every Python start,
+// ~/.config/go/env can give every go build a -toolexec, ~/.bashrc.d is sourced by a shell —
+// so here the whole dot-namespace is kept, less what must stay writable: the toolchain caches
+// and what filesystem.allowWrite or another working directory names (exempt, real paths),
+// with their ancestors opened only as far as the way to them (~/.local keeps its bin/ and
+// lib/ read-only when pnpm's store lies in ~/.local/share). Dot-entries absent now are not
+// protected beyond homeProtected's placeholders: each would cost a mount per command.
+// Ordinary entries (the projects below home) stay writable. roots are the writable roots
+// (working directories and allowWrite), real paths; getenv reads the session's environment.
+func homeRootProtected(home string, roots, exempt []string, getenv func(string) string) []string {
+	if home == "" {
+		return nil
+	}
+	home = resolvePath(home)
+	if !slices.ContainsFunc(roots, func(r string) bool { return r != "" && r != "/" && within(home, r) }) {
+		return nil
+	}
+	exempt = slices.DeleteFunc(slices.Clone(exempt), func(w string) bool { return within(home, w) })
+	var out []string
+	ents, _ := os.ReadDir(home)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			out = append(out, around(filepath.Join(home, e.Name()), exempt)...)
+		}
+	}
+	// Where a cache lies in ~/.local, ~/.local/lib (the user site) is kept even while absent.
+	if local := filepath.Join(home, ".local"); !slices.Contains(out, local) && isDir(local) {
+		out = append(out, filepath.Join(local, "lib"))
+	}
+	bins := []string{filepath.Join(home, "bin"), filepath.Join(home, "go", "bin")}
+	if g := getenv("GOBIN"); filepath.IsAbs(g) {
+		bins = append(bins, filepath.Clean(g))
+	}
+	for _, g := range filepath.SplitList(getenv("GOPATH")) {
+		if filepath.IsAbs(g) {
+			bins = append(bins, filepath.Join(filepath.Clean(g), "bin"))
+		}
+	}
+	for _, b := range bins {
+		// Only where its parent is there: a placeholder would make ~/go for one who has none.
+		if isDir(filepath.Dir(b)) && !withinAny(resolvePath(b), exempt) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// around is path when nothing of exempt lies in it; else, where an exempt path lies below it,
+// around each of its entries, so that only the way to the exempt paths stays writable; nothing
+// when it lies in an exempt path itself.
+func around(path string, exempt []string) []string {
+	real := resolvePath(path)
+	if withinAny(real, exempt) {
+		return nil
+	}
+	if !slices.ContainsFunc(exempt, func(w string) bool { return within(w, real) }) {
+		return []string{path}
+	}
+	ents, err := os.ReadDir(real)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, around(filepath.Join(real, e.Name()), exempt)...)
+	}
+	return out
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
