@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,4 +87,31 @@ func around(path string, exempt []string) []string {
 func isDir(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
+}
+
+// homeRootFinding says, for `keel doctor`, that a writable root holds the home directory and
+// what keel keeps read-only there for it ([homeRootProtected]); false when none does.
+func homeRootFinding(p Policy) (Finding, bool) {
+	var present []string
+	absent := 0
+	for _, r := range p.ReadOnly {
+		if p.why[r] != homeRootWhy {
+			continue
+		}
+		if _, err := os.Lstat(r); err != nil {
+			absent++
+			continue
+		}
+		present = append(present, filepath.Base(r))
+	}
+	if len(present)+absent == 0 {
+		return Finding{}, false
+	}
+	detail := fmt.Sprintf("a writable root holds the home directory: its dot-entries at the top level are read-only (%d, a mount each per command: %s), and the directories `go install` writes to and ~/bin",
+		len(present), strings.Join(present, ", "))
+	if absent > 0 {
+		detail += fmt.Sprintf(" (%d of them not present now)", absent)
+	}
+	detail += "; the toolchain caches, the way to them, and what sandbox.filesystem.allowWrite names stay writable (name one there to open it, e.g. ~/.gradle); a dot-entry absent when the session started is not protected unless keel's list of start-up files names it"
+	return Finding{Name: "home directory", Status: "info", Detail: detail}, true
 }
