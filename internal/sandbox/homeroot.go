@@ -37,7 +37,7 @@ func homeRootProtected(home string, roots, exempt []string, getenv func(string) 
 	ents, _ := os.ReadDir(home)
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), ".") {
-			out = append(out, around(filepath.Join(home, e.Name()), exempt)...)
+			out = append(out, around(filepath.Join(home, e.Name()), home, exempt)...)
 		}
 	}
 	// Where a cache lies in ~/.local, ~/.local/lib (the user site) is kept even while absent.
@@ -64,10 +64,15 @@ func homeRootProtected(home string, roots, exempt []string, getenv func(string) 
 
 // around is path when nothing of exempt lies in it; else, where an exempt path lies below it,
 // around each of its entries, so that only the way to the exempt paths stays writable; nothing
-// when it lies in an exempt path itself.
-func around(path string, exempt []string) []string {
+// when it lies in an exempt path itself, or when it is a link to the home directory, to a
+// directory holding it or to one of its ordinary entries (~/.w -> ~/proj): the projects stay
+// writable whatever names them.
+func around(path, home string, exempt []string) []string {
 	real := resolvePath(path)
-	if withinAny(real, exempt) {
+	if withinAny(real, exempt) || within(home, real) {
+		return nil
+	}
+	if rel, err := filepath.Rel(home, real); err == nil && within(real, home) && !strings.HasPrefix(rel, ".") {
 		return nil
 	}
 	if !slices.ContainsFunc(exempt, func(w string) bool { return within(w, real) }) {
@@ -79,7 +84,7 @@ func around(path string, exempt []string) []string {
 	}
 	var out []string
 	for _, e := range ents {
-		out = append(out, around(filepath.Join(real, e.Name()), exempt)...)
+		out = append(out, around(filepath.Join(real, e.Name()), home, exempt)...)
 	}
 	return out
 }

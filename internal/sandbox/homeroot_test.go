@@ -44,6 +44,12 @@ var g13Home = []string{".bashrc", ".local/lib/python3.12/site-packages/", ".loca
 // root (only a project below it), nothing of this applies.
 func TestHomeRootDotEntries(t *testing.T) {
 	home := homeWith(t, g13Home...)
+	// Links among the dot-entries to the projects and to home itself leave the projects writable.
+	for link, to := range map[string]string{".w": filepath.Join(home, "proj"), ".up": home, ".root": "/"} {
+		if err := os.Symlink(to, filepath.Join(home, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Setenv("XDG_CONFIG_HOME", "")
 	for _, k := range []string{"GOBIN", "GOPATH", "GOCACHE", "GOMODCACHE", "XDG_CACHE_HOME", "CARGO_HOME", "PNPM_HOME", "npm_config_cache"} {
 		t.Setenv(k, "")
