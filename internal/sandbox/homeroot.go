@@ -35,9 +35,10 @@ func homeRootProtected(home string, roots, exempt []string, getenv func(string) 
 	exempt = slices.DeleteFunc(slices.Clone(exempt), func(w string) bool { return within(home, w) })
 	var out []string
 	ents, _ := os.ReadDir(home)
+	seen := map[string]bool{}
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), ".") {
-			out = append(out, around(filepath.Join(home, e.Name()), home, exempt)...)
+			out = append(out, around(filepath.Join(home, e.Name()), home, exempt, seen)...)
 		}
 	}
 	// Where a cache lies in ~/.local, ~/.local/lib (the user site) is kept even while absent.
@@ -66,8 +67,9 @@ func homeRootProtected(home string, roots, exempt []string, getenv func(string) 
 // around each of its entries, so that only the way to the exempt paths stays writable; nothing
 // when it lies in an exempt path itself, or when it is a link to the home directory, to a
 // directory holding it or to one of its ordinary entries (~/.w -> ~/proj): the projects stay
-// writable whatever names them.
-func around(path, home string, exempt []string) []string {
+// writable whatever names them. seen are the directories opened already: a link back to one
+// (~/.local/share/x -> ~/.local) is not followed again.
+func around(path, home string, exempt []string, seen map[string]bool) []string {
 	real := resolvePath(path)
 	if withinAny(real, exempt) || within(home, real) {
 		return nil
@@ -78,13 +80,17 @@ func around(path, home string, exempt []string) []string {
 	if !slices.ContainsFunc(exempt, func(w string) bool { return within(w, real) }) {
 		return []string{path}
 	}
+	if seen[real] {
+		return nil
+	}
+	seen[real] = true
 	ents, err := os.ReadDir(real)
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, e := range ents {
-		out = append(out, around(filepath.Join(real, e.Name()), home, exempt)...)
+		out = append(out, around(filepath.Join(real, e.Name()), home, exempt, seen)...)
 	}
 	return out
 }

@@ -50,6 +50,10 @@ func TestHomeRootDotEntries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A link on the way to a cache back to a directory above it is not followed round.
+	if err := os.Symlink(filepath.Join(home, ".local"), filepath.Join(home, ".local/share/pnpm/loop")); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("XDG_CONFIG_HOME", "")
 	for _, k := range []string{"GOBIN", "GOPATH", "GOCACHE", "GOMODCACHE", "XDG_CACHE_HOME", "CARGO_HOME", "PNPM_HOME", "npm_config_cache"} {
 		t.Setenv(k, "")
