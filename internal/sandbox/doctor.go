@@ -101,6 +101,9 @@ func policyFindings(s *Sandbox) []Finding {
 	if c, ok := cachesFinding(s, p); ok {
 		out = append(out, c)
 	}
+	if h, ok := homeRootFinding(p); ok {
+		out = append(out, h)
+	}
 	out = append(out, pathsFinding("always read-only", p.ReadOnly, "none"),
 		pathsFinding("masked", p.Masked, "none"), networkFinding(s))
 	out = append(out, hostFindings(s, p)...)

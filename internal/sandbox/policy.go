@@ -235,6 +235,9 @@ func NewPolicy(in Input) Policy {
 			p.add(&p.ReadOnly, ro, "keel's always-read-only paths")
 		}
 	}
+	for _, ro := range homeRootProtected(in.Home, roots, p.Writable, os.Getenv) {
+		p.add(&p.ReadOnly, ro, homeRootWhy)
+	}
 	if len(roots) > 0 || len(in.ReadDeny) > 0 {
 		p.search = &search{roots: roots, readDeny: in.ReadDeny, cwd: cwd, home: in.Home}
 	}
@@ -458,7 +461,8 @@ func absPath(s, cwd, home string) string {
 // (cargoProtected), in ~/.cargo and in $CARGO_HOME (cargoHome) — both are toolchain caches,
 // writable. The editors git starts for a commit message (vi, by default) read ~/.vimrc, ~/.vim
 // and nvim's configuration, which can run commands: protected too. Other editors'
-// configuration is not.
+// configuration is not. Where a writable root holds the home directory, [homeRootProtected]
+// keeps the rest of its dot-entries too; this list is what stays when only a cache holds them.
 func homeProtected(home, configHome, cargoHome, keelHome string) []string {
 	var out []string
 	if home != "" {
