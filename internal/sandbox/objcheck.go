@@ -38,8 +38,8 @@ import (
 //   - a pack or pack index that was there and still hashes (all but its trailer) to the
 //     checksum it ended with before is what git wrote, which no other content gives;
 //   - any other pack is read by git verify-pack, which hashes every object in it and compares
-//     its index with them (bounded: past maxNewPackBytes or packVerifyLimit, the result says
-//     what was not verified);
+//     its index with them (bounded: past maxNewPackBytes of disk or packVerifyLimit, the pack
+//     goes aside unverified — the bound then limits what a command can add, not what passes);
 //   - a link or special file, which git would follow, goes aside;
 //   - the caches git trusts to find objects or a commit's tree — commit-graph files, the
 //     multi-pack index, a pack's reverse index and bitmap — are not checked: one the command
@@ -47,7 +47,8 @@ import (
 //
 // What fails goes aside (*.keel-refused): a missing object makes git fail loudly instead of
 // checking out forged content, and the result says so. Where the store could not be checked
-// whole, git is asked for the object each read-only file's content names ([forgedBlobs]).
+// whole, or a keel process first sees it, git is asked for the objects on the way from the
+// refs to the read-only paths ([forgedObjects]).
 // objects/info/alternates, which would add another store, is read-only ([checkoutFiles]).
 
 // objFile is a file of an object store as keel last knew it.
