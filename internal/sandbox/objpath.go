@@ -1,13 +1,14 @@
 package sandbox
 
 import (
-	"bytes"
+	"bufio"
 	"cmp"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"maps"
@@ -87,39 +88,48 @@ func forgedObjects(gitDir, tree string, paths, revs []string) (files, onPath []s
 		return nil, nil
 	}
 	cmd.Stdin = strings.NewReader(strings.Join(queries, "\n") + "\n")
-	out, err := cmd.Output()
+	// Read as it comes, each object hashed and dropped: a ref's version of a path may be large.
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		return nil, nil
+	}
+	if err := cmd.Start(); err != nil {
 		slog.Warn("sandbox: could not read a repository's objects", "gitdir", gitDir, "err", err)
 		return nil, nil
 	}
+	defer func() {
+		cancel()
+		_ = cmd.Wait()
+	}()
+	out := bufio.NewReader(stdout)
 	for _, q := range queries {
 		// "<oid> <type> <size>\n<content>\n", or "<query> missing\n".
-		line, rest, ok := bytes.Cut(out, []byte{'\n'})
-		if !ok {
+		line, err := out.ReadString('\n')
+		if err != nil {
 			break
 		}
-		out = rest
-		f := strings.Fields(string(line))
+		f := strings.Fields(line)
 		if len(f) != 3 {
 			continue // missing: not in the store, so nothing to check out
 		}
-		size, err := strconv.Atoi(f[2])
-		if err != nil || size < 0 || size+1 > len(out) {
+		size, err := strconv.ParseInt(f[2], 10, 64)
+		h := newHash(len(f[0]) / 2)
+		if err != nil || size < 0 || h == nil {
 			break
 		}
-		content := out[:size]
-		out = out[size+1:]
-		h := newHash(len(f[0]) / 2)
-		if h == nil {
-			continue
-		}
 		fmt.Fprintf(h, "%s %d\x00", f[1], size)
-		h.Write(content)
+		if n, err := io.CopyN(h, out, size); err != nil || n != size {
+			break
+		}
+		if c, err := out.ReadByte(); err != nil || c != '\n' {
+			break
+		}
+		sum := hex.EncodeToString(h.Sum(nil))
 		named, isOID := byOID[q]
 		switch {
-		case isOID && (f[0] != q || hex.EncodeToString(h.Sum(nil)) != q):
+		case isOID && (f[0] != q || sum != q):
 			files = append(files, named...)
-		case !isOID && hex.EncodeToString(h.Sum(nil)) != f[0]:
+		case !isOID && sum != f[0]:
 			onPath = append(onPath, fmt.Sprintf("%s (object %s, a %s)", q, f[0], f[1]))
 		}
 	}
