@@ -208,7 +208,8 @@ func guardedPaths(tree string, p Policy) []string {
 // fetching first.
 //
 // A reflog's entry (HEAD@{1}, main@{2}, stash@{0}) counts as changed when its object was not
-// in that reflog before: an entry appended moves every older one down. A replace ref the
+// in that reflog before: an entry appended moves every older one down. @{-N}, what git
+// checkout - takes from HEAD's reflog messages ([priorCheckouts]), counts as a ref. A replace ref the
 // command made or moved is named whatever it replaces: git reads the object it names as
 // another in every command, the user's checkout included, and keel's comparisons with it.
 // Each object is compared once, whichever names lead to it.
