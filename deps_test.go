@@ -150,7 +150,7 @@ var layers = []struct {
 }{
 	{"leaves: types and helpers that import nothing of keel's", []string{"internal/message", "internal/effort", "internal/atomicfile",
 		"internal/frontmatter", "internal/editdist", "internal/procgroup", "internal/companion", "internal/toolpath", "internal/browser", "internal/coord",
-		"internal/coord/natscoord/natsserver", "internal/gitexec", "internal/egress", "internal/lazy", "internal/envvar"}},
+		"internal/coord/natscoord/natsserver", "internal/gitexec", "internal/egress", "internal/lazy", "internal/envvar", "internal/hostexec"}},
 	{"vocabulary: events, tools, providers, settings, stores", []string{"internal/event", "internal/cost", "internal/provider",
 		"internal/tool", "internal/models", "internal/settings", "internal/trust", "internal/snapshot", "internal/transcript",
 		"internal/memory", "internal/permission", "internal/outputstyle", "internal/sandbox"}},

@@ -3,11 +3,11 @@ package keel
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"runtime"
 	"strings"
 
 	"github.com/keel-dev/keel/internal/gitexec"
+	"github.com/keel-dev/keel/internal/hostexec"
 	"github.com/keel-dev/keel/internal/provider/connect"
 )
 
@@ -84,7 +84,7 @@ func versionChecks(ctx context.Context) []Check {
 	out := []Check{{Area: "versions", Name: "go", Status: "ok", Detail: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH}}
 	git, err := gitexec.Runner{}.Output(ctx, "", "--version")
 	out = append(out, versionCheck("git", git, err, "worktrees and the git facts in the prompt need it"))
-	rg, err := exec.CommandContext(ctx, "rg", "--version").Output()
+	rg, err := hostexec.Command(ctx, "rg", "--version").Output()
 	return append(out, versionCheck("rg", rg, err, "Grep uses its own, slower search"))
 }
 

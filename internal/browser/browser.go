@@ -3,9 +3,11 @@
 package browser
 
 import (
+	"context"
 	"fmt"
-	"os/exec"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/hostexec"
 )
 
 // Open opens url with browser, the value of $BROWSER: a command in which "%s" stands for
@@ -20,7 +22,7 @@ func Open(browser, url string) error {
 	if strings.Contains(browser, "%s") {
 		line = strings.ReplaceAll(browser, "%s", `"$1"`)
 	}
-	cmd := exec.Command("sh", "-c", line, "sh", url)
+	cmd := hostexec.Command(context.Background(), "sh", "-c", line, "sh", url)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("run $BROWSER: %w", err)
 	}

@@ -5,10 +5,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/hostexec"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/toolpath"
 )
@@ -147,7 +147,7 @@ func runGrep(ctx context.Context, env *tool.Env, in grepInput, engine GrepEngine
 	var err error
 	rg := rgPath
 	if engine != GrepBuiltin && rg == "" {
-		rg, _ = exec.LookPath("rg")
+		rg, _ = hostexec.Path("rg")
 	}
 	switch {
 	case engine == GrepRipgrep && rg == "":

@@ -34,15 +34,24 @@ func (f *sandboxFlags) register(cmd *cobra.Command) {
 
 // sandbox builds the sandbox from the settings a session here would load.
 func (a *app) sandbox(f *sandboxFlags) (*sandbox.Sandbox, error) {
-	if f.mode != "" && !contains(sandbox.Modes, f.mode) {
-		return nil, usageError{fmt.Errorf("--sandbox %q is not one of %s", f.mode, strings.Join(sandbox.Modes, ", "))}
-	}
-	cwd, root, err := workDirs()
+	cfg, st, err := a.sandboxConfig(f)
 	if err != nil {
 		return nil, err
 	}
+	return session.NewSandbox(cfg, st)
+}
+
+// sandboxConfig is the configuration and settings of the session whose sandbox f describes.
+func (a *app) sandboxConfig(f *sandboxFlags) (runconfig.Config, *settings.Settings, error) {
+	if f.mode != "" && !contains(sandbox.Modes, f.mode) {
+		return runconfig.Config{}, nil, usageError{fmt.Errorf("--sandbox %q is not one of %s", f.mode, strings.Join(sandbox.Modes, ", "))}
+	}
+	cwd, root, err := workDirs()
+	if err != nil {
+		return runconfig.Config{}, nil, err
+	}
 	st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root, Trust: f.trust})
-	return session.NewSandbox(runconfig.Config{Cwd: cwd, Home: a.env.Home, Sandbox: f.mode, AddDirs: f.addDirs}, st)
+	return runconfig.Config{Cwd: cwd, Home: a.env.Home, Sandbox: f.mode, AddDirs: f.addDirs}, st, nil
 }
 
 // doctorCommand is `keel doctor`: what this machine supports for the sandbox, and what keel
@@ -67,11 +76,14 @@ type doctorOptions struct {
 }
 
 func (a *app) runDoctor(ctx context.Context, opts *doctorOptions) error {
-	sb, err := a.sandbox(&opts.sandboxFlags)
+	cfg, st, err := a.sandboxConfig(&opts.sandboxFlags)
 	if err != nil {
 		return err
 	}
-	findings := sandbox.Doctor(ctx, sb)
+	findings, err := session.SandboxDoctor(ctx, cfg, st)
+	if err != nil {
+		return err
+	}
 	if opts.JSON {
 		enc := json.NewEncoder(a.std.Out)
 		enc.SetIndent("", "  ")
@@ -125,14 +137,19 @@ func (a *app) runSandbox(ctx context.Context, opts *sandboxOptions) error {
 	c := exec.CommandContext(ctx, opts.Command[0], opts.Command[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = a.std.In, a.std.Out, a.std.Err
 	c.Env = sandbox.WithoutCredentials(nil) // what a session's Bash would see
-	if in, ok := a.std.In.(*os.File); !ok || !procgroup.IsTerminal(in) {
+	confine := sb.Confine
+	if in, ok := a.std.In.(*os.File); ok && procgroup.IsTerminal(in) && procgroup.Foreground(in) {
+		// Typed at a terminal, in its foreground: the command keeps the terminal (an
+		// interactive shell, a prompt), in the group the user's shell gave keel's job.
+		confine = func(c *exec.Cmd, _ ...string) (*sandbox.Run, error) { return sb.ConfineAtTerminal(c) }
+	} else {
 		// A group of its own, as the Bash tool's commands have: kill(0) inside would otherwise
-		// reach keel and the script that started it, whatever the PID namespace. At a
-		// terminal the shell already gives keel's job a group of its own, and the command
-		// keeps the terminal.
+		// reach keel and the script that started it, whatever the PID namespace. On Linux
+		// Confine makes it a session of its own too, so that a terminal keel was merely
+		// handed (a background job, a script's) is not the command's to read.
 		procgroup.Own(c)
 	}
-	run, err := sb.Confine(c)
+	run, err := confine(c)
 	if err != nil {
 		return err
 	}

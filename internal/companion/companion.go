@@ -9,10 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/hostexec"
 )
 
 // KeelNATS is the NATS companion: the supervisor's embedded nats-server, and (`keel-nats
@@ -42,7 +43,7 @@ func Find(name string, beside ...string) (string, error) {
 			dirs = append(dirs, dir)
 		}
 	}
-	if p, err := exec.LookPath(name); err == nil {
+	if p, err := hostexec.Path(name); err == nil {
 		return p, nil
 	}
 	return "", fmt.Errorf("%s %w in %s or on PATH", name, ErrNotFound, strings.Join(dirs, ", "))
@@ -68,13 +69,15 @@ func isProgram(p string) bool {
 // Self is the program to start again as keel (the supervisor, its jobs, process teammates):
 // this one as it was invoked — a name found on PATH resolved there, a relative path made
 // absolute — so that a link named keel, or a test harness that dispatches on its name, keeps
-// working; os.Executable would resolve the link. It falls back to the executable itself.
+// working; os.Executable would resolve the link. A name is looked up as keel looks up every
+// program it runs itself ([hostexec.Path]): never where a sandboxed command could have put a
+// keel of its own. It falls back to the executable itself.
 func Self() string {
 	if arg := os.Args[0]; strings.ContainsRune(arg, filepath.Separator) {
 		if abs, err := filepath.Abs(arg); err == nil {
 			return abs
 		}
-	} else if p, err := exec.LookPath(arg); err == nil {
+	} else if p, err := hostexec.Path(arg); err == nil {
 		if abs, err := filepath.Abs(p); err == nil {
 			return abs
 		}

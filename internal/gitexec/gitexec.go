@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/hostexec"
 )
 
 // Runner runs git for keel. The zero value is for an untrusted workspace, so a caller that
@@ -42,7 +44,7 @@ func (r Runner) Command(ctx context.Context, dir string, args ...string) (*exec.
 			return nil, err
 		}
 	}
-	cmd := exec.CommandContext(ctx, "git", append(pre, args...)...)
+	cmd := hostexec.Command(ctx, "git", append(pre, args...)...)
 	cmd.Dir = dir
 	cmd.Env = r.Env
 	return cmd, nil
@@ -68,7 +70,7 @@ func (r Runner) Output(ctx context.Context, dir string, args ...string) ([]byte,
 // include, under the fixed neutral options (reading configuration runs nothing, and a bare
 // repository is not discovered). Outside a repository that is the user's and system's.
 func (r Runner) configKeys(ctx context.Context, dir string) ([]string, error) {
-	cmd := exec.CommandContext(ctx, "git", append(fixed(), "config", "--list", "-z", "--includes")...)
+	cmd := hostexec.Command(ctx, "git", append(fixed(), "config", "--list", "-z", "--includes")...)
 	cmd.Dir = dir
 	cmd.Env = r.Env
 	var stderr bytes.Buffer

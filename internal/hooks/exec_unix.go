@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/keel-dev/keel/internal/hostexec"
 	"github.com/keel-dev/keel/internal/procgroup"
 	"github.com/keel-dev/keel/internal/sandbox"
 )
@@ -30,7 +31,7 @@ func runCommand(ctx context.Context, command, dir string, env []string, stdin []
 	res := Result{Command: command, ExitCode: -1}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(tctx, "sh", "-c", command)
+	cmd := hostexec.Command(tctx, "sh", "-c", command)
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stdin = bytes.NewReader(stdin)

@@ -8,11 +8,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/keel-dev/keel/internal/hostexec"
 )
 
 // transport builds the SDK transport for the server's type.
@@ -123,7 +124,7 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func runHeadersHelper(ctx context.Context, cfg ServerConfig, environ []string, dir string) (map[string]string, error) {
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(hctx, "sh", "-c", cfg.HeadersHelper)
+	cmd := hostexec.Command(hctx, "sh", "-c", cfg.HeadersHelper)
 	cmd.Dir = dir
 	cmd.Env = append(append([]string{}, environ...), "KEEL_MCP_SERVER_NAME="+cfg.Name, "KEEL_MCP_SERVER_URL="+cfg.URL)
 	var stderr bytes.Buffer

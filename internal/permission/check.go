@@ -22,8 +22,8 @@ type Policy struct {
 	Mode  Mode
 	Rules []Rule
 	// Dirs are the working directories: the session's cwd first, then the
-	// --add-dir and additionalDirectories ones. Relative path rules without
-	// a source directory are anchored at Dirs[0].
+	// --add-dir and additionalDirectories ones. path and ./path rules are
+	// anchored at Dirs[0], as are /path rules without a source directory.
 	Dirs []string
 	// Ceilings are policies this one may never exceed, set by [Intersect]:
 	// each is evaluated on its own and the strictest answer wins.

@@ -37,8 +37,13 @@ func firstMatch(rules []Rule, b Behavior, p *prepared, cwd string) *Rule {
 	return nil
 }
 
+// Root is the directory a path rule's relative specifier is anchored at when the working
+// directory is cwd: the rule's settings directory for /path, cwd for path and ./path. The
+// sandbox masks a Read deny rule's paths from it, so the two read a rule alike.
+func (r *Rule) Root(cwd string) string { return r.root(cwd) }
+
 func (r *Rule) root(cwd string) string {
-	if r.Source.Dir != "" {
+	if r.path != nil && r.path.anchor == anchorSettings && r.Source.Dir != "" {
 		return r.Source.Dir
 	}
 	return cwd

@@ -9,18 +9,21 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 )
 
-// anchor says what a path pattern is relative to, following Claude Code:
-// //path is absolute, ~/path is under the home directory, /path and ./path
-// and any pattern with an inner slash are relative to the rule's source
-// directory, and a pattern without a slash matches at any depth below it
-// (gitignore semantics).
+// anchor says what a path pattern is relative to, following Claude Code's
+// documented meaning: //path is absolute, ~/path is under the home directory,
+// /path is relative to the rule's settings file (Source.Dir: the project for a
+// project's files), and path or ./path is relative to the current working
+// directory — from every settings file, the user's included, so a user-level
+// Read(./.env) covers each project's .env. A pattern without a slash matches at
+// any depth below the working directory (gitignore semantics).
 type anchor int
 
 const (
-	anchorSource anchor = iota
+	anchorCwd anchor = iota
 	anchorAnyDepth
 	anchorAbsolute
 	anchorHome
+	anchorSettings
 )
 
 type pathPattern struct {
@@ -40,7 +43,7 @@ func parsePathPattern(spec string) (*pathPattern, error) {
 	case s == "~" || strings.HasPrefix(s, "~/"):
 		p.anchor, s = anchorHome, strings.TrimPrefix(strings.TrimPrefix(s, "~"), "/")
 	case strings.HasPrefix(s, "/"):
-		s = strings.TrimLeft(s, "/")
+		p.anchor, s = anchorSettings, strings.TrimLeft(s, "/")
 	case strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../"):
 	case !strings.Contains(strings.TrimSuffix(s, "/"), "/"):
 		p.anchor = anchorAnyDepth

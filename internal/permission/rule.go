@@ -38,10 +38,11 @@ type Source struct {
 	Name string
 	// Path is the settings file, empty for flags and answers.
 	Path string
-	// Dir is the directory relative path patterns are anchored at. For
-	// project and local settings this is the project directory (the parent
-	// of .keel or .claude); empty means the checker's first working
-	// directory.
+	// Dir is the directory /path patterns are anchored at (Claude Code:
+	// relative to the settings file). For project and local settings this
+	// is the project directory (the parent of .keel or .claude); empty means
+	// the checker's first working directory. path and ./path patterns are
+	// always anchored at the working directory, whatever the source.
 	Dir string
 	// Line and Col place the rule in its settings file, when known.
 	Line, Col int

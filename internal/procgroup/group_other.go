@@ -24,3 +24,6 @@ func Kill(pid int) error {
 
 // IsTerminal reports false: without process groups nothing depends on it.
 func IsTerminal(*os.File) bool { return false }
+
+// Foreground reports false: without process groups nothing depends on it.
+func Foreground(*os.File) bool { return false }

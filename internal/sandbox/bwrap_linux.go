@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/keel-dev/keel/internal/hostexec"
 )
 
 // Bubblewrap (Debian's bubblewrap package, `bwrap`) sets up the namespaces and the mounts
@@ -55,7 +57,7 @@ var testLauncher atomic.Int32
 // findBwrap finds bwrap on PATH (else at bwrapFallback) and reads its version. It reports why
 // there is none that keel can use.
 func findBwrap(ctx context.Context) (path, version string, err error) {
-	path, err = exec.LookPath(bwrapName)
+	path, err = hostexec.Path(bwrapName)
 	if err != nil {
 		if fi, serr := os.Stat(bwrapFallback); serr == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 			path, err = bwrapFallback, nil
@@ -167,6 +169,7 @@ func (s *Sandbox) wrapBwrap(cmd *exec.Cmd, r *Run, pl plan) error {
 			cmd.ExtraFiles = append(cmd.ExtraFiles, null)
 		}
 	}
+	helper[0] = s.helperFD(cmd) // bubblewrap runs the held helper, never its path again
 	cmd.Path = s.bwrap
 	cmd.Args = append(append(append([]string{s.bwrap}, args...), "--"), helper...)
 	return nil
@@ -210,9 +213,10 @@ func (r *Run) readBwrapInfo(cmd *exec.Cmd) (int, error) {
 // [setupMounts] makes them. firstFD is the descriptor of the first empty file for a mask;
 // files is set to how many are needed.
 //
-// --new-session is not passed: keel stops a command by signalling its process group, which
-// the command then stays in, as under keel's own helper; the terminal injection that
-// --new-session prevents (TIOCSTI) is refused by the seccomp filter instead. --as-pid-1
+// --new-session is not passed: keel starts bubblewrap itself in a session of its own
+// ([detach]), which the sandbox's processes stay in, with no controlling terminal — and in
+// bubblewrap's process group, which keel stops a command by signalling, as under keel's own
+// helper (--new-session would take them out of it). --as-pid-1
 // makes the helper, and so the command, PID 1 of the sandbox, as under keel's own helper,
 // without bwrap's own init: one process less to start and schedule (half of bwrap's wall time
 // on a loaded machine).
@@ -268,8 +272,12 @@ func bwrapArgs(pl plan, exe string, setuid bool, firstFD int, files *int) []stri
 	}
 	if len(pl.Overlays) > 0 && !setuid {
 		// The helper mounts the caches' overlays ([setupOverlays]) with these, and drops them.
-		// keel's directory for them is bound last, writable over whatever made it read-only.
-		a = append(a, "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP", "--bind", pl.CacheState, pl.CacheState)
+		// keel's directory for them is bound last, writable over whatever made it read-only
+		// (none when every overlay failed: those caches are bound read-only).
+		a = append(a, "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP")
+		if pl.CacheState != "" {
+			a = append(a, "--bind", pl.CacheState, pl.CacheState)
+		}
 	}
 	return a
 }

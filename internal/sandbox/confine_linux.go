@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/keel-dev/keel/internal/hostexec"
 	"github.com/keel-dev/keel/internal/procgroup"
 	"golang.org/x/sys/unix"
 )
@@ -59,12 +60,29 @@ func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
 	if p := s.complete(); len(p.Problems) > 0 {
 		return nil, fmt.Errorf("sandbox: the command is not run: %s", strings.Join(p.Problems, "; "))
 	}
-	return s.confine(cmd, extra)
+	return s.confine(cmd, extra, false)
 }
 
-func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
+// ConfineAtTerminal is Confine for a command the user runs in the foreground of their own
+// terminal (`keel sandbox -- bash` typed there): it keeps the terminal — in keel's session,
+// its shell's job control working — where every other command runs in a session of its own.
+// Use it for nothing the user did not start themselves at that terminal.
+func (s *Sandbox) ConfineAtTerminal(cmd *exec.Cmd) (*Run, error) {
+	if err := s.Available(); err != nil {
+		return nil, err
+	}
+	if p := s.complete(); len(p.Problems) > 0 {
+		return nil, fmt.Errorf("sandbox: the command is not run: %s", strings.Join(p.Problems, "; "))
+	}
+	return s.confine(cmd, nil, true)
+}
+
+func (s *Sandbox) confine(cmd *exec.Cmd, extra []string, terminal bool) (*Run, error) {
+	if !terminal {
+		detach(cmd)
+	}
 	if s.landlockOnly {
-		return s.confineLandlockOnly(cmd, extra)
+		return s.confineLandlockOnly(cmd, extra, terminal)
 	}
 	r := &Run{s: s}
 	var err error
@@ -80,6 +98,7 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 	argv := slices.Clone(cmd.Args)
 	argv[0] = cmd.Path
 	pl := s.complete().newPlan(dir, argv, envPath(cmd.Env), extra)
+	pl.Terminal = terminal
 	s.overlayCaches(r, s.complete(), &pl)
 	if s.bwrap != "" {
 		err = s.wrapBwrap(cmd, r, pl)
@@ -91,6 +110,23 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string) (*Run, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// detach makes cmd start in a session of its own, with no controlling terminal: keel's
+// terminal is then out of its reach — /dev/tty fails with ENXIO, so it can neither take the
+// terminal's foreground and read what the user types to keel, nor write escape sequences
+// (a window title, OSC 52's clipboard) past keel's rendering of its output. A session's
+// leader leads a process group too, whose id is its PID, so it is signalled as a group as
+// before ([Run.Kill], procgroup.Own leaves it so). Under bubblewrap the session is
+// bubblewrap's, which the sandbox's processes stay in (bwrapArgs).
+func detach(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	a := cmd.SysProcAttr
+	a.Setsid = true
+	// setpgid fails on a session's leader; the others would hand it a terminal again.
+	a.Setpgid, a.Pgid, a.Setctty, a.Foreground = false, 0, false, false
 }
 
 // wrapHelper makes cmd start keel's helper in new user, mount, PID, network and IPC
@@ -112,8 +148,11 @@ func (s *Sandbox) wrapHelper(cmd *exec.Cmd, r *Run, pl plan) error {
 	// user inside; it drops every capability before it becomes the command.
 	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
 	if pl.Proxy {
-		return r.bridge(cmd)
+		if err := r.bridge(cmd); err != nil {
+			return err
+		}
 	}
+	cmd.Path = s.helperFD(cmd)
 	return nil
 }
 
@@ -462,17 +501,18 @@ func (s *Sandbox) probeNamespaces() error {
 // probeRun runs `true` in the sandbox of p: under bwrap when it names one, else in keel's
 // own namespaces or, with landlockOnly, under Landlock alone.
 func (s *Sandbox) probeRun(bwrap string, landlockOnly bool, p Policy) error {
-	truth, err := exec.LookPath("true")
+	truth, err := hostexec.Path("true")
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	probe := New(p, Options{Executable: s.exe})
+	probe.exeFile = s.exeFile
 	probe.landlockOnly, probe.bwrap = landlockOnly, bwrap
 	cmd := exec.Command(truth)
 	cmd.Dir = "/"
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	run, err := probe.confine(cmd, nil)
+	run, err := probe.confine(cmd, nil, false)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

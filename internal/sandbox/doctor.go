@@ -103,6 +103,7 @@ func policyFindings(s *Sandbox) []Finding {
 	}
 	out = append(out, pathsFinding("always read-only", p.ReadOnly, "none"),
 		pathsFinding("masked", p.Masked, "none"), networkFinding(s))
+	out = append(out, hostFindings(s, p)...)
 	if len(p.UnixSockets) > 0 {
 		out = append(out, unixSocketsFinding(p.UnixSockets, LandlockABI()))
 	}

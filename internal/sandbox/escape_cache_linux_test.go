@@ -259,3 +259,58 @@ func testCacheConcurrent(t *testing.T) {
 	run.Release()
 	sameTree(t, before, snapshot(t, cache))
 }
+
+// TestCacheFailsClosed: where a cache's overlay cannot be set up for one command — keel
+// cannot make its directories (a command can fill the disk), or the kernel refuses the mount
+// (here: the real cache inside what would be its upper layer) — the cache is read-only for
+// that command, never the real cache bound writable: the command still runs and reads it,
+// its writes fail, its output says why, and the real cache is as it was. The next command
+// whose overlay can be made has it again.
+func TestCacheFailsClosed(t *testing.T) { forEachLauncher(t, testCacheFailsClosed) }
+
+func testCacheFailsClosed(t *testing.T) {
+	for name, sabotage := range map[string]func(t *testing.T, dir, base string){
+		"no directories": func(t *testing.T, dir, _ string) {
+			write(t, dir, "a file where keel's directory for the cache's layers goes\n")
+		},
+		"mount refused": func(t *testing.T, dir, base string) {
+			if err := os.Symlink(base, dir); err != nil { // its upper layer: base/upper, holding the cache
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			base := sandbox.VisibleDir(t)
+			cache, keelHome := filepath.Join(base, "upper", "cache"), filepath.Join(base, "keel")
+			write(t, filepath.Join(cache, "existing"), "original\n")
+			w := newWorld(t, func(in *sandbox.Input) { in.Caches, in.KeelHome = []string{cache}, keelHome })
+			dir := sandbox.CacheDir(keelHome, cache)
+			if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			sabotage(t, dir, base)
+			before := snapshot(t, cache)
+			script := fmt.Sprintf("cat %s/existing; echo poisoned > %s/existing && echo WROTE; echo added > %s/new && echo WROTE", cache, cache, cache)
+			out := w.run(t, script)
+			if !strings.Contains(out, "original") {
+				t.Errorf("the cache is not readable when its overlay fails:\n%s", out)
+			}
+			if strings.Contains(out, "WROTE") {
+				t.Errorf("a command wrote the cache whose overlay failed:\n%s", out)
+			}
+			if !strings.Contains(out, cache+" is read-only for this command") {
+				t.Errorf("the command's output does not say the cache is read-only for it:\n%s", out)
+			}
+			sameTree(t, before, snapshot(t, cache))
+			if err := os.Remove(dir); err != nil {
+				t.Fatal(err)
+			}
+			if out := w.run(t, fmt.Sprintf("echo over > %s/existing && cat %s/existing", cache, cache)); !strings.Contains(out, "over") || strings.Contains(out, "read-only") {
+				t.Errorf("once its directories can be made, the cache is not an overlay again:\n%s", out)
+			}
+			if b, _ := os.ReadFile(filepath.Join(cache, "existing")); string(b) != "original\n" {
+				t.Errorf("the real cache changed: %q", b)
+			}
+		})
+	}
+}

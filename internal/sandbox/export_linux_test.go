@@ -33,3 +33,7 @@ func Launcher(s *Sandbox) string {
 
 // FindBwrap reports the bubblewrap keel would try, or why there is none it can use.
 func FindBwrap() (path, version string, err error) { return findBwrap(context.Background()) }
+
+// CacheDir is the directory below keel's directory for the caches' overlays (KeelHome's
+// sandbox/caches) that holds the upper layer of the cache at path.
+func CacheDir(keelHome, path string) string { return cacheDir(cacheStateDir(keelHome), path) }

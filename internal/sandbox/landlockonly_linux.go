@@ -49,14 +49,14 @@ func (s *Sandbox) landlockOnlyLimits() string {
 	} else {
 		b.WriteString("network not contained (Landlock ABI < 4): the proxy variables are set, but nothing forces their use")
 	}
-	b.WriteString("; other processes of this user are visible; enable unprivileged user namespaces for the full sandbox")
+	b.WriteString("; other processes of this user are visible, and the terminal keel runs in is reachable by its /dev/pts name (though not as the command's controlling terminal); enable unprivileged user namespaces for the full sandbox")
 	return b.String()
 }
 
 // confineLandlockOnly rewrites cmd to run under the helper without new namespaces: the
 // helper applies Landlock and seccomp to itself and becomes the command. The private temp
 // directory and the proxy's listener (on the host's loopback) live as long as the run.
-func (s *Sandbox) confineLandlockOnly(cmd *exec.Cmd, extra []string) (*Run, error) {
+func (s *Sandbox) confineLandlockOnly(cmd *exec.Cmd, extra []string, terminal bool) (*Run, error) {
 	r := &Run{s: s}
 	dir := cmd.Dir
 	if dir == "" {
@@ -70,7 +70,7 @@ func (s *Sandbox) confineLandlockOnly(cmd *exec.Cmd, extra []string) (*Run, erro
 	argv := slices.Clone(cmd.Args)
 	argv[0] = cmd.Path
 	pl := s.complete().newPlan(dir, argv, envPath(cmd.Env), append(slices.Clone(extra), tmp))
-	pl.LandlockOnly, pl.Tmp, pl.Bind = true, tmp, s.policy.Network.AllowLocalBinding
+	pl.LandlockOnly, pl.Tmp, pl.Bind, pl.Terminal = true, tmp, s.policy.Network.AllowLocalBinding, terminal
 	// What only the namespaces could do is left out of the plan.
 	pl.ReadOnly, pl.Pinned, pl.Masked, pl.Unmasked, pl.Visible = nil, nil, nil, nil, nil
 	if pl.Proxy {
@@ -88,6 +88,7 @@ func (s *Sandbox) confineLandlockOnly(cmd *exec.Cmd, extra []string) (*Run, erro
 		r.Release()
 		return nil, err
 	}
+	cmd.Path = s.helperFD(cmd)
 	return r, nil
 }
 

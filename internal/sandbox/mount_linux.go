@@ -57,7 +57,7 @@ func setupMounts(pl plan) error {
 	}
 	for i, w := range pl.Writable {
 		if j := pl.overlayIndex(w); j >= 0 {
-			if err := overlayOrBind(pl.Overlays[j], writable[i], layers[j], false); err != nil {
+			if err := mountCache(pl.Overlays[j], writable[i], layers[j], false); err != nil {
 				return err
 			}
 			continue

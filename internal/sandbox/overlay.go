@@ -20,15 +20,21 @@ import (
 // keel's own its upper layer, which keeps what commands add from one command and one session
 // to the next and which nothing outside the sandbox reads. Where an overlay cannot be mounted
 // (the Landlock-only form, a kernel or file system that refuses it, no directory of keel's to
-// keep it in) the cache is bound writable as before, and the sandbox says so.
+// keep it in), as a probe finds once for the session, the cache is bound writable as before,
+// and the sandbox's notice and doctor say so. Where one cache's overlay fails for one command
+// only — keel cannot make its directories, the kernel refuses the mount, which a command can
+// cause itself by filling the disk — the cache is bound read-only for that command, never
+// writable, and its output says so.
 
 // overlay is one cache mounted as an overlay: Dest, the cache's path, shows the real cache
 // under Upper, keel's directory; Work is overlayfs's scratch directory beside it, one per
-// command (two mounts sharing one would clear each other's).
+// command (two mounts sharing one would clear each other's). Failed, when set, says why keel
+// could not make them for this command: the cache is then bound read-only instead.
 type overlay struct {
-	Dest  string `json:"dest"`
-	Upper string `json:"upper"`
-	Work  string `json:"work"`
+	Dest   string `json:"dest"`
+	Upper  string `json:"upper,omitempty"`
+	Work   string `json:"work,omitempty"`
+	Failed string `json:"failed,omitempty"`
 }
 
 // cacheStateDir is where the caches' upper layers live, below keel's own directory (which is

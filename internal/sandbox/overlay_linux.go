@@ -15,7 +15,8 @@ import (
 
 // overlayCaches makes pl's writable caches overlays ([overlay]) for run r: each cache's upper
 // directory made if missing, and a work directory of r's own, removed on release. A cache
-// that cannot have them stays bound writable, and the log says why.
+// that cannot have them (no space left for them: a command can fill the disk) is bound
+// read-only for this command instead, never writable, and the command's output says why.
 func (s *Sandbox) overlayCaches(r *Run, p Policy, pl *plan) {
 	if s.cachesWhy != "" || p.CacheState == "" {
 		return
@@ -31,12 +32,11 @@ func (s *Sandbox) overlayCaches(r *Run, p Policy, pl *plan) {
 			work, err = r.workDir(dir)
 		}
 		if err != nil {
-			slog.Warn("sandbox: a toolchain cache stays writable, not overlaid", "cache", w, "err", err)
+			slog.Warn("sandbox: a toolchain cache is read-only for a command, its overlay's directories not made", "cache", w, "err", err)
+			pl.Overlays = append(pl.Overlays, overlay{Dest: w, Failed: "keel could not make its directories: " + err.Error()})
 			continue
 		}
 		pl.Overlays = append(pl.Overlays, overlay{Dest: w, Upper: upper, Work: work})
-	}
-	if len(pl.Overlays) > 0 {
 		pl.CacheState = p.CacheState
 	}
 }
@@ -99,27 +99,47 @@ func (s *Sandbox) probeOverlays() string {
 	if why := p.cacheStateOverlap(); why != "" {
 		return why
 	}
+	// A disk or quota full (which a command can cause) is not a reason: the probe says
+	// nothing, and each command whose overlay fails gets the cache read-only instead.
 	if err := os.MkdirAll(p.CacheState, 0o700); err != nil {
-		return fmt.Sprintf("keel's directory for their overlays cannot be made: %v", err)
+		return unlessOutOfSpace(fmt.Sprintf("keel's directory for their overlays cannot be made: %v", err))
 	}
 	dir, err := os.MkdirTemp(p.CacheState, ".probe-")
 	if err != nil {
-		return fmt.Sprintf("keel's directory for their overlays is not writable: %v", err)
+		return unlessOutOfSpace(fmt.Sprintf("keel's directory for their overlays is not writable: %v", err))
 	}
 	defer removeWorkDirs([]string{dir})
 	lower := filepath.Join(dir, "cache")
 	if err := os.Mkdir(lower, 0o700); err != nil {
-		return fmt.Sprintf("keel's directory for their overlays is not writable: %v", err)
+		return unlessOutOfSpace(fmt.Sprintf("keel's directory for their overlays is not writable: %v", err))
 	}
 	state := filepath.Join(dir, "state")
 	if err := s.probeRun(s.bwrap, false, Policy{Mode: ModeWorkspaceWrite, Writable: []string{lower}, Caches: []string{lower}, CacheState: state}); err != nil {
-		msg := reason(err)
-		if _, after, ok := strings.Cut(msg, " as an overlay: "); ok {
-			msg = strings.TrimSuffix(after, ")") // the helper's notice: only the kernel's answer
-		}
-		return "an overlay cannot be mounted here: " + msg
+		return probeFailure(reason(err))
 	}
 	return ""
+}
+
+// probeFailure is the probe's reason to bind the caches writable from what its command said,
+// msg: only why, of the helper's note ([cacheNote]) — none for a disk or quota full.
+func probeFailure(msg string) string {
+	if _, after, ok := strings.Cut(msg, ", not an overlay ("); ok {
+		msg, _, _ = strings.Cut(after, "): a build")
+		if _, kernel, ok := strings.Cut(msg, " as an overlay: "); ok {
+			msg = kernel
+		}
+	}
+	return unlessOutOfSpace("an overlay cannot be mounted here: " + msg)
+}
+
+// unlessOutOfSpace is why, the probe's reason to bind the caches writable, unless it is a
+// disk or quota full ([outOfSpace]): then "", overlays being possible here.
+func unlessOutOfSpace(why string) string {
+	if outOfSpace(why) {
+		slog.Warn("sandbox: the probe of the caches' overlays found no space; each command's caches are overlays, or read-only where that fails", "why", why)
+		return ""
+	}
+	return why
 }
 
 // bwrapSetuid reports whether s's bubblewrap is setuid root.
@@ -130,10 +150,15 @@ func (s *Sandbox) bwrapSetuid() bool {
 
 // openOverlays opens the upper and work directories of each overlay, before anything covers
 // them (keel's directory may be where the private /tmp is mounted). Through descriptors, no
-// path of theirs is in the mount's options, where a comma or colon would be misread.
+// path of theirs is in the mount's options, where a comma or colon would be misread. A
+// failed overlay has none (-1).
 func openOverlays(overlays []overlay) ([][2]int, error) {
 	out := make([][2]int, len(overlays))
 	for i, o := range overlays {
+		if o.Failed != "" {
+			out[i] = [2]int{-1, -1}
+			continue
+		}
 		fds, err := openAll([]string{o.Upper, o.Work})
 		if err != nil {
 			return nil, err
@@ -163,13 +188,19 @@ func mountOverlay(o overlay, lower int, upperWork [2]int) error {
 	return nil
 }
 
-// overlayOrBind mounts o; where the kernel refuses, the cache is bound writable from lower
-// instead, as it was before overlays (made writable again when lower is on bubblewrap's
-// read-only root), and the command's error output says so: the command runs all the same.
-func overlayOrBind(o overlay, lower int, layers [2]int, fromReadOnly bool) error {
-	err := mountOverlay(o, lower, layers)
-	if err == nil {
-		return nil
+// mountCache mounts o; where keel could not make its directories (o.Failed) or the kernel
+// refuses the mount, the cache is bound read-only from lower instead, for this command only,
+// and the command's error output says so: the command runs all the same, and what it writes
+// there fails rather than reaching the builds run outside the sandbox. (The session's probe
+// decides, once, whether the caches are bound writable everywhere: no overlay in the plan.)
+func mountCache(o overlay, lower int, layers [2]int, fromReadOnly bool) error {
+	why := o.Failed
+	if why == "" {
+		err := mountOverlay(o, lower, layers)
+		if err == nil {
+			return nil
+		}
+		why = err.Error()
 	}
 	// Under bubblewrap not recursively: what bubblewrap mounted inside (a mask's unlinked file,
 	// which nothing can be mounted over) is made again on top by setupOverlays.
@@ -177,15 +208,13 @@ func overlayOrBind(o overlay, lower int, layers [2]int, fromReadOnly bool) error
 	if fromReadOnly {
 		flags = 0
 	}
-	if berr := bindFD(lower, o.Dest, flags); berr != nil {
-		return fmt.Errorf("%v; and bind it writable instead: %w", err, berr)
+	if err := bindFD(lower, o.Dest, flags); err != nil {
+		return fmt.Errorf("%s; and bind %s read-only instead: %w", why, o.Dest, err)
 	}
-	if fromReadOnly {
-		if rerr := remount(o.Dest, false); rerr != nil {
-			return fmt.Errorf("%v; and bind it writable instead: %w", err, rerr)
-		}
+	if err := remountReadOnly(o.Dest); err != nil {
+		return fmt.Errorf("%s; and bind it read-only instead: %w", why, err)
 	}
-	fmt.Fprintf(os.Stderr, "keel sandbox: %s is writable as it is, not an overlay: what this command writes there reaches the builds run outside the sandbox (%v)\n", o.Dest, err)
+	fmt.Fprintln(os.Stderr, cacheNote(o.Dest, why))
 	return nil
 }
 
@@ -228,12 +257,14 @@ func setupOverlays(pl plan) error {
 		return err
 	}
 	for i, o := range pl.Overlays {
-		if err := overlayOrBind(o, lowers[i], layers[i], true); err != nil {
+		if err := mountCache(o, lowers[i], layers[i], true); err != nil {
 			return err
 		}
 	}
-	if err := remountReadOnly(pl.CacheState); err != nil {
-		return err
+	if pl.CacheState != "" {
+		if err := remountReadOnly(pl.CacheState); err != nil {
+			return err
+		}
 	}
 	for i, w := range inside.Writable {
 		if err := bindFD(writable[i], w, unix.MS_REC); err != nil {
@@ -244,4 +275,16 @@ func setupOverlays(pl plan) error {
 		return err
 	}
 	return mask(inside.Masked, inside.Unmasked, unmasked)
+}
+
+// cacheNote is what a command's error output says when a cache is read-only for it, its
+// overlay having failed for why.
+func cacheNote(dest, why string) string {
+	return fmt.Sprintf("keel sandbox: %s is read-only for this command, not an overlay (%s): a build that writes there may fail", dest, why)
+}
+
+// outOfSpace reports whether msg, an overlay's failure, is for want of space or quota: what
+// a command can cause itself, so never a reason to think overlays impossible here.
+func outOfSpace(msg string) bool {
+	return strings.Contains(msg, unix.ENOSPC.Error()) || strings.Contains(msg, unix.EDQUOT.Error())
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/keel-dev/keel/internal/settings"
+	"golang.org/x/sys/unix"
 )
 
 // TestLandlockOnlyCaches: the Landlock-only form has no mount namespace to overlay the caches
@@ -39,4 +40,25 @@ func TestLandlockOnlyCaches(t *testing.T) {
 		}
 	}
 	t.Error("no \"toolchain caches\" line")
+}
+
+// TestOverlayProbeNotFooledByFullDisk: the probe takes a refused overlay for a machine that
+// cannot have them (the caches then bound writable, said in the notice), but not a disk or
+// quota full, which a command can cause: each command's cache is then read-only where its
+// overlay fails, never writable.
+func TestOverlayProbeNotFooledByFullDisk(t *testing.T) {
+	for _, c := range []struct{ said, want string }{
+		{cacheNote("/c", "mount /c as an overlay: "+unix.EINVAL.Error()), "an overlay cannot be mounted here: " + unix.EINVAL.Error()},
+		{cacheNote("/c", "mount /c as an overlay: "+unix.ENOSPC.Error()), ""},
+		{cacheNote("/c", "mount /c as an overlay: "+unix.EDQUOT.Error()), ""},
+		{cacheNote("/c", "keel could not make its directories: mkdir /k/c-1/work: "+unix.ENOSPC.Error()), ""},
+		{"open /k/c-1/upper for the sandbox: " + unix.EDQUOT.Error(), ""},
+	} {
+		if got := probeFailure(c.said); got != c.want {
+			t.Errorf("the probe, told %q, says %q; want %q", c.said, got, c.want)
+		}
+	}
+	if got := unlessOutOfSpace("keel's directory for their overlays cannot be made: mkdir /k: " + unix.ENOSPC.Error()); got != "" {
+		t.Errorf("a full disk as the probe makes keel's directory is taken for overlays impossible here: %q", got)
+	}
 }

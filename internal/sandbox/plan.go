@@ -34,6 +34,11 @@ type plan struct {
 	// Sockets are the Unix sockets the command may reach (allowUnixSockets): with any, it
 	// may create Unix sockets, and Landlock (ABI 9 and later) limits connections to these.
 	Sockets []string `json:"sockets,omitempty"`
+	// Terminal is a command the user runs in the foreground of their own terminal (`keel
+	// sandbox -- bash` typed there): it stays in keel's session, with the terminal, and its
+	// shell may move its jobs to the terminal's foreground. Every other command runs in a
+	// session of its own, with no controlling terminal to read the user's keys from.
+	Terminal bool `json:"terminal,omitempty"`
 	// Landlock adds Landlock's rules where the kernel has it.
 	Landlock bool `json:"landlock,omitempty"`
 	// Visible are directories under /tmp the command's PATH names (a plugin's programs): bound

@@ -48,7 +48,9 @@ type Sandbox struct {
 	policy Policy
 	exe    string
 	exeErr error
-	proxy  Proxy
+	// exeFile holds exe open: the helper is executed from it ([openHelper]).
+	exeFile *os.File
+	proxy   Proxy
 
 	unavailable func(error)
 	probeOnce   sync.Once
@@ -105,6 +107,10 @@ func New(p Policy, opts Options) *Sandbox {
 	if s.exe == "" {
 		s.exe, s.exeErr = helperExecutable()
 	}
+	if s.exeErr == nil {
+		s.exeFile, s.exeErr = openHelper(s.exe)
+	}
+	s.guardHost(s.exe)
 	return s
 }
 

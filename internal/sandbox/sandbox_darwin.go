@@ -33,6 +33,10 @@ type Run struct {
 	planted plantWatch
 }
 
+// ConfineAtTerminal is Confine for a command the user runs at their own terminal (`keel
+// sandbox -- CMD`); sandbox-exec changes nothing about the terminal, so it is Confine.
+func (s *Sandbox) ConfineAtTerminal(cmd *exec.Cmd) (*Run, error) { return s.Confine(cmd) }
+
 // Confine rewrites cmd, not yet started, to run under sandbox-exec with the policy's
 // Seatbelt profile ([SeatbeltProfile]): a temporary directory of its own (TMPDIR) and, with
 // the proxy, a loopback port of keel's proxy as its only way out. extra are more paths the

@@ -27,6 +27,9 @@ func (r *Run) Kill(pgid int) error { return procgroup.Kill(pgid) }
 // Seatbelt on macOS.
 func (s *Sandbox) Confine(*exec.Cmd, ...string) (*Run, error) { return nil, s.Available() }
 
+// ConfineAtTerminal fails outside Linux and macOS, as Confine does.
+func (s *Sandbox) ConfineAtTerminal(*exec.Cmd) (*Run, error) { return nil, s.Available() }
+
 func (s *Sandbox) probe() error {
 	return fmt.Errorf("%w: keel's sandbox needs Linux or macOS (this is %s)", ErrUnavailable, runtime.GOOS)
 }

@@ -25,6 +25,9 @@ var deniedSyscalls = []uint32{
 	unix.SYS_LOOKUP_DCOOKIE, unix.SYS_OPEN_BY_HANDLE_AT,
 }
 
+// sockTypeMask is SOCK_TYPE_MASK: a socket type without its flags.
+const sockTypeMask = 0xf
+
 // newNamespaces are the clone flags that make a namespace.
 const newNamespaces = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWNET | unix.CLONE_NEWPID |
 	unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME
@@ -33,8 +36,10 @@ const newNamespaces = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWNET 
 // library so that nothing is built at keel's start: a system call of another architecture
 // (and, on amd64, of the x32 ABI) fails; deniedSyscalls fail with EPERM, clone with a new
 // namespace too; clone3 fails with ENOSYS (its flags sit in memory a filter cannot read, and
-// libc then falls back to clone); ioctl fails for TIOCSTI and TIOCLINUX; socket fails for AF_VSOCK, and for AF_UNIX unless Unix
-// sockets are allowed. Everything else is allowed.
+// libc then falls back to clone); ioctl fails for TIOCSTI, TIOCLINUX, TIOCSCTTY and (but at
+// the user's own terminal) TIOCSPGRP; socket fails for AF_VSOCK, and for AF_UNIX unless Unix
+// sockets are allowed, and so does socketpair for an AF_UNIX pair of any type but
+// SOCK_STREAM. Everything else is allowed.
 func seccompProgram(pl plan) ([]bpf.RawInstruction, error) {
 	const (
 		retAllow = unix.SECCOMP_RET_ALLOW
@@ -71,16 +76,42 @@ func seccompProgram(pl plan) ([]bpf.RawInstruction, error) {
 		bpf.RetConstant{Val: retAllow},
 	)
 	// ioctl: no TIOCSTI (typing into the terminal keel runs in, whose input the shell there
-	// reads once keel exits) and no TIOCLINUX (the same on a virtual console). The request is
-	// an unsigned int; the kernel ignores the upper half of the register.
+	// reads once keel exits), no TIOCLINUX (the same on a virtual console), and no TIOCSCTTY
+	// or TIOCSPGRP: the command runs in a session of its own, without a controlling terminal
+	// (Confine), and must not take one, nor the foreground of one it was handed, where it would
+	// read what the user types to keel. A command the user runs at their own terminal
+	// (pl.Terminal: `keel sandbox -- bash`) keeps TIOCSPGRP for its shell's job control. The
+	// request is an unsigned int; the kernel ignores the upper half of the register.
+	ioctls := []uint32{unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCSCTTY}
+	if !pl.Terminal {
+		ioctls = append(ioctls, unix.TIOCSPGRP)
+	}
 	p = append(p,
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.SYS_IOCTL, SkipTrue: 5},
-		bpf.LoadAbsolute{Off: offArg1, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.TIOCSTI, SkipTrue: 2},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.TIOCLINUX, SkipTrue: 1},
-		bpf.RetConstant{Val: retAllow},
-		bpf.RetConstant{Val: retEPERM},
-	)
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.SYS_IOCTL, SkipTrue: uint8(len(ioctls) + 3)},
+		bpf.LoadAbsolute{Off: offArg1, Size: 4})
+	for i, req := range ioctls {
+		p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: req, SkipTrue: uint8(len(ioctls) - i)})
+	}
+	p = append(p, bpf.RetConstant{Val: retAllow}, bpf.RetConstant{Val: retEPERM})
+	if len(pl.Sockets) == 0 {
+		// socketpair: an AF_UNIX pair of datagrams (SOCK_RAW is one too for AF_UNIX) or of
+		// sequenced packets is no new socket as socket() makes, but a datagram socket may be
+		// connected again, to any path-named datagram socket the mount namespace shows
+		// (journald, a daemon's control socket), which Landlock holds back only from ABI 9
+		// (LANDLOCK_ACCESS_FS_RESOLVE_UNIX). Stream pairs stay: shells and Python's
+		// subprocess plumbing use them, and a connected stream socket cannot connect again
+		// (EISCONN). The type's flags (SOCK_NONBLOCK, SOCK_CLOEXEC) are masked off.
+		p = append(p,
+			bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.SYS_SOCKETPAIR, SkipTrue: 7},
+			bpf.LoadAbsolute{Off: offArg0, Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.AF_UNIX, SkipTrue: 3},
+			bpf.LoadAbsolute{Off: offArg1, Size: 4},
+			bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: sockTypeMask},
+			bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.SOCK_STREAM, SkipTrue: 1},
+			bpf.RetConstant{Val: retAllow},
+			bpf.RetConstant{Val: retEPERM},
+		)
+	}
 	p = append(p, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.SYS_SOCKET, SkipTrue: uint8(2*len(families) + 2)},
 		bpf.LoadAbsolute{Off: offArg0, Size: 4})
 	for _, fam := range families {

@@ -124,8 +124,11 @@ func (s *Session) readProtected() []string {
 	return append(out, s.hookPaths()...)
 }
 
-// ruleDir is the directory a settings file's relative path rules are anchored at: the project
-// directory for files in .keel/ or .claude/, else the file's own directory.
+// ruleDir is the directory of a settings file as its rules read it: where a /path rule is
+// anchored (Claude Code: relative to the settings file) and additionalDirectories resolve —
+// the project directory for files in .keel/ or .claude/, else the file's own directory.
+// path and ./path rules are anchored at the working directory whatever the file
+// ([permission.Rule.Root]).
 func (o *Options) ruleDir(from settings.Origin) string {
 	if !filepath.IsAbs(from.Path) { // flags and inline --settings
 		return o.Cwd

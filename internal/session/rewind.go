@@ -30,7 +30,7 @@ func (s *Session) Undo() *Undo { return s.undo }
 func newUndo(s *Session) *undo.Undo {
 	c := undo.Config{
 		Home: s.opts.Home, Session: s.id, Offline: s.opts.Offline, UserHome: userHome(),
-		Cwd: s.Cwd,
+		Cwd: s.Cwd, Exclude: s.shadowExcludes,
 		RecordSnapshot: func(id string) {
 			s.persist.recordMetadata(context.Background(), transcript.TypeFileHistorySnapshot, map[string]string{"id": id})
 		},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -28,35 +29,48 @@ func (s *Session) buildSandbox() *sandbox.Sandbox {
 	if !sb.Policy().Enabled() {
 		return nil
 	}
+	if d := sandbox.ExposedPath(sb.Policy()); d != "" {
+		s.warn("Sandbox: " + d + ".")
+	}
+	if text := trackedMaskedText(s.trackedMasked(context.Background(), sb.Policy().Masked)); text != "" {
+		s.warn("Sandbox: the " + text + ".")
+	}
 	return sb
 }
 
 // NewSandbox is the sandbox a session configured as cfg would run its commands in (on or
 // off), from the settings st it would load: for `keel doctor` and `keel sandbox`.
 func NewSandbox(cfg runconfig.Config, st *settings.Settings) (*sandbox.Sandbox, error) {
+	s, err := sandboxSession(cfg, st)
+	if err != nil {
+		return nil, err
+	}
+	return s.newSandbox(), nil
+}
+
+// sandboxSession is the little of a session configured as cfg that its sandbox is made from.
+func sandboxSession(cfg runconfig.Config, st *settings.Settings) (*Session, error) {
 	cwd, err := resolveCwd(cfg.Cwd)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{opts: Options{Cwd: cwd, Home: cfg.Home, Sandbox: cfg.Sandbox}, settings: st, projectDir: ProjectRoot(cwd)}
+	s := &Session{opts: Options{Cwd: cwd, Home: cfg.Home, Sandbox: cfg.Sandbox}, settings: st, projectDir: ProjectRoot(cwd), logger: slog.New(slog.DiscardHandler)}
 	for _, d := range append(append([]string(nil), cfg.AddDirs...), values(st.Permissions.AdditionalDirectories)...) {
 		if !filepath.IsAbs(d) {
 			d = filepath.Join(cwd, d)
 		}
 		s.state.AdditionalDirs = append(s.state.AdditionalDirs, filepath.Clean(d))
 	}
-	return s.newSandbox(), nil
+	return s, nil
 }
 
 func (s *Session) newSandbox() *sandbox.Sandbox {
 	home := userHome()
 	var readDeny []sandbox.PathRule
-	for _, v := range s.settings.Permissions.Deny {
-		r, err := permission.ParseRule(v.V, permission.Deny, permission.Source{})
-		if err != nil || r.Tool != "Read" || r.Specifier == "" {
-			continue
-		}
-		readDeny = append(readDeny, sandbox.PathRule{Spec: r.Specifier, Dir: s.opts.ruleDir(v.From)})
+	for _, r := range s.readDenyRules() {
+		// Anchored as the permission rule is: /path at the settings file's directory, path
+		// and ./path at the working directory from every settings file.
+		readDeny = append(readDeny, sandbox.PathRule{Spec: r.Specifier, Dir: r.Root(s.opts.Cwd)})
 	}
 	p := sandbox.NewPolicy(sandbox.Input{
 		Mode: sandbox.Mode(s.opts.Sandbox), Settings: &s.settings.Sandbox,
@@ -192,5 +206,19 @@ func (s *Session) SandboxFindings(ctx context.Context) []sandbox.Finding {
 	if sb == nil {
 		sb = s.newSandbox() // off: its policy says so, and nothing is started
 	}
-	return sandbox.Doctor(ctx, sb)
+	out := sandbox.Doctor(ctx, sb)
+	if f, ok := s.trackedMaskedFinding(ctx, sb); ok {
+		out = append(out, f)
+	}
+	return out
+}
+
+// SandboxDoctor is `keel doctor`'s sandbox checks for a session configured as cfg with the
+// settings st ([NewSandbox], [sandbox.Doctor]), with the masked files git tracks.
+func SandboxDoctor(ctx context.Context, cfg runconfig.Config, st *settings.Settings) ([]sandbox.Finding, error) {
+	s, err := sandboxSession(cfg, st)
+	if err != nil {
+		return nil, err
+	}
+	return s.SandboxFindings(ctx), nil
 }

@@ -61,7 +61,13 @@ type Options struct {
 	MaxFileBytes int64
 	// MaxFiles refuses a capture that would hold more files; zero is DefaultMaxFiles.
 	MaxFiles int
-	Logger   *slog.Logger
+	// Exclude gives, at each capture, gitignore lines anchored at the work tree for what the
+	// sandbox masks there (its masked paths, the Read deny rules): never captured, and dropped
+	// from the index when an earlier capture, or the index another session left, holds it.
+	// The repository lies under keel's home, where a sandboxed command could otherwise read
+	// a masked file's copy.
+	Exclude func(workTree string) []string
+	Logger  *slog.Logger
 }
 
 // Repo is the shadow repository of one working directory, for one session. Its methods are
@@ -194,7 +200,8 @@ func (r *Repo) git(ctx context.Context, stdin io.Reader, args ...string) ([]byte
 // refreshExcludes gives the shadow the project's own exclude file (which lives in the
 // project's git directory, not in the work tree) and keeps the shadow's directory out when
 // keel's home lies inside the work tree.
-func (r *Repo) refreshExcludes() error {
+// The masked lines come last, where no negation of the project's can take them back.
+func (r *Repo) refreshExcludes(masked []string) error {
 	var b bytes.Buffer
 	if own, err := os.ReadFile(filepath.Join(r.workTree, ".git", "info", "exclude")); err == nil {
 		b.Write(own)
@@ -203,12 +210,42 @@ func (r *Repo) refreshExcludes() error {
 	if rel, err := filepath.Rel(r.workTree, r.opts.Home); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
 		fmt.Fprintf(&b, "/%s/\n", filepath.ToSlash(rel))
 	}
-	path := filepath.Join(r.gitDir, "info", "exclude")
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b.Bytes()) {
+	for _, m := range masked {
+		b.WriteString(m)
+		b.WriteByte('\n')
+	}
+	if err := replaceIfChanged(filepath.Join(r.gitDir, "info", "exclude"), b.Bytes()); err != nil {
+		return err
+	}
+	if len(masked) == 0 {
 		return nil
 	}
-	// Replaced, not rewritten in place, for the reason init gives.
-	return atomicfile.WriteFile(path, b.Bytes(), 0o600)
+	return replaceIfChanged(filepath.Join(r.gitDir, "info", "keel-masked"), []byte(strings.Join(masked, "\n")+"\n"))
+}
+
+// replaceIfChanged writes data to path unless it holds it already; replaced, not rewritten
+// in place, for the reason init gives.
+func replaceIfChanged(path string, data []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	return atomicfile.WriteFile(path, data, 0o600)
+}
+
+// dropMasked removes from the index what the masked lines cover: a file captured before a
+// rule masked it, or held by the index this one was seeded from. A project's .gitignore
+// does not take out what the shadow holds already; a mask does.
+func (r *Repo) dropMasked(ctx context.Context, masked []string) error {
+	if len(masked) == 0 {
+		return nil
+	}
+	out, err := r.git(ctx, nil, "ls-files", "-z", "--cached", "--ignored", "--exclude-from="+filepath.Join(r.gitDir, "info", "keel-masked"))
+	if err != nil || len(out) == 0 {
+		return err
+	}
+	r.indexTree = ""
+	_, err = r.git(ctx, bytes.NewReader(out), "update-index", "-z", "--force-remove", "--stdin")
+	return err
 }
 
 // Capture records the working directory as it is now and returns the checkpoint. A
@@ -224,7 +261,14 @@ func (r *Repo) Capture(ctx context.Context, label string) (Checkpoint, error) {
 }
 
 func (r *Repo) capture(ctx context.Context, label string) (Checkpoint, error) {
-	if err := r.refreshExcludes(); err != nil {
+	var masked []string
+	if r.opts.Exclude != nil {
+		masked = r.opts.Exclude(r.workTree)
+	}
+	if err := r.refreshExcludes(masked); err != nil {
+		return Checkpoint{}, err
+	}
+	if err := r.dropMasked(ctx, masked); err != nil {
 		return Checkpoint{}, err
 	}
 	parent, err := r.head(ctx)

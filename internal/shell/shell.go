@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/keel-dev/keel/internal/hostexec"
 	"github.com/keel-dev/keel/internal/sandbox"
 )
 
@@ -190,7 +191,7 @@ func exitCode(err error) int {
 
 // shellPath returns bash if it is on PATH, else sh.
 func shellPath() string {
-	if p, err := exec.LookPath("bash"); err == nil {
+	if p, err := hostexec.Path("bash"); err == nil {
 		return p
 	}
 	return "/bin/sh"

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/keel-dev/keel/internal/hostexec"
 	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/procgroup"
 	"github.com/keel-dev/keel/internal/sandbox"
@@ -168,7 +168,7 @@ func (e *expander) run(ctx context.Context, cmd string) string {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c := exec.CommandContext(ctx, "sh", "-c", cmd)
+	c := hostexec.Command(ctx, "sh", "-c", cmd)
 	c.Dir = e.cwd
 	c.WaitDelay = time.Second
 	note := ""

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/keel-dev/keel/internal/hostexec"
 	"github.com/keel-dev/keel/internal/procgroup"
 )
 
@@ -125,14 +126,14 @@ func (l *ExecLauncher) tmux(ctx context.Context, in Launch, args []string) (Proc
 	switch {
 	case l.Tmux:
 		tmuxArgs = append([]string{"split-window", "-d"}, format...)
-	case exec.CommandContext(ctx, "tmux", "has-session", "-t", session).Run() == nil:
+	case hostexec.Command(ctx, "tmux", "has-session", "-t", session).Run() == nil:
 		tmuxArgs = append([]string{"split-window", "-d", "-t", session}, format...)
 	default:
 		tmuxArgs = append([]string{"new-session", "-d", "-s", session, "-x", "200", "-y", "50"}, format...)
 	}
 	tmuxArgs = append(append(tmuxArgs, envArgs...), "--")
 	tmuxArgs = append(tmuxArgs, args...)
-	out, err := exec.CommandContext(ctx, "tmux", tmuxArgs...).Output()
+	out, err := hostexec.Command(ctx, "tmux", tmuxArgs...).Output()
 	if err != nil {
 		return Process{}, fmt.Errorf("start teammate in tmux: %w", err)
 	}
@@ -145,7 +146,7 @@ func (l *ExecLauncher) tmux(ctx context.Context, in Launch, args []string) (Proc
 	if l.Tmux {
 		target = fields[0]
 	}
-	_ = exec.CommandContext(ctx, "tmux", "select-layout", "-t", target, "tiled").Run()
+	_ = hostexec.Command(ctx, "tmux", "select-layout", "-t", target, "tiled").Run()
 	return Process{PID: pid, Pane: fields[0]}, nil
 }
 

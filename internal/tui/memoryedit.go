@@ -1,13 +1,15 @@
 package tui
 
 import (
+	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/keel-dev/keel/internal/hostexec"
 )
 
 // /memory: the memory files in use, and one opened in the user's editor, as Claude Code's
@@ -52,7 +54,7 @@ func (m *Model) editFile(path string) tea.Cmd {
 	}
 	// The editor setting may carry arguments (code -w): the shell splits it, the path is
 	// passed apart so no quoting of it is needed.
-	cmd := exec.Command("sh", "-c", m.cfg.Editor+` "$1"`, "sh", path)
+	cmd := hostexec.Command(context.Background(), "sh", "-c", m.cfg.Editor+` "$1"`, "sh", path)
 	return tea.ExecProcess(cmd, func(err error) tea.Msg {
 		if err != nil {
 			return cmdDoneMsg{err: fmt.Errorf("editor %s: %w", strings.Fields(m.cfg.Editor)[0], err)}

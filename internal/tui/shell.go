@@ -3,11 +3,12 @@ package tui
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/keel-dev/keel/internal/hostexec"
 )
 
 // runShell runs a `!` command directly in the session's directory. It is the user's own
@@ -19,7 +20,7 @@ func (m *Model) runShell(cmdline string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		c := exec.CommandContext(ctx, "sh", "-c", cmdline)
+		c := hostexec.Command(ctx, "sh", "-c", cmdline)
 		c.Dir = dir
 		out, err := c.CombinedOutput()
 		return shellDoneMsg{cmd: cmdline, out: strings.TrimRight(string(out), "\n"), err: err}

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/keel-dev/keel/internal/hostexec"
 )
 
 // statusLineInterval is the least time between two runs of the status line command, as in
@@ -66,7 +67,7 @@ func (m *Model) refreshStatusLine() tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), statusLineTimeout)
 		defer cancel()
-		c := exec.CommandContext(ctx, "sh", "-c", cmdline)
+		c := hostexec.Command(ctx, "sh", "-c", cmdline)
 		c.Dir, c.Stdin = dir, bytes.NewReader(input)
 		out, err := c.Output()
 		if err != nil {

@@ -67,7 +67,7 @@ func (u *Undo) shadowRepo(ctx context.Context, dir string) (*shadow.Repo, *shado
 	if r, ok := u.shadow.repos[dir]; ok {
 		return r, u.shadow.marks, nil
 	}
-	r, err := shadow.Open(ctx, dir, shadow.Options{Home: u.c.Home, Session: u.c.Session, Logger: u.c.Logger})
+	r, err := shadow.Open(ctx, dir, shadow.Options{Home: u.c.Home, Session: u.c.Session, Exclude: u.c.Exclude, Logger: u.c.Logger})
 	if err != nil {
 		return nil, nil, err
 	}

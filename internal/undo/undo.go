@@ -52,6 +52,9 @@ type Config struct {
 	UserHome string
 	// Cwd is the session's working directory now.
 	Cwd func() string
+	// Exclude is what the shadow repositories leave out of a work tree, as gitignore lines
+	// anchored at it ([shadow.Options.Exclude]): what the sandbox masks there.
+	Exclude func(workTree string) []string
 	// RecordSnapshot names a prompt's file-history snapshot in the transcript, so a reader of
 	// the file alone can pair prompts with it.
 	RecordSnapshot func(id string)

@@ -9,7 +9,8 @@ import (
 )
 
 // Anthropic's server-side context editing (beta), as far as the scripted model implements it:
-// the clear_tool_uses_20250919 edit. The API applies the edits to the history the client sends,
+// the clear_tool_uses_20250919 and clear_thinking_20251015 edits (Claude Code sends the
+// second with every request). The API applies the edits to the history the client sends,
 // on every request — it keeps no state — before the prompt reaches the model, and so before
 // the prompt cache is consulted: a cleared result changes the cached prefix from its block on.
 
@@ -18,6 +19,9 @@ const ContextManagementBeta = "context-management-2025-06-27"
 
 // ClearToolUsesEdit is the type of the edit that clears old tool results.
 const ClearToolUsesEdit = "clear_tool_uses_20250919"
+
+// ClearThinkingEdit is the type of the edit that drops the thinking of older assistant turns.
+const ClearThinkingEdit = "clear_thinking_20251015"
 
 // ClearedToolResult replaces the content of a tool result the edit cleared. The API's own
 // placeholder text is not documented; this one stands in for it.
@@ -29,16 +33,117 @@ const (
 	defaultClearKeep    = 3       // tool uses
 )
 
-// AppliedEdit is one entry of a response's context_management.applied_edits.
+// AppliedEdit is one entry of a response's context_management.applied_edits: a tool-use
+// edit counts tool uses, a thinking edit thinking turns.
 type AppliedEdit struct {
-	Type               string `json:"type"`
-	ClearedToolUses    int    `json:"cleared_tool_uses"`
-	ClearedInputTokens int    `json:"cleared_input_tokens"`
+	Type                 string `json:"type"`
+	ClearedToolUses      int    `json:"cleared_tool_uses,omitempty"`
+	ClearedThinkingTurns int    `json:"cleared_thinking_turns,omitempty"`
+	ClearedInputTokens   int    `json:"cleared_input_tokens"`
 }
 
 // contextManagement is a request's context_management object, checked.
 type contextManagement struct {
-	edits []clearToolUses
+	edits []contextEdit
+}
+
+// contextEdit is one edit of a request, checked: apply returns the new content (content
+// itself is not modified), how many items it cleared and the tokens that freed.
+type contextEdit interface {
+	apply(content [][]json.RawMessage, inputTokens int) ([][]json.RawMessage, int, int)
+	applied(cleared, freed int) AppliedEdit
+	minFreed() int
+}
+
+func (e clearToolUses) applied(cleared, freed int) AppliedEdit {
+	return AppliedEdit{Type: ClearToolUsesEdit, ClearedToolUses: cleared, ClearedInputTokens: freed}
+}
+
+func (e clearToolUses) minFreed() int { return e.clearAtLeast }
+
+// clearThinking keeps the thinking blocks of the newest keep assistant turns that have any
+// (all: every one) and drops the others'.
+type clearThinking struct {
+	keep int
+	all  bool
+}
+
+func (e clearThinking) applied(cleared, freed int) AppliedEdit {
+	return AppliedEdit{Type: ClearThinkingEdit, ClearedThinkingTurns: cleared, ClearedInputTokens: freed}
+}
+
+func (e clearThinking) minFreed() int { return 0 }
+
+func (e clearThinking) apply(content [][]json.RawMessage, _ int) ([][]json.RawMessage, int, int) {
+	if e.all {
+		return content, 0, 0
+	}
+	var turns []int // assistant messages holding thinking, oldest first
+	for i, blocks := range content {
+		if slices.ContainsFunc(blocks, isThinking) {
+			turns = append(turns, i)
+		}
+	}
+	if len(turns) <= e.keep {
+		return content, 0, 0
+	}
+	out := slices.Clone(content)
+	freed := 0
+	for _, i := range turns[:len(turns)-e.keep] {
+		out[i] = slices.DeleteFunc(slices.Clone(out[i]), func(b json.RawMessage) bool {
+			if isThinking(b) {
+				freed += blockTokens(b)
+				return true
+			}
+			return false
+		})
+	}
+	return out, len(turns) - e.keep, freed
+}
+
+// isThinking says whether a content block is a thinking or redacted_thinking block.
+func isThinking(b json.RawMessage) bool {
+	var head struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(b, &head) == nil && (head.Type == "thinking" || head.Type == "redacted_thinking")
+}
+
+// parseClearThinking checks a clear_thinking edit: keep is {"type": "thinking_turns",
+// "value": N ≥ 1} or "all", one thinking turn when absent.
+func parseClearThinking(tag string, raw json.RawMessage) (clearThinking, error) {
+	var w struct {
+		Type string          `json:"type"`
+		Keep json.RawMessage `json:"keep"`
+	}
+	if err := strictDecode(raw, &w); err != nil {
+		return clearThinking{}, badRequest("%s: %v", tag, err)
+	}
+	e := clearThinking{keep: 1}
+	if len(w.Keep) == 0 || bytes.Equal(w.Keep, []byte("null")) {
+		return e, nil
+	}
+	var word string
+	if json.Unmarshal(w.Keep, &word) == nil {
+		if word != "all" {
+			return e, badRequest("%s.keep: Input should be 'all' or a thinking_turns object", tag)
+		}
+		e.all = true
+		return e, nil
+	}
+	var k typedValue
+	if err := strictDecode(w.Keep, &k); err != nil {
+		return e, badRequest("%s.keep: %v", tag, err)
+	}
+	if k.Type != "thinking_turns" {
+		return e, badRequest("%s.keep.type: Input should be 'thinking_turns'", tag)
+	}
+	v, err := countValue(tag+".keep", &k, 1)
+	if err != nil {
+		return e, err
+	}
+	e.keep = v
+	return e, nil
 }
 
 type clearToolUses struct {
@@ -75,6 +180,7 @@ func parseContextManagement(raw json.RawMessage, betas []string) (*contextManage
 		return nil, badRequest("context_management: %v", err)
 	}
 	out := &contextManagement{}
+	seen := map[string]bool{}
 	for i, e := range cm.Edits {
 		tag := fmt.Sprintf("context_management.edits.%d", i)
 		var head struct {
@@ -83,17 +189,26 @@ func parseContextManagement(raw json.RawMessage, betas []string) (*contextManage
 		if err := json.Unmarshal(e, &head); err != nil {
 			return nil, badRequest("%s: %v", tag, err)
 		}
-		switch head.Type {
-		case ClearToolUsesEdit:
-		case "clear_thinking_20251015", "compact_20260112":
-			return nil, badRequest("%s.type: %s is not implemented by the scripted model", tag, head.Type)
-		default:
-			return nil, badRequest("%s.type: Input should be '%s', 'clear_thinking_20251015' or 'compact_20260112'", tag, ClearToolUsesEdit)
-		}
-		if len(out.edits) > 0 {
+		if seen[head.Type] {
 			return nil, badRequest("%s: each edit type may be given only once", tag)
 		}
-		edit, err := parseClearToolUses(tag, e)
+		seen[head.Type] = true
+		var edit contextEdit
+		var err error
+		switch head.Type {
+		case ClearToolUsesEdit:
+			edit, err = parseClearToolUses(tag, e)
+		case ClearThinkingEdit:
+			// The API applies the thinking edit first and wants it listed so.
+			if i > 0 {
+				return nil, badRequest("%s: %s must come first in edits", tag, ClearThinkingEdit)
+			}
+			edit, err = parseClearThinking(tag, e)
+		case "compact_20260112":
+			return nil, badRequest("%s.type: %s is not implemented by the scripted model", tag, head.Type)
+		default:
+			return nil, badRequest("%s.type: Input should be '%s', '%s' or 'compact_20260112'", tag, ClearToolUsesEdit, ClearThinkingEdit)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -201,12 +316,12 @@ func (cm *contextManagement) apply(msgs []anthropicMsg, inputTokens int) ([]anth
 	changed := false
 	for _, e := range cm.edits {
 		out, cleared, freed := e.apply(content, inputTokens)
-		if cleared == 0 || freed < e.clearAtLeast {
+		if cleared == 0 || freed < e.minFreed() {
 			continue
 		}
 		content, changed = out, true
 		inputTokens -= freed
-		applied = append(applied, AppliedEdit{Type: ClearToolUsesEdit, ClearedToolUses: cleared, ClearedInputTokens: freed})
+		applied = append(applied, e.applied(cleared, freed))
 	}
 	if !changed {
 		return msgs, applied, nil

@@ -326,3 +326,56 @@ func TestNoContextManagementNoField(t *testing.T) {
 		t.Errorf("recorded %v, want nil", rec.AppliedEdits)
 	}
 }
+
+// thinkingConvo is n turns, each an assistant message with a thinking block THINK-i and a
+// Read, answered.
+func thinkingConvo(n int) []any {
+	out := []any{user("read the files")}
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("toolu_%02d", i)
+		think := fmt.Sprintf("THINK-%d ", i) + strings.Repeat("t", 400)
+		out = append(out,
+			assistant([]any{
+				map[string]any{"type": "thinking", "thinking": think, "signature": thinkingSignature(i, 0, think)},
+				map[string]any{"type": "tool_use", "id": id, "name": "Read", "input": map[string]any{"file_path": "f.go"}},
+			}),
+			user([]any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": "ok"}}))
+	}
+	return out
+}
+
+// The thinking edit (which Claude Code sends with every request) keeps the thinking of the
+// newest keep turns that have any, one by default, and drops the older turns' from the
+// prompt the model sees and the cache accounts; "all" keeps every one; it must come before
+// the tool-use edit.
+func TestContextEditingClearsOldThinking(t *testing.T) {
+	s := start(t, &Scenario{Rules: []Rule{{Name: "any", Reply: []Block{Text("ok")}}}}, Options{})
+	send := func(edits ...any) (int, []AppliedEdit) {
+		t.Helper()
+		body := msgs(false, []any{tool("Read")}, thinkingConvo(3)...)
+		body["context_management"] = map[string]any{"edits": edits}
+		if status, out := postBeta(t, s, ContextManagementBeta, body); status != http.StatusOK {
+			t.Fatalf("status %d: %s", status, out)
+		}
+		rec := s.Requests()[len(s.Requests())-1]
+		return rec.Cache.InputTokens, rec.AppliedEdits
+	}
+	full, applied := send(map[string]any{"type": ClearThinkingEdit, "keep": "all"})
+	if len(applied) != 0 {
+		t.Errorf(`keep "all": applied %+v, want nothing cleared`, applied)
+	}
+	one, applied := send(map[string]any{"type": ClearThinkingEdit})
+	if len(applied) != 1 || applied[0].Type != ClearThinkingEdit || applied[0].ClearedThinkingTurns != 2 ||
+		applied[0].ClearedInputTokens != full-one || full-one < 2*100 {
+		t.Errorf("default keep: applied %+v, %d of %d tokens left; want turns 1 and 2 cleared", applied, one, full)
+	}
+	two, applied := send(map[string]any{"type": ClearThinkingEdit, "keep": tv("thinking_turns", 2)})
+	if len(applied) != 1 || applied[0].ClearedThinkingTurns != 1 || applied[0].ClearedInputTokens != full-two || two <= one {
+		t.Errorf("keep 2: applied %+v, %d tokens left (keep 1: %d); want turn 1 cleared", applied, two, one)
+	}
+	body := msgs(false, []any{tool("Read")}, thinkingConvo(3)...)
+	body["context_management"] = map[string]any{"edits": []any{clearing(nil)["edits"].([]any)[0], map[string]any{"type": ClearThinkingEdit}}}
+	if status, out := postBeta(t, s, ContextManagementBeta, body); status != http.StatusBadRequest {
+		t.Errorf("the thinking edit after the tool-use edit: status %d %s, want 400", status, out)
+	}
+}

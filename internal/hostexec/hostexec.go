@@ -1,0 +1,164 @@
+// Package hostexec is the one place keel finds the programs it runs itself, outside the
+// sandbox — git, bubblewrap, sh for hooks and the status line, rg for Grep, bash for a command
+// run unsandboxed, tmux — by name on PATH. A PATH entry inside a directory sandboxed commands
+// may write (an activated `.venv/bin`, `node_modules/.bin`, direnv's `PATH_add bin`, `~/go/bin`
+// with home a writable root) would let any command plant a `git` that keel then runs outside,
+// with the user's full rights, at that same command's release. So each sandbox says what its
+// commands can write ([Guard]), and [Path] skips every PATH entry, and every program, that lies
+// there.
+//
+// Programs the user names (a hook's command line, an MCP server, an LSP server) keep their PATH
+// meaning: only the `sh` that runs them is resolved here; [Exposed] lists the PATH entries a
+// command can write, for the session's notice and `keel doctor`.
+package hostexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// ErrOnlyWritable: the program is on PATH only where a sandboxed command could have put it.
+var ErrOnlyWritable = errors.New("found on PATH only in directories sandboxed commands can write")
+
+var (
+	mu sync.Mutex
+	// guards are the sandboxes' tests of a path a command may write, one per [Guard] call: a
+	// process may hold several sessions, and a program must be safe from all of them.
+	guards []func(path string) bool
+	// found holds what Path resolved, per name and PATH, until the next Guard.
+	found = map[[2]string]string{}
+)
+
+// Guard adds writable — true for a path a sandboxed command may write — to what [Path] avoids,
+// for the rest of the process: call it when a sandbox is set up, before its first command. What
+// was resolved before is looked up again.
+func Guard(writable func(path string) bool) {
+	mu.Lock()
+	defer mu.Unlock()
+	guards = append(guards, writable)
+	clear(found)
+}
+
+// startDir is keel's working directory as the first lookup found it: the project, whose PATH
+// entries (.venv/bin, node_modules/.bin, bin) are skipped even before any sandbox says what
+// its commands may write — a command of an earlier session may have planted a program there,
+// and keel looks git up at start-up, before its sandbox is built.
+var startDir = sync.OnceValue(func() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(wd); err == nil {
+		return real
+	}
+	return wd
+})
+
+// within reports whether p is root or below it.
+func within(p, root string) bool {
+	return root != "" && root != "/" && (p == root || strings.HasPrefix(p, root+string(filepath.Separator)))
+}
+
+// writable reports whether a guard says a command may write p, as given or with its links
+// resolved, or p lies in the directory keel started in.
+func writable(p string) bool {
+	real, err := filepath.EvalSymlinks(p)
+	if within(p, startDir()) || (err == nil && within(real, startDir())) {
+		return true
+	}
+	for _, g := range guards {
+		if g(p) || (err == nil && g(real)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Path returns the absolute path of program name as exec.LookPath would find it on PATH,
+// skipping relative PATH entries and every entry — and every program, its links resolved —
+// that a sandboxed command may write. A name with a slash is returned as it is. The answer
+// is kept until the next [Guard].
+func Path(name string) (string, error) {
+	if strings.ContainsRune(name, filepath.Separator) {
+		return name, nil
+	}
+	pathList := os.Getenv("PATH")
+	mu.Lock()
+	defer mu.Unlock()
+	key := [2]string{name, pathList}
+	if p, ok := found[key]; ok {
+		return p, nil
+	}
+	skipped := false
+	for _, dir := range filepath.SplitList(pathList) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue // the working directory: never for a program keel runs itself
+		}
+		p := filepath.Join(dir, name)
+		if !isProgram(p) {
+			continue
+		}
+		if writable(dir) || writable(p) {
+			skipped = true
+			continue
+		}
+		found[key] = p
+		return p, nil
+	}
+	if skipped {
+		return "", &exec.Error{Name: name, Err: ErrOnlyWritable}
+	}
+	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
+}
+
+// isProgram says p is a regular file someone may execute.
+func isProgram(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// Command is exec.CommandContext for a program keel runs itself, found by [Path]; when it is
+// not found, the command's Err says so and Start fails, as exec.Command does.
+func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	p, err := Path(name)
+	if err != nil {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Path, cmd.Err = name, err
+		return cmd
+	}
+	cmd := exec.CommandContext(ctx, p, args...)
+	cmd.Args[0] = name // as exec.Command would give it: what the program sees as its name
+	return cmd
+}
+
+// Exposed returns the entries of pathList (PATH's form) that a command may write, as
+// writable says, in order: the programs found there are the command's to choose, for every
+// program the user names by bare name outside the sandbox (hooks, MCP servers, the status
+// line).
+func Exposed(pathList string, writable func(path string) bool) []string {
+	var out []string
+	for _, dir := range filepath.SplitList(pathList) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(dir)
+		if writable(filepath.Clean(dir)) || (err == nil && writable(real)) {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
+// Describe is Exposed as a sentence for a notice; empty when none.
+func Describe(dirs []string) string {
+	if len(dirs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("PATH names %s, which sandboxed commands can write: a program found there by a hook, the status line or an MCP server (run outside the sandbox by bare name) may be one a command put there; keel's own programs skip it", strings.Join(dirs, ", "))
+}
