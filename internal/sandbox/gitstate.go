@@ -35,6 +35,8 @@ import (
 type refsMark struct {
 	fp   string
 	refs map[string]string
+	// headLog is HEAD's reflog as it was ([readHeadLog]).
+	headLog headLog
 }
 
 // maxRefsChecked bounds the refs one release compares with the working tree.
@@ -68,7 +70,8 @@ func (w *plantWatch) noteRefs(s *Sandbox, p Policy) {
 				slog.Warn("sandbox: could not read a repository's refs", "gitdir", d, "err", err)
 				continue
 			}
-			seen = refsMark{fp: fp, refs: refs}
+			log, _ := readHeadLog(d, headLog{})
+			seen = refsMark{fp: fp, refs: refs, headLog: log}
 			s.disarmMu.Lock()
 			s.refsSeen[d] = seen
 			s.disarmMu.Unlock()
@@ -91,9 +94,13 @@ func (w *plantWatch) checkRefs(s *Sandbox) []string {
 				if err != nil {
 					slog.Warn("sandbox: could not read a repository's refs", "gitdir", d, "err", err)
 				} else {
-					s.refsSeen[d] = refsMark{fp: fp, refs: refs}
+					log, rewrote := readHeadLog(d, before.headLog)
+					s.refsSeen[d] = refsMark{fp: fp, refs: refs, headLog: log}
 					changed, skipped := changedRefs(d, tree, paths, before.refs, refs, indexEntries(d, tree, paths))
 					found = append(found, changed...)
+					if rewrote {
+						found = append(found, filepath.Join(d, "logs", "HEAD")+", whose entries the command rewrote rather than added to (git checkout -, @{-N} and HEAD@{N} read them; compare it with a backup, or git reflog, before using those outside)")
+					}
 					if skipped > 0 {
 						said = append(said, fmt.Sprintf("In %s the command changed %d more refs than the %d keel compared with the working tree's read-only paths; those were not compared.",
 							tree, skipped, maxRefsChecked))
@@ -201,7 +208,8 @@ func guardedPaths(tree string, p Policy) []string {
 // fetching first.
 //
 // A reflog's entry (HEAD@{1}, main@{2}, stash@{0}) counts as changed when its object was not
-// in that reflog before: an entry appended moves every older one down. A replace ref the
+// in that reflog before: an entry appended moves every older one down. @{-N}, what git
+// checkout - takes from HEAD's reflog messages ([priorCheckouts]), counts as a ref. A replace ref the
 // command made or moved is named whatever it replaces: git reads the object it names as
 // another in every command, the user's checkout included, and keel's comparisons with it.
 // Each object is compared once, whichever names lead to it.
@@ -240,7 +248,9 @@ func changedRefs(gitDir, tree string, paths []string, before, after map[string]s
 			w = refWrites(gitDir, tree, paths, oid, tracked)
 			what[oid] = w
 		}
-		if len(w) > 0 {
+		if len(w) > 0 && strings.HasPrefix(name, "@{-") {
+			found = append(found, fmt.Sprintf("%s, named by HEAD's reflog (git checkout - or git switch %s %s)", name, name, strings.Join(w, " and ")))
+		} else if len(w) > 0 {
 			found = append(found, fmt.Sprintf("%s (git switch, checkout, merge or reset %s)", name, strings.Join(w, " and ")))
 		}
 	}
@@ -266,7 +276,7 @@ func refWrites(gitDir, tree string, paths []string, oid string, tracked []treeEn
 
 func refRank(name string) int {
 	switch {
-	case name == "HEAD":
+	case name == "HEAD", strings.HasPrefix(name, "@{-"):
 		return 0
 	case strings.HasPrefix(name, "refs/replace/"):
 		return 1
@@ -422,6 +432,11 @@ func readRefs(gitDir string) (map[string]string, error) {
 	}
 	for i, oid := range reflogOIDs(filepath.Join(common, "logs", "refs", "stash")) {
 		refs[fmt.Sprintf("stash@{%d}", i)] = oid
+	}
+	for i, oid := range priorCheckouts(gitDir) {
+		if oid != "" {
+			refs[fmt.Sprintf("@{-%d}", i+1)] = oid
+		}
 	}
 	// The branches' and HEAD's older entries: git reset --hard @{1}, git switch main@{2}.
 	for name, path := range branchReflogs(gitDir, common) {

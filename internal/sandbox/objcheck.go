@@ -38,8 +38,8 @@ import (
 //   - a pack or pack index that was there and still hashes (all but its trailer) to the
 //     checksum it ended with before is what git wrote, which no other content gives;
 //   - any other pack is read by git verify-pack, which hashes every object in it and compares
-//     its index with them (bounded: past maxNewPackBytes or packVerifyLimit, the result says
-//     what was not verified);
+//     its index with them (bounded: past maxNewPackBytes of disk or packVerifyLimit, the pack
+//     goes aside unverified — the bound then limits what a command can add, not what passes);
 //   - a link or special file, which git would follow, goes aside;
 //   - the caches git trusts to find objects or a commit's tree — commit-graph files, the
 //     multi-pack index, a pack's reverse index and bitmap — are not checked: one the command
@@ -47,7 +47,8 @@ import (
 //
 // What fails goes aside (*.keel-refused): a missing object makes git fail loudly instead of
 // checking out forged content, and the result says so. Where the store could not be checked
-// whole, git is asked for the object each read-only file's content names ([forgedBlobs]).
+// whole, or a keel process first sees it, git is asked for the objects on the way from the
+// refs to the read-only paths ([forgedObjects]).
 // objects/info/alternates, which would add another store, is read-only ([checkoutFiles]).
 
 // objFile is a file of an object store as keel last knew it.
@@ -77,6 +78,9 @@ func (f objFile) same(o objFile) bool {
 type objStore struct {
 	loose, files map[string]objFile
 	over         bool
+	// firstSight says the store is as this process first saw it, not checked: keel may have
+	// died after a command's background job forged an object, and its last check with it.
+	firstSight bool
 }
 
 const (
@@ -84,15 +88,18 @@ const (
 	// the others are not checked, and each result says so (git gc packs them; gc --auto
 	// does at 6,700).
 	maxObjectFiles = 8192
-	// maxNewPackBytes bounds the new packs one release verifies with git: past it they are not
-	// verified, and the result says so.
-	maxNewPackBytes = 256 << 20
+	// maxNewPackBytesDefault bounds the disk space of the new packs one release verifies with
+	// git ([maxNewPackBytes]): past it they go aside unverified, and the result says so.
+	maxNewPackBytesDefault = 256 << 20
 	// packVerifyLimit bounds git verify-pack on them: past it, the result says the pack was not
 	// verified.
 	packVerifyLimit = 2 * time.Minute
 	// maxLooseObject is the largest object keel inflates to check: a larger one goes aside.
 	maxLooseObject = 1 << 30
 )
+
+// maxNewPackBytes is maxNewPackBytesDefault; a test lowers it.
+var maxNewPackBytes int64 = maxNewPackBytesDefault
 
 // objectsDir is the object store of gitDir: its common directory's objects/.
 func objectsDir(gitDir string) string {
@@ -122,6 +129,7 @@ func (w *plantWatch) noteObjects(s *Sandbox) {
 		// those (a gc, a fetch) is theirs, and not checked at release; a loose object the user
 		// wrote meanwhile is checked then, which costs an inflate.
 		cur := scanObjects(o, prev, !seen)
+		cur.firstSight = !seen
 		s.disarmMu.Lock()
 		// A command that started meanwhile may have written while this scan read: what the
 		// store held then stays what its release compares with.
@@ -148,11 +156,15 @@ func (w *plantWatch) checkObjects(s *Sandbox) []string {
 			// past the bound.
 			said = append(said, fmt.Sprintf("%s holds more than %d loose objects, and keel checked that the command did not rewrite or forge only %d of them: run git gc there (outside the sandbox) to pack them, and git fsck before checking anything out.", o, maxObjectFiles, maxObjectFiles))
 		}
-		if !whole || next.over {
+		if !whole || next.over || before.firstSight {
 			d := w.objects[o]
 			tree := w.trees[d]
-			for _, f := range forgedBlobs(d, tree, w.guarded[d]) {
+			files, onPath := forgedObjects(d, tree, w.guarded[d], backstopRevs(d, w.refs[d]))
+			for _, f := range files {
 				said = append(said, fmt.Sprintf("In %s git reads the object of %s, named by what the file holds, with other content (a forged object keel did not find, the store not checked whole): a checkout of it outside would write that content. Run git fsck there before checking anything out.", tree, f))
+			}
+			for _, f := range onPath {
+				said = append(said, fmt.Sprintf("In %s git reads %s, on the way from a ref to a read-only path, with other content than its name says (a forged object keel did not find, the store not checked whole): a checkout of that ref outside would write what the forgery says. Run git fsck there before checking anything out.", tree, f))
 			}
 		}
 		s.objSeen[o] = next
@@ -249,6 +261,17 @@ func verifyObjects(dir string, before objStore) (now objStore, said []string, wh
 		delete(now.files, rel)
 		delete(now.loose, rel)
 	}
+	// A pack keel could not verify goes aside too: the budget then bounds what a command can
+	// add, not what slips through. A gc or fetch inside that big is the user's to take back.
+	refusePack := func(base, why string) {
+		for _, ext := range []string{".idx", ".pack"} {
+			before := len(said)
+			refuse(base+ext, fmt.Sprintf("is a pack or pack index the command made or rewrote, and %s (it may be a gc's or a fetch's: if so, run git verify-pack -v on the .idx moved aside, outside the sandbox, and if it passes move both files back, without the suffix)", why))
+			if len(said) > before && strings.Contains(said[len(said)-1], "could not move it aside") {
+				whole = false
+			}
+		}
+	}
 	newPacks := map[string]bool{}
 	type change struct {
 		rel     string
@@ -285,7 +308,7 @@ func verifyObjects(dir string, before objStore) (now objStore, said []string, wh
 			refuse(rel, "is an index git trusts to find objects or a commit's tree (a commit-graph, multi-pack index, reverse index or bitmap) that keel does not check; git works without it and makes it again at its next gc")
 		}
 	}
-	budget := int64(maxNewPackBytes)
+	budget := maxNewPackBytes
 	for _, base := range slices.Sorted(maps.Keys(newPacks)) {
 		pack, idx := filepath.Join(dir, base+".pack"), filepath.Join(dir, base+".idx")
 		pfi, perr := os.Lstat(pack)
@@ -299,15 +322,15 @@ func verifyObjects(dir string, before objStore) (now objStore, said []string, wh
 			delete(now.files, base+".idx")
 			continue
 		}
-		if budget -= pfi.Size(); budget < 0 {
-			said = append(said, fmt.Sprintf("the command made or rewrote %s, and keel verifies at most %d MiB of packs at one release: run git verify-pack on it before git checks anything out of that repository outside the sandbox.", pack, maxNewPackBytes>>20))
-			whole = false
+		// Allocated blocks, not the apparent size: a sparse pack costs nothing to make, and
+		// must not use up what the others are verified with.
+		if budget -= allocatedSize(pfi) + allocatedSize(ifi); budget < 0 {
+			refusePack(base, fmt.Sprintf("keel verifies at most %d MiB of new or rewritten packs at one release and this one was past that, so keel did not verify it", maxNewPackBytes>>20))
 			continue
 		}
 		switch err := verifyPack(dir, idx); {
 		case errors.Is(err, context.DeadlineExceeded):
-			said = append(said, fmt.Sprintf("the command made or rewrote %s, which keel could not verify in %s: run git verify-pack on it before git checks anything out of that repository outside the sandbox.", pack, packVerifyLimit))
-			whole = false
+			refusePack(base, fmt.Sprintf("keel could not verify it in %s", packVerifyLimit))
 		case err != nil:
 			slog.Warn("sandbox: a pack does not verify", "pack", pack, "err", err)
 			refuse(base+".idx", "is the index of a pack whose objects are not what it names (git verify-pack fails on the pair; git would read them as the command made them)")
@@ -476,78 +499,4 @@ func verifyPack(dir, idx string) error {
 		return ctx.Err()
 	}
 	return err
-}
-
-// maxForgeCheck bounds the working-tree files forgedBlobs asks git for.
-const maxForgeCheck = 1024
-
-// forgedBlobs lists the files under paths, relative to the working tree, whose object — named
-// by what the file holds, as the ref and index checks take it to be — git reads with other
-// content: what a checkout of any commit holding the file as it is would write instead. It
-// does not matter how (a loose object, a pack, an alternate store, a replace ref): git is
-// asked. The backstop where the store could not be checked whole; nil when git cannot say.
-func forgedBlobs(gitDir, tree string, paths []string) []string {
-	byOID := map[string][]string{}
-	n := 0
-	for _, p := range paths {
-		_ = filepath.WalkDir(filepath.Join(tree, filepath.FromSlash(p)), func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return nil
-			}
-			if n++; n > maxForgeCheck {
-				return filepath.SkipAll
-			}
-			rel, _ := filepath.Rel(tree, path)
-			// Either hash: the repository's object format is not read here.
-			for _, hexLen := range []int{2 * sha1.Size, 2 * sha256.Size} {
-				if oid, ok := worktreeOID(path, hexLen); ok {
-					byOID[oid] = append(byOID[oid], filepath.ToSlash(rel))
-				}
-			}
-			return nil
-		})
-	}
-	if len(byOID) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), plantCheckLimit)
-	defer cancel()
-	cmd, err := gitexec.Runner{}.Command(ctx, tree, "--git-dir="+gitDir, "cat-file", "--batch")
-	if err != nil {
-		return nil
-	}
-	oids := slices.Sorted(maps.Keys(byOID))
-	cmd.Stdin = strings.NewReader(strings.Join(oids, "\n") + "\n")
-	out, err := cmd.Output()
-	if err != nil {
-		slog.Warn("sandbox: could not read a repository's objects", "gitdir", gitDir, "err", err)
-		return nil
-	}
-	var forged []string
-	for _, oid := range oids {
-		// "<oid> <type> <size>\n<content>\n", or "<oid> missing\n".
-		line, rest, ok := bytes.Cut(out, []byte{'\n'})
-		if !ok {
-			break
-		}
-		out = rest
-		f := strings.Fields(string(line))
-		if len(f) != 3 {
-			continue // missing: not in the store, so nothing to check out
-		}
-		size, err := strconv.Atoi(f[2])
-		if err != nil || size < 0 || size+1 > len(out) {
-			break
-		}
-		content := out[:size]
-		out = out[size+1:]
-		h := newHash(len(oid) / 2)
-		fmt.Fprintf(h, "%s %d\x00", f[1], size)
-		h.Write(content)
-		if f[0] != oid || hex.EncodeToString(h.Sum(nil)) != oid {
-			forged = append(forged, byOID[oid]...)
-		}
-	}
-	slices.Sort(forged)
-	return forged
 }

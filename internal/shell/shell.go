@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/keel-dev/keel/internal/hostexec"
@@ -138,10 +139,43 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	res.ExitCode = exitCode(p.err)
 	if res.TimedOut || res.Interrupted {
 		res.ExitCode = -1
-	} else if data, err := os.ReadFile(cwdPath); err == nil {
-		res.Cwd = strings.TrimRight(string(data), "\n")
+	} else if cwd, err := readCwdFile(cwdPath); errors.Is(err, errCwdFile) {
+		// The command can write the file (it lies where the shell inside can), and keel reads
+		// it after the sandbox's checks: a file of gigabytes, or a FIFO, would kill or hold keel.
+		res.Output += "\nkeel: " + err.Error() + "; the working directory stays where it was.\n"
+		res.ExitCode = -1
+	} else if err == nil {
+		res.Cwd = cwd
 	}
 	return res, nil
+}
+
+// maxCwdFile bounds the file the shell reports its directory in: a path is at most PATH_MAX
+// (4,096 bytes on Linux), so anything past this is not one.
+const maxCwdFile = 64 << 10
+
+// errCwdFile is a cwd file that is not one the shell wrote.
+var errCwdFile = errors.New("the file the shell reports its directory in")
+
+// readCwdFile reads the directory the shell wrote to path, without waiting on a FIFO or
+// reading past maxCwdFile.
+func readCwdFile(path string) (string, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%w is not a regular file (the command replaced it)", errCwdFile)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxCwdFile+1))
+	if err != nil {
+		return "", err
+	}
+	if len(data) > maxCwdFile {
+		return "", fmt.Errorf("%w holds more than %d KiB (the command wrote to it), which no directory's name does", errCwdFile, maxCwdFile>>10)
+	}
+	return strings.TrimRight(string(data), "\n"), nil
 }
 
 func exitCode(err error) int {

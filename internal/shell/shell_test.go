@@ -415,3 +415,24 @@ func TestJobsKillOutputHeldOpen(t *testing.T) {
 	}
 	jobs.Close()
 }
+
+// TestCwdFileBounded: the command can write the file it reports its directory in; one far
+// larger than a path, or a FIFO in its place, fails the call with a message and leaves the
+// directory unchanged, without keel reading it whole or waiting on it.
+func TestCwdFileBounded(t *testing.T) {
+	for name, forge := range map[string]string{
+		"large": `head -c 1000000 /dev/zero > "$f"`,
+		"fifo":  `rm -f "$f" && mkfifo "$f"`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			tmp := t.TempDir()
+			res, err := Run(t.Context(), Command{Script: "trap - EXIT; f=$(ls -d " + tmp + "/" + cwdFilePrefix + "*); " + forge, Dir: t.TempDir(), TempDir: tmp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Cwd != "" || res.ExitCode != -1 || !strings.Contains(res.Output, "reports its directory in") {
+				t.Errorf("a forged cwd file was not refused: exit %d, cwd %d bytes, output %q", res.ExitCode, len(res.Cwd), res.Output)
+			}
+		})
+	}
+}
