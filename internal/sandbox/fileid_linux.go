@@ -26,14 +26,6 @@ func fileInode(fi fs.FileInfo) string {
 	return ""
 }
 
-// fileStamp is what fileIdentity says, as a value to compare: device, inode, change time.
-func fileStamp(fi fs.FileInfo) stamp {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return stamp{dev: st.Dev, ino: st.Ino, ctime: st.Ctim.Nano()}
-	}
-	return stamp{}
-}
-
 // statAt is the state of name in the directory open as dir, not following a link: one name
 // resolved, not the whole path, which halves what a scan of an object store costs.
 func statAt(dir *os.File, name string) (objFile, bool) {

@@ -60,7 +60,7 @@ type objFile struct {
 	trailer string
 }
 
-// stamp is a file's device, inode and change time ([fileStamp]): a file moved in has another,
+// stamp is a file's device, inode and change time: a file moved in has another,
 // and a change time only the kernel sets.
 type stamp struct {
 	dev, ino uint64
