@@ -3,7 +3,6 @@ package sandbox_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,10 +12,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/keel-dev/keel/internal/procgroup"
 	"github.com/keel-dev/keel/internal/sandbox"
+	"github.com/keel-dev/keel/internal/waittest"
 	"golang.org/x/sys/unix"
 )
 
@@ -188,9 +187,7 @@ func testSandboxedSessionKilledWhole(t *testing.T) {
 	if err := cmd.Wait(); err == nil {
 		t.Fatal("the killed command exited 0")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := procgroup.Wait(ctx, pid); err != nil {
+	if err := procgroup.Wait(waittest.Context(t), pid); err != nil {
 		t.Errorf("the command's process group outlived the kill: %v", err)
 	}
 }
