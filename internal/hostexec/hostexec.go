@@ -21,6 +21,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // ErrOnlyWritable: the program is on PATH only where a sandboxed command could have put it.
@@ -31,8 +33,9 @@ var (
 	// guards are the sandboxes' tests of a path a command may write, one per [Guard] call: a
 	// process may hold several sessions, and a program must be safe from all of them.
 	guards []func(path string) bool
-	// found holds what Path resolved, per name and PATH, until the next Guard.
-	found = map[[2]string]string{}
+	// found holds what Path resolved, per name and PATH, until the next Guard; made on first
+	// use, so that the package has no init work.
+	found map[[2]string]string
 )
 
 // Guard adds writable — true for a path a sandboxed command may write — to what [Path] avoids,
@@ -49,7 +52,7 @@ func Guard(writable func(path string) bool) {
 // entries (.venv/bin, node_modules/.bin, bin) are skipped even before any sandbox says what
 // its commands may write — a command of an earlier session may have planted a program there,
 // and keel looks git up at start-up, before its sandbox is built.
-var startDir = sync.OnceValue(func() string {
+var startDir = lazy.Value[string]{New: func() string {
 	wd, err := os.Getwd()
 	if err != nil {
 		return ""
@@ -58,7 +61,7 @@ var startDir = sync.OnceValue(func() string {
 		return real
 	}
 	return wd
-})
+}}
 
 // within reports whether p is root or below it.
 func within(p, root string) bool {
@@ -69,7 +72,7 @@ func within(p, root string) bool {
 // resolved, or p lies in the directory keel started in.
 func writable(p string) bool {
 	real, err := filepath.EvalSymlinks(p)
-	if within(p, startDir()) || (err == nil && within(real, startDir())) {
+	if within(p, startDir.Get()) || (err == nil && within(real, startDir.Get())) {
 		return true
 	}
 	for _, g := range guards {
@@ -107,6 +110,9 @@ func Path(name string) (string, error) {
 		if writable(dir) || writable(p) {
 			skipped = true
 			continue
+		}
+		if found == nil {
+			found = map[[2]string]string{}
 		}
 		found[key] = p
 		return p, nil

@@ -214,8 +214,8 @@ func configPaths(b []byte) ([]configEntry, error) {
 		}
 	}
 	configCache.Lock()
-	if len(configCache.m) >= maxConfigCache {
-		clear(configCache.m)
+	if configCache.m == nil || len(configCache.m) >= maxConfigCache {
+		configCache.m = map[[sha256.Size]byte][]configEntry{}
 	}
 	configCache.m[sum] = entries
 	configCache.Unlock()
@@ -226,7 +226,7 @@ func configPaths(b []byte) ([]configEntry, error) {
 var configCache = struct {
 	sync.Mutex
 	m map[[sha256.Size]byte][]configEntry
-}{m: map[[sha256.Size]byte][]configEntry{}}
+}{}
 
 const maxConfigCache = 1024
 

@@ -61,7 +61,7 @@ func (s *Sandbox) guardHost(exe string) {
 var helperFiles = struct {
 	sync.Mutex
 	m map[string]*os.File
-}{m: map[string]*os.File{}}
+}{}
 
 // openHelper returns the held descriptor of the helper at path, opening it the first time.
 func openHelper(path string) (*os.File, error) {
@@ -73,6 +73,9 @@ func openHelper(path string) (*os.File, error) {
 	f, err := os.Open(path) // close-on-exec: each command gets it as one of its ExtraFiles
 	if err != nil {
 		return nil, fmt.Errorf("open the sandbox helper %s: %w", path, err)
+	}
+	if helperFiles.m == nil {
+		helperFiles.m = map[string]*os.File{}
 	}
 	helperFiles.m[path] = f
 	return f, nil
