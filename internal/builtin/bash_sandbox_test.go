@@ -190,3 +190,31 @@ func TestSandboxedBashWithoutKeelsCredentials(t *testing.T) {
 		t.Errorf("outside the sandbox: %s", text)
 	}
 }
+
+// TestExcludedCommandSkipsWritablePATH: a command a sandboxed session runs outside the
+// sandbox (here an excluded one) does not look its program up in a PATH entry sandboxed
+// commands can write — a .venv/bin first on PATH, where one of them could have put a
+// program of that name — and the result says which entries it left out.
+func TestExcludedCommandSkipsWritablePATH(t *testing.T) {
+	dir, trusted := t.TempDir(), t.TempDir()
+	venv := filepath.Join(dir, ".venv", "bin")
+	for d, says := range map[string]string{venv: "PLANTED", trusted: "TRUSTED"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "mytool"), []byte("#!/bin/sh\necho "+says+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", venv+string(filepath.ListSeparator)+trusted+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	jobs := shell.NewJobs()
+	t.Cleanup(jobs.Close)
+	bash := SandboxedBash(jobs, sandboxFor(t, dir, settings.Sandbox{ExcludedCommands: []settings.Value[string]{{V: "mytool"}}}))
+	text := resultText(call(t, bash, newEnv(t, dir), bashInput{Command: "mytool"}))
+	if !strings.Contains(text, "TRUSTED") || strings.Contains(text, "PLANTED") {
+		t.Errorf("the excluded command ran the program a sandboxed command could have planted:\n%s", text)
+	}
+	if !strings.Contains(text, "without the PATH entries sandboxed commands can write: "+venv) {
+		t.Errorf("the result does not say which PATH entries were left out:\n%s", text)
+	}
+}

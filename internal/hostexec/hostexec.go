@@ -168,3 +168,22 @@ func Describe(dirs []string) string {
 	}
 	return fmt.Sprintf("PATH names %s, which sandboxed commands can write: a program found there by a hook, the status line or an MCP server (run outside the sandbox by bare name) may be one a command put there; keel's own programs skip it", strings.Join(dirs, ", "))
 }
+
+// Trusted returns pathList (PATH's form) without its relative entries and those a sandboxed
+// command may write, and the entries it left out: the PATH of a command a sandboxed session
+// runs outside the sandbox (an excluded command, an approved dangerouslyDisableSandbox call),
+// so that the docker or make it names is not one a sandboxed command put in a .venv/bin first
+// on PATH.
+func Trusted(pathList string) (kept string, dropped []string) {
+	mu.Lock()
+	defer mu.Unlock()
+	var out []string
+	for _, dir := range filepath.SplitList(pathList) {
+		if dir == "" || !filepath.IsAbs(dir) || writable(filepath.Clean(dir)) {
+			dropped = append(dropped, dir)
+			continue
+		}
+		out = append(out, dir)
+	}
+	return strings.Join(out, string(filepath.ListSeparator)), dropped
+}
