@@ -44,28 +44,8 @@ func TestClearingStaleToolResults(t *testing.T) {
 	rules = append(rules,
 		scripted.Rule{When: scripted.Match{ToolResult: "Read", Contains: fmt.Sprintf("MARK-%02d", files)}, Times: 1, Reply: read(1)},
 		scripted.Rule{When: scripted.Match{ToolResult: "Read", Contains: "MARK-01"}, Times: 1, Reply: []scripted.Block{scripted.Text("read it again")}})
-	srv, err := scripted.Start(t.Context(), "", &scripted.Scenario{Rules: rules, Fallback: &scripted.Rule{Reply: []scripted.Block{scripted.Text("no rule")}}}, scripted.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	p, err := anthropic.New(anthropic.Options{APIKey: "k", BaseURL: srv.URL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := cachewatch.New(cachewatch.Options{})
-	policy, _ := provider.NewTTLPolicy(nil)
-	pool := tool.Assemble([]tool.Tool{builtin.Read()}, nil)
-	agent := &Agent{
-		Provider: p, Model: "claude-test", Files: tool.NewFileState(), State: tool.State{Cwd: dir},
-		Pool: func(context.Context) *tool.Pool { return pool },
-		System: func(context.Context) System {
-			return System{Blocks: []provider.SystemBlock{{Text: strings.Repeat("You read files. ", 400)}}, Names: []string{"static"}}
-		},
-		Prepare: func(r *provider.Request) { provider.PlaceBreakpoints(r, policy) },
-		Watch:   cachewatch.Events{Watcher: w},
-		Clear:   clearing.New(clearing.Policy{Trigger: 4_000, Keep: 2}, nil),
-	}
+	srv, agent, w := readingAgent(t, dir, rules)
+	agent.Clear = clearing.New(clearing.Policy{Trigger: 4_000, Keep: 2}, nil)
 	out, err := agent.Run(t.Context(), []message.Message{message.User(message.Text("start"))})
 	if err != nil {
 		t.Fatal(err)
@@ -141,28 +121,8 @@ func TestProviderClearing(t *testing.T) {
 	}
 	rules = append(rules, scripted.Rule{When: scripted.Match{ToolResult: "Read", Contains: fmt.Sprintf("MARK-%02d", files)}, Times: 1,
 		Reply: []scripted.Block{scripted.Text("all read")}})
-	srv, err := scripted.Start(t.Context(), "", &scripted.Scenario{Rules: rules, Fallback: &scripted.Rule{Reply: []scripted.Block{scripted.Text("no rule")}}}, scripted.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	p, err := anthropic.New(anthropic.Options{APIKey: "k", BaseURL: srv.URL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := cachewatch.New(cachewatch.Options{})
-	policy, _ := provider.NewTTLPolicy(nil)
-	pool := tool.Assemble([]tool.Tool{builtin.Read()}, nil)
-	agent := &Agent{
-		Provider: p, Model: "claude-test", Files: tool.NewFileState(), State: tool.State{Cwd: dir},
-		Pool: func(context.Context) *tool.Pool { return pool },
-		System: func(context.Context) System {
-			return System{Blocks: []provider.SystemBlock{{Text: strings.Repeat("You read files. ", 400)}}, Names: []string{"static"}}
-		},
-		Prepare:         func(r *provider.Request) { provider.PlaceBreakpoints(r, policy) },
-		Watch:           cachewatch.Events{Watcher: w},
-		ClearByProvider: &provider.ToolResultClearing{Trigger: 4_000, Keep: 2, ClearAtLeast: 500},
-	}
+	srv, agent, w := readingAgent(t, dir, rules)
+	agent.ClearByProvider = &provider.ToolResultClearing{Trigger: 4_000, Keep: 2, ClearAtLeast: 500}
 	out, err := agent.Run(t.Context(), []message.Message{message.User(message.Text("start"))})
 	if err != nil {
 		t.Fatal(err)
@@ -223,4 +183,31 @@ func TestProviderMark(t *testing.T) {
 			t.Errorf("keep %d: mark %v, want %v", keep, got, want)
 		}
 	}
+}
+
+// readingAgent is an agent with the Read tool in dir, talking to a scripted model with rules,
+// its cache watched: what both clearings' tests run.
+func readingAgent(t *testing.T, dir string, rules []scripted.Rule) (*scripted.Server, *Agent, *cachewatch.Watcher) {
+	t.Helper()
+	srv, err := scripted.Start(t.Context(), "", &scripted.Scenario{Rules: rules, Fallback: &scripted.Rule{Reply: []scripted.Block{scripted.Text("no rule")}}}, scripted.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	p, err := anthropic.New(anthropic.Options{APIKey: "k", BaseURL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := cachewatch.New(cachewatch.Options{})
+	policy, _ := provider.NewTTLPolicy(nil)
+	pool := tool.Assemble([]tool.Tool{builtin.Read()}, nil)
+	return srv, &Agent{
+		Provider: p, Model: "claude-test", Files: tool.NewFileState(), State: tool.State{Cwd: dir},
+		Pool: func(context.Context) *tool.Pool { return pool },
+		System: func(context.Context) System {
+			return System{Blocks: []provider.SystemBlock{{Text: strings.Repeat("You read files. ", 400)}}, Names: []string{"static"}}
+		},
+		Prepare: func(r *provider.Request) { provider.PlaceBreakpoints(r, policy) },
+		Watch:   cachewatch.Events{Watcher: w},
+	}, w
 }
