@@ -175,9 +175,11 @@ func (f *fan) item(ctx context.Context, t coord.Task, name string) error {
 	stop()
 	<-renewed
 	f.warm()
-	if ctx.Err() != nil {
-		return f.giveBack(t.ID, name)
+	if runErr != nil && ctx.Err() != nil {
+		return f.giveBack(t.ID, name) // cut off by the stop: not a failure of the item
 	}
+	// An item that finished as the fan-out was stopped is recorded: its work is not lost and
+	// not done again when the fan-out resumes.
 	wctx := context.WithoutCancel(ctx)
 	meta := map[string]json.RawMessage{}
 	if runErr != nil {

@@ -94,6 +94,9 @@ func (g *gitGuard) root(r string) {
 func (g *gitGuard) worktree(dir, root string, atRoot bool) {
 	dotGit := filepath.Join(dir, ".git")
 	fi, err := os.Lstat(dotGit)
+	if err == nil && isPlaceholder(dotGit, fi) {
+		err = fs.ErrNotExist // another keel's placeholder (a teammate's workspace beside this one): no repository
+	}
 	switch {
 	case err != nil:
 		if atRoot {
@@ -315,7 +318,7 @@ func gitFileTarget(path string) (target string, unfollowable bool) {
 // dotGitTarget is the gitdir that dotGit — a directory, a .git file or a link to either —
 // leads git to, and whether it is one git would follow and keel cannot (gitFileTarget).
 func dotGitTarget(dotGit string) (gitDir string, unfollowable bool) {
-	if _, err := os.Lstat(dotGit); err != nil {
+	if fi, err := os.Lstat(dotGit); err != nil || isPlaceholder(dotGit, fi) {
 		return "", false
 	}
 	real, viaProcess, _ := walkPath(dotGit)

@@ -70,3 +70,55 @@ func TestPlaceholdersNotNested(t *testing.T) {
 		t.Errorf("left behind: %v", entries)
 	}
 }
+
+// TestPlaceholdersOfAnotherWorkspace: two keel processes whose writable roots overlap
+// (teammates in w1 and w2, both allowed to write their shared parent). The .git placeholders
+// w2's command holds are no repository to w1: w1 protects no configuration inside them — it
+// did, and its command failed when w2 let go of the placeholder before bubblewrap bound it
+// ("Can't get type of source …/w2/.git/config") — and when both let go nothing is left.
+func TestPlaceholdersOfAnotherWorkspace(t *testing.T) {
+	root := t.TempDir()
+	w1, w2 := filepath.Join(root, "w1"), filepath.Join(root, "w2")
+	for _, d := range []string{w1, w2} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p2 := NewPolicy(Input{Mode: ModeWorkspaceWrite, Dirs: []string{w2, root}}).Complete()
+	s2 := New(p2, Options{Executable: "/nonexistent"})
+	h2, err := s2.hold(p2.absentReadOnly())
+	if err != nil || !slices.Contains(h2, filepath.Join(w2, ".git")) || !slices.Contains(h2, filepath.Join(root, ".git")) {
+		t.Fatalf("w2 holds %v (%v)", h2, err)
+	}
+
+	p1 := NewPolicy(Input{Mode: ModeWorkspaceWrite, Dirs: []string{w1, root}}).Complete()
+	if len(p1.GitDirs) != 0 {
+		t.Errorf("w1 takes w2's placeholders for repositories: %v", p1.GitDirs)
+	}
+	for _, r := range p1.ReadOnly {
+		if within(r, filepath.Join(w2, ".git")) && r != filepath.Join(w2, ".git") || within(r, filepath.Join(root, ".git")) && r != filepath.Join(root, ".git") {
+			t.Errorf("w1 protects %s, inside a placeholder", r)
+		}
+	}
+	if len(p1.Warnings) != 0 {
+		t.Errorf("warnings: %v", p1.Warnings)
+	}
+	s1 := New(p1, Options{Executable: "/nonexistent"})
+	h1, err := s1.hold(p1.absentReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.release(h2)
+	if _, err := os.Lstat(filepath.Join(root, ".git")); err != nil {
+		t.Error("the shared placeholder went while w1 still holds it")
+	}
+	s1.release(h1)
+	for _, d := range []string{root, w1, w2} {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			if e.Name() != "w1" && e.Name() != "w2" {
+				t.Errorf("left behind in %s: %s", d, e.Name())
+			}
+		}
+	}
+}
