@@ -1,0 +1,11 @@
+package atomicfile
+
+// LinkError reports a symbolic link where WriteNoLinks or RemoveNoLinks met a directory on the
+// way to their file: they leave the file alone, since whoever put the link there chooses where
+// the write or the removal would land.
+type LinkError struct {
+	// Link is the path of the link, the file's path up to it.
+	Link string
+}
+
+func (e *LinkError) Error() string { return "a link on the way (" + e.Link + ")" }
