@@ -52,7 +52,7 @@ func WriteNoLinks(path string, data []byte, perm os.FileMode) (err error) {
 	if err = unix.Renameat(dir, tmp, dir, name); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", f.Name(), path, err)
 	}
-	_ = unix.Fsync(dir) // best effort, as in write
+	syncDir(dir)
 	return nil
 }
 
@@ -95,7 +95,7 @@ func openParent(path string, create bool) (int, string, error) {
 	if name == "" {
 		return -1, "", fmt.Errorf("%s names no file", path)
 	}
-	fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open("/", walkFlag|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, "", &fs.PathError{Op: "open", Path: "/", Err: err}
 	}
@@ -117,7 +117,7 @@ func openParent(path string, create bool) (int, string, error) {
 }
 
 func openDirAt(dir int, name string, create bool) (int, error) {
-	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	const flags = walkFlag | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	fd, err := unix.Openat(dir, name, flags, 0)
 	if errors.Is(err, unix.ENOENT) && create {
 		if err = unix.Mkdirat(dir, name, 0o755); err == nil || errors.Is(err, unix.EEXIST) {
@@ -125,6 +125,15 @@ func openDirAt(dir int, name string, create bool) (int, error) {
 		}
 	}
 	return fd, err
+}
+
+// syncDir makes the rename durable, best effort as in write: the held directory may be open
+// for the *at calls alone, so it is opened again to be synced.
+func syncDir(dir int) {
+	if fd, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		_ = unix.Fsync(fd)
+		unix.Close(fd)
+	}
 }
 
 // describe turns the failure to open name in dir into a *LinkError when name is a link (the
