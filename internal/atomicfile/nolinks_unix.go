@@ -22,7 +22,7 @@ import (
 // nowhere. Missing directories are made (0o755, less the umask). A link at the file's own
 // name is replaced, never followed.
 func WriteNoLinks(path string, data []byte, perm os.FileMode) (err error) {
-	dir, name, err := openParent(path, true)
+	dir, name, err := openParent("/", path, true)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -58,10 +58,14 @@ func WriteNoLinks(path string, data []byte, perm os.FileMode) (err error) {
 
 // RemoveNoLinks is os.Remove with WriteNoLinks's walk: a link on the way to path is a
 // *LinkError and nothing is removed; a link at path itself is removed, not what it names.
-func RemoveNoLinks(path string) error {
-	dir, name, err := openParent(path, false)
+func RemoveNoLinks(path string) error { return RemoveBeneath("/", path) }
+
+// RemoveBeneath is RemoveNoLinks for rel below the directory root: root is opened as any path
+// is, its links followed (it is the directory the caller chose), the way below it never.
+func RemoveBeneath(root, rel string) error {
+	dir, name, err := openParent(root, rel, false)
 	if err != nil {
-		return fmt.Errorf("remove %s: %w", path, err)
+		return fmt.Errorf("remove %s: %w", filepath.Join(root, rel), err)
 	}
 	defer unix.Close(dir)
 	err = unix.Unlinkat(dir, name, 0)
@@ -76,30 +80,55 @@ func RemoveNoLinks(path string) error {
 	if !errors.Is(rerr, unix.ENOTDIR) {
 		err = rerr
 	}
-	return &fs.PathError{Op: "remove", Path: path, Err: err}
+	return &fs.PathError{Op: "remove", Path: filepath.Join(root, rel), Err: err}
 }
 
-// openParent opens the directory holding path by walking from the root, each directory opened
-// relative to the one above it without following a link, and returns it with the file's name.
-// With create, a missing directory is made and then opened the same way.
-func openParent(path string, create bool) (int, string, error) {
-	if !filepath.IsAbs(path) {
-		abs, err := filepath.Abs(path)
+// ChmodBeneath sets the permission bits of the regular file rel below root, walked as in
+// RemoveBeneath: a link on the way is a *LinkError, and anything but a regular file at rel (a
+// link there included) is left alone, an error wrapping ErrNotRegular. The file itself is
+// checked and changed by name in its held directory, so only a program swapping a link in
+// for it in between could redirect the change.
+func ChmodBeneath(root, rel string, mode fs.FileMode) error {
+	dir, name, err := openParent(root, rel, false)
+	if err != nil {
+		return fmt.Errorf("chmod %s: %w", filepath.Join(root, rel), err)
+	}
+	defer unix.Close(dir)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &fs.PathError{Op: "chmod", Path: filepath.Join(root, rel), Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("chmod %s: %w", filepath.Join(root, rel), ErrNotRegular)
+	}
+	if err := unix.Fchmodat(dir, name, uint32(mode.Perm()), 0); err != nil {
+		return &fs.PathError{Op: "chmod", Path: filepath.Join(root, rel), Err: err}
+	}
+	return nil
+}
+
+// openParent opens the directory holding rel below root — root opened as given, then each
+// directory relative to the one above it without following a link — and returns it with the
+// file's name. An absolute rel is taken below root all the same. With create, a missing
+// directory is made and then opened the same way.
+func openParent(root, rel string, create bool) (int, string, error) {
+	if root == "/" && !filepath.IsAbs(rel) {
+		abs, err := filepath.Abs(rel)
 		if err != nil {
 			return -1, "", err
 		}
-		path = abs
+		rel = abs
 	}
-	path = filepath.Clean(path)
-	parent, name := filepath.Split(path)
+	rel = filepath.Clean("/" + rel)[1:]
+	parent, name := filepath.Split(rel)
 	if name == "" {
-		return -1, "", fmt.Errorf("%s names no file", path)
+		return -1, "", fmt.Errorf("%s names no file below %s", rel, root)
 	}
-	fd, err := unix.Open("/", walkFlag|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(root, walkFlag|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return -1, "", &fs.PathError{Op: "open", Path: "/", Err: err}
+		return -1, "", &fs.PathError{Op: "open", Path: root, Err: err}
 	}
-	at := "/"
+	at := root
 	for c := range strings.SplitSeq(strings.Trim(parent, "/"), "/") {
 		if c == "" {
 			continue

@@ -97,3 +97,52 @@ func realDir(t *testing.T) string {
 	}
 	return dir
 }
+
+// TestBeneathFollowsTheRootOnly: the root may itself be reached through a link (the caller's
+// choice); below it a link on the way stops RemoveBeneath and ChmodBeneath, and ChmodBeneath
+// changes only a regular file.
+func TestBeneathFollowsTheRootOnly(t *testing.T) {
+	real, outside := realDir(t), realDir(t)
+	root := filepath.Join(realDir(t), "root")
+	if err := os.Symlink(real, root); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(real, "sub", "f"), filepath.Join(outside, "f")} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(real, "via")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("f", filepath.Join(real, "sub", "lf")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ChmodBeneath(root, filepath.Join("sub", "f"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(real, "sub", "f")); fi.Mode() != 0o600 {
+		t.Errorf("chmod below a linked root: mode %v", fi.Mode())
+	}
+	if err := ChmodBeneath(root, filepath.Join("sub", "lf"), 0o777); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("chmod of a link: %v, want ErrNotRegular", err)
+	}
+	if _, ok := errors.AsType[*LinkError](ChmodBeneath(root, filepath.Join("via", "f"), 0o777)); !ok {
+		t.Error("chmod through a link on the way was not refused")
+	}
+	if _, ok := errors.AsType[*LinkError](RemoveBeneath(root, filepath.Join("via", "f"))); !ok {
+		t.Error("removal through a link on the way was not refused")
+	}
+	if fi, err := os.Stat(filepath.Join(outside, "f")); err != nil || fi.Mode() != 0o644 {
+		t.Errorf("the file outside: %v, %v", fi, err)
+	}
+	if fi, _ := os.Stat(filepath.Join(real, "sub", "f")); fi.Mode() != 0o600 {
+		t.Errorf("the link's target changed: mode %v", fi.Mode())
+	}
+	if err := RemoveBeneath(root, filepath.Join("sub", "f")); err != nil {
+		t.Fatal(err)
+	}
+}
