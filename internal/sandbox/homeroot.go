@@ -45,6 +45,31 @@ func homeRootProtected(home string, roots, exempt []string, getenv func(string) 
 	if local := filepath.Join(home, ".local"); !slices.Contains(out, local) && isDir(local) {
 		out = append(out, filepath.Join(local, "lib"))
 	}
+	kept, _ := goBins(home, exempt, getenv)
+	return append(out, kept...)
+}
+
+// homeRootAbsentBins are the directories `go install` writes to that homeRootProtected leaves
+// writable because their parent is absent (~/go/bin with no ~/go): one a command makes is moved
+// aside as it is released ([plantWatch.refuseMade]). nil where no writable root holds home.
+func homeRootAbsentBins(home string, roots, exempt []string, getenv func(string) string) []string {
+	if home == "" {
+		return nil
+	}
+	home = resolvePath(home)
+	if !slices.ContainsFunc(roots, func(r string) bool { return r != "" && r != "/" && within(home, r) }) {
+		return nil
+	}
+	exempt = slices.DeleteFunc(slices.Clone(exempt), func(w string) bool { return within(home, w) })
+	_, absent := goBins(home, exempt, getenv)
+	return absent
+}
+
+// goBins are ~/bin and the directories `go install` puts programs in ($GOBIN, each $GOPATH's
+// bin/, ~/go/bin), less the exempt ones: kept where their parent is there, absent where it is
+// not — a placeholder there would make ~/go for one who has none, where the module cache may
+// have to be made.
+func goBins(home string, exempt []string, getenv func(string) string) (kept, absent []string) {
 	bins := []string{filepath.Join(home, "bin"), filepath.Join(home, "go", "bin")}
 	if g := getenv("GOBIN"); filepath.IsAbs(g) {
 		bins = append(bins, filepath.Clean(g))
@@ -55,12 +80,15 @@ func homeRootProtected(home string, roots, exempt []string, getenv func(string) 
 		}
 	}
 	for _, b := range bins {
-		// Only where its parent is there: a placeholder would make ~/go for one who has none.
-		if isDir(filepath.Dir(b)) && !withinAny(resolvePath(b), exempt) {
-			out = append(out, b)
+		switch {
+		case withinAny(resolvePath(b), exempt):
+		case isDir(filepath.Dir(b)):
+			kept = append(kept, b)
+		case !slices.Contains(absent, resolvePath(b)):
+			absent = append(absent, resolvePath(b))
 		}
 	}
-	return out
+	return kept, absent
 }
 
 // around is path when nothing of exempt lies in it; else, where an exempt path lies below it,

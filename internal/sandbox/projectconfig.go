@@ -33,10 +33,15 @@ var projectConfigNames = []string{".mcp.json", ".gitmodules", ".claude", ".keel"
 var rootConfig = []string{".ripgreprc", ".gitconfig", ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile"}
 
 // nestedConfig is what the search for repositories notes of the project configuration it
-// passes ([gitGuard.projectConfig]): the paths, and whether maxNestedConfig was reached.
+// passes ([gitGuard.projectConfig]): the paths made read-only, and whether maxNestedConfig was
+// reached; present, every one it passed, with its identity (device and inode), which a
+// command's release compares with ([plantWatch.refuseMade]); stopped, whether a bound or a
+// directory it could not list stopped the search, so that some may lie past it.
 type nestedConfig struct {
 	config     []string
 	configFull bool
+	present    map[string]string
+	stopped    bool
 }
 
 // maxNestedConfig bounds the project configuration found below the roots that is made
@@ -72,8 +77,8 @@ func protectedBetween(r, dir string) []string {
 }
 
 // projectConfig notes the projectConfigNames that dir, a directory the search for repositories
-// visits below root, holds (from its listing, entries: no system call more). The root's own
-// are protectedIn's, absent ones included.
+// visits below root, holds (from its listing, entries: a stat more for each one found). The
+// root's own are protectedIn's, absent ones included.
 func (g *gitGuard) projectConfig(dir, root string, entries []os.DirEntry) {
 	if dir == root {
 		return
@@ -81,6 +86,12 @@ func (g *gitGuard) projectConfig(dir, root string, entries []os.DirEntry) {
 	for _, e := range entries {
 		if !slices.Contains(projectConfigNames, e.Name()) {
 			continue
+		}
+		if g.present == nil {
+			g.present = map[string]string{}
+		}
+		if fi, err := e.Info(); err == nil {
+			g.present[filepath.Join(dir, e.Name())] = fileInode(fi)
 		}
 		if len(g.config) >= maxNestedConfig {
 			if !g.configFull {
