@@ -73,6 +73,10 @@ func (w *plantWatch) madeNow(fi os.FileInfo) bool {
 func (w *plantWatch) refuseMade(s *Sandbox, g gitGuard, made func(d string) bool) []string {
 	var said []string
 	var moved []string
+	// Only what was there as the command started counts as the user's: the policy in force
+	// now may have been searched again since (another command's release) and found what this
+	// one, running in the background, made.
+	now := s.complete()
 	for _, c := range slices.Sorted(maps.Keys(g.present)) {
 		if slices.ContainsFunc(moved, func(m string) bool { return within(c, m) }) {
 			continue // moved aside with a directory that held it
@@ -81,7 +85,7 @@ func (w *plantWatch) refuseMade(s *Sandbox, g gitGuard, made func(d string) bool
 			continue // the user's, there before the command
 		}
 		fi, err := os.Lstat(c)
-		if err != nil || isPlaceholder(c, fi) || slices.Contains(w.readOnly, c) || !w.madeNow(fi) || !inWritable(c, s.complete().Writable) {
+		if err != nil || isPlaceholder(c, fi) || slices.Contains(w.readOnly, c) || !w.madeNow(fi) || !inWritable(c, now.Writable) {
 			continue
 		}
 		repo, usersTop := "", false
@@ -105,7 +109,7 @@ func (w *plantWatch) refuseMade(s *Sandbox, g gitGuard, made func(d string) bool
 	}
 	for _, b := range w.bins {
 		fi, err := os.Lstat(b)
-		if err != nil || isPlaceholder(b, fi) || !inWritable(b, s.complete().Writable) {
+		if err != nil || isPlaceholder(b, fi) || !inWritable(b, now.Writable) {
 			continue
 		}
 		msg := moveAsideSaying(b, "a directory `go install` puts programs in, on PATH for many, which keel keeps read-only where it exists (a program planted there would stand in for git or go outside the sandbox)")

@@ -1,0 +1,58 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRefuseMadeComparesWithTheStart: project configuration made after the policy's search but
+// before a command started (the user's, made outside meanwhile) is left where it is; one made
+// while the command ran goes aside at its release even when a search since (another command's
+// release, while this one ran in the background) found it and protects it for the commands
+// after.
+func TestRefuseMadeComparesWithTheStart(t *testing.T) {
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(NewPolicy(Input{Mode: ModeWorkspaceWrite, Dirs: []string{ws}}), Options{Executable: "/nonexistent"})
+	p := s.complete()
+	mkdir := func(rel string) string {
+		t.Helper()
+		path := filepath.Join(ws, rel)
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	none := func(string) bool { return false }
+
+	late := mkdir("late/.claude")
+	var older plantWatch
+	older.noteMade(p)
+	// As if the command had started well after late/.claude was made.
+	older.began = older.began.Add(2 * madeSlack)
+	if said := older.refuseMade(s, p.searchRepos(p.gitRoots), none); len(said) > 0 {
+		t.Errorf("configuration made before the command started was refused: %q", said)
+	}
+	if _, err := os.Lstat(late); err != nil {
+		t.Errorf("late/.claude was moved: %v", err)
+	}
+
+	var bg plantWatch
+	bg.noteMade(s.complete())
+	made := mkdir("bg/.claude")
+	s.refresh()
+	if s.complete().WritableAt(filepath.Join(made, "x")) {
+		t.Fatalf("the search after bg/.claude was made does not protect it")
+	}
+	said := strings.Join(bg.refuseMade(s, p.searchRepos(p.gitRoots), none), "\n")
+	if !strings.Contains(said, "the command made "+made+",") {
+		t.Errorf("bg/.claude, made while the command ran, was not refused: %q", said)
+	}
+	if _, err := os.Lstat(made + refusedSuffix); err != nil {
+		t.Errorf("bg/.claude was not moved aside: %v", err)
+	}
+}
