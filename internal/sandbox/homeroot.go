@@ -21,7 +21,9 @@ const homeRootWhy = "keel's always-read-only paths (the home directory's dot-ent
 // and what filesystem.allowWrite or another working directory names (exempt, real paths),
 // with their ancestors opened only as far as the way to them (~/.local keeps its bin/ and
 // lib/ read-only when pnpm's store lies in ~/.local/share). Dot-entries absent now are not
-// protected beyond homeProtected's placeholders: each would cost a mount per command.
+// protected beyond homeProtected's placeholders: each would cost a mount per command. A bin
+// whose parent is absent is no mount's either: a command that makes it has it moved aside
+// as it is released ([homeRootAbsentBins]).
 // Ordinary entries (the projects below home) stay writable. roots are the writable roots
 // (working directories and allowWrite), real paths; getenv reads the session's environment.
 func homeRootProtected(home string, roots, exempt []string, getenv func(string) string) []string {

@@ -85,7 +85,12 @@ func (w *plantWatch) refuseMade(s *Sandbox, g gitGuard, made func(d string) bool
 			continue // the user's, there before the command
 		}
 		fi, err := os.Lstat(c)
-		if err != nil || isPlaceholder(c, fi) || slices.Contains(w.readOnly, c) || !w.madeNow(fi) || !inWritable(c, now.Writable) {
+		if err != nil || isPlaceholder(c, fi) || !w.madeNow(fi) || !inWritable(c, now.Writable) {
+			continue
+		}
+		if slices.ContainsFunc(w.readOnly, func(r string) bool { return within(c, r) }) {
+			// Read-only for the command throughout: keel's own (a worktree it made for an
+			// agent in .keel/worktrees/ while the command ran), or the user's.
 			continue
 		}
 		repo, usersTop := "", false

@@ -8,7 +8,8 @@ import (
 )
 
 // TestRefuseMadeComparesWithTheStart: project configuration made after the policy's search but
-// before a command started (the user's, made outside meanwhile) is left where it is; one made
+// before a command started (the user's, made outside meanwhile) is left where it is, and so is
+// one made while it ran where it could not write (keel's own, in .keel/); one made
 // while the command ran goes aside at its release even when a search since (another command's
 // release, while this one ran in the background) found it and protects it for the commands
 // after.
@@ -39,6 +40,20 @@ func TestRefuseMadeComparesWithTheStart(t *testing.T) {
 	}
 	if _, err := os.Lstat(late); err != nil {
 		t.Errorf("late/.claude was moved: %v", err)
+	}
+
+	// What keel makes meanwhile where the command could not write (a worktree for an agent,
+	// .keel/worktrees/<name>, with the project's .claude) stays.
+	s.refresh() // late/.claude is the policy's now
+	p = s.complete()
+	var during plantWatch
+	during.noteMade(p)
+	keels := mkdir(".keel/worktrees/agent/.claude")
+	if said := during.refuseMade(s, p.searchRepos(p.gitRoots), none); len(said) > 0 {
+		t.Errorf("configuration made where the command could not write was refused: %q", said)
+	}
+	if _, err := os.Lstat(keels); err != nil {
+		t.Errorf(".keel/worktrees/agent/.claude was moved: %v", err)
 	}
 
 	var bg plantWatch

@@ -30,7 +30,8 @@ import (
 // started after it protect those repositories like the others ([Sandbox.refresh]). In those
 // and in the protected ones, the to-do list of a stopped rebase or cherry-pick the command
 // wrote loses its exec lines ([disarmTodo]): no mount can protect it, since git writes it as
-// it rebases inside.
+// it rebases inside. The same search finds the project configuration the command made where
+// none was, which goes aside too ([plantWatch.refuseMade]).
 type plantWatch struct {
 	// known are the gitdirs protected when the command started, each with the identity of the
 	// directory then — a path alone could lead elsewhere by the end (a link replaced, a parent

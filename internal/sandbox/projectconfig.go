@@ -18,7 +18,9 @@ import (
 // working directory, and an editor or another harness opened in a subdirectory reads that
 // directory's: so each is read-only at every writable root, in every directory between a
 // writable root and the session's working directory (a placeholder where absent), and
-// wherever the search for repositories below the roots finds one ([gitGuard.projectConfig]).
+// wherever the search for repositories below the roots finds one ([gitGuard.projectConfig]);
+// one a command makes elsewhere below the roots is moved aside as it is released
+// ([plantWatch.refuseMade]).
 //
 // Memory files (KEEL.md, CLAUDE.md, AGENTS.md at a directory's top) are not among them: they
 // are instructions a model reads, as it reads any file of the project, not code any program
