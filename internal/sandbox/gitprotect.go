@@ -202,7 +202,7 @@ func (g *gitGuard) nested(root string) {
 		if errors.Is(err, fs.ErrPermission) {
 			// git needs only to pass through a directory to find a repository below it.
 			g.warnings = append(g.warnings, fmt.Sprintf("keel cannot list %s, so a repository below it may have writable git configuration", dir))
-			g.stopped = true
+			g.unlisted = append(g.unlisted, dir)
 		}
 		if err != nil {
 			return true

@@ -117,14 +117,34 @@ func (w *plantWatch) refuseMade(s *Sandbox, g gitGuard, made func(d string) bool
 		if err != nil || isPlaceholder(b, fi) || !inWritable(b, now.Writable) {
 			continue
 		}
-		msg := moveAsideSaying(b, "a directory `go install` puts programs in, on PATH for many, which keel keeps read-only where it exists (a program planted there would stand in for git or go outside the sandbox)")
+		msg, _ := moveAsideSaying(b, "a directory `go install` puts programs in, on PATH for many, which keel keeps read-only where it exists (a program planted there would stand in for git or go outside the sandbox)")
 		slog.Warn("sandbox: a command made a directory go install writes to", "path", b, "what", msg)
 		said = append(said, msg)
 	}
-	if g.stopped && !s.madeBoundSaid {
+	// A directory keel cannot list hides what lies below it, and a session started there reads
+	// it all the same (git and a harness need only pass through): one the command made so —
+	// made it, or took its read permission away — goes aside whole.
+	blind := g.stopped
+	for _, u := range slices.Sorted(slices.Values(g.unlisted)) {
+		fi, err := os.Lstat(u)
+		if err != nil || slices.ContainsFunc(moved, func(m string) bool { return within(u, m) }) {
+			continue
+		}
+		if !w.madeNow(fi) || !inWritable(u, now.Writable) || slices.ContainsFunc(w.readOnly, func(r string) bool { return within(u, r) }) {
+			blind = true
+			continue
+		}
+		msg, ok := moveAsideSaying(u, "a directory keel cannot list, so it cannot tell whether it holds project configuration (.claude, .mcp.json…) that a session started below it would act on")
+		slog.Warn("sandbox: a command made a directory keel cannot list", "path", u, "what", msg)
+		said = append(said, msg)
+		if ok {
+			moved = append(moved, u)
+		}
+	}
+	if blind && !s.madeBoundSaid {
 		// Once a session: each release stops there alike.
 		s.madeBoundSaid = true
-		said = append(said, "the search below the writable roots stopped at one of its bounds (keel doctor names it): project configuration (.claude, .mcp.json…) a command makes past it is not moved aside, and stays writable.")
+		said = append(said, "the search below the writable roots stopped at one of its bounds, or at a directory keel cannot list (keel doctor names it): project configuration (.claude, .mcp.json…) a command makes past it is not moved aside, and stays writable.")
 	}
 	return said
 }
@@ -144,13 +164,14 @@ func refuseConfig(c, repo string) (msg string, ok bool) {
 	return fmt.Sprintf("the command made %s, %s. keel moved it to %s; to use it, check it and run `mv %s %s` outside the sandbox.", c, why, aside, shellQuote(aside), shellQuote(c)), true
 }
 
-// moveAsideSaying moves path, which why describes, aside and says so, with how to put it back.
-func moveAsideSaying(path, why string) string {
+// moveAsideSaying moves path, which why describes, aside and says so, with how to put it back;
+// ok is false when it could not.
+func moveAsideSaying(path, why string) (msg string, ok bool) {
 	aside, err := moveAside(path)
 	if err != nil {
-		return fmt.Sprintf("the command made %s, %s, and keel could not move it aside (%v): check it before running what it holds.", path, why, err)
+		return fmt.Sprintf("the command made %s, %s, and keel could not move it aside (%v): check it before using it outside the sandbox.", path, why, err), false
 	}
-	return fmt.Sprintf("the command made %s, %s. keel moved it to %s; to use it, check it and run `mv %s %s` outside the sandbox.", path, why, aside, shellQuote(aside), shellQuote(path))
+	return fmt.Sprintf("the command made %s, %s. keel moved it to %s; to use it, check it and run `mv %s %s` outside the sandbox.", path, why, aside, shellQuote(aside), shellQuote(path)), true
 }
 
 // moveAside renames path to path.keel-refused (or the first free name after it) in its

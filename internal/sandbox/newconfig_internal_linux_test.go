@@ -70,4 +70,33 @@ func TestRefuseMadeComparesWithTheStart(t *testing.T) {
 	if _, err := os.Lstat(made + refusedSuffix); err != nil {
 		t.Errorf("bg/.claude was not moved aside: %v", err)
 	}
+
+	// A directory the search could not list (made so by the command, for a user without
+	// root's powers): one the command made goes aside whole; past one of the user's the
+	// result says, once a session, that the search did not look.
+	s.refresh()
+	p = s.complete()
+	var blind plantWatch
+	blind.noteMade(p)
+	hidden := mkdir("hidden")
+	g := p.searchRepos(p.gitRoots)
+	g.unlisted = append(g.unlisted, hidden)
+	said = strings.Join(blind.refuseMade(s, g, none), "\n")
+	if !strings.Contains(said, "the command made "+hidden+", a directory keel cannot list") || strings.Contains(said, "bounds") {
+		t.Errorf("a directory the command made unlistable was not moved aside alone: %q", said)
+	}
+	if _, err := os.Lstat(hidden + refusedSuffix); err != nil {
+		t.Errorf("hidden was not moved aside: %v", err)
+	}
+	blind.began = blind.began.Add(2 * madeSlack)
+	g.unlisted = []string{filepath.Dir(late)}
+	for i, want := range []bool{true, false} {
+		said = strings.Join(blind.refuseMade(s, g, none), "\n")
+		if strings.Contains(said, "or at a directory keel cannot list") != want {
+			t.Errorf("release %d past a directory of the user's keel cannot list said %q, want the sentence on the first only", i+1, said)
+		}
+	}
+	if _, err := os.Lstat(late); err != nil {
+		t.Errorf("the user's directory keel cannot list was moved: %v", err)
+	}
 }

@@ -96,6 +96,23 @@ func testMadeConfigMovedAside(t *testing.T) {
 	if _, said := w.say(t, "echo x > sub/notes.md"); said != "" {
 		t.Errorf("a command that made no configuration was told:\n%s", said)
 	}
+
+	// One hidden below a directory the command makes unlistable (a session started below it
+	// passes through all the same) goes aside: with that directory where keel cannot list it,
+	// on its own where keel can all the same (as root).
+	hide := filepath.Join(w.ws, "hide")
+	t.Cleanup(func() { os.Chmod(hide+".keel-refused", 0o755); os.Chmod(hide, 0o755) })
+	_, said = w.say(t, "mkdir -p hide/x/.claude && echo '{}' > hide/x/.claude/settings.json && chmod 111 hide")
+	if _, err := os.Lstat(filepath.Join(hide, "x", ".claude")); err == nil {
+		t.Errorf("hide/x/.claude, made below a directory the command made unlistable, is still in place")
+	}
+	want := "the command made " + hide + ", a directory keel cannot list"
+	if _, err := os.ReadDir(hide); err == nil {
+		want = "the command made " + filepath.Join(hide, "x", ".claude") + ", project configuration"
+	}
+	if !strings.Contains(said, want) || strings.Contains(said, "stopped at one of its bounds") {
+		t.Errorf("the result does not say %q, or says the search stopped:\n%s", want, said)
+	}
 }
 
 // TestMadeGoBinMovedAside: with the home directory the workspace and no ~/go, the ~/go/bin a

@@ -37,13 +37,14 @@ var rootConfig = []string{".ripgreprc", ".gitconfig", ".bashrc", ".bash_profile"
 // nestedConfig is what the search for repositories notes of the project configuration it
 // passes ([gitGuard.projectConfig]): the paths made read-only, and whether maxNestedConfig was
 // reached; present, every one it passed, with its identity (device and inode), which a
-// command's release compares with ([plantWatch.refuseMade]); stopped, whether a bound or a
-// directory it could not list stopped the search, so that some may lie past it.
+// command's release compares with ([plantWatch.refuseMade]); stopped, whether a bound stopped
+// the search, so that some may lie past it; unlisted, the directories it could not list.
 type nestedConfig struct {
 	config     []string
 	configFull bool
 	present    map[string]string
 	stopped    bool
+	unlisted   []string
 }
 
 // maxNestedConfig bounds the project configuration found below the roots that is made
