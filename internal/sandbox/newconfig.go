@@ -67,7 +67,8 @@ func (w *plantWatch) madeNow(fi os.FileInfo) bool {
 }
 
 // refuseMade moves aside the project configuration the command of w made below the roots,
-// as the search g at its release found it, and the bins it made, and says so. made says
+// as the search g at its release found it, the bins it made and the directories it made keel
+// cannot list, and says so. made says
 // whether the command made or changed gitdir d (its repository's configuration is its own).
 // Call with s.disarmMu held.
 func (w *plantWatch) refuseMade(s *Sandbox, g gitGuard, made func(d string) bool) []string {
@@ -112,6 +113,21 @@ func (w *plantWatch) refuseMade(s *Sandbox, g gitGuard, made func(d string) bool
 			moved = append(moved, c)
 		}
 	}
+	said = append(said, w.refuseBins(now)...)
+	unlisted, blind := w.refuseUnlisted(g, now, moved)
+	said = append(said, unlisted...)
+	if (blind || g.stopped) && !s.madeBoundSaid {
+		// Once a session: each release stops there alike.
+		s.madeBoundSaid = true
+		said = append(said, "the search below the writable roots stopped at one of its bounds, or at a directory keel cannot list (keel doctor names it): project configuration (.claude, .mcp.json…) a command makes past it is not moved aside, and stays writable.")
+	}
+	return said
+}
+
+// refuseBins moves aside the bins ([configBefore]) absent as the command of w started that are
+// there now, and says so.
+func (w *plantWatch) refuseBins(now Policy) []string {
+	var said []string
 	for _, b := range w.bins {
 		fi, err := os.Lstat(b)
 		if err != nil || isPlaceholder(b, fi) || !inWritable(b, now.Writable) {
@@ -121,10 +137,15 @@ func (w *plantWatch) refuseMade(s *Sandbox, g gitGuard, made func(d string) bool
 		slog.Warn("sandbox: a command made a directory go install writes to", "path", b, "what", msg)
 		said = append(said, msg)
 	}
-	// A directory keel cannot list hides what lies below it, and a session started there reads
-	// it all the same (git and a harness need only pass through): one the command made so —
-	// made it, or took its read permission away — goes aside whole.
-	blind := g.stopped
+	return said
+}
+
+// refuseUnlisted moves aside the directories the search g could not list that the command of
+// w made so, and says so; blind reports one of the user's, below which the search did not look.
+// A directory keel cannot list hides what lies below it, and a session started there reads it
+// all the same (git and a harness need only pass through): one the command made, or took its
+// read permission from, goes aside whole. moved are the paths moved aside already.
+func (w *plantWatch) refuseUnlisted(g gitGuard, now Policy, moved []string) (said []string, blind bool) {
 	for _, u := range slices.Sorted(slices.Values(g.unlisted)) {
 		fi, err := os.Lstat(u)
 		if err != nil || slices.ContainsFunc(moved, func(m string) bool { return within(u, m) }) {
@@ -141,12 +162,7 @@ func (w *plantWatch) refuseMade(s *Sandbox, g gitGuard, made func(d string) bool
 			moved = append(moved, u)
 		}
 	}
-	if blind && !s.madeBoundSaid {
-		// Once a session: each release stops there alike.
-		s.madeBoundSaid = true
-		said = append(said, "the search below the writable roots stopped at one of its bounds, or at a directory keel cannot list (keel doctor names it): project configuration (.claude, .mcp.json…) a command makes past it is not moved aside, and stays writable.")
-	}
-	return said
+	return said, blind
 }
 
 // refuseConfig moves the project configuration entry c aside and says so, with how to put it
