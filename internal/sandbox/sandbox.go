@@ -93,6 +93,9 @@ type Sandbox struct {
 	// links are the links on the way to read-only and masked paths as they were while no
 	// command ran ([plantWatch.noteLinks]), made again when a command replaces one.
 	links map[string]linkMark
+	// madeBoundSaid says a command's result told that the search stopped at a bound, past
+	// which the project configuration a command makes stays ([plantWatch.refuseMade]).
+	madeBoundSaid bool
 
 	// mu guards placeholders: how many running commands share each placeholder keel made
 	// for an absent always-read-only path; the last one removes it.
