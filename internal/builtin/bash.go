@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -82,7 +81,7 @@ func runBash(ctx context.Context, env *tool.Env, in bashInput, jobs *shell.Jobs,
 		procEnv = sandbox.WithoutCredentials(procEnv)
 	} else if sb != nil {
 		var dropped []string
-		procEnv, dropped = outsidePATH(procEnv)
+		procEnv, dropped = hostexec.Environ(procEnv)
 		if len(dropped) > 0 {
 			notice = strings.TrimSpace(notice + fmt.Sprintf("\n[Ran outside the sandbox without the PATH entries sandboxed commands can write: %s.]", strings.Join(dropped, ", ")))
 		}
@@ -263,24 +262,6 @@ func outputProgress(progress func(string)) func(string) {
 		last = time.Now()
 		progress(line)
 	}
-}
-
-// outsidePATH is env (nil: keel's) with a PATH that leaves out the entries a sandboxed command
-// can write, for a command of a sandboxed session that runs outside the sandbox, and the
-// entries it left out.
-func outsidePATH(env []string) ([]string, []string) {
-	if env == nil {
-		env = os.Environ()
-	}
-	out := slices.Clone(env)
-	for i, kv := range out {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			kept, dropped := hostexec.Trusted(v)
-			out[i] = "PATH=" + kept
-			return out, dropped
-		}
-	}
-	return out, nil
 }
 
 // chooseSandbox decides where one call runs: box is the sandbox to run it in (nil: outside),

@@ -46,7 +46,7 @@ func (r Runner) Command(ctx context.Context, dir string, args ...string) (*exec.
 	}
 	cmd := hostexec.Command(ctx, "git", append(pre, args...)...)
 	cmd.Dir = dir
-	cmd.Env = r.Env
+	cmd.Env, _ = hostexec.Environ(r.Env) // git finds git-lfs, credential helpers and ssh on it
 	return cmd, nil
 }
 
@@ -72,7 +72,7 @@ func (r Runner) Output(ctx context.Context, dir string, args ...string) ([]byte,
 func (r Runner) configKeys(ctx context.Context, dir string) ([]string, error) {
 	cmd := hostexec.Command(ctx, "git", append(fixed(), "config", "--list", "-z", "--includes")...)
 	cmd.Dir = dir
-	cmd.Env = r.Env
+	cmd.Env, _ = hostexec.Environ(r.Env)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

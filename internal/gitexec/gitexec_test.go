@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/keel-dev/keel/internal/gittest"
+	"github.com/keel-dev/keel/internal/hostexec"
 )
 
 // marker writes a program that appends its arguments to a log and passes stdin through (so a
@@ -231,5 +232,31 @@ func TestNeutraliseKeys(t *testing.T) {
 	got := strings.Join(opts[len(fixed()):], " ")
 	if want := "-c filter.Lfs.smudge= -c filter.lfs.smudge= -c gpg.ssh.program=ssh-keygen -c diff.x.textconv=cat"; got != want {
 		t.Errorf("per-key options = %q; want %q", got, want)
+	}
+}
+
+// TestHelpersNotFromWritablePATH: git runs the programs a trusted configuration names — a
+// `git lfs install`'s git-lfs filter — by its own PATH lookup; a git-lfs a sandboxed command
+// planted in a PATH directory it can write (an activated .venv/bin) is not the one it finds.
+func TestHelpersNotFromWritablePATH(t *testing.T) {
+	prog, log := marker(t)
+	planted := t.TempDir()
+	if err := os.Symlink(prog, filepath.Join(planted, "git-lfs")); err != nil {
+		t.Fatal(err)
+	}
+	hostexec.Guard(func(p string) bool { return p == planted || strings.HasPrefix(p, planted+string(filepath.Separator)) })
+	repo := gittest.New(t)
+	repo.Write(".gitattributes", "*.txt filter=lfs\n")
+	repo.Write("a.txt", "a\n")
+	repo.Commit("a")
+	repo.Git("config", "filter.lfs.clean", "git-lfs clean -- %f")
+	now := mustStat(t, filepath.Join(repo.Dir, "a.txt")).ModTime().Add(3e9)
+	if err := os.Chtimes(filepath.Join(repo.Dir, "a.txt"), now, now); err != nil {
+		t.Fatal(err)
+	}
+	env := append(gittest.Env(), "PATH="+planted+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	_, _ = (Runner{Trusted: true, Env: env}).Output(t.Context(), repo.Dir, "status", "--short")
+	if got := ran(t, log); got != "" {
+		t.Errorf("git ran the git-lfs planted on a writable PATH entry: %s", got)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -186,4 +187,26 @@ func Trusted(pathList string) (kept string, dropped []string) {
 		out = append(out, dir)
 	}
 	return strings.Join(out, string(filepath.ListSeparator)), dropped
+}
+
+// Environ is env (nil: keel's own) with the PATH [Trusted] keeps, and the entries it left
+// out: the environment of a program keel runs outside the sandbox. Finding the program itself
+// safely ([Path]) is not enough — git runs git-lfs, credential helpers and ssh, a shell runs
+// what its command line names, all by their own PATH lookup.
+func Environ(env []string) ([]string, []string) {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := slices.Clone(env)
+	var dropped []string
+	for i, kv := range out {
+		// Every PATH= an environment holds: os/exec passes the last one, a shell may take
+		// the first.
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			kept, d := Trusted(v)
+			out[i] = "PATH=" + kept
+			dropped = append(dropped, d...)
+		}
+	}
+	return out, dropped
 }
