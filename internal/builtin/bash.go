@@ -284,7 +284,7 @@ func chooseSandbox(sb *sandbox.Sandbox, in bashInput) (box *sandbox.Sandbox, not
 		if errors.Is(err, sandbox.ErrBusy) {
 			// A limit that was full (one another session's command can fill): never a reason
 			// to run outside. The next call tries again.
-			return nil, "", fmt.Sprintf("The command was not run: %v. Nothing ran; try it again once processes, memory or disk space are free.", err)
+			return nil, "", fmt.Sprintf("The command was not run: %v. Nothing ran; try it again (a limit on processes, memory or disk may have been full). If it keeps failing, `keel doctor` shows why.", err)
 		}
 		if p.FailIfUnavailable {
 			return nil, "", fmt.Sprintf("The command was not run: %v (%s).", err, p.FailWhy)

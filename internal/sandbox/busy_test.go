@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// TestBusy: a full limit, in Go's words or C's (bubblewrap's, the helper's), is busy; a
-// missing capability is not.
+// TestBusy: only a missing or refused capability is the machine's answer; a full limit, in
+// Go's words or C's (bubblewrap's, the helper's), and any failure that names no capability,
+// is busy.
 func TestBusy(t *testing.T) {
 	for _, c := range []struct {
 		err  error
@@ -25,6 +26,13 @@ func TestBusy(t *testing.T) {
 		{errors.New("exit status 1"), "bwrap: setting up uid map: Permission denied", false},
 		{&os.PathError{Op: "fork/exec", Path: "/usr/bin/bwrap", Err: syscall.EPERM}, "", false},
 		{errors.New("exit status 1"), "bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces", false},
+		{errors.New("exit status 1"), "bwrap: Creating new namespace failed: Invalid argument", false},
+		{errors.New("exit status 1"), "bubblewrap did not make a new pid namespace (pid:[4026531836]): the command is not run outside the sandbox", false},
+		// A full limit in words no list of errno texts has: the helper's Go runtime, a
+		// signal, a file that went away meanwhile.
+		{errors.New("exit status 2"), "runtime: failed to create new OS thread (have 4 already; errno=11)\nruntime: may need to increase max user processes (ulimit -u)\nfatal error: newosproc", true},
+		{errors.New("signal: killed"), "", true},
+		{errors.New("exit status 1"), "bwrap: Can't get type of source /w/.git/config: No such file or directory", true},
 	} {
 		if got := busy(c.err, c.msg); got != c.want {
 			t.Errorf("busy(%v, %q) = %v, want %v", c.err, c.msg, got, c.want)
