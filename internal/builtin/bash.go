@@ -300,6 +300,11 @@ func chooseSandbox(sb *sandbox.Sandbox, in bashInput) (box *sandbox.Sandbox, not
 		return nil, "", ""
 	}
 	if err := sb.Available(); err != nil {
+		if errors.Is(err, sandbox.ErrBusy) {
+			// A limit that was full (one another session's command can fill): never a reason
+			// to run outside. The next call tries again.
+			return nil, "", fmt.Sprintf("The command was not run: %v. Nothing ran; try it again once processes, memory or disk space are free.", err)
+		}
 		if p.FailIfUnavailable {
 			return nil, "", fmt.Sprintf("The command was not run: %v (%s).", err, p.FailWhy)
 		}

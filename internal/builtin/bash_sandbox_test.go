@@ -218,3 +218,55 @@ func TestExcludedCommandSkipsWritablePATH(t *testing.T) {
 		t.Errorf("the result does not say which PATH entries were left out:\n%s", text)
 	}
 }
+
+// TestBashSandboxBusy: a probe that fails because a limit was full (the helper cannot fork:
+// another session's command can fill the user's process limit on purpose) is not the
+// machine's answer: the command is refused — not run outside, with or without
+// failIfUnavailable — nobody is told the sandbox is off, and the next call probes again and
+// runs inside once the limit frees.
+func TestBashSandboxBusy(t *testing.T) {
+	dir := t.TempDir()
+	sandboxFor(t, dir, settings.Sandbox{})
+	outside := visibleDir(t)
+	exe := filepath.Join(t.TempDir(), "keel")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\necho 'bwrap: Creating new namespace failed: Resource temporarily unavailable' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var told []error
+	p := sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{dir}})
+	bash := SandboxedBash(shell.NewJobs(), sandbox.New(p, sandbox.Options{Executable: exe, Unavailable: func(err error) { told = append(told, err) }}))
+	env := newEnv(t, dir)
+	res := call(t, bash, env, bashInput{Command: "echo ran > ran.txt; touch " + outside + "/busy"})
+	if _, err := os.Stat(filepath.Join(dir, "ran.txt")); err == nil || !res.IsError || !strings.Contains(resultText(res), "could not start this time") {
+		t.Fatalf("a busy probe ran the command or did not say why: %s", resultText(res))
+	}
+	if len(told) > 0 {
+		t.Errorf("a busy probe was announced as the machine's answer: %v", told)
+	}
+
+	// The limit frees: the same file, which the sandbox holds open, is keel's helper again.
+	self, err := os.ReadFile(testExecutable(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res = call(t, bash, env, bashInput{Command: "echo ran > ran.txt; touch " + outside + "/busy"})
+	if _, err := os.Stat(filepath.Join(dir, "ran.txt")); err != nil || strings.Contains(resultText(res), "Not sandboxed") {
+		t.Fatalf("the next call did not probe again and run: %s", resultText(res))
+	}
+	if _, err := os.Stat(filepath.Join(outside, "busy")); err == nil {
+		t.Errorf("the next call ran outside the sandbox: %s", resultText(res))
+	}
+}
+
+// testExecutable is this test binary, which serves as the sandbox's helper (TestMain).
+func testExecutable(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}

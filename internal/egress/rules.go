@@ -74,6 +74,10 @@ func (r Rules) Decide(ctx context.Context, host string, port int) (netip.AddrPor
 	var own []netip.Addr // this machine's addresses, read once a public address needs them
 	for _, a := range addrs {
 		a = a.Unmap()
+		// A denied address is denied whatever name leads to it.
+		if matchAny(r.Denied, a.String(), port) {
+			return netip.AddrPort{}, &Denial{hp, fmt.Sprintf("resolves to %s, listed in sandbox.network.deniedDomains", a)}
+		}
 		// An internal address is refused unless listed, so that a name cannot lead a command
 		// somewhere private; an address literal someone was asked about and allowed is that
 		// address itself, knowingly. A rule allowing every WebFetch is not such an answer.

@@ -184,6 +184,29 @@ func mustStat(t *testing.T, p string) os.FileInfo {
 	return fi
 }
 
+// TestCaseVariantDriver: a harmless driver named like the armed one but for case
+// ([filter "Lfs"] before [filter "lfs"]) does not let the armed one run.
+func TestCaseVariantDriver(t *testing.T) {
+	prog, log := marker(t)
+	repo := gittest.New(t)
+	repo.Write(".gitattributes", "*.txt filter=lfs\n")
+	repo.Write("a.txt", "a\n")
+	repo.Commit("a")
+	repo.Git("config", "filter.Lfs.clean", "cat")
+	repo.Git("config", "filter.lfs.clean", prog+" clean")
+	// A changed time with the same content makes status run the clean filter to compare.
+	now := mustStat(t, filepath.Join(repo.Dir, "a.txt")).ModTime().Add(3e9)
+	if err := os.Chtimes(filepath.Join(repo.Dir, "a.txt"), now, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Runner{Env: gittest.Env()}).Output(t.Context(), repo.Dir, "status", "--short"); err != nil {
+		t.Fatal(err)
+	}
+	if got := ran(t, log); got != "" {
+		t.Errorf("the repository's filter ran: %s", got)
+	}
+}
+
 // TestUnneutralisableDriver: a driver whose name holds "=" cannot be switched off with -c, so
 // git is not run at all.
 func TestUnneutralisableDriver(t *testing.T) {
@@ -198,13 +221,15 @@ func TestUnneutralisableDriver(t *testing.T) {
 	}
 }
 
+// TestNeutraliseKeys: each program-naming key is switched off, a driver differing from
+// another only in case too (git's subsections are case-sensitive); the others are left alone.
 func TestNeutraliseKeys(t *testing.T) {
 	opts, err := Neutralise([]string{"user.name", "filter.Lfs.smudge", "filter.lfs.smudge", "gpg.ssh.program", "diff.x.textconv"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Join(opts[len(fixed()):], " ")
-	if want := "-c filter.Lfs.smudge= -c gpg.ssh.program=ssh-keygen -c diff.x.textconv=cat"; got != want {
+	if want := "-c filter.Lfs.smudge= -c filter.lfs.smudge= -c gpg.ssh.program=ssh-keygen -c diff.x.textconv=cat"; got != want {
 		t.Errorf("per-key options = %q; want %q", got, want)
 	}
 }

@@ -100,11 +100,14 @@ func Neutralise(keys []string) ([]string, error) {
 	opts := fixed()
 	seen := map[string]bool{}
 	for _, key := range keys {
-		lower := strings.ToLower(key)
-		if seen[lower] {
+		// git prints a key with its section and variable lowercased and its subsection as
+		// written, which stays case-sensitive: filter.Lfs.clean and filter.lfs.clean are two
+		// drivers, and each must be switched off.
+		if seen[key] {
 			continue
 		}
-		seen[lower] = true
+		seen[key] = true
+		lower := strings.ToLower(key)
 		value, ok := gpgPrograms.Get()[lower]
 		if !ok {
 			section, _, _ := strings.Cut(lower, ".")

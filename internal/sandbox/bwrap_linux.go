@@ -120,6 +120,9 @@ func (s *Sandbox) probeBwrap() error {
 		return err
 	}
 	if err := s.probeRun(path, false, Policy{Mode: ModeReadOnly}); err != nil {
+		if errors.Is(err, ErrBusy) {
+			return err
+		}
 		return fmt.Errorf("%s at %s cannot start the sandbox: %s", version, path, reason(err))
 	}
 	s.bwrap = path

@@ -444,7 +444,7 @@ func (s *Sandbox) releaseLocked(paths []string) {
 func (s *Sandbox) probe() error {
 	err := s.probeLauncher()
 	if err == nil {
-		s.cachesWhy = s.probeOverlays()
+		s.cachesWhy, err = s.probeOverlays()
 	}
 	return err
 }
@@ -458,8 +458,8 @@ func (s *Sandbox) probeLauncher() error {
 	force := launcher(testLauncher.Load())
 	if force != launcherHelper {
 		err := s.probeBwrap()
-		if err == nil {
-			return nil
+		if err == nil || errors.Is(err, ErrBusy) {
+			return err // a full limit is no reason to choose another launcher
 		}
 		s.bwrapWhy = err.Error()
 		if force == launcherBwrap {
@@ -469,7 +469,7 @@ func (s *Sandbox) probeLauncher() error {
 		s.bwrapWhy = "not tried"
 	}
 	err := s.probeNamespaces()
-	if err == nil || force == launcherHelper || LandlockABI() < 1 {
+	if err == nil || force == launcherHelper || LandlockABI() < 1 || errors.Is(err, ErrBusy) {
 		return err
 	}
 	// User namespaces are blocked: Landlock alone, if it starts.
@@ -514,6 +514,9 @@ func (s *Sandbox) probeRun(bwrap string, landlockOnly bool, p Policy) error {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	run, err := probe.confine(cmd, nil, false)
 	if err != nil {
+		if busy(err, "") {
+			return fmt.Errorf("%w: %v", ErrBusy, err)
+		}
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	err = cmd.Run()
@@ -522,6 +525,9 @@ func (s *Sandbox) probeRun(bwrap string, landlockOnly bool, p Policy) error {
 		msg := strings.TrimSpace(out.String())
 		if msg == "" {
 			msg = err.Error()
+		}
+		if busy(err, msg) {
+			return fmt.Errorf("%w: %s", ErrBusy, msg)
 		}
 		return fmt.Errorf("%w: %s", ErrUnavailable, msg)
 	}

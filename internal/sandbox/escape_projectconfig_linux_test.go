@@ -64,8 +64,8 @@ func testEscapeProjectConfig(t *testing.T) {
 	if strings.Contains(out, "TOPSECRET") {
 		t.Errorf("keel's MCP tokens or file history were read inside the sandbox:\n%s", out)
 	}
-	// One a command makes where none was (no placeholder stands in every directory) is
-	// read-only from the next command on.
+	// One a command makes where none was (no placeholder stands in every directory) is moved
+	// aside as it is released (TestMadeConfigMovedAside): the next command cannot write it.
 	w.run(t, "mkdir -p sub2/.keel && echo one > sub2/.keel/a")
 	if out := w.run(t, "echo two > sub2/.keel/b && echo ESCAPED"); strings.Contains(out, "ESCAPED") {
 		t.Errorf("sub2/.keel, made by the command before, is still writable:\n%s", out)

@@ -202,12 +202,14 @@ func (g *gitGuard) nested(root string) {
 		if errors.Is(err, fs.ErrPermission) {
 			// git needs only to pass through a directory to find a repository below it.
 			g.warnings = append(g.warnings, fmt.Sprintf("keel cannot list %s, so a repository below it may have writable git configuration", dir))
+			g.unlisted = append(g.unlisted, dir)
 		}
 		if err != nil {
 			return true
 		}
 		if dirs++; dirs > maxRepoWalkDirs {
 			g.warnings = append(g.warnings, fmt.Sprintf("the search for repositories in %s stopped after %d directories: a repository below those may have writable git configuration", root, maxRepoWalkDirs))
+			g.stopped = true
 			return false
 		}
 		// Read from the listing in hand: no system call per directory beyond the ReadDir.
@@ -253,6 +255,7 @@ func (g *gitGuard) nested(root string) {
 			if depth+1 > maxRepoWalkDepth {
 				if hasSubdir(sub) {
 					g.warnings = append(g.warnings, fmt.Sprintf("the search for repositories in %s stops %d directories deep (%s): a repository below may have writable git configuration", root, maxRepoWalkDepth, sub))
+					g.stopped = true
 					return false
 				}
 				continue

@@ -21,7 +21,9 @@ const homeRootWhy = "keel's always-read-only paths (the home directory's dot-ent
 // and what filesystem.allowWrite or another working directory names (exempt, real paths),
 // with their ancestors opened only as far as the way to them (~/.local keeps its bin/ and
 // lib/ read-only when pnpm's store lies in ~/.local/share). Dot-entries absent now are not
-// protected beyond homeProtected's placeholders: each would cost a mount per command.
+// protected beyond homeProtected's placeholders: each would cost a mount per command. A bin
+// whose parent is absent is no mount's either: a command that makes it has it moved aside
+// as it is released ([homeRootAbsentBins]).
 // Ordinary entries (the projects below home) stay writable. roots are the writable roots
 // (working directories and allowWrite), real paths; getenv reads the session's environment.
 func homeRootProtected(home string, roots, exempt []string, getenv func(string) string) []string {
@@ -45,6 +47,31 @@ func homeRootProtected(home string, roots, exempt []string, getenv func(string) 
 	if local := filepath.Join(home, ".local"); !slices.Contains(out, local) && isDir(local) {
 		out = append(out, filepath.Join(local, "lib"))
 	}
+	kept, _ := goBins(home, exempt, getenv)
+	return append(out, kept...)
+}
+
+// homeRootAbsentBins are the directories `go install` writes to that homeRootProtected leaves
+// writable because their parent is absent (~/go/bin with no ~/go): one a command makes is moved
+// aside as it is released ([plantWatch.refuseMade]). nil where no writable root holds home.
+func homeRootAbsentBins(home string, roots, exempt []string, getenv func(string) string) []string {
+	if home == "" {
+		return nil
+	}
+	home = resolvePath(home)
+	if !slices.ContainsFunc(roots, func(r string) bool { return r != "" && r != "/" && within(home, r) }) {
+		return nil
+	}
+	exempt = slices.DeleteFunc(slices.Clone(exempt), func(w string) bool { return within(home, w) })
+	_, absent := goBins(home, exempt, getenv)
+	return absent
+}
+
+// goBins are ~/bin and the directories `go install` puts programs in ($GOBIN, each $GOPATH's
+// bin/, ~/go/bin), less the exempt ones: kept where their parent is there, absent where it is
+// not — a placeholder there would make ~/go for one who has none, where the module cache may
+// have to be made.
+func goBins(home string, exempt []string, getenv func(string) string) (kept, absent []string) {
 	bins := []string{filepath.Join(home, "bin"), filepath.Join(home, "go", "bin")}
 	if g := getenv("GOBIN"); filepath.IsAbs(g) {
 		bins = append(bins, filepath.Clean(g))
@@ -55,12 +82,15 @@ func homeRootProtected(home string, roots, exempt []string, getenv func(string) 
 		}
 	}
 	for _, b := range bins {
-		// Only where its parent is there: a placeholder would make ~/go for one who has none.
-		if isDir(filepath.Dir(b)) && !withinAny(resolvePath(b), exempt) {
-			out = append(out, b)
+		switch {
+		case withinAny(resolvePath(b), exempt):
+		case isDir(filepath.Dir(b)):
+			kept = append(kept, b)
+		case !slices.Contains(absent, resolvePath(b)):
+			absent = append(absent, resolvePath(b))
 		}
 	}
-	return out
+	return kept, absent
 }
 
 // around is path when nothing of exempt lies in it; else, where an exempt path lies below it,

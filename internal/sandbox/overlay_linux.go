@@ -84,40 +84,45 @@ func removeWorkDirs(dirs []string) {
 // probeOverlays finds out, once the launcher is chosen, whether the caches can be overlays
 // here: where not, cachesWhy says why, and they are bound writable as before. A first
 // overlay is mounted for that, on an empty cache, where the caches' own will be kept.
-func (s *Sandbox) probeOverlays() string {
+func (s *Sandbox) probeOverlays() (string, error) {
 	p := s.policy
 	switch {
 	case p.Mode != ModeWorkspaceWrite || len(p.Caches) == 0:
-		return ""
+		return "", nil
 	case s.landlockOnly:
-		return "no mount namespace in the Landlock-only form"
+		return "no mount namespace in the Landlock-only form", nil
 	case p.CacheState == "":
-		return "keel has no directory of its own to keep their overlays in"
+		return "keel has no directory of its own to keep their overlays in", nil
 	case s.bwrap != "" && s.bwrapSetuid():
-		return "a setuid bubblewrap leaves the helper no capability to mount them"
+		return "a setuid bubblewrap leaves the helper no capability to mount them", nil
 	}
 	if why := p.cacheStateOverlap(); why != "" {
-		return why
+		return why, nil
 	}
 	// A disk or quota full (which a command can cause) is not a reason: the probe says
 	// nothing, and each command whose overlay fails gets the cache read-only instead.
 	if err := os.MkdirAll(p.CacheState, 0o700); err != nil {
-		return unlessOutOfSpace(fmt.Sprintf("keel's directory for their overlays cannot be made: %v", err))
+		return unlessOutOfSpace(fmt.Sprintf("keel's directory for their overlays cannot be made: %v", err)), nil
 	}
 	dir, err := os.MkdirTemp(p.CacheState, ".probe-")
 	if err != nil {
-		return unlessOutOfSpace(fmt.Sprintf("keel's directory for their overlays is not writable: %v", err))
+		return unlessOutOfSpace(fmt.Sprintf("keel's directory for their overlays is not writable: %v", err)), nil
 	}
 	defer removeWorkDirs([]string{dir})
 	lower := filepath.Join(dir, "cache")
 	if err := os.Mkdir(lower, 0o700); err != nil {
-		return unlessOutOfSpace(fmt.Sprintf("keel's directory for their overlays is not writable: %v", err))
+		return unlessOutOfSpace(fmt.Sprintf("keel's directory for their overlays is not writable: %v", err)), nil
 	}
 	state := filepath.Join(dir, "state")
 	if err := s.probeRun(s.bwrap, false, Policy{Mode: ModeWorkspaceWrite, Writable: []string{lower}, Caches: []string{lower}, CacheState: state}); err != nil {
-		return probeFailure(reason(err))
+		if errors.Is(err, ErrBusy) && !outOfSpace(err.Error()) {
+			// Not a reason to bind the real caches writable for the session: the probe is
+			// made again with the next command. (A disk full is handled per command.)
+			return "", err
+		}
+		return probeFailure(reason(err)), nil
 	}
-	return ""
+	return "", nil
 }
 
 // probeFailure is the probe's reason to bind the caches writable from what its command said,

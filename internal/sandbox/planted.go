@@ -30,7 +30,8 @@ import (
 // started after it protect those repositories like the others ([Sandbox.refresh]). In those
 // and in the protected ones, the to-do list of a stopped rebase or cherry-pick the command
 // wrote loses its exec lines ([disarmTodo]): no mount can protect it, since git writes it as
-// it rebases inside.
+// it rebases inside. The same search finds the project configuration the command made where
+// none was, which goes aside too ([plantWatch.refuseMade]).
 type plantWatch struct {
 	// known are the gitdirs protected when the command started, each with the identity of the
 	// directory then — a path alone could lead elsewhere by the end (a link replaced, a parent
@@ -58,7 +59,13 @@ type plantWatch struct {
 	// objects are the object stores of the guarded repositories, each with one of them
 	// ([plantWatch.noteObjects]).
 	objects map[string]string
-	found   []string
+	// began is when the command started; config, readOnly and bins what its release compares
+	// with to find the project configuration and the bins it made ([plantWatch.noteMade]).
+	began    time.Time
+	config   map[string]string
+	readOnly []string
+	bins     []string
+	found    []string
 }
 
 // indexState is what tells an index file changed: its identity and change time, which no
@@ -101,6 +108,7 @@ func (w *plantWatch) start(s *Sandbox, p Policy) {
 	w.noteRefs(s, p)
 	w.noteObjects(s)
 	w.noteLinks(s, p)
+	w.noteMade(p)
 	s.disarmMu.Lock()
 	s.watches[w] = true
 	s.disarmMu.Unlock()
@@ -183,6 +191,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 	todoDirs := slices.Concat(slices.Collect(maps.Keys(w.known)), slices.Collect(maps.Keys(g.seen)), slices.Collect(maps.Keys(suspects)), g.unprotected)
 	w.found = append(w.found, disarmTodos(s, slices.Compact(slices.Sorted(slices.Values(todoDirs))), p.Writable)...)
 	w.found = append(w.found, restoreLinks(s.links)...)
+	w.found = append(w.found, w.refuseMade(s, g, func(d string) bool { return suspects[d] || w.mayHaveChanged(d) })...)
 	w.found = append(w.found, w.checkObjects(s)...) // before the refs, which git reads through them
 	w.found = append(w.found, w.checkRefs(s)...)
 	delete(s.watches, w)
@@ -200,10 +209,11 @@ func (w *plantWatch) finish(s *Sandbox) {
 			refresh = true
 		}
 	}
-	// Project configuration a command made below the roots (sub/.claude/, sub/.mcp.json) is
-	// read-only from the next command on, as it would be in the next session.
+	// Project configuration found below the roots that the policy does not protect — the user's,
+	// made since (what a command made is moved aside above) — is read-only from the next
+	// command on, as it would be in the next session.
 	for _, c := range g.config {
-		if !slices.Contains(p.ReadOnly, resolvePath(c)) {
+		if _, err := os.Lstat(c); err == nil && !slices.Contains(p.ReadOnly, resolvePath(c)) {
 			refresh = true
 		}
 	}
@@ -211,6 +221,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 		s.refresh()
 	}
 	w.known, w.index, w.unprotected, w.legacy, w.todos, w.refs, w.guarded, w.ops, w.objects = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	w.config, w.readOnly, w.bins = nil, nil, nil
 }
 
 // suspects are the repositories a running command may have made or changed: of those the

@@ -133,6 +133,9 @@ type Policy struct {
 	// viaLinks are the read-only and masked paths as given, where a link on their way made
 	// the real path differ: the links themselves are kept at each release ([plantWatch.noteLinks]).
 	viaLinks []string
+	// before is what a command's release compares with to find the project configuration and
+	// the bins it made ([plantWatch.refuseMade]).
+	before configBefore
 }
 
 // search is the part of a policy that reads the file system: the writable roots whose
@@ -241,6 +244,7 @@ func NewPolicy(in Input) Policy {
 	for _, ro := range homeRootProtected(in.Home, roots, p.Writable, os.Getenv) {
 		p.add(&p.ReadOnly, ro, homeRootWhy)
 	}
+	p.before.bins = homeRootAbsentBins(in.Home, roots, p.Writable, os.Getenv)
 	if len(roots) > 0 || len(in.ReadDeny) > 0 {
 		p.search = &search{roots: roots, readDeny: in.ReadDeny, cwd: cwd, home: in.Home}
 	}
@@ -315,6 +319,7 @@ func (p *Policy) protectRoots(roots []string, home string) {
 		p.add(&p.ReadOnly, c, "keel's always-read-only paths (project configuration below a writable root)")
 	}
 	p.Warnings = append(p.Warnings, g.warnings...)
+	p.before.config = g.present
 	p.GitDirs = slices.Sorted(maps.Keys(g.seen))
 	p.unprotected = g.unprotected
 	p.trees = g.trees

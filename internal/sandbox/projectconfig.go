@@ -18,7 +18,9 @@ import (
 // working directory, and an editor or another harness opened in a subdirectory reads that
 // directory's: so each is read-only at every writable root, in every directory between a
 // writable root and the session's working directory (a placeholder where absent), and
-// wherever the search for repositories below the roots finds one ([gitGuard.projectConfig]).
+// wherever the search for repositories below the roots finds one ([gitGuard.projectConfig]);
+// one a command makes elsewhere below the roots is moved aside as it is released
+// ([plantWatch.refuseMade]).
 //
 // Memory files (KEEL.md, CLAUDE.md, AGENTS.md at a directory's top) are not among them: they
 // are instructions a model reads, as it reads any file of the project, not code any program
@@ -33,10 +35,16 @@ var projectConfigNames = []string{".mcp.json", ".gitmodules", ".claude", ".keel"
 var rootConfig = []string{".ripgreprc", ".gitconfig", ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile"}
 
 // nestedConfig is what the search for repositories notes of the project configuration it
-// passes ([gitGuard.projectConfig]): the paths, and whether maxNestedConfig was reached.
+// passes ([gitGuard.projectConfig]): the paths made read-only, and whether maxNestedConfig was
+// reached; present, every one it passed, with its identity (device and inode), which a
+// command's release compares with ([plantWatch.refuseMade]); stopped, whether a bound stopped
+// the search, so that some may lie past it; unlisted, the directories it could not list.
 type nestedConfig struct {
 	config     []string
 	configFull bool
+	present    map[string]string
+	stopped    bool
+	unlisted   []string
 }
 
 // maxNestedConfig bounds the project configuration found below the roots that is made
@@ -72,8 +80,8 @@ func protectedBetween(r, dir string) []string {
 }
 
 // projectConfig notes the projectConfigNames that dir, a directory the search for repositories
-// visits below root, holds (from its listing, entries: no system call more). The root's own
-// are protectedIn's, absent ones included.
+// visits below root, holds (from its listing, entries: a stat more for each one found). The
+// root's own are protectedIn's, absent ones included.
 func (g *gitGuard) projectConfig(dir, root string, entries []os.DirEntry) {
 	if dir == root {
 		return
@@ -81,6 +89,12 @@ func (g *gitGuard) projectConfig(dir, root string, entries []os.DirEntry) {
 	for _, e := range entries {
 		if !slices.Contains(projectConfigNames, e.Name()) {
 			continue
+		}
+		if g.present == nil {
+			g.present = map[string]string{}
+		}
+		if fi, err := e.Info(); err == nil {
+			g.present[filepath.Join(dir, e.Name())] = fileInode(fi)
 		}
 		if len(g.config) >= maxNestedConfig {
 			if !g.configFull {

@@ -53,8 +53,10 @@ type Sandbox struct {
 	proxy   Proxy
 
 	unavailable func(error)
-	probeOnce   sync.Once
-	probeErr    error
+	// probeMu guards the probe; probed says its answer, probeErr, is kept.
+	probeMu  sync.Mutex
+	probed   bool
+	probeErr error
 	// landlockOnly is set by the probe when user namespaces are blocked but Landlock works:
 	// commands then run in the Landlock-only fallback.
 	landlockOnly bool
@@ -91,6 +93,9 @@ type Sandbox struct {
 	// links are the links on the way to read-only and masked paths as they were while no
 	// command ran ([plantWatch.noteLinks]), made again when a command replaces one.
 	links map[string]linkMark
+	// madeBoundSaid says a command's result told that the search stopped at a bound, past
+	// which the project configuration a command makes stays ([plantWatch.refuseMade]).
+	madeBoundSaid bool
 
 	// mu guards placeholders: how many running commands share each placeholder keel made
 	// for an absent always-read-only path; the last one removes it.
@@ -182,24 +187,32 @@ func helperExecutable() (string, error) {
 
 // Available reports whether commands can run in the sandbox here: nil, or an error wrapping
 // [ErrUnavailable] that says what is missing and how to fix it. The first call starts a
-// trivial command in the sandbox; the answer is kept.
+// trivial command in the sandbox; the answer is kept — unless it wraps [ErrBusy]: a limit
+// that was full then says nothing about the machine, and the next call probes again.
 func (s *Sandbox) Available() error {
-	s.probeOnce.Do(func() {
-		s.probeErr = s.probe()
-		if s.unavailable == nil {
-			return
-		}
-		limited := s.limited
-		if c := s.cachesNotice(); c != "" && limited != "" {
-			limited += "; " + c
-		} else if c != "" {
-			limited = c
-		}
-		if s.probeErr != nil {
-			s.unavailable(s.probeErr)
-		} else if limited != "" {
-			s.unavailable(fmt.Errorf("%w: %s", ErrLimited, limited))
-		}
-	})
-	return s.probeErr
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
+	if s.probed {
+		return s.probeErr
+	}
+	err := s.probe()
+	if errors.Is(err, ErrBusy) {
+		return err
+	}
+	s.probed, s.probeErr = true, err
+	if s.unavailable == nil {
+		return err
+	}
+	limited := s.limited
+	if c := s.cachesNotice(); c != "" && limited != "" {
+		limited += "; " + c
+	} else if c != "" {
+		limited = c
+	}
+	if err != nil {
+		s.unavailable(err)
+	} else if limited != "" {
+		s.unavailable(fmt.Errorf("%w: %s", ErrLimited, limited))
+	}
+	return err
 }

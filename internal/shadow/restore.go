@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/atomicfile"
 )
 
 // Restored is what a [Repo.Restore] did.
@@ -76,7 +78,13 @@ func (r *Repo) restore(ctx context.Context, cp Checkpoint) (Restored, error) {
 		if inTree[p] || slices.Contains(target.Large, p) {
 			continue
 		}
-		err := os.Remove(filepath.Join(r.workTree, filepath.FromSlash(p)))
+		// The checkpoint may have put a link where a directory on the way was (one a command
+		// made in an earlier turn): the file is no longer in the tree, and what is at its path
+		// now is outside, where nothing is removed.
+		err := atomicfile.RemoveBeneath(r.workTree, filepath.FromSlash(p))
+		if _, linked := errors.AsType[*atomicfile.LinkError](err); linked {
+			continue
+		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return res, err
 		}
@@ -111,8 +119,8 @@ func (r *Repo) permsOfChanged(ctx context.Context, target Checkpoint) (map[strin
 // bits agree with the checkpoint on being executable.
 func (r *Repo) keepPerms(perms map[string]fs.FileMode) error {
 	for p, old := range perms {
-		path := filepath.Join(r.workTree, filepath.FromSlash(p))
-		st, err := os.Lstat(path)
+		rel := filepath.FromSlash(p)
+		st, err := os.Lstat(filepath.Join(r.workTree, rel))
 		if err != nil || !st.Mode().IsRegular() {
 			continue // deleted by the restore, or no longer a file
 		}
@@ -120,7 +128,14 @@ func (r *Repo) keepPerms(perms map[string]fs.FileMode) error {
 		if now == old || (now&0o111 == 0) != (old&0o111 == 0) {
 			continue
 		}
-		if err := os.Chmod(path, old); err != nil {
+		// Held below the work tree: where the checkpoint put a link on the way (one a command
+		// made in an earlier turn), the Lstat above saw the file the link leads to, outside,
+		// whose mode is not the restore's to change.
+		err = atomicfile.ChmodBeneath(r.workTree, rel, old)
+		if _, linked := errors.AsType[*atomicfile.LinkError](err); linked || errors.Is(err, atomicfile.ErrNotRegular) {
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}

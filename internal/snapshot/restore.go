@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
+
+	"github.com/keel-dev/keel/internal/atomicfile"
 )
 
 // Report says what a Restore did.
@@ -53,8 +53,8 @@ func (s *Store) Restore(id string) (Report, error) {
 	for _, path := range slices.Sorted(maps.Keys(first)) {
 		f := first[path]
 		if !f.Existed {
-			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, fmt.Errorf("delete %s: %w", path, err))
+			if err := atomicfile.RemoveNoLinks(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, failure("delete", path, err))
 				rep.Failed = append(rep.Failed, path)
 				continue
 			}
@@ -62,7 +62,7 @@ func (s *Store) Restore(id string) (Report, error) {
 			continue
 		}
 		if err := s.restoreFile(f); err != nil {
-			errs = append(errs, fmt.Errorf("restore %s: %w", path, err))
+			errs = append(errs, failure("restore", path, err))
 			rep.Failed = append(rep.Failed, path)
 			continue
 		}
@@ -84,8 +84,18 @@ func (s *Store) restoreFile(f FileState) error {
 		}
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
-		return err
+	// The content and mode may be what a command wrote before the turn's tool first touched the
+	// file, so no setuid or setgid bit comes back with them: keel would be the one to set it.
+	return atomicfile.WriteNoLinks(f.Path, data, f.Mode&fs.ModePerm)
+}
+
+// failure says why the op ("restore", "delete") on path failed. Restore writes from keel's own
+// process, outside any sandbox, to paths a command could since have rerouted: a directory on
+// the way that is now a link (swapped in to have keel write or delete where it points) leaves
+// the file alone, and is said so plainly.
+func failure(op, path string, err error) error {
+	if link, ok := errors.AsType[*atomicfile.LinkError](err); ok {
+		return fmt.Errorf("%s not %sd: %w", path, op, link)
 	}
-	return writeAtomic(f.Path, data, f.Mode)
+	return fmt.Errorf("%s %s: %w", op, path, err)
 }

@@ -53,7 +53,7 @@ var turns = [][]edit{
 // turn, and the work tree's path.
 func play(t *testing.T) (*Store, []map[string]string, string) {
 	t.Helper()
-	home, work := t.TempDir(), t.TempDir()
+	home, work := t.TempDir(), realTempDir(t)
 	if err := os.WriteFile(filepath.Join(work, "a.txt"), []byte("a0"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -237,4 +237,15 @@ func TestPersistAndLimit(t *testing.T) {
 	if _, err := os.Stat(Dir(home, "sess")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("file history still there: %v", err)
 	}
+}
+
+// realTempDir is t.TempDir with its links resolved (macOS's /var is one), as the tools' paths
+// are: Restore refuses a path with a link on the way.
+func realTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -3,6 +3,7 @@ package subagent
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/keel-dev/keel/internal/tool"
 )
@@ -36,6 +37,13 @@ func (r *Runner) RunForkChild(ctx context.Context, description, prompt string) (
 		return "", errors.New(res.ResultText())
 	}
 	if out, ok := res.Output.(Output); ok {
+		if out.Status == "interrupted" {
+			// Cut off, not finished: a fan-out gives the item back instead of keeping it.
+			if err := ctx.Err(); err != nil {
+				return "", fmt.Errorf("fork %s: interrupted: %w", description, err)
+			}
+			return "", fmt.Errorf("fork %s: interrupted", description)
+		}
 		return out.Content, nil // the answer without the receipt's agent id and usage
 	}
 	return res.ResultText(), nil

@@ -193,16 +193,22 @@ func (u *Undo) Rewind(ctx context.Context, toUUID string, code, conversation boo
 		if u.c.Files == nil {
 			return rep, errors.New("rewind: this session keeps no file history")
 		}
-		files, err := u.c.Files.Restore(toUUID)
+		files, ferr := u.c.Files.Restore(toUUID)
 		rep.Files = files
-		if err != nil {
-			return rep, fmt.Errorf("rewind files: %w", err)
-		}
-		// After the file history, so the directory ends exactly as its checkpoint says.
+		// After the file history, so the directory ends exactly as its checkpoint says; and
+		// whatever of it failed, since the checkpoint puts back those files in the directory
+		// too, and takes away a link a command put on their way (which the file history
+		// refuses to write through).
 		sh, _, err := u.rewindShadow(ctx, toUUID)
 		rep.Shadow = sh
-		if err != nil {
-			return rep, fmt.Errorf("rewind the directory: %w", err)
+		if ferr != nil || err != nil {
+			if ferr != nil {
+				ferr = fmt.Errorf("rewind files: %w", ferr)
+			}
+			if err != nil {
+				err = fmt.Errorf("rewind the directory: %w", err)
+			}
+			return rep, errors.Join(ferr, err)
 		}
 	}
 	if conversation {

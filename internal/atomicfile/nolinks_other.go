@@ -1,0 +1,81 @@
+//go:build !unix
+
+package atomicfile
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// WriteNoLinks is WriteFile refusing a path with a symbolic link among its directories (a
+// *LinkError). Here the directories are checked by path before the write, so a link swapped in
+// between the check and the write is followed; unix systems hold the walk open.
+func WriteNoLinks(path string, data []byte, perm os.FileMode) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	if err := checkParents(filepath.VolumeName(abs)+string(filepath.Separator), abs); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return err
+	}
+	return WriteFile(abs, data, perm)
+}
+
+// RemoveNoLinks is os.Remove refusing a path with a symbolic link among its directories.
+func RemoveNoLinks(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	if err := checkParents(filepath.VolumeName(abs)+string(filepath.Separator), abs); err != nil {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	return os.Remove(abs)
+}
+
+// RemoveBeneath is RemoveNoLinks for rel below root (root's own links followed).
+func RemoveBeneath(root, rel string) error {
+	p := filepath.Join(root, rel)
+	if err := checkParents(root, p); err != nil {
+		return fmt.Errorf("remove %s: %w", p, err)
+	}
+	return os.Remove(p)
+}
+
+// ChmodBeneath sets the permission bits of the regular file rel below root; a link on the way
+// is a *LinkError, anything but a regular file at rel an error wrapping ErrNotRegular.
+func ChmodBeneath(root, rel string, mode fs.FileMode) error {
+	p := filepath.Join(root, rel)
+	if err := checkParents(root, p); err != nil {
+		return fmt.Errorf("chmod %s: %w", p, err)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("chmod %s: %w", p, ErrNotRegular)
+	}
+	return os.Chmod(p, mode.Perm())
+}
+
+// checkParents finds the link nearest root among the directories from root (exclusive) down to
+// path's.
+func checkParents(root, path string) error {
+	root = filepath.Clean(root)
+	var dirs []string
+	for dir := filepath.Dir(filepath.Clean(path)); dir != root && filepath.Dir(dir) != dir; dir = filepath.Dir(dir) {
+		dirs = append(dirs, dir)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if fi, err := os.Lstat(dirs[i]); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return &LinkError{Link: dirs[i]}
+		}
+	}
+	return nil
+}
