@@ -60,8 +60,10 @@ type client struct {
 	retryAt  time.Time
 	conn     jsonrpc2.Conn
 	proc     *os.Process
-	exited   chan struct{} // closed when the current process is gone
-	docs     map[string]*document
+	// run is the current process's hold on the sandbox (Options.Confine); nil outside it.
+	run    Confined
+	exited chan struct{} // closed when the current process is gone
+	docs   map[string]*document
 }
 
 // document is a file as the server knows it.
@@ -168,34 +170,51 @@ func (c *client) start(gen int) {
 	cmd := exec.Command(c.cfg.Command, c.cfg.Args...)
 	cmd.Dir = c.root()
 	cmd.Env = append(slices.Clone(c.m.opts.Environ), envList(c.cfg.Env)...)
+	if cmd.Err != nil { // not found: said as such, not as a sandbox that cannot start it
+		c.startFailed(gen, cmd.Err)
+		return
+	}
+	var run Confined
+	if c.m.opts.Confine != nil {
+		r, err := c.m.opts.Confine(cmd)
+		if err != nil {
+			c.failed(gen, fmt.Errorf("%s cannot start in the sandbox, and language servers do not run outside it unless sandbox.wrapLspServers is false: %w", c.cfg.Command, err), true)
+			return
+		}
+		run = r
+	}
+	release := func() {
+		if run != nil {
+			run.Release()
+		}
+	}
 	procgroup.Own(cmd)
 	stderr := &tail{max: 4 << 10}
 	cmd.Stderr = stderr
 	stdin, err1 := cmd.StdinPipe()
 	stdout, err2 := cmd.StdoutPipe()
 	if err := errors.Join(err1, err2); err != nil {
+		release()
 		c.failed(gen, fmt.Errorf("start %s: %w", c.cfg.Command, err), false)
 		return
 	}
 	if err := cmd.Start(); err != nil {
-		notInstalled := errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist)
-		if notInstalled {
-			err = fmt.Errorf("%s is not installed (%w)", c.cfg.Command, err)
-		}
-		c.failed(gen, err, notInstalled)
+		release()
+		c.startFailed(gen, err)
 		return
 	}
 	conn := jsonrpc2.NewConn(jsonrpc2.NewStream(pipe{ReadCloser: stdout, w: stdin}))
 	conn.Go(context.Background(), c.handler(gen))
 	exited := make(chan struct{})
 	c.mu.Lock()
-	c.conn, c.proc, c.exited = conn, cmd.Process, exited
+	c.conn, c.proc, c.run, c.exited = conn, cmd.Process, run, exited
 	if c.state == disabled { // Close came while the process was starting
-		killGroup(cmd.Process)
+		killGroup(cmd.Process, run)
 	}
 	c.mu.Unlock()
 	c.m.wg.Go(func() {
 		err := cmd.Wait()
+		release()
 		close(exited)
 		_ = conn.Close()
 		c.processEnded(gen, err, stderr.String())
@@ -203,7 +222,7 @@ func (c *client) start(gen int) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.startupTimeout())
 	defer cancel()
 	var result json.RawMessage
-	if _, err := conn.Call(ctx, "initialize", c.initializeParams(), &result); err != nil {
+	if _, err := conn.Call(ctx, "initialize", c.initializeParams(run != nil), &result); err != nil {
 		if ctx.Err() == nil {
 			// The server most likely died: its exit status and stderr say why better
 			// than the broken pipe does (processEnded reports them).
@@ -234,10 +253,24 @@ func (c *client) start(gen int) {
 	}
 }
 
-func (c *client) initializeParams() initializeParams {
+// startFailed records that process gen could not be started; a server that is not
+// installed is not retried.
+func (c *client) startFailed(gen int, err error) {
+	notInstalled := errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist)
+	if notInstalled {
+		err = fmt.Errorf("%s is not installed (%w)", c.cfg.Command, err)
+	}
+	c.failed(gen, err, notInstalled)
+}
+
+// initializeParams are the initialize request's. A confined server is told no process id:
+// keel's is not in the sandbox's PID namespace, and servers built on vscode-languageserver
+// exit when the process they are given cannot be signalled (their parent died, they think).
+func (c *client) initializeParams(confined bool) initializeParams {
 	root := c.root()
+	pid := os.Getpid()
 	p := initializeParams{
-		ProcessID:             os.Getpid(),
+		ProcessID:             &pid,
 		ClientInfo:            clientInfo{Name: "keel"},
 		RootURI:               fileURI(root),
 		InitializationOptions: c.cfg.InitializationOptions,
@@ -248,6 +281,9 @@ func (c *client) initializeParams() initializeParams {
 	p.Capabilities.TextDocument.Synchronization.DidSave = true
 	p.Capabilities.TextDocument.PublishDiagnostics.VersionSupport = true
 	p.Capabilities.General.PositionEncodings = []string{"utf-16"}
+	if confined {
+		p.ProcessID = nil
+	}
 	return p
 }
 
@@ -321,11 +357,11 @@ func (c *client) processEnded(gen int, err error, stderr string) {
 // kill ends process gen and its children.
 func (c *client) kill(gen int) {
 	c.mu.Lock()
-	p := c.proc
+	p, run := c.proc, c.run
 	same := c.gen == gen
 	c.mu.Unlock()
 	if same && p != nil {
-		killGroup(p)
+		killGroup(p, run)
 	}
 }
 
@@ -574,7 +610,7 @@ func (c *client) language(path string) string {
 // shutdown asks a running server to shut down and exit, and kills it when it does not.
 func (c *client) shutdown() {
 	c.mu.Lock()
-	conn, proc, exited, st := c.conn, c.proc, c.exited, c.state
+	conn, proc, run, exited, st := c.conn, c.proc, c.run, c.exited, c.state
 	c.state = disabled
 	if st == starting {
 		close(c.ready)
@@ -597,7 +633,7 @@ func (c *client) shutdown() {
 	select {
 	case <-exited:
 	case <-ctx.Done():
-		killGroup(proc)
+		killGroup(proc, run)
 		<-exited
 	}
 }
@@ -642,8 +678,12 @@ func lastLine(s string) string {
 }
 
 // killGroup kills the server and the processes it started (typescript-language-server runs
-// tsserver under node).
-func killGroup(p *os.Process) {
-	_ = procgroup.Kill(p.Pid)
+// tsserver under node), through the sandbox it runs in when it has one.
+func killGroup(p *os.Process, run Confined) {
+	if run != nil {
+		_ = run.Kill(p.Pid)
+	} else {
+		_ = procgroup.Kill(p.Pid)
+	}
 	_ = p.Kill()
 }

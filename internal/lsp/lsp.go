@@ -13,6 +13,7 @@ package lsp
 import (
 	"context"
 	"log/slog"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -52,8 +53,21 @@ type Options struct {
 	// Wait bounds how long After waits for the diagnostics of an edit; 0 means 3 s.
 	Wait time.Duration
 	// Now is the clock of restart backoff; nil is time.Now.
-	Now    func() time.Time
-	Logger *slog.Logger
+	Now func() time.Time
+	// Confine, when set, rewrites a server's command, not yet started, to run inside keel's
+	// sandbox (sandbox.wrapLspServers): a server loads code from the workspace — the
+	// project's node_modules/typescript, its build scripts — which sandboxed commands can
+	// write. A server it cannot confine does not start: it never runs outside instead.
+	Confine func(cmd *exec.Cmd) (Confined, error)
+	Logger  *slog.Logger
+}
+
+// Confined is a server's hold on the sandbox it runs in (a *sandbox.Run).
+type Confined interface {
+	// Kill kills the server's process group, led by pgid, and what it started.
+	Kill(pgid int) error
+	// Release ends the hold once the server has exited.
+	Release() []string
 }
 
 // DefaultWait is how long After waits for an edit's diagnostics by default.

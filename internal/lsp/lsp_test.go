@@ -14,10 +14,12 @@ import (
 
 	"github.com/keel-dev/keel/internal/goldentest"
 	"github.com/keel-dev/keel/internal/lsp/lsptest"
+	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
 func TestMain(m *testing.M) {
+	sandbox.Dispatch(os.Args) // the sandbox's helper is this binary, re-executed
 	lsptest.RunIfChild()
 	os.Exit(m.Run())
 }

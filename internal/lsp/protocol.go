@@ -11,7 +11,7 @@ import (
 // field names (LSP 3.17). The wire (Content-Length framing, JSON-RPC 2.0) is go.lsp.dev/jsonrpc2.
 
 type initializeParams struct {
-	ProcessID             int                `json:"processId"`
+	ProcessID             *int               `json:"processId"`
 	ClientInfo            clientInfo         `json:"clientInfo"`
 	RootURI               string             `json:"rootUri"`
 	Capabilities          clientCapabilities `json:"capabilities"`

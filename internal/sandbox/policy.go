@@ -107,9 +107,12 @@ type Policy struct {
 	RefuseLimited bool
 	// Excluded are Bash rule patterns run outside the sandbox (excludedCommands).
 	Excluded []string
-	// WrapHooks and WrapMCPServers extend the sandbox to hooks and MCP stdio servers.
+	// WrapHooks and WrapMCPServers extend the sandbox to hooks and MCP stdio servers;
+	// WrapLSPServers to language servers, which load code from the workspace (a project's
+	// node_modules/typescript, build scripts), so it is on unless sandbox.wrapLspServers is false.
 	WrapHooks      bool
 	WrapMCPServers bool
+	WrapLSPServers bool
 
 	// why remembers, for each configured path, the setting that put it there, for the
 	// messages about denied operations.
@@ -278,6 +281,7 @@ func NewPolicy(in Input) Policy {
 	}
 	p.Excluded = vals(sb.ExcludedCommands)
 	p.WrapHooks, p.WrapMCPServers = sb.WrapHooks.V, sb.WrapMcpServers.V
+	p.WrapLSPServers = !sb.WrapLspServers.IsSet() || sb.WrapLspServers.V
 	return p
 }
 

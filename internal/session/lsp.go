@@ -4,18 +4,19 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"time"
 
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/lsp"
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/sandbox"
 )
 
 // buildLSP starts the language-server manager of the lspServers settings (no server runs
 // until a file of its language is read or edited). Servers a project configures run only
-// once the workspace is trusted, as its hooks do.
+// once the workspace is trusted, as its hooks do; every server runs inside the session's
+// sandbox unless sandbox.wrapLspServers is false.
 func (c *configWiring) buildLSP() {
 	s := c.s
 	var servers []lsp.Config
@@ -42,11 +43,14 @@ func (c *configWiring) buildLSP() {
 	if len(servers) == 0 {
 		return
 	}
-	environ := s.opts.MCP.Environ
-	if environ == nil {
-		environ = os.Environ()
+	// keel's own credentials are no language server's business: a server runs code from the
+	// workspace, and the sandbox's network may reach an allowed domain.
+	environ := sandbox.WithoutCredentials(s.opts.MCP.Environ)
+	confine := s.lspConfine()
+	if s.sandbox != nil && confine == nil {
+		s.warn("Sandbox: " + lspOutside + ".")
 	}
-	s.lsp = lsp.New(lsp.Options{Servers: servers, Root: s.projectDir, Environ: environ, Wait: s.opts.LSPWait, Logger: s.logger})
+	s.lsp = lsp.New(lsp.Options{Servers: servers, Root: s.projectDir, Environ: environ, Wait: s.opts.LSPWait, Confine: confine, Logger: s.logger})
 }
 
 // lspObserver hands the main agent diagnostics that arrived after its edit's result was

@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/keel-dev/keel/internal/lsp/lsptest"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
@@ -77,6 +79,14 @@ func TestEditBringsGoplsDiagnostics(t *testing.T) {
 	}}
 	h := newHarness(t, sc, Options{Cwd: cwd, PermissionMode: "acceptEdits", LSPWait: waittest.Timeout(),
 		SettingsArgs: []string{lspSettings(t, "gopls", gopls, []string{"serve"}, map[string]string{"GOTOOLCHAIN": "local"}, ".go")}})
+	// gopls runs in the sandbox, as every language server does by default (its caches are
+	// the toolchain caches the sandbox lets commands write).
+	if h.sess.sandbox == nil || !h.sess.sandbox.Policy().WrapLSPServers {
+		t.Fatal("the sandbox is off, or does not take language servers")
+	}
+	if err := h.sess.sandbox.Available(); errors.Is(err, sandbox.ErrUnavailable) {
+		t.Skipf("no sandbox on this machine for gopls to run in: %v", err)
+	}
 	h.send(t, "rename it")
 	got := editResult(t, h.sess.History(), "Edit")
 	goldentest.Check(t, "edit_with_diagnostics.txt", []byte(strings.ReplaceAll(got, cwd, "$CWD")))

@@ -6,14 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/keel-dev/keel/internal/egress"
+	"github.com/keel-dev/keel/internal/lsp"
 	"github.com/keel-dev/keel/internal/mcphost"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/runconfig"
@@ -199,6 +203,44 @@ func (s *Session) serverConfine() func(*exec.Cmd) (mcphost.Confined, error) {
 	}
 }
 
+// lspConfine runs the session's language servers inside its sandbox, as it does unless
+// sandbox.wrapLspServers is false; nil otherwise.
+func (s *Session) lspConfine() func(*exec.Cmd) (lsp.Confined, error) {
+	if s.sandbox == nil || !s.sandbox.Policy().WrapLSPServers {
+		return nil
+	}
+	sb := s.sandbox
+	return func(cmd *exec.Cmd) (lsp.Confined, error) {
+		run, err := sb.Confine(cmd)
+		if err != nil {
+			return nil, err // not a nil *sandbox.Run in a non-nil interface
+		}
+		return run, nil
+	}
+}
+
+// lspOutside is what the session and `keel doctor` say of language servers run outside
+// the sandbox that is on.
+const lspOutside = "language servers run outside the sandbox (sandbox.wrapLspServers is false): one that loads code from the workspace — a project's node_modules/typescript, its build scripts or proc macros — runs what sandboxed commands wrote there, with your rights"
+
+// lspFinding is `keel doctor`'s line on where the configured language servers run, when
+// the sandbox sb is on and there are any.
+func (s *Session) lspFinding(sb *sandbox.Sandbox) (sandbox.Finding, bool) {
+	servers := map[string]settings.Value[settings.LSPServer]{}
+	maps.Copy(servers, s.settings.LSPServers)
+	if s.plug != nil {
+		maps.Copy(servers, s.plug.LSPServers())
+	}
+	if !sb.Policy().Enabled() || len(servers) == 0 {
+		return sandbox.Finding{}, false
+	}
+	names := strings.Join(slices.Sorted(maps.Keys(servers)), ", ")
+	if !sb.Policy().WrapLSPServers {
+		return sandbox.Finding{Name: "language servers", Status: "warn", Detail: names + ": " + lspOutside}, true
+	}
+	return sandbox.Finding{Name: "language servers", Status: "ok", Detail: names + ": inside the sandbox (sandbox.wrapLspServers); one that cannot start there does not start"}, true
+}
+
 // SandboxFindings are `keel doctor`'s sandbox checks for this session (see [sandbox.Doctor]):
 // what the machine supports and what the session's sandbox allows, or that it is off.
 func (s *Session) SandboxFindings(ctx context.Context) []sandbox.Finding {
@@ -208,6 +250,9 @@ func (s *Session) SandboxFindings(ctx context.Context) []sandbox.Finding {
 	}
 	out := sandbox.Doctor(ctx, sb)
 	if f, ok := s.trackedMaskedFinding(ctx, sb); ok {
+		out = append(out, f)
+	}
+	if f, ok := s.lspFinding(sb); ok {
 		out = append(out, f)
 	}
 	return out

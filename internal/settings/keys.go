@@ -325,7 +325,7 @@ var narrowingKeys = lazy.Value[map[string]bool]{New: func() map[string]bool {
 		// untrusted workspace's value is honoured only when it gives the sandbox less room.
 		"sandbox.enabled": true, "sandbox.autoAllowBashIfSandboxed": true, "sandbox.allowUnsandboxedCommands": true,
 		"sandbox.failIfUnavailable": true, "sandbox.wrapHooks": true, "sandbox.wrapMcpServers": true,
-		"sandbox.network.deniedDomains": true, "sandbox.network.allowLocalBinding": true,
+		"sandbox.wrapLspServers": true, "sandbox.network.deniedDomains": true, "sandbox.network.allowLocalBinding": true,
 		"sandbox.network.strictAllowlist": true, "sandbox.filesystem.denyWrite": true, "sandbox.filesystem.denyRead": true,
 	}
 }}

@@ -18,9 +18,11 @@ type Sandbox struct {
 	ExcludedCommands         []Value[string]
 	AllowUnsandboxedCommands Value[bool]
 	FailIfUnavailable        Value[bool]
-	// WrapHooks and WrapMcpServers (keel's) run hooks and MCP stdio servers inside too.
+	// WrapHooks and WrapMcpServers (keel's) run hooks and MCP stdio servers inside too;
+	// WrapLspServers (keel's) runs language servers inside, unless it is set to false.
 	WrapHooks      Value[bool]
 	WrapMcpServers Value[bool]
+	WrapLspServers Value[bool]
 	Network        SandboxNetwork
 	Filesystem     SandboxFilesystem
 }
@@ -63,6 +65,7 @@ func sandboxKey() keyDef {
 		tighteningBool("failIfUnavailable", sb(func(x *Sandbox) *Value[bool] { return &x.FailIfUnavailable }), true),
 		tighteningBool("wrapHooks", sb(func(x *Sandbox) *Value[bool] { return &x.WrapHooks }), true),
 		tighteningBool("wrapMcpServers", sb(func(x *Sandbox) *Value[bool] { return &x.WrapMcpServers }), true),
+		tighteningBool("wrapLspServers", sb(func(x *Sandbox) *Value[bool] { return &x.WrapLspServers }), true),
 		strictObject("network",
 			list("allowedDomains", strs(func(x *Sandbox) *[]Value[string] { return &x.Network.AllowedDomains }), decDomain),
 			list("deniedDomains", strs(func(x *Sandbox) *[]Value[string] { return &x.Network.DeniedDomains }), decDomain),

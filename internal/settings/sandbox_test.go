@@ -63,7 +63,7 @@ func TestSandboxBadInput(t *testing.T) {
 	}
 	all := strings.Join(msgs, "\n")
 	for _, want := range []string{
-		path + ":2:3: unknown key sandbox.enabeld: valid keys are enabled, autoAllowBashIfSandboxed, excludedCommands, allowUnsandboxedCommands, failIfUnavailable, wrapHooks, wrapMcpServers, network, filesystem",
+		path + ":2:3: unknown key sandbox.enabeld: valid keys are enabled, autoAllowBashIfSandboxed, excludedCommands, allowUnsandboxedCommands, failIfUnavailable, wrapHooks, wrapMcpServers, wrapLspServers, network, filesystem",
 		path + ":3:15: unknown key sandbox.network.allowedDomain: valid keys are allowedDomains, deniedDomains, allowLocalBinding, allowUnixSockets, strictAllowlist",
 		"sandbox.filesystem.allowWrite is a string, want an array",
 		"sandbox.ignoreViolations is a Claude Code key keel does not use",
@@ -110,5 +110,43 @@ func TestUntrustedSandboxOnlyTightens(t *testing.T) {
 		"sandbox.filesystem.allowWrite", "sandbox.network.allowedDomains", "sandbox.network.strictAllowlist"}
 	if diff := cmp.Diff(want, ignored); diff != "" {
 		t.Errorf("ignored mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestWrapLspServers: sandbox.wrapLspServers (on unless set to false) may be switched off by
+// the user; an untrusted project's false is ignored and listed, its true switches it back on.
+func TestWrapLspServers(t *testing.T) {
+	for _, tc := range []struct {
+		name, user, project string
+		set, want           bool
+		ignored             []string
+	}{
+		{name: "user off", user: `{"sandbox": {"wrapLspServers": false}}`, set: true, want: false},
+		{name: "project off", project: `{"sandbox": {"wrapLspServers": false}}`, set: false, ignored: []string{"sandbox.wrapLspServers"}},
+		{name: "user off, project on", user: `{"sandbox": {"wrapLspServers": false}}`, project: `{"sandbox": {"wrapLspServers": true}}`, set: true, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLayout(t)
+			if tc.user != "" {
+				l.write(t, l.files()["user"], tc.user)
+			}
+			if tc.project != "" {
+				l.write(t, l.files()["project"], tc.project)
+			}
+			s, err := Load(Options{Env: Env{Home: l.home}, ProjectDir: l.project, ManagedPath: l.managed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := s.Sandbox.WrapLspServers; w.IsSet() != tc.set || w.V != tc.want {
+				t.Errorf("wrapLspServers = %+v, want set %v, value %v", w, tc.set, tc.want)
+			}
+			var ignored []string
+			for _, v := range s.Ignored {
+				ignored = append(ignored, v.V)
+			}
+			if diff := cmp.Diff(tc.ignored, ignored); diff != "" {
+				t.Errorf("ignored mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 
 	"go.lsp.dev/jsonrpc2"
 )
@@ -127,6 +129,16 @@ func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 	_ = json.Unmarshal(req.Params(), &p)
 	switch req.Method() {
 	case "initialize":
+		// As vscode-languageserver's servers do (typescript-language-server, pyright…):
+		// exit when the client process named cannot be signalled.
+		var init struct {
+			ProcessID *int `json:"processId"`
+		}
+		_ = json.Unmarshal(req.Params(), &init)
+		if init.ProcessID != nil && !alive(*init.ProcessID) {
+			fmt.Fprintf(os.Stderr, "lsptest: the client process %d is gone\n", *init.ProcessID)
+			os.Exit(1)
+		}
 		if s.gated {
 			if f, err := os.Open(os.Getenv(GateEnv)); err == nil { // blocks until the test opens it to write
 				f.Close()
@@ -153,6 +165,15 @@ func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 		os.Exit(0)
 	}
 	return nil, nil
+}
+
+// alive reports whether process pid can be signalled, as the client's watchdog checks.
+func alive(pid int) bool {
+	if runtime.GOOS == "windows" {
+		return true // signal 0 is not there to ask with
+	}
+	p, err := os.FindProcess(pid)
+	return err == nil && p.Signal(syscall.Signal(0)) == nil
 }
 
 func (s *server) update(uri string, version int, text string) {
