@@ -1,0 +1,52 @@
+package session
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/keel-dev/keel/internal/provider/scripted"
+)
+
+// TestMemoryIncludesHonourReadDenyRulesAndMasks is adversary8's H5: a CLAUDE.md (written by
+// a sandboxed command, or shipped by the repository) names `@secrets/token`, which a Read deny
+// rule covers, and `@.env`, which sandbox.filesystem.denyRead masks; keel's memory loader
+// read both into the system prompt. Neither may reach the model, trusted or not, sandbox on
+// or off, and a notice says each was left out; the include beside them still expands.
+func TestMemoryIncludesHonourReadDenyRulesAndMasks(t *testing.T) {
+	for _, c := range []struct {
+		trusted bool
+		sandbox string
+	}{{false, "workspace-write"}, {true, "workspace-write"}, {false, "off"}} {
+		home, cwd := t.TempDir(), t.TempDir()
+		writeTree(t, cwd, map[string]string{
+			".git/HEAD":     "ref: refs/heads/main\n",
+			"CLAUDE.md":     "# Project notes\nSee @secrets/token for the build id.\nThe style: @docs/style.md\nEnv: @.env\n",
+			"secrets/token": "TOKEN-SECRET-8",
+			".env":          "ENV-SECRET-8",
+			"docs/style.md": "ALLOWED-STYLE",
+		})
+		writeTree(t, home, map[string]string{"settings.json": `{"permissions": {"deny": ["Read(/` + filepath.Join(cwd, "secrets") + `/**)"]},
+  "sandbox": {"filesystem": {"denyRead": ["` + filepath.Join(cwd, ".env") + `"]}}}`})
+		h := newHarness(t, calls(scripted.Text("done")), Options{Cwd: cwd, Home: home, Trust: c.trusted, Sandbox: c.sandbox})
+		events := h.send(t, "go")
+		body := h.bodies()
+		for _, secret := range []string{"TOKEN-SECRET-8", "ENV-SECRET-8"} {
+			if strings.Contains(body, secret) {
+				t.Errorf("%+v: %s is in the request the model received", c, secret)
+			}
+		}
+		if !strings.Contains(body, "ALLOWED-STYLE") {
+			t.Errorf("%+v: the allowed include was not expanded into the system prompt", c)
+		}
+		got := notices(events)
+		for _, want := range []string{
+			"./CLAUDE.md:2: @secrets/token is not included: a Read deny rule covers it (Read(/",
+			"./CLAUDE.md:4: @.env is not included: the sandbox masks it (sandbox.filesystem.denyRead)",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%+v: no notice %q:\n%s", c, want, got)
+			}
+		}
+	}
+}
