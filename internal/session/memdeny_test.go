@@ -50,3 +50,25 @@ func TestMemoryIncludesHonourReadDenyRulesAndMasks(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandFileMentionsHonourReadDenyRules: a project command's `@secrets/token`, which a
+// Read deny rule covers, is not attached to the prompt the model receives, and the prompt says
+// it was left out; the mention beside it still is attached.
+func TestCommandFileMentionsHonourReadDenyRules(t *testing.T) {
+	home, cwd := t.TempDir(), t.TempDir()
+	writeTree(t, cwd, map[string]string{
+		".git/HEAD":                 "ref: refs/heads/main\n",
+		".claude/commands/build.md": "Build with the id in @secrets/token, the style in @docs/style.md.\n",
+		"secrets/token":             "TOKEN-SECRET-8",
+		"docs/style.md":             "ALLOWED-STYLE",
+	})
+	writeTree(t, home, map[string]string{"settings.json": `{"permissions": {"deny": ["Read(./secrets/**)"]}}`})
+	sc := &scripted.Scenario{Rules: []scripted.Rule{{Reply: []scripted.Block{scripted.Text("done")}}}}
+	h := newHarness(t, sc, Options{Cwd: cwd, Home: home})
+	h.send(t, "/build")
+	body := h.bodies()
+	if strings.Contains(body, "TOKEN-SECRET-8") || !strings.Contains(body, "ALLOWED-STYLE") ||
+		!strings.Contains(body, "@secrets/token is not included: a Read deny rule covers it") {
+		t.Errorf("the request the model received:\n%s\nwant the style attached, the token left out with a note", body)
+	}
+}
