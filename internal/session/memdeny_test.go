@@ -1,6 +1,7 @@
 package session
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,5 +71,27 @@ func TestCommandFileMentionsHonourReadDenyRules(t *testing.T) {
 	if strings.Contains(body, "TOKEN-SECRET-8") || !strings.Contains(body, "ALLOWED-STYLE") ||
 		!strings.Contains(body, "@secrets/token is not included: a Read deny rule covers it") {
 		t.Errorf("the request the model received:\n%s\nwant the style attached, the token left out with a note", body)
+	}
+}
+
+// TestProjectOutputStyleLinkHonoursReadDenyRules: a project's output style that is a link to
+// a file a Read deny rule covers is not read into the system prompt, and a notice says so.
+func TestProjectOutputStyleLinkHonoursReadDenyRules(t *testing.T) {
+	home, cwd := t.TempDir(), t.TempDir()
+	writeTree(t, cwd, map[string]string{".git/HEAD": "ref: refs/heads/main\n", "secrets/token": "TOKEN-SECRET-8"})
+	if err := os.MkdirAll(filepath.Join(cwd, ".claude", "output-styles"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(cwd, "secrets", "token"), filepath.Join(cwd, ".claude", "output-styles", "leak.md")); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, home, map[string]string{"settings.json": `{"outputStyle": "leak", "permissions": {"deny": ["Read(./secrets/**)"]}}`})
+	h := newHarness(t, calls(scripted.Text("done")), Options{Cwd: cwd, Home: home})
+	events := h.send(t, "go")
+	if strings.Contains(h.bodies(), "TOKEN-SECRET-8") {
+		t.Error("the linked output style's content is in the request the model received")
+	}
+	if !strings.Contains(notices(events), "leak.md is not read: a Read deny rule covers it") {
+		t.Errorf("no notice names the refused style:\n%s", notices(events))
 	}
 }
