@@ -95,3 +95,28 @@ func TestProjectOutputStyleLinkHonoursReadDenyRules(t *testing.T) {
 		t.Errorf("no notice names the refused style:\n%s", notices(events))
 	}
 }
+
+// TestAgentMemoryIndexLinkHonoursMasks: a project agent's MEMORY.md that a repository ships as
+// a link to a file sandbox.filesystem.denyRead masks is not read into the agent's prompt.
+func TestAgentMemoryIndexLinkHonoursMasks(t *testing.T) {
+	home := t.TempDir()
+	cwd, _ := filepath.EvalSymlinks(t.TempDir())
+	writeTree(t, cwd, map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".env": "ENV-SECRET-8"})
+	writeAgent(t, cwd, "keeper", "memory: project\n")
+	memDir := filepath.Join(cwd, ".keel", "agent-memory", "keeper")
+	if err := os.MkdirAll(memDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(cwd, ".env"), filepath.Join(memDir, "MEMORY.md")); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, home, map[string]string{"settings.json": `{"sandbox": {"filesystem": {"denyRead": ["` + filepath.Join(cwd, ".env") + `"]}}}`})
+	h := newHarness(t, spawnRules("keeper", "MEM-TASK",
+		scripted.Rule{Name: "child", When: scripted.Match{UserText: "MEM-TASK"}, Reply: []scripted.Block{scripted.Text("noted")}}),
+		Options{Cwd: cwd, Home: home, Trust: true})
+	h.send(t, "start")
+	body := string(requestWith(t, h, "MEM-TASK"))
+	if strings.Contains(h.bodies(), "ENV-SECRET-8") || !strings.Contains(body, "MEMORY.md is not read: the sandbox masks it (sandbox.filesystem.denyRead)") {
+		t.Errorf("the agent's request:\n%s\nwant its MEMORY.md left out", body)
+	}
+}

@@ -24,13 +24,21 @@ func (s *Session) promptReadRefusal() func(path string) string {
 	if s.checker != nil {
 		rules = s.checker.ReadFilter()
 	}
-	masks := s.maskPolicy()
+	masked := s.maskRefusal()
 	return func(path string) string {
 		if rules != nil {
 			if why := rules(path); why != "" {
 				return why
 			}
 		}
+		return masked(path)
+	}
+}
+
+// maskRefusal says why the sandbox masks path or the file it links to, or "" when it does not.
+func (s *Session) maskRefusal() func(path string) string {
+	masks := s.maskPolicy()
+	return func(path string) string {
 		for _, p := range []string{path, realPath(path)} {
 			if masks.MaskedAt(p) {
 				return "the sandbox masks it (" + masks.Why(p) + ")"

@@ -138,6 +138,22 @@ func openMemory(def *agentdef.Definition, home, projectDir string, refused func(
 	return &agentMemory{dir: dir, text: b.String(), rules: rules}, nil
 }
 
+// refusal is the first reason of checks to refuse a file, or "" when none does; nil checks
+// are skipped.
+func refusal(checks ...func(path string) string) func(path string) string {
+	return func(path string) string {
+		for _, c := range checks {
+			if c == nil {
+				continue
+			}
+			if why := c(path); why != "" {
+				return why
+			}
+		}
+		return ""
+	}
+}
+
 // readHead returns the first n lines of path; a missing file is empty.
 func readHead(path string, n int) (string, error) {
 	f, err := os.Open(path)

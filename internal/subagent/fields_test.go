@@ -167,35 +167,53 @@ func TestAgentMemory(t *testing.T) {
 }
 
 // TestAgentMemoryIndexHonoursReadDenyRules: a project agent memory's MEMORY.md that is a link
-// to a file the session's Read deny rule covers (a repository can ship one) is not put in the
-// child's system prompt: the prompt says it was not read.
+// to a file the session's Read deny rule covers, or the sandbox masks (Config.Masked), is not
+// put in the child's system prompt (a repository can ship such a link): the prompt says it was
+// not read and why.
 func TestAgentMemoryIndexHonoursReadDenyRules(t *testing.T) {
-	dir, _ := filepath.EvalSymlinks(t.TempDir())
-	memDir := filepath.Join(dir, ".keel", "agent-memory", "keeper")
-	def := customAgent("keeper", func(d *agentdef.Definition) { d.Memory = agentdef.MemoryProject })
-	w := newWorld(t, spawnOf("keeper", "MEM-TASK",
-		scripted.Rule{Name: "child", When: scripted.Match{UserText: "MEM-TASK"}, Reply: []scripted.Block{scripted.Text("noted")}}),
-		worldOptions{dir: dir, defs: []*agentdef.Definition{def}, cfg: func(c *Config) { c.ProjectDir = dir }})
-	deny, errs := permission.ParseRules([]string{"Read(//" + strings.TrimLeft(filepath.ToSlash(dir), "/") + "/secrets/**)"}, permission.Deny, permission.Source{Name: "test"})
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	w.checker.AddRules(deny...)
-	for _, d := range []string{memDir, filepath.Join(dir, "secrets")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	for _, byMask := range []bool{false, true} {
+		dir, _ := filepath.EvalSymlinks(t.TempDir())
+		memDir := filepath.Join(dir, ".keel", "agent-memory", "keeper")
+		secrets := filepath.Join(dir, "secrets")
+		def := customAgent("keeper", func(d *agentdef.Definition) { d.Memory = agentdef.MemoryProject })
+		w := newWorld(t, spawnOf("keeper", "MEM-TASK",
+			scripted.Rule{Name: "child", When: scripted.Match{UserText: "MEM-TASK"}, Reply: []scripted.Block{scripted.Text("noted")}}),
+			worldOptions{dir: dir, defs: []*agentdef.Definition{def}, cfg: func(c *Config) {
+				c.ProjectDir = dir
+				if byMask {
+					c.Masked = func(path string) string { // as the session's: the file a link leads to counts
+						if real, err := filepath.EvalSymlinks(path); err == nil && strings.HasPrefix(real, secrets+string(filepath.Separator)) {
+							return "the sandbox masks it (sandbox.filesystem.denyRead)"
+						}
+						return ""
+					}
+				}
+			}})
+		want := "MEMORY.md is not read: the sandbox masks it (sandbox.filesystem.denyRead)"
+		if !byMask {
+			deny, errs := permission.ParseRules([]string{"Read(//" + strings.TrimLeft(filepath.ToSlash(secrets), "/") + "/**)"}, permission.Deny, permission.Source{Name: "test"})
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			w.checker.AddRules(deny...)
+			want = "MEMORY.md is not read: a Read deny rule covers it"
+		}
+		for _, d := range []string{memDir, secrets} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(secrets, "token"), []byte("TOKEN-SECRET-8\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "secrets", "token"), []byte("TOKEN-SECRET-8\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(dir, "secrets", "token"), filepath.Join(memDir, "MEMORY.md")); err != nil {
-		t.Fatal(err)
-	}
-	w.run("start")
-	body := childRequest(t, w, "MEM-TASK")
-	if has(body, "TOKEN-SECRET-8") || !has(body, "MEMORY.md is not read: a Read deny rule covers it") {
-		t.Errorf("the child's request:\n%s\nwant MEMORY.md left out, saying why", body)
+		if err := os.Symlink(filepath.Join(secrets, "token"), filepath.Join(memDir, "MEMORY.md")); err != nil {
+			t.Fatal(err)
+		}
+		w.run("start")
+		body := childRequest(t, w, "MEM-TASK")
+		if has(body, "TOKEN-SECRET-8") || !has(body, want) {
+			t.Errorf("byMask=%v: the child's request:\n%s\nwant MEMORY.md left out: %q", byMask, body, want)
+		}
 	}
 }
 
