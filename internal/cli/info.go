@@ -10,6 +10,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/memory"
+	"github.com/keel-dev/keel/internal/runconfig"
 	"github.com/keel-dev/keel/internal/session"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/skill"
@@ -148,11 +149,14 @@ func (a *app) runSkills(ctx context.Context, opts *infoOptions) error {
 }
 
 func (a *app) runMemory(_ context.Context, opts *infoOptions) error {
-	cwd, _, err := workDirs()
+	cwd, root, err := workDirs()
 	if err != nil {
 		return err
 	}
-	set, err := memory.Load(memory.Options{Cwd: cwd, Home: userHomeDir(), KeelHome: a.env.Home})
+	// What a session here would load: its Read rules and the sandbox's masks leave out the
+	// files they cover, listed as excluded.
+	st, _ := settings.Load(settings.Options{Env: settings.Env{Home: a.env.Home}, ProjectDir: root})
+	set, err := session.LoadMemory(runconfig.Config{Cwd: cwd, Home: a.env.Home}, st)
 	if err != nil {
 		return err
 	}

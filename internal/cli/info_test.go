@@ -103,3 +103,29 @@ func infoRow(out, name, want string) bool {
 	}
 	return false
 }
+
+// keel memory lists what a session here would load: an include a Read deny rule covers is
+// shown as excluded, with the rule, not as a memory file, in text and in JSON.
+func TestMemoryListsADeniedIncludeAsExcluded(t *testing.T) {
+	root := infoProject(t)
+	writeTree(t, root, map[string]string{
+		"CLAUDE.md":     "Indent with tabs.\nSee @secrets/token for the build id.\n",
+		"secrets/token": "TOKEN-SECRET-8",
+	})
+	home := writeTree(t, t.TempDir(), map[string]string{
+		"settings.json": `{"permissions": {"deny": ["Read(/` + filepath.Join(root, "secrets") + `/**)"]}}`,
+	})
+	code, out := runKeel(t, home, "memory")
+	if code != 0 || !strings.Contains(out, "Excluded (not read into the prompt):\n     ../CLAUDE.md:2 includes ../secrets/token: a Read deny rule covers it") ||
+		strings.Contains(out, "project  ../secrets/token") {
+		t.Errorf("keel memory exited %d:\n%s\nwant ../secrets/token excluded, not loaded", code, out)
+	}
+	code, out = runKeel(t, home, "memory", "--json")
+	var r struct {
+		Files    []struct{ Display string }
+		Excluded []struct{ Path, Why string }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || len(r.Files) != 1 || len(r.Excluded) != 1 || r.Excluded[0].Path != "../secrets/token" {
+		t.Errorf("keel memory --json exited %d:\n%s\nwant one file and ../secrets/token excluded", code, out)
+	}
+}

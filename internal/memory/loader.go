@@ -33,6 +33,22 @@ type loader struct {
 	pending  []File
 	warnings []Warning
 	external []External
+	excluded []Excluded
+}
+
+// refused says why path may not be read into the prompt ([Options.Refuse]), asked for the
+// path as written and as its links resolve; "" when it may.
+func (l *loader) refused(path string) string {
+	if l.opts.Refuse == nil {
+		return ""
+	}
+	if why := l.opts.Refuse(path); why != "" {
+		return why
+	}
+	if real := canonical(path); real != path {
+		return l.opts.Refuse(real)
+	}
+	return ""
 }
 
 // leavesProject reports whether a file of this kind, resolved to path, reaches outside the
@@ -140,6 +156,14 @@ func (l *loader) loadCandidate(c candidate) {
 		l.external = append(l.external, External{From: l.display(c.path), Target: l.display(canonical(c.path))})
 		return
 	}
+	if st, err := os.Stat(c.path); err == nil && st.Mode().IsRegular() && !l.seen[canonical(c.path)] {
+		if why := l.refused(c.path); why != "" {
+			l.seen[canonical(c.path)] = true
+			l.excluded = append(l.excluded, Excluded{Target: l.display(c.path), Why: why})
+			l.warn(c.path, 0, "is not loaded: "+why)
+			return
+		}
+	}
 	f, ok := l.read(c.path, c.kind, 0)
 	if !ok {
 		return
@@ -176,6 +200,13 @@ func (l *loader) expand(f File, chain []string) {
 			if cyc := l.cycle(next, target); cyc != "" {
 				l.warn(f.Path, ref.Line, "include cycle "+cyc+"; not followed")
 			}
+			continue
+		}
+		if why := l.refused(target); why != "" {
+			// Marked seen, so a file mentioned twice is reported once.
+			l.seen[key] = true
+			l.excluded = append(l.excluded, Excluded{From: f.Display, Line: ref.Line, Target: l.display(target), Why: why})
+			l.warn(f.Path, ref.Line, fmt.Sprintf("@%s is not included: %s", ref.Raw, why))
 			continue
 		}
 		if l.leavesProject(f.Kind, target) {

@@ -122,6 +122,12 @@ type Options struct {
 	// [Set.External], so a cloned repository cannot send ~/.ssh/id_rsa to the model. User
 	// and managed files are never limited.
 	ExternalIncludes bool
+	// Refuse, when set, says why a file must not be read into the prompt — a Read deny or ask
+	// rule, a path the sandbox masks — or "" when it may be. Every file is asked about, found
+	// or included, as written and with its links resolved: a memory file is read by keel
+	// itself, so without it an `@secrets/token` a command wrote into CLAUDE.md would send the
+	// masked file to the model. A refused file is listed by [Set.Excluded] with a warning.
+	Refuse func(path string) string
 	// Logger receives debug lines for skipped candidates; nil discards.
 	Logger *slog.Logger
 }
@@ -144,6 +150,24 @@ func (e External) String() string {
 	return fmt.Sprintf("%s:%d includes %s", e.From, e.Line, e.Target)
 }
 
+// Excluded is a file that was not read because [Options.Refuse] refused it.
+type Excluded struct {
+	// From is the Display name of the file that includes it and Line the line; both empty
+	// for a memory file found by discovery.
+	From string `json:"from,omitempty"`
+	Line int    `json:"line,omitempty"`
+	// Target is the Display name of the file left out, Why what refused it.
+	Target string `json:"path"`
+	Why    string `json:"why"`
+}
+
+func (e Excluded) String() string {
+	if e.From == "" {
+		return e.Target + ": " + e.Why
+	}
+	return fmt.Sprintf("%s:%d includes %s: %s", e.From, e.Line, e.Target, e.Why)
+}
+
 // DefaultManagedPath is where an administrator puts instructions for every user of a machine.
 func DefaultManagedPath() string {
 	switch runtime.GOOS {
@@ -163,12 +187,20 @@ type Set struct {
 
 	loader *loader
 
-	// mu guards files, pending, warnings and external.
+	// mu guards files, pending, warnings, external and excluded.
 	mu       sync.Mutex
 	files    []File
 	pending  []File
 	warnings []Warning
 	external []External
+	excluded []Excluded
+}
+
+// Excluded returns the files [Options.Refuse] kept out, in the order met.
+func (s *Set) Excluded() []Excluded {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Excluded(nil), s.excluded...)
 }
 
 // External returns the files outside the project that project and local files name but that
@@ -216,10 +248,12 @@ func (s *Set) Touch(paths []string) []File {
 		s.loader.files = nil
 		s.loader.warnings = nil
 		s.loader.external = nil
+		s.loader.excluded = nil
 		s.loader.expand(rule, nil)
 		out = append(out, s.loader.files...)
 		s.warnings = append(s.warnings, s.loader.warnings...)
 		s.external = append(s.external, s.loader.external...)
+		s.excluded = append(s.excluded, s.loader.excluded...)
 	}
 	s.pending = keep
 	s.files = append(s.files, out...)
@@ -257,7 +291,7 @@ func Load(opts Options) (*Set, error) {
 	for _, c := range l.candidates() {
 		l.loadCandidate(c)
 	}
-	s := &Set{Root: root, loader: l, files: l.files, pending: l.pending, warnings: l.warnings, external: l.external}
+	s := &Set{Root: root, loader: l, files: l.files, pending: l.pending, warnings: l.warnings, external: l.external, excluded: l.excluded}
 	if w, ok := totalWarning(l.files, opts.WarnChars); ok {
 		s.warnings = append(s.warnings, w)
 	}

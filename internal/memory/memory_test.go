@@ -372,3 +372,67 @@ func TestExternalIncludesNeedTrust(t *testing.T) {
 		t.Errorf("external mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestRefusedFilesAreLeftOut checks that a file Options.Refuse refuses — included, found by
+// discovery, or reached through a link — is not read, is listed as excluded and warned about,
+// while the includes beside it still load.
+func TestRefusedFilesAreLeftOut(t *testing.T) {
+	fx := newFixture(t, map[string]string{
+		"repo/.git/":                 "",
+		"repo/CLAUDE.md":             "See @secrets/token for the build id.\nAnd @docs/ok.md\nAgain @secrets/token\n",
+		"repo/secrets/token":         "TOKEN-SECRET",
+		"repo/secrets/other.md":      "OTHER-SECRET",
+		"repo/docs/ok.md":            "ALLOWED-TEXT @alias.md",
+		"repo/sub/pkg/CLAUDE.md":     "nested",
+		"repo/sub/pkg/KEEL.local.md": "LOCAL-SECRET",
+	})
+	// A link whose own name no rule covers still leads to the refused file.
+	if err := os.Symlink(filepath.Join(fx.repo, "secrets", "other.md"), filepath.Join(fx.repo, "docs", "alias.md")); err != nil {
+		t.Fatal(err)
+	}
+	secrets, local := filepath.Join(fx.repo, "secrets"), filepath.Join(fx.cwd, "KEEL.local.md")
+	refuse := func(path string) string {
+		if path == local || strings.HasPrefix(path, secrets+string(filepath.Separator)) {
+			return "a Read deny rule covers it"
+		}
+		return ""
+	}
+	s, err := Load(Options{Cwd: fx.cwd, Home: fx.home, ManagedPath: "-", Refuse: refuse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"project ../../CLAUDE.md", "project ../../docs/ok.md", "project ./CLAUDE.md"}, displays(s.Files())); diff != "" {
+		t.Errorf("files mismatch (-want +got):\n%s", diff)
+	}
+	for _, f := range s.Files() {
+		if strings.Contains(f.Content, "SECRET") {
+			t.Errorf("%s holds a refused file's content: %q", f.Display, f.Content)
+		}
+	}
+	var excluded []string
+	for _, e := range s.Excluded() {
+		excluded = append(excluded, e.String())
+	}
+	want := []string{
+		"../../CLAUDE.md:1 includes ../../secrets/token: a Read deny rule covers it",
+		"../../docs/ok.md:1 includes ../../docs/alias.md: a Read deny rule covers it",
+		"./KEEL.local.md: a Read deny rule covers it",
+	}
+	if diff := cmp.Diff(want, excluded); diff != "" {
+		t.Errorf("excluded mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{
+		"../../CLAUDE.md:1: @secrets/token is not included: a Read deny rule covers it",
+		"../../docs/ok.md:1: @alias.md is not included: a Read deny rule covers it",
+		"./KEEL.local.md: is not loaded: a Read deny rule covers it",
+	}, warnings(s)); diff != "" {
+		t.Errorf("warnings mismatch (-want +got):\n%s", diff)
+	}
+	var text strings.Builder
+	if err := NewReport(s).WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "Excluded (not read into the prompt):\n     ../../CLAUDE.md:1 includes ../../secrets/token") {
+		t.Errorf("the report does not list the excluded include:\n%s", text.String())
+	}
+}

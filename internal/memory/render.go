@@ -16,6 +16,8 @@ type Report struct {
 	Files    []ReportFile `json:"files"`
 	Pending  []ReportFile `json:"pending"`
 	Warnings []Warning    `json:"warnings"`
+	// Excluded are the files left out because a Read rule or the sandbox's masks cover them.
+	Excluded []Excluded `json:"excluded"`
 	// Chars is the total size of the loaded files, in characters.
 	Chars int `json:"chars"`
 }
@@ -31,6 +33,10 @@ func NewReport(s *Set) Report {
 	r := Report{Root: s.Root, Files: []ReportFile{}, Pending: []ReportFile{}, Warnings: s.Warnings()}
 	if r.Warnings == nil {
 		r.Warnings = []Warning{}
+	}
+	r.Excluded = s.Excluded()
+	if r.Excluded == nil {
+		r.Excluded = []Excluded{}
 	}
 	for _, f := range s.Files() {
 		n := utf8.RuneCountInString(f.Content)
@@ -79,6 +85,12 @@ func (r Report) WriteText(w io.Writer) error {
 		b.WriteString("\nRules waiting for a matching file:\n")
 		for _, f := range r.Pending {
 			fmt.Fprintf(&b, "     %-8s %s  paths: %s\n", label(f.File), f.Display, strings.Join(f.Globs, ", "))
+		}
+	}
+	if len(r.Excluded) > 0 {
+		b.WriteString("\nExcluded (not read into the prompt):\n")
+		for _, e := range r.Excluded {
+			fmt.Fprintf(&b, "     %s\n", e)
 		}
 	}
 	if len(r.Warnings) > 0 {

@@ -37,6 +37,10 @@ type Style struct {
 // name (user, then project).
 type Dir struct {
 	Path string
+	// Refuse, when set, says why a style file must not be read into the prompt (a Read deny
+	// rule, a sandbox mask: a project's style may be a link to a secret), or "" when it may;
+	// a refused file is one of Load's problems.
+	Refuse func(path string) string
 }
 
 // Load returns the built-in styles followed by those of dirs, a later style replacing an
@@ -59,6 +63,12 @@ func Load(dirs []Dir) ([]Style, []error) {
 				continue
 			}
 			path := filepath.Join(d.Path, e.Name())
+			if d.Refuse != nil {
+				if why := d.Refuse(path); why != "" {
+					errs = append(errs, fmt.Errorf("output style %s is not read: %s", path, why))
+					continue
+				}
+			}
 			st, err := parse(path)
 			if err != nil {
 				errs = append(errs, err)

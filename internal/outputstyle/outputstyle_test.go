@@ -52,3 +52,27 @@ func TestLoad(t *testing.T) {
 		t.Error("found a style that does not exist")
 	}
 }
+
+// TestLoadLeavesOutRefusedFiles: a style file the directory's Refuse refuses (a project's link
+// to a secret) is not read, and the problem names it and why; the style beside it loads.
+func TestLoadLeavesOutRefusedFiles(t *testing.T) {
+	project := t.TempDir()
+	write(t, project, "ok.md", "Answer briefly.\n")
+	write(t, project, "leak.md", "TOKEN-SECRET\n")
+	refuse := func(path string) string {
+		if filepath.Base(path) == "leak.md" {
+			return "a Read deny rule covers it"
+		}
+		return ""
+	}
+	styles, errs := Load([]Dir{{Path: project, Refuse: refuse}})
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "leak.md is not read: a Read deny rule covers it") {
+		t.Errorf("problems %v, want leak.md named as refused", errs)
+	}
+	if _, ok := Find(styles, "leak"); ok {
+		t.Error("the refused style was loaded")
+	}
+	if _, ok := Find(styles, "ok"); !ok {
+		t.Error("the style beside the refused one was not loaded")
+	}
+}

@@ -19,6 +19,45 @@ import (
 // when no such rule exists, so a search without them pays nothing. The filter is a snapshot:
 // rules added later apply to later calls. It is safe for concurrent use.
 func (c *Checker) SearchFilter() (hide func(path string) bool, note func() string) {
+	f := c.readFilter()
+	if f == nil {
+		return nil, nil
+	}
+	return f.hide, f.note
+}
+
+// ReadFilter returns what keel applies to a file it reads into a prompt itself, not through a
+// Read call the rules decide: a memory file's @include, a skill's @file mention. refused says
+// why the file is left out — a deny or an ask rule for reading covers it or the file it links
+// to, as [SearchFilter] finds them (nobody is asked: keel reads these files without anyone
+// watching) — or "" when it may be read. It is nil when no such rule exists. The filter is a snapshot, safe for
+// concurrent use.
+func (c *Checker) ReadFilter() (refused func(path string) string) {
+	f := c.readFilter()
+	if f == nil {
+		return nil
+	}
+	return func(path string) string {
+		r, deny, why := f.cover(path)
+		if real := toolpath.Real(path); r == nil && why == "" && real != path {
+			// A link is read as what it leads to, as the Read tool resolves it.
+			r, deny, why = f.cover(real)
+		}
+		switch {
+		case why != "":
+			return why
+		case r == nil:
+			return ""
+		case deny:
+			return fmt.Sprintf("a Read deny rule covers it (%s)", r)
+		}
+		return fmt.Sprintf("a Read ask rule covers it (%s); the Read tool asks for it", r)
+	}
+}
+
+// readFilter gathers the deny and ask rules for reading of this policy and its ceilings,
+// anchored; nil when there are none.
+func (c *Checker) readFilter() *searchFilter {
 	pol := c.Policy()
 	var cwd string
 	if len(pol.Dirs) > 0 {
@@ -41,10 +80,10 @@ func (c *Checker) SearchFilter() (hide func(path string) bool, note func() strin
 		}
 	}
 	if len(f.deny)+len(f.ask) == 0 {
-		return nil, nil
+		return nil
 	}
 	f.mounts = readMounts()
-	return f.hide, f.note
+	return f
 }
 
 type anchoredRule struct {
@@ -72,6 +111,22 @@ type searchFilter struct {
 const maxNoted = 20
 
 func (f *searchFilter) hide(path string) bool {
+	r, deny, why := f.cover(path)
+	switch {
+	case why != "":
+		return f.noteAsked(path, why)
+	case r == nil:
+		return false
+	case deny:
+		return true
+	}
+	return f.noteAsked(path, r.String())
+}
+
+// cover returns the rule that covers path — a deny rule before an ask rule — by its path,
+// another mount's path for it or another hard link; or why keel cannot tell (its other hard
+// links could not all be checked).
+func (f *searchFilter) cover(path string) (r *Rule, deny bool, why string) {
 	names := append([]string{path}, aliasesIn(f.mounts, path)...)
 	if id, n, ok := identity(path); ok && n > 1 {
 		f.mu.Lock()
@@ -88,25 +143,25 @@ func (f *searchFilter) hide(path string) bool {
 		others, complete := f.links.names(id)
 		f.mu.Unlock()
 		if !complete && len(others) == 0 {
-			return f.noteAsked(path, "its other hard links could not all be checked")
+			return nil, false, "its other hard links could not all be checked"
 		}
 		names = append(names, others...)
 	}
 	for _, n := range names {
-		for _, a := range f.deny {
-			if a.covers(n, f.home, f.rhome) {
-				return true
+		for i := range f.deny {
+			if f.deny[i].covers(n, f.home, f.rhome) {
+				return &f.deny[i].r, true, ""
 			}
 		}
 	}
 	for _, n := range names {
-		for _, a := range f.ask {
-			if a.covers(n, f.home, f.rhome) {
-				return f.noteAsked(path, a.r.String())
+		for i := range f.ask {
+			if f.ask[i].covers(n, f.home, f.rhome) {
+				return &f.ask[i].r, false, ""
 			}
 		}
 	}
-	return false
+	return nil, false, ""
 }
 
 func (f *searchFilter) noteAsked(path, rule string) bool {

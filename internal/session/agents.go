@@ -119,6 +119,7 @@ func (s *Session) buildAgents(ctx context.Context) {
 			return newGate(s, c, origin, s.emitAgent, h)
 		},
 		ProjectDir: s.projectDir, Home: s.opts.Home, TrustedHooks: s.conf.trusted(),
+		Masked: func(path string) string { return s.maskRefusal()(path) },
 		Skills: s.sk.Catalog(), MCP: childMCP{s},
 		Prepare:      s.prepare,
 		ResolveModel: s.switches.ModelCatalog().Resolve,

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"os"
 
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/gitexec"
@@ -46,9 +45,7 @@ func (c *configWiring) buildPrompt(ctx context.Context, env *prompt.Environment)
 		env = &detected
 		s.persist.recordMetadata(ctx, transcript.TypeAgentSetting, sessionlog.AgentSetting{Environment: env, Model: s.switches.Base()})
 	}
-	home, _ := os.UserHomeDir()
-	mem, err := memory.Load(memory.Options{Cwd: s.opts.Cwd, Home: home, KeelHome: s.opts.Home, ManagedPath: s.opts.ManagedMemoryPath,
-		ExternalIncludes: c.trusted(), Logger: s.logger})
+	mem, err := memory.Load(s.memoryOptions(c.trusted()))
 	if err == nil {
 		s.memory = mem
 		for _, w := range mem.Warnings() {

@@ -63,8 +63,11 @@ func styleDirs(s *Session) []outputstyle.Dir {
 	if s.opts.Home != "" {
 		dirs = append(dirs, outputstyle.Dir{Path: filepath.Join(s.opts.Home, "output-styles")})
 	}
-	return append(dirs, outputstyle.Dir{Path: filepath.Join(s.projectDir, ".claude", "output-styles")},
-		outputstyle.Dir{Path: filepath.Join(s.projectDir, ".keel", "output-styles")})
+	// A project's style file may be a link its repository ships to a file the rules keep from
+	// the model; asked as the styles are read.
+	refuse := func(path string) string { return s.promptReadRefusal()(path) }
+	return append(dirs, outputstyle.Dir{Path: filepath.Join(s.projectDir, ".claude", "output-styles"), Refuse: refuse},
+		outputstyle.Dir{Path: filepath.Join(s.projectDir, ".keel", "output-styles"), Refuse: refuse})
 }
 
 // initialThinking turns the options into the first thinking setting.

@@ -51,5 +51,7 @@ func skillSources(s *Session) skill.Options {
 		Cwd: s.opts.Cwd, ProjectRoot: s.projectDir, Home: home, KeelHome: keelHome, NoProject: !s.opts.SDK.sourceAllowed("project"),
 		Sandbox: s.sandbox, Prompts: mcpPrompts{s}, Logger: s.logger, UntrustedProject: !s.conf.trusted(),
 		Plugins: s.plug.Current().SkillSources(),
+		// Asked as each file is met, so the rules as they stand then decide.
+		Refuse: func(path string) string { return s.promptReadRefusal()(path) },
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -133,6 +134,12 @@ func (c *Catalog) Invoke(ctx context.Context, name, args string, by Invoker, cwd
 	}
 	if s.Untrusted && !insideProject(c.opts.ProjectRoot, s.Path) {
 		return Invocation{}, fmt.Errorf("skill %s: %s leads outside the project, and the workspace is not trusted (keel trust, or --trust)", s.Name, s.Path)
+	}
+	if c.opts.Refuse != nil && filepath.IsAbs(s.Path) {
+		// A command file may be a link a repository ships to a file a rule keeps from the model.
+		if why := c.opts.Refuse(s.Path); why != "" {
+			return Invocation{}, fmt.Errorf("skill %s: %s is not read: %s", s.Name, s.Path, why)
+		}
 	}
 	body, err := s.read()
 	if err != nil {

@@ -49,6 +49,8 @@ type expander struct {
 	// passing "@~/.ssh/id_rsa" as arguments must not read files around the Read permission.
 	onlyRefs map[string]bool
 	display  []string // the path as written, parallel to files
+	// refused are the notes on mentions [Options.Refuse] kept out, in order.
+	refused []string
 	// untrusted is set for an untrusted project's entry: its shell lines are left as written
 	// and its @file mentions must stay inside the project.
 	untrusted bool
@@ -225,6 +227,14 @@ func (e *expander) collectFiles(line string) {
 		if !ok || slices.Contains(e.files, path) {
 			continue
 		}
+		if e.opts.Refuse != nil {
+			if why := e.opts.Refuse(path); why != "" {
+				if note := fmt.Sprintf("[keel: @%s is not included: %s]", raw, why); !slices.Contains(e.refused, note) {
+					e.refused = append(e.refused, note)
+				}
+				continue
+			}
+		}
 		e.files = append(e.files, path)
 		e.display = append(e.display, raw)
 	}
@@ -267,9 +277,13 @@ func insideProject(root, path string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// attachments renders the mentioned files after the text, each once.
+// attachments renders the mentioned files after the text, each once, and a note for each
+// mention that was refused.
 func (e *expander) attachments() string {
 	var b strings.Builder
+	for _, note := range e.refused {
+		b.WriteString("\n\n" + note)
+	}
 	for i, path := range e.files {
 		data, err := os.ReadFile(path)
 		if err != nil || bytes.IndexByte(data, 0) >= 0 {

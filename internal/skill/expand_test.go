@@ -182,3 +182,35 @@ func TestShellLineTimeoutEndsItsChildren(t *testing.T) {
 	}
 	waittest.Until(t, "the line's child to be killed with it", func() bool { return !procgroup.Alive(pid) })
 }
+
+// TestRefusedFilesAreNotRead checks Options.Refuse: a body's @mention of a file it refuses is
+// left out with a note naming why (the author's or an argument), the mention beside it is
+// still attached, and a command whose own file is refused (a link to a secret) is not read.
+func TestRefusedFilesAreNotRead(t *testing.T) {
+	l := newLayout(t)
+	write(t, l.cwd, "guide.md", "the guide")
+	secret := write(t, l.cwd, "secrets/token", "TOKEN-SECRET")
+	write(t, l.root, ".keel/commands/refs.md", "See @secrets/token and @guide.md; $ARGUMENTS")
+	leak := filepath.Join(l.root, ".keel", "commands", "leak.md")
+	if err := os.Symlink(secret, leak); err != nil {
+		t.Fatal(err)
+	}
+	refuse := func(path string) string {
+		if path == secret || path == leak {
+			return "a Read deny rule covers it"
+		}
+		return ""
+	}
+	c, _ := l.load(t, func(o *Options) { o.Refuse = refuse })
+	inv, err := c.Invoke(t.Context(), "refs", "@secrets/token", ByUser, l.cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(inv.Text, "TOKEN-SECRET") || !strings.Contains(inv.Text, "<file path=\"guide.md\">\nthe guide") ||
+		strings.Count(inv.Text, "[keel: @secrets/token is not included: a Read deny rule covers it]") != 1 {
+		t.Errorf("text = %q", inv.Text)
+	}
+	if inv, err := c.Invoke(t.Context(), "leak", "", ByUser, l.cwd); err == nil || strings.Contains(inv.Text, "TOKEN-SECRET") {
+		t.Errorf("a command file that links to a refused file was read: %q, %v", inv.Text, err)
+	}
+}

@@ -45,6 +45,11 @@ type Options struct {
 	// UntrustedProject says the user has not trusted the workspace: its skills and commands
 	// (project sources) are marked [Skill.Untrusted].
 	UntrustedProject bool
+	// Refuse, when set, says why a file must not be read into a prompt — a Read deny or ask
+	// rule, a path the sandbox masks — or "" when it may be: an entry's own file and each
+	// file its body mentions with @path are asked about, since keel reads them itself, not
+	// through a Read call the rules decide. A refused mention is left out with a note.
+	Refuse func(path string) string
 	// ShellTimeout bounds one shell command; default 30s.
 	ShellTimeout time.Duration
 	// Sandbox runs the shell commands (!`cmd`) inside it, as Bash's; nil runs them without.

@@ -87,8 +87,10 @@ type agentMemory struct {
 }
 
 // openMemory creates the memory directory (a local one also gets a .gitignore that keeps
-// it out of git) and reads the head of its MEMORY.md.
-func openMemory(def *agentdef.Definition, home, projectDir string) (*agentMemory, error) {
+// it out of git) and reads the head of its MEMORY.md — unless refused, the agent's checker's
+// [permission.Checker.ReadFilter] (nil: none) refuses it: a repository may ship a project's
+// MEMORY.md as a link to a file a Read deny rule keeps from the model.
+func openMemory(def *agentdef.Definition, home, projectDir string, refused func(path string) string) (*agentMemory, error) {
 	dir, err := MemoryDir(def.Memory, def.Name, home, projectDir)
 	if err != nil {
 		return nil, err
@@ -104,17 +106,27 @@ func openMemory(def *agentdef.Definition, home, projectDir string) (*agentMemory
 			}
 		}
 	}
-	head, err := readHead(filepath.Join(dir, "MEMORY.md"), MemoryLines)
-	if err != nil {
-		return nil, fmt.Errorf("memory: %w", err)
+	index := filepath.Join(dir, "MEMORY.md")
+	why := ""
+	if _, err := os.Stat(index); err == nil && refused != nil {
+		why = refused(index)
+	}
+	head := ""
+	if why == "" {
+		if head, err = readHead(index, MemoryLines); err != nil {
+			return nil, fmt.Errorf("memory: %w", err)
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Agent memory\n\nYou have a persistent memory directory at %s (%s scope). Read, Write and Edit work there without asking. "+
 		"Keep what later runs of this agent should know — conventions, decisions, pitfalls — in MEMORY.md, concise and current; "+
 		"put details in other files there and link them from MEMORY.md.\n\n", dir, def.Memory)
-	if head == "" {
+	switch {
+	case why != "":
+		b.WriteString("MEMORY.md is not read: " + why + ".")
+	case head == "":
 		b.WriteString("MEMORY.md is empty: nothing has been recorded yet.")
-	} else {
+	default:
 		fmt.Fprintf(&b, "Contents of MEMORY.md (first %d lines):\n\n%s", MemoryLines, head)
 	}
 	pattern := "//" + strings.TrimLeft(filepath.ToSlash(dir), "/") + "/**"
@@ -124,6 +136,22 @@ func openMemory(def *agentdef.Definition, home, projectDir string) (*agentMemory
 		return nil, fmt.Errorf("memory rules: %w", errors.Join(errs...))
 	}
 	return &agentMemory{dir: dir, text: b.String(), rules: rules}, nil
+}
+
+// refusal is the first reason of checks to refuse a file, or "" when none does; nil checks
+// are skipped.
+func refusal(checks ...func(path string) string) func(path string) string {
+	return func(path string) string {
+		for _, c := range checks {
+			if c == nil {
+				continue
+			}
+			if why := c(path); why != "" {
+				return why
+			}
+		}
+		return ""
+	}
 }
 
 // readHead returns the first n lines of path; a missing file is empty.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,6 +12,7 @@ import (
 	"github.com/keel-dev/keel/internal/agentdef"
 	"github.com/keel-dev/keel/internal/background"
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/skill"
 	"github.com/keel-dev/keel/internal/tool"
@@ -164,9 +166,60 @@ func TestAgentMemory(t *testing.T) {
 	}
 }
 
+// TestAgentMemoryIndexHonoursReadDenyRules: a project agent memory's MEMORY.md that is a link
+// to a file the session's Read deny rule covers, or the sandbox masks (Config.Masked), is not
+// put in the child's system prompt (a repository can ship such a link): the prompt says it was
+// not read and why.
+func TestAgentMemoryIndexHonoursReadDenyRules(t *testing.T) {
+	for _, byMask := range []bool{false, true} {
+		dir, _ := filepath.EvalSymlinks(t.TempDir())
+		memDir := filepath.Join(dir, ".keel", "agent-memory", "keeper")
+		secrets := filepath.Join(dir, "secrets")
+		def := customAgent("keeper", func(d *agentdef.Definition) { d.Memory = agentdef.MemoryProject })
+		w := newWorld(t, spawnOf("keeper", "MEM-TASK",
+			scripted.Rule{Name: "child", When: scripted.Match{UserText: "MEM-TASK"}, Reply: []scripted.Block{scripted.Text("noted")}}),
+			worldOptions{dir: dir, defs: []*agentdef.Definition{def}, cfg: func(c *Config) {
+				c.ProjectDir = dir
+				if byMask {
+					c.Masked = func(path string) string { // as the session's: the file a link leads to counts
+						if real, err := filepath.EvalSymlinks(path); err == nil && strings.HasPrefix(real, secrets+string(filepath.Separator)) {
+							return "the sandbox masks it (sandbox.filesystem.denyRead)"
+						}
+						return ""
+					}
+				}
+			}})
+		want := "MEMORY.md is not read: the sandbox masks it (sandbox.filesystem.denyRead)"
+		if !byMask {
+			deny, errs := permission.ParseRules([]string{"Read(//" + strings.TrimLeft(filepath.ToSlash(secrets), "/") + "/**)"}, permission.Deny, permission.Source{Name: "test"})
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			w.checker.AddRules(deny...)
+			want = "MEMORY.md is not read: a Read deny rule covers it"
+		}
+		for _, d := range []string{memDir, secrets} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(secrets, "token"), []byte("TOKEN-SECRET-8\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(secrets, "token"), filepath.Join(memDir, "MEMORY.md")); err != nil {
+			t.Fatal(err)
+		}
+		w.run("start")
+		body := childRequest(t, w, "MEM-TASK")
+		if has(body, "TOKEN-SECRET-8") || !has(body, want) {
+			t.Errorf("byMask=%v: the child's request:\n%s\nwant MEMORY.md left out: %q", byMask, body, want)
+		}
+	}
+}
+
 func TestLocalMemoryIsIgnored(t *testing.T) {
 	dir := t.TempDir()
-	m, err := openMemory(customAgent("k", func(d *agentdef.Definition) { d.Memory = agentdef.MemoryLocal }), "", dir)
+	m, err := openMemory(customAgent("k", func(d *agentdef.Definition) { d.Memory = agentdef.MemoryLocal }), "", dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +228,39 @@ func TestLocalMemoryIsIgnored(t *testing.T) {
 	}
 	if !has(m.text, "MEMORY.md is empty") {
 		t.Errorf("memory section = %q", m.text)
+	}
+}
+
+// TestRefusedMemoryIndexIsNotRead: a project agent memory's MEMORY.md that the agent's read
+// filter refuses (a link a repository ships to a secret) is not put in the agent's prompt, and
+// the prompt says why; without a refusal it is.
+func TestRefusedMemoryIndexIsNotRead(t *testing.T) {
+	dir := t.TempDir()
+	def := customAgent("k", func(d *agentdef.Definition) { d.Memory = agentdef.MemoryProject })
+	mdir, err := MemoryDir(def.Memory, def.Name, "", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(mdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mdir, "MEMORY.md"), []byte("TOKEN-SECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refuse := func(string) string { return "a Read deny rule covers it" }
+	m, err := openMemory(def, "", dir, refuse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if has(m.text, "TOKEN-SECRET") || !has(m.text, "MEMORY.md is not read: a Read deny rule covers it.") {
+		t.Errorf("memory section = %q", m.text)
+	}
+	m, err = openMemory(def, "", dir, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !has(m.text, "TOKEN-SECRET") {
+		t.Errorf("an allowed MEMORY.md was not read: %q", m.text)
 	}
 }
 

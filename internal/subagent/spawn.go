@@ -274,7 +274,7 @@ func (r *Runner) permissions(c *child, spec *AgentSpec, dirs []string) (permissi
 	}
 	c.checker = p.p.Checker.Child(policy, info, asker)
 	if def.Memory != "" && !s.fork {
-		m, err := openMemory(def, r.cfg.Home, r.cfg.ProjectDir)
+		m, err := openMemory(def, r.cfg.Home, r.cfg.ProjectDir, refusal(c.checker.ReadFilter(), r.cfg.Masked))
 		if err != nil {
 			return "", err
 		}

@@ -108,6 +108,10 @@ type Config struct {
 	ProjectDir   string
 	Home         string
 	TrustedHooks bool
+	// Masked says why the sandbox masks a file or the file it links to (filesystem.denyRead…),
+	// or "" when it does not: an agent memory's MEMORY.md it masks is not read into the
+	// prompt, as one the agent's Read rules cover is not. nil masks nothing.
+	Masked func(path string) string
 	// Skills expands the skills a definition preloads; MCP starts the servers a definition
 	// configures inline. nil refuses such definitions with an error.
 	Skills SkillSource
