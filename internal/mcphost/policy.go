@@ -105,11 +105,16 @@ func (p Policy) workspaceCopy(s ServerConfig) string {
 	switch {
 	case path == "":
 		return ""
-	case inRepo(path):
-		return fmt.Sprintf("`%s` would run the copy of %s the workspace provides (%s), and the workspace is not trusted: trusting it (`keel trust`) starts the server",
+	case writable(path):
+		// Trust would not start it: the copy is still one a sandboxed command could write.
+		why := fmt.Sprintf("`%s` would run, outside the sandbox, the copy of %s at %s, which sandboxed commands can write: set sandbox.wrapMcpServers to run the server in the sandbox, or start the package's executable by its path to run that copy knowingly",
 			command, run.Package, path)
+		if !p.Trusted {
+			why += " (the workspace is not trusted either, and trusting it alone does not start the server)"
+		}
+		return why
 	}
-	return fmt.Sprintf("`%s` would run, outside the sandbox, the copy of %s at %s, which sandboxed commands can write: set sandbox.wrapMcpServers to run the server in the sandbox, or start the package's executable by its path to run that copy knowingly",
+	return fmt.Sprintf("`%s` would run the copy of %s the workspace provides (%s), and the workspace is not trusted: trusting it (`keel trust`) starts the server",
 		command, run.Package, path)
 }
 

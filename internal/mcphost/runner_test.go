@@ -124,6 +124,7 @@ func TestWorkspaceCopyPolicy(t *testing.T) {
 		disabled []string
 	}{
 		{"untrusted", Policy{Dir: ws, Repo: ws}, []string{path, "not trusted", "keel trust"}},
+		{"untrusted, sandboxed", Policy{Dir: ws, Repo: ws, Writable: []string{ws}}, []string{path, "sandboxed commands can write", "not trusted", "trusting it alone does not start"}},
 		{"trusted", Policy{Trusted: true, Dir: ws, Repo: ws}, nil},
 		{"trusted, sandboxed", Policy{Trusted: true, Dir: ws, Repo: ws, Writable: []string{ws}}, []string{path, "sandboxed commands can write", "sandbox.wrapMcpServers"}},
 		{"trusted, written elsewhere", Policy{Trusted: true, Dir: ws, Repo: ws, Writable: []string{t.TempDir()}}, nil},
