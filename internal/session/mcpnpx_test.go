@@ -5,11 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/keel-dev/keel/internal/mcphost/mcptest"
 	"github.com/keel-dev/keel/internal/provider/scripted"
+	"github.com/keel-dev/keel/internal/settings"
 )
 
 // npxServer is the MCP configuration of a user-level server started the usual way, `npx -y
@@ -92,5 +94,33 @@ func TestNpxServerWorkspaceCopyUntrusted(t *testing.T) {
 	}
 	if _, err := os.Stat(mark); err != nil {
 		t.Errorf("the trusted workspace's copy did not run: %v", err)
+	}
+}
+
+// TestServerExposed: the roots a package runner's copy is checked against are the sandbox's
+// writable ones while MCP servers run outside it, and none when sandbox.wrapMcpServers runs
+// them inside (a copy there runs confined too) or the sandbox is off.
+func TestServerExposed(t *testing.T) {
+	ws := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		mode    string
+		wrap    bool
+		exposed bool
+	}{
+		{"outside", "workspace-write", false, true},
+		{"wrapped", "workspace-write", true, false},
+		{"off", "off", false, false},
+	} {
+		st := &settings.Settings{}
+		if tc.wrap {
+			st.Sandbox.WrapMcpServers = settings.Value[bool]{V: true, From: settings.Origin{Scope: settings.ScopeUser}}
+		}
+		s := &Session{opts: Options{Cwd: ws, Home: t.TempDir(), Sandbox: tc.mode}, settings: st}
+		s.sandbox = s.buildSandbox()
+		got := s.serverExposed()
+		if tc.exposed != slices.Contains(got, ws) || !tc.exposed && len(got) > 0 {
+			t.Errorf("%s: serverExposed = %v", tc.name, got)
+		}
 	}
 }
