@@ -1,9 +1,12 @@
 package mcphost
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/keel-dev/keel/internal/settings"
+	"github.com/keel-dev/keel/internal/toolpath"
 )
 
 // Policy decides which configured servers may start.
@@ -18,6 +21,14 @@ type Policy struct {
 	// Allowed and Denied are the managed allowedMcpServers and deniedMcpServers. An empty Allowed
 	// allows everything; Denied always wins.
 	Allowed, Denied []settings.MCPServerRule
+	// Dir is the directory stdio servers start in, Repo the repository around it, and
+	// Writable the roots sandboxed commands can write while the server runs outside the
+	// sandbox (none when the sandbox is off or confines the servers too): a server a package
+	// runner starts in Dir must not run the copy of its package that the untrusted
+	// workspace, or a sandboxed command, provides ([PackageRun.Provided]). Empty Dir: not
+	// checked.
+	Dir, Repo string
+	Writable  []string
 }
 
 // PolicyFrom reads the MCP settings. The enable settings count only from sources the project
@@ -63,16 +74,48 @@ func (p Policy) reason(s ServerConfig) string {
 	if len(p.Allowed) > 0 && !slices.ContainsFunc(p.Allowed, func(r settings.MCPServerRule) bool { return matches(r, s) }) {
 		return "not in the managed allowedMcpServers list"
 	}
-	if !s.Project() {
+	if s.Project() {
+		if slices.Contains(p.DisabledProject, s.Name) {
+			return "disabled in settings (disabledMcpjsonServers)"
+		}
+		if !p.Trusted && !p.EnableAllProject && !slices.Contains(p.Enabled, s.Name) {
+			return "project server from .mcp.json: the workspace is not trusted (run `keel trust`, or approve it with enabledMcpjsonServers)"
+		}
+	}
+	return p.workspaceCopy(s)
+}
+
+// workspaceCopy says why s must not start: its package runner would run, outside the
+// sandbox, a copy of its package in place of the one configured that the untrusted workspace
+// provides (committed with it) or a sandboxed command could have written.
+func (p Policy) workspaceCopy(s ServerConfig) string {
+	if p.Dir == "" || p.Trusted && len(p.Writable) == 0 || s.Type != TypeStdio && s.Type != "" {
 		return ""
 	}
-	if slices.Contains(p.DisabledProject, s.Name) {
-		return "disabled in settings (disabledMcpjsonServers)"
-	}
-	if p.Trusted || p.EnableAllProject || slices.Contains(p.Enabled, s.Name) {
+	run, ok := PackageRunner(s.Command, s.Args)
+	if !ok {
 		return ""
 	}
-	return "project server from .mcp.json: the workspace is not trusted (run `keel trust`, or approve it with enabledMcpjsonServers)"
+	writable := func(path string) bool {
+		return slices.ContainsFunc(p.Writable, func(w string) bool { return toolpath.Within(path, w) })
+	}
+	inRepo := func(path string) bool { return !p.Trusted && p.Repo != "" && toolpath.Within(path, p.Repo) }
+	path := run.Provided(p.Dir, func(path string) bool { return inRepo(path) || writable(path) })
+	command := strings.Join(append([]string{s.Command}, s.Args...), " ")
+	switch {
+	case path == "":
+		return ""
+	case writable(path):
+		// Trust would not start it: the copy is still one a sandboxed command could write.
+		why := fmt.Sprintf("`%s` would run, outside the sandbox, the copy of %s at %s, which sandboxed commands can write: set sandbox.wrapMcpServers to run the server in the sandbox, or start the package's executable by its path to run that copy knowingly",
+			command, run.Package, path)
+		if !p.Trusted {
+			why += " (the workspace is not trusted either, and trusting it alone does not start the server)"
+		}
+		return why
+	}
+	return fmt.Sprintf("`%s` would run the copy of %s the workspace provides (%s), and the workspace is not trusted: trusting it (`keel trust`) starts the server",
+		command, run.Package, path)
 }
 
 func matches(r settings.MCPServerRule, s ServerConfig) bool {

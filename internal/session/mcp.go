@@ -45,7 +45,7 @@ func mcpStartNotices(status []mcphost.ServerStatus) []event.Notice {
 			out = append(out, event.Notice{Level: "warn", Text: fmt.Sprintf("MCP server %q failed to start: %s", st.Name, st.Reason)})
 		case st.Status == mcphost.StatusNeedsAuth:
 			out = append(out, event.Notice{Level: "warn", Text: fmt.Sprintf("MCP server %q needs authorization (%s); run `keel mcp login %s`", st.Name, st.Reason, st.Name)})
-		case st.Status == mcphost.StatusDisabled && strings.Contains(st.Reason, "not trusted"):
+		case st.Status == mcphost.StatusDisabled && (strings.Contains(st.Reason, "not trusted") || strings.Contains(st.Reason, "sandboxed commands can write")):
 			out = append(out, event.Notice{Level: "warn", Text: fmt.Sprintf("MCP server %q not started: %s", st.Name, st.Reason)})
 		}
 	}
@@ -71,6 +71,9 @@ type MCPSetup struct {
 	// Confine runs stdio servers inside the sandbox (sandbox.wrapMcpServers); nil runs them
 	// as they are.
 	Confine func(*exec.Cmd) (mcphost.Confined, error)
+	// Writable are the roots sandboxed commands can write while stdio servers run outside
+	// the sandbox ([mcphost.Policy]); none when the sandbox is off or confines them.
+	Writable []string
 }
 
 // OpenMCP loads the MCP configuration from every source and connects the enabled servers in
@@ -103,8 +106,10 @@ func OpenMCP(ctx context.Context, o MCPOptions, st MCPSetup) (*mcphost.Manager, 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	policy := mcphost.PolicyFrom(st.Settings, trusted)
+	policy.Dir, policy.Repo, policy.Writable = st.Cwd, st.ProjectDir, st.Writable
 	m := mcphost.New(mcphost.Options{
-		Servers: mcphost.PolicyFrom(st.Settings, trusted).Apply(cfg.Servers), InProcess: o.InProcess, Transports: o.Transports,
+		Servers: policy.Apply(cfg.Servers), InProcess: o.InProcess, Transports: o.Transports,
 		Environ: environ, Traceparent: st.Traceparent, Dir: st.Cwd, Roots: append([]string{st.Cwd}, st.AddDirs...),
 		ConnectTimeout: o.ConnectTimeout, ToolTimeout: o.ToolTimeout, MaxOutputTokens: o.MaxOutputTokens,
 		ToolSearch: mcphost.ToolSearchOptions{Mode: o.ToolSearch, ContextWindow: int(st.ContextWindow)},

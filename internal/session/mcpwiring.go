@@ -48,7 +48,23 @@ func (s *Session) mcpStatus() []event.MCPServerStatus {
 // newMCP wraps the session's manager (nil without one).
 func (s *Session) newMCP() *MCP {
 	return &MCP{m: s.mcp, opts: s.opts.MCP, logger: s.logger,
-		policy: func() mcphost.Policy { return mcphost.PolicyFrom(s.settings, s.conf.trusted()) }}
+		policy: func() mcphost.Policy { return s.mcpPolicy(s.opts.Cwd) }}
+}
+
+// mcpPolicy is the session's MCP policy for servers started in dir.
+func (s *Session) mcpPolicy(dir string) mcphost.Policy {
+	p := mcphost.PolicyFrom(s.settings, s.conf.trusted())
+	p.Dir, p.Repo, p.Writable = dir, s.projectDir, s.serverExposed()
+	return p
+}
+
+// serverExposed are the roots sandboxed commands can write while MCP servers run outside the
+// sandbox: none when there is no sandbox, or when it confines the servers too.
+func (s *Session) serverExposed() []string {
+	if s.sandbox == nil || s.serverConfine() != nil {
+		return nil
+	}
+	return s.sandbox.Policy().Writable
 }
 
 // startMCP connects the session's MCP servers.
@@ -58,7 +74,7 @@ func (s *Session) startMCP(ctx context.Context) {
 		Home: s.opts.Home, ProjectDir: s.projectDir, Cwd: s.opts.Cwd, AddDirs: s.state.AdditionalDirs,
 		Settings: s.settings, Trust: s.opts.Trust, Version: s.opts.Version, ContextWindow: window, Logger: s.logger,
 		Elicit: newElicitation(s).answerer(), Plugins: s.plug.Current().MCPServers(), Traceparent: s.tel.serverTraceparent,
-		Confine: s.serverConfine(),
+		Confine: s.serverConfine(), Writable: s.serverExposed(),
 	})
 	s.mcp = m
 	s.notices = append(s.notices, notices...)
@@ -93,7 +109,7 @@ func (c childMCP) StartServers(ctx context.Context, def *agentdef.Definition, se
 	}
 	cwd := c.s.Cwd()
 	m := mcphost.New(mcphost.Options{
-		Servers: mcphost.PolicyFrom(c.s.settings, c.s.conf.trusted()).Apply(cfg.Servers), InProcess: c.s.opts.MCP.InProcess,
+		Servers: c.s.mcpPolicy(cwd).Apply(cfg.Servers), InProcess: c.s.opts.MCP.InProcess,
 		Environ: environ, Traceparent: c.s.tel.serverTraceparent, Dir: cwd, Roots: []string{cwd},
 		ConnectTimeout: c.s.opts.MCP.ConnectTimeout, ToolTimeout: c.s.opts.MCP.ToolTimeout, MaxOutputTokens: c.s.opts.MCP.MaxOutputTokens,
 		ToolSearch: mcphost.ToolSearchOptions{Mode: mcphost.SearchOff},

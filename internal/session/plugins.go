@@ -50,7 +50,7 @@ func openPlugins(ctx context.Context, s *Session) *pluginset.Set {
 			return pluginServers{s.mcp}
 		},
 		Admit: func(c []mcphost.ServerConfig) []mcphost.ServerConfig {
-			return mcphost.PolicyFrom(s.settings, s.conf.trusted()).Apply(c)
+			return s.mcpPolicy(s.opts.Cwd).Apply(c)
 		},
 		Announce: s.watch.Announce,
 		Logger:   s.logger,

@@ -60,6 +60,7 @@ func (s *Session) hookPaths() []string {
 	for _, sv := range servers {
 		if sv.Type == mcphost.TypeStdio || sv.Type == "" {
 			out = append(out, argvScripts(append([]string{sv.Command}, sv.Args...), plain, s.opts.Cwd, inside).paths...)
+			out = append(out, runnerPaths(sv, s.opts.Cwd, inside)...)
 		}
 		// An HTTP server's headersHelper runs with sh -c in the working directory.
 		if sv.HeadersHelper != "" {
@@ -77,6 +78,29 @@ func (s *Session) hookPaths() []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// runnerPaths are, for a stdio server a package runner starts in dir (`npx -y PKG`), the
+// paths through which a project would most simply provide its package in place of the one
+// configured — node_modules/.bin/NAME in dir and each directory above it, where npx looks
+// first ([mcphost.PackageRun.Planted]) — where that node_modules lies in a writable root and
+// exists (a placeholder would make one in every project): read-only, a placeholder where
+// absent. A copy planted otherwise (a package in node_modules, one a command makes a
+// node_modules for) keeps the server from starting outside ([mcphost.Policy]).
+func runnerPaths(sv mcphost.ServerConfig, dir string, inside []string) []string {
+	run, ok := mcphost.PackageRunner(sv.Command, sv.Args)
+	if !ok || dir == "" {
+		return nil
+	}
+	var out []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if nm := filepath.Join(d, "node_modules"); withinAny(nm, inside) && isDir(nm) {
+			out = append(out, run.Planted(d)...)
+		}
+		if filepath.Dir(d) == d {
+			return out
+		}
+	}
 }
 
 // configuredServers are the MCP servers the session's configuration names, started or not: an
@@ -259,4 +283,9 @@ func (s *Session) pythonSafe(groups []settings.HookGroup) []settings.HookGroup {
 		return groups
 	}
 	return out
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
