@@ -2,6 +2,9 @@ package mcphost
 
 import (
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -63,8 +66,45 @@ func (p Policy) Apply(servers []ServerConfig) []ServerConfig {
 	out := slices.Clone(servers)
 	for i := range out {
 		out[i].Disabled = p.reason(out[i])
+		if p.Dir != "" && installedModule(out[i], p.Dir) {
+			// Python puts the working directory first on sys.path for -m: a package a
+			// sandboxed command (or the repository) puts there under the module's name would
+			// run in its place. The module is installed code, so leaving the directory off
+			// loses nothing.
+			env := maps.Clone(out[i].Env)
+			if env == nil {
+				env = map[string]string{}
+			}
+			if _, set := env["PYTHONSAFEPATH"]; !set {
+				env["PYTHONSAFEPATH"] = "1"
+			}
+			out[i].Env = env
+		}
 	}
 	return out
+}
+
+// installedModule reports whether s is a stdio server that Python runs as a module (`python3 -m
+// pkg.mod`) whose top-level package is not in dir, where the server starts: installed code.
+func installedModule(s ServerConfig, dir string) bool {
+	if s.Type != TypeStdio && s.Type != "" || !strings.HasPrefix(filepath.Base(s.Command), "python") {
+		return false
+	}
+	for i, a := range s.Args {
+		if a == "-m" && i+1 < len(s.Args) {
+			top, _, _ := strings.Cut(s.Args[i+1], ".")
+			if top == "" || strings.ContainsAny(top, `/\`) {
+				return false
+			}
+			_, errDir := os.Stat(filepath.Join(dir, top))
+			_, errFile := os.Stat(filepath.Join(dir, top+".py"))
+			return errDir != nil && errFile != nil
+		}
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			return false // a script, or the end of the interpreter's options
+		}
+	}
+	return false
 }
 
 func (p Policy) reason(s ServerConfig) string {

@@ -1,6 +1,7 @@
 package mcphost
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -142,5 +143,34 @@ func TestWorkspaceCopyPolicy(t *testing.T) {
 		if got[1].Disabled != "" {
 			t.Errorf("%s: a server whose package the workspace does not hold: Disabled = %q", tc.name, got[1].Disabled)
 		}
+	}
+}
+
+// TestInstalledModuleLeavesTheDirectoryOff: a `python3 -m PKG` server whose package is not in
+// the directory it starts in runs with PYTHONSAFEPATH=1, so that a PKG/ a sandboxed command
+// (or the repository) puts there does not run in its place; a module the project holds, a
+// script, and a value the configuration sets stay as they are.
+func TestInstalledModuleLeavesTheDirectoryOff(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "local_server"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	servers := []ServerConfig{
+		{Name: "installed", Command: "/usr/bin/python3", Args: []string{"-u", "-m", "mcp_server_fetch"}},
+		{Name: "local", Command: "python3", Args: []string{"-m", "local_server.main"}},
+		{Name: "script", Command: "python3", Args: []string{"server.py", "-m", "x"}},
+		{Name: "set", Command: "python3", Args: []string{"-m", "mcp_server_time"}, Env: map[string]string{"PYTHONSAFEPATH": ""}},
+		{Name: "node", Command: "node", Args: []string{"-m", "x"}},
+	}
+	got := map[string]string{}
+	for _, s := range (Policy{Trusted: true, Dir: dir}).Apply(servers) {
+		got[s.Name] = s.Env["PYTHONSAFEPATH"]
+	}
+	want := map[string]string{"installed": "1", "local": "", "script": "", "set": "", "node": ""}
+	if !maps.Equal(got, want) {
+		t.Errorf("PYTHONSAFEPATH = %v, want %v", got, want)
+	}
+	if servers[3].Env["PYTHONSAFEPATH"] != "" || servers[0].Env != nil {
+		t.Error("Apply changed the configuration it was given")
 	}
 }
