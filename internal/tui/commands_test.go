@@ -297,3 +297,26 @@ func TestPlanCopyAndReload(t *testing.T) {
 		t.Errorf("the new skill is not listed after /skills reload:\n%s", got)
 	}
 }
+
+// TestStatusLineNotFromTheWorkspace: a status line a package runner starts (`npx -y PKG`)
+// is not run where the workspace holds a copy of PKG — put there by the repository or by a
+// sandboxed command, it would run outside the sandbox after every turn — and says why.
+func TestStatusLineNotFromTheWorkspace(t *testing.T) {
+	d, dir := newCommandModel(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	pkg := filepath.Join(dir, "node_modules", "ccstatus-x")
+	if err := os.MkdirAll(filepath.Join(pkg, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "package.json"), []byte(`{"name":"ccstatus-x","bin":{"ccstatus-x":"bin/s.js"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runCommand(d, "/statusline npx -y ccstatus-x; touch "+marker)
+	d.until(func() bool { return strings.Contains(d.m.statusLineView(), "not run") })
+	if got := d.m.statusLineView(); !strings.Contains(got, "node_modules/ccstatus-x") {
+		t.Errorf("status line %q does not say which copy", got)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the status line command ran")
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/keel-dev/keel/internal/hostexec"
+	"github.com/keel-dev/keel/internal/mcphost"
 )
 
 // statusLineInterval is the least time between two runs of the status line command, as in
@@ -64,6 +67,9 @@ func (m *Model) refreshStatusLine() tea.Cmd {
 	m.sl.running = true
 	input, _ := json.Marshal(m.statusInput())
 	dir := m.cwd
+	if why := workspaceCopy(cmdline, dir); why != "" {
+		return func() tea.Msg { return statusLineMsg{out: why} }
+	}
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), statusLineTimeout)
 		defer cancel()
@@ -169,4 +175,33 @@ func (m *Model) linesChanged() (added, removed int) {
 		}
 	}
 	return added, removed
+}
+
+// workspaceCopy says why the status line command is not run: a package runner (`npx -y
+// ccstatusline`) would run, outside the sandbox, the copy of its package the workspace holds
+// in a node_modules tree — which the repository, or a sandboxed command of this session, put
+// there. "" when it may run.
+func workspaceCopy(cmdline, dir string) string {
+	// The first simple command, up to the first shell operator: `npx -y pkg; …`, `npx pkg | …`.
+	first, _, _ := strings.Cut(strings.Map(func(r rune) rune {
+		if strings.ContainsRune(";&|<>()\n`", r) {
+			return ';'
+		}
+		return r
+	}, cmdline), ";")
+	words := strings.Fields(first)
+	if len(words) == 0 {
+		return ""
+	}
+	run, ok := mcphost.PackageRunner(words[0], words[1:])
+	if !ok {
+		return ""
+	}
+	if p := run.Provided(dir, func(string) bool { return true }); p != "" {
+		if rel, err := filepath.Rel(dir, p); err == nil {
+			p = rel
+		}
+		return fmt.Sprintf("status line not run: %s would run the workspace's copy, %s", words[0], p)
+	}
+	return ""
 }
