@@ -154,6 +154,12 @@ func match(pattern, host string, port int) bool {
 		pattern = h
 	}
 	pattern = strings.Trim(pattern, "[]")
+	// An address names itself however it is spelt: 2001:db8:0:0::1 is 2001:db8::1, and
+	// ::ffff:10.0.0.1 is 10.0.0.1.
+	if pa, err := netip.ParseAddr(pattern); err == nil {
+		ha, err := netip.ParseAddr(strings.Trim(host, "[]"))
+		return err == nil && pa.Unmap().WithZone("") == ha.Unmap().WithZone("")
+	}
 	if rest, ok := strings.CutPrefix(pattern, "*."); ok {
 		return strings.HasSuffix(host, "."+rest)
 	}

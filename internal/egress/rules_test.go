@@ -14,7 +14,7 @@ func TestDecide(t *testing.T) {
 		"github.com": "140.82.112.3", "api.github.com": "140.82.112.6", "evil.github.com": "140.82.112.9",
 		"rebind.example": "127.0.0.1", "meta.example": "169.254.169.254", "lan.example": "10.1.2.3",
 		"listed.example": "10.9.9.9", "other.example": "93.184.215.14", "rebind2.example": "127.0.0.1",
-		"self.example": "192.0.2.2", "to-denied.github.com": "203.0.113.7",
+		"self.example": "192.0.2.2", "to-denied.github.com": "203.0.113.7", "v6.github.com": "2001:db8::1",
 	}
 	// This machine's own address, outside every private range (the tester's was in TEST-NET-1).
 	saved := localAddrs
@@ -22,7 +22,7 @@ func TestDecide(t *testing.T) {
 	t.Cleanup(func() { localAddrs = saved })
 	r := Rules{
 		Allowed: []string{"github.com", "*.github.com", "npmjs.org:443", "rebind.example", "meta.example", "lan.example", "listed.example", "10.9.9.9"},
-		Denied:  []string{"evil.github.com", "203.0.113.7"},
+		Denied:  []string{"evil.github.com", "203.0.113.7", "2001:DB8:0:0::1"},
 		Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
 			if a, ok := names[host]; ok {
 				return []netip.Addr{netip.MustParseAddr(a)}, nil
@@ -46,6 +46,11 @@ func TestDecide(t *testing.T) {
 		// A denied address is denied by any name that leads to it (an allowed wildcard here).
 		{host: "203.0.113.7", port: 443, ask: true},
 		{host: "to-denied.github.com", port: 443},
+		// An address listed in any spelling is denied in every other (the adversary's L1).
+		{host: "2001:db8::1", port: 443, ask: true},
+		{host: "2001:0db8::0:1", port: 443, ask: true},
+		{host: "v6.github.com", port: 443},
+		{host: "::ffff:203.0.113.7", port: 443, ask: true},
 		{host: "npmjs.org", port: 80},
 		{host: "rebind.example", port: 80},
 		{host: "meta.example", port: 80},
