@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/gitexec"
 	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/settings"
 	"github.com/keel-dev/keel/internal/shell"
@@ -269,4 +270,37 @@ func testExecutable(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return exe
+}
+
+// TestSandboxedBashDisarmsTheRepositoryItEnters: a command that makes a repository where the
+// release's search does not look (below node_modules) and cd's into it leaves the session —
+// and outside the sandbox its status line and hooks — in a repository whose core.fsmonitor
+// is gone by the time the result is back, and the result says so; a later command that sets
+// it again while the session stays there is disarmed as well.
+func TestSandboxedBashDisarmsTheRepositoryItEnters(t *testing.T) {
+	dir := t.TempDir()
+	jobs := shell.NewJobs()
+	t.Cleanup(jobs.Close)
+	bash := SandboxedBash(jobs, sandboxFor(t, dir, settings.Sandbox{}))
+	env := newEnv(t, dir)
+	repo := filepath.Join(dir, "node_modules", "pkg")
+	config := filepath.Join(repo, ".git", "config")
+	fsmonitor := func() string {
+		t.Helper()
+		out, _ := gitexec.Runner{}.Output(t.Context(), dir, "config", "--file", config, "--get", "core.fsmonitor")
+		return strings.TrimSpace(string(out))
+	}
+	res := call(t, bash, env, bashInput{Command: "mkdir -p node_modules/pkg && cd node_modules/pkg && git init -q && git config core.fsmonitor 'touch x'"})
+	text := resultText(res)
+	if got := fsmonitor(); got != "" {
+		t.Errorf("core.fsmonitor = %q in the repository the session is in, want it gone:\n%s", got, text)
+	}
+	if !strings.Contains(text, config+", a git configuration that sets core.fsmonitor") {
+		t.Errorf("the result does not say what was disarmed:\n%s", text)
+	}
+	env.State.Cwd = repo // as the runner applies the result's new directory
+	res = call(t, bash, env, bashInput{Command: "git config core.fsmonitor 'touch y' && pwd"})
+	if text := resultText(res); !strings.Contains(text, repo) || fsmonitor() != "" {
+		t.Errorf("a later command in the same repository kept core.fsmonitor = %q:\n%s", fsmonitor(), text)
+	}
 }

@@ -186,6 +186,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 			}
 		}
 	}
+	w.found = append(w.found, s.disarmAtCwd(p)...) // where the search may not go
 	// A stopped rebase's or cherry-pick's to-do list, in a gitdir protected or made: git writes
 	// it inside, and continuing outside runs its exec lines.
 	todoDirs := slices.Concat(slices.Collect(maps.Keys(w.known)), slices.Collect(maps.Keys(g.seen)), slices.Collect(maps.Keys(suspects)), g.unprotected)

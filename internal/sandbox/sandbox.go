@@ -85,6 +85,9 @@ type Sandbox struct {
 	gitlinks map[string][]string
 	// verified holds, per gitdir disarm last looked at, its gitFingerprint after.
 	verified map[string]string
+	// cwd is the directory the session's shell is in, as the last command left it
+	// ([Sandbox.Entered]).
+	cwd string
 	// refsSeen holds, per protected repository, its refs as last read ([plantWatch.noteRefs]).
 	refsSeen map[string]refsMark
 	// objSeen holds, per guarded object store, its files as last checked

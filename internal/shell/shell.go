@@ -76,7 +76,8 @@ type Result struct {
 	// SandboxDenied are the connections the sandbox's proxy refused, as "host: why".
 	SandboxDenied []string
 	// SandboxPlanted say which submodules the command added to a repository the sandbox
-	// protects with a repository of its own making, whose configuration git run outside
+	// protects with a repository of its own making, and what of the repository it left the
+	// shell in was disarmed ([sandbox.Sandbox.Entered]), whose configuration git run outside
 	// would read: sentences for the result.
 	SandboxPlanted []string
 }
@@ -146,6 +147,7 @@ func Run(ctx context.Context, c Command) (Result, error) {
 		res.ExitCode = -1
 	} else if err == nil {
 		res.Cwd = cwd
+		res.SandboxPlanted = append(res.SandboxPlanted, c.Sandbox.Entered(cwd)...)
 	}
 	return res, nil
 }

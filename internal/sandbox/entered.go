@@ -1,0 +1,74 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// Entered is told the directory a command's shell ended in, where the session runs its next
+// commands — and, outside the sandbox, its status line and hooks, whose git would use the
+// repository there. The search each release makes for repositories a command planted does
+// not enter node_modules and stops at its bounds, so a command could make one there, cd into
+// it, and have git outside run the core.fsmonitor it set. So the repository git would find
+// from dir is disarmed now, at this and at every later release while the session stays
+// there, unless the sandbox protects it. It returns what it moved aside, as sentences for the
+// command's result.
+func (s *Sandbox) Entered(dir string) []string {
+	if s == nil || s.landlockOnly || dir == "" {
+		return nil // the Landlock-only form protects no repository, nor disarms one
+	}
+	s.disarmMu.Lock()
+	defer s.disarmMu.Unlock()
+	s.cwd = resolvePath(filepath.Clean(dir))
+	return s.disarmAtCwd(s.complete())
+}
+
+// disarmAtCwd disarms the repository git would find from the directory the session is in
+// ([Sandbox.Entered]) when p does not protect it. Call with s.disarmMu held.
+func (s *Sandbox) disarmAtCwd(p Policy) []string {
+	if s.cwd == "" || !p.Enabled() {
+		return nil
+	}
+	gitDir, tree := discoverRepo(s.cwd, p.Writable)
+	if gitDir == "" {
+		return nil
+	}
+	protected := func(d string) bool {
+		_, ok := slices.BinarySearch(p.GitDirs, d)
+		return ok
+	}
+	if protected(gitDir) {
+		return nil
+	}
+	hooks := p.plantedHooks(gitDir, tree, protected)
+	fp := gitFingerprint(gitDir) + hooksFingerprint(hooks)
+	if fp == s.verified[gitDir] {
+		return nil
+	}
+	said, ok := disarm(gitDir, p.Writable, protected, hooks)
+	if ok {
+		s.verified[gitDir] = gitFingerprint(gitDir) + hooksFingerprint(hooks)
+	}
+	return said
+}
+
+// discoverRepo is the gitdir git run in dir would use, and its working tree ("" for a bare
+// one), looking upward as git does while the directories are below a writable root: past
+// them no command wrote anything. "" when it finds none there.
+func discoverRepo(dir string, writable []string) (gitDir, tree string) {
+	for d := dir; withinAny(d, writable); d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			if target, _ := dotGitTarget(filepath.Join(d, ".git")); target != "" {
+				return target, d
+			}
+		}
+		if isGitDir(d) {
+			return filepath.Clean(d), ""
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	return "", ""
+}
