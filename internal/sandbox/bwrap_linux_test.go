@@ -281,6 +281,38 @@ func TestKillUnderBwrapLeavesNothingForInit(t *testing.T) {
 	waittest.Until(t, "the command's process group to be gone", func() bool { return procgroup.Gone(cmd.Process.Pid) })
 }
 
+// TestKillWhileReleasedUnderBwrap: a caller may kill a command from one goroutine while
+// another releases it, as a language server shut down just as it exits is; -race fails this
+// test when the two touch the sandbox's first process unordered.
+func TestKillWhileReleasedUnderBwrap(t *testing.T) {
+	if _, _, err := findBwrap(context.Background()); err != nil {
+		t.Skipf("bubblewrap is not usable here: %v", err)
+	}
+	s, ws := workspaceSandbox(t)
+	if err := s.Available(); err != nil || s.bwrap == "" {
+		t.Fatalf("bubblewrap is installed, but the sandbox does not start under it: %v (why not: %s)", err, s.bwrapWhy)
+	}
+	cmd := exec.Command("sh", "-c", "exit 0")
+	cmd.Dir = ws
+	run, err := s.Confine(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	procgroup.Own(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waittest.Recv(t, "bubblewrap's info", run.firstKnown)
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		_ = cmd.Wait()
+		run.Release()
+	}()
+	_ = run.Kill(cmd.Process.Pid)
+	waittest.Recv(t, "the release", released)
+}
+
 // TestInheritedDescriptorsStayOutside: a descriptor keel inherited without close-on-exec
 // (from the shell or harness that started it; os/exec passes such descriptors to every
 // child) is not open in a sandboxed command, through either launcher.

@@ -44,6 +44,10 @@ type Run struct {
 	// never signalled.
 	first      atomic.Pointer[os.Process]
 	firstKnown chan struct{}
+	// firstMu orders killing the first process with releasing it (os.Process.Release clears
+	// its Pid): a caller may Kill from one goroutine while another Releases — a language
+	// server shut down as it exits.
+	firstMu sync.Mutex
 
 	refused refusals
 	planted plantWatch
@@ -260,9 +264,11 @@ func (r *Run) Release() []string {
 		f.Close()
 	}
 	r.wg.Wait()
-	if p := r.first.Load(); p != nil {
+	r.firstMu.Lock()
+	if p := r.first.Swap(nil); p != nil {
 		p.Release()
 	}
+	r.firstMu.Unlock()
 	r.s.release(r.placeholders)
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
@@ -300,11 +306,15 @@ func (r *Run) killFirst() {
 	case <-t.C:
 		return
 	}
-	p := r.first.Load()
-	if p == nil || p.Kill() != nil {
+	r.firstMu.Lock()
+	p, pid := r.first.Load(), 0
+	if p != nil && p.Kill() == nil {
+		pid = p.Pid
+	}
+	r.firstMu.Unlock()
+	if pid == 0 {
 		return
 	}
-	pid := p.Pid
 	ctx, cancel := context.WithTimeout(context.Background(), firstGrace)
 	defer cancel()
 	procgroup.WaitReaped(ctx, pid)
