@@ -10,7 +10,8 @@ import (
 // commands — and, outside the sandbox, its status line and hooks, whose git would use the
 // repository there. The search each release makes for repositories a command planted does
 // not enter node_modules and stops at its bounds, so a command could make one there, cd into
-// it, and have git outside run the core.fsmonitor it set. So the repository git would find
+// it, and have git outside run the core.fsmonitor it set — or make one in a toolchain cache and
+// cd into keel's upper layer of its overlay, where it lands. So the repository git would find
 // from dir is disarmed now, at this and at every later release while the session stays
 // there, unless the sandbox protects it. It returns what it moved aside, as sentences for the
 // command's result.
@@ -30,7 +31,8 @@ func (s *Sandbox) disarmAtCwd(p Policy) []string {
 	if s.cwd == "" || !p.Enabled() {
 		return nil
 	}
-	gitDir, tree := discoverRepo(s.cwd, p.Writable)
+	roots := p.landingRoots()
+	gitDir, tree := discoverRepo(s.cwd, roots)
 	if gitDir == "" {
 		return nil
 	}
@@ -46,7 +48,7 @@ func (s *Sandbox) disarmAtCwd(p Policy) []string {
 	if fp == s.verified[gitDir] {
 		return nil
 	}
-	said, ok := disarm(gitDir, p.Writable, protected, hooks)
+	said, ok := disarm(gitDir, roots, protected, hooks)
 	if ok {
 		s.verified[gitDir] = gitFingerprint(gitDir) + hooksFingerprint(hooks)
 	}
@@ -54,8 +56,8 @@ func (s *Sandbox) disarmAtCwd(p Policy) []string {
 }
 
 // discoverRepo is the gitdir git run in dir would use, and its working tree ("" for a bare
-// one), looking upward as git does while the directories are below a writable root: past
-// them no command wrote anything. "" when it finds none there.
+// one), looking upward as git does while the directories are below one of roots (where a
+// command's writes land: past them no command wrote anything). "" when it finds none there.
 func discoverRepo(dir string, writable []string) (gitDir, tree string) {
 	for d := dir; withinAny(d, writable); d = filepath.Dir(d) {
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {

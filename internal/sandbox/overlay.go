@@ -76,6 +76,22 @@ func cacheDir(state, path string) string {
 	return filepath.Join(state, base+"-"+hex.EncodeToString(sum[:6]))
 }
 
+// landingRoots are where a command's writes can land: the writable roots, and the upper
+// layers of the caches' overlays, which a command writes through the cache's path and can
+// name by their own (a .git file in the workspace naming a repository it made in ~/.npm, a
+// cd into keel's directory for the layers). A repository there is disarmed like one in a
+// writable root.
+func (p Policy) landingRoots() []string {
+	if p.CacheState == "" || len(p.Caches) == 0 {
+		return p.Writable
+	}
+	roots := slices.Clone(p.Writable)
+	for _, c := range p.Caches {
+		roots = append(roots, resolvePath(filepath.Join(cacheDir(p.CacheState, c), "upper")))
+	}
+	return roots
+}
+
 // cacheStateOverlap says why keel's directory for the overlays cannot hold them where it
 // is: inside a cache, or holding a writable path, or inside a writable root (the home
 // directory as the workspace) without being read-only there, as keel's own directory

@@ -179,7 +179,7 @@ func (w *plantWatch) finish(s *Sandbox) {
 		// search's bounds is a suspect at every release).
 		hooks := p.plantedHooks(d, g.trees[d], protectedForAll)
 		if fp := gitFingerprint(d) + hooksFingerprint(hooks); fp != s.verified[d] {
-			said, ok := disarm(d, p.Writable, protectedForAll, hooks)
+			said, ok := disarm(d, p.landingRoots(), protectedForAll, hooks)
 			w.found = append(w.found, said...)
 			if ok { // one keel could not disarm is tried again at the next release
 				s.verified[d] = gitFingerprint(d) + hooksFingerprint(hooks)
