@@ -23,6 +23,20 @@ func hooksRepo(hooksDir string, exists bool) func(t *testing.T, base string) (st
 	}
 }
 
+// huskyRepo is a workspace whose hooks are husky 9's: core.hooksPath .husky/_, whose hooks
+// only run .husky/<hook>, the project's script, when it exists.
+func huskyRepo(t *testing.T, base string) (string, string) {
+	ws := filepath.Join(base, "ws")
+	newRepo(t, ws)
+	git(t, ws, "config", "core.hooksPath", ".husky/_")
+	write(t, filepath.Join(ws, ".husky", "_", "h"), "#!/bin/sh\nn=$(basename \"$0\")\ns=$(dirname \"$(dirname \"$0\")\")/$n\n[ ! -f \"$s\" ] && exit 0\nsh -e \"$s\" \"$@\"\n")
+	write(t, filepath.Join(ws, ".husky", "_", "post-checkout"), "#!/bin/sh\n. \"$(dirname \"$0\")/h\"\n")
+	if err := os.Chmod(filepath.Join(ws, ".husky", "_", "post-checkout"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return ws, ws
+}
+
 // homeRepo is a workspace that is both the user's home, with ~/.gitconfig holding cfg, and a
 // repository.
 func homeRepo(cfg string) func(t *testing.T, base string) (string, string) {
@@ -66,6 +80,8 @@ var gitConfigAttacks = map[string]gitAttack{
 		layout: hooksRepo(".githooks", true), outside: []string{"commit", "-q", "--allow-empty", "-m", "x"}},
 	"hooksPath absent (husky)": {script: "mkdir -p .husky/_ && evilhook > .husky/_/post-checkout && chmod +x .husky/_/post-checkout",
 		layout: hooksRepo(".husky/_", false), outside: []string{"checkout", "-q", "-b", "y"}},
+	"husky's hook script": {script: "evilhook > .husky/post-checkout",
+		layout: huskyRepo, outside: []string{"checkout", "-q", "-b", "y"}},
 	"hooksPath directory replaced": {script: "mv .githooks .githooks.old && mkdir .githooks && evilhook > .githooks/post-checkout && chmod +x .githooks/post-checkout",
 		layout: hooksRepo(".githooks", true), outside: []string{"checkout", "-q", "-b", "y"}},
 	"hooksPath in an included file": {script: "mkdir -p .githooks && evilhook > .githooks/post-checkout && chmod +x .githooks/post-checkout",

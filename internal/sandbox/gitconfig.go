@@ -256,6 +256,11 @@ func (p *Policy) protectGitConfig(g gitGuard, home string) {
 				h = base + string(filepath.Separator) + h
 			}
 			p.protectGitPath(h, base, whyHooks)
+			if filepath.Base(h) == "_" && filepath.Base(filepath.Dir(h)) == ".husky" {
+				// husky 9's hooks in .husky/_ only run .husky/<hook>, the scripts the project
+				// writes: those are the hooks git runs.
+				p.protectGitPath(filepath.Dir(h), base, "keel's always-read-only paths (husky's hook scripts, which core.hooksPath's .husky/_ runs)")
+			}
 		}
 	}
 	for _, f := range c.included {
