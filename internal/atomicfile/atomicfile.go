@@ -34,8 +34,13 @@ func Replace(path string, data []byte, old fs.FileInfo) error {
 	if HardLinks(old) > 1 {
 		return fmt.Errorf("replace %s: it has other hard links: %w", path, ErrNotReplaceable)
 	}
+	return write(path, data, 0o600, replacing(path, old))
+}
+
+// replacing sets up the new file that replaces old at path: its owner and mode.
+func replacing(path string, old fs.FileInfo) func(*os.File) error {
 	mode := old.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
-	return write(path, data, 0o600, func(f *os.File) error {
+	return func(f *os.File) error {
 		if err := keepOwner(f, old); err != nil {
 			return fmt.Errorf("replace %s: keep its owner: %v: %w", path, err, ErrNotReplaceable)
 		}
@@ -43,7 +48,7 @@ func Replace(path string, data []byte, old fs.FileInfo) error {
 			return fmt.Errorf("chmod %s: %w", f.Name(), err)
 		}
 		return nil
-	})
+	}
 }
 
 // Create writes the new file path whole, so a kill leaves no file or all of it. Unlike

@@ -26,6 +26,51 @@ func WriteNoLinks(path string, data []byte, perm os.FileMode) error {
 	return WriteFile(abs, data, perm)
 }
 
+// ReplaceNoLinks is Replace refusing a path with a symbolic link among its directories.
+func ReplaceNoLinks(path string, data []byte, old fs.FileInfo) error {
+	if err := checkAbs(path); err != nil {
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	return Replace(path, data, old)
+}
+
+// CreateNoLinks is Create refusing a path with a symbolic link among its directories.
+func CreateNoLinks(path string, data []byte, perm os.FileMode) error {
+	if err := checkAbs(path); err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	return Create(path, data, perm)
+}
+
+// OpenNoLinks is os.OpenFile refusing a path with a symbolic link among its directories or at
+// its end.
+func OpenNoLinks(path string, flag int, perm os.FileMode) (*os.File, error) {
+	if err := checkAbs(path); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return nil, &LinkError{Link: path}
+	}
+	return os.OpenFile(path, flag, perm)
+}
+
+// MkdirAllNoLinks is os.MkdirAll (0o755) refusing a path with a symbolic link on the way.
+func MkdirAllNoLinks(path string) error {
+	if err := checkAbs(filepath.Join(path, "_")); err != nil {
+		return fmt.Errorf("make %s: %w", path, err)
+	}
+	return os.MkdirAll(path, 0o755)
+}
+
+// checkAbs is checkParents of path from its volume's root.
+func checkAbs(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	return checkParents(filepath.VolumeName(abs)+string(filepath.Separator), abs)
+}
+
 // RemoveNoLinks is os.Remove refusing a path with a symbolic link among its directories.
 func RemoveNoLinks(path string) error {
 	abs, err := filepath.Abs(path)

@@ -21,14 +21,81 @@ import (
 // written, so a link met on the way is a *LinkError and one swapped in meanwhile leads
 // nowhere. Missing directories are made (0o755, less the umask). A link at the file's own
 // name is replaced, never followed.
-func WriteNoLinks(path string, data []byte, perm os.FileMode) (err error) {
+func WriteNoLinks(path string, data []byte, perm os.FileMode) error {
 	dir, name, err := openParent("/", path, true)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer unix.Close(dir)
-	tmp, f, err := createTempAt(dir, "."+name+".tmp", filepath.Dir(path))
+	return writeAt(dir, name, path, data, 0o600, func(f *os.File) error {
+		if err := f.Chmod(perm); err != nil {
+			return fmt.Errorf("chmod %s: %w", f.Name(), err)
+		}
+		return nil
+	})
+}
+
+// ReplaceNoLinks is Replace with WriteNoLinks's walk, for a path with no link on the way (one
+// resolved already): a link met there is a *LinkError and nothing is written. The directory
+// must exist.
+func ReplaceNoLinks(path string, data []byte, old fs.FileInfo) error {
+	if HardLinks(old) > 1 {
+		return fmt.Errorf("replace %s: it has other hard links: %w", path, ErrNotReplaceable)
+	}
+	dir, name, err := openParent("/", path, false)
 	if err != nil {
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	defer unix.Close(dir)
+	return writeAt(dir, name, path, data, 0o600, replacing(path, old))
+}
+
+// CreateNoLinks is Create with WriteNoLinks's walk; the directory must exist.
+func CreateNoLinks(path string, data []byte, perm os.FileMode) error {
+	dir, name, err := openParent("/", path, false)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	defer unix.Close(dir)
+	return writeAt(dir, name, path, data, perm, nil)
+}
+
+// MkdirAllNoLinks is os.MkdirAll (0o755, less the umask) with WriteNoLinks's walk: a link on
+// the way is a *LinkError, and nothing is made where it leads.
+func MkdirAllNoLinks(path string) error {
+	dir, _, err := openParent("/", filepath.Join(path, "_"), true) // makes path's directories, not "_"
+	if err != nil {
+		return fmt.Errorf("make %s: %w", path, err)
+	}
+	unix.Close(dir)
+	return nil
+}
+
+// OpenNoLinks is os.OpenFile with WriteNoLinks's walk, the file itself opened without
+// following a link either: for a path with no link on the way (one resolved already), which a
+// program keel does not control could change meanwhile — a link swapped in for a directory
+// or the file is a *LinkError, never followed.
+func OpenNoLinks(path string, flag int, perm os.FileMode) (*os.File, error) {
+	dir, name, err := openParent("/", path, false)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer unix.Close(dir)
+	fd, err := unix.Openat(dir, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+	if err != nil {
+		return nil, describe(dir, name, path, err)
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// writeAt is write in the held directory dir: data into a temp file created with perm (less
+// the umask), set up by prepare when not nil, then renamed over name.
+func writeAt(dir int, name, path string, data []byte, perm os.FileMode, prepare func(*os.File) error) (err error) {
+	tmp, f, err := createTempAt(dir, "."+name+".tmp", filepath.Dir(path), perm)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			err = fmt.Errorf("%w: %w", err, ErrNotReplaceable)
+		}
 		return fmt.Errorf("create temp file for %s: %w", path, err)
 	}
 	defer func() {
@@ -40,8 +107,10 @@ func WriteNoLinks(path string, data []byte, perm os.FileMode) (err error) {
 	if _, err = f.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", f.Name(), err)
 	}
-	if err = f.Chmod(perm); err != nil {
-		return fmt.Errorf("chmod %s: %w", f.Name(), err)
+	if prepare != nil {
+		if err = prepare(f); err != nil {
+			return err
+		}
 	}
 	if err = f.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", f.Name(), err)
@@ -176,10 +245,10 @@ func describe(dir int, name, path string, err error) error {
 }
 
 // createTempAt is createTemp in the held directory dir (whose path is dirPath).
-func createTempAt(dir int, prefix, dirPath string) (string, *os.File, error) {
+func createTempAt(dir int, prefix, dirPath string, perm os.FileMode) (string, *os.File, error) {
 	for range 100 {
 		name := prefix + strconv.FormatUint(rand.Uint64(), 36)
-		fd, err := unix.Openat(dir, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		fd, err := unix.Openat(dir, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 		if errors.Is(err, unix.EEXIST) {
 			continue
 		}

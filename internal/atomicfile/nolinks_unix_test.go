@@ -26,6 +26,11 @@ func TestNoLinksRefusesALinkOnTheWay(t *testing.T) {
 		"write":       WriteNoLinks(filepath.Join(dir, "via", "f"), []byte("planted"), 0o755),
 		"write below": WriteNoLinks(filepath.Join(dir, "via", "sub", "f"), []byte("planted"), 0o755),
 		"remove":      RemoveNoLinks(filepath.Join(dir, "via", "f")),
+		"replace":     ReplaceNoLinks(filepath.Join(dir, "via", "f"), []byte("planted"), statOf(t, target)),
+		"create":      CreateNoLinks(filepath.Join(dir, "via", "g"), []byte("planted"), 0o644),
+		"mkdir":       MkdirAllNoLinks(filepath.Join(dir, "via", "sub", "deeper")),
+		"open":        openErr(OpenNoLinks(filepath.Join(dir, "via", "f"), os.O_RDONLY, 0)),
+		"open write":  openErr(OpenNoLinks(filepath.Join(dir, "via", "f"), os.O_WRONLY|os.O_TRUNC, 0)),
 	} {
 		le, ok := errors.AsType[*LinkError](err)
 		if !ok || le.Link != filepath.Join(dir, "via") {
@@ -34,6 +39,9 @@ func TestNoLinksRefusesALinkOnTheWay(t *testing.T) {
 	}
 	if b, err := os.ReadFile(target); err != nil || string(b) != "outside" {
 		t.Errorf("the file the link leads to: %q, %v", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(outside, "g")); !os.IsNotExist(err) {
+		t.Errorf("a file was created through the link: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(outside, "sub")); !os.IsNotExist(err) {
 		t.Errorf("a directory was made through the link: %v", err)
@@ -145,4 +153,42 @@ func TestBeneathFollowsTheRootOnly(t *testing.T) {
 	if err := RemoveBeneath(root, filepath.Join("sub", "f")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func statOf(t *testing.T, path string) os.FileInfo {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi
+}
+
+// openErr is OpenNoLinks's error, the file it opened closed.
+func openErr(f *os.File, err error) error {
+	if f != nil {
+		f.Close()
+	}
+	return err
+}
+
+// TestOpenNoLinksRefusesALinkAtTheName: the file itself, when a link, is not followed.
+func TestOpenNoLinksRefusesALinkAtTheName(t *testing.T) {
+	dir := realDir(t)
+	target := filepath.Join(dir, "secret")
+	if err := os.WriteFile(target, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := OpenNoLinks(filepath.Join(dir, "link"), os.O_RDONLY, 0); err == nil {
+		f.Close()
+		t.Fatal("OpenNoLinks followed a link at the file's name")
+	}
+	f, err := OpenNoLinks(target, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 }

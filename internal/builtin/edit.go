@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
@@ -51,7 +52,7 @@ func runEdit(ctx context.Context, env *tool.Env, in editInput) tool.Result {
 	if res, ok := checkWritable(env.State, t); !ok {
 		return res
 	}
-	data, err := os.ReadFile(t.real)
+	data, err := readNoLinks(t.real)
 	if err == nil {
 		data, err = readBytes(ctx, t.real)
 	}
@@ -176,7 +177,7 @@ func editMissing(ctx context.Context, env *tool.Env, t target, in editInput) too
 		}
 		return tool.Errorf("File does not exist: %s. To create it, use Write (or Edit with an empty old_string).", t.abs)
 	}
-	if err := os.MkdirAll(filepath.Dir(t.real), 0o755); err != nil {
+	if err := atomicfile.MkdirAllNoLinks(filepath.Dir(t.real)); err != nil {
 		return tool.Errorf("Cannot create the directory of %s: %v", t.abs, err)
 	}
 	content := []byte(in.NewString)

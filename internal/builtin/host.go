@@ -3,8 +3,10 @@ package builtin
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 
+	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/shell"
 )
 
@@ -56,7 +58,20 @@ func readBytes(ctx context.Context, path string) ([]byte, error) {
 			return []byte(text), err
 		}
 	}
-	return os.ReadFile(path)
+	return readNoLinks(path)
+}
+
+// readNoLinks reads the file a tool acts on, path resolved already, without following a link on
+// the way: a sandboxed command running in the background can swap a directory of the
+// workspace for a link (rename-exchange, in a loop) between the path's check and its use, and
+// keel, outside the sandbox, would then read a file the permission check never saw.
+func readNoLinks(path string) ([]byte, error) {
+	f, err := atomicfile.OpenNoLinks(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // hostedWrite writes content through the context's host; ok is false when there is none or

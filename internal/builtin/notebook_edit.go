@@ -74,7 +74,7 @@ func runNotebookEdit(ctx context.Context, env *tool.Env, in notebookEditInput) t
 		return tool.Errorf("%s is %d MB, over the %d MB NotebookEdit loads. Clear its outputs (jupyter nbconvert --clear-output) or edit it with Bash.",
 			t.abs, info.Size()>>20, maxNotebookBytes>>20)
 	}
-	data, err := os.ReadFile(t.real)
+	data, err := readNoLinks(t.real)
 	if err != nil {
 		return tool.Errorf("Cannot read %s: %v", t.abs, err)
 	}

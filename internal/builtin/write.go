@@ -43,7 +43,7 @@ func runWrite(ctx context.Context, env *tool.Env, in writeInput) tool.Result {
 		return res
 	}
 	content := []byte(in.Content)
-	old, err := os.ReadFile(t.real)
+	old, err := readNoLinks(t.real)
 	if err == nil {
 		old, err = readBytes(ctx, t.real)
 	}
@@ -61,7 +61,7 @@ func runWrite(ctx context.Context, env *tool.Env, in writeInput) tool.Result {
 		}
 	case notExist(err):
 		verb = "Created"
-		if err := os.MkdirAll(filepath.Dir(t.real), 0o755); err != nil {
+		if err := atomicfile.MkdirAllNoLinks(filepath.Dir(t.real)); err != nil {
 			return tool.Errorf("Cannot create the directory of %s: %v", t.abs, err)
 		}
 		if err := create(ctx, t.real, content); err != nil {
@@ -98,11 +98,13 @@ func overwrite(ctx context.Context, path string, content []byte) error {
 
 // overwriteFile is overwrite on disk.
 func overwriteFile(path string, content []byte) error {
-	info, err := os.Stat(path)
+	info, err := os.Lstat(path)
 	if err != nil {
 		return err
 	}
-	err = atomicfile.Replace(path, content, info)
+	// The path is resolved already and checked: no link on its way is followed, since a
+	// command in the background could swap one in meanwhile ([readNoLinks]).
+	err = atomicfile.ReplaceNoLinks(path, content, info)
 	if errors.Is(err, atomicfile.ErrNotReplaceable) {
 		return overwriteInPlace(path, content)
 	}
@@ -114,12 +116,12 @@ func create(ctx context.Context, path string, content []byte) error {
 	if ok, err := hostedWrite(ctx, path, content); ok {
 		return err
 	}
-	return atomicfile.Create(path, content, 0o644)
+	return atomicfile.CreateNoLinks(path, content, 0o644)
 }
 
 // overwriteInPlace rewrites the file itself, so its links and owner stay as they were.
 func overwriteInPlace(path string, content []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	f, err := atomicfile.OpenNoLinks(path, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		return err
 	}
