@@ -3,8 +3,10 @@ package builtin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/shell"
@@ -66,12 +68,27 @@ func readBytes(ctx context.Context, path string) ([]byte, error) {
 // workspace for a link (rename-exchange, in a loop) between the path's check and its use, and
 // keel, outside the sandbox, would then read a file the permission check never saw.
 func readNoLinks(path string) ([]byte, error) {
-	f, err := atomicfile.OpenNoLinks(path, os.O_RDONLY, 0)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	return io.ReadAll(f)
+}
+
+// openRegular opens path for reading as readNoLinks does, without waiting: a FIFO swapped in
+// for the file after its check would hold keel in open(2) until something writes to it.
+// Anything but a regular file is an error.
+func openRegular(path string) (*os.File, error) {
+	f, err := atomicfile.OpenNoLinks(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file any more (something replaced it)", path)
+	}
+	return f, nil
 }
 
 // hostedWrite writes content through the context's host; ok is false when there is none or

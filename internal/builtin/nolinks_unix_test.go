@@ -5,6 +5,7 @@ package builtin
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/keel-dev/keel/internal/atomicfile"
@@ -47,5 +48,21 @@ func TestFileToolsFollowNoSwappedLink(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(outside, made)); err == nil {
 			t.Errorf("%s was made where the link leads", made)
 		}
+	}
+}
+
+// TestFileToolsWaitOnNoFIFO: a FIFO swapped in for the file a tool checked (adversary9 F8) is
+// an error, at once: opening it to read or to write in place would wait for a writer or a
+// reader that never comes.
+func TestFileToolsWaitOnNoFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "f")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := readNoLinks(fifo); err == nil {
+		t.Errorf("read a FIFO: %q", b)
+	}
+	if err := overwriteInPlace(fifo, []byte("x")); err == nil {
+		t.Error("wrote a FIFO in place")
 	}
 }

@@ -18,7 +18,6 @@ import (
 
 	"golang.org/x/text/transform"
 
-	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/tool"
 )
@@ -80,7 +79,7 @@ func runRead(ctx context.Context, env *tool.Env, in readInput) tool.Result {
 	if !info.Mode().IsRegular() {
 		return tool.Errorf("%s is not a regular file (%s); Read only reads files.", t.abs, info.Mode().Type())
 	}
-	f, err := atomicfile.OpenNoLinks(t.real, os.O_RDONLY, 0)
+	f, err := openRegular(t.real)
 	if err != nil {
 		return tool.Errorf("Cannot read %s: %v", t.abs, err)
 	}

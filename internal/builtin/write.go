@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/tool"
@@ -121,7 +122,7 @@ func create(ctx context.Context, path string, content []byte) error {
 
 // overwriteInPlace rewrites the file itself, so its links and owner stay as they were.
 func overwriteInPlace(path string, content []byte) error {
-	f, err := atomicfile.OpenNoLinks(path, os.O_WRONLY|os.O_TRUNC, 0)
+	f, err := atomicfile.OpenNoLinks(path, os.O_WRONLY|os.O_TRUNC|syscall.O_NONBLOCK, 0) // a FIFO swapped in fails, never waits
 	if err != nil {
 		return err
 	}
