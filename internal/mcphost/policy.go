@@ -66,45 +66,59 @@ func (p Policy) Apply(servers []ServerConfig) []ServerConfig {
 	out := slices.Clone(servers)
 	for i := range out {
 		out[i].Disabled = p.reason(out[i])
-		if p.Dir != "" && installedModule(out[i], p.Dir) {
-			// Python puts the working directory first on sys.path for -m: a package a
-			// sandboxed command (or the repository) puts there under the module's name would
-			// run in its place. The module is installed code, so leaving the directory off
-			// loses nothing.
-			env := maps.Clone(out[i].Env)
-			if env == nil {
-				env = map[string]string{}
-			}
-			if _, set := env["PYTHONSAFEPATH"]; !set {
-				env["PYTHONSAFEPATH"] = "1"
-			}
-			out[i].Env = env
+		if p.Dir != "" {
+			out[i] = safePath(out[i], p.Dir)
 		}
 	}
 	return out
 }
 
-// installedModule reports whether s is a stdio server that Python runs as a module (`python3 -m
-// pkg.mod`) whose top-level package is not in dir, where the server starts: installed code.
-func installedModule(s ServerConfig, dir string) bool {
-	if s.Type != TypeStdio && s.Type != "" || !strings.HasPrefix(filepath.Base(s.Command), "python") {
+// safePath returns s, started in dir, so that the Python it runs leaves the working directory
+// off sys.path — PYTHONSAFEPATH=1 in its environment, or as env's assignment where env clears
+// it, or -P where -E makes Python ignore it — unless what runs is a script (Python puts the
+// script's own directory there instead), a module the working directory holds (the
+// project's, which needs it), or the configuration sets PYTHONSAFEPATH itself. Python puts
+// the working directory first for -m, -c and standard input: a datetime.py or PKG/ a
+// sandboxed command (or the repository) puts there would run in place of the standard
+// library's or the installed package's. An option keel does not know counts as a flag, so
+// what follows it is no script unless it reads as one: leaving the directory off costs an
+// installed module nothing. A Python started through a shell (`sh -c`, `env -S`) is not seen.
+func safePath(s ServerConfig, dir string) ServerConfig {
+	if s.Type != TypeStdio && s.Type != "" {
+		return s
+	}
+	run, ok := parsePython(append([]string{s.Command}, s.Args...), dir)
+	if !ok || run.safe || run.script || run.assigned || run.module != "" && projectModule(run.module, run.dir) {
+		return s
+	}
+	if _, set := s.Env["PYTHONSAFEPATH"]; set {
+		return s
+	}
+	env := maps.Clone(s.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env["PYTHONSAFEPATH"] = "1"
+	s.Env = env
+	// run.at indexes the command line; the arguments start one after it.
+	switch {
+	case run.ignoresEnv:
+		s.Args = slices.Insert(slices.Clone(s.Args), run.at, "-P")
+	case run.cleared:
+		s.Args = slices.Insert(slices.Clone(s.Args), run.at-1, "PYTHONSAFEPATH=1")
+	}
+	return s
+}
+
+// projectModule reports whether the top-level package of module lies in dir.
+func projectModule(module, dir string) bool {
+	top, _, _ := strings.Cut(module, ".")
+	if top == "" || strings.ContainsAny(top, `/\`) {
 		return false
 	}
-	for i, a := range s.Args {
-		if a == "-m" && i+1 < len(s.Args) {
-			top, _, _ := strings.Cut(s.Args[i+1], ".")
-			if top == "" || strings.ContainsAny(top, `/\`) {
-				return false
-			}
-			_, errDir := os.Stat(filepath.Join(dir, top))
-			_, errFile := os.Stat(filepath.Join(dir, top+".py"))
-			return errDir != nil && errFile != nil
-		}
-		if a == "--" || !strings.HasPrefix(a, "-") {
-			return false // a script, or the end of the interpreter's options
-		}
-	}
-	return false
+	_, errDir := os.Stat(filepath.Join(dir, top))
+	_, errFile := os.Stat(filepath.Join(dir, top+".py"))
+	return errDir == nil || errFile == nil
 }
 
 func (p Policy) reason(s ServerConfig) string {
@@ -127,7 +141,9 @@ func (p Policy) reason(s ServerConfig) string {
 
 // workspaceCopy says why s must not start: its package runner would run, outside the
 // sandbox, a copy of its package in place of the one configured that the untrusted workspace
-// provides (committed with it) or a sandboxed command could have written.
+// provides (committed with it) or a sandboxed command could have written — or would read a
+// configuration file of the runner's there ([PackageRun.Configured]), which can name any
+// program for it to run.
 func (p Policy) workspaceCopy(s ServerConfig) string {
 	if p.Dir == "" || p.Trusted && len(p.Writable) == 0 || s.Type != TypeStdio && s.Type != "" {
 		return ""
@@ -140,22 +156,49 @@ func (p Policy) workspaceCopy(s ServerConfig) string {
 		return slices.ContainsFunc(p.Writable, func(w string) bool { return toolpath.Within(path, w) })
 	}
 	inRepo := func(path string) bool { return !p.Trusted && p.Repo != "" && toolpath.Within(path, p.Repo) }
-	path := run.Provided(p.Dir, func(path string) bool { return inRepo(path) || writable(path) })
+	counts := func(path string) bool { return inRepo(path) || writable(path) }
 	command := strings.Join(append([]string{s.Command}, s.Args...), " ")
-	switch {
-	case path == "":
-		return ""
-	case writable(path):
-		// Trust would not start it: the copy is still one a sandboxed command could write.
-		why := fmt.Sprintf("`%s` would run, outside the sandbox, the copy of %s at %s, which sandboxed commands can write: set sandbox.wrapMcpServers to run the server in the sandbox, or start the package's executable by its path to run that copy knowingly",
-			command, run.Package, path)
-		if !p.Trusted {
-			why += " (the workspace is not trusted either, and trusting it alone does not start the server)"
-		}
-		return why
+	if path := run.Provided(p.Dir, counts); path != "" {
+		return p.copyReason(command, run, path, writable(path))
 	}
-	return fmt.Sprintf("`%s` would run the copy of %s the workspace provides (%s), and the workspace is not trusted: trusting it (`keel trust`) starts the server",
+	if path := run.Configured(p.Dir, counts); path != "" {
+		return p.configReason(command, run, path, writable(path))
+	}
+	return ""
+}
+
+// copyReason says why a server is not started whose runner would run the copy of its
+// package at path; exposed says sandboxed commands can write there.
+func (p Policy) copyReason(command string, run PackageRun, path string, exposed bool) string {
+	if !exposed {
+		return fmt.Sprintf("`%s` would run the copy of %s the workspace provides (%s), and the workspace is not trusted: trusting it (`keel trust`) starts the server",
+			command, run.Package, path)
+	}
+	// Trust would not start it: the copy is still one a sandboxed command could write.
+	why := fmt.Sprintf("`%s` would run, outside the sandbox, the copy of %s at %s, which sandboxed commands can write: set sandbox.wrapMcpServers to run the server in the sandbox, or start the package's executable by its path to run that copy knowingly",
 		command, run.Package, path)
+	return why + p.notTrustedEither()
+}
+
+// configReason says why a server is not started whose runner would read its configuration
+// file at path; exposed says it lies where sandboxed commands write.
+func (p Policy) configReason(command string, run PackageRun, path string, exposed bool) string {
+	if !exposed {
+		return fmt.Sprintf("`%s` would read %s, %s configuration the workspace provides, which can name any program for it to run (script-shell, node-options, yarnPath…), and the workspace is not trusted: trusting it (`keel trust`) starts the server",
+			command, path, run.Runner)
+	}
+	// keel keeps the file read-only in the sandbox, but not what it names (a yarnPath
+	// release, a pnpmfile elsewhere), and one a running command makes stays until it ends.
+	why := fmt.Sprintf("`%s` would read %s, %s configuration in a folder sandboxed commands write, which can name any program for it to run outside the sandbox (script-shell, node-options, yarnPath…) — what it names can lie there too: set sandbox.wrapMcpServers to run the server in the sandbox, or install the package and start its executable by its path",
+		command, path, run.Runner)
+	return why + p.notTrustedEither()
+}
+
+func (p Policy) notTrustedEither() string {
+	if p.Trusted {
+		return ""
+	}
+	return " (the workspace is not trusted either, and trusting it alone does not start the server)"
 }
 
 func matches(r settings.MCPServerRule, s ServerConfig) bool {

@@ -14,6 +14,9 @@ import (
 // node_modules/.bin/NAME in any directory up to the root, before its cache or the registry —
 // so what a workspace holds there runs in place of the package the user configured.
 type PackageRun struct {
+	// Runner is the package manager whose configuration the runner reads: npm (npx, npm
+	// exec), pnpm, yarn or bun ([PackageRun.Configured]).
+	Runner string
 	// Package is the package's name (@scope/name), without a version.
 	Package string
 	// Bins are the names the runner looks for in node_modules/.bin: the word as written
@@ -29,6 +32,7 @@ var runnerValued = []string{"-p", "--package", "-c", "--call", "--registry", "--
 // package runner, and which.
 func PackageRunner(command string, args []string) (PackageRun, bool) {
 	name := strings.TrimSuffix(filepath.Base(command), ".cmd")
+	manager := map[string]string{"npx": "npm", "npm": "npm", "pnpm": "pnpm", "yarn": "yarn", "bunx": "bun", "bun": "bun"}[name]
 	switch {
 	case name == "npx" || name == "bunx":
 	case (name == "npm" || name == "bun") && len(args) > 0 && (args[0] == "exec" || args[0] == "x"),
@@ -71,7 +75,7 @@ func PackageRunner(command string, args []string) (PackageRun, bool) {
 	if pkgName == "" {
 		return PackageRun{}, false
 	}
-	run := PackageRun{Package: pkgName}
+	run := PackageRun{Runner: manager, Package: pkgName}
 	if word != "" && !strings.Contains(word, "..") {
 		run.Bins = append(run.Bins, word)
 	}

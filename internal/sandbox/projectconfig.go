@@ -28,6 +28,17 @@ import (
 // maintain them. Those inside .keel/ and .claude/ are read-only with their folder.
 var projectConfigNames = []string{".mcp.json", ".gitmodules", ".claude", ".keel", ".codex", ".gemini", ".opencode", ".vscode", ".idea"}
 
+// runnerConfig are the files npm, pnpm, Yarn and bun read as configuration in the directory a
+// package runner (`npx -y PKG`, `pnpm dlx`, `yarn dlx`, `bunx`) starts in and those above it,
+// as mcphost.RunnerConfigNames lists them: an .npmrc's script-shell or node-options, a
+// .yarnrc.yml's yarnPath, a pnpmfile or a bunfig's preload make the runner run any program,
+// outside the sandbox where keel starts it there (an MCP server, the status line, a hook).
+// Each is read-only where it is, the search noting them at the roots' top too; but unlike
+// projectConfigNames, an absent one gets no placeholder — a directory where a package manager
+// looks for its configuration file may break it inside — so one a command makes goes aside
+// as it is released instead ([plantWatch.refuseMade]).
+var runnerConfig = []string{".npmrc", ".pnpmfile.cjs", "pnpm-workspace.yaml", ".yarnrc.yml", ".yarnrc", "bunfig.toml"}
+
 // rootConfig are more names read-only at a writable root's top: what tools started there
 // read as configuration — ripgrep's, a workspace-level git configuration, the shells'
 // start-up files — Claude Code's sandbox's "dangerous files" beside those of projectConfigNames
@@ -80,14 +91,13 @@ func protectedBetween(r, dir string) []string {
 }
 
 // projectConfig notes the projectConfigNames that dir, a directory the search for repositories
-// visits below root, holds (from its listing, entries: a stat more for each one found). The
-// root's own are protectedIn's, absent ones included.
+// visits below root, holds, and the runnerConfig that dir or root holds (from its listing,
+// entries: a stat more for each one found). The root's projectConfigNames are protectedIn's,
+// absent ones included.
 func (g *gitGuard) projectConfig(dir, root string, entries []os.DirEntry) {
-	if dir == root {
-		return
-	}
 	for _, e := range entries {
-		if !slices.Contains(projectConfigNames, e.Name()) {
+		// The root's projectConfigNames are protectedIn's; its runnerConfig only the search's.
+		if !slices.Contains(runnerConfig, e.Name()) && (dir == root || !slices.Contains(projectConfigNames, e.Name())) {
 			continue
 		}
 		if g.present == nil {

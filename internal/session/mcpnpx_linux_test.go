@@ -75,3 +75,46 @@ func TestNpxServerSandboxCopy(t *testing.T) {
 		t.Errorf("notice = %q, want it to name %s", said, copyPath)
 	}
 }
+
+// TestNpxServerSandboxRunnerConfig: in a trusted, sandboxed session whose MCP servers run
+// outside the sandbox, an .npmrc a sandboxed command makes (script-shell naming its own
+// script) goes aside as the command ends, the result saying so: the next session's `npx -y
+// PKG` server starts as before, and npx does not run the command's script outside.
+func TestNpxServerSandboxRunnerConfig(t *testing.T) {
+	parent, marks := t.TempDir(), t.TempDir()
+	ws := filepath.Join(parent, "ws")
+	writeFiles(t, ws, map[string]string{"package.json": `{"name":"ws","version":"1.0.0"}`})
+	legit, evil := filepath.Join(marks, "legit"), filepath.Join(marks, "evil")
+	cfg := npxServer(t, legit)
+	plantServer(t, parent)
+	plant := fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\nexec /bin/sh "$@"\n' > evil.sh && chmod +x evil.sh && echo "script-shell=$PWD/evil.sh" > .npmrc && echo planted`, evil)
+	sc := &scripted.Scenario{Rules: []scripted.Rule{
+		{Name: "plant", When: scripted.Match{UserText: "plant"}, Times: 1, Reply: []scripted.Block{scripted.ToolUse("Bash", map[string]any{"command": plant})}},
+		{Name: "end", Reply: []scripted.Block{scripted.Text("done")}},
+	}}
+	opts := Options{Cwd: ws, Trust: true, Sandbox: "workspace-write", PermissionMode: "bypassPermissions", MCP: MCPOptions{Configs: []string{cfg}}}
+	first := newHarness(t, sc, opts)
+	if err := first.sess.sandbox.Available(); errors.Is(err, sandbox.ErrUnavailable) {
+		t.Skipf("no sandbox on this machine: %v", err)
+	}
+	out := bashOutput(first.send(t, "plant"))
+	npmrc := filepath.Join(ws, ".npmrc")
+	if !strings.Contains(out, "planted") || !strings.Contains(out, "the command made "+npmrc+", a package runner's configuration") {
+		t.Errorf("the result does not say %s went aside, or the command did not run:\n%s", npmrc, out)
+	}
+	if _, err := os.Lstat(npmrc); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s exists after the command: %v", npmrc, err)
+	}
+
+	if err := os.Remove(legit); err != nil {
+		t.Fatalf("the server did not start before the command: %v", err)
+	}
+	second := newHarness(t, sc, opts)
+	result(t, second.send(t, "hi"))
+	if !has(toolNames(t, second.srv.Requests()[0].Body), "mcp__hello__echo") {
+		t.Errorf("the server did not start after the command: %+v", second.sess.MCP().Status())
+	}
+	if _, err := os.Stat(evil); err == nil {
+		t.Fatal("the script-shell a sandboxed command named ran outside the sandbox")
+	}
+}

@@ -124,3 +124,53 @@ func TestServerExposed(t *testing.T) {
 		}
 	}
 }
+
+// TestNpxServerRunnerConfigUntrusted: a user-level `npx -y PKG` server, whose package the
+// user installed outside the workspace, is not started in an untrusted workspace that holds
+// an .npmrc (committed with it): npm would run the package through the script-shell it names,
+// outside the sandbox, at the session's start. The notice names the file and says trusting
+// the workspace starts it; trusted, it starts, and npx does read that .npmrc.
+func TestNpxServerRunnerConfigUntrusted(t *testing.T) {
+	parent, marks := t.TempDir(), t.TempDir()
+	ws := filepath.Join(parent, "ws")
+	legit, evil := filepath.Join(marks, "legit"), filepath.Join(marks, "evil")
+	cfg := npxServer(t, legit)
+	plantServer(t, parent)
+	npmrc := filepath.Join(ws, ".npmrc")
+	writeFiles(t, ws, map[string]string{
+		"package.json": `{"name":"ws","version":"1.0.0"}`, // npm reads the .npmrc beside it
+		".npmrc":       "script-shell=" + filepath.Join(ws, "evil.sh") + "\n",
+		"evil.sh":      "#!/bin/sh\ntouch " + evil + "\nexec /bin/sh \"$@\"\n",
+	})
+	if err := os.Chmod(filepath.Join(ws, "evil.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sc := &scripted.Scenario{Rules: []scripted.Rule{{Reply: []scripted.Block{scripted.Text("done")}}}}
+
+	untrusted := newHarness(t, sc, Options{Cwd: ws, Sandbox: "off", MCP: MCPOptions{Configs: []string{cfg}}})
+	notices := untrusted.sess.Notices()
+	result(t, untrusted.send(t, "hi"))
+	for _, m := range []string{legit, evil} {
+		if _, err := os.Stat(m); err == nil {
+			t.Fatalf("the server ran in an untrusted workspace with an .npmrc (%s)", m)
+		}
+	}
+	var said string
+	for _, n := range notices {
+		if strings.Contains(n.Text, `MCP server "hello" not started`) {
+			said = n.Text
+		}
+	}
+	if !strings.Contains(said, npmrc) || !strings.Contains(said, "keel trust") {
+		t.Errorf("notice = %q, want it to name %s and trusting the workspace", said, npmrc)
+	}
+
+	trusted := newHarness(t, sc, Options{Cwd: ws, Trust: true, Sandbox: "off", MCP: MCPOptions{Configs: []string{cfg}}})
+	result(t, trusted.send(t, "hi"))
+	if !has(toolNames(t, trusted.srv.Requests()[0].Body), "mcp__hello__echo") {
+		t.Errorf("the server did not start in the trusted workspace: %+v", trusted.sess.MCP().Status())
+	}
+	if _, err := os.Stat(evil); err != nil {
+		t.Errorf("npx did not run the package through the workspace's script-shell (the test shows nothing): %v", err)
+	}
+}

@@ -320,3 +320,53 @@ func TestStatusLineNotFromTheWorkspace(t *testing.T) {
 		t.Error("the status line command ran")
 	}
 }
+
+// TestStatusLineNotUnderWorkspaceRunnerConfig: a status line a package runner starts is not
+// run where the workspace (the repository, up to its top) holds a configuration file that
+// runner reads — an .npmrc's script-shell or node-options would run a program of the
+// repository's, or a sandboxed command's, outside the sandbox after every turn — and says
+// which file; one the runner does not read, or one above the repository, does not count.
+func TestStatusLineNotUnderWorkspaceRunnerConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, cmd string
+		refused         bool
+	}{
+		{"npmrc", ".npmrc", "npx -y ccstatus-x", true},
+		{"yarnrc", ".yarnrc.yml", "yarn dlx ccstatus-x", true},
+		{"bunfig", "bunfig.toml", "bunx ccstatus-x", true},
+		{"not read", ".yarnrc.yml", "npx -y ccstatus-x", false},
+		{"above the repository", "../.npmrc", "npx -y ccstatus-x", false},
+	} {
+		parent := t.TempDir()
+		dir := filepath.Join(parent, "repo")
+		for _, d := range []string{filepath.Join(dir, ".git"), filepath.Join(dir, "sub")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(tc.file)), []byte("script-shell=/x/evil.sh\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got := workspaceCopy(tc.cmd+"; echo ok", filepath.Join(dir, "sub"))
+		if want := filepath.Join("..", filepath.FromSlash(tc.file)); tc.refused && !strings.Contains(got, "not run") || tc.refused && !strings.Contains(got, want) {
+			t.Errorf("%s: workspaceCopy = %q, want it to refuse and name %s", tc.name, got, want)
+		}
+		if !tc.refused && got != "" {
+			t.Errorf("%s: workspaceCopy = %q, want it run", tc.name, got)
+		}
+	}
+
+	d, dir := newCommandModel(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	if err := os.WriteFile(filepath.Join(dir, ".npmrc"), []byte("node-options=--require ./evil.js\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runCommand(d, "/statusline npx -y ccstatus-x; touch "+marker)
+	d.until(func() bool { return strings.Contains(d.m.statusLineView(), "not run") })
+	if got := d.m.statusLineView(); !strings.Contains(got, ".npmrc") {
+		t.Errorf("status line %q does not say which file", got)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the status line command ran")
+	}
+}

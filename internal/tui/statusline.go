@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/keel-dev/keel/internal/hostexec"
 	"github.com/keel-dev/keel/internal/mcphost"
+	"github.com/keel-dev/keel/internal/toolpath"
 )
 
 // statusLineInterval is the least time between two runs of the status line command, as in
@@ -179,8 +181,9 @@ func (m *Model) linesChanged() (added, removed int) {
 
 // workspaceCopy says why the status line command is not run: a package runner (`npx -y
 // ccstatusline`) would run, outside the sandbox, the copy of its package the workspace holds
-// in a node_modules tree — which the repository, or a sandboxed command of this session, put
-// there. "" when it may run.
+// in a node_modules tree, or would read a configuration file of its own the workspace holds
+// (.npmrc, .yarnrc.yml…), which can name any program for it to run — put there by the
+// repository, or a sandboxed command of this session. "" when it may run.
 func workspaceCopy(cmdline, dir string) string {
 	// The first simple command, up to the first shell operator: `npx -y pkg; …`, `npx pkg | …`.
 	first, _, _ := strings.Cut(strings.Map(func(r rune) rune {
@@ -197,11 +200,31 @@ func workspaceCopy(cmdline, dir string) string {
 	if !ok {
 		return ""
 	}
-	if p := run.Provided(dir, func(string) bool { return true }); p != "" {
-		if rel, err := filepath.Rel(dir, p); err == nil {
-			p = rel
+	rel := func(p string) string {
+		if r, err := filepath.Rel(dir, p); err == nil {
+			return r
 		}
-		return fmt.Sprintf("status line not run: %s would run the workspace's copy, %s", words[0], p)
+		return p
+	}
+	if p := run.Provided(dir, func(string) bool { return true }); p != "" {
+		return fmt.Sprintf("status line not run: %s would run the workspace's copy, %s", words[0], rel(p))
+	}
+	top := workspaceTop(dir)
+	if p := run.Configured(dir, func(p string) bool { return toolpath.Within(p, top) }); p != "" {
+		return fmt.Sprintf("status line not run: %s would read the workspace's %s, which can make it run any program (check it, or start the package's executable by its path)", words[0], rel(p))
 	}
 	return ""
+}
+
+// workspaceTop is the top of the repository around dir (where .git is), or dir outside one:
+// the runner's configuration counts up to there, above it the user's own (~/.npmrc).
+func workspaceTop(dir string) string {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return filepath.Clean(dir)
+		}
+	}
 }
