@@ -161,7 +161,10 @@ func (p Policy) workspaceCopy(s ServerConfig) string {
 	if path := run.Provided(p.Dir, counts); path != "" {
 		return p.copyReason(command, run, path, writable(path))
 	}
-	if path := run.Configured(p.Dir, counts); path != "" {
+	// A trusted workspace's .npmrc that only sets what starts nothing is the user's to keep
+	// (the sandbox keeps it read-only, and one a command makes goes aside).
+	configCounts := func(path string) bool { return counts(path) && !(p.Trusted && HarmlessConfig(path, true)) }
+	if path := run.Configured(p.Dir, configCounts); path != "" {
 		return p.configReason(command, run, path, writable(path))
 	}
 	return ""

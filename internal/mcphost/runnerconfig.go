@@ -1,8 +1,11 @@
 package mcphost
 
 import (
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // runnerConfigs are the files each package manager reads as configuration in the directory a
@@ -48,4 +51,58 @@ func (r PackageRun) Configured(dir string, counts func(path string) bool) string
 			return ""
 		}
 	}
+}
+
+// harmlessNpmrcKeys are .npmrc settings that start no program and read nothing from a path a
+// command could write: what most projects commit (engine-strict, save-exact,
+// legacy-peer-deps…). script-shell, node-options, cache, prefix, userconfig, globalconfig and
+// every key not listed are not.
+var harmlessNpmrcKeys = []string{
+	"access", "always-auth", "audit", "audit-level", "auto-install-peers", "dedupe-peer-dependents",
+	"engine-strict", "fund", "git-tag-version", "hoist", "hoist-pattern", "ignore-scripts",
+	"include", "legacy-peer-deps", "link-workspace-packages", "lockfile", "loglevel", "message",
+	"node-linker", "omit", "optional", "package-lock", "prefer-frozen-lockfile", "prefer-offline",
+	"prefer-workspace-packages", "progress", "provenance", "public-hoist-pattern",
+	"resolution-mode", "save", "save-exact", "save-prefix", "shamefully-hoist", "sign-git-tag",
+	"strict-peer-dependencies", "strict-ssl", "tag-version-prefix", "update-notifier",
+}
+
+// maxHarmlessConfig bounds the configuration file HarmlessConfig reads.
+const maxHarmlessConfig = 64 << 10
+
+// HarmlessConfig reports whether the runner configuration file at path sets only what starts
+// no program ([harmlessNpmrcKeys]); with registries, a registry and its credentials too (a
+// registry chooses the package that runs: the user's choice in a trusted workspace, not an
+// untrusted one's). Only an .npmrc can be: Yarn's and bun's files and pnpm's others name
+// scripts to load.
+func HarmlessConfig(path string, registries bool) bool {
+	if filepath.Base(path) != ".npmrc" {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxHarmlessConfig+1))
+	if err != nil || len(b) > maxHarmlessConfig {
+		return false
+	}
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		key, _, ok := strings.Cut(line, "=")
+		key = strings.ToLower(strings.TrimSpace(key))
+		switch {
+		case !ok:
+			return false
+		case slices.Contains(harmlessNpmrcKeys, key):
+		case registries && (key == "registry" || strings.HasSuffix(key, ":registry") || strings.HasPrefix(key, "//")):
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -104,3 +104,52 @@ func TestRunnerConfigPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestHarmlessNpmrc: an .npmrc counts as harmless only when every setting is one that starts
+// nothing — a registry too where registries are allowed (a trusted workspace); any other key,
+// another runner's file, or a line that is no setting makes it count. A trusted, sandboxed
+// workspace's harmless .npmrc starts the npx server; a harmful one beside it still does not.
+func TestHarmlessNpmrc(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		content          string
+		plain, registries bool
+	}{
+		{"engine-strict=true\nsave-exact = true\n# comment\n; other\n\nlegacy-peer-deps=true\n", true, true},
+		{"registry=https://npm.example/\n@acme:registry=https://npm.example/\n//npm.example/:_authToken=${NPM_TOKEN}\n", false, true},
+		{"engine-strict=true\nscript-shell=./evil.sh\n", false, false},
+		{"node-options=--require ./x.js\n", false, false},
+		{"cache=./.npm-cache\n", false, false},
+		{"just a line\n", false, false},
+	} {
+		p := filepath.Join(dir, ".npmrc")
+		write(t, p, tc.content)
+		if got := HarmlessConfig(p, false); got != tc.plain {
+			t.Errorf("HarmlessConfig(%q, false) = %v, want %v", tc.content, got, tc.plain)
+		}
+		if got := HarmlessConfig(p, true); got != tc.registries {
+			t.Errorf("HarmlessConfig(%q, true) = %v, want %v", tc.content, got, tc.registries)
+		}
+	}
+	write(t, filepath.Join(dir, ".yarnrc.yml"), "enableTelemetry: false\n")
+	if HarmlessConfig(filepath.Join(dir, ".yarnrc.yml"), true) {
+		t.Error("a .yarnrc.yml counted as harmless")
+	}
+
+	ws := filepath.Join(t.TempDir(), "ws")
+	write(t, filepath.Join(ws, ".npmrc"), "engine-strict=true\nregistry=https://npm.example/\n")
+	npx := ServerConfig{Name: "hello", Type: TypeStdio, Command: "npx", Args: []string{"-y", "mcp-hello-keel"}, Scope: ScopeUser}
+	trusted := Policy{Trusted: true, Dir: ws, Repo: ws, Writable: []string{ws}}
+	if got := trusted.Apply([]ServerConfig{npx}); got[0].Disabled != "" {
+		t.Errorf("a trusted workspace's harmless .npmrc kept the server from starting: %q", got[0].Disabled)
+	}
+	untrusted := Policy{Dir: ws, Repo: ws}
+	if got := untrusted.Apply([]ServerConfig{npx}); got[0].Disabled == "" {
+		t.Error("an untrusted workspace's .npmrc naming a registry let the server start")
+	}
+	write(t, filepath.Join(ws, "sub", ".npmrc"), "script-shell=./evil.sh\n")
+	trusted.Dir = filepath.Join(ws, "sub")
+	if got := trusted.Apply([]ServerConfig{npx}); !strings.Contains(got[0].Disabled, filepath.Join(ws, "sub", ".npmrc")) {
+		t.Errorf("a harmful .npmrc below a harmless one: Disabled = %q", got[0].Disabled)
+	}
+}

@@ -330,13 +330,19 @@ func TestStatusLineNotUnderWorkspaceRunnerConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, cmd string
 		refused         bool
+		content         string // script-shell=/x/evil.sh when empty
 	}{
-		{"npmrc", ".npmrc", "npx -y ccstatus-x", true},
-		{"yarnrc", ".yarnrc.yml", "yarn dlx ccstatus-x", true},
-		{"bunfig", "bunfig.toml", "bunx ccstatus-x", true},
-		{"not read", ".yarnrc.yml", "npx -y ccstatus-x", false},
-		{"above the repository", "../.npmrc", "npx -y ccstatus-x", false},
+		{"npmrc", ".npmrc", "npx -y ccstatus-x", true, ""},
+		{"yarnrc", ".yarnrc.yml", "yarn dlx ccstatus-x", true, ""},
+		{"bunfig", "bunfig.toml", "bunx ccstatus-x", true, ""},
+		{"not read", ".yarnrc.yml", "npx -y ccstatus-x", false, ""},
+		{"above the repository", "../.npmrc", "npx -y ccstatus-x", false, ""},
+		{"npmrc that starts nothing", ".npmrc", "npx -y ccstatus-x", false, "engine-strict=true\nsave-exact=true\n"},
+		{"npmrc naming a registry", ".npmrc", "npx -y ccstatus-x", true, "registry=https://npm.example/\n"},
 	} {
+		if tc.content == "" {
+			tc.content = "script-shell=/x/evil.sh\n"
+		}
 		parent := t.TempDir()
 		dir := filepath.Join(parent, "repo")
 		for _, d := range []string{filepath.Join(dir, ".git"), filepath.Join(dir, "sub")} {
@@ -344,7 +350,7 @@ func TestStatusLineNotUnderWorkspaceRunnerConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(tc.file)), []byte("script-shell=/x/evil.sh\n"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(tc.file)), []byte(tc.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		got := workspaceCopy(tc.cmd+"; echo ok", filepath.Join(dir, "sub"))

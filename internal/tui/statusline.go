@@ -210,7 +210,10 @@ func workspaceCopy(cmdline, dir string) string {
 		return fmt.Sprintf("status line not run: %s would run the workspace's copy, %s", words[0], rel(p))
 	}
 	top := workspaceTop(dir)
-	if p := run.Configured(dir, func(p string) bool { return toolpath.Within(p, top) }); p != "" {
+	// Whether the workspace is trusted is not known here: an .npmrc counts unless it sets only
+	// what starts nothing and names no registry.
+	counts := func(p string) bool { return toolpath.Within(p, top) && !mcphost.HarmlessConfig(p, false) }
+	if p := run.Configured(dir, counts); p != "" {
 		return fmt.Sprintf("status line not run: %s would read the workspace's %s, which can make it run any program (check it, or start the package's executable by its path)", words[0], rel(p))
 	}
 	return ""
