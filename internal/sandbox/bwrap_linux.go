@@ -212,7 +212,8 @@ func (r *Run) readBwrapInfo(cmd *exec.Cmd) (int, error) {
 // none), PID, network, IPC, UTS and cgroup namespaces; the root read-only; a private /dev,
 // /proc and /tmp; the helper program exe where the private /tmp would hide it (a test
 // binary, a keel run from a temporary build); the writable roots, the directories kept on PATH, the pinned .git
-// directories, the always-read-only paths, the masks and their exceptions in the order
+// directories, the always-read-only paths, the copies of packs and the unreadable files that
+// hide masked files' blobs ([Sandbox.HideObjects]), the masks and their exceptions in the order
 // [setupMounts] makes them. firstFD is the descriptor of the first empty file for a mask;
 // files is set to how many are needed.
 //
@@ -252,6 +253,13 @@ func bwrapArgs(pl plan, exe string, setuid bool, firstFD int, files *int) []stri
 	bind("--ro-bind", pl.Visible)
 	bind("--bind", pl.Pinned)
 	bind("--ro-bind", pl.ReadOnly)
+	for _, b := range pl.Objects {
+		a = append(a, "--ro-bind", b.Src, b.Dest)
+	}
+	for _, u := range pl.Unreadable {
+		a = append(a, "--perms", "0000", "--ro-bind-data", strconv.Itoa(firstFD+*files), u)
+		*files++
+	}
 	var dirs []string
 	for _, m := range pl.Masked {
 		if withinAny(m, dirs) {

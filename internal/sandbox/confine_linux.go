@@ -101,7 +101,7 @@ func (s *Sandbox) confine(cmd *exec.Cmd, extra []string, terminal bool) (*Run, e
 	}
 	argv := slices.Clone(cmd.Args)
 	argv[0] = cmd.Path
-	pl := s.complete().newPlan(dir, argv, envPath(cmd.Env), extra)
+	pl := s.withObjectMasks(s.complete()).newPlan(dir, argv, envPath(cmd.Env), extra)
 	pl.Terminal = terminal
 	s.overlayCaches(r, s.complete(), &pl)
 	if s.bwrap != "" {

@@ -37,3 +37,18 @@ func FindBwrap() (path, version string, err error) { return findBwrap(context.Ba
 // CacheDir is the directory below keel's directory for the caches' overlays (KeelHome's
 // sandbox/caches) that holds the upper layer of the cache at path.
 func CacheDir(keelHome, path string) string { return cacheDir(cacheStateDir(keelHome), path) }
+
+// SetMaxFilterPackBytes lowers, for t, the size of the packs keel copies without the blobs of
+// masked files.
+func SetMaxFilterPackBytes(t testing.TB, n int64) {
+	old := maxFilterPackBytes
+	maxFilterPackBytes = n
+	t.Cleanup(func() { maxFilterPackBytes = old })
+}
+
+// NoUserNamespaces makes the sandboxes probed during t find user namespaces blocked: they
+// take the Landlock-only form where Landlock works.
+func NoUserNamespaces(t testing.TB) {
+	testNoUserNamespaces.Store(true)
+	t.Cleanup(func() { testNoUserNamespaces.Store(false) })
+}

@@ -45,6 +45,10 @@ func setupMounts(pl plan) error {
 	if err != nil {
 		return err
 	}
+	objects, err := openAll(objectSources(pl.Objects))
+	if err != nil {
+		return err
+	}
 	devs, err := openAll(prefixed("/dev/", devNodes))
 	if err != nil {
 		return err
@@ -84,6 +88,9 @@ func setupMounts(pl plan) error {
 		}
 	}
 	if err := protect(pl); err != nil {
+		return err
+	}
+	if err := hideObjects(pl, objects); err != nil {
 		return err
 	}
 	if err := mask(pl.Masked, pl.Unmasked, unmasked); err != nil {
@@ -282,6 +289,51 @@ func mask(masked, unmasked []string, unmaskedFDs []int) error {
 	}
 	for _, d := range dirs {
 		if err := remountReadOnly(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// objectSources are the copies of packs pl binds.
+func objectSources(binds []objBind) []string {
+	out := make([]string, len(binds))
+	for i, b := range binds {
+		out[i] = b.Src
+	}
+	return out
+}
+
+// hideObjects binds the copies of packs without masked files' blobs read-only over the
+// originals, from the descriptors srcs opened before anything was covered, and covers
+// pl.Unreadable with an empty file no one can open (mode 0, read-only: its owner cannot
+// change that, and the command has no capability that would pass it).
+func hideObjects(pl plan, srcs []int) error {
+	for i, b := range pl.Objects {
+		if err := bindFD(srcs[i], b.Dest, 0); err != nil {
+			return fmt.Errorf("hide masked files' blobs in %s: %w", b.Dest, err)
+		}
+		if err := remountReadOnly(b.Dest); err != nil {
+			return err
+		}
+	}
+	if len(pl.Unreadable) == 0 {
+		return nil
+	}
+	f, err := os.CreateTemp("/tmp", ".keel-sandbox-unreadable-")
+	if err != nil {
+		return fmt.Errorf("hide masked files' blobs: %w", err)
+	}
+	f.Close()
+	defer os.Remove(f.Name())
+	if err := os.Chmod(f.Name(), 0); err != nil {
+		return fmt.Errorf("hide masked files' blobs: %w", err)
+	}
+	for _, u := range pl.Unreadable {
+		if err := unix.Mount(f.Name(), u, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("hide %s: %w", u, err)
+		}
+		if err := remountReadOnly(u); err != nil {
 			return err
 		}
 	}

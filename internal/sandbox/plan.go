@@ -28,6 +28,11 @@ type plan struct {
 	// Masked are covered with an empty file or directory; Unmasked bound back inside them.
 	Masked   []string `json:"masked,omitempty"`
 	Unmasked []string `json:"unmasked,omitempty"`
+	// Objects are copies of packs without the blobs of masked files, bound read-only over the
+	// originals; Unreadable are covered with an empty file no one can open: those blobs'
+	// loose objects, and what indexes the original packs ([Sandbox.HideObjects]).
+	Objects    []objBind `json:"objects,omitempty"`
+	Unreadable []string  `json:"unreadable,omitempty"`
 	// Proxy makes the helper listen on the sandbox's loopback and hand the listener to the
 	// parent, which serves the egress proxy on it.
 	Proxy bool `json:"proxy,omitempty"`
@@ -104,9 +109,19 @@ func (p Policy) newPlan(dir string, argv []string, path string, extra []string) 
 			pl.Unmasked = append(pl.Unmasked, u)
 		}
 	}
+	for _, b := range p.objBinds {
+		if exists(b.Dest) && exists(b.Src) {
+			pl.Objects = append(pl.Objects, b)
+		}
+	}
+	for _, u := range p.unreadable {
+		if fi, err := os.Lstat(u); err == nil && fi.Mode().IsRegular() {
+			pl.Unreadable = append(pl.Unreadable, u)
+		}
+	}
 	pl.Pinned = append(pl.Pinned, pl.ancestorsToPin()...)
 	// Parents before children: a bind inside another must come after it.
-	for _, l := range [][]string{pl.Writable, pl.Visible, pl.Pinned, pl.ReadOnly, pl.Masked, pl.Unmasked} {
+	for _, l := range [][]string{pl.Writable, pl.Visible, pl.Pinned, pl.ReadOnly, pl.Masked, pl.Unmasked, pl.Unreadable} {
 		slices.SortFunc(l, func(a, b string) int { return len(filepath.Clean(a)) - len(filepath.Clean(b)) })
 	}
 	return pl
@@ -125,7 +140,11 @@ func (pl plan) ancestorsToPin() []string {
 		done[g] = true
 	}
 	var out []string
-	for _, r := range append(slices.Clone(pl.ReadOnly), pl.Masked...) {
+	hidden := append(append(slices.Clone(pl.ReadOnly), pl.Masked...), pl.Unreadable...)
+	for _, b := range pl.Objects {
+		hidden = append(hidden, b.Dest)
+	}
+	for _, r := range hidden {
 		for d := filepath.Dir(r); !done[d] && !slices.Contains(pl.Writable, d) && withinAny(d, pl.Writable); d = filepath.Dir(d) {
 			done[d] = true
 			if withinAny(d, pl.ReadOnly) || withinAny(d, pl.Masked) {

@@ -88,6 +88,9 @@ type Policy struct {
 	// whose upper layer is kept below CacheState, so the real cache is never written ([overlay]).
 	Caches     []string
 	CacheState string
+	// ObjectState is where keel keeps the copies of packs without the blobs of masked files
+	// ([Sandbox.HideObjects]), below its own directory; empty without one.
+	ObjectState string
 	// Network is how a command reaches the outside.
 	Network Network
 	// UnixSockets are the Unix sockets a command may connect to (allowUnixSockets); with none,
@@ -133,6 +136,10 @@ type Policy struct {
 	// viaLinks are the read-only and masked paths as given, where a link on their way made
 	// the real path differ: the links themselves are kept at each release ([plantWatch.noteLinks]).
 	viaLinks []string
+	// objBinds and unreadable hide the blobs of masked files from git for one command
+	// ([Sandbox.withObjectMasks]).
+	objBinds   []objBind
+	unreadable []string
 	// before is what a command's release compares with to find the project configuration and
 	// the bins it made ([plantWatch.refuseMade]).
 	before configBefore
@@ -230,6 +237,9 @@ func NewPolicy(in Input) Policy {
 		}
 		p.addCaches(in.Caches, in.KeelHome, abs)
 	}
+	if in.KeelHome != "" {
+		p.ObjectState = resolvePath(filepath.Join(abs(in.KeelHome), "sandbox", "objects"))
+	}
 	for _, d := range vals(sb.Filesystem.DenyWrite) {
 		p.add(&p.ReadOnly, abs(d), "sandbox.filesystem.denyWrite")
 	}
@@ -302,6 +312,7 @@ func (p Policy) Complete() Policy {
 	for _, r := range sr.readDeny {
 		p.maskRule(r, sr.cwd, sr.home)
 	}
+	p.protectAlternates()
 	return p
 }
 

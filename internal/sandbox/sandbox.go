@@ -96,6 +96,8 @@ type Sandbox struct {
 	// links are the links on the way to read-only and masked paths as they were while no
 	// command ran ([plantWatch.noteLinks]), made again when a command replaces one.
 	links map[string]linkMark
+	// objs are the hidings of masked files' blobs in the object stores ([Sandbox.objectMasks]).
+	objs objMasks
 	// madeBoundSaid says a command's result told that the search stopped at a bound, past
 	// which the project configuration a command makes stays ([plantWatch.refuseMade]).
 	madeBoundSaid bool

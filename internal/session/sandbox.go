@@ -36,7 +36,7 @@ func (s *Session) buildSandbox() *sandbox.Sandbox {
 	if d := sandbox.ExposedPath(sb.Policy()); d != "" {
 		s.warn("Sandbox: " + d + ".")
 	}
-	if text := trackedMaskedText(s.trackedMasked(context.Background(), sb.Policy().Masked)); text != "" {
+	if text := s.trackedMaskedNotice(context.Background(), sb); text != "" {
 		s.warn("Sandbox: the " + text + ".")
 	}
 	return sb
@@ -249,9 +249,7 @@ func (s *Session) SandboxFindings(ctx context.Context) []sandbox.Finding {
 		sb = s.newSandbox() // off: its policy says so, and nothing is started
 	}
 	out := sandbox.Doctor(ctx, sb)
-	if f, ok := s.trackedMaskedFinding(ctx, sb); ok {
-		out = append(out, f)
-	}
+	out = append(out, s.trackedMaskedFindings(ctx, sb)...)
 	if f, ok := s.lspFinding(sb); ok {
 		out = append(out, f)
 	}

@@ -83,23 +83,90 @@ func (s *Session) trackedMasked(ctx context.Context, masked []string) []string {
 	return out
 }
 
-// trackedMaskedText says what of files stays readable; "" when none.
-func trackedMaskedText(files []string) string {
+// splitHidden parts files, the masked files git tracks, into those whose blobs the sandbox
+// hides from git inside ([sandbox.Sandbox.HideObjects]) and those that stay readable through
+// it, with why, per repository, where the sandbox said.
+func splitHidden(files []string, covers []sandbox.ObjectCover) (hidden, readable, why []string) {
+	for _, f := range files {
+		real := f
+		if r, err := filepath.EvalSymlinks(f); err == nil {
+			real = r
+		}
+		best, depth := -1, -1
+		for i, c := range covers {
+			for _, t := range c.Trees {
+				if (real == t || strings.HasPrefix(real, t+string(filepath.Separator))) && len(t) > depth {
+					best, depth = i, len(t)
+				}
+			}
+		}
+		switch {
+		case best >= 0 && covers[best].Why == "":
+			hidden = append(hidden, f)
+		case best >= 0:
+			readable = append(readable, f)
+			if w := covers[best].Trees[0] + ": " + covers[best].Why; !slices.Contains(why, w) {
+				why = append(why, w)
+			}
+		default:
+			readable = append(readable, f)
+		}
+	}
+	return hidden, readable, why
+}
+
+// named lists files, up to maxTrackedNamed, with a count of the rest.
+func named(files []string) string {
+	out := strings.Join(files[:min(len(files), maxTrackedNamed)], ", ")
+	if len(files) > maxTrackedNamed {
+		out += fmt.Sprintf(" and %d more", len(files)-maxTrackedNamed)
+	}
+	return out
+}
+
+// trackedMaskedText says what of files stays readable, and why keel could not hide it; ""
+// when none.
+func trackedMaskedText(files, why []string) string {
 	if len(files) == 0 {
 		return ""
 	}
-	named := strings.Join(files[:min(len(files), maxTrackedNamed)], ", ")
-	if len(files) > maxTrackedNamed {
-		named += fmt.Sprintf(" and %d more", len(files)-maxTrackedNamed)
+	text := fmt.Sprintf("committed content of %s stays readable through git inside the sandbox (git show HEAD:path): a mask hides the working tree's file, not git's objects", named(files))
+	if len(why) > 0 {
+		text += ", and keel could not hide them there (" + strings.Join(why, "; ") + ")"
 	}
-	return fmt.Sprintf("committed content of %s stays readable through git inside the sandbox (git show HEAD:path): a mask hides the working tree's file, not git's objects; rewrite it out of the repository's history (git filter-repo) if that matters", named)
+	return text + "; rewrite it out of the repository's history (git filter-repo) if that matters"
 }
 
-// trackedMaskedFinding is `keel doctor`'s line for [Session.trackedMasked]'s files.
-func (s *Session) trackedMaskedFinding(ctx context.Context, sb *sandbox.Sandbox) (sandbox.Finding, bool) {
-	if !sb.Policy().Enabled() {
-		return sandbox.Finding{}, false
+// trackedMaskedNotice is the session's notice on the masked files git tracks whose blobs the
+// sandbox could not hide; "" when there are none. Only where there are any does the sandbox
+// search its writable roots and hide them now, before the first command.
+func (s *Session) trackedMaskedNotice(ctx context.Context, sb *sandbox.Sandbox) string {
+	files := s.trackedMasked(ctx, sb.Policy().Masked)
+	if len(files) == 0 {
+		return ""
 	}
-	text := trackedMaskedText(s.trackedMasked(ctx, sb.Policy().Masked))
-	return sandbox.Finding{Name: "masked in git", Status: "warn", Detail: text}, text != ""
+	_, readable, why := splitHidden(files, sb.HideObjects())
+	return trackedMaskedText(readable, why)
+}
+
+// trackedMaskedFindings are `keel doctor`'s lines for [Session.trackedMasked]'s files: those
+// the sandbox hides from git, and those that stay readable through it.
+func (s *Session) trackedMaskedFindings(ctx context.Context, sb *sandbox.Sandbox) []sandbox.Finding {
+	if !sb.Policy().Enabled() {
+		return nil
+	}
+	files := s.trackedMasked(ctx, sb.Policy().Masked)
+	if len(files) == 0 {
+		return nil
+	}
+	hidden, readable, why := splitHidden(files, sb.HideObjects())
+	var out []sandbox.Finding
+	if len(hidden) > 0 {
+		out = append(out, sandbox.Finding{Name: "hidden from git", Status: "ok", Detail: "hidden from git inside the sandbox: the committed content of " + named(hidden) +
+			" (its blobs are left out of the object store commands see; git commands that need them, such as git diff of that file or git gc, fail inside)"})
+	}
+	if text := trackedMaskedText(readable, why); text != "" {
+		out = append(out, sandbox.Finding{Name: "masked in git", Status: "warn", Detail: text})
+	}
+	return out
 }

@@ -10,13 +10,50 @@ import (
 	"github.com/keel-dev/keel/internal/gittest"
 	"github.com/keel-dev/keel/internal/provider/scripted"
 	"github.com/keel-dev/keel/internal/runconfig"
+	"github.com/keel-dev/keel/internal/sandbox"
 	"github.com/keel-dev/keel/internal/settings"
 )
 
+// trackedSaid is what a session in repo with the user settings user says of the masked files
+// git tracks: its notices that mention git, and `keel doctor`'s lines by name; and what the
+// sandbox of such a session hides.
+func trackedSaid(t *testing.T, repo string, user string) (notice string, doctor map[string]string, covers []sandbox.ObjectCover) {
+	t.Helper()
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(user), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sc := &scripted.Scenario{Rules: []scripted.Rule{{When: scripted.Match{UserText: "hello"}, Reply: []scripted.Block{scripted.Text("hi")}}}}
+	h := newHarness(t, sc, Options{Home: home, Cwd: repo})
+	for _, e := range h.send(t, "hello") {
+		if n, ok := e.(event.Notice); ok && strings.Contains(n.Text, "git") {
+			notice += n.Text
+		}
+	}
+	st, err := settings.Load(settings.Options{Env: settings.Env{Home: home}, ProjectDir: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	findings, err := SandboxDoctor(t.Context(), runconfig.Config{Cwd: repo, Home: home}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doctor = map[string]string{}
+	for _, f := range findings {
+		doctor[f.Name] = f.Detail
+	}
+	sb, err := NewSandbox(runconfig.Config{Cwd: repo, Home: home}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return notice, doctor, sb.HideObjects()
+}
+
 // TestTrackedMaskedSaid: a masked file that git tracks (a user-level Read deny rule's, a
-// filesystem.denyRead path's) is named in the session's notice and in `keel doctor` — its
-// committed content stays readable through git inside the sandbox — and a masked file git
-// does not track, or a tracked one no mask covers, is not.
+// filesystem.denyRead path's) is named by `keel doctor` — hidden from git inside the sandbox
+// where it can hide its blobs, else in the session's notice and doctor's "masked in git" as
+// readable through git — and a masked file git does not track, or a tracked one no mask
+// covers, is not.
 func TestTrackedMaskedSaid(t *testing.T) {
 	repo := gittest.New(t)
 	repo.Write("secrets/token", "TRACKED-SECRET\n")
@@ -26,16 +63,12 @@ func TestTrackedMaskedSaid(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(repo.Dir, "secrets", "local"), []byte("untracked"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	home := t.TempDir()
 	user := `{"permissions":{"deny":["Read(./secrets/**)"]},"sandbox":{"enabled":true,"filesystem":{"denyRead":["./.env"]}}}`
-	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(user), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	check := func(where, text string) {
+	check := func(where, text, want string) {
 		t.Helper()
-		for _, want := range []string{filepath.Join(repo.Dir, "secrets", "token"), filepath.Join(repo.Dir, ".env"), "stays readable through git inside the sandbox"} {
-			if !strings.Contains(text, want) {
-				t.Errorf("%s: %q lacks %q", where, text, want)
+		for _, w := range []string{filepath.Join(repo.Dir, "secrets", "token"), filepath.Join(repo.Dir, ".env"), want} {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: %q lacks %q", where, text, w)
 			}
 		}
 		for _, not := range []string{"secrets/local", "main.txt", "README"} {
@@ -44,30 +77,42 @@ func TestTrackedMaskedSaid(t *testing.T) {
 			}
 		}
 	}
+	notice, doctor, covers := trackedSaid(t, repo.Dir, user)
+	t.Logf("the sandbox hides: %+v", covers)
+	if len(covers) == 1 && covers[0].Why == "" {
+		// This machine's sandbox hides them: nothing to say but doctor's line.
+		if notice != "" {
+			t.Errorf("notice = %q, want none: the blobs are hidden", notice)
+		}
+		check("keel doctor", doctor["hidden from git"], "hidden from git inside the sandbox")
+		if d, ok := doctor["masked in git"]; ok {
+			t.Errorf("doctor says they stay readable: %q", d)
+		}
+		return
+	}
+	check("notice", notice, "stays readable through git inside the sandbox")
+	check("keel doctor", doctor["masked in git"], "stays readable through git inside the sandbox")
+}
 
-	sc := &scripted.Scenario{Rules: []scripted.Rule{{When: scripted.Match{UserText: "hello"}, Reply: []scripted.Block{scripted.Text("hi")}}}}
-	h := newHarness(t, sc, Options{Home: home, Cwd: repo.Dir})
-	var notice string
-	for _, e := range h.send(t, "hello") {
-		if n, ok := e.(event.Notice); ok && strings.Contains(n.Text, "git") {
-			notice += n.Text
+// TestTrackedMaskedFallback: a repository whose masked files' blobs the sandbox cannot hide
+// — a shared clone, whose objects may sit in the store its alternates name — is named in the
+// session's notice and doctor's "masked in git", with why, as readable through git.
+func TestTrackedMaskedFallback(t *testing.T) {
+	src := gittest.New(t)
+	src.Write("secrets/token", "TRACKED-SECRET\n")
+	src.Commit("secrets")
+	dir := filepath.Join(t.TempDir(), "clone")
+	gittest.Run(t, filepath.Dir(dir), "clone", "-q", "--shared", src.Dir, dir)
+	user := `{"permissions":{"deny":["Read(./secrets/**)"]},"sandbox":{"enabled":true}}`
+	notice, doctor, _ := trackedSaid(t, dir, user)
+	for where, text := range map[string]string{"notice": notice, "keel doctor": doctor["masked in git"]} {
+		for _, want := range []string{filepath.Join(dir, "secrets", "token"), "stays readable through git inside the sandbox", "could not hide"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s: %q lacks %q", where, text, want)
+			}
 		}
 	}
-	check("notice", notice)
-
-	st, err := settings.Load(settings.Options{Env: settings.Env{Home: home}, ProjectDir: repo.Dir})
-	if err != nil {
-		t.Fatal(err)
+	if d, ok := doctor["hidden from git"]; ok {
+		t.Errorf("doctor says they are hidden: %q", d)
 	}
-	findings, err := SandboxDoctor(t.Context(), runconfig.Config{Cwd: repo.Dir, Home: home}, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doctor string
-	for _, f := range findings {
-		if f.Name == "masked in git" {
-			doctor = f.Detail
-		}
-	}
-	check("keel doctor", doctor)
 }

@@ -1,0 +1,440 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/keel-dev/keel/internal/gitexec"
+)
+
+// A mask hides the working tree's file, but a file git tracks was also committed: its blobs
+// sit in the repository's object store, which commands must read for git to work, so `git
+// show HEAD:secrets/token`, `git log -p` or inflating the pack by hand would read it. So in
+// each protected repository with masked paths in its working tree, keel finds the blobs
+// committed at those paths — in every ref, reflog and index ([hiddenBlobs]) — and, in the
+// commands' mount namespace only:
+//   - covers the loose object of each with an unreadable empty file;
+//   - binds over each pack holding one, and its index, a copy without them (git pack-objects
+//     fed the pack's other objects: it makes no delta on a base it was not given), made once
+//     per pack and set of blobs below keel's directory (sandbox/objects, read-only inside);
+//   - covers what indexes the original packs by offset — their reverse indexes, bitmaps and
+//     cruft mtimes, the multi-pack index and its bitmap — with unreadable empty files: git
+//     opens none it cannot read, and works without them.
+//
+// A git command that needs such a blob then fails inside (git diff or checkout of that file,
+// git gc or repack, which cannot read it either); status, log, commits and diffs of other
+// files work. Where keel cannot do this — the Landlock-only form makes no mounts, the packs
+// are past maxFilterPackBytes, git fails or takes longer than objMaskLimit, a blob may sit
+// in another store (objects/info/alternates) — nothing is hidden in that repository, and
+// [Sandbox.HideObjects] says why: the session's notice and `keel doctor` name its files as
+// readable through git. Blobs no ref, reflog or index reaches any more (a version added and
+// replaced before a commit, a dropped stash whose reflog entry expired) are not found.
+
+// maxFilterPackBytes bounds the packs of one repository keel copies without the hidden
+// blobs: past it nothing is hidden there. A test lowers it.
+var maxFilterPackBytes int64 = 512 << 20
+
+const (
+	// objMaskLimit bounds the git commands that find the blobs and copy the packs of one
+	// repository.
+	objMaskLimit = 2 * time.Minute
+	// maxHiddenLoose bounds the loose objects of hidden blobs covered in one repository: each
+	// is a mount, at every command.
+	maxHiddenLoose = 256
+	// objStateKeep is how long a pack copy no command used is kept below keel's directory.
+	objStateKeep = 7 * 24 * time.Hour
+)
+
+// emptyBlobs are the empty file's blob in SHA-1 and SHA-256 repositories: what a masked file
+// committed empty holds, which every empty file shares and which hides nothing.
+var emptyBlobs = []string{"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391", "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813"}
+
+// objBind is a copy of keel's bound read-only over a file of an object store.
+type objBind struct {
+	Src  string `json:"src"`
+	Dest string `json:"dest"`
+}
+
+// ObjectCover is what keel did about the masked files git tracks in one repository.
+type ObjectCover struct {
+	// Trees are the repository's working trees with masked paths.
+	Trees []string
+	// Blobs is how many blobs at masked paths are hidden from git inside the sandbox.
+	Blobs int
+	// Why, when not empty, says why none is: they stay readable through git inside.
+	Why string
+}
+
+// objRepo is one object store's hiding as last computed, by key ([maskedRepo.key]).
+type objRepo struct {
+	key                string
+	trees              []string
+	hidden             []string
+	binds              []objBind
+	unreadable, maskAs []string
+	why                string
+}
+
+// objMasks are the object stores' hidings, computed at a command's start when what they
+// depend on changed. Its mutex keeps one computation at a time and guards repos.
+type objMasks struct {
+	mu    sync.Mutex
+	repos map[string]*objRepo
+}
+
+// maskedRepo is one object store with masked paths in the working trees of its gitdirs.
+type maskedRepo struct {
+	objects string
+	// dirs are the gitdirs, each with its working tree and the pathspecs of its masks.
+	dirs  []string
+	trees map[string]string
+	specs map[string][]string
+}
+
+// maskedRepos are the object stores of p's repositories whose working trees hold masked
+// paths, by objects directory.
+func (p Policy) maskedRepos() map[string]*maskedRepo {
+	out := map[string]*maskedRepo{}
+	for _, d := range p.GitDirs {
+		tree := p.trees[d]
+		if tree == "" {
+			continue
+		}
+		var specs []string
+		for _, m := range p.Masked {
+			if m == tree || !within(m, tree) || within(m, filepath.Join(tree, ".git")) {
+				continue
+			}
+			rel, err := filepath.Rel(tree, m)
+			if err == nil {
+				specs = append(specs, ":(literal)"+filepath.ToSlash(rel))
+			}
+		}
+		if len(specs) == 0 {
+			continue
+		}
+		for _, u := range p.Unmasked {
+			if rel, err := filepath.Rel(tree, u); err == nil && within(u, tree) && u != tree {
+				specs = append(specs, ":(exclude,literal)"+filepath.ToSlash(rel))
+			}
+		}
+		o := objectsDir(d)
+		r := out[o]
+		if r == nil {
+			r = &maskedRepo{objects: o, trees: map[string]string{}, specs: map[string][]string{}}
+			out[o] = r
+		}
+		r.dirs = append(r.dirs, d)
+		r.trees[d], r.specs[d] = tree, specs
+	}
+	return out
+}
+
+// protectAlternates makes objects/info/alternates read-only in each store with masked paths
+// in its working trees: keel binds its own over it to add the blobs' stand-ins ([standIns]),
+// and a bind needs a file there, a placeholder where there is none.
+func (p *Policy) protectAlternates() {
+	for o := range p.maskedRepos() {
+		p.add(&p.ReadOnly, filepath.Join(o, "info", "alternates"), "keel's always-read-only paths (what git's checkout reads)")
+	}
+}
+
+// key identifies what the hiding of r depends on: the masks, the refs, reflogs and index of
+// each gitdir, the packs and the alternates. Stats only: taken at every command.
+func (r *maskedRepo) key() string {
+	var b strings.Builder
+	for _, d := range r.dirs {
+		b.WriteString(d + "\x00" + strings.Join(r.specs[d], "\x00") + "\x00")
+		b.WriteString(refsFingerprint(d))
+		b.WriteString(statString(filepath.Join(d, "index")))
+	}
+	b.WriteString(statDir(filepath.Join(r.objects, "pack")))
+	b.WriteString(statString(filepath.Join(r.objects, "info", "alternates")))
+	return b.String()
+}
+
+// objectMasks are what hides, for a command started now under p, the blobs of the masked
+// files its repositories track: pack copies to bind, files to cover unreadable, directories
+// to mask. Computed again for a repository whose key changed; a failure hides nothing there
+// and is logged (HideObjects says it).
+func (s *Sandbox) objectMasks(p Policy) (binds []objBind, unreadable, maskAs []string) {
+	repos := p.maskedRepos()
+	if len(repos) == 0 {
+		return nil, nil, nil
+	}
+	s.objs.mu.Lock()
+	defer s.objs.mu.Unlock()
+	if s.objs.repos == nil {
+		s.objs.repos = map[string]*objRepo{}
+	}
+	for _, o := range slices.Sorted(maps.Keys(repos)) {
+		r := repos[o]
+		key := r.key()
+		cur := s.objs.repos[o]
+		if cur == nil || cur.key != key || !cur.copiesKept() {
+			next := s.hideRepo(p, r)
+			switch {
+			case next.why == "":
+			case cur != nil && cur.why == "" && cur.copiesKept():
+				// What hid them before hides them still: a command may have made git fail
+				// here (a ref it broke, history it made too long to walk) to have them shown.
+				slog.Warn("sandbox: masked files' blobs hidden as before", "repo", o, "why", next.why)
+				next = cur
+			default:
+				slog.Warn("sandbox: masked files stay readable through git", "repo", o, "why", next.why)
+			}
+			next.key = key
+			cur = next
+			s.objs.repos[o] = cur
+		}
+		if cur.why != "" {
+			continue
+		}
+		binds = append(binds, cur.binds...)
+		unreadable = append(unreadable, cur.unreadable...)
+		maskAs = append(maskAs, cur.maskAs...)
+		// A loose object written since (a git add outside, an unpack) is covered too.
+		for _, id := range cur.hidden {
+			if l := filepath.Join(o, id[:2], id[2:]); !slices.Contains(unreadable, l) {
+				if _, err := os.Lstat(l); err == nil {
+					unreadable = append(unreadable, l)
+				}
+			}
+		}
+	}
+	return binds, unreadable, maskAs
+}
+
+// withObjectMasks is p with what hides the blobs of its masked files for a command started
+// now ([Sandbox.objectMasks]).
+func (s *Sandbox) withObjectMasks(p Policy) Policy {
+	binds, unreadable, maskAs := s.objectMasks(p)
+	if len(binds)+len(unreadable)+len(maskAs) == 0 {
+		return p
+	}
+	p.objBinds, p.unreadable = binds, unreadable
+	p.Masked = append(slices.Clone(p.Masked), maskAs...)
+	return p
+}
+
+// HideObjects hides, as for a command started now, the blobs of the masked files git tracks
+// in each protected repository, and says what it did per repository: for the session's
+// notice and `keel doctor`, which name the files that stay readable through git.
+func (s *Sandbox) HideObjects() []ObjectCover {
+	if !s.Policy().Enabled() {
+		return nil
+	}
+	p := s.complete()
+	repos := p.maskedRepos()
+	var out []ObjectCover
+	why := ""
+	switch {
+	case runtime.GOOS != "linux":
+		why = "only Linux's sandbox can hide git's objects"
+	case s.Available() != nil:
+		why = "the sandbox is unavailable"
+	case s.landlockOnly:
+		why = "the Landlock-only form of the sandbox makes no mounts"
+	default:
+		s.objectMasks(p)
+	}
+	s.objs.mu.Lock()
+	defer s.objs.mu.Unlock()
+	for _, o := range slices.Sorted(maps.Keys(repos)) {
+		c := ObjectCover{Why: why}
+		for _, d := range repos[o].dirs {
+			c.Trees = append(c.Trees, repos[o].trees[d])
+		}
+		if r := s.objs.repos[o]; why == "" && r != nil {
+			c.Blobs, c.Why = len(r.hidden), r.why
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// copiesKept reports whether the pack copies r binds are all still there (a keel elsewhere
+// prunes one no command used for objStateKeep), and renews their time.
+func (r *objRepo) copiesKept() bool {
+	now := time.Now()
+	for _, b := range r.binds {
+		if strings.HasSuffix(b.Src, ".idx") && os.Chtimes(b.Src, now, now) != nil ||
+			filepath.Base(b.Src) == "alternates" && os.Chtimes(filepath.Dir(b.Src), now, now) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// hideRepo computes the hiding of r: the blobs, their loose objects, and a copy of each pack
+// holding one.
+func (s *Sandbox) hideRepo(p Policy, r *maskedRepo) *objRepo {
+	out := &objRepo{}
+	for _, d := range r.dirs {
+		out.trees = append(out.trees, r.trees[d])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), objMaskLimit)
+	defer cancel()
+	hidden, err := hiddenBlobs(ctx, r)
+	if err != nil {
+		out.why = fmt.Sprintf("keel could not list the blobs at the masked paths: %v", err)
+		return out
+	}
+	if p.ObjectState == "" {
+		out.why = "keel has no directory of its own to keep the filtered packs in"
+		return out
+	}
+	if hidden, err = rememberHidden(p.ObjectState, r.objects, hidden); err != nil {
+		out.why = err.Error()
+		return out
+	}
+	out.hidden = hidden
+	if len(hidden) == 0 {
+		return out
+	}
+	packs, found, err := packsHolding(r.objects, hidden)
+	if err != nil {
+		out.why = err.Error()
+		return out
+	}
+	for _, id := range hidden {
+		if _, err := os.Lstat(filepath.Join(r.objects, id[:2], id[2:])); err == nil {
+			out.unreadable = append(out.unreadable, filepath.Join(r.objects, id[:2], id[2:]))
+			found[id] = true
+		}
+	}
+	if len(found) < len(hidden) && hasAlternates(r.objects) {
+		out.why = "a blob may be in another object store (objects/info/alternates), which keel does not filter"
+		return out
+	}
+	if len(out.unreadable) > maxHiddenLoose {
+		out.why = fmt.Sprintf("more than %d of them are loose objects, each a mount: run git gc there to pack them", maxHiddenLoose)
+		return out
+	}
+	// The stand-ins are read from inside, where a directory of keel's in /tmp or masked is not
+	// there: without them the blobs are hidden all the same, but a commit that writes a tree
+	// holding one fails.
+	if !p.MaskedAt(p.ObjectState) && (!within(p.ObjectState, "/tmp") || withinAny(p.ObjectState, p.Writable)) {
+		alternates, err := standIns(p.ObjectState, r.objects, hidden)
+		if err != nil {
+			out.why = err.Error()
+			return out
+		}
+		out.binds = append(out.binds, objBind{Src: alternates, Dest: filepath.Join(r.objects, "info", "alternates")})
+	}
+	if len(packs) > 0 {
+		out.why = out.filterPacks(ctx, p.ObjectState, r, packs)
+	}
+	return out
+}
+
+// filterPacks binds over each of packs (index → the hidden blobs it holds) a copy without
+// them, and covers what indexes the originals by offset; it says why it could not.
+func (out *objRepo) filterPacks(ctx context.Context, state string, r *maskedRepo, packs map[string][]string) string {
+	var size int64
+	for idx := range packs {
+		if fi, err := os.Stat(strings.TrimSuffix(idx, ".idx") + ".pack"); err == nil {
+			size += fi.Size()
+		}
+	}
+	if size > maxFilterPackBytes {
+		return fmt.Sprintf("its packs holding them are %d bytes, past the %d keel copies", size, maxFilterPackBytes)
+	}
+	for _, idx := range slices.Sorted(maps.Keys(packs)) {
+		copyIdx, err := filteredPack(ctx, state, r.dirs[0], r.trees[r.dirs[0]], idx, packs[idx])
+		if err != nil {
+			return err.Error()
+		}
+		base, cbase := strings.TrimSuffix(idx, ".idx"), strings.TrimSuffix(copyIdx, ".idx")
+		out.binds = append(out.binds, objBind{Src: cbase + ".pack", Dest: base + ".pack"}, objBind{Src: copyIdx, Dest: idx})
+		for _, ext := range []string{".rev", ".bitmap", ".mtimes"} {
+			out.unreadable = append(out.unreadable, base+ext)
+		}
+	}
+	// What indexes every pack by offset, the copies' included.
+	pack := filepath.Join(r.objects, "pack")
+	out.unreadable = append(out.unreadable, filepath.Join(pack, "multi-pack-index"))
+	if m, _ := filepath.Glob(filepath.Join(pack, "multi-pack-index-*")); len(m) > 0 {
+		out.unreadable = append(out.unreadable, m...)
+	}
+	out.maskAs = append(out.maskAs, filepath.Join(pack, "multi-pack-index.d"))
+	return ""
+}
+
+// hiddenBlobs lists the blobs committed at r's masked paths: every change to them in the
+// history of every ref and reflog entry (each merge against each parent, so that no branch
+// merged away is skipped), and each gitdir's index. The empty blob is left out.
+func hiddenBlobs(ctx context.Context, r *maskedRepo) ([]string, error) {
+	ids := map[string]bool{}
+	for _, d := range r.dirs {
+		tree, specs := r.trees[d], r.specs[d]
+		// Replace refs and grafts, which a command can write, would show git another history.
+		pre := []string{"--no-replace-objects", "--git-dir=" + d, "--work-tree=" + tree}
+		run := gitexec.Runner{Env: append(os.Environ(), "GIT_GRAFT_FILE="+filepath.Join(d, "keel-no-grafts"))}
+		log, err := run.Output(ctx, tree, append(append(pre, "log", "--all", "--reflog", "--full-history",
+			"--diff-merges=separate", "--root", "--no-show-signature", "--no-renames", "--raw", "--no-abbrev", "-z", "--format=", "--"), specs...)...)
+		if err != nil {
+			return nil, err
+		}
+		for f := range bytes.SplitSeq(log, []byte{0}) {
+			f = bytes.TrimLeft(f, "\n")
+			fields := strings.Fields(string(f))
+			if len(fields) != 5 || !strings.HasPrefix(fields[0], ":") {
+				continue
+			}
+			for i, id := range fields[2:4] {
+				if blobMode(strings.TrimPrefix(fields[i], ":")) {
+					ids[id] = true
+				}
+			}
+		}
+		index, err := run.Output(ctx, tree, append(append(pre, "ls-files", "-s", "-z", "--"), specs...)...)
+		if err != nil {
+			return nil, err
+		}
+		for f := range bytes.SplitSeq(index, []byte{0}) {
+			meta, _, _ := strings.Cut(string(f), "\t")
+			if fields := strings.Fields(meta); len(fields) == 3 && blobMode(fields[0]) {
+				ids[fields[1]] = true
+			}
+		}
+	}
+	for _, e := range emptyBlobs {
+		delete(ids, e)
+	}
+	out := slices.Sorted(maps.Keys(ids))
+	for _, id := range out {
+		if len(id) != 40 && len(id) != 64 {
+			return nil, fmt.Errorf("git named an object %q", id)
+		}
+		if _, err := hex.DecodeString(id); err != nil {
+			return nil, fmt.Errorf("git named an object %q", id)
+		}
+	}
+	return out, nil
+}
+
+// blobMode reports whether a tree entry's mode is a file's or a link's (not a submodule's,
+// nor the zeros of a side that does not exist).
+func blobMode(mode string) bool {
+	return mode == "100644" || mode == "100755" || mode == "120000" || mode == "100664"
+}
+
+// hasAlternates reports whether the object store names other stores.
+func hasAlternates(objects string) bool {
+	b, err := os.ReadFile(filepath.Join(objects, "info", "alternates"))
+	return err == nil && len(bytes.TrimSpace(b)) > 0 || errors.Is(err, fs.ErrPermission)
+}
