@@ -86,6 +86,8 @@ type objRepo struct {
 	binds              []objBind
 	unreadable, maskAs []string
 	why                string
+	// history are the blobs found in the refs' history, kept while the refs stay as they are.
+	history historyBlobs
 }
 
 // objMasks are the object stores' hidings, computed at a command's start when what they
@@ -156,9 +158,8 @@ func (p *Policy) protectAlternates() {
 // each gitdir, the packs and the alternates. Stats only: taken at every command.
 func (r *maskedRepo) key() string {
 	var b strings.Builder
+	b.WriteString(r.historyKey())
 	for _, d := range r.dirs {
-		b.WriteString(d + "\x00" + strings.Join(r.specs[d], "\x00") + "\x00")
-		b.WriteString(refsFingerprint(d))
 		b.WriteString(statString(filepath.Join(d, "index")))
 	}
 	b.WriteString(statDir(filepath.Join(r.objects, "pack")))
@@ -185,7 +186,7 @@ func (s *Sandbox) objectMasks(p Policy) (binds []objBind, unreadable, maskAs []s
 		key := r.key()
 		cur := s.objs.repos[o]
 		if cur == nil || cur.key != key || !cur.copiesKept() {
-			next := s.hideRepo(p, r)
+			next := s.hideRepo(p, r, cur)
 			switch {
 			case next.why == "":
 			case cur != nil && cur.why == "" && cur.copiesKept():
@@ -281,14 +282,15 @@ func (r *objRepo) copiesKept() bool {
 
 // hideRepo computes the hiding of r: the blobs, their loose objects, and a copy of each pack
 // holding one.
-func (s *Sandbox) hideRepo(p Policy, r *maskedRepo) *objRepo {
+func (s *Sandbox) hideRepo(p Policy, r *maskedRepo, prev *objRepo) *objRepo {
 	out := &objRepo{}
 	for _, d := range r.dirs {
 		out.trees = append(out.trees, r.trees[d])
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), objMaskLimit)
 	defer cancel()
-	hidden, err := hiddenBlobs(ctx, r)
+	hidden, history, err := hiddenBlobs(ctx, r, prev)
+	out.history = history
 	if err != nil {
 		out.why = fmt.Sprintf("keel could not list the blobs at the masked paths: %v", err)
 		return out
@@ -376,55 +378,81 @@ func (out *objRepo) filterPacks(ctx context.Context, state string, r *maskedRepo
 
 // hiddenBlobs lists the blobs committed at r's masked paths: every change to them in the
 // history of every ref and reflog entry (each merge against each parent, so that no branch
-// merged away is skipped), and each gitdir's index. The empty blob is left out.
-func hiddenBlobs(ctx context.Context, r *maskedRepo) ([]string, error) {
-	ids := map[string]bool{}
+// merged away is skipped), and each gitdir's index. The empty blob is left out. The history's
+// are prev's when the refs are as prev found them (an index changes at every git status).
+func hiddenBlobs(ctx context.Context, r *maskedRepo, prev *objRepo) (ids []string, history historyBlobs, err error) {
+	found := map[string]bool{}
+	history = historyBlobs{key: r.historyKey()}
+	if prev != nil && prev.history.key == history.key {
+		history.ids = prev.history.ids
+	}
 	for _, d := range r.dirs {
 		tree, specs := r.trees[d], r.specs[d]
 		// Replace refs and grafts, which a command can write, would show git another history.
 		pre := []string{"--no-replace-objects", "--git-dir=" + d, "--work-tree=" + tree}
 		run := gitexec.Runner{Env: append(os.Environ(), "GIT_GRAFT_FILE="+filepath.Join(d, "keel-no-grafts"))}
-		log, err := run.Output(ctx, tree, append(append(pre, "log", "--all", "--reflog", "--full-history",
-			"--diff-merges=separate", "--root", "--no-show-signature", "--no-renames", "--raw", "--no-abbrev", "-z", "--format=", "--"), specs...)...)
-		if err != nil {
-			return nil, err
-		}
-		for f := range bytes.SplitSeq(log, []byte{0}) {
-			f = bytes.TrimLeft(f, "\n")
-			fields := strings.Fields(string(f))
-			if len(fields) != 5 || !strings.HasPrefix(fields[0], ":") {
-				continue
+		if history.ids == nil {
+			log, err := run.Output(ctx, tree, append(append(pre, "log", "--all", "--reflog", "--full-history",
+				"--diff-merges=separate", "--root", "--no-show-signature", "--no-renames", "--raw", "--no-abbrev", "-z", "--format=", "--"), specs...)...)
+			if err != nil {
+				return nil, historyBlobs{}, err
 			}
-			for i, id := range fields[2:4] {
-				if blobMode(strings.TrimPrefix(fields[i], ":")) {
-					ids[id] = true
+			for f := range bytes.SplitSeq(log, []byte{0}) {
+				fields := strings.Fields(string(bytes.TrimLeft(f, "\n")))
+				if len(fields) != 5 || !strings.HasPrefix(fields[0], ":") {
+					continue
+				}
+				for i, id := range fields[2:4] {
+					if blobMode(strings.TrimPrefix(fields[i], ":")) {
+						found[id] = true
+					}
 				}
 			}
 		}
 		index, err := run.Output(ctx, tree, append(append(pre, "ls-files", "-s", "-z", "--"), specs...)...)
 		if err != nil {
-			return nil, err
+			return nil, historyBlobs{}, err
 		}
 		for f := range bytes.SplitSeq(index, []byte{0}) {
 			meta, _, _ := strings.Cut(string(f), "\t")
 			if fields := strings.Fields(meta); len(fields) == 3 && blobMode(fields[0]) {
-				ids[fields[1]] = true
+				found[fields[1]] = true
 			}
 		}
 	}
+	if history.ids == nil {
+		history.ids = slices.Sorted(maps.Keys(found))
+	}
+	for _, id := range history.ids {
+		found[id] = true
+	}
 	for _, e := range emptyBlobs {
-		delete(ids, e)
+		delete(found, e)
 	}
-	out := slices.Sorted(maps.Keys(ids))
-	for _, id := range out {
-		if len(id) != 40 && len(id) != 64 {
-			return nil, fmt.Errorf("git named an object %q", id)
-		}
-		if _, err := hex.DecodeString(id); err != nil {
-			return nil, fmt.Errorf("git named an object %q", id)
+	ids = slices.Sorted(maps.Keys(found))
+	for _, id := range ids {
+		if _, err := hex.DecodeString(id); err != nil || len(id) != 40 && len(id) != 64 {
+			return nil, historyBlobs{}, fmt.Errorf("git named an object %q", id)
 		}
 	}
-	return out, nil
+	return ids, history, nil
+}
+
+// historyBlobs are the blobs found in the history of the refs and reflogs as key, their
+// files' state, was.
+type historyBlobs struct {
+	key string
+	ids []string
+}
+
+// historyKey identifies what the history's blobs depend on: the masks and the refs.
+func (r *maskedRepo) historyKey() string {
+	var b strings.Builder
+	for _, d := range r.dirs {
+		b.WriteString(d + "\x00" + strings.Join(r.specs[d], "\x00") + "\x00")
+		b.WriteString(refsFingerprint(d))
+	}
+	return b.String()
 }
 
 // blobMode reports whether a tree entry's mode is a file's or a link's (not a submodule's,

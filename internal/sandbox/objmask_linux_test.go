@@ -193,6 +193,35 @@ func TestObjectMaskHistoryRewritten(t *testing.T) {
 	}
 }
 
+// TestObjectMaskChangedOutside: what the user commits or packs outside between commands is
+// hidden from the next command too — new versions of the masked file, loose, then packed
+// with the rest by git gc, then one staged.
+func TestObjectMaskChangedOutside(t *testing.T) {
+	repo, _ := secretRepo(t)
+	in := sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{repo.Dir}, KeelHome: sandbox.VisibleDir(t),
+		ReadDeny: []sandbox.PathRule{{Spec: "./secrets/**", Dir: repo.Dir}}}
+	w := &world{ws: repo.Dir, s: sandbox.New(sandbox.NewPolicy(in), sandbox.Options{})}
+	skipWithoutSandbox(t, w.s)
+	env := gittest.Env()
+	read := "git show HEAD:secrets/token HEAD~1:secrets/token 2>&1; git status --short 2>&1; " + python + " -c \"$INFLATE\""
+	for _, change := range []func(){
+		func() {},
+		func() {
+			repo.Write("secrets/token", "TOPSECRET-four\n")
+			repo.Commit("four")
+			repo.Write("secrets/token", "TOPSECRET-five\n")
+			repo.Commit("five")
+		},
+		func() { repo.Git("gc", "-q") },
+		func() { repo.Write("secrets/token", "TOPSECRET-staged\n"); repo.Git("add", "secrets") },
+	} {
+		change()
+		if out := w.run(t, read, append(env, "INFLATE="+inflateAll)...); strings.Contains(out, "TOPSECRET") || strings.Contains(out, "LEAK") || !strings.Contains(out, "READ") {
+			t.Errorf("inside the sandbox, after %s:\n%s", repo.Git("log", "-1", "--format=%s"), out)
+		}
+	}
+}
+
 // TestObjectMaskFilteredPack: the copy of a pack keel binds holds every object of the
 // original but the masked file's blobs, and no delta on them as a base: git verify-pack
 // finds every object whole.
