@@ -32,16 +32,23 @@ import (
 //     per pack and set of blobs below keel's directory (sandbox/objects, read-only inside);
 //   - covers what indexes the original packs by offset — their reverse indexes, bitmaps and
 //     cruft mtimes, the multi-pack index and its bitmap — with unreadable empty files: git
-//     opens none it cannot read, and works without them.
+//     opens none it cannot read (an empty one it reports, at every command), and works
+//     without them;
+//   - binds over objects/info/alternates a file that adds a store of keel's holding an
+//     unreadable stand-in for each blob ([standIns]): git, which checks that the blobs of a
+//     tree it writes exist without reading them, still commits beside a masked file.
 //
-// A git command that needs such a blob then fails inside (git diff or checkout of that file,
-// git gc or repack, which cannot read it either); status, log, commits and diffs of other
-// files work. Where keel cannot do this — the Landlock-only form makes no mounts, the packs
-// are past maxFilterPackBytes, git fails or takes longer than objMaskLimit, a blob may sit
-// in another store (objects/info/alternates) — nothing is hidden in that repository, and
-// [Sandbox.HideObjects] says why: the session's notice and `keel doctor` name its files as
-// readable through git. Blobs no ref, reflog or index reaches any more (a version added and
-// replaced before a commit, a dropped stash whose reflog entry expired) are not found.
+// The blobs found are remembered per store ([rememberHidden]) and stay hidden after a
+// command made them unreachable; a recomputation that fails keeps the last hiding, so that a
+// command cannot show them by making git fail here. A git command that needs such a blob then
+// fails inside (git diff or checkout of that file, git gc or repack, which cannot read it
+// either); status, log, commits and diffs of other files work. Where keel cannot do this —
+// the Landlock-only form makes no mounts, the packs are past maxFilterPackBytes, git fails
+// or takes longer than objMaskLimit, a blob may sit in another store (objects/info/
+// alternates) — nothing is hidden in that repository, and [Sandbox.HideObjects] says why:
+// the session's notice and `keel doctor` name its files as readable through git. Blobs no
+// ref, reflog or index reached when keel looked (a version added and replaced before a
+// commit, a dropped stash whose reflog entry expired) are not found.
 
 // maxFilterPackBytes bounds the packs of one repository keel copies without the hidden
 // blobs: past it nothing is hidden there. A test lowers it.
@@ -390,7 +397,7 @@ func hiddenBlobs(ctx context.Context, r *maskedRepo, prev *objRepo) (ids []strin
 		tree, specs := r.trees[d], r.specs[d]
 		// Replace refs and grafts, which a command can write, would show git another history.
 		pre := []string{"--no-replace-objects", "--git-dir=" + d, "--work-tree=" + tree}
-		run := gitexec.Runner{Env: append(os.Environ(), "GIT_GRAFT_FILE="+filepath.Join(d, "keel-no-grafts"))}
+		run := gitexec.Runner{Env: append(os.Environ(), "GIT_GRAFT_FILE="+os.DevNull)}
 		if history.ids == nil {
 			log, err := run.Output(ctx, tree, append(append(pre, "log", "--all", "--reflog", "--full-history",
 				"--diff-merges=separate", "--root", "--no-show-signature", "--no-renames", "--raw", "--no-abbrev", "-z", "--format=", "--"), specs...)...)
