@@ -135,6 +135,7 @@ func (p Policy) maskedRepos() map[string]*maskedRepo {
 		if len(specs) == 0 {
 			continue
 		}
+		specs = append(specs, p.ruleSpecs(tree)...)
 		for _, u := range p.Unmasked {
 			if rel, err := filepath.Rel(tree, u); err == nil && within(u, tree) && u != tree {
 				specs = append(specs, ":(exclude,literal)"+filepath.ToSlash(rel))
@@ -148,6 +149,44 @@ func (p Policy) maskedRepos() map[string]*maskedRepo {
 		}
 		r.dirs = append(r.dirs, d)
 		r.trees[d], r.specs[d] = tree, specs
+	}
+	return out
+}
+
+// ruleSpecs are the pathspecs, in tree, of what p's Read deny rules cover, whether it is there
+// or not: a file a glob matches that was committed and removed since, or a directory's
+// file, is hidden too. Only for a repository with masked paths in its working tree: for
+// the others a walk of their history at every change of their refs would cost every command.
+func (p Policy) ruleSpecs(tree string) []string {
+	var out []string
+	for _, r := range p.denyRules {
+		dir := r.Dir
+		if dir == "" {
+			dir = p.denyCwd
+		}
+		base, glob := readDenyBase(r.Spec, dir, p.denyHome)
+		switch {
+		case base == "" || base == tree:
+		case !glob:
+			if rel, err := filepath.Rel(tree, base); err == nil && within(base, tree) {
+				out = append(out, ":(literal)"+filepath.ToSlash(rel))
+			}
+		default:
+			lit := base
+			for strings.ContainsAny(lit, "*?[{") {
+				lit = filepath.Dir(lit)
+			}
+			var rel string
+			if within(lit, tree) {
+				rel, _ = filepath.Rel(tree, base)
+			} else if sub, _ := filepath.Rel(lit, base); within(tree, lit) && strings.HasPrefix(sub, "**/") {
+				rel = sub // **/ matches below tree as it did below lit
+			}
+			if rel != "" {
+				rel = filepath.ToSlash(rel)
+				out = append(out, ":(glob)"+rel, ":(glob)"+rel+"/**")
+			}
+		}
 	}
 	return out
 }

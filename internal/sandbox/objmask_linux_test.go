@@ -222,6 +222,27 @@ func TestObjectMaskChangedOutside(t *testing.T) {
 	}
 }
 
+// TestObjectMaskRemovedFile: a file a Read deny glob matches that was committed and removed
+// since — no mask stands where it was — has its blob hidden too, in a repository where the
+// rule masks a file now.
+func TestObjectMaskRemovedFile(t *testing.T) {
+	repo := gittest.New(t)
+	repo.Write("keys/old.pem", "TOPSECRET-removed\n")
+	repo.Write("keys/current.pem", "TOPSECRET-current\n")
+	repo.Commit("keys")
+	repo.Git("rm", "-q", "keys/old.pem")
+	repo.Commit("remove old.pem")
+	repo.Git("gc", "-q")
+	in := sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{repo.Dir}, KeelHome: sandbox.VisibleDir(t),
+		ReadDeny: []sandbox.PathRule{{Spec: "*.pem", Dir: repo.Dir}}}
+	w := &world{ws: repo.Dir, s: sandbox.New(sandbox.NewPolicy(in), sandbox.Options{})}
+	skipWithoutSandbox(t, w.s)
+	script := "git show HEAD~1:keys/old.pem HEAD:keys/current.pem 2>&1; git log -p 2>&1; " + python + " -c \"$INFLATE\""
+	if out := w.run(t, script, append(gittest.Env(), "INFLATE="+inflateAll)...); strings.Contains(out, "TOPSECRET") || strings.Contains(out, "LEAK") || !strings.Contains(out, "READ") {
+		t.Errorf("inside the sandbox:\n%s", out)
+	}
+}
+
 // TestObjectMaskFilteredPack: the copy of a pack keel binds holds every object of the
 // original but the masked file's blobs, and no delta on them as a base: git verify-pack
 // finds every object whole.

@@ -136,6 +136,10 @@ type Policy struct {
 	// viaLinks are the read-only and masked paths as given, where a link on their way made
 	// the real path differ: the links themselves are kept at each release ([plantWatch.noteLinks]).
 	viaLinks []string
+	// denyRules are the Read deny rules Complete matched, with the directory and home they
+	// are anchored at: their globs name files git holds that the working tree no longer does.
+	denyRules         []PathRule
+	denyCwd, denyHome string
 	// objBinds and unreadable hide the blobs of masked files from git for one command
 	// ([Sandbox.withObjectMasks]).
 	objBinds   []objBind
@@ -312,6 +316,7 @@ func (p Policy) Complete() Policy {
 	for _, r := range sr.readDeny {
 		p.maskRule(r, sr.cwd, sr.home)
 	}
+	p.denyRules, p.denyCwd, p.denyHome = sr.readDeny, sr.cwd, sr.home
 	p.protectAlternates()
 	return p
 }

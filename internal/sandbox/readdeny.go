@@ -21,6 +21,23 @@ const maxGlobMatches = 256
 // permission rules: //abs, ~/home, anything else (/x included) relative to cwd, the rule's
 // directory.
 func readDenyPaths(spec, cwd, home string) (paths []string, whole bool) {
+	base, glob := readDenyBase(spec, cwd, home)
+	if base == "" {
+		return nil, false
+	}
+	if !glob {
+		if _, err := os.Lstat(base); err != nil {
+			return nil, false
+		}
+		return []string{base}, false
+	}
+	return globPaths(base)
+}
+
+// readDenyBase is the absolute path, or glob, a Read(...) deny rule's specifier covers (a
+// directory's with dir/**); "" when it covers nothing keel can name. glob says the
+// specifier is one (cwd and home are literal whatever they hold).
+func readDenyBase(spec, cwd, home string) (base string, glob bool) {
 	s := filepath.ToSlash(spec)
 	if strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//") {
 		s = "." + s
@@ -32,21 +49,17 @@ func readDenyPaths(spec, cwd, home string) (paths []string, whole bool) {
 		s = strings.TrimSuffix(s, "/**")
 	}
 	if s == "" || s == "**" {
-		return nil, false
+		return "", false
 	}
 	if anyDepth {
 		s = "./**/" + s
 	}
-	base := absPath(s, cwd, home)
-	if base == "" {
-		return nil, false
-	}
-	if !strings.ContainsAny(s, "*?[{") {
-		if _, err := os.Lstat(base); err != nil {
-			return nil, false
-		}
-		return []string{base}, false
-	}
+	return absPath(s, cwd, home), strings.ContainsAny(s, "*?[{")
+}
+
+// globPaths are the existing paths the absolute glob base matches, or past maxGlobMatches
+// the one directory holding them all (whole).
+func globPaths(base string) (paths []string, whole bool) {
 	// The literal directories before the first glob segment, then the glob below them.
 	dir, pattern := base, ""
 	for strings.ContainsAny(dir, "*?[{") {
