@@ -2,13 +2,14 @@ package mcphost
 
 import (
 	"path/filepath"
-	"regexp"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // pythonName matches the base names of Python's interpreters: python, python3, python3.12,
 // python3.13t, python3.12-dbg.
-var pythonName = regexp.MustCompile(`^python[0-9.]*(t|d|m|-dbg)?(\.exe)?$`)
+var pythonName = lazy.Regexp{Expr: `^python[0-9.]*(t|d|m|-dbg)?(\.exe)?$`}
 
 // pythonRun is what keel reads of a command line that starts Python, as Python and a leading
 // env read it.
@@ -44,9 +45,9 @@ func parsePython(argv []string, dir string) (pythonRun, bool) {
 				return pythonRun{}, false
 			}
 			i = next
-		case base == "uv" && i+2 < len(argv) && argv[i+1] == "run" && pythonName.MatchString(filepath.Base(argv[i+2])):
+		case base == "uv" && i+2 < len(argv) && argv[i+1] == "run" && pythonName.Get().MatchString(filepath.Base(argv[i+2])):
 			i += 2 // `uv run python …` only: uv's own options are many
-		case pythonName.MatchString(base):
+		case pythonName.Get().MatchString(base):
 			run.at = i
 			run.options(argv[i+1:])
 			return run, true

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/lazy"
 )
 
 // runnerConfigs are the files each package manager reads as configuration in the directory a
@@ -18,18 +20,20 @@ import (
 // to run instead, any script), and bun's bunfig.toml (preload scripts) beside the .npmrc it
 // reads too. Every directory up counts, not only the one the runner picks: which one it is
 // depends on files a command can add (package.json), and Yarn reads them all.
-var runnerConfigs = map[string][]string{
-	"npm":  {".npmrc"},
-	"pnpm": {".npmrc", ".pnpmfile.cjs", "pnpm-workspace.yaml"},
-	"yarn": {".yarnrc.yml", ".yarnrc"},
-	"bun":  {"bunfig.toml", ".npmrc"},
-}
+var runnerConfigs = lazy.Value[map[string][]string]{New: func() map[string][]string {
+	return map[string][]string{
+		"npm":  {".npmrc"},
+		"pnpm": {".npmrc", ".pnpmfile.cjs", "pnpm-workspace.yaml"},
+		"yarn": {".yarnrc.yml", ".yarnrc"},
+		"bun":  {"bunfig.toml", ".npmrc"},
+	}
+}}
 
 // RunnerConfigNames are the names of every runner's configuration files
 // ([PackageRun.Configured]), sorted: the sandbox keeps each read-only.
 func RunnerConfigNames() []string {
 	var out []string
-	for _, names := range runnerConfigs {
+	for _, names := range runnerConfigs.Get() {
 		out = append(out, names...)
 	}
 	slices.Sort(out)
@@ -42,7 +46,7 @@ func RunnerConfigNames() []string {
 // sandbox's placeholder for an absent one) configures nothing.
 func (r PackageRun) Configured(dir string, counts func(path string) bool) string {
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		for _, n := range runnerConfigs[r.Runner] {
+		for _, n := range runnerConfigs.Get()[r.Runner] {
 			if p := filepath.Join(d, n); counts(p) && isFile(p) {
 				return p
 			}

@@ -112,7 +112,7 @@ func TestRunnerConfigPolicy(t *testing.T) {
 func TestHarmlessNpmrc(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
-		content          string
+		content           string
 		plain, registries bool
 	}{
 		{"engine-strict=true\nsave-exact = true\n# comment\n; other\n\nlegacy-peer-deps=true\n", true, true},
