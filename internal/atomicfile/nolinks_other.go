@@ -13,17 +13,13 @@ import (
 // *LinkError). Here the directories are checked by path before the write, so a link swapped in
 // between the check and the write is followed; unix systems hold the walk open.
 func WriteNoLinks(path string, data []byte, perm os.FileMode) error {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err
-	}
-	if err := checkParents(filepath.VolumeName(abs)+string(filepath.Separator), abs); err != nil {
+	if err := checkAbs(path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return WriteFile(abs, data, perm)
+	return WriteFile(path, data, perm)
 }
 
 // ReplaceNoLinks is Replace refusing a path with a symbolic link among its directories.
@@ -73,14 +69,10 @@ func checkAbs(path string) error {
 
 // RemoveNoLinks is os.Remove refusing a path with a symbolic link among its directories.
 func RemoveNoLinks(path string) error {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err
-	}
-	if err := checkParents(filepath.VolumeName(abs)+string(filepath.Separator), abs); err != nil {
+	if err := checkAbs(path); err != nil {
 		return fmt.Errorf("remove %s: %w", path, err)
 	}
-	return os.Remove(abs)
+	return os.Remove(path)
 }
 
 // RemoveBeneath is RemoveNoLinks for rel below root (root's own links followed).

@@ -21,7 +21,11 @@ func (s *Sandbox) Entered(dir string) []string {
 	}
 	s.disarmMu.Lock()
 	defer s.disarmMu.Unlock()
-	s.cwd = resolvePath(filepath.Clean(dir))
+	cwd := resolvePath(filepath.Clean(dir))
+	if cwd == s.cwd {
+		return nil // the release that just ended looked there already
+	}
+	s.cwd = cwd
 	return s.disarmAtCwd(s.complete())
 }
 
