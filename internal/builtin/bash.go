@@ -27,7 +27,7 @@ type bashInput struct {
 
 const bashSchema = `{"type":"object","properties":{
 "command":{"type":"string","description":"The command to run"},
-"timeout":{"type":"integer","minimum":1,"maximum":600000,"description":"Timeout in ms (default 120000)"},
+"timeout":{"type":"integer","minimum":1,"maximum":600000,"description":"In ms (default 120000)"},
 "description":{"type":"string","description":"What it does, in 5-10 words"},
 "run_in_background":{"type":"boolean","description":"Run in the background; read output with BashOutput"}},
 "required":["command"],"additionalProperties":false}`

@@ -35,18 +35,18 @@ type grepInput struct {
 }
 
 const grepSchema = `{"type":"object","properties":{
-"pattern":{"type":"string","description":"Regular expression (RE2 syntax)"},
-"path":{"type":"string","description":"File or directory to search; default the working directory"},
-"glob":{"type":"string","description":"Only files matching this glob, e.g. *.js or src/**/*.{ts,tsx}"},
-"type":{"type":"string","description":"Only files of this type: go, py, js, ts, rust, java, c, cpp, md, json, yaml, ..."},
-"output_mode":{"type":"string","enum":["content","files_with_matches","count"],"description":"Default files_with_matches"},
+"pattern":{"type":"string","description":"The regular expression"},
+"path":{"type":"string","description":"File or directory (default: the working directory)"},
+"glob":{"type":"string","description":"Only files matching this glob (*.js, src/**/*.{ts,tsx})"},
+"type":{"type":"string","description":"File type: go, py, js, ts, rust, java, c, cpp, md, json, yaml, ..."},
+"output_mode":{"type":"string","enum":["content","files_with_matches","count"]},
 "-i":{"type":"boolean","description":"Case insensitive"},
-"-n":{"type":"boolean","description":"Line numbers in content mode (default true)"},
-"-A":{"type":"integer","minimum":0,"description":"Lines after each match (content mode)"},
-"-B":{"type":"integer","minimum":0,"description":"Lines before each match (content mode)"},
-"-C":{"type":"integer","minimum":0,"description":"Lines before and after each match (content mode)"},
+"-n":{"type":"boolean","description":"Line numbers (default true)"},
+"-A":{"type":"integer","minimum":0,"description":"Lines after each match"},
+"-B":{"type":"integer","minimum":0,"description":"Lines before each match"},
+"-C":{"type":"integer","minimum":0,"description":"Lines around each match"},
 "multiline":{"type":"boolean","description":"Let patterns span lines; . matches newline"},
-"head_limit":{"type":"integer","minimum":0,"description":"Show only the first N lines or entries"}},
+"head_limit":{"type":"integer","minimum":0,"description":"Only the first N lines or entries"}},
 "required":["pattern"],"additionalProperties":false}`
 
 // fileTypes lists Grep's type names, sorted, with their file-name globs. Both engines use this

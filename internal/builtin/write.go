@@ -20,7 +20,7 @@ type writeInput struct {
 
 const writeSchema = `{"type":"object","properties":{
 "file_path":{"type":"string","description":"Absolute path, or relative to the working directory"},
-"content":{"type":"string","description":"The whole new content of the file"}},
+"content":{"type":"string","description":"The file's whole new content"}},
 "required":["file_path","content"],"additionalProperties":false}`
 
 // Write returns the Write tool: it creates a file (and its parent directories) or replaces one

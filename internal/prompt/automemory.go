@@ -12,12 +12,11 @@ import (
 func renderAutoMemory(a *memory.Auto) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Auto memory\n"+
-		"Your memory for this project is the directory %s; it persists across sessions. The first %d lines of %s there "+
-		"join this prompt at each session's start: keep it a short index, one line per topic linking a topic file you read "+
-		"when it matters (- [Build](build.md): …). Read, Write and Edit work there without asking.\n"+
-		"Keep what a later session needs and could not easily find again: the user's corrections and preferences, build and "+
-		"test commands, decisions and why, pitfalls met; not what the code or its history says, nor the task at hand. Correct "+
-		"what turns out wrong; asked to remember or to forget something, do it here.\n\n",
+		"Your memory for this project, kept across sessions, is %s (Read, Write and Edit work there without asking). "+
+		"The first %d lines of its %s join this prompt at each start: keep it a short index, a line per topic file "+
+		"(- [Build](build.md): …). Keep what a later session needs and could not easily find again: the user's "+
+		"corrections and preferences, build and test commands, decisions and why, pitfalls; not what the code or its history "+
+		"says, nor the task at hand. Correct what proves wrong; asked to remember or forget something, do it here.\n\n",
 		a.Dir, memory.AutoIndexLines, memory.AutoIndexName)
 	idx, err := a.ReadIndex()
 	switch {

@@ -25,8 +25,10 @@ import (
 // purpose, never by accident (a new rarely needed tool declares tool.Deferrable). Raised from
 // 4000 to 4200 for the auto memory section, to 4250 for the Agent tool's items (fan-outs);
 // lowered to 4050 when TodoWrite was deferred (4,015); raised to 4125 for the sandbox's lines
-// in Bash's description and schema (the sandbox is on by default).
-const firstRequestBudget = 4125
+// in Bash's description and schema (the sandbox is on by default); lowered to 3550 when the
+// prompt, the tools' descriptions and the built-in listings were tightened (3,516): each token of
+// the first request is read again by every later request of the session.
+const firstRequestBudget = 3550
 
 // TestFirstRequestBudget pins the first request's size and, in testdata/first_request.golden,
 // its shape: which tools are sent whole and which deferred, the system blocks, and the

@@ -17,8 +17,8 @@ var toolDescription string
 const toolSchema = `{
   "type": "object",
   "properties": {
-    "skill": {"type": "string", "description": "The skill's name from the skills listing, without a leading slash"},
-    "args": {"type": "string", "description": "Arguments for the skill, as free text"}
+    "skill": {"type": "string", "description": "A listed skill's name, without a leading slash"},
+    "args": {"type": "string", "description": "Free-text arguments"}
   },
   "required": ["skill"],
   "additionalProperties": false

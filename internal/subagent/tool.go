@@ -47,10 +47,10 @@ type Output struct {
 const agentSchema = `{"type":"object","properties":{` +
 	`"description":{"type":"string","description":"A short (3-5 word) description of the task"},` +
 	`"prompt":{"type":"string","description":"The task for the agent to perform"},` +
-	`"subagent_type":{"type":"string","description":"The type of specialized agent to use for this task"},` +
-	`"model":{"type":"string","description":"Optional model for this agent (an alias such as opus, sonnet, haiku, fable, or a model id); defaults to the agent's own or the caller's"},` +
-	`"run_in_background":{"type":"boolean","description":"Run the agent in the background; you will be notified when it completes"},` +
-	`"isolation":{"type":"string","enum":["worktree"],"description":"Run the agent in its own git worktree"},` +
+	`"subagent_type":{"type":"string","description":"The agent type, from the listing"},` +
+	`"model":{"type":"string","description":"A model alias (opus, sonnet, haiku, fable) or id; default: the agent's own, else yours"},` +
+	`"run_in_background":{"type":"boolean","description":"Return at once; you are notified when the agent finishes"},` +
+	`"isolation":{"type":"string","enum":["worktree"],"description":"Run the agent in its own git worktree, kept and reported if it has changes"},` +
 	`"items":{"type":"array","items":{"type":"string"},"description":"Fan out: one agent per item ({{item}} in prompt replaced), one summary back"}},` +
 	`"required":["description","prompt"],"additionalProperties":false}`
 
@@ -59,10 +59,10 @@ const agentSchema = `{"type":"object","properties":{` +
 const teamSchema = `{"type":"object","properties":{` +
 	`"description":{"type":"string","description":"A short (3-5 word) description of the task"},` +
 	`"prompt":{"type":"string","description":"The task for the agent to perform"},` +
-	`"subagent_type":{"type":"string","description":"The type of specialized agent to use for this task"},` +
-	`"model":{"type":"string","description":"Optional model for this agent (an alias such as sonnet, opus, haiku, or a model id); defaults to the agent's own or the caller's"},` +
-	`"run_in_background":{"type":"boolean","description":"Run the agent in the background; you will be notified when it completes"},` +
-	`"isolation":{"type":"string","enum":["worktree"],"description":"Run the agent in its own git worktree"},` +
+	`"subagent_type":{"type":"string","description":"The agent type, from the listing"},` +
+	`"model":{"type":"string","description":"A model alias (sonnet, opus, haiku) or id; default: the agent's own, else yours"},` +
+	`"run_in_background":{"type":"boolean","description":"Return at once; you are notified when the agent finishes"},` +
+	`"isolation":{"type":"string","enum":["worktree"],"description":"Run the agent in its own git worktree, kept and reported if it has changes"},` +
 	`"name":{"type":"string","description":"Spawn a teammate with this name instead of a one-shot subagent: it keeps running, takes tasks from the team's board and is reached with SendMessage"},` +
 	`"team_name":{"type":"string","description":"The team to spawn the teammate in (this session's team)"},` +
 	`"mode":{"type":"string","enum":["default","acceptEdits","plan","dontAsk","bypassPermissions"],"description":"The teammate's permission mode (default: yours)"}},` +
@@ -93,14 +93,12 @@ func (r *Runner) agentSchema() string {
 
 func (r *Runner) description() string {
 	var b strings.Builder
-	b.WriteString("Launch a new agent to handle a complex, multi-step task on its own. Each agent type has its own tools and instructions; " +
-		"the available types are listed in a system reminder in the conversation.\n\nUsage:\n" +
+	b.WriteString("Launches an agent that carries out a complex, multi-step task on its own, with its type's tools and instructions " +
+		"(types: in a system reminder).\n" +
 		"- Give a short description and a complete, self-contained prompt: the agent does not see this conversation.\n" +
-		"- The agent's final message is returned to you; the user does not see it, so summarise what matters.\n" +
-		"- Launch independent agents in one message to run them in parallel.\n" +
-		"- With run_in_background: true the call returns at once; you are notified when the agent finishes. Do not poll it.\n" +
-		"- An agent that returned an agentId can be continued with SendMessage, keeping its context.\n" +
-		"- isolation: \"worktree\" runs the agent in its own git worktree; a worktree with changes is kept and reported.\n")
+		"- Its final message comes back to you, not to the user: summarise what matters.\n" +
+		"- With run_in_background: true the call returns at once and you are notified when the agent finishes; do not poll it.\n" +
+		"- An agent that returned an agentId can be continued with SendMessage, keeping its context.\n")
 	if r.cfg.Teams {
 		b.WriteString("- With a name the agent is a teammate: it runs on alongside you in its own context, works through the team's task board (TaskCreate, TaskList), and you talk with it through SendMessage. Spawn teammates for parallel, long-running work; plain subagents for one-shot questions.\n")
 	}
@@ -131,7 +129,7 @@ func oneLine(s string) string {
 func toolList(d *agentdef.Definition) string {
 	if d.Tools == nil || (len(d.Tools) == 1 && d.Tools[0] == "*") {
 		if len(d.DisallowedTools) > 0 {
-			return "all tools except " + strings.Join(d.DisallowedTools, ", ")
+			return "all but " + strings.Join(d.DisallowedTools, ", ")
 		}
 		return "*"
 	}

@@ -70,11 +70,11 @@ func main() {
 		}
 		for _, h := range hs {
 			if h.name != "claude" && costs[h.name] > 0 && costs["claude"] > 0 {
-				fmt.Printf("%-9s %s/claude cost ratio %.2f\n", name, h.name, costs[h.name]/costs["claude"])
+				fmt.Printf("%-9s %s/claude cost ratio %.3f\n", name, h.name, costs[h.name]/costs["claude"])
 			}
 		}
 		if costs["keel"] > 0 && costs["keel-api"] > 0 {
-			fmt.Printf("%-9s keel-api/keel cost ratio %.2f\n", name, costs["keel-api"]/costs["keel"])
+			fmt.Printf("%-9s keel-api/keel cost ratio %.3f\n", name, costs["keel-api"]/costs["keel"])
 		}
 	}
 }
