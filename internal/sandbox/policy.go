@@ -592,6 +592,17 @@ func (p Policy) WritableAt(path string) bool {
 	return !withinAny(path, p.ReadOnly)
 }
 
+// PrivateAt reports whether commands see, at path, a directory of their own instead of the
+// host's: /tmp and /dev/shm, except where a writable or read-only root is bound in from the
+// host. keel reading a host file there for a command's benefit (a memory file's include,
+// say) would hand it what the sandbox hides.
+func (p Policy) PrivateAt(path string) bool {
+	if !p.Enabled() || withinAny(path, p.Writable) || withinAny(path, p.ReadOnly) {
+		return false
+	}
+	return within(path, "/tmp") || within(path, "/dev/shm")
+}
+
 // MaskedAt reports whether path is masked from reads.
 func (p Policy) MaskedAt(path string) bool {
 	if withinAny(path, p.Unmasked) {

@@ -120,3 +120,35 @@ func TestAgentMemoryIndexLinkHonoursMasks(t *testing.T) {
 		t.Errorf("the agent's request:\n%s\nwant its MEMORY.md left out", body)
 	}
 }
+
+// TestMemoryIncludesSkipCommandsPrivateTmp is adversary10's N1: a sandboxed command writes a
+// CLAUDE.md naming `@/tmp/…/secret`, a file in the host's /tmp, which the sandbox hides from
+// its commands behind a private /tmp; in a trusted workspace the next session read it into the
+// system prompt. With the sandbox on it is left out with a notice that says why; with it off,
+// where commands see the host's /tmp anyway, a trusted workspace's include still reaches it.
+func TestMemoryIncludesSkipCommandsPrivateTmp(t *testing.T) {
+	hostTmp := t.TempDir() // under /tmp, outside the workspace and home
+	secret := filepath.Join(hostTmp, "secret.txt")
+	if err := os.WriteFile(secret, []byte("HOSTTMP-SECRET-10"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"workspace-write", "off"} {
+		home, cwd := t.TempDir(), t.TempDir()
+		writeTree(t, cwd, map[string]string{".git/HEAD": "ref: refs/heads/main\n", "CLAUDE.md": "# Notes\n@" + secret + "\n"})
+		h := newHarness(t, calls(scripted.Text("done")), Options{Cwd: cwd, Home: home, Trust: true, Sandbox: mode})
+		events := h.send(t, "go")
+		leaked := strings.Contains(h.bodies(), "HOSTTMP-SECRET-10")
+		if mode == "off" {
+			if !leaked {
+				t.Errorf("sandbox off: the trusted workspace's include of %s was not expanded", secret)
+			}
+			continue
+		}
+		if leaked {
+			t.Errorf("sandbox on: %s, hidden from commands by their private /tmp, is in the request the model received", secret)
+		}
+		if want := "is not included: the sandbox gives each command a private /tmp"; !strings.Contains(notices(events), want) {
+			t.Errorf("sandbox on: no notice %q:\n%s", want, notices(events))
+		}
+	}
+}

@@ -3,6 +3,7 @@ package session
 import (
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/permission"
@@ -35,13 +36,17 @@ func (s *Session) promptReadRefusal() func(path string) string {
 	}
 }
 
-// maskRefusal says why the sandbox masks path or the file it links to, or "" when it does not.
+// maskRefusal says why the sandbox hides path or the file it links to from its commands — a
+// mask, or a command's private /tmp — or "" when it does not.
 func (s *Session) maskRefusal() func(path string) string {
 	masks := s.maskPolicy()
 	return func(path string) string {
 		for _, p := range []string{path, realPath(path)} {
 			if masks.MaskedAt(p) {
 				return "the sandbox masks it (" + masks.Why(p) + ")"
+			}
+			if masks.PrivateAt(p) {
+				return "the sandbox gives each command a private " + privateRoot(p) + ", so its commands cannot see this file"
 			}
 		}
 		return ""
@@ -60,6 +65,14 @@ func (s *Session) maskPolicy() sandbox.Policy {
 	}
 	return sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeOff, Settings: st,
 		Dirs: append([]string{s.opts.Cwd}, s.state.AdditionalDirs...), Home: userHome(), KeelHome: s.opts.Home})
+}
+
+// privateRoot names the private directory of a command's that path is in.
+func privateRoot(path string) string {
+	if strings.HasPrefix(path, "/dev/shm") {
+		return "/dev/shm"
+	}
+	return "/tmp"
 }
 
 // realPath is path with its links resolved, or path itself where that fails.
