@@ -66,3 +66,61 @@ func BenchmarkGrep(b *testing.B) {
 		})
 	}
 }
+
+// repoRoot returns the module's root: the tree of a mid-sized repository, for benchmarks.
+func repoRoot(b *testing.B) string {
+	b.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			b.Fatal("no go.mod above the package")
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// BenchmarkSearchRepo runs Grep (both engines: a rare and a common pattern) and Glob over
+// this repository, the cost of a search on a mid-sized tree.
+func BenchmarkSearchRepo(b *testing.B) {
+	root := repoRoot(b)
+	rg, _ := exec.LookPath("rg")
+	for _, engine := range []struct {
+		name string
+		e    GrepEngine
+	}{{"builtin", GrepBuiltin}, {"ripgrep", GrepRipgrep}} {
+		for _, in := range []struct {
+			name string
+			in   grepInput
+		}{
+			{"rare", grepInput{Pattern: `ErrNotHosted\b`, OutputMode: "content"}},
+			{"common", grepInput{Pattern: `func \w+\(`, OutputMode: "count"}},
+		} {
+			b.Run("Grep/"+engine.name+"/"+in.name, func(b *testing.B) {
+				if engine.e == GrepRipgrep && rg == "" {
+					b.Skip("rg is not on PATH")
+				}
+				env := newEnv(b, root)
+				tl := Grep(engine.e, rg)
+				for b.Loop() {
+					if res := call(b, tl, env, in.in); res.IsError || !strings.Contains(res.ResultText(), ".go") {
+						b.Fatalf("%.300s", res.ResultText())
+					}
+				}
+			})
+		}
+	}
+	b.Run("Glob", func(b *testing.B) {
+		env := newEnv(b, root)
+		for b.Loop() {
+			if res := call(b, Glob(), env, globInput{Pattern: "**/*.go"}); res.IsError || !strings.Contains(res.ResultText(), ".go") {
+				b.Fatalf("%.300s", res.ResultText())
+			}
+		}
+	})
+}

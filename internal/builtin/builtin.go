@@ -40,7 +40,8 @@ type GrepEngine int
 const (
 	// GrepAuto uses ripgrep when it is on PATH, the built-in walker otherwise.
 	GrepAuto GrepEngine = iota
-	// GrepRipgrep always uses ripgrep (an error result when it is missing).
+	// GrepRipgrep always uses ripgrep to find the files with a match (an error result when
+	// it is missing); keel searches those files itself, as the built-in walker would.
 	GrepRipgrep
 	// GrepBuiltin always uses the built-in parallel walker.
 	GrepBuiltin

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/toolpath"
 )
@@ -67,13 +68,14 @@ func runGlob(ctx context.Context, env *tool.Env, in globInput) tool.Result {
 		return tool.Errorf("%s is not a directory.", rootPath.Abs)
 	}
 	var newest newestHits
-	err := walkFiles(ctx, root, func(p string, d fs.DirEntry) {
+	err := walkFiles(ctx, root, func(p string, _ *atomicfile.Dir, d fs.DirEntry) {
 		rel, err := filepath.Rel(root, p)
 		if err != nil {
 			return
 		}
 		if ok, _ := doublestar.Match(pattern, filepath.ToSlash(rel)); ok && !hidden(env, p) {
-			if info, err := d.Info(); err == nil {
+			// d.Info looks the name up in its held directory: a link swapped in is not listed.
+			if info, err := d.Info(); err == nil && info.Mode().IsRegular() {
 				newest.add(hit{p, info.ModTime()})
 			}
 		}

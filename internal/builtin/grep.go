@@ -141,8 +141,8 @@ func runGrep(ctx context.Context, env *tool.Env, in grepInput, engine GrepEngine
 	}
 	q.hidden = env.Hidden
 	lineNums := in.LineNums == nil || *in.LineNums
-	// Both engines' results pass the deny rules; the built-in one also never reads a hidden
-	// file, and ripgrep's output for one is dropped.
+	// Both engines' results pass the deny rules, and keel never opens a hidden file to search
+	// it, whichever engine found it (ripgrep only names the files with a match).
 	a := newGrepAnswer(q, in.HeadLimit, func(p string) bool { return q.hidden == nil || !q.hidden(p) })
 	var err error
 	rg := rgPath
@@ -209,8 +209,7 @@ func newGrepQuery(st tool.State, in grepInput) (grepQuery, tool.Result, bool) {
 
 // truncateLine returns a line as Grep shows it: without a trailing \r, and cut at
 // maxGrepLineChars with a note of its length. text is the line, or its first bytes when the
-// line is size bytes long (its \r not counted); size < 0 means longer than text holds, by
-// an unknown amount (ripgrep's preview of a line past maxRgColumns).
+// line is size bytes long (its \r not counted).
 func truncateLine(text []byte, size int) string {
 	if size == len(text) {
 		text = bytes.TrimSuffix(text, []byte("\r"))
@@ -222,9 +221,6 @@ func truncateLine(text []byte, size int) string {
 	cut := min(maxGrepLineChars, len(text))
 	for cut > 0 && cut < len(text) && !isRuneStart(text[cut]) {
 		cut--
-	}
-	if size < 0 {
-		return string(text[:cut]) + fmt.Sprintf("… [line truncated: over %d bytes]", maxRgColumns)
 	}
 	return string(text[:cut]) + fmt.Sprintf("… [line truncated: %d bytes]", size)
 }

@@ -70,8 +70,8 @@ func (a *grepAnswer) blockLimits() (chars, lines int) {
 
 // maxFileMatches is how many matches of one file an engine reads in content mode: each adds
 // a line to the file's block, and a line holds at least the file's path (no shorter than the
-// root) and a separator, so a file with more could not be shown whole anyway. Both engines
-// stop a file there (ripgrep through --max-count), after the context of its last match.
+// root) and a separator, so a file with more could not be shown whole anyway. The search
+// stops a file there, after the context of its last match.
 func (a *grepAnswer) maxFileMatches(root string) int {
 	chars, lines := a.blockLimits()
 	n := chars/(len(root)+2) + 1

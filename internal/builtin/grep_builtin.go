@@ -13,40 +13,61 @@ import (
 	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/keel-dev/keel/internal/atomicfile"
 )
 
 // searchBuiltin is Grep without ripgrep: one goroutine walks the tree (honouring .gitignore)
-// and GOMAXPROCS workers search the files it finds, each file read in windows of whole lines
-// (see [scanner]) and only until its part of the answer is complete; what they find goes to
-// a.
+// and opens the files to search, each in the directory it holds; the workers of searchFiles
+// search them.
 func searchBuiltin(ctx context.Context, q grepQuery, a *grepAnswer, lineNums bool) error {
+	keep := fileFilter(q)
+	rootIsFile := false
+	if info, err := os.Stat(q.root); err == nil && !info.IsDir() {
+		rootIsFile = true
+	}
+	return searchFiles(ctx, q, a, lineNums, func(ctx context.Context, send func(string, *os.File)) error {
+		return walkFiles(ctx, q.root, func(p string, dir *atomicfile.Dir, d fs.DirEntry) {
+			if (rootIsFile || keep(p)) && (q.hidden == nil || !q.hidden(p)) {
+				if f, err := openIn(dir, d.Name()); err == nil {
+					send(p, f)
+				}
+			}
+		})
+	})
+}
+
+// openedFile is a file to search, opened without following a link on its way: what Grep
+// shows was read from the file at path below the root the permission check saw, never from
+// where a link swapped in meanwhile leads.
+type openedFile struct {
+	path string
+	f    *os.File
+}
+
+// searchFiles searches the files find sends, with GOMAXPROCS workers, each file read in
+// windows of whole lines (see [scanner]) and only until its part of the answer is complete;
+// what they find goes to a. find runs on the calling goroutine; its context ends when the
+// search does. The workers close the files.
+func searchFiles(ctx context.Context, q grepQuery, a *grepAnswer, lineNums bool, find func(ctx context.Context, send func(string, *os.File)) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	keep := fileFilter(q)
-	paths := make(chan string, 1024)
+	// A few files wait, open, for a worker: a descriptor each.
+	files := make(chan openedFile, 64)
 	// One search at a time holds a big file (multiline) or a long line whole.
 	bigFile := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
-			for p := range paths {
-				if ctx.Err() != nil {
-					continue // drain
+			for of := range files {
+				if ctx.Err() == nil { // else drain
+					searchFile(ctx, of.path, of.f, &q, a, lineNums, bigFile)
 				}
-				searchFile(ctx, p, &q, a, lineNums, bigFile)
+				of.f.Close()
 			}
 		})
 	}
-	rootIsFile := false
-	if info, err := os.Stat(q.root); err == nil && !info.IsDir() {
-		rootIsFile = true
-	}
-	err := walkFiles(ctx, q.root, func(p string, _ fs.DirEntry) {
-		if (rootIsFile || keep(p)) && (q.hidden == nil || !q.hidden(p)) {
-			paths <- p
-		}
-	})
-	close(paths)
+	err := find(ctx, func(p string, f *os.File) { files <- openedFile{p, f} })
+	close(files)
 	wg.Wait()
 	return err
 }
@@ -98,15 +119,11 @@ func fileFilter(q grepQuery) func(path string) bool {
 	}
 }
 
-// searchFile searches one file and gives its block to a. Unreadable and binary files are
-// skipped.
-func searchFile(ctx context.Context, path string, q *grepQuery, a *grepAnswer, lineNums bool, bigFile chan struct{}) {
-	f, err := os.Open(path)
-	if err != nil {
-		return
-	}
-	defer f.Close()
+// searchFile searches f, the file at path, and gives its block to a. Unreadable and binary
+// files are skipped.
+func searchFile(ctx context.Context, path string, f *os.File, q *grepQuery, a *grepAnswer, lineNums bool, bigFile chan struct{}) {
 	var (
+		err      error
 		bb       *blockBuilder
 		maxCount int
 	)

@@ -7,23 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
-	"strconv"
 	"strings"
-
-	"github.com/keel-dev/keel/internal/lazy"
 )
 
-// rgArgs builds a ripgrep command line equivalent to the built-in search: hidden files
-// searched, .git skipped, only .gitignore files honoured (not .ignore, global or
-// .git/info/exclude rules, which the built-in walker does not read), with or without a git
-// repository.
-//
-// In content mode rg stops reading a file after maxCount matches (see
-// [grepAnswer.maxFileMatches]).
-func rgArgs(q grepQuery, maxCount int) []string {
+// rgArgs builds the ripgrep command line that finds the files the built-in search would find
+// a match in: hidden files searched, .git skipped, only .gitignore files honoured (not
+// .ignore, global or .git/info/exclude rules, which the built-in walker does not read), with
+// or without a git repository. rg lists the files; keel searches them (see searchRipgrep).
+func rgArgs(q grepQuery) []string {
 	args := []string{"--no-config", "--hidden", "--no-require-git", "--no-ignore-global", "--no-ignore-exclude",
-		"--no-ignore-dot", "--glob", "!.git"}
+		"--no-ignore-dot", "--glob", "!.git", "--files-with-matches", "--null"}
 	if q.ignoreCase {
 		args = append(args, "--ignore-case")
 	}
@@ -41,28 +36,38 @@ func rgArgs(q grepQuery, maxCount int) []string {
 		// rg lets it override .gitignore and matches it against the absolute paths it prints.
 		args = append(args, "--glob", q.glob)
 	}
-	switch q.mode {
-	case "files_with_matches":
-		args = append(args, "--files-with-matches", "--null")
-	case "count":
-		args = append(args, "--count", "--null", "--with-filename")
-	default:
-		// No line rg prints is longer than maxRgColumns and a preview; and rg stops reading a
-		// file once it found more matches than its block can show (maxCount).
-		args = append(args, "--null", "--with-filename", "--line-number", "--no-heading", "--color", "never",
-			"--max-columns", strconv.Itoa(maxRgColumns), "--max-columns-preview", "--max-count", strconv.Itoa(maxCount),
-			"--after-context", strconv.Itoa(q.after), "--before-context", strconv.Itoa(q.before))
-	}
 	return append(args, "--regexp", q.pattern, "--", q.root)
 }
 
-// maxRgColumns is the longest line rg prints whole; it shows a longer one's start.
-const maxRgColumns = 4096
-
-// searchRipgrep runs rg and gives what it finds to a, as it prints it: keel holds no more of
-// its output than the answer.
+// searchRipgrep has rg find the files with a match, and searches each of them as the built-in
+// engine does (searchFiles), which gives the answer: rg walks and reads by path, so a
+// sandboxed command in the background that swaps a directory of the tree for a link
+// (rename-exchange, in a loop) can lead it to files below where the link points — a file a
+// deny rule covers, or one outside the working directories. keel opens every file rg names
+// without following a link on its way: a name rg found only through the link names no file
+// there, and what Grep shows and counts was read from the file at the path it shows. rg's
+// fast walk and matcher pick the few files worth reading; keel reads only those.
 func searchRipgrep(ctx context.Context, rg string, q grepQuery, a *grepAnswer, lineNums bool) error {
-	cmd := exec.CommandContext(ctx, rg, rgArgs(q, a.maxFileMatches(q.root))...)
+	keep := func(string) bool { return true }
+	if q.glob != "" && !strings.HasPrefix(q.glob, "!") {
+		keep = fileFilter(grepQuery{root: q.root, glob: q.glob})
+	}
+	return searchFiles(ctx, q, a, lineNums, func(ctx context.Context, send func(string, *os.File)) error {
+		c := dirCursor{root: q.root}
+		defer c.Close()
+		return listRipgrep(ctx, rg, q, func(p string) {
+			if keep(p) && (q.hidden == nil || !q.hidden(p)) {
+				if f, err := c.open(p); err == nil {
+					send(p, f)
+				}
+			}
+		})
+	})
+}
+
+// listRipgrep runs rg and gives each file it lists to found, as rg prints it.
+func listRipgrep(ctx context.Context, rg string, q grepQuery, found func(path string)) error {
+	cmd := exec.CommandContext(ctx, rg, rgArgs(q)...)
 	stderr := &cappedWriter{max: 4 << 10}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
@@ -72,17 +77,17 @@ func searchRipgrep(ctx context.Context, rg string, q grepQuery, a *grepAnswer, l
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start ripgrep: %w", err)
 	}
-	if q.glob != "" && !strings.HasPrefix(q.glob, "!") {
-		keep, show := fileFilter(grepQuery{root: q.root, glob: q.glob}), a.show
-		a.show = func(p string) bool { return keep(p) && (show == nil || show(p)) }
-	}
 	r := rgReader{br: bufio.NewReaderSize(stdout, 64<<10)}
-	var found bool
-	switch q.mode {
-	case "content":
-		found = readRgLines(&r, q, a, lineNums)
-	default:
-		found = readRgSummary(&r, q.mode, a)
+	listed := false
+	for {
+		path, ok := r.next(0)
+		if !ok {
+			break
+		}
+		if len(path) > 0 {
+			listed = true
+			found(string(path))
+		}
 	}
 	io.Copy(io.Discard, stdout) // whatever is left, so rg is not stopped by a full pipe
 	werr := cmd.Wait()
@@ -93,7 +98,7 @@ func searchRipgrep(ctx context.Context, rg string, q grepQuery, a *grepAnswer, l
 	switch {
 	case werr == nil:
 	case errors.As(werr, &ee) && ee.ExitCode() == 1: // no match
-	case found: // exit 2 after unreadable files: keep what was found
+	case listed: // exit 2 after unreadable files: keep what was found
 	default:
 		return fmt.Errorf("ripgrep: %v: %s", werr, strings.TrimSpace(stderr.String()))
 	}
@@ -121,89 +126,6 @@ func (r *rgReader) next(delim byte) (rec []byte, ok bool) {
 		r.err = err
 	}
 	return rec, err == nil || len(rec) > 0
-}
-
-// readRgSummary reads rg --files-with-matches or --count output: a path, NUL, and in count
-// mode the count and a newline.
-func readRgSummary(r *rgReader, mode string, a *grepAnswer) (found bool) {
-	for {
-		path, ok := r.next(0)
-		if !ok {
-			return found
-		}
-		p, matches := string(path), 1
-		if mode == "count" {
-			n, _ := r.next('\n')
-			matches, _ = strconv.Atoi(string(n))
-		}
-		if p != "" && matches > 0 {
-			found = true
-			a.add(summaryBlock(mode, p, matches))
-		}
-	}
-}
-
-// readRgLines reads rg's content output: path, NUL, line number, ':' for a match or '-' for
-// context, the line. A file's lines come together; "--" lines between groups are dropped (the
-// block builder puts its own).
-func readRgLines(r *rgReader, q grepQuery, a *grepAnswer, lineNums bool) (found bool) {
-	var bb *blockBuilder
-	flush := func() {
-		if bb != nil && bb.block.matches > 0 {
-			found = true
-			b := bb.block
-			b.partial = b.matches >= a.maxFileMatches(q.root)
-			a.add(b)
-		}
-		bb = nil
-	}
-	defer flush()
-	for {
-		rec, ok := r.next('\n')
-		if !ok {
-			return
-		}
-		path, rest, ok := bytes.Cut(rec, []byte{0})
-		if !ok {
-			continue // a group separator
-		}
-		i := bytes.IndexAny(rest, ":-")
-		if i <= 0 {
-			continue
-		}
-		num, err := strconv.Atoi(string(rest[:i]))
-		if err != nil {
-			continue
-		}
-		if bb == nil || bb.block.path != string(path) {
-			flush()
-			bb = newBlockBuilder(string(path), q, lineNums, a)
-		}
-		match := rest[i] == ':'
-		if match {
-			bb.block.matches++
-		}
-		text, size := rest[i+1:], len(rest)-i-1
-		if t, cut := rgPreview(text); cut {
-			text, size = t, -1
-		}
-		bb.add(num, text, size, match)
-	}
-}
-
-// rgPreviewSuffix ends rg's preview of a line longer than --max-columns; " [... 3 more
-// matches]" may stand in its place. Compiled on first use, as most runs never need it.
-var rgPreviewSuffix = lazy.Regexp{Expr: ` \[\.\.\. (omitted end of long line|\d+ more matches?)\]$`}
-
-// rgPreview strips rg's note from the preview of a long line.
-func rgPreview(text []byte) ([]byte, bool) {
-	if len(text) <= maxRgColumns {
-		return text, false
-	}
-	if loc := rgPreviewSuffix.Get().FindIndex(text); loc != nil {
-		return text[:loc[0]], true
-	}
-	return text, false
 }
 
 // cappedWriter keeps the first max bytes written to it (ripgrep's stderr, for an error).

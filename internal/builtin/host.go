@@ -84,9 +84,14 @@ func openRegular(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return checkRegular(f)
+}
+
+// checkRegular returns f if it is a regular file, else closes it.
+func checkRegular(f *os.File) (*os.File, error) {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file any more (something replaced it)", path)
+		return nil, fmt.Errorf("%s is not a regular file any more (something replaced it)", f.Name())
 	}
 	return f, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/keel-dev/keel/internal/atomicfile"
 )
 
 // ignoreRule is one line of a .gitignore file.
@@ -95,10 +96,21 @@ func (s ignoreStack) ignored(abs string, isDir bool) bool {
 	return false
 }
 
-// with returns the stack plus dir's .gitignore, if it has one.
-func (s ignoreStack) with(dir string) ignoreStack {
-	data, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
-	if err != nil || len(bytes.TrimSpace(data)) == 0 {
+// with returns the stack plus the .gitignore of the held directory dir, whose path is p, if
+// it has one.
+func (s ignoreStack) with(dir *atomicfile.Dir, p string) ignoreStack {
+	return s.withFile(p, readIgnoreFile(dir))
+}
+
+// withPath is with for a directory above the walk's root, read by path.
+func (s ignoreStack) withPath(dir string) ignoreStack {
+	data, _ := os.ReadFile(filepath.Join(dir, ".gitignore"))
+	return s.withFile(dir, data)
+}
+
+// withFile returns the stack plus the rules of data, the .gitignore of dir.
+func (s ignoreStack) withFile(dir string, data []byte) ignoreStack {
+	if len(bytes.TrimSpace(data)) == 0 {
 		return s
 	}
 	rules := parseIgnore(data)
@@ -120,7 +132,7 @@ func parentIgnores(root string) ignoreStack {
 		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
 			var s ignoreStack
 			for i := len(dirs) - 1; i >= 0; i-- {
-				s = s.with(dirs[i])
+				s = s.withPath(dirs[i])
 			}
 			return s
 		}

@@ -240,13 +240,9 @@ func TestGrepCut(t *testing.T) {
 		{"files", grepInput{Pattern: "hit"}},
 		{"count", grepInput{Pattern: "hit", OutputMode: "count"}},
 	}
-	// rg prints a line past maxRgColumns in part: its length is not known.
-	rgView := func(s string) string {
-		return strings.ReplaceAll(s, "[line truncated: 307215 bytes]", fmt.Sprintf("[line truncated: over %d bytes]", maxRgColumns))
-	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkEngines(t, dir, tt.in, "grep/cut_"+strings.ReplaceAll(tt.name, " ", "_"), rgView)
+			checkEngines(t, dir, tt.in, "grep/cut_"+strings.ReplaceAll(tt.name, " ", "_"), nil)
 		})
 	}
 }
