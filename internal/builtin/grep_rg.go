@@ -100,9 +100,26 @@ func listRipgrep(ctx context.Context, rg string, q grepQuery, found func(path st
 	case errors.As(werr, &ee) && ee.ExitCode() == 1: // no match
 	case listed: // exit 2 after unreadable files: keep what was found
 	default:
-		return fmt.Errorf("ripgrep: %v: %s", werr, strings.TrimSpace(stderr.String()))
+		if msg := rgError(stderr.String(), q.root); msg != "" {
+			return fmt.Errorf("ripgrep: %v: %s", werr, msg)
+		}
 	}
 	return nil
+}
+
+// rgError is what of rg's stderr Grep shows when rg failed: its lines but those about a
+// file of the tree. rg names a file it could not read by the path it walked, which can be
+// one it found through a link swapped in (the name of a file a deny rule covers, gone by the
+// time rg opened it); and the built-in engine skips unreadable files too. "" when nothing
+// else is left: the search found nothing.
+func rgError(stderr, root string) string {
+	var kept []string
+	for line := range strings.SplitSeq(strings.TrimSpace(stderr), "\n") {
+		if !strings.HasPrefix(strings.TrimPrefix(line, "rg: "), root) {
+			kept = append(kept, line)
+		}
+	}
+	return strings.TrimSpace(strings.Join(kept, "\n"))
 }
 
 // rgReader reads rg's output a record at a time, a record longer than the buffer cut to it.
