@@ -100,6 +100,7 @@ func BenchmarkSearchRepo(b *testing.B) {
 		}{
 			{"rare", grepInput{Pattern: `ErrNotHosted\b`, OutputMode: "content"}},
 			{"common", grepInput{Pattern: `func \w+\(`, OutputMode: "count"}},
+			{"common-files", grepInput{Pattern: `func \w+\(`}},
 		} {
 			b.Run("Grep/"+engine.name+"/"+in.name, func(b *testing.B) {
 				if engine.e == GrepRipgrep && rg == "" {
