@@ -2,6 +2,7 @@ package permission
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/keel-dev/keel/internal/toolpath"
@@ -38,6 +39,28 @@ func (r *Rule) Mask() string {
 		return ""
 	}
 	return r.path.mask
+}
+
+// withoutMasks is pol without the rules of [MaskRule], in it and its ceilings: a command's
+// reads are the sandbox's to mask (inside, the file reads as empty), and as a Read rule's
+// they would turn every grep -r or git log -p over the workspace into a question.
+func withoutMasks(pol Policy) Policy {
+	strip := func(rules []Rule) []Rule {
+		if !slices.ContainsFunc(rules, func(r Rule) bool { return r.Mask() != "" }) {
+			return rules
+		}
+		return slices.DeleteFunc(slices.Clone(rules), func(r Rule) bool { return r.Mask() != "" })
+	}
+	pol.Rules = strip(pol.Rules)
+	if len(pol.Ceilings) > 0 {
+		ceilings := make([]Policy, len(pol.Ceilings))
+		for i, c := range pol.Ceilings {
+			c.Rules = strip(c.Rules)
+			ceilings[i] = c
+		}
+		pol.Ceilings = ceilings
+	}
+	return pol
 }
 
 // escapeGlob makes a path's glob characters match themselves.
