@@ -424,9 +424,10 @@ func (out *objRepo) filterPacks(ctx context.Context, state string, r *maskedRepo
 }
 
 // hiddenBlobs lists the blobs committed at r's masked paths: every change to them in the
-// history of every ref, reflog entry and object a pseudo-ref or state file names (each merge against each parent, so that no branch
-// merged away is skipped), and each gitdir's index. The empty blob is left out. The history's
-// are prev's when the refs are as prev found them (an index changes at every git status).
+// history of every ref, reflog entry and object a pseudo-ref or state file names (each merge
+// against each parent, so that no branch merged away is skipped), and each gitdir's index.
+// The empty blob is left out. The history's are prev's when the refs are as prev found them
+// (an index changes at every git status).
 func hiddenBlobs(ctx context.Context, r *maskedRepo, prev *objRepo) (ids []string, history historyBlobs, err error) {
 	found := map[string]bool{}
 	history = historyBlobs{key: r.historyKey()}
