@@ -321,8 +321,9 @@ func TestObjectMaskFallback(t *testing.T) {
 
 // TestObjectMaskPseudoRefs: a version of the masked file that only a pseudo-ref or an
 // operation's state reaches — ORIG_HEAD after a reset whose reflog expired, FETCH_HEAD's
-// second line, CHERRY_PICK_HEAD, the tree AUTO_MERGE names — is hidden from git inside too,
-// there before the first command or written outside between two.
+// second line, CHERRY_PICK_HEAD, the tree AUTO_MERGE names, a cherry-pick's to-do list's
+// abbreviated commit — is hidden from git inside too, there before the first command or
+// written outside between two.
 func TestObjectMaskPseudoRefs(t *testing.T) { forEachLauncher(t, testObjectMaskPseudoRefs) }
 
 func testObjectMaskPseudoRefs(t *testing.T) {
@@ -342,7 +343,7 @@ func testObjectMaskPseudoRefs(t *testing.T) {
 		repo.Git("branch", "-q", "-D", "side")
 		return id
 	}
-	fetched, picked, merged := side("TOPSECRET-fetch"), side("TOPSECRET-pick"), side("TOPSECRET-automerge")
+	fetched, picked, merged, todo := side("TOPSECRET-fetch"), side("TOPSECRET-pick"), side("TOPSECRET-automerge"), side("TOPSECRET-todo")
 	autoMerge := repo.Git("rev-parse", merged+"^{tree}")
 	repo.Write("secrets/token", "TOPSECRET-orig\n")
 	repo.Git("add", "-f", "secrets/token")
@@ -370,19 +371,23 @@ func testObjectMaskPseudoRefs(t *testing.T) {
 	for i, step := range []struct{ files, read string }{
 		{"FETCH_HEAD=" + fetchHead + ",AUTO_MERGE=" + autoMerge, "git cat-file -p " + fetched + ":secrets/token; git cat-file -p AUTO_MERGE:secrets/token"},
 		{"CHERRY_PICK_HEAD=" + picked, "git cat-file -p CHERRY_PICK_HEAD:secrets/token; git log -p CHERRY_PICK_HEAD"},
+		{"sequencer/todo=pick " + todo[:10] + " side", "git cat-file -p " + todo + ":secrets/token"},
 	} {
 		for f := range strings.SplitSeq(step.files, ",") {
 			name, text, _ := strings.Cut(f, "=")
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(git, name)), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.WriteFile(filepath.Join(git, name), []byte(text+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 		reads += "; " + step.read
 		script := "{ " + reads + "; } 2>&1"
-		if i == 1 {
+		if i == 2 {
 			script += "; " + python + " -c \"$INFLATE\""
 		}
-		if out := w.run(t, script, append(env, "INFLATE="+inflateAll)...); strings.Contains(out, "TOPSECRET") || strings.Contains(out, "LEAK") || i == 1 && !strings.Contains(out, "READ ") {
+		if out := w.run(t, script, append(env, "INFLATE="+inflateAll)...); strings.Contains(out, "TOPSECRET") || strings.Contains(out, "LEAK") || i == 2 && !strings.Contains(out, "READ ") {
 			t.Errorf("inside the sandbox, after %s is written:\n%s", step.files, out)
 		}
 	}

@@ -30,6 +30,8 @@ const (
 	// as it was.
 	maxStateFile  = 16 << 20
 	maxStateBytes = 64 << 20
+	// minAbbrev is the shortest abbreviated object name git writes (core.abbrev's default).
+	minAbbrev = 7
 )
 
 // stateRefFiles are the files of gitDir that may name objects git resolves: those at its top
@@ -78,9 +80,10 @@ func stateFingerprint(gitDir string) string {
 	return b.String()
 }
 
-// stateObjects are the object names in gitDir's stateRefFiles: every run of exactly 40 or 64
+// stateObjects are the object names in gitDir's stateRefFiles: every run of minAbbrev to 64
 // hexadecimal digits, whatever the file's format (FETCH_HEAD's lines, a to-do list's
-// commands, BISECT_LOG's comments). One that names no object is dropped later.
+// abbreviated commits, BISECT_LOG's comments). One that names no object, or more than one,
+// is dropped later.
 func stateObjects(gitDir string) ([]string, error) {
 	seen := map[string]bool{}
 	total := 0
@@ -96,7 +99,7 @@ func stateObjects(gitDir string) ([]string, error) {
 			return nil, fmt.Errorf("the files of %s naming objects are past the %d bytes keel reads", gitDir, maxStateBytes)
 		}
 		for _, run := range bytes.FieldsFunc(b, func(r rune) bool { return !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') }) {
-			if len(run) == 40 || len(run) == 64 {
+			if len(run) >= minAbbrev && len(run) <= 64 {
 				seen[string(run)] = true
 			}
 		}
