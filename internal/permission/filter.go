@@ -48,6 +48,8 @@ func (c *Checker) ReadFilter() (refused func(path string) string) {
 			return why
 		case r == nil:
 			return ""
+		case deny && r.Mask() != "":
+			return fmt.Sprintf("the sandbox masks it (%s)", r.Mask())
 		case deny:
 			return fmt.Sprintf("a Read deny rule covers it (%s)", r)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/keel-dev/keel/internal/toolpath"
 )
 
 // anchor says what a path pattern is relative to, following Claude Code's
@@ -32,6 +34,11 @@ type pathPattern struct {
 	// leading "../" steps already moved into up.
 	glob string
 	up   int
+	// except are absolute paths, as written and resolved, below which the pattern matches
+	// nothing: a mask's allowRead ([MaskRule]).
+	except []string
+	// mask names the setting that masks what the pattern covers ([MaskRule]).
+	mask string
 }
 
 func parsePathPattern(spec string) (*pathPattern, error) {
@@ -99,6 +106,11 @@ func (p *pathPattern) match(abs, dir, home string) bool {
 	base := p.base(dir, home)
 	if base == "" {
 		return false
+	}
+	for _, e := range p.except {
+		if toolpath.Within(abs, e) {
+			return false
+		}
 	}
 	rel, err := filepath.Rel(base, abs)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {

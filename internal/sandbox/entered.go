@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 )
 
@@ -77,4 +78,38 @@ func discoverRepo(dir string, writable []string) (gitDir, tree string) {
 		}
 	}
 	return "", ""
+}
+
+// Stranded says why dir, the directory a command's shell ended in, cannot be where the
+// session runs its next commands, or "" when it can. A directory commands see but the host
+// does not — in the command's private /tmp or /dev/shm, /dev, /proc, under a mask, or made in
+// a cache's overlay — is not one the next command can start in (it starts on the host), and
+// the hooks and status line, which run outside, would use the host's directory of that name.
+// The writable roots and the read-only host paths are the same inside and out.
+func (s *Sandbox) Stranded(dir string) string {
+	if s == nil || dir == "" {
+		return ""
+	}
+	p := s.Policy()
+	if !p.Enabled() {
+		return ""
+	}
+	d := filepath.Clean(dir)
+	shared := func(roots []string) bool {
+		return slices.ContainsFunc(roots, func(r string) bool { return within(d, r) || within(d, resolvePath(r)) })
+	}
+	if runtime.GOOS == "linux" && !s.landlockOnly && !shared(p.Writable) {
+		for _, private := range []string{"/tmp", "/dev", "/proc"} {
+			if within(d, private) {
+				return "each command has a " + private + " of its own, which the host does not share"
+			}
+		}
+	}
+	if p.MaskedAt(d) {
+		return "the sandbox masks it (" + p.Why(d) + ")"
+	}
+	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+		return "there is no such directory outside the sandbox"
+	}
+	return ""
 }

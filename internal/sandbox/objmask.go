@@ -24,7 +24,8 @@ import (
 // sit in the repository's object store, which commands must read for git to work, so `git
 // show HEAD:secrets/token`, `git log -p` or inflating the pack by hand would read it. So in
 // each protected repository with masked paths in its working tree, keel finds the blobs
-// committed at those paths — in every ref, reflog and index ([hiddenBlobs]) — and, in the
+// committed at those paths — in every ref, reflog, index, pseudo-ref and operation's state
+// ([hiddenBlobs], [stateObjects]) — and, in the
 // commands' mount namespace only:
 //   - covers the loose object of each with an unreadable empty file;
 //   - binds over each pack holding one, and its index, a copy without them (git pack-objects
@@ -46,8 +47,8 @@ import (
 // the Landlock-only form makes no mounts, the packs are past maxFilterPackBytes, git fails
 // or takes longer than objMaskLimit, a blob may sit in another store (objects/info/
 // alternates) — nothing is hidden in that repository, and [Sandbox.HideObjects] says why:
-// the session's notice and `keel doctor` name its files as readable through git. Blobs no
-// ref, reflog or index reached when keel looked (a version added and replaced before a
+// the session's notice and `keel doctor` name its files as readable through git. Blobs none
+// of these reached when keel looked (a version added and replaced before a
 // commit, a dropped stash whose reflog entry expired) are not found.
 
 // maxFilterPackBytes bounds the packs of one repository keel copies without the hidden
@@ -423,9 +424,10 @@ func (out *objRepo) filterPacks(ctx context.Context, state string, r *maskedRepo
 }
 
 // hiddenBlobs lists the blobs committed at r's masked paths: every change to them in the
-// history of every ref and reflog entry (each merge against each parent, so that no branch
-// merged away is skipped), and each gitdir's index. The empty blob is left out. The history's
-// are prev's when the refs are as prev found them (an index changes at every git status).
+// history of every ref, reflog entry and object a pseudo-ref or state file names (each merge
+// against each parent, so that no branch merged away is skipped), and each gitdir's index.
+// The empty blob is left out. The history's are prev's when the refs are as prev found them
+// (an index changes at every git status).
 func hiddenBlobs(ctx context.Context, r *maskedRepo, prev *objRepo) (ids []string, history historyBlobs, err error) {
 	found := map[string]bool{}
 	history = historyBlobs{key: r.historyKey()}
@@ -438,21 +440,8 @@ func hiddenBlobs(ctx context.Context, r *maskedRepo, prev *objRepo) (ids []strin
 		pre := []string{"--no-replace-objects", "--git-dir=" + d, "--work-tree=" + tree}
 		run := gitexec.Runner{Env: append(os.Environ(), "GIT_GRAFT_FILE="+os.DevNull)}
 		if history.ids == nil {
-			log, err := run.Output(ctx, tree, append(append(pre, "log", "--all", "--reflog", "--full-history",
-				"--diff-merges=separate", "--root", "--no-show-signature", "--no-renames", "--raw", "--no-abbrev", "-z", "--format=", "--"), specs...)...)
-			if err != nil {
+			if err := walkHistory(ctx, run, pre, d, tree, specs, found); err != nil {
 				return nil, historyBlobs{}, err
-			}
-			for f := range bytes.SplitSeq(log, []byte{0}) {
-				fields := strings.Fields(string(bytes.TrimLeft(f, "\n")))
-				if len(fields) != 5 || !strings.HasPrefix(fields[0], ":") {
-					continue
-				}
-				for i, id := range fields[2:4] {
-					if blobMode(strings.TrimPrefix(fields[i], ":")) {
-						found[id] = true
-					}
-				}
 			}
 		}
 		index, err := run.Output(ctx, tree, append(append(pre, "ls-files", "-s", "-z", "--"), specs...)...)
@@ -484,6 +473,68 @@ func hiddenBlobs(ctx context.Context, r *maskedRepo, prev *objRepo) (ids []strin
 	return ids, history, nil
 }
 
+// walkHistory marks in found the blobs at specs in the history of every ref, reflog entry
+// and object gitDir's pseudo-refs and state files name ([stateObjects]); a tree they name
+// (AUTO_MERGE) is read whole.
+func walkHistory(ctx context.Context, run gitexec.Runner, pre []string, gitDir, tree string, specs []string, found map[string]bool) error {
+	named, err := stateObjects(gitDir)
+	if err != nil {
+		return err
+	}
+	commits, trees, err := stateCommitsAndTrees(ctx, run, pre, tree, named)
+	if err != nil {
+		return err
+	}
+	var in bytes.Buffer
+	for _, c := range commits {
+		in.WriteString(c + "\n")
+	}
+	log, err := gitInput(ctx, run, tree, &in, append(append(pre, "log", "--all", "--reflog", "--stdin", "--full-history",
+		"--diff-merges=separate", "--root", "--no-show-signature", "--no-renames", "--raw", "--no-abbrev", "-z", "--format=", "--"), specs...)...)
+	if err != nil {
+		return err
+	}
+	rawBlobs(log, found)
+	if len(trees) == 0 {
+		return nil
+	}
+	in.Reset()
+	for _, t := range trees {
+		in.WriteString(emptyTree(t) + " " + t + "\n")
+	}
+	diff, err := gitInput(ctx, run, tree, &in, append(append(pre, "diff-tree", "--stdin", "-r", "--no-renames", "--raw", "--no-abbrev", "-z", "--"), specs...)...)
+	if err != nil {
+		return err
+	}
+	rawBlobs(diff, found)
+	return nil
+}
+
+// rawBlobs marks in found the blobs of git's -z --raw output: ":<mode> <mode> <id> <id>
+// <status>" records, the line diff-tree --stdin echoes before each pair's cut off.
+func rawBlobs(out []byte, found map[string]bool) {
+	for f := range bytes.SplitSeq(out, []byte{0}) {
+		f = f[bytes.LastIndexByte(f, '\n')+1:]
+		fields := strings.Fields(string(f))
+		if len(fields) != 5 || !strings.HasPrefix(fields[0], ":") {
+			continue
+		}
+		for i, id := range fields[2:4] {
+			if blobMode(strings.TrimPrefix(fields[i], ":")) {
+				found[id] = true
+			}
+		}
+	}
+}
+
+// emptyTree is the empty tree's name in the repository whose objects are named as id is.
+func emptyTree(id string) string {
+	if len(id) == 64 {
+		return "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
+	}
+	return "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+}
+
 // historyBlobs are the blobs found in the history of the refs and reflogs as key, their
 // files' state, was.
 type historyBlobs struct {
@@ -497,6 +548,7 @@ func (r *maskedRepo) historyKey() string {
 	for _, d := range r.dirs {
 		b.WriteString(d + "\x00" + strings.Join(r.specs[d], "\x00") + "\x00")
 		b.WriteString(refsFingerprint(d))
+		b.WriteString(stateFingerprint(d))
 	}
 	return b.String()
 }

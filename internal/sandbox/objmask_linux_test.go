@@ -318,3 +318,83 @@ func TestObjectMaskFallback(t *testing.T) {
 		})
 	}
 }
+
+// TestObjectMaskPseudoRefs: a version of the masked file that only a pseudo-ref or an
+// operation's state reaches — ORIG_HEAD after a reset whose reflog expired, FETCH_HEAD's
+// second line, CHERRY_PICK_HEAD, the tree AUTO_MERGE names, a cherry-pick's to-do list's
+// abbreviated commit — is hidden from git inside too, there before the first command or
+// written outside between two.
+func TestObjectMaskPseudoRefs(t *testing.T) { forEachLauncher(t, testObjectMaskPseudoRefs) }
+
+func testObjectMaskPseudoRefs(t *testing.T) {
+	repo := gittest.New(t)
+	repo.Write("other.txt", "other\n")
+	repo.Write(".gitignore", "secrets/\n")
+	repo.Commit("base")
+	base := repo.Head()
+	// side commits a version of the masked file on a branch then deleted: nothing reaches it.
+	side := func(secret string) string {
+		repo.Git("checkout", "-q", "-b", "side", base)
+		repo.Write("secrets/token", secret+"\n")
+		repo.Git("add", "-f", "secrets/token")
+		repo.Commit("side")
+		id := repo.Head()
+		repo.Git("checkout", "-q", "main")
+		repo.Git("branch", "-q", "-D", "side")
+		return id
+	}
+	fetched, picked, merged, todo := side("TOPSECRET-fetch"), side("TOPSECRET-pick"), side("TOPSECRET-automerge"), side("TOPSECRET-todo")
+	autoMerge := repo.Git("rev-parse", merged+"^{tree}")
+	repo.Write("secrets/token", "TOPSECRET-orig\n")
+	repo.Git("add", "-f", "secrets/token")
+	repo.Commit("orig")
+	repo.Git("reset", "-q", base) // ORIG_HEAD: the commit holding TOPSECRET-orig
+	repo.Git("reflog", "expire", "--expire=now", "--all")
+	if out := repo.Git("log", "--all", "--reflog", "--oneline", "--", "secrets"); out != "" {
+		t.Fatalf("a ref still reaches the secret:\n%s", out)
+	}
+	in := sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{repo.Dir}, KeelHome: sandbox.VisibleDir(t),
+		ReadDeny: []sandbox.PathRule{{Spec: "./secrets/**", Dir: repo.Dir}}}
+	w := &world{ws: repo.Dir, s: sandbox.New(sandbox.NewPolicy(in), sandbox.Options{})}
+	skipWithoutSandbox(t, w.s)
+	env := gittest.Env()
+	reads := "git cat-file -p ORIG_HEAD:secrets/token 2>&1; git show ORIG_HEAD 2>&1"
+	if out := w.run(t, reads, env...); strings.Contains(out, "TOPSECRET") {
+		t.Errorf("inside the sandbox, through ORIG_HEAD:\n%s", out)
+	}
+	// Written outside between commands, as git fetch, a merge with conflicts and a stopped
+	// cherry-pick leave them; CHERRY_PICK_HEAD alone, the last, changes no ref keel watched.
+	git := filepath.Join(repo.Dir, ".git")
+	fetchHead := base + "\t\tbranch 'main' of /elsewhere\n" + fetched + "\tnot-for-merge\tbranch 'x' of /elsewhere\n"
+	// Each step's blob is reachable from nothing before it (inflating the store by hand would
+	// find it, as for any blob nothing reaches): the store is read by hand after the last.
+	for i, step := range []struct{ files, read string }{
+		{"FETCH_HEAD=" + fetchHead + ",AUTO_MERGE=" + autoMerge, "git cat-file -p " + fetched + ":secrets/token; git cat-file -p AUTO_MERGE:secrets/token"},
+		{"CHERRY_PICK_HEAD=" + picked, "git cat-file -p CHERRY_PICK_HEAD:secrets/token; git log -p CHERRY_PICK_HEAD"},
+		{"sequencer/todo=pick " + todo[:10] + " side", "git cat-file -p " + todo + ":secrets/token"},
+	} {
+		for f := range strings.SplitSeq(step.files, ",") {
+			name, text, _ := strings.Cut(f, "=")
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(git, name)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(git, name), []byte(text+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reads += "; " + step.read
+		script := "{ " + reads + "; } 2>&1"
+		if i == 2 {
+			script += "; " + python + " -c \"$INFLATE\""
+		}
+		if out := w.run(t, script, append(env, "INFLATE="+inflateAll)...); strings.Contains(out, "TOPSECRET") || strings.Contains(out, "LEAK") || i == 2 && !strings.Contains(out, "READ ") {
+			t.Errorf("inside the sandbox, after %s is written:\n%s", step.files, out)
+		}
+	}
+	if out := w.run(t, "git log --oneline -1 2>&1", env...); !strings.Contains(out, "base") {
+		t.Errorf("git log inside the sandbox: %s", out)
+	}
+	if got := repo.Git("cat-file", "-p", "CHERRY_PICK_HEAD:secrets/token"); got != "TOPSECRET-pick" {
+		t.Errorf("outside, CHERRY_PICK_HEAD's secret = %q", got)
+	}
+}

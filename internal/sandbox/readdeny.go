@@ -96,3 +96,9 @@ func commonDir(dir, path string) string {
 	}
 	return dir
 }
+
+// SettingsPath is the absolute path a sandbox setting's path s names (filesystem.denyRead,
+// allowRead…) as the sandbox reads it — ~/ under home, // and / absolute, anything else
+// under cwd — or "" when it names none: for the Read deny rules keel's own tools apply to
+// the masks ([permission.MaskRule]).
+func SettingsPath(s, cwd, home string) string { return absPath(s, cwd, home) }

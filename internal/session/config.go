@@ -96,6 +96,8 @@ func (c *configWiring) permissionPolicy() (permission.Policy, []event.Notice) {
 		}
 	}
 	add(s.settings.Permissions.Deny, permission.Deny)
+	masks, bad := s.maskRules()
+	pol.Rules, problems = append(pol.Rules, masks...), append(problems, bad...)
 	add(s.settings.Permissions.Ask, permission.Ask)
 	add(s.settings.Permissions.Allow, permission.Allow)
 	return pol, problems

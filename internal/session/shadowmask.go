@@ -35,7 +35,8 @@ func (s *Session) shadowExcludes(workTree string) []string {
 			rhome = toolpath.Real(home)
 		}
 		for _, r := range pol.Rules {
-			if r.Behavior != permission.Deny || r.Tool != "Read" || r.Specifier == "" {
+			// A mask's rule may leave allowRead within it: the sandbox's masks, below, say it.
+			if r.Behavior != permission.Deny || r.Tool != "Read" || r.Specifier == "" || r.Mask() != "" {
 				continue
 			}
 			// The work tree is the resolved directory; a rule is read as written and resolved.

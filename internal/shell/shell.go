@@ -71,7 +71,8 @@ type Result struct {
 	// with the output read so far instead of waiting for that process to end.
 	OutputHeldOpen bool
 	// Cwd is the shell's working directory when it exited, symlinks resolved; empty when the
-	// shell did not get to report it (killed, or the script replaced its EXIT trap).
+	// shell did not get to report it (killed, or the script replaced its EXIT trap), or
+	// reported a directory of the sandbox's own ([sandbox.Sandbox.Stranded]: Output says so).
 	Cwd string
 	// SandboxDenied are the connections the sandbox's proxy refused, as "host: why".
 	SandboxDenied []string
@@ -146,8 +147,14 @@ func Run(ctx context.Context, c Command) (Result, error) {
 		res.Output += "\nkeel: " + err.Error() + "; the working directory stays where it was.\n"
 		res.ExitCode = -1
 	} else if err == nil {
-		res.Cwd = cwd
-		res.SandboxPlanted = append(res.SandboxPlanted, c.Sandbox.Entered(cwd)...)
+		if why := c.Sandbox.Stranded(cwd); why != "" {
+			// The next command starts on the host: in a directory of the sandbox's own it could
+			// not start at all, and hooks run outside would use the host's directory of that name.
+			res.Output += "\nkeel: the command ended in " + cwd + ", but " + why + "; the working directory stays " + c.Dir + ".\n"
+		} else {
+			res.Cwd = cwd
+			res.SandboxPlanted = append(res.SandboxPlanted, c.Sandbox.Entered(cwd)...)
+		}
 	}
 	return res, nil
 }

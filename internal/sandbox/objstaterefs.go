@@ -1,0 +1,150 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/keel-dev/keel/internal/gitexec"
+)
+
+// Besides refs and reflogs, git resolves names from files at the top of a gitdir — ORIG_HEAD,
+// FETCH_HEAD (whose every line names a fetched object), MERGE_HEAD, CHERRY_PICK_HEAD,
+// REVERT_HEAD, AUTO_MERGE (a tree), BISECT_* — and from the state of a rebase, am or
+// cherry-pick in progress (rebase-merge/orig-head and onto, rebase-apply/*, sequencer/*).
+// `git log --all` walks none of them, yet `git cat-file -p ORIG_HEAD:secrets/token` reads
+// what they reach; so [hiddenBlobs] walks every object named in them too ([stateObjects]).
+
+// stateDirs are the directories of a gitdir holding the state of an operation in progress.
+var stateDirs = []string{"rebase-merge", "rebase-apply", "sequencer"}
+
+const (
+	// maxStateFile bounds one such file keel reads (a FETCH_HEAD of a large fetch runs to
+	// megabytes); maxStateBytes all of them. Past either the walk fails, and the hiding stays
+	// as it was.
+	maxStateFile  = 16 << 20
+	maxStateBytes = 64 << 20
+	// minAbbrev is the shortest abbreviated object name git writes (core.abbrev's default).
+	minAbbrev = 7
+)
+
+// stateRefFiles are the files of gitDir that may name objects git resolves: those at its top
+// named as git names a pseudo-ref (capitals, digits, '_' and '-': HEAD, ORIG_HEAD,
+// BISECT_START…), and those in stateDirs; at most maxRefFiles.
+func stateRefFiles(gitDir string) []string {
+	var out []string
+	entries, _ := os.ReadDir(gitDir)
+	for _, e := range entries {
+		if pseudoRefName(e.Name()) {
+			out = append(out, filepath.Join(gitDir, e.Name()))
+		}
+	}
+	for _, d := range stateDirs {
+		entries, _ := os.ReadDir(filepath.Join(gitDir, d))
+		for _, e := range entries {
+			out = append(out, filepath.Join(gitDir, d, e.Name()))
+		}
+	}
+	return out[:min(len(out), maxRefFiles)]
+}
+
+// pseudoRefName reports whether a file at the top of a gitdir is named as a pseudo-ref.
+func pseudoRefName(name string) bool {
+	if name == "" || name[0] < 'A' || name[0] > 'Z' {
+		return false
+	}
+	for _, c := range name {
+		if !('A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// stateFingerprint identifies the state of gitDir's stateRefFiles, and of the directories
+// holding them, for [maskedRepo.historyKey]: one written, added or removed is walked again.
+func stateFingerprint(gitDir string) string {
+	var b strings.Builder
+	for _, d := range stateDirs {
+		b.WriteString(statString(filepath.Join(gitDir, d)))
+	}
+	for _, f := range stateRefFiles(gitDir) {
+		b.WriteString(statString(f))
+	}
+	return b.String()
+}
+
+// stateObjects are the object names in gitDir's stateRefFiles: every run of minAbbrev to 64
+// hexadecimal digits, whatever the file's format (FETCH_HEAD's lines, a to-do list's
+// abbreviated commits, BISECT_LOG's comments). One that names no object, or more than one,
+// is dropped later.
+func stateObjects(gitDir string) ([]string, error) {
+	seen := map[string]bool{}
+	total := 0
+	for _, f := range stateRefFiles(gitDir) {
+		b, err := readRegular(f, maxStateFile)
+		switch {
+		case errors.Is(err, errTooLarge):
+			return nil, fmt.Errorf("%s is past the %d bytes keel reads", f, maxStateFile)
+		case err != nil:
+			continue // gone, a directory, a link: git reads no object name from it either
+		}
+		if total += len(b); total > maxStateBytes {
+			return nil, fmt.Errorf("the files of %s naming objects are past the %d bytes keel reads", gitDir, maxStateBytes)
+		}
+		for _, run := range bytes.FieldsFunc(b, func(r rune) bool { return !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') }) {
+			if len(run) >= minAbbrev && len(run) <= 64 {
+				seen[string(run)] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
+}
+
+// stateCommitsAndTrees sorts ids into the commits and trees they name (a tag peeled to what it
+// tags), leaving out what names no object, or a blob.
+func stateCommitsAndTrees(ctx context.Context, run gitexec.Runner, pre []string, tree string, ids []string) (commits, trees []string, err error) {
+	if len(ids) == 0 {
+		return nil, nil, nil
+	}
+	var in bytes.Buffer
+	for _, id := range ids {
+		in.WriteString(id + "^{}\n")
+	}
+	out, err := gitInput(ctx, run, tree, &in, append(pre, "cat-file", "--batch-check=%(objecttype) %(objectname)")...)
+	if err != nil {
+		return nil, nil, err
+	}
+	for line := range strings.SplitSeq(string(out), "\n") {
+		switch typ, id, _ := strings.Cut(line, " "); typ {
+		case "commit":
+			commits = append(commits, id)
+		case "tree":
+			trees = append(trees, id)
+		}
+	}
+	return commits, trees, nil
+}
+
+// gitInput runs git with args in dir, in on its standard input, and returns its standard
+// output.
+func gitInput(ctx context.Context, run gitexec.Runner, dir string, in *bytes.Buffer, args ...string) ([]byte, error) {
+	cmd, err := run.Command(ctx, dir, args...)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdin = in
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
