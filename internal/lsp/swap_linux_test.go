@@ -5,37 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/keel-dev/keel/internal/lsp/lsptest"
+	"github.com/keel-dev/keel/internal/swaptest"
 	"github.com/keel-dev/keel/internal/waittest"
 )
-
-// swapping exchanges the names a and b (a file and a symlink) in a tight loop, as a sandboxed
-// command in the background can (renameat2 RENAME_EXCHANGE), until the returned stop is
-// called. The test is skipped where the file system cannot exchange names.
-func swapping(t *testing.T, a, b string) (stop func()) {
-	t.Helper()
-	if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
-		t.Skipf("renameat2 RENAME_EXCHANGE: %v", err)
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for range 100_000_000 { // bounded; stop ends it long before
-			select {
-			case <-done:
-				return
-			default:
-			}
-			_ = unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
-		}
-	})
-	return sync.OnceFunc(func() { close(done); wg.Wait() })
-}
 
 // leaked returns a diagnostic the server published, for a file whose name starts with prefix,
 // that quotes secret: the markers server quotes every line with BROKEN in it, so the secret's
@@ -79,8 +54,7 @@ func TestServersGetNoSwappedInFile(t *testing.T) {
 		if err := os.Symlink("k.src", l); err != nil {
 			t.Fatal(err)
 		}
-		stop := swapping(t, x, l)
-		defer stop()
+		swaptest.Start(t, x, l)
 		for i := range 200 {
 			m.After(t.Context(), "", x)
 			if got := leaked(c, "x", secret); got != "" {
@@ -98,7 +72,7 @@ func TestServersGetNoSwappedInFile(t *testing.T) {
 			if err := os.Symlink("k.src", l); err != nil {
 				t.Fatal(err)
 			}
-			stop := swapping(t, x, l)
+			stop := swaptest.Start(t, x, l)
 			c.open(x)
 			stop()
 		}

@@ -8,44 +8,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/keel-dev/keel/internal/builtin"
 	"github.com/keel-dev/keel/internal/event"
 	"github.com/keel-dev/keel/internal/hooks"
 	"github.com/keel-dev/keel/internal/permission"
+	"github.com/keel-dev/keel/internal/swaptest"
 	"github.com/keel-dev/keel/internal/tool"
 )
 
 // swapCalls is how many calls each case makes while the names are being swapped; enough that
 // a tool resolving its path again would, without fail, land on the link's target a few times.
 const swapCalls = 300
-
-// swapping exchanges the names a and b (a file and a symlink) in a tight loop, as a sandboxed
-// command in the background can (renameat2 RENAME_EXCHANGE), until the returned stop is
-// called. The test is skipped where the file system cannot exchange names.
-func swapping(t *testing.T, a, b string) (stop func()) {
-	t.Helper()
-	if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
-		t.Skipf("renameat2 RENAME_EXCHANGE: %v", err)
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for range 100_000_000 { // bounded; stop ends it long before
-			select {
-			case <-done:
-				return
-			default:
-			}
-			_ = unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
-		}
-	})
-	return sync.OnceFunc(func() { close(done); wg.Wait() })
-}
 
 // swapRig runs file tool calls the way an agent's batch does — the runner, this gate with a
 // real permission checker (acceptEdits, nobody to ask, Read(./secrets/**) denied), the
@@ -131,8 +106,7 @@ func TestFileToolsActOnTheCheckedPathUnderASwap(t *testing.T) {
 		r.write(t, "secrets/k.txt", "TOPSECRET-123\n")
 		x := r.write(t, "x.txt", "decoy\n")
 		l := r.link(t, "l.txt", "secrets/k.txt")
-		stop := swapping(t, x, l)
-		defer stop()
+		stop := swaptest.Start(t, x, l)
 		for i := range swapCalls {
 			if res := r.call(t, "Read", map[string]any{"file_path": x}); strings.Contains(res.ResultText(), "TOPSECRET") {
 				t.Errorf("call %d read the denied file: %q", i, res.ResultText())
@@ -156,8 +130,7 @@ func TestFileToolsActOnTheCheckedPathUnderASwap(t *testing.T) {
 		settings := filepath.Join(r.ws, ".claude", "settings.json")
 		w := r.link(t, "w.json", "z.json") // z.json does not exist: a Write creates it
 		v := r.link(t, "v.json", ".claude/settings.json")
-		stop := swapping(t, w, v)
-		defer stop()
+		swaptest.Start(t, w, v)
 		for i := range swapCalls {
 			r.call(t, "Write", map[string]any{"file_path": w, "content": `{"hooks":{}}`})
 			if _, err := os.Lstat(settings); !errors.Is(err, os.ErrNotExist) {
@@ -175,8 +148,7 @@ func TestFileToolsActOnTheCheckedPathUnderASwap(t *testing.T) {
 		}
 		e := r.write(t, "e.txt", "[core]\n")
 		f := r.link(t, "f.txt", ".git/config")
-		stop := swapping(t, e, f)
-		defer stop()
+		swaptest.Start(t, e, f)
 		for i := range swapCalls {
 			r.call(t, "Edit", map[string]any{"file_path": e, "old_string": "[core]", "new_string": "[core]\n\tfsmonitor = planted"})
 			if b, err := os.ReadFile(gitConfig); err != nil || string(b) != config {
@@ -194,8 +166,7 @@ func TestFileToolsActOnTheCheckedPathUnderASwap(t *testing.T) {
 		}
 		n := r.write(t, "n.ipynb", nb)
 		m := r.link(t, "m.ipynb", ".claude/n.ipynb")
-		stop := swapping(t, n, m)
-		defer stop()
+		swaptest.Start(t, n, m)
 		for i := range swapCalls {
 			r.call(t, "NotebookEdit", map[string]any{"notebook_path": n, "cell_id": "a1", "new_source": "planted()"})
 			if b, err := os.ReadFile(protected); err != nil || string(b) != nb {
