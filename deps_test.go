@@ -176,7 +176,7 @@ var layers = []struct {
 // layers.
 var testOnly = []string{"internal/waittest", "internal/porttest", "internal/buildtest", "internal/gittest", "internal/goldentest", "internal/compattest",
 	"internal/testreport", "internal/mcpconform", "internal/coord/coordtest", "internal/coord/natscoord/natstest",
-	"internal/mcphost/mcptest", "internal/lsp/lsptest", "internal/telemetry/oteltest"}
+	"internal/mcphost/mcptest", "internal/lsp/lsptest", "internal/telemetry/oteltest", "internal/swaptest"}
 
 func checkLayers(t *testing.T, imports map[string][]string, rel func(string) string) {
 	t.Helper()

@@ -48,7 +48,7 @@ func runEdit(ctx context.Context, env *tool.Env, in editInput) tool.Result {
 	if in.OldString == in.NewString {
 		return tool.Errorf("old_string and new_string are the same; there is nothing to change.")
 	}
-	t := resolve(env.State, in.FilePath)
+	t := checked(env, in.FilePath)
 	if res, ok := checkWritable(env.State, t); !ok {
 		return res
 	}
@@ -57,10 +57,13 @@ func runEdit(ctx context.Context, env *tool.Env, in editInput) tool.Result {
 		data, err = readBytes(ctx, t.real)
 	}
 	if err != nil {
+		if res, ok := changed(t, err, "changed"); ok {
+			return res
+		}
 		if notExist(err) {
 			return editMissing(ctx, env, t, in)
 		}
-		if info, serr := os.Stat(t.real); serr == nil && info.IsDir() {
+		if info, serr := os.Lstat(t.real); serr == nil && info.IsDir() {
 			return tool.Errorf("%s is a directory.", t.abs)
 		}
 		return tool.Errorf("Cannot read %s: %v", t.abs, err)
@@ -154,10 +157,10 @@ func usesCRLF(text string) bool {
 // of text and is repl.
 func applyEdit(ctx context.Context, env *tool.Env, t target, content []byte, text string, at, n int, repl string) tool.Result {
 	if err := overwrite(ctx, t.real, content); err != nil {
-		return tool.Errorf("Cannot write %s: %v", t.abs, err)
+		return writeFailed(t, err)
 	}
 	// A host may not have saved the file yet; the hash is what counts.
-	info, _ := os.Stat(t.real)
+	info, _ := os.Lstat(t.real)
 	recordWrite(env, t, content, info)
 	times := "1 replacement"
 	if n > 1 {
@@ -182,10 +185,10 @@ func editMissing(ctx context.Context, env *tool.Env, t target, in editInput) too
 	}
 	content := []byte(in.NewString)
 	if err := create(ctx, t.real, content); err != nil {
-		return tool.Errorf("Cannot write %s: %v", t.abs, err)
+		return writeFailed(t, err)
 	}
 	// A host may not have saved the file yet; the hash is what counts.
-	info, _ := os.Stat(t.real)
+	info, _ := os.Lstat(t.real)
 	recordWrite(env, t, content, info)
 	return tool.Text(fmt.Sprintf("Created %s (%s).", t.abs, lines(lineCount(in.NewString))))
 }

@@ -55,15 +55,17 @@ func runNotebookEdit(ctx context.Context, env *tool.Env, in notebookEditInput) t
 	if in.NotebookPath == "" {
 		return tool.Errorf("notebook_path is empty.")
 	}
-	t := resolve(env.State, in.NotebookPath)
+	t := checked(env, in.NotebookPath)
 	if !strings.EqualFold(filepath.Ext(t.abs), ".ipynb") {
 		return tool.Errorf("%s is not a Jupyter notebook (.ipynb). Use Edit for other files.", t.abs)
 	}
 	if res, ok := checkWritable(env.State, t); !ok {
 		return res
 	}
-	info, err := os.Stat(t.real)
+	info, err := os.Lstat(t.real) // the checked path has its links resolved: one now was swapped in
 	switch {
+	case info != nil && info.Mode()&os.ModeSymlink != 0:
+		return linkNow(t, "changed")
 	case notExist(err):
 		return tool.Errorf("Notebook does not exist: %s. Create it with Write (an nbformat 4 JSON document), then edit its cells.", t.abs)
 	case err != nil:
@@ -76,6 +78,9 @@ func runNotebookEdit(ctx context.Context, env *tool.Env, in notebookEditInput) t
 	}
 	data, err := readNoLinks(t.real)
 	if err != nil {
+		if res, ok := changed(t, err, "changed"); ok {
+			return res
+		}
 		return tool.Errorf("Cannot read %s: %v", t.abs, err)
 	}
 	if res, ok := checkFresh(env, t, data); !ok {
@@ -94,9 +99,9 @@ func runNotebookEdit(ctx context.Context, env *tool.Env, in notebookEditInput) t
 		return tool.Errorf("NotebookEdit produced an invalid notebook (%v); %s was left unchanged.", err, t.abs)
 	}
 	if err := overwriteFile(t.real, out); err != nil {
-		return tool.Errorf("Cannot write %s: %v", t.abs, err)
+		return writeFailed(t, err)
 	}
-	if info, err := os.Stat(t.real); err == nil {
+	if info, err := os.Lstat(t.real); err == nil {
 		recordWrite(env, t, out, info)
 	}
 	if o, ok := res.Output.(map[string]any); ok {

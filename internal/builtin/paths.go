@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
+	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/tool"
 	"github.com/keel-dev/keel/internal/toolpath"
 )
@@ -37,11 +39,42 @@ type target struct {
 	real  string // what the kernel opens; the tool acts on it, and it keys the file-read state
 }
 
-// resolve goes through the one resolver the permission check also uses, so the file a tool
-// opens is the file that was checked.
+// resolve goes through the one resolver the permission check also uses; a call the gate
+// checked uses [checked] instead.
 func resolve(st tool.State, given string) target {
 	p := toolpath.Resolve(given, st.Cwd, "")
 	return target{given: given, abs: p.Abs, real: p.Real}
+}
+
+// checked returns the target of a file tool's path input: the path the permission gate
+// resolved and checked when it did (env.Paths), else given resolved now. Never both: a
+// background command that swaps the named file for a link (rename-exchange, in a loop) made a
+// second resolution reach the link's target — a Read-denied secret, .claude/settings.json —
+// where the first had seen a harmless file (adversary10 N6). The tool then opens this path
+// refusing a link anywhere on it, its own name included ([changed]).
+func checked(env *tool.Env, given string) target {
+	if p, ok := env.Checked(given); ok {
+		return target{given: given, abs: p.Abs, real: p.Real}
+	}
+	return resolve(env.State, given)
+}
+
+// changed answers a call whose checked path led through a link when the tool opened it:
+// the path was resolved with every link followed, so a link there now was swapped in while
+// the call ran, and the file it leads to is one nobody checked. done says what did not
+// happen ("read", "written", "changed").
+func changed(t target, err error, done string) (tool.Result, bool) {
+	var link *atomicfile.LinkError
+	if !errors.As(err, &link) && !errors.Is(err, syscall.ELOOP) {
+		return tool.Result{}, false
+	}
+	return linkNow(t, done), true
+}
+
+// linkNow answers a call whose checked path is a symbolic link when the tool looks at it: one
+// swapped in while the call ran.
+func linkNow(t target, done string) tool.Result {
+	return tool.Errorf("%s changed while the call ran: a symbolic link now stands on the path that was checked. Nothing was %s.", t.abs, done)
 }
 
 // checkWritable refuses the two ways a write can land somewhere other than where it seems:

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"golang.org/x/text/transform"
@@ -62,8 +63,10 @@ func runRead(ctx context.Context, env *tool.Env, in readInput) tool.Result {
 	if in.FilePath == "" {
 		return tool.Errorf("file_path is empty.")
 	}
-	t := resolve(env.State, in.FilePath)
-	info, err := os.Stat(t.real)
+	t := checked(env, in.FilePath)
+	// Lstat, not Stat: the checked path has every link resolved, so a link at it now was
+	// swapped in since.
+	info, err := os.Lstat(t.real)
 	if err != nil {
 		if notExist(err) {
 			if target, lerr := os.Readlink(t.abs); lerr == nil {
@@ -73,17 +76,29 @@ func runRead(ctx context.Context, env *tool.Env, in readInput) tool.Result {
 		}
 		return tool.Errorf("Cannot read %s: %v", t.abs, err)
 	}
-	if info.IsDir() {
+	switch {
+	case info.Mode()&os.ModeSymlink != 0:
+		if _, err := os.Stat(t.real); errors.Is(err, syscall.ELOOP) {
+			return tool.Errorf("Cannot read %s: %v", t.abs, err) // a loop of links, never resolved
+		}
+		return linkNow(t, "read")
+	case info.IsDir():
 		return tool.Errorf("%s is a directory. Use Glob to find files in it, or Bash `ls` to list it.", t.abs)
-	}
-	if !info.Mode().IsRegular() {
+	case !info.Mode().IsRegular():
 		return tool.Errorf("%s is not a regular file (%s); Read only reads files.", t.abs, info.Mode().Type())
 	}
 	f, err := openRegular(t.real)
 	if err != nil {
+		if res, ok := changed(t, err, "read"); ok {
+			return res
+		}
 		return tool.Errorf("Cannot read %s: %v", t.abs, err)
 	}
 	defer f.Close()
+	// What is read is the file opened: its size and time, not those the name had before.
+	if info, err = f.Stat(); err != nil {
+		return tool.Errorf("Cannot read %s: %v", t.abs, err)
+	}
 	head := make([]byte, binarySniff)
 	n, _ := io.ReadFull(f, head)
 	head = head[:n]

@@ -39,7 +39,7 @@ func runWrite(ctx context.Context, env *tool.Env, in writeInput) tool.Result {
 	if in.FilePath == "" {
 		return tool.Errorf("file_path is empty.")
 	}
-	t := resolve(env.State, in.FilePath)
+	t := checked(env, in.FilePath)
 	if res, ok := checkWritable(env.State, t); !ok {
 		return res
 	}
@@ -47,6 +47,9 @@ func runWrite(ctx context.Context, env *tool.Env, in writeInput) tool.Result {
 	old, err := readNoLinks(t.real)
 	if err == nil {
 		old, err = readBytes(ctx, t.real)
+	}
+	if res, ok := changed(t, err, "written"); ok {
+		return res
 	}
 	verb := "Updated"
 	switch {
@@ -58,29 +61,41 @@ func runWrite(ctx context.Context, env *tool.Env, in writeInput) tool.Result {
 			return tool.Errorf("%v", err)
 		}
 		if err := overwrite(ctx, t.real, content); err != nil {
-			return tool.Errorf("Cannot write %s: %v", t.abs, err)
+			return writeFailed(t, err)
 		}
 	case notExist(err):
 		verb = "Created"
 		if err := atomicfile.MkdirAllNoLinks(filepath.Dir(t.real)); err != nil {
+			if res, ok := changed(t, err, "written"); ok {
+				return res
+			}
 			return tool.Errorf("Cannot create the directory of %s: %v", t.abs, err)
 		}
 		if err := create(ctx, t.real, content); err != nil {
-			return tool.Errorf("Cannot write %s: %v", t.abs, err)
+			return writeFailed(t, err)
 		}
 	default:
-		if info, serr := os.Stat(t.real); serr == nil && info.IsDir() {
+		if info, serr := os.Lstat(t.real); serr == nil && info.IsDir() {
 			return tool.Errorf("%s is a directory.", t.abs)
 		}
 		return tool.Errorf("Cannot read %s before writing it: %v", t.abs, err)
 	}
 	// A host may not have saved the file yet; the hash is what counts.
-	info, _ := os.Stat(t.real)
+	info, _ := os.Lstat(t.real)
 	recordWrite(env, t, content, info)
 	return tool.Result{
 		Content: tool.Text(fmt.Sprintf("%s %s (%s).", verb, t.abs, lines(lineCount(in.Content)))).Content,
 		Output:  map[string]any{"type": strings.ToLower(verb), "filePath": t.abs},
 	}
+}
+
+// writeFailed answers a write of t that failed; a link met on the checked path means the path
+// changed while the call ran ([changed]).
+func writeFailed(t target, err error) tool.Result {
+	if res, ok := changed(t, err, "written"); ok {
+		return res
+	}
+	return tool.Errorf("Cannot write %s: %v", t.abs, err)
 }
 
 // overwrite gives an existing file new content so that a kill or crash at any moment leaves
@@ -102,6 +117,9 @@ func overwriteFile(path string, content []byte) error {
 	info, err := os.Lstat(path)
 	if err != nil {
 		return err
+	}
+	if info.Mode()&os.ModeSymlink != 0 {
+		return &atomicfile.LinkError{Link: path} // swapped in since the file was read
 	}
 	// The path is resolved already and checked: no link on its way is followed, since a
 	// command in the background could swap one in meanwhile ([readNoLinks]).

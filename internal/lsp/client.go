@@ -486,7 +486,7 @@ func (c *client) published(path string, version int) ([]Diagnostic, bool) {
 	return slices.Clone(d.diags), true
 }
 
-// open opens path at its content on disk, unless it is open already.
+// open opens path at its content on disk ([readText]), unless it is open already.
 func (c *client) open(path string) {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
@@ -497,7 +497,7 @@ func (c *client) open(path string) {
 		return
 	}
 	c.mu.Unlock()
-	text, err := os.ReadFile(path)
+	text, err := readText(path)
 	if err != nil {
 		return
 	}
@@ -509,11 +509,11 @@ func (c *client) open(path string) {
 		URI: fileURI(path), LanguageID: c.language(path), Version: v, Text: string(text)}})
 }
 
-// sync sends path's content on disk as its next version (opening it first if needed) and
+// sync sends path's content on disk ([readText]) as its next version (opening it first if needed) and
 // returns the version and the publish count before it. The sending goes on in the
 // background when ctx ends first (a hung server is killed by the send's watchdog).
 func (c *client) sync(ctx context.Context, path string) (version, mark int, err error) {
-	text, err := os.ReadFile(path)
+	text, err := readText(path)
 	if err != nil {
 		return 0, 0, fmt.Errorf("read %s: %w", path, err)
 	}

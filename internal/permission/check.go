@@ -309,6 +309,13 @@ func (c *Checker) prepare(req Request, pol Policy) *prepared {
 		if len(paths) == 0 {
 			paths = []string{cwd}
 		}
+		if len(req.Resolved) == len(req.Paths) && len(req.Paths) > 0 {
+			// Resolved once by whoever runs the call: judge exactly what the tool will open.
+			for _, r := range req.Resolved {
+				p.paths = append(p.paths, preparedPath{clean: r.Abs, resolved: r.Real})
+			}
+			paths = nil
+		}
 		for _, path := range paths {
 			p.paths = append(p.paths, resolve(path))
 		}

@@ -68,6 +68,11 @@ type Request struct {
 	// Paths are the files a file tool touches, absolute or relative to Cwd.
 	// A read tool with no paths (Glob without a path) is taken to touch Cwd.
 	Paths []string
+	// Resolved, when it holds one entry per path of Paths, is Paths resolved already
+	// ([Request.Resolve]): the check judges these instead of resolving Paths again, and the
+	// caller hands the same to the tool, which acts on them. Not sent over the wire (a
+	// teammate's question to its lead): it describes this process's view of the files.
+	Resolved []toolpath.Path `json:"-"`
 	// Command is the Bash command line.
 	Command string
 	// URL is the WebFetch address.
@@ -83,6 +88,22 @@ type Request struct {
 	Input json.RawMessage
 	// ToolUseID is the tool_use being decided, for askers that report it.
 	ToolUseID string
+}
+
+// Resolve fills r.Resolved: each of r.Paths resolved once, relative to r.Cwd, "~" being the
+// user's home as the tools read it. Whoever runs the call resolves it here and hands
+// r.Resolved to the tool: resolving twice — once to check, once to open — let a command in the
+// background swap a link in for the file between the two, so that the check judged one file
+// and the tool opened another (adversary10 N6). With no Cwd it does nothing, and the check
+// resolves as before.
+func (r *Request) Resolve() {
+	if r.Cwd == "" || len(r.Paths) == 0 {
+		return
+	}
+	r.Resolved = make([]toolpath.Path, len(r.Paths))
+	for i, p := range r.Paths {
+		r.Resolved[i] = toolpath.Resolve(p, r.Cwd, "")
+	}
 }
 
 func canonicalTool(name string) string {

@@ -117,3 +117,48 @@ func TestRestoreDropsSetuid(t *testing.T) {
 		t.Errorf("restored with mode %v, want -rwxr-xr-x", fi.Mode())
 	}
 }
+
+// TestTrackCopiesNoFileThroughALink: Track keeps the content of the file the gate checked for
+// an edit, read without following a link. A command that swapped a link in for the file, or
+// for a directory on its way, just before the edit would otherwise have keel copy the file the
+// link leads to (a masked secret) into the file history, and a rewind would write it back into
+// the workspace (adversary10 N6, the edit's snapshot).
+func TestTrackCopiesNoFileThroughALink(t *testing.T) {
+	work, outside := realTempDir(t), realTempDir(t)
+	secret := filepath.Join(outside, "k.txt")
+	if err := os.WriteFile(secret, []byte("TOPSECRET-123"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	named, dir := filepath.Join(work, "e.txt"), filepath.Join(work, "d")
+	if err := os.Symlink(secret, named); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, dir); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	s, err := Open(home, "sess")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Begin("turn-0"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{named, filepath.Join(dir, "k.txt")} {
+		if err := s.Track(p); err == nil {
+			t.Errorf("Track(%s) through a link: no error", p)
+		}
+	}
+	err = filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), "TOPSECRET") {
+			t.Errorf("the file history holds the secret in %s", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -16,11 +16,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/keel-dev/keel/internal/atomicfile"
@@ -137,25 +139,42 @@ func (s *Store) Track(path string) error {
 		return nil
 	}
 	st := FileState{Path: path}
-	fi, err := os.Stat(path)
+	data, mode, err := readTracked(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return fmt.Errorf("track %s: %w", path, err)
-	case !fi.Mode().IsRegular():
-		return fmt.Errorf("track %s: not a regular file", path)
 	default:
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("track %s: %w", path, err)
-		}
 		if st.Blob, err = s.putBlob(data); err != nil {
 			return fmt.Errorf("track %s: %w", path, err)
 		}
-		st.Existed, st.Mode = true, fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)
+		st.Existed, st.Mode = true, mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)
 	}
 	cur.Files = append(cur.Files, st)
 	return s.save()
+}
+
+// readTracked reads the regular file at path, which has its links resolved (the path the
+// permission gate checked for the edit), without following a link anywhere on the way, its
+// own name included: a command swapping a link in for the file just before the edit would
+// otherwise have keel copy the file it leads to — a masked or Read-denied one — into the file
+// history, where a rewind writes it back into the workspace. O_NONBLOCK: a FIFO swapped in
+// fails, it never holds the call.
+func readTracked(path string) ([]byte, fs.FileMode, error) {
+	f, err := atomicfile.OpenNoLinks(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, errors.New("not a regular file")
+	}
+	data, err := io.ReadAll(f)
+	return data, fi.Mode(), err
 }
 
 // Unrecoverable records, in the current snapshot, a change the store cannot undo.

@@ -187,7 +187,7 @@ func TestMissingBlob(t *testing.T) {
 }
 
 func TestPersistAndLimit(t *testing.T) {
-	home, work := t.TempDir(), t.TempDir()
+	home, work := t.TempDir(), realTempDir(t)
 	p := filepath.Join(work, "f")
 	s, err := Open(home, "sess")
 	if err != nil {

@@ -186,11 +186,14 @@ func (b *inbox) Observe(context.Context) []message.Block {
 type checkGate struct{ c *permission.Checker }
 
 func (g checkGate) Before(ctx context.Context, env *tool.Env, t tool.Tool, call *tool.Call) (tool.Result, bool) {
-	d := g.c.Check(ctx, PermissionRequest(t, call.Input, env.State.Cwd))
+	req := PermissionRequest(t, call.Input, env.State.Cwd)
+	req.Resolve()
+	d := g.c.Check(ctx, req)
 	if d.Behavior != permission.Allow {
 		return tool.Errorf("Permission to use %s was denied. %s", call.Name, d.Reason), false
 	}
 	env.Hidden, env.HiddenNote = g.c.SearchFilter()
+	env.Paths = req.Resolved // the tool acts on what was checked, as toolgate's gate does
 	return tool.Result{}, true
 }
 

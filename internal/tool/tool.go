@@ -10,6 +10,7 @@ import (
 	"log/slog"
 
 	"github.com/keel-dev/keel/internal/message"
+	"github.com/keel-dev/keel/internal/toolpath"
 )
 
 // Tool is one capability the model can call.
@@ -70,6 +71,23 @@ type Env struct {
 	// what no mode or one-time answer may allow: WebFetch reaching a private address. The
 	// gate sets it; nil means no rule does.
 	Explicit func() bool
+	// Paths are the call's file paths as the permission gate resolved and checked them. A file
+	// tool acts on these ([Env.Checked]) and never resolves its input again: a link a command
+	// swaps in between the check and the use would make it act on a file nobody checked. The
+	// gate sets them, and After must be given the env Before was; nil when no gate checked the
+	// call, and the tool resolves its input itself.
+	Paths []toolpath.Path
+}
+
+// Checked returns the path the gate checked for the path input given, and whether it checked
+// one.
+func (e *Env) Checked(given string) (toolpath.Path, bool) {
+	for _, p := range e.Paths {
+		if p.Given == given {
+			return p, true
+		}
+	}
+	return toolpath.Path{}, false
 }
 
 // State is the part of an agent's context that tools may change, through a [Modifier]

@@ -21,7 +21,6 @@ import (
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/tool"
-	"github.com/keel-dev/keel/internal/toolpath"
 )
 
 // Checker is the permission check a gate asks; *[permission.Checker] is one.
@@ -180,16 +179,18 @@ func (g *Gate) admit(env *tool.Env, t tool.Tool, call *tool.Call, req permission
 		checker := g.c.Checker
 		env.Explicit = func() bool { return checker.Explicit(req) }
 	}
+	// The tool acts on the paths the check judged, never on its input resolved again.
+	env.Paths = req.Resolved
 	if g.c.Touched != nil {
 		g.c.Touched(req.Paths)
 	}
 	if !req.ReadOnly && isFileEdit(call.Name) {
 		if g.c.TrackEdit != nil {
-			for _, p := range req.Paths {
-				g.c.TrackEdit(toolpath.Resolve(p, env.State.Cwd, "").Real)
+			for _, p := range req.Resolved {
+				g.c.TrackEdit(p.Real)
 			}
 		}
-		lspBefore(g.c.LSP, env, t, *call)
+		lspBefore(g.c.LSP, env, *call)
 	}
 }
 
@@ -257,7 +258,7 @@ func (g *Gate) After(ctx context.Context, env *tool.Env, t tool.Tool, call tool.
 		res.Content = append(res.Content, message.Text(c))
 	}
 	// After the hooks: a PostToolUse formatter may have changed the file again.
-	lspAfter(ctx, g.c.LSP, env, t, call, res, g.c.Emit)
+	lspAfter(ctx, g.c.LSP, env, call, res, g.c.Emit)
 }
 
 // permissionDenied runs the PermissionDenied hooks for a call the permission check refused;
@@ -306,7 +307,10 @@ func resultForHook(r tool.Result) any {
 	return map[string]any{"content": r.ResultText(), "is_error": r.IsError}
 }
 
-// request describes a call for the permission engine.
+// request describes a call for the permission engine, its paths resolved once: the check
+// judges them, and [Gate.admit] hands them to the tool.
 func request(t tool.Tool, input json.RawMessage, cwd string) permission.Request {
-	return permission.RequestFor(t.Name(), t.ReadOnly(input), input, cwd)
+	req := permission.RequestFor(t.Name(), t.ReadOnly(input), input, cwd)
+	req.Resolve()
+	return req
 }

@@ -354,7 +354,8 @@ func TestFileEditBookkeeping(t *testing.T) {
 	}
 	write := fakeTool{name: "Write"}
 	call := &tool.Call{ID: "t1", Name: "Write", Input: json.RawMessage(`{"file_path":"a.go","content":"package a"}`)}
-	if _, ok := r.gate.Before(context.Background(), env(cwd, ""), write, call); !ok {
+	writeEnv := env(cwd, "") // After is given the env Before was, as the batch runner does
+	if _, ok := r.gate.Before(context.Background(), writeEnv, write, call); !ok {
 		t.Fatal("an allowed Write was refused")
 	}
 	want := filepath.Join(real, "a.go")
@@ -368,7 +369,7 @@ func TestFileEditBookkeeping(t *testing.T) {
 		t.Errorf("language servers told before %q", servers.before)
 	}
 	res := tool.Text("wrote a.go")
-	r.gate.After(context.Background(), env(cwd, ""), write, *call, &res)
+	r.gate.After(context.Background(), writeEnv, write, *call, &res)
 	if !slices.Equal(servers.after, []string{":" + want}) || !strings.Contains(res.ResultText(), "(gopls is not installed)") {
 		t.Errorf("after the edit: servers asked %q, result %q", servers.after, res.ResultText())
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/keel-dev/keel/internal/lsp"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/tool"
-	"github.com/keel-dev/keel/internal/toolpath"
 )
 
 // LSP is what the gate tells the language servers; *[lsp.Manager] is one.
@@ -24,23 +23,29 @@ type LSP interface {
 
 var _ LSP = (*lsp.Manager)(nil)
 
-// lspPaths are the files a call touches, resolved the way the permission check resolves them.
-func lspPaths(t tool.Tool, call tool.Call, cwd string) []string {
-	req := request(t, call.Input, cwd)
-	out := make([]string, 0, len(req.Paths))
-	for _, p := range req.Paths {
-		out = append(out, toolpath.Resolve(p, cwd, "").Real)
+// lspPaths are the files a call touches that its language servers may hear of: the paths the
+// permission check judged (env.Paths, which the tool acts on), never the input resolved
+// again — a link swapped in since would hand a server a file nobody approved — and none that
+// the rules for reading keep out of searches (env.Hidden), since a server runs code the
+// project controls.
+func lspPaths(env *tool.Env) []string {
+	out := make([]string, 0, len(env.Paths))
+	for _, p := range env.Paths {
+		if env.Hidden != nil && env.Hidden(p.Real) {
+			continue
+		}
+		out = append(out, p.Real)
 	}
 	return out
 }
 
 // lspBefore notes, in the language servers of m (nil when none run), the diagnostics of
 // the files an edit is about to change.
-func lspBefore(m LSP, env *tool.Env, t tool.Tool, call tool.Call) {
+func lspBefore(m LSP, env *tool.Env, call tool.Call) {
 	if m == nil || !isFileEdit(call.Name) {
 		return
 	}
-	for _, p := range lspPaths(t, call, env.State.Cwd) {
+	for _, p := range lspPaths(env) {
 		m.Before(env.AgentID, p)
 	}
 }
@@ -48,7 +53,7 @@ func lspBefore(m LSP, env *tool.Env, t tool.Tool, call tool.Call) {
 // lspAfter opens files that were read in the servers of m (nil when none run), and adds to
 // an edit's result the problems it introduced (and earlier edits' problems that arrived
 // since).
-func lspAfter(ctx context.Context, m LSP, env *tool.Env, t tool.Tool, call tool.Call, res *tool.Result, emit func(event.Event)) {
+func lspAfter(ctx context.Context, m LSP, env *tool.Env, call tool.Call, res *tool.Result, emit func(event.Event)) {
 	if m == nil {
 		return
 	}
@@ -56,11 +61,11 @@ func lspAfter(ctx context.Context, m LSP, env *tool.Env, t tool.Tool, call tool.
 	if !res.IsError {
 		switch {
 		case call.Name == "Read":
-			for _, p := range lspPaths(t, call, env.State.Cwd) {
+			for _, p := range lspPaths(env) {
 				m.Touch(p)
 			}
 		case isFileEdit(call.Name):
-			for _, p := range lspPaths(t, call, env.State.Cwd) {
+			for _, p := range lspPaths(env) {
 				rep := m.After(ctx, env.AgentID, p)
 				files = append(files, rep.Files...)
 				if rep.Note != "" {

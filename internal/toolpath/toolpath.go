@@ -1,8 +1,9 @@
-// Package toolpath is the one resolver from a tool's path input to the file the kernel opens.
-// The permission check and the tool both call [Resolve] on the same input, so the path that was
-// checked is the path that is opened: "~", "~user" and "$HOME" mean the home directory to
-// both, ".." applies after symlinks as in open(2), and relative paths are relative to the
-// agent's cwd, never the process's.
+// Package toolpath is the one resolver from a tool's path input to the file the kernel opens:
+// "~", "~user" and "$HOME" mean the home directory, ".." applies after symlinks as in open(2),
+// and relative paths are relative to the agent's cwd, never the process's. A call's paths are
+// resolved once, by the permission gate: the check judges that [Path] and the tool acts on the
+// same one, opening it without following a link. Resolving twice let a command swap a link in
+// for the file between the check and the use.
 //
 // Every file tool goes through it: Read, Write, Edit, NotebookEdit (file_path, notebook_path),
 // Glob (pattern and path, see [GlobRoot]), Grep (path) and any later tool that takes a path.

@@ -111,7 +111,11 @@ func TestRewindRefuses(t *testing.T) {
 // creates and changes files no tool tracked; rewinding its code puts the directory back as
 // the prompt found it, and TurnDiff showed what the turn changed.
 func TestRewindCodeUndoesTheShell(t *testing.T) {
-	home, dir := t.TempDir(), t.TempDir()
+	home := t.TempDir()
+	dir, err := filepath.EvalSymlinks(t.TempDir()) // the gate hands Track paths with links resolved (macOS's /var is one)
+	if err != nil {
+		t.Fatal(err)
+	}
 	write := func(name, body string) {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
