@@ -95,14 +95,9 @@ func (s *Sandbox) Stranded(dir string) string {
 		return ""
 	}
 	d := filepath.Clean(dir)
-	shared := func(roots []string) bool {
-		return slices.ContainsFunc(roots, func(r string) bool { return within(d, r) || within(d, resolvePath(r)) })
-	}
-	if runtime.GOOS == "linux" && !s.landlockOnly && !shared(p.Writable) {
-		for _, private := range []string{"/tmp", "/dev", "/proc"} {
-			if within(d, private) {
-				return "each command has a " + private + " of its own, which the host does not share"
-			}
+	if runtime.GOOS == "linux" && !s.landlockOnly {
+		if private := p.PrivateRoot(d); private != "" {
+			return "each command has a " + private + " of its own, which the host does not share"
 		}
 	}
 	if p.MaskedAt(d) {

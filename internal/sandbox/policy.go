@@ -592,15 +592,27 @@ func (p Policy) WritableAt(path string) bool {
 	return !withinAny(path, p.ReadOnly)
 }
 
-// PrivateAt reports whether commands see, at path, a directory of their own instead of the
-// host's: /tmp and /dev/shm, except where a writable or read-only root is bound in from the
-// host. keel reading a host file there for a command's benefit (a memory file's include,
-// say) would hand it what the sandbox hides.
-func (p Policy) PrivateAt(path string) bool {
-	if !p.Enabled() || withinAny(path, p.Writable) || withinAny(path, p.ReadOnly) {
-		return false
+// PrivateRoot names the directory of their own — /tmp, /dev or /proc — in which commands see
+// path instead of the host's, or is "" where they see the host's: outside those, and where a
+// writable or read-only root is bound in from the host. keel reading a host file there for a
+// command's benefit (a memory file's include, say) would hand it what the sandbox hides. The
+// Landlock-only form, which mounts nothing, shares them all; see [Sandbox.Stranded].
+func (p Policy) PrivateRoot(path string) string {
+	if !p.Enabled() {
+		return ""
 	}
-	return within(path, "/tmp") || within(path, "/dev/shm")
+	shared := func(roots []string) bool {
+		return slices.ContainsFunc(roots, func(r string) bool { return within(path, r) || within(path, resolvePath(r)) })
+	}
+	if shared(p.Writable) || shared(p.ReadOnly) {
+		return ""
+	}
+	for _, private := range [...]string{"/tmp", "/dev", "/proc"} {
+		if within(path, private) {
+			return private
+		}
+	}
+	return ""
 }
 
 // MaskedAt reports whether path is masked from reads.

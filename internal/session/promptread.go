@@ -3,7 +3,6 @@ package session
 import (
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/permission"
@@ -45,8 +44,8 @@ func (s *Session) maskRefusal() func(path string) string {
 			if masks.MaskedAt(p) {
 				return "the sandbox masks it (" + masks.Why(p) + ")"
 			}
-			if masks.PrivateAt(p) {
-				return "the sandbox gives each command a private " + privateRoot(p) + ", so its commands cannot see this file"
+			if private := masks.PrivateRoot(p); private != "" {
+				return "the sandbox gives each command a private " + private + ", so its commands cannot see this file"
 			}
 		}
 		return ""
@@ -65,14 +64,6 @@ func (s *Session) maskPolicy() sandbox.Policy {
 	}
 	return sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeOff, Settings: st,
 		Dirs: append([]string{s.opts.Cwd}, s.state.AdditionalDirs...), Home: userHome(), KeelHome: s.opts.Home})
-}
-
-// privateRoot names the private directory of a command's that path is in.
-func privateRoot(path string) string {
-	if strings.HasPrefix(path, "/dev/shm") {
-		return "/dev/shm"
-	}
-	return "/tmp"
 }
 
 // realPath is path with its links resolved, or path itself where that fails.
