@@ -51,6 +51,21 @@ func (l *loader) refused(path string) string {
 	return ""
 }
 
+// refusedInclude says why from may not include target ([Options.RefuseInclude]), asked for
+// target as written and as its links resolve; "" when it may.
+func (l *loader) refusedInclude(from, target string) string {
+	if l.opts.RefuseInclude == nil {
+		return ""
+	}
+	if why := l.opts.RefuseInclude(from, target); why != "" {
+		return why
+	}
+	if real := canonical(target); real != target {
+		return l.opts.RefuseInclude(from, real)
+	}
+	return ""
+}
+
 // leavesProject reports whether a file of this kind, resolved to path, reaches outside the
 // project root where that is not allowed (see [Options.ExternalIncludes]).
 func (l *loader) leavesProject(kind Kind, path string) bool {
@@ -202,7 +217,11 @@ func (l *loader) expand(f File, chain []string) {
 			}
 			continue
 		}
-		if why := l.refused(target); why != "" {
+		why := l.refused(target)
+		if why == "" {
+			why = l.refusedInclude(f.Path, target)
+		}
+		if why != "" {
 			// Marked seen, so a file mentioned twice is reported once.
 			l.seen[key] = true
 			l.excluded = append(l.excluded, Excluded{From: f.Display, Line: ref.Line, Target: l.display(target), Why: why})

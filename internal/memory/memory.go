@@ -128,6 +128,11 @@ type Options struct {
 	// itself, so without it an `@secrets/token` a command wrote into CLAUDE.md would send the
 	// masked file to the model. A refused file is listed by [Set.Excluded] with a warning.
 	Refuse func(path string) string
+	// RefuseInclude, when set, says why the file from may not include target, beyond what
+	// Refuse says of target alone, or "". It is asked for each include, as written and with
+	// its links resolved: a memory file a sandboxed command can write must not reach what the
+	// sandbox hides from that command, though the same file is fine to include from elsewhere.
+	RefuseInclude func(from, target string) string
 	// Logger receives debug lines for skipped candidates; nil discards.
 	Logger *slog.Logger
 }

@@ -147,7 +147,7 @@ func TestMemoryIncludesSkipCommandsPrivateTmp(t *testing.T) {
 		if leaked {
 			t.Errorf("sandbox on: %s, hidden from commands by their private /tmp, is in the request the model received", secret)
 		}
-		if want := "is not included: the sandbox gives each command a private /tmp"; !strings.Contains(notices(events), want) {
+		if want := "is not included: the file including it is one sandboxed commands can write, and they each have a private /tmp"; !strings.Contains(notices(events), want) {
 			t.Errorf("sandbox on: no notice %q:\n%s", want, notices(events))
 		}
 	}

@@ -35,17 +35,13 @@ func (s *Session) promptReadRefusal() func(path string) string {
 	}
 }
 
-// maskRefusal says why the sandbox hides path or the file it links to from its commands — a
-// mask, or a command's private /tmp — or "" when it does not.
+// maskRefusal says why the sandbox masks path or the file it links to, or "" when it does not.
 func (s *Session) maskRefusal() func(path string) string {
 	masks := s.maskPolicy()
 	return func(path string) string {
 		for _, p := range []string{path, realPath(path)} {
 			if masks.MaskedAt(p) {
 				return "the sandbox masks it (" + masks.Why(p) + ")"
-			}
-			if private := masks.PrivateRoot(p); private != "" {
-				return "the sandbox gives each command a private " + private + ", so its commands cannot see this file"
 			}
 		}
 		return ""
@@ -66,6 +62,23 @@ func (s *Session) maskPolicy() sandbox.Policy {
 		Dirs: append([]string{s.opts.Cwd}, s.state.AdditionalDirs...), Home: userHome(), KeelHome: s.opts.Home})
 }
 
+// privateIncludeRefusal refuses an include from a memory file a sandboxed command can write
+// of a host file in a directory commands see as their own (/tmp, /dev, /proc): such a
+// command could otherwise write `@/tmp/…` into CLAUDE.md and have the next session read it
+// what the sandbox hides from it.
+func (s *Session) privateIncludeRefusal() func(from, target string) string {
+	p := s.maskPolicy()
+	return func(from, target string) string {
+		if !p.WritableAt(from) && !p.WritableAt(realPath(from)) {
+			return ""
+		}
+		if private := p.PrivateRoot(target); private != "" {
+			return "the file including it is one sandboxed commands can write, and they each have a private " + private + " that does not show this file"
+		}
+		return ""
+	}
+}
+
 // realPath is path with its links resolved, or path itself where that fails.
 func realPath(path string) string {
 	if r, err := filepath.EvalSymlinks(path); err == nil {
@@ -79,7 +92,7 @@ func realPath(path string) string {
 func (s *Session) memoryOptions(trusted bool) memory.Options {
 	home, _ := os.UserHomeDir()
 	return memory.Options{Cwd: s.opts.Cwd, Home: home, KeelHome: s.opts.Home, ManagedPath: s.opts.ManagedMemoryPath,
-		ExternalIncludes: trusted, Refuse: s.promptReadRefusal(), Logger: s.logger}
+		ExternalIncludes: trusted, Refuse: s.promptReadRefusal(), RefuseInclude: s.privateIncludeRefusal(), Logger: s.logger}
 }
 
 // LoadMemory is the memory a session configured as cfg would load with the settings st, for
