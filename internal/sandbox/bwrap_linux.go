@@ -144,6 +144,9 @@ func (s *Sandbox) wrapBwrap(cmd *exec.Cmd, r *Run, pl plan) error {
 	if pl.OuterNS, err = namespaceIDs(!setuid); err != nil {
 		return err
 	}
+	if !setuid {
+		pl.Held = pl.heldByHelper(r.placeholders)
+	}
 	if err := s.runAsHelper(cmd, pl); err != nil {
 		return err
 	}
@@ -252,7 +255,11 @@ func bwrapArgs(pl plan, exe string, setuid bool, firstFD int, files *int) []stri
 	}
 	bind("--ro-bind", pl.Visible)
 	bind("--bind", pl.Pinned)
-	bind("--ro-bind", pl.ReadOnly)
+	for _, r := range pl.ReadOnly {
+		if !slices.Contains(pl.Held, r) { // the helper binds those ([plan.Held])
+			a = append(a, "--ro-bind", r, r)
+		}
+	}
 	for _, b := range pl.Objects {
 		a = append(a, "--ro-bind", b.Src, b.Dest)
 	}
@@ -281,12 +288,13 @@ func bwrapArgs(pl plan, exe string, setuid bool, firstFD int, files *int) []stri
 	for _, d := range dirs {
 		a = append(a, "--remount-ro", d)
 	}
-	if len(pl.Overlays) > 0 && !setuid {
-		// The helper mounts the caches' overlays ([setupOverlays]) with these, and drops them.
-		// keel's directory for them is bound last, writable over whatever made it read-only
-		// (none when every overlay failed: those caches are bound read-only).
+	if (len(pl.Overlays) > 0 || len(pl.Held) > 0) && !setuid {
+		// The helper mounts the caches' overlays ([setupOverlays]) and binds the placeholders
+		// (plan.Held) with these, and drops them. keel's directory for the overlays is bound
+		// last, writable over whatever made it read-only (none when every overlay failed:
+		// those caches are bound read-only).
 		a = append(a, "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP")
-		if pl.CacheState != "" {
+		if len(pl.Overlays) > 0 && pl.CacheState != "" {
 			a = append(a, "--bind", pl.CacheState, pl.CacheState)
 		}
 	}

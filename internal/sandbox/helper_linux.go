@@ -40,6 +40,9 @@ func runHelper(arg string) error {
 		if err := setupOverlays(pl); err != nil {
 			return err
 		}
+		if err := protect(plan{ReadOnly: pl.Held}); err != nil {
+			return err
+		}
 	} else if err := setupMounts(pl); err != nil {
 		return err
 	}

@@ -22,6 +22,13 @@ type plan struct {
 	CacheState string    `json:"cacheState,omitempty"`
 	// ReadOnly are bound read-only again inside the writable roots.
 	ReadOnly []string `json:"readOnly,omitempty"`
+	// Held are the placeholders among ReadOnly ([Sandbox.hold]) that the helper binds
+	// read-only under bubblewrap, rather than bubblewrap itself: bubblewrap reads the whole
+	// mount table again after each bind it makes, which for the dozen or so a workspace has
+	// cost more than the rest of its work; the helper binds them with the CAP_SYS_ADMIN
+	// bubblewrap leaves it for that (not setuid: bubblewrap binds them all then). An empty
+	// placeholder holds nothing, so the order of the binds does not matter for them.
+	Held []string `json:"held,omitempty"`
 	// Pinned are bound onto themselves, writable: a mount point cannot be renamed or
 	// removed, so a command cannot move a repository's .git aside and plant another.
 	Pinned []string `json:"pinned,omitempty"`
@@ -125,6 +132,19 @@ func (p Policy) newPlan(dir string, argv []string, path string, extra []string) 
 		slices.SortFunc(l, func(a, b string) int { return len(filepath.Clean(a)) - len(filepath.Clean(b)) })
 	}
 	return pl
+}
+
+// heldByHelper are the placeholders among held that the helper can bind itself under
+// bubblewrap ([plan.Held]): those pl binds read-only, but none a mask covers (the path is not
+// there to bind on) and none inside an overlay, which the helper binds again on top anyway.
+func (pl plan) heldByHelper(held []string) []string {
+	var out []string
+	for _, h := range held {
+		if slices.Contains(pl.ReadOnly, h) && !withinAny(h, pl.Masked) && !pl.underOverlay(h) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // ancestorsToPin are the directories between a writable root and each read-only or masked
