@@ -215,7 +215,7 @@ func (r *Run) readBwrapInfo(cmd *exec.Cmd) (int, error) {
 // none), PID, network, IPC, UTS and cgroup namespaces; the root read-only; a private /dev,
 // /proc and /tmp; the helper program exe where the private /tmp would hide it (a test
 // binary, a keel run from a temporary build); the writable roots, the directories kept on PATH, the pinned .git
-// directories, the always-read-only paths, the copies of packs and the unreadable files that
+// directories, the always-read-only paths (but the placeholders the helper binds, plan.Held), the copies of packs and the unreadable files that
 // hide masked files' blobs ([Sandbox.HideObjects]), the masks and their exceptions in the order
 // [setupMounts] makes them. firstFD is the descriptor of the first empty file for a mask;
 // files is set to how many are needed.
