@@ -29,6 +29,11 @@ type plan struct {
 	// bubblewrap leaves it for that (not setuid: bubblewrap binds them all then). An empty
 	// placeholder holds nothing, so the order of the binds does not matter for them.
 	Held []string `json:"held,omitempty"`
+	// HelperPins are the directories among Pinned that the helper pins under bubblewrap, for
+	// the same reason and with the same capability as Held. Each is bound onto itself
+	// recursively, as bubblewrap's --bind would have: what bubblewrap mounted inside it since
+	// (read-only paths, copies of packs, masks) comes along.
+	HelperPins []string `json:"helperPins,omitempty"`
 	// Pinned are bound onto themselves, writable: a mount point cannot be renamed or
 	// removed, so a command cannot move a repository's .git aside and plant another.
 	Pinned []string `json:"pinned,omitempty"`
@@ -142,6 +147,20 @@ func (pl plan) heldByHelper(held []string) []string {
 	for _, h := range held {
 		if slices.Contains(pl.ReadOnly, h) && !withinAny(h, pl.Masked) && !pl.underOverlay(h) {
 			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// pinsByHelper are the directories among pl.Pinned the helper can pin itself under
+// bubblewrap ([plan.HelperPins]): none a mask covers (not there to bind on once masked), none
+// inside a read-only path (bubblewrap's read-only bind of it, which comes after the pins,
+// makes them read-only too) and none inside an overlay, which the helper pins again on top.
+func (pl plan) pinsByHelper() []string {
+	var out []string
+	for _, g := range pl.Pinned {
+		if !withinAny(g, pl.Masked) && !withinAny(g, pl.ReadOnly) && !pl.underOverlay(g) {
+			out = append(out, g)
 		}
 	}
 	return out
