@@ -144,7 +144,7 @@ func (s *Sandbox) wrapBwrap(cmd *exec.Cmd, r *Run, pl plan) error {
 	if pl.OuterNS, err = namespaceIDs(!setuid); err != nil {
 		return err
 	}
-	if !setuid {
+	if !setuid && s.helperMounts {
 		pl.Held, pl.HelperPins = pl.heldByHelper(r.placeholders), pl.pinsByHelper()
 	}
 	if err := s.runAsHelper(cmd, pl); err != nil {

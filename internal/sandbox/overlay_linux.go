@@ -154,6 +154,8 @@ func (s *Sandbox) probeOverlays() (string, error) {
 		}
 		return probeFailure(reason(err)), nil
 	}
+	// The helper mounted under this launcher: under bubblewrap it can bind and pin too.
+	s.helperMounts = s.bwrap != ""
 	return "", nil
 }
 

@@ -26,7 +26,8 @@ type plan struct {
 	// read-only under bubblewrap, rather than bubblewrap itself: bubblewrap reads the whole
 	// mount table again after each bind it makes, which for the dozen or so a workspace has
 	// cost more than the rest of its work; the helper binds them with the CAP_SYS_ADMIN
-	// bubblewrap leaves it for that (not setuid: bubblewrap binds them all then). An empty
+	// bubblewrap leaves it for that (not setuid, and only where the overlays' probe saw it
+	// mount: bubblewrap binds them all otherwise). An empty
 	// placeholder holds nothing, so the order of the binds does not matter for them.
 	Held []string `json:"held,omitempty"`
 	// HelperPins are the directories among Pinned that the helper pins under bubblewrap, for
