@@ -144,6 +144,9 @@ func (s *Sandbox) wrapBwrap(cmd *exec.Cmd, r *Run, pl plan) error {
 	if pl.OuterNS, err = namespaceIDs(!setuid); err != nil {
 		return err
 	}
+	if !setuid && s.helperMounts {
+		pl.Held, pl.HelperPins = pl.heldByHelper(r.placeholders), pl.pinsByHelper()
+	}
 	if err := s.runAsHelper(cmd, pl); err != nil {
 		return err
 	}
@@ -212,7 +215,7 @@ func (r *Run) readBwrapInfo(cmd *exec.Cmd) (int, error) {
 // none), PID, network, IPC, UTS and cgroup namespaces; the root read-only; a private /dev,
 // /proc and /tmp; the helper program exe where the private /tmp would hide it (a test
 // binary, a keel run from a temporary build); the writable roots, the directories kept on PATH, the pinned .git
-// directories, the always-read-only paths, the copies of packs and the unreadable files that
+// directories and the always-read-only paths (but those the helper binds, plan.HelperPins and plan.Held), the copies of packs and the unreadable files that
 // hide masked files' blobs ([Sandbox.HideObjects]), the masks and their exceptions in the order
 // [setupMounts] makes them. firstFD is the descriptor of the first empty file for a mask;
 // files is set to how many are needed.
@@ -251,8 +254,16 @@ func bwrapArgs(pl plan, exe string, setuid bool, firstFD int, files *int) []stri
 		}
 	}
 	bind("--ro-bind", pl.Visible)
-	bind("--bind", pl.Pinned)
-	bind("--ro-bind", pl.ReadOnly)
+	for _, g := range pl.Pinned {
+		if !slices.Contains(pl.HelperPins, g) { // the helper pins those ([plan.HelperPins])
+			a = append(a, "--bind", g, g)
+		}
+	}
+	for _, r := range pl.ReadOnly {
+		if !slices.Contains(pl.Held, r) { // the helper binds those ([plan.Held])
+			a = append(a, "--ro-bind", r, r)
+		}
+	}
 	for _, b := range pl.Objects {
 		a = append(a, "--ro-bind", b.Src, b.Dest)
 	}
@@ -281,12 +292,13 @@ func bwrapArgs(pl plan, exe string, setuid bool, firstFD int, files *int) []stri
 	for _, d := range dirs {
 		a = append(a, "--remount-ro", d)
 	}
-	if len(pl.Overlays) > 0 && !setuid {
-		// The helper mounts the caches' overlays ([setupOverlays]) with these, and drops them.
-		// keel's directory for them is bound last, writable over whatever made it read-only
-		// (none when every overlay failed: those caches are bound read-only).
+	if (len(pl.Overlays) > 0 || len(pl.Held) > 0 || len(pl.HelperPins) > 0) && !setuid {
+		// The helper mounts the caches' overlays ([setupOverlays]), pins directories and binds
+		// the placeholders (plan.HelperPins, plan.Held) with these, and drops them. keel's directory for the overlays is bound
+		// last, writable over whatever made it read-only (none when every overlay failed:
+		// those caches are bound read-only).
 		a = append(a, "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP")
-		if pl.CacheState != "" {
+		if len(pl.Overlays) > 0 && pl.CacheState != "" {
 			a = append(a, "--bind", pl.CacheState, pl.CacheState)
 		}
 	}

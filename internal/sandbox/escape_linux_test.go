@@ -177,6 +177,8 @@ func testEscapeWrites(t *testing.T) {
 		"claude settings": "echo pwned > .claude/settings.json",
 		"replace .claude": "rm -rf .claude; mv .claude .c2; mkdir -p .claude && echo pwned > .claude/settings.json",
 		"keel dir":        "mkdir -p .keel && echo pwned > .keel/settings.json",
+		"placeholder out": "rmdir .mcp.json && echo pwned > .mcp.json",
+		"placeholder mod": "chmod u+w .keel && echo pwned > .keel/settings.json",
 		"gitmodules":      "echo pwned > .gitmodules",
 		"denyWrite":       "mkdir -p frozen && echo pwned > frozen/x",
 		"mount over":      fmt.Sprintf("mount -t tmpfs none %s && echo pwned > %s/new", o, o),

@@ -37,6 +37,10 @@ func runHelper(arg string) error {
 		if err := checkBwrapped(pl); err != nil {
 			return err
 		}
+		// Before the overlays, as bubblewrap would have: those inside one it makes again on top.
+		if err := protect(plan{Pinned: pl.HelperPins, ReadOnly: pl.Held}); err != nil {
+			return err
+		}
 		if err := setupOverlays(pl); err != nil {
 			return err
 		}

@@ -50,9 +50,7 @@ func (r *Run) workDir(dir string) (string, error) {
 	lock, err := os.OpenFile(filepath.Join(dir, "work.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err == nil {
 		if unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
-			// Made anew: a volatile overlay leaves a mark in it that refuses the next mount.
-			removeWorkDirs([]string{work})
-			if err := os.Mkdir(work, 0o700); err == nil {
+			if resetWorkDir(work) == nil {
 				r.files = append(r.files, lock) // closed, and so unlocked, on release
 				return work, nil
 			}
@@ -64,6 +62,40 @@ func (r *Run) workDir(dir string) (string, error) {
 		r.workDirs = append(r.workDirs, work)
 	}
 	return work, err
+}
+
+// volatileMark is what a volatile overlay leaves in its work directory, below overlayfs's own
+// directory there: as long as it is there, the kernel refuses to mount another overlay on it.
+var volatileMark = []string{"work", "incompat", "volatile", "dirty"}
+
+// resetWorkDir readies work, the work directory an earlier command's overlay left (or none),
+// for the next mount. The usual case costs a few calls: the volatile mark taken away step by
+// step ([volatileMark]), its directories given the permission overlayfs leaves them without
+// first; whatever else overlayfs left in its own directory it clears itself as it mounts.
+// Anything unexpected on the way (a step failing for another reason than the entry being
+// gone) makes it anew, as a whole.
+func resetWorkDir(work string) error {
+	paths := make([]string, len(volatileMark))
+	for i := range volatileMark {
+		paths[i] = filepath.Join(append([]string{work}, volatileMark[:i+1]...)...)
+	}
+	ok := true
+	for _, d := range paths[:len(paths)-1] {
+		if err := os.Chmod(d, 0o700); err != nil {
+			ok = errors.Is(err, fs.ErrNotExist)
+			break
+		}
+	}
+	for i := len(paths) - 1; ok && i > 0; i-- { // the file, then its directories; overlayfs's own stays
+		if err := os.Remove(paths[i]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			ok = false
+		}
+	}
+	if fi, err := os.Lstat(work); ok && err == nil && fi.IsDir() {
+		return nil
+	}
+	removeWorkDirs([]string{work})
+	return os.Mkdir(work, 0o700)
 }
 
 // removeWorkDirs removes the overlays' work directories of a released run. overlayfs leaves
@@ -122,6 +154,8 @@ func (s *Sandbox) probeOverlays() (string, error) {
 		}
 		return probeFailure(reason(err)), nil
 	}
+	// The helper mounted under this launcher: under bubblewrap it can bind and pin too.
+	s.helperMounts = s.bwrap != ""
 	return "", nil
 }
 

@@ -22,6 +22,19 @@ type plan struct {
 	CacheState string    `json:"cacheState,omitempty"`
 	// ReadOnly are bound read-only again inside the writable roots.
 	ReadOnly []string `json:"readOnly,omitempty"`
+	// Held are the placeholders among ReadOnly ([Sandbox.hold]) that the helper binds
+	// read-only under bubblewrap, rather than bubblewrap itself: bubblewrap reads the whole
+	// mount table again after each bind it makes, which for the dozen or so a workspace has
+	// cost more than the rest of its work; the helper binds them with the CAP_SYS_ADMIN
+	// bubblewrap leaves it for that (not setuid, and only where the overlays' probe saw it
+	// mount: bubblewrap binds them all otherwise). An empty
+	// placeholder holds nothing, so the order of the binds does not matter for them.
+	Held []string `json:"held,omitempty"`
+	// HelperPins are the directories among Pinned that the helper pins under bubblewrap, for
+	// the same reason and with the same capability as Held. Each is bound onto itself
+	// recursively, as bubblewrap's --bind would have: what bubblewrap mounted inside it since
+	// (read-only paths, copies of packs, masks) comes along.
+	HelperPins []string `json:"helperPins,omitempty"`
 	// Pinned are bound onto themselves, writable: a mount point cannot be renamed or
 	// removed, so a command cannot move a repository's .git aside and plant another.
 	Pinned []string `json:"pinned,omitempty"`
@@ -125,6 +138,33 @@ func (p Policy) newPlan(dir string, argv []string, path string, extra []string) 
 		slices.SortFunc(l, func(a, b string) int { return len(filepath.Clean(a)) - len(filepath.Clean(b)) })
 	}
 	return pl
+}
+
+// heldByHelper are the placeholders among held that the helper can bind itself under
+// bubblewrap ([plan.Held]): those pl binds read-only, but none a mask covers (the path is not
+// there to bind on) and none inside an overlay, which the helper binds again on top anyway.
+func (pl plan) heldByHelper(held []string) []string {
+	var out []string
+	for _, h := range held {
+		if slices.Contains(pl.ReadOnly, h) && !withinAny(h, pl.Masked) && !pl.underOverlay(h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// pinsByHelper are the directories among pl.Pinned the helper can pin itself under
+// bubblewrap ([plan.HelperPins]): none a mask covers (not there to bind on once masked), none
+// inside a read-only path (bubblewrap's read-only bind of it, which comes after the pins,
+// makes them read-only too) and none inside an overlay, which the helper pins again on top.
+func (pl plan) pinsByHelper() []string {
+	var out []string
+	for _, g := range pl.Pinned {
+		if !withinAny(g, pl.Masked) && !withinAny(g, pl.ReadOnly) && !pl.underOverlay(g) {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // ancestorsToPin are the directories between a writable root and each read-only or masked

@@ -69,6 +69,12 @@ type Sandbox struct {
 	// cachesWhy says why the toolchain caches are bound writable, not overlaid ([overlay]),
 	// as the probe found; empty when they are overlays (or there are none).
 	cachesWhy string
+	// helperMounts says the overlays' probe saw the helper mount under bubblewrap, with the
+	// capability bubblewrap leaves it: only then does it bind the placeholders and pin the
+	// directories bubblewrap would ([plan.Held], [plan.HelperPins]) — where a security module
+	// denies the helper that capability (Ubuntu's profile for bubblewrap can), bubblewrap binds
+	// them all as before.
+	helperMounts bool
 
 	// full is policy completed by the first command or doctor (complete), completed again
 	// when a command made a repository (refresh); nil until then.
