@@ -34,6 +34,10 @@ func runCommand(ctx context.Context, command, dir string, env []string, stdin []
 	cmd := hostexec.Command(tctx, "sh", "-c", command)
 	cmd.Dir = dir
 	cmd.Env = env
+	if sb == nil {
+		// Outside, Python keeps its bytecode where no sandboxed command plants any.
+		cmd.Env = hostexec.PythonEnv(env)
+	}
 	cmd.Stdin = bytes.NewReader(stdin)
 	stdout, stderr := &cappedBuffer{limit: outputLimit}, &cappedBuffer{limit: outputLimit}
 	cmd.Stdout, cmd.Stderr = stdout, stderr

@@ -37,6 +37,9 @@ var (
 	// found holds what Path resolved, per name and PATH, until the next Guard; made on first
 	// use, so that the package has no init work.
 	found map[[2]string]string
+	// pycache is the bytecode cache of the Python programs keel runs outside the sandbox
+	// ([PythonCache]); "" until a sandbox sets one.
+	pycache string
 )
 
 // Guard adds writable — true for a path a sandboxed command may write — to what [Path] avoids,
@@ -131,7 +134,9 @@ func isProgram(p string) bool {
 }
 
 // Command is exec.CommandContext for a program keel runs itself, found by [Path]; when it is
-// not found, the command's Err says so and Start fails, as exec.Command does.
+// not found, the command's Err says so and Start fails, as exec.Command does. Its Env is
+// keel's own through [PythonEnv] (nil before a sandbox set a cache): a caller that sets Env
+// passes it through PythonEnv itself when the program runs outside the sandbox.
 func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	p, err := Path(name)
 	if err != nil {
@@ -141,6 +146,7 @@ func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	}
 	cmd := exec.CommandContext(ctx, p, args...)
 	cmd.Args[0] = name // as exec.Command would give it: what the program sees as its name
+	cmd.Env = PythonEnv(nil)
 	return cmd
 }
 
@@ -189,15 +195,15 @@ func Trusted(pathList string) (kept string, dropped []string) {
 	return strings.Join(out, string(filepath.ListSeparator)), dropped
 }
 
-// Environ is env (nil: keel's own) with the PATH [Trusted] keeps, and the entries it left
-// out: the environment of a program keel runs outside the sandbox. Finding the program itself
+// Environ is env (nil: keel's own) with the PATH [Trusted] keeps and [PythonEnv]'s cache, and
+// the entries it left out: the environment of a program keel runs outside the sandbox. Finding the program itself
 // safely ([Path]) is not enough — git runs git-lfs, credential helpers and ssh, a shell runs
 // what its command line names, all by their own PATH lookup.
 func Environ(env []string) ([]string, []string) {
 	if env == nil {
 		env = os.Environ()
 	}
-	out := slices.Clone(env)
+	out := PythonEnv(slices.Clone(env))
 	var dropped []string
 	for i, kv := range out {
 		// Every PATH= an environment holds: os/exec passes the last one, a shell may take

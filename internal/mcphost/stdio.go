@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/keel-dev/keel/internal/hostexec"
 	"github.com/keel-dev/keel/internal/procgroup"
 )
 
@@ -99,7 +100,10 @@ func startProcess(cfg ServerConfig, environ []string, dir string, grace time.Dur
 	}
 	cmd.Env = env
 	release, kill := func() {}, procgroup.Kill
-	if confine != nil {
+	if confine == nil {
+		// Outside, Python keeps its bytecode where no sandboxed command plants any.
+		cmd.Env = hostexec.PythonEnv(env)
+	} else {
 		c, err := confine(cmd)
 		if err != nil {
 			return nil, fmt.Errorf("start %s in the sandbox: %w", cfg.Command, err)

@@ -126,7 +126,7 @@ func runHeadersHelper(ctx context.Context, cfg ServerConfig, environ []string, d
 	defer cancel()
 	cmd := hostexec.Command(hctx, "sh", "-c", cfg.HeadersHelper)
 	cmd.Dir = dir
-	cmd.Env = append(append([]string{}, environ...), "KEEL_MCP_SERVER_NAME="+cfg.Name, "KEEL_MCP_SERVER_URL="+cfg.URL)
+	cmd.Env = hostexec.PythonEnv(append(append([]string{}, environ...), "KEEL_MCP_SERVER_NAME="+cfg.Name, "KEEL_MCP_SERVER_URL="+cfg.URL))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -37,6 +37,14 @@ func AutoDir(keelHome, cwd string) string {
 // canonicalRoot is the main work tree of the repository cwd is in: for a linked worktree
 // (.git is a file naming its git directory) the directory holding the common git directory.
 // git is not run: the files say it.
+//
+// A .git file is anyone's to write — a sandboxed command can put `gitdir:
+// /other/project/.git/worktrees/w1` in sub/.git — and the memory it leads to joins the system
+// prompt of a session started there: so a .git file counts only as one end of a link whose
+// other end is where no such command can write, the common git directory's own records. Its
+// git directory must be an entry of that directory's worktrees/ (as `git worktree add` makes
+// it, commondir and all), and that entry's gitdir file must name this .git file back.
+// Otherwise the directory is its own root.
 func canonicalRoot(cwd string) string {
 	if abs, err := filepath.Abs(cwd); err == nil {
 		cwd = abs
@@ -55,21 +63,41 @@ func canonicalRoot(cwd string) string {
 	if !ok {
 		return root
 	}
-	if !filepath.IsAbs(gitdir) {
-		gitdir = filepath.Join(root, gitdir)
+	gitdir = relativeTo(root, gitdir)
+	c, err := os.ReadFile(filepath.Join(gitdir, "commondir"))
+	if err != nil {
+		return root // no linked worktree's git directory (a submodule's, a separate one)
 	}
-	common := gitdir
-	if c, err := os.ReadFile(filepath.Join(gitdir, "commondir")); err == nil {
-		common = strings.TrimSpace(string(c))
-		if !filepath.IsAbs(common) {
-			common = filepath.Join(gitdir, common)
-		}
-	}
-	common = filepath.Clean(common)
+	common := relativeTo(gitdir, strings.TrimSpace(string(c)))
 	if filepath.Base(common) != ".git" {
 		return root // a bare or separate git directory: no main work tree to name
 	}
+	if !samePath(filepath.Dir(gitdir), filepath.Join(common, "worktrees")) {
+		return root // not one of the common directory's worktrees
+	}
+	back, err := os.ReadFile(filepath.Join(gitdir, "gitdir"))
+	if err != nil || !samePath(relativeTo(gitdir, strings.TrimSpace(string(back))), dotgit) {
+		return root // the repository does not name this .git file as its worktree's
+	}
 	return filepath.Dir(common)
+}
+
+// relativeTo is p read from a file in dir: as it is when absolute, else joined to dir; clean.
+func relativeTo(dir, p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	return filepath.Clean(p)
+}
+
+// samePath reports whether a and b name the same file, links resolved where they can be.
+func samePath(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ra, errA := filepath.EvalSymlinks(a)
+	rb, errB := filepath.EvalSymlinks(b)
+	return errA == nil && errB == nil && ra == rb
 }
 
 // Auto is an open auto memory directory.

@@ -27,6 +27,52 @@ func TestAutoDirIsSharedByTheWorktreesOfARepository(t *testing.T) {
 	}
 }
 
+// TestAutoDirIgnoresAForeignDotGitFile: a .git file anyone could have written (a sandboxed
+// command in the project) that names another repository's worktree, that repository's git
+// directory, or a git directory of its own whose commondir names the other repository's, does
+// not make a session started beside it load that repository's auto memory: the directory is
+// its own root. The worktree's own .git file still leads to the repository.
+func TestAutoDirIgnoresAForeignDotGitFile(t *testing.T) {
+	other := gittest.New(t)
+	home := t.TempDir()
+	otherMemory := AutoDir(home, other.Dir)
+	wt := filepath.Join(t.TempDir(), "w1")
+	other.Git("worktree", "add", "-q", "-b", "w1", wt)
+	if got := AutoDir(home, wt); got != otherMemory {
+		t.Fatalf("the real worktree's memory is %s, want %s", got, otherMemory)
+	}
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := filepath.Join(ws, "fakegit")
+	for name, body := range map[string]string{"commondir": filepath.Join(other.Dir, ".git") + "\n", "gitdir": filepath.Join(ws, "sub3", ".git") + "\n", "HEAD": "ref: refs/heads/main\n"} {
+		if err := os.MkdirAll(fake, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(fake, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for sub, gitdir := range map[string]string{
+		"sub1": filepath.Join(other.Dir, ".git", "worktrees", "w1"),
+		"sub2": filepath.Join(other.Dir, ".git"),
+		"sub3": fake,
+	} {
+		dir := filepath.Join(ws, sub)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, ".git"), []byte("gitdir: "+gitdir+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want := filepath.Join(home, "projects", strings.ReplaceAll(dir, "/", "-"), "memory")
+		if got := AutoDir(home, dir); got != want {
+			t.Errorf("%s (gitdir: %s): memory %s, want its own %s", sub, gitdir, got, want)
+		}
+	}
+}
+
 func TestOpenAutoRefusesADirectoryItCannotWrite(t *testing.T) {
 	blocker := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(blocker, nil, 0o600); err != nil {

@@ -22,10 +22,14 @@ var (
 	protectedDirs = lazy.Value[map[string]bool]{New: func() map[string]bool {
 		return map[string]bool{".git": true, ".keel": true, ".claude": true, ".vscode": true, ".idea": true,
 			// keel loads agents, with their hooks and MCP servers, from the other harnesses' folders too.
-			".codex": true, ".gemini": true, ".opencode": true}
+			".codex": true, ".gemini": true, ".opencode": true,
+			// The other agents' and editors' project folders name MCP servers, language servers,
+			// tasks or hooks they start on the host (the sandbox keeps them read-only alike).
+			".cursor": true, ".windsurf": true, ".zed": true, ".devcontainer": true, ".continue": true, ".roo": true,
+			".kiro": true, ".amazonq": true, ".junie": true, ".crush": true, ".helix": true}
 	}}
 	protectedFiles = lazy.Value[map[string]bool]{New: func() map[string]bool {
-		return map[string]bool{".mcp.json": true, ".gitmodules": true}
+		return map[string]bool{".mcp.json": true, ".gitmodules": true, ".crush.json": true, "crush.json": true, ".devcontainer.json": true}
 	}}
 )
 

@@ -13,7 +13,10 @@ func TestProtectedPaths(t *testing.T) {
 	protectedEdits := []string{".git/hooks/pre-commit", ".git/config", "sub/.git/config", ".keel/settings.json",
 		".claude/settings.local.json", ".claude/agents/evil.md", ".claude/skills/x/SKILL.md", ".mcp.json", "sub/.mcp.json",
 		".vscode/tasks.json", ".gitmodules", ".keel/worktrees/agent-1/.git", ".keel/worktrees/agent-1/.claude/settings.json", ".keel/worktrees", "scripts/check.sh", userSettings, ".git",
-		".gemini/agents/helper.md", ".opencode/agent/helper.md", ".codex/config.toml", "sub/.opencode/agents/x.md"}
+		".gemini/agents/helper.md", ".opencode/agent/helper.md", ".codex/config.toml", "sub/.opencode/agents/x.md",
+		".cursor/mcp.json", "sub/.zed/settings.json", ".devcontainer/devcontainer.json", ".devcontainer.json", ".kiro/settings/mcp.json",
+		".amazonq/mcp.json", ".continue/mcpServers/x.yaml", ".roo/mcp.json", ".junie/mcp/mcp.json", ".windsurf/x.md",
+		".crush/crush.json", ".crush.json", "crush.json", ".helix/languages.toml"}
 	plain := []string{"src/main.go", "docs/.gitignore", "git/config", "x.mcp.json", ".keel/worktrees/agent-1/src/a.go"}
 	rules := func(texts ...string) []Rule { return mustRules(t, Allow, texts...) }
 	tests := []struct {

@@ -39,6 +39,11 @@ func testEscapeProjectConfig(t *testing.T) {
 		"deeper opencode":     "mkdir -p sub/deeper/.opencode/agent && echo pwned > sub/deeper/.opencode/agent/h.md",
 		"vscode":              "mkdir -p .vscode && echo '{}' > .vscode/settings.json",
 		"idea":                "mkdir -p .idea && echo x > .idea/workspace.xml",
+		"cursor mcp":          "mkdir -p .cursor && echo '{}' > .cursor/mcp.json",
+		"zed settings":        "mkdir -p .zed && echo '{}' > .zed/settings.json",
+		"devcontainer":        "mkdir -p .devcontainer && echo '{}' > .devcontainer/devcontainer.json",
+		"kiro mcp":            "mkdir -p .kiro/settings && echo '{}' > .kiro/settings/mcp.json",
+		"crush json":          "echo '{}' > .crush.json",
 		"ripgreprc":           "echo --pre=/tmp/x > .ripgreprc",
 		"workspace gitconfig": "echo '[core]' > .gitconfig",
 		"bashrc":              "echo pwned > .bashrc",
@@ -51,7 +56,8 @@ func testEscapeProjectConfig(t *testing.T) {
 			}
 		})
 	}
-	for _, n := range []string{".gemini", ".opencode", ".codex", ".vscode", ".idea", ".ripgreprc", ".gitconfig", ".bashrc", ".profile",
+	for _, n := range []string{".gemini", ".opencode", ".codex", ".vscode", ".idea", ".cursor", ".zed", ".devcontainer", ".kiro", ".crush.json",
+		".ripgreprc", ".gitconfig", ".bashrc", ".profile",
 		"sub/.claude/skills", "sub/deeper/.opencode/agent"} {
 		if _, err := os.Lstat(filepath.Join(w.ws, n)); err == nil {
 			t.Errorf("%s is left in the workspace", n)

@@ -23,11 +23,16 @@ var keelPrograms = []string{"keel", "keel-tui", HelperProgram, "keel-nats", "kee
 
 // guardHost protects what keel runs outside the sandbox from what p's commands can write:
 // hostexec skips every PATH entry they can write when keel looks up git, bwrap, sh or rg, and
-// keel's own executables, where a writable root holds them, are read-only (exe is the helper).
+// keel's own executables, where a writable root holds them, are read-only (exe is the helper);
+// and the Python programs keel runs outside keep their bytecode in keel's directory, not in the
+// __pycache__ folders beside their sources, where a command could plant a .pyc for them.
 func (s *Sandbox) guardHost(exe string) {
 	p := &s.policy
 	if len(p.Writable) == 0 {
 		return
+	}
+	if p.PythonCache != "" {
+		hostexec.PythonCache(p.PythonCache)
 	}
 	self, _ := os.Executable()
 	var mine []string

@@ -170,8 +170,11 @@ func (w *plantWatch) refuseUnlisted(g gitGuard, now Policy, moved []string) (sai
 // false when it could not be moved.
 func refuseConfig(c, repo string) (msg string, ok bool) {
 	why := "project configuration — hooks, MCP servers, skills and commands with their allowed tools, an editor's tasks — that keel, Claude Code, another harness or an editor started there outside the sandbox would act on"
-	if slices.Contains(runnerConfig, filepath.Base(c)) {
+	switch name := filepath.Base(c); {
+	case slices.Contains(runnerConfig, name):
 		why = "a package runner's configuration, which can name a program for npx, pnpm dlx, yarn dlx or bunx to run — an MCP server, the status line or a hook that keel starts there outside the sandbox"
+	case slices.Contains(enterConfig, name):
+		why = "a file that a program you start there runs as code outside the sandbox — direnv's .envrc, mise's configuration, a .tool-versions naming a path: version, Vim's or Neovim's exrc, lazy.nvim's .lazy.lua"
 	}
 	if repo != "" {
 		why += fmt.Sprintf(", inside %s, a repository the command cloned or made: what a command fetched is not the user's project, so its configuration goes aside too", repo)

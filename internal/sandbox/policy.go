@@ -91,6 +91,10 @@ type Policy struct {
 	// ObjectState is where keel keeps the copies of packs without the blobs of masked files
 	// ([Sandbox.HideObjects]), below its own directory; empty without one.
 	ObjectState string
+	// PythonCache is the bytecode cache of the Python programs keel runs outside the sandbox
+	// ([hostexec.PythonCache]), below its own directory, which commands cannot write; empty
+	// without one.
+	PythonCache string
 	// Network is how a command reaches the outside.
 	Network Network
 	// UnixSockets are the Unix sockets a command may connect to (allowUnixSockets); with none,
@@ -243,6 +247,7 @@ func NewPolicy(in Input) Policy {
 	}
 	if in.KeelHome != "" {
 		p.ObjectState = resolvePath(filepath.Join(abs(in.KeelHome), "sandbox", "objects"))
+		p.PythonCache = resolvePath(filepath.Join(abs(in.KeelHome), "sandbox", "pycache"))
 	}
 	for _, d := range vals(sb.Filesystem.DenyWrite) {
 		p.add(&p.ReadOnly, abs(d), "sandbox.filesystem.denyWrite")

@@ -11,8 +11,10 @@ import (
 // later outside the sandbox takes as code to run or permissions to grant: keel's and Claude
 // Code's settings, hooks, skills, commands, agents and output styles (.keel, .claude), the MCP
 // servers of .mcp.json, the agent definitions keel loads from the other harnesses' folders too
-// (.codex, .gemini, .opencode: hooks and MCP servers of their own), and the editors' workspace
-// settings (.vscode, .idea), which name programs the editor runs when the folder is opened, and
+// (.codex, .gemini, .opencode: hooks and MCP servers of their own), the other agents' and
+// editors' project folders and files, which name MCP servers, language servers, tasks or hooks
+// they start on the host (.vscode, .idea, .cursor, .windsurf, .zed, .continue, .roo, .kiro,
+// .amazonq, .junie, .crush and crush.json, .helix; a dev container's initializeCommand), and
 // .gitmodules, the submodules git clones and checks out there.
 // keel reads skills and commands in every directory from the project's root down to the
 // working directory, and an editor or another harness opened in a subdirectory reads that
@@ -26,7 +28,9 @@ import (
 // are instructions a model reads, as it reads any file of the project, not code any program
 // runs or a grant keel applies, and keeping them writable lets /init and the agent itself
 // maintain them. Those inside .keel/ and .claude/ are read-only with their folder.
-var projectConfigNames = []string{".mcp.json", ".gitmodules", ".claude", ".keel", ".codex", ".gemini", ".opencode", ".vscode", ".idea"}
+var projectConfigNames = []string{".mcp.json", ".gitmodules", ".claude", ".keel", ".codex", ".gemini", ".opencode", ".vscode", ".idea",
+	".cursor", ".windsurf", ".zed", ".devcontainer", ".devcontainer.json", ".continue", ".roo", ".kiro", ".amazonq", ".junie",
+	".crush", ".crush.json", "crush.json", ".helix"}
 
 // runnerConfig are the files npm, pnpm, Yarn and bun read as configuration in the directory a
 // package runner (`npx -y PKG`, `pnpm dlx`, `yarn dlx`, `bunx`) starts in and those above it,
@@ -38,6 +42,23 @@ var projectConfigNames = []string{".mcp.json", ".gitmodules", ".claude", ".keel"
 // looks for its configuration file may break it inside — so one a command makes goes aside
 // as it is released instead ([plantWatch.refuseMade]).
 var runnerConfig = []string{".npmrc", ".pnpmfile.cjs", "pnpm-workspace.yaml", ".yarnrc.yml", ".yarnrc", "bunfig.toml"}
+
+// enterConfig are the files a program the user starts in a directory runs as code: their
+// shell entering it (direnv's .envrc; mise's configuration, whose hooks and env scripts run
+// once the file is trusted — by its path; a .tool-versions, whose `path:` versions asdf's and
+// mise's shims run programs from), or an editor opened there (Vim's and Neovim's exrc files,
+// lazy.nvim's .lazy.lua). Like runnerConfig, each is read-only where it is, and an absent one
+// gets no placeholder — mise and asdf look for theirs in every directory up from where a
+// command runs, and a directory in its place would break them inside (and the user's shell
+// hook outside, while a command runs) — so one a command makes goes aside as it is released.
+var enterConfig = []string{".envrc", "mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".tool-versions",
+	".exrc", ".vimrc", ".nvimrc", ".nvim.lua", ".lazy.lua"}
+
+// heldWhereFound reports whether name is runnerConfig or enterConfig: read-only wherever the
+// search finds one, without a placeholder where absent.
+func heldWhereFound(name string) bool {
+	return slices.Contains(runnerConfig, name) || slices.Contains(enterConfig, name)
+}
 
 // rootConfig are more names read-only at a writable root's top: what tools started there
 // read as configuration — ripgrep's, a workspace-level git configuration, the shells'
@@ -91,13 +112,14 @@ func protectedBetween(r, dir string) []string {
 }
 
 // projectConfig notes the projectConfigNames that dir, a directory the search for repositories
-// visits below root, holds, and the runnerConfig that dir or root holds (from its listing,
-// entries: a stat more for each one found). The root's projectConfigNames are protectedIn's,
-// absent ones included.
+// visits below root, holds, and the runnerConfig and enterConfig that dir or root holds (from
+// its listing, entries: a stat more for each one found). The root's projectConfigNames are
+// protectedIn's, absent ones included.
 func (g *gitGuard) projectConfig(dir, root string, entries []os.DirEntry) {
 	for _, e := range entries {
-		// The root's projectConfigNames are protectedIn's; its runnerConfig only the search's.
-		if !slices.Contains(runnerConfig, e.Name()) && (dir == root || !slices.Contains(projectConfigNames, e.Name())) {
+		// The root's projectConfigNames are protectedIn's; its runnerConfig and enterConfig only
+		// the search's.
+		if !heldWhereFound(e.Name()) && (dir == root || !slices.Contains(projectConfigNames, e.Name())) {
 			continue
 		}
 		if g.present == nil {

@@ -77,10 +77,22 @@ func TestPolicyProtectsEveryLoaderLocation(t *testing.T) {
 			}
 		}
 	}
-	for _, n := range []string{".vscode/settings.json", ".idea/workspace.xml", ".ripgreprc", ".gitconfig", ".gitmodules",
-		".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile", ".gemini/settings.json", ".opencode/opencode.json"} {
+	// The other agents' and editors' project configuration, which starts programs on the host
+	// (MCP and language servers, tasks, a dev container's initializeCommand): at the root and
+	// between it and the working directory, absent.
+	editors := []string{".vscode/settings.json", ".idea/workspace.xml", ".cursor/mcp.json", ".windsurf/rules.md",
+		".zed/settings.json", ".devcontainer/devcontainer.json", ".devcontainer.json", ".continue/mcpServers/x.yaml",
+		".roo/mcp.json", ".kiro/settings/mcp.json", ".amazonq/mcp.json", ".junie/mcp/mcp.json", ".crush/crush.json",
+		".crush.json", "crush.json", ".helix/languages.toml"}
+	for _, n := range append(editors, ".ripgreprc", ".gitconfig", ".gitmodules",
+		".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile", ".gemini/settings.json", ".opencode/opencode.json") {
 		if p.WritableAt(filepath.Join(ws, n)) {
 			t.Errorf("%s at a writable root's top is writable", n)
+		}
+	}
+	for _, n := range editors {
+		if path := filepath.Join(outer, "a", n); p.WritableAt(path) {
+			t.Errorf("%s, between a writable root and the working directory, is writable", path)
 		}
 	}
 	// Only the configuration: the rest of the tree stays writable.

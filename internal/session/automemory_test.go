@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keel-dev/keel/internal/gittest"
 	"github.com/keel-dev/keel/internal/memory"
 	"github.com/keel-dev/keel/internal/permission"
 	"github.com/keel-dev/keel/internal/provider/scripted"
@@ -135,5 +136,35 @@ func TestAutoMemoryUnwritable(t *testing.T) {
 	}
 	if h.sess.insp.AutoMemoryDir() != "" {
 		t.Errorf("an unwritable memory directory was opened")
+	}
+}
+
+// TestAutoMemoryNotFromAForeignDotGitFile: a .git file a command wrote in a folder, naming
+// another project's linked worktree, does not bring that project's auto memory into the
+// system prompt of a session started in the folder; the worktree itself still shares it.
+func TestAutoMemoryNotFromAForeignDotGitFile(t *testing.T) {
+	other, home := gittest.New(t), t.TempDir()
+	wt := filepath.Join(t.TempDir(), "w1")
+	other.Git("worktree", "add", "-q", "-b", "w1", wt)
+	dir := memory.AutoDir(home, other.Dir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, memory.AutoIndexName), []byte("- OTHER-PROJECT-MEMORY\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(t.TempDir(), "sub2")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, ".git"), []byte("gitdir: "+filepath.Join(other.Dir, ".git", "worktrees", "w1")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for cwd, want := range map[string]bool{sub: false, wt: true} {
+		h := newHarness(t, &scripted.Scenario{}, Options{Cwd: cwd, Home: home})
+		h.send(t, "hello")
+		if got := bytes.Contains(systemOf(t, h.srv.Requests()[0].Body), []byte("OTHER-PROJECT-MEMORY")); got != want {
+			t.Errorf("session in %s: the other project's memory in the prompt = %v, want %v", cwd, got, want)
+		}
 	}
 }

@@ -359,7 +359,10 @@ func (w *hookWalk) interpreted(in interpreter, args []*syntax.Word, dir string) 
 // first: pkg/__init__.py and pkg/mod.py (or, for a package, its __init__.py and __main__.py),
 // present or not, when the top-level package or module is in dir; a module found only
 // elsewhere (python3 -m pytest) is installed code, not the project's. dir itself is then
-// what sys.path starts with.
+// what sys.path starts with. So is the __pycache__ folder beside each of those files: Python
+// runs a .pyc there in place of its source when its header matches the source's time and
+// size, which a command can read (keel also moves the cache of what it runs outside
+// elsewhere, [hostexec.PythonCache], but a hook may set its own).
 func (w *hookWalk) module(mod, dir string) {
 	parts := strings.Split(mod, ".")
 	if dir == "" || slices.Contains(parts, "") || slices.ContainsFunc(parts, func(p string) bool { return strings.ContainsAny(p, "/\\") }) {
@@ -373,16 +376,26 @@ func (w *hookWalk) module(mod, dir string) {
 	for _, p := range parts[:len(parts)-1] {
 		base = filepath.Join(base, p)
 		w.add(filepath.Join(base, "__init__.py"), "", true)
+		w.pycache(base)
 	}
 	last := filepath.Join(base, parts[len(parts)-1])
 	if fi, err := os.Stat(last); err == nil && fi.IsDir() {
 		w.add(filepath.Join(last, "__init__.py"), "", true)
 		w.add(filepath.Join(last, "__main__.py"), "", true)
+		w.pycache(last)
 	} else {
 		w.add(last+".py", "", true)
+		w.pycache(base)
 	}
 	// PYTHONSAFEPATH would drop the working directory, and with it the module: not exposed.
 	w.codeDir(dir, false)
+}
+
+// pycache protects the __pycache__ folder of pkg, present or not, when inside the roots.
+func (w *hookWalk) pycache(pkg string) {
+	if p := filepath.Join(pkg, "__pycache__"); withinAny(p, w.inside) {
+		w.out = append(w.out, p)
+	}
 }
 
 // codeDir keeps dir, where an interpreter looks code up first, read-only whole when it lies

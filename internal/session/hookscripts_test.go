@@ -105,10 +105,10 @@ func TestHookScripts(t *testing.T) {
 		{"shell by its #! line", "./tools/run.sh", vars, in("tools/run.sh")},
 		{"python script through a link", "python3 tools/link.py", vars, in("tools/link.py", "lib")},
 		// python3 -m runs a module from the working directory.
-		{"python -m package module", "cd $CLAUDE_PROJECT_DIR && python3 -m pkg.mod --fix", vars, in("pkg/__init__.py", "pkg/mod.py")},
-		{"python -m module", "python3 -m single", vars, in("single.py")},
-		{"python -m package main", "python -m runner", vars, in("runner/__init__.py", "runner/__main__.py")},
-		{"python -m below the root", "cd tools && python3 -m pkg2.m", vars, in("tools/pkg2/__init__.py", "tools/pkg2/m.py", "tools")},
+		{"python -m package module", "cd $CLAUDE_PROJECT_DIR && python3 -m pkg.mod --fix", vars, in("pkg/__init__.py", "pkg/__pycache__", "pkg/mod.py")},
+		{"python -m module", "python3 -m single", vars, in("__pycache__", "single.py")},
+		{"python -m package main", "python -m runner", vars, in("runner/__init__.py", "runner/__main__.py", "runner/__pycache__")},
+		{"python -m below the root", "cd tools && python3 -m pkg2.m", vars, in("tools/pkg2/__init__.py", "tools/pkg2/__pycache__", "tools/pkg2/m.py", "tools")},
 		// A script on stdin.
 		{"bash < file", "bash < $CLAUDE_PROJECT_DIR/tools/h21.sh", vars, in("tools/h21.sh")},
 		{"sh -s < file", "sh -s -- arg < hk/absent.sh", vars, in("hk/absent.sh")},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keel-dev/keel/internal/event"
+	"github.com/keel-dev/keel/internal/hostexec"
 	"github.com/keel-dev/keel/internal/lsp"
 	"github.com/keel-dev/keel/internal/message"
 	"github.com/keel-dev/keel/internal/sandbox"
@@ -49,6 +50,10 @@ func (c *configWiring) buildLSP() {
 	confine := s.lspConfine()
 	if s.sandbox != nil && confine == nil {
 		s.warn("Sandbox: " + lspOutside + ".")
+	}
+	if confine == nil {
+		// Outside, Python keeps its bytecode where no sandboxed command plants any.
+		environ = hostexec.PythonEnv(environ)
 	}
 	s.lsp = lsp.New(lsp.Options{Servers: servers, Root: s.projectDir, Environ: environ, Wait: s.opts.LSPWait, Confine: confine, Logger: s.logger})
 }

@@ -176,7 +176,9 @@ func (e *expander) run(ctx context.Context, cmd string) string {
 	note := ""
 	var run *sandbox.Run
 	if sb := e.opts.Sandbox; sb != nil && sb.Policy().Choose(cmd, false) == sandbox.Inside {
-		c.Env = sandbox.WithoutCredentials(c.Env)
+		// Keel's own environment, not Command's: Python inside keeps its bytecode as usual
+		// (PYTHONPYCACHEPREFIX is for what runs outside).
+		c.Env = sandbox.WithoutCredentials(nil)
 		var err error
 		run, err = sb.Confine(c)
 		switch {

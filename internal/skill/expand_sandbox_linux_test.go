@@ -37,3 +37,24 @@ func TestShellLinesSayWhatTheSandboxDisarmed(t *testing.T) {
 		t.Errorf("the expansion does not say what was disarmed:\n%s", inv.Text)
 	}
 }
+
+// TestSandboxedShellLineKeepsPythonCache: the bytecode cache keel gives what it runs outside
+// (PYTHONPYCACHEPREFIX, in keel's directory, read-only inside) is not a sandboxed shell line's:
+// Python there keeps its __pycache__ as usual.
+func TestSandboxedShellLineKeepsPythonCache(t *testing.T) {
+	l := newLayout(t)
+	write(t, l.root, ".keel/commands/py.md", "---\nallowed-tools: Bash(echo:*)\n---\nSaw: !`echo \"prefix=[$PYTHONPYCACHEPREFIX]\"`")
+	sb := sandbox.New(sandbox.NewPolicy(sandbox.Input{Mode: sandbox.ModeWorkspaceWrite, Dirs: []string{l.cwd}, KeelHome: t.TempDir()}), sandbox.Options{})
+	if err := sb.Available(); errors.Is(err, sandbox.ErrUnavailable) {
+		t.Skipf("no sandbox on this machine: %v", err)
+	}
+	allow := func(context.Context, string, []string) error { return nil }
+	c, _ := l.load(t, func(o *Options) { o.AllowShell, o.Sandbox = allow, sb })
+	inv, ok, err := c.Expand(t.Context(), "/py")
+	if !ok || err != nil {
+		t.Fatalf("Expand = %v, %v", ok, err)
+	}
+	if !strings.Contains(inv.Text, "prefix=[]") {
+		t.Errorf("the sandboxed line saw another bytecode cache:\n%s", inv.Text)
+	}
+}
