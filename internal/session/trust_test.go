@@ -161,7 +161,10 @@ func TestUntrustedMemoryIncludesStayInTheProject(t *testing.T) {
 			t.Fatal(err)
 		}
 		os.WriteFile(filepath.Join(cwd, "docs", "style.md"), []byte("INSIDE-STYLE\n@./linked.md\n"), 0o644)
-		h := newHarness(t, calls(scripted.Text("hi")), Options{Cwd: cwd, Trust: trusted})
+		// The sandbox off: this test's home and outside folder lie in /tmp, which sandboxed
+		// commands see as their own, and a memory file they can write may not include from
+		// there (TestMemoryIncludesSkipCommandsPrivateTmp).
+		h := newHarness(t, calls(scripted.Text("hi")), Options{Cwd: cwd, Trust: trusted, Sandbox: "off"})
 		events := h.send(t, "go")
 		body := h.bodies()
 		if !strings.Contains(body, "INSIDE-STYLE") {
