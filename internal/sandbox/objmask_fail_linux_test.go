@@ -83,10 +83,12 @@ func testObjectMaskJunkLoose(t *testing.T) {
 	repo, ids := secretRepo(t)
 	home := sandbox.VisibleDir(t)
 	readsSecret(t, maskedWorld(t, repo, home), ids, "at first")
-	junk := "c=$(git rev-parse HEAD) && for i in $(seq 300); do " +
-		"b=$(echo junk$i | git hash-object -w --stdin) && t=$(printf '100644 blob %s\\ttoken\\n' $b | git mktree) && " +
-		"r=$(printf '040000 tree %s\\tsecrets\\n' $t | git mktree) && c=$(git commit-tree -p $c -m junk$i $r) || exit 1; done && " +
-		"git update-ref refs/heads/junk $c && echo JUNK"
+	// fast-import with a high unpackLimit writes each object loose: 300 versions of the
+	// masked file, each committed on the branch junk.
+	junk := "for i in $(seq 300); do printf 'blob\\nmark :%d\\ndata <<E\\njunk%d\\nE\\ncommit refs/heads/junk\\n" +
+		"committer a <a@b> 0 +0000\\ndata 1\\nj\\nM 100644 :%d secrets/token\\n' $i $i $i; done | " +
+		"git -c fastimport.unpackLimit=100000 fast-import --quiet && " +
+		"test $(git rev-list --count junk) = 300 && test $(find .git/objects/?? -type f | wc -l) -gt 900 && echo JUNK"
 	if out := maskedWorld(t, repo, home).run(t, junk+" 2>&1", gittest.Env()...); !strings.Contains(out, "JUNK") {
 		t.Fatalf("committing junk inside the sandbox:\n%s", out)
 	}
