@@ -247,7 +247,8 @@ func (s *Sandbox) objectMasks(p Policy) (binds []objBind, unreadable, maskAs []s
 		r := repos[o]
 		key := r.key()
 		cur := s.objs.repos[o]
-		if cur == nil || cur.key != key || !cur.copiesKept() {
+		computed := cur == nil || cur.key != key || !cur.copiesKept()
+		if computed {
 			next := s.hideRepo(p, r, cur)
 			switch {
 			case next.sealed != "":
@@ -277,7 +278,7 @@ func (s *Sandbox) objectMasks(p Policy) (binds []objBind, unreadable, maskAs []s
 		// Looked for at each command: one written since (a git add outside, an unpack) is
 		// covered too.
 		files, dirs := coverLoose(o, cur.hidden, cur.maskAs)
-		if len(dirs) > 0 {
+		if len(dirs) > 0 && computed {
 			slog.Warn("sandbox: loose objects of masked files' blobs past the bound: their directories masked whole", "repo", o, "dirs", len(dirs))
 		}
 		unreadable, maskAs = append(unreadable, files...), append(maskAs, dirs...)
@@ -363,7 +364,10 @@ func (s *Sandbox) hideRepo(p Policy, r *maskedRepo, prev *objRepo) *objRepo {
 	hidden, history, err := hiddenBlobs(ctx, r, prev)
 	out.history = history
 	if err != nil {
-		out.sealed = fmt.Sprintf("keel could not list the blobs at the masked paths (%v): repair the repository (git fsck; delete a ref that names a missing object)", err)
+		// git's last line says what failed; the command line and hints before it only bury it.
+		msg := strings.TrimSpace(err.Error())
+		msg = msg[strings.LastIndexByte(msg, '\n')+1:]
+		out.sealed = fmt.Sprintf("keel could not list the blobs at the masked paths (%s): repair the repository (git fsck; delete a ref that names a missing object)", msg)
 		return out
 	}
 	if hidden, err = rememberHidden(p.ObjectState, r.objects, hidden); err != nil {
