@@ -40,27 +40,34 @@ import (
 //     tree it writes exist without reading them, still commits beside a masked file.
 //
 // The blobs found are remembered per store ([rememberHidden]) and stay hidden after a
-// command made them unreachable; a recomputation that fails keeps the last hiding, so that a
-// command cannot show them by making git fail here. A git command that needs such a blob then
-// fails inside (git diff or checkout of that file, git gc or repack, which cannot read it
-// either); status, log, commits and diffs of other files work. Where keel cannot do this —
-// the Landlock-only form makes no mounts, the packs are past maxFilterPackBytes, git fails
-// or takes longer than objMaskLimit, a blob may sit in another store (objects/info/
-// alternates) — nothing is hidden in that repository, and [Sandbox.HideObjects] says why:
-// the session's notice and `keel doctor` name its files as readable through git. Blobs none
-// of these reached when keel looked (a version added and replaced before a
-// commit, a dropped stash whose reflog entry expired) are not found.
+// command made them unreachable. A git command that needs such a blob then fails inside (git
+// diff or checkout of that file, git gc or repack, which cannot read it either); status, log,
+// commits and diffs of other files work. The walk starts only from what names an object
+// ([walkTips]), so that a ref a command pointed at nothing does not stop it; where it still
+// fails, or the blobs cannot be hidden for a reason a command can bring about — history it
+// broke or made too long to walk, packs past maxFilterPackBytes, a pack index keel cannot
+// read — the object store is masked whole for commands instead (git fails there; the
+// session's notice and `keel doctor` say why and how to repair it): hiding only what was
+// found before would show a version committed since. Past maxHiddenLoose loose objects to
+// cover, their fan-out directories are masked whole ([coverLoose]). Where keel cannot hide
+// them for a reason no command brings about — the Landlock-only form makes no mounts, no
+// directory of keel's, a blob may sit in another store (objects/info/alternates) — nothing
+// is hidden in that repository, and [Sandbox.HideObjects] says why: the notice and doctor
+// name its files as readable through git. Blobs none of these reached when keel looked (a
+// version added and replaced before a commit, a dropped stash whose reflog entry expired)
+// are not found.
 
 // maxFilterPackBytes bounds the packs of one repository keel copies without the hidden
-// blobs: past it nothing is hidden there. A test lowers it.
+// blobs: past it the object store is masked whole for commands. A test lowers it.
 var maxFilterPackBytes int64 = 512 << 20
 
 const (
 	// objMaskLimit bounds the git commands that find the blobs and copy the packs of one
 	// repository.
 	objMaskLimit = 2 * time.Minute
-	// maxHiddenLoose bounds the loose objects of hidden blobs covered in one repository: each
-	// is a mount, at every command.
+	// maxHiddenLoose bounds the loose objects of hidden blobs covered one by one in one
+	// repository: each is a mount, at every command. Past it their fan-out directories are
+	// masked ([coverLoose]).
 	maxHiddenLoose = 256
 	// objStateKeep is how long a pack copy no command used is kept below keel's directory.
 	objStateKeep = 7 * 24 * time.Hour
@@ -84,6 +91,9 @@ type ObjectCover struct {
 	Blobs int
 	// Why, when not empty, says why none is: they stay readable through git inside.
 	Why string
+	// Sealed, when not empty, says why commands see the repository's object store masked
+	// whole, its blobs hidden with all the others (git fails there), and how to repair it.
+	Sealed string
 }
 
 // objRepo is one object store's hiding as last computed, by key ([maskedRepo.key]).
@@ -93,7 +103,12 @@ type objRepo struct {
 	hidden             []string
 	binds              []objBind
 	unreadable, maskAs []string
-	why                string
+	// why, when not empty, says why nothing is hidden: what no command can change (no
+	// directory of keel's, a store named in objects/info/alternates, which is read-only
+	// inside). sealed, when not empty, says why the object store is masked whole instead:
+	// keel could not find or hide the blobs for a reason a command can bring about (a
+	// history it broke, a pack it made too large or corrupt), and that must not show them.
+	why, sealed string
 	// history are the blobs found in the refs' history, kept while the refs stay as they are.
 	history historyBlobs
 }
@@ -216,8 +231,8 @@ func (r *maskedRepo) key() string {
 
 // objectMasks are what hides, for a command started now under p, the blobs of the masked
 // files its repositories track: pack copies to bind, files to cover unreadable, directories
-// to mask. Computed again for a repository whose key changed; a failure hides nothing there
-// and is logged (HideObjects says it).
+// to mask (the object store itself where it is sealed). Computed again for a repository
+// whose key changed; what is not hidden, or sealed, is logged (HideObjects says it).
 func (s *Sandbox) objectMasks(p Policy) (binds []objBind, unreadable, maskAs []string) {
 	repos := p.maskedRepos()
 	if len(repos) == 0 {
@@ -232,13 +247,15 @@ func (s *Sandbox) objectMasks(p Policy) (binds []objBind, unreadable, maskAs []s
 		r := repos[o]
 		key := r.key()
 		cur := s.objs.repos[o]
-		if cur == nil || cur.key != key || !cur.copiesKept() {
+		computed := cur == nil || cur.key != key || !cur.copiesKept()
+		if computed {
 			next := s.hideRepo(p, r, cur)
 			switch {
+			case next.sealed != "":
+				slog.Warn("sandbox: git's objects masked whole for commands", "repo", o, "why", next.sealed)
 			case next.why == "":
-			case cur != nil && cur.why == "" && cur.copiesKept():
-				// What hid them before hides them still: a command may have made git fail
-				// here (a ref it broke, history it made too long to walk) to have them shown.
+			case cur != nil && cur.why == "" && cur.sealed == "" && cur.copiesKept():
+				// What hid them before hides them still.
 				slog.Warn("sandbox: masked files' blobs hidden as before", "repo", o, "why", next.why)
 				next = cur
 			default:
@@ -248,20 +265,23 @@ func (s *Sandbox) objectMasks(p Policy) (binds []objBind, unreadable, maskAs []s
 			cur = next
 			s.objs.repos[o] = cur
 		}
+		if cur.sealed != "" {
+			maskAs = append(maskAs, o)
+			continue
+		}
 		if cur.why != "" {
 			continue
 		}
 		binds = append(binds, cur.binds...)
 		unreadable = append(unreadable, cur.unreadable...)
 		maskAs = append(maskAs, cur.maskAs...)
-		// A loose object written since (a git add outside, an unpack) is covered too.
-		for _, id := range cur.hidden {
-			if l := filepath.Join(o, id[:2], id[2:]); !slices.Contains(unreadable, l) {
-				if _, err := os.Lstat(l); err == nil {
-					unreadable = append(unreadable, l)
-				}
-			}
+		// Looked for at each command: one written since (a git add outside, an unpack) is
+		// covered too.
+		files, dirs := coverLoose(o, cur.hidden, cur.maskAs)
+		if len(dirs) > 0 && computed {
+			slog.Warn("sandbox: loose objects of masked files' blobs past the bound: their directories masked whole", "repo", o, "dirs", len(dirs))
 		}
+		unreadable, maskAs = append(unreadable, files...), append(maskAs, dirs...)
 	}
 	return binds, unreadable, maskAs
 }
@@ -307,7 +327,7 @@ func (s *Sandbox) HideObjects() []ObjectCover {
 			c.Trees = append(c.Trees, repos[o].trees[d])
 		}
 		if r := s.objs.repos[o]; why == "" && r != nil {
-			c.Blobs, c.Why = len(r.hidden), r.why
+			c.Blobs, c.Why, c.Sealed = len(r.hidden), r.why, r.sealed
 		}
 		out = append(out, c)
 	}
@@ -327,27 +347,31 @@ func (r *objRepo) copiesKept() bool {
 	return true
 }
 
-// hideRepo computes the hiding of r: the blobs, their loose objects, and a copy of each pack
-// holding one.
+// hideRepo computes the hiding of r: the blobs, and a copy of each pack holding one (their
+// loose objects are covered at each command: [coverLoose]). Where it cannot find or hide
+// them for a reason a command can bring about, the store is sealed.
 func (s *Sandbox) hideRepo(p Policy, r *maskedRepo, prev *objRepo) *objRepo {
 	out := &objRepo{}
 	for _, d := range r.dirs {
 		out.trees = append(out.trees, r.trees[d])
+	}
+	if p.ObjectState == "" {
+		out.why = "keel has no directory of its own to keep the filtered packs in"
+		return out
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), objMaskLimit)
 	defer cancel()
 	hidden, history, err := hiddenBlobs(ctx, r, prev)
 	out.history = history
 	if err != nil {
-		out.why = fmt.Sprintf("keel could not list the blobs at the masked paths: %v", err)
-		return out
-	}
-	if p.ObjectState == "" {
-		out.why = "keel has no directory of its own to keep the filtered packs in"
+		// git's last line says what failed; the command line and hints before it only bury it.
+		msg := strings.TrimSpace(err.Error())
+		msg = msg[strings.LastIndexByte(msg, '\n')+1:]
+		out.sealed = fmt.Sprintf("keel could not list the blobs at the masked paths (%s): repair the repository (git fsck; delete a ref that names a missing object)", msg)
 		return out
 	}
 	if hidden, err = rememberHidden(p.ObjectState, r.objects, hidden); err != nil {
-		out.why = err.Error()
+		out.sealed = err.Error()
 		return out
 	}
 	out.hidden = hidden
@@ -356,38 +380,59 @@ func (s *Sandbox) hideRepo(p Policy, r *maskedRepo, prev *objRepo) *objRepo {
 	}
 	packs, found, err := packsHolding(r.objects, hidden)
 	if err != nil {
-		out.why = err.Error()
+		out.sealed = err.Error() + ": repair or remove it"
 		return out
 	}
 	for _, id := range hidden {
 		if _, err := os.Lstat(filepath.Join(r.objects, id[:2], id[2:])); err == nil {
-			out.unreadable = append(out.unreadable, filepath.Join(r.objects, id[:2], id[2:]))
 			found[id] = true
 		}
 	}
 	if len(found) < len(hidden) && hasAlternates(r.objects) {
+		// objects/info/alternates is read-only inside: no command set this up.
 		out.why = "a blob may be in another object store (objects/info/alternates), which keel does not filter"
-		return out
-	}
-	if len(out.unreadable) > maxHiddenLoose {
-		out.why = fmt.Sprintf("more than %d of them are loose objects, each a mount: run git gc there to pack them", maxHiddenLoose)
 		return out
 	}
 	// The stand-ins are read from inside, where a directory of keel's in /tmp or masked is not
 	// there: without them the blobs are hidden all the same, but a commit that writes a tree
 	// holding one fails.
 	if !p.MaskedAt(p.ObjectState) && (!within(p.ObjectState, "/tmp") || withinAny(p.ObjectState, p.Writable)) {
-		alternates, err := standIns(p.ObjectState, r.objects, hidden)
-		if err != nil {
-			out.why = err.Error()
-			return out
+		if alternates, err := standIns(p.ObjectState, r.objects, hidden); err != nil {
+			slog.Warn("sandbox: no stand-ins for hidden blobs: commits of trees holding one fail inside", "repo", r.objects, "err", err)
+		} else {
+			out.binds = append(out.binds, objBind{Src: alternates, Dest: filepath.Join(r.objects, "info", "alternates")})
 		}
-		out.binds = append(out.binds, objBind{Src: alternates, Dest: filepath.Join(r.objects, "info", "alternates")})
 	}
 	if len(packs) > 0 {
-		out.why = out.filterPacks(ctx, p.ObjectState, r, packs)
+		if err := out.filterPacks(ctx, p.ObjectState, r, packs); err != "" {
+			out.binds, out.unreadable, out.maskAs = nil, nil, nil
+			out.sealed = err
+		}
 	}
 	return out
+}
+
+// coverLoose are what covers the loose objects of ids in objects: each with an unreadable
+// file, or — past maxHiddenLoose, each a mount at every command, a count a command passes by
+// committing junk at a masked path — each fan-out directory holding one masked whole, so
+// that the junk cannot show the others (git then misses the other loose objects there too,
+// until git gc packs them). skip are directories masked already.
+func coverLoose(objects string, ids, skip []string) (files, dirs []string) {
+	for _, id := range ids {
+		l := filepath.Join(objects, id[:2], id[2:])
+		if _, err := os.Lstat(l); err == nil && !slices.Contains(skip, filepath.Dir(l)) {
+			files = append(files, l)
+		}
+	}
+	if len(files) <= maxHiddenLoose {
+		return files, nil
+	}
+	for _, f := range files {
+		if d := filepath.Dir(f); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return nil, dirs
 }
 
 // filterPacks binds over each of packs (index → the hidden blobs it holds) a copy without
@@ -400,7 +445,7 @@ func (out *objRepo) filterPacks(ctx context.Context, state string, r *maskedRepo
 		}
 	}
 	if size > maxFilterPackBytes {
-		return fmt.Sprintf("its packs holding them are %d bytes, past the %d keel copies", size, maxFilterPackBytes)
+		return fmt.Sprintf("its packs holding them are %d bytes, past the %d keel copies: rewrite the masked files out of the history (git filter-repo)", size, maxFilterPackBytes)
 	}
 	for _, idx := range slices.Sorted(maps.Keys(packs)) {
 		copyIdx, err := filteredPack(ctx, state, r.dirs[0], r.trees[r.dirs[0]], idx, packs[idx])
@@ -471,68 +516,6 @@ func hiddenBlobs(ctx context.Context, r *maskedRepo, prev *objRepo) (ids []strin
 		}
 	}
 	return ids, history, nil
-}
-
-// walkHistory marks in found the blobs at specs in the history of every ref, reflog entry
-// and object gitDir's pseudo-refs and state files name ([stateObjects]); a tree they name
-// (AUTO_MERGE) is read whole.
-func walkHistory(ctx context.Context, run gitexec.Runner, pre []string, gitDir, tree string, specs []string, found map[string]bool) error {
-	named, err := stateObjects(gitDir)
-	if err != nil {
-		return err
-	}
-	commits, trees, err := stateCommitsAndTrees(ctx, run, pre, tree, named)
-	if err != nil {
-		return err
-	}
-	var in bytes.Buffer
-	for _, c := range commits {
-		in.WriteString(c + "\n")
-	}
-	log, err := gitInput(ctx, run, tree, &in, append(append(pre, "log", "--all", "--reflog", "--stdin", "--full-history",
-		"--diff-merges=separate", "--root", "--no-show-signature", "--no-renames", "--raw", "--no-abbrev", "-z", "--format=", "--"), specs...)...)
-	if err != nil {
-		return err
-	}
-	rawBlobs(log, found)
-	if len(trees) == 0 {
-		return nil
-	}
-	in.Reset()
-	for _, t := range trees {
-		in.WriteString(emptyTree(t) + " " + t + "\n")
-	}
-	diff, err := gitInput(ctx, run, tree, &in, append(append(pre, "diff-tree", "--stdin", "-r", "--no-renames", "--raw", "--no-abbrev", "-z", "--"), specs...)...)
-	if err != nil {
-		return err
-	}
-	rawBlobs(diff, found)
-	return nil
-}
-
-// rawBlobs marks in found the blobs of git's -z --raw output: ":<mode> <mode> <id> <id>
-// <status>" records, the line diff-tree --stdin echoes before each pair's cut off.
-func rawBlobs(out []byte, found map[string]bool) {
-	for f := range bytes.SplitSeq(out, []byte{0}) {
-		f = f[bytes.LastIndexByte(f, '\n')+1:]
-		fields := strings.Fields(string(f))
-		if len(fields) != 5 || !strings.HasPrefix(fields[0], ":") {
-			continue
-		}
-		for i, id := range fields[2:4] {
-			if blobMode(strings.TrimPrefix(fields[i], ":")) {
-				found[id] = true
-			}
-		}
-	}
-}
-
-// emptyTree is the empty tree's name in the repository whose objects are named as id is.
-func emptyTree(id string) string {
-	if len(id) == 64 {
-		return "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
-	}
-	return "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 }
 
 // historyBlobs are the blobs found in the history of the refs and reflogs as key, their

@@ -145,8 +145,21 @@ func (s *Session) trackedMaskedNotice(ctx context.Context, sb *sandbox.Sandbox) 
 	if len(files) == 0 {
 		return ""
 	}
-	_, readable, why := splitHidden(files, sb.HideObjects())
-	return trackedMaskedText(readable, why)
+	covers := sb.HideObjects()
+	_, readable, why := splitHidden(files, covers)
+	return strings.Join(slices.DeleteFunc([]string{trackedMaskedText(readable, why), sealedText(covers)}, func(t string) bool { return t == "" }), "; ")
+}
+
+// sealedText says which repositories' object stores commands see masked whole, and why
+// ([sandbox.ObjectCover.Sealed]); "" when none.
+func sealedText(covers []sandbox.ObjectCover) string {
+	var out []string
+	for _, c := range covers {
+		if c.Sealed != "" {
+			out = append(out, fmt.Sprintf("git's objects in %s are masked whole for commands, so git fails there: %s", c.Trees[0], c.Sealed))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // trackedMaskedFindings are `keel doctor`'s lines for [Session.trackedMasked]'s files: those
@@ -159,7 +172,8 @@ func (s *Session) trackedMaskedFindings(ctx context.Context, sb *sandbox.Sandbox
 	if len(files) == 0 {
 		return nil
 	}
-	hidden, readable, why := splitHidden(files, sb.HideObjects())
+	covers := sb.HideObjects()
+	hidden, readable, why := splitHidden(files, covers)
 	var out []sandbox.Finding
 	if len(hidden) > 0 {
 		out = append(out, sandbox.Finding{Name: "hidden from git", Status: "ok", Detail: "hidden from git inside the sandbox: the committed content of " + named(hidden) +
@@ -167,6 +181,9 @@ func (s *Session) trackedMaskedFindings(ctx context.Context, sb *sandbox.Sandbox
 	}
 	if text := trackedMaskedText(readable, why); text != "" {
 		out = append(out, sandbox.Finding{Name: "masked in git", Status: "warn", Detail: text})
+	}
+	if text := sealedText(covers); text != "" {
+		out = append(out, sandbox.Finding{Name: "git sealed", Status: "warn", Detail: text})
 	}
 	return out
 }

@@ -116,3 +116,33 @@ func TestTrackedMaskedFallback(t *testing.T) {
 		t.Errorf("doctor says they are hidden: %q", d)
 	}
 }
+
+// TestTrackedMaskedSealed: a repository whose history keel cannot walk (a branch's commit
+// whose parent is missing), which the sandbox masks git's objects of whole, is named with
+// why and how to repair it in the session's notice and doctor's "git sealed".
+func TestTrackedMaskedSealed(t *testing.T) {
+	repo := gittest.New(t)
+	repo.Write("secrets/token", "TRACKED-SECRET\n")
+	repo.Commit("secrets")
+	commit := "tree " + repo.Git("rev-parse", "HEAD^{tree}") + "\nparent 3333333333333333333333333333333333333333\nauthor a <a@b> 0 +0000\ncommitter a <a@b> 0 +0000\n\nbroken\n"
+	if err := os.WriteFile(filepath.Join(repo.Dir, "broken"), []byte(commit), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := repo.Git("hash-object", "-t", "commit", "-w", "--literally", "broken")
+	if err := os.Remove(filepath.Join(repo.Dir, "broken")); err != nil {
+		t.Fatal(err)
+	}
+	repo.Git("update-ref", "refs/heads/broken", id)
+	user := `{"permissions":{"deny":["Read(./secrets/**)"]},"sandbox":{"enabled":true}}`
+	notice, doctor, covers := trackedSaid(t, repo.Dir, user)
+	if len(covers) != 1 || covers[0].Why != "" {
+		t.Skipf("this machine's sandbox cannot hide git's objects: %+v", covers)
+	}
+	for where, text := range map[string]string{"notice": notice, "keel doctor": doctor["git sealed"]} {
+		for _, want := range []string{repo.Dir, "masked whole", "git fsck"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s: %q lacks %q", where, text, want)
+			}
+		}
+	}
+}
