@@ -80,7 +80,7 @@ type Policy struct {
 	// not run.
 	Problems []string
 	// Masked are replaced by an empty file or directory: filesystem.denyRead, the paths of
-	// Read(...) deny rules and keel's credentials and copies of files ([keelHomeMasked]).
+	// Read(...) deny rules and keel's credentials and copies of files ([KeelHomeMasked]).
 	// Unmasked (filesystem.allowRead) stay readable inside them.
 	Masked   []string
 	Unmasked []string
@@ -273,7 +273,7 @@ func NewPolicy(in Input) Policy {
 	for _, d := range vals(sb.Filesystem.DenyRead) {
 		p.add(&p.Masked, abs(d), "sandbox.filesystem.denyRead")
 	}
-	for _, m := range keelHomeMasked(in.KeelHome) {
+	for _, m := range KeelHomeMasked(in.KeelHome) {
 		p.add(&p.Masked, m, "keel's masked paths (its credentials and other sessions' copies of files)")
 	}
 	for _, a := range vals(sb.Filesystem.AllowRead) {
@@ -525,7 +525,7 @@ func homeProtected(home, configHome, cargoHome, keelHome string) []string {
 	return out
 }
 
-// keelHomeMasked are what of keel's own directory a command cannot read: mcp-auth/, the MCP
+// KeelHomeMasked are what of keel's own directory a command cannot read: mcp-auth/, the MCP
 // servers' OAuth tokens and client secrets, which would let a command act as the user on
 // those services; file-history/ and shadow/, every session's copies of the files it changed
 // (the shadow repository's, of whole working trees), which may hold what a Read deny rule
@@ -534,7 +534,7 @@ func homeProtected(home, configHome, cargoHome, keelHome string) []string {
 // file below it, which a mask over it would hide (masking each other project's folder would
 // cost a mount per project, per command); so do the settings files, which a keel or another
 // tool run inside reads: a secret written there (an env block, webSearch.apiKey) is readable.
-func keelHomeMasked(keelHome string) []string {
+func KeelHomeMasked(keelHome string) []string {
 	if keelHome == "" {
 		return nil
 	}

@@ -66,3 +66,23 @@ func toolEndTexts(events []event.Event) map[string][]string {
 	}
 	return out
 }
+
+// TestKeelsCredentialsHiddenFromTheTools: keel's MCP OAuth tokens (mcp-auth/ in keel's home),
+// which the sandbox masks from commands whatever the settings say, are refused to the model's
+// Read and left out of Grep even where every read is allowed (adversary11 #25).
+func TestKeelsCredentialsHiddenFromTheTools(t *testing.T) {
+	cwd, home := t.TempDir(), t.TempDir()
+	writeTree(t, home, map[string]string{"mcp-auth/srv.json": `{"access_token":"KEEL-TOKEN-11"}`})
+	token := filepath.Join(home, "mcp-auth", "srv.json")
+	h := newHarness(t, calls(
+		scripted.ToolUse("Read", map[string]any{"file_path": token}),
+		scripted.ToolUse("Grep", map[string]any{"pattern": "KEEL-TOKEN", "path": home, "output_mode": "content"}),
+	), Options{Cwd: cwd, Home: home, PermissionMode: "bypassPermissions", Sandbox: "off"})
+	got := toolEndTexts(h.send(t, "go"))
+	if reads := strings.Join(got["Read"], "\n"); strings.Contains(reads, "KEEL-TOKEN-11") || !strings.Contains(reads, keelHomeSource) {
+		t.Errorf("Read of keel's MCP token = %q; want a refusal naming why", reads)
+	}
+	if greps := strings.Join(got["Grep"], "\n"); strings.Contains(greps, "KEEL-TOKEN-11") {
+		t.Errorf("Grep showed keel's MCP token:\n%s", greps)
+	}
+}
