@@ -39,8 +39,8 @@ type globInput struct {
 }
 
 const globSchema = `{"type":"object","properties":{
-"pattern":{"type":"string","description":"Glob pattern, e.g. **/*.go or src/**/*.{ts,tsx}"},
-"path":{"type":"string","description":"Directory to search in; default the working directory"}},
+"pattern":{"type":"string","description":"The glob pattern"},
+"path":{"type":"string","description":"Directory to search in"}},
 "required":["pattern"],"additionalProperties":false}`
 
 // Glob returns the Glob tool: files matching a doublestar pattern, .gitignore respected,

@@ -36,7 +36,7 @@ type grepInput struct {
 
 const grepSchema = `{"type":"object","properties":{
 "pattern":{"type":"string","description":"The regular expression"},
-"path":{"type":"string","description":"File or directory (default: the working directory)"},
+"path":{"type":"string","description":"File or directory to search"},
 "glob":{"type":"string","description":"Only files matching this glob (*.js, src/**/*.{ts,tsx})"},
 "type":{"type":"string","description":"File type: go, py, js, ts, rust, java, c, cpp, md, json, yaml, ..."},
 "output_mode":{"type":"string","enum":["content","files_with_matches","count"]},

@@ -26,7 +26,7 @@ import (
 // 4000 to 4200 for the auto memory section, to 4250 for the Agent tool's items (fan-outs);
 // lowered to 4050 when TodoWrite was deferred (4,015); raised to 4125 for the sandbox's lines
 // in Bash's description and schema (the sandbox is on by default); lowered to 3550 when the
-// prompt, the tools' descriptions and the built-in listings were tightened (3,516): each token of
+// prompt, the tools' descriptions and the built-in listings were tightened (3,489): each token of
 // the first request is read again by every later request of the session.
 const firstRequestBudget = 3550
 
