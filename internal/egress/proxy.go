@@ -20,16 +20,26 @@ import (
 type Proxy struct {
 	rules  Rules
 	dialer net.Dialer
+	// now is the clock the handshake's deadline is counted from (a test's is in the past).
+	now func() time.Time
 }
+
+// handshakeLimit bounds the wait for a client's request — the CONNECT or plain request's
+// header, the SOCKS greeting and request — so that idle connections do not pile up, each an
+// open file of keel's. Once tunnelling, there is none: a long-lived connection is fine.
+const handshakeLimit = 10 * time.Second
 
 // New returns a proxy applying r.
 func New(r Rules) *Proxy {
-	return &Proxy{rules: r, dialer: net.Dialer{Timeout: 30 * time.Second}}
+	return &Proxy{rules: r, dialer: net.Dialer{Timeout: 30 * time.Second}, now: time.Now}
 }
 
 // ServeConn serves one client connection until it ends or ctx does; the protocol is told by
 // the first byte (5 is SOCKS5, anything else HTTP). deny is told every refused destination.
 func (p *Proxy) ServeConn(ctx context.Context, conn net.Conn, deny func(host, why string)) {
+	if err := conn.SetReadDeadline(p.now().Add(handshakeLimit)); err != nil {
+		return
+	}
 	br := bufio.NewReader(conn)
 	first, err := br.Peek(1)
 	if err != nil {
@@ -57,7 +67,7 @@ func (p *Proxy) connect(ctx context.Context, host string, port int, deny func(ho
 
 func (p *Proxy) http(ctx context.Context, conn net.Conn, br *bufio.Reader, deny func(host, why string)) {
 	req, err := http.ReadRequest(br)
-	if err != nil {
+	if err != nil || conn.SetReadDeadline(time.Time{}) != nil {
 		return
 	}
 	host, portStr, err := net.SplitHostPort(req.Host)
@@ -147,7 +157,7 @@ func (p *Proxy) socks(ctx context.Context, conn net.Conn, br *bufio.Reader, deny
 		return
 	}
 	var pb [2]byte
-	if _, err := io.ReadFull(br, pb[:]); err != nil {
+	if _, err := io.ReadFull(br, pb[:]); err != nil || conn.SetReadDeadline(time.Time{}) != nil {
 		return
 	}
 	up, err := p.connect(ctx, host, int(binary.BigEndian.Uint16(pb[:])), deny)

@@ -244,7 +244,7 @@ func (r *Run) serve(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	serveProxy(ctx, l, r.s.proxy, &r.refused)
+	serveProxy(ctx, l, r.s.proxy, &r.refused, &connSlots{max: maxRunProxyConns}, &r.s.proxyConns)
 }
 
 // Release ends what the run holds — the proxy's connections, the placeholders — and returns

@@ -82,7 +82,7 @@ func (s *Sandbox) confineLandlockOnly(cmd *exec.Cmd, extra []string, terminal bo
 		pl.ProxyPort = l.Addr().(*net.TCPAddr).Port
 		ctx, cancel := context.WithCancel(context.Background())
 		r.cancel = cancel
-		r.wg.Go(func() { serveProxy(ctx, l, r.s.proxy, &r.refused) })
+		r.wg.Go(func() { serveProxy(ctx, l, r.s.proxy, &r.refused, &connSlots{max: maxRunProxyConns}, &r.s.proxyConns) })
 	}
 	if err := s.runAsHelper(cmd, pl); err != nil {
 		r.Release()

@@ -51,6 +51,8 @@ type Sandbox struct {
 	// exeFile holds exe open: the helper is executed from it ([openHelper]).
 	exeFile *os.File
 	proxy   Proxy
+	// proxyConns counts the connections all its commands hold to their proxies.
+	proxyConns connSlots
 
 	unavailable func(error)
 	// probeMu guards the probe; probed says its answer, probeErr, is kept.
@@ -119,7 +121,7 @@ type Sandbox struct {
 // New returns the sandbox of policy p. Nothing is started, probed or searched until the first
 // command.
 func New(p Policy, opts Options) *Sandbox {
-	s := &Sandbox{policy: p, proxy: opts.Proxy, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}, placeholderFiles: map[string]*os.File{}, watches: map[*plantWatch]bool{}, gitlinks: map[string][]string{}, verified: map[string]string{}, refsSeen: map[string]refsMark{}, objSeen: map[string]objStore{}}
+	s := &Sandbox{policy: p, proxy: opts.Proxy, proxyConns: connSlots{max: maxProxyConns}, exe: opts.Executable, unavailable: opts.Unavailable, placeholders: map[string]int{}, placeholderFiles: map[string]*os.File{}, watches: map[*plantWatch]bool{}, gitlinks: map[string][]string{}, verified: map[string]string{}, refsSeen: map[string]refsMark{}, objSeen: map[string]objStore{}}
 	if s.exe == "" {
 		s.exe, s.exeErr = helperExecutable()
 	}

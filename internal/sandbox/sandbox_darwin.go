@@ -71,7 +71,9 @@ func (s *Sandbox) Confine(cmd *exec.Cmd, extra ...string) (*Run, error) {
 		env = proxyEnv(env, strconv.Itoa(port))
 		ctx, cancel := context.WithCancel(context.Background())
 		r.cancel = cancel
-		r.wg.Go(func() { serveProxy(ctx, r.l, r.s.proxy, &r.refused) })
+		r.wg.Go(func() {
+			serveProxy(ctx, r.l, r.s.proxy, &r.refused, &connSlots{max: maxRunProxyConns}, &r.s.proxyConns)
+		})
 	}
 	p := s.complete()
 	r.planted.start(s, p)
