@@ -4,7 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/keel-dev/keel/internal/atomicfile"
 )
+
+// maxGitFile caps what gitBranch reads of .git or HEAD: either is one short line.
+const maxGitFile = 4 << 10
 
 // gitBranch is the branch checked out in the repository holding dir, read from its HEAD file
 // (no git process: it is asked on every session start), or "" outside a repository and on a
@@ -14,7 +19,7 @@ func gitBranch(dir string) string {
 		gitPath := filepath.Join(d, ".git")
 		if fi, err := os.Stat(gitPath); err == nil {
 			if !fi.IsDir() {
-				b, err := os.ReadFile(gitPath)
+				b, err := readGitFile(gitPath)
 				rest, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
 				if err != nil || !ok {
 					return ""
@@ -24,7 +29,7 @@ func gitBranch(dir string) string {
 					gitPath = filepath.Join(d, gitPath)
 				}
 			}
-			head, err := os.ReadFile(filepath.Join(gitPath, "HEAD"))
+			head, err := readGitFile(filepath.Join(gitPath, "HEAD"))
 			if err != nil {
 				return ""
 			}
@@ -40,4 +45,18 @@ func gitBranch(dir string) string {
 		}
 		d = parent
 	}
+}
+
+// readGitFile reads .git or HEAD, links resolved once and then opened as a regular file only,
+// without waiting ([atomicfile.ReadRegular]): a sandboxed command can leave a FIFO there, and
+// a plain read would hold keel's start for ever, past SIGTERM (adversary11 F7).
+func readGitFile(path string) ([]byte, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, err
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return nil, err
+	}
+	return atomicfile.ReadRegular(real, maxGitFile)
 }
