@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -49,4 +50,18 @@ func ReadRegular(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return data, nil
+}
+
+// ReadResolved is [ReadRegular] of path with its links resolved first, for a file keel reads
+// without checking it against any rule (git's .git, HEAD): a stable link is followed, and a
+// FIFO or anything but a regular file is an error at once, never waited on.
+func ReadResolved(path string, max int64) ([]byte, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, err
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return nil, err
+	}
+	return ReadRegular(real, max)
 }

@@ -13,13 +13,15 @@ const maxGitFile = 4 << 10
 
 // gitBranch is the branch checked out in the repository holding dir, read from its HEAD file
 // (no git process: it is asked on every session start), or "" outside a repository and on a
-// detached HEAD. A worktree's .git file points to its own HEAD.
+// detached HEAD. A worktree's .git file points to its own HEAD. Both are read as regular files
+// only, never waiting ([atomicfile.ReadResolved]): a FIFO a command left there held keel's
+// start for ever, past SIGTERM (adversary11 F7).
 func gitBranch(dir string) string {
 	for d := dir; ; {
 		gitPath := filepath.Join(d, ".git")
 		if fi, err := os.Stat(gitPath); err == nil {
 			if !fi.IsDir() {
-				b, err := readGitFile(gitPath)
+				b, err := atomicfile.ReadResolved(gitPath, maxGitFile)
 				rest, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
 				if err != nil || !ok {
 					return ""
@@ -29,7 +31,7 @@ func gitBranch(dir string) string {
 					gitPath = filepath.Join(d, gitPath)
 				}
 			}
-			head, err := readGitFile(filepath.Join(gitPath, "HEAD"))
+			head, err := atomicfile.ReadResolved(filepath.Join(gitPath, "HEAD"), maxGitFile)
 			if err != nil {
 				return ""
 			}
@@ -45,18 +47,4 @@ func gitBranch(dir string) string {
 		}
 		d = parent
 	}
-}
-
-// readGitFile reads .git or HEAD, links resolved once and then opened as a regular file only,
-// without waiting ([atomicfile.ReadRegular]): a sandboxed command can leave a FIFO there, and
-// a plain read would hold keel's start for ever, past SIGTERM (adversary11 F7).
-func readGitFile(path string) ([]byte, error) {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return nil, err
-	}
-	if real, err = filepath.Abs(real); err != nil {
-		return nil, err
-	}
-	return atomicfile.ReadRegular(real, maxGitFile)
 }
