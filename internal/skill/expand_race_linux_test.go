@@ -109,3 +109,23 @@ func TestLinkedMentionStillAttached(t *testing.T) {
 		t.Errorf("text = %q", inv.Text)
 	}
 }
+
+// TestCommandFileSwappedForALinkIsNeverRead: a command's own file exchanged in a loop with a
+// link to a refused file: the body read is the file Refuse judged, never the secret.
+func TestCommandFileSwappedForALinkIsNeverRead(t *testing.T) {
+	l := newLayout(t)
+	secrets := filepath.Join(l.root, "secrets")
+	secret := write(t, secrets, "k.txt", "TOPSECRET-123")
+	cmd := write(t, l.root, ".keel/commands/style.md", "Follow the house style")
+	c, _ := l.load(t, func(o *Options) { o.Refuse = refuseUnder(secrets) })
+	link := filepath.Join(l.root, ".keel", "l.md") // outside commands/, so not an entry itself
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	swaptest.Start(t, cmd, link)
+	for range 2000 {
+		if inv, err := c.Invoke(t.Context(), "style", "", ByUser, l.cwd); err == nil && strings.Contains(inv.Text, "TOPSECRET") {
+			t.Fatalf("a refused file was read as the command's body: %q", inv.Text)
+		}
+	}
+}
