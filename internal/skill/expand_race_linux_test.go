@@ -129,3 +129,23 @@ func TestCommandFileSwappedForALinkIsNeverRead(t *testing.T) {
 		}
 	}
 }
+
+// TestFIFOEntryDoesNotHangLoad: a FIFO a command left as a SKILL.md or a command file is
+// skipped at discovery; Load returns.
+func TestFIFOEntryDoesNotHangLoad(t *testing.T) {
+	l := newLayout(t)
+	for _, rel := range []string{".keel/skills/s/SKILL.md", ".keel/commands/c.md"} {
+		p := filepath.Join(l.root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan *Catalog, 1)
+	go func() { c, _ := l.load(t); done <- c }()
+	if c := waittest.Recv(t, "Load to return", done); c == nil {
+		t.Fatal("no catalog")
+	}
+}
