@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"syscall"
 
 	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/shell"
@@ -64,28 +62,15 @@ func readBytes(ctx context.Context, path string) ([]byte, error) {
 }
 
 // readNoLinks reads the file a tool acts on, path resolved already, without following a link on
-// the way: a sandboxed command running in the background can swap a directory of the
-// workspace for a link (rename-exchange, in a loop) between the path's check and its use, and
-// keel, outside the sandbox, would then read a file the permission check never saw.
-func readNoLinks(path string) ([]byte, error) {
-	f, err := openRegular(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
-}
+// the way ([atomicfile.ReadRegular]): a sandboxed command running in the background can swap a
+// directory of the workspace for a link (rename-exchange, in a loop) between the path's check
+// and its use, and keel, outside the sandbox, would then read a file the permission check
+// never saw.
+func readNoLinks(path string) ([]byte, error) { return atomicfile.ReadRegular(path, -1) }
 
-// openRegular opens path for reading as readNoLinks does, without waiting: a FIFO swapped in
-// for the file after its check would hold keel in open(2) until something writes to it.
-// Anything but a regular file is an error.
-func openRegular(path string) (*os.File, error) {
-	f, err := atomicfile.OpenNoLinks(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	return checkRegular(f)
-}
+// openRegular opens path for reading as readNoLinks does, without waiting on a FIFO swapped
+// in; anything but a regular file is an error.
+func openRegular(path string) (*os.File, error) { return atomicfile.OpenRegular(path) }
 
 // checkRegular returns f if it is a regular file, else closes it.
 func checkRegular(f *os.File) (*os.File, error) {

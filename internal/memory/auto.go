@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/transcript"
 )
 
@@ -34,6 +35,11 @@ func AutoDir(keelHome, cwd string) string {
 	return filepath.Join(transcript.ProjectDir(keelHome, canonicalRoot(cwd)), "memory")
 }
 
+// maxGitFile caps what canonicalRoot reads of .git, commondir and gitdir: each is one line.
+// They are read as regular files only, never waiting ([atomicfile.ReadResolved]): a command
+// can leave a FIFO as a project's .git, and a plain read held keel's start for ever.
+const maxGitFile = 4 << 10
+
 // canonicalRoot is the main work tree of the repository cwd is in: for a linked worktree
 // (.git is a file naming its git directory) the directory holding the common git directory.
 // git is not run: the files say it.
@@ -55,7 +61,7 @@ func canonicalRoot(cwd string) string {
 	if err != nil || st.IsDir() {
 		return root
 	}
-	b, err := os.ReadFile(dotgit)
+	b, err := atomicfile.ReadResolved(dotgit, maxGitFile)
 	if err != nil {
 		return root
 	}
@@ -64,7 +70,7 @@ func canonicalRoot(cwd string) string {
 		return root
 	}
 	gitdir = relativeTo(root, gitdir)
-	c, err := os.ReadFile(filepath.Join(gitdir, "commondir"))
+	c, err := atomicfile.ReadResolved(filepath.Join(gitdir, "commondir"), maxGitFile)
 	if err != nil {
 		return root // no linked worktree's git directory (a submodule's, a separate one)
 	}
@@ -75,7 +81,7 @@ func canonicalRoot(cwd string) string {
 	if !samePath(filepath.Dir(gitdir), filepath.Join(common, "worktrees")) {
 		return root // not one of the common directory's worktrees
 	}
-	back, err := os.ReadFile(filepath.Join(gitdir, "gitdir"))
+	back, err := atomicfile.ReadResolved(filepath.Join(gitdir, "gitdir"), maxGitFile)
 	if err != nil || !samePath(relativeTo(gitdir, strings.TrimSpace(string(back))), dotgit) {
 		return root // the repository does not name this .git file as its worktree's
 	}

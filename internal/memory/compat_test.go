@@ -37,7 +37,8 @@ func TestCompatCorpus(t *testing.T) {
 		t.Run(tt.repo, func(t *testing.T) {
 			dir := filepath.Join(root, tt.repo)
 			l := &loader{opts: Options{Cwd: dir, MaxFileBytes: DefaultMaxFileBytes}, root: dir, seen: map[string]bool{}}
-			f, ok := l.read(filepath.Join(dir, tt.file), KindProject, 0)
+			path := filepath.Join(dir, tt.file)
+			f, ok := l.read(path, canonical(path), KindProject, 0)
 			if !ok {
 				t.Fatalf("cannot read %s", tt.file)
 			}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/lazy"
 )
 
@@ -37,30 +38,31 @@ type loader struct {
 }
 
 // refused says why path may not be read into the prompt ([Options.Refuse]), asked for the
-// path as written and as its links resolve; "" when it may.
-func (l *loader) refused(path string) string {
+// path as written and for real, its links resolved — the path [loader.read] then opens with
+// no link allowed on the way; "" when it may.
+func (l *loader) refused(path, real string) string {
 	if l.opts.Refuse == nil {
 		return ""
 	}
 	if why := l.opts.Refuse(path); why != "" {
 		return why
 	}
-	if real := canonical(path); real != path {
+	if real != path {
 		return l.opts.Refuse(real)
 	}
 	return ""
 }
 
 // refusedInclude says why from may not include target ([Options.RefuseInclude]), asked for
-// target as written and as its links resolve; "" when it may.
-func (l *loader) refusedInclude(from, target string) string {
+// target as written and as real, its links resolved; "" when it may.
+func (l *loader) refusedInclude(from, target, real string) string {
 	if l.opts.RefuseInclude == nil {
 		return ""
 	}
 	if why := l.opts.RefuseInclude(from, target); why != "" {
 		return why
 	}
-	if real := canonical(target); real != target {
+	if real != target {
 		return l.opts.RefuseInclude(from, real)
 	}
 	return ""
@@ -171,15 +173,16 @@ func (l *loader) loadCandidate(c candidate) {
 		l.external = append(l.external, External{From: l.display(c.path), Target: l.display(canonical(c.path))})
 		return
 	}
-	if st, err := os.Stat(c.path); err == nil && st.Mode().IsRegular() && !l.seen[canonical(c.path)] {
-		if why := l.refused(c.path); why != "" {
-			l.seen[canonical(c.path)] = true
+	real := canonical(c.path) // resolved once: what refused judges is what read opens
+	if st, err := os.Stat(c.path); err == nil && st.Mode().IsRegular() && !l.seen[real] {
+		if why := l.refused(c.path, real); why != "" {
+			l.seen[real] = true
 			l.excluded = append(l.excluded, Excluded{Target: l.display(c.path), Why: why})
 			l.warn(c.path, 0, "is not loaded: "+why)
 			return
 		}
 	}
-	f, ok := l.read(c.path, c.kind, 0)
+	f, ok := l.read(c.path, real, c.kind, 0)
 	if !ok {
 		return
 	}
@@ -217,9 +220,10 @@ func (l *loader) expand(f File, chain []string) {
 			}
 			continue
 		}
-		why := l.refused(target)
+		// key, resolved once, is what is judged here and what read opens (adversary11 F4).
+		why := l.refused(target, key)
 		if why == "" {
-			why = l.refusedInclude(f.Path, target)
+			why = l.refusedInclude(f.Path, target, key)
 		}
 		if why != "" {
 			// Marked seen, so a file mentioned twice is reported once.
@@ -232,7 +236,7 @@ func (l *loader) expand(f File, chain []string) {
 			l.external = append(l.external, External{From: f.Display, Line: ref.Line, Target: l.display(canonical(target))})
 			continue
 		}
-		inc, ok := l.read(target, f.Kind, ref.Line)
+		inc, ok := l.read(target, key, f.Kind, ref.Line)
 		if !ok {
 			continue
 		}
@@ -284,15 +288,21 @@ func canonical(path string) string {
 	return filepath.Clean(path)
 }
 
-// read loads one file; ok is false when it does not exist, was loaded already, or was
-// refused (with a warning). line is the include's line, for the warning's context.
-func (l *loader) read(path string, kind Kind, line int) (File, bool) {
+// read loads one file, path as found or written and real its links resolved (the path the
+// caller checked); ok is false when it does not exist, was loaded already, or was refused
+// (with a warning). line is the include's line, for the warning's context.
+//
+// real is opened with no link allowed on the way and never waiting on a FIFO
+// ([atomicfile.OpenRegular]): keel reads it outside the sandbox, and a command in the
+// background swapping the file for a link after the check would otherwise put a Read-denied
+// or masked file into the prompt (adversary11 F4), or hang keel on a FIFO (F6).
+func (l *loader) read(path, real string, kind Kind, line int) (File, bool) {
 	path = filepath.Clean(path)
-	key := canonical(path)
+	key := real
 	if l.seen[key] {
 		return File{}, false
 	}
-	st, err := os.Stat(path)
+	st, err := os.Lstat(real)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			l.warn(path, 0, fmt.Sprintf("read memory file: %v", err))
@@ -307,12 +317,16 @@ func (l *loader) read(path string, kind Kind, line int) (File, bool) {
 		l.warn(path, 0, fmt.Sprintf("not a text file (%s); not included", ext))
 		return File{}, false
 	}
-	fh, err := os.Open(path)
+	fh, err := atomicfile.OpenRegular(real)
 	if err != nil {
 		l.warn(path, 0, fmt.Sprintf("read memory file: %v", err))
 		return File{}, false
 	}
 	defer fh.Close()
+	if st, err = fh.Stat(); err != nil {
+		l.warn(path, 0, fmt.Sprintf("read memory file: %v", err))
+		return File{}, false
+	}
 	limit := l.opts.MaxFileBytes
 	data, err := io.ReadAll(io.LimitReader(fh, int64(limit)+1))
 	if err != nil {

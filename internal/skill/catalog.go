@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/editdist"
 )
 
@@ -109,6 +110,40 @@ func (c *Catalog) Expand(ctx context.Context, line string) (inv Invocation, ok b
 	return inv, true, err
 }
 
+// body reads s's text. An entry read from a file (an absolute Path) has the file resolved
+// once; Refuse judges it as written and resolved (a command file may be a link a repository
+// ships to a file a rule keeps from the model), and the resolved path is what is read, with
+// no link allowed on the way and no FIFO waited on ([atomicfile.ReadRegular]): a command in
+// the background swapping the file for a link after the check would otherwise have keel read
+// where the link leads (adversary11 F5's class).
+func (c *Catalog) body(s Skill) (string, error) {
+	if !filepath.IsAbs(s.Path) {
+		body, err := s.read()
+		if err != nil {
+			return "", fmt.Errorf("read skill %s: %w", s.Name, err)
+		}
+		return body, nil
+	}
+	real, err := filepath.EvalSymlinks(s.Path)
+	if err != nil {
+		return "", fmt.Errorf("read skill %s: %w", s.Name, err)
+	}
+	if c.opts.Refuse != nil {
+		why := c.opts.Refuse(s.Path)
+		if why == "" && real != s.Path {
+			why = c.opts.Refuse(real)
+		}
+		if why != "" {
+			return "", fmt.Errorf("skill %s: %s is not read: %s", s.Name, s.Path, why)
+		}
+	}
+	data, err := atomicfile.ReadRegular(real, -1)
+	if err != nil {
+		return "", fmt.Errorf("read skill %s: %w", s.Name, err)
+	}
+	return splitFile(s.Path, data).body, nil
+}
+
 // Invoke expands the entry name with args for one use. cwd is where shell commands run and
 // @paths resolve. The model may not invoke an entry with disable-model-invocation (nor an MCP
 // prompt); the user may not invoke one with user-invocable: false.
@@ -135,15 +170,9 @@ func (c *Catalog) Invoke(ctx context.Context, name, args string, by Invoker, cwd
 	if s.Untrusted && !insideProject(c.opts.ProjectRoot, s.Path) {
 		return Invocation{}, fmt.Errorf("skill %s: %s leads outside the project, and the workspace is not trusted (keel trust, or --trust)", s.Name, s.Path)
 	}
-	if c.opts.Refuse != nil && filepath.IsAbs(s.Path) {
-		// A command file may be a link a repository ships to a file a rule keeps from the model.
-		if why := c.opts.Refuse(s.Path); why != "" {
-			return Invocation{}, fmt.Errorf("skill %s: %s is not read: %s", s.Name, s.Path, why)
-		}
-	}
-	body, err := s.read()
+	body, err := c.body(s)
 	if err != nil {
-		return Invocation{}, fmt.Errorf("read skill %s: %w", s.Name, err)
+		return Invocation{}, err
 	}
 	if cwd == "" {
 		cwd = c.opts.Cwd

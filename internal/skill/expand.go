@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/hostexec"
 	"github.com/keel-dev/keel/internal/lazy"
 	"github.com/keel-dev/keel/internal/procgroup"
@@ -225,12 +226,17 @@ func (e *expander) collectFiles(line string) {
 		if e.onlyRefs != nil && !e.onlyRefs[raw] {
 			continue
 		}
-		path, ok := e.resolve(raw)
+		written, path, ok := e.resolve(raw)
 		if !ok || slices.Contains(e.files, path) {
 			continue
 		}
 		if e.opts.Refuse != nil {
-			if why := e.opts.Refuse(path); why != "" {
+			// Asked of the path as written too, for a rule naming the link itself.
+			why := e.opts.Refuse(path)
+			if why == "" && written != path {
+				why = e.opts.Refuse(written)
+			}
+			if why != "" {
 				if note := fmt.Sprintf("[keel: @%s is not included: %s]", raw, why); !slices.Contains(e.refused, note) {
 					e.refused = append(e.refused, note)
 				}
@@ -242,12 +248,15 @@ func (e *expander) collectFiles(line string) {
 	}
 }
 
-func (e *expander) resolve(raw string) (string, bool) {
+// resolve turns a mention into the file's path as written (cleaned) and with its links
+// resolved, the one to check and read; ok is false for anything but a regular file small
+// enough to attach.
+func (e *expander) resolve(raw string) (written, real string, ok bool) {
 	var path string
 	switch {
 	case strings.HasPrefix(raw, "~/"):
 		if e.opts.Home == "" {
-			return "", false
+			return "", "", false
 		}
 		path = filepath.Join(e.opts.Home, raw[2:])
 	case filepath.IsAbs(raw):
@@ -255,14 +264,23 @@ func (e *expander) resolve(raw string) (string, bool) {
 	default:
 		path = filepath.Join(e.cwd, raw)
 	}
-	st, err := os.Stat(path)
+	// Resolved once, here: Refuse and the project check judge this path, and attachments
+	// opens it with no link allowed on the way. A command in the background swapping the file
+	// for a link (rename-exchange, in a loop) could otherwise have the check see one file and
+	// the read follow the link to a Read-denied or masked one (adversary11 F5). A stable link
+	// still works: its target is what is checked and read.
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", "", false
+	}
+	st, err := os.Lstat(real)
 	if err != nil || !st.Mode().IsRegular() || st.Size() > maxFileBytes {
-		return "", false
+		return "", "", false
 	}
-	if e.untrusted && !insideProject(e.opts.ProjectRoot, path) {
-		return "", false
+	if e.untrusted && !insideProject(e.opts.ProjectRoot, real) {
+		return "", "", false
 	}
-	return filepath.Clean(path), true
+	return filepath.Clean(path), real, true
 }
 
 // insideProject reports whether path, symlinks resolved, is in the project root.
@@ -287,7 +305,8 @@ func (e *expander) attachments() string {
 		b.WriteString("\n\n" + note)
 	}
 	for i, path := range e.files {
-		data, err := os.ReadFile(path)
+		// No link followed, no FIFO waited on (F6), no more than the size resolve allowed.
+		data, err := atomicfile.ReadRegular(path, maxFileBytes)
 		if err != nil || bytes.IndexByte(data, 0) >= 0 {
 			continue
 		}

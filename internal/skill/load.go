@@ -3,6 +3,7 @@ package skill
 import (
 	"cmp"
 	"context"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/sandbox"
 )
 
@@ -217,9 +219,9 @@ func loadSkillDir(dir string, src Source) ([]Skill, []Problem) {
 // loadOneSkill loads the skill folder dir (its SKILL.md); a folder without one holds no skill.
 func loadOneSkill(dir string, src Source) ([]Skill, []Problem) {
 	path := filepath.Join(dir, "SKILL.md")
-	data, err := os.ReadFile(path)
+	data, err := readEntry(path)
 	if err != nil {
-		if !os.IsNotExist(err) {
+		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, []Problem{{Path: path, Msg: err.Error(), Skipped: true}}
 		}
 		return nil, nil
@@ -251,7 +253,7 @@ func loadCommandDir(dir string, src Source) ([]Skill, []Problem) {
 		}
 		rel, _ := filepath.Rel(dir, path)
 		name := strings.ReplaceAll(filepath.ToSlash(strings.TrimSuffix(rel, filepath.Ext(rel))), "/", ":")
-		data, err := os.ReadFile(path)
+		data, err := readEntry(path)
 		if err != nil {
 			problems = append(problems, Problem{Path: path, Msg: err.Error(), Skipped: true})
 			return nil
@@ -316,6 +318,11 @@ func firstText(body string) string {
 	}
 	return ""
 }
+
+// readEntry reads a skill or command file at discovery, links resolved and then as a regular
+// file only ([atomicfile.ReadResolved]): a FIFO a command left as SKILL.md or a command file
+// would otherwise hold keel's start for ever.
+func readEntry(path string) ([]byte, error) { return atomicfile.ReadResolved(path, -1) }
 
 // fileBody returns a reader of the body of the file at path, re-read on every call so an
 // edit made during the session applies on the next invocation.

@@ -76,7 +76,7 @@ func loadPlugin(p Plugin) ([]Skill, []Problem) {
 
 // loadCommandFile reads one command file named by a plugin; its name is the file's.
 func loadCommandFile(path string, src Source) ([]Skill, []Problem) {
-	data, err := os.ReadFile(path)
+	data, err := readEntry(path)
 	if err != nil {
 		return nil, []Problem{{Path: path, Msg: err.Error(), Skipped: true}}
 	}

@@ -22,7 +22,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/keel-dev/keel/internal/atomicfile"
@@ -161,7 +160,7 @@ func (s *Store) Track(path string) error {
 // history, where a rewind writes it back into the workspace. O_NONBLOCK: a FIFO swapped in
 // fails, it never holds the call.
 func readTracked(path string) ([]byte, fs.FileMode, error) {
-	f, err := atomicfile.OpenNoLinks(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := atomicfile.OpenRegular(path)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -169,9 +168,6 @@ func readTracked(path string) ([]byte, fs.FileMode, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, 0, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, 0, errors.New("not a regular file")
 	}
 	data, err := io.ReadAll(f)
 	return data, fi.Mode(), err

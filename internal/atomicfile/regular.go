@@ -1,0 +1,67 @@
+package atomicfile
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// OpenRegular opens path for reading as [OpenNoLinks] does — path has its links resolved
+// already, so a link met anywhere on the way is one swapped in after the path was checked, a
+// *LinkError, never followed — and without waiting: O_NONBLOCK, so a FIFO swapped in for the
+// file fails here instead of holding keel in open(2) until something writes to it. Anything
+// but a regular file, judged on the opened descriptor, is [ErrNotRegular].
+//
+// It is how keel reads a file it checked (a permission rule, a sandbox mask) and then puts
+// into the prompt or hands to a tool: the check judges exactly what is opened.
+func OpenRegular(path string) (*os.File, error) {
+	f, err := OpenNoLinks(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file (%s; something may have replaced it): %w", path, fi.Mode().Type(), ErrNotRegular)
+	}
+	return f, nil
+}
+
+// ReadRegular reads at most max bytes (all of it when max < 0) of the file [OpenRegular]
+// opens at path.
+func ReadRegular(path string, max int64) ([]byte, error) {
+	f, err := OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if max >= 0 {
+		r = io.LimitReader(f, max)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// ReadResolved is [ReadRegular] of path with its links resolved first, for a file keel reads
+// without checking it against any rule (git's .git, HEAD): a stable link is followed, and a
+// FIFO or anything but a regular file is an error at once, never waited on.
+func ReadResolved(path string, max int64) ([]byte, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, err
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return nil, err
+	}
+	return ReadRegular(real, max)
+}

@@ -1,0 +1,23 @@
+package memory
+
+import (
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/keel-dev/keel/internal/waittest"
+)
+
+// TestAutoDirFIFOGit: a FIFO a command left as a folder's .git does not hold AutoDir, asked
+// at every session start: the folder is its own root (adversary11 F7's class).
+func TestAutoDirFIFOGit(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, ".git"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() { got <- AutoDir(t.TempDir(), dir) }()
+	if d := waittest.Recv(t, "AutoDir to return", got); d == "" {
+		t.Error("AutoDir gave no directory")
+	}
+}
