@@ -147,7 +147,8 @@ type Index struct {
 
 // ReadIndex reads the head of the index now. A missing index is empty, not an error.
 func (a *Auto) ReadIndex() (Index, error) {
-	f, err := os.Open(filepath.Join(a.Dir, AutoIndexName))
+	// Regular files only, never waiting on a FIFO: keel reads it at every session's start.
+	f, err := openIndex(filepath.Join(a.Dir, AutoIndexName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Index{}, nil
 	}
@@ -174,4 +175,13 @@ func (a *Auto) ReadIndex() (Index, error) {
 	}
 	idx.Text = strings.TrimRight(b.String(), "\n")
 	return idx, nil
+}
+
+// openIndex opens the index at path, its links resolved, as [atomicfile.OpenRegular] does.
+func openIndex(path string) (*os.File, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, err
+	}
+	return atomicfile.OpenRegular(real)
 }

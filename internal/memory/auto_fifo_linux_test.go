@@ -21,3 +21,17 @@ func TestAutoDirFIFOGit(t *testing.T) {
 		t.Error("AutoDir gave no directory")
 	}
 }
+
+// TestReadIndexFIFO: a FIFO in place of MEMORY.md, read at every session's start, is an
+// error at once, not a wait for a writer that never comes.
+func TestReadIndexFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, AutoIndexName), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { _, err := (&Auto{Dir: dir}).ReadIndex(); got <- err }()
+	if err := waittest.Recv(t, "ReadIndex to return", got); err == nil {
+		t.Error("ReadIndex read a FIFO as the index")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/frontmatter"
 )
 
@@ -63,13 +64,24 @@ func Load(dirs []Dir) ([]Style, []error) {
 				continue
 			}
 			path := filepath.Join(d.Path, e.Name())
+			// Resolved once: the refusal judges, and parse opens with no link allowed on the
+			// way, the same file — a link swapped in between would otherwise be read.
+			real, err := filepath.EvalSymlinks(path)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("read output style %s: %w", path, err))
+				continue
+			}
 			if d.Refuse != nil {
-				if why := d.Refuse(path); why != "" {
+				why := d.Refuse(path)
+				if why == "" && real != path {
+					why = d.Refuse(real)
+				}
+				if why != "" {
 					errs = append(errs, fmt.Errorf("output style %s is not read: %s", path, why))
 					continue
 				}
 			}
-			st, err := parse(path)
+			st, err := parse(path, real)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -108,8 +120,13 @@ func Names(styles []Style) []string {
 	return out
 }
 
-func parse(path string) (Style, error) {
-	data, err := os.ReadFile(path)
+// maxStyleBytes bounds what one style file may add to the system prompt.
+const maxStyleBytes = 1 << 20
+
+// parse reads the style file at path, whose links resolve to real: real is what is opened,
+// regular files only and without waiting on a FIFO.
+func parse(path, real string) (Style, error) {
+	data, err := atomicfile.ReadRegular(real, maxStyleBytes)
 	if err != nil {
 		return Style{}, fmt.Errorf("read output style %s: %w", path, err)
 	}
