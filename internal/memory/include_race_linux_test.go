@@ -11,23 +11,6 @@ import (
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
-// refuseUnder refuses a path that is, as given or with its links resolved, inside dir — as
-// the session's Read deny rules do.
-func refuseUnder(dir string) func(string) string {
-	return func(path string) string {
-		real, err := filepath.EvalSymlinks(path)
-		if err != nil {
-			real = path
-		}
-		for _, p := range []string{path, real} {
-			if strings.HasPrefix(p, dir+string(filepath.Separator)) {
-				return "a Read deny rule covers it"
-			}
-		}
-		return ""
-	}
-}
-
 // ruleFixture is a repository with a path-scoped rule including docs/notes.md, and a secret
 // under secrets/ that opts refuses.
 func ruleFixture(t *testing.T) (fx fixture, notes string, opts Options) {
@@ -39,7 +22,7 @@ func ruleFixture(t *testing.T) (fx fixture, notes string, opts Options) {
 		"repo/secrets/k.txt":       "TOPSECRET-123\n",
 		"repo/sub/pkg/placeholder": "",
 	})
-	opts = Options{Cwd: fx.repo, Home: fx.home, ManagedPath: fx.managed, Refuse: refuseUnder(filepath.Join(fx.repo, "secrets"))}
+	opts = Options{Cwd: fx.repo, Home: fx.home, ManagedPath: fx.managed, Refuse: swaptest.RefuseUnder(filepath.Join(fx.repo, "secrets"))}
 	return fx, filepath.Join(fx.repo, "docs", "notes.md"), opts
 }
 

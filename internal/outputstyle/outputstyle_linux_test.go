@@ -46,12 +46,7 @@ func TestLoadUnderASwap(t *testing.T) {
 	if err := os.Symlink(secret, filepath.Join(styles, "b.lnk")); err != nil {
 		t.Fatal(err)
 	}
-	refuse := func(path string) string {
-		if strings.HasPrefix(path, secrets) {
-			return "a Read deny rule covers it"
-		}
-		return ""
-	}
+	refuse := swaptest.RefuseUnder(secrets)
 	stop := swaptest.Start(t, filepath.Join(styles, "a.md"), filepath.Join(styles, "b.lnk"))
 	defer stop()
 	for range 2000 {

@@ -11,23 +11,6 @@ import (
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
-// refuseUnder refuses a path that is, as given or with its links resolved, inside dir — as
-// the session's Read deny rules do.
-func refuseUnder(dir string) func(string) string {
-	return func(path string) string {
-		real, err := filepath.EvalSymlinks(path)
-		if err != nil {
-			real = path
-		}
-		for _, p := range []string{path, real} {
-			if strings.HasPrefix(p, dir+string(filepath.Separator)) {
-				return "a Read deny rule covers it"
-			}
-		}
-		return ""
-	}
-}
-
 // TestMentionSwappedForALinkIsNeverRead: a command in the background exchanges a skill's
 // @file with a link to a refused file, in a loop, while the skill is invoked over and over.
 // The check and the read are of one resolved path, opened with no link on the way, so the
@@ -42,7 +25,7 @@ func TestMentionSwappedForALinkIsNeverRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, l.root, ".keel/commands/style.md", "Follow the house style in @docs/style.md")
-	c, _ := l.load(t, func(o *Options) { o.Refuse = refuseUnder(secrets) })
+	c, _ := l.load(t, func(o *Options) { o.Refuse = swaptest.RefuseUnder(secrets) })
 	swaptest.Start(t, style, link)
 	for range 2000 {
 		inv, err := c.Invoke(t.Context(), "style", "", ByUser, l.cwd)
@@ -99,7 +82,7 @@ func TestLinkedMentionStillAttached(t *testing.T) {
 		}
 	}
 	write(t, l.root, ".keel/commands/g.md", "Read @docs/guide.md and @docs/leak.md")
-	c, _ := l.load(t, func(o *Options) { o.Refuse = refuseUnder(secrets) })
+	c, _ := l.load(t, func(o *Options) { o.Refuse = swaptest.RefuseUnder(secrets) })
 	inv, err := c.Invoke(t.Context(), "g", "", ByUser, l.cwd)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +100,7 @@ func TestCommandFileSwappedForALinkIsNeverRead(t *testing.T) {
 	secrets := filepath.Join(l.root, "secrets")
 	secret := write(t, secrets, "k.txt", "TOPSECRET-123")
 	cmd := write(t, l.root, ".keel/commands/style.md", "Follow the house style")
-	c, _ := l.load(t, func(o *Options) { o.Refuse = refuseUnder(secrets) })
+	c, _ := l.load(t, func(o *Options) { o.Refuse = swaptest.RefuseUnder(secrets) })
 	link := filepath.Join(l.root, ".keel", "l.md") // outside commands/, so not an entry itself
 	if err := os.Symlink(secret, link); err != nil {
 		t.Fatal(err)
