@@ -56,12 +56,27 @@ func ReadRegular(path string, max int64) ([]byte, error) {
 // without checking it against any rule (git's .git, HEAD): a stable link is followed, and a
 // FIFO or anything but a regular file is an error at once, never waited on.
 func ReadResolved(path string, max int64) ([]byte, error) {
-	real, err := filepath.EvalSymlinks(path)
+	real, err := resolved(path)
 	if err != nil {
 		return nil, err
 	}
-	if real, err = filepath.Abs(real); err != nil {
+	return ReadRegular(real, max)
+}
+
+// OpenResolved is [OpenRegular] of path with its links resolved first, as [ReadResolved] reads.
+func OpenResolved(path string) (*os.File, error) {
+	real, err := resolved(path)
+	if err != nil {
 		return nil, err
 	}
-	return ReadRegular(real, max)
+	return OpenRegular(real)
+}
+
+// resolved is path absolute, with its links resolved.
+func resolved(path string) (string, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(real)
 }

@@ -148,7 +148,7 @@ type Index struct {
 // ReadIndex reads the head of the index now. A missing index is empty, not an error.
 func (a *Auto) ReadIndex() (Index, error) {
 	// Regular files only, never waiting on a FIFO: keel reads it at every session's start.
-	f, err := openIndex(filepath.Join(a.Dir, AutoIndexName))
+	f, err := atomicfile.OpenResolved(filepath.Join(a.Dir, AutoIndexName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Index{}, nil
 	}
@@ -175,13 +175,4 @@ func (a *Auto) ReadIndex() (Index, error) {
 	}
 	idx.Text = strings.TrimRight(b.String(), "\n")
 	return idx, nil
-}
-
-// openIndex opens the index at path, its links resolved, as [atomicfile.OpenRegular] does.
-func openIndex(path string) (*os.File, error) {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return nil, err
-	}
-	return atomicfile.OpenRegular(real)
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/keel-dev/keel/internal/atomicfile"
 )
 
 // heldDir is a directory disarm changes, held open: keel changes it outside the sandbox while
@@ -96,18 +98,9 @@ func (d *heldDir) writeFile(name string, data []byte) error {
 // a device a link names (opening some has effects) is ever opened as it, whatever is swapped
 // in meanwhile.
 func openRegular(path string) (*os.File, error) {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return nil, err
-	}
-	fd, err := openNoLinks(real, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC)
+	f, err := atomicfile.OpenResolved(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	f := os.NewFile(uintptr(fd), path)
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("open %s: not a regular file", path)
 	}
 	return f, nil
 }
