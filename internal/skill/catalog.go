@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/keel-dev/keel/internal/atomicfile"
 	"github.com/keel-dev/keel/internal/editdist"
 )
 
@@ -110,12 +109,8 @@ func (c *Catalog) Expand(ctx context.Context, line string) (inv Invocation, ok b
 	return inv, true, err
 }
 
-// body reads s's text. An entry read from a file (an absolute Path) has the file resolved
-// once; Refuse judges it as written and resolved (a command file may be a link a repository
-// ships to a file a rule keeps from the model), and the resolved path is what is read, with
-// no link allowed on the way and no FIFO waited on ([atomicfile.ReadRegular]): a command in
-// the background swapping the file for a link after the check would otherwise have keel read
-// where the link leads (adversary11 F5's class).
+// body reads s's text; a file is read as at discovery ([entryFiles]), so a file Refuse keeps
+// from the model, or one swapped for a link to it since, is never read.
 func (c *Catalog) body(s Skill) (string, error) {
 	if !filepath.IsAbs(s.Path) {
 		body, err := s.read()
@@ -124,20 +119,7 @@ func (c *Catalog) body(s Skill) (string, error) {
 		}
 		return body, nil
 	}
-	real, err := filepath.EvalSymlinks(s.Path)
-	if err != nil {
-		return "", fmt.Errorf("read skill %s: %w", s.Name, err)
-	}
-	if c.opts.Refuse != nil {
-		why := c.opts.Refuse(s.Path)
-		if why == "" && real != s.Path {
-			why = c.opts.Refuse(real)
-		}
-		if why != "" {
-			return "", fmt.Errorf("skill %s: %s is not read: %s", s.Name, s.Path, why)
-		}
-	}
-	data, err := atomicfile.ReadRegular(real, -1)
+	data, err := c.opts.entries().read(s.Path)
 	if err != nil {
 		return "", fmt.Errorf("read skill %s: %w", s.Name, err)
 	}

@@ -21,7 +21,7 @@ func compatDir(t *testing.T) string {
 // with its name and description; the one with invalid YAML loads with a warning.
 func TestCompatSkills(t *testing.T) {
 	root := filepath.Join(compatDir(t), "skills")
-	found, problems := loadSkillDir(root, SourceClaudeProject)
+	found, problems := loadSkillDir(entryFiles{}, root, SourceClaudeProject)
 	var got []string
 	for _, p := range problems {
 		rel, _ := filepath.Rel(root, p.Path)
@@ -101,7 +101,7 @@ func TestCompatCommands(t *testing.T) {
 	}
 	byName := map[string]Skill{}
 	for _, repo := range repos {
-		found, problems := loadCommandDir(filepath.Join(root, repo.Name()), SourceClaudeProject)
+		found, problems := loadCommandDir(entryFiles{}, filepath.Join(root, repo.Name()), SourceClaudeProject)
 		for _, p := range problems {
 			if p.Skipped {
 				t.Errorf("command dropped: %s", p.Error())

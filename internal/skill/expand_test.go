@@ -3,6 +3,7 @@ package skill
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/keel-dev/keel/internal/procgroup"
+	"github.com/keel-dev/keel/internal/swaptest"
 	"github.com/keel-dev/keel/internal/waittest"
 )
 
@@ -181,6 +183,42 @@ func TestShellLineTimeoutEndsItsChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	waittest.Until(t, "the line's child to be killed with it", func() bool { return !procgroup.Alive(pid) })
+}
+
+// TestRefusedEntryFilesLendNothingToTheListing checks discovery asks Refuse too: a command
+// file and a SKILL.md that link to a refused file have no description, so the first line
+// of the file they lead to would otherwise be listed to the model as theirs. Neither is
+// loaded, and the problem says which file and why.
+func TestRefusedEntryFilesLendNothingToTheListing(t *testing.T) {
+	l := newLayout(t)
+	secret := write(t, l.cwd, "secrets/token", "TOKEN-SECRET")
+	link := func(rel string) string {
+		path := filepath.Join(l.root, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(secret, path); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	leaks := []string{link(".keel/commands/leak.md"), link(".keel/skills/leaky/SKILL.md")}
+	c, problems := l.load(t, func(o *Options) { o.Refuse = swaptest.RefuseUnder(filepath.Dir(secret)) })
+	entries, _ := c.Entries()
+	for _, e := range entries {
+		if strings.Contains(fmt.Sprint(e), "TOKEN-SECRET") {
+			t.Errorf("listed: %+v", e)
+		}
+	}
+	for _, leak := range leaks {
+		found := false
+		for _, p := range problems {
+			found = found || (p.Path == leak && strings.Contains(p.Msg, "is not read"))
+		}
+		if !found {
+			t.Errorf("no problem names %s: %+v", leak, problems)
+		}
+	}
 }
 
 // TestRefusedFilesAreNotRead checks Options.Refuse: a body's @mention of a file it refuses is

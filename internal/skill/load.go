@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -94,7 +95,7 @@ func Load(opts Options) (*Catalog, []Problem) {
 		}
 	}
 	for _, p := range opts.Plugins {
-		found, probs := loadPlugin(p)
+		found, probs := loadPlugin(opts.entries(), p)
 		opts.Logger.Debug("plugin entries loaded", "plugin", p.Name, "found", len(found), "problems", len(probs))
 		for _, s := range found {
 			c.add(s)
@@ -105,9 +106,9 @@ func Load(opts Options) (*Catalog, []Problem) {
 		var found []Skill
 		var probs []Problem
 		if d.kind == KindSkill {
-			found, probs = loadSkillDir(d.dir, d.source)
+			found, probs = loadSkillDir(opts.entries(), d.dir, d.source)
 		} else {
-			found, probs = loadCommandDir(d.dir, d.source)
+			found, probs = loadCommandDir(opts.entries(), d.dir, d.source)
 		}
 		opts.Logger.Debug("skill dir searched", "dir", d.dir, "found", len(found), "problems", len(probs))
 		for _, s := range found {
@@ -194,7 +195,7 @@ func projectDirs(root, cwd string) []string {
 }
 
 // loadSkillDir loads every <dir>/<name>/SKILL.md.
-func loadSkillDir(dir string, src Source) ([]Skill, []Problem) {
+func loadSkillDir(files entryFiles, dir string, src Source) ([]Skill, []Problem) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -209,7 +210,7 @@ func loadSkillDir(dir string, src Source) ([]Skill, []Problem) {
 		if st, err := os.Stat(sub); err != nil || !st.IsDir() { // follows symlinked skill folders
 			continue
 		}
-		found, probs := loadOneSkill(sub, src)
+		found, probs := loadOneSkill(files, sub, src)
 		out = append(out, found...)
 		problems = append(problems, probs...)
 	}
@@ -217,9 +218,9 @@ func loadSkillDir(dir string, src Source) ([]Skill, []Problem) {
 }
 
 // loadOneSkill loads the skill folder dir (its SKILL.md); a folder without one holds no skill.
-func loadOneSkill(dir string, src Source) ([]Skill, []Problem) {
+func loadOneSkill(files entryFiles, dir string, src Source) ([]Skill, []Problem) {
 	path := filepath.Join(dir, "SKILL.md")
-	data, err := readEntry(path)
+	data, err := files.read(path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, []Problem{{Path: path, Msg: err.Error(), Skipped: true}}
@@ -237,7 +238,7 @@ func loadOneSkill(dir string, src Source) ([]Skill, []Problem) {
 
 // loadCommandDir loads every markdown file below dir; subdirectories namespace the name
 // (frontend/component.md is frontend:component).
-func loadCommandDir(dir string, src Source) ([]Skill, []Problem) {
+func loadCommandDir(files entryFiles, dir string, src Source) ([]Skill, []Problem) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, nil
 	}
@@ -253,7 +254,7 @@ func loadCommandDir(dir string, src Source) ([]Skill, []Problem) {
 		}
 		rel, _ := filepath.Rel(dir, path)
 		name := strings.ReplaceAll(filepath.ToSlash(strings.TrimSuffix(rel, filepath.Ext(rel))), "/", ":")
-		data, err := readEntry(path)
+		data, err := files.read(path)
 		if err != nil {
 			problems = append(problems, Problem{Path: path, Msg: err.Error(), Skipped: true})
 			return nil
@@ -319,10 +320,33 @@ func firstText(body string) string {
 	return ""
 }
 
-// readEntry reads a skill or command file at discovery, links resolved and then as a regular
-// file only ([atomicfile.ReadResolved]): a FIFO a command left as SKILL.md or a command file
-// would otherwise hold keel's start for ever.
-func readEntry(path string) ([]byte, error) { return atomicfile.ReadResolved(path, -1) }
+// entryFiles reads skill and command files, at discovery and at invocation alike. A file is
+// resolved once; refuse judges it as written and as resolved (an entry may be a link a
+// repository ships to a file a rule keeps from the model, and at discovery its first line
+// would become the listed description of an entry that has none); then the resolved file is
+// read as a regular file with no link on the way and no FIFO waited on
+// ([atomicfile.ReadRegular]), so a command swapping it for a link after the check cannot
+// have keel read where the link leads, and a FIFO left there cannot hold keel's start.
+type entryFiles struct{ refuse func(path string) string }
+
+func (o Options) entries() entryFiles { return entryFiles{refuse: o.Refuse} }
+
+func (f entryFiles) read(path string) ([]byte, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, err
+	}
+	if f.refuse != nil {
+		why := f.refuse(path)
+		if why == "" && real != path {
+			why = f.refuse(real)
+		}
+		if why != "" {
+			return nil, fmt.Errorf("%s is not read: %s", path, why)
+		}
+	}
+	return atomicfile.ReadRegular(real, -1)
+}
 
 // fileBody returns a reader of the body of the file at path, re-read on every call so an
 // edit made during the session applies on the next invocation.

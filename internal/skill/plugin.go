@@ -29,7 +29,7 @@ func (p Plugin) vars() *strings.Replacer {
 
 // loadPlugin reads one plugin's entries; a file reached twice (a declared skill folder inside
 // the default skills/ folder) loads once.
-func loadPlugin(p Plugin) ([]Skill, []Problem) {
+func loadPlugin(files entryFiles, p Plugin) ([]Skill, []Problem) {
 	var found []Skill
 	var problems []Problem
 	add := func(s []Skill, pr []Problem) {
@@ -41,18 +41,18 @@ func loadPlugin(p Plugin) ([]Skill, []Problem) {
 		case err != nil:
 			problems = append(problems, Problem{Path: path, Msg: err.Error(), Skipped: true})
 		case !st.IsDir():
-			add(loadCommandFile(path, SourcePlugin))
+			add(loadCommandFile(files, path, SourcePlugin))
 		case isFile(filepath.Join(path, "SKILL.md")):
-			add(loadOneSkill(path, SourcePlugin))
+			add(loadOneSkill(files, path, SourcePlugin))
 		default:
-			add(loadCommandDir(path, SourcePlugin))
+			add(loadCommandDir(files, path, SourcePlugin))
 		}
 	}
 	for _, path := range p.Skills {
 		if isFile(filepath.Join(path, "SKILL.md")) {
-			add(loadOneSkill(path, SourcePlugin))
+			add(loadOneSkill(files, path, SourcePlugin))
 		} else {
-			add(loadSkillDir(path, SourcePlugin))
+			add(loadSkillDir(files, path, SourcePlugin))
 		}
 	}
 	vars := p.vars()
@@ -75,8 +75,8 @@ func loadPlugin(p Plugin) ([]Skill, []Problem) {
 }
 
 // loadCommandFile reads one command file named by a plugin; its name is the file's.
-func loadCommandFile(path string, src Source) ([]Skill, []Problem) {
-	data, err := readEntry(path)
+func loadCommandFile(files entryFiles, path string, src Source) ([]Skill, []Problem) {
+	data, err := files.read(path)
 	if err != nil {
 		return nil, []Problem{{Path: path, Msg: err.Error(), Skipped: true}}
 	}
