@@ -180,16 +180,15 @@ func (e *expander) run(ctx context.Context, cmd string) string {
 		// Keel's own environment, not Command's: Python inside keeps its bytecode as usual
 		// (PYTHONPYCACHEPREFIX is for what runs outside).
 		c.Env = sandbox.WithoutCredentials(nil)
+		// A sandbox that is on but cannot confine this command fails it, as Bash does: the
+		// reasons include ones a command brings about (files that push a deny rule past
+		// what can be masked, a limit reached), so running it outside instead would let a
+		// command move the next one out of the sandbox.
 		var err error
-		run, err = sb.Confine(c)
-		switch {
-		case err == nil:
-		case sb.Policy().FailIfUnavailable:
+		if run, err = sb.Confine(c); err != nil {
 			out := fmt.Sprintf("[shell command not run: %s: %v]", cmd, err)
 			e.runs = append(e.runs, ShellRun{Command: cmd, Output: out, Denied: true})
 			return out
-		default:
-			note = fmt.Sprintf("\n[not sandboxed: %v]", err)
 		}
 	}
 	// At the time limit the whole group goes, and under bubblewrap the sandbox from inside.
