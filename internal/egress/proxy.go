@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -29,6 +30,12 @@ type Proxy struct {
 // open file of keel's. Once tunnelling, there is none: a long-lived connection is fine.
 const handshakeLimit = 10 * time.Second
 
+// maxHandshake bounds, in bytes, what a client sends before tunnelling or forwarding starts:
+// the request line and header, the SOCKS greeting and request. http.ReadRequest reads a line
+// of any length (only net/http's server caps a header), and loopback carries hundreds of
+// megabytes within handshakeLimit, so without it one request line fills keel's memory.
+const maxHandshake = 64 << 10
+
 // New returns a proxy applying r.
 func New(r Rules) *Proxy {
 	return &Proxy{rules: r, dialer: net.Dialer{Timeout: 30 * time.Second}, now: time.Now}
@@ -40,16 +47,19 @@ func (p *Proxy) ServeConn(ctx context.Context, conn net.Conn, deny func(host, wh
 	if err := conn.SetReadDeadline(p.now().Add(handshakeLimit)); err != nil {
 		return
 	}
-	br := bufio.NewReader(conn)
+	limited := &io.LimitedReader{R: conn, N: maxHandshake}
+	br := bufio.NewReader(limited)
+	// Past the handshake a connection carries any amount: the handler lifts the bound.
+	unbound := func() { limited.N = math.MaxInt64 }
 	first, err := br.Peek(1)
 	if err != nil {
 		return
 	}
 	if first[0] == 5 {
-		p.socks(ctx, conn, br, deny)
+		p.socks(ctx, conn, br, unbound, deny)
 		return
 	}
-	p.http(ctx, conn, br, deny)
+	p.http(ctx, conn, br, unbound, deny)
 }
 
 // connect decides host:port and dials the checked address.
@@ -65,11 +75,18 @@ func (p *Proxy) connect(ctx context.Context, host string, port int, deny func(ho
 	return p.dialer.DialContext(ctx, "tcp", ap.String())
 }
 
-func (p *Proxy) http(ctx context.Context, conn net.Conn, br *bufio.Reader, deny func(host, why string)) {
+func (p *Proxy) http(ctx context.Context, conn net.Conn, br *bufio.Reader, unbound func(), deny func(host, why string)) {
 	req, err := http.ReadRequest(br)
-	if err != nil || conn.SetReadDeadline(time.Time{}) != nil {
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			io.WriteString(conn, "HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n")
+		}
 		return
 	}
+	if conn.SetReadDeadline(time.Time{}) != nil {
+		return
+	}
+	unbound() // a plain request's body is read from here on
 	host, portStr, err := net.SplitHostPort(req.Host)
 	if err != nil {
 		host, portStr = req.Host, "80"
@@ -112,7 +129,7 @@ const (
 	socksBadAddress  = 8
 )
 
-func (p *Proxy) socks(ctx context.Context, conn net.Conn, br *bufio.Reader, deny func(host, why string)) {
+func (p *Proxy) socks(ctx context.Context, conn net.Conn, br *bufio.Reader, unbound func(), deny func(host, why string)) {
 	// Greeting: version, methods; only "no authentication" is offered.
 	var hdr [2]byte
 	if _, err := io.ReadFull(br, hdr[:]); err != nil {
@@ -172,6 +189,7 @@ func (p *Proxy) socks(ctx context.Context, conn net.Conn, br *bufio.Reader, deny
 	}
 	defer up.Close()
 	reply(socksOK)
+	unbound()
 	splice(conn, br, up)
 }
 

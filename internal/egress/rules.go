@@ -44,9 +44,16 @@ type Denial struct {
 func (d *Denial) Error() string { return d.Host + ": " + d.Why }
 
 // Decide checks host:port and returns the address to dial, or a *Denial.
+// maxHostLen is the longest DNS name, in its text form without the final dot.
+const maxHostLen = 253
+
 func (r Rules) Decide(ctx context.Context, host string, port int) (netip.AddrPort, error) {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	hp := net.JoinHostPort(host, strconv.Itoa(port))
+	if len(host) > maxHostLen {
+		// Longer is no DNS name (RFC 1035); refused before anyone is asked about it.
+		return netip.AddrPort{}, &Denial{hp[:maxHostLen] + "…", "not a valid host name (longer than 253 bytes)"}
+	}
 	if port < 1 || port > 65535 {
 		// A dial takes the port modulo 65536: 67758 would be checked as itself and reach 2222.
 		return netip.AddrPort{}, &Denial{hp, "not a valid port"}

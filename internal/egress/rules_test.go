@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -98,5 +99,20 @@ func TestDecide(t *testing.T) {
 	}
 	if asked != 5 {
 		t.Errorf("asked %d times, want 5 (strictAllowlist never asks)", asked)
+	}
+}
+
+// TestDecideRefusesOverlongNames: a name longer than DNS allows is refused before anyone is
+// asked, and the refusal quotes no more of it than the longest name (adversary12b H2's
+// 300 MB host otherwise reached the prompt and the run's list of refusals whole).
+func TestDecideRefusesOverlongNames(t *testing.T) {
+	r := Rules{Ask: func(context.Context, string, int) (bool, error) {
+		t.Error("asked about an overlong name")
+		return false, nil
+	}}
+	_, err := r.Decide(t.Context(), strings.Repeat("a", 10_000)+".example", 443)
+	var d *Denial
+	if !errors.As(err, &d) || len(d.Host) > maxHostLen+len("…") || !strings.Contains(d.Why, "not a valid host name") {
+		t.Fatalf("Decide = %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -17,15 +18,29 @@ type refusals struct {
 	list []string
 }
 
+// A run keeps at most maxRefusals notes, the host in each cut to maxRefusedHost bytes: the
+// host is what a command sent, and the notes stay in keel's memory until it ends.
+const (
+	maxRefusals    = 64
+	maxRefusedHost = 300
+)
+
 func (f *refusals) deny(host, why string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if len(host) > maxRefusedHost {
+		host = strings.ToValidUTF8(host[:maxRefusedHost], "") + "…"
+	}
 	note := why
 	if host != "" {
 		note = host + ": " + why
 	}
-	if !slices.Contains(f.list, note) {
+	switch {
+	case slices.Contains(f.list, note):
+	case len(f.list) < maxRefusals:
 		f.list = append(f.list, note)
+	case len(f.list) == maxRefusals:
+		f.list = append(f.list, "more connections were refused; only the first are named")
 	}
 }
 

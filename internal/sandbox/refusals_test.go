@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -97,4 +98,23 @@ func TestServeProxyBounds(t *testing.T) {
 	waittest.Until(t, "its place freed", func() bool { all.mu.Lock(); defer all.mu.Unlock(); return all.n < 3 })
 	dial(two)
 	waittest.Recv(t, "a connection in the place freed", h.started)
+}
+
+// TestRefusalsAreBounded: the notes a run keeps of refused connections are capped in number
+// and each host in length, since a command chooses both (adversary12b H2); a repeat is kept
+// once, and past the cap one line says more were refused.
+func TestRefusalsAreBounded(t *testing.T) {
+	var f refusals
+	f.deny(strings.Repeat("h", 1<<20), "not allowed")
+	for i := range 3 * maxRefusals {
+		f.deny(fmt.Sprintf("host%d.example:443", i), "not allowed")
+		f.deny(fmt.Sprintf("host%d.example:443", i), "not allowed")
+	}
+	all := f.all()
+	if len(all) != maxRefusals+1 || !strings.HasPrefix(all[len(all)-1], "more connections were refused") {
+		t.Fatalf("%d notes, the last %q", len(all), all[len(all)-1])
+	}
+	if len(all[0]) > maxRefusedHost+len("…: not allowed") || all[1] != "host0.example:443: not allowed" {
+		t.Fatalf("first notes: %.80q (%d bytes), %q", all[0], len(all[0]), all[1])
+	}
 }
