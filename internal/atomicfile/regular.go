@@ -1,6 +1,7 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -48,6 +49,35 @@ func ReadRegular(path string, max int64) ([]byte, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// ErrTooLarge is what [ReadWhole] returns, wrapped, for a file past its bound.
+var ErrTooLarge = errors.New("file too large")
+
+// ReadWhole reads all of the file [OpenRegular] opens at path, or fails with [ErrTooLarge]
+// when it holds more than max bytes — never part of it: for a reader that must have the whole
+// file (an edit, a copy kept for rewind). A command can make a sparse file of any size for no
+// disk at all, which keel would otherwise read into its memory.
+func ReadWhole(path string, max int64) ([]byte, error) {
+	f, err := OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tooLarge := func(size int64) error {
+		return fmt.Errorf("%s holds %d MiB, more than the %d MiB keel reads whole: %w", path, size>>20, max>>20, ErrTooLarge)
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		return nil, tooLarge(fi.Size())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1)) // it may grow while read
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(data)) > max {
+		return nil, tooLarge(int64(len(data)))
 	}
 	return data, nil
 }

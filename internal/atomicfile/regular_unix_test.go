@@ -48,3 +48,29 @@ func TestReadRegular(t *testing.T) {
 		}
 	}
 }
+
+// TestReadWhole: a file up to the bound is read whole; one past it, a sparse one of 1 GiB
+// that costs no disk included, is ErrTooLarge, never part of it.
+func TestReadWhole(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f.txt")
+	if err := os.WriteFile(file, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadWhole(file, 10); err != nil || string(b) != "0123456789" {
+		t.Errorf("at the bound = %q, %v", b, err)
+	}
+	if b, err := ReadWhole(file, 9); !errors.Is(err, ErrTooLarge) || b != nil {
+		t.Errorf("past the bound = %q, %v", b, err)
+	}
+	sparse := filepath.Join(dir, "sparse")
+	if err := os.WriteFile(sparse, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(sparse, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadWhole(sparse, 1<<20); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("sparse: err = %v", err)
+	}
+}

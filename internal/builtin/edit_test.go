@@ -357,3 +357,28 @@ func TestEditMatchesTextCopiedFromRead(t *testing.T) {
 		})
 	}
 }
+
+// TestEditAndWriteRefuseHugeFiles: Edit and Write read the whole file, so one past
+// maxEditBytes — a sparse file a command made for no disk — is refused with an error naming
+// its size, never read into memory, and left as it was (adversary12 G4's class).
+func TestEditAndWriteRefuseHugeFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "big.txt")
+	writeFiles(t, dir, map[string]string{"big.txt": "one\n"})
+	env := newEnv(t, dir)
+	call(t, Read(), env, readInput{FilePath: path, Limit: 1})
+	if err := os.Truncate(path, 4*maxEditBytes); err != nil {
+		t.Fatal(err)
+	}
+	for name, res := range map[string]tool.Result{
+		"Edit":  call(t, Edit(), env, editInput{FilePath: path, OldString: "one", NewString: "1"}),
+		"Write": call(t, Write(), env, writeInput{FilePath: path, Content: "x"}),
+	} {
+		if !res.IsError || !strings.Contains(res.ResultText(), "more than the 256 MiB keel reads whole") {
+			t.Errorf("%s: %s", name, res.ResultText())
+		}
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 4*maxEditBytes {
+		t.Errorf("the file changed: %v, %v", fi.Size(), err)
+	}
+}

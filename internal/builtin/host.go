@@ -65,8 +65,12 @@ func readBytes(ctx context.Context, path string) ([]byte, error) {
 // the way ([atomicfile.ReadRegular]): a sandboxed command running in the background can swap a
 // directory of the workspace for a link (rename-exchange, in a loop) between the path's check
 // and its use, and keel, outside the sandbox, would then read a file the permission check
-// never saw.
-func readNoLinks(path string) ([]byte, error) { return atomicfile.ReadRegular(path, -1) }
+// never saw. Edit, Write and NotebookEdit need the whole file, so one past maxEditBytes
+// (a sparse file a command made for nothing, say) is an error, never read into memory.
+func readNoLinks(path string) ([]byte, error) { return atomicfile.ReadWhole(path, maxEditBytes) }
+
+// maxEditBytes bounds the files Edit, Write and NotebookEdit change; Bash edits larger ones.
+const maxEditBytes = 256 << 20
 
 // openRegular opens path for reading as readNoLinks does, without waiting on a FIFO swapped
 // in; anything but a regular file is an error.

@@ -77,6 +77,9 @@ func (s *Store) Restore(id string) (Report, error) {
 }
 
 func (s *Store) restoreFile(f FileState) error {
+	if f.NotKept != "" {
+		return fmt.Errorf("its content was not kept: %s", f.NotKept)
+	}
 	data, err := s.getBlob(f.Blob)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

@@ -45,6 +45,9 @@ type FileState struct {
 	// Blob is the sha256 (hex) of the content; Mode its permission bits.
 	Blob string      `json:"blob,omitempty"`
 	Mode fs.FileMode `json:"mode,omitempty"`
+	// NotKept says why the content was not kept (the file was past MaxTracked); a restore
+	// names the file as failed with it.
+	NotKept string `json:"not_kept,omitempty"`
 }
 
 // Action is a change that cannot be undone, such as a shell command or an MCP tool call.
@@ -141,6 +144,8 @@ func (s *Store) Track(path string) error {
 	data, mode, err := readTracked(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, errTooLarge):
+		st.Existed, st.NotKept = true, err.Error()
 	case err != nil:
 		return fmt.Errorf("track %s: %w", path, err)
 	default:
@@ -169,9 +174,22 @@ func readTracked(path string) ([]byte, fs.FileMode, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	data, err := io.ReadAll(f)
+	if fi.Size() > MaxTracked {
+		return nil, 0, fmt.Errorf("%s holds %d MiB: %w", path, fi.Size()>>20, errTooLarge)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxTracked+1))
+	if err == nil && int64(len(data)) > MaxTracked {
+		err = fmt.Errorf("%s grew past %d MiB while read: %w", path, MaxTracked>>20, errTooLarge)
+	}
 	return data, fi.Mode(), err
 }
+
+// MaxTracked bounds the files the history keeps a copy of. A command can make a sparse file
+// of any size for nothing, which keel would otherwise read into memory and copy, as real
+// disk, into the history; a larger file is recorded as one a rewind cannot restore.
+const MaxTracked = 64 << 20
+
+var errTooLarge = errors.New("larger than the file history keeps")
 
 // Unrecoverable records, in the current snapshot, a change the store cannot undo.
 func (s *Store) Unrecoverable(a Action) error {
