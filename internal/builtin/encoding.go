@@ -207,7 +207,7 @@ func (e textEncoding) splice(data []byte, old, repl string, all, crlf bool) ([]b
 func sniffEncoding(f io.ReadSeeker, head []byte, size int64) (textEncoding, error) {
 	data, partial := head, size > int64(len(head))
 	if partial && size <= wholeSniffBytes {
-		all, err := io.ReadAll(f)
+		all, err := io.ReadAll(io.LimitReader(f, wholeSniffBytes)) // it may have grown since
 		if err != nil {
 			return textEncoding{}, err
 		}

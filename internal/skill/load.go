@@ -345,8 +345,11 @@ func (f entryFiles) read(path string) ([]byte, error) {
 			return nil, fmt.Errorf("%s is not read: %s", path, why)
 		}
 	}
-	return atomicfile.ReadRegular(real, -1)
+	return atomicfile.ReadWhole(real, maxEntryBytes)
 }
+
+// maxEntryBytes bounds a skill or command file; a larger one is a problem, not read.
+const maxEntryBytes = 4 << 20
 
 // fileBody returns a reader of the body of the file at path, re-read on every call so an
 // edit made during the session applies on the next invocation.

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/keel-dev/keel/internal/prompt"
+	"strings"
 )
 
 // write creates root/rel with text, making directories as needed.
@@ -292,5 +293,22 @@ func TestBundledSkillsLoadCleanly(t *testing.T) {
 	}
 	if l, _ := c.Entries(); slices.ContainsFunc(l, func(e prompt.Entry) bool { return e.Name == "init" }) {
 		t.Errorf("init writes files and is user-only, but the listing offers it: %+v", l)
+	}
+}
+
+// TestHugeEntryFileIsAProblem: a command file past maxEntryBytes — a sparse one costs no
+// disk — is reported and left out, never read into memory.
+func TestHugeEntryFileIsAProblem(t *testing.T) {
+	l := newLayout(t)
+	path := write(t, l.root, ".keel/commands/huge.md", "")
+	if err := os.Truncate(path, 4*maxEntryBytes); err != nil {
+		t.Fatal(err)
+	}
+	c, problems := l.load(t)
+	if _, ok := c.Lookup("huge"); ok {
+		t.Error("the huge command was loaded")
+	}
+	if len(problems) != 1 || problems[0].Path != path || !strings.Contains(problems[0].Msg, "more than the 4 MiB keel reads whole") {
+		t.Errorf("problems = %+v", problems)
 	}
 }
