@@ -105,7 +105,7 @@ func (p *Proxy) http(ctx context.Context, conn net.Conn, br *bufio.Reader, unbou
 		if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 			return
 		}
-		splice(conn, br, up)
+		splice(ctx, conn, br, up)
 		return
 	}
 	// A plain request is forwarded once, in origin form; the connection then closes, so a
@@ -190,11 +190,16 @@ func (p *Proxy) socks(ctx context.Context, conn net.Conn, br *bufio.Reader, unbo
 	defer up.Close()
 	reply(socksOK)
 	unbound()
-	splice(conn, br, up)
+	splice(ctx, conn, br, up)
 }
 
-// splice copies both ways until either side ends.
-func splice(client net.Conn, fromClient io.Reader, up net.Conn) {
+// splice copies both ways until either side ends, or ctx does: the client's side ending
+// only half-closes the upstream (a client may wait for the answer), so an upstream that
+// neither answers nor closes would otherwise hold the tunnel — and the command's release,
+// which waits for its connections — for ever (adversary12b H3).
+func splice(ctx context.Context, client net.Conn, fromClient io.Reader, up net.Conn) {
+	stop := context.AfterFunc(ctx, func() { client.Close(); up.Close() })
+	defer stop()
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		io.Copy(up, fromClient)

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -191,4 +192,53 @@ func TestTunnelIsNotBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTunnelEndsWithItsContext: a tunnel whose upstream neither answers nor closes — the
+// client gone, its side only half-closing the upstream — ends when the proxy's context does,
+// so the command's release, which waits for its connections, returns (adversary12b H3).
+func TestTunnelEndsWithItsContext(t *testing.T) {
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	held := make(chan net.Conn, 1)
+	go func() {
+		if c, err := up.Accept(); err == nil {
+			held <- c // never read, never answered, never closed until the test ends
+		}
+	}()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithCancel(waittest.Context(t))
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		New(Rules{Allowed: []string{"127.0.0.1"}}).ServeConn(ctx, c, nil)
+	}()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := up.Addr().String()
+	if _, err := io.WriteString(c, "CONNECT "+addr+" HTTP/1.1\r\nHost: "+addr+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	c.Close()
+	defer func() { (<-held).Close() }()
+	cancel()
+	waittest.Recv(t, "the tunnel to end with its context", done)
 }
