@@ -67,7 +67,7 @@ func MainWith(args []string, std Streams, getenv func(string) string, interactiv
 		fmt.Fprintf(std.Out, "%s (keel)\n", Version)
 		return exitOK
 	}
-	ctx, stop := signalContext()
+	ctx, stop := signalContext(std.Err)
 	defer stop()
 	app := &app{std: std, env: runconfig.ReadEnv(getenv), getenv: getenv, interactive: interactive}
 	return app.main(ctx, args)
